@@ -1,0 +1,20 @@
+//===- LlmDialect.cpp - the llm dialect -----------------------------------===//
+#include "dialects/llm/LlmDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace llmc::llm;
+
+#include "dialects/llm/LlmDialect.cpp.inc"
+
+void LlmDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/llm/LlmOps.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/llm/LlmOps.cpp.inc"

@@ -1,0 +1,224 @@
+//===- LlmOps.td - the llm dialect -------------------------*- tablegen -*-===//
+//
+// The `llm` dialect names the building blocks of decoder-only transformers,
+// so that later passes (GQA rewrite, KV-cache paging, ragged batching,
+// fusion, lowering) reason about attention and norms instead of about the
+// dozens of ONNX nodes each one is exported as.
+//
+// Layout conventions (what every op below assumes):
+//  - activations are [batch, seq, features]; attention heads are split out
+//    as [batch, heads, seq, head_dim] (`llm.split_heads`), the layout of the
+//    KV cache tensors that exports take and return;
+//  - weights of `llm.linear` are [in, out] (ONNX MatMul's B) unless
+//    `transpose_weight` is set, then [out, in] (torch's nn.Linear);
+//  - masks are never tensors here: causality is an attribute of
+//    `llm.attention`, and padding comes from the model's raw
+//    attention_mask input ([batch, total_len], 1 = keep).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LLMC_DIALECT_LLM_OPS
+#define LLMC_DIALECT_LLM_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Llm_Dialect : Dialect {
+  let name = "llm";
+  let cppNamespace = "::llmc::llm";
+  let summary = "transformer building blocks for decoder-only LLMs";
+  let description = [{
+    Ops at the level at which LLM serving engines reason: embedding, norms,
+    linear layers, rotary embeddings, attention with a KV cache, gated MLP
+    activations and the logits head. `raise-onnx-to-llm` produces them from
+    the patterns exporters write.
+  }];
+}
+
+class Llm_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Llm_Dialect, mnemonic, !listconcat(traits, [Pure])> {
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Llm_NoneType : Type<CPred<"::llvm::isa<::mlir::NoneType>($_self)">, "none">;
+def Llm_OptTensor : AnyTypeOf<[AnyRankedTensor, AnyUnrankedTensor, Llm_NoneType]>;
+def Llm_Tensor : AnyTypeOf<[AnyRankedTensor, AnyUnrankedTensor]>;
+
+//===----------------------------------------------------------------------===//
+// Embedding, norms, linear layers
+//===----------------------------------------------------------------------===//
+
+def Llm_EmbeddingOp : Llm_Op<"embedding"> {
+  let summary = "row lookup: table[vocab, hidden] at token ids";
+  let arguments = (ins Llm_Tensor:$table, Llm_Tensor:$ids);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_RmsNormOp : Llm_Op<"rms_norm"> {
+  let summary = "x / sqrt(mean(x^2, -1) + epsilon) * weight, computed in f32";
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, F32Attr:$epsilon);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_LayerNormOp : Llm_Op<"layer_norm"> {
+  let summary = "(x - mean) / sqrt(var + epsilon) * weight + bias over the last dim";
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, Llm_OptTensor:$bias,
+                   F32Attr:$epsilon);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_LinearOp : Llm_Op<"linear"> {
+  let summary = "x * W (+ bias), the weight [in, out] or [out, in] if transposed";
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, Llm_OptTensor:$bias,
+                   UnitAttr:$transpose_weight);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_DequantizeOp : Llm_Op<"dequantize"> {
+  let summary = "block-wise dequantisation of a packed integer weight";
+  let description = [{
+    `data` holds `bits`-bit integers packed low nibble first in the layout
+    onnxruntime's MatMulNBits uses: [rows][cols/block_size][block_size*bits/8].
+    Each block of `block_size` values along a row shares one scale (and one
+    zero point; 2^(bits-1) when absent). The result is [rows, cols] in the
+    scale's element type.
+  }];
+  let arguments = (ins Llm_Tensor:$data, Llm_Tensor:$scales, Llm_OptTensor:$zero_points,
+                   I64Attr:$bits, I64Attr:$block_size);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_LogitsOp : Llm_Op<"logits"> {
+  let summary = "the LM head: hidden states times the vocabulary projection";
+  let description = [{
+    A linear layer that produces the vocabulary logits. Kept apart from
+    `llm.linear` so that later passes compute only the rows a step needs.
+  }];
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, UnitAttr:$transpose_weight);
+  let results = (outs Llm_Tensor:$output);
+}
+
+//===----------------------------------------------------------------------===//
+// Activations and elementwise ops that remain between blocks
+//===----------------------------------------------------------------------===//
+
+def Llm_SiluOp : Llm_Op<"silu"> {
+  let summary = "x * sigmoid(x)";
+  let arguments = (ins Llm_Tensor:$input);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_GeluOp : Llm_Op<"gelu"> {
+  let summary = "GELU, exact (erf) or with the tanh approximation";
+  let arguments = (ins Llm_Tensor:$input, UnitAttr:$tanh_approximation);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_SwigluOp : Llm_Op<"swiglu"> {
+  let summary = "silu(gate) * up, the gated MLP activation";
+  let arguments = (ins Llm_Tensor:$gate, Llm_Tensor:$up);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_AddOp : Llm_Op<"add"> {
+  let summary = "elementwise sum of same-shaped tensors (residual connections)";
+  let arguments = (ins Llm_Tensor:$lhs, Llm_Tensor:$rhs);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_MulOp : Llm_Op<"mul"> {
+  let summary = "elementwise product of same-shaped tensors";
+  let arguments = (ins Llm_Tensor:$lhs, Llm_Tensor:$rhs);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_CastOp : Llm_Op<"cast"> {
+  let summary = "element type conversion of activations";
+  let arguments = (ins Llm_Tensor:$input);
+  let results = (outs Llm_Tensor:$output);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Llm_SplitHeadsOp : Llm_Op<"split_heads"> {
+  let summary = "[batch, seq, heads*head_dim] -> [batch, heads, seq, head_dim]";
+  let arguments = (ins Llm_Tensor:$input, I64Attr:$num_heads);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_MergeHeadsOp : Llm_Op<"merge_heads"> {
+  let summary = "[batch, heads, seq, head_dim] -> [batch, seq, heads*head_dim]";
+  let arguments = (ins Llm_Tensor:$input);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_PositionIdsOp : Llm_Op<"position_ids"> {
+  let summary = "positions of the new tokens: cumsum(attention_mask) - 1, last `seq` columns";
+  let description = [{
+    For models that do not take position_ids (onnxruntime-genai's GQA
+    models), the positions the exporter derives inside the graph.
+    `like` gives the [batch, seq] shape of the new tokens.
+  }];
+  let arguments = (ins Llm_Tensor:$attention_mask, Llm_Tensor:$like);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_RopeOp : Llm_Op<"rope"> {
+  let summary = "rotary embedding with angles position * inv_freq";
+  let description = [{
+    input is [batch, heads, seq, head_dim]; positions [batch, seq];
+    inv_freq [rotary_dim/2]. The first rotary_dim features are rotated in
+    halves (rotate_half, as Hugging Face does) or in interleaved pairs.
+  }];
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$positions, Llm_Tensor:$inv_freq,
+                   UnitAttr:$interleaved);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_RopeCachedOp : Llm_Op<"rope_cached"> {
+  let summary = "rotary embedding with precomputed cos/sin tables";
+  let description = [{
+    As `llm.rope`, with cos_cache/sin_cache of [max_positions, rotary_dim/2]
+    indexed by position (the half-width caches ONNX's RotaryEmbedding ops
+    take; full-width Hugging Face caches are halved when raised).
+  }];
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$positions,
+                   Llm_Tensor:$cos_cache, Llm_Tensor:$sin_cache, UnitAttr:$interleaved);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_KvConcatOp : Llm_Op<"kv_concat"> {
+  let summary = "append new keys or values to the past cache along the sequence";
+  let description = [{
+    past [batch, kv_heads, past_len, head_dim] and new [batch, kv_heads,
+    seq, head_dim] give present [batch, kv_heads, past_len + seq, head_dim].
+    `llm-kv-cache-paging` replaces it with writes into the paged pool.
+  }];
+  let arguments = (ins Llm_Tensor:$past, Llm_Tensor:$current);
+  let results = (outs Llm_Tensor:$present);
+}
+
+def Llm_RepeatKvOp : Llm_Op<"repeat_kv"> {
+  let summary = "repeat each KV head `repeats` times (what GQA exports widen K/V with)";
+  let arguments = (ins Llm_Tensor:$input, I64Attr:$repeats);
+  let results = (outs Llm_Tensor:$output);
+}
+
+def Llm_AttentionOp : Llm_Op<"attention"> {
+  let summary = "softmax(q k^T * scale + masks) v, grouped-query";
+  let description = [{
+    q is [batch, heads, seq, head_dim]; k and v are [batch, kv_heads,
+    total_len, head_dim] with heads a multiple of kv_heads (query head h
+    reads KV head h / (heads / kv_heads)). The new tokens are the last `seq`
+    of the total_len positions. Masks are attributes: `causal` hides later
+    positions; a present `attention_mask` operand ([batch, total_len], 0 =
+    padding) hides padded keys.
+  }];
+  let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$key, Llm_Tensor:$value,
+                   Llm_OptTensor:$attention_mask, F32Attr:$scale, UnitAttr:$causal);
+  let results = (outs Llm_Tensor:$output);
+}
+
+#endif // LLMC_DIALECT_LLM_OPS

@@ -1,0 +1,237 @@
+//===- OnnxFolders.cpp - constant folding of onnx ops ---------------------===//
+//
+// Folding is aimed at the shape subgraphs exports compute at run time
+// (Shape -> Gather -> Concat -> Reshape, Range/Trilu masks built from
+// constants): small integer and float tensors. Weights are never folded;
+// every folder gives up on results above kMaxFoldedElements.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/onnx/OnnxDialect.h"
+#include "dialects/onnx/ShapeHelpers.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+
+namespace llmc::onnx {
+
+namespace {
+constexpr int64_t kMaxFoldedElements = 1 << 16;
+
+/// The result's static type, if it is small enough to fold into.
+RankedTensorType foldableType(Value result) {
+  auto type = dyn_cast<RankedTensorType>(result.getType());
+  if (!type || !type.hasStaticShape() || type.getNumElements() > kMaxFoldedElements)
+    return nullptr;
+  return type;
+}
+
+/// Folds a 1-D or scalar integer result whose every entry a shape evaluation knows.
+OpFoldResult foldShapeTensor(Value result) {
+  RankedTensorType type = foldableType(result);
+  if (!type || type.getRank() > 1 || !isa<IntegerType>(type.getElementType())) return {};
+  auto values = evaluateShapeTensor(result);
+  if (!values || int64_t(values->size()) != type.getNumElements() ||
+      llvm::any_of(*values, ShapedType::isDynamic))
+    return {};
+  unsigned width = type.getElementType().getIntOrFloatBitWidth();
+  SmallVector<APInt> ints;
+  for (int64_t v : *values) ints.push_back(APInt(width, v, /*isSigned=*/true));
+  return DenseElementsAttr::get(type, ints);
+}
+
+/// The values of `attr` broadcast to `type`'s element count (same shape or a splat).
+template <typename T>
+std::optional<SmallVector<T>> valuesFor(DenseElementsAttr attr, RankedTensorType type) {
+  if (attr.isSplat()) return SmallVector<T>(type.getNumElements(), attr.getSplatValue<T>());
+  if (attr.getType().getShape() != type.getShape()) return std::nullopt;
+  auto range = attr.getValues<T>();
+  return SmallVector<T>(range.begin(), range.end());
+}
+
+/// Folds an elementwise binary op over constant operands that are the same
+/// shape as the result or splats. `intFn`/`floatFn` compute one element.
+template <typename IntFn, typename FloatFn>
+OpFoldResult foldBinary(Value result, ArrayRef<Attribute> operands, IntFn intFn, FloatFn floatFn) {
+  RankedTensorType type = foldableType(result);
+  auto lhs = dyn_cast_or_null<DenseElementsAttr>(operands[0]);
+  auto rhs = dyn_cast_or_null<DenseElementsAttr>(operands[1]);
+  if (!type || !lhs || !rhs || lhs.getElementType() != rhs.getElementType()) return {};
+  Type resultElement = type.getElementType();
+  if (isa<IntegerType>(lhs.getElementType()) && !lhs.getElementType().isInteger(1)) {
+    auto a = valuesFor<APInt>(lhs, type), b = valuesFor<APInt>(rhs, type);
+    if (!a || !b) return {};
+    SmallVector<APInt> out;
+    for (auto [x, y] : llvm::zip(*a, *b)) {
+      std::optional<APInt> v = intFn(x, y);
+      if (!v) return {};
+      out.push_back(v->zextOrTrunc(resultElement.getIntOrFloatBitWidth()));
+    }
+    return DenseElementsAttr::get(type, out);
+  }
+  if (isa<FloatType>(lhs.getElementType()) && isa<FloatType>(resultElement)) {
+    auto a = valuesFor<APFloat>(lhs, type), b = valuesFor<APFloat>(rhs, type);
+    if (!a || !b) return {};
+    SmallVector<APFloat> out;
+    for (auto [x, y] : llvm::zip(*a, *b)) out.push_back(floatFn(x, y));
+    return DenseElementsAttr::get(type, out);
+  }
+  return {};
+}
+
+/// Reuses the constant data of `operand` under the result's static shape.
+OpFoldResult foldReshapeOfConstant(Value result, Attribute operand) {
+  RankedTensorType type = foldableType(result);
+  auto data = dyn_cast_or_null<DenseElementsAttr>(operand);
+  if (!type || !data || data.getNumElements() != type.getNumElements()) return {};
+  return data.reshape(type);
+}
+} // namespace
+
+OpFoldResult NoneOp::fold(FoldAdaptor) { return UnitAttr::get(getContext()); }
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+OpFoldResult IdentityOp::fold(FoldAdaptor) {
+  return getX().getType() == getType() ? getX() : Value();
+}
+OpFoldResult ShapeOp::fold(FoldAdaptor) { return foldShapeTensor(getResult()); }
+
+OpFoldResult SizeOp::fold(FoldAdaptor) {
+  auto type = dyn_cast<RankedTensorType>(getData().getType());
+  if (!type || !type.hasStaticShape()) return {};
+  return DenseElementsAttr::get(cast<ShapedType>(getType()), APInt(64, type.getNumElements()));
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(getResult(), adaptor.getOperands(),
+                    [](const APInt &a, const APInt &b) { return std::optional<APInt>(a + b); },
+                    [](const APFloat &a, const APFloat &b) { return a + b; });
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(getResult(), adaptor.getOperands(),
+                    [](const APInt &a, const APInt &b) { return std::optional<APInt>(a - b); },
+                    [](const APFloat &a, const APFloat &b) { return a - b; });
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(getResult(), adaptor.getOperands(),
+                    [](const APInt &a, const APInt &b) { return std::optional<APInt>(a * b); },
+                    [](const APFloat &a, const APFloat &b) { return a * b; });
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      getResult(), adaptor.getOperands(),
+      [](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        if (b.isZero()) return std::nullopt;
+        return a.sdiv(b);
+      },
+      [](const APFloat &a, const APFloat &b) { return a / b; });
+}
+
+OpFoldResult EqualOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(
+      getResult(), adaptor.getOperands(),
+      [](const APInt &a, const APInt &b) { return std::optional<APInt>(APInt(1, a == b)); },
+      [](const APFloat &a, const APFloat &b) { return a; } /* floats are not folded */);
+}
+
+OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
+  auto condition = dyn_cast_or_null<DenseElementsAttr>(adaptor.getCondition());
+  if (!condition || !condition.isSplat()) return {};
+  Value chosen = condition.getSplatValue<bool>() ? getX() : getY();
+  return chosen.getType() == getType() ? chosen : Value();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType()) return getInput();
+  RankedTensorType type = foldableType(getResult());
+  auto input = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput());
+  if (!type || !input) return {};
+  Type from = input.getElementType(), to = type.getElementType();
+  if (isa<IntegerType>(from) && isa<IntegerType>(to)) {
+    SmallVector<APInt> out;
+    for (const APInt &v : input.getValues<APInt>())
+      out.push_back(to.isInteger(1) ? APInt(1, !v.isZero())
+                                    : v.sextOrTrunc(to.getIntOrFloatBitWidth()));
+    return DenseElementsAttr::get(type, out);
+  }
+  if (isa<IntegerType>(from) && to.isF32()) {
+    SmallVector<float> out;
+    for (const APInt &v : input.getValues<APInt>()) out.push_back(float(v.getSExtValue()));
+    return DenseElementsAttr::get(type, ArrayRef<float>(out));
+  }
+  return foldShapeTensor(getResult());
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getData().getType() == getType() && cast<ShapedType>(getType()).hasStaticShape())
+    return getData();
+  return foldReshapeOfConstant(getResult(), adaptor.getData());
+}
+
+OpFoldResult UnsqueezeOp::fold(FoldAdaptor adaptor) {
+  if (OpFoldResult folded = foldReshapeOfConstant(getResult(), adaptor.getData())) return folded;
+  return foldShapeTensor(getResult());
+}
+
+OpFoldResult SqueezeOp::fold(FoldAdaptor adaptor) {
+  if (OpFoldResult folded = foldReshapeOfConstant(getResult(), adaptor.getData())) return folded;
+  return foldShapeTensor(getResult());
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1 && getInputs()[0].getType() == getType()) return getInputs()[0];
+  return foldShapeTensor(getResult());
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) { return foldShapeTensor(getResult()); }
+OpFoldResult GatherOp::fold(FoldAdaptor) { return foldShapeTensor(getResult()); }
+
+OpFoldResult ConstantOfShapeOp::fold(FoldAdaptor) {
+  auto type = dyn_cast<RankedTensorType>(getType());
+  if (!type || !type.hasStaticShape()) return {};
+  if (!getValue()) return DenseElementsAttr::get(type, 0.0f);
+  auto value = dyn_cast<DenseElementsAttr>(*getValue());
+  if (!value || value.getNumElements() != 1) return {};
+  return DenseElementsAttr::get(type, *value.value_begin<Attribute>());
+}
+
+OpFoldResult RangeOp::fold(FoldAdaptor) {
+  RankedTensorType type = foldableType(getResult());
+  if (!type || !isa<IntegerType>(type.getElementType())) return {};
+  auto start = getConstantInts(getStart()), delta = getConstantInts(getDelta());
+  if (!start || !delta || start->size() != 1 || delta->size() != 1) return {};
+  unsigned width = type.getElementType().getIntOrFloatBitWidth();
+  SmallVector<APInt> values;
+  for (int64_t i = 0; i < type.getNumElements(); ++i)
+    values.push_back(APInt(width, (*start)[0] + i * (*delta)[0], /*isSigned=*/true));
+  return DenseElementsAttr::get(type, values);
+}
+
+namespace {
+/// An If on a constant condition becomes the chosen branch, inlined.
+struct InlineConstantIf : OpRewritePattern<IfOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(IfOp op, PatternRewriter &rewriter) const override {
+    DenseElementsAttr condition = getConstantAttr(op.getCond());
+    if (!condition || condition.getNumElements() != 1)
+      return rewriter.notifyMatchFailure(op, "condition is not a constant scalar");
+    Region &branch = condition.getValues<bool>()[0] ? op.getThenBranch() : op.getElseBranch();
+    Block &block = branch.front();
+    Operation *yield = block.getTerminator();
+    SmallVector<Value> results(yield->getOperands());
+    rewriter.inlineBlockBefore(&block, op);
+    rewriter.eraseOp(yield);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+} // namespace
+
+void IfOp::getCanonicalizationPatterns(RewritePatternSet &patterns, MLIRContext *context) {
+  patterns.add<InlineConstantIf>(context);
+}
+
+} // namespace llmc::onnx

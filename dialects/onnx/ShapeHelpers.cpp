@@ -1,0 +1,205 @@
+//===- ShapeHelpers.cpp - constants and shapes in the onnx dialect --------===//
+#include "dialects/onnx/ShapeHelpers.h"
+
+#include "dialects/onnx/OnnxDialect.h"
+
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace llmc::onnx {
+
+namespace {
+// ONNX TensorProto.DataType values.
+enum OnnxDataType : int64_t {
+  kFloat = 1, kUint8 = 2, kInt8 = 3, kUint16 = 4, kInt16 = 5, kInt32 = 6,
+  kInt64 = 7, kBool = 9, kFloat16 = 10, kDouble = 11, kUint32 = 12,
+  kUint64 = 13, kBFloat16 = 16, kUint4 = 21, kInt4 = 22,
+};
+} // namespace
+
+Type elementTypeForOnnxDataType(MLIRContext *context, int64_t dataType) {
+  Builder b(context);
+  auto unsignedInt = [&](unsigned width) {
+    return IntegerType::get(context, width, IntegerType::Unsigned);
+  };
+  switch (dataType) {
+  case kFloat: return b.getF32Type();
+  case kFloat16: return b.getF16Type();
+  case kBFloat16: return b.getBF16Type();
+  case kDouble: return b.getF64Type();
+  case kBool: return b.getI1Type();
+  case kInt4: return b.getIntegerType(4);
+  case kInt8: return b.getI8Type();
+  case kInt16: return b.getI16Type();
+  case kInt32: return b.getI32Type();
+  case kInt64: return b.getI64Type();
+  case kUint4: return unsignedInt(4);
+  case kUint8: return unsignedInt(8);
+  case kUint16: return unsignedInt(16);
+  case kUint32: return unsignedInt(32);
+  case kUint64: return unsignedInt(64);
+  default: return nullptr;
+  }
+}
+
+int64_t onnxDataTypeForElementType(Type type) {
+  if (type.isF32()) return kFloat;
+  if (type.isF16()) return kFloat16;
+  if (type.isBF16()) return kBFloat16;
+  if (type.isF64()) return kDouble;
+  auto intType = dyn_cast<IntegerType>(type);
+  if (!intType) return 0;
+  bool isUnsigned = intType.isUnsigned();
+  switch (intType.getWidth()) {
+  case 1: return kBool;
+  case 4: return isUnsigned ? kUint4 : kInt4;
+  case 8: return isUnsigned ? kUint8 : kInt8;
+  case 16: return isUnsigned ? kUint16 : kInt16;
+  case 32: return isUnsigned ? kUint32 : kInt32;
+  case 64: return isUnsigned ? kUint64 : kInt64;
+  default: return 0;
+  }
+}
+
+DenseElementsAttr getConstantAttr(Value value) {
+  if (!value) return nullptr;
+  DenseElementsAttr attr;
+  if (matchPattern(value, m_Constant(&attr))) return attr;
+  return nullptr;
+}
+
+std::optional<SmallVector<int64_t>> getConstantInts(Value value) {
+  DenseElementsAttr attr = getConstantAttr(value);
+  if (!attr || !isa<IntegerType>(attr.getElementType())) return std::nullopt;
+  SmallVector<int64_t> values;
+  for (const APInt &v : attr.getValues<APInt>())
+    values.push_back(attr.getElementType().isUnsignedInteger() ? int64_t(v.getZExtValue())
+                                                               : v.getSExtValue());
+  return values;
+}
+
+std::optional<double> getConstantSplatFloat(Value value) {
+  DenseElementsAttr attr = getConstantAttr(value);
+  if (!attr || !attr.isSplat()) {
+    // A non-splat attribute whose elements are all equal still counts.
+    if (!attr || attr.getNumElements() == 0) return std::nullopt;
+  }
+  if (isa<FloatType>(attr.getElementType())) {
+    auto values = attr.getValues<APFloat>();
+    double first = (*values.begin()).convertToDouble();
+    for (const APFloat &v : values)
+      if (v.convertToDouble() != first) return std::nullopt;
+    return first;
+  }
+  if (auto ints = getConstantInts(value)) {
+    for (int64_t v : *ints)
+      if (v != ints->front()) return std::nullopt;
+    return double(ints->front());
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+TensorType makeTensorType(std::optional<ArrayRef<int64_t>> shape, Type elementType) {
+  if (!shape) return UnrankedTensorType::get(elementType);
+  return RankedTensorType::get(*shape, elementType);
+}
+
+namespace {
+/// Dims of `value`'s type as a shape vector, when it is ranked.
+std::optional<SmallVector<int64_t>> rankedShape(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type) return std::nullopt;
+  return SmallVector<int64_t>(type.getShape());
+}
+} // namespace
+
+std::optional<SmallVector<int64_t>> evaluateShapeTensor(Value value) {
+  if (auto ints = getConstantInts(value)) return ints;
+  Operation *op = value.getDefiningOp();
+  if (!op) return std::nullopt;
+
+  if (auto shapeOp = dyn_cast<ShapeOp>(op)) {
+    auto dims = rankedShape(shapeOp.getData());
+    if (!dims) return std::nullopt;
+    int64_t rank = dims->size();
+    int64_t start = std::clamp<int64_t>(shapeOp.getStart() < 0 ? shapeOp.getStart() + rank
+                                                               : shapeOp.getStart(), 0, rank);
+    int64_t end = rank;
+    if (auto e = shapeOp.getEnd()) end = std::clamp<int64_t>(*e < 0 ? *e + rank : *e, 0, rank);
+    if (end <= start) return SmallVector<int64_t>{};
+    return SmallVector<int64_t>(dims->begin() + start, dims->begin() + end);
+  }
+  if (auto gather = dyn_cast<GatherOp>(op)) {
+    auto data = evaluateShapeTensor(gather.getData());
+    auto indices = getConstantInts(gather.getIndices());
+    if (!data || !indices) return std::nullopt;
+    SmallVector<int64_t> result;
+    for (int64_t index : *indices) {
+      auto i = normalizeAxis(index, data->size());
+      if (!i) return std::nullopt;
+      result.push_back((*data)[*i]);
+    }
+    return result;
+  }
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    SmallVector<int64_t> result;
+    for (Value input : concat.getInputs()) {
+      auto part = evaluateShapeTensor(input);
+      if (!part) return std::nullopt;
+      result.append(*part);
+    }
+    return result;
+  }
+  if (isa<UnsqueezeOp, SqueezeOp, CastOp, IdentityOp>(op))
+    return evaluateShapeTensor(op->getOperand(0));
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    auto data = evaluateShapeTensor(slice.getData());
+    auto starts = getConstantInts(slice.getStarts());
+    auto ends = getConstantInts(slice.getEnds());
+    if (!data || !starts || !ends || starts->size() != 1 || ends->size() != 1)
+      return std::nullopt;
+    if (!isa<NoneType>(slice.getSteps().getType())) {
+      auto steps = getConstantInts(slice.getSteps());
+      if (!steps || *steps != SmallVector<int64_t>{1}) return std::nullopt;
+    }
+    int64_t size = data->size();
+    auto clampIndex = [&](int64_t i) {
+      return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size);
+    };
+    int64_t start = clampIndex((*starts)[0]), end = clampIndex((*ends)[0]);
+    if (end <= start) return SmallVector<int64_t>{};
+    return SmallVector<int64_t>(data->begin() + start, data->begin() + end);
+  }
+  // A 1-D value of statically known length whose entries are unknown.
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (type && type.getRank() == 1 && !type.isDynamicDim(0))
+    return SmallVector<int64_t>(type.getDimSize(0), ShapedType::kDynamic);
+  if (type && type.getRank() == 0) return SmallVector<int64_t>{ShapedType::kDynamic};
+  return std::nullopt;
+}
+
+FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes) {
+  size_t rank = 0;
+  for (ArrayRef<int64_t> shape : shapes) rank = std::max(rank, shape.size());
+  SmallVector<int64_t> result(rank, 1);
+  for (ArrayRef<int64_t> shape : shapes) {
+    size_t offset = rank - shape.size();
+    for (auto [i, dim] : llvm::enumerate(shape)) {
+      int64_t &out = result[offset + i];
+      if (dim == 1) continue;
+      if (out == 1) { out = dim; continue; }
+      if (ShapedType::isDynamic(dim)) continue;
+      if (ShapedType::isDynamic(out)) { out = dim; continue; }
+      if (out != dim) return failure();
+    }
+  }
+  return result;
+}
+
+} // namespace llmc::onnx

@@ -1,0 +1,58 @@
+//===- ShapeHelpers.h - constants and shapes in the onnx dialect -*- C++ -*-===//
+//
+// Helpers shared by shape inference, folding, the importer and the raising
+// patterns: reading constant operands, evaluating the 1-D int64 "shape
+// subgraphs" that exports compute with Shape/Gather/Concat, and numpy-style
+// broadcasting.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_DIALECTS_ONNX_SHAPEHELPERS_H
+#define LLMC_DIALECTS_ONNX_SHAPEHELPERS_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace llmc::onnx {
+
+/// The element type of ONNX TensorProto.DataType `dataType`, or null for a
+/// type llmc does not support (float8, complex, string).
+mlir::Type elementTypeForOnnxDataType(mlir::MLIRContext *context, int64_t dataType);
+
+/// The inverse of elementTypeForOnnxDataType; 0 (UNDEFINED) when unknown.
+int64_t onnxDataTypeForElementType(mlir::Type type);
+
+/// The attribute of a constant-like producer of `value`, if any.
+mlir::DenseElementsAttr getConstantAttr(mlir::Value value);
+
+/// The integer elements of a constant operand.
+std::optional<llvm::SmallVector<int64_t>> getConstantInts(mlir::Value value);
+
+/// The single floating-point value of a constant operand whose elements are
+/// all equal (a scalar or a splat), e.g. an epsilon or a scale.
+std::optional<double> getConstantSplatFloat(mlir::Value value);
+
+/// Evaluates a 1-D (or scalar) integer tensor that holds dims: constants,
+/// Shape of a tensor, and Gather/Slice/Concat/Unsqueeze/Squeeze/Cast of those.
+/// Unknown entries are ShapedType::kDynamic. nullopt when even the length is
+/// unknown.
+std::optional<llvm::SmallVector<int64_t>> evaluateShapeTensor(mlir::Value value);
+
+/// Numpy broadcasting of shapes (kDynamic where unknown); failure when two
+/// static dims differ and neither is 1.
+llvm::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes);
+
+/// Normalises a possibly negative axis against `rank`; nullopt when out of range.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+/// A tensor type of `shape` (unranked when nullopt) with `elementType`.
+mlir::TensorType makeTensorType(std::optional<llvm::ArrayRef<int64_t>> shape,
+                                mlir::Type elementType);
+
+} // namespace llmc::onnx
+
+#endif // LLMC_DIALECTS_ONNX_SHAPEHELPERS_H

@@ -1,0 +1,208 @@
+//===- RaiseAttention.cpp - heads, KV cache, decomposed attention ---------===//
+#include "passes/RaisePatterns.h"
+
+#include "dialects/onnx/ShapeHelpers.h"
+
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+
+namespace llmc::raising {
+namespace {
+
+bool hasPerm(onnx::TransposeOp op, ArrayRef<int64_t> perm) {
+  return op && op.getPerm() && *op.getPerm() == perm;
+}
+
+/// Transpose(Reshape(x[b, s, H*D] -> [b, s, H, D]), [0, 2, 1, 3]) -> split_heads.
+struct RaiseSplitHeads : OpRewritePattern<onnx::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::TransposeOp op, PatternRewriter &rewriter) const override {
+    if (!hasPerm(op, {0, 2, 1, 3})) return rewriter.notifyMatchFailure(op, "perm is not [0, 2, 1, 3]");
+    auto reshape = definedBy<onnx::ReshapeOp>(op.getData());
+    if (!reshape) return rewriter.notifyMatchFailure(op, "input is not a Reshape");
+    Value x = reshape.getData();
+    int64_t heads = dimOf(reshape, 2), head = dimOf(reshape, 3), hidden = dimOf(x, 2);
+    if (rankOf(x) != 3 || rankOf(reshape) != 4 || ShapedType::isDynamic(heads) ||
+        ShapedType::isDynamic(head))
+      return rewriter.notifyMatchFailure(op, "not [b, s, H*D] -> [b, s, H, D] with static H, D");
+    if (!ShapedType::isDynamic(hidden) && hidden != heads * head)
+      return rewriter.notifyMatchFailure(op, "H*D differs from the hidden size");
+    // The leading dims must be carried over: 0 (copy), or x's own dims.
+    auto target = onnx::evaluateShapeTensor(reshape.getShape());
+    if (!target || target->size() != 4)
+      return rewriter.notifyMatchFailure(op, "reshape target unknown");
+    for (int i = 0; i < 2; ++i) {
+      int64_t dim = (*target)[i];
+      if (dim != 0 && !ShapedType::isDynamic(dim) && dim != dimOf(x, i))
+        return rewriter.notifyMatchFailure(op, "reshape changes batch or sequence dims");
+    }
+    rewriter.replaceOpWithNewOp<llm::SplitHeadsOp>(op, op.getType(), x,
+                                                   rewriter.getI64IntegerAttr(heads));
+    return success();
+  }
+};
+
+/// Reshape(Transpose(x[b, H, s, D], [0, 2, 1, 3]) -> [b, s, H*D]) -> merge_heads.
+struct RaiseMergeHeads : OpRewritePattern<onnx::ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto transpose = definedBy<onnx::TransposeOp>(op.getData());
+    if (!hasPerm(transpose, {0, 2, 1, 3}))
+      return rewriter.notifyMatchFailure(op, "input is not Transpose [0, 2, 1, 3]");
+    Value x = transpose.getData();
+    int64_t heads = dimOf(x, 1), head = dimOf(x, 3);
+    if (rankOf(x) != 4 || rankOf(op) != 3 || ShapedType::isDynamic(heads) ||
+        ShapedType::isDynamic(head) || dimOf(op, 2) != heads * head)
+      return rewriter.notifyMatchFailure(op, "not [b, s, H, D] -> [b, s, H*D]");
+    rewriter.replaceOpWithNewOp<llm::MergeHeadsOp>(op, op.getType(), x);
+    return success();
+  }
+};
+
+/// Concat(past, new, axis = seq) of 4-D [b, kv, len, d] caches -> kv_concat.
+struct RaiseKvConcat : OpRewritePattern<onnx::ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::ConcatOp op, PatternRewriter &rewriter) const override {
+    if (op.getInputs().size() != 2 || rankOf(op) != 4 || (op.getAxis() != 2 && op.getAxis() != -2))
+      return rewriter.notifyMatchFailure(op, "not a 2-way concat on axis 2 of 4-D tensors");
+    Value past = op.getInputs()[0], current = op.getInputs()[1];
+    if (isConstant(past) || isConstant(current))
+      return rewriter.notifyMatchFailure(op, "concatenates a constant");
+    rewriter.replaceOpWithNewOp<llm::KvConcatOp>(op, op.getType(), past, current);
+    return success();
+  }
+};
+
+/// Reshape(Expand(Unsqueeze(kv, 2), [b, KV, n, T, D]), [b, KV*n, T, D]) -> repeat_kv.
+struct RaiseRepeatKv : OpRewritePattern<onnx::ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto expand = definedBy<onnx::ExpandOp>(op.getData());
+    auto unsqueeze = expand ? definedBy<onnx::UnsqueezeOp>(expand.getInput()) : onnx::UnsqueezeOp();
+    if (!unsqueeze) return rewriter.notifyMatchFailure(op, "not Reshape(Expand(Unsqueeze(x)))");
+    Value kv = unsqueeze.getData();
+    if (rankOf(kv) != 4 || !isSingleAxis(unsqueeze.getAxes(), 2, 5))
+      return rewriter.notifyMatchFailure(op, "Unsqueeze does not insert axis 2 of a 4-D tensor");
+    int64_t kvHeads = dimOf(kv, 1), repeats = dimOf(expand, 2);
+    if (rankOf(expand) != 5 || ShapedType::isDynamic(repeats) || ShapedType::isDynamic(kvHeads) ||
+        dimOf(expand, 1) != kvHeads || dimOf(expand, 4) != dimOf(kv, 3))
+      return rewriter.notifyMatchFailure(op, "Expand does not repeat whole KV heads");
+    if (rankOf(op) != 4 || dimOf(op, 1) != kvHeads * repeats || dimOf(op, 3) != dimOf(kv, 3))
+      return rewriter.notifyMatchFailure(op, "Reshape does not merge the repeats into the heads");
+    rewriter.replaceOpWithNewOp<llm::RepeatKvOp>(op, op.getType(), kv,
+                                                 rewriter.getI64IntegerAttr(repeats));
+    return success();
+  }
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Mask analysis
+//===----------------------------------------------------------------------===//
+
+FailureOr<MaskInfo> analyseMask(Value mask) {
+  MaskInfo info;
+  llvm::SetVector<Value> worklist;
+  worklist.insert(mask);
+  for (size_t i = 0; i < worklist.size(); ++i) {
+    Value value = worklist[i];
+    if (auto arg = dyn_cast<BlockArgument>(value)) {
+      auto name = findArgumentInSlice(arg, "attention_mask");
+      if (name) { info.attentionMask = arg; continue; }
+      // Other integer inputs (position_ids) may set the causal offsets.
+      if (!cast<ShapedType>(arg.getType()).getElementType().isInteger()) return failure();
+      continue;
+    }
+    Operation *op = value.getDefiningOp();
+    if (!op) return failure();
+    if (isa<onnx::ConstantOp, onnx::NoneOp>(op)) continue;
+    // Shapes of activations are structure, not data.
+    if (isa<onnx::ShapeOp, onnx::SizeOp>(op)) continue;
+    if (isa<onnx::TriluOp, onnx::GreaterOp, onnx::LessOp, onnx::GreaterOrEqualOp,
+            onnx::LessOrEqualOp>(op))
+      info.causal = true;
+    if (!isa<onnx::TriluOp, onnx::GreaterOp, onnx::LessOp, onnx::GreaterOrEqualOp,
+             onnx::LessOrEqualOp, onnx::EqualOp, onnx::WhereOp, onnx::AndOp, onnx::OrOp,
+             onnx::NotOp, onnx::CastOp, onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::RangeOp,
+             onnx::ConstantOfShapeOp, onnx::ExpandOp, onnx::UnsqueezeOp, onnx::SqueezeOp,
+             onnx::ReshapeOp, onnx::SliceOp, onnx::GatherOp, onnx::ConcatOp, onnx::CumSumOp,
+             onnx::ReduceSumOp, onnx::IsNaNOp>(op))
+      return failure();
+    for (Value operand : op->getOperands()) worklist.insert(operand);
+  }
+  return info;
+}
+
+namespace {
+
+/// Peels a Cast and a Mul/Div by a constant scalar; returns the scale factor.
+Value peelScale(Value value, double &scale) {
+  value = skipCasts(value);
+  if (auto div = definedBy<onnx::DivOp>(value); div && constantScalar(div.getB())) {
+    scale /= *constantScalar(div.getB());
+    return div.getA();
+  }
+  if (auto mul = definedBy<onnx::MulOp>(value)) {
+    if (constantScalar(mul.getB())) return scale *= *constantScalar(mul.getB()), mul.getA();
+    if (constantScalar(mul.getA())) return scale *= *constantScalar(mul.getA()), mul.getB();
+  }
+  return value;
+}
+
+/// MatMul(Softmax(MatMul(q, Transpose(k)) * scale + mask), v) -> attention.
+struct RaiseDecomposedAttention : OpRewritePattern<onnx::MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MatMulOp op, PatternRewriter &rewriter) const override {
+    auto softmax = definedBy<onnx::SoftmaxOp>(skipCasts(op.getA()));
+    if (!softmax) return rewriter.notifyMatchFailure(op, "A is not a Softmax");
+    if (rankOf(op.getA()) != 4 || !isSingleAxisValue(softmax.getAxis(), 4))
+      return rewriter.notifyMatchFailure(op, "softmax is not over the last axis of 4-D scores");
+    double scale = 1.0;
+    Value scores = peelScale(softmax.getInput(), scale);
+    Value mask;
+    if (auto add = definedBy<onnx::AddOp>(scores)) {
+      // scores + mask: the mask side is the one that is not a QK product.
+      Value lhs = peelScale(add.getA(), scale);
+      if (definedBy<onnx::MatMulOp>(lhs)) scores = lhs, mask = add.getB();
+      else scores = peelScale(add.getB(), scale), mask = add.getA();
+    }
+    auto qk = definedBy<onnx::MatMulOp>(scores);
+    if (!qk) return rewriter.notifyMatchFailure(op, "softmax input is not a QK^T product");
+    Value q = peelScale(qk.getA(), scale);
+    auto kT = definedBy<onnx::TransposeOp>(qk.getB());
+    if (!hasPerm(kT, {0, 1, 3, 2})) return rewriter.notifyMatchFailure(op, "K is not transposed [0, 1, 3, 2]");
+    Value k = peelScale(kT.getData(), scale);
+    Value v = op.getB();
+    if (rankOf(q) != 4 || rankOf(k) != 4 || rankOf(v) != 4)
+      return rewriter.notifyMatchFailure(op, "q, k, v are not 4-D");
+
+    MaskInfo info;
+    if (mask) {
+      FailureOr<MaskInfo> analysed = analyseMask(mask);
+      if (failed(analysed))
+        return rewriter.notifyMatchFailure(op, "the additive mask reads data other than "
+                                               "attention_mask, positions and shapes");
+      info = *analysed;
+    }
+    Value attentionMask = info.attentionMask
+                              ? info.attentionMask
+                              : onnx::NoneOp::create(rewriter, op.getLoc(), rewriter.getNoneType());
+    auto attention = llm::AttentionOp::create(rewriter, fusedLocOf({op, softmax, qk}), op.getType(),
+                                              q, k, v, attentionMask,
+                                              rewriter.getF32FloatAttr(scale));
+    if (info.causal) attention.setCausal(true);
+    rewriter.replaceOp(op, attention);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<RaiseSplitHeads, RaiseMergeHeads, RaiseKvConcat, RaiseRepeatKv,
+               RaiseDecomposedAttention>(patterns.getContext());
+}
+
+} // namespace llmc::raising

@@ -1,0 +1,189 @@
+//===- RaiseFusedAttention.cpp - Attention, GroupQueryAttention, MHA ------===//
+//
+// The fused attention ops of opset 23 and com.microsoft take 3-D [b, s,
+// heads*d] or 4-D [b, heads, s, d] inputs and their own KV cache. Each
+// becomes the llm ops the decomposed form raises to: split_heads, rope,
+// kv_concat, attention, merge_heads.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/RaisePatterns.h"
+
+using namespace mlir;
+
+namespace llmc::raising {
+namespace {
+
+/// The [b, heads, s, d] form of a 3-D [b, s, heads*d] or already 4-D input.
+Value toHeads(PatternRewriter &rewriter, Location loc, Value x, int64_t heads) {
+  if (rankOf(x) == 4) return x;
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t hidden = type.getDimSize(2);
+  auto headsType = RankedTensorType::get(
+      {type.getDimSize(0), heads, type.getDimSize(1),
+       ShapedType::isDynamic(hidden) ? ShapedType::kDynamic : hidden / heads},
+      type.getElementType());
+  return llm::SplitHeadsOp::create(rewriter, loc, headsType, x, rewriter.getI64IntegerAttr(heads));
+}
+
+/// past ++ current on the sequence axis, or current alone without a past.
+Value appendToCache(PatternRewriter &rewriter, Location loc, Value past, Value current,
+                    Type presentType) {
+  if (isNone(past)) return current;
+  return llm::KvConcatOp::create(rewriter, loc, presentType, past, current);
+}
+
+/// The type of an attention output in heads layout, from q's heads and v's head size.
+Type headsOutputType(Value q, Value v) {
+  auto qType = cast<RankedTensorType>(q.getType());
+  return RankedTensorType::get({qType.getDimSize(0), qType.getDimSize(1), qType.getDimSize(2),
+                                dimOf(v, 3)},
+                               qType.getElementType());
+}
+
+bool isValidHeadCount(Value x, int64_t heads) {
+  int64_t rank = rankOf(x);
+  if (rank == 4) return true;
+  int64_t hidden = dimOf(x, 2);
+  return rank == 3 && heads > 0 && !ShapedType::isDynamic(hidden) && hidden % heads == 0;
+}
+
+/// Builds attention over heads-layout q/k/v and returns it in q's original layout.
+Value buildAttention(PatternRewriter &rewriter, Location loc, Value originalQ, Value q, Value k,
+                     Value v, Value attentionMask, std::optional<float> scale, bool causal,
+                     Type resultType) {
+  float factor = scale.value_or(1.0f / std::sqrt(float(dimOf(q, 3))));
+  auto attention = llm::AttentionOp::create(rewriter, loc, headsOutputType(q, v), q, k, v,
+                                            attentionMask, rewriter.getF32FloatAttr(factor));
+  if (causal) attention.setCausal(true);
+  if (rankOf(originalQ) == 4) return attention;
+  return llm::MergeHeadsOp::create(rewriter, loc, resultType, attention);
+}
+
+Value noneValue(PatternRewriter &rewriter, Location loc) {
+  return onnx::NoneOp::create(rewriter, loc, rewriter.getNoneType());
+}
+
+/// Opset 23/24 Attention.
+struct RaiseAttentionOp : OpRewritePattern<onnx::AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::AttentionOp op, PatternRewriter &rewriter) const override {
+    if (!op.getQkMatmulOutput().use_empty() || op.getSoftcap().convertToFloat() != 0.0f ||
+        !isNone(op.getNonpadKvSeqlen()))
+      return rewriter.notifyMatchFailure(op, "uses qk output, softcap or nonpad_kv_seqlen");
+    int64_t qHeads = op.getQNumHeads().value_or(0), kvHeads = op.getKvNumHeads().value_or(0);
+    if (!isValidHeadCount(op.getQ(), qHeads) || !isValidHeadCount(op.getK(), kvHeads) ||
+        !isValidHeadCount(op.getV(), kvHeads))
+      return rewriter.notifyMatchFailure(op, "3-D inputs without valid head counts");
+    MaskInfo mask;
+    if (!isNone(op.getAttnMask())) {
+      FailureOr<MaskInfo> analysed = analyseMask(op.getAttnMask());
+      if (failed(analysed))
+        return rewriter.notifyMatchFailure(op, "attn_mask is not derived from attention_mask");
+      mask = *analysed;
+    }
+    Location loc = op.getLoc();
+    Value q = toHeads(rewriter, loc, op.getQ(), qHeads);
+    Value k = toHeads(rewriter, loc, op.getK(), kvHeads);
+    Value v = toHeads(rewriter, loc, op.getV(), kvHeads);
+    Value keys = appendToCache(rewriter, loc, op.getPastKey(), k, op.getPresentKey().getType());
+    Value values = appendToCache(rewriter, loc, op.getPastValue(), v, op.getPresentValue().getType());
+    std::optional<float> scale;
+    if (auto attr = op.getScale()) scale = attr->convertToFloat();
+    Value out = buildAttention(rewriter, loc, op.getQ(), q, keys, values,
+                               mask.attentionMask ? mask.attentionMask : noneValue(rewriter, loc),
+                               scale, op.getIsCausal() || mask.causal, op.getY().getType());
+    rewriter.replaceOp(op, {out, keys, values, out});
+    return success();
+  }
+};
+
+/// com.microsoft GroupQueryAttention, with its optional rotary embedding.
+struct RaiseGroupQueryAttention : OpRewritePattern<onnx::GroupQueryAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::GroupQueryAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getOutputQk().use_empty() || op.getSoftcap().convertToFloat() != 0.0f ||
+        op.getLocalWindowSize() != -1 || op.getSmoothSoftmax() || !isNone(op.getHeadSink()) ||
+        !isNone(op.getAttentionBias()))
+      return rewriter.notifyMatchFailure(op, "uses softcap, a local window, smooth softmax, "
+                                             "head sink, attention bias or the qk output");
+    if (isNone(op.getKey()) || isNone(op.getValue()))
+      return rewriter.notifyMatchFailure(op, "packed QKV input is not supported yet");
+    int64_t heads = op.getNumHeads(), kvHeads = op.getKvNumHeads();
+    if (!isValidHeadCount(op.getQuery(), heads) || !isValidHeadCount(op.getKey(), kvHeads))
+      return rewriter.notifyMatchFailure(op, "hidden sizes are not multiples of the head counts");
+    // The padding mask is the attention_mask that seqlens_k is computed from.
+    BlockArgument attentionMask = findArgumentInSlice(op.getSeqlensK(), "attention_mask");
+    if (!attentionMask)
+      return rewriter.notifyMatchFailure(op, "seqlens_k is not derived from attention_mask");
+
+    Location loc = op.getLoc();
+    Value q = toHeads(rewriter, loc, op.getQuery(), heads);
+    Value k = toHeads(rewriter, loc, op.getKey(), kvHeads);
+    Value v = toHeads(rewriter, loc, op.getValue(), kvHeads);
+    if (op.getDoRotary()) {
+      if (isNone(op.getCosCache()) || isNone(op.getSinCache()))
+        return rewriter.notifyMatchFailure(op, "do_rotary without cos/sin caches");
+      Value positions = op.getPositionIds();
+      if (isNone(positions)) {
+        // GQA derives positions from the mask: past length + index.
+        auto type = RankedTensorType::get({dimOf(op.getQuery(), 0), dimOf(op.getQuery(), 1)},
+                                          rewriter.getI64Type());
+        positions = llm::PositionIdsOp::create(rewriter, loc, type, attentionMask, op.getQuery());
+      }
+      q = createRopeForHeads(rewriter, loc, q, positions, op.getCosCache(), op.getSinCache(),
+                             op.getRotaryInterleaved());
+      k = createRopeForHeads(rewriter, loc, k, positions, op.getCosCache(), op.getSinCache(),
+                             op.getRotaryInterleaved());
+    }
+    Value keys = appendToCache(rewriter, loc, op.getPastKey(), k, op.getPresentKey().getType());
+    Value values = appendToCache(rewriter, loc, op.getPastValue(), v, op.getPresentValue().getType());
+    std::optional<float> scale;
+    if (op.getScale().convertToFloat() != 0.0f) scale = op.getScale().convertToFloat();
+    Value out = buildAttention(rewriter, loc, op.getQuery(), q, keys, values, attentionMask, scale,
+                               /*causal=*/true, op.getOutput().getType());
+    rewriter.replaceOp(op, {out, keys, values, out});
+    return success();
+  }
+};
+
+/// com.microsoft MultiHeadAttention with separate Q, K, V.
+struct RaiseMultiHeadAttention : OpRewritePattern<onnx::MultiHeadAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MultiHeadAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getQk().use_empty() || !isNone(op.getBias()) || !isNone(op.getAttentionBias()) ||
+        !isNone(op.getPastSequenceLength()) || !isNone(op.getCacheIndirection()))
+      return rewriter.notifyMatchFailure(op, "uses bias, attention bias, shared buffers or qk");
+    if (isNone(op.getKey()) || isNone(op.getValue()) || rankOf(op.getQuery()) != 3 ||
+        rankOf(op.getKey()) != 3)
+      return rewriter.notifyMatchFailure(op, "not separate 3-D query, key and value");
+    int64_t heads = op.getNumHeads();
+    if (!isValidHeadCount(op.getQuery(), heads) || !isValidHeadCount(op.getKey(), heads))
+      return rewriter.notifyMatchFailure(op, "hidden size is not a multiple of num_heads");
+    Value attentionMask = op.getKeyPaddingMask();
+    if (!isNone(attentionMask) && rankOf(attentionMask) != 2)
+      return rewriter.notifyMatchFailure(op, "key_padding_mask is not [batch, total]");
+    Location loc = op.getLoc();
+    Value q = toHeads(rewriter, loc, op.getQuery(), heads);
+    Value k = toHeads(rewriter, loc, op.getKey(), heads);
+    Value v = toHeads(rewriter, loc, op.getValue(), heads);
+    Value keys = appendToCache(rewriter, loc, op.getPastKey(), k, op.getPresentKey().getType());
+    Value values = appendToCache(rewriter, loc, op.getPastValue(), v, op.getPresentValue().getType());
+    std::optional<float> scale;
+    if (op.getScale().convertToFloat() != 0.0f) scale = op.getScale().convertToFloat();
+    Value out = buildAttention(rewriter, loc, op.getQuery(), q, keys, values, attentionMask, scale,
+                               op.getUnidirectional() != 0, op.getOutput().getType());
+    rewriter.replaceOp(op, {out, keys, values, out});
+    return success();
+  }
+};
+
+} // namespace
+
+void populateFusedAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<RaiseAttentionOp, RaiseGroupQueryAttention, RaiseMultiHeadAttention>(
+      patterns.getContext());
+}
+
+} // namespace llmc::raising

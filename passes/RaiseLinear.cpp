@@ -1,0 +1,216 @@
+//===- RaiseLinear.cpp - embedding, linear layers, activations, residuals -===//
+#include "passes/RaisePatterns.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+
+namespace llmc::raising {
+namespace {
+
+/// Gather of rows of a constant float table by token ids.
+struct RaiseEmbedding : OpRewritePattern<onnx::GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::GatherOp op, PatternRewriter &rewriter) const override {
+    Value table = op.getData();
+    if (!isConstant(table) || rankOf(table) != 2 ||
+        !isa<FloatType>(cast<ShapedType>(table.getType()).getElementType()))
+      return rewriter.notifyMatchFailure(op, "data is not a constant 2-D float table");
+    if (op.getAxis() != 0) return rewriter.notifyMatchFailure(op, "does not gather rows");
+    rewriter.replaceOpWithNewOp<llm::EmbeddingOp>(op, op.getType(), table, op.getIndices());
+    return success();
+  }
+};
+
+/// GatherBlockQuantized: an embedding over a block-quantised table.
+struct RaiseQuantizedEmbedding : OpRewritePattern<onnx::GatherBlockQuantizedOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::GatherBlockQuantizedOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getGatherAxis() != 0 || op.getQuantizeAxis() != 1 || rankOf(op.getData()) != 2)
+      return rewriter.notifyMatchFailure(op, "not a row gather of a 2-D table quantised along rows");
+    auto resultType = dyn_cast<RankedTensorType>(op.getType());
+    if (!resultType) return rewriter.notifyMatchFailure(op, "result shape unknown");
+    auto tableType = RankedTensorType::get({dimOf(op.getData(), 0), resultType.getShape().back()},
+                                           resultType.getElementType());
+    Value table = llm::DequantizeOp::create(rewriter, op.getLoc(), tableType, op.getData(),
+                                            op.getScales(), op.getZeroPoints(),
+                                            op.getBitsAttr(), op.getBlockSizeAttr());
+    rewriter.replaceOpWithNewOp<llm::EmbeddingOp>(op, op.getType(), table, op.getIndices());
+    return success();
+  }
+};
+
+/// MatMul by a constant weight [in, out], or by Transpose of one [out, in].
+struct RaiseLinear : OpRewritePattern<onnx::MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MatMulOp op, PatternRewriter &rewriter) const override {
+    Value weight = op.getB();
+    bool transposed = false;
+    if (auto transpose = definedBy<onnx::TransposeOp>(weight)) {
+      auto perm = transpose.getPerm();
+      if (!perm || *perm != ArrayRef<int64_t>{1, 0})
+        return rewriter.notifyMatchFailure(op, "weight transpose is not a 2-D swap");
+      weight = transpose.getData();
+      transposed = true;
+    }
+    if (!isConstant(weight) || rankOf(weight) != 2)
+      return rewriter.notifyMatchFailure(op, "B is not a constant 2-D weight");
+    if (rankOf(op.getA()) < 2) return rewriter.notifyMatchFailure(op, "A is a vector");
+    auto linear = llm::LinearOp::create(rewriter, op.getLoc(), op.getType(), op.getA(), weight,
+                                        onnx::NoneOp::create(rewriter, op.getLoc(), rewriter.getNoneType()));
+    if (transposed) linear.setTransposeWeight(true);
+    rewriter.replaceOp(op, linear);
+    return success();
+  }
+};
+
+/// MatMulNBits: a linear layer over a block-quantised [N, K] weight.
+struct RaiseMatMulNBits : OpRewritePattern<onnx::MatMulNBitsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MatMulNBitsOp op, PatternRewriter &rewriter) const override {
+    if (!isNone(op.getGIdx())) return rewriter.notifyMatchFailure(op, "uses g_idx (act-order)");
+    Type element = cast<ShapedType>(op.getA().getType()).getElementType();
+    auto weightType = RankedTensorType::get({op.getN(), op.getK()}, element);
+    Value weight = llm::DequantizeOp::create(rewriter, op.getLoc(), weightType, op.getB(),
+                                             op.getScales(), op.getZeroPoints(), op.getBitsAttr(),
+                                             op.getBlockSizeAttr());
+    auto linear = llm::LinearOp::create(rewriter, op.getLoc(), op.getType(), op.getA(), weight,
+                                        op.getBias());
+    linear.setTransposeWeight(true);
+    rewriter.replaceOp(op, linear);
+    return success();
+  }
+};
+
+/// x * Sigmoid(x) -> silu(x).
+struct RaiseSilu : OpRewritePattern<onnx::MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MulOp op, PatternRewriter &rewriter) const override {
+    for (auto [x, gate] : {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
+      auto sigmoid = definedBy<onnx::SigmoidOp>(gate);
+      if (sigmoid && sigmoid.getX() == x) {
+        rewriter.replaceOpWithNewOp<llm::SiluOp>(op, op.getType(), x);
+        return success();
+      }
+    }
+    return rewriter.notifyMatchFailure(op, "not x * sigmoid(x)");
+  }
+};
+
+struct RaiseGelu : OpRewritePattern<onnx::GeluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::GeluOp op, PatternRewriter &rewriter) const override {
+    auto gelu = llm::GeluOp::create(rewriter, op.getLoc(), op.getType(), op.getX());
+    if (op.getApproximate() == "tanh") gelu.setTanhApproximation(true);
+    else if (op.getApproximate() != "none")
+      return rewriter.notifyMatchFailure(op, "unknown approximation");
+    rewriter.replaceOp(op, gelu);
+    return success();
+  }
+};
+
+/// The exact GELU decomposed: (x * 0.5) * (1 + erf(x / sqrt(2))), in either
+/// association of the outer product.
+struct RaiseDecomposedGelu : OpRewritePattern<onnx::MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MulOp op, PatternRewriter &rewriter) const override {
+    for (auto [half, onePlusErf] : {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
+      auto halfMul = definedBy<onnx::MulOp>(half);
+      auto add = definedBy<onnx::AddOp>(onePlusErf);
+      if (!halfMul || !add) continue;
+      Value x = isConstantScalar(halfMul.getB(), 0.5) ? halfMul.getA()
+                : isConstantScalar(halfMul.getA(), 0.5) ? halfMul.getB() : Value();
+      Value erfValue = isConstantScalar(add.getB(), 1.0) ? add.getA()
+                       : isConstantScalar(add.getA(), 1.0) ? add.getB() : Value();
+      auto erf = definedBy<onnx::ErfOp>(erfValue);
+      auto div = erf ? definedBy<onnx::DivOp>(erf.getX()) : onnx::DivOp();
+      if (!x || !div || div.getA() != x || !isConstantScalar(div.getB(), std::sqrt(2.0))) continue;
+      rewriter.replaceOpWithNewOp<llm::GeluOp>(op, op.getType(), x);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "not (x * 0.5) * (1 + erf(x / sqrt(2)))");
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Glue
+//===----------------------------------------------------------------------===//
+
+/// linear(x) + bias[out] -> linear(x, bias).
+struct FoldBiasIntoLinear : OpRewritePattern<onnx::AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::AddOp op, PatternRewriter &rewriter) const override {
+    for (auto [product, bias] : {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
+      auto linear = definedBy<llm::LinearOp>(product);
+      if (!linear || !isNone(linear.getBias()) || !linear->hasOneUse()) continue;
+      if (!isConstant(bias) || rankOf(bias) != 1 || dimOf(bias, 0) != dimOf(product, -1)) continue;
+      rewriter.replaceOpWithNewOp<llm::LinearOp>(op, op.getType(), linear.getInput(),
+                                                 linear.getWeight(), bias,
+                                                 linear.getTransposeWeightAttr());
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "not linear + constant [out] bias");
+  }
+};
+
+/// The linear whose result is the graph output `logits` is the LM head.
+struct RaiseLogitsHead : OpRewritePattern<llm::LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(llm::LinearOp op, PatternRewriter &rewriter) const override {
+    if (!isNone(op.getBias())) return rewriter.notifyMatchFailure(op, "has a bias");
+    for (OpOperand &use : op->getUses()) {
+      auto ret = dyn_cast<func::ReturnOp>(use.getOwner());
+      if (!ret) continue;
+      auto func = cast<func::FuncOp>(ret->getParentOp());
+      auto name = func.getResultAttrOfType<StringAttr>(use.getOperandNumber(), "onnx.name");
+      if (!name || name.getValue() != "logits") continue;
+      rewriter.replaceOpWithNewOp<llm::LogitsOp>(op, op.getType(), op.getInput(), op.getWeight(),
+                                                 op.getTransposeWeightAttr());
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "does not produce the graph output 'logits'");
+  }
+};
+
+/// silu(gate) * up -> swiglu(gate, up).
+struct RaiseSwiglu : OpRewritePattern<onnx::MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MulOp op, PatternRewriter &rewriter) const override {
+    for (auto [gate, up] : {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
+      auto silu = definedBy<llm::SiluOp>(gate);
+      if (!silu || gate.getType() != up.getType()) continue;
+      rewriter.replaceOpWithNewOp<llm::SwigluOp>(op, op.getType(), silu.getInput(), up);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "not silu(gate) * up of one shape");
+  }
+};
+
+/// An add of two activations of one type (residual connections).
+struct RaiseResidualAdd : OpRewritePattern<onnx::AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::AddOp op, PatternRewriter &rewriter) const override {
+    if (isConstant(op.getA()) || isConstant(op.getB()))
+      return rewriter.notifyMatchFailure(op, "adds a constant");
+    if (op.getA().getType() != op.getB().getType() || op.getA().getType() != op.getType() ||
+        !isa<FloatType>(cast<ShapedType>(op.getType()).getElementType()))
+      return rewriter.notifyMatchFailure(op, "operands are not two float tensors of one type");
+    rewriter.replaceOpWithNewOp<llm::AddOp>(op, op.getType(), op.getA(), op.getB());
+    return success();
+  }
+};
+
+} // namespace
+
+void populateLinearPatterns(RewritePatternSet &patterns) {
+  patterns.add<RaiseEmbedding, RaiseQuantizedEmbedding, RaiseLinear, RaiseMatMulNBits, RaiseSilu,
+               RaiseGelu, RaiseDecomposedGelu>(patterns.getContext());
+}
+
+void populateLinearGluePatterns(RewritePatternSet &patterns) {
+  patterns.add<FoldBiasIntoLinear, RaiseLogitsHead, RaiseSwiglu, RaiseResidualAdd>(
+      patterns.getContext());
+}
+
+} // namespace llmc::raising

@@ -1,0 +1,133 @@
+//===- RaiseNorms.cpp - rms_norm and layer_norm ---------------------------===//
+#include "passes/RaisePatterns.h"
+
+using namespace mlir;
+
+namespace llmc::raising {
+namespace {
+
+/// The decomposed RMSNorm torch.onnx writes:
+///   weight * Cast?(x * 1/sqrt(mean(x^2, -1) + eps))   (x possibly a Cast)
+/// with 1/sqrt as Div(1, Sqrt), Reciprocal(Sqrt), or x / Sqrt directly.
+struct RaiseDecomposedRmsNorm : OpRewritePattern<onnx::MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(onnx::MulOp root, PatternRewriter &rewriter) const override {
+    Value weight = root.getA(), normed = root.getB();
+    if (!isConstant(weight)) std::swap(weight, normed);
+    if (!isConstant(weight) || rankOf(weight) != 1)
+      return rewriter.notifyMatchFailure(root, "no 1-D constant weight operand");
+    normed = skipCasts(normed);
+
+    // normed = x * inv  or  x / sqrt(...)
+    Value x, sqrt;
+    if (auto mul = definedBy<onnx::MulOp>(normed)) {
+      for (auto [a, b] : {std::pair(mul.getA(), mul.getB()), std::pair(mul.getB(), mul.getA())}) {
+        if (auto div = definedBy<onnx::DivOp>(b); div && isConstantScalar(div.getA(), 1.0)) {
+          x = a, sqrt = div.getB();
+          break;
+        }
+        if (auto reciprocal = definedBy<onnx::ReciprocalOp>(b)) {
+          x = a, sqrt = reciprocal.getX();
+          break;
+        }
+      }
+    } else if (auto div = definedBy<onnx::DivOp>(normed)) {
+      x = div.getA(), sqrt = div.getB();
+    }
+    auto sqrtOp = definedBy<onnx::SqrtOp>(sqrt);
+    if (!x || !sqrtOp) return rewriter.notifyMatchFailure(root, "no x * 1/sqrt(...) factor");
+    auto add = definedBy<onnx::AddOp>(sqrtOp.getX());
+    if (!add) return rewriter.notifyMatchFailure(root, "sqrt operand is not mean + eps");
+    Value mean = add.getA(), eps = add.getB();
+    if (!constantScalar(eps)) std::swap(mean, eps);
+    auto reduce = definedBy<onnx::ReduceMeanOp>(mean);
+    std::optional<double> epsilon = constantScalar(eps);
+    if (!reduce || !epsilon) return rewriter.notifyMatchFailure(root, "no ReduceMean + constant eps");
+    int64_t rank = rankOf(x);
+    if (rank < 1 || reduce.getKeepdims() != 1 || !isSingleAxis(reduce.getAxes(), -1, rank))
+      return rewriter.notifyMatchFailure(root, "ReduceMean is not over the last axis with keepdims");
+    auto pow = definedBy<onnx::PowOp>(reduce.getData());
+    Value squared = pow ? pow.getA() : Value();
+    if (!pow || !isConstantScalar(pow.getB(), 2.0)) {
+      auto square = definedBy<onnx::MulOp>(reduce.getData());
+      if (!square || square.getA() != square.getB())
+        return rewriter.notifyMatchFailure(root, "mean is not of x^2");
+      squared = square.getA();
+    }
+    if (squared != x) return rewriter.notifyMatchFailure(root, "x^2 and x are different values");
+    if (dimOf(weight, 0) != dimOf(x, -1))
+      return rewriter.notifyMatchFailure(root, "weight length differs from the hidden size");
+
+    auto norm = llm::RmsNormOp::create(rewriter, fusedLocOf({root, sqrtOp, reduce}), root.getType(),
+                                       skipCasts(x), weight, rewriter.getF32FloatAttr(*epsilon));
+    rewriter.replaceOp(root, norm);
+    return success();
+  }
+};
+
+/// Whether a normalisation op with an `axis` attribute normalises over the last axis.
+bool normalizesLastAxis(Value input, int64_t axis) {
+  int64_t rank = rankOf(input);
+  return rank > 0 && (axis == -1 || axis == rank - 1);
+}
+
+/// RMSNormalization (opset 23) and SimplifiedLayerNormalization (onnxruntime).
+template <typename OpTy>
+struct RaiseRmsNormOp : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
+    if (!normalizesLastAxis(op.getX(), op.getAxis()))
+      return rewriter.notifyMatchFailure(op, "does not normalise over the last axis");
+    for (Value statistic : op->getResults().drop_front())
+      if (!statistic.use_empty())
+        return rewriter.notifyMatchFailure(op, "its statistics outputs are used");
+    auto norm = llm::RmsNormOp::create(rewriter, op.getLoc(), op->getResult(0).getType(),
+                                       op.getX(), op.getScale(), op.getEpsilonAttr());
+    SmallVector<Value> replacements(op->getNumResults(), norm);
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
+/// SkipSimplifiedLayerNormalization: sum = input + skip (+ bias); output = rms_norm(sum).
+struct RaiseSkipSimplifiedLayerNorm : OpRewritePattern<onnx::SkipSimplifiedLayerNormalizationOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::SkipSimplifiedLayerNormalizationOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isNone(op.getBias())) return rewriter.notifyMatchFailure(op, "has a bias input");
+    if (!op.getMean().use_empty() || !op.getInvStdVar().use_empty())
+      return rewriter.notifyMatchFailure(op, "its statistics outputs are used");
+    Value sum = llm::AddOp::create(rewriter, op.getLoc(), op.getInput().getType(), op.getInput(),
+                                   op.getSkip());
+    Value norm = llm::RmsNormOp::create(rewriter, op.getLoc(), op.getOutput().getType(), sum,
+                                        op.getGamma(), op.getEpsilonAttr());
+    rewriter.replaceOp(op, {norm, norm, norm, sum});
+    return success();
+  }
+};
+
+struct RaiseLayerNormalization : OpRewritePattern<onnx::LayerNormalizationOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::LayerNormalizationOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!normalizesLastAxis(op.getX(), op.getAxis()))
+      return rewriter.notifyMatchFailure(op, "does not normalise over the last axis");
+    if (!op.getMean().use_empty() || !op.getInvStdDev().use_empty())
+      return rewriter.notifyMatchFailure(op, "its statistics outputs are used");
+    auto norm = llm::LayerNormOp::create(rewriter, op.getLoc(), op.getY().getType(), op.getX(),
+                                         op.getScale(), op.getB(), op.getEpsilonAttr());
+    rewriter.replaceOp(op, {norm, norm, norm});
+    return success();
+  }
+};
+
+} // namespace
+
+void populateNormPatterns(RewritePatternSet &patterns) {
+  patterns.add<RaiseDecomposedRmsNorm, RaiseRmsNormOp<onnx::RMSNormalizationOp>,
+               RaiseRmsNormOp<onnx::SimplifiedLayerNormalizationOp>,
+               RaiseSkipSimplifiedLayerNorm, RaiseLayerNormalization>(patterns.getContext());
+}
+
+} // namespace llmc::raising

@@ -1,0 +1,105 @@
+//===- RaisePatterns.h - patterns of raise-onnx-to-llm ----------*- C++ -*-===//
+//
+// The raising patterns, one file per concept (norms, linear layers and
+// activations, rotary embeddings, attention, onnxruntime's fused ops), and
+// the matching helpers they share.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_PASSES_RAISEPATTERNS_H
+#define LLMC_PASSES_RAISEPATTERNS_H
+
+#include "dialects/llm/LlmDialect.h"
+#include "dialects/onnx/OnnxDialect.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+#include <optional>
+#include <vector>
+
+namespace llmc::raising {
+
+/// Stage 1: the structures (norms, rope, heads, attention, KV cache, linear).
+void populateStructurePatterns(mlir::RewritePatternSet &patterns);
+/// Stage 2: what joins the structures (bias, logits head, swiglu, residuals).
+void populateGluePatterns(mlir::RewritePatternSet &patterns);
+
+void populateNormPatterns(mlir::RewritePatternSet &patterns);
+void populateLinearPatterns(mlir::RewritePatternSet &patterns);
+void populateLinearGluePatterns(mlir::RewritePatternSet &patterns);
+void populateRopePatterns(mlir::RewritePatternSet &patterns);
+void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
+void populateFusedAttentionPatterns(mlir::RewritePatternSet &patterns);
+
+//===----------------------------------------------------------------------===//
+// Matching helpers
+//===----------------------------------------------------------------------===//
+
+/// The op of type T that defines `value`, or null.
+template <typename T>
+T definedBy(mlir::Value value) {
+  return value ? value.getDefiningOp<T>() : T();
+}
+
+/// `value` with any chain of onnx.Cast ops before it removed.
+mlir::Value skipCasts(mlir::Value value);
+
+/// Whether `value` is an omitted optional operand.
+bool isNone(mlir::Value value);
+
+/// Whether `value` is produced by an onnx.Constant.
+bool isConstant(mlir::Value value);
+
+/// The value of a constant scalar or splat, if `value` is one.
+std::optional<double> constantScalar(mlir::Value value);
+
+/// Whether `value` is a constant scalar/splat equal to `expected` (within 1e-6 relative).
+bool isConstantScalar(mlir::Value value, double expected);
+
+/// The rank of a ranked tensor value, or -1.
+int64_t rankOf(mlir::Value value);
+
+/// The static dim `index` (negative counts from the back) or kDynamic.
+int64_t dimOf(mlir::Value value, int64_t index);
+
+/// Whether the constant 1-element `axes` operand names `axis` of a rank-`rank` tensor.
+bool isSingleAxis(mlir::Value axes, int64_t axis, int64_t rank);
+
+/// The float32 contents of a constant (dense or dense_resource).
+std::optional<std::vector<float>> readConstantFloats(mlir::Value value);
+
+/// A new f32 constant of `shape` holding `data` (a resource blob when large).
+mlir::Value createF32Constant(mlir::OpBuilder &builder, mlir::Location loc,
+                              llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<float> data);
+
+/// The function argument among the leaves of `value`'s backward slice whose
+/// onnx.name is `name`, or null.
+mlir::BlockArgument findArgumentInSlice(mlir::Value value, llvm::StringRef name);
+
+/// Whether a Concat-style `axis` attribute names the last axis of a rank-`rank` tensor.
+bool isSingleAxisValue(int64_t axis, int64_t rank);
+
+/// rope_cached on a 4-D [batch, heads, seq, d] value (GroupQueryAttention's rotary).
+mlir::Value createRopeForHeads(mlir::PatternRewriter &rewriter, mlir::Location loc,
+                               mlir::Value heads, mlir::Value positions, mlir::Value cosCache,
+                               mlir::Value sinCache, bool interleaved);
+
+/// What an attention mask subgraph means, once shown to be one.
+struct MaskInfo {
+  /// The model's attention_mask input, when the mask reads it (padding).
+  mlir::Value attentionMask;
+  /// Whether the subgraph hides later positions (Trilu or a position compare).
+  bool causal = false;
+};
+
+/// Analyses the cone of a mask value: it may read only constants, shapes,
+/// integer model inputs and the attention_mask input, through the ops masks
+/// are built with. Failure when it reads anything else (e.g. an additive
+/// bias computed from activations, which must not be dropped).
+mlir::FailureOr<MaskInfo> analyseMask(mlir::Value mask);
+
+/// A fused location of the given ops (the raised op's provenance).
+mlir::Location fusedLocOf(llvm::ArrayRef<mlir::Operation *> ops);
+
+} // namespace llmc::raising
+
+#endif // LLMC_PASSES_RAISEPATTERNS_H

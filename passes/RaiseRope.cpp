@@ -1,0 +1,278 @@
+//===- RaiseRope.cpp - rotary embeddings ----------------------------------===//
+//
+// Hugging Face's rope, x * cos + rotate_half(x) * sin on [batch, heads, seq,
+// head_dim], with cos/sin either computed in the graph from an inv_freq
+// constant and position_ids, or gathered from full-width caches; and the
+// RotaryEmbedding ops of opset 23 and com.microsoft.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/RaisePatterns.h"
+
+#include "dialects/onnx/ShapeHelpers.h"
+
+using namespace mlir;
+
+namespace llmc::raising {
+namespace {
+
+/// The half of `x` a constant Slice along the last axis takes: 0 for
+/// x[..., :half], 1 for x[..., half:], nullopt otherwise.
+std::optional<int> sliceHalf(onnx::SliceOp slice, Value x, int64_t half) {
+  if (!slice || slice.getData() != x) return std::nullopt;
+  int64_t rank = rankOf(x);
+  auto starts = onnx::getConstantInts(slice.getStarts());
+  auto ends = onnx::getConstantInts(slice.getEnds());
+  if (!starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
+  if (!isNone(slice.getAxes()) && !isSingleAxis(slice.getAxes(), -1, rank)) return std::nullopt;
+  if (!isNone(slice.getSteps())) {
+    auto steps = onnx::getConstantInts(slice.getSteps());
+    if (!steps || *steps != SmallVector<int64_t>{1}) return std::nullopt;
+  }
+  int64_t dim = dimOf(x, -1);
+  if ((*starts)[0] == 0 && (*ends)[0] == half) return 0;
+  if ((*starts)[0] == half && ((*ends)[0] >= dim || (*ends)[0] > (int64_t(1) << 40))) return 1;
+  return std::nullopt;
+}
+
+/// Whether `rotated` is rotate_half(x) = Concat(-x[..., half:], x[..., :half], -1).
+bool isRotateHalf(Value rotated, Value x) {
+  auto concat = definedBy<onnx::ConcatOp>(rotated);
+  int64_t dim = dimOf(x, -1);
+  if (!concat || concat.getInputs().size() != 2 || ShapedType::isDynamic(dim) || dim % 2 ||
+      !isSingleAxisValue(concat.getAxis(), rankOf(x)))
+    return false;
+  auto neg = definedBy<onnx::NegOp>(concat.getInputs()[0]);
+  if (!neg) return false;
+  return sliceHalf(definedBy<onnx::SliceOp>(neg.getX()), x, dim / 2) == 1 &&
+         sliceHalf(definedBy<onnx::SliceOp>(concat.getInputs()[1]), x, dim / 2) == 0;
+}
+
+} // namespace
+
+bool isSingleAxisValue(int64_t axis, int64_t rank) { return axis == -1 || axis == rank - 1; }
+
+namespace {
+
+/// cos or sin tables as the rope pattern found them.
+struct RopeTables {
+  Value positions;
+  Value invFreq;            ///< [rotary_dim/2], for llm.rope
+  Value cosCache, sinCache; ///< [max_pos, rotary_dim/2], for llm.rope_cached
+};
+
+/// Peels Unsqueeze(axis 1) and Mul-by-1.0 (transformers' attention_scaling)
+/// from a cos/sin operand broadcast over heads.
+Value peelBroadcast(Value table) {
+  if (auto unsqueeze = definedBy<onnx::UnsqueezeOp>(table)) {
+    if (!isSingleAxis(unsqueeze.getAxes(), 1, rankOf(unsqueeze.getData()) + 1)) return nullptr;
+    table = unsqueeze.getData();
+  }
+  if (auto mul = definedBy<onnx::MulOp>(table)) {
+    if (isConstantScalar(mul.getB(), 1.0)) table = mul.getA();
+    else if (isConstantScalar(mul.getA(), 1.0)) table = mul.getB();
+    else return nullptr;
+  }
+  return table;
+}
+
+/// The source of positions: peels Cast/Unsqueeze/Expand down to a non-constant value.
+Value peelPositions(Value value) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (isa<onnx::CastOp, onnx::UnsqueezeOp, onnx::ExpandOp, onnx::ReshapeOp>(op))
+      value = op->getOperand(0);
+    else
+      break;
+  }
+  return value;
+}
+
+/// Finds what cos and sin are computed from. Both must come from one source.
+FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Location loc) {
+  cos = peelBroadcast(cos);
+  sin = peelBroadcast(sin);
+  if (!cos || !sin) return failure();
+
+  // Computed: Cos(emb), Sin(emb), emb = Concat(freqs, freqs, -1),
+  // freqs = Transpose(MatMul(inv_freq[b, d/2, 1], positions[b, 1, s]), [0, 2, 1]).
+  auto cosOp = definedBy<onnx::CosOp>(cos);
+  auto sinOp = definedBy<onnx::SinOp>(sin);
+  if (cosOp && sinOp) {
+    if (cosOp.getX() != sinOp.getX()) return failure();
+    auto emb = definedBy<onnx::ConcatOp>(cosOp.getX());
+    if (!emb || emb.getInputs().size() != 2 || emb.getInputs()[0] != emb.getInputs()[1])
+      return failure();
+    auto transpose = definedBy<onnx::TransposeOp>(emb.getInputs()[0]);
+    if (!transpose || !transpose.getPerm() || *transpose.getPerm() != ArrayRef<int64_t>{0, 2, 1})
+      return failure();
+    auto matmul = definedBy<onnx::MatMulOp>(transpose.getData());
+    if (!matmul) return failure();
+    Value invFreq = matmul.getA();
+    while (Operation *op = invFreq.getDefiningOp()) {
+      if (isa<onnx::ExpandOp, onnx::UnsqueezeOp, onnx::ReshapeOp, onnx::CastOp>(op))
+        invFreq = op->getOperand(0);
+      else
+        break;
+    }
+    auto values = readConstantFloats(invFreq);
+    if (!values) return failure();
+    Value positions = peelPositions(matmul.getB());
+    if (isConstant(positions) || rankOf(positions) != 2) return failure();
+    RopeTables tables;
+    tables.positions = positions;
+    tables.invFreq = createF32Constant(builder, loc, {int64_t(values->size())}, *values);
+    return tables;
+  }
+
+  // Cached: Gather(cache[max_pos, d], position_ids) with cache = cat(t, t).
+  auto cosGather = definedBy<onnx::GatherOp>(cos);
+  auto sinGather = definedBy<onnx::GatherOp>(sin);
+  if (!cosGather || !sinGather || cosGather.getIndices() != sinGather.getIndices() ||
+      cosGather.getAxis() != 0 || sinGather.getAxis() != 0)
+    return failure();
+  RopeTables tables;
+  tables.positions = cosGather.getIndices();
+  for (auto [gather, slot] : {std::pair(cosGather, &tables.cosCache),
+                              std::pair(sinGather, &tables.sinCache)}) {
+    auto full = readConstantFloats(gather.getData());
+    int64_t rows = dimOf(gather.getData(), 0), width = dimOf(gather.getData(), 1);
+    if (!full || rankOf(gather.getData()) != 2 || width % 2) return failure();
+    std::vector<float> half;
+    half.reserve(rows * width / 2);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *row = full->data() + r * width;
+      // Only a cat(t, t) cache is rotate_half's: both halves must agree.
+      if (!std::equal(row, row + width / 2, row + width / 2)) return failure();
+      half.insert(half.end(), row, row + width / 2);
+    }
+    *slot = createF32Constant(builder, loc, {rows, width / 2}, half);
+  }
+  return tables;
+}
+
+/// x * cos + rotate_half(x) * sin on [batch, heads, seq, head_dim].
+struct RaiseDecomposedRope : OpRewritePattern<onnx::AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::AddOp root, PatternRewriter &rewriter) const override {
+    auto lhs = definedBy<onnx::MulOp>(root.getA());
+    auto rhs = definedBy<onnx::MulOp>(root.getB());
+    if (!lhs || !rhs) return rewriter.notifyMatchFailure(root, "not a sum of two products");
+    // Find x and rotate_half(x) among the four factors.
+    for (auto [direct, rotatedMul] : {std::pair(lhs, rhs), std::pair(rhs, lhs)}) {
+      for (auto [x, cos] : {std::pair(direct.getA(), direct.getB()),
+                            std::pair(direct.getB(), direct.getA())}) {
+        if (rankOf(x) != 4) continue;
+        for (auto [rotated, sin] : {std::pair(rotatedMul.getA(), rotatedMul.getB()),
+                                    std::pair(rotatedMul.getB(), rotatedMul.getA())}) {
+          if (!isRotateHalf(rotated, x)) continue;
+          FailureOr<RopeTables> tables = analyseTables(cos, sin, rewriter, root.getLoc());
+          if (failed(tables))
+            return rewriter.notifyMatchFailure(root, "cos/sin are not computed from inv_freq "
+                                                     "and positions, nor gathered from caches");
+          Location loc = fusedLocOf({root, lhs, rhs});
+          Value rope = tables->invFreq
+                           ? llm::RopeOp::create(rewriter, loc, root.getType(), x,
+                                                 tables->positions, tables->invFreq)
+                                 .getResult()
+                           : llm::RopeCachedOp::create(rewriter, loc, root.getType(), x,
+                                                       tables->positions, tables->cosCache,
+                                                       tables->sinCache)
+                                 .getResult();
+          rewriter.replaceOp(root, rope);
+          return success();
+        }
+      }
+    }
+    return rewriter.notifyMatchFailure(root, "no x * cos + rotate_half(x) * sin");
+  }
+};
+
+/// Applies rope_cached to a 4-D [batch, heads, seq, d] input, or to a 3-D
+/// [batch, seq, heads*d] one through split_heads/merge_heads.
+Value createCachedRope(PatternRewriter &rewriter, Location loc, Value input, Type resultType,
+                       Value positions, Value cosCache, Value sinCache, int64_t numHeads,
+                       bool interleaved) {
+  auto build = [&](Value x, Type type) {
+    auto rope = llm::RopeCachedOp::create(rewriter, loc, type, x, positions, cosCache, sinCache);
+    if (interleaved) rope.setInterleaved(true);
+    return rope.getResult();
+  };
+  if (rankOf(input) == 4) return build(input, resultType);
+  int64_t hidden = dimOf(input, 2);
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto headsType = RankedTensorType::get(
+      {inputType.getDimSize(0), numHeads, inputType.getDimSize(1), hidden / numHeads},
+      inputType.getElementType());
+  Value heads = llm::SplitHeadsOp::create(rewriter, loc, headsType, input,
+                                          rewriter.getI64IntegerAttr(numHeads));
+  Value rotated = build(heads, headsType);
+  return llm::MergeHeadsOp::create(rewriter, loc, resultType, rotated);
+}
+
+/// Checks shared by both RotaryEmbedding ops; the head count for 3-D inputs.
+FailureOr<int64_t> ropeHeads(Value input, Value cosCache, int64_t numHeads,
+                             int64_t rotaryDim, PatternRewriter &rewriter, Operation *op) {
+  int64_t rank = rankOf(input);
+  if (rank != 3 && rank != 4)
+    return rewriter.notifyMatchFailure(op, "input is neither 3-D nor 4-D");
+  if (rankOf(cosCache) != 2)
+    return rewriter.notifyMatchFailure(op, "cos/sin caches are not 2-D [max_pos, rotary_dim/2]");
+  if (rank == 3) {
+    int64_t hidden = dimOf(input, 2);
+    if (numHeads <= 0) {
+      // Without num_heads, full rotation tells the head size: twice the cache width.
+      int64_t head = 2 * dimOf(cosCache, 1);
+      if (ShapedType::isDynamic(hidden) || rotaryDim != 0 || hidden % head)
+        return rewriter.notifyMatchFailure(op, "3-D input without a known head count");
+      numHeads = hidden / head;
+    }
+    if (ShapedType::isDynamic(hidden) || hidden % numHeads)
+      return rewriter.notifyMatchFailure(op, "hidden size is not a multiple of num_heads");
+  }
+  return numHeads;
+}
+
+struct RaiseRotaryEmbedding : OpRewritePattern<onnx::RotaryEmbeddingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::RotaryEmbeddingOp op, PatternRewriter &rewriter) const override {
+    if (isNone(op.getPositionIds()))
+      return rewriter.notifyMatchFailure(op, "cos/sin are pre-gathered (no position_ids)");
+    FailureOr<int64_t> heads = ropeHeads(op.getX(), op.getCosCache(), op.getNumHeads(),
+                                         op.getRotaryEmbeddingDim(), rewriter, op);
+    if (failed(heads)) return failure();
+    rewriter.replaceOp(op, createCachedRope(rewriter, op.getLoc(), op.getX(), op.getType(),
+                                            op.getPositionIds(), op.getCosCache(),
+                                            op.getSinCache(), *heads, op.getInterleaved()));
+    return success();
+  }
+};
+
+struct RaiseMsRotaryEmbedding : OpRewritePattern<onnx::MsRotaryEmbeddingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MsRotaryEmbeddingOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getScale().convertToFloat() != 1.0f || op.getIsPackedBatching())
+      return rewriter.notifyMatchFailure(op, "scaled or packed-batching rotary embedding");
+    FailureOr<int64_t> heads = ropeHeads(op.getInput(), op.getCosCache(), op.getNumHeads(),
+                                         op.getRotaryEmbeddingDim(), rewriter, op);
+    if (failed(heads)) return failure();
+    rewriter.replaceOp(op, createCachedRope(rewriter, op.getLoc(), op.getInput(), op.getType(),
+                                            op.getPositionIds(), op.getCosCache(),
+                                            op.getSinCache(), *heads, op.getInterleaved()));
+    return success();
+  }
+};
+
+} // namespace
+
+Value createRopeForHeads(PatternRewriter &rewriter, Location loc, Value heads, Value positions,
+                         Value cosCache, Value sinCache, bool interleaved) {
+  return createCachedRope(rewriter, loc, heads, heads.getType(), positions, cosCache, sinCache,
+                          /*numHeads=*/0, interleaved);
+}
+
+void populateRopePatterns(RewritePatternSet &patterns) {
+  patterns.add<RaiseDecomposedRope, RaiseRotaryEmbedding, RaiseMsRotaryEmbedding>(
+      patterns.getContext());
+}
+
+} // namespace llmc::raising

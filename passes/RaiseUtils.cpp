@@ -1,0 +1,119 @@
+//===- RaiseUtils.cpp - matching helpers of raise-onnx-to-llm -------------===//
+#include "passes/RaisePatterns.h"
+
+#include "dialects/onnx/ShapeHelpers.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+
+namespace llmc::raising {
+
+Value skipCasts(Value value) {
+  while (auto cast = definedBy<onnx::CastOp>(value)) value = cast.getInput();
+  return value;
+}
+
+bool isNone(Value value) { return isa<NoneType>(value.getType()); }
+
+bool isConstant(Value value) { return definedBy<onnx::ConstantOp>(value) != nullptr; }
+
+std::optional<double> constantScalar(Value value) {
+  return onnx::getConstantSplatFloat(skipCasts(value));
+}
+
+bool isConstantScalar(Value value, double expected) {
+  std::optional<double> actual = constantScalar(value);
+  return actual && std::abs(*actual - expected) <= 1e-6 * std::max(1.0, std::abs(expected));
+}
+
+int64_t rankOf(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type ? type.getRank() : -1;
+}
+
+int64_t dimOf(Value value, int64_t index) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type) return ShapedType::kDynamic;
+  if (index < 0) index += type.getRank();
+  if (index < 0 || index >= type.getRank()) return ShapedType::kDynamic;
+  return type.getDimSize(index);
+}
+
+bool isSingleAxis(Value axes, int64_t axis, int64_t rank) {
+  auto values = onnx::getConstantInts(axes);
+  if (!values || values->size() != 1) return false;
+  auto a = onnx::normalizeAxis((*values)[0], rank);
+  auto b = onnx::normalizeAxis(axis, rank);
+  return a && b && *a == *b;
+}
+
+std::optional<std::vector<float>> readConstantFloats(Value value) {
+  auto constant = definedBy<onnx::ConstantOp>(value);
+  if (!constant || !constant.getValue().getElementType().isF32()) return std::nullopt;
+  Attribute attr = constant.getValue();
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) {
+    auto values = dense.getValues<float>();
+    return std::vector<float>(values.begin(), values.end());
+  }
+  if (auto resource = dyn_cast<DenseF32ResourceElementsAttr>(attr)) {
+    auto data = resource.tryGetAsArrayRef();
+    if (!data) return std::nullopt;
+    return std::vector<float>(data->begin(), data->end());
+  }
+  return std::nullopt;
+}
+
+Value createF32Constant(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape,
+                        ArrayRef<float> data) {
+  auto type = RankedTensorType::get(shape, builder.getF32Type());
+  ElementsAttr value;
+  if (data.size() <= 1024) {
+    value = DenseElementsAttr::get(type, data);
+  } else {
+    auto &manager = DenseResourceElementsHandle::getManagerInterface(builder.getContext());
+    auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(data);
+    value = DenseResourceElementsAttr::get(type, manager.insert("raised", std::move(blob)));
+  }
+  return onnx::ConstantOp::create(builder, loc, type, value);
+}
+
+BlockArgument findArgumentInSlice(Value value, StringRef name) {
+  llvm::SetVector<Value> worklist;
+  worklist.insert(value);
+  for (size_t i = 0; i < worklist.size(); ++i) {
+    Value current = worklist[i];
+    if (auto arg = dyn_cast<BlockArgument>(current)) {
+      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      if (!func) continue;
+      auto argName = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name");
+      if (argName && argName.getValue() == name) return arg;
+      continue;
+    }
+    if (Operation *op = current.getDefiningOp())
+      for (Value operand : op->getOperands()) worklist.insert(operand);
+  }
+  return nullptr;
+}
+
+Location fusedLocOf(ArrayRef<Operation *> ops) {
+  SmallVector<Location> locs;
+  for (Operation *op : ops)
+    if (op) locs.push_back(op->getLoc());
+  return FusedLoc::get(ops.front()->getContext(), locs);
+}
+
+void populateStructurePatterns(RewritePatternSet &patterns) {
+  populateNormPatterns(patterns);
+  populateLinearPatterns(patterns);
+  populateRopePatterns(patterns);
+  populateAttentionPatterns(patterns);
+  populateFusedAttentionPatterns(patterns);
+}
+
+void populateGluePatterns(RewritePatternSet &patterns) { populateLinearGluePatterns(patterns); }
+
+} // namespace llmc::raising

@@ -1,0 +1,146 @@
+"""Run exported decoder models in onnxruntime: the reference llmc's runtime is checked against.
+
+Handles every style's inputs: position_ids = cumsum(attention_mask) - 1 where the model takes
+them, an empty past (zero-length sequence axis) for prefill, `use_cache_branch` for optimum's
+merged decoder. Prompts of different lengths are padded on the left, except for models with
+GroupQueryAttention, which reads each sequence's length from the mask and needs the valid
+tokens first (right padding).
+
+    logits = prefill_and_decode("model.onnx", [[1, 2, 3], [4, 5]], steps=8)
+    tokens = greedy("model.onnx", [[1, 2, 3], [4, 5]], steps=8)
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from . import signature
+from .llama import default_position_ids
+
+PAD_TOKEN = 0
+
+
+@dataclass
+class PaddedPrompts:
+    input_ids: np.ndarray  # int64 [batch, longest]
+    attention_mask: np.ndarray  # int64 [batch, longest]
+    lengths: list[int]
+    side: str  # "left" or "right"
+
+    def positions(self, index: int) -> slice:
+        """Where prompt `index`'s tokens are along the sequence axis."""
+        longest = self.input_ids.shape[1]
+        length = self.lengths[index]
+        return slice(longest - length, longest) if self.side == "left" else slice(0, length)
+
+    def last_positions(self) -> np.ndarray:
+        return np.array([self.positions(i).stop - 1 for i in range(len(self.lengths))])
+
+
+def pad(prompts: list[list[int]], side: str) -> PaddedPrompts:
+    if side not in ("left", "right"):
+        raise ValueError(f"padding side must be 'left' or 'right', not {side!r}")
+    lengths = [len(p) for p in prompts]
+    if min(lengths) == 0:
+        raise ValueError("empty prompt")
+    longest = max(lengths)
+    input_ids = np.full((len(prompts), longest), PAD_TOKEN, dtype=np.int64)
+    attention_mask = np.zeros((len(prompts), longest), dtype=np.int64)
+    padded = PaddedPrompts(input_ids, attention_mask, lengths, side)
+    for i, prompt in enumerate(prompts):
+        input_ids[i, padded.positions(i)] = prompt
+        attention_mask[i, padded.positions(i)] = 1
+    return padded
+
+
+@dataclass
+class Generation:
+    """A batch being generated: its padded prompts and the KV cache so far."""
+
+    prompts: PaddedPrompts
+    attention_mask: np.ndarray  # [batch, tokens so far]
+    past: dict[str, np.ndarray]  # past input name -> [batch, kv_heads, tokens so far, head_dim]
+
+
+class OrtDecoder:
+    """One exported decoder model in an onnxruntime session."""
+
+    def __init__(self, model_path: str | os.PathLike, providers=("CPUExecutionProvider",),
+                 session_options: ort.SessionOptions | None = None):
+        self.session = ort.InferenceSession(str(model_path), sess_options=session_options,
+                                            providers=list(providers))
+        inputs = {i.name: i for i in self.session.get_inputs()}
+        self.past_names = [name for name in inputs if name.startswith("past_key_values.")]
+        self.present_names = [o.name for o in self.session.get_outputs()
+                              if o.name.startswith("present.")]
+        # [batch, kv_heads, past_sequence, head_dim]: the static dims size an empty past.
+        past_shape = inputs[self.past_names[0]].shape
+        self.kv_heads, self.head_dim = past_shape[1], past_shape[3]
+        self.takes_position_ids = signature.POSITION_IDS in inputs
+        self.merged = signature.USE_CACHE_BRANCH in inputs
+        graph_ops = {node.op_type for node in
+                     onnx.load(str(model_path), load_external_data=False).graph.node}
+        self.padding_side = "right" if "GroupQueryAttention" in graph_ops else "left"
+
+    def forward(self, input_ids: np.ndarray, attention_mask: np.ndarray,
+                past: dict[str, np.ndarray] | None = None,
+                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """One model call. Returns logits [batch, seq, vocab] and the present KV, keyed by the
+        past input names that take it back."""
+        input_ids = np.asarray(input_ids, dtype=np.int64)
+        batch, seq = input_ids.shape
+        if past is None:
+            empty = np.zeros((batch, self.kv_heads, 0, self.head_dim), dtype=np.float32)
+            past = {name: empty for name in self.past_names}
+        feeds = {signature.INPUT_IDS: input_ids,
+                 signature.ATTENTION_MASK: np.asarray(attention_mask, dtype=np.int64), **past}
+        if self.takes_position_ids:
+            feeds[signature.POSITION_IDS] = default_position_ids(attention_mask, seq)
+        if self.merged:
+            past_length = next(iter(past.values())).shape[2]
+            feeds[signature.USE_CACHE_BRANCH] = np.array([past_length > 0])
+        outputs = dict(zip([o.name for o in self.session.get_outputs()],
+                           self.session.run(None, feeds)))
+        present = {past_name: outputs[present_name]
+                   for past_name, present_name in zip(self.past_names, self.present_names)}
+        return outputs[signature.LOGITS], present
+
+    def prefill(self, prompts: list[list[int]]) -> tuple[np.ndarray, Generation]:
+        """Run the padded prompts; logits [batch, longest, vocab] (see Generation.prompts for
+        where each prompt's tokens are)."""
+        padded = pad(prompts, self.padding_side)
+        logits, present = self.forward(padded.input_ids, padded.attention_mask)
+        return logits, Generation(padded, padded.attention_mask, present)
+
+    def decode(self, generation: Generation, tokens) -> np.ndarray:
+        """Feed one token per sequence; returns logits [batch, vocab] and advances `generation`."""
+        tokens = np.asarray(tokens, dtype=np.int64).reshape(-1, 1)
+        mask = np.concatenate([generation.attention_mask, np.ones_like(tokens)], axis=1)
+        logits, present = self.forward(tokens, mask, generation.past)
+        generation.attention_mask, generation.past = mask, present
+        return logits[:, -1]
+
+
+def prefill_and_decode(model_path: str | os.PathLike, prompt_ids: list[list[int]],
+                       steps: int) -> list[np.ndarray]:
+    """Greedy generation of `steps` tokens per prompt; the next-token logits [batch, vocab] of
+    each step: from the prefill, then from each decode step fed the previous greedy token."""
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    decoder = OrtDecoder(model_path)
+    logits, generation = decoder.prefill(prompt_ids)
+    step_logits = [logits[np.arange(len(prompt_ids)), generation.prompts.last_positions()]]
+    while len(step_logits) < steps:
+        step_logits.append(decoder.decode(generation, step_logits[-1].argmax(axis=-1)))
+    return step_logits
+
+
+def greedy(model_path: str | os.PathLike, prompt_ids: list[list[int]],
+           steps: int) -> list[list[int]]:
+    """The `steps` greedy tokens generated after each prompt."""
+    logits = prefill_and_decode(model_path, prompt_ids, steps)
+    return np.stack([step.argmax(axis=-1) for step in logits], axis=1).tolist()

@@ -1,0 +1,141 @@
+//===- Compile.cpp - `llmc compile` ---------------------------------------===//
+//
+// Import an ONNX model, run the pipeline up to the requested stage and write
+// the IR. Progress goes to stderr on a terminal unless --quiet.
+//
+//===----------------------------------------------------------------------===//
+#include "Compile.h"
+
+#include "OpSummary.h"
+#include "llmc/Import/OnnxImporter.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+#include <chrono>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace llmc {
+
+cl::SubCommand compileCommand("compile", "Compile an ONNX model");
+
+namespace {
+enum class EmitKind { OnnxIR, LlmIR };
+
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
+                               cl::sub(compileCommand));
+cl::opt<EmitKind> emit("emit", cl::desc("What to produce"), cl::init(EmitKind::LlmIR),
+                       cl::values(clEnumValN(EmitKind::OnnxIR, "onnx-ir", "the imported onnx dialect IR"),
+                                  clEnumValN(EmitKind::LlmIR, "llm-ir", "the raised llm dialect IR")),
+                       cl::sub(compileCommand));
+cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' for stdout)"),
+                                cl::value_desc("file"), cl::init("-"), cl::sub(compileCommand));
+cl::opt<bool> summary("summary", cl::desc("Print a per-layer op summary (to stderr when the IR goes to stdout)"),
+                      cl::sub(compileCommand));
+cl::opt<bool> keepWeights("keep-weights",
+                          cl::desc("Print weight blobs in the IR (elided by default)"),
+                          cl::sub(compileCommand));
+cl::opt<bool> allowLeftovers("allow-leftovers",
+                             cl::desc("Keep onnx ops that raising did not handle instead of failing"),
+                             cl::sub(compileCommand));
+cl::opt<bool> quiet("quiet", cl::desc("No progress output"), cl::sub(compileCommand));
+cl::opt<bool> json("json", cl::desc("Print the summary as JSON"), cl::sub(compileCommand));
+
+/// The file name inside a location, if any.
+std::string fileOf(Location loc) {
+  std::string file;
+  loc->walk([&](Location inner) {
+    if (auto fileLoc = dyn_cast<FileLineColLoc>(inner)) {
+      file = fileLoc.getFilename().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return file;
+}
+
+/// One line per diagnostic: "llmc: error: model.onnx: message".
+LogicalResult printDiagnostic(Diagnostic &diagnostic) {
+  auto &os = diagnostic.getSeverity() == DiagnosticSeverity::Error
+                 ? llvm::WithColor::error(llvm::errs(), "llmc")
+                 : llvm::WithColor::warning(llvm::errs(), "llmc");
+  std::string file = fileOf(diagnostic.getLocation());
+  if (!file.empty()) os << file << ": ";
+  os << diagnostic.str() << "\n";
+  return success();
+}
+
+/// Stage progress on stderr, when it is a terminal and --quiet is not given.
+class Progress {
+public:
+  Progress() : enabled(!quiet && llvm::sys::Process::StandardErrIsDisplayed()) {}
+  void stage(llvm::StringRef what) {
+    finish();
+    if (!enabled) return;
+    llvm::errs() << "  " << what << " ...";
+    start = std::chrono::steady_clock::now();
+    open = true;
+  }
+  void finish() {
+    if (!open) return;
+    std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    llvm::errs() << llvm::formatv(" {0:f2} s\n", elapsed.count());
+    open = false;
+  }
+
+private:
+  bool enabled;
+  bool open = false;
+  std::chrono::steady_clock::time_point start;
+};
+} // namespace
+
+int runCompile() {
+  DialectRegistry registry;
+  registry.insert<onnx::OnnxDialect, llm::LlmDialect, func::FuncDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  context.getDiagEngine().registerHandler(printDiagnostic);
+
+  Progress progress;
+  progress.stage("importing " + inputPath);
+  OwningOpRef<ModuleOp> module = importOnnxModel(context, inputPath);
+  if (!module) return 1;
+
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm))) return 1;
+  if (emit == EmitKind::OnnxIR) {
+    pm.nest<func::FuncOp>().addPass(createOnnxShapeInferencePass());
+    progress.stage("shape inference");
+  } else {
+    buildRaisingPipeline(pm, allowLeftovers);
+    progress.stage("shape inference and raising to llm");
+  }
+  if (failed(pm.run(*module))) return 1;
+  progress.finish();
+
+  std::string error;
+  auto output = openOutputFile(outputPath, &error);
+  if (!output) {
+    llvm::WithColor::error(llvm::errs(), "llmc") << error << "\n";
+    return 1;
+  }
+  OpPrintingFlags flags;
+  if (!keepWeights) flags.elideLargeResourceString(64);
+  module->print(output->os(), flags);
+  output->keep();
+  if (summary) printOpSummary(*module, outputPath == "-" ? llvm::errs() : llvm::outs(), json);
+  return 0;
+}
+
+} // namespace llmc
