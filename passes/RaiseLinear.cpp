@@ -13,11 +13,19 @@ struct RaiseEmbedding : OpRewritePattern<onnx::GatherOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::GatherOp op, PatternRewriter &rewriter) const override {
     Value table = op.getData();
+    // Tied models may gather from the transposed [hidden, vocab] LM head.
+    auto transpose = definedBy<onnx::TransposeOp>(table);
+    bool transposed = transpose && transpose.getPerm() &&
+                      *transpose.getPerm() == ArrayRef<int64_t>{1, 0};
+    if (transposed) table = transpose.getData();
     if (!isConstant(table) || rankOf(table) != 2 ||
         !isa<FloatType>(cast<ShapedType>(table.getType()).getElementType()))
       return rewriter.notifyMatchFailure(op, "data is not a constant 2-D float table");
     if (op.getAxis() != 0) return rewriter.notifyMatchFailure(op, "does not gather rows");
-    rewriter.replaceOpWithNewOp<llm::EmbeddingOp>(op, op.getType(), table, op.getIndices());
+    auto embedding = llm::EmbeddingOp::create(rewriter, op.getLoc(), op.getType(), table,
+                                              op.getIndices());
+    if (transposed) embedding.setTransposeTable(true);
+    rewriter.replaceOp(op, embedding);
     return success();
   }
 };

@@ -50,7 +50,11 @@ def Llm_Tensor : AnyTypeOf<[AnyRankedTensor, AnyUnrankedTensor]>;
 
 def Llm_EmbeddingOp : Llm_Op<"embedding"> {
   let summary = "row lookup: table[vocab, hidden] at token ids";
-  let arguments = (ins Llm_Tensor:$table, Llm_Tensor:$ids);
+  let description = [{
+    With `transpose_table` the table is stored [hidden, vocab]: the LM
+    head's [in, out] weight that tied models gather their embeddings from.
+  }];
+  let arguments = (ins Llm_Tensor:$table, Llm_Tensor:$ids, UnitAttr:$transpose_table);
   let results = (outs Llm_Tensor:$output);
 }
 

@@ -10,6 +10,8 @@
 #include "dialects/onnx/ShapeHelpers.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
@@ -81,7 +83,13 @@ OpFoldResult foldBinary(Value result, ArrayRef<Attribute> operands, IntFn intFn,
 }
 
 /// Reuses the constant data of `operand` under the result's static shape.
+/// A weight blob is shared, not copied: reshaping keeps its raw layout.
 OpFoldResult foldReshapeOfConstant(Value result, Attribute operand) {
+  auto resultType = dyn_cast<RankedTensorType>(result.getType());
+  if (auto blob = dyn_cast_or_null<DenseResourceElementsAttr>(operand);
+      blob && resultType && resultType.hasStaticShape() &&
+      resultType.getNumElements() == blob.getNumElements())
+    return DenseResourceElementsAttr::get(resultType, blob.getRawHandle());
   RankedTensorType type = foldableType(result);
   auto data = dyn_cast_or_null<DenseElementsAttr>(operand);
   if (!type || !data || data.getNumElements() != type.getNumElements()) return {};
