@@ -107,20 +107,36 @@ struct RaiseGroupQueryAttention : OpRewritePattern<onnx::GroupQueryAttentionOp> 
         !isNone(op.getAttentionBias()))
       return rewriter.notifyMatchFailure(op, "uses softcap, a local window, smooth softmax, "
                                              "head sink, attention bias or the qk output");
-    if (isNone(op.getKey()) || isNone(op.getValue()))
-      return rewriter.notifyMatchFailure(op, "packed QKV input is not supported yet");
     int64_t heads = op.getNumHeads(), kvHeads = op.getKvNumHeads();
-    if (!isValidHeadCount(op.getQuery(), heads) || !isValidHeadCount(op.getKey(), kvHeads))
-      return rewriter.notifyMatchFailure(op, "hidden sizes are not multiples of the head counts");
+    Value query = op.getQuery(), key = op.getKey(), value = op.getValue();
+    bool packed = isNone(key) && isNone(value);
+    if (packed != (isNone(key) || isNone(value)))
+      return rewriter.notifyMatchFailure(op, "only one of key and value is given");
+    if (!isValidHeadCount(query, packed ? heads + 2 * kvHeads : heads) ||
+        (!packed && !isValidHeadCount(key, kvHeads)) || rankOf(query) != 3)
+      return rewriter.notifyMatchFailure(op, "inputs are not 3-D multiples of the head counts");
     // The padding mask is the attention_mask that seqlens_k is computed from.
     BlockArgument attentionMask = findArgumentInSlice(op.getSeqlensK(), "attention_mask");
     if (!attentionMask)
       return rewriter.notifyMatchFailure(op, "seqlens_k is not derived from attention_mask");
 
     Location loc = op.getLoc();
-    Value q = toHeads(rewriter, loc, op.getQuery(), heads);
-    Value k = toHeads(rewriter, loc, op.getKey(), kvHeads);
-    Value v = toHeads(rewriter, loc, op.getValue(), kvHeads);
+    if (packed) {
+      auto type = cast<RankedTensorType>(query.getType());
+      int64_t head = type.getDimSize(2) / (heads + 2 * kvHeads);
+      auto part = [&](int64_t n) {
+        return RankedTensorType::get({type.getDimSize(0), type.getDimSize(1), n * head},
+                                     type.getElementType());
+      };
+      auto split = llm::SplitQkvOp::create(rewriter, loc, part(heads), part(kvHeads),
+                                           part(kvHeads), query,
+                                           rewriter.getI64IntegerAttr(heads),
+                                           rewriter.getI64IntegerAttr(kvHeads));
+      query = split.getQuery(), key = split.getKey(), value = split.getValue();
+    }
+    Value q = toHeads(rewriter, loc, query, heads);
+    Value k = toHeads(rewriter, loc, key, kvHeads);
+    Value v = toHeads(rewriter, loc, value, kvHeads);
     if (op.getDoRotary()) {
       if (isNone(op.getCosCache()) || isNone(op.getSinCache()))
         return rewriter.notifyMatchFailure(op, "do_rotary without cos/sin caches");
@@ -140,7 +156,7 @@ struct RaiseGroupQueryAttention : OpRewritePattern<onnx::GroupQueryAttentionOp> 
     Value values = appendToCache(rewriter, loc, op.getPastValue(), v, op.getPresentValue().getType());
     std::optional<float> scale;
     if (op.getScale().convertToFloat() != 0.0f) scale = op.getScale().convertToFloat();
-    Value out = buildAttention(rewriter, loc, op.getQuery(), q, keys, values, attentionMask, scale,
+    Value out = buildAttention(rewriter, loc, query, q, keys, values, attentionMask, scale,
                                /*causal=*/true, op.getOutput().getType());
     rewriter.replaceOp(op, {out, keys, values, out});
     return success();

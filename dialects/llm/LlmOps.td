@@ -152,6 +152,16 @@ def Llm_SplitHeadsOp : Llm_Op<"split_heads"> {
   let results = (outs Llm_Tensor:$output);
 }
 
+def Llm_SplitQkvOp : Llm_Op<"split_qkv"> {
+  let summary = "split a packed [batch, seq, (heads + 2*kv_heads)*head_dim] projection";
+  let description = [{
+    The fused QKV projection some exporters write (onnxruntime-genai's
+    packed GroupQueryAttention input): q, then k, then v along the last dim.
+  }];
+  let arguments = (ins Llm_Tensor:$input, I64Attr:$num_heads, I64Attr:$num_kv_heads);
+  let results = (outs Llm_Tensor:$query, Llm_Tensor:$key, Llm_Tensor:$value);
+}
+
 def Llm_MergeHeadsOp : Llm_Op<"merge_heads"> {
   let summary = "[batch, heads, seq, head_dim] -> [batch, seq, heads*head_dim]";
   let arguments = (ins Llm_Tensor:$input);
