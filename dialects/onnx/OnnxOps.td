@@ -22,7 +22,8 @@ def Onnx_NoneOp : Op<Onnx_Dialect, "None", [Pure, ConstantLike]> {
   let hasFolder = 1;
 }
 
-def Onnx_ConstantOp : Onnx_PureOp<"Constant", [ConstantLike]> {
+def Onnx_ConstantOp : Onnx_PureOp<"Constant", [ConstantLike,
+    AllTypesMatch<["value", "output"]>]> {
   let summary = "a constant tensor (ONNX Constant nodes and initializers)";
   let description = [{
     Holds its value as an `ElementsAttr`: a `dense` attribute for small
@@ -32,7 +33,7 @@ def Onnx_ConstantOp : Onnx_PureOp<"Constant", [ConstantLike]> {
   }];
   let arguments = (ins ElementsAttr:$value);
   let results = (outs Onnx_Tensor:$output);
-  let assemblyFormat = "attr-dict $value `:` type($output)";
+  let assemblyFormat = "attr-dict $value";
   let hasFolder = 1;
 }
 

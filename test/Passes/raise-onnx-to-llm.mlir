@@ -1,0 +1,211 @@
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(raise-onnx-to-llm{allow-leftovers=true}))' 2>/dev/null | FileCheck %s
+
+// The decomposed RMSNorm torch.onnx writes becomes one llm.rms_norm.
+// CHECK-LABEL: func.func @rms_norm
+//  CHECK-SAME:   (%[[X:.*]]: tensor<2x8x16xf32>)
+//       CHECK:   %[[W:.*]] = onnx.Constant
+//       CHECK:   %[[N:.*]] = llm.rms_norm %[[X]], %[[W]] {epsilon = 9.99999974E-6 : f32}
+//   CHECK-NOT:   onnx.ReduceMean
+//       CHECK:   return %[[N]]
+func.func @rms_norm(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %axes = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %eps = onnx.Constant dense<1.0e-5> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %w = onnx.Constant dense<0.5> : tensor<16xf32>
+  %sq = onnx.Pow %x, %two : (tensor<2x8x16xf32>, tensor<f32>) -> tensor<2x8x16xf32>
+  %mean = onnx.ReduceMean %sq, %axes : (tensor<2x8x16xf32>, tensor<1xi64>) -> tensor<2x8x1xf32>
+  %sum = onnx.Add %mean, %eps : (tensor<2x8x1xf32>, tensor<f32>) -> tensor<2x8x1xf32>
+  %root = onnx.Sqrt %sum : (tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %inv = onnx.Div %one, %root : (tensor<f32>, tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %normed = onnx.Mul %x, %inv : (tensor<2x8x16xf32>, tensor<2x8x1xf32>) -> tensor<2x8x16xf32>
+  %y = onnx.Mul %w, %normed : (tensor<16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// -----
+
+// Near miss: the mean is over axis 1, not the hidden axis: not an RMSNorm.
+// CHECK-LABEL: func.func @rms_norm_wrong_axis
+//   CHECK-NOT:   llm.rms_norm
+//       CHECK:   onnx.ReduceMean
+func.func @rms_norm_wrong_axis(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %axes = onnx.Constant dense<[1]> : tensor<1xi64>
+  %eps = onnx.Constant dense<1.0e-5> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %w = onnx.Constant dense<0.5> : tensor<16xf32>
+  %sq = onnx.Pow %x, %two : (tensor<2x8x16xf32>, tensor<f32>) -> tensor<2x8x16xf32>
+  %mean = onnx.ReduceMean %sq, %axes : (tensor<2x8x16xf32>, tensor<1xi64>) -> tensor<2x1x16xf32>
+  %sum = onnx.Add %mean, %eps : (tensor<2x1x16xf32>, tensor<f32>) -> tensor<2x1x16xf32>
+  %root = onnx.Sqrt %sum : (tensor<2x1x16xf32>) -> tensor<2x1x16xf32>
+  %inv = onnx.Div %one, %root : (tensor<f32>, tensor<2x1x16xf32>) -> tensor<2x1x16xf32>
+  %normed = onnx.Mul %x, %inv : (tensor<2x8x16xf32>, tensor<2x1x16xf32>) -> tensor<2x8x16xf32>
+  %y = onnx.Mul %w, %normed : (tensor<16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// -----
+
+// MatMul by a constant weight and a bias add become one llm.linear.
+// CHECK-LABEL: func.func @linear_with_bias
+//  CHECK-SAME:   (%[[X:.*]]: tensor<2x8x16xf32>)
+//   CHECK-DAG:   %[[W:.*]] = onnx.Constant dense<1.000000e+00> : tensor<16x32xf32>
+//   CHECK-DAG:   %[[B:.*]] = onnx.Constant dense<2.000000e+00> : tensor<32xf32>
+//       CHECK:   llm.linear %[[X]], %[[W]], %[[B]] :
+func.func @linear_with_bias(%x: tensor<2x8x16xf32>) -> tensor<2x8x32xf32> {
+  %w = onnx.Constant dense<1.0> : tensor<16x32xf32>
+  %b = onnx.Constant dense<2.0> : tensor<32xf32>
+  %y = onnx.MatMul %x, %w : (tensor<2x8x16xf32>, tensor<16x32xf32>) -> tensor<2x8x32xf32>
+  %z = onnx.Add %y, %b : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  return %z : tensor<2x8x32xf32>
+}
+
+// -----
+
+// Near miss: B is an activation, so this MatMul is not a linear layer.
+// CHECK-LABEL: func.func @matmul_of_activations
+//   CHECK-NOT:   llm.linear
+//       CHECK:   onnx.MatMul
+func.func @matmul_of_activations(%x: tensor<8x16xf32>, %y: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  %z = onnx.MatMul %x, %y : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %z : tensor<8x4xf32>
+}
+
+// -----
+
+// x * sigmoid(x) * up is the SwiGLU of a gated MLP.
+// CHECK-LABEL: func.func @swiglu
+//  CHECK-SAME:   (%[[G:.*]]: tensor<2x8xf32>, %[[U:.*]]: tensor<2x8xf32>)
+//       CHECK:   %[[S:.*]] = llm.swiglu %[[G]], %[[U]]
+//       CHECK:   return %[[S]]
+func.func @swiglu(%gate: tensor<2x8xf32>, %up: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %s = onnx.Sigmoid %gate : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %silu = onnx.Mul %gate, %s : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y = onnx.Mul %silu, %up : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Near miss: sigmoid of a different value is a gate, not SiLU.
+// CHECK-LABEL: func.func @sigmoid_gate
+//   CHECK-NOT:   llm.silu
+//       CHECK:   onnx.Sigmoid
+func.func @sigmoid_gate(%a: tensor<2x8xf32>, %b: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %s = onnx.Sigmoid %b : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y = onnx.Mul %a, %s : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Reshape to heads + Transpose is split_heads; the reverse is merge_heads.
+// CHECK-LABEL: func.func @heads
+//  CHECK-SAME:   (%[[X:.*]]: tensor<1x5x64xf32>)
+//       CHECK:   %[[S:.*]] = llm.split_heads %[[X]] {num_heads = 4 : i64} : (tensor<1x5x64xf32>) -> tensor<1x4x5x16xf32>
+//       CHECK:   %[[M:.*]] = llm.merge_heads %[[S]] : (tensor<1x4x5x16xf32>) -> tensor<1x5x64xf32>
+//       CHECK:   return %[[M]]
+func.func @heads(%x: tensor<1x5x64xf32>) -> tensor<1x5x64xf32> {
+  %split_shape = onnx.Constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+  %merge_shape = onnx.Constant dense<[0, 0, 64]> : tensor<3xi64>
+  %r = onnx.Reshape %x, %split_shape : (tensor<1x5x64xf32>, tensor<4xi64>) -> tensor<1x5x4x16xf32>
+  %t = onnx.Transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x5x4x16xf32>) -> tensor<1x4x5x16xf32>
+  %u = onnx.Transpose %t {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x5x16xf32>) -> tensor<1x5x4x16xf32>
+  %m = onnx.Reshape %u, %merge_shape : (tensor<1x5x4x16xf32>, tensor<3xi64>) -> tensor<1x5x64xf32>
+  return %m : tensor<1x5x64xf32>
+}
+
+// -----
+
+// Near miss: a different permutation is not a head split.
+// CHECK-LABEL: func.func @not_heads
+//   CHECK-NOT:   llm.split_heads
+//       CHECK:   onnx.Transpose
+func.func @not_heads(%x: tensor<1x5x64xf32>) -> tensor<4x5x1x16xf32> {
+  %shape = onnx.Constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+  %r = onnx.Reshape %x, %shape : (tensor<1x5x64xf32>, tensor<4xi64>) -> tensor<1x5x4x16xf32>
+  %t = onnx.Transpose %r {perm = array<i64: 2, 1, 0, 3>} : (tensor<1x5x4x16xf32>) -> tensor<4x5x1x16xf32>
+  return %t : tensor<4x5x1x16xf32>
+}
+
+// -----
+
+// Concat(past, new) on the sequence axis is the KV cache append; Unsqueeze,
+// Expand, Reshape widen it for GQA (repeat_kv).
+// CHECK-LABEL: func.func @kv_cache
+//  CHECK-SAME:   (%[[P:.*]]: tensor<1x2x3x16xf32>, %[[N:.*]]: tensor<1x2x1x16xf32>)
+//       CHECK:   %[[C:.*]] = llm.kv_concat %[[P]], %[[N]]
+//       CHECK:   %[[R:.*]] = llm.repeat_kv %[[C]] {repeats = 4 : i64} : (tensor<1x2x4x16xf32>) -> tensor<1x8x4x16xf32>
+//       CHECK:   return %[[C]], %[[R]]
+func.func @kv_cache(%past: tensor<1x2x3x16xf32>, %new: tensor<1x2x1x16xf32>) -> (tensor<1x2x4x16xf32>, tensor<1x8x4x16xf32>) {
+  %present = onnx.Concat %past, %new {axis = -2 : i64} : (tensor<1x2x3x16xf32>, tensor<1x2x1x16xf32>) -> tensor<1x2x4x16xf32>
+  %axis = onnx.Constant dense<[2]> : tensor<1xi64>
+  %expand_shape = onnx.Constant dense<[1, 2, 4, 4, 16]> : tensor<5xi64>
+  %merged_shape = onnx.Constant dense<[1, 8, 4, 16]> : tensor<4xi64>
+  %u = onnx.Unsqueeze %present, %axis : (tensor<1x2x4x16xf32>, tensor<1xi64>) -> tensor<1x2x1x4x16xf32>
+  %e = onnx.Expand %u, %expand_shape : (tensor<1x2x1x4x16xf32>, tensor<5xi64>) -> tensor<1x2x4x4x16xf32>
+  %r = onnx.Reshape %e, %merged_shape : (tensor<1x2x4x4x16xf32>, tensor<4xi64>) -> tensor<1x8x4x16xf32>
+  return %present, %r : tensor<1x2x4x16xf32>, tensor<1x8x4x16xf32>
+}
+
+// -----
+
+// Near miss: a concat on the head axis is not a cache append.
+// CHECK-LABEL: func.func @concat_heads
+//   CHECK-NOT:   llm.kv_concat
+//       CHECK:   onnx.Concat
+func.func @concat_heads(%a: tensor<1x2x3x16xf32>, %b: tensor<1x2x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  %c = onnx.Concat %a, %b {axis = 1 : i64} : (tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %c : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+// Scaled dot-product attention with a causal + padding mask built from
+// attention_mask: the mask becomes the `causal` attribute and the raw
+// attention_mask operand; no mask tensor is left.
+// CHECK-LABEL: func.func @attention
+//  CHECK-SAME:   (%[[Q:[^:]*]]: tensor<1x4x3x16xf32>, %[[K:[^:]*]]: tensor<1x4x3x16xf32>, %[[V:[^:]*]]: tensor<1x4x3x16xf32>, %[[M:[^:]*]]: tensor<1x3xi64>
+//       CHECK:   %[[A:.*]] = llm.attention %[[Q]], %[[K]], %[[V]], %[[M]] {causal, scale = 2.500000e-01 : f32}
+//   CHECK-NOT:   onnx.Softmax
+//       CHECK:   return %[[A]]
+func.func @attention(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>,
+                     %mask: tensor<1x3xi64> {onnx.name = "attention_mask"}) -> tensor<1x4x3x16xf32> {
+  %min = onnx.Constant dense<-3.40282347E+38> : tensor<3x3xf32>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %axes = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %fmin = onnx.Constant dense<-3.40282347E+38> : tensor<f32>
+  %sqrt = onnx.Constant dense<4.0> : tensor<f32>
+  %causal = onnx.Trilu %min, %one {upper = 1 : i64} : (tensor<3x3xf32>, tensor<1xi64>) -> tensor<3x3xf32>
+  %m4 = onnx.Unsqueeze %mask, %axes : (tensor<1x3xi64>, tensor<2xi64>) -> tensor<1x1x1x3xi64>
+  %mf = onnx.Cast %m4 {to = 1 : i64} : (tensor<1x1x1x3xi64>) -> tensor<1x1x1x3xf32>
+  %sum = onnx.Add %causal, %mf : (tensor<3x3xf32>, tensor<1x1x1x3xf32>) -> tensor<1x1x3x3xf32>
+  %pad = onnx.Equal %sum, %zero : (tensor<1x1x3x3xf32>, tensor<f32>) -> tensor<1x1x3x3xi1>
+  %full = onnx.Where %pad, %fmin, %causal : (tensor<1x1x3x3xi1>, tensor<f32>, tensor<3x3xf32>) -> tensor<1x1x3x3xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x3x16xf32>) -> tensor<1x4x16x3xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<1x4x3x16xf32>, tensor<1x4x16x3xf32>) -> tensor<1x4x3x3xf32>
+  %scaled = onnx.Div %qk, %sqrt : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %masked = onnx.Add %scaled, %full : (tensor<1x4x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %o = onnx.MatMul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %o : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+// Near miss: an additive bias computed from activations (ALiBi-like) is not
+// a mask; dropping it would change the model, so nothing is raised.
+// CHECK-LABEL: func.func @attention_with_bias
+//   CHECK-NOT:   llm.attention
+//       CHECK:   onnx.Softmax
+func.func @attention_with_bias(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>,
+                               %bias: tensor<1x4x3x3xf32>) -> tensor<1x4x3x16xf32> {
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x3x16xf32>) -> tensor<1x4x16x3xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<1x4x3x16xf32>, tensor<1x4x16x3xf32>) -> tensor<1x4x3x3xf32>
+  %masked = onnx.Add %qk, %bias : (tensor<1x4x3x3xf32>, tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %o = onnx.MatMul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %o : tensor<1x4x3x16xf32>
+}
