@@ -59,6 +59,12 @@ Value buildAttention(PatternRewriter &rewriter, Location loc, Value originalQ, V
   return llm::MergeHeadsOp::create(rewriter, loc, resultType, attention);
 }
 
+/// com.microsoft ops write scale 0 for "1/sqrt(head_size)".
+std::optional<float> nonZeroScale(APFloat scale) {
+  if (scale.isZero()) return std::nullopt;
+  return scale.convertToFloat();
+}
+
 Value noneValue(PatternRewriter &rewriter, Location loc) {
   return onnx::NoneOp::create(rewriter, loc, rewriter.getNoneType());
 }
@@ -92,6 +98,7 @@ struct RaiseAttentionOp : OpRewritePattern<onnx::AttentionOp> {
     Value out = buildAttention(rewriter, loc, op.getQ(), q, keys, values,
                                mask.attentionMask ? mask.attentionMask : noneValue(rewriter, loc),
                                scale, op.getIsCausal() || mask.causal, op.getY().getType());
+    // The qk output (result 3) is unused, as checked above.
     rewriter.replaceOp(op, {out, keys, values, out});
     return success();
   }
@@ -154,8 +161,7 @@ struct RaiseGroupQueryAttention : OpRewritePattern<onnx::GroupQueryAttentionOp> 
     }
     Value keys = appendToCache(rewriter, loc, op.getPastKey(), k, op.getPresentKey().getType());
     Value values = appendToCache(rewriter, loc, op.getPastValue(), v, op.getPresentValue().getType());
-    std::optional<float> scale;
-    if (op.getScale().convertToFloat() != 0.0f) scale = op.getScale().convertToFloat();
+    std::optional<float> scale = nonZeroScale(op.getScale());
     Value out = buildAttention(rewriter, loc, query, q, keys, values, attentionMask, scale,
                                /*causal=*/true, op.getOutput().getType());
     rewriter.replaceOp(op, {out, keys, values, out});
@@ -186,8 +192,7 @@ struct RaiseMultiHeadAttention : OpRewritePattern<onnx::MultiHeadAttentionOp> {
     Value v = toHeads(rewriter, loc, op.getValue(), heads);
     Value keys = appendToCache(rewriter, loc, op.getPastKey(), k, op.getPresentKey().getType());
     Value values = appendToCache(rewriter, loc, op.getPastValue(), v, op.getPresentValue().getType());
-    std::optional<float> scale;
-    if (op.getScale().convertToFloat() != 0.0f) scale = op.getScale().convertToFloat();
+    std::optional<float> scale = nonZeroScale(op.getScale());
     Value out = buildAttention(rewriter, loc, op.getQuery(), q, keys, values, attentionMask, scale,
                                op.getUnidirectional() != 0, op.getOutput().getType());
     rewriter.replaceOp(op, {out, keys, values, out});
