@@ -1,0 +1,195 @@
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(raise-onnx-to-llm{allow-leftovers=true}))' 2>/dev/null | FileCheck %s
+
+// onnxruntime-genai's GroupQueryAttention with rotary: positions come from
+// attention_mask (from which seqlens_k is computed), the caches are
+// half-width, K/V keep their 2 heads (no widening) and the KV cache is
+// appended.
+// CHECK-LABEL: func.func @group_query_attention
+//  CHECK-SAME:   (%[[Q:[^:]*]]: tensor<1x3x128xf32>, %[[K:[^:]*]]: tensor<1x3x32xf32>, %[[V:[^:]*]]: tensor<1x3x32xf32>, %[[PK:[^:]*]]: tensor<1x2x4x16xf32>, %[[PV:[^:]*]]: tensor<1x2x4x16xf32>, %[[M:[^:]*]]: tensor<1x7xi64>
+//   CHECK-DAG:   %[[COS:.*]] = onnx.Constant dense<1.000000e+00> : tensor<32x8xf32>
+//   CHECK-DAG:   %[[SIN:.*]] = onnx.Constant dense<0.000000e+00> : tensor<32x8xf32>
+//       CHECK:   %[[QH:.*]] = llm.split_heads %[[Q]] {num_heads = 8 : i64}
+//       CHECK:   %[[KH:.*]] = llm.split_heads %[[K]] {num_heads = 2 : i64}
+//       CHECK:   %[[VH:.*]] = llm.split_heads %[[V]] {num_heads = 2 : i64}
+//       CHECK:   %[[POS:.*]] = llm.position_ids %[[M]], %[[Q]]
+//       CHECK:   %[[QR:.*]] = llm.rope_cached %[[QH]], %[[POS]], %[[COS]], %[[SIN]]
+//       CHECK:   %[[KR:.*]] = llm.rope_cached %[[KH]], %[[POS]], %[[COS]], %[[SIN]]
+//       CHECK:   %[[KC:.*]] = llm.kv_concat %[[PK]], %[[KR]] : {{.*}} -> tensor<1x2x7x16xf32>
+//       CHECK:   %[[VC:.*]] = llm.kv_concat %[[PV]], %[[VH]]
+//       CHECK:   %[[A:.*]] = llm.attention %[[QR]], %[[KC]], %[[VC]], %[[M]] {causal, scale = 2.500000e-01 : f32} : {{.*}} -> tensor<1x8x3x16xf32>
+//       CHECK:   %[[O:.*]] = llm.merge_heads %[[A]] : (tensor<1x8x3x16xf32>) -> tensor<1x3x128xf32>
+//       CHECK:   return %[[O]], %[[KC]], %[[VC]]
+func.func @group_query_attention(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
+    %past_k: tensor<1x2x4x16xf32>, %past_v: tensor<1x2x4x16xf32>,
+    %mask: tensor<1x7xi64> {onnx.name = "attention_mask"})
+    -> (tensor<1x3x128xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) {
+  %none = onnx.None
+  %axes = onnx.Constant dense<[1]> : tensor<1xi64>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %total = onnx.Constant dense<7> : tensor<1xi32>
+  %cos = onnx.Constant dense<1.0> : tensor<32x8xf32>
+  %sin = onnx.Constant dense<0.0> : tensor<32x8xf32>
+  %sum = onnx.ReduceSum %mask, %axes {keepdims = 0 : i64} : (tensor<1x7xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %last = onnx.Sub %sum, %one : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %seqlens = onnx.Cast %last {to = 6 : i64} : (tensor<1xi64>) -> tensor<1xi32>
+  %out, %pk, %pv, %qk = onnx.GroupQueryAttention %q, %k, %v, %past_k, %past_v, %seqlens, %total, %cos, %sin, %none, %none, %none
+      {do_rotary = 1 : i64, kv_num_heads = 2 : i64, num_heads = 8 : i64}
+      : (tensor<1x3x128xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>, tensor<1xi32>, tensor<1xi32>, tensor<32x8xf32>, tensor<32x8xf32>, none, none, none)
+      -> (tensor<1x3x128xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>, tensor<*xf32>)
+  return %out, %pk, %pv : tensor<1x3x128xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>
+}
+
+// -----
+
+// Near miss: a sliding window is attention llm.attention cannot express yet.
+// CHECK-LABEL: func.func @group_query_attention_local_window
+//   CHECK-NOT:   llm.attention
+//       CHECK:   onnx.GroupQueryAttention
+func.func @group_query_attention_local_window(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
+    %past_k: tensor<1x2x4x16xf32>, %past_v: tensor<1x2x4x16xf32>,
+    %mask: tensor<1x7xi64> {onnx.name = "attention_mask"}) -> tensor<1x3x128xf32> {
+  %none = onnx.None
+  %axes = onnx.Constant dense<[1]> : tensor<1xi64>
+  %total = onnx.Constant dense<7> : tensor<1xi32>
+  %sum = onnx.ReduceSum %mask, %axes {keepdims = 0 : i64} : (tensor<1x7xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %seqlens = onnx.Cast %sum {to = 6 : i64} : (tensor<1xi64>) -> tensor<1xi32>
+  %out, %pk, %pv, %qk = onnx.GroupQueryAttention %q, %k, %v, %past_k, %past_v, %seqlens, %total, %none, %none, %none, %none, %none
+      {kv_num_heads = 2 : i64, num_heads = 8 : i64, local_window_size = 4 : i64}
+      : (tensor<1x3x128xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>, tensor<1xi32>, tensor<1xi32>, none, none, none, none, none)
+      -> (tensor<1x3x128xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>, tensor<*xf32>)
+  return %out : tensor<1x3x128xf32>
+}
+
+// -----
+
+// Opset-23 Attention on 3-D inputs with a KV cache and is_causal.
+// CHECK-LABEL: func.func @attention_op
+//       CHECK:   llm.split_heads %{{.*}} {num_heads = 4 : i64}
+//       CHECK:   %[[KC:.*]] = llm.kv_concat
+//       CHECK:   %[[VC:.*]] = llm.kv_concat
+//       CHECK:   %[[A:.*]] = llm.attention %{{.*}}, %[[KC]], %[[VC]], %{{.*}} {causal, scale = 2.500000e-01 : f32}
+//       CHECK:   %[[O:.*]] = llm.merge_heads %[[A]]
+//       CHECK:   return %[[O]], %[[KC]]
+func.func @attention_op(%q: tensor<1x3x64xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
+    %past_k: tensor<1x2x4x16xf32>, %past_v: tensor<1x2x4x16xf32>) -> (tensor<1x3x64xf32>, tensor<1x2x7x16xf32>) {
+  %none = onnx.None
+  %y, %pk, %pv, %qk = onnx.Attention %q, %k, %v, %none, %past_k, %past_v, %none
+      {is_causal = 1 : i64, q_num_heads = 4 : i64, kv_num_heads = 2 : i64}
+      : (tensor<1x3x64xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, none, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>, none)
+      -> (tensor<1x3x64xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>, tensor<*xf32>)
+  return %y, %pk : tensor<1x3x64xf32>, tensor<1x2x7x16xf32>
+}
+
+// -----
+
+// Near miss: softcapped attention is not plain softmax attention.
+// CHECK-LABEL: func.func @attention_op_softcap
+//   CHECK-NOT:   llm.attention
+//       CHECK:   onnx.Attention
+func.func @attention_op_softcap(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  %none = onnx.None
+  %y, %pk, %pv, %qk = onnx.Attention %q, %k, %v, %none, %none, %none, %none {softcap = 30.0 : f32}
+      : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, none, none, none, none)
+      -> (tensor<1x4x3x16xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %y : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+// SkipSimplifiedLayerNormalization: the residual sum and its RMS norm.
+// CHECK-LABEL: func.func @skip_simplified_layer_norm
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<1x3x16xf32>, %[[R:[^:]*]]: tensor<1x3x16xf32>)
+//       CHECK:   %[[S:.*]] = llm.add %[[X]], %[[R]]
+//       CHECK:   %[[N:.*]] = llm.rms_norm %[[S]], %{{.*}} {epsilon = 9.99999997E-7 : f32}
+//       CHECK:   return %[[N]], %[[S]]
+func.func @skip_simplified_layer_norm(%x: tensor<1x3x16xf32>, %residual: tensor<1x3x16xf32>) -> (tensor<1x3x16xf32>, tensor<1x3x16xf32>) {
+  %none = onnx.None
+  %w = onnx.Constant dense<1.0> : tensor<16xf32>
+  %out, %mean, %inv, %sum = onnx.SkipSimplifiedLayerNormalization %x, %residual, %w, %none {epsilon = 1.0e-6 : f32}
+      : (tensor<1x3x16xf32>, tensor<1x3x16xf32>, tensor<16xf32>, none)
+      -> (tensor<1x3x16xf32>, tensor<1x3x1xf32>, tensor<1x3x1xf32>, tensor<1x3x16xf32>)
+  return %out, %sum : tensor<1x3x16xf32>, tensor<1x3x16xf32>
+}
+
+// -----
+
+// Near miss: a caller reading the statistics needs the op itself.
+// CHECK-LABEL: func.func @skip_simplified_layer_norm_stats
+//   CHECK-NOT:   llm.rms_norm
+//       CHECK:   onnx.SkipSimplifiedLayerNormalization
+func.func @skip_simplified_layer_norm_stats(%x: tensor<1x3x16xf32>, %residual: tensor<1x3x16xf32>) -> tensor<1x3x1xf32> {
+  %none = onnx.None
+  %w = onnx.Constant dense<1.0> : tensor<16xf32>
+  %out, %mean, %inv, %sum = onnx.SkipSimplifiedLayerNormalization %x, %residual, %w, %none {epsilon = 1.0e-6 : f32}
+      : (tensor<1x3x16xf32>, tensor<1x3x16xf32>, tensor<16xf32>, none)
+      -> (tensor<1x3x16xf32>, tensor<1x3x1xf32>, tensor<1x3x1xf32>, tensor<1x3x16xf32>)
+  return %inv : tensor<1x3x1xf32>
+}
+
+// -----
+
+// MatMulNBits: a linear layer over the dequantised [N, K] weight.
+// CHECK-LABEL: func.func @matmul_nbits
+//       CHECK:   %[[W:.*]] = llm.dequantize %{{.*}}, %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 32 : i64} : {{.*}} -> tensor<8x64xf32>
+//       CHECK:   llm.linear %{{.*}}, %[[W]], %{{.*}} {transpose_weight}
+func.func @matmul_nbits(%x: tensor<1x3x64xf32>) -> tensor<1x3x8xf32> {
+  %none = onnx.None
+  %b = onnx.Constant dense<17> : tensor<8x2x16xui8>
+  %scales = onnx.Constant dense<0.5> : tensor<8x2xf32>
+  %y = onnx.MatMulNBits %x, %b, %scales, %none, %none, %none {K = 64 : i64, N = 8 : i64, bits = 4 : i64, block_size = 32 : i64}
+      : (tensor<1x3x64xf32>, tensor<8x2x16xui8>, tensor<8x2xf32>, none, none, none) -> tensor<1x3x8xf32>
+  return %y : tensor<1x3x8xf32>
+}
+
+// -----
+
+// Near miss: act-order (g_idx) quantisation is not block-wise.
+// CHECK-LABEL: func.func @matmul_nbits_g_idx
+//   CHECK-NOT:   llm.dequantize
+//       CHECK:   onnx.MatMulNBits
+func.func @matmul_nbits_g_idx(%x: tensor<1x3x64xf32>, %g: tensor<64xi32>) -> tensor<1x3x8xf32> {
+  %none = onnx.None
+  %b = onnx.Constant dense<17> : tensor<8x2x16xui8>
+  %scales = onnx.Constant dense<0.5> : tensor<8x2xf32>
+  %y = onnx.MatMulNBits %x, %b, %scales, %none, %g, %none {K = 64 : i64, N = 8 : i64, bits = 4 : i64, block_size = 32 : i64}
+      : (tensor<1x3x64xf32>, tensor<8x2x16xui8>, tensor<8x2xf32>, none, tensor<64xi32>, none) -> tensor<1x3x8xf32>
+  return %y : tensor<1x3x8xf32>
+}
+
+// -----
+
+// A row gather of a weight table is the embedding; of an activation it is not.
+// CHECK-LABEL: func.func @embedding
+//  CHECK-SAME:   (%[[IDS:[^:]*]]: tensor<1x3xi64>, %[[H:[^:]*]]: tensor<4x16xf32>
+//       CHECK:   llm.embedding %{{.*}}, %[[IDS]]
+//       CHECK:   onnx.Gather %[[H]], %[[IDS]]
+func.func @embedding(%ids: tensor<1x3xi64>, %h: tensor<4x16xf32>) -> (tensor<1x3x16xf32>, tensor<1x3x16xf32>) {
+  %table = onnx.Constant dense<1.0> : tensor<32x16xf32>
+  %e = onnx.Gather %table, %ids : (tensor<32x16xf32>, tensor<1x3xi64>) -> tensor<1x3x16xf32>
+  %g = onnx.Gather %h, %ids : (tensor<4x16xf32>, tensor<1x3xi64>) -> tensor<1x3x16xf32>
+  return %e, %g : tensor<1x3x16xf32>, tensor<1x3x16xf32>
+}
+
+// -----
+
+// RotaryEmbedding (opset 23) on [b, heads, s, d] with position_ids.
+// CHECK-LABEL: func.func @rotary_embedding
+//       CHECK:   llm.rope_cached %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<1x4x3x16xf32>
+func.func @rotary_embedding(%x: tensor<1x4x3x16xf32>, %pos: tensor<1x3xi64>) -> tensor<1x4x3x16xf32> {
+  %cos = onnx.Constant dense<1.0> : tensor<32x8xf32>
+  %sin = onnx.Constant dense<0.0> : tensor<32x8xf32>
+  %y = onnx.RotaryEmbedding %x, %cos, %sin, %pos : (tensor<1x4x3x16xf32>, tensor<32x8xf32>, tensor<32x8xf32>, tensor<1x3xi64>) -> tensor<1x4x3x16xf32>
+  return %y : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+// Near miss: caches already gathered per token (no position_ids).
+// CHECK-LABEL: func.func @rotary_embedding_pregathered
+//   CHECK-NOT:   llm.rope_cached
+//       CHECK:   onnx.RotaryEmbedding
+func.func @rotary_embedding_pregathered(%x: tensor<1x4x3x16xf32>, %cos: tensor<1x3x8xf32>, %sin: tensor<1x3x8xf32>) -> tensor<1x4x3x16xf32> {
+  %none = onnx.None
+  %y = onnx.RotaryEmbedding %x, %cos, %sin, %none : (tensor<1x4x3x16xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>, none) -> tensor<1x4x3x16xf32>
+  return %y : tensor<1x4x3x16xf32>
+}
