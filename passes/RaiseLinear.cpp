@@ -118,26 +118,56 @@ struct RaiseGelu : OpRewritePattern<onnx::GeluOp> {
   }
 };
 
-/// The exact GELU decomposed: (x * 0.5) * (1 + erf(x / sqrt(2))), in either
-/// association of the outer product.
+/// The value `product` multiplies by the constant `factor` (either operand order).
+Value factorOf(Value product, double factor) {
+  auto mul = definedBy<onnx::MulOp>(product);
+  if (!mul) return nullptr;
+  if (isConstantScalar(mul.getB(), factor)) return mul.getA();
+  if (isConstantScalar(mul.getA(), factor)) return mul.getB();
+  return nullptr;
+}
+
+/// Whether `inner` is erf(x / sqrt(2)) (exact GELU), or tanh(sqrt(2/pi) *
+/// (x + 0.044715 x^3)) (the tanh approximation); nullopt if neither.
+std::optional<bool> geluFlavourIsTanh(Value inner, Value x) {
+  if (auto erf = definedBy<onnx::ErfOp>(inner)) {
+    auto div = definedBy<onnx::DivOp>(erf.getX());
+    if (div && div.getA() == x && isConstantScalar(div.getB(), std::sqrt(2.0))) return false;
+    if (factorOf(erf.getX(), 1.0 / std::sqrt(2.0)) == x) return false;
+    return std::nullopt;
+  }
+  auto tanh = definedBy<onnx::TanhOp>(inner);
+  Value sum = tanh ? factorOf(tanh.getX(), std::sqrt(2.0 / M_PI)) : Value();
+  auto add = definedBy<onnx::AddOp>(sum);
+  if (!add) return std::nullopt;
+  for (auto [linear, cubic] : {std::pair(add.getA(), add.getB()), std::pair(add.getB(), add.getA())}) {
+    auto pow = definedBy<onnx::PowOp>(factorOf(cubic, 0.044715));
+    if (linear == x && pow && pow.getA() == x && isConstantScalar(pow.getB(), 3.0)) return true;
+  }
+  return std::nullopt;
+}
+
+/// GELU as torch.onnx decomposes it before opset 20:
+///   (x * 0.5) * (1 + erf(x / sqrt(2)))                          exact
+///   (x * 0.5) * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))   tanh approximation
 struct RaiseDecomposedGelu : OpRewritePattern<onnx::MulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::MulOp op, PatternRewriter &rewriter) const override {
-    for (auto [half, onePlusErf] : {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
-      auto halfMul = definedBy<onnx::MulOp>(half);
-      auto add = definedBy<onnx::AddOp>(onePlusErf);
-      if (!halfMul || !add) continue;
-      Value x = isConstantScalar(halfMul.getB(), 0.5) ? halfMul.getA()
-                : isConstantScalar(halfMul.getA(), 0.5) ? halfMul.getB() : Value();
-      Value erfValue = isConstantScalar(add.getB(), 1.0) ? add.getA()
-                       : isConstantScalar(add.getA(), 1.0) ? add.getB() : Value();
-      auto erf = definedBy<onnx::ErfOp>(erfValue);
-      auto div = erf ? definedBy<onnx::DivOp>(erf.getX()) : onnx::DivOp();
-      if (!x || !div || div.getA() != x || !isConstantScalar(div.getB(), std::sqrt(2.0))) continue;
-      rewriter.replaceOpWithNewOp<llm::GeluOp>(op, op.getType(), x);
+    for (auto [half, onePlus] : {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
+      Value x = factorOf(half, 0.5);
+      auto add = definedBy<onnx::AddOp>(onePlus);
+      if (!x || !add) continue;
+      Value inner = isConstantScalar(add.getB(), 1.0)   ? add.getA()
+                    : isConstantScalar(add.getA(), 1.0) ? add.getB()
+                                                        : Value();
+      std::optional<bool> tanh = inner ? geluFlavourIsTanh(inner, x) : std::nullopt;
+      if (!tanh) continue;
+      auto gelu = llm::GeluOp::create(rewriter, op.getLoc(), op.getType(), x);
+      if (*tanh) gelu.setTanhApproximation(true);
+      rewriter.replaceOp(op, gelu);
       return success();
     }
-    return rewriter.notifyMatchFailure(op, "not (x * 0.5) * (1 + erf(x / sqrt(2)))");
+    return rewriter.notifyMatchFailure(op, "not (x * 0.5) * (1 + erf(...) or tanh(...)) of GELU");
   }
 };
 

@@ -6,6 +6,16 @@ using namespace mlir;
 namespace llmc::raising {
 namespace {
 
+/// The input of a LayerNorm when `value` is x - mean(x, -1), else null.
+Value centredInput(Value value) {
+  auto sub = definedBy<onnx::SubOp>(value);
+  auto mean = sub ? definedBy<onnx::ReduceMeanOp>(sub.getB()) : onnx::ReduceMeanOp();
+  if (!mean || mean.getData() != sub.getA() || mean.getKeepdims() != 1 ||
+      !isSingleAxis(mean.getAxes(), -1, rankOf(sub.getA())))
+    return nullptr;
+  return sub.getA();
+}
+
 /// The decomposed RMSNorm torch.onnx writes:
 ///   weight * Cast?(x * 1/sqrt(mean(x^2, -1) + eps))   (x possibly a Cast)
 /// with 1/sqrt as Div(1, Sqrt), Reciprocal(Sqrt), or x / Sqrt directly.
@@ -58,11 +68,65 @@ struct RaiseDecomposedRmsNorm : OpRewritePattern<onnx::MulOp> {
     if (squared != x) return rewriter.notifyMatchFailure(root, "x^2 and x are different values");
     if (dimOf(weight, 0) != dimOf(x, -1))
       return rewriter.notifyMatchFailure(root, "weight length differs from the hidden size");
+    if (centredInput(x))
+      return rewriter.notifyMatchFailure(root, "the input is centred (x - mean): a LayerNorm");
 
     auto norm = llm::RmsNormOp::create(rewriter, fusedLocOf({root, sqrtOp, reduce}), root.getType(),
                                        skipCasts(x), weight, rewriter.getF32FloatAttr(*epsilon));
     rewriter.replaceOp(root, norm);
     return success();
+  }
+};
+
+/// The decomposed LayerNorm torch.onnx writes before opset 17:
+///   weight * ((x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps))
+/// A bias add after it is folded in by the glue stage.
+struct RaiseDecomposedLayerNorm : OpRewritePattern<onnx::MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(onnx::MulOp root, PatternRewriter &rewriter) const override {
+    Value weight = root.getA(), normed = root.getB();
+    if (!isConstant(weight)) std::swap(weight, normed);
+    if (!isConstant(weight) || rankOf(weight) != 1)
+      return rewriter.notifyMatchFailure(root, "no 1-D constant weight operand");
+    auto div = definedBy<onnx::DivOp>(skipCasts(normed));
+    Value x = div ? centredInput(div.getA()) : Value();
+    if (!x) return rewriter.notifyMatchFailure(root, "not (x - mean(x)) / ...");
+    auto sqrt = definedBy<onnx::SqrtOp>(div.getB());
+    auto add = sqrt ? definedBy<onnx::AddOp>(sqrt.getX()) : onnx::AddOp();
+    if (!add) return rewriter.notifyMatchFailure(root, "divisor is not sqrt(var + eps)");
+    Value variance = add.getA(), eps = add.getB();
+    if (!constantScalar(eps)) std::swap(variance, eps);
+    auto reduce = definedBy<onnx::ReduceMeanOp>(variance);
+    auto pow = reduce ? definedBy<onnx::PowOp>(reduce.getData()) : onnx::PowOp();
+    if (!constantScalar(eps) || !pow || pow.getA() != div.getA() ||
+        !isConstantScalar(pow.getB(), 2.0) || reduce.getKeepdims() != 1 ||
+        !isSingleAxis(reduce.getAxes(), -1, rankOf(x)))
+      return rewriter.notifyMatchFailure(root, "variance is not mean((x - mean)^2, -1) + eps");
+    if (dimOf(weight, 0) != dimOf(x, -1))
+      return rewriter.notifyMatchFailure(root, "weight length differs from the hidden size");
+    Value none = onnx::NoneOp::create(rewriter, root.getLoc(), rewriter.getNoneType());
+    auto norm = llm::LayerNormOp::create(rewriter, fusedLocOf({root, div, reduce}), root.getType(),
+                                         skipCasts(x), weight, none,
+                                         rewriter.getF32FloatAttr(*constantScalar(eps)));
+    rewriter.replaceOp(root, norm);
+    return success();
+  }
+};
+
+/// layer_norm(x) + bias[hidden] -> layer_norm(x, bias).
+struct FoldBiasIntoLayerNorm : OpRewritePattern<onnx::AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::AddOp op, PatternRewriter &rewriter) const override {
+    for (auto [normed, bias] : {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
+      auto norm = definedBy<llm::LayerNormOp>(normed);
+      if (!norm || !isNone(norm.getBias()) || !norm->hasOneUse()) continue;
+      if (!isConstant(bias) || rankOf(bias) != 1 || dimOf(bias, 0) != dimOf(normed, -1)) continue;
+      rewriter.replaceOpWithNewOp<llm::LayerNormOp>(op, op.getType(), norm.getInput(),
+                                                    norm.getWeight(), bias, norm.getEpsilonAttr());
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "not layer_norm + constant [hidden] bias");
   }
 };
 
@@ -124,8 +188,12 @@ struct RaiseLayerNormalization : OpRewritePattern<onnx::LayerNormalizationOp> {
 
 } // namespace
 
+void populateNormGluePatterns(RewritePatternSet &patterns) {
+  patterns.add<FoldBiasIntoLayerNorm>(patterns.getContext());
+}
+
 void populateNormPatterns(RewritePatternSet &patterns) {
-  patterns.add<RaiseDecomposedRmsNorm, RaiseRmsNormOp<onnx::RMSNormalizationOp>,
+  patterns.add<RaiseDecomposedRmsNorm, RaiseDecomposedLayerNorm, RaiseRmsNormOp<onnx::RMSNormalizationOp>,
                RaiseRmsNormOp<onnx::SimplifiedLayerNormalizationOp>,
                RaiseSkipSimplifiedLayerNorm, RaiseLayerNormalization>(patterns.getContext());
 }

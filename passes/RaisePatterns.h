@@ -24,6 +24,7 @@ void populateStructurePatterns(mlir::RewritePatternSet &patterns);
 void populateGluePatterns(mlir::RewritePatternSet &patterns);
 
 void populateNormPatterns(mlir::RewritePatternSet &patterns);
+void populateNormGluePatterns(mlir::RewritePatternSet &patterns);
 void populateLinearPatterns(mlir::RewritePatternSet &patterns);
 void populateLinearGluePatterns(mlir::RewritePatternSet &patterns);
 void populateRopePatterns(mlir::RewritePatternSet &patterns);

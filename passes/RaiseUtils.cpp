@@ -114,6 +114,9 @@ void populateStructurePatterns(RewritePatternSet &patterns) {
   populateFusedAttentionPatterns(patterns);
 }
 
-void populateGluePatterns(RewritePatternSet &patterns) { populateLinearGluePatterns(patterns); }
+void populateGluePatterns(RewritePatternSet &patterns) {
+  populateLinearGluePatterns(patterns);
+  populateNormGluePatterns(patterns);
+}
 
 } // namespace llmc::raising

@@ -209,3 +209,129 @@ func.func @attention_with_bias(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32
   %o = onnx.MatMul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
   return %o : tensor<1x4x3x16xf32>
 }
+
+// -----
+
+// The LayerNorm torch.onnx decomposes before opset 17, with its bias folded in.
+// CHECK-LABEL: func.func @layer_norm
+//  CHECK-SAME:   (%[[X:.*]]: tensor<2x16xf32>)
+//       CHECK:   %[[N:.*]] = llm.layer_norm %[[X]], %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32}
+//       CHECK:   return %[[N]]
+func.func @layer_norm(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  %axes = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-5> : tensor<f32>
+  %w = onnx.Constant dense<0.5> : tensor<16xf32>
+  %b = onnx.Constant dense<0.25> : tensor<16xf32>
+  %mean = onnx.ReduceMean %x, %axes : (tensor<2x16xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %d = onnx.Sub %x, %mean : (tensor<2x16xf32>, tensor<2x1xf32>) -> tensor<2x16xf32>
+  %sq = onnx.Pow %d, %two : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  %var = onnx.ReduceMean %sq, %axes : (tensor<2x16xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %ve = onnx.Add %var, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %std = onnx.Sqrt %ve : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %n = onnx.Div %d, %std : (tensor<2x16xf32>, tensor<2x1xf32>) -> tensor<2x16xf32>
+  %scaled = onnx.Mul %n, %w : (tensor<2x16xf32>, tensor<16xf32>) -> tensor<2x16xf32>
+  %y = onnx.Add %scaled, %b : (tensor<2x16xf32>, tensor<16xf32>) -> tensor<2x16xf32>
+  return %y : tensor<2x16xf32>
+}
+
+// -----
+
+// Decomposed GELU, exact (erf) and tanh-approximated.
+// CHECK-LABEL: func.func @gelu
+//  CHECK-SAME:   (%[[X:.*]]: tensor<4xf32>)
+//       CHECK:   %[[E:.*]] = llm.gelu %[[X]] :
+//       CHECK:   %[[T:.*]] = llm.gelu %[[X]] {tanh_approximation}
+//       CHECK:   return %[[E]], %[[T]]
+func.func @gelu(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %half = onnx.Constant dense<0.5> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %sqrt2 = onnx.Constant dense<1.41421354> : tensor<f32>
+  %three = onnx.Constant dense<3.0> : tensor<f32>
+  %c = onnx.Constant dense<0.044715> : tensor<f32>
+  %k = onnx.Constant dense<0.797884583> : tensor<f32>
+  %hx = onnx.Mul %x, %half : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %xs = onnx.Div %x, %sqrt2 : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %erf = onnx.Erf %xs : (tensor<4xf32>) -> tensor<4xf32>
+  %ope = onnx.Add %erf, %one : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %exact = onnx.Mul %hx, %ope : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %cube = onnx.Pow %x, %three : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %cc = onnx.Mul %cube, %c : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %inner = onnx.Add %x, %cc : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %scaled = onnx.Mul %inner, %k : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %t = onnx.Tanh %scaled : (tensor<4xf32>) -> tensor<4xf32>
+  %opt = onnx.Add %one, %t : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+  %approx = onnx.Mul %hx, %opt : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %exact, %approx : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Hugging Face's rope: x * cos + rotate_half(x) * sin, with cos/sin computed
+// from an inv_freq constant and position_ids.
+// CHECK-LABEL: func.func @rope
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<1x2x3x8xf32>, %[[P:[^:]*]]: tensor<1x3xi64>)
+//       CHECK:   %[[F:.*]] = onnx.Constant dense<[1.000000e+00, 1.000000e-01, 0.00999999977, 1.000000e-03]> : tensor<4xf32>
+//       CHECK:   %[[R:.*]] = llm.rope %[[X]], %[[P]], %[[F]]
+//       CHECK:   return %[[R]]
+func.func @rope(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor<1x2x3x8xf32> {
+  %inv = onnx.Constant dense<[[[1.0], [0.1], [0.01], [0.001]]]> : tensor<1x4x1xf32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %a1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %a3 = onnx.Constant dense<[3]> : tensor<1xi64>
+  %s1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %zero = onnx.Constant dense<[0]> : tensor<1xi64>
+  %four = onnx.Constant dense<[4]> : tensor<1xi64>
+  %end = onnx.Constant dense<[9223372036854775807]> : tensor<1xi64>
+  %pu = onnx.Unsqueeze %pos, %a1 : (tensor<1x3xi64>, tensor<1xi64>) -> tensor<1x1x3xi64>
+  %pf = onnx.Cast %pu {to = 1 : i64} : (tensor<1x1x3xi64>) -> tensor<1x1x3xf32>
+  %mm = onnx.MatMul %inv, %pf : (tensor<1x4x1xf32>, tensor<1x1x3xf32>) -> tensor<1x4x3xf32>
+  %freqs = onnx.Transpose %mm {perm = array<i64: 0, 2, 1>} : (tensor<1x4x3xf32>) -> tensor<1x3x4xf32>
+  %emb = onnx.Concat %freqs, %freqs {axis = -1 : i64} : (tensor<1x3x4xf32>, tensor<1x3x4xf32>) -> tensor<1x3x8xf32>
+  %c0 = onnx.Cos %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %s0 = onnx.Sin %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %c = onnx.Mul %c0, %one : (tensor<1x3x8xf32>, tensor<f32>) -> tensor<1x3x8xf32>
+  %s = onnx.Mul %s0, %one : (tensor<1x3x8xf32>, tensor<f32>) -> tensor<1x3x8xf32>
+  %cu = onnx.Unsqueeze %c, %a1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %su = onnx.Unsqueeze %s, %a1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %first = onnx.Slice %x, %zero, %four, %a3, %s1 : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %second = onnx.Slice %x, %four, %end, %a3, %s1 : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %neg = onnx.Neg %second : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %rot = onnx.Concat %neg, %first {axis = -1 : i64} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x8xf32>
+  %xc = onnx.Mul %x, %cu : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %rs = onnx.Mul %rot, %su : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %y = onnx.Add %xc, %rs : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
+  return %y : tensor<1x2x3x8xf32>
+}
+
+// -----
+
+// Near miss: rotate_half with the halves not negated is not rope.
+// CHECK-LABEL: func.func @rope_unnegated
+//   CHECK-NOT:   llm.rope
+//       CHECK:   onnx.Cos
+func.func @rope_unnegated(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor<1x2x3x8xf32> {
+  %inv = onnx.Constant dense<[[[1.0], [0.1], [0.01], [0.001]]]> : tensor<1x4x1xf32>
+  %a1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %a3 = onnx.Constant dense<[3]> : tensor<1xi64>
+  %s1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %zero = onnx.Constant dense<[0]> : tensor<1xi64>
+  %four = onnx.Constant dense<[4]> : tensor<1xi64>
+  %end = onnx.Constant dense<[9223372036854775807]> : tensor<1xi64>
+  %pu = onnx.Unsqueeze %pos, %a1 : (tensor<1x3xi64>, tensor<1xi64>) -> tensor<1x1x3xi64>
+  %pf = onnx.Cast %pu {to = 1 : i64} : (tensor<1x1x3xi64>) -> tensor<1x1x3xf32>
+  %mm = onnx.MatMul %inv, %pf : (tensor<1x4x1xf32>, tensor<1x1x3xf32>) -> tensor<1x4x3xf32>
+  %freqs = onnx.Transpose %mm {perm = array<i64: 0, 2, 1>} : (tensor<1x4x3xf32>) -> tensor<1x3x4xf32>
+  %emb = onnx.Concat %freqs, %freqs {axis = -1 : i64} : (tensor<1x3x4xf32>, tensor<1x3x4xf32>) -> tensor<1x3x8xf32>
+  %c = onnx.Cos %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %s = onnx.Sin %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %cu = onnx.Unsqueeze %c, %a1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %su = onnx.Unsqueeze %s, %a1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %first = onnx.Slice %x, %zero, %four, %a3, %s1 : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %second = onnx.Slice %x, %four, %end, %a3, %s1 : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %rot = onnx.Concat %second, %first {axis = -1 : i64} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x8xf32>
+  %xc = onnx.Mul %x, %cu : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %rs = onnx.Mul %rot, %su : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %y = onnx.Add %xc, %rs : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
+  return %y : tensor<1x2x3x8xf32>
+}
