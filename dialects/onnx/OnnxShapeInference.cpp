@@ -76,6 +76,7 @@ LogicalResult inferUnaryShapes(Operation *op, SmallVectorImpl<Type> &resultTypes
 }
 
 LogicalResult inferBroadcastShapes(Operation *op, SmallVectorImpl<Type> &resultTypes) {
+  if (op->getNumOperands() == 0) return op->emitOpError("needs at least one input");
   SmallVector<Shape> shapes;
   bool allRanked = true;
   for (Value operand : op->getOperands()) {
@@ -335,6 +336,8 @@ LogicalResult ExpandOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   auto shape = shapeOf(getInput());
   auto target = evaluateShapeTensor(getShape());
   if (!shape || !target) return resultTypes.push_back(UnrankedTensorType::get(elementTypeOf(getInput()))), success();
+  if (llvm::any_of(*target, [](int64_t d) { return d < 0 && !ShapedType::isDynamic(d); }))
+    return emitOpError("negative dim in the target shape");
   auto result = broadcastShapes({*shape, *target});
   if (failed(result)) return emitOpError("input does not broadcast to the target shape");
   resultTypes.push_back(RankedTensorType::get(*result, elementTypeOf(getInput())));
@@ -346,12 +349,16 @@ LogicalResult TileOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   auto repeats = evaluateShapeTensor(getRepeats());
   if (!shape || !repeats || repeats->size() != shape->size())
     return resultTypes.push_back(UnrankedTensorType::get(elementTypeOf(getInput()))), success();
-  for (auto [dim, repeat] : llvm::zip(*shape, *repeats)) dim = mulDims(dim, repeat);
+  for (auto [dim, repeat] : llvm::zip(*shape, *repeats)) {
+    if (repeat < 0 && !ShapedType::isDynamic(repeat)) return emitOpError("negative repeat");
+    dim = mulDims(dim, repeat);
+  }
   resultTypes.push_back(RankedTensorType::get(*shape, elementTypeOf(getInput())));
   return success();
 }
 
 LogicalResult ConcatOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
+  if (getInputs().empty()) return emitOpError("needs at least one input");
   Type elementType = elementTypeOf(getInputs().front());
   std::optional<Shape> result;
   for (Value input : getInputs()) {
@@ -373,6 +380,7 @@ LogicalResult ConcatOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
 LogicalResult SplitOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   Type elementType = elementTypeOf(getInput());
   size_t count = getNumResults();
+  if (count == 0) return emitOpError("has no outputs");
   auto shape = shapeOf(getInput());
   auto unknown = [&] {
     for (size_t i = 0; i < count; ++i) resultTypes.push_back(UnrankedTensorType::get(elementType));
@@ -484,6 +492,8 @@ LogicalResult TensorScatterOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
 LogicalResult ConstantOfShapeOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   Type elementType = getValue() ? getValue()->getElementType() : Float32Type::get(getContext());
   auto shape = evaluateShapeTensor(getInput());
+  if (shape && llvm::any_of(*shape, [](int64_t d) { return d < 0 && !ShapedType::isDynamic(d); }))
+    return emitOpError("negative dim in the shape");
   resultTypes.push_back(tensorOf(shape, elementType));
   return success();
 }
@@ -540,6 +550,8 @@ LogicalResult GemmOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
 }
 
 LogicalResult MatMulNBitsOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
+  if (getN() <= 0 || getK() <= 0 || getBlockSize() <= 0)
+    return emitOpError("N, K and block_size must be positive");
   auto a = shapeOf(getA());
   if (!a) return resultTypes.push_back(UnrankedTensorType::get(elementTypeOf(getA()))), success();
   a->back() = getN();
@@ -561,6 +573,7 @@ LogicalResult GatherBlockQuantizedOp::inferShapes(SmallVectorImpl<Type> &resultT
     return resultTypes.push_back(UnrankedTensorType::get(elementType)), success();
   // uint8 data packs 8/bits values per byte along the last axis.
   auto dataElement = cast<IntegerType>(elementTypeOf(getData()));
+  if (getBits() != 4 && getBits() != 8) return emitOpError("bits must be 4 or 8");
   if (dataElement.getWidth() == 8 && getBits() < 8)
     data->back() = mulDims(data->back(), 8 / getBits());
   Shape result = *indices;
@@ -616,6 +629,7 @@ LogicalResult GroupQueryAttentionOp::inferShapes(SmallVectorImpl<Type> &resultTy
   Type elementType = elementTypeOf(getQuery());
   auto query = shapeOf(getQuery());
   int64_t heads = getNumHeads(), kvHeads = getKvNumHeads();
+  if (heads <= 0 || kvHeads <= 0) return emitOpError("head counts must be positive");
   if (query && query->size() == 3) {
     int64_t hidden = (*query)[2];
     bool packed = isNone(getKey());
@@ -638,6 +652,7 @@ LogicalResult GroupQueryAttentionOp::inferShapes(SmallVectorImpl<Type> &resultTy
 LogicalResult MultiHeadAttentionOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   Type elementType = elementTypeOf(getQuery());
   auto query = shapeOf(getQuery());
+  if (getNumHeads() <= 0) return emitOpError("num_heads must be positive");
   if (query && query->size() == 3) {
     resultTypes.push_back(RankedTensorType::get(*query, elementType));
     int64_t headSize = ShapedType::isDynamic((*query)[2]) ? kDynamic : (*query)[2] / getNumHeads();

@@ -213,6 +213,12 @@ GraphImporter::resolvedAttributes(const ::onnx::NodeProto &node,
 LogicalResult GraphImporter::typeResults(Operation *op) {
   auto inference = dyn_cast<onnx::ShapeInferenceOpInterface>(op);
   if (!inference) return success();
+  // Check the op's operand kinds and attributes before inference reads them
+  // (a required input given as "", a missing or mistyped attribute). The
+  // results get a placeholder type that satisfies the op until inferred.
+  auto placeholder = UnrankedTensorType::get(builder.getF32Type());
+  for (OpResult result : op->getResults()) result.setType(placeholder);
+  if (failed(op->getName().verifyInvariants(op))) return failure();
   SmallVector<Type> types;
   if (failed(inference.inferShapes(types))) return failure();
   if (types.size() != op->getNumResults())
@@ -391,7 +397,16 @@ LogicalResult GraphImporter::importNode(const ::onnx::NodeProto &node, Scope &sc
                           << node.output_size() << " outputs; at most " << numOutputs
                           << " are defined";
   state.addTypes(SmallVector<Type>(numOutputs, builder.getNoneType()));
+  NamedAttrList given = state.attributes;
   Operation *op = builder.create(state);
+  // An attribute of the wrong kind (a float `axis`) does not become the op's
+  // property; say so rather than run with the default.
+  for (NamedAttribute attribute : given) {
+    std::optional<Attribute> stored = op->getInherentAttr(attribute.getName());
+    if (stored && *stored != attribute.getValue())
+      return emitError(loc) << describeNode(node) << " (" << node.op_type() << "): attribute '"
+                            << attribute.getName().getValue() << "' has the wrong kind";
+  }
   if (failed(typeResults(op))) return failure();
   for (auto [name, result] : llvm::zip(node.output(), op->getResults()))
     if (failed(defineValue(scope, name, result, loc))) return failure();
