@@ -109,8 +109,10 @@ FailureOr<MaskInfo> analyseMask(Value mask) {
   for (size_t i = 0; i < worklist.size(); ++i) {
     Value value = worklist[i];
     if (auto arg = dyn_cast<BlockArgument>(value)) {
-      auto name = findArgumentInSlice(arg, "attention_mask");
-      if (name) { info.attentionMask = arg; continue; }
+      if (onnxNameOf(arg) == "attention_mask") {
+        info.attentionMask = arg;
+        continue;
+      }
       // Other integer inputs (position_ids) may set the causal offsets.
       if (!cast<ShapedType>(arg.getType()).getElementType().isInteger()) return failure();
       continue;

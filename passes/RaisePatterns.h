@@ -72,6 +72,9 @@ std::optional<std::vector<float>> readConstantFloats(mlir::Value value);
 mlir::Value createF32Constant(mlir::OpBuilder &builder, mlir::Location loc,
                               llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<float> data);
 
+/// The ONNX name of a graph input (its `onnx.name`), or "".
+llvm::StringRef onnxNameOf(mlir::BlockArgument arg);
+
 /// The function argument among the leaves of `value`'s backward slice whose
 /// onnx.name is `name`, or null.
 mlir::BlockArgument findArgumentInSlice(mlir::Value value, llvm::StringRef name);

@@ -81,16 +81,20 @@ Value createF32Constant(OpBuilder &builder, Location loc, ArrayRef<int64_t> shap
   return onnx::ConstantOp::create(builder, loc, type, value);
 }
 
+StringRef onnxNameOf(BlockArgument arg) {
+  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!func) return {};
+  auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name");
+  return name ? name.getValue() : StringRef();
+}
+
 BlockArgument findArgumentInSlice(Value value, StringRef name) {
   llvm::SetVector<Value> worklist;
   worklist.insert(value);
   for (size_t i = 0; i < worklist.size(); ++i) {
     Value current = worklist[i];
     if (auto arg = dyn_cast<BlockArgument>(current)) {
-      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      if (!func) continue;
-      auto argName = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name");
-      if (argName && argName.getValue() == name) return arg;
+      if (onnxNameOf(arg) == name) return arg;
       continue;
     }
     if (Operation *op = current.getDefiningOp())
