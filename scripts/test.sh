@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds llmc and runs every test:
+#   1. the lit + FileCheck suite (test/Import, test/Dialect, test/Passes) against build/;
+#   2. pytest over test/python (fixture builder, GGUF converter, ONNX backend node tests);
+#   3. the sanitizer job: build-asan/ (ASan + UBSan) builds llmc and llmc-opt, and the
+#      importer and bad-input lit tests (test/Import) and the ONNX backend node tests run
+#      against those binaries.
+#
+#   bash scripts/test.sh
+#
+# Exits non-zero if anything fails. LLMC_BUILD_LOCK=FILE serialises each build step with
+# other builds of the same trees (flock).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# ccache keys on relative paths, so builds in other clones of the repo share its cache.
+export CCACHE_BASEDIR="$PWD"
+ROOT=$PWD
+
+bash scripts/setup.sh
+
+build() {  # build DIR TARGET...
+  if [[ -n ${LLMC_BUILD_LOCK:-} ]]; then flock "$LLMC_BUILD_LOCK" ninja -C "$@"
+  else ninja -C "$@"; fi
+}
+stage() { echo; echo "== $* ($(date +%T))"; }
+
+failed=()
+
+stage "building build/"
+build build
+
+stage "lit tests (build/test)"
+.venv/bin/lit -sv build/test || failed+=("lit")
+
+stage "pytest (test/python)"
+PYTHONPATH=python .venv/bin/python -m pytest test/python -q || failed+=("pytest")
+
+stage "sanitizer build (build-asan/: ASan + UBSan, llmc and llmc-opt)"
+if [[ ! -f build-asan/build.ninja ]]; then
+  mkdir -p build-asan
+  # -O1 keeps the instrumented build fast to compile and its stack traces readable.
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG" \
+    -DLLMC_ENABLE_SANITIZERS=ON -DPython3_EXECUTABLE="$ROOT/.venv/bin/python" \
+    >build-asan/cmake-configure.log 2>&1 || { cat build-asan/cmake-configure.log; exit 1; }
+fi
+build build-asan llmc llmc-opt
+
+stage "importer and bad-input lit tests under ASan + UBSan (build-asan/test/Import)"
+.venv/bin/lit -sv build-asan/test/Import || failed+=("lit (sanitizers)")
+
+stage "ONNX backend node tests under ASan + UBSan"
+LLMC_BUILD_DIR=build-asan PYTHONPATH=python .venv/bin/python -m pytest \
+  test/python/test_onnx_node_tests.py -q -p no:cacheprovider || failed+=("node tests (sanitizers)")
+
+echo
+if ((${#failed[@]})); then
+  echo "test.sh: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "test.sh: all test stages passed"
