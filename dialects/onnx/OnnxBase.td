@@ -40,6 +40,12 @@ def Onnx_Dialect : Dialect {
 // Type constraints
 //===----------------------------------------------------------------------===//
 
+// ONNX INT attributes are signed (axes count from the back): unlike MLIR's
+// I64Attr, whose getter returns uint64_t, the getters return int64_t.
+def Onnx_IntAttr : TypedSignlessIntegerAttrBase<I64, "int64_t", "64-bit integer attribute"> {
+  let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
+
 def Onnx_NoneType : Type<CPred<"::llvm::isa<::mlir::NoneType>($_self)">,
                          "none (an omitted optional input)">,
                     BuildableType<"$_builder.getType<::mlir::NoneType>()">;
@@ -102,8 +108,8 @@ class Onnx_VariadicOp<string mnemonic, list<Trait> traits = []>
 class Onnx_ReduceOp<string mnemonic> : Onnx_PureOp<mnemonic> {
   let summary = mnemonic # " over the given axes (all when none)";
   let arguments = (ins Onnx_Tensor:$data, Onnx_OptTensor:$axes,
-                   DefaultValuedAttr<I64Attr, "1">:$keepdims,
-                   DefaultValuedAttr<I64Attr, "0">:$noop_with_empty_axes);
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$keepdims,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$noop_with_empty_axes);
   let results = (outs Onnx_Tensor:$reduced);
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferShapes(

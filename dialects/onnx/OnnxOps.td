@@ -1,7 +1,7 @@
 //===- OnnxOps.td - ONNX operators that LLM exports use ----*- tablegen -*-===//
 //
 // Attributes keep ONNX's names. ONNX attribute kinds map to MLIR as:
-// INT -> I64Attr, FLOAT -> F32Attr, STRING -> StrAttr, INTS -> DenseI64ArrayAttr,
+// INT -> Onnx_IntAttr, FLOAT -> F32Attr, STRING -> StrAttr, INTS -> DenseI64ArrayAttr,
 // FLOATS -> DenseF32ArrayAttr, TENSOR -> ElementsAttr, GRAPH -> a region.
 //
 //===----------------------------------------------------------------------===//
@@ -62,8 +62,8 @@ def Onnx_IdentityOp : Onnx_UnaryOp<"Identity"> { let hasFolder = 1; }
 
 def Onnx_IsInfOp : Onnx_UnaryOp<"IsInf"> {
   let arguments = (ins Onnx_Tensor:$X,
-                   DefaultValuedAttr<I64Attr, "1">:$detect_negative,
-                   DefaultValuedAttr<I64Attr, "1">:$detect_positive);
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$detect_negative,
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$detect_positive);
 }
 
 def Onnx_GeluOp : Onnx_UnaryOp<"Gelu"> {
@@ -78,7 +78,7 @@ def Onnx_DivOp : Onnx_BinaryOp<"Div"> { let hasFolder = 1; }
 def Onnx_PowOp : Onnx_BinaryOp<"Pow">;
 def Onnx_ModOp : Onnx_BinaryOp<"Mod"> {
   let arguments = (ins Onnx_Tensor:$A, Onnx_Tensor:$B,
-                   DefaultValuedAttr<I64Attr, "0">:$fmod);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$fmod);
 }
 def Onnx_EqualOp : Onnx_BinaryOp<"Equal"> { let hasFolder = 1; }
 def Onnx_LessOp : Onnx_BinaryOp<"Less">;
@@ -101,8 +101,8 @@ def Onnx_WhereOp : Onnx_PureOp<"Where"> {
 
 def Onnx_CastOp : Onnx_PureOp<"Cast"> {
   let summary = "convert to the element type `to` (an ONNX TensorProto.DataType)";
-  let arguments = (ins Onnx_Tensor:$input, I64Attr:$to,
-                   DefaultValuedAttr<I64Attr, "1">:$saturate);
+  let arguments = (ins Onnx_Tensor:$input, Onnx_IntAttr:$to,
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$saturate);
   let results = (outs Onnx_Tensor:$output);
   let hasFolder = 1;
 }
@@ -110,7 +110,7 @@ def Onnx_CastOp : Onnx_PureOp<"Cast"> {
 def Onnx_CastLikeOp : Onnx_PureOp<"CastLike"> {
   let summary = "convert to the element type of target_type";
   let arguments = (ins Onnx_Tensor:$input, Onnx_Tensor:$target_type,
-                   DefaultValuedAttr<I64Attr, "1">:$saturate);
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$saturate);
   let results = (outs Onnx_Tensor:$output);
 }
 
@@ -126,50 +126,50 @@ def Onnx_ReduceProdOp : Onnx_ReduceOp<"ReduceProd">;
 
 def Onnx_ArgMaxOp : Onnx_PureOp<"ArgMax"> {
   let summary = "indices of the maxima along an axis";
-  let arguments = (ins Onnx_Tensor:$data, DefaultValuedAttr<I64Attr, "0">:$axis,
-                   DefaultValuedAttr<I64Attr, "1">:$keepdims,
-                   DefaultValuedAttr<I64Attr, "0">:$select_last_index);
+  let arguments = (ins Onnx_Tensor:$data, DefaultValuedAttr<Onnx_IntAttr, "0">:$axis,
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$keepdims,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$select_last_index);
   let results = (outs Onnx_Tensor:$reduced);
 }
 
 def Onnx_CumSumOp : Onnx_PureOp<"CumSum"> {
   let summary = "cumulative sum along the axis given as a scalar operand";
   let arguments = (ins Onnx_Tensor:$x, Onnx_Tensor:$axis,
-                   DefaultValuedAttr<I64Attr, "0">:$exclusive,
-                   DefaultValuedAttr<I64Attr, "0">:$reverse);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$exclusive,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$reverse);
   let results = (outs Onnx_Tensor:$y);
 }
 
 def Onnx_SoftmaxOp : Onnx_PureOp<"Softmax"> {
   let summary = "softmax along one axis";
-  let arguments = (ins Onnx_Tensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let arguments = (ins Onnx_Tensor:$input, DefaultValuedAttr<Onnx_IntAttr, "-1">:$axis);
   let results = (outs Onnx_Tensor:$output);
 }
 
 def Onnx_LayerNormalizationOp : Onnx_PureOp<"LayerNormalization"> {
   let summary = "layer normalisation over the axes from `axis` on";
   let arguments = (ins Onnx_Tensor:$X, Onnx_Tensor:$Scale, Onnx_OptTensor:$B,
-                   DefaultValuedAttr<I64Attr, "-1">:$axis,
+                   DefaultValuedAttr<Onnx_IntAttr, "-1">:$axis,
                    DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
-                   DefaultValuedAttr<I64Attr, "1">:$stash_type);
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$stash_type);
   let results = (outs Onnx_Tensor:$Y, Onnx_Tensor:$Mean, Onnx_Tensor:$InvStdDev);
 }
 
 def Onnx_RMSNormalizationOp : Onnx_PureOp<"RMSNormalization"> {
   let summary = "RMS normalisation (opset 23)";
   let arguments = (ins Onnx_Tensor:$X, Onnx_Tensor:$scale,
-                   DefaultValuedAttr<I64Attr, "-1">:$axis,
+                   DefaultValuedAttr<Onnx_IntAttr, "-1">:$axis,
                    DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
-                   DefaultValuedAttr<I64Attr, "1">:$stash_type);
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$stash_type);
   let results = (outs Onnx_Tensor:$Y);
 }
 
 def Onnx_SimplifiedLayerNormalizationOp : Onnx_PureOp<"SimplifiedLayerNormalization"> {
   let summary = "onnxruntime's RMS normalisation (registered in the default domain)";
   let arguments = (ins Onnx_Tensor:$X, Onnx_Tensor:$scale,
-                   DefaultValuedAttr<I64Attr, "-1">:$axis,
+                   DefaultValuedAttr<Onnx_IntAttr, "-1">:$axis,
                    DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
-                   DefaultValuedAttr<I64Attr, "1">:$stash_type);
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$stash_type);
   let results = (outs Onnx_Tensor:$Y, Onnx_Tensor:$inv_std_var);
 }
 
@@ -202,8 +202,8 @@ def Onnx_SkipLayerNormalizationOp : Onnx_PureOp<"SkipLayerNormalization"> {
 
 def Onnx_ShapeOp : Onnx_PureOp<"Shape"> {
   let summary = "the shape of a tensor as int64[rank], sliced by start/end";
-  let arguments = (ins Onnx_Tensor:$data, DefaultValuedAttr<I64Attr, "0">:$start,
-                   OptionalAttr<I64Attr>:$end);
+  let arguments = (ins Onnx_Tensor:$data, DefaultValuedAttr<Onnx_IntAttr, "0">:$start,
+                   OptionalAttr<Onnx_IntAttr>:$end);
   let results = (outs Onnx_Tensor:$shape);
   let hasFolder = 1;
 }
@@ -218,14 +218,14 @@ def Onnx_SizeOp : Onnx_PureOp<"Size"> {
 def Onnx_ReshapeOp : Onnx_PureOp<"Reshape"> {
   let summary = "reshape to `shape` (0 copies a dim unless allowzero, -1 infers one)";
   let arguments = (ins Onnx_Tensor:$data, Onnx_Tensor:$shape,
-                   DefaultValuedAttr<I64Attr, "0">:$allowzero);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$allowzero);
   let results = (outs Onnx_Tensor:$reshaped);
   let hasFolder = 1;
 }
 
 def Onnx_FlattenOp : Onnx_PureOp<"Flatten"> {
   let summary = "flatten to 2-D at `axis`";
-  let arguments = (ins Onnx_Tensor:$input, DefaultValuedAttr<I64Attr, "1">:$axis);
+  let arguments = (ins Onnx_Tensor:$input, DefaultValuedAttr<Onnx_IntAttr, "1">:$axis);
   let results = (outs Onnx_Tensor:$output);
 }
 
@@ -263,7 +263,7 @@ def Onnx_TileOp : Onnx_PureOp<"Tile"> {
 
 def Onnx_ConcatOp : Onnx_PureOp<"Concat"> {
   let summary = "concatenate along `axis`";
-  let arguments = (ins Variadic<Onnx_Tensor>:$inputs, I64Attr:$axis);
+  let arguments = (ins Variadic<Onnx_Tensor>:$inputs, Onnx_IntAttr:$axis);
   let results = (outs Onnx_Tensor:$concat_result);
   let hasFolder = 1;
 }
@@ -271,8 +271,8 @@ def Onnx_ConcatOp : Onnx_PureOp<"Concat"> {
 def Onnx_SplitOp : Onnx_PureOp<"Split"> {
   let summary = "split along `axis` by `split` sizes or into equal parts";
   let arguments = (ins Onnx_Tensor:$input, Onnx_OptTensor:$split,
-                   DefaultValuedAttr<I64Attr, "0">:$axis,
-                   OptionalAttr<I64Attr>:$num_outputs);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$axis,
+                   OptionalAttr<Onnx_IntAttr>:$num_outputs);
   let results = (outs Variadic<Onnx_Tensor>:$outputs);
 }
 
@@ -287,7 +287,7 @@ def Onnx_SliceOp : Onnx_PureOp<"Slice"> {
 def Onnx_GatherOp : Onnx_PureOp<"Gather"> {
   let summary = "take entries along `axis` at `indices` (negative indices wrap)";
   let arguments = (ins Onnx_Tensor:$data, Onnx_Tensor:$indices,
-                   DefaultValuedAttr<I64Attr, "0">:$axis);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$axis);
   let results = (outs Onnx_Tensor:$output);
   let hasFolder = 1;
 }
@@ -295,7 +295,7 @@ def Onnx_GatherOp : Onnx_PureOp<"Gather"> {
 def Onnx_GatherElementsOp : Onnx_PureOp<"GatherElements"> {
   let summary = "elementwise gather along `axis`";
   let arguments = (ins Onnx_Tensor:$data, Onnx_Tensor:$indices,
-                   DefaultValuedAttr<I64Attr, "0">:$axis);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$axis);
   let results = (outs Onnx_Tensor:$output);
 }
 
@@ -310,7 +310,7 @@ def Onnx_TensorScatterOp : Onnx_PureOp<"TensorScatter"> {
   let summary = "opset 24: write `update` into a KV cache at per-batch write indices";
   let arguments = (ins Onnx_Tensor:$past_cache, Onnx_Tensor:$update,
                    Onnx_OptTensor:$write_indices,
-                   DefaultValuedAttr<I64Attr, "-2">:$axis,
+                   DefaultValuedAttr<Onnx_IntAttr, "-2">:$axis,
                    DefaultValuedAttr<StrAttr, "\"linear\"">:$mode);
   let results = (outs Onnx_Tensor:$present_cache);
 }
@@ -332,7 +332,7 @@ def Onnx_RangeOp : Onnx_PureOp<"Range"> {
 def Onnx_TriluOp : Onnx_PureOp<"Trilu"> {
   let summary = "upper (upper=1) or lower triangle of the last two dims, offset by k";
   let arguments = (ins Onnx_Tensor:$input, Onnx_OptTensor:$k,
-                   DefaultValuedAttr<I64Attr, "1">:$upper);
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$upper);
   let results = (outs Onnx_Tensor:$output);
 }
 
@@ -351,8 +351,8 @@ def Onnx_GemmOp : Onnx_PureOp<"Gemm"> {
   let arguments = (ins Onnx_Tensor:$A, Onnx_Tensor:$B, Onnx_OptTensor:$C,
                    DefaultValuedAttr<F32Attr, "1.0">:$alpha,
                    DefaultValuedAttr<F32Attr, "1.0">:$beta,
-                   DefaultValuedAttr<I64Attr, "0">:$transA,
-                   DefaultValuedAttr<I64Attr, "0">:$transB);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$transA,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$transB);
   let results = (outs Onnx_Tensor:$Y);
 }
 
@@ -361,9 +361,9 @@ def Onnx_MatMulNBitsOp : Onnx_PureOp<"MatMulNBits"> {
   let arguments = (ins Onnx_Tensor:$A, Onnx_Tensor:$B, Onnx_Tensor:$scales,
                    Onnx_OptTensor:$zero_points, Onnx_OptTensor:$g_idx,
                    Onnx_OptTensor:$bias,
-                   I64Attr:$K, I64Attr:$N, DefaultValuedAttr<I64Attr, "4">:$bits,
-                   I64Attr:$block_size,
-                   DefaultValuedAttr<I64Attr, "0">:$accuracy_level);
+                   Onnx_IntAttr:$K, Onnx_IntAttr:$N, DefaultValuedAttr<Onnx_IntAttr, "4">:$bits,
+                   Onnx_IntAttr:$block_size,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$accuracy_level);
   let results = (outs Onnx_Tensor:$Y);
 }
 
@@ -371,9 +371,9 @@ def Onnx_DequantizeLinearOp : Onnx_PureOp<"DequantizeLinear"> {
   let summary = "(x - zero_point) * scale, per tensor, per axis or blocked";
   let arguments = (ins Onnx_Tensor:$x, Onnx_Tensor:$x_scale,
                    Onnx_OptTensor:$x_zero_point,
-                   DefaultValuedAttr<I64Attr, "1">:$axis,
-                   DefaultValuedAttr<I64Attr, "0">:$block_size,
-                   DefaultValuedAttr<I64Attr, "0">:$output_dtype);
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$axis,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$block_size,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$output_dtype);
   let results = (outs Onnx_Tensor:$y);
 }
 
@@ -381,10 +381,10 @@ def Onnx_GatherBlockQuantizedOp : Onnx_PureOp<"GatherBlockQuantized"> {
   let summary = "com.microsoft: Gather from a block-quantised table, dequantised";
   let arguments = (ins Onnx_Tensor:$data, Onnx_Tensor:$indices, Onnx_Tensor:$scales,
                    Onnx_OptTensor:$zero_points,
-                   DefaultValuedAttr<I64Attr, "0">:$gather_axis,
-                   DefaultValuedAttr<I64Attr, "1">:$quantize_axis,
-                   DefaultValuedAttr<I64Attr, "128">:$block_size,
-                   DefaultValuedAttr<I64Attr, "4">:$bits);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$gather_axis,
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$quantize_axis,
+                   DefaultValuedAttr<Onnx_IntAttr, "128">:$block_size,
+                   DefaultValuedAttr<Onnx_IntAttr, "4">:$bits);
   let results = (outs Onnx_Tensor:$output);
 }
 
@@ -399,13 +399,13 @@ def Onnx_AttentionOp : Onnx_PureOp<"Attention"> {
   let arguments = (ins Onnx_Tensor:$Q, Onnx_Tensor:$K, Onnx_Tensor:$V,
                    Onnx_OptTensor:$attn_mask, Onnx_OptTensor:$past_key,
                    Onnx_OptTensor:$past_value, Onnx_OptTensor:$nonpad_kv_seqlen,
-                   DefaultValuedAttr<I64Attr, "0">:$is_causal,
-                   OptionalAttr<I64Attr>:$q_num_heads,
-                   OptionalAttr<I64Attr>:$kv_num_heads,
-                   DefaultValuedAttr<I64Attr, "0">:$qk_matmul_output_mode,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$is_causal,
+                   OptionalAttr<Onnx_IntAttr>:$q_num_heads,
+                   OptionalAttr<Onnx_IntAttr>:$kv_num_heads,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$qk_matmul_output_mode,
                    OptionalAttr<F32Attr>:$scale,
                    DefaultValuedAttr<F32Attr, "0.0">:$softcap,
-                   DefaultValuedAttr<I64Attr, "0">:$softmax_precision);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$softmax_precision);
   let results = (outs Onnx_Tensor:$Y, Onnx_Tensor:$present_key,
                       Onnx_Tensor:$present_value, Onnx_Tensor:$qk_matmul_output);
 }
@@ -424,14 +424,14 @@ def Onnx_GroupQueryAttentionOp : Onnx_PureOp<"GroupQueryAttention"> {
                    Onnx_OptTensor:$cos_cache, Onnx_OptTensor:$sin_cache,
                    Onnx_OptTensor:$position_ids, Onnx_OptTensor:$attention_bias,
                    Onnx_OptTensor:$head_sink,
-                   I64Attr:$num_heads, I64Attr:$kv_num_heads,
-                   DefaultValuedAttr<I64Attr, "0">:$do_rotary,
-                   DefaultValuedAttr<I64Attr, "0">:$rotary_interleaved,
+                   Onnx_IntAttr:$num_heads, Onnx_IntAttr:$kv_num_heads,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$do_rotary,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$rotary_interleaved,
                    DefaultValuedAttr<F32Attr, "0.0">:$scale,
                    DefaultValuedAttr<F32Attr, "0.0">:$softcap,
-                   DefaultValuedAttr<I64Attr, "-1">:$local_window_size,
-                   DefaultValuedAttr<I64Attr, "0">:$smooth_softmax,
-                   DefaultValuedAttr<I64Attr, "-1">:$qk_output);
+                   DefaultValuedAttr<Onnx_IntAttr, "-1">:$local_window_size,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$smooth_softmax,
+                   DefaultValuedAttr<Onnx_IntAttr, "-1">:$qk_output);
   let results = (outs Onnx_Tensor:$output, Onnx_Tensor:$present_key,
                       Onnx_Tensor:$present_value, Onnx_Tensor:$output_qk);
 }
@@ -443,9 +443,9 @@ def Onnx_MultiHeadAttentionOp : Onnx_PureOp<"MultiHeadAttention"> {
                    Onnx_OptTensor:$attention_bias, Onnx_OptTensor:$past_key,
                    Onnx_OptTensor:$past_value, Onnx_OptTensor:$past_sequence_length,
                    Onnx_OptTensor:$cache_indirection,
-                   I64Attr:$num_heads,
+                   Onnx_IntAttr:$num_heads,
                    DefaultValuedAttr<F32Attr, "0.0">:$scale,
-                   DefaultValuedAttr<I64Attr, "0">:$unidirectional,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$unidirectional,
                    DefaultValuedAttr<F32Attr, "-10000.0">:$mask_filter_value);
   let results = (outs Onnx_Tensor:$output, Onnx_Tensor:$present_key,
                       Onnx_Tensor:$present_value, Onnx_Tensor:$qk);
@@ -455,9 +455,9 @@ def Onnx_RotaryEmbeddingOp : Onnx_PureOp<"RotaryEmbedding"> {
   let summary = "opset 23 rotary embedding; cos/sin caches are [max_pos, rotary_dim/2]";
   let arguments = (ins Onnx_Tensor:$X, Onnx_Tensor:$cos_cache, Onnx_Tensor:$sin_cache,
                    Onnx_OptTensor:$position_ids,
-                   DefaultValuedAttr<I64Attr, "0">:$interleaved,
-                   DefaultValuedAttr<I64Attr, "0">:$rotary_embedding_dim,
-                   DefaultValuedAttr<I64Attr, "0">:$num_heads);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$interleaved,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$rotary_embedding_dim,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$num_heads);
   let results = (outs Onnx_Tensor:$Y);
 }
 
@@ -469,11 +469,11 @@ def Onnx_MsRotaryEmbeddingOp : Onnx_PureOp<"com.microsoft.RotaryEmbedding"> {
   }];
   let arguments = (ins Onnx_Tensor:$input, Onnx_Tensor:$position_ids,
                    Onnx_Tensor:$cos_cache, Onnx_Tensor:$sin_cache,
-                   DefaultValuedAttr<I64Attr, "0">:$interleaved,
-                   DefaultValuedAttr<I64Attr, "0">:$rotary_embedding_dim,
-                   DefaultValuedAttr<I64Attr, "0">:$num_heads,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$interleaved,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$rotary_embedding_dim,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$num_heads,
                    DefaultValuedAttr<F32Attr, "1.0">:$scale,
-                   DefaultValuedAttr<I64Attr, "0">:$is_packed_batching);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$is_packed_batching);
   let results = (outs Onnx_Tensor:$output);
 }
 

@@ -11,6 +11,7 @@
 #include "dialects/onnx/ShapeHelpers.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -41,9 +42,14 @@ int64_t addDims(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) ? kDynamic : a + b;
 }
 
+/// a * b, unknown when either is, or when the product overflows (a
+/// malformed model; the importer's dim limits keep real ones far below).
 int64_t mulDims(int64_t a, int64_t b) {
   if (a == 0 || b == 0) return 0;
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) ? kDynamic : a * b;
+  if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b)) return kDynamic;
+  int64_t product;
+  if (llvm::MulOverflow(a, b, product)) return kDynamic;
+  return product;
 }
 
 /// One result with the type of `like`, but `elementType` when given.
@@ -266,8 +272,14 @@ LogicalResult FlattenOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   int64_t axis = getAxis() < 0 ? getAxis() + rank : getAxis();
   if (axis < 0 || axis > rank) return emitOpError("axis out of range");
   int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < rank; ++i)
-    (i < axis ? outer : inner) = mulDims(i < axis ? outer : inner, (*shape)[i]);
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t &part = i < axis ? outer : inner;
+    int64_t dim = (*shape)[i], product;
+    if (!ShapedType::isDynamic(part) && !ShapedType::isDynamic(dim) &&
+        llvm::MulOverflow(part, dim, product))
+      return emitOpError("the flattened size overflows");
+    part = mulDims(part, dim);
+  }
   resultTypes.push_back(RankedTensorType::get({outer, inner}, elementTypeOf(getInput())));
   return success();
 }

@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -46,6 +47,32 @@ struct Scope {
 
 /// Attributes a local function's body may refer to by ref_attr_name.
 using AttributeBindings = llvm::StringMap<const ::onnx::AttributeProto *>;
+
+void collectReads(const ::onnx::NodeProto &node, llvm::SetVector<llvm::StringRef> &reads);
+
+/// The names a subgraph reads from enclosing scopes: what its nodes read
+/// that the subgraph does not define itself.
+void collectOuterReads(const ::onnx::GraphProto &graph, llvm::SetVector<llvm::StringRef> &reads) {
+  llvm::StringSet<> defined;
+  for (const auto &input : graph.input()) defined.insert(input.name());
+  for (const auto &initializer : graph.initializer()) defined.insert(initializer.name());
+  for (const auto &inner : graph.node())
+    for (const auto &output : inner.output()) defined.insert(output);
+  llvm::SetVector<llvm::StringRef> inner;
+  for (const auto &node : graph.node()) collectReads(node, inner);
+  for (llvm::StringRef name : inner)
+    if (!defined.contains(name)) reads.insert(name);
+}
+
+/// The values a node reads: its inputs, and what its subgraphs (If
+/// branches) read from the enclosing graph.
+void collectReads(const ::onnx::NodeProto &node, llvm::SetVector<llvm::StringRef> &reads) {
+  for (const auto &input : node.input()) reads.insert(input);
+  for (const auto &attribute : node.attribute()) {
+    if (attribute.has_g()) collectOuterReads(attribute.g(), reads);
+    for (const auto &graph : attribute.graphs()) collectOuterReads(graph, reads);
+  }
+}
 
 std::string describeNode(const ::onnx::NodeProto &node) {
   std::string name = node.name().empty() ? (node.output_size() ? node.output(0) : "") : node.name();
@@ -81,12 +108,14 @@ private:
                             const ::onnx::NodeProto &node, Location loc);
   FailureOr<Type> importType(const ::onnx::TypeProto &type, llvm::StringRef name,
                              SmallVectorImpl<Attribute> *dimParams);
-  Attribute convertAttribute(const ::onnx::AttributeProto &attribute, Location loc);
+  Attribute convertAttribute(const ::onnx::AttributeProto &attribute, llvm::StringRef name,
+                             Location loc);
   LogicalResult typeResults(Operation *op);
   Location nodeLoc(const ::onnx::NodeProto &node);
   Value noneValue();
-  /// The node's attributes with references into a function's bindings resolved.
-  SmallVector<const ::onnx::AttributeProto *>
+  /// The node's attributes, by the node's names, with references into a
+  /// function's bindings resolved to the caller's values.
+  SmallVector<std::pair<llvm::StringRef, const ::onnx::AttributeProto *>>
   resolvedAttributes(const ::onnx::NodeProto &node, const AttributeBindings *bindings);
 
   MLIRContext &context;
@@ -170,7 +199,8 @@ FailureOr<Value> GraphImporter::useValue(const Scope &scope, llvm::StringRef nam
                         << "', which no input, initializer or node defines";
 }
 
-Attribute GraphImporter::convertAttribute(const ::onnx::AttributeProto &attribute, Location loc) {
+Attribute GraphImporter::convertAttribute(const ::onnx::AttributeProto &attribute,
+                                          llvm::StringRef name, Location loc) {
   using A = ::onnx::AttributeProto;
   switch (attribute.type()) {
   case A::FLOAT: return builder.getF32FloatAttr(attribute.f());
@@ -187,25 +217,25 @@ Attribute GraphImporter::convertAttribute(const ::onnx::AttributeProto &attribut
     return builder.getArrayAttr(strings);
   }
   default:
-    emitError(loc) << "attribute '" << attribute.name() << "' has unsupported kind "
+    emitError(loc) << "attribute '" << name << "' has unsupported kind "
                    << A::AttributeType_Name(attribute.type());
     return nullptr;
   }
 }
 
-SmallVector<const ::onnx::AttributeProto *>
+SmallVector<std::pair<llvm::StringRef, const ::onnx::AttributeProto *>>
 GraphImporter::resolvedAttributes(const ::onnx::NodeProto &node,
                                   const AttributeBindings *bindings) {
-  SmallVector<const ::onnx::AttributeProto *> result;
+  SmallVector<std::pair<llvm::StringRef, const ::onnx::AttributeProto *>> result;
   for (const auto &attribute : node.attribute()) {
     if (attribute.ref_attr_name().empty()) {
-      result.push_back(&attribute);
+      result.emplace_back(attribute.name(), &attribute);
       continue;
     }
     // A reference to the enclosing function's attribute; dropped when unset.
     if (!bindings) continue;
     auto it = bindings->find(attribute.ref_attr_name());
-    if (it != bindings->end()) result.push_back(it->second);
+    if (it != bindings->end()) result.emplace_back(attribute.name(), it->second);
   }
   return result;
 }
@@ -232,9 +262,9 @@ LogicalResult GraphImporter::importConstantNode(const ::onnx::NodeProto &node, S
   auto attributes = resolvedAttributes(node, bindings);
   if (attributes.size() != 1 || node.output_size() != 1)
     return emitError(loc) << describeNode(node) << " (Constant) must have one value attribute";
-  const auto &attribute = *attributes.front();
+  auto [kind, attributePtr] = attributes.front();
+  const auto &attribute = *attributePtr;
   ElementsAttr value;
-  llvm::StringRef kind = attribute.name();
   if (kind == "value") {
     value = tensors.convert(attribute.t(), loc);
     if (!value) return failure();
@@ -265,9 +295,9 @@ LogicalResult GraphImporter::importIf(const ::onnx::NodeProto &node, Scope &scop
   FailureOr<Value> cond = useValue(scope, node.input(0), node, loc);
   if (failed(cond)) return failure();
   const ::onnx::GraphProto *thenGraph = nullptr, *elseGraph = nullptr;
-  for (const auto *attribute : resolvedAttributes(node, bindings)) {
-    if (attribute->name() == "then_branch") thenGraph = &attribute->g();
-    if (attribute->name() == "else_branch") elseGraph = &attribute->g();
+  for (auto [name, attribute] : resolvedAttributes(node, bindings)) {
+    if (name == "then_branch") thenGraph = &attribute->g();
+    if (name == "else_branch") elseGraph = &attribute->g();
   }
   if (!thenGraph || !elseGraph)
     return emitError(loc) << describeNode(node) << " (If) lacks then_branch or else_branch";
@@ -323,8 +353,8 @@ LogicalResult GraphImporter::inlineFunction(const ::onnx::FunctionProto &functio
   AttributeBindings functionBindings;
   for (const auto &defaultValue : function.attribute_proto())
     functionBindings[defaultValue.name()] = &defaultValue;
-  for (const auto *attribute : resolvedAttributes(node, bindings))
-    functionBindings[attribute->name()] = attribute;
+  for (auto [name, attribute] : resolvedAttributes(node, bindings))
+    functionBindings[name] = attribute;
   if (failed(importNodes(function.node(), body, &functionBindings))) return failure();
   for (int i = 0; i < node.output_size(); ++i) {
     Value value = body.lookup(function.output(i));
@@ -370,18 +400,17 @@ LogicalResult GraphImporter::importNode(const ::onnx::NodeProto &node, Scope &sc
     if (failed(value)) return failure();
     operands.push_back(*value);
   }
-  for (const auto *attribute : resolvedAttributes(node, bindings)) {
-    if (schema->rewrite == import::OpsetRewrite::AxesAttributeToInput &&
-        attribute->name() == "axes") {
+  for (auto [name, attribute] : resolvedAttributes(node, bindings)) {
+    if (schema->rewrite == import::OpsetRewrite::AxesAttributeToInput && name == "axes") {
       SmallVector<int64_t> axes(attribute->ints().begin(), attribute->ints().end());
       auto type = RankedTensorType::get({int64_t(axes.size())}, builder.getI64Type());
       auto attr = DenseElementsAttr::get(type, ArrayRef<int64_t>(axes));
       operands.push_back(onnx::ConstantOp::create(builder, loc, type, attr));
       continue;
     }
-    Attribute value = convertAttribute(*attribute, loc);
+    Attribute value = convertAttribute(*attribute, name, loc);
     if (!value) return failure();
-    state.addAttribute(attribute->name(), value);
+    state.addAttribute(name, value);
   }
   if (schema->numInputs >= 0) {
     if (int(operands.size()) > schema->numInputs)
@@ -424,7 +453,9 @@ LogicalResult GraphImporter::importNodes(const Nodes &nodes, Scope &scope,
   std::vector<int> pendingInputs(nodes.size(), 0);
   std::vector<std::vector<int>> consumers(nodes.size());
   for (int i = 0; i < nodes.size(); ++i) {
-    for (const auto &input : nodes[i].input()) {
+    llvm::SetVector<llvm::StringRef> reads;
+    collectReads(nodes[i], reads);
+    for (llvm::StringRef input : reads) {
       auto it = producer.find(input);
       if (it == producer.end()) continue;
       ++pendingInputs[i];

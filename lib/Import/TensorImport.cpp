@@ -36,10 +36,12 @@ int64_t rawByteSize(Type type, int64_t count) {
 /// of raw_data. Nullopt when the field's element count is not `count`.
 std::optional<std::vector<char>> typedFieldBytes(const ::onnx::TensorProto &tensor, Type type,
                                                  int64_t count) {
-  std::vector<char> bytes(rawByteSize(type, count));
+  std::vector<char> bytes;
   auto copyAs = [&](const auto &field, auto element) -> bool {
     using T = decltype(element);
+    // Check the length before allocating: the dims may be absurd.
     if (int64_t(field.size()) != count) return false;
+    bytes.resize(count * sizeof(T));
     for (int64_t i = 0; i < count; ++i) {
       T v = static_cast<T>(field.Get(i));
       std::memcpy(bytes.data() + i * sizeof(T), &v, sizeof(T));
@@ -61,6 +63,7 @@ std::optional<std::vector<char>> typedFieldBytes(const ::onnx::TensorProto &tens
     // int32_data holds the packed bytes of sub-byte types.
     int64_t packed = (count + 1) / 2;
     if (int64_t(tensor.int32_data_size()) != packed) return std::nullopt;
+    bytes.resize(packed);
     for (int64_t i = 0; i < packed; ++i) bytes[i] = char(tensor.int32_data(i));
     ok = true;
   }

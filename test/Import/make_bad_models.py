@@ -171,7 +171,7 @@ def opset_too_old(out):
 
 def ir_version_too_new(out):
     write(model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
-                [f32("x", [4])], [f32("y", [4])], ir_version=12), out)
+                [f32("x", [4])], [f32("y", [4])], ir_version=14), out)
 
 
 def name_collision(out):

@@ -5,11 +5,10 @@ The onnx wheel does not ship onnx/backend/test/data/node/ (only the case generat
 models are made here with onnx.backend.test.case.node.collect_testcases(), the generator that
 writes data/node/test_*/model.onnx in onnx's repository: same names, same models.
 
-Most node tests are written at their op's since-version, often outside opsets 14-25 (and
-opset 24/25 models carry IR 12/13, which llmc does not read). So each such test also runs
-*retargeted*: the same model at the nearest opset in 14-25 where every node has the same
-schema version (so the semantics are unchanged) and onnx.checker accepts it, with an IR
-version llmc reads (at most 11): test_node_retargeted[<name>@opset<N>].
+Most node tests are written at their op's since-version, often outside opsets 14-25. So each
+such test also runs *retargeted*: the same model at the nearest opset in 14-25 where every
+node has the same schema version (so the semantics are unchanged) and onnx.checker accepts
+it, with an IR version llmc reads: test_node_retargeted[<name>@opset<N>].
 
 A test is selected when the op of its (non-expanded) node is one llmc claims; `_expanded`
 variants (the op's function body) come along with their base test. Each test is either in
@@ -54,7 +53,7 @@ FIRST_OPSET = {"Gelu": 20, "RMSNormalization": 23, "Attention": 23, "RotaryEmbed
                "TensorScatter": 24}
 
 MIN_OPSET, MAX_OPSET = 14, 25  # include/llmc/Import/OnnxImporter.h
-MIN_IR, MAX_IR = 7, 11
+MIN_IR, MAX_IR = 7, 13  # include/llmc/Import/OnnxImporter.h
 SUPPORTED_ELEM_TYPES = {
     TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE,
     TensorProto.BOOL, TensorProto.INT4, TensorProto.INT8, TensorProto.INT16, TensorProto.INT32,
@@ -62,126 +61,9 @@ SUPPORTED_ELEM_TYPES = {
     TensorProto.UINT32, TensorProto.UINT64,
 }
 
-# Tests that fail because of an importer bug: bug -> the tests it breaks. Strict xfail, so a
-# fix makes these tests fail until their entry is removed here.
-_KNOWN_BUGS_BY_CAUSE: dict[str, list[str]] = {
-    # The onnx dialect's I64Attr getters return uint64_t, so `getStart() < 0` / `getAxis() < 0`
-    # are never true: Shape with a negative start/end (dialects/onnx/ShapeHelpers.cpp,
-    # evaluateShapeTensor) and Flatten with a negative axis (OnnxShapeInference.cpp,
-    # FlattenOp::inferShapes) get wrong shapes. The expanded Attention and LayerNormalization
-    # bodies use Shape <start = -2, end = -1> and Flatten <axis = -1>, and fail with
-    # "'onnx.Expand' op input does not broadcast", "'onnx.Transpose' op perm does not match the
-    # rank" or "'onnx.Flatten' op axis out of range". (test_shape_*negative* still import, with
-    # wrong result types; test/Import/negative-attributes.onnxtext checks those.)
-    "negative Shape start/end and Flatten axis read as uint64": [
-        "test_attention_23_boolmask_fullymasked_row_nan_robustness_expanded",
-        "test_attention_23_fullymasked_qk_matmul_output_mode3_zero_expanded",
-        "test_attention_3d_attn_mask_expanded",
-        "test_attention_3d_causal_bf16_expanded",
-        "test_attention_3d_causal_expanded",
-        "test_attention_3d_diff_heads_sizes_attn_mask_expanded",
-        "test_attention_3d_diff_heads_sizes_causal_expanded",
-        "test_attention_3d_diff_heads_sizes_expanded",
-        "test_attention_3d_diff_heads_sizes_scaled_expanded",
-        "test_attention_3d_diff_heads_sizes_softcap_expanded",
-        "test_attention_3d_diff_heads_with_past_and_present_expanded",
-        "test_attention_3d_expanded",
-        "test_attention_3d_gqa_attn_mask_expanded",
-        "test_attention_3d_gqa_causal_expanded",
-        "test_attention_3d_gqa_expanded",
-        "test_attention_3d_gqa_scaled_expanded",
-        "test_attention_3d_gqa_softcap_expanded",
-        "test_attention_3d_gqa_with_past_and_present_expanded",
-        "test_attention_3d_local_window_expanded@opset25",
-        "test_attention_3d_scaled_expanded",
-        "test_attention_3d_softcap_expanded",
-        "test_attention_3d_transpose_verification_expanded",
-        "test_attention_3d_with_past_and_present_expanded",
-        "test_attention_3d_with_past_and_present_qk_matmul_bias_expanded",
-        "test_attention_3d_with_past_and_present_qk_matmul_expanded",
-        "test_attention_3d_with_past_and_present_qk_matmul_softcap_expanded",
-        "test_attention_3d_with_past_and_present_qk_matmul_softmax_expanded",
-        "test_attention_4d_attn_mask_3d_causal_expanded",
-        "test_attention_4d_attn_mask_3d_expanded",
-        "test_attention_4d_attn_mask_4d_causal_expanded",
-        "test_attention_4d_attn_mask_4d_expanded",
-        "test_attention_4d_attn_mask_bool_4d_expanded",
-        "test_attention_4d_attn_mask_bool_expanded",
-        "test_attention_4d_attn_mask_causal_bf16_expanded",
-        "test_attention_4d_attn_mask_expanded",
-        "test_attention_4d_causal_bf16_expanded",
-        "test_attention_4d_causal_expanded",
-        "test_attention_4d_causal_fp16_expanded",
-        "test_attention_4d_causal_nonpad_batch_prefill_expanded@opset24",
-        "test_attention_4d_causal_nonpad_continued_prefill_expanded@opset24",
-        "test_attention_4d_causal_nonpad_negative_offset_structural_empty_expanded@opset24",
-        "test_attention_4d_causal_with_past_and_present_expanded@opset24",
-        "test_attention_4d_diff_heads_sizes_attn_mask_expanded",
-        "test_attention_4d_diff_heads_sizes_causal_expanded",
-        "test_attention_4d_diff_heads_sizes_expanded",
-        "test_attention_4d_diff_heads_sizes_scaled_expanded",
-        "test_attention_4d_diff_heads_sizes_softcap_expanded",
-        "test_attention_4d_diff_heads_with_past_and_present_expanded",
-        "test_attention_4d_diff_heads_with_past_and_present_mask3d_expanded",
-        "test_attention_4d_diff_heads_with_past_and_present_mask4d_expanded",
-        "test_attention_4d_expanded",
-        "test_attention_4d_fp16_expanded",
-        "test_attention_4d_gqa_attn_mask_expanded",
-        "test_attention_4d_gqa_causal_expanded",
-        "test_attention_4d_gqa_causal_nonpad_decode_expanded@opset24",
-        "test_attention_4d_gqa_causal_nonpad_decode_fp16_expanded@opset24",
-        "test_attention_4d_gqa_expanded",
-        "test_attention_4d_gqa_scaled_expanded",
-        "test_attention_4d_gqa_softcap_expanded",
-        "test_attention_4d_gqa_with_past_and_present_expanded",
-        "test_attention_4d_gqa_with_past_and_present_fp16_expanded",
-        "test_attention_4d_scaled_expanded",
-        "test_attention_4d_softcap_expanded",
-        "test_attention_4d_softcap_neginf_mask_expanded",
-        "test_attention_4d_softcap_neginf_mask_poison_expanded",
-        "test_attention_4d_with_past_and_present_expanded",
-        "test_attention_4d_with_past_and_present_qk_matmul_bias_3d_mask_causal_expanded",
-        "test_attention_4d_with_past_and_present_qk_matmul_bias_3d_mask_expanded",
-        "test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask_causal_expanded",
-        "test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask_expanded",
-        "test_attention_4d_with_past_and_present_qk_matmul_bias_expanded",
-        "test_attention_4d_with_past_and_present_qk_matmul_expanded",
-        "test_attention_4d_with_qk_matmul_bias_expanded",
-        "test_attention_4d_with_qk_matmul_expanded",
-        "test_attention_4d_with_qk_matmul_softcap_expanded",
-        "test_attention_4d_with_qk_matmul_softmax_expanded",
-        "test_attention_bidirectional_window_expanded@opset25",
-        "test_attention_local_window_default_expanded@opset25",
-        "test_attention_local_window_expanded@opset25",
-        "test_attention_local_window_with_past_expanded@opset25",
-        "test_flatten_negative_axis1@opset25",
-        "test_flatten_negative_axis2@opset25",
-        "test_flatten_negative_axis3@opset25",
-        "test_flatten_negative_axis4@opset25",
-        "test_layer_normalization_2d_axis_negative_1_expanded",
-        "test_layer_normalization_2d_axis_negative_1_expanded_ver18",
-        "test_layer_normalization_2d_axis_negative_2_expanded",
-        "test_layer_normalization_2d_axis_negative_2_expanded_ver18",
-        "test_layer_normalization_3d_axis_negative_1_epsilon_expanded",
-        "test_layer_normalization_3d_axis_negative_1_epsilon_expanded_ver18",
-        "test_layer_normalization_3d_axis_negative_2_epsilon_expanded",
-        "test_layer_normalization_3d_axis_negative_2_epsilon_expanded_ver18",
-        "test_layer_normalization_3d_axis_negative_3_epsilon_expanded",
-        "test_layer_normalization_3d_axis_negative_3_epsilon_expanded_ver18",
-        "test_layer_normalization_4d_axis_negative_1_expanded",
-        "test_layer_normalization_4d_axis_negative_1_expanded_ver18",
-        "test_layer_normalization_4d_axis_negative_2_expanded",
-        "test_layer_normalization_4d_axis_negative_2_expanded_ver18",
-        "test_layer_normalization_4d_axis_negative_3_expanded",
-        "test_layer_normalization_4d_axis_negative_3_expanded_ver18",
-        "test_layer_normalization_4d_axis_negative_4_expanded",
-        "test_layer_normalization_4d_axis_negative_4_expanded_ver18",
-        "test_layer_normalization_default_axis_expanded",
-        "test_layer_normalization_default_axis_expanded_ver18",
-    ],
-}
-KNOWN_BUGS: dict[str, str] = {name: cause for cause, names in _KNOWN_BUGS_BY_CAUSE.items()
-                              for name in names}
+# Tests that fail because of a known importer bug: test name -> the bug. Strict xfail, so a
+# fix makes the test fail until its entry is removed. None are known now.
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _collect() -> dict[str, onnx.ModelProto]:

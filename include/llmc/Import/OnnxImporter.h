@@ -29,9 +29,10 @@ struct ImportOptions {
 constexpr int64_t kMinDefaultOpset = 14;
 constexpr int64_t kMaxDefaultOpset = 25;
 /// The ONNX IR versions llmc imports: 8-11 as exporters write them today,
-/// and 7, which torch.onnx still writes for opset 14.
+/// 7, which torch.onnx still writes for opset 14, and 12-13, which onnx
+/// writes for opsets 24-25 (the element types they add are refused by type).
 constexpr int64_t kMinIrVersion = 7;
-constexpr int64_t kMaxIrVersion = 11;
+constexpr int64_t kMaxIrVersion = 13;
 
 /// Imports the ONNX model at `path`. External data files are resolved
 /// relative to the model's directory.
