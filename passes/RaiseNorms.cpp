@@ -16,6 +16,16 @@ Value centredInput(Value value) {
   return sub.getA();
 }
 
+/// The (weight, normalised value) factors of a norm's final `weight * normed`
+/// (either order, the normalised value with its Casts removed); a null
+/// weight when neither factor is a 1-D constant.
+std::pair<Value, Value> splitNormWeight(onnx::MulOp root) {
+  Value weight = root.getA(), normed = root.getB();
+  if (!isConstant(weight)) std::swap(weight, normed);
+  if (!isConstant(weight) || rankOf(weight) != 1) return {};
+  return {weight, skipCasts(normed)};
+}
+
 /// The decomposed RMSNorm torch.onnx writes:
 ///   weight * Cast?(x * 1/sqrt(mean(x^2, -1) + eps))   (x possibly a Cast)
 /// with 1/sqrt as Div(1, Sqrt), Reciprocal(Sqrt), or x / Sqrt directly.
@@ -23,11 +33,8 @@ struct RaiseDecomposedRmsNorm : OpRewritePattern<onnx::MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(onnx::MulOp root, PatternRewriter &rewriter) const override {
-    Value weight = root.getA(), normed = root.getB();
-    if (!isConstant(weight)) std::swap(weight, normed);
-    if (!isConstant(weight) || rankOf(weight) != 1)
-      return rewriter.notifyMatchFailure(root, "no 1-D constant weight operand");
-    normed = skipCasts(normed);
+    auto [weight, normed] = splitNormWeight(root);
+    if (!weight) return rewriter.notifyMatchFailure(root, "no 1-D constant weight operand");
 
     // normed = x * inv  or  x / sqrt(...)
     Value x, sqrt;
@@ -85,11 +92,9 @@ struct RaiseDecomposedLayerNorm : OpRewritePattern<onnx::MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(onnx::MulOp root, PatternRewriter &rewriter) const override {
-    Value weight = root.getA(), normed = root.getB();
-    if (!isConstant(weight)) std::swap(weight, normed);
-    if (!isConstant(weight) || rankOf(weight) != 1)
-      return rewriter.notifyMatchFailure(root, "no 1-D constant weight operand");
-    auto div = definedBy<onnx::DivOp>(skipCasts(normed));
+    auto [weight, normed] = splitNormWeight(root);
+    if (!weight) return rewriter.notifyMatchFailure(root, "no 1-D constant weight operand");
+    auto div = definedBy<onnx::DivOp>(normed);
     Value x = div ? centredInput(div.getA()) : Value();
     if (!x) return rewriter.notifyMatchFailure(root, "not (x - mean(x)) / ...");
     auto sqrt = definedBy<onnx::SqrtOp>(div.getB());

@@ -9,13 +9,14 @@ about that defect.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+import model_cli
 
 IR_VERSION = 8
 OPSET = 17
@@ -300,20 +301,5 @@ KINDS = {f.__name__.replace("_", "-"): f for f in [
     concat_rank_mismatch, concat_axis_out_of_range, concat_no_inputs, dim_product_overflow]}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", nargs="?", choices=sorted(KINDS))
-    parser.add_argument("-o", "--output")
-    parser.add_argument("--list", action="store_true")
-    args = parser.parse_args(argv)
-    if args.list:
-        print("\n".join(sorted(KINDS)))
-        return 0
-    if not (args.kind and args.output):
-        parser.error("give KIND and -o OUT")
-    KINDS[args.kind](args.output)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(model_cli.run(KINDS, __doc__.splitlines()[0]))

@@ -12,7 +12,6 @@ weights:         a 64x64 weight (a dense_resource blob) next to small inline con
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -20,6 +19,8 @@ import ml_dtypes
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+import model_cli
 
 
 def model(nodes, inputs, outputs, initializers, opset=21, ir_version=10):
@@ -101,22 +102,5 @@ KINDS = {"dtypes": dtypes, "external-data": external_data, "external-files": ext
          "weights": weights}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", nargs="?", choices=sorted(KINDS))
-    parser.add_argument("-o", "--output")
-    parser.add_argument("--list", action="store_true")
-    args = parser.parse_args(argv)
-    if args.list:
-        print("\n".join(sorted(KINDS)))
-        return 0
-    if not (args.kind and args.output):
-        parser.error("give KIND and -o OUT")
-    m = KINDS[args.kind](args.output)
-    if m is not None:
-        onnx.save(m, args.output)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(model_cli.run(KINDS, __doc__.splitlines()[0]))
