@@ -52,10 +52,15 @@ int64_t mulDims(int64_t a, int64_t b) {
   return product;
 }
 
+/// The type of `like`, but with `elementType` when given.
+Type typeLike(Value like, Type elementType = nullptr) {
+  return tensorOf(shapeOf(like), elementType ? elementType : elementTypeOf(like));
+}
+
 /// One result with the type of `like`, but `elementType` when given.
 LogicalResult sameAs(Value like, SmallVectorImpl<Type> &resultTypes,
                      Type elementType = nullptr) {
-  resultTypes.push_back(tensorOf(shapeOf(like), elementType ? elementType : elementTypeOf(like)));
+  resultTypes.push_back(typeLike(like, elementType));
   return success();
 }
 
@@ -180,7 +185,7 @@ LogicalResult SoftmaxOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
 }
 
 LogicalResult LayerNormalizationOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
-  sameAs(getX(), resultTypes);
+  resultTypes.push_back(typeLike(getX()));
   Type f32 = Float32Type::get(getContext());
   resultTypes.push_back(tensorOf(statisticsShape(getX(), getAxis()), f32));
   resultTypes.push_back(tensorOf(statisticsShape(getX(), getAxis()), f32));
@@ -192,14 +197,14 @@ LogicalResult RMSNormalizationOp::inferShapes(SmallVectorImpl<Type> &resultTypes
 }
 
 LogicalResult SimplifiedLayerNormalizationOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
-  sameAs(getX(), resultTypes);
+  resultTypes.push_back(typeLike(getX()));
   resultTypes.push_back(tensorOf(statisticsShape(getX(), getAxis()), Float32Type::get(getContext())));
   return success();
 }
 
 /// Results of the Skip*LayerNormalization ops: output, mean, inv_std_var, sum.
 static LogicalResult inferSkipNormShapes(Value input, SmallVectorImpl<Type> &resultTypes) {
-  sameAs(input, resultTypes);
+  resultTypes.push_back(typeLike(input));
   Type f32 = Float32Type::get(input.getContext());
   resultTypes.push_back(tensorOf(statisticsShape(input, -1), f32));
   resultTypes.push_back(tensorOf(statisticsShape(input, -1), f32));

@@ -338,7 +338,7 @@ LogicalResult GraphImporter::inlineFunction(const ::onnx::FunctionProto &functio
   Location loc = nodeLoc(node);
   if (++inlineDepth > 64)
     return emitError(loc) << "local function '" << function.name() << "' is recursive";
-  auto leave = llvm::make_scope_exit([&] { --inlineDepth; });
+  llvm::scope_exit leave([&] { --inlineDepth; });
   if (node.input_size() > function.input_size() || node.output_size() > function.output_size())
     return emitError(loc) << describeNode(node) << " passes more inputs or outputs than function '"
                           << function.name() << "' declares";
