@@ -15,6 +15,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -27,29 +28,29 @@ namespace cl = llvm::cl;
 
 namespace llmc {
 
-cl::SubCommand compileCommand("compile", "Compile an ONNX model");
-
 namespace {
+cl::OptionCategory compileCategory("llmc compile options");
+
 enum class EmitKind { OnnxIR, LlmIR };
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
-                               cl::sub(compileCommand));
+                               cl::cat(compileCategory));
 cl::opt<EmitKind> emit("emit", cl::desc("What to produce"), cl::init(EmitKind::LlmIR),
                        cl::values(clEnumValN(EmitKind::OnnxIR, "onnx-ir", "the imported onnx dialect IR"),
                                   clEnumValN(EmitKind::LlmIR, "llm-ir", "the raised llm dialect IR")),
-                       cl::sub(compileCommand));
+                       cl::cat(compileCategory));
 cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' for stdout)"),
-                                cl::value_desc("file"), cl::init("-"), cl::sub(compileCommand));
+                                cl::value_desc("file"), cl::init("-"), cl::cat(compileCategory));
 cl::opt<bool> summary("summary", cl::desc("Print a per-layer op summary (to stderr when the IR goes to stdout)"),
-                      cl::sub(compileCommand));
+                      cl::cat(compileCategory));
 cl::opt<bool> keepWeights("keep-weights",
                           cl::desc("Print weight blobs in the IR (elided by default)"),
-                          cl::sub(compileCommand));
+                          cl::cat(compileCategory));
 cl::opt<bool> allowLeftovers("allow-leftovers",
                              cl::desc("Keep onnx ops that raising did not handle instead of failing"),
-                             cl::sub(compileCommand));
-cl::opt<bool> quiet("quiet", cl::desc("No progress output"), cl::sub(compileCommand));
-cl::opt<bool> json("json", cl::desc("Print the summary as JSON"), cl::sub(compileCommand));
+                             cl::cat(compileCategory));
+cl::opt<bool> quiet("quiet", cl::desc("No progress output"), cl::cat(compileCategory));
+cl::opt<bool> json("json", cl::desc("Print the summary as JSON"), cl::cat(compileCategory));
 
 /// The file name inside a location, if any.
 std::string fileOf(Location loc) {
@@ -107,13 +108,21 @@ int runCompile() {
   context.loadAllAvailableDialects();
   context.getDiagEngine().registerHandler(printDiagnostic);
 
+  // --mlir-timing reports the import next to each pass.
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootTiming = timing.getRootScope();
+
   Progress progress;
   progress.stage("importing " + inputPath);
+  TimingScope importTiming = rootTiming.nest("import");
   OwningOpRef<ModuleOp> module = importOnnxModel(context, inputPath);
+  importTiming.stop();
   if (!module) return 1;
 
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm))) return 1;
+  pm.enableTiming(rootTiming);
   if (emit == EmitKind::OnnxIR) {
     pm.nest<func::FuncOp>().addPass(createOnnxShapeInferencePass());
     progress.stage("shape inference");
@@ -130,9 +139,14 @@ int runCompile() {
     llvm::WithColor::error(llvm::errs(), "llmc") << error << "\n";
     return 1;
   }
+  TimingScope printTiming = rootTiming.nest("print");
+  // Without --keep-weights the blobs are left out entirely: printing in local
+  // scope skips the resource section, which the printer would hex-encode in
+  // full even to elide it (seconds and ~1 GB for a 135M model).
   OpPrintingFlags flags;
-  if (!keepWeights) flags.elideLargeResourceString(64);
+  if (!keepWeights) flags.useLocalScope();
   module->print(output->os(), flags);
+  printTiming.stop();
   output->keep();
   if (summary) printOpSummary(*module, outputPath == "-" ? llvm::errs() : llvm::outs(), json);
   return 0;

@@ -2,14 +2,11 @@
 #ifndef LLMC_TOOLS_LLMC_COMPILE_H
 #define LLMC_TOOLS_LLMC_COMPILE_H
 
-#include "llvm/Support/CommandLine.h"
-
 namespace llmc {
 
-/// The `compile` subcommand; its options are registered with it.
-extern llvm::cl::SubCommand compileCommand;
-
-/// Runs `llmc compile` with the parsed options; returns the exit code.
+/// Runs `llmc compile` with the parsed options (those of the "llmc compile
+/// options" category, and MLIR's pass manager and printing options); returns
+/// the exit code.
 int runCompile();
 
 } // namespace llmc

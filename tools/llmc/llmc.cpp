@@ -12,16 +12,27 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // `llmc <command> ...`: the command picks what runs; its options and MLIR's
+  // (--mlir-print-ir-after-all, --mlir-timing, ...) are parsed after it.
+  llvm::StringRef command = argc > 1 ? argv[1] : "";
+  if (command != "compile") {
+    llvm::errs() << "usage: llmc compile model.onnx [options]   (llmc compile --help for the options)\n";
+    return command == "--help" || command == "-h" ? 0 : 1;
+  }
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   llmc::registerDebugOnlyOption();
-  llvm::cl::ParseCommandLineOptions(argc, argv, "llmc: a compiler for decoder-only LLMs\n");
-  if (llmc::compileCommand) return llmc::runCompile();
-  llvm::cl::PrintHelpMessage();
-  return 1;
+  std::vector<const char *> args = {argv[0]};
+  args.insert(args.end(), argv + 2, argv + argc);
+  llvm::cl::ParseCommandLineOptions(int(args.size()), args.data(),
+                                    "llmc compile: ONNX model in, llm IR out\n");
+  return llmc::runCompile();
 }
