@@ -56,12 +56,14 @@ def Llm_EmbeddingOp : Llm_Op<"embedding"> {
   }];
   let arguments = (ins Llm_Tensor:$table, Llm_Tensor:$ids, UnitAttr:$transpose_table);
   let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
 }
 
 def Llm_RmsNormOp : Llm_Op<"rms_norm"> {
   let summary = "x / sqrt(mean(x^2, -1) + epsilon) * weight, computed in f32";
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, F32Attr:$epsilon);
   let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
 }
 
 def Llm_LayerNormOp : Llm_Op<"layer_norm"> {
@@ -76,6 +78,7 @@ def Llm_LinearOp : Llm_Op<"linear"> {
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, Llm_OptTensor:$bias,
                    UnitAttr:$transpose_weight);
   let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
 }
 
 def Llm_DequantizeOp : Llm_Op<"dequantize"> {
@@ -150,6 +153,7 @@ def Llm_SplitHeadsOp : Llm_Op<"split_heads"> {
   let summary = "[batch, seq, heads*head_dim] -> [batch, heads, seq, head_dim]";
   let arguments = (ins Llm_Tensor:$input, I64Attr:$num_heads);
   let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
 }
 
 def Llm_SplitQkvOp : Llm_Op<"split_qkv"> {
@@ -160,12 +164,14 @@ def Llm_SplitQkvOp : Llm_Op<"split_qkv"> {
   }];
   let arguments = (ins Llm_Tensor:$input, I64Attr:$num_heads, I64Attr:$num_kv_heads);
   let results = (outs Llm_Tensor:$query, Llm_Tensor:$key, Llm_Tensor:$value);
+  let hasVerifier = 1;
 }
 
 def Llm_MergeHeadsOp : Llm_Op<"merge_heads"> {
   let summary = "[batch, heads, seq, head_dim] -> [batch, seq, heads*head_dim]";
   let arguments = (ins Llm_Tensor:$input);
   let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
 }
 
 def Llm_PositionIdsOp : Llm_Op<"position_ids"> {
@@ -189,6 +195,7 @@ def Llm_RopeOp : Llm_Op<"rope"> {
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$positions, Llm_Tensor:$inv_freq,
                    UnitAttr:$interleaved);
   let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
 }
 
 def Llm_RopeCachedOp : Llm_Op<"rope_cached"> {
@@ -201,6 +208,7 @@ def Llm_RopeCachedOp : Llm_Op<"rope_cached"> {
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$positions,
                    Llm_Tensor:$cos_cache, Llm_Tensor:$sin_cache, UnitAttr:$interleaved);
   let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
 }
 
 def Llm_KvConcatOp : Llm_Op<"kv_concat"> {
@@ -212,12 +220,14 @@ def Llm_KvConcatOp : Llm_Op<"kv_concat"> {
   }];
   let arguments = (ins Llm_Tensor:$past, Llm_Tensor:$current);
   let results = (outs Llm_Tensor:$present);
+  let hasVerifier = 1;
 }
 
 def Llm_RepeatKvOp : Llm_Op<"repeat_kv"> {
   let summary = "repeat each KV head `repeats` times (what GQA exports widen K/V with)";
   let arguments = (ins Llm_Tensor:$input, I64Attr:$repeats);
   let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
 }
 
 def Llm_AttentionOp : Llm_Op<"attention"> {
@@ -233,6 +243,7 @@ def Llm_AttentionOp : Llm_Op<"attention"> {
   let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$key, Llm_Tensor:$value,
                    Llm_OptTensor:$attention_mask, F32Attr:$scale, UnitAttr:$causal);
   let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
 }
 
 #endif // LLMC_DIALECT_LLM_OPS

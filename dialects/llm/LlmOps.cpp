@@ -1,0 +1,168 @@
+//===- LlmOps.cpp - verifiers of the llm dialect's ops --------------------===//
+//
+// The verifiers hold each op to the layout contract in LlmOps.td where the
+// shapes are known; unknown (dynamic or unranked) dims are never an error.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/llm/LlmDialect.h"
+
+using namespace mlir;
+
+namespace llmc::llm {
+
+namespace {
+/// The rank of a ranked tensor, or -1.
+int64_t rankOf(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type ? type.getRank() : -1;
+}
+
+/// Dim `index` (negative from the back) of a ranked tensor, or kDynamic.
+int64_t dimOf(Value value, int64_t index) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type) return ShapedType::kDynamic;
+  if (index < 0) index += type.getRank();
+  return index >= 0 && index < type.getRank() ? type.getDimSize(index) : ShapedType::kDynamic;
+}
+
+/// Whether two dims can be equal (either unknown, or the same).
+bool compatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+/// Checks that a ranked `value` has rank `rank`.
+LogicalResult expectRank(Operation *op, Value value, int64_t rank, StringRef what) {
+  int64_t actual = rankOf(value);
+  if (actual >= 0 && actual != rank)
+    return op->emitOpError() << what << " must be rank " << rank << ", not " << actual;
+  return success();
+}
+
+/// Checks a [max_positions, rotary_dim/2] table (or [rotary_dim/2] frequencies)
+/// against the head size of a [batch, heads, seq, head_dim] input.
+LogicalResult verifyRotaryWidth(Operation *op, Value input, int64_t halfWidth) {
+  int64_t headDim = dimOf(input, 3);
+  if (!ShapedType::isDynamic(halfWidth) && !ShapedType::isDynamic(headDim) &&
+      2 * halfWidth > headDim)
+    return op->emitOpError() << "rotates " << 2 * halfWidth << " features of a head of "
+                             << headDim;
+  return success();
+}
+} // namespace
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(expectRank(*this, getTable(), 2, "the table"))) return failure();
+  int64_t hidden = dimOf(getTable(), getTransposeTable() ? 0 : 1);
+  if (!compatible(hidden, dimOf(getOutput(), -1)))
+    return emitOpError("output width differs from the table's hidden size");
+  return success();
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (failed(expectRank(*this, getWeight(), 1, "the weight"))) return failure();
+  if (!compatible(dimOf(getWeight(), 0), dimOf(getInput(), -1)))
+    return emitOpError("weight length differs from the normalised dim");
+  return success();
+}
+
+LogicalResult LinearOp::verify() {
+  if (failed(expectRank(*this, getWeight(), 2, "the weight"))) return failure();
+  bool transposed = getTransposeWeight();
+  int64_t in = dimOf(getWeight(), transposed ? 1 : 0), out = dimOf(getWeight(), transposed ? 0 : 1);
+  if (!compatible(in, dimOf(getInput(), -1)))
+    return emitOpError("weight's input dim differs from the input's last dim");
+  if (!compatible(out, dimOf(getOutput(), -1)))
+    return emitOpError("weight's output dim differs from the result's last dim");
+  return success();
+}
+
+LogicalResult SplitHeadsOp::verify() {
+  if (failed(expectRank(*this, getInput(), 3, "the input")) ||
+      failed(expectRank(*this, getOutput(), 4, "the result")))
+    return failure();
+  int64_t heads = getNumHeads();
+  if (heads <= 0) return emitOpError("num_heads must be positive");
+  if (!compatible(dimOf(getOutput(), 1), heads)) return emitOpError("result has other head count");
+  int64_t hidden = dimOf(getInput(), 2), head = dimOf(getOutput(), 3);
+  if (!ShapedType::isDynamic(hidden) && !ShapedType::isDynamic(head) && hidden != heads * head)
+    return emitOpError("hidden size ") << hidden << " is not " << heads << " heads of " << head;
+  return success();
+}
+
+LogicalResult MergeHeadsOp::verify() {
+  if (failed(expectRank(*this, getInput(), 4, "the input")) ||
+      failed(expectRank(*this, getOutput(), 3, "the result")))
+    return failure();
+  int64_t heads = dimOf(getInput(), 1), head = dimOf(getInput(), 3), hidden = dimOf(getOutput(), 2);
+  if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(head) &&
+      !compatible(hidden, heads * head))
+    return emitOpError("result width is not heads * head_dim");
+  return success();
+}
+
+LogicalResult SplitQkvOp::verify() {
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads)
+    return emitOpError("num_heads must be a positive multiple of num_kv_heads");
+  int64_t q = dimOf(getQuery(), -1), k = dimOf(getKey(), -1), v = dimOf(getValue(), -1);
+  int64_t packed = dimOf(getInput(), -1);
+  if (!ShapedType::isDynamic(q) && !ShapedType::isDynamic(k) && !ShapedType::isDynamic(v) &&
+      (!compatible(packed, q + k + v) || k != v || q * kvHeads != k * heads))
+    return emitOpError("q/k/v widths do not split the packed projection by the head counts");
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  if (failed(expectRank(*this, getInput(), 4, "the input")) ||
+      failed(expectRank(*this, getPositions(), 2, "positions")) ||
+      failed(expectRank(*this, getInvFreq(), 1, "inv_freq")))
+    return failure();
+  return verifyRotaryWidth(*this, getInput(), dimOf(getInvFreq(), 0));
+}
+
+LogicalResult RopeCachedOp::verify() {
+  if (failed(expectRank(*this, getInput(), 4, "the input")) ||
+      failed(expectRank(*this, getPositions(), 2, "positions")) ||
+      failed(expectRank(*this, getCosCache(), 2, "the cos cache")) ||
+      failed(expectRank(*this, getSinCache(), 2, "the sin cache")))
+    return failure();
+  if (getCosCache().getType() != getSinCache().getType())
+    return emitOpError("cos and sin caches differ in type");
+  return verifyRotaryWidth(*this, getInput(), dimOf(getCosCache(), 1));
+}
+
+LogicalResult KvConcatOp::verify() {
+  for (Value value : {getPast(), getCurrent(), getPresent()})
+    if (failed(expectRank(*this, value, 4, "a cache tensor"))) return failure();
+  for (int64_t dim : {0, 1, 3})
+    if (!compatible(dimOf(getPast(), dim), dimOf(getCurrent(), dim)))
+      return emitOpError("past and current differ in dim ") << dim;
+  return success();
+}
+
+LogicalResult RepeatKvOp::verify() {
+  if (getRepeats() <= 0) return emitOpError("repeats must be positive");
+  int64_t heads = dimOf(getInput(), 1);
+  if (!ShapedType::isDynamic(heads) && !compatible(dimOf(getOutput(), 1), heads * getRepeats()))
+    return emitOpError("result heads are not input heads * repeats");
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  for (Value value : {getQuery(), getKey(), getValue(), getOutput()})
+    if (failed(expectRank(*this, value, 4, "q, k, v and the result"))) return failure();
+  int64_t heads = dimOf(getQuery(), 1), kvHeads = dimOf(getKey(), 1);
+  if (!compatible(kvHeads, dimOf(getValue(), 1)))
+    return emitOpError("key and value differ in head count");
+  if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(kvHeads) &&
+      (kvHeads == 0 || heads % kvHeads))
+    return emitOpError("query heads (") << heads << ") are not a multiple of KV heads ("
+                                        << kvHeads << ")";
+  if (!compatible(dimOf(getQuery(), 3), dimOf(getKey(), 3)))
+    return emitOpError("query and key head sizes differ");
+  if (!compatible(dimOf(getKey(), 2), dimOf(getValue(), 2)))
+    return emitOpError("key and value lengths differ");
+  return success();
+}
+
+} // namespace llmc::llm
