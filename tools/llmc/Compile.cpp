@@ -28,9 +28,9 @@ namespace cl = llvm::cl;
 
 namespace llmc {
 
-namespace {
 cl::OptionCategory compileCategory("llmc compile options");
 
+namespace {
 enum class EmitKind { OnnxIR, LlmIR };
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
@@ -44,7 +44,7 @@ cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' for stdout)"),
 cl::opt<bool> summary("summary", cl::desc("Print a per-layer op summary (to stderr when the IR goes to stdout)"),
                       cl::cat(compileCategory));
 cl::opt<bool> keepWeights("keep-weights",
-                          cl::desc("Print weight blobs in the IR (elided by default)"),
+                          cl::desc("Print the weight blobs with the IR (left out by default)"),
                           cl::cat(compileCategory));
 cl::opt<bool> allowLeftovers("allow-leftovers",
                              cl::desc("Keep onnx ops that raising did not handle instead of failing"),

@@ -2,7 +2,12 @@
 #ifndef LLMC_TOOLS_LLMC_COMPILE_H
 #define LLMC_TOOLS_LLMC_COMPILE_H
 
+#include "llvm/Support/CommandLine.h"
+
 namespace llmc {
+
+/// The options of `llmc compile` (--help lists these; --help-hidden all).
+extern llvm::cl::OptionCategory compileCategory;
 
 /// Runs `llmc compile` with the parsed options (those of the "llmc compile
 /// options" category, and MLIR's pass manager and printing options); returns

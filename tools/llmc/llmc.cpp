@@ -30,9 +30,10 @@ int main(int argc, char **argv) {
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
   llmc::registerDebugOnlyOption();
-  std::vector<const char *> args = {argv[0]};
+  llvm::cl::HideUnrelatedOptions(llmc::compileCategory);
+  std::vector<const char *> args = {"llmc compile"};
   args.insert(args.end(), argv + 2, argv + argc);
   llvm::cl::ParseCommandLineOptions(int(args.size()), args.data(),
-                                    "llmc compile: ONNX model in, llm IR out\n");
+                                    "llmc compile: ONNX model in, llm IR out\n\n  MLIR's --mlir-* printing and timing options and -debug-only=<pass> also apply\n  (--help-hidden lists them).\n");
   return llmc::runCompile();
 }
