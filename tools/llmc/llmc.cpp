@@ -8,6 +8,7 @@
 #include "Compile.h"
 
 #include "llmc/Support/Debug.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -25,6 +26,8 @@ int main(int argc, char **argv) {
     llvm::errs() << "usage: llmc compile model.onnx [options]   (llmc compile --help for the options)\n";
     return command == "--help" || command == "-h" ? 0 : 1;
   }
+  // First the passes: --mlir-print-ir-after=<pass> takes their names.
+  llmc::registerLLMCPasses();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
