@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds llmc and runs every test:
-#   1. the lit + FileCheck suite (test/Import, test/Dialect, test/Passes) against build/;
-#   2. pytest over test/python (fixture builder, GGUF converter, ONNX backend node tests);
-#   3. the sanitizer job: build-asan/ (ASan + UBSan) builds llmc and llmc-opt, and the
-#      importer and bad-input lit tests (test/Import) and the ONNX backend node tests run
-#      against those binaries.
+#   1. the lit + FileCheck suite (test/Import, test/Dialect, test/Passes, test/Tools)
+#      against build/;
+#   2. pytest over test/python (fixture builder, GGUF converter, raising of every fixture
+#      and the default model, ONNX backend node tests);
+#   3. the sanitizer job: build-asan/ (ASan + UBSan) builds llmc and llmc-opt, and the whole
+#      lit suite, the ONNX backend node tests and the fixture raising run against them.
 #
 #   bash scripts/test.sh
 #
@@ -46,12 +47,13 @@ if [[ ! -f build-asan/build.ninja ]]; then
 fi
 build build-asan llmc llmc-opt
 
-stage "importer and bad-input lit tests under ASan + UBSan (build-asan/test/Import)"
-.venv/bin/lit -sv build-asan/test/Import || failed+=("lit (sanitizers)")
+stage "every lit test under ASan + UBSan (build-asan/test: importer, bad input, passes)"
+.venv/bin/lit -sv build-asan/test || failed+=("lit (sanitizers)")
 
-stage "ONNX backend node tests under ASan + UBSan"
+stage "ONNX backend node tests and fixture raising under ASan + UBSan"
 LLMC_BUILD_DIR=build-asan PYTHONPATH=python .venv/bin/python -m pytest \
-  test/python/test_onnx_node_tests.py -q -p no:cacheprovider || failed+=("node tests (sanitizers)")
+  test/python/test_onnx_node_tests.py test/python/test_raise.py -q -p no:cacheprovider \
+  || failed+=("pytest (sanitizers)")
 
 echo
 if ((${#failed[@]})); then
