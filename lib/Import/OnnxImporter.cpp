@@ -110,7 +110,9 @@ private:
                              SmallVectorImpl<Attribute> *dimParams);
   Attribute convertAttribute(const ::onnx::AttributeProto &attribute, llvm::StringRef name,
                              Location loc);
-  LogicalResult typeResults(Operation *op);
+  /// Checks a new op and types its results by shape inference; errors name
+  /// `node`, the ONNX node the op was made from.
+  LogicalResult typeResults(Operation *op, const ::onnx::NodeProto &node);
   Location nodeLoc(const ::onnx::NodeProto &node);
   Value noneValue();
   /// The node's attributes, by the node's names, with references into a
@@ -166,7 +168,7 @@ FailureOr<Type> GraphImporter::importType(const ::onnx::TypeProto &type, llvm::S
   Type element = onnx::elementTypeForOnnxDataType(&context, tensor.elem_type());
   if (!element)
     return emitError(fileLoc) << "value '" << name << "' has unsupported element type "
-                              << tensor.elem_type();
+                              << import::dataTypeName(tensor.elem_type());
   if (!tensor.has_shape()) return Type(UnrankedTensorType::get(element));
   SmallVector<int64_t> shape;
   for (const auto &dim : tensor.shape().dim()) {
@@ -240,21 +242,38 @@ GraphImporter::resolvedAttributes(const ::onnx::NodeProto &node,
   return result;
 }
 
-LogicalResult GraphImporter::typeResults(Operation *op) {
+LogicalResult GraphImporter::typeResults(Operation *op, const ::onnx::NodeProto &node) {
   auto inference = dyn_cast<onnx::ShapeInferenceOpInterface>(op);
   if (!inference) return success();
-  // Check the op's operand kinds and attributes before inference reads them
-  // (a required input given as "", a missing or mistyped attribute). The
-  // results get a placeholder type that satisfies the op until inferred.
-  auto placeholder = UnrankedTensorType::get(builder.getF32Type());
-  for (OpResult result : op->getResults()) result.setType(placeholder);
-  if (failed(op->getName().verifyInvariants(op))) return failure();
-  SmallVector<Type> types;
-  if (failed(inference.inferShapes(types))) return failure();
-  if (types.size() != op->getNumResults())
-    return op->emitOpError("shape inference produced the wrong number of types");
-  for (auto [result, type] : llvm::zip(op->getResults(), types)) result.setType(type);
-  return success();
+  // The op's own diagnostics do not know the node; collect them and report
+  // them under the node's name.
+  SmallVector<std::string> messages;
+  LogicalResult typed = success();
+  {
+    ScopedDiagnosticHandler collect(&context, [&](Diagnostic &diagnostic) {
+      messages.push_back(diagnostic.str());
+      return success();
+    });
+    // Check the op's operand kinds and attributes before inference reads
+    // them (a required input given as "", a missing or mistyped attribute).
+    // The results get a placeholder type that satisfies the op until inferred.
+    auto placeholder = UnrankedTensorType::get(builder.getF32Type());
+    for (OpResult result : op->getResults()) result.setType(placeholder);
+    SmallVector<Type> types;
+    typed = succeeded(op->getName().verifyInvariants(op)) &&
+                    succeeded(inference.inferShapes(types)) &&
+                    types.size() == op->getNumResults()
+                ? success()
+                : failure();
+    if (succeeded(typed))
+      for (auto [result, type] : llvm::zip(op->getResults(), types)) result.setType(type);
+  }
+  for (const std::string &message : messages)
+    emitError(op->getLoc()) << describeNode(node) << " (" << node.op_type() << "): " << message;
+  if (failed(typed) && messages.empty())
+    emitError(op->getLoc()) << describeNode(node) << " (" << node.op_type()
+                            << "): shape inference failed";
+  return typed;
 }
 
 LogicalResult GraphImporter::importConstantNode(const ::onnx::NodeProto &node, Scope &scope,
@@ -326,7 +345,7 @@ LogicalResult GraphImporter::importIf(const ::onnx::NodeProto &node, Scope &scop
     }
     onnx::YieldOp::create(builder, loc, yielded);
   }
-  if (failed(typeResults(ifOp))) return failure();
+  if (failed(typeResults(ifOp, node))) return failure();
   for (auto [name, result] : llvm::zip(node.output(), ifOp.getResults()))
     if (failed(defineValue(scope, name, result, loc))) return failure();
   return success();
@@ -436,7 +455,7 @@ LogicalResult GraphImporter::importNode(const ::onnx::NodeProto &node, Scope &sc
       return emitError(loc) << describeNode(node) << " (" << node.op_type() << "): attribute '"
                             << attribute.getName().getValue() << "' has the wrong kind";
   }
-  if (failed(typeResults(op))) return failure();
+  if (failed(typeResults(op, node))) return failure();
   for (auto [name, result] : llvm::zip(node.output(), op->getResults()))
     if (failed(defineValue(scope, name, result, loc))) return failure();
   return success();

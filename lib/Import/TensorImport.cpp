@@ -140,11 +140,16 @@ llvm::Expected<ArrayRef<char>> TensorImporter::readExternal(const ::onnx::Tensor
   return ArrayRef<char>(file->getBufferStart() + offset, length);
 }
 
+std::string dataTypeName(int64_t dataType) {
+  if (!::onnx::TensorProto::DataType_IsValid(int(dataType))) return std::to_string(dataType);
+  return ::onnx::TensorProto::DataType_Name(::onnx::TensorProto::DataType(dataType));
+}
+
 ElementsAttr TensorImporter::convert(const ::onnx::TensorProto &tensor, Location loc) {
   Type element = onnx::elementTypeForOnnxDataType(&context, tensor.data_type());
   if (!element) {
     emitError(loc) << "tensor '" << tensor.name() << "' has unsupported data type "
-                   << tensor.data_type();
+                   << dataTypeName(tensor.data_type());
     return nullptr;
   }
   SmallVector<int64_t> shape;

@@ -37,6 +37,9 @@ private:
   llvm::StringMap<std::shared_ptr<llvm::MemoryBuffer>> externalFiles;
 };
 
+/// The name of ONNX TensorProto.DataType `dataType` (e.g. FLOAT8E4M3FN), or its number.
+std::string dataTypeName(int64_t dataType);
+
 /// Largest dim llmc accepts in a shape (larger ones are malformed files).
 constexpr int64_t kMaxDim = int64_t(1) << 32;
 
