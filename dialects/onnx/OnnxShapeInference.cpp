@@ -114,6 +114,12 @@ LogicalResult inferReduceShapes(Operation *op, int64_t keepdims, int64_t noopWit
   Value axesValue = op->getOperand(1);
   auto shape = shapeOf(data);
   std::optional<Shape> axes = isNone(axesValue) ? Shape{} : getConstantInts(axesValue);
+  if (shape && !axes && keepdims) {
+    // Axes known only at run time: with keepdims the rank is still known.
+    resultTypes.push_back(RankedTensorType::get(Shape(shape->size(), kDynamic),
+                                                elementTypeOf(data)));
+    return success();
+  }
   if (!shape || !axes) {
     resultTypes.push_back(UnrankedTensorType::get(elementTypeOf(data)));
     return success();
@@ -495,6 +501,9 @@ LogicalResult GatherOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
 }
 
 LogicalResult GatherElementsOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
+  auto data = shapeOf(getData()), indices = shapeOf(getIndices());
+  if (data && indices && data->size() != indices->size())
+    return emitOpError("indices and data differ in rank");
   return sameAs(getIndices(), resultTypes, elementTypeOf(getData()));
 }
 

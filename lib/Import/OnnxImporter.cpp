@@ -374,7 +374,14 @@ LogicalResult GraphImporter::inlineFunction(const ::onnx::FunctionProto &functio
     functionBindings[defaultValue.name()] = &defaultValue;
   for (auto [name, attribute] : resolvedAttributes(node, bindings))
     functionBindings[name] = attribute;
-  if (failed(importNodes(function.node(), body, &functionBindings))) return failure();
+  // The body's ops are read at the function's own opsets (the model's where
+  // the function imports none).
+  llvm::StringMap<int64_t> callerOpsets = opsets;
+  for (const auto &opset : function.opset_import())
+    opsets[opset.domain() == "ai.onnx" ? "" : opset.domain()] = opset.version();
+  LogicalResult imported = importNodes(function.node(), body, &functionBindings);
+  opsets = std::move(callerOpsets);
+  if (failed(imported)) return failure();
   for (int i = 0; i < node.output_size(); ++i) {
     Value value = body.lookup(function.output(i));
     if (!value)
