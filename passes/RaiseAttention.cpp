@@ -104,6 +104,10 @@ struct RaiseRepeatKv : OpRewritePattern<onnx::ReshapeOp> {
 
 FailureOr<MaskInfo> analyseMask(Value mask) {
   MaskInfo info;
+  // Causal masks compare key positions with query positions once; a second
+  // comparison bounds the window (sliding-window attention), which the
+  // `causal` attribute cannot express.
+  int positionComparisons = 0;
   llvm::SetVector<Value> worklist;
   worklist.insert(mask);
   for (size_t i = 0; i < worklist.size(); ++i) {
@@ -125,6 +129,9 @@ FailureOr<MaskInfo> analyseMask(Value mask) {
     if (isa<onnx::TriluOp, onnx::GreaterOp, onnx::LessOp, onnx::GreaterOrEqualOp,
             onnx::LessOrEqualOp>(op))
       info.causal = true;
+    if (isa<onnx::GreaterOp, onnx::LessOp, onnx::GreaterOrEqualOp, onnx::LessOrEqualOp>(op) &&
+        ++positionComparisons > 1)
+      return failure();
     if (!isa<onnx::TriluOp, onnx::GreaterOp, onnx::LessOp, onnx::GreaterOrEqualOp,
              onnx::LessOrEqualOp, onnx::EqualOp, onnx::WhereOp, onnx::AndOp, onnx::OrOp,
              onnx::NotOp, onnx::CastOp, onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::RangeOp,

@@ -98,7 +98,8 @@ struct MaskInfo {
 /// Analyses the cone of a mask value: it may read only constants, shapes,
 /// integer model inputs and the attention_mask input, through the ops masks
 /// are built with. Failure when it reads anything else (e.g. an additive
-/// bias computed from activations, which must not be dropped).
+/// bias computed from activations, which must not be dropped), or compares
+/// positions more than once (a sliding window, which `causal` cannot express).
 mlir::FailureOr<MaskInfo> analyseMask(mlir::Value mask);
 
 /// A fused location of the given ops (the raised op's provenance).

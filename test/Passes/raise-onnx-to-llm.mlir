@@ -335,3 +335,29 @@ func.func @rope_unnegated(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> ten
   %y = onnx.Add %xc, %rs : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
   return %y : tensor<1x2x3x8xf32>
 }
+
+// -----
+
+// Near miss: a second position comparison bounds a sliding window; `causal`
+// alone would attend to the whole past, so nothing is raised.
+// CHECK-LABEL: func.func @attention_sliding_window
+//   CHECK-NOT:   llm.attention
+//       CHECK:   onnx.Softmax
+func.func @attention_sliding_window(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>,
+                                    %pos: tensor<3x1xi64> {onnx.name = "position_ids"}) -> tensor<1x4x3x16xf32> {
+  %keys = onnx.Constant dense<[0, 1, 2]> : tensor<3xi64>
+  %window = onnx.Constant dense<2> : tensor<i64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %min = onnx.Constant dense<-3.40282347E+38> : tensor<f32>
+  %future = onnx.Greater %keys, %pos : (tensor<3xi64>, tensor<3x1xi64>) -> tensor<3x3xi1>
+  %start = onnx.Sub %pos, %window : (tensor<3x1xi64>, tensor<i64>) -> tensor<3x1xi64>
+  %old = onnx.LessOrEqual %keys, %start : (tensor<3xi64>, tensor<3x1xi64>) -> tensor<3x3xi1>
+  %hidden = onnx.Or %future, %old : (tensor<3x3xi1>, tensor<3x3xi1>) -> tensor<3x3xi1>
+  %mask = onnx.Where %hidden, %min, %zero : (tensor<3x3xi1>, tensor<f32>, tensor<f32>) -> tensor<3x3xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x3x16xf32>) -> tensor<1x4x16x3xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<1x4x3x16xf32>, tensor<1x4x16x3xf32>) -> tensor<1x4x3x3xf32>
+  %masked = onnx.Add %qk, %mask : (tensor<1x4x3x3xf32>, tensor<3x3xf32>) -> tensor<1x4x3x3xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %o = onnx.MatMul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %o : tensor<1x4x3x16xf32>
+}
