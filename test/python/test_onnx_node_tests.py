@@ -14,8 +14,7 @@ A test is selected when the op of its (non-expanded) node is one llmc claims; `_
 variants (the op's function body) come along with their base test. Each test is either in
 scope, and must import, or out of scope for a reason `out_of_scope()` computes from the model
 (opset, IR version, element types, an op outside llmc's set): then llmc must fail with exactly
-one clear `llmc: error:` line and no crash. Known importer bugs are listed, with their reason,
-in KNOWN_BUGS (strict xfail: a fixed bug fails the run until its entry is removed).
+one clear `llmc: error:` line and no crash.
 
 Set LLMC_BUILD_DIR to test another build (e.g. build-asan).
 """
@@ -60,11 +59,6 @@ SUPPORTED_ELEM_TYPES = {
     TensorProto.INT64, TensorProto.UINT4, TensorProto.UINT8, TensorProto.UINT16,
     TensorProto.UINT32, TensorProto.UINT64,
 }
-
-# Tests that fail because of a known importer bug: test name -> the bug. Strict xfail, so a
-# fix makes the test fail until its entry is removed. None are known now.
-KNOWN_BUGS: dict[str, str] = {}
-
 
 def _collect() -> dict[str, onnx.ModelProto]:
     from onnx.backend.test.case.node import collect_testcases
@@ -233,14 +227,6 @@ def run_llmc(path: Path) -> subprocess.CompletedProcess:
                            "--quiet"], capture_output=True, text=True, timeout=120)
 
 
-def _params(names):
-    for name in names:
-        marks = []
-        if name in KNOWN_BUGS:
-            marks.append(pytest.mark.xfail(reason=KNOWN_BUGS[name], strict=True))
-        yield pytest.param(name, marks=marks, id=name)
-
-
 def test_selection_covers_every_claimed_op():
     """Every claimed op has node tests, and at least one that must import (natively or
     retargeted), so that a rename in onnx cannot quietly empty this file."""
@@ -269,13 +255,13 @@ def check_import(model: onnx.ModelProto, path: Path) -> None:
         f"expected one 'llmc: error:' line ({reason}), got:\n{stderr}"
 
 
-@pytest.mark.parametrize("name", list(_params(SELECTED)))
+@pytest.mark.parametrize("name", SELECTED)
 def test_node(name: str, model_dir: Path):
     """The node test as onnx writes it."""
     check_import(ALL_CASES[name], model_dir / f"{name}.onnx")
 
 
-@pytest.mark.parametrize("name", list(_params(sorted(RETARGETED))))
+@pytest.mark.parametrize("name", sorted(RETARGETED))
 def test_node_retargeted(name: str, model_dir: Path):
     """The node test at an opset and IR version llmc reads, with unchanged semantics."""
     check_import(RETARGETED[name], model_dir / f"{name.replace('@', '-')}.onnx")
