@@ -10,6 +10,7 @@
 
 #include "dialects/llm/LlmDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
+#include "llmc/Support/TensorShape.h"
 
 #include "mlir/IR/PatternMatch.h"
 
@@ -55,12 +56,6 @@ std::optional<double> constantScalar(mlir::Value value);
 
 /// Whether `value` is a constant scalar/splat equal to `expected` (within 1e-6 relative).
 bool isConstantScalar(mlir::Value value, double expected);
-
-/// The rank of a ranked tensor value, or -1.
-int64_t rankOf(mlir::Value value);
-
-/// The static dim `index` (negative counts from the back) or kDynamic.
-int64_t dimOf(mlir::Value value, int64_t index);
 
 /// Whether the constant 1-element `axes` operand names `axis` of a rank-`rank` tensor.
 bool isSingleAxis(mlir::Value axes, int64_t axis, int64_t rank);

@@ -30,19 +30,6 @@ bool isConstantScalar(Value value, double expected) {
   return actual && std::abs(*actual - expected) <= 1e-6 * std::max(1.0, std::abs(expected));
 }
 
-int64_t rankOf(Value value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type ? type.getRank() : -1;
-}
-
-int64_t dimOf(Value value, int64_t index) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!type) return ShapedType::kDynamic;
-  if (index < 0) index += type.getRank();
-  if (index < 0 || index >= type.getRank()) return ShapedType::kDynamic;
-  return type.getDimSize(index);
-}
-
 bool isSingleAxis(Value axes, int64_t axis, int64_t rank) {
   auto values = onnx::getConstantInts(axes);
   if (!values || values->size() != 1) return false;

@@ -5,26 +5,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/llm/LlmDialect.h"
+#include "llmc/Support/TensorShape.h"
 
 using namespace mlir;
 
 namespace llmc::llm {
 
 namespace {
-/// The rank of a ranked tensor, or -1.
-int64_t rankOf(Value value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type ? type.getRank() : -1;
-}
-
-/// Dim `index` (negative from the back) of a ranked tensor, or kDynamic.
-int64_t dimOf(Value value, int64_t index) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  if (!type) return ShapedType::kDynamic;
-  if (index < 0) index += type.getRank();
-  return index >= 0 && index < type.getRank() ? type.getDimSize(index) : ShapedType::kDynamic;
-}
-
 /// Whether two dims can be equal (either unknown, or the same).
 bool compatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
