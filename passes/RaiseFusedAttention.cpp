@@ -25,13 +25,6 @@ Value toHeads(PatternRewriter &rewriter, Location loc, Value x, int64_t heads) {
   return llm::SplitHeadsOp::create(rewriter, loc, headsType, x, rewriter.getI64IntegerAttr(heads));
 }
 
-/// past ++ current on the sequence axis, or current alone without a past.
-Value appendToCache(PatternRewriter &rewriter, Location loc, Value past, Value current,
-                    Type presentType) {
-  if (isNone(past)) return current;
-  return llm::KvConcatOp::create(rewriter, loc, presentType, past, current);
-}
-
 /// The type of an attention output in heads layout, from q's heads and v's head size.
 Type headsOutputType(Value q, Value v) {
   auto qType = cast<RankedTensorType>(q.getType());
@@ -47,16 +40,36 @@ bool isValidHeadCount(Value x, int64_t heads) {
   return rank == 3 && heads > 0 && !ShapedType::isDynamic(hidden) && hidden % heads == 0;
 }
 
-/// Builds attention over heads-layout q/k/v and returns it in q's original layout.
-Value buildAttention(PatternRewriter &rewriter, Location loc, Value originalQ, Value q, Value k,
-                     Value v, Value attentionMask, std::optional<float> scale, bool causal,
-                     Type resultType) {
-  float factor = scale.value_or(1.0f / std::sqrt(float(dimOf(q, 3))));
-  auto attention = llm::AttentionOp::create(rewriter, loc, headsOutputType(q, v), q, k, v,
-                                            attentionMask, rewriter.getF32FloatAttr(factor));
-  if (causal) attention.setCausal(true);
-  if (rankOf(originalQ) == 4) return attention;
-  return llm::MergeHeadsOp::create(rewriter, loc, resultType, attention);
+/// What a fused attention op computes, in llm terms.
+struct AttentionParts {
+  Value originalQuery;      ///< the query as the op takes it, 3-D or 4-D
+  Value q, k, v;            ///< in heads layout, k and v the new tokens only
+  Value pastKey, pastValue; ///< none without a cache
+  Value attentionMask;      ///< the raw [batch, total] mask, or none
+  std::optional<float> scale;
+  bool causal;
+};
+
+/// Replaces a fused attention op, whose results are (output, present_key,
+/// present_value, qk output), by kv_concat + attention (+ merge_heads for a
+/// 3-D query). Callers have checked that the qk output is unused.
+void replaceWithAttention(PatternRewriter &rewriter, Operation *op, const AttentionParts &parts) {
+  Location loc = op->getLoc();
+  auto appendToCache = [&](Value past, Value current, Type presentType) -> Value {
+    if (isNone(past)) return current;
+    return llm::KvConcatOp::create(rewriter, loc, presentType, past, current);
+  };
+  Value keys = appendToCache(parts.pastKey, parts.k, op->getResult(1).getType());
+  Value values = appendToCache(parts.pastValue, parts.v, op->getResult(2).getType());
+  float factor = parts.scale.value_or(1.0f / std::sqrt(float(dimOf(parts.q, 3))));
+  auto attention = llm::AttentionOp::create(rewriter, loc, headsOutputType(parts.q, values),
+                                            parts.q, keys, values, parts.attentionMask,
+                                            rewriter.getF32FloatAttr(factor));
+  if (parts.causal) attention.setCausal(true);
+  Value out = attention;
+  if (rankOf(parts.originalQuery) != 4)
+    out = llm::MergeHeadsOp::create(rewriter, loc, op->getResult(0).getType(), attention);
+  rewriter.replaceOp(op, {out, keys, values, out});
 }
 
 /// com.microsoft ops write scale 0 for "1/sqrt(head_size)".
@@ -91,15 +104,12 @@ struct RaiseAttentionOp : OpRewritePattern<onnx::AttentionOp> {
     Value q = toHeads(rewriter, loc, op.getQ(), qHeads);
     Value k = toHeads(rewriter, loc, op.getK(), kvHeads);
     Value v = toHeads(rewriter, loc, op.getV(), kvHeads);
-    Value keys = appendToCache(rewriter, loc, op.getPastKey(), k, op.getPresentKey().getType());
-    Value values = appendToCache(rewriter, loc, op.getPastValue(), v, op.getPresentValue().getType());
     std::optional<float> scale;
     if (auto attr = op.getScale()) scale = attr->convertToFloat();
-    Value out = buildAttention(rewriter, loc, op.getQ(), q, keys, values,
-                               mask.attentionMask ? mask.attentionMask : noneValue(rewriter, loc),
-                               scale, op.getIsCausal() || mask.causal, op.getY().getType());
-    // The qk output (result 3) is unused, as checked above.
-    rewriter.replaceOp(op, {out, keys, values, out});
+    replaceWithAttention(rewriter, op,
+                         {op.getQ(), q, k, v, op.getPastKey(), op.getPastValue(),
+                          mask.attentionMask ? mask.attentionMask : noneValue(rewriter, loc),
+                          scale, op.getIsCausal() || mask.causal});
     return success();
   }
 };
@@ -159,12 +169,9 @@ struct RaiseGroupQueryAttention : OpRewritePattern<onnx::GroupQueryAttentionOp> 
       k = createRopeForHeads(rewriter, loc, k, positions, op.getCosCache(), op.getSinCache(),
                              op.getRotaryInterleaved());
     }
-    Value keys = appendToCache(rewriter, loc, op.getPastKey(), k, op.getPresentKey().getType());
-    Value values = appendToCache(rewriter, loc, op.getPastValue(), v, op.getPresentValue().getType());
-    std::optional<float> scale = nonZeroScale(op.getScale());
-    Value out = buildAttention(rewriter, loc, query, q, keys, values, attentionMask, scale,
-                               /*causal=*/true, op.getOutput().getType());
-    rewriter.replaceOp(op, {out, keys, values, out});
+    replaceWithAttention(rewriter, op,
+                         {query, q, k, v, op.getPastKey(), op.getPastValue(), attentionMask,
+                          nonZeroScale(op.getScale()), /*causal=*/true});
     return success();
   }
 };
@@ -190,12 +197,9 @@ struct RaiseMultiHeadAttention : OpRewritePattern<onnx::MultiHeadAttentionOp> {
     Value q = toHeads(rewriter, loc, op.getQuery(), heads);
     Value k = toHeads(rewriter, loc, op.getKey(), heads);
     Value v = toHeads(rewriter, loc, op.getValue(), heads);
-    Value keys = appendToCache(rewriter, loc, op.getPastKey(), k, op.getPresentKey().getType());
-    Value values = appendToCache(rewriter, loc, op.getPastValue(), v, op.getPresentValue().getType());
-    std::optional<float> scale = nonZeroScale(op.getScale());
-    Value out = buildAttention(rewriter, loc, op.getQuery(), q, keys, values, attentionMask, scale,
-                               op.getUnidirectional() != 0, op.getOutput().getType());
-    rewriter.replaceOp(op, {out, keys, values, out});
+    replaceWithAttention(rewriter, op,
+                         {op.getQuery(), q, k, v, op.getPastKey(), op.getPastValue(), attentionMask,
+                          nonZeroScale(op.getScale()), op.getUnidirectional() != 0});
     return success();
   }
 };
