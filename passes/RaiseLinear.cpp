@@ -175,23 +175,6 @@ struct RaiseDecomposedGelu : OpRewritePattern<onnx::MulOp> {
 // Glue
 //===----------------------------------------------------------------------===//
 
-/// linear(x) + bias[out] -> linear(x, bias).
-struct FoldBiasIntoLinear : OpRewritePattern<onnx::AddOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(onnx::AddOp op, PatternRewriter &rewriter) const override {
-    for (auto [product, bias] : {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
-      auto linear = definedBy<llm::LinearOp>(product);
-      if (!linear || !isNone(linear.getBias()) || !linear->hasOneUse()) continue;
-      if (!isConstant(bias) || rankOf(bias) != 1 || dimOf(bias, 0) != dimOf(product, -1)) continue;
-      rewriter.replaceOpWithNewOp<llm::LinearOp>(op, op.getType(), linear.getInput(),
-                                                 linear.getWeight(), bias,
-                                                 linear.getTransposeWeightAttr());
-      return success();
-    }
-    return rewriter.notifyMatchFailure(op, "not linear + constant [out] bias");
-  }
-};
-
 /// The linear whose result is the graph output `logits` is the LM head.
 struct RaiseLogitsHead : OpRewritePattern<llm::LinearOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -247,7 +230,7 @@ void populateLinearPatterns(RewritePatternSet &patterns) {
 }
 
 void populateLinearGluePatterns(RewritePatternSet &patterns) {
-  patterns.add<FoldBiasIntoLinear, RaiseLogitsHead, RaiseSwiglu, RaiseResidualAdd>(
+  patterns.add<FoldBiasAdd<llm::LinearOp>, RaiseLogitsHead, RaiseSwiglu, RaiseResidualAdd>(
       patterns.getContext());
 }
 

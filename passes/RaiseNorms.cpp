@@ -119,22 +119,6 @@ struct RaiseDecomposedLayerNorm : OpRewritePattern<onnx::MulOp> {
   }
 };
 
-/// layer_norm(x) + bias[hidden] -> layer_norm(x, bias).
-struct FoldBiasIntoLayerNorm : OpRewritePattern<onnx::AddOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(onnx::AddOp op, PatternRewriter &rewriter) const override {
-    for (auto [normed, bias] : {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
-      auto norm = definedBy<llm::LayerNormOp>(normed);
-      if (!norm || !isNone(norm.getBias()) || !norm->hasOneUse()) continue;
-      if (!isConstant(bias) || rankOf(bias) != 1 || dimOf(bias, 0) != dimOf(normed, -1)) continue;
-      rewriter.replaceOpWithNewOp<llm::LayerNormOp>(op, op.getType(), norm.getInput(),
-                                                    norm.getWeight(), bias, norm.getEpsilonAttr());
-      return success();
-    }
-    return rewriter.notifyMatchFailure(op, "not layer_norm + constant [hidden] bias");
-  }
-};
-
 /// Whether a normalisation op with an `axis` attribute normalises over the last axis.
 bool normalizesLastAxis(Value input, int64_t axis) {
   int64_t rank = rankOf(input);
@@ -194,7 +178,7 @@ struct RaiseLayerNormalization : OpRewritePattern<onnx::LayerNormalizationOp> {
 } // namespace
 
 void populateNormGluePatterns(RewritePatternSet &patterns) {
-  patterns.add<FoldBiasIntoLayerNorm>(patterns.getContext());
+  patterns.add<FoldBiasAdd<llm::LayerNormOp>>(patterns.getContext());
 }
 
 void populateNormPatterns(RewritePatternSet &patterns) {

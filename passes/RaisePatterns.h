@@ -97,6 +97,29 @@ struct MaskInfo {
 /// positions more than once (a sliding window, which `causal` cannot express).
 mlir::FailureOr<MaskInfo> analyseMask(mlir::Value mask);
 
+/// producer(x) + bias[last dim] -> producer(x, bias), for an llm op with an
+/// optional `bias` operand (linear, layer_norm) whose only use is the add.
+template <typename OpTy>
+struct FoldBiasAdd : mlir::OpRewritePattern<onnx::AddOp> {
+  using mlir::OpRewritePattern<onnx::AddOp>::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(onnx::AddOp op,
+                                      mlir::PatternRewriter &rewriter) const override {
+    for (auto [result, bias] : {std::pair(op.getA(), op.getB()), std::pair(op.getB(), op.getA())}) {
+      auto producer = definedBy<OpTy>(result);
+      if (!producer || !isNone(producer.getBias()) || !producer->hasOneUse()) continue;
+      if (!isConstant(bias) || rankOf(bias) != 1 || dimOf(bias, 0) != dimOf(result, -1)) continue;
+      rewriter.modifyOpInPlace(producer, [&] {
+        producer.getBiasMutable().assign(bias);
+        producer->getResult(0).setType(op.getType());
+      });
+      rewriter.replaceOp(op, producer);
+      return mlir::success();
+    }
+    return rewriter.notifyMatchFailure(op, "not " + OpTy::getOperationName() +
+                                               " + a constant bias over its last dim");
+  }
+};
+
 /// A fused location of the given ops (the raised op's provenance).
 mlir::Location fusedLocOf(llvm::ArrayRef<mlir::Operation *> ops);
 
