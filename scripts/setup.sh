@@ -19,6 +19,7 @@ PACKAGES=(
   cmake ninja-build ccache g++                             # the build
   python3 python3-venv                                     # the project venv
   libgtest-dev                                             # C++ unit tests
+  libopenblas-dev nlohmann-json3-dev                       # runtime: CPU GEMMs, manifest.json
 )
 missing=()
 for pkg in "${PACKAGES[@]}"; do

@@ -25,10 +25,21 @@ LogicalResult expectRank(Operation *op, Value value, int64_t rank, StringRef wha
   return success();
 }
 
+/// Checks that a rotary input is [batch, heads, seq, head_dim] with positions
+/// [batch, seq], or ragged: [tokens, heads, head_dim] with positions [tokens].
+LogicalResult verifyRotaryLayout(Operation *op, Value input, Value positions) {
+  int64_t rank = rankOf(input), positionsRank = rankOf(positions);
+  if (rank >= 0 && rank != 3 && rank != 4)
+    return op->emitOpError("the input must be [batch, heads, seq, head_dim] or ragged");
+  if (rank >= 0 && positionsRank >= 0 && positionsRank != rank - 2)
+    return op->emitOpError("positions must be [batch, seq] or, ragged, [tokens]");
+  return success();
+}
+
 /// Checks a [max_positions, rotary_dim/2] table (or [rotary_dim/2] frequencies)
-/// against the head size of a [batch, heads, seq, head_dim] input.
+/// against the head size of the rotated input.
 LogicalResult verifyRotaryWidth(Operation *op, Value input, int64_t halfWidth) {
-  int64_t headDim = dimOf(input, 3);
+  int64_t headDim = dimOf(input, -1);
   if (!ShapedType::isDynamic(halfWidth) && !ShapedType::isDynamic(headDim) &&
       2 * halfWidth > headDim)
     return op->emitOpError() << "rotates " << 2 * halfWidth << " features of a head of "
@@ -64,23 +75,35 @@ LogicalResult LinearOp::verify() {
 }
 
 LogicalResult SplitHeadsOp::verify() {
-  if (failed(expectRank(*this, getInput(), 3, "the input")) ||
-      failed(expectRank(*this, getOutput(), 4, "the result")))
-    return failure();
+  int64_t inRank = rankOf(getInput()), outRank = rankOf(getOutput());
+  if (inRank >= 0 && inRank != 2 && inRank != 3)
+    return emitOpError("the input must be [batch, seq, hidden] or [tokens, hidden]");
+  if (inRank >= 0 && outRank >= 0 && outRank != inRank + 1)
+    return emitOpError("the result must have one dim more than the input");
   int64_t heads = getNumHeads();
   if (heads <= 0) return emitOpError("num_heads must be positive");
   if (!compatible(dimOf(getOutput(), 1), heads)) return emitOpError("result has other head count");
-  int64_t hidden = dimOf(getInput(), 2), head = dimOf(getOutput(), 3);
+  int64_t hidden = dimOf(getInput(), -1), head = dimOf(getOutput(), -1);
   if (!ShapedType::isDynamic(hidden) && !ShapedType::isDynamic(head) && hidden != heads * head)
     return emitOpError("hidden size ") << hidden << " is not " << heads << " heads of " << head;
   return success();
 }
 
+OpFoldResult SplitHeadsOp::fold(FoldAdaptor) {
+  // split_heads(merge_heads(x)) is x: exports that rotate [batch, seq, hidden]
+  // tensors (3-D RotaryEmbedding) merge heads only to split them again.
+  auto merge = getInput().getDefiningOp<MergeHeadsOp>();
+  if (merge && merge.getInput().getType() == getType()) return merge.getInput();
+  return {};
+}
+
 LogicalResult MergeHeadsOp::verify() {
-  if (failed(expectRank(*this, getInput(), 4, "the input")) ||
-      failed(expectRank(*this, getOutput(), 3, "the result")))
-    return failure();
-  int64_t heads = dimOf(getInput(), 1), head = dimOf(getInput(), 3), hidden = dimOf(getOutput(), 2);
+  int64_t inRank = rankOf(getInput()), outRank = rankOf(getOutput());
+  if (inRank >= 0 && inRank != 3 && inRank != 4)
+    return emitOpError("the input must be [batch, heads, seq, head_dim] or [tokens, heads, head_dim]");
+  if (inRank >= 0 && outRank >= 0 && outRank != inRank - 1)
+    return emitOpError("the result must have one dim less than the input");
+  int64_t heads = dimOf(getInput(), 1), head = dimOf(getInput(), -1), hidden = dimOf(getOutput(), -1);
   if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(head) &&
       !compatible(hidden, heads * head))
     return emitOpError("result width is not heads * head_dim");
@@ -100,16 +123,14 @@ LogicalResult SplitQkvOp::verify() {
 }
 
 LogicalResult RopeOp::verify() {
-  if (failed(expectRank(*this, getInput(), 4, "the input")) ||
-      failed(expectRank(*this, getPositions(), 2, "positions")) ||
+  if (failed(verifyRotaryLayout(*this, getInput(), getPositions())) ||
       failed(expectRank(*this, getInvFreq(), 1, "inv_freq")))
     return failure();
   return verifyRotaryWidth(*this, getInput(), dimOf(getInvFreq(), 0));
 }
 
 LogicalResult RopeCachedOp::verify() {
-  if (failed(expectRank(*this, getInput(), 4, "the input")) ||
-      failed(expectRank(*this, getPositions(), 2, "positions")) ||
+  if (failed(verifyRotaryLayout(*this, getInput(), getPositions())) ||
       failed(expectRank(*this, getCosCache(), 2, "the cos cache")) ||
       failed(expectRank(*this, getSinCache(), 2, "the sin cache")))
     return failure();
@@ -149,6 +170,60 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("query and key head sizes differ");
   if (!compatible(dimOf(getKey(), 2), dimOf(getValue(), 2)))
     return emitOpError("key and value lengths differ");
+  return success();
+}
+
+namespace {
+/// Checks a [layers, num_blocks, 2, kv_heads, block_size, head_dim] pool and
+/// that `layer` indexes it.
+LogicalResult verifyPool(Operation *op, Value pool, int64_t layer) {
+  if (failed(expectRank(op, pool, 6, "the KV pool"))) return failure();
+  if (!compatible(dimOf(pool, 2), 2))
+    return op->emitOpError("the KV pool's third dim must be 2 (keys, values)");
+  int64_t layers = dimOf(pool, 0);
+  if (layer < 0 || (!ShapedType::isDynamic(layers) && layer >= layers))
+    return op->emitOpError("layer ") << layer << " is not in the pool's " << layers << " layers";
+  return success();
+}
+} // namespace
+
+LogicalResult PagedKvWriteOp::verify() {
+  if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
+  if (getUpdatedPool().getType() != getKvPool().getType())
+    return emitOpError("the result must have the pool's type");
+  int64_t rank = rankOf(getKey());
+  if (rank >= 0 && rank != 3 && rank != 4)
+    return emitOpError("keys must be [batch, kv_heads, seq, head_dim] or ragged [tokens, kv_heads, head_dim]");
+  if (getKey().getType() != getValue().getType())
+    return emitOpError("keys and values differ in type");
+  int64_t slotsRank = rankOf(getSlotMapping());
+  if (rank >= 0 && slotsRank >= 0 && slotsRank != rank - 2)
+    return emitOpError("slot_mapping must be [batch, seq] or, ragged, [tokens]");
+  if (!compatible(dimOf(getKey(), 1), dimOf(getKvPool(), 3)) ||
+      !compatible(dimOf(getKey(), -1), dimOf(getKvPool(), 5)))
+    return emitOpError("keys do not fit the pool's kv_heads and head_dim");
+  return success();
+}
+
+LogicalResult PagedAttentionOp::verify() {
+  if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
+  int64_t rank = rankOf(getQuery());
+  bool ragged = !isa<NoneType>(getCuSeqlensQ().getType());
+  if (rank >= 0 && rank != (ragged ? 3 : 4))
+    return emitOpError(ragged ? "a ragged query must be [tokens, heads, head_dim]"
+                              : "the query must be [batch, heads, seq, head_dim]");
+  if (getOutput().getType() != getQuery().getType())
+    return emitOpError("the result must have the query's type");
+  int64_t heads = dimOf(getQuery(), 1), kvHeads = dimOf(getKvPool(), 3);
+  if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(kvHeads) &&
+      (kvHeads == 0 || heads % kvHeads))
+    return emitOpError("query heads (") << heads << ") are not a multiple of KV heads ("
+                                        << kvHeads << ")";
+  if (!compatible(dimOf(getQuery(), -1), dimOf(getKvPool(), 5)))
+    return emitOpError("query and cached head sizes differ");
+  if (failed(expectRank(*this, getBlockTables(), 2, "block_tables")) ||
+      failed(expectRank(*this, getContextLens(), 1, "context_lens")))
+    return failure();
   return success();
 }
 

@@ -13,7 +13,10 @@
 //    `transpose_weight` is set, then [out, in] (torch's nn.Linear);
 //  - masks are never tensors here: causality is an attribute of
 //    `llm.attention`, and padding comes from the model's raw
-//    attention_mask input ([batch, total_len], 1 = keep).
+//    attention_mask input ([batch, total_len], 1 = keep);
+//  - after `llm-ragged-batching` the [batch, seq] dims are one [tokens]
+//    dim: activations [tokens, features], heads [tokens, heads, head_dim],
+//    positions [tokens]. The token-wise ops below accept both forms.
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,9 +154,14 @@ def Llm_CastOp : Llm_Op<"cast"> {
 
 def Llm_SplitHeadsOp : Llm_Op<"split_heads"> {
   let summary = "[batch, seq, heads*head_dim] -> [batch, heads, seq, head_dim]";
+  let description = [{
+    In the ragged form, [tokens, heads*head_dim] -> [tokens, heads,
+    head_dim]: a view of the same memory.
+  }];
   let arguments = (ins Llm_Tensor:$input, I64Attr:$num_heads);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Llm_SplitQkvOp : Llm_Op<"split_qkv"> {
@@ -169,6 +177,10 @@ def Llm_SplitQkvOp : Llm_Op<"split_qkv"> {
 
 def Llm_MergeHeadsOp : Llm_Op<"merge_heads"> {
   let summary = "[batch, heads, seq, head_dim] -> [batch, seq, heads*head_dim]";
+  let description = [{
+    In the ragged form, [tokens, heads, head_dim] -> [tokens,
+    heads*head_dim]: a view of the same memory.
+  }];
   let arguments = (ins Llm_Tensor:$input);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
@@ -188,8 +200,9 @@ def Llm_PositionIdsOp : Llm_Op<"position_ids"> {
 def Llm_RopeOp : Llm_Op<"rope"> {
   let summary = "rotary embedding with angles position * inv_freq";
   let description = [{
-    input is [batch, heads, seq, head_dim]; positions [batch, seq];
-    inv_freq [rotary_dim/2]. The first rotary_dim features are rotated in
+    input is [batch, heads, seq, head_dim] and positions [batch, seq], or
+    [tokens, heads, head_dim] and [tokens] in the ragged form; inv_freq is
+    [rotary_dim/2]. The first rotary_dim features are rotated in
     halves (rotate_half, as Hugging Face does) or in interleaved pairs.
   }];
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$positions, Llm_Tensor:$inv_freq,
@@ -244,6 +257,59 @@ def Llm_AttentionOp : Llm_Op<"attention"> {
                    Llm_OptTensor:$attention_mask, F32Attr:$scale, UnitAttr:$causal);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The paged KV cache and the step ABI (after llm-kv-cache-paging)
+//===----------------------------------------------------------------------===//
+
+def Llm_PagedKvWriteOp : Llm_Op<"paged_kv_write"> {
+  let summary = "write a layer's new keys and values into the paged KV pool";
+  let description = [{
+    `kv_pool` is [layers, num_blocks, 2, kv_heads, block_size, head_dim]
+    (index 0 of the third dim holds keys, 1 values). key and value are
+    [batch, kv_heads, seq, head_dim] with slot_mapping [batch, seq], or
+    [tokens, kv_heads, head_dim] with slot_mapping [tokens] when ragged.
+    Token t goes to block slot / block_size, offset slot % block_size of
+    layer `layer`; a negative slot is skipped. The result is the pool after
+    the write: threading it through the layers orders writes before the
+    attention that reads them.
+  }];
+  let arguments = (ins Llm_Tensor:$kv_pool, Llm_Tensor:$key, Llm_Tensor:$value,
+                   Llm_Tensor:$slot_mapping, I64Attr:$layer);
+  let results = (outs Llm_Tensor:$updated_pool);
+  let hasVerifier = 1;
+}
+
+def Llm_PagedAttentionOp : Llm_Op<"paged_attention"> {
+  let summary = "causal grouped-query attention over the paged KV pool";
+  let description = [{
+    Keys and values of layer `layer` come from `kv_pool` through each
+    sequence's row of `block_tables` [seqs, max_blocks]; `context_lens`
+    [seqs] counts the positions cached for a sequence, this step's
+    included. The query is [batch, heads, seq, head_dim] (seqs = batch,
+    each row `seq` new tokens), or [tokens, heads, head_dim] with
+    `cu_seqlens_q` [seqs + 1] marking each sequence's rows when ragged.
+    Query row i of a sequence with q_len new tokens sits at position
+    context_len - q_len + i and sees positions 0..that one: causality is
+    implied, no mask is ever built. Query head h reads KV head
+    h / (heads / kv_heads).
+  }];
+  let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$kv_pool, Llm_Tensor:$block_tables,
+                   Llm_Tensor:$context_lens, Llm_OptTensor:$cu_seqlens_q,
+                   I64Attr:$layer, F32Attr:$scale);
+  let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+def Llm_GatherRowsOp : Llm_Op<"gather_rows"> {
+  let summary = "rows of a [tokens, features] tensor at the given indices";
+  let description = [{
+    The ragged step computes logits only for the rows the runtime asks for
+    (`logits_indices`, usually each sequence's last token).
+  }];
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$indices);
+  let results = (outs Llm_Tensor:$output);
 }
 
 #endif // LLMC_DIALECT_LLM_OPS

@@ -1,0 +1,88 @@
+/*===- StepABI.h - the compiled step function's C ABI ----------*- C -*-===//
+ *
+ * The contract between `llmc compile` and the runtime (DESIGN.md section 2).
+ * A CPU artifact's kernels.so exports one symbol, LLMC_STEP_SYMBOL, that runs
+ * one model step over a ragged, paged batch:
+ *
+ *   N sequences, T tokens in all. Sequence n owns the query rows
+ *   [cu_seqlens_q[n], cu_seqlens_q[n+1]) of `tokens`; its KV cache holds
+ *   context_lens[n] positions once this step's keys are written, so query
+ *   row i of the sequence sits at position context_lens[n] - q_len + i and
+ *   attends to positions 0..that one (causality is implied, never a mask).
+ *   slot_mapping[t] = block * block_size + offset is where token t's K/V
+ *   are written (a negative slot skips the write). logits row n is computed
+ *   from hidden row logits_indices[n].
+ *
+ * Every array argument is an MLIR memref descriptor (LlmcMemRef<R> below,
+ * the layout of mlir/ExecutionEngine/CRunnerUtils.h's StridedMemRefType),
+ * row-major with unit innermost stride. Bump LLMC_STEP_ABI_VERSION whenever
+ * anything in this file changes; the manifest records it and the runtime
+ * refuses an artifact built for another version.
+ *===----------------------------------------------------------------------===*/
+#ifndef LLMC_RUNTIME_STEPABI_H
+#define LLMC_RUNTIME_STEPABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LLMC_STEP_ABI_VERSION 1
+#define LLMC_STEP_SYMBOL "_mlir_ciface_llmc_step"
+
+/* Services the runtime lends the generated code. Field order is ABI. */
+typedef struct LlmcCpuHostApi {
+  uint32_t abi_version; /* LLMC_STEP_ABI_VERSION */
+  uint32_t reserved;
+  void *context;        /* passed back as the first argument of each call */
+  /* Row-major C[m, n] = A[m, k] * B, B is [k, n] or, if b_transposed, [n, k].
+   * Single precision, beta = 0. */
+  void (*sgemm)(void *context, int64_t m, int64_t n, int64_t k, const float *a,
+                int64_t lda, const float *b, int64_t ldb, int32_t b_transposed,
+                float *c, int64_t ldc);
+  /* Runs body(closure, begin, end) over disjoint chunks covering [0, n) on
+   * the device's threads and returns when all are done. */
+  void (*parallel_for)(void *context, int64_t n,
+                       void (*body)(void *closure, int64_t begin, int64_t end),
+                       void *closure);
+} LlmcCpuHostApi;
+
+#define LLMC_DEFINE_MEMREF(RANK)                                             \
+  typedef struct LlmcMemRef##RANK {                                          \
+    void *allocated;                                                         \
+    void *aligned;                                                           \
+    int64_t offset;                                                          \
+    int64_t sizes[RANK];                                                     \
+    int64_t strides[RANK];                                                   \
+  } LlmcMemRef##RANK;
+LLMC_DEFINE_MEMREF(1)
+LLMC_DEFINE_MEMREF(2)
+LLMC_DEFINE_MEMREF(6)
+#undef LLMC_DEFINE_MEMREF
+
+/*   api             the host services above
+ *   tokens          [T] i32            positions      [T] i32
+ *   cu_seqlens_q    [N+1] i32          context_lens   [N] i32
+ *   block_tables    [N, max_blocks] i32
+ *   slot_mapping    [T] i32            logits_indices [N] i32
+ *   kv_pool         [layers, num_blocks, 2, kv_heads, block_size, head_dim]
+ *                   f32; index 0 of the third axis is K, 1 is V
+ *   weights         [bytes] i8, weights.bin as mapped
+ *   workspace       [bytes] i8, at least manifest step.workspace_bytes,
+ *                   64-byte aligned; scratch for activations
+ *   logits          [N, vocab] f32, written
+ * T <= step.max_num_batched_tokens and N <= step.max_num_seqs. */
+typedef void (*LlmcStepFn)(const LlmcCpuHostApi *api, LlmcMemRef1 *tokens,
+                           LlmcMemRef1 *positions, LlmcMemRef1 *cu_seqlens_q,
+                           LlmcMemRef1 *context_lens, LlmcMemRef2 *block_tables,
+                           LlmcMemRef1 *slot_mapping,
+                           LlmcMemRef1 *logits_indices, LlmcMemRef6 *kv_pool,
+                           LlmcMemRef1 *weights, LlmcMemRef1 *workspace,
+                           LlmcMemRef2 *logits);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LLMC_RUNTIME_STEPABI_H */

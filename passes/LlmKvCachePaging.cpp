@@ -1,0 +1,207 @@
+//===- LlmKvCachePaging.cpp - dense KV cache -> paged pool ----------------===//
+//
+// Exports carry the KV cache as tensors: past_key_values.N.{key,value} in,
+// Concat(past, new) inside, present.N.* out. A server cannot keep one dense
+// tensor per sequence: it keeps fixed-size blocks in one pool and tells each
+// step where a sequence's blocks are. This pass moves the model to that
+// contract: new keys and values are written to the pool at slot_mapping, and
+// attention reads them back through block_tables.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/StepAbi.h"
+
+#include "llmc/Support/TensorShape.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/BitVector.h"
+
+#define DEBUG_TYPE "llm-kv-cache-paging"
+
+namespace llmc {
+#define GEN_PASS_DEF_LLMKVCACHEPAGINGPASS
+#include "passes/Passes.h.inc"
+} // namespace llmc
+
+using namespace mlir;
+
+namespace llmc {
+namespace {
+
+/// One attention layer: its op and the keys and values of the new tokens.
+struct Layer {
+  llm::AttentionOp attention;
+  Value newKeys, newValues;
+};
+
+/// The keys or values of the current tokens that `cached` attends over:
+/// `new` of kv_concat(past input, new), or `cached` itself in a model
+/// without a cache.
+FailureOr<Value> newTokensOf(llm::AttentionOp attention, Value cached, StringRef what) {
+  if (cached.getDefiningOp<llm::RepeatKvOp>())
+    return attention.emitOpError() << what << " are widened by llm.repeat_kv: run llm-gqa-rewrite first",
+           failure();
+  auto concat = cached.getDefiningOp<llm::KvConcatOp>();
+  if (!concat) return cached;
+  if (!isa<BlockArgument>(concat.getPast()))
+    return attention.emitOpError() << "past " << what
+                                   << " are not a model input: only a cache the model takes and "
+                                      "returns can be paged",
+           failure();
+  return concat.getCurrent();
+}
+
+/// The [kv_heads, head_dim] of a [batch, kv_heads, seq, head_dim] tensor, or
+/// failure when they are not static.
+FailureOr<std::pair<int64_t, int64_t>> kvShape(llm::AttentionOp attention, Value keys) {
+  int64_t kvHeads = dimOf(keys, 1), headDim = dimOf(keys, 3);
+  if (rankOf(keys) != 4 || ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(headDim))
+    return attention.emitOpError("needs keys of static [batch, kv_heads, seq, head_dim] shape"),
+           failure();
+  return std::make_pair(kvHeads, headDim);
+}
+
+/// A name for an input in error messages: its ONNX name when it has one.
+std::string describeInput(func::FuncOp func, BlockArgument arg) {
+  if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name"))
+    return "'" + name.str() + "'";
+  return "#" + std::to_string(arg.getArgNumber());
+}
+
+struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPass> {
+  using LlmKvCachePagingPassBase::LlmKvCachePagingPassBase;
+
+  void runOnOperation() override {
+    if (failed(page(getOperation()))) signalPassFailure();
+  }
+
+  LogicalResult page(func::FuncOp func) {
+    if (blockSize <= 0) return func.emitError("block-size must be positive");
+    SmallVector<Layer> layers;
+    if (failed(collectLayers(func, layers))) return failure();
+
+    // The token ids (what every embedding reads) and the positions (what
+    // every rotary embedding reads, given or derived from attention_mask).
+    Value ids;
+    SmallVector<Operation *> ropes;
+    WalkResult walk = func.walk([&](Operation *op) {
+      if (auto embedding = dyn_cast<llm::EmbeddingOp>(op)) {
+        if (ids && ids != embedding.getIds()) {
+          op->emitOpError("reads other token ids than an earlier embedding");
+          return WalkResult::interrupt();
+        }
+        ids = embedding.getIds();
+      } else if (isa<llm::RopeOp, llm::RopeCachedOp>(op)) {
+        ropes.push_back(op);
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted()) return failure();
+    if (!ids || !isa<BlockArgument>(ids) || rankOf(ids) != 2)
+      return func.emitError("the token ids must be a [batch, seq] input read by llm.embedding");
+
+    MLIRContext *context = func.getContext();
+    auto i32 = IntegerType::get(context, 32);
+    int64_t batch = dimOf(ids, 0), seq = dimOf(ids, 1), dynamic = ShapedType::kDynamic;
+    unsigned originalInputs = func.getNumArguments();
+
+    auto [kvHeads, headDim] = *kvShape(layers.front().attention, layers.front().newKeys);
+    Type kvType = cast<ShapedType>(layers.front().newKeys.getType()).getElementType();
+    auto poolType = RankedTensorType::get(
+        {static_cast<int64_t>(layers.size()), dynamic, 2, kvHeads, blockSize, headDim}, kvType);
+
+    Value tokens = abi::addInput(func, abi::kTokens, RankedTensorType::get({batch, seq}, i32));
+    Value positions = abi::addInput(func, abi::kPositions, RankedTensorType::get({batch, seq}, i32));
+    Value contextLens = abi::addInput(func, abi::kContextLens, RankedTensorType::get({batch}, i32));
+    Value blockTables =
+        abi::addInput(func, abi::kBlockTables, RankedTensorType::get({batch, dynamic}, i32));
+    Value slotMapping =
+        abi::addInput(func, abi::kSlotMapping, RankedTensorType::get({batch, seq}, i32));
+    Value pool = abi::addInput(func, abi::kKvPool, poolType);
+
+    ids.replaceAllUsesWith(tokens);
+    for (Operation *rope : ropes) rope->setOperand(1, positions);
+
+    OpBuilder builder(context);
+    for (auto [index, layer] : llvm::enumerate(layers)) {
+      llm::AttentionOp attention = layer.attention;
+      auto shape = kvShape(attention, layer.newKeys);
+      if (failed(shape)) return failure();
+      if (*shape != std::make_pair(kvHeads, headDim) ||
+          cast<ShapedType>(layer.newKeys.getType()).getElementType() != kvType)
+        return attention.emitOpError("has another KV shape than layer 0; one pool holds all layers");
+      builder.setInsertionPoint(attention);
+      Location loc = attention.getLoc();
+      pool = llm::PagedKvWriteOp::create(builder, loc, poolType, pool, layer.newKeys,
+                                         layer.newValues, slotMapping,
+                                         builder.getI64IntegerAttr(index));
+      Value none = onnx::NoneOp::create(builder, loc, builder.getNoneType());
+      Value output = llm::PagedAttentionOp::create(
+          builder, loc, attention.getType(), attention.getQuery(), pool, blockTables, contextLens,
+          none, builder.getI64IntegerAttr(index), attention.getScaleAttr());
+      attention.replaceAllUsesWith(output);
+    }
+
+    if (failed(returnOnlyLogits(func))) return failure();
+    eraseDeadOps(func);
+    return eraseOriginalInputs(func, originalInputs);
+  }
+
+  /// Finds every attention, in program order, with its new keys and values.
+  LogicalResult collectLayers(func::FuncOp func, SmallVectorImpl<Layer> &layers) {
+    WalkResult walk = func.walk([&](llm::AttentionOp attention) {
+      if (!attention.getCausal()) {
+        attention.emitOpError("is not causal: a paged KV cache serves causal decoders");
+        return WalkResult::interrupt();
+      }
+      auto keys = newTokensOf(attention, attention.getKey(), "keys");
+      auto values = newTokensOf(attention, attention.getValue(), "values");
+      if (failed(keys) || failed(values)) return WalkResult::interrupt();
+      layers.push_back({attention, *keys, *values});
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted()) return failure();
+    if (layers.empty()) return func.emitError("no llm.attention to page: raise the model first");
+    return success();
+  }
+
+  /// Drops the present K/V from the results; the logits must be what is left.
+  LogicalResult returnOnlyLogits(func::FuncOp func) {
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    SmallVector<Value> kept;
+    for (Value value : ret.getOperands())
+      if (!value.getDefiningOp<llm::KvConcatOp>()) kept.push_back(value);
+    if (kept.size() != 1 || !kept.front().getDefiningOp<llm::LogitsOp>())
+      return ret.emitOpError("must return the logits (llm.logits) and the present K/V only; "
+                             "the step ABI has no place for other results");
+    ret->setOperands(kept);
+    func.removeResAttrsAttr();
+    func.setFunctionType(
+        FunctionType::get(func.getContext(), func.getArgumentTypes(), {kept.front().getType()}));
+    return success();
+  }
+
+  void eraseDeadOps(func::FuncOp func) {
+    IRRewriter rewriter(func.getContext());
+    (void)runRegionDCE(rewriter, func.getBody());
+  }
+
+  /// Removes the export's own inputs, which the step inputs have replaced.
+  LogicalResult eraseOriginalInputs(func::FuncOp func, unsigned count) {
+    llvm::BitVector erase(func.getNumArguments());
+    for (unsigned i = 0; i < count; ++i) {
+      BlockArgument arg = func.getArgument(i);
+      if (!arg.use_empty()) {
+        Operation *user = *arg.getUsers().begin();
+        return user->emitOpError() << "reads input " << describeInput(func, arg)
+                                   << ", which the paged step ABI replaces";
+      }
+      erase.set(i);
+    }
+    return func.eraseArguments(erase);
+  }
+};
+
+} // namespace
+} // namespace llmc

@@ -1,0 +1,49 @@
+//===- StepAbi.h - names of the step function's inputs ----------*- C++ -*-===//
+//
+// llm-kv-cache-paging and llm-ragged-batching rewrite the model function
+// into the step ABI (include/llmc/Runtime/StepABI.h). They tag each input
+// with its role under the `llmc.abi` argument attribute, so that later passes
+// find inputs by role instead of by position.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_PASSES_STEPABI_H
+#define LLMC_PASSES_STEPABI_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace llmc::abi {
+
+inline constexpr llvm::StringLiteral kRoleAttr = "llmc.abi";
+
+inline constexpr llvm::StringLiteral kTokens = "tokens";
+inline constexpr llvm::StringLiteral kPositions = "positions";
+inline constexpr llvm::StringLiteral kCuSeqlensQ = "cu_seqlens_q";
+inline constexpr llvm::StringLiteral kContextLens = "context_lens";
+inline constexpr llvm::StringLiteral kBlockTables = "block_tables";
+inline constexpr llvm::StringLiteral kSlotMapping = "slot_mapping";
+inline constexpr llvm::StringLiteral kLogitsIndices = "logits_indices";
+inline constexpr llvm::StringLiteral kKvPool = "kv_pool";
+
+/// The input of `func` tagged with `role`, or null.
+inline mlir::BlockArgument findInput(mlir::func::FuncOp func, llvm::StringRef role) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (auto tag = func.getArgAttrOfType<mlir::StringAttr>(i, kRoleAttr))
+      if (tag.getValue() == role) return func.getArgument(i);
+  return nullptr;
+}
+
+/// Appends an input tagged with `role`.
+inline mlir::BlockArgument addInput(mlir::func::FuncOp func, llvm::StringRef role,
+                                    mlir::Type type) {
+  mlir::MLIRContext *context = func.getContext();
+  auto attrs = mlir::DictionaryAttr::get(
+      context, {mlir::NamedAttribute(mlir::StringAttr::get(context, kRoleAttr),
+                                     mlir::StringAttr::get(context, role))});
+  unsigned index = func.getNumArguments();
+  (void)func.insertArgument(index, type, attrs, func.getLoc());
+  return func.getArgument(index);
+}
+
+} // namespace llmc::abi
+
+#endif // LLMC_PASSES_STEPABI_H
