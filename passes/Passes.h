@@ -19,6 +19,23 @@ namespace llmc {
 /// Adds the import clean-up and raising passes: onnx ops in, llm ops out.
 void buildRaisingPipeline(mlir::OpPassManager &pm, bool allowLeftovers = false);
 
+/// Options of the serving-form pipeline.
+struct StepPipelineOptions {
+  int64_t blockSize = 16;
+  int64_t maxNumBatchedTokens = 2048;
+  int64_t maxNumSeqs = 256;
+  std::string matmul = "blas";
+};
+
+/// Adds the passes from raised llm IR to the planned, ragged, paged step
+/// (llm-gqa-rewrite, llm-kv-cache-paging, llm-ragged-batching,
+/// llm-plan-memory), and with `lowerToCpu` llm-lower-to-cpu.
+void buildStepPipeline(mlir::OpPassManager &pm, const StepPipelineOptions &options,
+                       bool lowerToCpu);
+
+/// Registers the dialects the CPU lowering produces (for tools that run it).
+void registerStepLoweringDialects(mlir::DialectRegistry &registry);
+
 /// Registers the named pipelines (e.g. `llmc-raise`) with the pass registry.
 void registerPipelines();
 

@@ -143,4 +143,54 @@ def LlmRaggedBatchingPass : Pass<"llm-ragged-batching", "mlir::func::FuncOp"> {
   let dependentDialects = ["::llmc::llm::LlmDialect"];
 }
 
+def LlmPlanMemoryPass : Pass<"llm-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "Place every activation of the step in one workspace, reusing memory by liveness";
+  let description = [{
+    Runs on the ragged step. Each op result that needs memory gets a byte
+    offset into a single workspace (`llmc.workspace_offsets` on the op, one
+    entry per result, -1 where the result needs none), sized for the worst
+    step: `max-num-batched-tokens` rows for per-token values and
+    `max-num-seqs` rows for the gathered logits rows. Buffers whose live
+    ranges (definition to last use, views included) do not overlap share
+    memory; offsets are 64-byte aligned. Views (`llm.split_heads`,
+    `llm.merge_heads` in the ragged form) share their input's buffer,
+    weights and the KV pool need none, and the logits go straight to the
+    step's output. The function gets `llmc.workspace_bytes`,
+    `llmc.max_num_batched_tokens` and `llmc.max_num_seqs`.
+  }];
+  let options = [
+    Option<"maxNumBatchedTokens", "max-num-batched-tokens", "int64_t", /*default=*/"2048",
+           "Most tokens (prefill and decode together) one step may carry">,
+    Option<"maxNumSeqs", "max-num-seqs", "int64_t", /*default=*/"256",
+           "Most sequences one step may carry">,
+  ];
+}
+
+def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
+  let summary = "Generate the CPU step function and its kernels from the planned llm step";
+  let description = [{
+    Replaces the ragged, planned llm step with `llmc_step`, the function of
+    the step ABI (include/llmc/Runtime/StepABI.h) on memrefs, and one
+    private kernel function per distinct op and shape, built from scf loops
+    on memrefs: embedding, norms, rope, elementwise activations, the paged
+    KV write, paged attention (online softmax over the sequence's KV blocks,
+    O(1) extra memory per query row) and row gathers. Activations are views
+    of the workspace at the planned offsets; weights are views of the
+    weights buffer at offsets recorded in the `llmc.weights` module
+    attribute (the artifact writer lays weights.bin out from it). Weights
+    that `llm.dequantize` unpacks are dequantized here, at compile time.
+
+    Matrix products use the `matmul` strategy: `blas` calls the runtime's
+    sgemm through the host API table (OpenBLAS), `generated` emits loops.
+    Only f32 models are lowered; other element types are refused by name.
+  }];
+  let options = [
+    Option<"matmul", "matmul", "std::string", /*default=*/"\"blas\"",
+           "How matrix products run: blas (the runtime's sgemm) or generated (loops)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // LLMC_PASSES

@@ -7,6 +7,7 @@
 #include "Compile.h"
 
 #include "OpSummary.h"
+#include "llmc/Artifact/ArtifactWriter.h"
 #include "llmc/Import/OnnxImporter.h"
 #include "passes/Passes.h"
 
@@ -31,16 +32,32 @@ namespace llmc {
 cl::OptionCategory compileCategory("llmc compile options");
 
 namespace {
-enum class EmitKind { OnnxIR, LlmIR };
+enum class EmitKind { OnnxIR, LlmIR, StepIR, Artifact };
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
                                cl::cat(compileCategory));
-cl::opt<EmitKind> emit("emit", cl::desc("What to produce"), cl::init(EmitKind::LlmIR),
-                       cl::values(clEnumValN(EmitKind::OnnxIR, "onnx-ir", "the imported onnx dialect IR"),
-                                  clEnumValN(EmitKind::LlmIR, "llm-ir", "the raised llm dialect IR")),
-                       cl::cat(compileCategory));
-cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' for stdout)"),
-                                cl::value_desc("file"), cl::init("-"), cl::cat(compileCategory));
+cl::opt<EmitKind> emit(
+    "emit", cl::desc("What to produce"), cl::init(EmitKind::Artifact),
+    cl::values(clEnumValN(EmitKind::OnnxIR, "onnx-ir", "the imported onnx dialect IR"),
+               clEnumValN(EmitKind::LlmIR, "llm-ir", "the raised llm dialect IR"),
+               clEnumValN(EmitKind::StepIR, "step-ir",
+                          "the paged, ragged, planned llm step (before target lowering)"),
+               clEnumValN(EmitKind::Artifact, "artifact",
+                          "the compiled model directory (default; needs -o DIR)")),
+    cl::cat(compileCategory));
+cl::opt<std::string> outputPath("o", cl::desc("Output: the artifact directory, or the IR file ('-' for stdout)"),
+                                cl::value_desc("path"), cl::init("-"), cl::cat(compileCategory));
+cl::opt<std::string> target("target", cl::desc("Where the artifact runs (only cpu, the host, so far)"),
+                            cl::init("cpu"), cl::cat(compileCategory));
+cl::opt<int64_t> blockSize("block-size", cl::desc("Tokens per KV-cache block"), cl::init(16),
+                           cl::cat(compileCategory));
+cl::opt<int64_t> maxNumBatchedTokens("max-num-batched-tokens",
+                                     cl::desc("Most tokens one step carries (sizes the workspace)"),
+                                     cl::init(2048), cl::cat(compileCategory));
+cl::opt<int64_t> maxNumSeqs("max-num-seqs", cl::desc("Most sequences one step carries"),
+                            cl::init(256), cl::cat(compileCategory));
+cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or generated"),
+                            cl::init("blas"), cl::cat(compileCategory));
 cl::opt<bool> summary("summary", cl::desc("Print a per-layer op summary (to stderr when the IR goes to stdout)"),
                       cl::cat(compileCategory));
 cl::opt<bool> keepWeights("keep-weights",
@@ -104,6 +121,7 @@ private:
 int runCompile() {
   DialectRegistry registry;
   registry.insert<onnx::OnnxDialect, llm::LlmDialect, func::FuncDialect>();
+  registerStepLoweringDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   context.getDiagEngine().registerHandler(printDiagnostic);
@@ -128,10 +146,38 @@ int runCompile() {
     progress.stage("shape inference");
   } else {
     buildRaisingPipeline(pm, allowLeftovers);
-    progress.stage("shape inference and raising to llm");
+    if (emit == EmitKind::StepIR || emit == EmitKind::Artifact) {
+      StepPipelineOptions options;
+      options.blockSize = blockSize;
+      options.maxNumBatchedTokens = maxNumBatchedTokens;
+      options.maxNumSeqs = maxNumSeqs;
+      options.matmul = matmul;
+      buildStepPipeline(pm, options, /*lowerToCpu=*/emit == EmitKind::Artifact);
+      progress.stage("raising, paging, ragged batching and CPU lowering");
+    } else {
+      progress.stage("shape inference and raising to llm");
+    }
   }
   if (failed(pm.run(*module))) return 1;
   progress.finish();
+
+  if (emit == EmitKind::Artifact) {
+    if (outputPath == "-") {
+      llvm::WithColor::error(llvm::errs(), "llmc") << "an artifact is a directory: give -o model.llmc\n";
+      return 1;
+    }
+    if (target != "cpu") {
+      llvm::WithColor::error(llvm::errs(), "llmc")
+          << "unknown target '" << target << "': this llmc compiles for cpu\n";
+      return 1;
+    }
+    TimingScope artifactTiming = rootTiming.nest("artifact");
+    auto stage = [&](llvm::StringRef what) { progress.stage(what); };
+    if (failed(writeCpuArtifact(*module, outputPath, detectHostCpu(), stage))) return 1;
+    progress.finish();
+    if (!quiet) llvm::errs() << "llmc: wrote " << outputPath << "\n";
+    return 0;
+  }
 
   std::string error;
   auto output = openOutputFile(outputPath, &error);

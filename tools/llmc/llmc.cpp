@@ -1,11 +1,13 @@
 //===- llmc.cpp - the llmc command-line tool ------------------------------===//
 //
 //   llmc compile model.onnx [--emit=onnx-ir|llm-ir] [-o FILE] [--summary]
+//   llmc run model.llmc --prompt-ids 1,2,3 [--max-tokens N] [--json] ...
 //
 // Errors are one line on stderr, `llmc: error: ...`, and a non-zero exit.
 //
 //===----------------------------------------------------------------------===//
 #include "Compile.h"
+#include "Run.h"
 
 #include "llmc/Support/Debug.h"
 #include "passes/Passes.h"
@@ -22,8 +24,10 @@ int main(int argc, char **argv) {
   // `llmc <command> ...`: the command picks what runs; its options and MLIR's
   // (--mlir-print-ir-after-all, --mlir-timing, ...) are parsed after it.
   llvm::StringRef command = argc > 1 ? argv[1] : "";
+  if (command == "run") return llmc::runRun(std::vector<std::string>(argv + 2, argv + argc));
   if (command != "compile") {
-    llvm::errs() << "usage: llmc compile model.onnx [options]   (llmc compile --help for the options)\n";
+    llvm::errs() << "usage: llmc compile model.onnx [options]   (llmc compile --help for the options)\n"
+                    "       llmc run model.llmc --prompt-ids 1,2,3 [options]   (llmc run --help)\n";
     return command == "--help" || command == "-h" ? 0 : 1;
   }
   // First the passes: --mlir-print-ir-after=<pass> takes their names.

@@ -1,0 +1,22 @@
+//===- ArtifactWriter.h - write model.llmc/ ----------------------*- C++ -*-===//
+#ifndef LLMC_ARTIFACT_ARTIFACTWRITER_H
+#define LLMC_ARTIFACT_ARTIFACTWRITER_H
+
+#include "llmc/Target/CpuTarget.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace llmc {
+
+/// Writes the artifact directory (docs/artifact.md) from a module that
+/// llm-lower-to-cpu produced: weights.bin laid out from its `llmc.weights`
+/// attribute, kernels.so compiled for `target`, and manifest.json last, so
+/// that a directory with a manifest is complete. `stage` is told what
+/// starts (for progress output). Errors are diagnostics on the module.
+mlir::LogicalResult writeCpuArtifact(mlir::ModuleOp module, llvm::StringRef directory,
+                                     const CpuTargetInfo &target,
+                                     llvm::function_ref<void(llvm::StringRef)> stage);
+
+} // namespace llmc
+
+#endif // LLMC_ARTIFACT_ARTIFACTWRITER_H

@@ -1,0 +1,164 @@
+//===- ArtifactWriter.cpp - write model.llmc/ -----------------------------===//
+#include "llmc/Artifact/ArtifactWriter.h"
+
+#include "llmc/Artifact/Checksum.h"
+#include "llmc/Runtime/StepABI.h"
+#include "llmc/Support/ElementsData.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <vector>
+
+using namespace mlir;
+
+namespace llmc {
+
+namespace {
+
+constexpr int64_t kFormatVersion = 1;
+constexpr int64_t kWeightAlignment = 64;
+
+/// What manifest.json says about the step, read from the lowered module.
+struct StepConfig {
+  int64_t workspaceBytes, maxNumBatchedTokens, maxNumSeqs;
+  int64_t vocabSize, numLayers, numKvHeads, blockSize, headDim, hiddenSize, numHeads;
+  std::string matmul;
+};
+
+FailureOr<StepConfig> readStepConfig(ModuleOp module) {
+  auto step = module.lookupSymbol<func::FuncOp>("llmc_step");
+  auto integer = [&](StringRef name) {
+    auto attr = module->getAttrOfType<IntegerAttr>(name);
+    return attr ? attr.getInt() : -1;
+  };
+  auto matmul = module->getAttrOfType<StringAttr>("llmc.matmul");
+  if (!step || step.getNumArguments() != 12 || !matmul)
+    return module.emitError("not a module that llm-lower-to-cpu produced"), failure();
+  auto pool = cast<MemRefType>(step.getArgumentTypes()[8]);
+  auto logits = cast<MemRefType>(step.getArgumentTypes()[11]);
+  return StepConfig{integer("llmc.workspace_bytes"), integer("llmc.max_num_batched_tokens"),
+                    integer("llmc.max_num_seqs"), logits.getDimSize(1), pool.getDimSize(0),
+                    pool.getDimSize(3), pool.getDimSize(4), pool.getDimSize(5),
+                    integer("llmc.hidden_size"), integer("llmc.num_heads"),
+                    matmul.getValue().str()};
+}
+
+/// Reads back a file the writer produced, for its size and checksum.
+FailureOr<std::pair<uint64_t, std::string>> sizeAndChecksum(ModuleOp module, StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buffer) return module.emitError("cannot read back ") << path, failure();
+  StringRef data = (*buffer)->getBuffer();
+  return std::make_pair(static_cast<uint64_t>(data.size()),
+                        checksumHex(checksum64(data.data(), data.size())));
+}
+
+/// weights.bin: every weight at its offset, zeros between.
+LogicalResult writeWeights(ModuleOp module, StringRef path, llvm::json::Array &index) {
+  auto weights = module->getAttrOfType<ArrayAttr>("llmc.weights");
+  auto total = module->getAttrOfType<IntegerAttr>("llmc.weights_bytes");
+  if (!weights || !total) return module.emitError("has no weight layout (llmc.weights)");
+  std::vector<char> file(llvm::alignTo(total.getInt(), kWeightAlignment), 0);
+  for (Attribute entry : weights) {
+    auto dict = cast<DictionaryAttr>(entry);
+    auto value = cast<ElementsAttr>(dict.get("value"));
+    int64_t offset = cast<IntegerAttr>(dict.get("offset")).getInt();
+    std::vector<char> storage;
+    auto bytes = elementsBytes(value, storage);
+    if (failed(bytes) || offset + static_cast<int64_t>(bytes->size()) > static_cast<int64_t>(file.size()))
+      return module.emitError("weight ") << dict.get("name") << " has no data to write";
+    std::copy(bytes->begin(), bytes->end(), file.begin() + offset);
+    llvm::json::Array shape;
+    for (int64_t dim : cast<ShapedType>(value.getType()).getShape()) shape.push_back(dim);
+    index.push_back(llvm::json::Object{{"name", cast<StringAttr>(dict.get("name")).getValue()},
+                                       {"dtype", "f32"},
+                                       {"shape", std::move(shape)},
+                                       {"offset", offset},
+                                       {"nbytes", static_cast<int64_t>(bytes->size())}});
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec) return module.emitError("cannot write ") << path << ": " << ec.message();
+  out.write(file.data(), file.size());
+  out.close();
+  if (out.has_error()) return module.emitError("writing ") << path << " failed";
+  return success();
+}
+
+} // namespace
+
+LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTargetInfo &target,
+                               function_ref<void(StringRef)> stage) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory))
+    return module.emitError("cannot create ") << directory << ": " << ec.message();
+  auto config = readStepConfig(module);
+  if (failed(config)) return failure();
+  auto pathOf = [&](StringRef file) {
+    llvm::SmallString<256> path(directory);
+    llvm::sys::path::append(path, file);
+    return std::string(path);
+  };
+  // A manifest left by an earlier compile would describe files being replaced.
+  llvm::sys::fs::remove(pathOf("manifest.json"));
+
+  stage("writing weights.bin");
+  llvm::json::Array weightIndex;
+  if (failed(writeWeights(module, pathOf("weights.bin"), weightIndex))) return failure();
+  for (StringRef name : {"llmc.weights", "llmc.weights_bytes", "llmc.workspace_bytes",
+                         "llmc.max_num_batched_tokens", "llmc.max_num_seqs", "llmc.matmul",
+                         "llmc.hidden_size", "llmc.num_heads"})
+    module->removeAttr(name);
+
+  stage("generating kernels.so for " + target.cpu);
+  if (failed(emitCpuSharedObject(module, target, pathOf("kernels.o"), pathOf("kernels.so"))))
+    return failure();
+  llvm::sys::fs::remove(pathOf("kernels.o"));
+
+  auto weights = sizeAndChecksum(module, pathOf("weights.bin"));
+  auto kernels = sizeAndChecksum(module, pathOf("kernels.so"));
+  if (failed(weights) || failed(kernels)) return failure();
+
+  llvm::json::Object manifest{
+      {"format", "llmc-artifact"},
+      {"format_version", kFormatVersion},
+      {"abi_version", LLMC_STEP_ABI_VERSION},
+      {"target", llvm::json::Object{{"kind", "cpu"},
+                                    {"triple", target.triple},
+                                    {"cpu", target.cpu},
+                                    {"features", target.features}}},
+      {"model", llvm::json::Object{{"vocab_size", config->vocabSize},
+                                   {"hidden_size", config->hiddenSize},
+                                   {"num_heads", config->numHeads},
+                                   {"num_layers", config->numLayers},
+                                   {"num_kv_heads", config->numKvHeads},
+                                   {"head_dim", config->headDim},
+                                   {"dtype", "f32"}}},
+      {"step", llvm::json::Object{{"symbol", LLMC_STEP_SYMBOL},
+                                  {"max_num_batched_tokens", config->maxNumBatchedTokens},
+                                  {"max_num_seqs", config->maxNumSeqs},
+                                  {"workspace_bytes", config->workspaceBytes},
+                                  {"block_size", config->blockSize},
+                                  {"kv_dtype", "f32"},
+                                  {"matmul", config->matmul}}},
+      {"kernels", llvm::json::Array{llvm::json::Object{{"file", "kernels.so"},
+                                                       {"size", kernels->first},
+                                                       {"checksum", kernels->second}}}},
+      {"weights", llvm::json::Object{{"file", "weights.bin"},
+                                     {"size", weights->first},
+                                     {"alignment", kWeightAlignment},
+                                     {"checksum", weights->second},
+                                     {"tensors", std::move(weightIndex)}}},
+  };
+  std::error_code ec;
+  llvm::raw_fd_ostream out(pathOf("manifest.json"), ec, llvm::sys::fs::OF_Text);
+  if (ec) return module.emitError("cannot write manifest.json: ") << ec.message();
+  out << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
+  return success();
+}
+
+} // namespace llmc

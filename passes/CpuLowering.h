@@ -1,0 +1,135 @@
+//===- CpuLowering.h - shared state of llm-lower-to-cpu ---------*- C++ -*-===//
+//
+// llm-lower-to-cpu builds `llmc_step` op by op. Each llm op becomes a call of
+// a private kernel function (one per distinct op and shape), whose body is
+// scf loops over memrefs; KernelBuilder is the small vocabulary those bodies
+// are written in. Activations are 2-D memrefs [rows, features] (heads are
+// `heads * head_dim` features), so split/merge of heads costs nothing.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_PASSES_CPULOWERING_H
+#define LLMC_PASSES_CPULOWERING_H
+
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+namespace llmc::cpu {
+
+/// Builds loop nests and scalar arithmetic inside a kernel. Float arithmetic
+/// carries reassoc+contract fast-math flags so that LLVM vectorises
+/// reductions; every row is computed by the same code whatever the batch, so
+/// results stay independent of the batch composition.
+class KernelBuilder {
+public:
+  KernelBuilder(mlir::OpBuilder &builder, mlir::Location loc) : b(builder), loc(loc) {}
+
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location location() const { return loc; }
+
+  mlir::Value index(int64_t value);
+  mlir::Value f32(double value);
+  mlir::Value dim(mlir::Value memref, int64_t dim);
+  /// An i32 (or other integer) value as an index.
+  mlir::Value toIndex(mlir::Value integer);
+  mlir::Value toF32(mlir::Value integer);
+
+  /// for (iv = lower; iv < upper; ++iv) body(iv)
+  void forEach(mlir::Value lower, mlir::Value upper, llvm::function_ref<void(mlir::Value)> body);
+  /// acc = init; for (iv...) acc = body(iv, acc); returns acc.
+  mlir::Value reduce(mlir::Value lower, mlir::Value upper, mlir::Value init,
+                     llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> body);
+  /// if (condition) then()
+  void ifThen(mlir::Value condition, llvm::function_ref<void()> then);
+
+  mlir::Value load(mlir::Value memref, mlir::ValueRange indices);
+  void store(mlir::Value value, mlir::Value memref, mlir::ValueRange indices);
+
+  mlir::Value add(mlir::Value a, mlir::Value c);
+  mlir::Value sub(mlir::Value a, mlir::Value c);
+  mlir::Value mul(mlir::Value a, mlir::Value c);
+  mlir::Value div(mlir::Value a, mlir::Value c);
+  mlir::Value max(mlir::Value a, mlir::Value c);
+  mlir::Value neg(mlir::Value a);
+  mlir::Value exp(mlir::Value a);
+  mlir::Value sqrt(mlir::Value a);
+  mlir::Value cos(mlir::Value a);
+  mlir::Value sin(mlir::Value a);
+  mlir::Value erf(mlir::Value a);
+  mlir::Value tanh(mlir::Value a);
+
+  mlir::Value addIndex(mlir::Value a, mlir::Value c);
+  mlir::Value subIndex(mlir::Value a, mlir::Value c);
+  mlir::Value mulIndex(mlir::Value a, mlir::Value c);
+  mlir::Value divIndex(mlir::Value a, mlir::Value c);
+  mlir::Value remIndex(mlir::Value a, mlir::Value c);
+  mlir::Value minIndex(mlir::Value a, mlir::Value c);
+  mlir::Value lessThan(mlir::Value a, mlir::Value c);
+
+private:
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+};
+
+/// The step function under construction and what its ops need.
+class StepLowering {
+public:
+  using KernelBody = llvm::function_ref<void(KernelBuilder &, mlir::ValueRange)>;
+
+  StepLowering(mlir::ModuleOp module, mlir::OpBuilder &builder) : module(module), b(builder) {}
+
+  mlir::ModuleOp module;
+  mlir::OpBuilder &b;      // positioned in the step function's body
+  mlir::Value api;         // !llvm.ptr to LlmcCpuHostApi
+  mlir::Value numTokens;   // index: rows of per-token activations
+  mlir::Value numSeqs;     // index: rows of gathered activations
+  bool generatedMatmul = false;
+
+  /// Calls the kernel identified by `key`, built by `body` the first time.
+  /// Kernel arguments are `args`, in order.
+  void callKernel(mlir::Location loc, llvm::StringRef name, const std::string &key,
+                  mlir::ValueRange args, KernelBody body);
+
+private:
+  llvm::StringMap<mlir::func::FuncOp> kernels;
+};
+
+/// What identifies a kernel: the op's name and attributes and the types it
+/// is called with.
+std::string kernelKey(mlir::Operation *op, mlir::ValueRange args);
+/// The same for kernels that are not one op's: a name and the argument types.
+std::string kernelKey(llvm::StringRef name, mlir::ValueRange args);
+
+/// Lowers one llm op, given the memrefs of its operands (null for none) and
+/// of its result. Fails with an error on the op for what is not supported.
+mlir::LogicalResult lowerElementwise(StepLowering &step, mlir::Operation *op,
+                                     llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+mlir::LogicalResult lowerNorm(StepLowering &step, mlir::Operation *op,
+                              llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+mlir::LogicalResult lowerEmbedding(StepLowering &step, llm::EmbeddingOp op,
+                                   llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+mlir::LogicalResult lowerRope(StepLowering &step, mlir::Operation *op,
+                              llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+mlir::LogicalResult lowerGatherRows(StepLowering &step, llm::GatherRowsOp op,
+                                    llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+mlir::LogicalResult lowerSplitQkv(StepLowering &step, llm::SplitQkvOp op,
+                                  llvm::ArrayRef<mlir::Value> operands,
+                                  llvm::ArrayRef<mlir::Value> outputs);
+mlir::LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
+                                      llvm::ArrayRef<mlir::Value> operands);
+mlir::LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
+                                        llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+/// output = input * weight (+ bias); weight [in, out], or [out, in] if
+/// `transposed`. The one place that chooses between BLAS and generated loops.
+mlir::LogicalResult lowerMatmul(StepLowering &step, mlir::Location loc, mlir::Value input,
+                                mlir::Value weight, bool transposed, mlir::Value bias,
+                                mlir::Value output);
+
+} // namespace llmc::cpu
+
+#endif // LLMC_PASSES_CPULOWERING_H

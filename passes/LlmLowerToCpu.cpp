@@ -1,0 +1,322 @@
+//===- LlmLowerToCpu.cpp - the step function for the host CPU -------------===//
+//
+// Turns the planned, ragged llm step into `llmc_step` (the step ABI of
+// include/llmc/Runtime/StepABI.h) on memrefs: every activation a view of the
+// workspace at its planned offset, every weight a view of weights.bin at an
+// offset recorded for the artifact writer, and every op a call of a kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/CpuLowering.h"
+#include "passes/StepAbi.h"
+
+#include "llmc/Support/ElementsData.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+#define DEBUG_TYPE "llm-lower-to-cpu"
+
+namespace llmc {
+#define GEN_PASS_DEF_LLMLOWERTOCPUPASS
+#include "passes/Passes.h.inc"
+} // namespace llmc
+
+using namespace mlir;
+
+namespace llmc {
+namespace {
+
+constexpr int64_t kWeightAlignment = 64;
+
+/// The step ABI's arguments after `api`, in order.
+constexpr llvm::StringLiteral kStepInputs[] = {abi::kTokens,       abi::kPositions,
+                                               abi::kCuSeqlensQ,   abi::kContextLens,
+                                               abi::kBlockTables,  abi::kSlotMapping,
+                                               abi::kLogitsIndices, abi::kKvPool};
+
+/// A memref type with the tensor's shape (dynamic dims stay dynamic).
+MemRefType memrefLike(Type tensor) {
+  auto shaped = cast<ShapedType>(tensor);
+  return MemRefType::get(shaped.getShape(), shaped.getElementType());
+}
+
+/// Unpacks an llm.dequantize of constants into f32 [rows, cols] at compile
+/// time: value = (q - zero_point) * scale, per block of `block_size` along a
+/// row, q packed low bits first.
+FailureOr<ElementsAttr> dequantizeConstant(llm::DequantizeOp op) {
+  auto constantOf = [](Value value) -> ElementsAttr {
+    auto constant = value.getDefiningOp<onnx::ConstantOp>();
+    return constant ? dyn_cast<ElementsAttr>(constant.getValue()) : nullptr;
+  };
+  ElementsAttr data = constantOf(op.getData()), scales = constantOf(op.getScales());
+  ElementsAttr zeroPoints = constantOf(op.getZeroPoints());
+  bool hasZeroPoints = !isa<NoneType>(op.getZeroPoints().getType());
+  auto resultType = dyn_cast<RankedTensorType>(op.getType());
+  if (!data || !scales || (hasZeroPoints && !zeroPoints) || !resultType ||
+      !resultType.hasStaticShape() || resultType.getRank() != 2)
+    return op.emitOpError("is only lowered for constant operands and a static 2-D result"),
+           failure();
+  if (!scales.getElementType().isF32())
+    return op.emitOpError("has non-f32 scales; only f32 models are lowered"), failure();
+  int64_t bits = op.getBits(), blockSize = op.getBlockSize();
+  if ((bits != 4 && bits != 8) || blockSize <= 0)
+    return op.emitOpError("is only lowered for 4- and 8-bit blocks"), failure();
+
+  std::vector<char> dataStorage, scaleStorage, zeroStorage;
+  auto dataBytes = elementsBytes(data, dataStorage);
+  auto scaleBytes = elementsBytes(scales, scaleStorage);
+  FailureOr<ArrayRef<char>> zeroBytes = ArrayRef<char>();
+  if (hasZeroPoints) zeroBytes = elementsBytes(zeroPoints, zeroStorage);
+  if (failed(dataBytes) || failed(scaleBytes) || failed(zeroBytes))
+    return op.emitOpError("has a constant operand without readable data"), failure();
+
+  int64_t rows = resultType.getDimSize(0), cols = resultType.getDimSize(1);
+  int64_t blocks = llvm::divideCeil(cols, blockSize);
+  int64_t rowBytes = blocks * blockSize * bits / 8;
+  bool floatZeroPoints = hasZeroPoints && zeroPoints.getElementType().isF32();
+  // Packed zero points hold one value per block, `bits` wide, rows padded to bytes.
+  int64_t zeroRowBytes = llvm::divideCeil(blocks * bits, 8);
+  if (static_cast<int64_t>(dataBytes->size()) < rows * rowBytes ||
+      static_cast<int64_t>(scaleBytes->size()) < rows * blocks * 4 ||
+      (hasZeroPoints && static_cast<int64_t>(zeroBytes->size()) <
+                            rows * (floatZeroPoints ? blocks * 4 : zeroRowBytes)))
+    return op.emitOpError("has operands too small for its ") << rows << "x" << cols << " result",
+           failure();
+
+  auto packed = [&](ArrayRef<char> bytes, int64_t base, int64_t index) -> int64_t {
+    auto byte = static_cast<uint8_t>(bytes[base + index * bits / 8]);
+    return bits == 8 ? byte : (index % 2 ? byte >> 4 : byte & 0xF);
+  };
+  const auto *scaleValues = reinterpret_cast<const float *>(scaleBytes->data());
+  const auto *zeroFloats = reinterpret_cast<const float *>(zeroBytes->data());
+  std::vector<float> values(rows * cols);
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t col = 0; col < cols; ++col) {
+      int64_t block = col / blockSize;
+      float scale = scaleValues[row * blocks + block];
+      float zero = static_cast<float>(1 << (bits - 1));
+      if (floatZeroPoints) zero = zeroFloats[row * blocks + block];
+      else if (hasZeroPoints) zero = static_cast<float>(packed(*zeroBytes, row * zeroRowBytes, block));
+      float q = static_cast<float>(packed(*dataBytes, row * rowBytes, col));
+      values[row * cols + col] = (q - zero) * scale;
+    }
+  auto type = RankedTensorType::get({rows, cols}, Float32Type::get(op.getContext()));
+  return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+      type, "dequantized", HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(values))));
+}
+
+struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
+  using LlmLowerToCpuPassBase::LlmLowerToCpuPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    func::FuncOp model;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (abi::findInput(func, abi::kCuSeqlensQ)) model = func;
+    if (!model) {
+      module.emitError("no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first");
+      return signalPassFailure();
+    }
+    if (matmul != "blas" && matmul != "generated") {
+      module.emitError("matmul must be blas or generated, not '") << matmul << "'";
+      return signalPassFailure();
+    }
+    if (!model->hasAttr("llmc.workspace_bytes")) {
+      model.emitError("has no memory plan: run llm-plan-memory first");
+      return signalPassFailure();
+    }
+    if (failed(lower(module, model))) return signalPassFailure();
+  }
+
+  LogicalResult lower(ModuleOp module, func::FuncOp model) {
+    MLIRContext *context = module.getContext();
+    OpBuilder b(context);
+    Location loc = model.getLoc();
+
+    // The step function's signature: api, the ABI inputs, weights, workspace, logits.
+    SmallVector<Type> types{LLVM::LLVMPointerType::get(context)};
+    SmallVector<BlockArgument> modelInputs;
+    for (StringRef role : kStepInputs) {
+      BlockArgument input = abi::findInput(model, role);
+      if (!input) return model.emitError("has no '") << role << "' input";
+      auto tensor = cast<RankedTensorType>(input.getType());
+      if (role == abi::kKvPool && !tensor.getElementType().isF32())
+        return model.emitError("has a non-f32 KV cache; only f32 models are lowered");
+      modelInputs.push_back(input);
+      types.push_back(memrefLike(tensor));
+    }
+    auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
+    types.append({bytes, bytes, memrefLike(model.getResultTypes().front())});
+
+    b.setInsertionPoint(model);
+    auto stepFunc = func::FuncOp::create(b, loc, "llmc_step", b.getFunctionType(types, {}));
+    stepFunc->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+    Block *body = stepFunc.addEntryBlock();
+    b.setInsertionPointToStart(body);
+
+    cpu::StepLowering step(module, b);
+    builderForViews = &b;
+    step.generatedMatmul = matmul == "generated";
+    step.api = body->getArgument(0);
+    for (auto [index, input] : llvm::enumerate(modelInputs))
+      memrefs[input] = body->getArgument(index + 1);
+    weightsArg = body->getArgument(types.size() - 3);
+    workspaceArg = body->getArgument(types.size() - 2);
+    Value logits = body->getArgument(types.size() - 1);
+    step.numTokens = memref::DimOp::create(b, loc, body->getArgument(1), 0);
+    step.numSeqs = memref::DimOp::create(b, loc, body->getArgument(7), 0);
+
+    for (Operation &op : model.getBody().front())
+      if (failed(lowerOp(step, &op, logits))) return failure();
+    func::ReturnOp::create(b, loc);
+
+    recordArtifactAttributes(module, model);
+    model.erase();
+    return success();
+  }
+
+  LogicalResult lowerOp(cpu::StepLowering &step, Operation *op, Value logits) {
+    if (isa<onnx::ConstantOp, onnx::NoneOp, llm::DequantizeOp, func::ReturnOp>(op))
+      return success(); // weights become views where they are used
+    if (isa<llm::SplitHeadsOp, llm::MergeHeadsOp>(op)) {
+      memrefs[op->getResult(0)] = memrefs.lookup(op->getOperand(0));
+      return success();
+    }
+    SmallVector<Value> operands;
+    for (Value operand : op->getOperands()) {
+      auto memref = memrefOf(operand);
+      if (failed(memref)) return failure();
+      operands.push_back(*memref);
+    }
+    SmallVector<Value> outputs;
+    if (!isa<llm::PagedKvWriteOp, llm::LogitsOp>(op))
+      if (failed(workspaceViews(step, op, outputs))) return failure();
+
+    return TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](llm::LinearOp linear) {
+          return cpu::lowerMatmul(step, op->getLoc(), operands[0], operands[1],
+                                  linear.getTransposeWeight(), operands[2], outputs[0]);
+        })
+        .Case([&](llm::LogitsOp head) {
+          return cpu::lowerMatmul(step, op->getLoc(), operands[0], operands[1],
+                                  head.getTransposeWeight(), nullptr, logits);
+        })
+        .Case([&](llm::PagedKvWriteOp write) {
+          memrefs[write.getResult()] = operands[0];
+          return cpu::lowerPagedKvWrite(step, write, operands);
+        })
+        .Case([&](llm::PagedAttentionOp attention) {
+          return cpu::lowerPagedAttention(step, attention, operands, outputs[0]);
+        })
+        .Case([&](llm::EmbeddingOp embedding) {
+          return cpu::lowerEmbedding(step, embedding, operands, outputs[0]);
+        })
+        .Case([&](llm::GatherRowsOp gather) {
+          return cpu::lowerGatherRows(step, gather, operands, outputs[0]);
+        })
+        .Case([&](llm::SplitQkvOp split) { return cpu::lowerSplitQkv(step, split, operands, outputs); })
+        .Case<llm::RmsNormOp, llm::LayerNormOp>(
+            [&](Operation *norm) { return cpu::lowerNorm(step, norm, operands, outputs[0]); })
+        .Case<llm::RopeOp, llm::RopeCachedOp>(
+            [&](Operation *rope) { return cpu::lowerRope(step, rope, operands, outputs[0]); })
+        .Default([&](Operation *other) {
+          return cpu::lowerElementwise(step, other, operands, outputs[0]);
+        });
+  }
+
+  /// The memref of an operand: a step input, an earlier result, a weight
+  /// view, or null for an omitted optional operand.
+  FailureOr<Value> memrefOf(Value value) {
+    if (Value known = memrefs.lookup(value)) return known;
+    Operation *def = value.getDefiningOp();
+    if (isa_and_nonnull<onnx::NoneOp>(def)) return Value();
+    ElementsAttr data;
+    if (auto constant = dyn_cast_or_null<onnx::ConstantOp>(def)) {
+      data = dyn_cast<ElementsAttr>(constant.getValue());
+    } else if (auto dequantize = dyn_cast_or_null<llm::DequantizeOp>(def)) {
+      auto unpacked = dequantizeConstant(dequantize);
+      if (failed(unpacked)) return failure();
+      data = *unpacked;
+    }
+    if (!data) {
+      if (def) return def->emitOpError("has no CPU lowering"), failure();
+      return emitError(value.getLoc(), "the step reads an input the step ABI does not have"), failure();
+    }
+    auto type = cast<ShapedType>(data.getType());
+    if (!type.hasStaticShape() || !type.getElementType().isF32())
+      return def->emitOpError("is a weight that is not static f32; only f32 models are lowered"),
+             failure();
+    // Place the weight in weights.bin and view it from the step.
+    weightOffset = llvm::alignTo(weightOffset, kWeightAlignment);
+    std::string name = "weight" + std::to_string(weights.size());
+    if (auto nameLoc = dyn_cast<NameLoc>(def->getLoc())) name = nameLoc.getName().str();
+    Builder attrs(def->getContext());
+    weights.push_back(attrs.getDictionaryAttr(
+        {attrs.getNamedAttr("name", attrs.getStringAttr(name)),
+         attrs.getNamedAttr("offset", attrs.getI64IntegerAttr(weightOffset)),
+         attrs.getNamedAttr("value", cast<TypedAttr>(data))}));
+    OpBuilder &b = *builderForViews;
+    Value offset = arith::ConstantIndexOp::create(b, def->getLoc(), weightOffset);
+    Value view = memref::ViewOp::create(b, def->getLoc(), memrefLike(type), weightsArg, offset,
+                                        ValueRange{});
+    weightOffset += type.getNumElements() * 4;
+    memrefs[value] = view;
+    return view;
+  }
+
+  /// Views of the workspace at the planned offsets for `op`'s results.
+  LogicalResult workspaceViews(cpu::StepLowering &step, Operation *op,
+                               SmallVectorImpl<Value> &outputs) {
+    auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("llmc.workspace_offsets");
+    if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
+      return op->emitOpError("has no planned workspace offsets: run llm-plan-memory first");
+    for (auto [result, offset] : llvm::zip(op->getResults(), offsets.asArrayRef())) {
+      auto tensor = cast<RankedTensorType>(result.getType());
+      if (!tensor.getElementType().isF32() && !isa<llm::GatherRowsOp>(op))
+        return op->emitOpError("computes ") << tensor.getElementType()
+                                            << "; only f32 models are lowered";
+      // Activations are [rows, features], heads included in the features.
+      int64_t features = 1;
+      for (int64_t dim : tensor.getShape().drop_front()) features *= dim;
+      auto type = MemRefType::get({ShapedType::kDynamic, features}, tensor.getElementType());
+      Value rows = isa<llm::GatherRowsOp>(op) ? step.numSeqs : step.numTokens;
+      Value start = arith::ConstantIndexOp::create(step.b, op->getLoc(), offset);
+      Value view = memref::ViewOp::create(step.b, op->getLoc(), type, workspaceArg, start,
+                                          ValueRange{rows});
+      memrefs[result] = view;
+      outputs.push_back(view);
+    }
+    return success();
+  }
+
+  /// What the artifact writer needs: the weight layout and the step's config.
+  void recordArtifactAttributes(ModuleOp module, func::FuncOp model) {
+    Builder b(module.getContext());
+    module->setAttr("llmc.weights", b.getArrayAttr(weights));
+    module->setAttr("llmc.weights_bytes", b.getI64IntegerAttr(weightOffset));
+    for (StringRef name : {"llmc.workspace_bytes", "llmc.max_num_batched_tokens", "llmc.max_num_seqs"})
+      module->setAttr(name, model->getAttr(name));
+    module->setAttr("llmc.matmul", b.getStringAttr(matmul));
+    // The model's shape, for the manifest: hidden size and query heads.
+    model.walk([&](llm::EmbeddingOp embedding) {
+      module->setAttr("llmc.hidden_size",
+                      b.getI64IntegerAttr(cast<ShapedType>(embedding.getType()).getShape().back()));
+    });
+    model.walk([&](llm::PagedAttentionOp attention) {
+      module->setAttr("llmc.num_heads",
+                      b.getI64IntegerAttr(cast<ShapedType>(attention.getType()).getDimSize(1)));
+    });
+  }
+
+  DenseMap<Value, Value> memrefs;
+  SmallVector<Attribute> weights;
+  int64_t weightOffset = 0;
+  Value weightsArg, workspaceArg;
+  OpBuilder *builderForViews = nullptr;
+};
+
+} // namespace
+} // namespace llmc

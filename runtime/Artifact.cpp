@@ -1,0 +1,257 @@
+//===- Artifact.cpp - load and verify a model.llmc directory --------------===//
+#include "runtime/Artifact.h"
+
+#include "llmc/Artifact/Checksum.h"
+#include "runtime/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <utility>
+
+namespace llmc::runtime {
+namespace {
+using nlohmann::json;
+
+constexpr const char *kFormat = "llmc-artifact";
+constexpr int64_t kFormatVersion = 1;
+constexpr size_t kPageSize = 4096;
+
+std::string joinPath(const std::string &directory, const std::string &name) {
+  if (directory.empty() || directory.back() == '/') return directory + name;
+  return directory + "/" + name;
+}
+
+/// A file mapped read-only; unmapped on destruction unless released.
+class FileMapping {
+public:
+  explicit FileMapping(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(path + ": cannot open (missing from the artifact?)");
+    struct stat info;
+    if (::fstat(fd, &info) != 0) {
+      ::close(fd);
+      throw Error(path + ": cannot read its size");
+    }
+    size = static_cast<size_t>(info.st_size);
+    // mmap refuses a zero length; an empty file maps to null.
+    if (size > 0) {
+      data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (data == MAP_FAILED) data = nullptr;
+    }
+    ::close(fd);
+    if (size > 0 && !data) throw Error(path + ": cannot map it into memory");
+  }
+  ~FileMapping() {
+    if (data) ::munmap(data, size);
+  }
+  FileMapping(const FileMapping &) = delete;
+  FileMapping &operator=(const FileMapping &) = delete;
+
+  /// Hands the mapping to the caller, who munmaps it.
+  void *release() { return std::exchange(data, nullptr); }
+
+  void *data = nullptr;
+  size_t size = 0;
+};
+
+/// "parent.name", the way the errors below name a manifest field.
+std::string fieldPath(const std::string &parent, const char *name) {
+  return parent.empty() ? name : parent + "." + name;
+}
+
+/// Field accessors that name the field in their error ("manifest.json:
+/// step.block_size must be an integer >= 1").
+const json &field(const json &object, const std::string &parent, const char *name) {
+  if (!object.is_object() || !object.contains(name))
+    throw Error("manifest.json: " + fieldPath(parent, name) + " is missing");
+  return object.at(name);
+}
+
+std::string stringField(const json &object, const std::string &parent, const char *name) {
+  const json &value = field(object, parent, name);
+  if (!value.is_string())
+    throw Error("manifest.json: " + fieldPath(parent, name) + " must be a string");
+  return value.get<std::string>();
+}
+
+int64_t integerField(const json &object, const std::string &parent, const char *name,
+                     int64_t minimum) {
+  const json &value = field(object, parent, name);
+  if (!value.is_number_integer() || value.get<int64_t>() < minimum)
+    throw Error("manifest.json: " + fieldPath(parent, name) + " must be an integer >= " +
+                std::to_string(minimum));
+  return value.get<int64_t>();
+}
+
+json readManifest(const std::string &directory) {
+  struct stat info;
+  if (::stat(directory.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+    throw Error(directory + ": no such artifact directory");
+  std::string path = joinPath(directory, "manifest.json");
+  std::ifstream stream(path);
+  if (!stream)
+    throw Error(directory + ": no manifest.json (is this a directory written by llmc compile?)");
+  try {
+    return json::parse(stream);
+  } catch (const json::parse_error &error) {
+    throw Error(path + ": not valid JSON (at byte " + std::to_string(error.byte) + ")");
+  }
+}
+
+/// Refuses a manifest this runtime cannot run: another format, another layout
+/// version, another step ABI or a target other than the host CPU.
+void checkVersionsAndTarget(const json &manifest, const std::string &directory) {
+  if (!manifest.is_object() || !manifest.contains("format") || manifest["format"] != kFormat)
+    throw Error(directory + ": manifest.json is not an llmc artifact manifest (format is not \"" +
+                kFormat + "\")");
+  int64_t formatVersion = integerField(manifest, "", "format_version", 0);
+  if (formatVersion != kFormatVersion)
+    throw Error(directory + ": manifest format_version " + std::to_string(formatVersion) +
+                " is not one this runtime reads (it reads " + std::to_string(kFormatVersion) +
+                "): recompile with this llmc");
+  int64_t abiVersion = integerField(manifest, "", "abi_version", 0);
+  if (abiVersion != LLMC_STEP_ABI_VERSION)
+    throw Error(directory + " was built for step ABI " + std::to_string(abiVersion) +
+                ", this runtime speaks " + std::to_string(LLMC_STEP_ABI_VERSION) +
+                ": recompile with this llmc");
+  std::string kind = stringField(field(manifest, "", "target"), "target", "kind");
+  if (kind != "cpu")
+    throw Error(directory + " targets '" + kind + "'; this runtime runs cpu artifacts only");
+}
+
+ModelConfig parseModelConfig(const json &manifest) {
+  const json &model = field(manifest, "", "model");
+  ModelConfig config;
+  config.vocabSize = integerField(model, "model", "vocab_size", 1);
+  config.hiddenSize = integerField(model, "model", "hidden_size", 1);
+  config.numLayers = integerField(model, "model", "num_layers", 1);
+  config.numHeads = integerField(model, "model", "num_heads", 1);
+  config.numKvHeads = integerField(model, "model", "num_kv_heads", 1);
+  config.headDim = integerField(model, "model", "head_dim", 1);
+  return config;
+}
+
+StepConfig parseStepConfig(const json &manifest) {
+  const json &step = field(manifest, "", "step");
+  StepConfig config;
+  config.symbol = stringField(step, "step", "symbol");
+  config.maxNumBatchedTokens = integerField(step, "step", "max_num_batched_tokens", 1);
+  config.maxNumSeqs = integerField(step, "step", "max_num_seqs", 1);
+  config.workspaceBytes = integerField(step, "step", "workspace_bytes", 0);
+  config.blockSize = integerField(step, "step", "block_size", 1);
+  // The runtime allocates the KV pool, so it must know its element type.
+  std::string kvDtype = stringField(step, "step", "kv_dtype");
+  if (kvDtype != "f32")
+    throw Error("manifest.json: step.kv_dtype '" + kvDtype +
+                "' is not supported by this runtime (f32 only)");
+  return config;
+}
+
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+/// Maps the file an index entry ({"file", "size", "checksum"}) names and
+/// checks its size and checksum against the entry.
+std::unique_ptr<FileMapping> mapVerified(const std::string &directory, const json &entry,
+                                         const std::string &entryName) {
+  std::string path = joinPath(directory, stringField(entry, entryName, "file"));
+  int64_t expectedSize = integerField(entry, entryName, "size", 0);
+  std::string expectedChecksum = lowercase(stringField(entry, entryName, "checksum"));
+  auto mapping = std::make_unique<FileMapping>(path);
+  if (mapping->size != static_cast<size_t>(expectedSize))
+    throw Error(path + " is " + std::to_string(mapping->size) + " bytes, manifest.json says " +
+                std::to_string(expectedSize) + ": the file is truncated or altered");
+  std::string actualChecksum = checksumHex(checksum64(mapping->data, mapping->size));
+  if (actualChecksum != expectedChecksum)
+    throw Error(path + " has checksum " + actualChecksum + ", manifest.json says " +
+                expectedChecksum + ": the file is altered or corrupt");
+  return mapping;
+}
+
+/// Checks the tensor index: every tensor lies inside weights.bin at an offset
+/// that is a multiple of the stated alignment.
+void checkWeightIndex(const json &weights, size_t weightsSize) {
+  int64_t alignment = integerField(weights, "weights", "alignment", 1);
+  if ((alignment & (alignment - 1)) != 0 || static_cast<size_t>(alignment) > kPageSize)
+    throw Error("manifest.json: weights.alignment must be a power of two no larger than " +
+                std::to_string(kPageSize));
+  const json &tensors = field(weights, "weights", "tensors");
+  if (!tensors.is_array()) throw Error("manifest.json: weights.tensors must be a list");
+  for (const json &tensor : tensors) {
+    std::string name = stringField(tensor, "weights.tensors[]", "name");
+    std::string where = "weights.tensors[" + name + "]";
+    int64_t offset = integerField(tensor, where, "offset", 0);
+    int64_t nbytes = integerField(tensor, where, "nbytes", 0);
+    if (offset % alignment != 0)
+      throw Error("manifest.json: tensor " + name + " sits at offset " + std::to_string(offset) +
+                  ", not a multiple of the alignment " + std::to_string(alignment));
+    if (static_cast<uint64_t>(offset) + static_cast<uint64_t>(nbytes) > weightsSize)
+      throw Error("manifest.json: tensor " + name + " ends past the end of weights.bin");
+  }
+}
+
+bool endsWith(const std::string &text, const std::string &suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+} // namespace
+
+std::unique_ptr<Artifact> Artifact::load(const std::string &directory) {
+  json manifest = readManifest(directory);
+  checkVersionsAndTarget(manifest, directory);
+
+  std::unique_ptr<Artifact> artifact(new Artifact());
+  artifact->dir = directory;
+  artifact->modelConfig = parseModelConfig(manifest);
+  artifact->stepConfig = parseStepConfig(manifest);
+
+  const json &weights = field(manifest, "", "weights");
+  auto weightsMapping = mapVerified(directory, weights, "weights");
+  checkWeightIndex(weights, weightsMapping->size);
+  artifact->weightsSize = weightsMapping->size;
+  artifact->weightsData = weightsMapping->release();
+
+  const json &kernels = field(manifest, "", "kernels");
+  if (!kernels.is_array()) throw Error("manifest.json: kernels must be a list");
+  std::string libraryPath;
+  for (const json &entry : kernels) {
+    mapVerified(directory, entry, "kernels[]");
+    std::string file = stringField(entry, "kernels[]", "file");
+    if (!endsWith(file, ".so")) continue;
+    if (!libraryPath.empty())
+      throw Error("manifest.json: kernels lists more than one shared object for target cpu");
+    libraryPath = joinPath(directory, file);
+  }
+  if (libraryPath.empty())
+    throw Error("manifest.json: kernels lists no shared object (kernels.so) for target cpu");
+
+  // A path with a '/' makes dlopen take it as a file, not search for it.
+  if (libraryPath.find('/') == std::string::npos) libraryPath = "./" + libraryPath;
+  artifact->kernelsLibrary = ::dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!artifact->kernelsLibrary)
+    throw Error(libraryPath + ": cannot load it: " + std::string(::dlerror()));
+  artifact->stepFn = reinterpret_cast<LlmcStepFn>(
+      ::dlsym(artifact->kernelsLibrary, artifact->stepConfig.symbol.c_str()));
+  if (!artifact->stepFn)
+    throw Error(libraryPath + " does not export the step function " + artifact->stepConfig.symbol);
+  return artifact;
+}
+
+Artifact::~Artifact() {
+  if (kernelsLibrary) ::dlclose(kernelsLibrary);
+  if (weightsData) ::munmap(weightsData, weightsSize);
+}
+
+} // namespace llmc::runtime

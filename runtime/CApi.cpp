@@ -1,0 +1,137 @@
+//===- CApi.cpp - the runtime's C API (llmc_runtime.h) --------------------===//
+//
+// Each entry point catches everything the C++ runtime throws and turns it into
+// the caller's error buffer and a nonzero return.
+//
+//===----------------------------------------------------------------------===//
+#include "llmc/Runtime/llmc_runtime.h"
+
+#include "runtime/Generator.h"
+#include "runtime/Model.h"
+
+#include <cstdio>
+#include <exception>
+#include <new>
+
+using namespace llmc::runtime;
+
+struct LlmcRuntimeModel {
+  std::unique_ptr<Model> model;
+};
+
+namespace {
+void setError(char *err, size_t errSize, const char *message) {
+  if (err && errSize > 0) std::snprintf(err, errSize, "%s", message);
+}
+
+/// Runs `body`; on an exception writes its message to `err` and returns 1.
+template <typename Body> int guarded(char *err, size_t errSize, Body &&body) {
+  try {
+    body();
+    return 0;
+  } catch (const std::bad_alloc &) {
+    setError(err, errSize, "out of memory");
+  } catch (const std::exception &error) {
+    setError(err, errSize, error.what());
+  } catch (...) {
+    setError(err, errSize, "unknown error");
+  }
+  return 1;
+}
+} // namespace
+
+extern "C" {
+
+LlmcRuntimeModel *llmc_runtime_open(const char *artifact_dir, int32_t num_threads,
+                                    int64_t num_kv_blocks, char *err, size_t err_size) {
+  LlmcRuntimeModel *handle = nullptr;
+  guarded(err, err_size, [&] {
+    if (num_threads < 0 || num_kv_blocks < 0)
+      throw Error("num_threads and num_kv_blocks must not be negative");
+    ModelOptions options;
+    options.numThreads = static_cast<unsigned>(num_threads);
+    options.numKvBlocks = num_kv_blocks;
+    auto model = Model::open(artifact_dir, options);
+    handle = new LlmcRuntimeModel{std::move(model)};
+  });
+  return handle;
+}
+
+void llmc_runtime_close(LlmcRuntimeModel *model) { delete model; }
+
+int64_t llmc_runtime_vocab_size(const LlmcRuntimeModel *model) {
+  return model->model->config().vocabSize;
+}
+int64_t llmc_runtime_num_layers(const LlmcRuntimeModel *model) {
+  return model->model->config().numLayers;
+}
+int64_t llmc_runtime_block_size(const LlmcRuntimeModel *model) {
+  return model->model->stepConfig().blockSize;
+}
+int64_t llmc_runtime_max_num_batched_tokens(const LlmcRuntimeModel *model) {
+  return model->model->stepConfig().maxNumBatchedTokens;
+}
+int64_t llmc_runtime_max_num_seqs(const LlmcRuntimeModel *model) {
+  return model->model->stepConfig().maxNumSeqs;
+}
+int64_t llmc_runtime_num_kv_blocks(const LlmcRuntimeModel *model) {
+  return model->model->kvPool().numBlocks();
+}
+int64_t llmc_runtime_num_free_kv_blocks(const LlmcRuntimeModel *model) {
+  return model->model->kvPool().numFree();
+}
+int32_t llmc_runtime_num_threads(const LlmcRuntimeModel *model) {
+  return static_cast<int32_t>(model->model->device().numThreads());
+}
+
+int llmc_runtime_step(LlmcRuntimeModel *model, int64_t num_tokens, int64_t num_seqs,
+                      const int32_t *tokens, const int32_t *positions,
+                      const int32_t *cu_seqlens_q, const int32_t *context_lens,
+                      const int32_t *block_tables, int64_t max_blocks_per_seq,
+                      const int32_t *slot_mapping, const int32_t *logits_indices,
+                      float *logits_out, char *err, size_t err_size) {
+  return guarded(err, err_size, [&] {
+    StepBatch batch;
+    batch.numTokens = num_tokens;
+    batch.numSeqs = num_seqs;
+    batch.maxBlocksPerSeq = max_blocks_per_seq;
+    batch.tokens = tokens;
+    batch.positions = positions;
+    batch.cuSeqlensQ = cu_seqlens_q;
+    batch.contextLens = context_lens;
+    batch.blockTables = block_tables;
+    batch.slotMapping = slot_mapping;
+    batch.logitsIndices = logits_indices;
+    model->model->step(batch, logits_out);
+  });
+}
+
+int llmc_runtime_generate(LlmcRuntimeModel *model, int64_t num_prompts,
+                          const int32_t *prompt_tokens, const int64_t *prompt_offsets,
+                          int64_t max_tokens, const int32_t *stop_token_ids,
+                          int64_t num_stop_token_ids, int32_t *output_tokens,
+                          int64_t *output_lengths, char *err, size_t err_size) {
+  return guarded(err, err_size, [&] {
+    std::vector<std::vector<int32_t>> prompts;
+    for (int64_t i = 0; i < num_prompts; ++i) {
+      if (prompt_offsets[i + 1] < prompt_offsets[i])
+        throw Error("prompt_offsets must not decrease");
+      prompts.emplace_back(prompt_tokens + prompt_offsets[i],
+                           prompt_tokens + prompt_offsets[i + 1]);
+    }
+    GenerateOptions options;
+    options.maxTokens = max_tokens;
+    if (num_stop_token_ids > 0)
+      options.stopTokenIds.assign(stop_token_ids, stop_token_ids + num_stop_token_ids);
+    Generator generator(*model->model);
+    std::vector<std::vector<int32_t>> outputs = generator.generate(prompts, options);
+    for (int64_t i = 0; i < num_prompts; ++i) {
+      std::copy(outputs[i].begin(), outputs[i].end(), output_tokens + i * max_tokens);
+      output_lengths[i] = static_cast<int64_t>(outputs[i].size());
+    }
+  });
+}
+
+void llmc_runtime_free_all_kv_blocks(LlmcRuntimeModel *model) { model->model->kvPool().freeAll(); }
+
+} // extern "C"

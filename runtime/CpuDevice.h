@@ -1,0 +1,33 @@
+//===- CpuDevice.h - the host CPU as the step function sees it --*- C++ -*-===//
+#ifndef LLMC_RUNTIME_CPUDEVICE_H
+#define LLMC_RUNTIME_CPUDEVICE_H
+
+#include "llmc/Runtime/StepABI.h"
+#include "runtime/ThreadPool.h"
+
+namespace llmc::runtime {
+
+/// The host CPU: a thread pool, and the LlmcCpuHostApi table that lends it
+/// and OpenBLAS's sgemm to the generated step function.
+class CpuDevice {
+public:
+  /// numThreads = 0 means one per hardware thread. OpenBLAS's own thread
+  /// count is set to the same number; it is process-wide, so the last device
+  /// created decides it.
+  explicit CpuDevice(unsigned numThreads = 0);
+  CpuDevice(const CpuDevice &) = delete;
+  CpuDevice &operator=(const CpuDevice &) = delete;
+
+  unsigned numThreads() const { return pool.numThreads(); }
+  ThreadPool &threadPool() { return pool; }
+  /// The table to pass to the step function; valid while the device lives.
+  const LlmcCpuHostApi *hostApi() const { return &api; }
+
+private:
+  ThreadPool pool;
+  LlmcCpuHostApi api;
+};
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_CPUDEVICE_H

@@ -1,0 +1,75 @@
+//===- KvBlockPool.h - the paged KV cache and its blocks --------*- C++ -*-===//
+#ifndef LLMC_RUNTIME_KVBLOCKPOOL_H
+#define LLMC_RUNTIME_KVBLOCKPOOL_H
+
+#include "runtime/AlignedBuffer.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace llmc::runtime {
+
+/// The extents of the KV cache: [numLayers, numBlocks, 2, numKvHeads,
+/// blockSize, headDim] f32, K at index 0 of the third axis and V at 1.
+struct KvCacheShape {
+  int64_t numLayers = 0;
+  int64_t numBlocks = 0;
+  int64_t numKvHeads = 0;
+  int64_t blockSize = 0;
+  int64_t headDim = 0;
+
+  /// The six extents in the step ABI's order.
+  std::vector<int64_t> extents() const {
+    return {numLayers, numBlocks, 2, numKvHeads, blockSize, headDim};
+  }
+  int64_t numElements() const {
+    return numLayers * numBlocks * 2 * numKvHeads * blockSize * headDim;
+  }
+};
+
+/// The KV cache memory (64-byte aligned, zero-filled) and the allocator of its
+/// blocks. A sequence holds a block table, the ids of the blocks its
+/// positions live in, in order; slotOf() turns a position into the slot the
+/// step ABI's slot_mapping wants.
+class KvBlockPool {
+public:
+  using BlockId = int32_t;
+
+  explicit KvBlockPool(const KvCacheShape &shape);
+
+  const KvCacheShape &shape() const { return cacheShape; }
+  float *data() const { return static_cast<float *>(memory.data()); }
+  int64_t numBlocks() const { return cacheShape.numBlocks; }
+  int64_t blockSize() const { return cacheShape.blockSize; }
+
+  /// A free block, or nothing when every block is in use.
+  std::optional<BlockId> allocate();
+  /// Returns a block to the pool; throws Error for an id that is not allocated.
+  void free(BlockId block);
+  /// Returns every block to the pool (the cache contents are left as they are).
+  void freeAll();
+  int64_t numFree() const { return static_cast<int64_t>(freeList.size()); }
+
+private:
+  KvCacheShape cacheShape;
+  AlignedBuffer memory;
+  /// Free blocks, the next one to hand out at the back.
+  std::vector<BlockId> freeList;
+  std::vector<bool> allocated;
+};
+
+/// The slot of `position` for a sequence with this block table:
+/// table[position / blockSize] * blockSize + position % blockSize. Throws
+/// Error when the table does not reach the position.
+int32_t slotOf(const std::vector<KvBlockPool::BlockId> &blockTable, int64_t position,
+               int64_t blockSize);
+
+/// How many blocks hold `numPositions` positions.
+inline int64_t blocksFor(int64_t numPositions, int64_t blockSize) {
+  return (numPositions + blockSize - 1) / blockSize;
+}
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_KVBLOCKPOOL_H

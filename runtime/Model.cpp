@@ -1,0 +1,134 @@
+//===- Model.cpp - run the step function over a validated batch -----------===//
+#include "runtime/Model.h"
+
+#include "runtime/Error.h"
+
+#include <algorithm>
+#include <string>
+
+namespace llmc::runtime {
+namespace {
+KvCacheShape kvCacheShape(const Artifact &artifact, int64_t numKvBlocks) {
+  KvCacheShape shape;
+  shape.numLayers = artifact.model().numLayers;
+  shape.numKvHeads = artifact.model().numKvHeads;
+  shape.blockSize = artifact.step().blockSize;
+  shape.headDim = artifact.model().headDim;
+  shape.numBlocks = 1; // so that numElements() counts one block
+  int64_t bytesPerBlock = shape.numElements() * static_cast<int64_t>(sizeof(float));
+  shape.numBlocks = numKvBlocks > 0
+                        ? numKvBlocks
+                        : std::max<int64_t>(1, Model::kDefaultKvCacheBytes / bytesPerBlock);
+  return shape;
+}
+
+/// A rank-1 descriptor over `size` elements; the ABI's arrays are never
+/// written through a const input, the cast only fits the C signature.
+template <typename T> LlmcMemRef1 memref1(const T *data, int64_t size) {
+  void *pointer = const_cast<T *>(data);
+  return {pointer, pointer, 0, {size}, {1}};
+}
+
+template <typename T> LlmcMemRef2 memref2(const T *data, int64_t rows, int64_t columns) {
+  void *pointer = const_cast<T *>(data);
+  return {pointer, pointer, 0, {rows, columns}, {columns, 1}};
+}
+
+LlmcMemRef6 kvPoolMemref(const KvBlockPool &pool) {
+  LlmcMemRef6 memref;
+  memref.allocated = memref.aligned = pool.data();
+  memref.offset = 0;
+  std::vector<int64_t> extents = pool.shape().extents();
+  int64_t stride = 1;
+  for (int axis = 5; axis >= 0; --axis) {
+    memref.sizes[axis] = extents[axis];
+    memref.strides[axis] = stride;
+    stride *= extents[axis];
+  }
+  return memref;
+}
+
+std::string str(int64_t value) { return std::to_string(value); }
+} // namespace
+
+std::unique_ptr<Model> Model::open(const std::string &artifactDir, const ModelOptions &options) {
+  return std::make_unique<Model>(Artifact::load(artifactDir), options);
+}
+
+Model::Model(std::unique_ptr<Artifact> artifact, const ModelOptions &options)
+    : loaded(std::move(artifact)), cpu(options.numThreads),
+      kvCache(kvCacheShape(*loaded, options.numKvBlocks)),
+      workspace(static_cast<size_t>(loaded->step().workspaceBytes)) {}
+
+void Model::validate(const StepBatch &batch) const {
+  const StepConfig &limits = stepConfig();
+  int64_t numTokens = batch.numTokens, numSeqs = batch.numSeqs;
+  if (numTokens < 1 || numTokens > limits.maxNumBatchedTokens)
+    throw Error("step: " + str(numTokens) + " tokens; the model takes 1 to " +
+                str(limits.maxNumBatchedTokens) + " (max_num_batched_tokens) per step");
+  if (numSeqs < 1 || numSeqs > limits.maxNumSeqs)
+    throw Error("step: " + str(numSeqs) + " sequences; the model takes 1 to " +
+                str(limits.maxNumSeqs) + " (max_num_seqs) per step");
+  if (batch.maxBlocksPerSeq < 1)
+    throw Error("step: the block tables must be at least one block wide");
+  if (batch.cuSeqlensQ[0] != 0 || batch.cuSeqlensQ[numSeqs] != numTokens)
+    throw Error("step: cu_seqlens_q must run from 0 to the token count " + str(numTokens));
+
+  int64_t blockSize = limits.blockSize;
+  int64_t numSlots = kvCache.numBlocks() * blockSize;
+  for (int64_t seq = 0; seq < numSeqs; ++seq) {
+    int64_t queryLen = int64_t(batch.cuSeqlensQ[seq + 1]) - batch.cuSeqlensQ[seq];
+    if (queryLen < 1)
+      throw Error("step: cu_seqlens_q must increase: sequence " + str(seq) + " has " +
+                  str(queryLen) + " query tokens");
+    int64_t contextLen = batch.contextLens[seq];
+    if (contextLen < queryLen)
+      throw Error("step: context_lens[" + str(seq) + "] = " + str(contextLen) +
+                  " is less than its " + str(queryLen) + " query tokens");
+    int64_t blocksNeeded = blocksFor(contextLen, blockSize);
+    if (blocksNeeded > batch.maxBlocksPerSeq)
+      throw Error("step: sequence " + str(seq) + " has " + str(contextLen) + " positions, " +
+                  str(blocksNeeded) + " blocks, but the block tables are " +
+                  str(batch.maxBlocksPerSeq) + " wide");
+    const int32_t *table = batch.blockTables + seq * batch.maxBlocksPerSeq;
+    for (int64_t i = 0; i < blocksNeeded; ++i)
+      if (table[i] < 0 || table[i] >= kvCache.numBlocks())
+        throw Error("step: block_tables[" + str(seq) + "][" + str(i) + "] = " + str(table[i]) +
+                    " is not a block of the KV cache (it has " + str(kvCache.numBlocks()) + ")");
+    int32_t row = batch.logitsIndices[seq];
+    if (row < 0 || row >= numTokens)
+      throw Error("step: logits_indices[" + str(seq) + "] = " + str(row) +
+                  " is not a token row (there are " + str(numTokens) + ")");
+  }
+  for (int64_t t = 0; t < numTokens; ++t) {
+    if (batch.tokens[t] < 0 || batch.tokens[t] >= config().vocabSize)
+      throw Error("step: token " + str(batch.tokens[t]) + " at row " + str(t) +
+                  " is outside the vocabulary (0 to " + str(config().vocabSize - 1) + ")");
+    if (batch.slotMapping[t] >= numSlots)
+      throw Error("step: slot_mapping[" + str(t) + "] = " + str(batch.slotMapping[t]) +
+                  " is past the KV cache's " + str(numSlots) + " slots");
+  }
+}
+
+void Model::step(const StepBatch &batch, float *logits) {
+  validate(batch);
+  int64_t numTokens = batch.numTokens, numSeqs = batch.numSeqs;
+  LlmcMemRef1 tokens = memref1(batch.tokens, numTokens);
+  LlmcMemRef1 positions = memref1(batch.positions, numTokens);
+  LlmcMemRef1 cuSeqlensQ = memref1(batch.cuSeqlensQ, numSeqs + 1);
+  LlmcMemRef1 contextLens = memref1(batch.contextLens, numSeqs);
+  LlmcMemRef2 blockTables = memref2(batch.blockTables, numSeqs, batch.maxBlocksPerSeq);
+  LlmcMemRef1 slotMapping = memref1(batch.slotMapping, numTokens);
+  LlmcMemRef1 logitsIndices = memref1(batch.logitsIndices, numSeqs);
+  LlmcMemRef6 kvPool = kvPoolMemref(kvCache);
+  LlmcMemRef1 weights = memref1(static_cast<const int8_t *>(loaded->weights()),
+                                static_cast<int64_t>(loaded->weightsBytes()));
+  LlmcMemRef1 scratch = memref1(static_cast<int8_t *>(workspace.data()),
+                                static_cast<int64_t>(workspace.bytes()));
+  LlmcMemRef2 logitsOut = memref2(logits, numSeqs, config().vocabSize);
+  loaded->stepFunction()(cpu.hostApi(), &tokens, &positions, &cuSeqlensQ, &contextLens,
+                         &blockTables, &slotMapping, &logitsIndices, &kvPool, &weights, &scratch,
+                         &logitsOut);
+}
+
+} // namespace llmc::runtime

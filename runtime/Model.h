@@ -1,0 +1,72 @@
+//===- Model.h - a loaded artifact ready to run steps -----------*- C++ -*-===//
+#ifndef LLMC_RUNTIME_MODEL_H
+#define LLMC_RUNTIME_MODEL_H
+
+#include "runtime/AlignedBuffer.h"
+#include "runtime/Artifact.h"
+#include "runtime/CpuDevice.h"
+#include "runtime/KvBlockPool.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace llmc::runtime {
+
+/// One step's ragged, paged batch (StepABI.h explains each array). It points
+/// at the caller's arrays; nothing is copied.
+struct StepBatch {
+  int64_t numTokens = 0;       // T
+  int64_t numSeqs = 0;         // N
+  int64_t maxBlocksPerSeq = 0; // the width of blockTables
+  const int32_t *tokens = nullptr;        // [T]
+  const int32_t *positions = nullptr;     // [T]
+  const int32_t *cuSeqlensQ = nullptr;    // [N + 1]
+  const int32_t *contextLens = nullptr;   // [N]
+  const int32_t *blockTables = nullptr;   // [N, maxBlocksPerSeq]
+  const int32_t *slotMapping = nullptr;   // [T]
+  const int32_t *logitsIndices = nullptr; // [N]
+};
+
+struct ModelOptions {
+  /// Threads of the CPU device, the caller's included; 0 = one per hardware thread.
+  unsigned numThreads = 0;
+  /// Blocks in the KV cache; 0 = as many as kDefaultKvCacheBytes hold.
+  int64_t numKvBlocks = 0;
+};
+
+/// A compiled model with what running it needs: the artifact, the CPU device,
+/// the KV cache and the step's workspace. step() is not reentrant: one step
+/// at a time per Model.
+class Model {
+public:
+  /// The KV cache budget when ModelOptions::numKvBlocks is 0.
+  static constexpr int64_t kDefaultKvCacheBytes = int64_t(256) << 20;
+
+  /// Loads the artifact in `artifactDir` (see Artifact::load) and sets it up.
+  static std::unique_ptr<Model> open(const std::string &artifactDir, const ModelOptions &options);
+  Model(std::unique_ptr<Artifact> artifact, const ModelOptions &options);
+
+  const ModelConfig &config() const { return loaded->model(); }
+  const StepConfig &stepConfig() const { return loaded->step(); }
+  const Artifact &artifact() const { return *loaded; }
+  CpuDevice &device() { return cpu; }
+  KvBlockPool &kvPool() { return kvCache; }
+
+  /// Runs the step function over `batch` and writes [numSeqs, vocabSize]
+  /// logits. Throws Error, before running anything, when the batch breaks the
+  /// step's limits or would index outside the KV cache or the vocabulary.
+  void step(const StepBatch &batch, float *logits);
+
+private:
+  void validate(const StepBatch &batch) const;
+
+  std::unique_ptr<Artifact> loaded;
+  CpuDevice cpu;
+  KvBlockPool kvCache;
+  AlignedBuffer workspace;
+};
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_MODEL_H

@@ -1,0 +1,64 @@
+//===- ThreadPool.h - a fixed pool running parallel loops -------*- C++ -*-===//
+#ifndef LLMC_RUNTIME_THREADPOOL_H
+#define LLMC_RUNTIME_THREADPOOL_H
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace llmc::runtime {
+
+/// A fixed set of threads that runs one parallel loop at a time. The thread
+/// that calls parallelFor works on the loop too, so a pool of N threads starts
+/// N - 1 workers. Loops are blocking: parallelFor returns once every chunk has
+/// run. A parallelFor issued from inside a loop body runs inline.
+class ThreadPool {
+public:
+  using ChunkFn = void (*)(void *closure, int64_t begin, int64_t end);
+
+  /// numThreads counts the calling thread; 0 means hardware_concurrency.
+  explicit ThreadPool(unsigned numThreads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+
+  unsigned numThreads() const { return static_cast<unsigned>(workers.size()) + 1; }
+
+  /// Runs body(closure, begin, end) over disjoint chunks that cover [0, n)
+  /// exactly once. body must not throw.
+  void parallelFor(int64_t n, ChunkFn body, void *closure);
+
+  /// The same for a C++ callable taking (begin, end).
+  template <typename Body> void parallelFor(int64_t n, Body &&body) {
+    parallelFor(
+        n,
+        [](void *closure, int64_t begin, int64_t end) {
+          (*static_cast<std::remove_reference_t<Body> *>(closure))(begin, end);
+        },
+        &body);
+  }
+
+private:
+  struct Loop;
+  void workerMain();
+  /// Runs chunks of `loop` until none are left.
+  static void runChunks(Loop &loop);
+
+  std::vector<std::thread> workers;
+  /// Serialises loops issued by different outside threads.
+  std::mutex submitMutex;
+  /// Guards the fields below.
+  std::mutex mutex;
+  std::condition_variable wakeWorkers;
+  std::condition_variable loopDone;
+  Loop *currentLoop = nullptr;
+  uint64_t loopGeneration = 0;
+  bool stopping = false;
+};
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_THREADPOOL_H

@@ -1,0 +1,159 @@
+//===- ArtifactTest.cpp - loading model.llmc and refusing bad ones --------===//
+#include "TestArtifact.h"
+
+#include "runtime/Artifact.h"
+#include "runtime/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+using namespace llmc::runtime;
+using llmc::test::TestArtifact;
+
+namespace {
+/// The message Artifact::load throws for `dir` ("" when it loads).
+std::string loadError(const std::string &dir) {
+  try {
+    Artifact::load(dir);
+  } catch (const Error &error) {
+    return error.what();
+  }
+  return "";
+}
+
+#define EXPECT_LOAD_ERROR(artifact, fragment)                                                   \
+  do {                                                                                          \
+    std::string message = loadError((artifact).dir());                                          \
+    EXPECT_NE(message.find(fragment), std::string::npos) << "message: " << message;             \
+  } while (false)
+
+TEST(Artifact, LoadsTheManifestWeightsAndStepFunction) {
+  TestArtifact test;
+  std::unique_ptr<Artifact> artifact = Artifact::load(test.dir());
+  EXPECT_EQ(artifact->model().vocabSize, 64);
+  EXPECT_EQ(artifact->model().numLayers, 2);
+  EXPECT_EQ(artifact->model().numKvHeads, 2);
+  EXPECT_EQ(artifact->model().headDim, 4);
+  EXPECT_EQ(artifact->step().blockSize, 4);
+  EXPECT_EQ(artifact->step().maxNumBatchedTokens, 16);
+  EXPECT_EQ(artifact->step().maxNumSeqs, 4);
+  EXPECT_EQ(artifact->step().workspaceBytes, 32);
+  EXPECT_NE(artifact->stepFunction(), nullptr);
+  ASSERT_EQ(artifact->weightsBytes(), 256u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(artifact->weights()) % 64, 0u);
+  const float *bias = static_cast<const float *>(artifact->weights());
+  for (size_t v = 0; v < test.bias().size(); ++v) EXPECT_EQ(bias[v], test.bias()[v]);
+}
+
+TEST(Artifact, RefusesAMissingDirectoryOrManifest) {
+  TestArtifact test;
+  std::string missing = test.dir() + "-not-there";
+  EXPECT_NE(loadError(missing).find("no such artifact directory"), std::string::npos);
+  std::filesystem::remove(test.path("manifest.json"));
+  EXPECT_LOAD_ERROR(test, "no manifest.json");
+}
+
+TEST(Artifact, RefusesAManifestThatIsNotJson) {
+  TestArtifact test;
+  std::ofstream(test.path("manifest.json")) << "{\"format\": ";
+  EXPECT_LOAD_ERROR(test, "manifest.json: not valid JSON");
+}
+
+TEST(Artifact, RefusesAnotherFormat) {
+  TestArtifact test;
+  test.manifest["format"] = "gguf";
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "not an llmc artifact manifest");
+}
+
+TEST(Artifact, RefusesAnotherFormatVersion) {
+  TestArtifact test;
+  test.manifest["format_version"] = 2;
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "format_version 2 is not one this runtime reads (it reads 1)");
+}
+
+TEST(Artifact, RefusesAnotherStepAbi) {
+  TestArtifact test;
+  test.manifest["abi_version"] = LLMC_STEP_ABI_VERSION + 1;
+  test.writeManifest();
+  std::string expected = "was built for step ABI " + std::to_string(LLMC_STEP_ABI_VERSION + 1) +
+                         ", this runtime speaks " + std::to_string(LLMC_STEP_ABI_VERSION) +
+                         ": recompile with this llmc";
+  EXPECT_LOAD_ERROR(test, expected);
+}
+
+TEST(Artifact, RefusesATargetOtherThanCpu) {
+  TestArtifact test;
+  test.manifest["target"]["kind"] = "cuda";
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "targets 'cuda'; this runtime runs cpu artifacts only");
+}
+
+TEST(Artifact, RefusesMissingOrInvalidFields) {
+  TestArtifact test;
+  test.manifest["step"].erase("block_size");
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "manifest.json: step.block_size is missing");
+  test.manifest["step"]["block_size"] = 0;
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "manifest.json: step.block_size must be an integer >= 1");
+  test.manifest["step"]["block_size"] = 4;
+  test.manifest["step"]["kv_dtype"] = "f16";
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "step.kv_dtype 'f16' is not supported");
+}
+
+TEST(Artifact, RefusesATruncatedWeightsFile) {
+  TestArtifact test;
+  std::filesystem::resize_file(test.path("weights.bin"), 100);
+  EXPECT_LOAD_ERROR(test, test.path("weights.bin") +
+                              " is 100 bytes, manifest.json says 256: the file is truncated");
+}
+
+TEST(Artifact, RefusesAWeightsChecksumMismatch) {
+  TestArtifact test;
+  {
+    std::fstream file(test.path("weights.bin"), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(10);
+    file.put('\x7f');
+  }
+  EXPECT_LOAD_ERROR(test, test.path("weights.bin") + " has checksum ");
+  EXPECT_LOAD_ERROR(test, "the file is altered or corrupt");
+}
+
+TEST(Artifact, RefusesATensorOutsideOrMisaligned) {
+  TestArtifact test;
+  test.manifest["weights"]["tensors"][0]["offset"] = 4;
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "tensor bias sits at offset 4, not a multiple of the alignment 64");
+  test.manifest["weights"]["tensors"][0]["offset"] = 0;
+  test.manifest["weights"]["tensors"][0]["nbytes"] = 1000;
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "tensor bias ends past the end of weights.bin");
+}
+
+TEST(Artifact, RefusesAMissingKernelsLibrary) {
+  TestArtifact test;
+  std::filesystem::remove(test.path("kernels.so"));
+  EXPECT_LOAD_ERROR(test, test.path("kernels.so") + ": cannot open");
+}
+
+TEST(Artifact, RefusesAlteredKernels) {
+  TestArtifact test;
+  test.manifest["kernels"][0]["size"] = 12;
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, test.path("kernels.so") + " is ");
+  EXPECT_LOAD_ERROR(test, "manifest.json says 12: the file is truncated or altered");
+}
+
+TEST(Artifact, RefusesKernelsWithoutTheStepSymbol) {
+  TestArtifact test;
+  test.manifest["step"]["symbol"] = "not_the_step";
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "does not export the step function not_the_step");
+}
+} // namespace
