@@ -23,7 +23,8 @@ std::string kernelKey(StringRef name, ValueRange args) {
 std::string kernelKey(Operation *op, ValueRange args) {
   std::string name;
   llvm::raw_string_ostream os(name);
-  os << op->getName() << op->getDiscardableAttrDictionary() << op->getPropertiesAsAttribute();
+  // Inherent attributes only: the planned offsets do not change the code.
+  os << op->getName() << op->getPropertiesAsAttribute();
   return kernelKey(name, args);
 }
 

@@ -1,0 +1,133 @@
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-kv-cache-paging{block-size=16}))' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-kv-cache-paging{block-size=32}))' | FileCheck %s --check-prefix=BLOCK32
+
+// One layer with a KV cache in and out (optimum's past_key_values/present):
+// the pool replaces both, attention_mask goes, the positions become an i32
+// input, and only the logits are returned.
+// CHECK-LABEL: func.func @cached
+//  CHECK-SAME:   (%[[TOK:.*]]: tensor<?x?xi32> {llmc.abi = "tokens"}, %[[POS:.*]]: tensor<?x?xi32> {llmc.abi = "positions"}, %[[CTX:.*]]: tensor<?xi32> {llmc.abi = "context_lens"}, %[[BT:.*]]: tensor<?x?xi32> {llmc.abi = "block_tables"}, %[[SLOT:.*]]: tensor<?x?xi32> {llmc.abi = "slot_mapping"}, %[[POOL:.*]]: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"})
+//  CHECK-SAME:   -> tensor<?x?x64xf32>
+//       CHECK:   %[[E:.*]] = llm.embedding %{{.*}}, %[[TOK]]
+//       CHECK:   %[[QR:.*]] = llm.rope %{{.*}}, %[[POS]]
+//       CHECK:   %[[KR:.*]] = llm.rope %{{.*}}, %[[POS]]
+//       CHECK:   %[[W:.*]] = llm.paged_kv_write %[[POOL]], %[[KR]], %{{.*}}, %[[SLOT]] {layer = 0 : i64}
+//       CHECK:   %[[A:.*]] = llm.paged_attention %[[QR]], %[[W]], %[[BT]], %[[CTX]], %{{.*}} {layer = 0 : i64, scale = 2.500000e-01 : f32}
+//   CHECK-NOT:   llm.kv_concat
+//   CHECK-NOT:   llm.attention
+//       CHECK:   %[[L:.*]] = llm.logits
+//       CHECK:   return %[[L]] : tensor<?x?x64xf32>
+// BLOCK32-LABEL: func.func @cached
+//  BLOCK32-SAME:   tensor<1x?x2x2x32x16xf32> {llmc.abi = "kv_pool"}
+func.func @cached(%ids: tensor<?x?xi64> {onnx.name = "input_ids"}, %mask: tensor<?x?xi64> {onnx.name = "attention_mask"},
+                  %positions: tensor<?x?xi64> {onnx.name = "position_ids"},
+                  %past_k: tensor<?x2x?x16xf32>, %past_v: tensor<?x2x?x16xf32>)
+    -> (tensor<?x?x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) {
+  %none = onnx.None
+  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
+  %inv_freq = onnx.Constant dense<[1.0, 0.1, 0.01, 0.001, 0.0001, 0.00001, 0.000001, 0.0000001]> : tensor<8xf32>
+  %wq = onnx.Constant dense<0.1> : tensor<32x32xf32>
+  %wkv = onnx.Constant dense<0.1> : tensor<32x32xf32>
+  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %q = llm.linear %e, %wq, %none : (tensor<?x?x32xf32>, tensor<32x32xf32>, none) -> tensor<?x?x32xf32>
+  %k = llm.split_heads %q {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %v = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %qr = llm.rope %k, %positions, %inv_freq : (tensor<?x2x?x16xf32>, tensor<?x?xi64>, tensor<8xf32>) -> tensor<?x2x?x16xf32>
+  %kr = llm.rope %v, %positions, %inv_freq : (tensor<?x2x?x16xf32>, tensor<?x?xi64>, tensor<8xf32>) -> tensor<?x2x?x16xf32>
+  %kc = llm.kv_concat %past_k, %kr : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %vc = llm.kv_concat %past_v, %v : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %qr, %kc, %vc, %mask {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi64>) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  return %l, %kc, %vc : tensor<?x?x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>
+}
+
+// -----
+
+// A model exported without a cache: keys and values of the current tokens
+// go to the pool as they are, and positions derived from attention_mask
+// (llm.position_ids) become the positions input.
+// CHECK-LABEL: func.func @uncached
+//  CHECK-SAME:   %[[POS:[^:]*]]: tensor<?x?xi32> {llmc.abi = "positions"}
+//   CHECK-NOT:   llm.position_ids
+//       CHECK:   llm.rope %{{.*}}, %[[POS]]
+//       CHECK:   llm.paged_kv_write
+//       CHECK:   llm.paged_attention
+func.func @uncached(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
+  %none = onnx.None
+  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
+  %inv_freq = onnx.Constant dense<1.0> : tensor<8xf32>
+  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %p = llm.position_ids %mask, %e : (tensor<?x?xi64>, tensor<?x?x32xf32>) -> tensor<?x?xi64>
+  %r = llm.rope %h, %p, %inv_freq : (tensor<?x2x?x16xf32>, tensor<?x?xi64>, tensor<8xf32>) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %r, %r, %h, %mask {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi64>) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  return %l : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @not_causal(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
+  %none = onnx.None
+  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
+  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  // expected-error @+1 {{is not causal}}
+  %a = llm.attention %h, %h, %h, %none {scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, none) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  return %l : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @widened(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
+  %none = onnx.None
+  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
+  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %q = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %k = llm.split_heads %e {num_heads = 1 : i64} : (tensor<?x?x32xf32>) -> tensor<?x1x?x32xf32>
+  %kr = llm.repeat_kv %q {repeats = 1 : i64} : (tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  // expected-error @+1 {{keys are widened by llm.repeat_kv: run llm-gqa-rewrite first}}
+  %a = llm.attention %q, %kr, %q, %none {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, none) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  return %l : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @extra_result(%ids: tensor<?x?xi64>) -> (tensor<?x?x64xf32>, tensor<?x?x32xf32>) {
+  %none = onnx.None
+  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
+  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %h, %h, %h, %none {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, none) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  // expected-error @+1 {{must return the logits (llm.logits) and the present K/V only}}
+  return %l, %e : tensor<?x?x64xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mask_read_elsewhere(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x?x64xf32> {
+  %none = onnx.None
+  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
+  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  // expected-error @+1 {{reads input 'attention_mask', which the paged step ABI replaces}}
+  %e2 = llm.cast %mask : (tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %s = llm.add %e, %e2 : (tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  %h = llm.split_heads %s {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %h, %h, %h, %mask {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi64>) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  return %l : tensor<?x?x64xf32>
+}

@@ -1,0 +1,73 @@
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu)' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{matmul=generated})' | FileCheck %s --check-prefix=GENERATED
+
+// The planned ragged step becomes llmc_step of the step ABI: activations are
+// views of the workspace at the planned offsets, weights views of weights.bin
+// at the offsets listed in llmc.weights, ops calls of kernels; the logits
+// head writes the step's output.
+// CHECK:       module attributes {llmc.hidden_size = 32 : i64, llmc.matmul = "blas", llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.num_heads = 2 : i64
+//  CHECK-SAME:   llmc.weights = [{name = "weight0", offset = 0 : i64, value = dense<5.000000e-01> : tensor<64x32xf32>}, {name = "weight1", offset = 8192 : i64
+//  CHECK-SAME:   llmc.workspace_bytes = 3072 : i64
+// CHECK-LABEL: func.func @llmc_step
+//  CHECK-SAME:   (%[[API:.*]]: !llvm.ptr, %[[TOK:[^:]*]]: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?x?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %[[POOL:[^:]*]]: memref<1x?x2x2x16x16xf32>, %[[W:[^:]*]]: memref<?xi8>, %[[WS:[^:]*]]: memref<?xi8>, %[[LOGITS:[^:]*]]: memref<?x64xf32>)
+//  CHECK-SAME:   attributes {llvm.emit_c_interface}
+//       CHECK:   %[[TABLE:.*]] = memref.view %[[W]][%{{.*}}][] : memref<?xi8> to memref<64x32xf32>
+//       CHECK:   %[[E:.*]] = memref.view %[[WS]][%{{.*}}][%{{.*}}] : memref<?xi8> to memref<?x32xf32>
+//       CHECK:   call @llmc_embedding_{{[0-9]+}}(%[[TABLE]], %[[TOK]], %[[E]])
+// The linear layer calls sgemm (field 3 of the host API) with its context (field 2).
+//       CHECK:   llvm.getelementptr %[[API]][0, 3]
+//       CHECK:   llvm.call %{{.*}} : !llvm.ptr, (!llvm.ptr, i64, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, i32, !llvm.ptr, i64) -> ()
+//       CHECK:   call @llmc_rope_
+//       CHECK:   call @llmc_paged_kv_write_{{[0-9]+}}(%[[POOL]],
+//       CHECK:   call @llmc_paged_attention_{{[0-9]+}}(%{{.*}}, %[[POOL]],
+//       CHECK:   call @llmc_gather_rows_
+//       CHECK:   %[[HEADPTR:.*]] = memref.extract_aligned_pointer_as_index %[[LOGITS]]
+//       CHECK:   llvm.call
+//       CHECK:   return
+// Kernels are private loop nests with internal linkage.
+//       CHECK:   func.func private @llmc_embedding_{{[0-9]+}}({{.*}}) attributes {llvm.linkage = #llvm.linkage<internal>}
+//       CHECK:     scf.for
+//       CHECK:   func.func private @llmc_paged_attention_
+//       CHECK:     memref.alloca() : memref<16xf32>
+//       CHECK:     math.exp
+// GENERATED-LABEL: func.func @llmc_step
+//   GENERATED-NOT:   llvm.call
+//       GENERATED:   call @llmc_matmul_
+//       GENERATED:   func.func private @llmc_matmul_
+func.func @paged(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %0 = onnx.None
+  %1 = onnx.Constant dense<5.000000e-01> : tensor<64x32xf32>
+  %2 = onnx.Constant dense<1.000000e+00> : tensor<8xf32>
+  %3 = onnx.Constant dense<1.000000e-01> : tensor<32x32xf32>
+  %4 = onnx.Constant dense<2.000000e-01> : tensor<32x64xf32>
+  %5 = llm.embedding %1, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %3, %0 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<32x32xf32>, none) -> tensor<?x32xf32>
+  %7 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %9 = llm.rope %7, %arg1, %2 {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
+  %10 = llm.rope %8, %arg1, %2 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
+  %11 = llm.paged_kv_write %arg7, %10, %8, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %9, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 0>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %15 = llm.logits %14, %4 : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
+}
+
+// -----
+
+// expected-error @+1 {{no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first}}
+module {
+  func.func @dense(%x: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
+    return %x : tensor<?x?x32xf32>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{has no memory plan: run llm-plan-memory first}}
+  func.func @unplanned(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}) -> tensor<?xi32> {
+    return %arg0 : tensor<?xi32>
+  }
+}
