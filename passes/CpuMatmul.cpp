@@ -1,9 +1,11 @@
 //===- CpuMatmul.cpp - matrix products: BLAS or generated loops -----------===//
 //
-// The one place that decides how `x * W` runs on the CPU. `blas` (the
-// default) calls the runtime's sgemm through the host API table, so the
-// generated code links nothing and the runtime owns the BLAS threads;
-// `generated` emits loops, kept as the baseline bench/ compares against.
+// The one place that decides how `x * W` runs on the CPU. `generated` (the
+// default) emits loops: at batch 1 they beat OpenBLAS 0.3.21, whose small-
+// matrix kernels also round a row differently depending on how many rows a
+// call has, which would make a sequence's logits depend on the batch. `blas`
+// calls the runtime's sgemm through the host API table (the runtime owns the
+// BLAS threads), faster for long prefills. bench/RESULTS.md has the figures.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/CpuLowering.h"
@@ -54,28 +56,35 @@ void callSgemm(StepLowering &step, Location loc, Value input, Value weight, bool
                                   constant(i64, n)});
 }
 
-/// Loops: for [in, out] weights, out[r, :] += x[r, i] * W[i, :] streams W row
-/// by row (the inner loop vectorises); for [out, in] weights, one dot
-/// product per output.
+/// Loops, with the weight outermost so that each weight row is read from
+/// memory once per call whatever the number of rows (decode reads it once:
+/// the memory-bound case). For [in, out] weights, out[r, :] += x[r, i] *
+/// W[i, :] (the inner loop vectorises); for [out, in] weights, one dot
+/// product per output. Every output sums over `in` in the same order
+/// whatever the number of rows, so a row's result never depends on the batch.
 void generateMatmul(StepLowering &step, Location loc, Value input, Value weight, bool transposed,
                     Value output, int64_t n, int64_t k) {
   SmallVector<Value> args{input, weight, output};
   std::string key = kernelKey(transposed ? "matmul_transposed" : "matmul", args);
   step.callKernel(loc, "matmul", key, args, [&](KernelBuilder &kb, ValueRange params) {
     Value x = params[0], w = params[1], out = params[2];
-    Value zero = kb.index(0), outs = kb.index(n), ins = kb.index(k);
-    kb.forEach(zero, kb.dim(out, 0), [&](Value row) {
-      if (transposed) {
-        kb.forEach(zero, outs, [&](Value col) {
+    Value zero = kb.index(0), outs = kb.index(n), ins = kb.index(k), rows = kb.dim(out, 0);
+    if (transposed) {
+      kb.forEach(zero, outs, [&](Value col) {
+        kb.forEach(zero, rows, [&](Value row) {
           Value dot = kb.reduce(zero, ins, kb.f32(0.0), [&](Value i, Value acc) {
             return kb.add(acc, kb.mul(kb.load(x, {row, i}), kb.load(w, {col, i})));
           });
           kb.store(dot, out, {row, col});
         });
-        return;
-      }
+      });
+      return;
+    }
+    kb.forEach(zero, rows, [&](Value row) {
       kb.forEach(zero, outs, [&](Value col) { kb.store(kb.f32(0.0), out, {row, col}); });
-      kb.forEach(zero, ins, [&](Value i) {
+    });
+    kb.forEach(zero, ins, [&](Value i) {
+      kb.forEach(zero, rows, [&](Value row) {
         Value scale = kb.load(x, {row, i});
         kb.forEach(zero, outs, [&](Value col) {
           Value sum = kb.add(kb.load(out, {row, col}), kb.mul(scale, kb.load(w, {i, col})));

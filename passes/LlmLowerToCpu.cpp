@@ -305,6 +305,13 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
       module->setAttr("llmc.hidden_size",
                       b.getI64IntegerAttr(cast<ShapedType>(embedding.getType()).getShape().back()));
     });
+    // Cached rotary tables bound the positions a step may carry.
+    int64_t maxPositions = 0;
+    model.walk([&](llm::RopeCachedOp rope) {
+      int64_t rows = cast<ShapedType>(rope.getCosCache().getType()).getDimSize(0);
+      maxPositions = maxPositions ? std::min(maxPositions, rows) : rows;
+    });
+    module->setAttr("llmc.max_positions", b.getI64IntegerAttr(maxPositions));
     model.walk([&](llm::PagedAttentionOp attention) {
       module->setAttr("llmc.num_heads",
                       b.getI64IntegerAttr(cast<ShapedType>(attention.getType()).getDimSize(1)));

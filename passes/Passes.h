@@ -24,7 +24,7 @@ struct StepPipelineOptions {
   int64_t blockSize = 16;
   int64_t maxNumBatchedTokens = 2048;
   int64_t maxNumSeqs = 256;
-  std::string matmul = "blas";
+  std::string matmul = "generated";
 };
 
 /// Adds the passes from raised llm IR to the planned, ragged, paged step

@@ -180,13 +180,17 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     attribute (the artifact writer lays weights.bin out from it). Weights
     that `llm.dequantize` unpacks are dequantized here, at compile time.
 
-    Matrix products use the `matmul` strategy: `blas` calls the runtime's
-    sgemm through the host API table (OpenBLAS), `generated` emits loops.
+    Matrix products use the `matmul` strategy: `generated` (the default)
+    emits loops that read each weight row once per call and sum every
+    output in the same order whatever the number of rows, so that a
+    sequence's logits do not depend on the rest of the batch; `blas` calls
+    the runtime's sgemm through the host API table (OpenBLAS), faster for
+    long prefills but not batch-invariant (bench/RESULTS.md).
     Only f32 models are lowered; other element types are refused by name.
   }];
   let options = [
-    Option<"matmul", "matmul", "std::string", /*default=*/"\"blas\"",
-           "How matrix products run: blas (the runtime's sgemm) or generated (loops)">,
+    Option<"matmul", "matmul", "std::string", /*default=*/"\"generated\"",
+           "How matrix products run: generated (loops) or blas (the runtime's sgemm)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",

@@ -137,6 +137,8 @@ ModelConfig parseModelConfig(const json &manifest) {
   config.numHeads = integerField(model, "model", "num_heads", 1);
   config.numKvHeads = integerField(model, "model", "num_kv_heads", 1);
   config.headDim = integerField(model, "model", "head_dim", 1);
+  if (model.contains("max_positions"))
+    config.maxPositions = integerField(model, "model", "max_positions", 0);
   return config;
 }
 

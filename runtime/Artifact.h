@@ -25,6 +25,8 @@ struct ModelConfig {
   int64_t numHeads = 0;
   int64_t numKvHeads = 0;
   int64_t headDim = 0;
+  /// Positions must be below this (the rows of a cached rotary table); 0: no bound.
+  int64_t maxPositions = 0;
 };
 
 /// manifest.json's "step": the limits and needs of the step function.

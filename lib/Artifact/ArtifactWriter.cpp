@@ -27,7 +27,8 @@ constexpr int64_t kWeightAlignment = 64;
 /// What manifest.json says about the step, read from the lowered module.
 struct StepConfig {
   int64_t workspaceBytes, maxNumBatchedTokens, maxNumSeqs;
-  int64_t vocabSize, numLayers, numKvHeads, blockSize, headDim, hiddenSize, numHeads;
+  int64_t vocabSize, numLayers, numKvHeads, blockSize, headDim, hiddenSize, numHeads,
+      maxPositions;
   std::string matmul;
 };
 
@@ -46,6 +47,7 @@ FailureOr<StepConfig> readStepConfig(ModuleOp module) {
                     integer("llmc.max_num_seqs"), logits.getDimSize(1), pool.getDimSize(0),
                     pool.getDimSize(3), pool.getDimSize(4), pool.getDimSize(5),
                     integer("llmc.hidden_size"), integer("llmc.num_heads"),
+                    integer("llmc.max_positions"),
                     matmul.getValue().str()};
 }
 
@@ -111,7 +113,7 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
   if (failed(writeWeights(module, pathOf("weights.bin"), weightIndex))) return failure();
   for (StringRef name : {"llmc.weights", "llmc.weights_bytes", "llmc.workspace_bytes",
                          "llmc.max_num_batched_tokens", "llmc.max_num_seqs", "llmc.matmul",
-                         "llmc.hidden_size", "llmc.num_heads"})
+                         "llmc.hidden_size", "llmc.num_heads", "llmc.max_positions"})
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);
@@ -137,6 +139,7 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
                                    {"num_layers", config->numLayers},
                                    {"num_kv_heads", config->numKvHeads},
                                    {"head_dim", config->headDim},
+                                   {"max_positions", config->maxPositions},
                                    {"dtype", "f32"}}},
       {"step", llvm::json::Object{{"symbol", LLMC_STEP_SYMBOL},
                                   {"max_num_batched_tokens", config->maxNumBatchedTokens},

@@ -1,11 +1,11 @@
-// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu)' | FileCheck %s
-// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{matmul=generated})' | FileCheck %s --check-prefix=GENERATED
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{matmul=blas})' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu)' | FileCheck %s --check-prefix=GENERATED
 
 // The planned ragged step becomes llmc_step of the step ABI: activations are
 // views of the workspace at the planned offsets, weights views of weights.bin
 // at the offsets listed in llmc.weights, ops calls of kernels; the logits
 // head writes the step's output.
-// CHECK:       module attributes {llmc.hidden_size = 32 : i64, llmc.matmul = "blas", llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.num_heads = 2 : i64
+// CHECK:       module attributes {llmc.hidden_size = 32 : i64, llmc.matmul = "blas", llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.max_positions = 0 : i64, llmc.num_heads = 2 : i64
 //  CHECK-SAME:   llmc.weights = [{name = "weight0", offset = 0 : i64, value = dense<5.000000e-01> : tensor<64x32xf32>}, {name = "weight1", offset = 8192 : i64
 //  CHECK-SAME:   llmc.workspace_bytes = 3072 : i64
 // CHECK-LABEL: func.func @llmc_step

@@ -57,7 +57,7 @@ cl::opt<int64_t> maxNumBatchedTokens("max-num-batched-tokens",
 cl::opt<int64_t> maxNumSeqs("max-num-seqs", cl::desc("Most sequences one step carries"),
                             cl::init(256), cl::cat(compileCategory));
 cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or generated"),
-                            cl::init("blas"), cl::cat(compileCategory));
+                            cl::init("generated"), cl::cat(compileCategory));
 cl::opt<bool> summary("summary", cl::desc("Print a per-layer op summary (to stderr when the IR goes to stdout)"),
                       cl::cat(compileCategory));
 cl::opt<bool> keepWeights("keep-weights",

@@ -1,0 +1,96 @@
+"""Drive a compiled model's ragged, paged step (llmc.runtime.Model.step) from Python, for tests.
+
+The runner plays the part of the C++ generator in a few lines a test can read: it keeps one
+block table per live sequence, hands out KV block ids from its own free list over the model's
+num_kv_blocks, and builds the step arrays of include/llmc/Runtime/StepABI.h.
+
+    runner = PagedRunner(model)
+    first = runner.prefill([[1, 2, 3], [4, 5]])   # [2, vocab]: one ragged step, last rows
+    more = runner.decode(first.argmax(axis=-1))   # [2, vocab]: one token per sequence
+    tokens, logits = PagedRunner(model).greedy([[1, 2, 3], [4, 5]], steps=8)
+
+Argmax ties go to the lowest token id, as in the runtime's generator and numpy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class PagedRunner:
+    """The KV blocks and token positions of a batch of sequences on one Model.
+
+    The runner assumes it is the model's only user of the KV cache between prefill() and the
+    last decode(): the generator's blocks (Model.generate) are not reserved against it.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.block_size = model.block_size
+        self.free_blocks = list(range(model.num_kv_blocks - 1, -1, -1))  # pop() gives 0 first
+        self.block_tables: list[list[int]] = []  # per sequence, its blocks in position order
+        self.lengths: list[int] = []  # per sequence, the positions in the cache
+
+    def _reserve(self, seq: int, num_positions: int) -> None:
+        """Grow sequence `seq`'s block table to hold `num_positions` positions."""
+        while len(self.block_tables[seq]) * self.block_size < num_positions:
+            if not self.free_blocks:
+                raise RuntimeError("PagedRunner: out of KV blocks")
+            self.block_tables[seq].append(self.free_blocks.pop())
+
+    def _step(self, new_tokens: list[list[int]]) -> np.ndarray:
+        """One step appending new_tokens[n] to sequence n; the logits of each one's last row."""
+        assert len(new_tokens) == len(self.lengths) and all(new_tokens)
+        tokens, positions, slots, cu_seqlens_q, context_lens = [], [], [], [0], []
+        for seq, chunk in enumerate(new_tokens):
+            begin = self.lengths[seq]
+            self._reserve(seq, begin + len(chunk))
+            table = self.block_tables[seq]
+            for position in range(begin, begin + len(chunk)):
+                positions.append(position)
+                slots.append(table[position // self.block_size] * self.block_size
+                             + position % self.block_size)
+            tokens.extend(chunk)
+            cu_seqlens_q.append(len(tokens))
+            context_lens.append(begin + len(chunk))
+        width = max(len(table) for table in self.block_tables)
+        # Padding entries point at block 0; the step never reads past context_lens[n].
+        block_tables = np.zeros((len(new_tokens), width), dtype=np.int32)
+        for seq, table in enumerate(self.block_tables):
+            block_tables[seq, :len(table)] = table
+        logits_indices = np.array(cu_seqlens_q[1:], dtype=np.int32) - 1
+        logits = self.model.step(tokens, positions, cu_seqlens_q, context_lens, block_tables,
+                                 slots, logits_indices)
+        self.lengths = context_lens
+        return logits
+
+    def prefill(self, prompts: list[list[int]]) -> np.ndarray:
+        """Start one sequence per prompt (dropping any earlier ones) with ONE ragged step over
+        all the prompts; returns the [len(prompts), vocab] logits of each prompt's last token."""
+        self.release()
+        self.block_tables = [[] for _ in prompts]
+        self.lengths = [0 for _ in prompts]
+        return self._step([[int(t) for t in prompt] for prompt in prompts])
+
+    def decode(self, tokens) -> np.ndarray:
+        """Append one token to each live sequence (in prefill order); returns [N, vocab] logits."""
+        return self._step([[int(t)] for t in np.asarray(tokens).reshape(-1)])
+
+    def release(self) -> None:
+        """Give every sequence's blocks back to the free list."""
+        for table in self.block_tables:
+            self.free_blocks.extend(reversed(table))
+        self.block_tables, self.lengths = [], []
+
+    def greedy(self, prompts: list[list[int]], steps: int
+               ) -> tuple[list[list[int]], list[np.ndarray]]:
+        """`steps` greedy tokens per prompt: a prefill, then steps - 1 decode steps each fed the
+        previous argmax. Returns (the tokens of each prompt, the [N, vocab] logits of each step);
+        the blocks are released at the end."""
+        if steps < 1:
+            raise ValueError(f"steps must be at least 1, got {steps}")
+        step_logits = [self.prefill(prompts)]
+        while len(step_logits) < steps:
+            step_logits.append(self.decode(step_logits[-1].argmax(axis=-1)))
+        self.release()
+        tokens = np.stack([logits.argmax(axis=-1) for logits in step_logits], axis=1)
+        return tokens.tolist(), step_logits
