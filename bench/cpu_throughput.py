@@ -74,7 +74,7 @@ def main() -> int:
     parser.add_argument("--prompt-tokens", type=int, default=128)
     parser.add_argument("--decode-tokens", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--matmul", choices=["blas", "generated"], default="blas")
+    parser.add_argument("--matmul", choices=["generated", "blas"], default="generated")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args()

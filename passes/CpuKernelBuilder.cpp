@@ -92,24 +92,28 @@ Value KernelBuilder::lessThan(Value a, Value c) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
 }
 
+func::FuncOp StepLowering::getOrCreateKernel(Location loc, StringRef name, const std::string &key,
+                                             TypeRange argTypes, KernelBody body) {
+  func::FuncOp &kernel = kernels[key];
+  if (kernel) return kernel;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  std::string symbol = ("llmc_" + name + "_" + std::to_string(kernels.size())).str();
+  kernel = func::FuncOp::create(b, loc, symbol, b.getFunctionType(argTypes, {}));
+  kernel.setPrivate();
+  // Internal linkage: LLVM may inline kernels and drop their symbols.
+  kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(b.getContext(), LLVM::Linkage::Internal));
+  Block *entry = kernel.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  KernelBuilder kb(b, loc);
+  body(kb, entry->getArguments());
+  func::ReturnOp::create(b, loc);
+  return kernel;
+}
+
 void StepLowering::callKernel(Location loc, StringRef name, const std::string &key,
                               ValueRange args, KernelBody body) {
-  func::FuncOp &kernel = kernels[key];
-  if (!kernel) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(module.getBody());
-    std::string symbol = ("llmc_" + name + "_" + std::to_string(kernels.size())).str();
-    kernel = func::FuncOp::create(b, loc, symbol, b.getFunctionType(args.getTypes(), {}));
-    kernel.setPrivate();
-    // Internal linkage: LLVM may inline kernels and drop their symbols.
-    kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(b.getContext(), LLVM::Linkage::Internal));
-    Block *entry = kernel.addEntryBlock();
-    b.setInsertionPointToStart(entry);
-    KernelBuilder kb(b, loc);
-    body(kb, entry->getArguments());
-    func::ReturnOp::create(b, loc);
-  }
-  func::CallOp::create(b, loc, kernel, args);
+  func::CallOp::create(b, loc, getOrCreateKernel(loc, name, key, args.getTypes(), body), args);
 }
 
 } // namespace llmc::cpu

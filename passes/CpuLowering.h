@@ -94,6 +94,11 @@ public:
   /// Kernel arguments are `args`, in order.
   void callKernel(mlir::Location loc, llvm::StringRef name, const std::string &key,
                   mlir::ValueRange args, KernelBody body);
+  /// The kernel identified by `key`, taking `argTypes`, built by `body` the
+  /// first time.
+  mlir::func::FuncOp getOrCreateKernel(mlir::Location loc, llvm::StringRef name,
+                                       const std::string &key, mlir::TypeRange argTypes,
+                                       KernelBody body);
 
 private:
   llvm::StringMap<mlir::func::FuncOp> kernels;

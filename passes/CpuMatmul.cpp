@@ -10,6 +10,9 @@
 //===----------------------------------------------------------------------===//
 #include "passes/CpuLowering.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 
 namespace llmc::cpu {
@@ -19,6 +22,54 @@ namespace {
 /// Field indices of LlmcCpuHostApi (include/llmc/Runtime/StepABI.h).
 constexpr int32_t kApiContext = 2;
 constexpr int32_t kApiSgemm = 3;
+constexpr int32_t kApiParallelFor = 4;
+
+/// Output columns of one parallel_for task of the generated matmul: enough
+/// work to amortise a task, few enough that two threads share a 576-wide layer.
+constexpr int64_t kColumnsPerTask = 64;
+
+LLVM::LLVMPointerType pointerType(OpBuilder &b) { return LLVM::LLVMPointerType::get(b.getContext()); }
+
+/// Loads field `index` (a pointer) of the host API table.
+Value loadApiField(StepLowering &step, Location loc, int32_t index) {
+  OpBuilder &b = step.b;
+  auto ptr = pointerType(b);
+  auto apiType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), {b.getI32Type(), b.getI32Type(), ptr, ptr, ptr});
+  Value address =
+      LLVM::GEPOp::create(b, loc, ptr, apiType, step.api, ArrayRef<LLVM::GEPArg>{0, index});
+  return LLVM::LoadOp::create(b, loc, ptr, address);
+}
+
+Value constantI64(OpBuilder &b, Location loc, int64_t value) {
+  return LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(value));
+}
+
+/// A memref of `type` over the row-major data at `pointer`, its dynamic
+/// leading dim `rows`: the descriptor the LLVM lowering of memrefs uses,
+/// built by hand because the data arrives as a raw pointer.
+Value memrefAt(OpBuilder &b, Location loc, MemRefType type, Value pointer, Value rows) {
+  auto i64 = b.getI64Type();
+  int64_t rank = type.getRank();
+  auto dims = LLVM::LLVMArrayType::get(i64, rank);
+  auto descriptorType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {pointerType(b), pointerType(b), i64, dims, dims});
+  Value descriptor = LLVM::PoisonOp::create(b, loc, descriptorType);
+  auto insert = [&](Value value, ArrayRef<int64_t> position) {
+    descriptor = LLVM::InsertValueOp::create(b, loc, descriptor, value, position);
+  };
+  insert(pointer, {0});
+  insert(pointer, {1});
+  insert(constantI64(b, loc, 0), {2});
+  int64_t stride = 1;
+  for (int64_t dim = rank - 1; dim >= 0; --dim) {
+    int64_t size = type.getDimSize(dim);
+    insert(ShapedType::isDynamic(size) ? rows : constantI64(b, loc, size), {3, dim});
+    insert(constantI64(b, loc, stride), {4, dim});
+    stride *= ShapedType::isDynamic(size) ? 1 : size;
+  }
+  return UnrealizedConversionCastOp::create(b, loc, type, descriptor).getResult(0);
+}
 
 /// The address of a memref's first element as an !llvm.ptr. Views of the
 /// workspace and of the weights have offset 0, so the aligned pointer is it.
@@ -34,14 +85,8 @@ void callSgemm(StepLowering &step, Location loc, Value input, Value weight, bool
                Value output, int64_t n, int64_t k) {
   OpBuilder &b = step.b;
   MLIRContext *context = b.getContext();
-  auto ptr = LLVM::LLVMPointerType::get(context);
+  auto ptr = pointerType(b);
   auto i32 = b.getI32Type(), i64 = b.getI64Type();
-  auto apiType = LLVM::LLVMStructType::getLiteral(context, {i32, i32, ptr, ptr, ptr});
-  auto field = [&](int32_t index) {
-    Value address = LLVM::GEPOp::create(b, loc, ptr, apiType, step.api,
-                                        ArrayRef<LLVM::GEPArg>{0, index});
-    return LLVM::LoadOp::create(b, loc, ptr, address).getResult();
-  };
   auto constant = [&](Type type, int64_t value) -> Value {
     return LLVM::ConstantOp::create(b, loc, type, b.getIntegerAttr(type, value));
   };
@@ -49,50 +94,106 @@ void callSgemm(StepLowering &step, Location loc, Value input, Value weight, bool
   auto sgemmType = LLVM::LLVMFunctionType::get(
       LLVM::LLVMVoidType::get(context), {ptr, i64, i64, i64, ptr, i64, ptr, i64, i32, ptr, i64});
   LLVM::CallOp::create(b, loc, sgemmType,
-                       ValueRange{field(kApiSgemm), field(kApiContext), rows, constant(i64, n),
+                       ValueRange{loadApiField(step, loc, kApiSgemm), loadApiField(step, loc, kApiContext), rows, constant(i64, n),
                                   constant(i64, k), pointerTo(b, loc, input), constant(i64, k),
                                   pointerTo(b, loc, weight), constant(i64, transposed ? k : n),
                                   constant(i32, transposed), pointerTo(b, loc, output),
                                   constant(i64, n)});
 }
 
-/// Loops, with the weight outermost so that each weight row is read from
-/// memory once per call whatever the number of rows (decode reads it once:
-/// the memory-bound case). For [in, out] weights, out[r, :] += x[r, i] *
-/// W[i, :] (the inner loop vectorises); for [out, in] weights, one dot
-/// product per output. Every output sums over `in` in the same order
-/// whatever the number of rows, so a row's result never depends on the batch.
-void generateMatmul(StepLowering &step, Location loc, Value input, Value weight, bool transposed,
-                    Value output, int64_t n, int64_t k) {
-  SmallVector<Value> args{input, weight, output};
-  std::string key = kernelKey(transposed ? "matmul_transposed" : "matmul", args);
-  step.callKernel(loc, "matmul", key, args, [&](KernelBuilder &kb, ValueRange params) {
-    Value x = params[0], w = params[1], out = params[2];
-    Value zero = kb.index(0), outs = kb.index(n), ins = kb.index(k), rows = kb.dim(out, 0);
-    if (transposed) {
-      kb.forEach(zero, outs, [&](Value col) {
-        kb.forEach(zero, rows, [&](Value row) {
-          Value dot = kb.reduce(zero, ins, kb.f32(0.0), [&](Value i, Value acc) {
-            return kb.add(acc, kb.mul(kb.load(x, {row, i}), kb.load(w, {col, i})));
-          });
-          kb.store(dot, out, {row, col});
-        });
-      });
-      return;
-    }
-    kb.forEach(zero, rows, [&](Value row) {
-      kb.forEach(zero, outs, [&](Value col) { kb.store(kb.f32(0.0), out, {row, col}); });
-    });
-    kb.forEach(zero, ins, [&](Value i) {
+/// The loops of out[:, begin:end] = x * W[:, begin:end], with the weight
+/// outermost so that each weight row is read from memory once per call
+/// whatever the number of rows (decode reads it once: the memory-bound case).
+/// For [in, out] weights, out[r, :] += x[r, i] * W[i, :] (the inner loop
+/// vectorises); for [out, in] weights, one dot product per output. Every
+/// output sums over `in` in the same order whatever the rows and the column
+/// range, so a row's result depends neither on the batch nor on the threads.
+void buildMatmulColumns(KernelBuilder &kb, ValueRange params, bool transposed, int64_t k) {
+  Value x = params[0], w = params[1], out = params[2], begin = params[3], end = params[4];
+  Value zero = kb.index(0), ins = kb.index(k), rows = kb.dim(out, 0);
+  if (transposed) {
+    kb.forEach(begin, end, [&](Value col) {
       kb.forEach(zero, rows, [&](Value row) {
-        Value scale = kb.load(x, {row, i});
-        kb.forEach(zero, outs, [&](Value col) {
-          Value sum = kb.add(kb.load(out, {row, col}), kb.mul(scale, kb.load(w, {i, col})));
-          kb.store(sum, out, {row, col});
+        Value dot = kb.reduce(zero, ins, kb.f32(0.0), [&](Value i, Value acc) {
+          return kb.add(acc, kb.mul(kb.load(x, {row, i}), kb.load(w, {col, i})));
         });
+        kb.store(dot, out, {row, col});
+      });
+    });
+    return;
+  }
+  kb.forEach(zero, rows, [&](Value row) {
+    kb.forEach(begin, end, [&](Value col) { kb.store(kb.f32(0.0), out, {row, col}); });
+  });
+  kb.forEach(zero, ins, [&](Value i) {
+    kb.forEach(zero, rows, [&](Value row) {
+      Value scale = kb.load(x, {row, i});
+      kb.forEach(begin, end, [&](Value col) {
+        Value sum = kb.add(kb.load(out, {row, col}), kb.mul(scale, kb.load(w, {i, col})));
+        kb.store(sum, out, {row, col});
       });
     });
   });
+}
+
+/// The generated matmul, split by column tiles over the runtime's threads:
+/// the step stores the operands' addresses in a closure on its stack and
+/// calls api->parallel_for with a task function that rebuilds the memrefs
+/// and runs the loops over its tiles.
+void generateMatmul(StepLowering &step, Location loc, Value input, Value weight, bool transposed,
+                    Value output, int64_t n, int64_t k) {
+  OpBuilder &b = step.b;
+  auto ptr = pointerType(b);
+  Type i64 = b.getI64Type(), index = b.getIndexType();
+  SmallVector<Type> kernelTypes{input.getType(), weight.getType(), output.getType(), index, index};
+  std::string key = kernelKey(transposed ? "matmul_transposed" : "matmul", {input, weight, output});
+  func::FuncOp columns = step.getOrCreateKernel(
+      loc, "matmul", key, kernelTypes,
+      [&](KernelBuilder &kb, ValueRange params) { buildMatmulColumns(kb, params, transposed, k); });
+
+  // The closure: x, W and out addresses and the number of rows.
+  auto closureType = LLVM::LLVMStructType::getLiteral(b.getContext(), {ptr, ptr, ptr, i64});
+  func::FuncOp task = step.getOrCreateKernel(
+      loc, "matmul_task", key + "/task", {ptr, i64, i64}, [&](KernelBuilder &kb, ValueRange params) {
+        OpBuilder &tb = kb.builder();
+        auto field = [&](int32_t position, Type type) -> Value {
+          Value address = LLVM::GEPOp::create(tb, loc, ptr, closureType, params[0],
+                                              ArrayRef<LLVM::GEPArg>{0, position});
+          return LLVM::LoadOp::create(tb, loc, type, address);
+        };
+        Value rows = field(3, i64);
+        SmallVector<Value> args;
+        for (int32_t position = 0; position < 3; ++position)
+          args.push_back(memrefAt(tb, loc, cast<MemRefType>(kernelTypes[position]),
+                                  field(position, ptr), rows));
+        Value tile = constantI64(tb, loc, kColumnsPerTask);
+        Value begin = LLVM::MulOp::create(tb, loc, params[1], tile);
+        Value end = LLVM::MulOp::create(tb, loc, params[2], tile);
+        end = LLVM::SMinOp::create(tb, loc, end, constantI64(tb, loc, n));
+        args.push_back(arith::IndexCastOp::create(tb, loc, index, begin));
+        args.push_back(arith::IndexCastOp::create(tb, loc, index, end));
+        func::CallOp::create(tb, loc, columns, args);
+      });
+
+  Value closure = LLVM::AllocaOp::create(b, loc, ptr, closureType, constantI64(b, loc, 1));
+  Value rows = arith::IndexCastOp::create(b, loc, i64, memref::DimOp::create(b, loc, input, 0));
+  SmallVector<Value> fields{pointerTo(b, loc, input), pointerTo(b, loc, weight),
+                            pointerTo(b, loc, output), rows};
+  for (auto [position, value] : llvm::enumerate(fields)) {
+    Value address = LLVM::GEPOp::create(b, loc, ptr, closureType, closure,
+                                        ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(position)});
+    LLVM::StoreOp::create(b, loc, value, address);
+  }
+  Value taskValue = func::ConstantOp::create(b, loc, task.getFunctionType(),
+                                             FlatSymbolRefAttr::get(task.getSymNameAttr()));
+  Value taskPointer = UnrealizedConversionCastOp::create(b, loc, ptr, taskValue).getResult(0);
+  auto parallelForType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
+                                                     {ptr, i64, ptr, ptr});
+  LLVM::CallOp::create(b, loc, parallelForType,
+                       ValueRange{loadApiField(step, loc, kApiParallelFor),
+                                  loadApiField(step, loc, kApiContext),
+                                  constantI64(b, loc, llvm::divideCeil(n, kColumnsPerTask)),
+                                  taskPointer, closure});
 }
 
 /// out[r, :] += bias

@@ -186,8 +186,13 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
       return success();
     }
     SmallVector<Value> operands;
-    for (Value operand : op->getOperands()) {
-      auto memref = memrefOf(operand);
+    for (OpOperand &operand : op->getOpOperands()) {
+      // Matmul weights are placed by lowerMatmul, in the layout it reads.
+      if (isa<llm::LinearOp, llm::LogitsOp>(op) && operand.getOperandNumber() == 1) {
+        operands.push_back(nullptr);
+        continue;
+      }
+      auto memref = memrefOf(operand.get());
       if (failed(memref)) return failure();
       operands.push_back(*memref);
     }
@@ -197,12 +202,12 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
 
     return TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](llm::LinearOp linear) {
-          return cpu::lowerMatmul(step, op->getLoc(), operands[0], operands[1],
-                                  linear.getTransposeWeight(), operands[2], outputs[0]);
+          return lowerMatmul(step, op, linear.getWeight(), linear.getTransposeWeight(), operands[0],
+                             operands[2], outputs[0]);
         })
         .Case([&](llm::LogitsOp head) {
-          return cpu::lowerMatmul(step, op->getLoc(), operands[0], operands[1],
-                                  head.getTransposeWeight(), nullptr, logits);
+          return lowerMatmul(step, op, head.getWeight(), head.getTransposeWeight(), operands[0],
+                             nullptr, logits);
         })
         .Case([&](llm::PagedKvWriteOp write) {
           memrefs[write.getResult()] = operands[0];
@@ -227,12 +232,53 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
         });
   }
 
+  /// A linear layer or the logits head. The generated matmul takes its
+  /// weights [out, in]: an [in, out] weight is transposed at compile time.
+  LogicalResult lowerMatmul(cpu::StepLowering &step, Operation *op, Value weightValue,
+                            bool transposed, Value input, Value bias, Value output) {
+    bool flip = step.generatedMatmul && !transposed;
+    auto weight = flip ? transposedWeightOf(weightValue) : memrefOf(weightValue);
+    if (failed(weight)) return failure();
+    return cpu::lowerMatmul(step, op->getLoc(), input, *weight, transposed || flip, bias, output);
+  }
+
   /// The memref of an operand: a step input, an earlier result, a weight
   /// view, or null for an omitted optional operand.
   FailureOr<Value> memrefOf(Value value) {
     if (Value known = memrefs.lookup(value)) return known;
     Operation *def = value.getDefiningOp();
     if (isa_and_nonnull<onnx::NoneOp>(def)) return Value();
+    auto data = weightData(value);
+    if (failed(data)) return failure();
+    return memrefs[value] = weightView(def, *data);
+  }
+
+  /// The [out, in] view of an [in, out] weight: the generated matmul reads
+  /// one contiguous weight row per output, so weights.bin stores them so.
+  FailureOr<Value> transposedWeightOf(Value value) {
+    if (Value known = transposedMemrefs.lookup(value)) return known;
+    auto data = weightData(value);
+    if (failed(data)) return failure();
+    auto type = cast<ShapedType>(data->getType());
+    std::vector<char> storage;
+    auto bytes = elementsBytes(*data, storage);
+    if (failed(bytes) || type.getRank() != 2)
+      return value.getDefiningOp()->emitOpError("is a matmul weight without 2-D data"), failure();
+    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    const auto *source = reinterpret_cast<const float *>(bytes->data());
+    std::vector<float> transposed(rows * cols);
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t col = 0; col < cols; ++col) transposed[col * rows + row] = source[row * cols + col];
+    auto transposedType = RankedTensorType::get({cols, rows}, type.getElementType());
+    auto attr = cast<ElementsAttr>(DenseResourceElementsAttr::get(
+        transposedType, "transposed",
+        HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(transposed))));
+    return transposedMemrefs[value] = weightView(value.getDefiningOp(), attr);
+  }
+
+  /// The constant data of a weight operand (dequantised if packed).
+  FailureOr<ElementsAttr> weightData(Value value) {
+    Operation *def = value.getDefiningOp();
     ElementsAttr data;
     if (auto constant = dyn_cast_or_null<onnx::ConstantOp>(def)) {
       data = dyn_cast<ElementsAttr>(constant.getValue());
@@ -249,7 +295,12 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     if (!type.hasStaticShape() || !type.getElementType().isF32())
       return def->emitOpError("is a weight that is not static f32; only f32 models are lowered"),
              failure();
-    // Place the weight in weights.bin and view it from the step.
+    return data;
+  }
+
+  /// Places `data` in weights.bin and views it from the step.
+  Value weightView(Operation *def, ElementsAttr data) {
+    auto type = cast<ShapedType>(data.getType());
     weightOffset = llvm::alignTo(weightOffset, kWeightAlignment);
     std::string name = "weight" + std::to_string(weights.size());
     if (auto nameLoc = dyn_cast<NameLoc>(def->getLoc())) name = nameLoc.getName().str();
@@ -263,7 +314,6 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     Value view = memref::ViewOp::create(b, def->getLoc(), memrefLike(type), weightsArg, offset,
                                         ValueRange{});
     weightOffset += type.getNumElements() * 4;
-    memrefs[value] = view;
     return view;
   }
 
@@ -319,6 +369,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
   }
 
   DenseMap<Value, Value> memrefs;
+  DenseMap<Value, Value> transposedMemrefs;
   SmallVector<Attribute> weights;
   int64_t weightOffset = 0;
   Value weightsArg, workspaceArg;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
 namespace llmc::runtime {
 namespace {
@@ -12,6 +13,24 @@ constexpr int64_t kChunksPerThread = 4;
 /// Set on pool threads and while the caller runs a loop: a nested parallelFor
 /// then runs inline instead of waiting on the pool it occupies.
 thread_local bool insideParallelFor = false;
+
+/// How long a thread polls before it sleeps on a condition variable. A model
+/// step issues hundreds of short loops a few microseconds apart; waking a
+/// sleeping thread costs tens of microseconds each time.
+constexpr std::chrono::microseconds kSpinTime{200};
+
+/// Polls `ready` until it holds or kSpinTime has passed; returns whether it held.
+template <typename Ready>
+bool spinUntil(Ready ready) {
+  auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (unsigned polls = 1;; ++polls) {
+    if (ready()) return true;
+    if (polls % 64 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
 } // namespace
 
 /// One parallel loop, on the stack of the thread that issued it. Workers only
@@ -59,6 +78,7 @@ void ThreadPool::workerMain() {
   uint64_t seenGeneration = 0;
   for (;;) {
     Loop *loop;
+    spinUntil([&] { return publishedGeneration.load(std::memory_order_acquire) != seenGeneration; });
     {
       std::unique_lock<std::mutex> lock(mutex);
       wakeWorkers.wait(lock, [&] {
@@ -96,6 +116,7 @@ void ThreadPool::parallelFor(int64_t n, ChunkFn body, void *closure) {
     std::lock_guard<std::mutex> lock(mutex);
     currentLoop = &loop;
     ++loopGeneration;
+    publishedGeneration.store(loopGeneration, std::memory_order_release);
   }
   wakeWorkers.notify_all();
 
@@ -103,6 +124,7 @@ void ThreadPool::parallelFor(int64_t n, ChunkFn body, void *closure) {
   runChunks(loop);
   insideParallelFor = false;
 
+  spinUntil([&] { return loop.chunksDone.load(std::memory_order_acquire) == numChunks; });
   std::unique_lock<std::mutex> lock(mutex);
   // No worker may register on the loop once it is done.
   loopDone.wait(lock, [&] {

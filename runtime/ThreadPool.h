@@ -2,6 +2,7 @@
 #ifndef LLMC_RUNTIME_THREADPOOL_H
 #define LLMC_RUNTIME_THREADPOOL_H
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -56,6 +57,9 @@ private:
   std::condition_variable loopDone;
   Loop *currentLoop = nullptr;
   uint64_t loopGeneration = 0;
+  /// loopGeneration, readable without the mutex: idle workers poll it
+  /// briefly before they sleep.
+  std::atomic<uint64_t> publishedGeneration{0};
   bool stopping = false;
 };
 

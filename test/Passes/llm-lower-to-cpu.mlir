@@ -30,10 +30,18 @@
 //       CHECK:   func.func private @llmc_paged_attention_
 //       CHECK:     memref.alloca() : memref<16xf32>
 //       CHECK:     math.exp
+// The generated matmul runs over column tiles on the runtime's threads: the
+// step passes a task function and a closure to parallel_for (field 4 of the
+// host API); the task rebuilds the memrefs from the closure's pointers.
 // GENERATED-LABEL: func.func @llmc_step
-//   GENERATED-NOT:   llvm.call
-//       GENERATED:   call @llmc_matmul_
-//       GENERATED:   func.func private @llmc_matmul_
+//       GENERATED:   %[[TASK:.*]] = constant @llmc_matmul_task_{{[0-9]+}} : (!llvm.ptr, i64, i64) -> ()
+//       GENERATED:   %[[TASKPTR:.*]] = builtin.unrealized_conversion_cast %[[TASK]] : (!llvm.ptr, i64, i64) -> () to !llvm.ptr
+//       GENERATED:   llvm.getelementptr %{{.*}}[0, 4]
+//       GENERATED:   llvm.call %{{.*}}(%{{.*}}, %{{.*}}, %[[TASKPTR]], %{{.*}}) : !llvm.ptr, (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr) -> ()
+//       GENERATED:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<32x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: index, %{{.*}}: index)
+//       GENERATED:   func.func private @llmc_matmul_task_{{[0-9]+}}(%{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64)
+//       GENERATED:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<?x32xf32>
+//       GENERATED:     call @llmc_matmul_
 func.func @paged(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %0 = onnx.None
   %1 = onnx.Constant dense<5.000000e-01> : tensor<64x32xf32>
