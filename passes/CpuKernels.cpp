@@ -78,8 +78,8 @@ LogicalResult lowerElementwise(StepLowering &step, Operation *op, ArrayRef<Value
         mapRows(step, op, operands, output, [](KernelBuilder &kb, ValueRange v) { return silu(kb, v[0]); });
         return success();
       })
-      .Case([&](llm::GeluOp gelu_) {
-        bool tanhApproximation = gelu_.getTanhApproximation();
+      .Case([&](llm::GeluOp geluOp) {
+        bool tanhApproximation = geluOp.getTanhApproximation();
         mapRows(step, op, operands, output, [&](KernelBuilder &kb, ValueRange v) {
           return gelu(kb, v[0], tanhApproximation);
         });

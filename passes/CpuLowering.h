@@ -130,7 +130,9 @@ mlir::LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op
 mlir::LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                                         llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 /// output = input * weight (+ bias); weight [in, out], or [out, in] if
-/// `transposed`. The one place that chooses between BLAS and generated loops.
+/// `transposed`. The one place that chooses between BLAS and generated loops;
+/// the generated ones read weights [out, in] only (llm-lower-to-cpu lays
+/// weights out so when they are the strategy).
 mlir::LogicalResult lowerMatmul(StepLowering &step, mlir::Location loc, mlir::Value input,
                                 mlir::Value weight, bool transposed, mlir::Value bias,
                                 mlir::Value output);

@@ -84,54 +84,36 @@ Value pointerTo(OpBuilder &b, Location loc, Value memref) {
 void callSgemm(StepLowering &step, Location loc, Value input, Value weight, bool transposed,
                Value output, int64_t n, int64_t k) {
   OpBuilder &b = step.b;
-  MLIRContext *context = b.getContext();
   auto ptr = pointerType(b);
   auto i32 = b.getI32Type(), i64 = b.getI64Type();
-  auto constant = [&](Type type, int64_t value) -> Value {
-    return LLVM::ConstantOp::create(b, loc, type, b.getIntegerAttr(type, value));
-  };
   Value rows = arith::IndexCastOp::create(b, loc, i64, memref::DimOp::create(b, loc, input, 0));
-  auto sgemmType = LLVM::LLVMFunctionType::get(
-      LLVM::LLVMVoidType::get(context), {ptr, i64, i64, i64, ptr, i64, ptr, i64, i32, ptr, i64});
-  LLVM::CallOp::create(b, loc, sgemmType,
-                       ValueRange{loadApiField(step, loc, kApiSgemm), loadApiField(step, loc, kApiContext), rows, constant(i64, n),
-                                  constant(i64, k), pointerTo(b, loc, input), constant(i64, k),
-                                  pointerTo(b, loc, weight), constant(i64, transposed ? k : n),
-                                  constant(i32, transposed), pointerTo(b, loc, output),
-                                  constant(i64, n)});
+  Value bTransposed = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(transposed));
+  auto sgemmType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
+                                               {ptr, i64, i64, i64, ptr, i64, ptr, i64, i32, ptr, i64});
+  LLVM::CallOp::create(
+      b, loc, sgemmType,
+      ValueRange{loadApiField(step, loc, kApiSgemm), loadApiField(step, loc, kApiContext), rows,
+                 constantI64(b, loc, n), constantI64(b, loc, k), pointerTo(b, loc, input),
+                 constantI64(b, loc, k), pointerTo(b, loc, weight),
+                 constantI64(b, loc, transposed ? k : n), bTransposed, pointerTo(b, loc, output),
+                 constantI64(b, loc, n)});
 }
 
-/// The loops of out[:, begin:end] = x * W[:, begin:end], with the weight
-/// outermost so that each weight row is read from memory once per call
-/// whatever the number of rows (decode reads it once: the memory-bound case).
-/// For [in, out] weights, out[r, :] += x[r, i] * W[i, :] (the inner loop
-/// vectorises); for [out, in] weights, one dot product per output. Every
-/// output sums over `in` in the same order whatever the rows and the column
-/// range, so a row's result depends neither on the batch nor on the threads.
-void buildMatmulColumns(KernelBuilder &kb, ValueRange params, bool transposed, int64_t k) {
+/// The loops of out[:, begin:end] = x * W[begin:end, :]^T for a weight
+/// stored [out, in]: one dot product per output, the weight row outermost so
+/// that it is read from memory once per call whatever the number of rows
+/// (decode reads it once: the memory-bound case). Every output sums over `in`
+/// in the same order whatever the rows and the column range, so a row's
+/// result depends neither on the batch nor on the threads.
+void buildMatmulColumns(KernelBuilder &kb, ValueRange params, int64_t k) {
   Value x = params[0], w = params[1], out = params[2], begin = params[3], end = params[4];
   Value zero = kb.index(0), ins = kb.index(k), rows = kb.dim(out, 0);
-  if (transposed) {
-    kb.forEach(begin, end, [&](Value col) {
-      kb.forEach(zero, rows, [&](Value row) {
-        Value dot = kb.reduce(zero, ins, kb.f32(0.0), [&](Value i, Value acc) {
-          return kb.add(acc, kb.mul(kb.load(x, {row, i}), kb.load(w, {col, i})));
-        });
-        kb.store(dot, out, {row, col});
-      });
-    });
-    return;
-  }
-  kb.forEach(zero, rows, [&](Value row) {
-    kb.forEach(begin, end, [&](Value col) { kb.store(kb.f32(0.0), out, {row, col}); });
-  });
-  kb.forEach(zero, ins, [&](Value i) {
+  kb.forEach(begin, end, [&](Value col) {
     kb.forEach(zero, rows, [&](Value row) {
-      Value scale = kb.load(x, {row, i});
-      kb.forEach(begin, end, [&](Value col) {
-        Value sum = kb.add(kb.load(out, {row, col}), kb.mul(scale, kb.load(w, {i, col})));
-        kb.store(sum, out, {row, col});
+      Value dot = kb.reduce(zero, ins, kb.f32(0.0), [&](Value i, Value acc) {
+        return kb.add(acc, kb.mul(kb.load(x, {row, i}), kb.load(w, {col, i})));
       });
+      kb.store(dot, out, {row, col});
     });
   });
 }
@@ -140,16 +122,16 @@ void buildMatmulColumns(KernelBuilder &kb, ValueRange params, bool transposed, i
 /// the step stores the operands' addresses in a closure on its stack and
 /// calls api->parallel_for with a task function that rebuilds the memrefs
 /// and runs the loops over its tiles.
-void generateMatmul(StepLowering &step, Location loc, Value input, Value weight, bool transposed,
-                    Value output, int64_t n, int64_t k) {
+void generateMatmul(StepLowering &step, Location loc, Value input, Value weight, Value output,
+                    int64_t n, int64_t k) {
   OpBuilder &b = step.b;
   auto ptr = pointerType(b);
   Type i64 = b.getI64Type(), index = b.getIndexType();
   SmallVector<Type> kernelTypes{input.getType(), weight.getType(), output.getType(), index, index};
-  std::string key = kernelKey(transposed ? "matmul_transposed" : "matmul", {input, weight, output});
+  std::string key = kernelKey("matmul", {input, weight, output});
   func::FuncOp columns = step.getOrCreateKernel(
       loc, "matmul", key, kernelTypes,
-      [&](KernelBuilder &kb, ValueRange params) { buildMatmulColumns(kb, params, transposed, k); });
+      [&](KernelBuilder &kb, ValueRange params) { buildMatmulColumns(kb, params, k); });
 
   // The closure: x, W and out addresses and the number of rows.
   auto closureType = LLVM::LLVMStructType::getLiteral(b.getContext(), {ptr, ptr, ptr, i64});
@@ -215,9 +197,11 @@ LogicalResult lowerMatmul(StepLowering &step, Location loc, Value input, Value w
                           bool transposed, Value bias, Value output) {
   auto weightType = cast<MemRefType>(weight.getType());
   int64_t k = weightType.getDimSize(transposed ? 1 : 0), n = weightType.getDimSize(transposed ? 0 : 1);
-  if (step.generatedMatmul)
-    generateMatmul(step, loc, input, weight, transposed, output, n, k);
-  else
+  if (step.generatedMatmul) {
+    if (!transposed)
+      return emitError(loc, "the generated matmul takes weights stored [out, in]");
+    generateMatmul(step, loc, input, weight, output, n, k);
+  } else
     callSgemm(step, loc, input, weight, transposed, output, n, k);
   if (bias) addBias(step, loc, bias, output);
   return success();

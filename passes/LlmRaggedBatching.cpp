@@ -50,14 +50,11 @@ Type raggedResultType(Operation *op, Type type) {
   return TypeSwitch<Operation *, Type>(op)
       .Case<llm::EmbeddingOp, llm::RmsNormOp, llm::LayerNormOp, llm::LinearOp, llm::SiluOp,
             llm::GeluOp, llm::SwigluOp, llm::AddOp, llm::MulOp, llm::CastOp, llm::SplitQkvOp,
-            llm::MergeHeadsOp, llm::DequantizeOp>([&](auto) -> Type {
-        // Dequantized weights have no token dims.
-        if (isa<llm::DequantizeOp>(op)) return type;
-        return rank == 3 ? ragged(type, 1) : nullptr;
-      })
+            llm::MergeHeadsOp>([&](auto) -> Type { return rank == 3 ? ragged(type, 1) : nullptr; })
       .Case<llm::SplitHeadsOp, llm::RopeOp, llm::RopeCachedOp, llm::PagedAttentionOp>(
           [&](auto) -> Type { return rank == 4 ? ragged(type, 2) : nullptr; })
-      .Case<llm::PagedKvWriteOp>([&](auto) { return type; })
+      // The pool and dequantised weights have no token dims.
+      .Case<llm::PagedKvWriteOp, llm::DequantizeOp>([&](auto) { return type; })
       .Default([](Operation *) { return nullptr; });
 }
 
