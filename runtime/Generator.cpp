@@ -68,18 +68,20 @@ private:
 /// The arrays of one step, filled a sequence at a time.
 class StepArrays {
 public:
+  StepArrays() { arrays.cuSeqlensQ.push_back(0); }
+
   /// Adds `count` of the sequence's tokens from position `begin` on; the
   /// logits row is the last of them.
   void add(size_t sequenceIndex, const Sequence &sequence, int64_t begin, int64_t count,
            int64_t blockSize) {
     for (int64_t position = begin; position < begin + count; ++position) {
-      tokens.push_back(sequence.tokens[position]);
-      positions.push_back(static_cast<int32_t>(position));
-      slotMapping.push_back(slotOf(sequence.blockTable, position, blockSize));
+      arrays.tokens.push_back(sequence.tokens[position]);
+      arrays.positions.push_back(static_cast<int32_t>(position));
+      arrays.slotMapping.push_back(slotOf(sequence.blockTable, position, blockSize));
     }
-    cuSeqlensQ.push_back(static_cast<int32_t>(tokens.size()));
-    contextLens.push_back(static_cast<int32_t>(begin + count));
-    logitsIndices.push_back(static_cast<int32_t>(tokens.size() - 1));
+    arrays.cuSeqlensQ.push_back(static_cast<int32_t>(arrays.tokens.size()));
+    arrays.contextLens.push_back(static_cast<int32_t>(begin + count));
+    arrays.logitsIndices.push_back(static_cast<int32_t>(arrays.tokens.size() - 1));
     tables.push_back(&sequence.blockTable);
     members.push_back(sequenceIndex);
   }
@@ -89,33 +91,22 @@ public:
   StepBatch batch() {
     size_t width = 1;
     for (const auto *table : tables) width = std::max(width, table->size());
-    blockTables.assign(tables.size() * width, 0);
+    arrays.blockTables.assign(tables.size() * width, 0);
     for (size_t row = 0; row < tables.size(); ++row)
-      std::copy(tables[row]->begin(), tables[row]->end(), blockTables.begin() + row * width);
-    StepBatch batch;
-    batch.numTokens = static_cast<int64_t>(tokens.size());
-    batch.numSeqs = static_cast<int64_t>(members.size());
-    batch.maxBlocksPerSeq = static_cast<int64_t>(width);
-    batch.tokens = tokens.data();
-    batch.positions = positions.data();
-    batch.cuSeqlensQ = cuSeqlensQ.data();
-    batch.contextLens = contextLens.data();
-    batch.blockTables = blockTables.data();
-    batch.slotMapping = slotMapping.data();
-    batch.logitsIndices = logitsIndices.data();
-    return batch;
+      std::copy(tables[row]->begin(), tables[row]->end(), arrays.blockTables.begin() + row * width);
+    arrays.maxBlocksPerSeq = static_cast<int64_t>(width);
+    return arrays.view();
   }
 
-  int64_t numTokens() const { return static_cast<int64_t>(tokens.size()); }
+  int64_t numTokens() const { return static_cast<int64_t>(arrays.tokens.size()); }
   int64_t numSeqs() const { return static_cast<int64_t>(members.size()); }
   /// The index (into SequenceSet::sequences) of the step's n-th sequence.
   size_t member(size_t n) const { return members[n]; }
   /// The context length of the step's n-th sequence after the step.
-  int64_t contextLen(size_t n) const { return contextLens[n]; }
+  int64_t contextLen(size_t n) const { return arrays.contextLens[n]; }
 
 private:
-  std::vector<int32_t> tokens, positions, cuSeqlensQ{0}, contextLens, slotMapping,
-      logitsIndices, blockTables;
+  StepBatchArrays arrays;
   std::vector<const std::vector<BlockId> *> tables;
   std::vector<size_t> members;
 };

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llmc::runtime {
 
@@ -26,6 +27,29 @@ struct StepBatch {
   const int32_t *blockTables = nullptr;   // [N, maxBlocksPerSeq]
   const int32_t *slotMapping = nullptr;   // [T]
   const int32_t *logitsIndices = nullptr; // [N]
+};
+
+/// A step batch that owns its arrays; view() is the StepBatch over them.
+struct StepBatchArrays {
+  std::vector<int32_t> tokens, positions, cuSeqlensQ, contextLens, blockTables, slotMapping,
+      logitsIndices;
+  int64_t maxBlocksPerSeq = 0;
+
+  /// T is the size of `tokens`, N the size of `contextLens`.
+  StepBatch view() const {
+    StepBatch batch;
+    batch.numTokens = static_cast<int64_t>(tokens.size());
+    batch.numSeqs = static_cast<int64_t>(contextLens.size());
+    batch.maxBlocksPerSeq = maxBlocksPerSeq;
+    batch.tokens = tokens.data();
+    batch.positions = positions.data();
+    batch.cuSeqlensQ = cuSeqlensQ.data();
+    batch.contextLens = contextLens.data();
+    batch.blockTables = blockTables.data();
+    batch.slotMapping = slotMapping.data();
+    batch.logitsIndices = logitsIndices.data();
+    return batch;
+  }
 };
 
 struct ModelOptions {

@@ -11,26 +11,7 @@ using llmc::test::TestArtifact;
 
 namespace {
 /// A batch held in vectors, for building cases and breaking them.
-struct Batch {
-  std::vector<int32_t> tokens, positions, cuSeqlensQ, contextLens, blockTables, slotMapping,
-      logitsIndices;
-  int64_t maxBlocksPerSeq = 0;
-
-  StepBatch view() const {
-    StepBatch batch;
-    batch.numTokens = static_cast<int64_t>(tokens.size());
-    batch.numSeqs = static_cast<int64_t>(contextLens.size());
-    batch.maxBlocksPerSeq = maxBlocksPerSeq;
-    batch.tokens = tokens.data();
-    batch.positions = positions.data();
-    batch.cuSeqlensQ = cuSeqlensQ.data();
-    batch.contextLens = contextLens.data();
-    batch.blockTables = blockTables.data();
-    batch.slotMapping = slotMapping.data();
-    batch.logitsIndices = logitsIndices.data();
-    return batch;
-  }
-};
+using Batch = StepBatchArrays;
 
 /// Two prompts prefilled together (block size 4): [1 2 3 4 5] in blocks
 /// 3 and 0, [10 20] in block 1.
