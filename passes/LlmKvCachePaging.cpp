@@ -106,7 +106,9 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     int64_t batch = dimOf(ids, 0), seq = dimOf(ids, 1), dynamic = ShapedType::kDynamic;
     unsigned originalInputs = func.getNumArguments();
 
-    auto [kvHeads, headDim] = *kvShape(layers.front().attention, layers.front().newKeys);
+    auto firstShape = kvShape(layers.front().attention, layers.front().newKeys);
+    if (failed(firstShape)) return failure();
+    auto [kvHeads, headDim] = *firstShape;
     Type kvType = cast<ShapedType>(layers.front().newKeys.getType()).getElementType();
     auto poolType = RankedTensorType::get(
         {static_cast<int64_t>(layers.size()), dynamic, 2, kvHeads, blockSize, headDim}, kvType);
@@ -126,7 +128,7 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     OpBuilder builder(context);
     for (auto [index, layer] : llvm::enumerate(layers)) {
       llm::AttentionOp attention = layer.attention;
-      auto shape = kvShape(attention, layer.newKeys);
+      auto shape = index == 0 ? firstShape : kvShape(attention, layer.newKeys);
       if (failed(shape)) return failure();
       if (*shape != std::make_pair(kvHeads, headDim) ||
           cast<ShapedType>(layer.newKeys.getType()).getElementType() != kvType)

@@ -51,20 +51,28 @@ FailureOr<StepConfig> readStepConfig(ModuleOp module) {
                     matmul.getValue().str()};
 }
 
-/// Reads back a file the writer produced, for its size and checksum.
-FailureOr<std::pair<uint64_t, std::string>> sizeAndChecksum(ModuleOp module, StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buffer) return module.emitError("cannot read back ") << path, failure();
-  StringRef data = (*buffer)->getBuffer();
-  return std::make_pair(static_cast<uint64_t>(data.size()),
-                        checksumHex(checksum64(data.data(), data.size())));
+/// A file's size and manifest checksum.
+using SizeAndChecksum = std::pair<uint64_t, std::string>;
+
+SizeAndChecksum sizeAndChecksum(StringRef data) {
+  return {static_cast<uint64_t>(data.size()), checksumHex(checksum64(data.data(), data.size()))};
 }
 
-/// weights.bin: every weight at its offset, zeros between.
-LogicalResult writeWeights(ModuleOp module, StringRef path, llvm::json::Array &index) {
+/// Reads back a file another program produced (the linked kernels.so).
+FailureOr<SizeAndChecksum> readSizeAndChecksum(ModuleOp module, StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buffer) return module.emitError("cannot read back ") << path, failure();
+  return sizeAndChecksum((*buffer)->getBuffer());
+}
+
+/// weights.bin: every weight at its offset, zeros between. Returns its size
+/// and checksum, taken from the buffer it writes.
+FailureOr<SizeAndChecksum> writeWeights(ModuleOp module, StringRef path,
+                                        llvm::json::Array &index) {
   auto weights = module->getAttrOfType<ArrayAttr>("llmc.weights");
   auto total = module->getAttrOfType<IntegerAttr>("llmc.weights_bytes");
-  if (!weights || !total) return module.emitError("has no weight layout (llmc.weights)");
+  if (!weights || !total)
+    return module.emitError("has no weight layout (llmc.weights)"), failure();
   std::vector<char> file(llvm::alignTo(total.getInt(), kWeightAlignment), 0);
   for (Attribute entry : weights) {
     auto dict = cast<DictionaryAttr>(entry);
@@ -73,7 +81,7 @@ LogicalResult writeWeights(ModuleOp module, StringRef path, llvm::json::Array &i
     std::vector<char> storage;
     auto bytes = elementsBytes(value, storage);
     if (failed(bytes) || offset + static_cast<int64_t>(bytes->size()) > static_cast<int64_t>(file.size()))
-      return module.emitError("weight ") << dict.get("name") << " has no data to write";
+      return module.emitError("weight ") << dict.get("name") << " has no data to write", failure();
     std::copy(bytes->begin(), bytes->end(), file.begin() + offset);
     llvm::json::Array shape;
     for (int64_t dim : cast<ShapedType>(value.getType()).getShape()) shape.push_back(dim);
@@ -85,11 +93,11 @@ LogicalResult writeWeights(ModuleOp module, StringRef path, llvm::json::Array &i
   }
   std::error_code ec;
   llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
-  if (ec) return module.emitError("cannot write ") << path << ": " << ec.message();
+  if (ec) return module.emitError("cannot write ") << path << ": " << ec.message(), failure();
   out.write(file.data(), file.size());
   out.close();
-  if (out.has_error()) return module.emitError("writing ") << path << " failed";
-  return success();
+  if (out.has_error()) return module.emitError("writing ") << path << " failed", failure();
+  return sizeAndChecksum(StringRef(file.data(), file.size()));
 }
 
 } // namespace
@@ -110,7 +118,8 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
 
   stage("writing weights.bin");
   llvm::json::Array weightIndex;
-  if (failed(writeWeights(module, pathOf("weights.bin"), weightIndex))) return failure();
+  auto weights = writeWeights(module, pathOf("weights.bin"), weightIndex);
+  if (failed(weights)) return failure();
   for (StringRef name : {"llmc.weights", "llmc.weights_bytes", "llmc.workspace_bytes",
                          "llmc.max_num_batched_tokens", "llmc.max_num_seqs", "llmc.matmul",
                          "llmc.hidden_size", "llmc.num_heads", "llmc.max_positions"})
@@ -121,9 +130,8 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
     return failure();
   llvm::sys::fs::remove(pathOf("kernels.o"));
 
-  auto weights = sizeAndChecksum(module, pathOf("weights.bin"));
-  auto kernels = sizeAndChecksum(module, pathOf("kernels.so"));
-  if (failed(weights) || failed(kernels)) return failure();
+  auto kernels = readSizeAndChecksum(module, pathOf("kernels.so"));
+  if (failed(kernels)) return failure();
 
   llvm::json::Object manifest{
       {"format", "llmc-artifact"},

@@ -131,3 +131,18 @@ func.func @mask_read_elsewhere(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64> {on
   %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
   return %l : tensor<?x?x64xf32>
 }
+
+// -----
+
+func.func @dynamic_head_dim(%ids: tensor<?x?xi64>, %k: tensor<?x2x?x?xf32>) -> tensor<?x?x64xf32> {
+  %none = onnx.None
+  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
+  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  // expected-error @+1 {{needs keys of static [batch, kv_heads, seq, head_dim] shape}}
+  %a = llm.attention %h, %k, %k, %none {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>, none) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  return %l : tensor<?x?x64xf32>
+}
