@@ -36,6 +36,16 @@ void buildStepPipeline(mlir::OpPassManager &pm, const StepPipelineOptions &optio
 /// Registers the dialects the CPU lowering produces (for tools that run it).
 void registerStepLoweringDialects(mlir::DialectRegistry &registry);
 
+/// Adds the passes that lower a whole onnx graph of fixed shapes to loops on
+/// memrefs: shape inference, onnx-lower-to-linalg, one-shot bufferization,
+/// results turned into trailing out-parameters, deallocation, linalg to
+/// loops. The graph function keeps its name.
+void buildGraphPipeline(mlir::OpPassManager &pm);
+
+/// Registers what buildGraphPipeline needs beyond the step lowering's
+/// dialects: linalg, tensor, bufferization and the bufferization models.
+void registerGraphLoweringDialects(mlir::DialectRegistry &registry);
+
 /// Registers the named pipelines (e.g. `llmc-raise`) with the pass registry.
 void registerPipelines();
 

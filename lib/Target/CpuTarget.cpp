@@ -9,6 +9,8 @@
 #include "llmc/Target/CpuTarget.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -52,6 +54,12 @@ LogicalResult lowerToLlvmDialect(ModuleOp module) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // f16/bf16 math and arithmetic run in f32, rounded after each op (as numpy
+  // and onnxruntime compute them on CPUs without native half arithmetic).
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"f16", "bf16"};
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass()); // erf: no LLVM intrinsic
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());

@@ -18,6 +18,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<llmc::onnx::OnnxDialect, llmc::llm::LlmDialect, mlir::func::FuncDialect>();
   mlir::func::registerInlinerExtension(registry);
+  llmc::registerGraphLoweringDialects(registry);
   mlir::registerTransformsPasses();
   llmc::registerLLMCPasses();
   llmc::registerPipelines();

@@ -8,6 +8,7 @@
 
 #include "OpSummary.h"
 #include "llmc/Artifact/ArtifactWriter.h"
+#include "llmc/Artifact/GraphLibrary.h"
 #include "llmc/Import/OnnxImporter.h"
 #include "passes/Passes.h"
 
@@ -32,7 +33,7 @@ namespace llmc {
 cl::OptionCategory compileCategory("llmc compile options");
 
 namespace {
-enum class EmitKind { OnnxIR, LlmIR, StepIR, Artifact };
+enum class EmitKind { OnnxIR, LlmIR, StepIR, Artifact, GraphIR, Graph };
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
                                cl::cat(compileCategory));
@@ -43,7 +44,12 @@ cl::opt<EmitKind> emit(
                clEnumValN(EmitKind::StepIR, "step-ir",
                           "the paged, ragged, planned llm step (before target lowering)"),
                clEnumValN(EmitKind::Artifact, "artifact",
-                          "the compiled model directory (default; needs -o DIR)")),
+                          "the compiled model directory (default; needs -o DIR)"),
+               clEnumValN(EmitKind::GraphIR, "graph-ir",
+                          "the whole graph lowered to loops on memrefs (fixed shapes)"),
+               clEnumValN(EmitKind::Graph, "graph",
+                          "the whole graph as one native function: graph.so + graph.json "
+                          "(fixed shapes; needs -o DIR)")),
     cl::cat(compileCategory));
 cl::opt<std::string> outputPath("o", cl::desc("Output: the artifact directory, or the IR file ('-' for stdout)"),
                                 cl::value_desc("path"), cl::init("-"), cl::cat(compileCategory));
@@ -121,7 +127,7 @@ private:
 int runCompile() {
   DialectRegistry registry;
   registry.insert<onnx::OnnxDialect, llm::LlmDialect, func::FuncDialect>();
-  registerStepLoweringDialects(registry);
+  registerGraphLoweringDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   context.getDiagEngine().registerHandler(printDiagnostic);
@@ -138,12 +144,37 @@ int runCompile() {
   importTiming.stop();
   if (!module) return 1;
 
+  bool graph = emit == EmitKind::Graph || emit == EmitKind::GraphIR;
+  bool directory = emit == EmitKind::Artifact || emit == EmitKind::Graph;
+  if (directory && outputPath == "-") {
+    llvm::WithColor::error(llvm::errs(), "llmc") << "this output is a directory: give -o DIR\n";
+    return 1;
+  }
+  if (directory && target != "cpu") {
+    llvm::WithColor::error(llvm::errs(), "llmc")
+        << "unknown target '" << target << "': this llmc compiles for cpu\n";
+    return 1;
+  }
+
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm))) return 1;
   pm.enableTiming(rootTiming);
+  GraphSignature signature;
   if (emit == EmitKind::OnnxIR) {
     pm.nest<func::FuncOp>().addPass(createOnnxShapeInferencePass());
     progress.stage("shape inference");
+  } else if (graph) {
+    // The graph's signature, with ONNX's element types, is read before the
+    // lowering drops their signedness.
+    progress.stage("shape inference");
+    PassManager shapes(&context);
+    shapes.nest<func::FuncOp>().addPass(createOnnxShapeInferencePass());
+    if (failed(shapes.run(*module))) return 1;
+    auto read = readGraphSignature(*module);
+    if (failed(read)) return 1;
+    signature = std::move(*read);
+    buildGraphPipeline(pm);
+    progress.stage("lowering the graph to loops");
   } else {
     buildRaisingPipeline(pm, allowLeftovers);
     if (emit == EmitKind::StepIR || emit == EmitKind::Artifact) {
@@ -161,19 +192,16 @@ int runCompile() {
   if (failed(pm.run(*module))) return 1;
   progress.finish();
 
-  if (emit == EmitKind::Artifact) {
-    if (outputPath == "-") {
-      llvm::WithColor::error(llvm::errs(), "llmc") << "an artifact is a directory: give -o model.llmc\n";
-      return 1;
+  if (directory) {
+    TimingScope writeTiming = rootTiming.nest(emit == EmitKind::Graph ? "graph library" : "artifact");
+    CpuTargetInfo host = detectHostCpu();
+    if (emit == EmitKind::Graph) {
+      progress.stage("generating graph.so for " + host.cpu);
+      if (failed(writeGraphLibrary(*module, signature, outputPath, host))) return 1;
+    } else {
+      auto stage = [&](llvm::StringRef what) { progress.stage(what); };
+      if (failed(writeCpuArtifact(*module, outputPath, host, stage))) return 1;
     }
-    if (target != "cpu") {
-      llvm::WithColor::error(llvm::errs(), "llmc")
-          << "unknown target '" << target << "': this llmc compiles for cpu\n";
-      return 1;
-    }
-    TimingScope artifactTiming = rootTiming.nest("artifact");
-    auto stage = [&](llvm::StringRef what) { progress.stage(what); };
-    if (failed(writeCpuArtifact(*module, outputPath, detectHostCpu(), stage))) return 1;
     progress.finish();
     if (!quiet) llvm::errs() << "llmc: wrote " << outputPath << "\n";
     return 0;

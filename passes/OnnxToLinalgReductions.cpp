@@ -1,0 +1,10 @@
+//===- OnnxToLinalgReductions.cpp ----------------------------------------------===//
+#include "passes/OnnxToLinalg.h"
+
+using namespace mlir;
+
+namespace llmc::onnx_to_linalg {
+
+void populateReductionPatterns(TypeConverter &, RewritePatternSet &) {}
+
+} // namespace llmc::onnx_to_linalg

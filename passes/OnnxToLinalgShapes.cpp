@@ -1,0 +1,10 @@
+//===- OnnxToLinalgShapes.cpp ----------------------------------------------===//
+#include "passes/OnnxToLinalg.h"
+
+using namespace mlir;
+
+namespace llmc::onnx_to_linalg {
+
+void populateShapePatterns(TypeConverter &, RewritePatternSet &) {}
+
+} // namespace llmc::onnx_to_linalg
