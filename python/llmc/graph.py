@@ -71,7 +71,8 @@ class GraphLibrary:
             raise ValueError(f"the graph takes {len(self.inputs)} inputs, got {len(inputs)}")
         arrays = []
         for spec, value in zip(self.inputs, inputs):
-            array = np.ascontiguousarray(value, dtype=_DTYPES[spec["dtype"]])
+            # np.array keeps 0-d arrays 0-d (np.ascontiguousarray would make them 1-d).
+            array = np.array(value, dtype=_DTYPES[spec["dtype"]], order="C")
             if list(array.shape) != spec["shape"]:
                 raise ValueError(f"input '{spec['name']}' has shape {list(array.shape)}, "
                                  f"the graph was compiled for {spec['shape']}")
