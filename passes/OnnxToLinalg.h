@@ -4,7 +4,10 @@
 // (OnnxToLinalgElementwise.cpp, ...Reductions.cpp, ...Shapes.cpp,
 // ...LinearAlgebra.cpp, ...Attention.cpp); this header holds what they share:
 // the type converter and the builders of scalar code and broadcasting
-// generics. Every pattern lowers one op whose result shapes are static.
+// generics. Every pattern lowers one op whose result shapes are static, and
+// never updates an operand in place (destination-style ops start from a new
+// tensor, or a copy): bufferization treats the graph's arguments as writable,
+// and they are the caller's input buffers.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_PASSES_ONNXTOLINALG_H

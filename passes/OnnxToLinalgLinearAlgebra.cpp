@@ -66,15 +66,29 @@ Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
   int64_t rows = lhsType.getDimSize(lhsType.getRank() - (transposeLhs ? 1 : 2));
   int64_t columns = rhsType.getDimSize(rhsType.getRank() - (transposeRhs ? 2 : 1));
   resultShape.append({rows, columns});
-  auto resultType = RankedTensorType::get(resultShape, lhsType.getElementType());
-  Value zero = scalarConstant(b, loc, resultType.getElementType(), 0);
+  // Half-precision products accumulate in f32 and round once, as numpy
+  // (ml_dtypes for bf16) and onnxruntime do.
+  Type element = lhsType.getElementType();
+  Type accumulator = isa<FloatType>(element) && element.getIntOrFloatBitWidth() < 32
+                         ? b.getF32Type()
+                         : element;
+  auto accumulatorType = RankedTensorType::get(resultShape, accumulator);
+  Value zero = scalarConstant(b, loc, accumulator, 0);
   auto generic = linalg::GenericOp::create(
-      b, loc, resultType, ValueRange{lhs, rhs}, filledTensor(b, loc, resultType, zero), maps,
-      iterators, [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-        linalg::YieldOp::create(nested, nestedLoc,
-                                multiplyAccumulate(nested, nestedLoc, args[0], args[1], args[2]));
+      b, loc, accumulatorType, ValueRange{lhs, rhs}, filledTensor(b, loc, accumulatorType, zero),
+      maps, iterators, [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        Value lhsElement = castScalar(nested, nestedLoc, args[0], element, accumulator);
+        Value rhsElement = castScalar(nested, nestedLoc, args[1], element, accumulator);
+        linalg::YieldOp::create(
+            nested, nestedLoc,
+            multiplyAccumulate(nested, nestedLoc, lhsElement, rhsElement, args[2]));
       });
-  return generic.getResult(0);
+  Value product = generic.getResult(0);
+  if (accumulator == element) return product;
+  return buildElementwise(b, loc, accumulatorType.clone(element), product,
+                          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+                            return castScalar(nested, nestedLoc, args[0], accumulator, element);
+                          });
 }
 
 /// numpy matmul: a 1-D operand is a row (lhs) or column (rhs) vector whose

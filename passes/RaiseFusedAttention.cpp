@@ -87,8 +87,10 @@ struct RaiseAttentionOp : OpRewritePattern<onnx::AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::AttentionOp op, PatternRewriter &rewriter) const override {
     if (!op.getQkMatmulOutput().use_empty() || op.getSoftcap().convertToFloat() != 0.0f ||
-        !isNone(op.getNonpadKvSeqlen()))
-      return rewriter.notifyMatchFailure(op, "uses qk output, softcap or nonpad_kv_seqlen");
+        !isNone(op.getNonpadKvSeqlen()) || op.getLeftWindowSize() != -1 ||
+        op.getRightWindowSize() != -1)
+      return rewriter.notifyMatchFailure(
+          op, "uses qk output, softcap, nonpad_kv_seqlen or a sliding window");
     int64_t qHeads = op.getQNumHeads().value_or(0), kvHeads = op.getKvNumHeads().value_or(0);
     if (!isValidHeadCount(op.getQ(), qHeads) || !isValidHeadCount(op.getK(), kvHeads) ||
         !isValidHeadCount(op.getV(), kvHeads))

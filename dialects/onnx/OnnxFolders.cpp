@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 
@@ -82,6 +83,29 @@ OpFoldResult foldBinary(Value result, ArrayRef<Attribute> operands, IntFn intFn,
   return {};
 }
 
+/// Folds a logic op over constant bool operands of the result's shape or
+/// splats (shape subgraphs in function bodies compute flags this way).
+OpFoldResult foldLogic(Value result, ArrayRef<Attribute> operands,
+                       llvm::function_ref<bool(ArrayRef<bool>)> fn) {
+  RankedTensorType type = foldableType(result);
+  if (!type || !type.getElementType().isInteger(1)) return {};
+  SmallVector<SmallVector<bool>> values;
+  for (Attribute operand : operands) {
+    auto attr = dyn_cast_or_null<DenseElementsAttr>(operand);
+    if (!attr || !attr.getElementType().isInteger(1)) return {};
+    auto elements = valuesFor<bool>(attr, type);
+    if (!elements) return {};
+    values.push_back(std::move(*elements));
+  }
+  SmallVector<bool> out;
+  for (int64_t i = 0; i < type.getNumElements(); ++i) {
+    SmallVector<bool> args;
+    for (const auto &operand : values) args.push_back(operand[i]);
+    out.push_back(fn(args));
+  }
+  return DenseElementsAttr::get(type, out);
+}
+
 /// Reuses the constant data of `operand` under the result's static shape.
 /// A weight blob is shared, not copied: reshaping keeps its raw layout.
 OpFoldResult foldReshapeOfConstant(Value result, Attribute operand) {
@@ -126,6 +150,50 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
   return foldBinary(getResult(), adaptor.getOperands(),
                     [](const APInt &a, const APInt &b) { return std::optional<APInt>(a * b); },
                     [](const APFloat &a, const APFloat &b) { return a * b; });
+}
+
+OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
+  // As 0 - x, so that negated axes and dims in shape subgraphs fold.
+  RankedTensorType type = foldableType(getResult());
+  auto input = dyn_cast_or_null<DenseElementsAttr>(adaptor.getX());
+  if (!type || !input) return {};
+  Attribute zero = isa<FloatType>(type.getElementType())
+                       ? Attribute(DenseElementsAttr::get(type, FloatAttr::get(type.getElementType(), 0.0)))
+                       : Attribute(DenseElementsAttr::get(type, IntegerAttr::get(type.getElementType(), 0)));
+  return foldBinary(getResult(), {zero, input},
+                    [](const APInt &a, const APInt &b) { return std::optional<APInt>(a - b); },
+                    [](const APFloat &a, const APFloat &b) { return a - b; });
+}
+
+OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
+  return foldLogic(getResult(), adaptor.getOperands(), [](ArrayRef<bool> x) { return !x[0]; });
+}
+
+OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
+  return foldLogic(getResult(), adaptor.getOperands(),
+                   [](ArrayRef<bool> x) { return x[0] && x[1]; });
+}
+
+OpFoldResult OrOp::fold(FoldAdaptor adaptor) {
+  return foldLogic(getResult(), adaptor.getOperands(),
+                   [](ArrayRef<bool> x) { return x[0] || x[1]; });
+}
+
+OpFoldResult ModOp::fold(FoldAdaptor adaptor) {
+  // Signed integers only: Python's modulo (the divisor's sign) unless fmod.
+  Type element = getElementTypeOrSelf(getA().getType());
+  if (!isa<IntegerType>(element) || element.isUnsignedInteger()) return {};
+  bool fmod = getFmod() != 0;
+  return foldBinary(
+      getResult(), adaptor.getOperands(),
+      [fmod](const APInt &a, const APInt &b) -> std::optional<APInt> {
+        if (b.isZero()) return std::nullopt;
+        APInt remainder = a.srem(b);
+        if (!fmod && !remainder.isZero() && remainder.isNegative() != b.isNegative())
+          remainder += b;
+        return remainder;
+      },
+      [](const APFloat &a, const APFloat &) { return a; });
 }
 
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {

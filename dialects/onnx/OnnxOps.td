@@ -41,7 +41,7 @@ def Onnx_ConstantOp : Onnx_PureOp<"Constant", [ConstantLike,
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def Onnx_NegOp : Onnx_UnaryOp<"Neg">;
+def Onnx_NegOp : Onnx_UnaryOp<"Neg"> { let hasFolder = 1; }
 def Onnx_SqrtOp : Onnx_UnaryOp<"Sqrt">;
 def Onnx_ReciprocalOp : Onnx_UnaryOp<"Reciprocal">;
 def Onnx_ExpOp : Onnx_UnaryOp<"Exp">;
@@ -56,7 +56,7 @@ def Onnx_TanhOp : Onnx_UnaryOp<"Tanh">;
 def Onnx_ErfOp : Onnx_UnaryOp<"Erf">;
 def Onnx_ReluOp : Onnx_UnaryOp<"Relu">;
 def Onnx_SoftplusOp : Onnx_UnaryOp<"Softplus">;
-def Onnx_NotOp : Onnx_UnaryOp<"Not">;
+def Onnx_NotOp : Onnx_UnaryOp<"Not"> { let hasFolder = 1; }
 def Onnx_IsNaNOp : Onnx_UnaryOp<"IsNaN">;
 def Onnx_IdentityOp : Onnx_UnaryOp<"Identity"> { let hasFolder = 1; }
 
@@ -79,14 +79,15 @@ def Onnx_PowOp : Onnx_BinaryOp<"Pow">;
 def Onnx_ModOp : Onnx_BinaryOp<"Mod"> {
   let arguments = (ins Onnx_Tensor:$A, Onnx_Tensor:$B,
                    DefaultValuedAttr<Onnx_IntAttr, "0">:$fmod);
+  let hasFolder = 1;
 }
 def Onnx_EqualOp : Onnx_BinaryOp<"Equal"> { let hasFolder = 1; }
 def Onnx_LessOp : Onnx_BinaryOp<"Less">;
 def Onnx_LessOrEqualOp : Onnx_BinaryOp<"LessOrEqual">;
 def Onnx_GreaterOp : Onnx_BinaryOp<"Greater">;
 def Onnx_GreaterOrEqualOp : Onnx_BinaryOp<"GreaterOrEqual">;
-def Onnx_AndOp : Onnx_BinaryOp<"And">;
-def Onnx_OrOp : Onnx_BinaryOp<"Or">;
+def Onnx_AndOp : Onnx_BinaryOp<"And"> { let hasFolder = 1; }
+def Onnx_OrOp : Onnx_BinaryOp<"Or"> { let hasFolder = 1; }
 def Onnx_XorOp : Onnx_BinaryOp<"Xor">;
 def Onnx_MaxOp : Onnx_VariadicOp<"Max">;
 def Onnx_MinOp : Onnx_VariadicOp<"Min">;
@@ -394,7 +395,8 @@ def Onnx_AttentionOp : Onnx_PureOp<"Attention"> {
     Q/K/V are 4-D [batch, heads, seq, head_size] or 3-D [batch, seq,
     heads*head_size] (then q_num_heads/kv_num_heads give the split).
     past_key/past_value are concatenated in front of K/V and returned as
-    present_key/present_value. Opset 24 adds nonpad_kv_seqlen.
+    present_key/present_value. Opset 24 adds nonpad_kv_seqlen, opset 25 a
+    sliding window (left/right_window_size, -1 for unbounded).
   }];
   let arguments = (ins Onnx_Tensor:$Q, Onnx_Tensor:$K, Onnx_Tensor:$V,
                    Onnx_OptTensor:$attn_mask, Onnx_OptTensor:$past_key,
@@ -405,7 +407,9 @@ def Onnx_AttentionOp : Onnx_PureOp<"Attention"> {
                    DefaultValuedAttr<Onnx_IntAttr, "0">:$qk_matmul_output_mode,
                    OptionalAttr<F32Attr>:$scale,
                    DefaultValuedAttr<F32Attr, "0.0">:$softcap,
-                   DefaultValuedAttr<Onnx_IntAttr, "0">:$softmax_precision);
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$softmax_precision,
+                   DefaultValuedAttr<Onnx_IntAttr, "-1">:$left_window_size,
+                   DefaultValuedAttr<Onnx_IntAttr, "-1">:$right_window_size);
   let results = (outs Onnx_Tensor:$Y, Onnx_Tensor:$present_key,
                       Onnx_Tensor:$present_value, Onnx_Tensor:$qk_matmul_output);
 }

@@ -647,7 +647,16 @@ LogicalResult AttentionOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   Type presentKey = presentType(getPastKey(), k, elementType);
   resultTypes.push_back(presentKey);
   resultTypes.push_back(presentType(getPastValue(), v, elementType));
-  resultTypes.push_back(UnrankedTensorType::get(elementType));
+  // qk_matmul_output: [batch, q_heads, q_seq, total kv_seq].
+  auto keys = dyn_cast<RankedTensorType>(presentKey);
+  if (q && keys && (q->size() == 4 || q->size() == 3)) {
+    int64_t qHeads = q->size() == 4 ? (*q)[1] : getQNumHeads().value_or(kDynamic);
+    int64_t qLength = q->size() == 4 ? (*q)[2] : (*q)[1];
+    resultTypes.push_back(
+        RankedTensorType::get({(*q)[0], qHeads, qLength, keys.getDimSize(2)}, elementType));
+  } else {
+    resultTypes.push_back(UnrankedTensorType::get(elementType));
+  }
   return success();
 }
 

@@ -96,6 +96,20 @@ func.func @attention_op_softcap(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf3
 
 // -----
 
+// Near miss: opset 25's sliding window is not full causal attention.
+// CHECK-LABEL: func.func @attention_op_window
+//   CHECK-NOT:   llm.attention
+//       CHECK:   onnx.Attention
+func.func @attention_op_window(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  %none = onnx.None
+  %y, %pk, %pv, %qk = onnx.Attention %q, %k, %v, %none, %none, %none, %none {is_causal = 1 : i64, left_window_size = 2 : i64}
+      : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, none, none, none, none)
+      -> (tensor<1x4x3x16xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %y : tensor<1x4x3x16xf32>
+}
+
+// -----
+
 // SkipSimplifiedLayerNormalization: the residual sum and its RMS norm.
 // CHECK-LABEL: func.func @skip_simplified_layer_norm
 //  CHECK-SAME:   (%[[X:[^:]*]]: tensor<1x3x16xf32>, %[[R:[^:]*]]: tensor<1x3x16xf32>)

@@ -1,5 +1,8 @@
 """The ONNX backend node tests, for every operator the importer claims: `llmc compile
---emit=onnx-ir` must import each one (numeric checks come with the CPU backend).
+--emit=graph` must compile each one through the CPU backend (onnx-lower-to-linalg, then
+bufferization and LLVM), and the compiled function must reproduce the test's expected outputs
+within the test's own tolerances (rtol/atol of its onnx TestCase; for 16-bit float outputs
+never below two roundings of the type, see _rtol).
 
 The onnx wheel does not ship onnx/backend/test/data/node/ (only the case generators), so the
 models are made here with onnx.backend.test.case.node.collect_testcases(), the generator that
@@ -12,9 +15,14 @@ it, with an IR version llmc reads: test_node_retargeted[<name>@opset<N>].
 
 A test is selected when the op of its (non-expanded) node is one llmc claims; `_expanded`
 variants (the op's function body) come along with their base test. Each test is either in
-scope, and must import, or out of scope for a reason `out_of_scope()` computes from the model
-(opset, IR version, element types, an op outside llmc's set): then llmc must fail with exactly
-one clear `llmc: error:` line and no crash.
+scope, and must compile and match, or out of scope for a reason `out_of_scope()` computes from
+the model (opset, IR version, element types, an op outside llmc's set): then llmc must fail
+with exactly one clear `llmc: error:` line and no crash.
+
+llmc compiles fixed shapes, so an operand that decides a result's shape (Reshape's shape,
+Slice's starts, a reduction's axes: COMPILE_TIME_OPERANDS) and that the test feeds from a graph
+input is bound to the test's value as an initializer before compiling, as onnx-mlir's backend
+tests do with their constant inputs. Every other input stays a runtime argument.
 
 Set LLMC_BUILD_DIR to test another build (e.g. build-asan).
 """
@@ -27,12 +35,16 @@ import subprocess
 import warnings
 from pathlib import Path
 
+import ml_dtypes
+import numpy as np
 import onnx
 import onnx.defs
 import onnx.helper
 import onnx.version_converter
 import pytest
-from onnx import TensorProto
+from onnx import TensorProto, numpy_helper
+
+from llmc.graph import GraphLibrary
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = Path(os.environ.get("LLMC_BUILD_DIR", ROOT / "build")) / "bin" / "llmc"
@@ -60,15 +72,24 @@ SUPPORTED_ELEM_TYPES = {
     TensorProto.UINT32, TensorProto.UINT64,
 }
 
-def _collect() -> dict[str, onnx.ModelProto]:
+# The operands, per op, whose values fix a result's shape; see the module docstring.
+COMPILE_TIME_OPERANDS = {
+    "Reshape": (1,), "Expand": (1,), "Tile": (1,), "Slice": (1, 2, 3, 4), "Unsqueeze": (1,),
+    "Squeeze": (1,), "Split": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2),
+    "ReduceMean": (1,), "ReduceSum": (1,), "ReduceMax": (1,), "ReduceMin": (1,),
+    "ReduceProd": (1,), "CumSum": (1,),
+}
+
+
+def _collect():
     from onnx.backend.test.case.node import collect_testcases
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cases = collect_testcases()
-    return {case.name: case.model for case in cases}
+        return {case.name: case for case in collect_testcases()}
 
 
-ALL_CASES = _collect()
+TEST_CASES = _collect()
+ALL_CASES = {name: case.model for name, case in TEST_CASES.items()}
 
 
 def base_name(name: str) -> str:
@@ -222,9 +243,78 @@ def model_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("onnx-node-tests")
 
 
-def run_llmc(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(LLMC), "compile", str(path), "--emit=onnx-ir", "-o", os.devnull,
+def run_llmc(path: Path, out_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LLMC), "compile", str(path), "--emit=graph", "-o", str(out_dir),
                            "--quiet"], capture_output=True, text=True, timeout=120)
+
+
+def bind_compile_time_inputs(model: onnx.ModelProto, inputs: list[np.ndarray]) \
+        -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The model with its COMPILE_TIME_OPERANDS inputs made initializers, and the values of
+    the inputs that remain, by name."""
+    values = {vi.name: value for vi, value in zip(model.graph.input, inputs)}
+    bound = {node.input[i] for node in model.graph.node
+             for i in COMPILE_TIME_OPERANDS.get(node.op_type, ())
+             if i < len(node.input) and node.input[i] in values}
+    if not bound:
+        return model, values
+    model = copy.deepcopy(model)
+    kept = [vi for vi in model.graph.input if vi.name not in bound]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    model.graph.initializer.extend(numpy_helper.from_array(values[name], name) for name in sorted(bound))
+    return model, {name: value for name, value in values.items() if name not in bound}
+
+
+def _rtol(rtol: float, dtype: np.dtype) -> float:
+    """The test's rtol, but never below two roundings of a 16-bit float output: the
+    reference rounds after each numpy op, and a composed graph (an _expanded function body)
+    may round in another order. 1e-3 is under one bf16 rounding step (2^-8)."""
+    if dtype.itemsize == 2 and dtype.kind in "fV":
+        return max(rtol, 2 * float(ml_dtypes.finfo(dtype).eps))
+    return rtol
+
+
+def _as_array(value) -> np.ndarray:
+    return numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else value
+
+
+def check_node_test(model: onnx.ModelProto, case, work_dir: Path) -> None:
+    """Compiles the model and checks its outputs against every data set of the test case;
+    an out-of-scope model must be refused with one clear error instead."""
+    reason = out_of_scope(model)
+    data_sets = case.data_sets if reason is None else [([], [])]
+    for index, (inputs, expected) in enumerate(data_sets):
+        # Values numpy cannot hold natively (bfloat16, int4) are stored as TensorProtos.
+        inputs = [_as_array(value) for value in inputs]
+        expected = [_as_array(value) for value in expected]
+        compiled, feeds = bind_compile_time_inputs(model, inputs) if reason is None \
+            else (model, {})
+        path = work_dir / f"data{index}.onnx"
+        onnx.save(compiled, path)
+        result = run_llmc(path, work_dir / f"data{index}.graph")
+        stderr = result.stderr.strip()
+        assert "Stack dump" not in stderr and "Sanitizer" not in stderr and \
+            "LLVM ERROR" not in stderr, f"llmc crashed:\n{stderr}"
+        assert result.returncode in (0, 1), f"exit code {result.returncode}:\n{stderr}"
+        if reason is not None:
+            # Out of scope: one clear error line and exit code 1.
+            assert result.returncode == 1, f"expected an error ({reason}), but llmc compiled it"
+            lines = stderr.splitlines()
+            assert len(lines) == 1 and lines[0].startswith("llmc: error: "), \
+                f"expected one 'llmc: error:' line ({reason}), got:\n{stderr}"
+            return
+        assert result.returncode == 0, f"compile failed: {stderr}"
+        outputs = GraphLibrary(work_dir / f"data{index}.graph").run(feeds)
+        for spec, actual, want in zip(model.graph.output, outputs, expected):
+            assert actual.shape == want.shape, f"output '{spec.name}': shape {actual.shape}, " \
+                f"expected {want.shape}"
+            if np.issubdtype(want.dtype, np.floating) or want.dtype.kind == "V":
+                np.testing.assert_allclose(actual.astype(np.float64), want.astype(np.float64),
+                                           rtol=_rtol(case.rtol, want.dtype), atol=case.atol,
+                                           err_msg=f"output '{spec.name}'")
+            else:
+                np.testing.assert_array_equal(actual, want, err_msg=f"output '{spec.name}'")
 
 
 def test_selection_covers_every_claimed_op():
@@ -237,31 +327,17 @@ def test_selection_covers_every_claimed_op():
     assert set(CLAIMED_OPS) - imported == set()
 
 
-def check_import(model: onnx.ModelProto, path: Path) -> None:
-    onnx.save(model, path)
-    result = run_llmc(path)
-    stderr = result.stderr.strip()
-    assert "Stack dump" not in stderr and "Sanitizer" not in stderr and \
-        "LLVM ERROR" not in stderr, f"llmc crashed:\n{stderr}"
-    assert result.returncode in (0, 1), f"exit code {result.returncode}:\n{stderr}"
-    reason = out_of_scope(model)
-    if reason is None:
-        assert result.returncode == 0, f"import failed: {stderr}"
-        return
-    # Out of scope: one clear error line and exit code 1.
-    assert result.returncode == 1, f"expected an error ({reason}), but the import succeeded"
-    lines = stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("llmc: error: "), \
-        f"expected one 'llmc: error:' line ({reason}), got:\n{stderr}"
-
-
 @pytest.mark.parametrize("name", SELECTED)
 def test_node(name: str, model_dir: Path):
     """The node test as onnx writes it."""
-    check_import(ALL_CASES[name], model_dir / f"{name}.onnx")
+    work_dir = model_dir / name
+    work_dir.mkdir()
+    check_node_test(ALL_CASES[name], TEST_CASES[name], work_dir)
 
 
 @pytest.mark.parametrize("name", sorted(RETARGETED))
 def test_node_retargeted(name: str, model_dir: Path):
     """The node test at an opset and IR version llmc reads, with unchanged semantics."""
-    check_import(RETARGETED[name], model_dir / f"{name.replace('@', '-')}.onnx")
+    work_dir = model_dir / name.replace("@", "-")
+    work_dir.mkdir()
+    check_node_test(RETARGETED[name], TEST_CASES[name.split("@")[0]], work_dir)
