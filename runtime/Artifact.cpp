@@ -239,6 +239,19 @@ std::unique_ptr<Artifact> Artifact::load(const std::string &directory) {
   if (libraryPath.empty())
     throw Error("manifest.json: kernels lists no shared object (kernels.so) for target cpu");
 
+  // Optional: the tokenizer copied from the model's directory.
+  if (manifest.contains("tokenizer")) {
+    const json &files = field(field(manifest, "", "tokenizer"), "tokenizer", "files");
+    if (!files.is_array()) throw Error("manifest.json: tokenizer.files must be a list");
+    for (const json &entry : files) {
+      mapVerified(directory, entry, "tokenizer.files[]");
+      std::string file = stringField(entry, "tokenizer.files[]", "file");
+      if (file == "tokenizer.json") artifact->tokenizerJson = joinPath(directory, file);
+      if (file == "tokenizer_config.json")
+        artifact->tokenizerConfigJson = joinPath(directory, file);
+    }
+  }
+
   // A path with a '/' makes dlopen take it as a file, not search for it.
   if (libraryPath.find('/') == std::string::npos) libraryPath = "./" + libraryPath;
   artifact->kernelsLibrary = ::dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);

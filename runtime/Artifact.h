@@ -58,6 +58,10 @@ public:
   /// weights.bin as mapped (null when it is empty).
   const void *weights() const { return weightsData; }
   size_t weightsBytes() const { return weightsSize; }
+  /// The tokenizer files the manifest lists (verified like the others), or
+  /// "" when the model's directory had none at compile time.
+  const std::string &tokenizerFile() const { return tokenizerJson; }
+  const std::string &tokenizerConfigFile() const { return tokenizerConfigJson; }
 
 private:
   Artifact() = default;
@@ -69,6 +73,8 @@ private:
   size_t weightsSize = 0;
   void *kernelsLibrary = nullptr;
   LlmcStepFn stepFn = nullptr;
+  std::string tokenizerJson;
+  std::string tokenizerConfigJson;
 };
 
 } // namespace llmc::runtime

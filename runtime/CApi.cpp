@@ -8,15 +8,33 @@
 
 #include "runtime/Generator.h"
 #include "runtime/Model.h"
+#include "runtime/tokenizer/IncrementalDecoder.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <optional>
+#include <string>
+#include <vector>
 
 using namespace llmc::runtime;
+using tokenizer::IncrementalDecoder;
+using tokenizer::Tokenizer;
 
 struct LlmcRuntimeModel {
   std::unique_ptr<Model> model;
+};
+
+struct LlmcTokenizer {
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+struct LlmcDecodeStream {
+  IncrementalDecoder decoder;
+  /// The text of the last call, which the caller reads in place.
+  std::string text;
 };
 
 namespace {
@@ -133,5 +151,74 @@ int llmc_runtime_generate(LlmcRuntimeModel *model, int64_t num_prompts,
 }
 
 void llmc_runtime_free_all_kv_blocks(LlmcRuntimeModel *model) { model->model->kvPool().freeAll(); }
+
+LlmcTokenizer *llmc_tokenizer_load(const char *path, char *err, size_t err_size) {
+  LlmcTokenizer *handle = nullptr;
+  guarded(err, err_size, [&] { handle = new LlmcTokenizer{Tokenizer::fromFile(path)}; });
+  return handle;
+}
+
+void llmc_tokenizer_free(LlmcTokenizer *tokenizer) { delete tokenizer; }
+
+int64_t llmc_tokenizer_id_limit(const LlmcTokenizer *tokenizer) {
+  return tokenizer->tokenizer->idLimit();
+}
+
+int64_t llmc_tokenizer_token_to_id(const LlmcTokenizer *tokenizer, const char *token) {
+  std::optional<int32_t> id = tokenizer->tokenizer->tokenToId(token);
+  return id ? *id : -1;
+}
+
+int64_t llmc_tokenizer_encode(const LlmcTokenizer *tokenizer, const char *text, size_t text_len,
+                              int add_special_tokens, int32_t *ids, int64_t capacity, char *err,
+                              size_t err_size) {
+  int64_t count = -1;
+  guarded(err, err_size, [&] {
+    std::vector<int32_t> encoded =
+        tokenizer->tokenizer->encode(std::string_view(text, text_len), add_special_tokens != 0);
+    count = static_cast<int64_t>(encoded.size());
+    if (count <= capacity) std::copy(encoded.begin(), encoded.end(), ids);
+  });
+  return count;
+}
+
+int64_t llmc_tokenizer_decode(const LlmcTokenizer *tokenizer, const int32_t *ids, int64_t num_ids,
+                              int skip_special_tokens, char *text, int64_t capacity, char *err,
+                              size_t err_size) {
+  int64_t length = -1;
+  guarded(err, err_size, [&] {
+    if (num_ids < 0) throw Error("num_ids must not be negative");
+    std::string decoded = tokenizer->tokenizer->decode(std::vector<int32_t>(ids, ids + num_ids),
+                                                       skip_special_tokens != 0);
+    length = static_cast<int64_t>(decoded.size());
+    if (length <= capacity) std::copy(decoded.begin(), decoded.end(), text);
+  });
+  return length;
+}
+
+LlmcDecodeStream *llmc_decode_stream_new(const LlmcTokenizer *tokenizer, int skip_special_tokens) {
+  return new (std::nothrow)
+      LlmcDecodeStream{IncrementalDecoder(*tokenizer->tokenizer, skip_special_tokens != 0), {}};
+}
+
+void llmc_decode_stream_free(LlmcDecodeStream *stream) { delete stream; }
+
+int llmc_decode_stream_step(LlmcDecodeStream *stream, int32_t id, const char **text,
+                            size_t *text_len, char *err, size_t err_size) {
+  return guarded(err, err_size, [&] {
+    stream->text = stream->decoder.add(id);
+    *text = stream->text.data();
+    *text_len = stream->text.size();
+  });
+}
+
+int llmc_decode_stream_finish(LlmcDecodeStream *stream, const char **text, size_t *text_len,
+                              char *err, size_t err_size) {
+  return guarded(err, err_size, [&] {
+    stream->text = stream->decoder.finish();
+    *text = stream->text.data();
+    *text_len = stream->text.size();
+  });
+}
 
 } // extern "C"

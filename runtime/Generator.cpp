@@ -122,13 +122,6 @@ void checkPrompts(const std::vector<std::vector<int32_t>> &prompts, int64_t voca
 }
 } // namespace
 
-int32_t argmax(const float *values, int64_t count) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < count; ++i)
-    if (values[i] > values[best]) best = i;
-  return static_cast<int32_t>(best);
-}
-
 std::vector<std::vector<int32_t>>
 Generator::generate(const std::vector<std::vector<int32_t>> &prompts,
                     const GenerateOptions &options) {
@@ -184,6 +177,7 @@ Generator::generate(const std::vector<std::vector<int32_t>> &prompts,
       int32_t token = argmax(row, vocabSize);
       sequence.tokens.push_back(token);
       sequence.output.push_back(token);
+      if (options.onToken) options.onToken(sequence.prompt, token);
       bool stopped = std::find(options.stopTokenIds.begin(), options.stopTokenIds.end(), token) !=
                      options.stopTokenIds.end();
       if (stopped || static_cast<int64_t>(sequence.output.size()) == options.maxTokens) {

@@ -3,6 +3,7 @@
 #define LLMC_RUNTIME_GENERATOR_H
 
 #include "runtime/Model.h"
+#include "runtime/engine/Sampler.h"
 
 #include <cstdint>
 #include <functional>
@@ -25,6 +26,8 @@ struct GenerateOptions {
   std::vector<int32_t> stopTokenIds;
   /// Called for each logits row a token is sampled from, in step order.
   std::function<void(const SampledLogits &)> onLogits;
+  /// Called with each generated token as soon as it is sampled (for streaming).
+  std::function<void(size_t prompt, int32_t token)> onToken;
 };
 
 /// Throughput of one generate() call. Prefill steps are those that carry
@@ -57,9 +60,6 @@ private:
   Model &model;
   GenerateStats lastStats;
 };
-
-/// The index of the largest of `values`; the lowest such index on ties.
-int32_t argmax(const float *values, int64_t count);
 
 } // namespace llmc::runtime
 

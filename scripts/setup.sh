@@ -20,6 +20,7 @@ PACKAGES=(
   python3 python3-venv                                     # the project venv
   libgtest-dev                                             # C++ unit tests
   libopenblas-dev nlohmann-json3-dev                       # runtime: CPU GEMMs, manifest.json
+  libpcre2-dev libicu-dev                                  # tokenizer: regexes, Unicode data
 )
 missing=()
 for pkg in "${PACKAGES[@]}"; do

@@ -6,6 +6,7 @@
 #include "llmc/Support/ElementsData.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -23,6 +24,10 @@ namespace {
 
 constexpr int64_t kFormatVersion = 1;
 constexpr int64_t kWeightAlignment = 64;
+/// The tokenizer files an artifact carries when the model's directory has them.
+constexpr llvm::StringLiteral kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json"};
+/// The module attribute copyTokenizerFiles leaves for the manifest.
+constexpr llvm::StringLiteral kTokenizerAttr = "llmc.tokenizer_files";
 
 /// What manifest.json says about the step, read from the lowered module.
 struct StepConfig {
@@ -100,7 +105,48 @@ FailureOr<SizeAndChecksum> writeWeights(ModuleOp module, StringRef path,
   return sizeAndChecksum(StringRef(file.data(), file.size()));
 }
 
+std::string joinPath(StringRef directory, StringRef file) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, file);
+  return std::string(path);
+}
+
 } // namespace
+
+LogicalResult copyTokenizerFiles(ModuleOp module, StringRef modelPath, StringRef directory) {
+  StringRef modelDirectory = llvm::sys::path::parent_path(modelPath);
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory))
+    return module.emitError("cannot create ") << directory << ": " << ec.message();
+  // A manifest left by an earlier compile would describe files being replaced.
+  llvm::sys::fs::remove(joinPath(directory, "manifest.json"));
+  Builder builder(module.getContext());
+  SmallVector<Attribute> copied;
+  for (StringRef file : kTokenizerFiles) {
+    std::string source = joinPath(modelDirectory.empty() ? "." : modelDirectory, file);
+    std::string target = joinPath(directory, file);
+    if (!llvm::sys::fs::exists(source)) {
+      llvm::sys::fs::remove(target);
+      continue;
+    }
+    auto buffer = llvm::MemoryBuffer::getFile(source, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer) return module.emitError("cannot read ") << source;
+    std::error_code ec;
+    llvm::raw_fd_ostream out(target, ec, llvm::sys::fs::OF_None);
+    if (ec) return module.emitError("cannot write ") << target << ": " << ec.message();
+    out << (*buffer)->getBuffer();
+    out.close();
+    if (out.has_error()) return module.emitError("writing ") << target << " failed";
+    SizeAndChecksum written = sizeAndChecksum((*buffer)->getBuffer());
+    copied.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr("file", builder.getStringAttr(file)),
+         builder.getNamedAttr("size",
+                              builder.getI64IntegerAttr(static_cast<int64_t>(written.first))),
+         builder.getNamedAttr("checksum", builder.getStringAttr(written.second))}));
+  }
+  module->setAttr(kTokenizerAttr, builder.getArrayAttr(copied));
+  return success();
+}
 
 LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTargetInfo &target,
                                function_ref<void(StringRef)> stage) {
@@ -120,6 +166,18 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
   llvm::json::Array weightIndex;
   auto weights = writeWeights(module, pathOf("weights.bin"), weightIndex);
   if (failed(weights)) return failure();
+  // The tokenizer's files, when copyTokenizerFiles copied any.
+  llvm::json::Array tokenizerFiles;
+  if (auto copied = module->getAttrOfType<ArrayAttr>(kTokenizerAttr)) {
+    for (Attribute entry : copied) {
+      auto dict = cast<DictionaryAttr>(entry);
+      tokenizerFiles.push_back(
+          llvm::json::Object{{"file", cast<StringAttr>(dict.get("file")).getValue()},
+                             {"size", cast<IntegerAttr>(dict.get("size")).getInt()},
+                             {"checksum", cast<StringAttr>(dict.get("checksum")).getValue()}});
+    }
+    module->removeAttr(kTokenizerAttr);
+  }
   for (StringRef name : {"llmc.weights", "llmc.weights_bytes", "llmc.workspace_bytes",
                          "llmc.max_num_batched_tokens", "llmc.max_num_seqs", "llmc.matmul",
                          "llmc.hidden_size", "llmc.num_heads", "llmc.max_positions"})
@@ -165,6 +223,8 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
                                      {"checksum", weights->second},
                                      {"tensors", std::move(weightIndex)}}},
   };
+  if (!tokenizerFiles.empty())
+    manifest["tokenizer"] = llvm::json::Object{{"files", std::move(tokenizerFiles)}};
   std::error_code ec;
   llvm::raw_fd_ostream out(pathOf("manifest.json"), ec, llvm::sys::fs::OF_Text);
   if (ec) return module.emitError("cannot write manifest.json: ") << ec.message();

@@ -13,6 +13,7 @@ come back as LlmcRuntimeError carrying the runtime's one-line message.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 from pathlib import Path
 
@@ -22,7 +23,6 @@ _ERROR_BUFFER_SIZE = 1024
 _int32_p = ctypes.POINTER(ctypes.c_int32)
 _int64_p = ctypes.POINTER(ctypes.c_int64)
 _float_p = ctypes.POINTER(ctypes.c_float)
-_library = None
 
 
 class LlmcRuntimeError(RuntimeError):
@@ -37,15 +37,19 @@ def library_path() -> Path:
     return Path(__file__).resolve().parents[2] / "build" / "lib" / "libllmc_runtime_c.so"
 
 
-def _load_library() -> ctypes.CDLL:
-    global _library
-    if _library is not None:
-        return _library
+@functools.cache
+def open_library() -> ctypes.CDLL:
+    """libllmc_runtime_c.so, loaded once; each binding declares the functions it calls."""
     path = library_path()
     if not path.exists():
         raise LlmcRuntimeError(f"{path}: no llmc runtime library (build the llmc_runtime_c "
                                "target, or set LLMC_RUNTIME_LIB)")
-    lib = ctypes.CDLL(str(path))
+    return ctypes.CDLL(str(path))
+
+
+@functools.cache
+def _load_library() -> ctypes.CDLL:
+    lib = open_library()
     handle, err = ctypes.c_void_p, ctypes.c_char_p
     lib.llmc_runtime_open.restype = handle
     lib.llmc_runtime_open.argtypes = [ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64, err,
@@ -69,7 +73,6 @@ def _load_library() -> ctypes.CDLL:
                                           _int64_p, err, ctypes.c_size_t]
     lib.llmc_runtime_free_all_kv_blocks.restype = None
     lib.llmc_runtime_free_all_kv_blocks.argtypes = [handle]
-    _library = lib
     return lib
 
 

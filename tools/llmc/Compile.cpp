@@ -200,6 +200,7 @@ int runCompile() {
       if (failed(writeGraphLibrary(*module, signature, outputPath, host))) return 1;
     } else {
       auto stage = [&](llvm::StringRef what) { progress.stage(what); };
+      if (failed(copyTokenizerFiles(*module, inputPath, outputPath))) return 1;
       if (failed(writeCpuArtifact(*module, outputPath, host, stage))) return 1;
     }
     progress.finish();

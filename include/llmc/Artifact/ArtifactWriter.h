@@ -17,6 +17,14 @@ mlir::LogicalResult writeCpuArtifact(mlir::ModuleOp module, llvm::StringRef dire
                                      const CpuTargetInfo &target,
                                      llvm::function_ref<void(llvm::StringRef)> stage);
 
+/// Copies the tokenizer that sits next to the source model (tokenizer.json
+/// and tokenizer_config.json in the directory of `modelPath`, each when
+/// present) into the artifact directory, and records the copies on `module`
+/// for the manifest that writeCpuArtifact writes next. Call it first. Copies
+/// that an earlier compile left and that the model no longer has are removed.
+mlir::LogicalResult copyTokenizerFiles(mlir::ModuleOp module, llvm::StringRef modelPath,
+                                       llvm::StringRef directory);
+
 } // namespace llmc
 
 #endif // LLMC_ARTIFACT_ARTIFACTWRITER_H

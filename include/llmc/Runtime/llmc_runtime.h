@@ -69,6 +69,58 @@ LLMC_RUNTIME_API int llmc_runtime_generate(LlmcRuntimeModel *model, int64_t num_
 /* Returns every KV block to the allocator. */
 LLMC_RUNTIME_API void llmc_runtime_free_all_kv_blocks(LlmcRuntimeModel *model);
 
+/* ---- Tokenizer: Hugging Face tokenizer.json (docs/tokenizer.md) --------------------
+ * A tokenizer handle is immutable: encode and decode may be called from several threads
+ * at once. A decode stream belongs to one thread and must not outlive its tokenizer. */
+typedef struct LlmcTokenizer LlmcTokenizer;
+typedef struct LlmcDecodeStream LlmcDecodeStream;
+
+/* Loads a tokenizer.json; NULL (and err) when it cannot be read or holds something this
+ * runtime does not support. */
+LLMC_RUNTIME_API LlmcTokenizer *llmc_tokenizer_load(const char *path, char *err,
+                                                    size_t err_size);
+LLMC_RUNTIME_API void llmc_tokenizer_free(LlmcTokenizer *tokenizer);
+
+/* One past the largest token id. */
+LLMC_RUNTIME_API int64_t llmc_tokenizer_id_limit(const LlmcTokenizer *tokenizer);
+
+/* The id of a token string (NUL-terminated), or -1 when there is none. */
+LLMC_RUNTIME_API int64_t llmc_tokenizer_token_to_id(const LlmcTokenizer *tokenizer,
+                                                    const char *token);
+
+/* Encodes text_len bytes of UTF-8 (ill-formed UTF-8 is an error); add_special_tokens
+ * applies the post-processor's template (BOS, ...). Writes at most `capacity` ids and
+ * returns how many the text has: when that exceeds `capacity`, call again with room for
+ * them (text_len + 16 suffice unless a normalizer such as NFKC lengthens the text). -1 on
+ * error. */
+LLMC_RUNTIME_API int64_t llmc_tokenizer_encode(const LlmcTokenizer *tokenizer, const char *text,
+                                               size_t text_len, int add_special_tokens,
+                                               int32_t *ids, int64_t capacity, char *err,
+                                               size_t err_size);
+
+/* Decodes num_ids ids to UTF-8 (not NUL-terminated). Writes at most `capacity` bytes and
+ * returns the text's length: when that exceeds `capacity`, call again with a larger
+ * buffer. -1 on error. */
+LLMC_RUNTIME_API int64_t llmc_tokenizer_decode(const LlmcTokenizer *tokenizer, const int32_t *ids,
+                                               int64_t num_ids, int skip_special_tokens,
+                                               char *text, int64_t capacity, char *err,
+                                               size_t err_size);
+
+/* Incremental detokenization (NULL when out of memory): each step returns only text that
+ * is final (never part of a character), and the texts of every step and of finish
+ * concatenate to the decode of all the ids. */
+LLMC_RUNTIME_API LlmcDecodeStream *llmc_decode_stream_new(const LlmcTokenizer *tokenizer,
+                                                          int skip_special_tokens);
+LLMC_RUNTIME_API void llmc_decode_stream_free(LlmcDecodeStream *stream);
+/* Feeds one id; *text and *text_len receive the text it completed (often empty), valid
+ * until the next call on the stream. */
+LLMC_RUNTIME_API int llmc_decode_stream_step(LlmcDecodeStream *stream, int32_t id,
+                                             const char **text, size_t *text_len, char *err,
+                                             size_t err_size);
+/* Ends the stream: the text still held back. */
+LLMC_RUNTIME_API int llmc_decode_stream_finish(LlmcDecodeStream *stream, const char **text,
+                                               size_t *text_len, char *err, size_t err_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,164 @@
+//===- BlockManager.cpp - KV blocks: ref counts, copy-on-write, prefix cache ---===//
+#include "runtime/engine/BlockManager.h"
+
+#include "runtime/Error.h"
+#include "runtime/KvBlockPool.h"
+
+#include <algorithm>
+
+namespace llmc::runtime {
+
+BlockManager::BlockManager(int64_t numBlocks, int64_t blockSize, bool enablePrefixCaching)
+    : tokensPerBlock(blockSize), prefixCaching(enablePrefixCaching), refCounts(numBlocks, 0) {
+  if (numBlocks <= 0 || blockSize <= 0)
+    throw Error("the KV cache needs at least one block of at least one token");
+  // Hand out low ids first: the back of the list is taken next.
+  for (int64_t block = numBlocks - 1; block >= 0; --block)
+    freeList.push_back(static_cast<BlockId>(block));
+}
+
+int64_t BlockManager::numAvailable() const {
+  return static_cast<int64_t>(freeList.size() + evictable.size());
+}
+
+uint64_t BlockManager::hashBlock(uint64_t parent, const int32_t *tokens) const {
+  // FNV-1a over the parent hash and the token ids, then a final avalanche, so
+  // equal prefixes give equal chains and any difference changes every later
+  // hash. Collisions are ruled out on lookup by comparing the tokens.
+  uint64_t hash = 0xcbf29ce484222325ull ^ parent;
+  for (int64_t i = 0; i < tokensPerBlock; ++i) {
+    hash ^= static_cast<uint32_t>(tokens[i]);
+    hash *= 0x100000001b3ull;
+  }
+  hash ^= hash >> 33;
+  hash *= 0xff51afd7ed558ccdull;
+  hash ^= hash >> 33;
+  return hash;
+}
+
+std::optional<BlockId> BlockManager::takeBlock() {
+  if (!freeList.empty()) {
+    BlockId block = freeList.back();
+    freeList.pop_back();
+    return block;
+  }
+  if (evictable.empty()) return std::nullopt;
+  BlockId block = evictable.front();
+  evictable.pop_front();
+  auto entry = cached.find(block);
+  cachedByHash.erase(entry->second.hash);
+  cached.erase(entry);
+  return block;
+}
+
+void BlockManager::hold(BlockId block) {
+  if (refCounts[block] == 0) {
+    auto entry = cached.find(block);
+    if (entry != cached.end() && entry->second.evictablePosition) {
+      evictable.erase(*entry->second.evictablePosition);
+      entry->second.evictablePosition.reset();
+    }
+  }
+  ++refCounts[block];
+}
+
+void BlockManager::drop(BlockId block) {
+  if (refCounts[block] <= 0) throw Error("KV block " + std::to_string(block) + " released twice");
+  if (--refCounts[block] > 0) return;
+  auto entry = cached.find(block);
+  if (entry == cached.end()) {
+    freeList.push_back(block);
+    return;
+  }
+  entry->second.evictablePosition = evictable.insert(evictable.end(), block);
+}
+
+int64_t BlockManager::matchPrefix(SequenceBlocks &seq, const std::vector<int32_t> &promptTokens) {
+  if (!seq.table.empty()) throw Error("matchPrefix is for a sequence without blocks");
+  if (!prefixCaching || promptTokens.empty()) return 0;
+  // Only whole blocks before the last prompt token can come from the cache.
+  int64_t candidates = (static_cast<int64_t>(promptTokens.size()) - 1) / tokensPerBlock;
+  stats.queriedBlocks += candidates;
+  uint64_t parent = 0;
+  for (int64_t i = 0; i < candidates; ++i) {
+    const int32_t *tokens = promptTokens.data() + i * tokensPerBlock;
+    uint64_t hash = hashBlock(parent, tokens);
+    auto found = cachedByHash.find(hash);
+    if (found == cachedByHash.end()) break;
+    const CachedBlock &entry = cached.at(found->second);
+    if (!std::equal(entry.tokens.begin(), entry.tokens.end(), tokens)) break;
+    hold(found->second);
+    seq.table.push_back(found->second);
+    seq.fullBlockHashes.push_back(hash);
+    parent = hash;
+    ++stats.hitBlocks;
+  }
+  seq.numTokens = static_cast<int64_t>(seq.table.size()) * tokensPerBlock;
+  return seq.numTokens;
+}
+
+int64_t BlockManager::blocksNeeded(const SequenceBlocks &seq, int64_t numNewTokens) const {
+  int64_t needed = blocksFor(seq.numTokens + numNewTokens, tokensPerBlock) -
+                   static_cast<int64_t>(seq.table.size());
+  bool writesIntoLastBlock = numNewTokens > 0 && seq.numTokens % tokensPerBlock != 0;
+  if (writesIntoLastBlock && refCounts[seq.table.back()] > 1) ++needed; // copy-on-write
+  return std::max<int64_t>(needed, 0);
+}
+
+bool BlockManager::appendSlots(SequenceBlocks &seq, const std::vector<int32_t> &tokens,
+                               int64_t numNewTokens, std::vector<BlockCopy> &copies) {
+  if (numNewTokens < 0 || static_cast<int64_t>(tokens.size()) < seq.numTokens + numNewTokens)
+    throw Error("appendSlots: fewer token ids than slots");
+  if (blocksNeeded(seq, numNewTokens) > numAvailable()) return false;
+
+  if (numNewTokens > 0 && seq.numTokens % tokensPerBlock != 0 &&
+      refCounts[seq.table.back()] > 1) {
+    BlockId shared = seq.table.back();
+    BlockId copy = *takeBlock();
+    hold(copy);
+    drop(shared);
+    seq.table.back() = copy;
+    copies.push_back({shared, copy});
+  }
+  while (static_cast<int64_t>(seq.table.size()) <
+         blocksFor(seq.numTokens + numNewTokens, tokensPerBlock)) {
+    BlockId block = *takeBlock();
+    hold(block);
+    seq.table.push_back(block);
+  }
+  int64_t firstNewFull = seq.numTokens / tokensPerBlock;
+  seq.numTokens += numNewTokens;
+  for (int64_t i = firstNewFull; i < seq.numTokens / tokensPerBlock; ++i)
+    cacheFullBlock(seq, seq.table[i], tokens, i * tokensPerBlock);
+  return true;
+}
+
+void BlockManager::cacheFullBlock(SequenceBlocks &seq, BlockId block,
+                                  const std::vector<int32_t> &tokens, int64_t firstToken) {
+  if (!prefixCaching) return;
+  uint64_t parent = seq.fullBlockHashes.empty() ? 0 : seq.fullBlockHashes.back();
+  uint64_t hash = hashBlock(parent, tokens.data() + firstToken);
+  seq.fullBlockHashes.push_back(hash);
+  // Another block may already hold the same tokens (computed concurrently);
+  // the first one stays the cached one and this one is freed as usual.
+  if (cachedByHash.count(hash) || cached.count(block)) return;
+  cachedByHash.emplace(hash, block);
+  cached.emplace(block, CachedBlock{hash,
+                                    std::vector<int32_t>(tokens.begin() + firstToken,
+                                                         tokens.begin() + firstToken +
+                                                             tokensPerBlock),
+                                    std::nullopt});
+}
+
+SequenceBlocks BlockManager::fork(const SequenceBlocks &parent) {
+  for (BlockId block : parent.table) hold(block);
+  return parent;
+}
+
+void BlockManager::release(SequenceBlocks &seq) {
+  // The tail first: it is evicted before the prefix other requests may share.
+  for (auto block = seq.table.rbegin(); block != seq.table.rend(); ++block) drop(*block);
+  seq = SequenceBlocks();
+}
+
+} // namespace llmc::runtime

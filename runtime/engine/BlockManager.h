@@ -1,0 +1,128 @@
+//===- BlockManager.h - KV blocks: ref counts, copy-on-write, prefix cache -*- C++ -*-===//
+//
+// Which KV-cache block holds which tokens of which sequence. The memory is
+// the model's KvBlockPool; this class only decides ownership:
+//
+// - a block has a reference count: the sequences whose block tables hold it;
+// - fork() shares a parent's blocks with a child (parallel samples of one
+//   prompt), and the first write into a shared block copies it
+//   (copy-on-write: appendSlots() reports the copy for the caller to do);
+// - with prefix caching, a block that fills up is keyed by a hash of
+//   (the previous block's hash, its token ids). A new sequence whose prompt
+//   starts with cached blocks takes them (matchPrefix) and skips their
+//   prefill. A cached block nobody holds stays cached until its memory is
+//   needed; such blocks are evicted least recently released first.
+//
+// Contract: every block is in exactly one of three states: held (ref count
+// > 0), free, or cached-unheld (ref count 0, evictable). numAvailable()
+// counts the last two. Nothing here throws on exhaustion: operations that
+// need blocks report whether they got them and change nothing when not.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_ENGINE_BLOCKMANAGER_H
+#define LLMC_RUNTIME_ENGINE_BLOCKMANAGER_H
+
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace llmc::runtime {
+
+using BlockId = int32_t;
+
+/// A sequence's view of the cache: its block table and how many of its
+/// tokens have a slot. The tokens themselves live with the sequence.
+struct SequenceBlocks {
+  std::vector<BlockId> table;
+  /// Tokens that have a slot (written or about to be written by a step).
+  int64_t numTokens = 0;
+  /// Hash of each full block of the table, in order (prefix caching).
+  std::vector<uint64_t> fullBlockHashes;
+};
+
+/// A block copy the caller must do before the step that writes `to`.
+struct BlockCopy {
+  BlockId from;
+  BlockId to;
+};
+
+struct PrefixCacheStats {
+  int64_t queriedBlocks = 0; // full prompt blocks looked up
+  int64_t hitBlocks = 0;     // of which were found
+  double hitRate() const { return queriedBlocks ? double(hitBlocks) / queriedBlocks : 0.0; }
+};
+
+class BlockManager {
+public:
+  BlockManager(int64_t numBlocks, int64_t blockSize, bool enablePrefixCaching);
+
+  int64_t numBlocks() const { return static_cast<int64_t>(refCounts.size()); }
+  int64_t blockSize() const { return tokensPerBlock; }
+  /// Blocks that can be handed out now: free ones plus evictable cached ones.
+  int64_t numAvailable() const;
+  /// Blocks held by at least one sequence.
+  int64_t numHeld() const { return numBlocks() - numAvailable(); }
+  int32_t refCount(BlockId block) const { return refCounts.at(block); }
+  const PrefixCacheStats &prefixCacheStats() const { return stats; }
+
+  /// For a new sequence (empty `seq`) with this prompt: takes the cached
+  /// blocks that hold a prefix of it, in whole blocks and never the whole
+  /// prompt (its last token must run to give logits), and returns how many
+  /// tokens they hold. Counts the lookups in prefixCacheStats().
+  int64_t matchPrefix(SequenceBlocks &seq, const std::vector<int32_t> &promptTokens);
+
+  /// Blocks appendSlots(seq, n) would take from the available ones.
+  int64_t blocksNeeded(const SequenceBlocks &seq, int64_t numNewTokens) const;
+
+  /// Gives the next `numNewTokens` tokens of the sequence slots: new blocks
+  /// as the table needs them, and a private copy of a shared last block
+  /// that is about to be written (added to `copies`). `tokens` are the
+  /// sequence's token ids so far, at least seq.numTokens + numNewTokens of
+  /// them: blocks that fill up are hashed from them. Returns false, and
+  /// changes nothing, when not enough blocks are available.
+  bool appendSlots(SequenceBlocks &seq, const std::vector<int32_t> &tokens, int64_t numNewTokens,
+                   std::vector<BlockCopy> &copies);
+
+  /// A child sharing every block of `parent` (each block's count goes up).
+  SequenceBlocks fork(const SequenceBlocks &parent);
+
+  /// Releases the sequence's blocks (most recent last into the eviction
+  /// order, so a prefix outlives its tail) and empties `seq`.
+  void release(SequenceBlocks &seq);
+
+private:
+  /// A block from the free list, else the least recently released cached
+  /// block (dropped from the cache); nothing when neither exists.
+  std::optional<BlockId> takeBlock();
+  void hold(BlockId block);
+  void drop(BlockId block);
+  /// Registers a block that just filled up under its hash, if caching.
+  void cacheFullBlock(SequenceBlocks &seq, BlockId block, const std::vector<int32_t> &tokens,
+                      int64_t firstToken);
+  uint64_t hashBlock(uint64_t parent, const int32_t *tokens) const;
+
+  int64_t tokensPerBlock;
+  bool prefixCaching;
+  std::vector<int32_t> refCounts;
+  std::vector<BlockId> freeList;
+  /// Cached blocks by hash, and each cached block's hash and tokens (to
+  /// rule out hash collisions on lookup).
+  std::unordered_map<uint64_t, BlockId> cachedByHash;
+  struct CachedBlock {
+    uint64_t hash;
+    std::vector<int32_t> tokens;
+    /// Position in `evictable` while unheld.
+    std::optional<std::list<BlockId>::iterator> evictablePosition;
+  };
+  std::unordered_map<BlockId, CachedBlock> cached;
+  /// Unheld cached blocks, least recently released first.
+  std::list<BlockId> evictable;
+  PrefixCacheStats stats;
+};
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_ENGINE_BLOCKMANAGER_H

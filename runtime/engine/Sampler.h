@@ -1,0 +1,88 @@
+//===- Sampler.h - from a logits row to the next token ----------*- C++ -*-===//
+//
+// Per-request sampling with OpenAI's and vLLM's parameters. Each sequence
+// owns its random generator, seeded from the request: the same seed and the
+// same prompt give the same tokens whatever else is in the batch (the logits
+// themselves are batch-invariant on the CPU). Sample i of an n > 1 request
+// with seed s draws as a request with seed s + i would.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_ENGINE_SAMPLER_H
+#define LLMC_RUNTIME_ENGINE_SAMPLER_H
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace llmc::runtime {
+
+struct SamplingParams {
+  /// 0 picks the most likely token (greedy, lowest id on ties).
+  float temperature = 1.0f;
+  /// Keep the k most likely tokens; 0 or -1 keeps all.
+  int32_t topK = 0;
+  /// Keep the smallest set of most likely tokens whose probability reaches p.
+  float topP = 1.0f;
+  /// Drop tokens less likely than min_p times the most likely one.
+  float minP = 0.0f;
+  /// > 1 discourages tokens of the prompt and the output (divides positive
+  /// logits, multiplies negative ones), as in vLLM and transformers.
+  float repetitionPenalty = 1.0f;
+  /// OpenAI's: subtracted once from a token that is in the output so far...
+  float presencePenalty = 0.0f;
+  /// ...and this times its count in the output.
+  float frequencyPenalty = 0.0f;
+  std::optional<uint64_t> seed;
+  /// Return this many most likely tokens' logprobs with each token; nullopt
+  /// returns none (the chosen token's logprob is always computed).
+  std::optional<int32_t> logprobs;
+
+  /// Throws Error naming the first parameter out of range for a vocabulary
+  /// of `vocabSize` tokens.
+  void validate(int64_t vocabSize) const;
+};
+
+struct TokenLogprob {
+  int32_t token;
+  float logprob;
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  /// log-softmax of the model's raw logits at the chosen token.
+  float logprob = 0;
+  /// The most likely tokens under the same distribution, most likely first.
+  std::vector<TokenLogprob> topLogprobs;
+};
+
+/// One sequence's sampler: its parameters, its random generator and the
+/// counts of its output tokens (for the presence and frequency penalties).
+class SequenceSampler {
+public:
+  /// `seed` is used when the parameters carry none.
+  SequenceSampler(const SamplingParams &params, uint64_t seed, std::vector<int32_t> promptTokens);
+
+  /// The next token from `logits` (vocabSize values); records it as output.
+  SampledToken sample(const float *logits, int64_t vocabSize);
+
+  const SamplingParams &params() const { return sampling; }
+
+private:
+  SamplingParams sampling;
+  std::mt19937_64 rng;
+  std::vector<int32_t> promptTokens;
+  std::unordered_map<int32_t, int32_t> outputCounts;
+  /// Scratch, reused across calls.
+  std::vector<float> scores;
+  std::vector<int32_t> order;
+};
+
+/// The index of the largest of `values`; the lowest such index on ties.
+int32_t argmax(const float *values, int64_t count);
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_ENGINE_SAMPLER_H

@@ -1,0 +1,112 @@
+//===- SamplerTest.cpp - greedy, seeds, filters, penalties, logprobs ------===//
+#include "runtime/engine/Sampler.h"
+
+#include "runtime/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace llmc::runtime {
+namespace {
+
+std::vector<float> logitsOf(std::vector<double> probabilities) {
+  std::vector<float> logits;
+  for (double p : probabilities) logits.push_back(float(std::log(p)));
+  return logits;
+}
+
+std::vector<int32_t> draw(SamplingParams params, uint64_t seed, const std::vector<float> &logits,
+                          int count, std::vector<int32_t> prompt = {}) {
+  SequenceSampler sampler(params, seed, prompt);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < count; ++i) tokens.push_back(sampler.sample(logits.data(), logits.size()).token);
+  return tokens;
+}
+
+TEST(SamplerTest, GreedyTakesTheLowestIdAmongEqualMaxima) {
+  SamplingParams params;
+  params.temperature = 0;
+  EXPECT_EQ(draw(params, 1, {0.1f, 2.0f, 2.0f, -1.0f}, 1)[0], 1);
+}
+
+TEST(SamplerTest, TheSameSeedGivesTheSameTokens) {
+  SamplingParams params;
+  auto logits = logitsOf({0.25, 0.25, 0.25, 0.25});
+  EXPECT_EQ(draw(params, 7, logits, 50), draw(params, 7, logits, 50));
+  EXPECT_NE(draw(params, 7, logits, 50), draw(params, 8, logits, 50));
+  params.seed = 3; // the request's seed wins over the engine's
+  EXPECT_EQ(draw(params, 7, logits, 50), draw(params, 8, logits, 50));
+}
+
+TEST(SamplerTest, SamplesInProportionToTheProbabilities) {
+  SamplingParams params;
+  auto tokens = draw(params, 11, logitsOf({0.5, 0.3, 0.2}), 20000);
+  std::vector<double> frequency(3, 0);
+  for (int32_t token : tokens) frequency[token] += 1.0 / tokens.size();
+  EXPECT_NEAR(frequency[0], 0.5, 0.02);
+  EXPECT_NEAR(frequency[1], 0.3, 0.02);
+  EXPECT_NEAR(frequency[2], 0.2, 0.02);
+}
+
+TEST(SamplerTest, FiltersLeaveOnlyTheMostLikelyTokens) {
+  auto logits = logitsOf({0.1, 0.6, 0.3});
+  SamplingParams topK;
+  topK.temperature = 5;
+  topK.topK = 1;
+  for (int32_t token : draw(topK, 1, logits, 200)) EXPECT_EQ(token, 1);
+  SamplingParams topP;
+  topP.topP = 0.5; // 0.6 alone reaches it
+  for (int32_t token : draw(topP, 1, logits, 200)) EXPECT_EQ(token, 1);
+  SamplingParams minP;
+  minP.minP = 0.4; // 0.3 >= 0.4 * 0.6 stays, 0.1 goes
+  for (int32_t token : draw(minP, 1, logits, 500)) EXPECT_NE(token, 0);
+}
+
+TEST(SamplerTest, PenaltiesDiscourageRepeatedTokens) {
+  SamplingParams params;
+  params.temperature = 0;
+  std::vector<float> logits{2.0f, 1.9f, 0.0f};
+  EXPECT_EQ(draw(params, 1, logits, 3), (std::vector<int32_t>{0, 0, 0}));
+  params.repetitionPenalty = 1.2f; // 2.0 / 1.2 < 1.9 once token 0 is in the prompt
+  EXPECT_EQ(draw(params, 1, logits, 1, {0})[0], 1);
+  params.repetitionPenalty = 1;
+  params.frequencyPenalty = 0.2f; // token 0 drops below 1.9 after one use
+  EXPECT_EQ(draw(params, 1, logits, 2), (std::vector<int32_t>{0, 1}));
+}
+
+TEST(SamplerTest, LogprobsAreThoseOfTheModelsDistribution) {
+  SamplingParams params;
+  params.temperature = 0;
+  params.logprobs = 2;
+  auto logits = logitsOf({0.1, 0.6, 0.3});
+  SequenceSampler sampler(params, 1, {});
+  SampledToken sampled = sampler.sample(logits.data(), logits.size());
+  EXPECT_EQ(sampled.token, 1);
+  EXPECT_NEAR(sampled.logprob, std::log(0.6), 1e-5);
+  ASSERT_EQ(sampled.topLogprobs.size(), 2u);
+  EXPECT_EQ(sampled.topLogprobs[0].token, 1);
+  EXPECT_EQ(sampled.topLogprobs[1].token, 2);
+  EXPECT_NEAR(sampled.topLogprobs[1].logprob, std::log(0.3), 1e-5);
+}
+
+TEST(SamplerTest, RejectsParametersOutOfRange) {
+  auto invalid = [](auto edit) {
+    SamplingParams params;
+    edit(params);
+    EXPECT_THROW(params.validate(100), Error);
+  };
+  invalid([](SamplingParams &p) { p.temperature = -1; });
+  invalid([](SamplingParams &p) { p.temperature = NAN; });
+  invalid([](SamplingParams &p) { p.topP = 0; });
+  invalid([](SamplingParams &p) { p.topK = -2; });
+  invalid([](SamplingParams &p) { p.minP = 1.5; });
+  invalid([](SamplingParams &p) { p.repetitionPenalty = 0; });
+  invalid([](SamplingParams &p) { p.presencePenalty = 3; });
+  invalid([](SamplingParams &p) { p.logprobs = 21; });
+  SamplingParams fine;
+  EXPECT_NO_THROW(fine.validate(100));
+}
+
+} // namespace
+} // namespace llmc::runtime
