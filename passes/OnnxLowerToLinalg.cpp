@@ -139,6 +139,15 @@ Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType, 
   return generic.getResult(0);
 }
 
+Value castElements(OpBuilder &b, Location loc, Value value, Type from, Type to) {
+  if (from == to) return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  return buildElementwise(b, loc, type.clone(signless(to)), value,
+                          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+                            return castScalar(nested, nestedLoc, args[0], from, to);
+                          });
+}
+
 Value reshapeTo(OpBuilder &b, Location loc, Value value, ArrayRef<int64_t> shape) {
   auto type = cast<RankedTensorType>(value.getType());
   if (type.getShape() == shape) return value;

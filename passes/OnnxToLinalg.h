@@ -73,6 +73,11 @@ mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::RankedTensorType resultType, mlir::ValueRange inputs,
                              ScalarBuilder body);
 
+/// `value` with every element cast from `from` (its onnx element type, with
+/// signedness) to `to` by castScalar; `value` itself when they are equal.
+mlir::Value castElements(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                         mlir::Type from, mlir::Type to);
+
 /// Reshape of a static tensor to another static shape of the same size.
 mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
                       llvm::ArrayRef<int64_t> shape);

@@ -65,13 +65,7 @@ Value buildGeneric(OpBuilder &b, Location loc, Value init, ValueRange inputs,
 
 /// Elementwise conversion of a float tensor to another float element type.
 Value convertElements(OpBuilder &b, Location loc, Value value, Type to) {
-  auto type = cast<RankedTensorType>(value.getType());
-  Type from = type.getElementType();
-  if (from == to) return value;
-  return buildElementwise(b, loc, type.clone(to), value,
-                          [&](OpBuilder &nb, Location nl, ValueRange args) {
-                            return castScalar(nb, nl, args[0], from, to);
-                          });
+  return castElements(b, loc, value, cast<RankedTensorType>(value.getType()).getElementType(), to);
 }
 
 /// The sum of lhs * rhs over the last of five loops (the first four are the

@@ -83,12 +83,7 @@ Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
             nested, nestedLoc,
             multiplyAccumulate(nested, nestedLoc, lhsElement, rhsElement, args[2]));
       });
-  Value product = generic.getResult(0);
-  if (accumulator == element) return product;
-  return buildElementwise(b, loc, accumulatorType.clone(element), product,
-                          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-                            return castScalar(nested, nestedLoc, args[0], accumulator, element);
-                          });
+  return castElements(b, loc, generic.getResult(0), accumulator, element);
 }
 
 /// numpy matmul: a 1-D operand is a row (lhs) or column (rhs) vector whose

@@ -462,15 +462,6 @@ Value fromMeans(OpBuilder &b, Location loc, Value sums, const Normalization &nor
   return reshapeTo(b, loc, stats, norm.keptShape);
 }
 
-/// Casts every element of `value` (whose elements are of `from`) to the
-/// element type of `type`.
-Value castTensor(OpBuilder &b, Location loc, Value value, Type from, RankedTensorType type) {
-  if (from == type.getElementType()) return value;
-  return buildElementwise(b, loc, type, value, [&](OpBuilder &nb, Location nl, ValueRange args) {
-    return castScalar(nb, nl, args[0], from, type.getElementType());
-  });
-}
-
 /// LayerNormalization in the types of its ONNX function body: mean and
 /// variance over the normalised dims in the stash type, the normalised X cast
 /// back to X's type, then scaled and shifted in that type. The variance is the
@@ -524,8 +515,9 @@ struct LowerLayerNormalization : OpConversionPattern<onnx::LayerNormalizationOp>
           if (!hasBias) return scaled;
           return Value(arith::AddFOp::create(b, nl, scaled, args[3]));
         });
-    rewriter.replaceOp(op, {y, castTensor(rewriter, loc, mean, stash, resultTypes[1]),
-                            castTensor(rewriter, loc, invStdDev, stash, resultTypes[2])});
+    Type meanType = resultTypes[1].getElementType(), invStdDevType = resultTypes[2].getElementType();
+    rewriter.replaceOp(op, {y, castElements(rewriter, loc, mean, stash, meanType),
+                            castElements(rewriter, loc, invStdDev, stash, invStdDevType)});
     return success();
   }
 };
