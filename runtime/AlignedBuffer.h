@@ -4,17 +4,18 @@
 
 #include "runtime/Error.h"
 
+#include <sys/mman.h>
+
 #include <cstddef>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
 #include <string>
+#include <utility>
 
 namespace llmc::runtime {
 
-/// A zero-filled block of host memory aligned to 64 bytes (a cache line, and
-/// the widest vector the generated code loads), as the step ABI asks of the
-/// KV pool and the workspace.
+/// Zero-filled host memory aligned to 64 bytes (a cache line, and the widest
+/// vector the generated code loads), as the step ABI asks of the KV pool and
+/// the workspace. It is an anonymous mapping: pages are zero and become
+/// resident when first touched, so a large KV cache costs only what is used.
 class AlignedBuffer {
 public:
   static constexpr size_t kAlignment = 64;
@@ -22,22 +23,30 @@ public:
   AlignedBuffer() = default;
   explicit AlignedBuffer(size_t bytes) : size(bytes) {
     if (bytes == 0) return;
-    // aligned_alloc wants a size that is a multiple of the alignment.
-    size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    memory.reset(std::aligned_alloc(kAlignment, rounded));
-    if (!memory)
+    void *mapped = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
+    if (mapped == MAP_FAILED)
       throw Error("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
-    std::memset(memory.get(), 0, rounded);
+    memory = mapped; // page-aligned, so 64-byte aligned
   }
+  ~AlignedBuffer() {
+    if (memory) ::munmap(memory, size);
+  }
+  AlignedBuffer(AlignedBuffer &&other) noexcept
+      : memory(std::exchange(other.memory, nullptr)), size(std::exchange(other.size, 0)) {}
+  AlignedBuffer &operator=(AlignedBuffer &&other) noexcept {
+    std::swap(memory, other.memory);
+    std::swap(size, other.size);
+    return *this;
+  }
+  AlignedBuffer(const AlignedBuffer &) = delete;
+  AlignedBuffer &operator=(const AlignedBuffer &) = delete;
 
-  void *data() const { return memory.get(); }
+  void *data() const { return memory; }
   size_t bytes() const { return size; }
 
 private:
-  struct FreeDeleter {
-    void operator()(void *pointer) const { std::free(pointer); }
-  };
-  std::unique_ptr<void, FreeDeleter> memory;
+  void *memory = nullptr;
   size_t size = 0;
 };
 

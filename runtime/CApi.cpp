@@ -6,8 +6,9 @@
 //===----------------------------------------------------------------------===//
 #include "llmc/Runtime/llmc_runtime.h"
 
-#include "runtime/Generator.h"
 #include "runtime/Model.h"
+#include "runtime/engine/Engine.h"
+#include "runtime/engine/EngineJson.h"
 #include "runtime/tokenizer/IncrementalDecoder.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
@@ -25,6 +26,13 @@ using tokenizer::Tokenizer;
 
 struct LlmcRuntimeModel {
   std::unique_ptr<Model> model;
+};
+
+struct LlmcEngine {
+  LlmcEngine(Model &model, const EngineConfig &config) : engine(model, config) {}
+  Engine engine;
+  /// The JSON of the last call that returns text, which the caller reads in place.
+  std::string json;
 };
 
 struct LlmcTokenizer {
@@ -95,9 +103,6 @@ int64_t llmc_runtime_max_num_seqs(const LlmcRuntimeModel *model) {
 int64_t llmc_runtime_num_kv_blocks(const LlmcRuntimeModel *model) {
   return model->model->kvPool().numBlocks();
 }
-int64_t llmc_runtime_num_free_kv_blocks(const LlmcRuntimeModel *model) {
-  return model->model->kvPool().numFree();
-}
 int32_t llmc_runtime_num_threads(const LlmcRuntimeModel *model) {
   return static_cast<int32_t>(model->model->device().numThreads());
 }
@@ -137,20 +142,74 @@ int llmc_runtime_generate(LlmcRuntimeModel *model, int64_t num_prompts,
       prompts.emplace_back(prompt_tokens + prompt_offsets[i],
                            prompt_tokens + prompt_offsets[i + 1]);
     }
-    GenerateOptions options;
+    RequestOptions options;
     options.maxTokens = max_tokens;
+    options.sampling.temperature = 0;
     if (num_stop_token_ids > 0)
       options.stopTokenIds.assign(stop_token_ids, stop_token_ids + num_stop_token_ids);
-    Generator generator(*model->model);
-    std::vector<std::vector<int32_t>> outputs = generator.generate(prompts, options);
+    Engine engine(*model->model, EngineConfig());
+    std::vector<Completion> outputs = runToCompletion(engine, prompts, options);
     for (int64_t i = 0; i < num_prompts; ++i) {
-      std::copy(outputs[i].begin(), outputs[i].end(), output_tokens + i * max_tokens);
-      output_lengths[i] = static_cast<int64_t>(outputs[i].size());
+      std::copy(outputs[i][0].begin(), outputs[i][0].end(), output_tokens + i * max_tokens);
+      output_lengths[i] = static_cast<int64_t>(outputs[i][0].size());
     }
   });
 }
 
-void llmc_runtime_free_all_kv_blocks(LlmcRuntimeModel *model) { model->model->kvPool().freeAll(); }
+LlmcEngine *llmc_engine_new(LlmcRuntimeModel *model, const char *config_json, char *err,
+                            size_t err_size) {
+  LlmcEngine *handle = nullptr;
+  guarded(err, err_size, [&] {
+    nlohmann::json config = nlohmann::json::parse(config_json ? config_json : "{}", nullptr,
+                                                  /*allow_exceptions=*/false);
+    if (config.is_discarded()) throw Error("the engine config is not valid JSON");
+    handle = new LlmcEngine(*model->model, engineConfigFromJson(config));
+  });
+  return handle;
+}
+
+void llmc_engine_free(LlmcEngine *engine) { delete engine; }
+
+int llmc_engine_add_request(LlmcEngine *engine, uint64_t id, const int32_t *prompt,
+                            int64_t prompt_len, const char *options_json, char *err,
+                            size_t err_size) {
+  return guarded(err, err_size, [&] {
+    if (prompt_len < 0) throw Error("prompt_len must not be negative");
+    nlohmann::json options = nlohmann::json::parse(options_json ? options_json : "{}", nullptr,
+                                                   /*allow_exceptions=*/false);
+    if (options.is_discarded()) throw Error("the request options are not valid JSON");
+    engine->engine.addRequest(id, std::vector<int32_t>(prompt, prompt + prompt_len),
+                              requestOptionsFromJson(options));
+  });
+}
+
+/// The outputs as a JSON list in the engine's buffer.
+static const char *outputsJson(LlmcEngine *engine, const std::vector<StepOutput> &outputs) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const StepOutput &output : outputs) list.push_back(toJson(output));
+  engine->json = list.dump();
+  return engine->json.c_str();
+}
+
+int llmc_engine_abort(LlmcEngine *engine, uint64_t id, const char **outputs_json, char *err,
+                      size_t err_size) {
+  return guarded(err, err_size,
+                 [&] { *outputs_json = outputsJson(engine, engine->engine.abort(id)); });
+}
+
+int llmc_engine_step(LlmcEngine *engine, const char **outputs_json, char *err, size_t err_size) {
+  return guarded(err, err_size,
+                 [&] { *outputs_json = outputsJson(engine, engine->engine.step()); });
+}
+
+int llmc_engine_has_unfinished(const LlmcEngine *engine) {
+  return engine->engine.hasUnfinished() ? 1 : 0;
+}
+
+const char *llmc_engine_stats(LlmcEngine *engine) {
+  engine->json = toJson(engine->engine.stats()).dump();
+  return engine->json.c_str();
+}
 
 LlmcTokenizer *llmc_tokenizer_load(const char *path, char *err, size_t err_size) {
   LlmcTokenizer *handle = nullptr;

@@ -3,6 +3,7 @@
 
 #include "runtime/Error.h"
 
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -16,30 +17,27 @@ KvBlockPool::KvBlockPool(const KvCacheShape &shape) : cacheShape(shape) {
     throw Error("the KV cache cannot have " + std::to_string(shape.numBlocks) +
                 " blocks: their slots do not fit in int32");
   memory = AlignedBuffer(static_cast<size_t>(shape.numElements()) * sizeof(float));
-  freeAll();
 }
 
-std::optional<KvBlockPool::BlockId> KvBlockPool::allocate() {
-  if (freeList.empty()) return std::nullopt;
-  BlockId block = freeList.back();
-  freeList.pop_back();
-  allocated[block] = true;
-  return block;
+int64_t KvBlockPool::bytesPerBlock() const {
+  return cacheShape.numLayers * 2 * cacheShape.numKvHeads * cacheShape.blockSize *
+         cacheShape.headDim * static_cast<int64_t>(sizeof(float));
 }
 
-void KvBlockPool::free(BlockId block) {
-  if (block < 0 || block >= cacheShape.numBlocks || !allocated[block])
-    throw Error("KV block " + std::to_string(block) + " is not allocated");
-  allocated[block] = false;
-  freeList.push_back(block);
-}
-
-void KvBlockPool::freeAll() {
-  // Blocks go out in increasing id order: a fresh pool is predictable.
-  freeList.clear();
-  for (int64_t block = cacheShape.numBlocks - 1; block >= 0; --block)
-    freeList.push_back(static_cast<BlockId>(block));
-  allocated.assign(cacheShape.numBlocks, false);
+void KvBlockPool::copyBlock(BlockId from, BlockId to) {
+  for (BlockId block : {from, to})
+    if (block < 0 || block >= cacheShape.numBlocks)
+      throw Error("KV block " + std::to_string(block) + " is not in the pool of " +
+                  std::to_string(cacheShape.numBlocks));
+  // [layers, blocks, 2, heads, blockSize, headDim]: a block is one run of
+  // elements per layer.
+  int64_t perLayerBlock = 2 * cacheShape.numKvHeads * cacheShape.blockSize * cacheShape.headDim;
+  int64_t layerStride = cacheShape.numBlocks * perLayerBlock;
+  for (int64_t layer = 0; layer < cacheShape.numLayers; ++layer) {
+    float *base = data() + layer * layerStride;
+    std::memcpy(base + to * perLayerBlock, base + from * perLayerBlock,
+                static_cast<size_t>(perLayerBlock) * sizeof(float));
+  }
 }
 
 int32_t slotOf(const std::vector<KvBlockPool::BlockId> &blockTable, int64_t position,

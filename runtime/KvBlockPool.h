@@ -5,7 +5,6 @@
 #include "runtime/AlignedBuffer.h"
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 namespace llmc::runtime {
@@ -28,10 +27,9 @@ struct KvCacheShape {
   }
 };
 
-/// The KV cache memory (64-byte aligned, zero-filled) and the allocator of its
-/// blocks. A sequence holds a block table, the ids of the blocks its
-/// positions live in, in order; slotOf() turns a position into the slot the
-/// step ABI's slot_mapping wants.
+/// The KV cache memory: 64-byte aligned, zero-filled, indexed by block id.
+/// Which block belongs to which sequence is the engine's BlockManager's
+/// business; this class only holds the memory and copies blocks for it.
 class KvBlockPool {
 public:
   using BlockId = int32_t;
@@ -42,21 +40,16 @@ public:
   float *data() const { return static_cast<float *>(memory.data()); }
   int64_t numBlocks() const { return cacheShape.numBlocks; }
   int64_t blockSize() const { return cacheShape.blockSize; }
+  /// Bytes of one block over all layers, K and V.
+  int64_t bytesPerBlock() const;
 
-  /// A free block, or nothing when every block is in use.
-  std::optional<BlockId> allocate();
-  /// Returns a block to the pool; throws Error for an id that is not allocated.
-  void free(BlockId block);
-  /// Returns every block to the pool (the cache contents are left as they are).
-  void freeAll();
-  int64_t numFree() const { return static_cast<int64_t>(freeList.size()); }
+  /// Copies block `from` into block `to` in every layer (copy-on-write).
+  /// Throws Error for an id outside the pool.
+  void copyBlock(BlockId from, BlockId to);
 
 private:
   KvCacheShape cacheShape;
   AlignedBuffer memory;
-  /// Free blocks, the next one to hand out at the back.
-  std::vector<BlockId> freeList;
-  std::vector<bool> allocated;
 };
 
 /// The slot of `position` for a sequence with this block table:

@@ -4,11 +4,35 @@
 #include "runtime/Error.h"
 
 #include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
 #include <string>
 
 namespace llmc::runtime {
 namespace {
-KvCacheShape kvCacheShape(const Artifact &artifact, int64_t numKvBlocks) {
+/// MemAvailable of /proc/meminfo in bytes: what the kernel can hand out
+/// without swapping.
+int64_t availableHostMemory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kilobytes = 0;
+  std::string unit;
+  while (meminfo >> key >> kilobytes >> unit)
+    if (key == "MemAvailable:") return kilobytes * 1024;
+  throw Error("--memory-fraction needs MemAvailable from /proc/meminfo, which is not there; "
+              "give the KV cache size in bytes (--kv-cache-memory)");
+}
+
+std::string mebibytes(int64_t bytes) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1) << double(bytes) / double(1 << 20) << " MiB";
+  return text.str();
+}
+
+/// The KV cache's extents under the options' budget, and a line saying so.
+KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
+                          std::string &summary) {
   KvCacheShape shape;
   shape.numLayers = artifact.model().numLayers;
   shape.numKvHeads = artifact.model().numKvHeads;
@@ -16,9 +40,39 @@ KvCacheShape kvCacheShape(const Artifact &artifact, int64_t numKvBlocks) {
   shape.headDim = artifact.model().headDim;
   shape.numBlocks = 1; // so that numElements() counts one block
   int64_t bytesPerBlock = shape.numElements() * static_cast<int64_t>(sizeof(float));
-  shape.numBlocks = numKvBlocks > 0
-                        ? numKvBlocks
-                        : std::max<int64_t>(1, Model::kDefaultKvCacheBytes / bytesPerBlock);
+
+  std::string source;
+  if (options.numKvBlocks < 0 || options.kvCacheBytes < 0)
+    throw Error("the KV cache size must not be negative");
+  if (options.numKvBlocks > 0) {
+    shape.numBlocks = options.numKvBlocks;
+    source = "as asked";
+  } else {
+    int64_t budget = Model::kDefaultKvCacheBytes;
+    source = "the default budget";
+    if (options.kvCacheBytes > 0) {
+      budget = options.kvCacheBytes;
+      source = "--kv-cache-memory";
+    } else if (options.memoryFraction != 0) {
+      if (!(options.memoryFraction > 0 && options.memoryFraction <= 1))
+        throw Error("the memory fraction must be in (0, 1], got " +
+                    std::to_string(options.memoryFraction));
+      int64_t available =
+          availableHostMemory() - static_cast<int64_t>(artifact.weightsBytes());
+      budget = static_cast<int64_t>(options.memoryFraction * double(std::max<int64_t>(available, 0)));
+      source = "--memory-fraction " + std::to_string(options.memoryFraction).substr(0, 4) +
+               " of " + mebibytes(std::max<int64_t>(available, 0)) +
+               " available after the weights";
+    }
+    shape.numBlocks = budget / bytesPerBlock;
+    if (shape.numBlocks < 1)
+      throw Error("a KV cache of " + mebibytes(budget) + " (" + source +
+                  ") holds no block: one block takes " + mebibytes(bytesPerBlock));
+  }
+  summary = "KV cache: " + std::to_string(shape.numBlocks) + " blocks of " +
+            std::to_string(shape.blockSize) + " tokens (" +
+            std::to_string(shape.numBlocks * shape.blockSize) + " tokens, " +
+            mebibytes(shape.numBlocks * bytesPerBlock) + ", " + source + ")";
   return shape;
 }
 
@@ -57,8 +111,8 @@ std::unique_ptr<Model> Model::open(const std::string &artifactDir, const ModelOp
 
 Model::Model(std::unique_ptr<Artifact> artifact, const ModelOptions &options)
     : loaded(std::move(artifact)), cpu(options.numThreads),
-      kvCache(kvCacheShape(*loaded, options.numKvBlocks)),
-      workspace(static_cast<size_t>(loaded->step().workspaceBytes)) {}
+      workspace(static_cast<size_t>(loaded->step().workspaceBytes)),
+      kvCache(kvCacheShape(*loaded, options, kvSummary)) {}
 
 void Model::validate(const StepBatch &batch) const {
   const StepConfig &limits = stepConfig();

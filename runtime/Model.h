@@ -52,11 +52,20 @@ struct StepBatchArrays {
   }
 };
 
+/// How big the KV cache is, in the first of these that is set.
 struct ModelOptions {
   /// Threads of the CPU device, the caller's included; 0 = one per hardware thread.
   unsigned numThreads = 0;
-  /// Blocks in the KV cache; 0 = as many as kDefaultKvCacheBytes hold.
+  /// Blocks in the KV cache.
   int64_t numKvBlocks = 0;
+  /// Bytes of KV cache (as many whole blocks as fit).
+  int64_t kvCacheBytes = 0;
+  /// A fraction, in (0, 1], of the host memory still available once the
+  /// weights and the step's workspace are accounted for (as vLLM's
+  /// gpu_memory_utilization): fraction x (MemAvailable - weights not yet
+  /// resident). The workspace is planned at compile time, so no profiling
+  /// step is needed to know the step's own memory.
+  double memoryFraction = 0;
 };
 
 /// A compiled model with what running it needs: the artifact, the CPU device,
@@ -64,8 +73,8 @@ struct ModelOptions {
 /// at a time per Model.
 class Model {
 public:
-  /// The KV cache budget when ModelOptions::numKvBlocks is 0.
-  static constexpr int64_t kDefaultKvCacheBytes = int64_t(256) << 20;
+  /// The KV cache budget when ModelOptions sets none.
+  static constexpr int64_t kDefaultKvCacheBytes = int64_t(1) << 30;
 
   /// Loads the artifact in `artifactDir` (see Artifact::load) and sets it up.
   static std::unique_ptr<Model> open(const std::string &artifactDir, const ModelOptions &options);
@@ -76,6 +85,10 @@ public:
   const Artifact &artifact() const { return *loaded; }
   CpuDevice &device() { return cpu; }
   KvBlockPool &kvPool() { return kvCache; }
+  const KvBlockPool &kvPool() const { return kvCache; }
+  /// One line for the start-up log: the KV cache's blocks, size and where
+  /// the size came from.
+  const std::string &kvCacheSummary() const { return kvSummary; }
 
   /// Runs the step function over `batch` and writes [numSeqs, vocabSize]
   /// logits. Throws Error, before running anything, when the batch breaks the
@@ -87,8 +100,9 @@ private:
 
   std::unique_ptr<Artifact> loaded;
   CpuDevice cpu;
-  KvBlockPool kvCache;
   AlignedBuffer workspace;
+  std::string kvSummary;
+  KvBlockPool kvCache;
 };
 
 } // namespace llmc::runtime

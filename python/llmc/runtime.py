@@ -57,7 +57,7 @@ def _load_library() -> ctypes.CDLL:
     lib.llmc_runtime_close.restype = None
     lib.llmc_runtime_close.argtypes = [handle]
     for name in ("vocab_size", "num_layers", "block_size", "max_num_batched_tokens",
-                 "max_num_seqs", "num_kv_blocks", "num_free_kv_blocks"):
+                 "max_num_seqs", "num_kv_blocks"):
         getter = getattr(lib, f"llmc_runtime_{name}")
         getter.restype = ctypes.c_int64
         getter.argtypes = [handle]
@@ -71,8 +71,6 @@ def _load_library() -> ctypes.CDLL:
     lib.llmc_runtime_generate.argtypes = [handle, ctypes.c_int64, _int32_p, _int64_p,
                                           ctypes.c_int64, _int32_p, ctypes.c_int64, _int32_p,
                                           _int64_p, err, ctypes.c_size_t]
-    lib.llmc_runtime_free_all_kv_blocks.restype = None
-    lib.llmc_runtime_free_all_kv_blocks.argtypes = [handle]
     return lib
 
 
@@ -133,7 +131,6 @@ class Model:
     max_num_batched_tokens = property(lambda self: self._info("max_num_batched_tokens"))
     max_num_seqs = property(lambda self: self._info("max_num_seqs"))
     num_kv_blocks = property(lambda self: self._info("num_kv_blocks"))
-    num_free_kv_blocks = property(lambda self: self._info("num_free_kv_blocks"))
     num_threads = property(lambda self: self._info("num_threads"))
 
     def step(self, tokens, positions, cu_seqlens_q, context_lens, block_tables, slot_mapping,
@@ -170,7 +167,7 @@ class Model:
 
     def generate(self, prompts: list[list[int]], max_tokens: int = 16,
                  stop_token_ids: list[int] | None = None) -> list[list[int]]:
-        """Greedy generation: the generated ids of each prompt."""
+        """Greedy generation through a fresh engine: the generated ids of each prompt."""
         offsets = np.zeros(len(prompts) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(prompt) for prompt in prompts])
         flat = np.ascontiguousarray([t for prompt in prompts for t in prompt] or [0],
@@ -187,7 +184,3 @@ class Model:
         if status != 0:
             raise LlmcRuntimeError(err.value.decode(errors="replace"))
         return [outputs[i, :lengths[i]].tolist() for i in range(len(prompts))]
-
-    def free_all_kv_blocks(self) -> None:
-        """Return every KV block to the allocator generate() uses."""
-        self._lib.llmc_runtime_free_all_kv_blocks(self._open_handle())

@@ -78,7 +78,6 @@ int64_t BlockManager::matchPrefix(SequenceBlocks &seq, const std::vector<int32_t
   if (!prefixCaching || promptTokens.empty()) return 0;
   // Only whole blocks before the last prompt token can come from the cache.
   int64_t candidates = (static_cast<int64_t>(promptTokens.size()) - 1) / tokensPerBlock;
-  stats.queriedBlocks += candidates;
   uint64_t parent = 0;
   for (int64_t i = 0; i < candidates; ++i) {
     const int32_t *tokens = promptTokens.data() + i * tokensPerBlock;
@@ -91,10 +90,15 @@ int64_t BlockManager::matchPrefix(SequenceBlocks &seq, const std::vector<int32_t
     seq.table.push_back(found->second);
     seq.fullBlockHashes.push_back(hash);
     parent = hash;
-    ++stats.hitBlocks;
   }
   seq.numTokens = static_cast<int64_t>(seq.table.size()) * tokensPerBlock;
   return seq.numTokens;
+}
+
+void BlockManager::recordPrefixLookup(int64_t promptTokens, int64_t cachedTokens) {
+  if (!prefixCaching || promptTokens < 1) return;
+  stats.queriedBlocks += (promptTokens - 1) / tokensPerBlock;
+  stats.hitBlocks += cachedTokens / tokensPerBlock;
 }
 
 int64_t BlockManager::blocksNeeded(const SequenceBlocks &seq, int64_t numNewTokens) const {

@@ -71,8 +71,11 @@ public:
   /// For a new sequence (empty `seq`) with this prompt: takes the cached
   /// blocks that hold a prefix of it, in whole blocks and never the whole
   /// prompt (its last token must run to give logits), and returns how many
-  /// tokens they hold. Counts the lookups in prefixCacheStats().
+  /// tokens they hold.
   int64_t matchPrefix(SequenceBlocks &seq, const std::vector<int32_t> &promptTokens);
+  /// Counts a lookup that was kept in prefixCacheStats(): a match the caller
+  /// gives back (the sequence could not be admitted after all) is not one.
+  void recordPrefixLookup(int64_t promptTokens, int64_t cachedTokens);
 
   /// Blocks appendSlots(seq, n) would take from the available ones.
   int64_t blocksNeeded(const SequenceBlocks &seq, int64_t numNewTokens) const;

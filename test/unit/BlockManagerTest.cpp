@@ -99,6 +99,9 @@ TEST(BlockManagerTest, PrefixCacheReusesFullBlocksButNeverTheWholePrompt) {
   EXPECT_EQ(blocks.matchPrefix(third, longer), 8);
   EXPECT_EQ(third.table[0], second.table[0]);
   EXPECT_EQ(blocks.refCount(third.table[0]), 2);
+  EXPECT_EQ(blocks.prefixCacheStats().queriedBlocks, 0); // nothing recorded yet
+  blocks.recordPrefixLookup(8, 4);
+  blocks.recordPrefixLookup(13, 8);
   EXPECT_EQ(blocks.prefixCacheStats().hitBlocks, 3);
   EXPECT_EQ(blocks.prefixCacheStats().queriedBlocks, 4);
 
@@ -201,6 +204,7 @@ TEST(BlockManagerTest, RandomOperationsKeepEveryInvariant) {
       for (int64_t extra = uniform(0, 12); extra > 0; --extra)
         seq.tokens.push_back(int32_t(uniform(0, 50)));
       int64_t cachedTokens = blocks.matchPrefix(seq.blocks, seq.tokens);
+      blocks.recordPrefixLookup(int64_t(seq.tokens.size()), cachedTokens);
       ASSERT_LT(cachedTokens, int64_t(seq.tokens.size()));
       expectReadsBack(seq);
       if (!append(seq, uniform(1, int64_t(seq.tokens.size()) - cachedTokens))) {

@@ -4,6 +4,7 @@
 #include "llmc/Runtime/llmc_runtime.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 using llmc::test::TestArtifact;
 using llmc::test::toyContinuation;
@@ -65,14 +66,57 @@ TEST(CApi, OpensStepsGeneratesAndCloses) {
   EXPECT_EQ(lengths[1], 4);
   EXPECT_EQ(std::vector<int32_t>(outputs.begin() + 5, outputs.begin() + 5 + 4),
             toyContinuation({7}, 4, 64));
-  EXPECT_EQ(llmc_runtime_num_free_kv_blocks(model), 16);
 
   std::vector<int32_t> unknownToken = {99};
   std::vector<int64_t> oneOffset = {0, 1};
   EXPECT_NE(llmc_runtime_generate(model, 1, unknownToken.data(), oneOffset.data(), 5, nullptr, 0,
                                   outputs.data(), lengths.data(), err, sizeof(err)),
             0);
-  EXPECT_STREQ(err, "prompt 0: token 99 is outside the vocabulary (0 to 63)");
+  EXPECT_STREQ(err, "prompt token 0 is 99, outside the vocabulary (0 to 63)");
+  llmc_runtime_close(model);
+}
+
+TEST(CApi, EngineRunsRequestsAndReportsJson) {
+  TestArtifact artifact;
+  char err[256] = "";
+  LlmcRuntimeModel *model = llmc_runtime_open(artifact.dir().c_str(), 1, 16, err, sizeof(err));
+  ASSERT_NE(model, nullptr) << err;
+  EXPECT_EQ(llmc_engine_new(model, "{\"max_num_seqs\": \"four\"}", err, sizeof(err)), nullptr);
+  EXPECT_STREQ(err, "engine config: max_num_seqs has the wrong type");
+  LlmcEngine *engine = llmc_engine_new(model, "{\"max_num_seqs\": 2}", err, sizeof(err));
+  ASSERT_NE(engine, nullptr) << err;
+
+  std::vector<int32_t> prompt = {1, 2, 3};
+  ASSERT_EQ(llmc_engine_add_request(engine, 7, prompt.data(), 3, "{\"max_tokens\": 2, \"temperature\": 0}", err,
+                                    sizeof(err)),
+            0)
+      << err;
+  EXPECT_NE(llmc_engine_add_request(engine, 8, prompt.data(), 3, "{\"colour\": 1}", err,
+                                    sizeof(err)),
+            0);
+  EXPECT_STREQ(err, "request options: unknown key \"colour\"");
+  EXPECT_NE(llmc_engine_add_request(engine, 8, prompt.data(), 3, "{", err, sizeof(err)), 0);
+  EXPECT_STREQ(err, "the request options are not valid JSON");
+
+  const char *outputs = nullptr;
+  ASSERT_EQ(llmc_engine_step(engine, &outputs, err, sizeof(err)), 0) << err;
+  auto first = nlohmann::json::parse(outputs);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0]["request"], 7);
+  EXPECT_EQ(first[0]["token"], toyContinuation({1, 2, 3}, 1, 64)[0]);
+  EXPECT_TRUE(first[0]["finish_reason"].is_null());
+  ASSERT_EQ(llmc_engine_step(engine, &outputs, err, sizeof(err)), 0) << err;
+  EXPECT_EQ(nlohmann::json::parse(outputs)[0]["finish_reason"], "length");
+  EXPECT_EQ(llmc_engine_has_unfinished(engine), 0);
+
+  ASSERT_EQ(llmc_engine_add_request(engine, 9, prompt.data(), 3, nullptr, err, sizeof(err)), 0);
+  ASSERT_EQ(llmc_engine_abort(engine, 9, &outputs, err, sizeof(err)), 0);
+  EXPECT_EQ(nlohmann::json::parse(outputs)[0]["finish_reason"], "abort");
+  auto stats = nlohmann::json::parse(llmc_engine_stats(engine));
+  EXPECT_EQ(stats["num_steps"], 2);
+  EXPECT_EQ(stats["generated_tokens"], 2);
+  EXPECT_EQ(stats["num_kv_blocks_held"], 0);
+  llmc_engine_free(engine);
   llmc_runtime_close(model);
 }
 } // namespace

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <set>
 
 using namespace llmc::runtime;
 
@@ -29,52 +28,21 @@ TEST(KvBlockPool, MemoryIsAlignedZeroedAndSized) {
   EXPECT_EQ(pool.shape().extents(), expected);
 }
 
-TEST(KvBlockPool, AllocatesEveryBlockOnceThenRunsOut) {
-  KvBlockPool pool(smallShape(4));
-  EXPECT_EQ(pool.numFree(), 4);
-  std::set<int32_t> handedOut;
-  for (int i = 0; i < 4; ++i) {
-    std::optional<int32_t> block = pool.allocate();
-    ASSERT_TRUE(block.has_value());
-    EXPECT_GE(*block, 0);
-    EXPECT_LT(*block, 4);
-    handedOut.insert(*block);
-  }
-  EXPECT_EQ(handedOut.size(), 4u);
-  EXPECT_EQ(pool.numFree(), 0);
-  EXPECT_FALSE(pool.allocate().has_value());
-}
-
-TEST(KvBlockPool, FreedBlocksComeBack) {
-  KvBlockPool pool(smallShape(2));
-  int32_t first = *pool.allocate();
-  int32_t second = *pool.allocate();
-  EXPECT_FALSE(pool.allocate().has_value());
-  pool.free(first);
-  EXPECT_EQ(pool.numFree(), 1);
-  EXPECT_EQ(*pool.allocate(), first);
-  pool.free(second);
-  pool.free(first);
-  EXPECT_EQ(pool.numFree(), 2);
-}
-
-TEST(KvBlockPool, FreshPoolHandsOutIncreasingIds) {
+TEST(KvBlockPool, CopyBlockCopiesEveryLayerAndNothingElse) {
   KvBlockPool pool(smallShape(3));
-  EXPECT_EQ(*pool.allocate(), 0);
-  EXPECT_EQ(*pool.allocate(), 1);
-  pool.freeAll();
-  EXPECT_EQ(pool.numFree(), 3);
-  EXPECT_EQ(*pool.allocate(), 0);
-}
-
-TEST(KvBlockPool, RefusesToFreeWhatIsNotAllocated) {
-  KvBlockPool pool(smallShape(2));
-  int32_t block = *pool.allocate();
-  pool.free(block);
-  EXPECT_THROW(pool.free(block), Error);
-  EXPECT_THROW(pool.free(-1), Error);
-  EXPECT_THROW(pool.free(2), Error);
-  EXPECT_EQ(pool.numFree(), 2);
+  int64_t perLayerBlock = 2 * 3 * 4 * 8;
+  for (int64_t i = 0; i < pool.shape().numElements(); ++i) pool.data()[i] = float(i);
+  pool.copyBlock(2, 0);
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int64_t block = 0; block < 3; ++block)
+      for (int64_t i = 0; i < perLayerBlock; ++i) {
+        int64_t at = (layer * 3 + block) * perLayerBlock + i;
+        int64_t source = block == 0 ? (layer * 3 + 2) * perLayerBlock + i : at;
+        ASSERT_EQ(pool.data()[at], float(source)) << "layer " << layer << " block " << block;
+      }
+  EXPECT_EQ(pool.bytesPerBlock(), 2 * perLayerBlock * 4);
+  EXPECT_THROW(pool.copyBlock(0, 3), Error);
+  EXPECT_THROW(pool.copyBlock(-1, 0), Error);
 }
 
 TEST(KvBlockPool, RefusesAnEmptyPool) { EXPECT_THROW(KvBlockPool(smallShape(0)), Error); }

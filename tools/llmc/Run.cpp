@@ -1,20 +1,24 @@
-//===- Run.cpp - `llmc run`: greedy generation from a compiled model ------===//
+//===- Run.cpp - `llmc run`: generate completions from a compiled model ---===//
 //
 //   llmc run model.llmc --prompt "text" [--prompt-file FILE] [--prompt-ids 1,2,3]
-//            [--batch-file prompts.jsonl] [--max-tokens N] [--threads N]
-//            [--kv-blocks N] [--print-ids] [--json]
+//            [--batch-file prompts.jsonl] [--max-tokens N] [sampling] [engine options]
+//            [--print-ids] [--json]
 //
 // Text in, text out, through the tokenizer the artifact carries; token ids in,
-// token ids out. The options are parsed here, not with llvm::cl, so that they
-// stay apart from `llmc compile`'s. This file is built with exceptions (the
-// runtime reports errors by throwing), unlike the rest of the tool.
+// token ids out. The prompts run as requests of the serving engine (continuous
+// batching over the paged KV cache). The options are parsed here, not with
+// llvm::cl, so that they stay apart from `llmc compile`'s. This file is built
+// with exceptions (the runtime reports errors by throwing), unlike the rest of
+// the tool.
 //
 //===----------------------------------------------------------------------===//
 #include "Run.h"
 
+#include "EngineFlags.h"
+
 #include "runtime/Error.h"
-#include "runtime/Generator.h"
 #include "runtime/Model.h"
+#include "runtime/engine/Engine.h"
 #include "runtime/tokenizer/IncrementalDecoder.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/tokenizer/TokenizerConfig.h"
@@ -34,24 +38,26 @@ using runtime::Error;
 constexpr const char *kUsage =
     "usage: llmc run model.llmc (--prompt TEXT | --prompt-file FILE | --prompt-ids 1,2,3\n"
     "                            | --batch-file prompts.jsonl) ...\n"
-    "                [--max-tokens N] [--threads N] [--kv-blocks N] [--print-ids] [--json]\n"
+    "                [--max-tokens N] [sampling options] [engine options] [--print-ids] [--json]\n"
     "\n"
-    "Greedy generation from a compiled model. Text prompts go through the tokenizer the\n"
-    "artifact carries (tokenizer.json, with its BOS template); generation then stops at the\n"
-    "end-of-sequence token of tokenizer_config.json.\n"
+    "Generates a completion of each prompt with the serving engine. Text prompts go through\n"
+    "the tokenizer the artifact carries (tokenizer.json, with its BOS template); generation\n"
+    "then stops at the end-of-sequence token of tokenizer_config.json.\n"
     "  --prompt TEXT         a prompt (repeat any prompt option for a batch)\n"
     "  --prompt-file FILE    a prompt, the whole file's text\n"
     "  --prompt-ids IDS      a prompt, comma-separated token ids\n"
     "  --batch-file FILE     prompts, one JSON object a line: {\"prompt\": \"...\"} or\n"
     "                        {\"prompt_ids\": [...]}\n"
     "  --max-tokens N        tokens to generate per prompt (default 16)\n"
-    "  --threads N           CPU threads (default: one per hardware thread)\n"
-    "  --kv-blocks N         KV cache blocks (default: what the batch needs)\n"
     "  --print-ids           print the generated ids even when the prompts are text\n"
     "  --json                print {\"outputs\": [...], throughput} as JSON\n"
+    "sampling (default greedy):\n"
+    "  --temperature T  --top-p P  --top-k K  --min-p P  --seed S\n"
+    "engine:\n"
+    "%ENGINE%"
     "When a prompt is text, each completion is printed as text (one prompt: as it is\n"
-    "generated) and the speeds go to stderr; otherwise each prompt's generated ids are\n"
-    "printed on one line.\n";
+    "generated) and the KV cache size and the speeds go to stderr; otherwise each prompt's\n"
+    "generated ids are printed on one line.\n";
 
 /// A prompt as given: text (to tokenize) or token ids.
 struct Prompt {
@@ -63,8 +69,8 @@ struct RunOptions {
   std::string artifactDir;
   std::vector<Prompt> prompts;
   int64_t maxTokens = 16;
-  unsigned numThreads = 0;
-  int64_t numKvBlocks = 0;
+  runtime::SamplingParams sampling;
+  EngineFlags engine;
   bool printIds = false;
   bool json = false;
 
@@ -74,21 +80,6 @@ struct RunOptions {
     return false;
   }
 };
-
-int64_t parseInteger(const std::string &text, const std::string &what, int64_t minimum,
-                     int64_t maximum = INT64_MAX) {
-  size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception &) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || value < minimum || value > maximum)
-    throw Error(what + " must be an integer from " + std::to_string(minimum) + " to " +
-                std::to_string(maximum) + ", not '" + text + "'");
-  return value;
-}
 
 std::vector<int32_t> parsePromptIds(const std::string &text) {
   std::vector<int32_t> ids;
@@ -139,6 +130,7 @@ void readBatchFile(const std::string &path, std::vector<Prompt> &prompts) {
 /// Parses the arguments; nothing when --help was asked for.
 std::optional<RunOptions> parseArguments(const std::vector<std::string> &args) {
   RunOptions options;
+  options.sampling.temperature = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "--help" || arg == "-h") return std::nullopt;
@@ -175,28 +167,24 @@ std::optional<RunOptions> parseArguments(const std::vector<std::string> &args) {
     else if (name == "--batch-file")
       readBatchFile(value, options.prompts);
     else if (name == "--max-tokens")
-      options.maxTokens = parseInteger(value, "--max-tokens", 0);
-    else if (name == "--threads")
-      options.numThreads = static_cast<unsigned>(parseInteger(value, "--threads", 1, 1024));
-    else if (name == "--kv-blocks")
-      options.numKvBlocks = parseInteger(value, "--kv-blocks", 1);
-    else
+      options.maxTokens = parseInteger(value, name, 1);
+    else if (name == "--temperature")
+      options.sampling.temperature = static_cast<float>(parseNumber(value, name, 0, 100));
+    else if (name == "--top-p")
+      options.sampling.topP = static_cast<float>(parseNumber(value, name, 1e-6, 1));
+    else if (name == "--top-k")
+      options.sampling.topK = static_cast<int32_t>(parseInteger(value, name, -1, INT32_MAX));
+    else if (name == "--min-p")
+      options.sampling.minP = static_cast<float>(parseNumber(value, name, 0, 1));
+    else if (name == "--seed")
+      options.sampling.seed = static_cast<uint64_t>(parseInteger(value, name, 0));
+    else if (!options.engine.consume(name, value))
       throw Error("unknown option " + name + " (llmc run --help lists them)");
   }
   if (options.artifactDir.empty()) throw Error("no model: give the model.llmc directory");
   if (options.prompts.empty())
     throw Error("no prompt: give --prompt, --prompt-file, --prompt-ids or --batch-file");
   return options;
-}
-
-/// KV blocks for every prompt's full length at once: the simple loop keeps
-/// all sequences resident.
-int64_t blocksForBatch(const RunOptions &options, int64_t blockSize) {
-  int64_t blocks = 0;
-  for (const Prompt &prompt : options.prompts)
-    blocks += runtime::blocksFor(static_cast<int64_t>(prompt.ids.size()) + options.maxTokens,
-                                 blockSize);
-  return blocks;
 }
 
 double perSecond(int64_t count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
@@ -232,12 +220,25 @@ private:
   runtime::tokenizer::IncrementalDecoder decoder;
 };
 
+/// Prefill and decode speeds, from the steps that carried prompt tokens and
+/// those that did not.
+struct Speeds {
+  int64_t prefillTokens, decodeTokens;
+  double prefillRate, decodeRate;
+};
+
+Speeds speeds(const runtime::EngineStats &stats) {
+  int64_t prefillTokens = stats.computedTokens - stats.decodeStepTokens;
+  return {prefillTokens, stats.decodeStepTokens,
+          perSecond(prefillTokens, stats.prefillStepSeconds),
+          perSecond(stats.decodeStepTokens, stats.decodeStepSeconds)};
+}
+
 void printOutputs(const RunOptions &options, const TextSupport &text,
                   const std::vector<std::vector<int32_t>> &outputs,
-                  const runtime::GenerateStats &stats, bool streamed) {
+                  const runtime::EngineStats &stats, bool streamed) {
   bool asText = text.tokenizer && !options.printIds;
-  double prefillRate = perSecond(stats.prefillTokens, stats.prefillSeconds);
-  double decodeRate = perSecond(stats.decodeTokens, stats.decodeSeconds);
+  Speeds speed = speeds(stats);
   if (options.json) {
     nlohmann::ordered_json report;
     report["outputs"] = nlohmann::ordered_json::array();
@@ -249,8 +250,9 @@ void printOutputs(const RunOptions &options, const TextSupport &text,
       if (text.tokenizer) output["text"] = text.tokenizer->decode(outputs[i]);
       report["outputs"].push_back(std::move(output));
     }
-    report["prefill_tokens_per_s"] = prefillRate;
-    report["decode_tokens_per_s"] = decodeRate;
+    report["prefill_tokens_per_s"] = speed.prefillRate;
+    report["decode_tokens_per_s"] = speed.decodeRate;
+    report["num_preemptions"] = stats.numPreemptions;
     std::cout << report.dump() << "\n";
     return;
   }
@@ -258,9 +260,10 @@ void printOutputs(const RunOptions &options, const TextSupport &text,
     if (!streamed)
       for (const std::vector<int32_t> &output : outputs)
         std::cout << text.tokenizer->decode(output) << "\n";
-    std::cerr << "llmc run: prefill " << stats.prefillTokens << " tokens, "
-              << static_cast<int64_t>(prefillRate) << " tokens/s; decode " << stats.decodeTokens
-              << " tokens, " << static_cast<int64_t>(decodeRate) << " tokens/s\n";
+    std::cerr << "llmc run: prefill " << speed.prefillTokens << " tokens, "
+              << static_cast<int64_t>(speed.prefillRate) << " tokens/s; decode "
+              << speed.decodeTokens << " tokens, " << static_cast<int64_t>(speed.decodeRate)
+              << " tokens/s\n";
     return;
   }
   for (const std::vector<int32_t> &output : outputs) {
@@ -274,7 +277,9 @@ int runRun(const std::vector<std::string> &args) {
   try {
     std::optional<RunOptions> options = parseArguments(args);
     if (!options) {
-      std::cout << kUsage;
+      std::string usage = kUsage;
+      usage.replace(usage.find("%ENGINE%"), 8, kEngineFlagsUsage);
+      std::cout << usage;
       return 0;
     }
     std::unique_ptr<runtime::Artifact> artifact = runtime::Artifact::load(options->artifactDir);
@@ -284,27 +289,29 @@ int runRun(const std::vector<std::string> &args) {
       for (Prompt &prompt : options->prompts)
         if (prompt.text) prompt.ids = text.tokenizer->encode(*prompt.text);
     }
-    runtime::ModelOptions modelOptions;
-    modelOptions.numThreads = options->numThreads;
-    modelOptions.numKvBlocks = options->numKvBlocks > 0
-                                   ? options->numKvBlocks
-                                   : blocksForBatch(*options, artifact->step().blockSize);
-    runtime::Model model(std::move(artifact), modelOptions);
-    runtime::Generator generator(model);
-    runtime::GenerateOptions generateOptions;
-    generateOptions.maxTokens = options->maxTokens;
-    if (text.endOfSequence) generateOptions.stopTokenIds.push_back(*text.endOfSequence);
+    runtime::Model model(std::move(artifact), options->engine.model);
+    if (!options->json) std::cerr << "llmc run: " << model.kvCacheSummary() << "\n";
+    runtime::Engine engine(model, options->engine.engine);
+    runtime::RequestOptions request;
+    request.maxTokens = options->maxTokens;
+    request.sampling = options->sampling;
+    if (text.endOfSequence) request.stopTokenIds.push_back(*text.endOfSequence);
     // One text prompt is printed as it is generated.
     std::optional<TextStream> stream;
+    std::function<void(const runtime::StepOutput &)> onOutput;
     if (text.tokenizer && !options->printIds && !options->json && options->prompts.size() == 1) {
       stream.emplace(*text.tokenizer);
-      generateOptions.onToken = [&](size_t, int32_t token) { stream->add(token); };
+      onOutput = [&](const runtime::StepOutput &output) {
+        if (output.token) stream->add(output.token->token);
+      };
     }
     std::vector<std::vector<int32_t>> prompts;
     for (const Prompt &prompt : options->prompts) prompts.push_back(prompt.ids);
-    std::vector<std::vector<int32_t>> outputs = generator.generate(prompts, generateOptions);
+    std::vector<std::vector<int32_t>> outputs;
+    for (runtime::Completion &completion : runtime::runToCompletion(engine, prompts, request, onOutput))
+      outputs.push_back(std::move(completion[0]));
     if (stream) stream->finish();
-    printOutputs(*options, text, outputs, generator.stats(), stream.has_value());
+    printOutputs(*options, text, outputs, engine.stats(), stream.has_value());
     return 0;
   } catch (const std::exception &error) {
     std::cerr << "llmc run: error: " << error.what() << "\n";

@@ -2,10 +2,12 @@
 //
 //   llmc compile model.onnx [--emit=onnx-ir|llm-ir] [-o FILE] [--summary]
 //   llmc run model.llmc --prompt-ids 1,2,3 [--max-tokens N] [--json] ...
+//   llmc bench throughput model.llmc [--num-prompts N] [--max-concurrency C] ...
 //
 // Errors are one line on stderr, `llmc: error: ...`, and a non-zero exit.
 //
 //===----------------------------------------------------------------------===//
+#include "Bench.h"
 #include "Compile.h"
 #include "Run.h"
 
@@ -25,9 +27,11 @@ int main(int argc, char **argv) {
   // (--mlir-print-ir-after-all, --mlir-timing, ...) are parsed after it.
   llvm::StringRef command = argc > 1 ? argv[1] : "";
   if (command == "run") return llmc::runRun(std::vector<std::string>(argv + 2, argv + argc));
+  if (command == "bench") return llmc::runBench(std::vector<std::string>(argv + 2, argv + argc));
   if (command != "compile") {
     llvm::errs() << "usage: llmc compile model.onnx [options]   (llmc compile --help for the options)\n"
-                    "       llmc run model.llmc --prompt-ids 1,2,3 [options]   (llmc run --help)\n";
+                    "       llmc run model.llmc --prompt-ids 1,2,3 [options]   (llmc run --help)\n"
+                    "       llmc bench throughput model.llmc [options]   (llmc bench --help)\n";
     return command == "--help" || command == "-h" ? 0 : 1;
   }
   // First the passes: --mlir-print-ir-after=<pass> takes their names.

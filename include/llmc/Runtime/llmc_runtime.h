@@ -38,14 +38,13 @@ LLMC_RUNTIME_API int64_t llmc_runtime_block_size(const LlmcRuntimeModel *model);
 LLMC_RUNTIME_API int64_t llmc_runtime_max_num_batched_tokens(const LlmcRuntimeModel *model);
 LLMC_RUNTIME_API int64_t llmc_runtime_max_num_seqs(const LlmcRuntimeModel *model);
 LLMC_RUNTIME_API int64_t llmc_runtime_num_kv_blocks(const LlmcRuntimeModel *model);
-LLMC_RUNTIME_API int64_t llmc_runtime_num_free_kv_blocks(const LlmcRuntimeModel *model);
 LLMC_RUNTIME_API int32_t llmc_runtime_num_threads(const LlmcRuntimeModel *model);
 
 /* One model step (StepABI.h describes the arrays): num_tokens T,
  * num_seqs N, block_tables [N, max_blocks_per_seq] row-major; writes
  * logits_out [N, vocab_size]. The caller picks the KV blocks (ids below
- * llmc_runtime_num_kv_blocks); they are not taken from the allocator that
- * llmc_runtime_generate uses. */
+ * llmc_runtime_num_kv_blocks). The KV memory is the one engines over this
+ * model use: do not mix raw steps with a live engine. */
 LLMC_RUNTIME_API int llmc_runtime_step(LlmcRuntimeModel *model, int64_t num_tokens,
                                        int64_t num_seqs, const int32_t *tokens,
                                        const int32_t *positions, const int32_t *cu_seqlens_q,
@@ -54,7 +53,8 @@ LLMC_RUNTIME_API int llmc_runtime_step(LlmcRuntimeModel *model, int64_t num_toke
                                        const int32_t *logits_indices, float *logits_out,
                                        char *err, size_t err_size);
 
-/* Greedy generation. Prompt i is prompt_tokens[prompt_offsets[i] ..
+/* Greedy generation through a fresh engine (continuous batching, preemption
+ * when the KV cache runs short). Prompt i is prompt_tokens[prompt_offsets[i] ..
  * prompt_offsets[i + 1]); prompt_offsets has num_prompts + 1 entries.
  * Writes prompt i's generated ids to output_tokens[i * max_tokens ...] and
  * their count to output_lengths[i]; a sequence ends early after a token of
@@ -66,8 +66,42 @@ LLMC_RUNTIME_API int llmc_runtime_generate(LlmcRuntimeModel *model, int64_t num_
                                            int64_t num_stop_token_ids, int32_t *output_tokens,
                                            int64_t *output_lengths, char *err, size_t err_size);
 
-/* Returns every KV block to the allocator. */
-LLMC_RUNTIME_API void llmc_runtime_free_all_kv_blocks(LlmcRuntimeModel *model);
+/* ---- Engine: continuous batching over the paged KV cache (docs/engine.md) ----------
+ * An engine holds requests and runs one model step per llmc_engine_step. It must not
+ * outlive its model, and one model serves one engine at a time (they share the KV
+ * memory). Settings, options and results are JSON with vLLM's names. */
+typedef struct LlmcEngine LlmcEngine;
+
+/* config_json: {"max_num_seqs", "max_num_batched_tokens", "max_model_len",
+ * "enable_prefix_caching", "seed"}, all optional (NULL = {}). */
+LLMC_RUNTIME_API LlmcEngine *llmc_engine_new(LlmcRuntimeModel *model, const char *config_json,
+                                             char *err, size_t err_size);
+LLMC_RUNTIME_API void llmc_engine_free(LlmcEngine *engine);
+
+/* Queues a request under a caller-chosen id. options_json: {"max_tokens", "n",
+ * "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "presence_penalty",
+ * "frequency_penalty", "seed", "logprobs", "stop_token_ids"}, all optional. A request
+ * that could never run (empty, too long, bad parameters) fails here. */
+LLMC_RUNTIME_API int llmc_engine_add_request(LlmcEngine *engine, uint64_t id,
+                                             const int32_t *prompt, int64_t prompt_len,
+                                             const char *options_json, char *err,
+                                             size_t err_size);
+
+/* One step. *outputs_json receives a JSON list of {"request", "index", "token",
+ * "logprob", "top_logprobs", "finish_reason"}, valid until the next call on the engine. */
+LLMC_RUNTIME_API int llmc_engine_step(LlmcEngine *engine, const char **outputs_json, char *err,
+                                      size_t err_size);
+
+/* Ends a request now and frees its blocks; *outputs_json lists its samples' abort
+ * outputs (empty for an unknown id). */
+LLMC_RUNTIME_API int llmc_engine_abort(LlmcEngine *engine, uint64_t id,
+                                       const char **outputs_json, char *err, size_t err_size);
+
+LLMC_RUNTIME_API int llmc_engine_has_unfinished(const LlmcEngine *engine);
+
+/* The engine's counters as a JSON object (steps, tokens computed and cached, preemptions,
+ * prefix-cache hits, KV blocks held), valid until the next call on the engine. */
+LLMC_RUNTIME_API const char *llmc_engine_stats(LlmcEngine *engine);
 
 /* ---- Tokenizer: Hugging Face tokenizer.json (docs/tokenizer.md) --------------------
  * A tokenizer handle is immutable: encode and decode may be called from several threads

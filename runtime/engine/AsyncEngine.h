@@ -1,0 +1,186 @@
+//===- AsyncEngine.h - the engine on its own threads, fed by many callers -*- C++ -*-===//
+//
+// Serving runs three threads joined by bounded queues, so that the model
+// step never waits for text work:
+//
+//   submit() --> [tokenizer thread] --> [engine thread: Engine::step() loop] --> [output thread]
+//                 encodes text prompts    adds, aborts, steps                  detokenizes,
+//                                                                               calls back
+//
+// Any thread may submit() and abort(). Each request's callback runs on the
+// output thread, in order, one StreamEvent per new token of each sample; the
+// last event of a sample has its finishReason set, or `error` for a request
+// that failed as a whole (rejected, or the model failed).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_ENGINE_ASYNCENGINE_H
+#define LLMC_RUNTIME_ENGINE_ASYNCENGINE_H
+
+#include "runtime/engine/BoundedQueue.h"
+#include "runtime/engine/Engine.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <variant>
+#include <vector>
+
+namespace llmc::runtime {
+namespace tokenizer {
+class Tokenizer;
+class IncrementalDecoder;
+} // namespace tokenizer
+
+/// What a request's callback receives.
+struct StreamEvent {
+  RequestId request = 0;
+  /// The sample (0 for a request-wide error).
+  int32_t index = 0;
+  std::optional<SampledToken> token;
+  /// The text the token completes (incremental: never half a character),
+  /// when the request asked for text; the rest of the text on the last event.
+  std::string text;
+  /// Set on a sample's last event.
+  FinishReason finishReason = FinishReason::None;
+  /// Non-empty on a request's only event when it failed as a whole;
+  /// `rejected` tells the caller's fault (a bad request) from the engine's.
+  std::string error;
+  bool rejected = false;
+
+  bool last() const { return finishReason != FinishReason::None || !error.empty(); }
+};
+
+using StreamCallback = std::function<void(const StreamEvent &)>;
+
+struct AsyncRequest {
+  /// A text prompt, encoded on the tokenizer thread (with the tokenizer's
+  /// special tokens) ...
+  std::optional<std::string> text;
+  /// ... or token ids.
+  std::vector<int32_t> promptIds;
+  RequestOptions options;
+  /// Give each event the text of its token (needs the tokenizer).
+  bool detokenize = false;
+  StreamCallback onEvent;
+};
+
+/// submit() refuses a request beyond AsyncEngineConfig::maxPendingRequests
+/// (HTTP 429), or after shutdown.
+class QueueFullError : public Error {
+public:
+  using Error::Error;
+};
+
+struct AsyncEngineConfig {
+  EngineConfig engine;
+  /// Requests submitted and not finished, at most.
+  size_t maxPendingRequests = 4096;
+  /// Step results waiting for the output thread, at most.
+  size_t outputQueueSteps = 1024;
+};
+
+/// A snapshot of the engine's counters after its latest step.
+struct AsyncEngineStats {
+  EngineStats engine;
+  /// Requests submitted and not finished (queued for tokenization included).
+  int64_t numPendingRequests = 0;
+};
+
+class AsyncEngine {
+public:
+  /// `tokenizer` may be null when every request gives token ids and no text.
+  /// The model and the tokenizer must outlive the engine.
+  AsyncEngine(Model &model, const tokenizer::Tokenizer *tokenizer, const AsyncEngineConfig &config);
+  /// shutdown(false).
+  ~AsyncEngine();
+  AsyncEngine(const AsyncEngine &) = delete;
+  AsyncEngine &operator=(const AsyncEngine &) = delete;
+
+  /// Queues a request and returns its id; throws QueueFullError (nothing
+  /// queued) when too many are pending or the engine is shutting down.
+  RequestId submit(AsyncRequest request);
+  /// Ends a request now (its samples end with FinishReason::Abort and their
+  /// blocks are freed); nothing for an id that is not pending.
+  void abort(RequestId id);
+  /// Stops taking requests, finishes (drain) or aborts the pending ones,
+  /// waits for their last events, and stops the threads. Idempotent.
+  void shutdown(bool drain);
+
+  AsyncEngineStats stats() const;
+  /// The limits the engine runs under.
+  int64_t maxModelLen() const { return limits.maxModelLen; }
+  int64_t maxNumSeqs() const { return limits.maxNumSeqs; }
+
+private:
+  struct AddCommand {
+    RequestId id;
+    std::vector<int32_t> prompt;
+    RequestOptions options;
+    std::string error; // the tokenizer's, when encoding failed
+  };
+  struct AbortCommand {
+    RequestId id;
+  };
+  struct StopCommand {};
+  using Command = std::variant<AddCommand, AbortCommand, StopCommand>;
+  /// What the engine thread hands the output thread.
+  struct Output {
+    RequestId id;
+    std::optional<StepOutput> step;
+    std::string error;
+    bool rejected = false;
+  };
+  /// The output thread's view of a pending request.
+  struct Stream {
+    StreamCallback onEvent;
+    std::vector<std::unique_ptr<tokenizer::IncrementalDecoder>> decoders;
+    int32_t unfinishedSamples;
+  };
+  struct Limits {
+    int64_t maxModelLen = 0;
+    int64_t maxNumSeqs = 0;
+  };
+
+  void tokenizeLoop();
+  void engineLoop();
+  void outputLoop();
+  /// Runs one command on the engine thread; false for StopCommand.
+  bool apply(Command command, std::vector<Output> &outputs);
+  void deliver(const Output &output);
+
+  Model &model;
+  const tokenizer::Tokenizer *tokenizer;
+  const AsyncEngineConfig config;
+  Limits limits;
+
+  std::unique_ptr<Engine> engine; // used on the engine thread only
+  BoundedQueue<std::pair<RequestId, AsyncRequest>> submitted;
+  BoundedQueue<Command> commands;
+  BoundedQueue<std::vector<Output>> outputs;
+
+  mutable std::mutex mutex; // guards what follows
+  std::condition_variable allFinished;
+  std::unordered_map<RequestId, Stream> streams;
+  RequestId nextId = 0;
+  bool accepting = true;
+  bool stopped = false;
+  AsyncEngineStats snapshot;
+
+  /// Engine thread only: aborts that overtook their request's AddCommand.
+  std::unordered_set<RequestId> earlyAborts;
+  /// Engine thread only: the requests the engine holds.
+  std::unordered_set<RequestId> inEngine;
+
+  std::thread tokenizeThread, engineThread, outputThread;
+};
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_ENGINE_ASYNCENGINE_H

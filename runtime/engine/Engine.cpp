@@ -1,0 +1,304 @@
+//===- Engine.cpp - requests in, sampled tokens out, one step at a time ---===//
+#include "runtime/engine/Engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+namespace llmc::runtime {
+namespace {
+
+std::string str(int64_t value) { return std::to_string(value); }
+
+/// splitmix64: spreads (engine seed, request id) over the seed space, so
+/// unseeded requests draw independently.
+uint64_t mixSeed(uint64_t seed, uint64_t id) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (id + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// A configured limit: `requested`, or the artifact's when 0; never above it.
+int64_t limit(int64_t requested, int64_t compiled, const char *name) {
+  if (requested < 0) throw Error(std::string(name) + " must not be negative");
+  if (requested > compiled)
+    throw Error(std::string(name) + " " + str(requested) + " is more than the " + str(compiled) +
+                " the artifact was compiled for");
+  return requested ? requested : compiled;
+}
+
+SchedulerLimits schedulerLimits(const Model &model, const EngineConfig &config) {
+  SchedulerLimits limits;
+  limits.maxNumBatchedTokens = limit(config.maxNumBatchedTokens,
+                                     model.stepConfig().maxNumBatchedTokens,
+                                     "max_num_batched_tokens");
+  // Every running sequence decodes in every step, so they must fit in one.
+  int64_t seqs = limit(config.maxNumSeqs, model.stepConfig().maxNumSeqs, "max_num_seqs");
+  if (config.maxNumSeqs > limits.maxNumBatchedTokens)
+    throw Error("max_num_seqs " + str(seqs) + " is more than max_num_batched_tokens " +
+                str(limits.maxNumBatchedTokens));
+  limits.maxNumSeqs = std::min(seqs, limits.maxNumBatchedTokens);
+  return limits;
+}
+
+/// The longest sequence: the model's positions and the whole KV cache cap it.
+int64_t resolveModelLen(const Model &model, int64_t requested) {
+  int64_t capacity = model.kvPool().numBlocks() * model.kvPool().blockSize();
+  int64_t positions = model.config().maxPositions;
+  int64_t longest = positions ? std::min(positions, capacity) : capacity;
+  if (requested < 0) throw Error("max_model_len must not be negative");
+  if (requested > longest)
+    throw Error("max_model_len " + str(requested) + " is more than the " + str(longest) +
+                (requested > capacity && (!positions || capacity < positions)
+                     ? " positions the KV cache holds (" + str(model.kvPool().numBlocks()) +
+                           " blocks of " + str(model.kvPool().blockSize()) + ")"
+                     : " positions the model has"));
+  return requested ? requested : longest;
+}
+
+} // namespace
+
+const char *finishReasonName(FinishReason reason) {
+  switch (reason) {
+  case FinishReason::Stop: return "stop";
+  case FinishReason::Length: return "length";
+  case FinishReason::Abort: return "abort";
+  case FinishReason::None: break;
+  }
+  return "";
+}
+
+Engine::Engine(Model &model, const EngineConfig &config)
+    : model(model),
+      blocks(model.kvPool().numBlocks(), model.kvPool().blockSize(), config.enablePrefixCaching),
+      scheduler(blocks, schedulerLimits(model, config)),
+      modelLen(resolveModelLen(model, config.maxModelLen)), defaultSeed(config.seed) {}
+
+Engine::~Engine() { dropAll(); }
+
+void Engine::validate(const std::vector<int32_t> &prompt, const RequestOptions &options) const {
+  int64_t vocabSize = model.config().vocabSize;
+  if (prompt.empty()) throw RequestError("the prompt is empty");
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= vocabSize)
+      throw RequestError("prompt token " + str(i) + " is " + str(prompt[i]) +
+                         ", outside the vocabulary (0 to " + str(vocabSize - 1) + ")");
+  if (static_cast<int64_t>(prompt.size()) >= modelLen)
+    throw RequestError("the prompt has " + str(int64_t(prompt.size())) +
+                       " tokens; max_model_len is " + str(modelLen) +
+                       ", which must leave room for at least one generated token");
+  if (options.maxTokens < 1)
+    throw RequestError("max_tokens must be at least 1, got " + str(options.maxTokens));
+  if (options.n < 1 || options.n > maxNumSeqs())
+    throw RequestError("n must be from 1 to max_num_seqs (" + str(maxNumSeqs()) + "), got " +
+                       str(options.n));
+  for (int32_t token : options.stopTokenIds)
+    if (token < 0 || token >= vocabSize)
+      throw RequestError("stop token id " + str(token) + " is outside the vocabulary");
+  try {
+    options.sampling.validate(vocabSize);
+  } catch (const Error &error) {
+    throw RequestError(error.what());
+  }
+}
+
+void Engine::addRequest(RequestId id, std::vector<int32_t> prompt, const RequestOptions &options) {
+  if (requests.count(id)) throw RequestError("request " + str(int64_t(id)) + " already exists");
+  validate(prompt, options);
+  Request request;
+  request.options = options;
+  request.seed = options.sampling.seed.value_or(mixSeed(defaultSeed, id));
+  SamplingParams sampling = options.sampling;
+  sampling.seed = request.seed;
+  auto first = std::make_unique<Sequence>(id, 0, nextArrival++, prompt,
+                                          SequenceSampler(sampling, 0, prompt));
+  first->pendingForks = options.n - 1;
+  scheduler.addWaiting(first.get());
+  request.samples.push_back(std::move(first));
+  requests.emplace(id, std::move(request));
+}
+
+std::vector<StepOutput> Engine::abort(RequestId id) {
+  std::vector<StepOutput> outputs;
+  auto found = requests.find(id);
+  if (found == requests.end()) return outputs;
+  for (auto &sample : found->second.samples)
+    if (sample->status != SequenceStatus::Finished) {
+      scheduler.remove(sample.get());
+      sample->status = SequenceStatus::Finished;
+      outputs.push_back({id, sample->sampleIndex, std::nullopt, FinishReason::Abort});
+    }
+  requests.erase(found);
+  return outputs;
+}
+
+StepBatchArrays Engine::buildBatch(const SchedulerOutput &plan) const {
+  int64_t blockSize = blocks.blockSize();
+  StepBatchArrays arrays;
+  arrays.cuSeqlensQ.push_back(0);
+  size_t width = 1;
+  for (const ScheduledChunk &chunk : plan.chunks) {
+    const Sequence &sequence = *chunk.sequence;
+    for (int64_t position = chunk.start; position < chunk.start + chunk.numTokens; ++position) {
+      arrays.tokens.push_back(sequence.tokens[position]);
+      arrays.positions.push_back(static_cast<int32_t>(position));
+      arrays.slotMapping.push_back(slotOf(sequence.blocks.table, position, blockSize));
+    }
+    arrays.cuSeqlensQ.push_back(static_cast<int32_t>(arrays.tokens.size()));
+    arrays.contextLens.push_back(static_cast<int32_t>(chunk.start + chunk.numTokens));
+    arrays.logitsIndices.push_back(static_cast<int32_t>(arrays.tokens.size() - 1));
+    width = std::max(width, sequence.blocks.table.size());
+  }
+  // Rows are padded with block 0, which the step never reads: it reads a
+  // sequence's first context_len positions only.
+  arrays.maxBlocksPerSeq = static_cast<int64_t>(width);
+  arrays.blockTables.assign(plan.chunks.size() * width, 0);
+  for (size_t row = 0; row < plan.chunks.size(); ++row) {
+    const std::vector<BlockId> &table = plan.chunks[row].sequence->blocks.table;
+    std::copy(table.begin(), table.end(), arrays.blockTables.begin() + row * width);
+  }
+  return arrays;
+}
+
+void Engine::forkSamples(Request &request, Sequence &parent) {
+  Sequence *previous = &parent;
+  for (int32_t index = 1; index <= parent.pendingForks; ++index) {
+    SamplingParams sampling = request.options.sampling;
+    sampling.seed = request.seed + static_cast<uint64_t>(index);
+    std::vector<int32_t> prompt(parent.tokens.begin(), parent.tokens.begin() + parent.promptLen);
+    auto child = std::make_unique<Sequence>(parent.request, index, parent.arrival, parent.tokens,
+                                            SequenceSampler(sampling, 0, std::move(prompt)));
+    child->blocks = blocks.fork(parent.blocks);
+    scheduler.addForked(child.get(), previous);
+    previous = child.get();
+    request.samples.push_back(std::move(child));
+  }
+  parent.pendingForks = 0;
+}
+
+void Engine::sampleNext(Request &request, Sequence &sequence, const float *row,
+                        std::vector<StepOutput> &outputs) {
+  SampledToken sampled = sequence.sampler.sample(row, model.config().vocabSize);
+  sequence.tokens.push_back(sampled.token);
+  ++counters.generatedTokens;
+  const RequestOptions &options = request.options;
+  FinishReason reason = FinishReason::None;
+  if (std::find(options.stopTokenIds.begin(), options.stopTokenIds.end(), sampled.token) !=
+      options.stopTokenIds.end())
+    reason = FinishReason::Stop;
+  else if (sequence.numOutput() == options.maxTokens ||
+           static_cast<int64_t>(sequence.tokens.size()) >= modelLen)
+    reason = FinishReason::Length;
+  outputs.push_back({sequence.request, sequence.sampleIndex, std::move(sampled), reason});
+  if (reason != FinishReason::None) finish(sequence, reason);
+}
+
+void Engine::finish(Sequence &sequence, FinishReason reason) {
+  scheduler.remove(&sequence);
+  sequence.status = SequenceStatus::Finished;
+  sequence.finishReason = reason;
+  ++requests.at(sequence.request).numFinished;
+}
+
+std::vector<StepOutput> Engine::step() {
+  std::vector<StepOutput> outputs;
+  auto start = std::chrono::steady_clock::now();
+  SchedulerOutput plan = scheduler.schedule();
+  if (plan.empty()) return outputs;
+  int64_t vocabSize = model.config().vocabSize;
+  try {
+    for (const BlockCopy &copy : plan.copies) model.kvPool().copyBlock(copy.from, copy.to);
+    StepBatchArrays arrays = buildBatch(plan);
+    logits.resize(plan.chunks.size() * static_cast<size_t>(vocabSize));
+    model.step(arrays.view(), logits.data());
+  } catch (...) {
+    dropAll();
+    throw;
+  }
+
+  bool carriesPrompt = false;
+  for (size_t row = 0; row < plan.chunks.size(); ++row) {
+    const ScheduledChunk &chunk = plan.chunks[row];
+    Sequence &sequence = *chunk.sequence;
+    int64_t promptPart =
+        std::max<int64_t>(0, std::min(sequence.promptLen, chunk.start + chunk.numTokens) -
+                                 chunk.start);
+    counters.promptTokensComputed += promptPart;
+    carriesPrompt |= promptPart > 0;
+    if (!chunk.samples()) continue;
+    Request &request = requests.at(sequence.request);
+    const float *logitsRow = logits.data() + row * vocabSize;
+    // Forks first: the other samples draw their first token from the same row.
+    size_t firstSample = request.samples.size();
+    if (sequence.pendingForks > 0) forkSamples(request, sequence);
+    sampleNext(request, sequence, logitsRow, outputs);
+    for (size_t i = firstSample; i < request.samples.size(); ++i)
+      sampleNext(request, *request.samples[i], logitsRow, outputs);
+  }
+  // A request leaves when its last sample has finished.
+  for (const StepOutput &output : outputs) {
+    auto found = requests.find(output.request);
+    if (found != requests.end() &&
+        found->second.numFinished == static_cast<int32_t>(found->second.samples.size()))
+      requests.erase(found);
+  }
+
+  ++counters.numSteps;
+  counters.computedTokens += plan.numTokens;
+  std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+  if (carriesPrompt) {
+    counters.prefillStepSeconds += seconds.count();
+  } else {
+    counters.decodeStepSeconds += seconds.count();
+    counters.decodeStepTokens += plan.numTokens;
+  }
+  return outputs;
+}
+
+void Engine::dropAll() {
+  for (auto &[id, request] : requests)
+    for (auto &sample : request.samples)
+      if (sample->status != SequenceStatus::Finished) scheduler.remove(sample.get());
+  requests.clear();
+}
+
+EngineStats Engine::stats() const {
+  EngineStats stats = counters;
+  stats.numPreemptions = scheduler.numPreemptions();
+  stats.prefixCache = blocks.prefixCacheStats();
+  stats.cachedPromptTokens = stats.prefixCache.hitBlocks * blocks.blockSize();
+  stats.numRunning = static_cast<int64_t>(scheduler.numRunning());
+  stats.numWaiting = static_cast<int64_t>(scheduler.numWaiting());
+  stats.numKvBlocks = blocks.numBlocks();
+  stats.numKvBlocksHeld = blocks.numHeld();
+  return stats;
+}
+
+std::vector<Completion> runToCompletion(Engine &engine,
+                                        const std::vector<std::vector<int32_t>> &prompts,
+                                        const RequestOptions &options,
+                                        const std::function<void(const StepOutput &)> &onOutput) {
+  std::vector<Completion> completions(prompts.size(), Completion(options.n));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    try {
+      engine.addRequest(i, prompts[i], options);
+    } catch (...) {
+      for (size_t added = 0; added < i; ++added) engine.abort(added);
+      throw;
+    }
+  }
+  while (engine.hasUnfinished()) {
+    int64_t stepsBefore = engine.stats().numSteps;
+    std::vector<StepOutput> outputs = engine.step();
+    if (engine.stats().numSteps == stepsBefore)
+      throw Error("the engine has requests but scheduled nothing (a scheduler bug)");
+    for (const StepOutput &output : outputs) {
+      if (output.token) completions[output.request][output.index].push_back(output.token->token);
+      if (onOutput) onOutput(output);
+    }
+  }
+  return completions;
+}
+
+} // namespace llmc::runtime

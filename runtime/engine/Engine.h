@@ -1,0 +1,179 @@
+//===- Engine.h - requests in, sampled tokens out, one step at a time -*- C++ -*-===//
+//
+// The synchronous core of serving: requests of token ids are added, each
+// step() schedules one ragged batch (Scheduler), does the copy-on-write
+// block copies, runs the model and samples every sequence whose logits are
+// ready, and returns the new tokens. A request with n > 1 samples computes
+// its prompt once and forks at its first token. Nothing here is
+// thread-safe; AsyncEngine runs it on its own thread.
+//
+// Contract:
+// - addRequest() refuses, with RequestError and before queuing anything, a
+//   request that is malformed or could never run: an empty prompt, a token
+//   outside the vocabulary, a prompt of max_model_len tokens or more, bad
+//   sampling parameters.
+// - Every sample of a request ends with exactly one StepOutput whose
+//   finishReason is not None: Stop (a stop token, included in the output),
+//   Length (max_tokens, or max_model_len reached) or Abort.
+// - A sequence's tokens do not depend on the batch it runs in, on
+//   preemption (it is recomputed with the same sampler state) or on prefix
+//   caching.
+// - When a request ends, its blocks are free (or cached and evictable).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_ENGINE_ENGINE_H
+#define LLMC_RUNTIME_ENGINE_ENGINE_H
+
+#include "runtime/Error.h"
+#include "runtime/Model.h"
+#include "runtime/engine/BlockManager.h"
+#include "runtime/engine/Sampler.h"
+#include "runtime/engine/Scheduler.h"
+#include "runtime/engine/Sequence.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace llmc::runtime {
+
+/// A request the engine refuses (the caller's fault: HTTP 400, not 500).
+class RequestError : public Error {
+public:
+  using Error::Error;
+};
+
+struct EngineConfig {
+  /// Sequences per step; 0 = the artifact's max_num_seqs.
+  int64_t maxNumSeqs = 0;
+  /// Tokens per step; 0 = the artifact's max_num_batched_tokens.
+  int64_t maxNumBatchedTokens = 0;
+  /// Longest sequence, prompt and output; 0 = the model's max positions,
+  /// capped by what the KV cache holds.
+  int64_t maxModelLen = 0;
+  bool enablePrefixCaching = true;
+  /// Seeds the samplers of requests that carry no seed (mixed with the id).
+  uint64_t seed = 0;
+};
+
+struct RequestOptions {
+  SamplingParams sampling;
+  /// Tokens to generate per sample at most (>= 1).
+  int64_t maxTokens = 16;
+  /// A sample ends after one of these (which is part of its output).
+  std::vector<int32_t> stopTokenIds;
+  /// Parallel samples of the prompt.
+  int32_t n = 1;
+};
+
+/// What one step produced for one sample: a new token, an end, or both.
+struct StepOutput {
+  RequestId request;
+  int32_t index;
+  std::optional<SampledToken> token;
+  FinishReason finishReason = FinishReason::None;
+};
+
+struct EngineStats {
+  int64_t numSteps = 0;
+  /// Tokens run through the model, and of those the prompt tokens (a
+  /// recomputed prompt counts again) and the generated ones recomputed
+  /// after a preemption.
+  int64_t computedTokens = 0;
+  int64_t promptTokensComputed = 0;
+  /// Prompt tokens whose K/V came from the prefix cache instead.
+  int64_t cachedPromptTokens = 0;
+  int64_t generatedTokens = 0;
+  int64_t numPreemptions = 0;
+  PrefixCacheStats prefixCache;
+  int64_t numRunning = 0;
+  int64_t numWaiting = 0;
+  int64_t numKvBlocks = 0;
+  int64_t numKvBlocksHeld = 0;
+  /// Wall-clock time in step(), split by whether the step carried prompt
+  /// tokens, and the tokens of the steps that did not.
+  double prefillStepSeconds = 0;
+  double decodeStepSeconds = 0;
+  int64_t decodeStepTokens = 0;
+};
+
+class Engine {
+public:
+  /// Throws Error when the config exceeds what the artifact was compiled for.
+  Engine(Model &model, const EngineConfig &config);
+  ~Engine();
+  Engine(const Engine &) = delete;
+  Engine &operator=(const Engine &) = delete;
+
+  /// The limits in force (the config with its defaults filled in).
+  int64_t maxNumSeqs() const { return scheduler.limits().maxNumSeqs; }
+  int64_t maxNumBatchedTokens() const { return scheduler.limits().maxNumBatchedTokens; }
+  int64_t maxModelLen() const { return modelLen; }
+
+  /// Queues a request; see the contract above for what it refuses. The id
+  /// must not be one of an unfinished request.
+  void addRequest(RequestId id, std::vector<int32_t> prompt, const RequestOptions &options);
+  /// Ends every sample of the request now and frees its blocks; returns
+  /// their Abort outputs (none when the id is unknown or finished).
+  std::vector<StepOutput> abort(RequestId id);
+
+  /// One model step; empty when there is nothing to run. When the model
+  /// fails, every request is dropped (blocks freed) and the Error rethrown.
+  std::vector<StepOutput> step();
+
+  bool hasUnfinished() const { return !requests.empty(); }
+  /// Whether the request is queued or running (not finished, not aborted).
+  bool hasRequest(RequestId id) const { return requests.count(id) != 0; }
+  EngineStats stats() const;
+  const BlockManager &blockManager() const { return blocks; }
+
+private:
+  struct Request {
+    RequestOptions options;
+    /// The seed sample 0 draws with; sample i uses seed + i.
+    uint64_t seed;
+    std::vector<std::unique_ptr<Sequence>> samples;
+    int32_t numFinished = 0;
+  };
+
+  void validate(const std::vector<int32_t> &prompt, const RequestOptions &options) const;
+  /// The batch arrays of a schedule.
+  StepBatchArrays buildBatch(const SchedulerOutput &plan) const;
+  /// Creates the request's other samples at its first token.
+  void forkSamples(Request &request, Sequence &parent);
+  /// Samples the next token of `sequence` from `logits` and ends it when it
+  /// must; appends the output.
+  void sampleNext(Request &request, Sequence &sequence, const float *logits,
+                  std::vector<StepOutput> &outputs);
+  /// Ends a sample; the request goes when all its samples have.
+  void finish(Sequence &sequence, FinishReason reason);
+  void dropAll();
+
+  Model &model;
+  BlockManager blocks;
+  Scheduler scheduler;
+  int64_t modelLen;
+  uint64_t defaultSeed;
+  uint64_t nextArrival = 0;
+  std::unordered_map<RequestId, Request> requests;
+  std::vector<float> logits;
+  EngineStats counters;
+};
+
+/// The samples' tokens of one request, generated to the end.
+using Completion = std::vector<std::vector<int32_t>>;
+
+/// Adds each prompt as a request (ids 0, 1, ... in order, which must be free)
+/// and steps until all have finished, handing every output to `onOutput` (if
+/// set) as it comes. Returns the generated tokens of each request's samples.
+std::vector<Completion> runToCompletion(Engine &engine,
+                                        const std::vector<std::vector<int32_t>> &prompts,
+                                        const RequestOptions &options,
+                                        const std::function<void(const StepOutput &)> &onOutput = {});
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_ENGINE_ENGINE_H

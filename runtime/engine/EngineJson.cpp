@@ -1,0 +1,136 @@
+//===- EngineJson.cpp - the engine's settings and results as JSON ---------===//
+#include "runtime/engine/EngineJson.h"
+
+#include <string>
+#include <unordered_set>
+
+namespace llmc::runtime {
+namespace {
+using nlohmann::json;
+
+/// Reads the fields of a JSON object by name, refusing unknown ones and
+/// wrong types with an ErrorType naming the key.
+template <typename ErrorType> class Fields {
+public:
+  Fields(const json &object, const char *what) : object(object), what(what) {
+    if (!object.is_object()) throw ErrorType(std::string(what) + " must be a JSON object");
+  }
+
+  template <typename T> void read(const char *key, T &into, bool nullable = false) {
+    asked.insert(key);
+    auto found = object.find(key);
+    if (found == object.end() || (nullable && found->is_null())) return;
+    bool ok = std::is_same_v<T, bool> ? found->is_boolean()
+              : std::is_integral_v<T> ? found->is_number_integer()
+                                      : found->is_number();
+    if (!ok) throw ErrorType(std::string(what) + ": " + key + " has the wrong type");
+    try {
+      into = found->get<T>();
+    } catch (const json::exception &) {
+      throw ErrorType(std::string(what) + ": " + key + " is out of range");
+    }
+  }
+
+  template <typename T> void readOptional(const char *key, std::optional<T> &into) {
+    if (object.contains(key) && !object.at(key).is_null()) {
+      T value{};
+      read(key, value);
+      into = value;
+    } else {
+      asked.insert(key);
+    }
+  }
+
+  void readIds(const char *key, std::vector<int32_t> &into) {
+    asked.insert(key);
+    auto found = object.find(key);
+    if (found == object.end() || found->is_null()) return;
+    if (!found->is_array()) throw ErrorType(std::string(what) + ": " + key + " must be a list");
+    for (const json &id : *found) {
+      if (!id.is_number_integer() || id.get<int64_t>() < INT32_MIN || id.get<int64_t>() > INT32_MAX)
+        throw ErrorType(std::string(what) + ": " + key + " must hold integer token ids");
+      into.push_back(id.get<int32_t>());
+    }
+  }
+
+  /// Throws for a key no read asked about.
+  void finish() const {
+    for (const auto &entry : object.items())
+      if (!asked.count(entry.key()))
+        throw ErrorType(std::string(what) + ": unknown key \"" + entry.key() + "\"");
+  }
+
+private:
+  const json &object;
+  const char *what;
+  std::unordered_set<std::string> asked;
+};
+} // namespace
+
+EngineConfig engineConfigFromJson(const json &object) {
+  EngineConfig config;
+  Fields<Error> fields(object, "engine config");
+  fields.read("max_num_seqs", config.maxNumSeqs);
+  fields.read("max_num_batched_tokens", config.maxNumBatchedTokens);
+  fields.read("max_model_len", config.maxModelLen);
+  fields.read("enable_prefix_caching", config.enablePrefixCaching);
+  fields.read("seed", config.seed);
+  fields.finish();
+  return config;
+}
+
+RequestOptions requestOptionsFromJson(const json &object) {
+  RequestOptions options;
+  SamplingParams &sampling = options.sampling;
+  Fields<RequestError> fields(object, "request options");
+  fields.read("max_tokens", options.maxTokens);
+  fields.read("n", options.n);
+  fields.read("temperature", sampling.temperature);
+  fields.read("top_k", sampling.topK);
+  fields.read("top_p", sampling.topP);
+  fields.read("min_p", sampling.minP);
+  fields.read("repetition_penalty", sampling.repetitionPenalty);
+  fields.read("presence_penalty", sampling.presencePenalty);
+  fields.read("frequency_penalty", sampling.frequencyPenalty);
+  fields.readOptional("seed", sampling.seed);
+  fields.readOptional("logprobs", sampling.logprobs);
+  fields.readIds("stop_token_ids", options.stopTokenIds);
+  fields.finish();
+  return options;
+}
+
+json toJson(const StepOutput &output) {
+  json result = {{"request", output.request}, {"index", output.index}};
+  result["token"] = output.token ? json(output.token->token) : json(nullptr);
+  result["logprob"] = output.token ? json(output.token->logprob) : json(nullptr);
+  json top = json::array();
+  if (output.token)
+    for (const TokenLogprob &entry : output.token->topLogprobs)
+      top.push_back({entry.token, entry.logprob});
+  result["top_logprobs"] = std::move(top);
+  result["finish_reason"] = output.finishReason == FinishReason::None
+                                ? json(nullptr)
+                                : json(finishReasonName(output.finishReason));
+  return result;
+}
+
+json toJson(const EngineStats &stats) {
+  return {{"num_steps", stats.numSteps},
+          {"computed_tokens", stats.computedTokens},
+          {"prompt_tokens_computed", stats.promptTokensComputed},
+          {"cached_prompt_tokens", stats.cachedPromptTokens},
+          {"generated_tokens", stats.generatedTokens},
+          {"num_preemptions", stats.numPreemptions},
+          {"prefix_cache_queried_blocks", stats.prefixCache.queriedBlocks},
+          {"prefix_cache_hit_blocks", stats.prefixCache.hitBlocks},
+          {"prefix_cache_hit_rate", stats.prefixCache.hitRate()},
+          {"num_running", stats.numRunning},
+          {"num_waiting", stats.numWaiting},
+          {"num_kv_blocks", stats.numKvBlocks},
+          {"num_kv_blocks_held", stats.numKvBlocksHeld},
+          {"prefill_step_seconds", stats.prefillStepSeconds},
+          {"decode_step_seconds", stats.decodeStepSeconds},
+          {"decode_step_tokens", stats.decodeStepTokens}};
+}
+
+} // namespace llmc::runtime

@@ -1,0 +1,35 @@
+//===- EngineJson.h - the engine's settings and results as JSON -*- C++ -*-===//
+//
+// The C API (and through it Python) passes engine configs and request
+// options as JSON objects with vLLM's names, and gets outputs and counters
+// back as JSON. Unknown keys and wrong types are errors, not ignored.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_ENGINE_ENGINEJSON_H
+#define LLMC_RUNTIME_ENGINE_ENGINEJSON_H
+
+#include "runtime/engine/Engine.h"
+
+#include <nlohmann/json.hpp>
+
+namespace llmc::runtime {
+
+/// {"max_num_seqs", "max_num_batched_tokens", "max_model_len",
+///  "enable_prefix_caching", "seed"}, all optional. Throws Error.
+EngineConfig engineConfigFromJson(const nlohmann::json &object);
+
+/// {"max_tokens", "n", "temperature", "top_k", "top_p", "min_p",
+///  "repetition_penalty", "presence_penalty", "frequency_penalty", "seed",
+///  "logprobs", "stop_token_ids"}, all optional. Throws RequestError.
+RequestOptions requestOptionsFromJson(const nlohmann::json &object);
+
+/// {"request", "index", "token", "logprob", "top_logprobs": [[id, logprob]...],
+///  "finish_reason"}: token and logprob are null for an output without a
+/// token, finish_reason is null while the sample runs.
+nlohmann::json toJson(const StepOutput &output);
+
+nlohmann::json toJson(const EngineStats &stats);
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_ENGINE_ENGINEJSON_H

@@ -1,0 +1,102 @@
+//===- Scheduler.h - which tokens of which sequences run next ---*- C++ -*-===//
+//
+// Iteration-level (continuous) batching, first come first served, as vLLM's
+// scheduler does it. Each schedule() builds one step under two limits, a
+// token budget (max_num_batched_tokens) and max_num_seqs:
+//
+// 1. Running sequences, in admission order. A decoding sequence runs its
+//    one new token; a prefilling one (a long prompt, or a recompute after
+//    preemption) runs as much as the budget leaves (chunked prefill). As a
+//    sequence is admitted only with the budget the running ones leave, the
+//    sequences that were decoding when a long prompt arrived are ahead of
+//    it and keep their token per step: the prompt never stalls them.
+// 2. When a running sequence needs a block and none is available, the newest
+//    running sequence is preempted: its blocks are freed and it goes back to
+//    the waiting queue, to be recomputed from its tokens later (its sampler
+//    state stays, so its output does not change). If it is the sequence
+//    itself, it waits.
+// 3. Then waiting sequences, oldest first, while the budget, max_num_seqs
+//    and the blocks allow (none is admitted in a step that preempted). A
+//    new sequence first takes the cached blocks of its prefix.
+//
+// The scheduler owns no sequence; the engine does, and tells it when one is
+// added, forked or ends.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_ENGINE_SCHEDULER_H
+#define LLMC_RUNTIME_ENGINE_SCHEDULER_H
+
+#include "runtime/engine/BlockManager.h"
+#include "runtime/engine/Sequence.h"
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace llmc::runtime {
+
+struct SchedulerLimits {
+  int64_t maxNumSeqs = 1;
+  int64_t maxNumBatchedTokens = 1;
+};
+
+/// A sequence's part of a step: tokens[start, start + numTokens).
+struct ScheduledChunk {
+  Sequence *sequence;
+  int64_t start;
+  int64_t numTokens;
+  /// Whether this chunk reaches the end of the sequence's tokens, so that
+  /// its logits row is sampled.
+  bool samples() const { return start + numTokens == static_cast<int64_t>(sequence->tokens.size()); }
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledChunk> chunks;
+  /// Copy-on-write block copies to do before the step.
+  std::vector<BlockCopy> copies;
+  /// Sequences preempted while building this step.
+  std::vector<Sequence *> preempted;
+  int64_t numTokens = 0;
+  bool empty() const { return chunks.empty(); }
+};
+
+class Scheduler {
+public:
+  Scheduler(BlockManager &blocks, const SchedulerLimits &limits);
+
+  /// Queues a new sequence (status Waiting, no blocks).
+  void addWaiting(Sequence *sequence);
+  /// Adds a sequence forked from `parent` right after it in the running
+  /// order (same age).
+  void addForked(Sequence *child, const Sequence *parent);
+  /// Forgets a sequence that finished or was aborted and frees its blocks.
+  void remove(Sequence *sequence);
+
+  /// The next step. Advances each scheduled sequence's numComputed past its
+  /// chunk (the step will write those tokens' K/V).
+  SchedulerOutput schedule();
+
+  size_t numWaiting() const { return waiting.size(); }
+  size_t numRunning() const { return running.size(); }
+  int64_t numPreemptions() const { return preemptions; }
+  const SchedulerLimits &limits() const { return stepLimits; }
+
+private:
+  /// Frees the sequence's blocks and puts it back in the waiting queue.
+  void preempt(Sequence *sequence, SchedulerOutput &output);
+  /// Inserts into `waiting` by arrival (preempted sequences keep their place).
+  void insertWaiting(Sequence *sequence);
+  /// Tries to admit the oldest waiting sequence; false when it does not fit.
+  bool admitNext(int64_t &budget, int64_t &seqCount, SchedulerOutput &output);
+
+  BlockManager &blocks;
+  SchedulerLimits stepLimits;
+  /// Admission order, oldest first.
+  std::vector<Sequence *> running;
+  std::deque<Sequence *> waiting;
+  int64_t preemptions = 0;
+};
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_ENGINE_SCHEDULER_H

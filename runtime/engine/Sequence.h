@@ -1,0 +1,67 @@
+//===- Sequence.h - one sample of one request, as the engine tracks it -*- C++ -*-===//
+//
+// A request with n samples becomes n sequences. Until its prompt is computed
+// a request is one sequence; at the first sampled token it forks the other
+// n - 1, which share its prompt blocks (copy-on-write).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_ENGINE_SEQUENCE_H
+#define LLMC_RUNTIME_ENGINE_SEQUENCE_H
+
+#include "runtime/engine/BlockManager.h"
+#include "runtime/engine/Sampler.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace llmc::runtime {
+
+using RequestId = uint64_t;
+
+/// Why a sequence ended; None while it runs.
+enum class FinishReason { None, Stop, Length, Abort };
+
+/// OpenAI's name of the reason: "stop", "length", "abort" (empty for None).
+const char *finishReasonName(FinishReason reason);
+
+enum class SequenceStatus { Waiting, Running, Finished };
+
+struct Sequence {
+  Sequence(RequestId request, int32_t sampleIndex, uint64_t arrival, std::vector<int32_t> tokens,
+           SequenceSampler sampler)
+      : request(request), sampleIndex(sampleIndex), arrival(arrival), tokens(std::move(tokens)),
+        promptLen(static_cast<int64_t>(this->tokens.size())), sampler(std::move(sampler)) {}
+
+  RequestId request;
+  /// Which of the request's n samples this is.
+  int32_t sampleIndex;
+  /// Admission order (first come, first served); samples of one request share it.
+  uint64_t arrival;
+  /// The prompt, then the generated tokens.
+  std::vector<int32_t> tokens;
+  int64_t promptLen;
+  /// Its KV blocks; blocks.numTokens counts the tokens whose K/V are in the
+  /// cache or are written by the step being built.
+  SequenceBlocks blocks;
+  SequenceSampler sampler;
+  /// Samples still to fork off when the first token is sampled (n - 1).
+  int32_t pendingForks = 0;
+  SequenceStatus status = SequenceStatus::Waiting;
+  FinishReason finishReason = FinishReason::None;
+  /// Times this sequence was preempted (its blocks freed, recomputed later).
+  int32_t numPreemptions = 0;
+
+  int64_t numOutput() const { return static_cast<int64_t>(tokens.size()) - promptLen; }
+  int64_t numComputed() const { return blocks.numTokens; }
+  /// Tokens that still need a step: the next step runs tokens[numComputed()...].
+  int64_t numPending() const { return static_cast<int64_t>(tokens.size()) - numComputed(); }
+  /// Still computing its prompt (or recomputing after a preemption): the next
+  /// step's logits are not sampled unless they complete it.
+  bool inPrefill() const { return numPending() > 1; }
+  /// The sequences this one stands for in max_num_seqs (its pending forks too).
+  int64_t seqCount() const { return 1 + pendingForks; }
+};
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_ENGINE_SEQUENCE_H

@@ -1,0 +1,330 @@
+//===- EngineTest.cpp - the engine over the toy step function -------------===//
+//
+// The toy step (ToyStep.c) continues a context with the sum of all its tokens
+// modulo the vocabulary, read back through the block tables from the KV
+// cache: a block table, a slot, a copy-on-write copy or a cached prefix that
+// is wrong changes the tokens.
+//
+//===----------------------------------------------------------------------===//
+#include "TestArtifact.h"
+
+#include "runtime/engine/Engine.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace llmc::runtime;
+using llmc::test::TestArtifact;
+using llmc::test::TestArtifactSpec;
+using llmc::test::toyContinuation;
+
+namespace {
+constexpr int64_t kVocab = 64;
+
+RequestOptions greedy(int64_t maxTokens) {
+  RequestOptions options;
+  options.maxTokens = maxTokens;
+  options.sampling.temperature = 0;
+  return options;
+}
+
+class EngineTest : public ::testing::Test {
+protected:
+  /// Block size 4; 16 tokens and 4 sequences per step unless `spec` says otherwise.
+  std::unique_ptr<Model> open(int64_t numKvBlocks, const TestArtifactSpec &spec = {}) {
+    artifact = std::make_unique<TestArtifact>(spec);
+    ModelOptions options;
+    options.numThreads = 2;
+    options.numKvBlocks = numKvBlocks;
+    return Model::open(artifact->dir(), options);
+  }
+
+  /// Each request's sample-0 tokens.
+  static std::vector<std::vector<int32_t>> firstSamples(std::vector<Completion> completions) {
+    std::vector<std::vector<int32_t>> tokens;
+    for (Completion &completion : completions) tokens.push_back(std::move(completion[0]));
+    return tokens;
+  }
+
+  std::unique_ptr<TestArtifact> artifact;
+};
+
+TEST_F(EngineTest, GeneratesWhatTheToyPredictsAndFreesEveryBlock) {
+  auto model = open(64);
+  Engine engine(*model, {});
+  std::vector<std::vector<int32_t>> prompts = {{1, 2, 3}, {5}, {9, 9, 9, 9, 9}};
+  auto outputs = firstSamples(runToCompletion(engine, prompts, greedy(7)));
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(outputs[i], toyContinuation(prompts[i], 7, kVocab)) << "prompt " << i;
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+  EXPECT_FALSE(engine.hasUnfinished());
+  // One step prefills all three prompts, six more decode them.
+  EXPECT_EQ(engine.stats().numSteps, 7);
+  EXPECT_EQ(engine.stats().promptTokensComputed, 9);
+  EXPECT_EQ(engine.stats().generatedTokens, 21);
+}
+
+TEST_F(EngineTest, EndsEachSampleWithOneFinishReason) {
+  auto model = open(64);
+  Engine engine(*model, {});
+  std::vector<int32_t> full = toyContinuation({1, 2, 3}, 10, kVocab); // 6 12 24 48 32 ...
+  RequestOptions stopping = greedy(10);
+  stopping.stopTokenIds = {full[2]};
+  engine.addRequest(0, {1, 2, 3}, stopping);
+  engine.addRequest(1, {4}, greedy(2));
+  std::vector<std::vector<int32_t>> tokens(2);
+  std::vector<FinishReason> reasons(2, FinishReason::None);
+  while (engine.hasUnfinished())
+    for (const StepOutput &output : engine.step()) {
+      EXPECT_EQ(reasons[output.request], FinishReason::None) << "an output after the end";
+      tokens[output.request].push_back(output.token->token);
+      reasons[output.request] = output.finishReason;
+    }
+  EXPECT_EQ(tokens[0], std::vector<int32_t>(full.begin(), full.begin() + 3));
+  EXPECT_EQ(reasons[0], FinishReason::Stop);
+  EXPECT_EQ(tokens[1], toyContinuation({4}, 2, kVocab));
+  EXPECT_EQ(reasons[1], FinishReason::Length);
+  EXPECT_STREQ(finishReasonName(FinishReason::Stop), "stop");
+}
+
+TEST_F(EngineTest, ChunksALongPromptWhileOthersKeepDecoding) {
+  auto model = open(64); // 16 tokens per step
+  Engine engine(*model, {});
+  engine.addRequest(0, {3, 1}, greedy(12));
+  engine.step(); // prefills request 0
+  std::vector<int32_t> longPrompt(40);
+  for (size_t i = 0; i < longPrompt.size(); ++i) longPrompt[i] = int32_t(i % kVocab);
+  engine.addRequest(1, longPrompt, greedy(3));
+  // The 40-token prompt needs three steps of at most 15 tokens beside the
+  // decode; request 0 gets a token in every one of them.
+  std::vector<std::vector<int32_t>> tokens(2);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<StepOutput> outputs = engine.step();
+    ASSERT_FALSE(outputs.empty()) << "step " << step;
+    EXPECT_EQ(outputs[0].request, 0u) << "step " << step;
+    for (const StepOutput &output : outputs) tokens[output.request].push_back(output.token->token);
+  }
+  while (engine.hasUnfinished())
+    for (const StepOutput &output : engine.step()) tokens[output.request].push_back(output.token->token);
+  EXPECT_EQ(tokens[1], toyContinuation(longPrompt, 3, kVocab));
+  EXPECT_EQ(engine.stats().promptTokensComputed, 42);
+}
+
+TEST_F(EngineTest, PreemptsWhenBlocksRunOutAndStillGeneratesTheSameTokens) {
+  // 6 blocks of 4: each request needs 5 blocks at its end, so at most one
+  // runs to completion at a time and the others are preempted, again and again.
+  auto model = open(6);
+  Engine engine(*model, {});
+  std::vector<std::vector<int32_t>> prompts = {{1, 2, 3, 4, 5}, {6, 7}, {8, 9, 10}, {11}};
+  auto outputs = firstSamples(runToCompletion(engine, prompts, greedy(14)));
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(outputs[i], toyContinuation(prompts[i], 14, kVocab)) << "prompt " << i;
+  EXPECT_GE(engine.stats().numPreemptions, 3);
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+}
+
+TEST_F(EngineTest, SixtyFourConcurrentRequestsEachGiveTheirSoloTokens) {
+  TestArtifactSpec spec;
+  spec.maxNumSeqs = 16;
+  spec.maxNumBatchedTokens = 64;
+  auto model = open(96, spec);
+  std::mt19937 random(7);
+  std::vector<std::vector<int32_t>> prompts(64);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    prompts[i].resize(1 + random() % 40);
+    for (int32_t &token : prompts[i]) token = int32_t(random() % kVocab);
+  }
+  Engine engine(*model, {});
+  auto together = firstSamples(runToCompletion(engine, prompts, greedy(9)));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Engine solo(*model, {});
+    EXPECT_EQ(firstSamples(runToCompletion(solo, {prompts[i]}, greedy(9)))[0], together[i])
+        << "prompt " << i;
+    EXPECT_EQ(together[i], toyContinuation(prompts[i], 9, kVocab)) << "prompt " << i;
+  }
+}
+
+TEST_F(EngineTest, ParallelSamplesShareThePromptAndCopyOnWrite) {
+  auto model = open(32);
+  std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6}; // a block and a half
+  RequestOptions four = greedy(5);
+  four.n = 4;
+  four.sampling.temperature = 1.0f;
+  four.sampling.seed = 100;
+
+  Engine engine(*model, {});
+  engine.addRequest(0, prompt, four);
+  Completion samples(4);
+  for (const StepOutput &output : engine.step()) // the prompt, once; then four samples
+    samples[output.index].push_back(output.token->token);
+  EXPECT_EQ(engine.stats().promptTokensComputed, 6);
+  EXPECT_EQ(engine.blockManager().numHeld(), 2); // shared, not four copies
+  int64_t peakHeld = 0;
+  while (engine.hasUnfinished())
+    for (const StepOutput &output : engine.step()) {
+      samples[output.index].push_back(output.token->token);
+      peakHeld = std::max(peakHeld, engine.blockManager().numHeld());
+    }
+
+  // The same as four requests with seeds 100..103, which hold more blocks
+  // (without prefix caching, which would share their full prompt blocks too)
+  // and compute the prompt four times.
+  EngineConfig unshared;
+  unshared.enablePrefixCaching = false;
+  Engine separate(*model, unshared);
+  for (int32_t i = 0; i < 4; ++i) {
+    RequestOptions one = four;
+    one.n = 1;
+    one.sampling.seed = 100 + i;
+    separate.addRequest(i, prompt, one);
+  }
+  int64_t separatePeak = 0;
+  Completion expected(4);
+  while (separate.hasUnfinished())
+    for (const StepOutput &output : separate.step()) {
+      expected[output.request].push_back(output.token->token);
+      separatePeak = std::max(separatePeak, separate.blockManager().numHeld());
+    }
+  EXPECT_EQ(samples, expected);
+  EXPECT_LT(peakHeld, separatePeak);
+  EXPECT_EQ(separate.stats().promptTokensComputed, 4 * 6);
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+}
+
+TEST_F(EngineTest, GreedyParallelSamplesAreTheToysContinuation) {
+  auto model = open(32);
+  RequestOptions four = greedy(6);
+  four.n = 4;
+  Engine engine(*model, {});
+  auto completions = runToCompletion(engine, {{2, 4, 6, 8, 1}}, four);
+  for (const std::vector<int32_t> &sample : completions[0])
+    EXPECT_EQ(sample, toyContinuation({2, 4, 6, 8, 1}, 6, kVocab));
+}
+
+TEST_F(EngineTest, APromptWithACachedPrefixComputesOnlyTheRest) {
+  TestArtifactSpec spec;
+  spec.maxNumBatchedTokens = 64;
+  auto model = open(64, spec);
+  Engine engine(*model, {});
+  std::vector<int32_t> shared(32);
+  for (size_t i = 0; i < shared.size(); ++i) shared[i] = int32_t((i * 7) % kVocab);
+  std::vector<int32_t> first = shared, second = shared;
+  first.insert(first.end(), {1, 2, 3});
+  second.insert(second.end(), {9, 9});
+  runToCompletion(engine, {first}, greedy(4));
+  int64_t before = engine.stats().promptTokensComputed;
+  engine.addRequest(1, second, greedy(4));
+  std::vector<int32_t> tokens;
+  while (engine.hasUnfinished())
+    for (const StepOutput &output : engine.step()) tokens.push_back(output.token->token);
+  EXPECT_EQ(engine.stats().promptTokensComputed - before, 2);
+  EXPECT_EQ(engine.stats().cachedPromptTokens, 32);
+  EXPECT_EQ(tokens, toyContinuation(second, 4, kVocab));
+
+  EngineConfig uncached;
+  uncached.enablePrefixCaching = false;
+  Engine plain(*model, uncached);
+  runToCompletion(plain, {first, second}, greedy(4));
+  EXPECT_EQ(plain.stats().promptTokensComputed, int64_t(first.size() + second.size()));
+}
+
+TEST_F(EngineTest, AbortFreesTheBlocksAtOnce) {
+  auto model = open(16);
+  Engine engine(*model, {});
+  RequestOptions two = greedy(50);
+  two.n = 2;
+  engine.addRequest(3, {1, 2, 3, 4, 5, 6, 7}, two);
+  engine.step();
+  engine.step();
+  EXPECT_GT(engine.blockManager().numHeld(), 0);
+  std::vector<StepOutput> aborted = engine.abort(3);
+  ASSERT_EQ(aborted.size(), 2u);
+  for (const StepOutput &output : aborted) {
+    EXPECT_EQ(output.finishReason, FinishReason::Abort);
+    EXPECT_FALSE(output.token.has_value());
+  }
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+  EXPECT_FALSE(engine.hasUnfinished());
+  EXPECT_TRUE(engine.abort(3).empty());
+  EXPECT_TRUE(engine.step().empty());
+}
+
+TEST_F(EngineTest, RefusesRequestsThatCouldNeverRun) {
+  auto model = open(4); // 16 positions: max_model_len 16
+  Engine engine(*model, {});
+  EXPECT_EQ(engine.maxModelLen(), 16);
+  auto refused = [&](std::vector<int32_t> prompt, RequestOptions options, const char *message) {
+    try {
+      engine.addRequest(1, std::move(prompt), options);
+      ADD_FAILURE() << "accepted; expected: " << message;
+    } catch (const RequestError &error) {
+      EXPECT_NE(std::string(error.what()).find(message), std::string::npos) << error.what();
+    }
+  };
+  refused({}, greedy(1), "the prompt is empty");
+  refused({1, 64}, greedy(1), "prompt token 1 is 64, outside the vocabulary (0 to 63)");
+  refused(std::vector<int32_t>(16, 1), greedy(1),
+          "the prompt has 16 tokens; max_model_len is 16, which must leave room");
+  refused({1}, greedy(0), "max_tokens must be at least 1");
+  RequestOptions many = greedy(1);
+  many.n = 5;
+  refused({1}, many, "n must be from 1 to max_num_seqs (4)");
+  RequestOptions hot = greedy(1);
+  hot.sampling.topP = 0;
+  refused({1}, hot, "top_p must be in (0, 1]");
+  EXPECT_FALSE(engine.hasUnfinished());
+
+  engine.addRequest(1, {1}, greedy(1));
+  refused({2}, greedy(1), "request 1 already exists");
+}
+
+TEST_F(EngineTest, StopsAtMaxModelLen) {
+  auto model = open(4); // 16 positions
+  Engine engine(*model, {});
+  engine.addRequest(0, std::vector<int32_t>(10, 1), greedy(100));
+  std::vector<StepOutput> last;
+  int64_t generated = 0;
+  while (engine.hasUnfinished())
+    for (const StepOutput &output : engine.step()) {
+      ++generated;
+      last = {output};
+    }
+  EXPECT_EQ(generated, 6);
+  EXPECT_EQ(last[0].finishReason, FinishReason::Length);
+}
+
+TEST_F(EngineTest, RefusesLimitsBeyondTheArtifacts) {
+  auto model = open(8);
+  EngineConfig config;
+  config.maxNumSeqs = 5;
+  EXPECT_THROW(Engine(*model, config), Error);
+  config = {};
+  config.maxNumBatchedTokens = 17;
+  EXPECT_THROW(Engine(*model, config), Error);
+  config = {};
+  config.maxModelLen = 33; // the cache holds 32 positions
+  EXPECT_THROW(Engine(*model, config), Error);
+  config.maxModelLen = 20;
+  EXPECT_EQ(Engine(*model, config).maxModelLen(), 20);
+}
+
+TEST_F(EngineTest, SizesTheKvCacheFromABudget) {
+  artifact = std::make_unique<TestArtifact>();
+  ModelOptions options;
+  options.numThreads = 1;
+  // A block: 2 layers x 2 (K, V) x 2 heads x 4 positions x 4 floats = 512 bytes.
+  options.kvCacheBytes = 512 * 10 + 100;
+  auto model = Model::open(artifact->dir(), options);
+  EXPECT_EQ(model->kvPool().numBlocks(), 10);
+  EXPECT_NE(model->kvCacheSummary().find("10 blocks of 4 tokens"), std::string::npos)
+      << model->kvCacheSummary();
+  options.kvCacheBytes = 100;
+  EXPECT_THROW(Model::open(artifact->dir(), options), Error);
+  options.kvCacheBytes = 0;
+  options.memoryFraction = 0.001;
+  EXPECT_GT(Model::open(artifact->dir(), options)->kvPool().numBlocks(), 0);
+  options.memoryFraction = 1.5;
+  EXPECT_THROW(Model::open(artifact->dir(), options), Error);
+}
+} // namespace

@@ -1,0 +1,161 @@
+//===- SchedulerTest.cpp - the step policy, without a model ---------------===//
+//
+// The scheduler decides; these tests play the engine's part by hand: after
+// each schedule() they append a token to every sequence whose chunk reached
+// its end, as sampling would.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Error.h"
+#include "runtime/engine/Scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+using namespace llmc::runtime;
+
+namespace {
+
+class SchedulerTest : public ::testing::Test {
+protected:
+  /// A waiting sequence with a prompt of `length` tokens.
+  Sequence *add(Scheduler &scheduler, int64_t length, int32_t forks = 0) {
+    std::vector<int32_t> prompt(length);
+    for (int64_t i = 0; i < length; ++i) prompt[i] = int32_t(sequences.size() * 100 + i);
+    auto sequence = std::make_unique<Sequence>(
+        sequences.size(), 0, sequences.size(), prompt,
+        SequenceSampler(SamplingParams(), 0, prompt));
+    sequence->pendingForks = forks;
+    scheduler.addWaiting(sequence.get());
+    sequences.push_back(std::move(sequence));
+    return sequences.back().get();
+  }
+
+  /// What sampling would do after the step: a new token for each sequence
+  /// whose chunk ends at its last token.
+  static void sampleAll(const SchedulerOutput &output) {
+    for (const ScheduledChunk &chunk : output.chunks)
+      if (chunk.samples()) chunk.sequence->tokens.push_back(1);
+  }
+
+  /// The sequences of a step, as indices into `sequences`, with their token counts.
+  std::vector<std::pair<size_t, int64_t>> chunks(const SchedulerOutput &output) const {
+    std::vector<std::pair<size_t, int64_t>> result;
+    for (const ScheduledChunk &chunk : output.chunks)
+      result.push_back({chunk.sequence->request, chunk.numTokens});
+    return result;
+  }
+
+  std::vector<std::unique_ptr<Sequence>> sequences;
+};
+
+using Chunks = std::vector<std::pair<size_t, int64_t>>;
+
+TEST_F(SchedulerTest, FillsTheTokenBudgetFirstComeFirstServed) {
+  BlockManager blocks(64, 4, false);
+  Scheduler scheduler(blocks, {4, 10});
+  add(scheduler, 6);
+  add(scheduler, 7);
+  add(scheduler, 2);
+  SchedulerOutput first = scheduler.schedule();
+  // 6 tokens, then 4 of the 7 (a chunk); the third waits.
+  EXPECT_EQ(chunks(first), (Chunks{{0, 6}, {1, 4}}));
+  EXPECT_EQ(first.numTokens, 10);
+  EXPECT_EQ(scheduler.numWaiting(), 1u);
+  sampleAll(first);
+  // Sequence 0 decodes, sequence 1 finishes its prompt, sequence 2 joins.
+  EXPECT_EQ(chunks(scheduler.schedule()), (Chunks{{0, 1}, {1, 3}, {2, 2}}));
+}
+
+TEST_F(SchedulerTest, ALongPromptIsChunkedAroundTheRunningDecodes) {
+  BlockManager blocks(64, 4, false);
+  Scheduler scheduler(blocks, {4, 8});
+  add(scheduler, 1);
+  add(scheduler, 1);
+  Sequence *longPrompt = add(scheduler, 30);
+  SchedulerOutput first = scheduler.schedule();
+  EXPECT_EQ(chunks(first), (Chunks{{0, 1}, {1, 1}, {2, 6}}));
+  sampleAll(first);
+  add(scheduler, 1); // waits until the prompt leaves room
+  for (int step = 0; step < 3; ++step) {
+    SchedulerOutput next = scheduler.schedule();
+    EXPECT_EQ(chunks(next), (Chunks{{0, 1}, {1, 1}, {2, 6}})) << "step " << step;
+    sampleAll(next);
+  }
+  EXPECT_EQ(longPrompt->numComputed(), 24);
+  EXPECT_EQ(chunks(scheduler.schedule()), (Chunks{{0, 1}, {1, 1}, {2, 6}}));
+  EXPECT_EQ(scheduler.numWaiting(), 1u);
+}
+
+TEST_F(SchedulerTest, PreemptsTheNewestAndAdmitsNobodyInThatStep) {
+  BlockManager blocks(4, 4, false);
+  Scheduler scheduler(blocks, {4, 16});
+  add(scheduler, 4);
+  add(scheduler, 4);
+  add(scheduler, 4);
+  add(scheduler, 4);
+  SchedulerOutput first = scheduler.schedule();
+  EXPECT_EQ(first.chunks.size(), 4u); // every block in use
+  sampleAll(first);
+  add(scheduler, 1);
+  // Each needs a fifth position: the oldest takes the newest's block, and so on.
+  SchedulerOutput second = scheduler.schedule();
+  EXPECT_EQ(chunks(second), (Chunks{{0, 1}, {1, 1}}));
+  ASSERT_EQ(second.preempted.size(), 2u);
+  EXPECT_EQ(second.preempted[0]->request, 3u);
+  EXPECT_EQ(second.preempted[1]->request, 2u);
+  EXPECT_EQ(sequences[3]->numPreemptions, 1);
+  EXPECT_EQ(scheduler.numPreemptions(), 2);
+  // Back in arrival order, ahead of the newer sequence 4.
+  EXPECT_EQ(scheduler.numWaiting(), 3u);
+  EXPECT_EQ(sequences[2]->numComputed(), 0);
+}
+
+TEST_F(SchedulerTest, TheOnlySequenceThatDoesNotFitWaitsWithoutLosingAnything) {
+  BlockManager blocks(2, 4, false);
+  Scheduler scheduler(blocks, {2, 16});
+  Sequence *first = add(scheduler, 8);
+  SchedulerOutput step = scheduler.schedule();
+  EXPECT_EQ(chunks(step), (Chunks{{0, 8}}));
+  sampleAll(step);
+  // A ninth position needs a third block: it preempts itself.
+  SchedulerOutput next = scheduler.schedule();
+  EXPECT_TRUE(next.empty());
+  ASSERT_EQ(next.preempted.size(), 1u);
+  EXPECT_EQ(first->tokens.size(), 9u);
+  EXPECT_EQ(blocks.numHeld(), 0);
+}
+
+TEST_F(SchedulerTest, PendingForksCountAgainstMaxNumSeqs) {
+  BlockManager blocks(64, 4, false);
+  Scheduler scheduler(blocks, {4, 64});
+  add(scheduler, 3, /*forks=*/2); // n = 3
+  add(scheduler, 3, /*forks=*/1); // n = 2: would make 5
+  add(scheduler, 3);
+  EXPECT_EQ(chunks(scheduler.schedule()), (Chunks{{0, 3}}));
+  EXPECT_EQ(scheduler.numWaiting(), 2u);
+}
+
+TEST_F(SchedulerTest, NewSequencesStartFromTheirCachedPrefix) {
+  BlockManager blocks(16, 4, true);
+  Scheduler scheduler(blocks, {4, 64});
+  Sequence *first = add(scheduler, 9);
+  std::vector<int32_t> prompt = first->tokens;
+  scheduler.schedule();
+  scheduler.remove(first);
+  Sequence *second = add(scheduler, 9);
+  second->tokens = prompt;
+  second->sampler = SequenceSampler(SamplingParams(), 0, prompt);
+  SchedulerOutput output = scheduler.schedule();
+  ASSERT_EQ(output.chunks.size(), 1u);
+  EXPECT_EQ(output.chunks[0].start, 8);
+  EXPECT_EQ(output.chunks[0].numTokens, 1);
+  EXPECT_EQ(blocks.prefixCacheStats().hitBlocks, 2);
+}
+
+TEST_F(SchedulerTest, RefusesLimitsThatCannotWork) {
+  BlockManager blocks(4, 4, false);
+  EXPECT_THROW(Scheduler(blocks, {0, 16}), Error);
+  EXPECT_THROW(Scheduler(blocks, {8, 4}), Error);
+}
+} // namespace

@@ -1,0 +1,38 @@
+//===- EngineFlags.h - the engine's options, as run, serve and bench take them -*- C++ -*-===//
+#ifndef LLMC_TOOLS_LLMC_ENGINEFLAGS_H
+#define LLMC_TOOLS_LLMC_ENGINEFLAGS_H
+
+#include "runtime/Model.h"
+#include "runtime/engine/Engine.h"
+
+#include <cstdint>
+#include <string>
+
+namespace llmc {
+
+/// Lines for a command's --help, one per option consume() takes.
+extern const char *const kEngineFlagsUsage;
+
+/// The model's and the engine's settings from the command line.
+struct EngineFlags {
+  runtime::ModelOptions model;
+  runtime::EngineConfig engine;
+
+  /// Takes `--name value` if it is an engine option; false when it is not
+  /// one. Throws runtime::Error for a bad value.
+  bool consume(const std::string &name, const std::string &value);
+};
+
+/// A whole integer in [minimum, maximum]; throws runtime::Error naming `what`.
+int64_t parseInteger(const std::string &text, const std::string &what, int64_t minimum,
+                     int64_t maximum = INT64_MAX);
+/// A number in [minimum, maximum].
+double parseNumber(const std::string &text, const std::string &what, double minimum,
+                   double maximum);
+/// A size in bytes: 1073741824, 512MiB, 4GiB, 1.5GB (K/M/G with or without
+/// "i", B optional: binary multiples for both, as memory is counted).
+int64_t parseBytes(const std::string &text, const std::string &what);
+
+} // namespace llmc
+
+#endif // LLMC_TOOLS_LLMC_ENGINEFLAGS_H
