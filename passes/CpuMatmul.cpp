@@ -1,9 +1,10 @@
 //===- CpuMatmul.cpp - matrix products: BLAS or generated loops -----------===//
 //
 // The one place that decides how `x * W` runs on the CPU. `generated` (the
-// default) emits loops: at batch 1 they beat OpenBLAS 0.3.21, whose small-
-// matrix kernels also round a row differently depending on how many rows a
-// call has, which would make a sequence's logits depend on the batch. `blas`
+// default) emits register-tiled vector loops: at batch 1 they run at the
+// memory floor and beat OpenBLAS 0.3.21, whose small-matrix kernels also
+// round a row differently depending on how many rows a call has, which
+// would make a sequence's logits depend on the batch. `blas`
 // calls the runtime's sgemm through the host API table (the runtime owns the
 // BLAS threads), faster for long prefills. bench/RESULTS.md has the figures.
 //
@@ -11,6 +12,7 @@
 #include "passes/CpuLowering.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -99,22 +101,105 @@ void callSgemm(StepLowering &step, Location loc, Value input, Value weight, bool
                  constantI64(b, loc, n)});
 }
 
-/// The loops of out[:, begin:end] = x * W[begin:end, :]^T for a weight
-/// stored [out, in]: one dot product per output, the weight row outermost so
-/// that it is read from memory once per call whatever the number of rows
-/// (decode reads it once: the memory-bound case). Every output sums over `in`
-/// in the same order whatever the rows and the column range, so a row's
-/// result depends neither on the batch nor on the threads.
+/// Lanes of the vectors a dot product accumulates in (one AVX-512 register).
+constexpr int64_t kLanes = 16;
+/// A register tile: this many rows times this many columns share each load.
+constexpr int64_t kTileRows = 4;
+constexpr int64_t kTileColumns = 4;
+
+/// The lanes of `vector` summed as a fixed tree (halves added, then halves of
+/// those...). The adds carry no fast-math flags, so LLVM keeps the order.
+Value sumLanes(OpBuilder &b, Location loc, Value vector) {
+  for (int64_t width = kLanes / 2; width >= 1; width /= 2) {
+    auto half = [&](int64_t offset) -> Value {
+      return vector::ExtractStridedSliceOp::create(b, loc, vector, ArrayRef<int64_t>{offset},
+                                                   ArrayRef<int64_t>{width}, ArrayRef<int64_t>{1});
+    };
+    vector = arith::AddFOp::create(b, loc, half(0), half(width));
+  }
+  return vector::ExtractOp::create(b, loc, vector, ArrayRef<int64_t>{0});
+}
+
+/// out[rows, cols] for `rows` x `cols` outputs starting at (row, col): every
+/// output accumulates x[r, i:i+16] * w[c, i:i+16] in one vector register
+/// over i = 0, 16, ... (fused multiply-adds), sums its lanes with
+/// sumLanes, then adds the k % 16 remaining products one at a time. A tile
+/// shares each loaded x and w vector among its outputs; the arithmetic of an
+/// output is the same whatever the tile it is in.
+void emitDotTile(KernelBuilder &kb, Value x, Value w, Value out, Value row, Value col,
+                 int64_t rows, int64_t cols, int64_t k) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
+  int64_t vectorEnd = k / kLanes * kLanes;
+  auto rowAt = [&](int64_t r) { return kb.addIndex(row, kb.index(r)); };
+  auto colAt = [&](int64_t c) { return kb.addIndex(col, kb.index(c)); };
+
+  Value zeros = arith::ConstantOp::create(b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+  SmallVector<Value> inits(rows * cols, zeros);
+  auto loop = scf::ForOp::create(
+      b, loc, kb.index(0), kb.index(vectorEnd), kb.index(kLanes), inits,
+      [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
+        SmallVector<Value> xs, ws, next;
+        for (int64_t r = 0; r < rows; ++r)
+          xs.push_back(vector::LoadOp::create(nested, loc, vectorType, x, ValueRange{rowAt(r), i}));
+        for (int64_t c = 0; c < cols; ++c)
+          ws.push_back(vector::LoadOp::create(nested, loc, vectorType, w, ValueRange{colAt(c), i}));
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            next.push_back(vector::FMAOp::create(nested, loc, xs[r], ws[c], acc[r * cols + c]));
+        scf::YieldOp::create(nested, loc, next);
+      });
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      Value sum = sumLanes(b, loc, loop.getResult(r * cols + c));
+      Value r_ = rowAt(r), c_ = colAt(c);
+      sum = kb.reduce(kb.index(vectorEnd), kb.index(k), sum, [&](Value i, Value acc) {
+        return math::FmaOp::create(b, loc, kb.load(x, {r_, i}), kb.load(w, {c_, i}), acc);
+      });
+      kb.store(sum, out, {r_, c_});
+    }
+}
+
+/// out[:, begin:end] = x * W[begin:end, :]^T for a weight stored [out, in],
+/// in register tiles (emitDotTile): 4 x 4 outputs, 1 x 4 for the rows past
+/// the last whole tile, 1 x 1 for the columns past the last whole tile. The
+/// weight rows of a column tile stay in L1 while every row runs over them:
+/// decode (one row) reads the weights once, the memory-bound case. Every
+/// output sums in the same order whatever the rows and the column range, so
+/// a row's result depends neither on the batch nor on the threads.
 void buildMatmulColumns(KernelBuilder &kb, ValueRange params, int64_t k) {
   Value x = params[0], w = params[1], out = params[2], begin = params[3], end = params[4];
-  Value zero = kb.index(0), ins = kb.index(k), rows = kb.dim(out, 0);
-  kb.forEach(begin, end, [&](Value col) {
-    kb.forEach(zero, rows, [&](Value row) {
-      Value dot = kb.reduce(zero, ins, kb.f32(0.0), [&](Value i, Value acc) {
-        return kb.add(acc, kb.mul(kb.load(x, {row, i}), kb.load(w, {col, i})));
-      });
-      kb.store(dot, out, {row, col});
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Value rows = kb.dim(out, 0);
+  auto roundDown = [&](Value from, Value to, int64_t step) {
+    Value span = arith::SubIOp::create(b, loc, to, from);
+    Value whole = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, span, kb.index(step)), kb.index(step));
+    return kb.addIndex(from, whole);
+  };
+  auto stepping = [&](Value lower, Value upper, int64_t step, function_ref<void(Value)> body) {
+    scf::ForOp::create(b, loc, lower, upper, kb.index(step), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value iv, ValueRange) {
+                         OpBuilder::InsertionGuard guard(b);
+                         b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+                         body(iv);
+                         scf::YieldOp::create(b, loc);
+                       });
+  };
+  Value tiledColumnsEnd = roundDown(begin, end, kTileColumns);
+  Value tiledRowsEnd = roundDown(kb.index(0), rows, kTileRows);
+  stepping(begin, tiledColumnsEnd, kTileColumns, [&](Value col) {
+    stepping(kb.index(0), tiledRowsEnd, kTileRows, [&](Value row) {
+      emitDotTile(kb, x, w, out, row, col, kTileRows, kTileColumns, k);
     });
+    stepping(tiledRowsEnd, rows, 1,
+             [&](Value row) { emitDotTile(kb, x, w, out, row, col, 1, kTileColumns, k); });
+  });
+  stepping(tiledColumnsEnd, end, 1, [&](Value col) {
+    stepping(kb.index(0), rows, 1,
+             [&](Value row) { emitDotTile(kb, x, w, out, row, col, 1, 1, k); });
   });
 }
 

@@ -181,7 +181,8 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     that `llm.dequantize` unpacks are dequantized here, at compile time.
 
     Matrix products use the `matmul` strategy: `generated` (the default)
-    emits loops that read each weight row once per call and sum every
+    emits register-tiled vector loops (4 rows x 4 columns of outputs share
+    each load) that read each weight row once per call and sum every
     output in the same order whatever the number of rows, so that a
     sequence's logits do not depend on the rest of the batch; `blas` calls
     the runtime's sgemm through the host API table (OpenBLAS), faster for
@@ -194,7 +195,8 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
-                           "::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect"];
+                           "::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 //===----------------------------------------------------------------------===//

@@ -62,6 +62,7 @@ LogicalResult lowerToLlvmDialect(ModuleOp module) {
   pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass()); // erf: no LLVM intrinsic
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());

@@ -51,13 +51,6 @@ SequenceSampler::SequenceSampler(const SamplingParams &params, uint64_t seed,
     : sampling(params), rng(params.seed.value_or(seed)), promptTokens(std::move(promptTokens)) {}
 
 SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize) {
-  // Logprobs are reported under the model's own distribution, before any
-  // penalty or temperature (as vLLM reports them by default).
-  float maxLogit = *std::max_element(logits, logits + vocabSize);
-  double sum = 0;
-  for (int64_t i = 0; i < vocabSize; ++i) sum += std::exp(double(logits[i]) - maxLogit);
-  double logNormalizer = maxLogit + std::log(sum);
-
   scores.assign(logits, logits + vocabSize);
   if (sampling.repetitionPenalty != 1.0f) {
     std::unordered_set<int32_t> seen(promptTokens.begin(), promptTokens.end());
@@ -116,8 +109,15 @@ SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize) {
 
   SampledToken result;
   result.token = chosen;
+  if (!sampling.logprobs) return result;
+  // Logprobs are reported under the model's own distribution, before any
+  // penalty or temperature (as vLLM reports them by default).
+  float maxLogit = *std::max_element(logits, logits + vocabSize);
+  double sum = 0;
+  for (int64_t i = 0; i < vocabSize; ++i) sum += std::exp(double(logits[i]) - maxLogit);
+  double logNormalizer = maxLogit + std::log(sum);
   result.logprob = float(logits[chosen] - logNormalizer);
-  if (sampling.logprobs && *sampling.logprobs > 0) {
+  if (*sampling.logprobs > 0) {
     int64_t count = std::min<int64_t>(*sampling.logprobs, vocabSize);
     order.resize(vocabSize);
     std::iota(order.begin(), order.end(), 0);

@@ -36,8 +36,9 @@ struct SamplingParams {
   /// ...and this times its count in the output.
   float frequencyPenalty = 0.0f;
   std::optional<uint64_t> seed;
-  /// Return this many most likely tokens' logprobs with each token; nullopt
-  /// returns none (the chosen token's logprob is always computed).
+  /// Return the chosen token's logprob and this many most likely tokens'
+  /// with each token; nullopt returns none (and skips the log-softmax over
+  /// the vocabulary, which greedy decoding does not need).
   std::optional<int32_t> logprobs;
 
   /// Throws Error naming the first parameter out of range for a vocabulary
@@ -52,7 +53,8 @@ struct TokenLogprob {
 
 struct SampledToken {
   int32_t token = 0;
-  /// log-softmax of the model's raw logits at the chosen token.
+  /// log-softmax of the model's raw logits at the chosen token (0 when
+  /// SamplingParams::logprobs is nullopt).
   float logprob = 0;
   /// The most likely tokens under the same distribution, most likely first.
   std::vector<TokenLogprob> topLogprobs;

@@ -88,6 +88,13 @@ TEST(SamplerTest, LogprobsAreThoseOfTheModelsDistribution) {
   EXPECT_EQ(sampled.topLogprobs[0].token, 1);
   EXPECT_EQ(sampled.topLogprobs[1].token, 2);
   EXPECT_NEAR(sampled.topLogprobs[1].logprob, std::log(0.3), 1e-5);
+
+  params.logprobs = 0; // the chosen token's only
+  SampledToken chosenOnly = SequenceSampler(params, 1, {}).sample(logits.data(), logits.size());
+  EXPECT_NEAR(chosenOnly.logprob, std::log(0.6), 1e-5);
+  EXPECT_TRUE(chosenOnly.topLogprobs.empty());
+  params.logprobs.reset(); // none: not computed
+  EXPECT_EQ(SequenceSampler(params, 1, {}).sample(logits.data(), logits.size()).logprob, 0.0f);
 }
 
 TEST(SamplerTest, RejectsParametersOutOfRange) {
