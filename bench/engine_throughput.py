@@ -3,7 +3,7 @@ requests one after another, and onnxruntime one after another, on one workload.
 
     PYTHONPATH=python .venv/bin/python bench/engine_throughput.py \
         [--artifact build/smollm2-135m.llmc] [--onnx models/smollm2-135m/model.onnx] \
-        [--num-prompts 32] [--input-len-range 64:256] [--output-len-range 32:128] [--seed 0] \
+        [--num-prompts 32] [--input-len-range 32:128] [--output-len-range 64:256] [--seed 0] \
         [--threads N] [--json] [--record]
 
 The workload is generated once by `llmc bench throughput --dump-workload` (uniformly random
@@ -183,8 +183,8 @@ def main() -> int:
     parser.add_argument("--onnx", type=Path,
                         default=ROOT / "models" / "smollm2-135m" / "model.onnx")
     parser.add_argument("--num-prompts", type=int, default=32)
-    parser.add_argument("--input-len-range", default="64:256")
-    parser.add_argument("--output-len-range", default="32:128")
+    parser.add_argument("--input-len-range", default="32:128")
+    parser.add_argument("--output-len-range", default="64:256")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
