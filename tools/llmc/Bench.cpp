@@ -122,35 +122,27 @@ std::optional<BenchOptions> parseArguments(const std::vector<std::string> &args)
     throw Error("unknown benchmark '" + args[0] + "' (the one there is: throughput)");
   BenchOptions options;
   for (size_t i = 1; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "--help" || arg == "-h") return std::nullopt;
-    if (arg == "--json") {
+    Argument argument =
+        readArgument(args, i, {"--help", "-h", "--json", "--quiet", "--no-warmup"});
+    const std::string &name = argument.name, &value = argument.value;
+    if (name == "--help" || name == "-h") return std::nullopt;
+    if (name == "--json") {
       options.json = true;
       continue;
     }
-    if (arg == "--quiet") {
+    if (name == "--quiet") {
       options.quiet = true;
       continue;
     }
-    if (arg == "--no-warmup") {
+    if (name == "--no-warmup") {
       options.warmup = false;
       continue;
     }
-    if (arg.rfind("--", 0) != 0) {
+    if (argument.positional) {
       if (!options.artifactDir.empty())
-        throw Error("one model at a time: '" + options.artifactDir + "' and '" + arg + "'");
-      options.artifactDir = arg;
+        throw Error("one model at a time: '" + options.artifactDir + "' and '" + name + "'");
+      options.artifactDir = name;
       continue;
-    }
-    // --name=value or --name value.
-    std::string name = arg, value;
-    size_t equals = arg.find('=');
-    if (equals != std::string::npos) {
-      name = arg.substr(0, equals);
-      value = arg.substr(equals + 1);
-    } else {
-      if (i + 1 == args.size()) throw Error(arg + " needs a value");
-      value = args[++i];
     }
     if (name == "--num-prompts")
       options.numPrompts = parseInteger(value, name, 1, INT32_MAX);

@@ -1,4 +1,4 @@
-//===- EngineFlags.cpp - the engine's options, as run, serve and bench take them ===//
+//===- EngineFlags.cpp - the engine options and argument helpers of run, bench, serve ===//
 #include "EngineFlags.h"
 
 #include "runtime/Error.h"
@@ -19,6 +19,32 @@ const char *const kEngineFlagsUsage =
     "  --max-model-len N            longest sequence, prompt and output (default: what the\n"
     "                               model and the KV cache allow)\n"
     "  --enable-prefix-caching on|off   reuse the KV blocks of shared prompt prefixes (on)\n";
+
+Argument readArgument(const std::vector<std::string> &args, size_t &i,
+                      std::initializer_list<std::string_view> flags) {
+  const std::string &arg = args[i];
+  Argument argument;
+  for (std::string_view flag : flags)
+    if (arg == flag) {
+      argument.name = arg;
+      return argument;
+    }
+  if (arg.rfind("--", 0) != 0) {
+    argument.name = arg;
+    argument.positional = true;
+    return argument;
+  }
+  size_t equals = arg.find('=');
+  if (equals != std::string::npos) {
+    argument.name = arg.substr(0, equals);
+    argument.value = arg.substr(equals + 1);
+    return argument;
+  }
+  if (i + 1 == args.size()) throw Error(arg + " needs a value");
+  argument.name = arg;
+  argument.value = args[++i];
+  return argument;
+}
 
 int64_t parseInteger(const std::string &text, const std::string &what, int64_t minimum,
                      int64_t maximum) {

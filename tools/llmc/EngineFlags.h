@@ -1,4 +1,4 @@
-//===- EngineFlags.h - the engine's options, as run, serve and bench take them -*- C++ -*-===//
+//===- EngineFlags.h - the engine options and argument helpers of run, bench, serve -*- C++ -*-===//
 #ifndef LLMC_TOOLS_LLMC_ENGINEFLAGS_H
 #define LLMC_TOOLS_LLMC_ENGINEFLAGS_H
 
@@ -6,7 +6,10 @@
 #include "runtime/engine/Engine.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace llmc {
 
@@ -22,6 +25,21 @@ struct EngineFlags {
   /// one. Throws runtime::Error for a bad value.
   bool consume(const std::string &name, const std::string &value);
 };
+
+/// One command-line argument of `llmc run` or `llmc bench`: an option and
+/// its value (--name=value or --name value), a flag (no value), or a
+/// positional argument (then `name` is the argument itself).
+struct Argument {
+  std::string name;
+  std::string value;
+  bool positional = false;
+};
+
+/// Reads args[i], and args[i + 1] for an option given as "--name value" (i is
+/// left on the last argument read). The names in `flags` take no value.
+/// Throws runtime::Error for an option whose value is missing.
+Argument readArgument(const std::vector<std::string> &args, size_t &i,
+                      std::initializer_list<std::string_view> flags);
 
 /// A whole integer in [minimum, maximum]; throws runtime::Error naming `what`.
 int64_t parseInteger(const std::string &text, const std::string &what, int64_t minimum,

@@ -132,31 +132,22 @@ std::optional<RunOptions> parseArguments(const std::vector<std::string> &args) {
   RunOptions options;
   options.sampling.temperature = 0;
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "--help" || arg == "-h") return std::nullopt;
-    if (arg == "--json") {
+    Argument argument = readArgument(args, i, {"--help", "-h", "--json", "--print-ids"});
+    const std::string &name = argument.name, &value = argument.value;
+    if (name == "--help" || name == "-h") return std::nullopt;
+    if (name == "--json") {
       options.json = true;
       continue;
     }
-    if (arg == "--print-ids") {
+    if (name == "--print-ids") {
       options.printIds = true;
       continue;
     }
-    if (arg.rfind("--", 0) != 0) {
+    if (argument.positional) {
       if (!options.artifactDir.empty())
-        throw Error("one model at a time: '" + options.artifactDir + "' and '" + arg + "'");
-      options.artifactDir = arg;
+        throw Error("one model at a time: '" + options.artifactDir + "' and '" + name + "'");
+      options.artifactDir = name;
       continue;
-    }
-    // --name=value or --name value.
-    std::string name = arg, value;
-    size_t equals = arg.find('=');
-    if (equals != std::string::npos) {
-      name = arg.substr(0, equals);
-      value = arg.substr(equals + 1);
-    } else {
-      if (i + 1 == args.size()) throw Error(arg + " needs a value");
-      value = args[++i];
     }
     if (name == "--prompt")
       options.prompts.push_back({value, {}});
