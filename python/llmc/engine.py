@@ -21,7 +21,7 @@ import json
 
 import numpy as np
 
-from llmc.runtime import LlmcRuntimeError, Model, open_library
+from llmc.runtime import LlmcRuntimeError, Model, NativeHandle, open_library
 
 _ERROR_BUFFER_SIZE = 1024
 
@@ -50,12 +50,12 @@ def _load_library() -> ctypes.CDLL:
     return lib
 
 
-class Engine:
+class Engine(NativeHandle):
     """Requests over one model. Settings (all optional): max_num_seqs,
     max_num_batched_tokens, max_model_len, enable_prefix_caching, seed. The
     model must stay open while the engine lives, and serve one engine at a time."""
 
-    _handle = None  # also when __init__ fails before creating it
+    _kind = "engine"
 
     def __init__(self, model: Model, **config):
         self._lib = _load_library()
@@ -67,24 +67,8 @@ class Engine:
             raise LlmcRuntimeError(err.value.decode(errors="replace"))
         self._handle = handle
 
-    def close(self) -> None:
-        if self._handle:
-            self._lib.llmc_engine_free(self._handle)
-            self._handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
-    def _open_handle(self):
-        if not self._handle:
-            raise LlmcRuntimeError("the engine is closed")
-        return self._handle
+    def _free(self, handle) -> None:
+        self._lib.llmc_engine_free(handle)
 
     def _call_for_json(self, function, *args):
         text = ctypes.c_char_p()

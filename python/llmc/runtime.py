@@ -74,38 +74,19 @@ def _load_library() -> ctypes.CDLL:
     return lib
 
 
-def _int32_array(values, name: str, ndim: int) -> np.ndarray:
-    array = np.ascontiguousarray(values, dtype=np.int32)
-    if array.ndim != ndim:
-        raise LlmcRuntimeError(f"{name} must have {ndim} dimension(s), not {array.ndim}")
-    return array
-
-
-def _pointer(array: np.ndarray, kind):
-    return array.ctypes.data_as(kind)
-
-
-class Model:
-    """A loaded artifact with its CPU device and KV cache.
-
-    num_threads: CPU threads (None: one per hardware thread). num_kv_blocks:
-    KV cache blocks (None: the runtime's default memory budget).
-    """
+class NativeHandle:
+    """A handle the C runtime allocated: closed by close(), at the end of a `with` block or
+    when garbage-collected. A subclass sets _handle and says how to free it and what it is."""
 
     _handle = None  # also when __init__ fails before opening
+    _kind = "handle"
 
-    def __init__(self, path, num_threads: int | None = None, num_kv_blocks: int | None = None):
-        self._lib = _load_library()
-        err = ctypes.create_string_buffer(_ERROR_BUFFER_SIZE)
-        handle = self._lib.llmc_runtime_open(os.fsencode(path), num_threads or 0,
-                                             num_kv_blocks or 0, err, len(err))
-        if not handle:
-            raise LlmcRuntimeError(err.value.decode(errors="replace"))
-        self._handle = handle
+    def _free(self, handle) -> None:
+        raise NotImplementedError
 
     def close(self) -> None:
         if self._handle:
-            self._lib.llmc_runtime_close(self._handle)
+            self._free(self._handle)
             self._handle = None
 
     def __enter__(self):
@@ -119,8 +100,41 @@ class Model:
 
     def _open_handle(self):
         if not self._handle:
-            raise LlmcRuntimeError("the model is closed")
+            raise LlmcRuntimeError(f"the {self._kind} is closed")
         return self._handle
+
+
+def _int32_array(values, name: str, ndim: int) -> np.ndarray:
+    array = np.ascontiguousarray(values, dtype=np.int32)
+    if array.ndim != ndim:
+        raise LlmcRuntimeError(f"{name} must have {ndim} dimension(s), not {array.ndim}")
+    return array
+
+
+def _pointer(array: np.ndarray, kind):
+    return array.ctypes.data_as(kind)
+
+
+class Model(NativeHandle):
+    """A loaded artifact with its CPU device and KV cache.
+
+    num_threads: CPU threads (None: one per hardware thread). num_kv_blocks:
+    KV cache blocks (None: the runtime's default memory budget).
+    """
+
+    _kind = "model"
+
+    def __init__(self, path, num_threads: int | None = None, num_kv_blocks: int | None = None):
+        self._lib = _load_library()
+        err = ctypes.create_string_buffer(_ERROR_BUFFER_SIZE)
+        handle = self._lib.llmc_runtime_open(os.fsencode(path), num_threads or 0,
+                                             num_kv_blocks or 0, err, len(err))
+        if not handle:
+            raise LlmcRuntimeError(err.value.decode(errors="replace"))
+        self._handle = handle
+
+    def _free(self, handle) -> None:
+        self._lib.llmc_runtime_close(handle)
 
     def _info(self, name: str) -> int:
         return int(getattr(self._lib, f"llmc_runtime_{name}")(self._open_handle()))
