@@ -19,11 +19,6 @@ KvBlockPool::KvBlockPool(const KvCacheShape &shape) : cacheShape(shape) {
   memory = AlignedBuffer(static_cast<size_t>(shape.numElements()) * sizeof(float));
 }
 
-int64_t KvBlockPool::bytesPerBlock() const {
-  return cacheShape.numLayers * 2 * cacheShape.numKvHeads * cacheShape.blockSize *
-         cacheShape.headDim * static_cast<int64_t>(sizeof(float));
-}
-
 void KvBlockPool::copyBlock(BlockId from, BlockId to) {
   for (BlockId block : {from, to})
     if (block < 0 || block >= cacheShape.numBlocks)
@@ -31,7 +26,7 @@ void KvBlockPool::copyBlock(BlockId from, BlockId to) {
                   std::to_string(cacheShape.numBlocks));
   // [layers, blocks, 2, heads, blockSize, headDim]: a block is one run of
   // elements per layer.
-  int64_t perLayerBlock = 2 * cacheShape.numKvHeads * cacheShape.blockSize * cacheShape.headDim;
+  int64_t perLayerBlock = cacheShape.elementsPerLayerBlock();
   int64_t layerStride = cacheShape.numBlocks * perLayerBlock;
   for (int64_t layer = 0; layer < cacheShape.numLayers; ++layer) {
     float *base = data() + layer * layerStride;

@@ -22,9 +22,13 @@ struct KvCacheShape {
   std::vector<int64_t> extents() const {
     return {numLayers, numBlocks, 2, numKvHeads, blockSize, headDim};
   }
-  int64_t numElements() const {
-    return numLayers * numBlocks * 2 * numKvHeads * blockSize * headDim;
+  /// Floats of one block in one layer, K and V.
+  int64_t elementsPerLayerBlock() const { return 2 * numKvHeads * blockSize * headDim; }
+  /// Bytes of one block over all layers.
+  int64_t bytesPerBlock() const {
+    return numLayers * elementsPerLayerBlock() * static_cast<int64_t>(sizeof(float));
   }
+  int64_t numElements() const { return numLayers * numBlocks * elementsPerLayerBlock(); }
 };
 
 /// The KV cache memory: 64-byte aligned, zero-filled, indexed by block id.
@@ -40,9 +44,6 @@ public:
   float *data() const { return static_cast<float *>(memory.data()); }
   int64_t numBlocks() const { return cacheShape.numBlocks; }
   int64_t blockSize() const { return cacheShape.blockSize; }
-  /// Bytes of one block over all layers, K and V.
-  int64_t bytesPerBlock() const;
-
   /// Copies block `from` into block `to` in every layer (copy-on-write).
   /// Throws Error for an id outside the pool.
   void copyBlock(BlockId from, BlockId to);

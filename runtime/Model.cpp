@@ -38,8 +38,7 @@ KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
   shape.numKvHeads = artifact.model().numKvHeads;
   shape.blockSize = artifact.step().blockSize;
   shape.headDim = artifact.model().headDim;
-  shape.numBlocks = 1; // so that numElements() counts one block
-  int64_t bytesPerBlock = shape.numElements() * static_cast<int64_t>(sizeof(float));
+  int64_t bytesPerBlock = shape.bytesPerBlock();
 
   std::string source;
   if (options.numKvBlocks < 0 || options.kvCacheBytes < 0)

@@ -8,13 +8,11 @@ namespace llmc::runtime {
 
 AsyncEngine::AsyncEngine(Model &model, const tokenizer::Tokenizer *tokenizer,
                          const AsyncEngineConfig &config)
-    : model(model), tokenizer(tokenizer), config(config),
+    : tokenizer(tokenizer), config(config),
       engine(std::make_unique<Engine>(model, config.engine)),
       submitted(config.maxPendingRequests),
       // Room for every pending request's add and abort, and a stop.
       commands(2 * config.maxPendingRequests + 1), outputs(config.outputQueueSteps) {
-  limits.maxModelLen = engine->maxModelLen();
-  limits.maxNumSeqs = engine->maxNumSeqs();
   snapshot.engine = engine->stats();
   tokenizeThread = std::thread([this] { tokenizeLoop(); });
   engineThread = std::thread([this] { engineLoop(); });

@@ -114,9 +114,10 @@ public:
   void shutdown(bool drain);
 
   AsyncEngineStats stats() const;
-  /// The limits the engine runs under.
-  int64_t maxModelLen() const { return limits.maxModelLen; }
-  int64_t maxNumSeqs() const { return limits.maxNumSeqs; }
+  /// The limits the engine runs under (fixed when it is made, so any
+  /// thread may read them).
+  int64_t maxModelLen() const { return engine->maxModelLen(); }
+  int64_t maxNumSeqs() const { return engine->maxNumSeqs(); }
 
 private:
   struct AddCommand {
@@ -143,10 +144,6 @@ private:
     std::vector<std::unique_ptr<tokenizer::IncrementalDecoder>> decoders;
     int32_t unfinishedSamples;
   };
-  struct Limits {
-    int64_t maxModelLen = 0;
-    int64_t maxNumSeqs = 0;
-  };
 
   void tokenizeLoop();
   void engineLoop();
@@ -155,12 +152,10 @@ private:
   bool apply(Command command, std::vector<Output> &outputs);
   void deliver(const Output &output);
 
-  Model &model;
   const tokenizer::Tokenizer *tokenizer;
   const AsyncEngineConfig config;
-  Limits limits;
 
-  std::unique_ptr<Engine> engine; // used on the engine thread only
+  std::unique_ptr<Engine> engine; // stepped on the engine thread only
   BoundedQueue<std::pair<RequestId, AsyncRequest>> submitted;
   BoundedQueue<Command> commands;
   BoundedQueue<std::vector<Output>> outputs;

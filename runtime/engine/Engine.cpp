@@ -191,13 +191,12 @@ void Engine::sampleNext(Request &request, Sequence &sequence, const float *row,
            static_cast<int64_t>(sequence.tokens.size()) >= modelLen)
     reason = FinishReason::Length;
   outputs.push_back({sequence.request, sequence.sampleIndex, std::move(sampled), reason});
-  if (reason != FinishReason::None) finish(sequence, reason);
+  if (reason != FinishReason::None) finish(sequence);
 }
 
-void Engine::finish(Sequence &sequence, FinishReason reason) {
+void Engine::finish(Sequence &sequence) {
   scheduler.remove(&sequence);
   sequence.status = SequenceStatus::Finished;
-  sequence.finishReason = reason;
   ++requests.at(sequence.request).numFinished;
 }
 

@@ -148,8 +148,9 @@ private:
   /// must; appends the output.
   void sampleNext(Request &request, Sequence &sequence, const float *logits,
                   std::vector<StepOutput> &outputs);
-  /// Ends a sample; the request goes when all its samples have.
-  void finish(Sequence &sequence, FinishReason reason);
+  /// Ends a sample (its output carries the reason); the request goes when
+  /// all its samples have.
+  void finish(Sequence &sequence);
   void dropAll();
 
   Model &model;

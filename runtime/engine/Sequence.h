@@ -47,7 +47,6 @@ struct Sequence {
   /// Samples still to fork off when the first token is sampled (n - 1).
   int32_t pendingForks = 0;
   SequenceStatus status = SequenceStatus::Waiting;
-  FinishReason finishReason = FinishReason::None;
   /// Times this sequence was preempted (its blocks freed, recomputed later).
   int32_t numPreemptions = 0;
 

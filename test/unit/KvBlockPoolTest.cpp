@@ -40,7 +40,7 @@ TEST(KvBlockPool, CopyBlockCopiesEveryLayerAndNothingElse) {
         int64_t source = block == 0 ? (layer * 3 + 2) * perLayerBlock + i : at;
         ASSERT_EQ(pool.data()[at], float(source)) << "layer " << layer << " block " << block;
       }
-  EXPECT_EQ(pool.bytesPerBlock(), 2 * perLayerBlock * 4);
+  EXPECT_EQ(pool.shape().bytesPerBlock(), 2 * perLayerBlock * 4);
   EXPECT_THROW(pool.copyBlock(0, 3), Error);
   EXPECT_THROW(pool.copyBlock(-1, 0), Error);
 }
