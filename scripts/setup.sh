@@ -21,6 +21,7 @@ PACKAGES=(
   libgtest-dev                                             # C++ unit tests
   libopenblas-dev nlohmann-json3-dev                       # runtime: CPU GEMMs, manifest.json
   libpcre2-dev libicu-dev                                  # tokenizer: regexes, Unicode data
+  libboost-dev                                             # server: Boost.Beast/Asio (headers)
 )
 missing=()
 for pkg in "${PACKAGES[@]}"; do
