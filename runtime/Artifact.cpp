@@ -249,6 +249,7 @@ std::unique_ptr<Artifact> Artifact::load(const std::string &directory) {
       if (file == "tokenizer.json") artifact->tokenizerJson = joinPath(directory, file);
       if (file == "tokenizer_config.json")
         artifact->tokenizerConfigJson = joinPath(directory, file);
+      if (file == "chat_template.jinja") artifact->chatTemplateJinja = joinPath(directory, file);
     }
   }
 

@@ -62,6 +62,9 @@ public:
   /// "" when the model's directory had none at compile time.
   const std::string &tokenizerFile() const { return tokenizerJson; }
   const std::string &tokenizerConfigFile() const { return tokenizerConfigJson; }
+  /// chat_template.jinja, when the model's directory had one ("" otherwise);
+  /// TokenizerConfig::load reads it beside tokenizer_config.json.
+  const std::string &chatTemplateFile() const { return chatTemplateJinja; }
 
 private:
   Artifact() = default;
@@ -75,6 +78,7 @@ private:
   LlmcStepFn stepFn = nullptr;
   std::string tokenizerJson;
   std::string tokenizerConfigJson;
+  std::string chatTemplateJinja;
 };
 
 } // namespace llmc::runtime

@@ -7,6 +7,7 @@
 #include "llmc/Runtime/llmc_runtime.h"
 
 #include "runtime/Model.h"
+#include "runtime/chat/ChatTemplate.h"
 #include "runtime/engine/Engine.h"
 #include "runtime/engine/EngineJson.h"
 #include "runtime/tokenizer/IncrementalDecoder.h"
@@ -14,6 +15,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <optional>
@@ -279,5 +282,28 @@ int llmc_decode_stream_finish(LlmcDecodeStream *stream, const char **text, size_
     *text_len = stream->text.size();
   });
 }
+
+int llmc_chat_template_check(const char *template_source, char *err, size_t err_size) {
+  return guarded(err, err_size, [&] { chat::ChatTemplate::parse(template_source); });
+}
+
+int llmc_chat_template_render(const char *template_source, const char *context_json, char **out,
+                              size_t *out_len, char *err, size_t err_size) {
+  return guarded(err, err_size, [&] {
+    // Ordered: the request's key order shows in tojson and items().
+    auto context = nlohmann::ordered_json::parse(context_json, nullptr,
+                                                 /*allow_exceptions=*/false);
+    if (context.is_discarded()) throw Error("the chat template context is not valid JSON");
+    std::string text = chat::ChatTemplate::parse(template_source).render(context);
+    auto *copy = static_cast<char *>(std::malloc(text.size() + 1));
+    if (!copy) throw std::bad_alloc();
+    std::memcpy(copy, text.data(), text.size());
+    copy[text.size()] = '\0';
+    *out = copy;
+    if (out_len) *out_len = text.size();
+  });
+}
+
+void llmc_string_free(char *text) { std::free(text); }
 
 } // extern "C"

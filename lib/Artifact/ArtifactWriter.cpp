@@ -24,8 +24,10 @@ namespace {
 
 constexpr int64_t kFormatVersion = 1;
 constexpr int64_t kWeightAlignment = 64;
-/// The tokenizer files an artifact carries when the model's directory has them.
-constexpr llvm::StringLiteral kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json"};
+/// The tokenizer files an artifact carries when the model's directory has them
+/// (newer transformers write the chat template to chat_template.jinja).
+constexpr llvm::StringLiteral kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json",
+                                                   "chat_template.jinja"};
 /// The module attribute copyTokenizerFiles leaves for the manifest.
 constexpr llvm::StringLiteral kTokenizerAttr = "llmc.tokenizer_files";
 

@@ -155,6 +155,28 @@ LLMC_RUNTIME_API int llmc_decode_stream_step(LlmcDecodeStream *stream, int32_t i
 LLMC_RUNTIME_API int llmc_decode_stream_finish(LlmcDecodeStream *stream, const char **text,
                                                size_t *text_len, char *err, size_t err_size);
 
+/* ---- Chat templates: Hugging Face chat_template (Jinja2) --------------------------------
+ * Rendered as transformers' apply_chat_template renders them. Both functions are stateless
+ * and may be called from several threads at once. */
+
+/* Parses template_source; nonzero (and err naming the line and column) when it is not a
+ * template this runtime can run. */
+LLMC_RUNTIME_API int llmc_chat_template_check(const char *template_source, char *err,
+                                              size_t err_size);
+
+/* Renders template_source with context_json, a JSON object: "messages",
+ * "add_generation_prompt", "bos_token", "eos_token" and whatever else the template reads
+ * ("tools", "date_string", ...). On success *out receives the text (NUL-terminated; free it
+ * with llmc_string_free) and *out_len, when not NULL, its length in bytes. Fails on a
+ * template it cannot run, on bad JSON and on the template's own raise_exception, whose
+ * message err receives. */
+LLMC_RUNTIME_API int llmc_chat_template_render(const char *template_source,
+                                               const char *context_json, char **out,
+                                               size_t *out_len, char *err, size_t err_size);
+
+/* Frees a string the runtime returned (NULL is ignored). */
+LLMC_RUNTIME_API void llmc_string_free(char *text);
+
 #ifdef __cplusplus
 }
 #endif
