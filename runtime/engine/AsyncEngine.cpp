@@ -24,6 +24,8 @@ AsyncEngine::~AsyncEngine() { shutdown(false); }
 RequestId AsyncEngine::submit(AsyncRequest request) {
   if ((request.text || request.detokenize) && !tokenizer)
     throw RequestError("this model has no tokenizer: give the prompt as token ids");
+  if (!request.stopStrings.empty() && !request.detokenize)
+    throw RequestError("stop strings need a detokenized request");
   RequestId id;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -35,9 +37,13 @@ RequestId AsyncEngine::submit(AsyncRequest request) {
     Stream stream;
     stream.onEvent = std::move(request.onEvent);
     stream.unfinishedSamples = std::max<int32_t>(request.options.n, 1);
+    stream.numPromptTokens = static_cast<int64_t>(request.promptIds.size());
     if (request.detokenize)
-      for (int32_t i = 0; i < stream.unfinishedSamples; ++i)
-        stream.decoders.push_back(std::make_unique<tokenizer::IncrementalDecoder>(*tokenizer));
+      for (int32_t i = 0; i < stream.unfinishedSamples; ++i) {
+        SampleText &sample = stream.samples.emplace_back();
+        sample.decoder = std::make_unique<tokenizer::IncrementalDecoder>(*tokenizer);
+        if (!request.stopStrings.empty()) sample.stops.emplace(request.stopStrings);
+      }
     streams.emplace(id, std::move(stream));
     snapshot.numPendingRequests = static_cast<int64_t>(streams.size());
   }
@@ -87,10 +93,14 @@ void AsyncEngine::tokenizeLoop() {
     AddCommand add{id, std::move(request.promptIds), std::move(request.options), {}};
     if (request.text) {
       try {
-        add.prompt = tokenizer->encode(*request.text);
+        add.prompt = tokenizer->encode(*request.text, request.addSpecialTokens);
       } catch (const std::exception &error) {
         add.error = std::string("cannot tokenize the prompt: ") + error.what();
       }
+      std::lock_guard<std::mutex> lock(mutex);
+      auto found = streams.find(id);
+      if (found != streams.end())
+        found->second.numPromptTokens = static_cast<int64_t>(add.prompt.size());
     }
     commands.push(std::move(add));
   }
@@ -101,8 +111,9 @@ bool AsyncEngine::apply(Command command, std::vector<Output> &results) {
   if (std::holds_alternative<StopCommand>(command)) return false;
   if (auto *abort = std::get_if<AbortCommand>(&command)) {
     if (!inEngine.count(abort->id)) {
-      // Still being tokenized: drop it when its AddCommand arrives.
-      earlyAborts.insert(abort->id);
+      // Still being tokenized: drop it when its AddCommand arrives. (An id
+      // below addedBelow has already finished.)
+      if (abort->id >= addedBelow) earlyAborts.insert(abort->id);
       return true;
     }
     for (StepOutput &output : engine->abort(abort->id))
@@ -111,6 +122,7 @@ bool AsyncEngine::apply(Command command, std::vector<Output> &results) {
     return true;
   }
   AddCommand &add = std::get<AddCommand>(command);
+  addedBelow = add.id + 1;
   if (earlyAborts.erase(add.id)) {
     for (int32_t i = 0; i < std::max<int32_t>(add.options.n, 1); ++i)
       results.push_back({add.id, StepOutput{add.id, i, std::nullopt, FinishReason::Abort}, {},
@@ -167,18 +179,40 @@ void AsyncEngine::engineLoop() {
   outputs.close();
 }
 
+bool AsyncEngine::addText(SampleText &sample, StreamEvent &event) {
+  if (sample.stopped) return false;
+  std::string text;
+  if (event.token) text = sample.decoder->add(event.token->token);
+  if (event.last()) text += sample.decoder->finish();
+  if (!sample.stops) {
+    event.text = std::move(text);
+    return true;
+  }
+  StopStringMatcher::Result matched = sample.stops->add(text);
+  event.text = std::move(matched.text);
+  if (matched.stop) {
+    sample.stopped = true;
+    event.finishReason = FinishReason::Stop;
+    event.stopString = std::move(matched.stop);
+  } else if (event.last()) {
+    event.text += sample.stops->finish();
+  }
+  return true;
+}
+
 void AsyncEngine::deliver(const Output &output) {
   StreamCallback callback;
-  tokenizer::IncrementalDecoder *decoder = nullptr;
+  SampleText *sample = nullptr; // stable: only this thread erases streams
+  StreamEvent event;
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto found = streams.find(output.id);
     if (found == streams.end()) return;
-    callback = found->second.onEvent;
-    if (output.step && !found->second.decoders.empty())
-      decoder = found->second.decoders.at(output.step->index).get();
+    Stream &stream = found->second;
+    callback = stream.onEvent;
+    event.numPromptTokens = stream.numPromptTokens;
+    if (output.step && !stream.samples.empty()) sample = &stream.samples.at(output.step->index);
   }
-  StreamEvent event;
   event.request = output.id;
   event.error = output.error;
   event.rejected = output.rejected;
@@ -186,18 +220,25 @@ void AsyncEngine::deliver(const Output &output) {
     event.index = output.step->index;
     event.token = output.step->token;
     event.finishReason = output.step->finishReason;
-    if (decoder) {
-      if (event.token) event.text = decoder->add(event.token->token);
-      if (event.last()) event.text += decoder->finish();
-    }
   }
+  if (sample && !addText(*sample, event)) return;
   if (callback) callback(event);
 
   if (!event.last()) return;
+  bool requestEnded = false, abortInEngine = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    Stream &stream = streams.at(output.id);
+    requestEnded = !event.error.empty() || --stream.unfinishedSamples == 0;
+    // A sample ended at a stop string may still be running in the engine.
+    for (const SampleText &text : stream.samples) abortInEngine |= requestEnded && text.stopped;
+  }
+  if (!requestEnded) return;
+  // Before the request counts as finished, so that shutdown() cannot stop
+  // the engine thread with the abort still to come.
+  if (abortInEngine) commands.push(AbortCommand{output.id});
   std::lock_guard<std::mutex> lock(mutex);
-  auto found = streams.find(output.id);
-  if (found != streams.end() && (!event.error.empty() || --found->second.unfinishedSamples == 0))
-    streams.erase(found);
+  streams.erase(output.id);
   snapshot.numPendingRequests = static_cast<int64_t>(streams.size());
   if (streams.empty()) allFinished.notify_all();
 }

@@ -10,7 +10,10 @@
 // Any thread may submit() and abort(). Each request's callback runs on the
 // output thread, in order, one StreamEvent per new token of each sample; the
 // last event of a sample has its finishReason set, or `error` for a request
-// that failed as a whole (rejected, or the model failed).
+// that failed as a whole (rejected, or the model failed). Stop strings are
+// matched on the output thread, on the detokenized text: a sample that meets
+// one ends there (FinishReason::Stop), and when all of a request's samples
+// have ended its blocks are freed.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_ENGINE_ASYNCENGINE_H
@@ -18,6 +21,7 @@
 
 #include "runtime/engine/BoundedQueue.h"
 #include "runtime/engine/Engine.h"
+#include "runtime/engine/StopStrings.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -49,6 +53,10 @@ struct StreamEvent {
   std::string text;
   /// Set on a sample's last event.
   FinishReason finishReason = FinishReason::None;
+  /// The stop string that ended the sample (not part of `text`).
+  std::optional<std::string> stopString;
+  /// The prompt's length in tokens (0 on a rejection).
+  int64_t numPromptTokens = 0;
   /// Non-empty on a request's only event when it failed as a whole;
   /// `rejected` tells the caller's fault (a bad request) from the engine's.
   std::string error;
@@ -60,14 +68,19 @@ struct StreamEvent {
 using StreamCallback = std::function<void(const StreamEvent &)>;
 
 struct AsyncRequest {
-  /// A text prompt, encoded on the tokenizer thread (with the tokenizer's
-  /// special tokens) ...
+  /// A text prompt, encoded on the tokenizer thread ...
   std::optional<std::string> text;
   /// ... or token ids.
   std::vector<int32_t> promptIds;
+  /// Whether encoding `text` adds the tokenizer's special tokens (a BOS, as
+  /// its post-processor says); a chat template writes its own.
+  bool addSpecialTokens = true;
   RequestOptions options;
   /// Give each event the text of its token (needs the tokenizer).
   bool detokenize = false;
+  /// Each sample ends before the first of these in its text (needs
+  /// `detokenize`).
+  std::vector<std::string> stopStrings;
   StreamCallback onEvent;
 };
 
@@ -138,11 +151,19 @@ private:
     std::string error;
     bool rejected = false;
   };
+  /// The output thread's view of one sample of a pending request.
+  struct SampleText {
+    std::unique_ptr<tokenizer::IncrementalDecoder> decoder;
+    std::optional<StopStringMatcher> stops;
+    /// Ended by a stop string while the engine still runs it.
+    bool stopped = false;
+  };
   /// The output thread's view of a pending request.
   struct Stream {
     StreamCallback onEvent;
-    std::vector<std::unique_ptr<tokenizer::IncrementalDecoder>> decoders;
+    std::vector<SampleText> samples; // empty without detokenize
     int32_t unfinishedSamples;
+    int64_t numPromptTokens = 0;
   };
 
   void tokenizeLoop();
@@ -151,6 +172,9 @@ private:
   /// Runs one command on the engine thread; false for StopCommand.
   bool apply(Command command, std::vector<Output> &outputs);
   void deliver(const Output &output);
+  /// Fills in the event's text from the sample's decoder and stop strings;
+  /// false when the sample has already ended at a stop string.
+  static bool addText(SampleText &sample, StreamEvent &event);
 
   const tokenizer::Tokenizer *tokenizer;
   const AsyncEngineConfig config;
@@ -168,8 +192,10 @@ private:
   bool stopped = false;
   AsyncEngineStats snapshot;
 
-  /// Engine thread only: aborts that overtook their request's AddCommand.
+  /// Engine thread only: aborts that overtook their request's AddCommand,
+  /// and the ids below which every AddCommand has come (they come in order).
   std::unordered_set<RequestId> earlyAborts;
+  RequestId addedBelow = 0;
   /// Engine thread only: the requests the engine holds.
   std::unordered_set<RequestId> inEngine;
 

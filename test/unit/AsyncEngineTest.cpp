@@ -2,6 +2,7 @@
 #include "TestArtifact.h"
 
 #include "runtime/engine/AsyncEngine.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 using namespace llmc::runtime;
 using llmc::test::TestArtifact;
@@ -137,6 +139,63 @@ TEST_F(AsyncEngineTest, AbortEndsAStreamAndFreesItsBlocks) {
   }
   engine.shutdown(true);
   EXPECT_EQ(engine.stats().engine.numKvBlocksHeld, 0);
+}
+
+/// A tokenizer of the toy vocabulary: token i is the i-th of 64 characters.
+std::unique_ptr<tokenizer::Tokenizer> toyTokenizer() {
+  const std::string characters =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/";
+  nlohmann::json vocab = nlohmann::json::object();
+  for (size_t i = 0; i < characters.size(); ++i) vocab[characters.substr(i, 1)] = i;
+  nlohmann::json document = {
+      {"version", "1.0"},
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}},
+      {"decoder", {{"type", "Fuse"}}}};
+  return tokenizer::Tokenizer::fromJson(document.dump(), "toy.json");
+}
+
+/// Runs one detokenized request; its text, finish reason and stop string.
+std::tuple<std::string, FinishReason, std::optional<std::string>>
+generateText(AsyncEngine &engine, std::vector<std::string> stopStrings) {
+  std::string text;
+  FinishReason reason = FinishReason::None;
+  std::optional<std::string> stop;
+  std::promise<void> done;
+  AsyncRequest request;
+  request.promptIds = {3, 1, 4};
+  request.options.maxTokens = 40;
+  request.options.sampling.temperature = 0;
+  request.detokenize = true;
+  request.stopStrings = std::move(stopStrings);
+  request.onEvent = [&](const StreamEvent &event) {
+    text += event.text;
+    if (!event.last()) return;
+    reason = event.finishReason;
+    stop = event.stopString;
+    done.set_value();
+  };
+  engine.submit(std::move(request));
+  EXPECT_EQ(done.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  return {text, reason, stop};
+}
+
+TEST_F(AsyncEngineTest, AStopStringEndsTheSampleBeforeItAndFreesItsBlocks) {
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer = toyTokenizer();
+  AsyncEngine engine(*model, tokenizer.get(), {});
+  auto [whole, lengthReason, none] = generateText(engine, {});
+  ASSERT_EQ(whole.size(), 40u);
+  EXPECT_EQ(lengthReason, FinishReason::Length);
+  std::string stop = whole.substr(20, 2);
+
+  auto [text, reason, matched] = generateText(engine, {"never", stop});
+  EXPECT_EQ(text, whole.substr(0, whole.find(stop)));
+  EXPECT_EQ(reason, FinishReason::Stop);
+  EXPECT_EQ(matched, stop);
+  // The engine was still running the sample: the stop aborts it there.
+  for (int wait = 0; wait < 500 && engine.stats().engine.numKvBlocksHeld; ++wait)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(engine.stats().engine.numKvBlocksHeld, 0);
+  EXPECT_EQ(engine.stats().numPendingRequests, 0);
 }
 
 TEST_F(AsyncEngineTest, ShutdownWithoutDrainAbortsWhatIsPending) {

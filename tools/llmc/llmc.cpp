@@ -2,7 +2,9 @@
 //
 //   llmc compile model.onnx [--emit=onnx-ir|llm-ir] [-o FILE] [--summary]
 //   llmc run model.llmc --prompt-ids 1,2,3 [--max-tokens N] [--json] ...
+//   llmc serve model.llmc [--host H] [--port P] [--api-key KEY] ...
 //   llmc bench throughput model.llmc [--num-prompts N] [--max-concurrency C] ...
+//   llmc bench serve --url URL [--request-rate R] [--num-prompts N] ...
 //
 // Errors are one line on stderr, `llmc: error: ...`, and a non-zero exit.
 //
@@ -10,6 +12,7 @@
 #include "Bench.h"
 #include "Compile.h"
 #include "Run.h"
+#include "Serve.h"
 
 #include "llmc/Support/Debug.h"
 #include "passes/Passes.h"
@@ -27,11 +30,14 @@ int main(int argc, char **argv) {
   // (--mlir-print-ir-after-all, --mlir-timing, ...) are parsed after it.
   llvm::StringRef command = argc > 1 ? argv[1] : "";
   if (command == "run") return llmc::runRun(std::vector<std::string>(argv + 2, argv + argc));
+  if (command == "serve") return llmc::runServe(std::vector<std::string>(argv + 2, argv + argc));
   if (command == "bench") return llmc::runBench(std::vector<std::string>(argv + 2, argv + argc));
   if (command != "compile") {
     llvm::errs() << "usage: llmc compile model.onnx [options]   (llmc compile --help for the options)\n"
                     "       llmc run model.llmc --prompt-ids 1,2,3 [options]   (llmc run --help)\n"
-                    "       llmc bench throughput model.llmc [options]   (llmc bench --help)\n";
+                    "       llmc serve model.llmc [--port P] [options]   (llmc serve --help)\n"
+                    "       llmc bench throughput model.llmc [options]   (llmc bench --help)\n"
+                    "       llmc bench serve --url URL [options]   (llmc bench serve --help)\n";
     return command == "--help" || command == "-h" ? 0 : 1;
   }
   // First the passes: --mlir-print-ir-after=<pass> takes their names.

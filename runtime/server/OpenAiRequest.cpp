@@ -1,0 +1,237 @@
+//===- OpenAiRequest.cpp - the request bodies of the OpenAI API -----------===//
+#include "runtime/server/OpenAiRequest.h"
+
+#include "runtime/server/ApiError.h"
+
+#include <cmath>
+#include <limits>
+
+namespace llmc::runtime::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// Reads the fields of a request body, each with OpenAI's type and range; a
+/// fault throws ApiError(400) naming the field. An absent or null field
+/// leaves the default.
+class Fields {
+public:
+  explicit Fields(const json &body) : body(body) {}
+
+  const json *find(const char *name) const {
+    auto found = body.find(name);
+    return found == body.end() || found->is_null() ? nullptr : &*found;
+  }
+
+  bool flag(const char *name, bool fallback) const {
+    const json *value = find(name);
+    if (!value) return fallback;
+    if (!value->is_boolean()) fail(name, "must be a boolean");
+    return value->get<bool>();
+  }
+
+  double number(const char *name, double fallback, double minimum, double maximum) const {
+    const json *value = find(name);
+    if (!value) return fallback;
+    if (!value->is_number()) fail(name, "must be a number");
+    double number = value->get<double>();
+    if (!(number >= minimum && number <= maximum))
+      fail(name, "must be in [" + shortNumber(minimum) + ", " + shortNumber(maximum) +
+                     "], not " + shortNumber(number));
+    return number;
+  }
+
+  std::optional<int64_t> integer(const char *name, int64_t minimum, int64_t maximum) const {
+    const json *value = find(name);
+    if (!value) return std::nullopt;
+    if (!value->is_number_integer()) fail(name, "must be an integer");
+    // Unsigned values past INT64_MAX are out of range too.
+    if (value->is_number_unsigned() &&
+        value->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail(name, "must be at most " + std::to_string(maximum));
+    int64_t number = value->get<int64_t>();
+    if (number < minimum || number > maximum)
+      fail(name, "must be in [" + std::to_string(minimum) + ", " + std::to_string(maximum) +
+                     "], not " + std::to_string(number));
+    return number;
+  }
+
+  std::string string(const char *name) const {
+    const json *value = find(name);
+    if (!value) return {};
+    if (!value->is_string()) fail(name, "must be a string");
+    return value->get<std::string>();
+  }
+
+  /// Refuses a field llmc does not serve, unless it has its neutral value.
+  void unsupported(const char *name, const json &neutral) const {
+    const json *value = find(name);
+    if (value && *value != neutral)
+      throw ApiError(400, std::string("'") + name + "' is not supported by this server", name);
+  }
+
+  [[noreturn]] static void fail(const std::string &name, const std::string &problem) {
+    throw ApiError(400, "'" + name + "' " + problem, name);
+  }
+
+private:
+  static std::string shortNumber(double value) {
+    json number = value;
+    return number.dump();
+  }
+
+  const json &body;
+};
+
+/// A list of token ids, each in [0, INT32_MAX].
+std::vector<int32_t> tokenIds(const json &value, const char *name) {
+  std::vector<int32_t> ids;
+  for (const json &id : value) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+        id.get<int64_t>() > std::numeric_limits<int32_t>::max())
+      Fields::fail(name, "must hold token ids (non-negative integers)");
+    ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+  return ids;
+}
+
+/// OpenAI's prompt: a string, a list of strings, a list of token ids or a
+/// list of such lists.
+std::vector<PromptInput> readPrompts(const Fields &fields) {
+  const json *prompt = fields.find("prompt");
+  if (!prompt) Fields::fail("prompt", "is required");
+  if (prompt->is_string()) return {PromptInput{prompt->get<std::string>(), {}}};
+  if (!prompt->is_array() || prompt->empty())
+    Fields::fail("prompt", "must be a string, a list of strings, or a list of token id lists");
+  if ((*prompt)[0].is_number()) return {PromptInput{std::nullopt, tokenIds(*prompt, "prompt")}};
+  std::vector<PromptInput> prompts;
+  for (const json &item : *prompt) {
+    if (item.is_string())
+      prompts.push_back({item.get<std::string>(), {}});
+    else if (item.is_array())
+      prompts.push_back({std::nullopt, tokenIds(item, "prompt")});
+    else
+      Fields::fail("prompt", "must be a string, a list of strings, or a list of token id lists");
+  }
+  return prompts;
+}
+
+/// OpenAI's messages: role and content, the content a string or a list of
+/// text parts (joined).
+json readMessages(const Fields &fields) {
+  const json *messages = fields.find("messages");
+  if (!messages) Fields::fail("messages", "is required");
+  if (!messages->is_array() || messages->empty())
+    Fields::fail("messages", "must be a non-empty list of messages");
+  json conversation = json::array();
+  for (const json &message : *messages) {
+    if (!message.is_object() || !message.contains("role") || !message["role"].is_string())
+      Fields::fail("messages", "must hold objects with a string 'role'");
+    json copy = message;
+    auto content = message.find("content");
+    if (content == message.end() || content->is_null()) {
+      copy["content"] = "";
+    } else if (content->is_array()) {
+      std::string text;
+      for (const json &part : *content) {
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string())
+          throw ApiError(400, "only text content parts are supported", "messages");
+        text += part["text"].get<std::string>();
+      }
+      copy["content"] = text;
+    } else if (!content->is_string()) {
+      Fields::fail("messages", "content must be a string or a list of text parts");
+    }
+    conversation.push_back(std::move(copy));
+  }
+  return conversation;
+}
+
+std::vector<std::string> readStop(const Fields &fields) {
+  const json *stop = fields.find("stop");
+  if (!stop) return {};
+  if (stop->is_string()) return {stop->get<std::string>()};
+  if (!stop->is_array()) Fields::fail("stop", "must be a string or a list of strings");
+  std::vector<std::string> strings;
+  for (const json &item : *stop) {
+    if (!item.is_string()) Fields::fail("stop", "must be a string or a list of strings");
+    strings.push_back(item.get<std::string>());
+  }
+  return strings;
+}
+
+} // namespace
+
+GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
+                                         int64_t maxModelLen) {
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  Fields fields(body);
+  GenerationRequest request;
+  request.endpoint = endpoint;
+  bool chat = endpoint == Endpoint::ChatCompletions;
+  request.model = fields.string("model");
+  if (chat)
+    request.messages = readMessages(fields);
+  else
+    request.prompts = readPrompts(fields);
+
+  for (const char *name : {"tools", "functions", "response_format", "audio", "modalities"})
+    fields.unsupported(name, json());
+  fields.unsupported("echo", false);
+  fields.unsupported("suffix", "");
+  fields.unsupported("best_of", fields.find("n") ? *fields.find("n") : json(1));
+  fields.unsupported("logit_bias", json::object());
+
+  RequestOptions &options = request.options;
+  SamplingParams &sampling = options.sampling;
+  options.n = static_cast<int32_t>(fields.integer("n", 1, 128).value_or(1));
+  // Chat: max_completion_tokens is the newer name of max_tokens.
+  std::optional<int64_t> maxTokens = fields.integer("max_tokens", 1, maxModelLen);
+  if (chat && !maxTokens) maxTokens = fields.integer("max_completion_tokens", 1, maxModelLen);
+  options.maxTokens = maxTokens.value_or(chat ? maxModelLen : 16);
+
+  sampling.temperature = static_cast<float>(fields.number("temperature", 1.0, 0.0, 2.0));
+  sampling.topP = static_cast<float>(fields.number("top_p", 1.0, 1e-9, 1.0));
+  sampling.topK = static_cast<int32_t>(
+      fields.integer("top_k", -1, std::numeric_limits<int32_t>::max()).value_or(0));
+  sampling.minP = static_cast<float>(fields.number("min_p", 0.0, 0.0, 1.0));
+  sampling.presencePenalty = static_cast<float>(fields.number("presence_penalty", 0.0, -2.0, 2.0));
+  sampling.frequencyPenalty =
+      static_cast<float>(fields.number("frequency_penalty", 0.0, -2.0, 2.0));
+  sampling.repetitionPenalty =
+      static_cast<float>(fields.number("repetition_penalty", 1.0, 1e-6, 100.0));
+  if (std::optional<int64_t> seed = fields.integer("seed", std::numeric_limits<int64_t>::min(),
+                                                   std::numeric_limits<int64_t>::max()))
+    sampling.seed = static_cast<uint64_t>(*seed);
+
+  // Completions: logprobs is the number of alternatives. Chat: a flag, with
+  // top_logprobs the number.
+  if (chat) {
+    std::optional<int64_t> top = fields.integer("top_logprobs", 0, 20);
+    if (fields.flag("logprobs", false))
+      request.logprobs = static_cast<int32_t>(top.value_or(0));
+    else if (top)
+      Fields::fail("top_logprobs", "needs 'logprobs': true");
+  } else if (std::optional<int64_t> top = fields.integer("logprobs", 0, 20)) {
+    request.logprobs = static_cast<int32_t>(*top);
+  }
+  sampling.logprobs = request.logprobs;
+
+  request.stop = readStop(fields);
+  if (const json *ids = fields.find("stop_token_ids")) {
+    if (!ids->is_array()) Fields::fail("stop_token_ids", "must be a list of token ids");
+    options.stopTokenIds = tokenIds(*ids, "stop_token_ids");
+  }
+  request.ignoreEos = fields.flag("ignore_eos", false);
+
+  request.stream = fields.flag("stream", false);
+  if (const json *streamOptions = fields.find("stream_options")) {
+    if (!request.stream) Fields::fail("stream_options", "is only allowed with 'stream': true");
+    if (!streamOptions->is_object()) Fields::fail("stream_options", "must be an object");
+    request.includeUsage = Fields(*streamOptions).flag("include_usage", false);
+  }
+  return request;
+}
+
+} // namespace llmc::runtime::server

@@ -1,0 +1,59 @@
+//===- OpenAiRequest.h - the request bodies of the OpenAI API ---*- C++ -*-===//
+//
+// Reads the JSON body of POST /v1/completions and /v1/chat/completions into
+// what the engine runs, checking each field's type and range as OpenAI's API
+// does; any fault is an ApiError (400) naming the field. Fields of OpenAI's
+// that llmc does not serve (echo, best_of, suffix, tools, ...) are refused
+// rather than silently ignored; unknown fields are ignored, as vLLM does.
+// vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos and
+// stop_token_ids are accepted too.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_SERVER_OPENAIREQUEST_H
+#define LLMC_RUNTIME_SERVER_OPENAIREQUEST_H
+
+#include "runtime/engine/Engine.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llmc::runtime::server {
+
+enum class Endpoint { Completions, ChatCompletions };
+
+/// One prompt: text (tokenized by the engine) or token ids.
+struct PromptInput {
+  std::optional<std::string> text;
+  std::vector<int32_t> ids;
+};
+
+struct GenerationRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  /// Empty when the request names none.
+  std::string model;
+  /// Completions: one or more prompts, each with `options.n` choices.
+  std::vector<PromptInput> prompts;
+  /// Chat: the conversation as sent (in its key order, which templates that
+  /// print messages with tojson keep), for the chat template.
+  nlohmann::ordered_json messages;
+  /// max_tokens when given; else the engine runs to max_model_len (chat) or
+  /// OpenAI's default of 16 (completions).
+  RequestOptions options;
+  std::vector<std::string> stop;
+  bool ignoreEos = false;
+  bool stream = false;
+  bool includeUsage = false;
+  /// Return logprobs, with this many top alternatives per token.
+  std::optional<int32_t> logprobs;
+};
+
+/// Parses a request body; `maxModelLen` bounds max_tokens.
+GenerationRequest parseGenerationRequest(Endpoint endpoint, const nlohmann::ordered_json &body,
+                                         int64_t maxModelLen);
+
+} // namespace llmc::runtime::server
+
+#endif // LLMC_RUNTIME_SERVER_OPENAIREQUEST_H

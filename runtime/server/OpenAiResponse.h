@@ -1,0 +1,78 @@
+//===- OpenAiResponse.h - the response bodies of the OpenAI API -*- C++ -*-===//
+//
+// Builds what /v1/completions and /v1/chat/completions send back from the
+// engine's events: one chunk per event when streaming (OpenAI's
+// `text_completion` / `chat.completion.chunk` objects, the chat role first,
+// the usage last when asked), or the whole response at the end.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_SERVER_OPENAIRESPONSE_H
+#define LLMC_RUNTIME_SERVER_OPENAIRESPONSE_H
+
+#include "runtime/engine/AsyncEngine.h"
+#include "runtime/server/OpenAiRequest.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace llmc::runtime::tokenizer {
+class Tokenizer;
+}
+
+namespace llmc::runtime::server {
+
+/// The finish_reason of a finished sample: "stop", "length" or "abort".
+const char *finishReasonText(FinishReason reason);
+
+class ResponseBuilder {
+public:
+  /// `tokenizer` names the tokens of logprobs (which need one).
+  ResponseBuilder(const GenerationRequest &request, std::string modelName, size_t numChoices,
+                  const tokenizer::Tokenizer *tokenizer);
+
+  /// Takes the event of choice `index`; returns its streamed chunk, or null
+  /// when it carries nothing to send.
+  nlohmann::ordered_json add(size_t index, const StreamEvent &event);
+  void addPromptTokens(int64_t count) { promptTokens += count; }
+  int64_t numPromptTokens() const { return promptTokens; }
+
+  /// The final chunk of a stream that asked for usage (no choices).
+  nlohmann::ordered_json usageChunk() const;
+  /// The whole response, when not streaming.
+  nlohmann::ordered_json response() const;
+
+private:
+  struct Choice {
+    std::string text;
+    int64_t tokens = 0;
+    const char *finishReason = nullptr;
+    nlohmann::ordered_json stopReason;
+    nlohmann::ordered_json logprobs; // accumulated when not streaming
+    bool roleSent = false;
+  };
+
+  nlohmann::ordered_json envelope() const;
+  nlohmann::ordered_json usage() const;
+  /// The logprobs of the event's token, in the endpoint's format; text
+  /// offset `offset` (completions).
+  nlohmann::ordered_json tokenLogprobs(const SampledToken &token, size_t offset) const;
+  /// Appends one token's logprobs to those of the tokens before it.
+  static void appendLogprobs(nlohmann::ordered_json &into, const nlohmann::ordered_json &more);
+  std::string tokenText(int32_t id) const;
+
+  bool chat;
+  bool stream;
+  bool withLogprobs;
+  std::string id;
+  std::string model;
+  int64_t created;
+  const tokenizer::Tokenizer *tokenizer;
+  std::vector<Choice> choices;
+  int64_t promptTokens = 0;
+};
+
+} // namespace llmc::runtime::server
+
+#endif // LLMC_RUNTIME_SERVER_OPENAIRESPONSE_H

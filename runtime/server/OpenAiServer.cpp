@@ -1,0 +1,299 @@
+//===- OpenAiServer.cpp - the OpenAI API over an AsyncEngine --------------===//
+#include "runtime/server/OpenAiServer.h"
+
+#include "runtime/server/ApiError.h"
+#include "runtime/server/Mailbox.h"
+#include "runtime/server/OpenAiResponse.h"
+#include "runtime/tokenizer/Tokenizer.h"
+
+namespace llmc::runtime::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// An engine event of one of a generation request's prompts.
+struct PromptEvent {
+  size_t prompt;
+  StreamEvent event;
+};
+
+double secondsBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+/// Times one engine request's tokens for the latency histograms. Called on
+/// the engine's output thread only.
+class TokenTimer {
+public:
+  TokenTimer(Clock::time_point arrival, int32_t samples, ServerMetrics &metrics)
+      : arrival(arrival), lastToken(samples), metrics(metrics) {}
+
+  void observe(const StreamEvent &event) {
+    if (!event.token) return;
+    Clock::time_point now = Clock::now();
+    metrics.countToken(now);
+    std::optional<Clock::time_point> &last = lastToken.at(event.index);
+    if (!firstTokenSeen)
+      metrics.observeFirstToken(secondsBetween(arrival, now));
+    else if (last)
+      metrics.observeNextToken(secondsBetween(*last, now));
+    firstTokenSeen = true;
+    last = now;
+  }
+
+private:
+  Clock::time_point arrival;
+  bool firstTokenSeen = false;
+  std::vector<std::optional<Clock::time_point>> lastToken;
+  ServerMetrics &metrics;
+};
+
+std::string bearerToken(const HttpRequest &request) {
+  auto header = request.find(http::field::authorization);
+  if (header == request.end()) return {};
+  std::string_view value(header->value().data(), header->value().size());
+  constexpr std::string_view prefix = "Bearer ";
+  if (value.substr(0, prefix.size()) != prefix) return {};
+  return std::string(value.substr(prefix.size()));
+}
+} // namespace
+
+OpenAiServer::OpenAiServer(AsyncEngine &engine, const ServedModel &served,
+                           const ServerOptions &options)
+    : engine(engine), served(served), options(options),
+      startTime(std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count()) {}
+
+HttpResponse OpenAiServer::jsonResponse(const json &body) const {
+  HttpResponse response{http::status::ok, 11};
+  response.set(http::field::content_type, "application/json");
+  response.body() = body.dump();
+  return response;
+}
+
+HttpResponse OpenAiServer::errorResponse(int status, const std::string &message,
+                                         const std::string &param, const std::string &code) {
+  metrics.countError(status);
+  HttpResponse response = jsonResponse(ApiError::body(status, message, param, code));
+  response.result(static_cast<http::status>(status));
+  if (status == 429 || status == 503) response.set(http::field::retry_after, "1");
+  return response;
+}
+
+void OpenAiServer::checkApiKey(const HttpRequest &request) const {
+  if (options.apiKey.empty()) return;
+  std::string token = bearerToken(request);
+  if (token.empty())
+    throw ApiError(401, "no API key: send 'Authorization: Bearer <key>'", {}, "invalid_api_key");
+  if (token != options.apiKey) throw ApiError(401, "incorrect API key", {}, "invalid_api_key");
+}
+
+void OpenAiServer::checkModel(const std::string &model) const {
+  if (!model.empty() && model != served.name)
+    throw ApiError(404, "the model '" + model + "' does not exist; this server has '" +
+                            served.name + "'",
+                   "model", "model_not_found");
+}
+
+std::string OpenAiServer::applyChatTemplate(const nlohmann::ordered_json &messages) const {
+  if (!served.chatTemplate)
+    throw ApiError(400, "this model has no chat template: use /v1/completions");
+  nlohmann::ordered_json context = {{"messages", messages},
+                  {"add_generation_prompt", true},
+                  {"bos_token", served.bosToken},
+                  {"eos_token", served.eosToken}};
+  try {
+    return served.chatTemplate->render(context);
+  } catch (const chat::ChatTemplateError &error) {
+    throw ApiError(400, std::string("the chat template refused the messages: ") + error.what(),
+                   "messages");
+  }
+}
+
+json OpenAiServer::modelList() const {
+  json model = {{"id", served.name},    {"object", "model"},
+                {"created", startTime}, {"owned_by", "llmc"},
+                {"root", served.name},  {"max_model_len", engine.maxModelLen()}};
+  return {{"object", "list"}, {"data", json::array({std::move(model)})}};
+}
+
+void OpenAiServer::abortAll() {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (RequestId id : inFlight) engine.abort(id);
+}
+
+// The coroutines below build no JSON from braced lists: GCC 12 miscompiles
+// initializer lists in coroutine frames ("array used as initializer").
+
+Task<void> OpenAiServer::handle(HttpExchange &exchange) {
+  std::optional<ApiError> failure;
+  try {
+    co_await route(exchange);
+  } catch (const ApiError &error) {
+    failure = error;
+  }
+  // (No co_await inside a handler.)
+  if (failure)
+    co_await exchange.respond(
+        errorResponse(failure->status, failure->what(), failure->param, failure->code));
+}
+
+Task<void> OpenAiServer::route(HttpExchange &exchange) {
+  const HttpRequest &request = exchange.request;
+  std::string_view target(request.target().data(), request.target().size());
+  target = target.substr(0, target.find('?'));
+  bool get = request.method() == http::verb::get;
+  bool post = request.method() == http::verb::post;
+
+  if (target == "/health") {
+    if (!get) throw ApiError(405, "use GET /health");
+    if (draining) throw ApiError(503, "the server is shutting down");
+    co_await exchange.respond(jsonResponse(json::object()));
+    co_return;
+  }
+  if (target == "/metrics") {
+    if (!get) throw ApiError(405, "use GET /metrics");
+    HttpResponse response{http::status::ok, 11};
+    response.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+    response.body() = metrics.render(engine.stats());
+    co_await exchange.respond(std::move(response));
+    co_return;
+  }
+  if (target.substr(0, 4) == "/v1/") checkApiKey(request);
+  if (target == "/v1/models") {
+    if (!get) throw ApiError(405, "use GET /v1/models");
+    co_await exchange.respond(jsonResponse(modelList()));
+    co_return;
+  }
+  std::optional<Endpoint> endpoint;
+  if (target == "/v1/completions") endpoint = Endpoint::Completions;
+  if (target == "/v1/chat/completions") endpoint = Endpoint::ChatCompletions;
+  if (!endpoint) throw ApiError(404, "no such endpoint: " + std::string(target));
+  if (!post) throw ApiError(405, "use POST " + std::string(target));
+  if (draining) throw ApiError(503, "the server is shutting down");
+  co_await generate(exchange, *endpoint);
+}
+
+Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
+  Clock::time_point arrival = Clock::now();
+  auto body = nlohmann::ordered_json::parse(exchange.request.body(), nullptr,
+                                           /*allow_exceptions=*/false);
+  if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+  GenerationRequest request = parseGenerationRequest(endpoint, body, engine.maxModelLen());
+  checkModel(request.model);
+  bool chat = endpoint == Endpoint::ChatCompletions;
+  if (chat) request.prompts.emplace_back().text = applyChatTemplate(request.messages);
+  bool hasText = false;
+  for (const PromptInput &prompt : request.prompts) hasText |= prompt.text.has_value();
+  if (!served.tokenizer && (hasText || !request.stop.empty() || request.logprobs))
+    throw ApiError(400, "this model has no tokenizer: give prompts as token ids, without stop "
+                        "strings or logprobs");
+  if (!request.ignoreEos && served.eosTokenId)
+    request.options.stopTokenIds.push_back(*served.eosTokenId);
+
+  const size_t samples = static_cast<size_t>(request.options.n);
+  const size_t numPrompts = request.prompts.size();
+  auto mailbox = std::make_shared<Mailbox<PromptEvent>>(exchange.executor());
+  std::vector<RequestId> ids;
+  std::optional<ApiError> refusal;
+  for (size_t i = 0; i < numPrompts && !refusal; ++i) {
+    AsyncRequest work;
+    work.text = std::move(request.prompts[i].text);
+    work.promptIds = std::move(request.prompts[i].ids);
+    work.addSpecialTokens = !chat; // the template wrote them
+    work.options = request.options;
+    work.detokenize = served.tokenizer != nullptr;
+    work.stopStrings = request.stop;
+    auto timer = std::make_shared<TokenTimer>(arrival, request.options.n, metrics);
+    work.onEvent = [mailbox, timer, i](const StreamEvent &event) {
+      timer->observe(event);
+      mailbox->put({i, event});
+    };
+    try {
+      ids.push_back(engine.submit(std::move(work)));
+    } catch (const QueueFullError &error) {
+      refusal = ApiError(429, error.what(), {}, "rate_limit_exceeded");
+    } catch (const RequestError &error) {
+      refusal = ApiError(400, error.what());
+    }
+  }
+  if (refusal) {
+    for (RequestId id : ids) engine.abort(id);
+    throw *refusal;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    inFlight.insert(ids.begin(), ids.end());
+  }
+  exchange.watchDisconnect([this, ids] {
+    for (RequestId id : ids) engine.abort(id);
+  });
+
+  ResponseBuilder builder(request, served.name, numPrompts * samples, served.tokenizer);
+  std::vector<size_t> openSamples(numPrompts, samples);
+  std::vector<bool> promptCounted(numPrompts, false);
+  size_t unfinished = numPrompts * samples;
+  bool streaming = false;
+  std::optional<ApiError> failure;
+  const char *finishReason = nullptr;
+  while (unfinished > 0) {
+    std::vector<PromptEvent> events = co_await mailbox->take();
+    std::vector<std::string> chunks;
+    for (const auto &[prompt, event] : events) {
+      if (!promptCounted[prompt] && event.error.empty()) {
+        builder.addPromptTokens(event.numPromptTokens);
+        promptCounted[prompt] = true;
+      }
+      if (!event.error.empty()) {
+        // A prompt refused or a failed step: the whole response fails.
+        if (!failure) failure = ApiError(event.rejected ? 400 : 500, event.error);
+        unfinished -= openSamples[prompt];
+        openSamples[prompt] = 0;
+        for (RequestId id : ids) engine.abort(id);
+        continue;
+      }
+      json chunk = builder.add(prompt * samples + event.index, event);
+      if (event.last()) {
+        --openSamples[prompt];
+        --unfinished;
+        if (!finishReason) finishReason = finishReasonText(event.finishReason);
+      }
+      if (request.stream && !failure && !chunk.is_null()) chunks.push_back(chunk.dump());
+    }
+    if (chunks.empty() || exchange.clientGone()) continue;
+    if (!streaming) {
+      co_await exchange.beginEvents();
+      streaming = true;
+    }
+    if (!co_await exchange.sendEvents(chunks))
+      for (RequestId id : ids) engine.abort(id);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (RequestId id : ids) inFlight.erase(id);
+  }
+  metrics.observeRequestEnd(failure ? "error" : finishReason ? finishReason : "abort",
+                            builder.numPromptTokens(),
+                            secondsBetween(arrival, Clock::now()));
+
+  if (!streaming && failure) throw *failure;
+  if (!request.stream) {
+    co_await exchange.respond(jsonResponse(builder.response()));
+    co_return;
+  }
+  if (!streaming) {
+    co_await exchange.beginEvents(); // every sample ended without a chunk
+    streaming = true;
+  }
+  std::vector<std::string> last;
+  if (failure)
+    last.push_back(failure->body().dump());
+  else if (request.includeUsage)
+    last.push_back(builder.usageChunk().dump());
+  last.push_back("[DONE]");
+  co_await exchange.sendEvents(last);
+  co_await exchange.endEvents();
+}
+
+} // namespace llmc::runtime::server

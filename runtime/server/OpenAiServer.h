@@ -1,0 +1,64 @@
+//===- OpenAiServer.h - the OpenAI API over an AsyncEngine ------*- C++ -*-===//
+//
+// The routes of `llmc serve`:
+//   POST /v1/completions, POST /v1/chat/completions   (stream: true as SSE)
+//   GET /v1/models, GET /health, GET /metrics          (Prometheus text)
+// A generation request becomes one engine request per prompt; its events
+// come back through a Mailbox to the connection's coroutine, which streams
+// them as chunks or gathers the whole response. A client that goes away
+// aborts its requests at once, freeing their KV blocks.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_SERVER_OPENAISERVER_H
+#define LLMC_RUNTIME_SERVER_OPENAISERVER_H
+
+#include "runtime/server/HttpServer.h"
+#include "runtime/server/Metrics.h"
+#include "runtime/server/OpenAiRequest.h"
+#include "runtime/server/Server.h"
+
+#include <atomic>
+#include <mutex>
+#include <unordered_set>
+
+namespace llmc::runtime::server {
+
+class OpenAiServer {
+public:
+  OpenAiServer(AsyncEngine &engine, const ServedModel &served, const ServerOptions &options);
+
+  /// The HttpServer's handler.
+  Task<void> handle(HttpExchange &exchange);
+  /// An error response in OpenAI's format (also for the transport's refusals).
+  HttpResponse errorResponse(int status, const std::string &message,
+                             const std::string &param = {}, const std::string &code = {});
+
+  /// From now on /health says 503 and new generation requests are refused.
+  void stopTakingRequests() { draining = true; }
+  /// Aborts every request in flight (they end with finish_reason "abort").
+  void abortAll();
+
+private:
+  Task<void> route(HttpExchange &exchange);
+  Task<void> generate(HttpExchange &exchange, Endpoint endpoint);
+  HttpResponse jsonResponse(const nlohmann::ordered_json &body) const;
+  /// The body of GET /v1/models.
+  nlohmann::ordered_json modelList() const;
+  void checkApiKey(const HttpRequest &request) const;
+  void checkModel(const std::string &model) const;
+  std::string applyChatTemplate(const nlohmann::ordered_json &messages) const;
+
+  AsyncEngine &engine;
+  const ServedModel &served;
+  const ServerOptions &options;
+  const int64_t startTime;
+  ServerMetrics metrics;
+  std::atomic<bool> draining{false};
+
+  std::mutex mutex; // guards inFlight
+  std::unordered_set<RequestId> inFlight;
+};
+
+} // namespace llmc::runtime::server
+
+#endif // LLMC_RUNTIME_SERVER_OPENAISERVER_H

@@ -1,0 +1,60 @@
+//===- Server.h - `llmc serve`: the OpenAI-compatible server ----*- C++ -*-===//
+//
+// The entry point of the server, free of the HTTP library's headers so that
+// the CLI (built as C++17 with LLVM's flags) can call it. serve() runs an
+// AsyncEngine over the model and answers the OpenAI API on it until SIGTERM
+// or SIGINT, then shuts down gracefully: it stops accepting, lets the
+// requests in flight finish (aborting those still running after the grace
+// period) and returns.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_SERVER_SERVER_H
+#define LLMC_RUNTIME_SERVER_SERVER_H
+
+#include "runtime/chat/ChatTemplate.h"
+#include "runtime/engine/AsyncEngine.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace llmc::runtime::server {
+
+/// The model as the API presents it.
+struct ServedModel {
+  Model &model;
+  /// Null when the artifact has none: then prompts must be token ids, and
+  /// chat is unavailable.
+  const tokenizer::Tokenizer *tokenizer = nullptr;
+  /// From tokenizer_config.json; parsed when the server starts.
+  std::optional<chat::ChatTemplate> chatTemplate;
+  std::string bosToken, eosToken;
+  /// Generation stops at this token unless a request says ignore_eos.
+  std::optional<int32_t> eosTokenId;
+  /// The id /v1/models lists and requests name.
+  std::string name;
+};
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  /// 0 picks a free port.
+  uint16_t port = 8000;
+  /// Threads answering connections (the engine has its own).
+  int httpThreads = 2;
+  size_t maxBodyBytes = 16 << 20;
+  /// When set, /v1/ requests must carry `Authorization: Bearer <apiKey>`.
+  std::string apiKey;
+  /// After SIGTERM, how long requests in flight may run before they are aborted.
+  double shutdownTimeoutSeconds = 30;
+};
+
+/// Serves until SIGTERM or SIGINT. `onListening` is called with the port
+/// once connections are accepted. Throws Error when the address cannot be
+/// bound or the engine cannot start.
+void serve(ServedModel &served, const AsyncEngineConfig &engineConfig,
+           const ServerOptions &options, const std::function<void(uint16_t)> &onListening);
+
+} // namespace llmc::runtime::server
+
+#endif // LLMC_RUNTIME_SERVER_SERVER_H

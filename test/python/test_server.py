@@ -1,0 +1,406 @@
+"""`llmc serve` on loopback, driven by the official `openai` client and by raw HTTP.
+
+The model is a small random Llama with the default model's tokenizer and ChatML chat
+template (llmc.testing.server.write_chat_model): its text is gibberish, but the API is
+exercised end to end, fast. Checked:
+
+  * completions and chat, streaming and not: the streamed pieces add up to the whole text,
+    [DONE] ends every stream, usage comes last when asked, and greedy text equals the
+    engine's own greedy tokens (llmc.engine, same artifact);
+  * the chat prompt is the chat template's rendering (its token count equals Jinja2's
+    rendering tokenized), n > 1, stop strings (the text ends before the stop, finish_reason
+    "stop"), seeds (same seed, same text), logprobs;
+  * every bad input gets an OpenAI-style JSON error with its status (400, 401, 404, 413, 429
+    with Retry-After) and the server goes on serving;
+  * a client that disconnects mid-stream aborts its request: /metrics shows its KV blocks
+    freed at once;
+  * SIGTERM lets a request in flight finish, then the server exits 0.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import jinja2
+import openai
+import pytest
+
+from llmc.engine import Engine
+from llmc.runtime import Model
+from llmc.testing.server import Server, write_chat_model
+from llmc.tokenizer import Tokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
+LLMC = Path(os.environ.get("LLMC_BUILD_DIR", ROOT / "build")) / "bin" / "llmc"
+API_KEY = "test-key"
+
+
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("server")
+    onnx = write_chat_model(directory / "onnx")
+    artifact = directory / "chat.llmc"
+    result = subprocess.run([str(LLMC), "compile", str(onnx), "-o", str(artifact), "--quiet"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return artifact
+
+
+@pytest.fixture(scope="module")
+def server(artifact):
+    with Server(LLMC, artifact, "--api-key", API_KEY, "--max-body-bytes", "1MiB",
+                "--kv-blocks", "256", "--threads", "1") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def client(server) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.base_url, api_key=API_KEY, max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(artifact) -> Tokenizer:
+    return Tokenizer(artifact / "tokenizer.json")
+
+
+def raw_request(server: Server, method: str, path: str, body: bytes | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP/1.1 exchange on a fresh connection: status, headers (lower-case), body."""
+    host, port = server.url.removeprefix("http://").split(":")
+    headers = {"Host": host, "Connection": "close", **(headers or {})}
+    if body is not None:
+        headers.setdefault("Content-Type", "application/json")
+        headers["Content-Length"] = str(len(body))
+    request = f"{method} {path} HTTP/1.1\r\n" + "".join(
+        f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
+    with socket.create_connection((host, int(port)), timeout=60) as connection:
+        connection.sendall(request.encode() + (body or b""))
+        response = b""
+        while chunk := connection.recv(65536):
+            response += chunk
+    head, _, payload = response.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    status = int(lines[0].split()[1])
+    fields = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    if fields.get("transfer-encoding") == "chunked":
+        payload = dechunk(payload)
+    return status, fields, payload
+
+
+def dechunk(payload: bytes) -> bytes:
+    body = b""
+    while payload:
+        size_line, _, payload = payload.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            break
+        body, payload = body + payload[:size], payload[size + 2:]
+    return body
+
+
+def post(server: Server, path: str, body, key: str | None = API_KEY):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return raw_request(server, "POST", path, data, headers)
+
+
+def sse_events(payload: bytes) -> list[str]:
+    return [line[len("data: "):] for line in payload.decode().split("\n\n") if line]
+
+
+# --- completions and chat ---------------------------------------------------------------
+
+
+def test_models_lists_the_served_model(client, server):
+    models = client.models.list()
+    assert [model.id for model in models.data] == [server.model] == ["chat"]
+
+
+def test_greedy_completion_is_the_engines_greedy_text(client, artifact, tokenizer):
+    prompt = "The quick brown fox"
+    completion = client.completions.create(model="chat", prompt=prompt, max_tokens=12,
+                                           temperature=0, extra_body={"ignore_eos": True})
+    choice = completion.choices[0]
+    ids = tokenizer.encode(prompt)
+    with Model(artifact, num_threads=1) as model, Engine(model) as engine:
+        expected = engine.generate([ids], max_tokens=12, temperature=0)[0][0]
+    assert choice.text == tokenizer.decode(expected)
+    assert choice.finish_reason == "length"
+    assert completion.usage.prompt_tokens == len(ids)
+    assert completion.usage.completion_tokens == 12
+    assert completion.usage.total_tokens == len(ids) + 12
+
+
+def test_streamed_completion_adds_up_to_the_whole(client):
+    options = dict(model="chat", prompt="Once upon a time", max_tokens=10, temperature=0,
+                   extra_body={"ignore_eos": True})
+    whole = client.completions.create(**options).choices[0].text
+    chunks = list(client.completions.create(stream=True,
+                                            stream_options={"include_usage": True}, **options))
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == whole
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 10
+
+
+def test_stream_ends_with_done(server):
+    status, headers, payload = post(server, "/v1/completions", {
+        "prompt": "Hello", "max_tokens": 4, "stream": True, "ignore_eos": True})
+    assert status == 200 and headers["content-type"] == "text/event-stream"
+    events = sse_events(payload)
+    assert events[-1] == "[DONE]"
+    assert json.loads(events[-2])["choices"][0]["finish_reason"] == "length"
+
+
+def test_chat_renders_the_template(client, artifact, tokenizer):
+    messages = [{"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "Name a colour."}]
+    reply = client.chat.completions.create(model="chat", messages=messages, max_tokens=6,
+                                           temperature=0, extra_body={"ignore_eos": True})
+    config = json.loads((artifact / "tokenizer_config.json").read_text())
+    rendered = jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(
+        config["chat_template"]).render(messages=messages, add_generation_prompt=True,
+                                        bos_token=config["bos_token"],
+                                        eos_token=config["eos_token"])
+    assert rendered.endswith("<|im_start|>assistant\n")
+    assert reply.usage.prompt_tokens == len(tokenizer.encode(rendered, add_special_tokens=False))
+    assert reply.choices[0].message.role == "assistant"
+    assert reply.choices[0].finish_reason == "length"
+    assert reply.usage.completion_tokens == 6
+
+
+def test_streamed_chat_sends_the_role_then_the_content(client):
+    options = dict(model="chat", messages=[{"role": "user", "content": "Hi"}], max_tokens=8,
+                   temperature=0, extra_body={"ignore_eos": True})
+    whole = client.chat.completions.create(**options).choices[0].message.content
+    chunks = list(client.chat.completions.create(stream=True, **options))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == whole
+    assert chunks[-1].choices[0].finish_reason == "length"
+
+
+def test_n_samples_stream_and_return_every_choice(client):
+    options = dict(model="chat", prompt="A list:", max_tokens=6, temperature=0.9, seed=5, n=3,
+                   extra_body={"ignore_eos": True})
+    whole = client.completions.create(**options)
+    assert sorted(choice.index for choice in whole.choices) == [0, 1, 2]
+    assert whole.usage.completion_tokens == 18
+    texts = {0: "", 1: "", 2: ""}
+    for chunk in client.completions.create(stream=True, **options):
+        for choice in chunk.choices:
+            texts[choice.index] += choice.text
+    assert [texts[i] for i in range(3)] == [choice.text for choice in whole.choices]
+
+
+def test_a_seed_reproduces_its_text(client):
+    options = dict(model="chat", prompt="Random words:", max_tokens=16, temperature=1.0,
+                   extra_body={"ignore_eos": True})
+    first = client.completions.create(seed=1234, **options).choices[0].text
+    again = client.completions.create(seed=1234, **options).choices[0].text
+    other = client.completions.create(seed=4321, **options).choices[0].text
+    assert first == again
+    assert first != other
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_stop_strings_end_the_text_before_them(client, stream):
+    options = dict(model="chat", prompt="The", max_tokens=24, temperature=0,
+                   extra_body={"ignore_eos": True})
+    whole = client.completions.create(**options).choices[0].text
+    stop = whole[len(whole) // 2:len(whole) // 2 + 3]
+    assert len(stop) == 3
+    expected = whole[:whole.index(stop)]
+    if stream:
+        chunks = list(client.completions.create(stop=[stop, "\x00never"], stream=True, **options))
+        text = "".join(c.choices[0].text for c in chunks)
+        finish = chunks[-1].choices[0]
+    else:
+        finish = client.completions.create(stop=[stop, "\x00never"], **options).choices[0]
+        text = finish.text
+    assert text == expected
+    assert finish.finish_reason == "stop"
+    assert finish.model_extra["stop_reason"] == stop
+
+
+def test_logprobs(client):
+    completion = client.completions.create(model="chat", prompt="Hello", max_tokens=5,
+                                           temperature=0, logprobs=3,
+                                           extra_body={"ignore_eos": True})
+    logprobs = completion.choices[0].logprobs
+    assert len(logprobs.tokens) == len(logprobs.token_logprobs) == 5
+    for chosen, top in zip(logprobs.token_logprobs, logprobs.top_logprobs):
+        assert chosen <= 0 and len(top) <= 3 and max(top.values()) == pytest.approx(chosen)
+    reply = client.chat.completions.create(model="chat", messages=[{"role": "user",
+                                                                    "content": "Hi"}],
+                                           max_tokens=3, temperature=0, logprobs=True,
+                                           top_logprobs=2, extra_body={"ignore_eos": True})
+    content = reply.choices[0].logprobs.content
+    assert len(content) == 3 and all(len(entry.top_logprobs) == 2 for entry in content)
+
+
+def test_token_id_prompts_and_a_batch_of_prompts(client, tokenizer):
+    ids = tokenizer.encode("Hello there")
+    by_ids = client.completions.create(model="chat", prompt=ids, max_tokens=5, temperature=0,
+                                       extra_body={"ignore_eos": True})
+    batch = client.completions.create(model="chat", prompt=["Hello there", "Goodbye"],
+                                      max_tokens=5, temperature=0,
+                                      extra_body={"ignore_eos": True})
+    assert [choice.index for choice in batch.choices] == [0, 1]
+    assert batch.choices[0].text == by_ids.choices[0].text
+    assert batch.usage.prompt_tokens == len(ids) + len(tokenizer.encode("Goodbye"))
+
+
+# --- bad input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("body, status, param", [
+    (b"{not json", 400, None),
+    (b"[1, 2]", 400, None),
+    ({"prompt": "x", "max_tokens": "ten"}, 400, "max_tokens"),
+    ({"prompt": "x", "max_tokens": -1}, 400, "max_tokens"),
+    ({"prompt": "x", "max_tokens": 10**12}, 400, "max_tokens"),
+    ({"prompt": "x", "temperature": 9}, 400, "temperature"),
+    ({"prompt": "x", "n": 0}, 400, "n"),
+    ({"prompt": "x", "stop": 7}, 400, "stop"),
+    ({"prompt": 5}, 400, "prompt"),
+    ({}, 400, "prompt"),
+    ({"prompt": [1, -2]}, 400, "prompt"),
+    ({"prompt": "x", "stream_options": {"include_usage": True}}, 400, "stream_options"),
+    ({"prompt": "x", "echo": True}, 400, "echo"),
+    ({"prompt": "x", "model": "gpt-4"}, 404, "model"),
+])
+def test_bad_completion_requests_get_errors(server, client, body, status, param):
+    got, headers, payload = post(server, "/v1/completions", body)
+    assert got == status, payload
+    assert headers["content-type"] == "application/json"
+    error = json.loads(payload)["error"]
+    assert error["message"] and error["type"] and error["param"] == param
+    # ... and the server goes on serving.
+    assert client.completions.create(model="chat", prompt="ok", max_tokens=1).choices
+
+
+def test_bad_chat_requests_get_errors(server):
+    for body in ({"messages": []}, {"messages": [{"content": "no role"}]},
+                 {"messages": "hi"}, {"messages": [{"role": "user", "content": 3}]}):
+        status, _, payload = post(server, "/v1/chat/completions", body)
+        assert status == 400, (body, payload)
+        assert json.loads(payload)["error"]["param"] == "messages"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_prompt_over_max_model_len_is_400(server, client, stream):
+    max_model_len = client.models.list().data[0].model_extra["max_model_len"]
+    status, _, payload = post(server, "/v1/completions", {
+        "prompt": [1] * max_model_len, "max_tokens": 1, "stream": stream})
+    assert status == 400, payload
+    assert "max_model_len" in json.loads(payload)["error"]["message"]
+
+
+def test_the_api_key_is_required(server):
+    for key, expected in ((None, 401), ("wrong", 401), (API_KEY, 200)):
+        status, _, payload = post(server, "/v1/completions", {"prompt": "x", "max_tokens": 1},
+                                  key=key)
+        assert status == expected, payload
+    # Health and metrics are open (probes and scrapers carry no key).
+    assert raw_request(server, "GET", "/health")[0] == 200
+    assert raw_request(server, "GET", "/metrics")[0] == 200
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=server.base_url, api_key="wrong", max_retries=0).models.list()
+
+
+def test_unknown_paths_and_methods(server):
+    assert raw_request(server, "GET", "/v1/nothing",
+                       headers={"Authorization": f"Bearer {API_KEY}"})[0] == 404
+    assert raw_request(server, "GET", "/v1/completions",
+                       headers={"Authorization": f"Bearer {API_KEY}"})[0] == 405
+
+
+def test_a_body_over_the_limit_is_413(server, client):
+    status, _, payload = post(server, "/v1/completions",
+                              json.dumps({"prompt": "x" * (2 << 20)}).encode())
+    assert status == 413
+    assert json.loads(payload)["error"]["type"] == "invalid_request_error"
+    assert client.completions.create(model="chat", prompt="ok", max_tokens=1).choices
+
+
+def test_a_full_queue_is_429_with_retry_after(artifact):
+    with Server(LLMC, artifact, "--max-pending-requests", "1", "--threads", "1") as server:
+        hold = threading.Thread(target=post, args=(server, "/v1/completions", {
+            "prompt": "x", "max_tokens": 2000, "ignore_eos": True}))
+        hold.start()
+        while server.metrics()["llmc_num_requests_pending"] < 1:
+            time.sleep(0.01)
+        status, headers, payload = post(server, "/v1/completions", {"prompt": "y"})
+        assert status == 429, payload
+        assert headers["retry-after"] == "1"
+        assert json.loads(payload)["error"]["type"] == "rate_limit_error"
+        with pytest.raises(openai.RateLimitError):
+            openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0) \
+                .completions.create(model=server.model, prompt="z")
+        hold.join()
+
+
+# --- disconnects and shutdown ---------------------------------------------------------------
+
+
+def test_a_client_gone_mid_stream_frees_its_blocks_at_once(server):
+    host, port = server.url.removeprefix("http://").split(":")
+    body = json.dumps({"prompt": "Tell me everything", "max_tokens": 4000, "stream": True,
+                       "ignore_eos": True}).encode()
+    aborted_before = server.metrics().get('llmc_requests_finished_total{finish_reason="abort"}', 0)
+    connection = socket.create_connection((host, int(port)))
+    connection.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                       b"Authorization: Bearer " + API_KEY.encode() + b"\r\n"
+                       b"Content-Type: application/json\r\nContent-Length: "
+                       + str(len(body)).encode() + b"\r\n\r\n" + body)
+    received = b""
+    while received.count(b"data: ") < 3:
+        received += connection.recv(4096)
+    assert server.metrics()["llmc_kv_cache_blocks_used"] > 0
+    connection.close()
+    start = time.monotonic()
+    metrics = server.wait_for_idle(timeout=10)
+    assert time.monotonic() - start < 2
+    assert metrics['llmc_requests_finished_total{finish_reason="abort"}'] == aborted_before + 1
+
+
+def test_metrics_are_prometheus_text(server, client):
+    client.completions.create(model="chat", prompt="count me", max_tokens=3)
+    text = server.get("/metrics")
+    for name in ("llmc_num_requests_running", "llmc_num_requests_waiting",
+                 "llmc_kv_cache_blocks_used", "llmc_prefix_cache_hit_rate",
+                 "llmc_generation_tokens_per_second", "llmc_time_to_first_token_seconds",
+                 "llmc_inter_token_latency_seconds"):
+        assert f"# TYPE {name} " in text
+    metrics = server.metrics()
+    assert metrics["llmc_generation_tokens_total"] >= 3
+    assert metrics['llmc_time_to_first_token_seconds_bucket{le="+Inf"}'] \
+        == metrics["llmc_time_to_first_token_seconds_count"] >= 1
+
+
+def test_sigterm_finishes_requests_in_flight_then_exits_0(artifact):
+    server = Server(LLMC, artifact, "--threads", "1").__enter__()
+    result = {}
+
+    def stream():
+        result["response"] = post(server, "/v1/completions", {
+            "prompt": "x", "max_tokens": 200, "stream": True, "ignore_eos": True})
+
+    thread = threading.Thread(target=stream)
+    thread.start()
+    while server.metrics()["llmc_generation_tokens_total"] < 1:
+        time.sleep(0.01)
+    assert server.stop() == 0
+    thread.join()
+    status, _, payload = result["response"]
+    events = sse_events(payload)
+    assert status == 200 and events[-1] == "[DONE]"
+    assert json.loads(events[-2])["choices"][0]["finish_reason"] == "length"
+    assert sum(1 for event in events[:-1] if json.loads(event)["choices"][0]["text"]) > 0
+    host, port = server.url.removeprefix("http://").split(":")
+    with pytest.raises(OSError):
+        socket.create_connection((host, int(port)), timeout=1)

@@ -1,0 +1,161 @@
+//===- OpenAiRequestTest.cpp - the OpenAI request bodies the server reads -===//
+#include "runtime/server/ApiError.h"
+#include "runtime/server/Metrics.h"
+#include "runtime/server/OpenAiRequest.h"
+
+#include <gtest/gtest.h>
+
+using namespace llmc::runtime;
+using namespace llmc::runtime::server;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int64_t kMaxModelLen = 2048;
+
+GenerationRequest completion(const std::string &body) {
+  return parseGenerationRequest(Endpoint::Completions, json::parse(body), kMaxModelLen);
+}
+
+/// The param of the ApiError a body gets (empty when it is accepted).
+std::string faultOf(Endpoint endpoint, const std::string &body) {
+  try {
+    parseGenerationRequest(endpoint, json::parse(body), kMaxModelLen);
+  } catch (const ApiError &error) {
+    EXPECT_EQ(error.status, 400);
+    return error.param.empty() ? "<none>" : error.param;
+  }
+  return "";
+}
+
+TEST(OpenAiRequest, CompletionDefaultsAreOpenAis) {
+  GenerationRequest request = completion(R"({"prompt": "hi"})");
+  ASSERT_EQ(request.prompts.size(), 1u);
+  EXPECT_EQ(request.prompts[0].text, "hi");
+  EXPECT_EQ(request.options.maxTokens, 16);
+  EXPECT_EQ(request.options.n, 1);
+  EXPECT_FLOAT_EQ(request.options.sampling.temperature, 1.0f);
+  EXPECT_FALSE(request.stream);
+  EXPECT_FALSE(request.logprobs);
+}
+
+TEST(OpenAiRequest, EveryPromptForm) {
+  EXPECT_EQ(completion(R"({"prompt": [1, 2, 3]})").prompts[0].ids,
+            (std::vector<int32_t>{1, 2, 3}));
+  GenerationRequest batch = completion(R"({"prompt": ["a", [4, 5]]})");
+  ASSERT_EQ(batch.prompts.size(), 2u);
+  EXPECT_EQ(batch.prompts[0].text, "a");
+  EXPECT_EQ(batch.prompts[1].ids, (std::vector<int32_t>{4, 5}));
+}
+
+TEST(OpenAiRequest, SamplingFieldsAndVllmExtensions) {
+  GenerationRequest request = completion(
+      R"({"prompt": "x", "max_tokens": 7, "temperature": 0, "top_p": 0.5, "top_k": 3,
+          "min_p": 0.1, "presence_penalty": 1.5, "frequency_penalty": -1, "seed": -4,
+          "stop": "\n", "stop_token_ids": [9], "ignore_eos": true, "n": 2, "logprobs": 2,
+          "stream": true, "stream_options": {"include_usage": true}})");
+  const SamplingParams &sampling = request.options.sampling;
+  EXPECT_EQ(request.options.maxTokens, 7);
+  EXPECT_EQ(sampling.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(sampling.topP, 0.5f);
+  EXPECT_EQ(sampling.topK, 3);
+  EXPECT_FLOAT_EQ(sampling.minP, 0.1f);
+  EXPECT_FLOAT_EQ(sampling.presencePenalty, 1.5f);
+  EXPECT_FLOAT_EQ(sampling.frequencyPenalty, -1.0f);
+  EXPECT_EQ(sampling.seed, static_cast<uint64_t>(int64_t{-4}));
+  EXPECT_EQ(request.stop, (std::vector<std::string>{"\n"}));
+  EXPECT_EQ(request.options.stopTokenIds, (std::vector<int32_t>{9}));
+  EXPECT_TRUE(request.ignoreEos);
+  EXPECT_EQ(request.options.n, 2);
+  EXPECT_EQ(request.logprobs, 2);
+  EXPECT_EQ(sampling.logprobs, 2);
+  EXPECT_TRUE(request.stream && request.includeUsage);
+}
+
+TEST(OpenAiRequest, FaultsNameTheirField) {
+  Endpoint completions = Endpoint::Completions;
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x"})"), "");
+  EXPECT_EQ(faultOf(completions, R"([1])"), "<none>");
+  EXPECT_EQ(faultOf(completions, R"({})"), "prompt");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": []})"), "prompt");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": [1.5]})"), "prompt");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": [3000000000]})"), "prompt");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "max_tokens": 0})"), "max_tokens");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "max_tokens": 2049})"), "max_tokens");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "max_tokens": 1e3})"), "max_tokens");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "max_tokens": 18446744073709551615})"),
+            "max_tokens");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "temperature": "hot"})"), "temperature");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "top_p": 0})"), "top_p");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "n": 129})"), "n");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "logprobs": 21})"), "logprobs");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "stop": ["a", 1]})"), "stop");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "stream": "yes"})"), "stream");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "model": 3})"), "model");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "best_of": 3})"), "best_of");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "best_of": 1})"), "");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "unknown_field": 1})"), "");
+}
+
+TEST(OpenAiRequest, ChatMessagesAndItsOwnFields) {
+  GenerationRequest request = parseGenerationRequest(
+      Endpoint::ChatCompletions,
+      json::parse(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
+                                                                 {"type": "text", "text": "b"}]},
+                                   {"role": "assistant", "content": null}],
+                      "logprobs": true, "top_logprobs": 3, "max_completion_tokens": 5})"),
+      kMaxModelLen);
+  EXPECT_EQ(request.messages[0]["content"], "ab");
+  EXPECT_EQ(request.messages[1]["content"], "");
+  EXPECT_EQ(request.logprobs, 3);
+  EXPECT_EQ(request.options.maxTokens, 5);
+  // Without max_tokens, chat runs to the end of the context.
+  EXPECT_EQ(parseGenerationRequest(Endpoint::ChatCompletions,
+                                   json::parse(R"({"messages": [{"role": "user"}]})"),
+                                   kMaxModelLen)
+                .options.maxTokens,
+            kMaxModelLen);
+
+  Endpoint chat = Endpoint::ChatCompletions;
+  EXPECT_EQ(faultOf(chat, R"({"messages": [{"role": "user", "content": "x"}],
+                              "top_logprobs": 2})"),
+            "top_logprobs");
+  EXPECT_EQ(faultOf(chat, R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})"),
+            "messages");
+  EXPECT_EQ(faultOf(chat, R"({"messages": [{"role": "user", "content": "x"}], "tools": []})"),
+            "tools");
+}
+
+TEST(OpenAiError, BodyAndTypeFollowOpenAi) {
+  auto body = ApiError(429, "busy", {}, "rate_limit_exceeded").body();
+  EXPECT_EQ(body["error"]["message"], "busy");
+  EXPECT_EQ(body["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(body["error"]["code"], "rate_limit_exceeded");
+  EXPECT_TRUE(body["error"]["param"].is_null());
+  EXPECT_EQ(ApiError(400, "x", "n").body()["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(ApiError(401, "x").body()["error"]["type"], "authentication_error");
+}
+
+TEST(ServerMetrics, HistogramsAreCumulativeAndGaugesComeFromTheEngine) {
+  ServerMetrics metrics;
+  metrics.observeFirstToken(0.004);
+  metrics.observeFirstToken(0.2);
+  metrics.observeFirstToken(1000);
+  metrics.observeRequestEnd("stop", 12, 0.5);
+  metrics.countError(429);
+  AsyncEngineStats stats;
+  stats.engine.numKvBlocks = 10;
+  stats.engine.numKvBlocksHeld = 4;
+  std::string text = metrics.render(stats);
+  EXPECT_NE(text.find("llmc_time_to_first_token_seconds_bucket{le=\"0.005\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("llmc_time_to_first_token_seconds_bucket{le=\"0.2\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("llmc_time_to_first_token_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("llmc_time_to_first_token_seconds_count 3\n"), std::string::npos);
+  EXPECT_NE(text.find("llmc_kv_cache_blocks_used 4\n"), std::string::npos);
+  EXPECT_NE(text.find("llmc_kv_cache_usage_ratio 0.4"), std::string::npos);
+  EXPECT_NE(text.find("llmc_requests_finished_total{finish_reason=\"stop\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("llmc_prompt_tokens_total 12\n"), std::string::npos);
+  EXPECT_NE(text.find("llmc_request_errors_total{status=\"429\"} 1\n"), std::string::npos);
+}
+
+} // namespace

@@ -1,0 +1,184 @@
+//===- Serve.cpp - `llmc serve`: the OpenAI-compatible server -------------===//
+//
+//   llmc serve model.llmc [--host 127.0.0.1] [--port 8000] [--api-key KEY]
+//              [--served-model-name NAME] [engine options] ...
+//
+// Loads the artifact, its tokenizer and chat template (a template it cannot
+// run is an error here, at start, not when a chat request comes), and runs
+// the server of runtime/server until SIGTERM or SIGINT. Built with
+// exceptions, as `llmc run` is.
+//
+//===----------------------------------------------------------------------===//
+#include "Serve.h"
+
+#include "EngineFlags.h"
+
+#include "runtime/Artifact.h"
+#include "runtime/Error.h"
+#include "runtime/server/Server.h"
+#include "runtime/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/TokenizerConfig.h"
+
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace llmc {
+namespace {
+using runtime::Error;
+
+constexpr const char *kUsage =
+    "usage: llmc serve model.llmc [--host HOST] [--port PORT] [--api-key KEY] [options]\n"
+    "\n"
+    "Serves the model with an OpenAI-compatible API until SIGTERM or SIGINT:\n"
+    "POST /v1/completions and /v1/chat/completions (\"stream\": true for Server-Sent\n"
+    "Events), GET /v1/models, /health and /metrics (Prometheus). Chat requests go through\n"
+    "the chat template of the artifact's tokenizer_config.json.\n"
+    "  --host HOST                address to listen on (default 127.0.0.1)\n"
+    "  --port PORT                port (default 8000; 0 picks a free one)\n"
+    "  --api-key KEY              require 'Authorization: Bearer KEY' on /v1/ (default: the\n"
+    "                             LLMC_API_KEY environment variable, else none)\n"
+    "  --served-model-name NAME   the model id of /v1/models (default: the artifact's\n"
+    "                             directory name without .llmc)\n"
+    "  --chat-template FILE       a Jinja chat template to use instead of the artifact's\n"
+    "  --max-pending-requests N   requests accepted and unfinished at most; more get 429\n"
+    "                             (default 4096)\n"
+    "  --max-body-bytes SIZE      larger request bodies get 413 (default 16MiB)\n"
+    "  --http-threads N           threads answering connections (default 2)\n"
+    "  --shutdown-timeout SECS    after SIGTERM, how long requests in flight may finish\n"
+    "                             before they are aborted (default 30)\n"
+    "engine:\n"
+    "%ENGINE%";
+
+struct ServeCommand {
+  std::string artifactDir;
+  std::string chatTemplateFile;
+  EngineFlags engine;
+  runtime::AsyncEngineConfig asyncEngine;
+  runtime::server::ServerOptions server;
+  std::string modelName;
+};
+
+std::string readTextFile(const std::string &path) {
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) throw Error("cannot read " + path);
+  std::ostringstream text;
+  text << stream.rdbuf();
+  return text.str();
+}
+
+/// The artifact's directory name without ".llmc" (and without a trailing slash).
+std::string defaultModelName(std::string directory) {
+  while (directory.size() > 1 && directory.back() == '/') directory.pop_back();
+  std::string name = directory.substr(directory.find_last_of('/') + 1);
+  constexpr std::string_view suffix = ".llmc";
+  if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    name.resize(name.size() - suffix.size());
+  return name;
+}
+
+std::optional<ServeCommand> parseArguments(const std::vector<std::string> &args) {
+  ServeCommand command;
+  if (const char *key = std::getenv("LLMC_API_KEY")) command.server.apiKey = key;
+  for (size_t i = 0; i < args.size(); ++i) {
+    Argument argument = readArgument(args, i, {"--help", "-h"});
+    const std::string &name = argument.name, &value = argument.value;
+    if (argument.positional) {
+      if (!command.artifactDir.empty())
+        throw Error("more than one model given: " + command.artifactDir + " and " + name);
+      command.artifactDir = name;
+    } else if (name == "--help" || name == "-h") {
+      std::string usage = kUsage;
+      usage.replace(usage.find("%ENGINE%"), 8, kEngineFlagsUsage);
+      std::cout << usage;
+      return std::nullopt;
+    } else if (name == "--host") {
+      command.server.host = value;
+    } else if (name == "--port") {
+      command.server.port = static_cast<uint16_t>(parseInteger(value, name, 0, 65535));
+    } else if (name == "--api-key") {
+      command.server.apiKey = value;
+    } else if (name == "--served-model-name") {
+      command.modelName = value;
+    } else if (name == "--chat-template") {
+      command.chatTemplateFile = value;
+    } else if (name == "--max-pending-requests") {
+      command.asyncEngine.maxPendingRequests = static_cast<size_t>(parseInteger(value, name, 1));
+    } else if (name == "--max-body-bytes") {
+      command.server.maxBodyBytes = static_cast<size_t>(parseBytes(value, name));
+    } else if (name == "--http-threads") {
+      command.server.httpThreads = static_cast<int>(parseInteger(value, name, 1, 256));
+    } else if (name == "--shutdown-timeout") {
+      command.server.shutdownTimeoutSeconds = parseNumber(value, name, 0, 86400);
+    } else if (!command.engine.consume(name, value)) {
+      throw Error("unknown option " + name + " (llmc serve --help lists them)");
+    }
+  }
+  if (command.artifactDir.empty()) throw Error("no model: give the model.llmc directory");
+  if (command.modelName.empty()) command.modelName = defaultModelName(command.artifactDir);
+  command.asyncEngine.engine = command.engine.engine;
+  return command;
+}
+
+/// The tokenizer, special tokens and chat template the artifact carries.
+struct TextSupport {
+  std::unique_ptr<runtime::tokenizer::Tokenizer> tokenizer;
+  runtime::tokenizer::TokenizerConfig config;
+};
+
+TextSupport loadText(const runtime::Artifact &artifact, const std::string &chatTemplateFile) {
+  TextSupport text;
+  if (!artifact.tokenizerFile().empty())
+    text.tokenizer = runtime::tokenizer::Tokenizer::fromFile(artifact.tokenizerFile());
+  if (!artifact.tokenizerConfigFile().empty())
+    text.config = runtime::tokenizer::TokenizerConfig::load(artifact.tokenizerConfigFile());
+  if (!chatTemplateFile.empty()) text.config.chatTemplate = readTextFile(chatTemplateFile);
+  return text;
+}
+} // namespace
+
+int runServe(const std::vector<std::string> &args) {
+  try {
+    std::optional<ServeCommand> command = parseArguments(args);
+    if (!command) return 0;
+    std::unique_ptr<runtime::Artifact> artifact = runtime::Artifact::load(command->artifactDir);
+    TextSupport text = loadText(*artifact, command->chatTemplateFile);
+    std::optional<runtime::chat::ChatTemplate> chatTemplate;
+    if (text.config.chatTemplate) {
+      try {
+        chatTemplate = runtime::chat::ChatTemplate::parse(*text.config.chatTemplate);
+      } catch (const runtime::chat::ChatTemplateError &error) {
+        throw Error("the chat template cannot be run: " + std::string(error.what()));
+      }
+    }
+    runtime::Model model(std::move(artifact), command->engine.model);
+    std::cerr << "llmc serve: " << model.kvCacheSummary() << "\n";
+
+    runtime::server::ServedModel served{model};
+    served.tokenizer = text.tokenizer.get();
+    served.chatTemplate = std::move(chatTemplate);
+    served.bosToken = text.config.bosToken.value_or("");
+    served.eosToken = text.config.eosToken.value_or("");
+    if (text.tokenizer && text.config.eosToken)
+      served.eosTokenId = text.tokenizer->tokenToId(*text.config.eosToken);
+    served.name = command->modelName;
+    if (!served.chatTemplate)
+      std::cerr << "llmc serve: the model has no chat template: /v1/chat/completions is off\n";
+
+    runtime::server::serve(served, command->asyncEngine, command->server, [&](uint16_t port) {
+      std::cerr << "llmc serve: serving " << served.name << " on http://"
+                << command->server.host << ":" << port << "\n"
+                << std::flush;
+    });
+    std::cerr << "llmc serve: stopped\n";
+    return 0;
+  } catch (const std::exception &error) {
+    std::cerr << "llmc serve: error: " << error.what() << "\n";
+    return 1;
+  }
+}
+
+} // namespace llmc
