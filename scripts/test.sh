@@ -6,8 +6,8 @@
 #   3. pytest over test/python (fixture builder, GGUF converter, raising of every fixture
 #      and the default model, ONNX backend node tests, CPU parity with onnxruntime);
 #   4. the sanitizer job: build-asan/ (ASan + UBSan) builds llmc, llmc-opt, the runtime and
-#      its unit tests, and the whole lit suite, the unit tests, the ONNX backend node tests
-#      and the fixture raising run against them.
+#      its unit tests, and the whole lit suite, the unit tests, the ONNX backend node tests,
+#      the fixture raising and the server tests (test_server.py) run against them.
 #
 #   bash scripts/test.sh
 #
@@ -58,9 +58,10 @@ stage "every lit test under ASan + UBSan (build-asan/test: importer, bad input, 
 stage "runtime unit tests under ASan + UBSan"
 build-asan/bin/llmc-unit-tests --gtest_brief=1 || failed+=("unit (sanitizers)")
 
-stage "ONNX backend node tests and fixture raising under ASan + UBSan"
+stage "ONNX backend node tests, fixture raising and the server under ASan + UBSan"
 LLMC_BUILD_DIR=build-asan PYTHONPATH=python .venv/bin/python -m pytest \
-  test/python/test_onnx_node_tests.py test/python/test_raise.py -q -p no:cacheprovider \
+  test/python/test_onnx_node_tests.py test/python/test_raise.py test/python/test_server.py \
+  -q -p no:cacheprovider \
   || failed+=("pytest (sanitizers)")
 
 echo

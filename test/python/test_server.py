@@ -404,3 +404,15 @@ def test_sigterm_finishes_requests_in_flight_then_exits_0(artifact):
     host, port = server.url.removeprefix("http://").split(":")
     with pytest.raises(OSError):
         socket.create_connection((host, int(port)), timeout=1)
+
+
+def test_bench_serve_against_the_server(server):
+    result = subprocess.run([str(LLMC), "bench", "serve", "--url", server.url, "--api-key", API_KEY,
+                             "--num-prompts", "6", "--input-len-range", "4:24",
+                             "--output-len-range", "4:12", "--request-rate", "20", "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["model"] == "chat"
+    assert report["num_requests"] == 6 and report["failed_requests"] == 0
+    assert report["ttft_ms"]["p50"] > 0
