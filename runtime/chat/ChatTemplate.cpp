@@ -7,9 +7,9 @@
 namespace llmc::runtime::chat {
 namespace {
 
-template <typename Json>
-std::string renderWith(const TemplateNode &root, const Json &context) {
-  if (!context.is_object()) throw ChatTemplateError("the chat template context must be a JSON object");
+template <typename Json> std::string renderWith(const TemplateNode &root, const Json &context) {
+  if (!context.is_object())
+    throw ChatTemplateError("the chat template context must be a JSON object");
   Value variables;
   try {
     variables = valueFromJson(context);

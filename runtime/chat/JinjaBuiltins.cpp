@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <functional>
 #include <unordered_map>
@@ -29,8 +30,7 @@ public:
       : slots(names.size(), nullptr) {
     if (arguments.positional.size() > names.size())
       throw RenderError(function + "() takes at most " + std::to_string(names.size()) +
-                        " argument(s) (" + std::to_string(arguments.positional.size()) +
-                        " given)");
+                        " argument(s) (" + std::to_string(arguments.positional.size()) + " given)");
     for (size_t i = 0; i < arguments.positional.size(); ++i) slots[i] = &arguments.positional[i];
     for (const auto &[name, value] : arguments.keyword) {
       auto found = std::find_if(names.begin(), names.end(),
@@ -44,7 +44,6 @@ public:
     }
   }
 
-  bool has(size_t index) const { return slots[index] != nullptr; }
   /// The argument, or `fallback` when it was not given.
   Value get(size_t index, Value fallback) const {
     return slots[index] ? *slots[index] : std::move(fallback);
@@ -69,8 +68,7 @@ int64_t requireInteger(const Value &value) {
 
 const std::string &requireString(const Value &value, const std::string &what) {
   if (value.isUndefined()) failUndefined(value);
-  if (!value.isString())
-    throw RenderError(what + " must be str, not " + typeName(value));
+  if (!value.isString()) throw RenderError(what + " must be str, not " + typeName(value));
   return value.asString();
 }
 
@@ -80,11 +78,16 @@ std::optional<std::string> optionalString(const Value &value, const std::string 
   return requireString(value, what);
 }
 
+/// Checks that a filter, test or method that takes no arguments got none.
+void expectNoArguments(const std::string &function, const Arguments &arguments) {
+  Parameters(function, arguments, {});
+}
+
 /// Arguments without the first `count` positional ones.
 Arguments dropPositional(const Arguments &arguments, size_t count) {
   Arguments rest;
-  rest.positional.assign(arguments.positional.begin() +
-                             static_cast<std::ptrdiff_t>(std::min(count, arguments.positional.size())),
+  rest.positional.assign(arguments.positional.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                            count, arguments.positional.size())),
                          arguments.positional.end());
   rest.keyword = arguments.keyword;
   return rest;
@@ -100,9 +103,12 @@ Value lookupPath(Value item, const Value &attribute, const Value *fallback = nul
   std::vector<Value> parts;
   if (attribute.isString()) {
     for (const std::string &part : splitString(attribute.asString(), std::string("."), -1)) {
-      bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
-                                                 [](char c) { return c >= '0' && c <= '9'; });
-      parts.push_back(digits ? Value::integer(std::stoll(part)) : Value::string(part));
+      // Digits are an index, as in jinja2 (beyond int64, a key).
+      bool index =
+          !part.empty() && part.size() < 19 &&
+          std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+      parts.push_back(index ? Value::integer(std::strtoll(part.c_str(), nullptr, 10))
+                            : Value::string(part));
     }
   } else if (!attribute.isNone() && !attribute.isUndefined()) {
     parts.push_back(attribute);
@@ -187,7 +193,8 @@ std::string escapeNonAscii(std::string_view json) {
       out += buffer;
     } else {
       char32_t offset = c - 0x10000;
-      std::snprintf(buffer, sizeof(buffer), "\\u%04x", static_cast<unsigned>(0xD800 + (offset >> 10)));
+      std::snprintf(buffer, sizeof(buffer), "\\u%04x",
+                    static_cast<unsigned>(0xD800 + (offset >> 10)));
       out += buffer;
       std::snprintf(buffer, sizeof(buffer), "\\u%04x",
                     static_cast<unsigned>(0xDC00 + (offset & 0x3FF)));
@@ -212,14 +219,14 @@ Value filterDefault(const Value &operand, const Arguments &arguments) {
 }
 
 Value filterFirst(const Value &operand, const Arguments &arguments) {
-  Parameters("first", arguments, {});
+  expectNoArguments("first", arguments);
   ValueList items = iterate(operand);
   if (items.empty()) return Value::undefined("No first item, sequence was empty.");
   return items.front();
 }
 
 Value filterLast(const Value &operand, const Arguments &arguments) {
-  Parameters("last", arguments, {});
+  expectNoArguments("last", arguments);
   if (operand.kind() == Value::Kind::Generator)
     throw RenderError("'generator' object is not reversible");
   ValueList items = iterate(operand);
@@ -236,19 +243,26 @@ Value filterFloat(const Value &operand, const Arguments &arguments) {
   return parameters.get(0, Value::number(0.0));
 }
 
+/// int(value) of a float: truncated; NaN and infinities fail (nullopt).
+std::optional<Value> truncateFloat(double value) {
+  if (!std::isfinite(value)) return std::nullopt;
+  if (std::fabs(value) >= 9.2e18) throw RenderError("integer overflow");
+  return Value::integer(static_cast<int64_t>(value));
+}
+
 Value filterInt(const Value &operand, const Arguments &arguments) {
   Parameters parameters("int", arguments, {"default", "base"});
   if (operand.isUndefined()) failUndefined(operand);
   if (operand.isInteger()) return Value::integer(operand.asInteger());
-  if (operand.kind() == Value::Kind::Float && std::isfinite(operand.asDouble()))
-    return Value::integer(static_cast<int64_t>(operand.asDouble()));
+  if (operand.kind() == Value::Kind::Float)
+    if (std::optional<Value> value = truncateFloat(operand.asDouble())) return *value;
   if (operand.isString()) {
     int64_t base = requireInteger(parameters.get(1, Value::integer(10)));
     if (std::optional<int64_t> value = parseInteger(operand.asString(), base))
       return Value::integer(*value);
     // jinja2 falls back to int(float(value)): "42.23"|int is 42.
-    if (std::optional<double> value = parseFloat(operand.asString()); value && std::isfinite(*value))
-      return Value::integer(static_cast<int64_t>(*value));
+    if (std::optional<double> number = parseFloat(operand.asString()))
+      if (std::optional<Value> value = truncateFloat(*number)) return *value;
   }
   return parameters.get(0, Value::integer(0));
 }
@@ -256,11 +270,10 @@ Value filterInt(const Value &operand, const Arguments &arguments) {
 Value filterIndent(const Value &operand, const Arguments &arguments) {
   Parameters parameters("indent", arguments, {"width", "first", "blank"});
   Value width = parameters.get(0, Value::integer(4));
-  std::string indentation = width.isString()
-                                ? width.asString()
-                                : std::string(static_cast<size_t>(std::max<int64_t>(
-                                                  requireInteger(width), 0)),
-                                              ' ');
+  std::string indentation =
+      width.isString()
+          ? width.asString()
+          : std::string(static_cast<size_t>(std::max<int64_t>(requireInteger(width), 0)), ' ');
   bool first = isTruthy(parameters.get(1, Value::boolean(false)));
   bool blank = isTruthy(parameters.get(2, Value::boolean(false)));
   if (operand.isUndefined()) failUndefined(operand);
@@ -278,7 +291,7 @@ Value filterIndent(const Value &operand, const Arguments &arguments) {
 }
 
 Value filterItems(const Value &operand, const Arguments &arguments) {
-  Parameters("items", arguments, {});
+  expectNoArguments("items", arguments);
   if (operand.isUndefined()) return Value::generator({});
   if (operand.kind() != Value::Kind::Dict)
     throw RenderError("Can only get item pairs from a mapping.");
@@ -324,10 +337,10 @@ Value filterMap(const Value &operand, const Arguments &arguments) {
 /// (truth when none is named) gives `keep`.
 Value selectItems(const Value &operand, const Arguments &arguments, bool byAttribute, bool keep) {
   if (!isTruthy(operand)) return Value::generator({});
-  size_t testAt = byAttribute ? 1 : 0;
-  Value attribute = byAttribute && !arguments.positional.empty() ? arguments.positional[0] : Value();
   if (byAttribute && arguments.positional.empty())
     throw RenderError("Missing parameter for attribute name");
+  Value attribute = byAttribute ? arguments.positional[0] : Value();
+  size_t testAt = byAttribute ? 1 : 0;
   std::optional<std::string> test;
   if (arguments.positional.size() > testAt)
     test = requireString(arguments.positional[testAt], "the test name");
@@ -351,7 +364,7 @@ Value filterReplace(const Value &operand, const Arguments &arguments) {
 }
 
 Value filterReverse(const Value &operand, const Arguments &arguments) {
-  Parameters("reverse", arguments, {});
+  expectNoArguments("reverse", arguments);
   if (operand.isString()) {
     std::u32string codePoints = decodeCodePoints(operand.asString());
     std::reverse(codePoints.begin(), codePoints.end());
@@ -370,14 +383,14 @@ Value filterReverse(const Value &operand, const Arguments &arguments) {
 }
 
 Value filterTojson(const Value &operand, const Arguments &arguments) {
-  Parameters parameters("tojson", arguments,
-                        {"ensure_ascii", "indent", "separators", "sort_keys"});
+  Parameters parameters("tojson", arguments, {"ensure_ascii", "indent", "separators", "sort_keys"});
   JsonFormat format;
   Value indent = parameters.get(1, Value::none());
   if (indent.isString())
     format.indent = indent.asString();
   else if (!indent.isNone())
-    format.indent = std::string(static_cast<size_t>(std::max<int64_t>(requireInteger(indent), 0)), ' ');
+    format.indent =
+        std::string(static_cast<size_t>(std::max<int64_t>(requireInteger(indent), 0)), ' ');
   if (format.indent) format.itemSeparator = ",";
   Value separators = parameters.get(2, Value::none());
   if (!separators.isNone()) {
@@ -402,7 +415,7 @@ Value filterTrim(const Value &operand, const Arguments &arguments) {
 /// A filter that maps str(operand) through `transform` and takes no arguments.
 Filter textFilter(const char *name, std::string (*transform)(std::string_view)) {
   return [name, transform](const Value &operand, const Arguments &arguments) {
-    Parameters(name, arguments, {});
+    expectNoArguments(name, arguments);
     return Value::string(transform(toPythonString(operand)));
   };
 }
@@ -423,15 +436,15 @@ const std::unordered_map<std::string_view, Filter> &filters() {
     t["items"] = filterItems;
     t["join"] = filterJoin;
     t["length"] = t["count"] = [](const Value &operand, const Arguments &arguments) {
-      Parameters("length", arguments, {});
+      expectNoArguments("length", arguments);
       return Value::integer(lengthOf(operand));
     };
     t["list"] = [](const Value &operand, const Arguments &arguments) {
-      Parameters("list", arguments, {});
+      expectNoArguments("list", arguments);
       return Value::list(iterate(operand));
     };
     t["string"] = t["safe"] = [](const Value &operand, const Arguments &arguments) {
-      Parameters("string", arguments, {});
+      expectNoArguments("string", arguments);
       return Value::string(toPythonString(operand));
     };
     t["map"] = filterMap;
@@ -465,7 +478,7 @@ using Test = std::function<bool(const Value &, const Arguments &)>;
 /// A test of the operand alone.
 Test unaryTest(const char *name, bool (*predicate)(const Value &)) {
   return [name, predicate](const Value &operand, const Arguments &arguments) {
-    Parameters(name, arguments, {});
+    expectNoArguments(name, arguments);
     return predicate(operand);
   };
 }
@@ -492,10 +505,10 @@ const std::unordered_map<std::string_view, Test> &tests() {
     t["undefined"] = unaryTest("undefined", [](const Value &v) { return v.isUndefined(); });
     t["none"] = unaryTest("none", [](const Value &v) { return v.isNone(); });
     t["boolean"] = unaryTest("boolean", [](const Value &v) { return v.kind() == Kind::Bool; });
-    t["true"] = unaryTest("true",
-                          [](const Value &v) { return v.kind() == Kind::Bool && v.asBool(); });
-    t["false"] = unaryTest("false",
-                           [](const Value &v) { return v.kind() == Kind::Bool && !v.asBool(); });
+    t["true"] =
+        unaryTest("true", [](const Value &v) { return v.kind() == Kind::Bool && v.asBool(); });
+    t["false"] =
+        unaryTest("false", [](const Value &v) { return v.kind() == Kind::Bool && !v.asBool(); });
     t["integer"] = unaryTest("integer", [](const Value &v) { return v.kind() == Kind::Int; });
     t["float"] = unaryTest("float", [](const Value &v) { return v.kind() == Kind::Float; });
     t["number"] = unaryTest("number", [](const Value &v) { return v.isNumber(); });
@@ -510,13 +523,12 @@ const std::unordered_map<std::string_view, Test> &tests() {
       return v.isString() || v.kind() == Kind::List || v.kind() == Kind::Tuple ||
              v.kind() == Kind::Dict || v.isUndefined();
     });
-    t["callable"] = unaryTest("callable", [](const Value &v) {
-      return v.kind() == Kind::Callable || v.isUndefined();
-    });
-    t["odd"] = unaryTest("odd",
-                         [](const Value &v) { return hasRemainder(v, Value::integer(2), 1); });
-    t["even"] = unaryTest("even",
-                          [](const Value &v) { return hasRemainder(v, Value::integer(2), 0); });
+    t["callable"] = unaryTest(
+        "callable", [](const Value &v) { return v.kind() == Kind::Callable || v.isUndefined(); });
+    t["odd"] =
+        unaryTest("odd", [](const Value &v) { return hasRemainder(v, Value::integer(2), 1); });
+    t["even"] =
+        unaryTest("even", [](const Value &v) { return hasRemainder(v, Value::integer(2), 0); });
     t["divisibleby"] = binaryTest("divisibleby", [](const Value &value, const Value &divisor) {
       return hasRemainder(value, divisor, 0);
     });
@@ -547,8 +559,8 @@ const std::unordered_map<std::string_view, Test> &tests() {
 // Methods and globals
 //===----------------------------------------------------------------------===//
 
-constexpr std::string_view kStringMethods[] = {"strip",      "lstrip",   "rstrip", "split",
-                                               "startswith", "endswith", "upper",  "lower",
+constexpr std::string_view kStringMethods[] = {"strip",      "lstrip",     "rstrip", "split",
+                                               "startswith", "endswith",   "upper",  "lower",
                                                "title",      "capitalize", "replace"};
 constexpr std::string_view kDictMethods[] = {"items", "keys", "values", "get"};
 constexpr std::string_view kLoopMethods[] = {"cycle"};
@@ -561,8 +573,8 @@ template <size_t N> bool isOneOf(std::string_view name, const std::string_view (
 /// startswith/endswith: a str or a tuple of them.
 bool matchesAffix(const std::string &text, const Value &affixes, bool prefix) {
   auto matches = [&](const Value &affix) {
-    const std::string &candidate = requireString(affix, prefix ? "startswith first arg"
-                                                               : "endswith first arg");
+    const std::string &candidate =
+        requireString(affix, prefix ? "startswith first arg" : "endswith first arg");
     if (candidate.size() > text.size()) return false;
     return prefix ? text.compare(0, candidate.size(), candidate) == 0
                   : text.compare(text.size() - candidate.size(), candidate.size(), candidate) == 0;
@@ -576,7 +588,8 @@ Value callStringMethod(const std::string &text, const std::string &name,
                        const Arguments &arguments) {
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     Parameters parameters(name, arguments, {"chars"});
-    std::optional<std::string> chars = optionalString(parameters.get(0, Value::none()), name + " arg");
+    std::optional<std::string> chars =
+        optionalString(parameters.get(0, Value::none()), name + " arg");
     return Value::string(stripString(text, chars, name != "rstrip", name != "lstrip"));
   }
   if (name == "split") {
@@ -598,7 +611,7 @@ Value callStringMethod(const std::string &text, const std::string &name,
                                        requireString(parameters.required(1, name), "new"),
                                        requireInteger(parameters.get(2, Value::integer(-1)))));
   }
-  Parameters(name, arguments, {});
+  expectNoArguments(name, arguments);
   if (name == "upper") return Value::string(upperString(text));
   if (name == "lower") return Value::string(lowerString(text));
   if (name == "title") return Value::string(titleString(text));
@@ -612,7 +625,7 @@ Value callDictMethod(const Dict &dict, const std::string &name, const Arguments 
     const Value *found = key.isString() ? dict.find(key.asString()) : nullptr;
     return found ? *found : parameters.get(1, Value::none());
   }
-  Parameters(name, arguments, {});
+  expectNoArguments(name, arguments);
   ValueList result;
   for (const auto &[key, value] : dict.entries()) {
     if (name == "items")
@@ -637,15 +650,16 @@ Value callRange(const Arguments &arguments) {
     if (values.size() == 3) step = requireInteger(values[2]);
   }
   if (step == 0) throw RenderError("range() arg 3 must not be zero");
-  double count = step > 0 ? std::ceil((static_cast<double>(stop) - static_cast<double>(start)) /
-                                      static_cast<double>(step))
-                          : std::ceil((static_cast<double>(start) - static_cast<double>(stop)) /
-                                      static_cast<double>(-step));
-  if (count > static_cast<double>(kMaxRange))
+  // 128 bits: the span of two int64s does not fit in one.
+  __int128 span =
+      step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
+  __int128 stride = step > 0 ? static_cast<__int128>(step) : -static_cast<__int128>(step);
+  __int128 count = span <= 0 ? 0 : (span - 1) / stride + 1;
+  if (count > kMaxRange)
     throw RenderError("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
   ValueList items;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-    items.push_back(Value::integer(i));
+  for (__int128 i = 0; i < count; ++i)
+    items.push_back(Value::integer(static_cast<int64_t>(start + i * step)));
   return Value::list(std::move(items));
 }
 
@@ -726,7 +740,10 @@ std::vector<int64_t> sliceIndices(int64_t length, const Value &startValue, const
   int64_t start = clamp(startValue, step > 0 ? lower : upper);
   int64_t stop = clamp(stopValue, step > 0 ? upper : lower);
   std::vector<int64_t> indices;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) indices.push_back(i);
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
+    indices.push_back(i);
+    if (__builtin_add_overflow(i, step, &i)) break;
+  }
   return indices;
 }
 
@@ -748,6 +765,10 @@ Value integerArithmetic(BinaryExpr::Op op, int64_t a, int64_t b) {
 /// `sequence * count` for a str, list or tuple.
 Value repeat(const Value &sequence, int64_t count) {
   count = std::max<int64_t>(count, 0);
+  size_t size = sequence.isString() ? sequence.asString().size() : sequence.items().size();
+  // Where Python would run out of memory, fail rather than try.
+  if (size > 0 && static_cast<uint64_t>(count) > (uint64_t(1) << 30) / size)
+    throw RenderError("the repeated sequence would be too large");
   if (sequence.isString()) {
     std::string result;
     for (int64_t i = 0; i < count; ++i) result += sequence.asString();
@@ -790,7 +811,9 @@ Value add(const Value &left, const Value &right) {
 }
 
 Value divide(BinaryExpr::Op op, const Value &left, const Value &right) {
-  const char *symbol = op == BinaryExpr::Op::Divide ? "/" : op == BinaryExpr::Op::FloorDivide ? "//" : "%";
+  const char *symbol = op == BinaryExpr::Op::Divide        ? "/"
+                       : op == BinaryExpr::Op::FloorDivide ? "//"
+                                                           : "%";
   if (op == BinaryExpr::Op::Modulo && left.isString())
     throw RenderError("printf-style formatting with % is not supported");
   if (!left.isNumber() || !right.isNumber()) unsupportedOperands(symbol, left, right);
@@ -944,7 +967,8 @@ Value getItem(const Value &object, const Value &key) {
       auto length = static_cast<int64_t>(codePoints.size());
       if (index < 0) index += length;
       if (index < 0 || index >= length) return Value::undefined("string index out of range");
-      return Value::string(encodeCodePoints(std::u32string(1, codePoints[static_cast<size_t>(index)])));
+      return Value::string(
+          encodeCodePoints(std::u32string(1, codePoints[static_cast<size_t>(index)])));
     }
     auto length = static_cast<int64_t>(object.items().size());
     if (index < 0) index += length;
@@ -1047,8 +1071,8 @@ bool applyComparison(CompareExpr::Op op, const Value &left, const Value &right) 
   }
   if (left.isUndefined()) failUndefined(left);
   if (right.isUndefined()) failUndefined(right);
-  const char *symbol = op == CompareExpr::Op::Less      ? "<"
-                       : op == CompareExpr::Op::Greater ? ">"
+  const char *symbol = op == CompareExpr::Op::Less        ? "<"
+                       : op == CompareExpr::Op::Greater   ? ">"
                        : op == CompareExpr::Op::LessEqual ? "<="
                                                           : ">=";
   try {

@@ -15,9 +15,7 @@ namespace {
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 bool isNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool isNameChar(char c) { return isNameStart(c) || isDigit(c); }
-bool isHexDigit(char c) {
-  return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+bool isHexDigit(char c) { return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 /// The source with every line break as "\n" and one trailing line break
 /// dropped, as jinja2 reads it (keep_trailing_newline=False).
@@ -38,19 +36,15 @@ std::string normalizeNewlines(std::string_view source) {
 
 class Lexer {
 public:
-  explicit Lexer(std::string_view text) : source(normalizeNewlines(text)) {
-    lineStarts.push_back(0);
-    for (size_t i = 0; i < source.size(); ++i)
-      if (source[i] == '\n') lineStarts.push_back(i + 1);
-  }
+  explicit Lexer(std::string_view text) : source(normalizeNewlines(text)) {}
 
   std::vector<Token> run();
 
 private:
   enum class TagKind { Variable, Block, Comment };
 
-  SourceLocation locate(size_t offset) const;
-  [[noreturn]] void fail(size_t offset, const std::string &message) const;
+  SourceLocation locate(size_t offset);
+  [[noreturn]] void fail(size_t offset, const std::string &message);
   void emit(TokenKind kind, std::string text, size_t offset);
 
   bool startsWith(size_t offset, std::string_view prefix) const {
@@ -77,23 +71,35 @@ private:
   size_t scanDigits(size_t offset) const;
 
   std::string source;
-  std::vector<size_t> lineStarts;
   std::vector<Token> tokens;
+  /// The last offset located, and its line and column.
+  size_t locatedOffset = 0;
+  SourceLocation locatedAt;
   /// Whether the last match ended a line: lstrip_blocks also strips the
   /// indentation of a tag at the very start of a line.
   bool lineStarting = true;
 };
 
-SourceLocation Lexer::locate(size_t offset) const {
-  auto line = std::upper_bound(lineStarts.begin(), lineStarts.end(), offset) - lineStarts.begin();
-  size_t lineStart = lineStarts[static_cast<size_t>(line) - 1];
-  int column = 1;
-  for (size_t i = lineStart; i < offset && i < source.size(); ++i)
-    if ((static_cast<unsigned char>(source[i]) & 0xC0) != 0x80) ++column;
-  return {static_cast<int>(line), column};
+SourceLocation Lexer::locate(size_t offset) {
+  // Tokens come in source order: continue from the last one rather than
+  // recount the line (a long one-line template would be quadratic).
+  if (offset < locatedOffset) {
+    locatedOffset = 0;
+    locatedAt = SourceLocation();
+  }
+  for (; locatedOffset < offset && locatedOffset < source.size(); ++locatedOffset) {
+    char c = source[locatedOffset];
+    if (c == '\n') {
+      ++locatedAt.line;
+      locatedAt.column = 1;
+    } else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) {
+      ++locatedAt.column;
+    }
+  }
+  return locatedAt;
 }
 
-void Lexer::fail(size_t offset, const std::string &message) const {
+void Lexer::fail(size_t offset, const std::string &message) {
   throw ChatTemplateError(describeLocation(locate(offset)) + message);
 }
 
@@ -112,8 +118,8 @@ size_t Lexer::skipWhitespace(size_t offset) const {
 
 size_t Lexer::findTagStart(size_t from) const {
   for (size_t at = source.find('{', from); at != std::string::npos; at = source.find('{', at + 1)) {
-    if (at + 1 < source.size() && (source[at + 1] == '{' || source[at + 1] == '%' ||
-                                   source[at + 1] == '#'))
+    if (at + 1 < source.size() &&
+        (source[at + 1] == '{' || source[at + 1] == '%' || source[at + 1] == '#'))
       return at;
   }
   return std::string::npos;
@@ -197,8 +203,8 @@ size_t Lexer::lexTag(TagKind kind, size_t tagStart, size_t offset) {
   while (true) {
     offset = skipWhitespace(offset);
     if (offset >= source.size())
-      fail(tagStart, std::string("unclosed tag: missing '") +
-                         (kind == TagKind::Block ? "%}" : "}}") + "'");
+      fail(tagStart,
+           std::string("unclosed tag: missing '") + (kind == TagKind::Block ? "%}" : "}}") + "'");
     if (brackets.empty()) {
       size_t end = matchTagEnd(kind, offset);
       if (end != std::string::npos) {
@@ -241,7 +247,7 @@ size_t Lexer::lexNumber(size_t offset) {
   // A float: digits with a fraction, an exponent or both (not right after a
   // '.', where `x.1.2` reads as item lookups).
   if (offset == 0 || source[offset - 1] != '.') {
-    size_t integerEnd = scanDigits(offset), end = integerEnd;
+    size_t end = scanDigits(offset);
     bool isFloat = false;
     if (startsWith(end, ".") && scanDigits(end + 1) > end + 1) {
       end = scanDigits(end + 1);
@@ -400,7 +406,8 @@ size_t Lexer::lexOperator(size_t offset, std::vector<char> &brackets) {
   char c = source[offset];
   if (std::string_view("+-/*%~[](){}><=.:|,;").find(c) == std::string_view::npos) {
     size_t next = offset;
-    std::string character = encodeCodePoints(std::u32string(1, tokenizer::decodeUtf8(source, next)));
+    std::string character =
+        encodeCodePoints(std::u32string(1, tokenizer::decodeUtf8(source, next)));
     fail(offset, "unexpected character '" + character + "'");
   }
   if (c == '(' || c == '[' || c == '{') {
@@ -417,8 +424,8 @@ size_t Lexer::lexOperator(size_t offset, std::vector<char> &brackets) {
 } // namespace
 
 std::string describeLocation(SourceLocation location) {
-  return "chat template:" + std::to_string(location.line) + ":" +
-         std::to_string(location.column) + ": ";
+  return "chat template:" + std::to_string(location.line) + ":" + std::to_string(location.column) +
+         ": ";
 }
 
 std::vector<Token> tokenizeTemplate(std::string_view source) { return Lexer(source).run(); }

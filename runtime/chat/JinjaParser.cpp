@@ -13,8 +13,8 @@ using Names = std::initializer_list<std::string_view>;
 
 /// Tags of jinja2 that this runtime does not run.
 constexpr std::string_view kUnsupportedTags[] = {
-    "macro",   "call",   "filter", "with",    "block",  "extends",    "include",
-    "import",  "from",   "raw",    "print",   "autoescape", "do",
+    "macro",  "call", "filter", "with",  "block",      "extends", "include",
+    "import", "from", "raw",    "print", "autoescape", "do",
 };
 
 /// How deep expressions and blocks may nest: far beyond real templates, well
@@ -231,8 +231,9 @@ StmtPtr Parser::parseStatement() {
       std::end(kUnsupportedTags))
     fail(location, "the '{% " + name + " %}' tag is not supported");
   if (isOneOf(name, {"elif", "else", "endif", "endfor", "endset", "endgeneration"})) {
-    std::string context = openTags.empty() ? "no block is open"
-                                           : "the innermost open block is '" + openTags.back() + "'";
+    std::string context = openTags.empty()
+                              ? "no block is open"
+                              : "the innermost open block is '" + openTags.back() + "'";
     fail(location, "unexpected '{% " + name + " %}': " + context);
   }
   fail(location, "unknown tag '" + name + "'");
@@ -592,7 +593,8 @@ ExprPtr Parser::parseSubscript(ExprPtr node) {
   // [index] or [start:stop:step]
   ExprPtr index;
   if (!isOperator(":")) index = parseExpression();
-  if (isOperator(",")) fail(current().location, "subscripts with several indices are not supported");
+  if (isOperator(","))
+    fail(current().location, "subscripts with several indices are not supported");
   if (!skipOperator(":")) {
     if (!index) failExpected("an index");
     expectOperator("]");
@@ -611,8 +613,9 @@ ExprPtr Parser::parseCall(ExprPtr callee) {
   if (callee->kind == Expr::Kind::Name) {
     const std::string &name = static_cast<const NameExpr &>(*callee).name;
     if (!isSupportedGlobal(name))
-      fail(callee->location, "unknown function '" + name + "' (supported: range, namespace, "
-                             "raise_exception, strftime_now)");
+      fail(callee->location, "unknown function '" + name +
+                                 "' (supported: range, namespace, "
+                                 "raise_exception, strftime_now)");
   } else if (callee->kind == Expr::Kind::Attribute) {
     const auto &attribute = static_cast<const AttributeExpr &>(*callee);
     if (!isSupportedMethod(attribute.name))

@@ -30,9 +30,7 @@ private:
   /// A scope for the lifetime of the guard.
   class ScopeGuard {
   public:
-    explicit ScopeGuard(Renderer &renderer) : renderer(renderer) {
-      renderer.scopes.emplace_back();
-    }
+    explicit ScopeGuard(Renderer &renderer) : renderer(renderer) { renderer.scopes.emplace_back(); }
     ~ScopeGuard() { renderer.scopes.pop_back(); }
     ScopeGuard(const ScopeGuard &) = delete;
     ScopeGuard &operator=(const ScopeGuard &) = delete;

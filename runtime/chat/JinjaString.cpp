@@ -4,8 +4,8 @@
 #include "runtime/chat/JinjaValue.h"
 #include "runtime/tokenizer/Utf8.h"
 
-#include <unicode/uchar.h>
 #include <unicode/ucasemap.h>
+#include <unicode/uchar.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -25,10 +25,10 @@ enum class CaseMapping { Upper, Lower, Title };
 std::string mapCase(std::string_view text, CaseMapping mapping) {
   if (text.empty()) return {};
   UErrorCode status = U_ZERO_ERROR;
-  uint32_t options = mapping == CaseMapping::Title
-                         ? U_TITLECASE_WHOLE_STRING | U_TITLECASE_NO_BREAK_ADJUSTMENT |
-                               U_TITLECASE_NO_LOWERCASE
-                         : 0;
+  uint32_t options =
+      mapping == CaseMapping::Title
+          ? U_TITLECASE_WHOLE_STRING | U_TITLECASE_NO_BREAK_ADJUSTMENT | U_TITLECASE_NO_LOWERCASE
+          : 0;
   std::unique_ptr<UCaseMap, decltype(&ucasemap_close)> caseMap(ucasemap_open("", options, &status),
                                                                &ucasemap_close);
   if (U_FAILURE(status)) throw RenderError(std::string("ICU case mapping: ") + u_errorName(status));
@@ -105,28 +105,35 @@ std::string encodeCodePoints(std::u32string_view codePoints) {
 bool isPythonWhitespace(char32_t c) {
   // Bidirectional classes WS, B and S, and category Zs: a fixed set.
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202F || c == 0x205F || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         c == 0x205F || c == 0x3000;
 }
 
-std::string stripString(std::string_view text, const std::optional<std::string> &chars,
-                        bool left, bool right) {
-  std::u32string codePoints = decodeCodePoints(text);
+std::string stripString(std::string_view text, const std::optional<std::string> &chars, bool left,
+                        bool right) {
   std::u32string strip = chars ? decodeCodePoints(*chars) : std::u32string();
   auto stripped = [&](char32_t c) {
     return chars ? strip.find(c) != std::u32string::npos : isPythonWhitespace(c);
   };
-  size_t begin = 0, end = codePoints.size();
-  if (left)
-    while (begin < end && stripped(codePoints[begin])) ++begin;
-  if (right)
-    while (end > begin && stripped(codePoints[end - 1])) --end;
-  return encodeCodePoints(std::u32string_view(codePoints).substr(begin, end - begin));
+  // Scans the UTF-8 from both ends: contents can be long, the ends short.
+  size_t begin = 0, end = text.size();
+  while (left && begin < end) {
+    size_t next = begin;
+    if (!stripped(decodeUtf8(text, next))) break;
+    begin = next;
+  }
+  while (right && end > begin) {
+    size_t start = end - 1;
+    while (start > begin && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+    size_t next = start;
+    if (!stripped(decodeUtf8(text, next))) break;
+    end = start;
+  }
+  return std::string(text.substr(begin, end - begin));
 }
 
-std::vector<std::string> splitString(std::string_view text,
-                                     const std::optional<std::string> &separator,
-                                     int64_t maxSplit) {
+std::vector<std::string>
+splitString(std::string_view text, const std::optional<std::string> &separator, int64_t maxSplit) {
   std::vector<std::string> parts;
   if (separator) {
     if (separator->empty()) throw RenderError("empty separator");

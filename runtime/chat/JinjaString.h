@@ -25,15 +25,14 @@ bool isPythonWhitespace(char32_t codePoint);
 
 /// str.strip/lstrip/rstrip: `chars` (all of its characters) or, when absent,
 /// whitespace.
-std::string stripString(std::string_view text, const std::optional<std::string> &chars,
-                        bool left, bool right);
+std::string stripString(std::string_view text, const std::optional<std::string> &chars, bool left,
+                        bool right);
 
 /// str.split(sep, maxsplit): on runs of whitespace when `separator` is absent;
 /// a negative `maxSplit` splits everywhere. Throws RenderError for an empty
 /// separator, as Python's ValueError.
 std::vector<std::string> splitString(std::string_view text,
-                                     const std::optional<std::string> &separator,
-                                     int64_t maxSplit);
+                                     const std::optional<std::string> &separator, int64_t maxSplit);
 
 /// str.replace(old, new, count); a negative count replaces every occurrence.
 std::string replaceString(std::string_view text, std::string_view from, std::string_view to,

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 namespace llmc::runtime::chat {
 
@@ -138,9 +140,7 @@ const std::string &Value::undefinedHint() const {
   return object ? static_cast<const StringObject &>(*object).text : kNoHint;
 }
 
-bool Value::sharesObjectWith(const Value &other) const {
-  return object && object == other.object;
-}
+bool Value::sharesObjectWith(const Value &other) const { return object && object == other.object; }
 
 //===----------------------------------------------------------------------===//
 // Python semantics
@@ -183,8 +183,7 @@ void writeJsonBreak(const JsonFormat &format, int depth, std::string &out) {
   for (int i = 0; i < depth; ++i) out += *format.indent;
 }
 
-void writeJsonArray(const ValueList &items, const JsonFormat &format, int depth,
-                    std::string &out) {
+void writeJsonArray(const ValueList &items, const JsonFormat &format, int depth, std::string &out) {
   if (items.empty()) {
     out += "[]";
     return;
@@ -538,7 +537,8 @@ std::string formatFloat(double value) {
                   std::abs(exponent));
     return out + exponentText;
   }
-  if (exponent < 0) return sign + "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+  if (exponent < 0)
+    return sign + "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
   auto integerDigits = static_cast<size_t>(exponent) + 1;
   if (digits.size() <= integerDigits)
     return sign + digits + std::string(integerDigits - digits.size(), '0') + ".0";

@@ -12,14 +12,16 @@ Gemma, Phi-3 and Zephyr, plus a Qwen3-style template. Checked:
     every family over conversations with and without a system message, multi-turn, unicode
     and surrounding whitespace, tool calls where the template has them, and conversations
     that break the role alternation Llama-2, Mistral and Gemma enforce;
-  * jinja2 semantics on small templates: whitespace control, scoping, loops, filters, tests,
-    methods, operators, Undefined, tojson;
+  * jinja2 semantics on small templates: whitespace control (also on random layouts of
+    text, tags and comments), scoping, loops, filters, tests, methods, operators, Undefined,
+    tojson;
   * every template here parses; what the engine does not support fails when it is parsed,
     naming the line and column.
 """
 from __future__ import annotations
 
 import json
+import random
 import re
 from datetime import datetime
 from pathlib import Path
@@ -886,11 +888,39 @@ SNIPPETS = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
 @pytest.mark.parametrize("source", SNIPPETS)
 def test_snippet_parity(source):
     assert_parity(source, messages=[], d={"k": "v", "items": 3},
                   x={"b": "é😀\n\"", "a": [1, 2.5, None, True, 1e20, 1e-07]},
                   m=[{"role": "user"}, {"role": "assistant"}, {"role": "user"}])
+
+
+def _random_layout(rng: random.Random, depth: int = 0) -> str:
+    """Text, tags and comments with every kind of whitespace control, nested."""
+    texts = ["", " ", "  ", "\t", "\n", "\n\n", " \n ", "a", "b c", "\r\n", " x\n  ", "\u00a0",
+             "\u3000\n"]
+    sign = lambda: rng.choice(["", "", "-", "+"])  # noqa: E731
+    roll = rng.random()
+    if roll < 0.35 or depth >= 3:
+        return rng.choice(texts)
+    if roll < 0.5:
+        return "{{" + sign().strip("+") + " 'v' " + sign().strip("+") + "}}"
+    if roll < 0.6:
+        return "{#" + sign() + " c " + sign() + "#}"
+    body = "".join(_random_layout(rng, depth + 1) for _ in range(rng.randint(0, 4)))
+    if roll < 0.8:
+        other = "".join(_random_layout(rng, depth + 1) for _ in range(rng.randint(0, 3)))
+        return (f"{{%{sign()} if {rng.choice(['true', 'false'])} {sign()}%}}{body}"
+                f"{{%{sign()} else {sign()}%}}{other}{{%{sign()} endif {sign()}%}}")
+    return f"{{%{sign()} for i in [1, 2] {sign()}%}}{body}{{%{sign()} endfor {sign()}%}}"
+
+
+def test_whitespace_control_matches_on_random_layouts():
+    rng = random.Random(1234)
+    for _ in range(1000):
+        source = "".join(_random_layout(rng) for _ in range(rng.randint(1, 6)))
+        assert_parity(source, messages=[])
 
 
 def test_tojson_keeps_the_key_order_and_unicode():

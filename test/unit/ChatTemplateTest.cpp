@@ -158,9 +158,10 @@ TEST(ChatTemplateRender, ScopesLoopIterationsAndSharesNamespaces) {
 }
 
 TEST(ChatTemplateRender, RaiseExceptionThrowsTheTemplatesMessage) {
-  const char *source = "{% for m in messages %}{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}"
-                       "{{ raise_exception('Conversation roles must alternate') }}{% endif %}"
-                       "{% endfor %}ok";
+  const char *source =
+      "{% for m in messages %}{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}"
+      "{{ raise_exception('Conversation roles must alternate') }}{% endif %}"
+      "{% endfor %}ok";
   EXPECT_EQ(render(source, {{"messages", {{{"role", "user"}}, {{"role", "assistant"}}}}}), "ok");
   EXPECT_EQ(renderError(source, {{"messages", {{{"role", "user"}}, {{"role", "user"}}}}}),
             "Conversation roles must alternate");
@@ -174,14 +175,14 @@ TEST(ChatTemplateRender, UndefinedIsEmptyFalsyAndFailsOnUse) {
   EXPECT_EQ(renderError("line\n  {{ u.attribute }}"), "chat template:2:7: 'u' is undefined");
   EXPECT_EQ(renderError("{{ d.missing.x }}", {{"d", json::object()}}),
             "chat template:1:13: 'dict object' has no attribute 'missing'");
-  EXPECT_EQ(renderError("{{ messages[0].content + 1 }}",
-                        {{"messages", {{{"content", "x"}}}}}),
+  EXPECT_EQ(renderError("{{ messages[0].content + 1 }}", {{"messages", {{{"content", "x"}}}}}),
             "chat template:1:24: can only concatenate str (not \"int\") to str");
 }
 
 TEST(ChatTemplateRender, FormatsValuesAsPython) {
   EXPECT_EQ(render("{{ 'h\xC3\xA9llo'|length }} {{ 'h\xC3\xA9llo'[1] }} {{ 'h\xC3\xA9llo'[::-1] }} "
-                   "{{ '\xC3\x9Ftra\xC3\x9F" "e'.upper() }} {{ '  x '.strip() }}|"),
+                   "{{ '\xC3\x9Ftra\xC3\x9F"
+                   "e'.upper() }} {{ '  x '.strip() }}|"),
             "5 \xC3\xA9 oll\xC3\xA9h SSTRASSE x|");
   EXPECT_EQ(render("{{ 1.0 }} {{ 1e20 }} {{ 0.1 + 0.2 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 / 2 }} "
                    "{{ -7 % 3 }} {{ 2 ** 10 }}"),
