@@ -120,12 +120,11 @@ json ResponseBuilder::add(size_t index, const StreamEvent &event) {
     else if (event.finishReason == FinishReason::Stop && event.token)
       choice.stopReason = event.token->token;
   }
+  choice.text += event.text; // streamed too: the text offsets of logprobs count it
   if (!stream) {
-    choice.text += event.text;
     if (!logprobs.is_null()) appendLogprobs(choice.logprobs, logprobs);
     return nullptr;
   }
-  choice.text += event.text; // for the text offsets of logprobs
   if (event.text.empty() && logprobs.is_null() && !choice.finishReason && choice.roleSent)
     return nullptr;
 

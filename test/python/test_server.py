@@ -32,7 +32,7 @@ import pytest
 
 from llmc.engine import Engine
 from llmc.runtime import Model
-from llmc.testing.server import Server, write_chat_model
+from llmc.testing.server import Server, compile_chat_model
 from llmc.tokenizer import Tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,13 +42,7 @@ API_KEY = "test-key"
 
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("server")
-    onnx = write_chat_model(directory / "onnx")
-    artifact = directory / "chat.llmc"
-    result = subprocess.run([str(LLMC), "compile", str(onnx), "-o", str(artifact), "--quiet"],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return artifact
+    return compile_chat_model(LLMC, tmp_path_factory.mktemp("server"))
 
 
 @pytest.fixture(scope="module")

@@ -14,13 +14,12 @@ import json
 import os
 import random
 import resource
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from llmc.testing.server import Server, write_chat_model
+from llmc.testing.server import Server, compile_chat_model
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = Path(os.environ.get("LLMC_BUILD_DIR", ROOT / "build")) / "bin" / "llmc"
@@ -29,13 +28,7 @@ LOAD_SECONDS = float(os.environ.get("LLMC_LOAD_TEST_SECONDS", "60"))
 
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("server-load")
-    onnx = write_chat_model(directory / "onnx")
-    artifact = directory / "chat.llmc"
-    result = subprocess.run([str(LLMC), "compile", str(onnx), "-o", str(artifact), "--quiet"],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return artifact
+    return compile_chat_model(LLMC, tmp_path_factory.mktemp("server-load"))
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,8 @@
 
 #include <cctype>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 namespace llmc {
 using runtime::Error;
@@ -75,6 +77,14 @@ double parseNumber(const std::string &text, const std::string &what, double mini
     throw Error(what + " must be a number from " + std::to_string(minimum) + " to " +
                 std::to_string(maximum) + ", not '" + text + "'");
   return value;
+}
+
+std::string readTextFile(const std::string &path, const std::string &what) {
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) throw Error(path + ": cannot open the " + what);
+  std::ostringstream contents;
+  contents << stream.rdbuf();
+  return contents.str();
 }
 
 int64_t parseBytes(const std::string &text, const std::string &what) {

@@ -51,6 +51,10 @@ double parseNumber(const std::string &text, const std::string &what, double mini
 /// "i", B optional: binary multiples for both, as memory is counted).
 int64_t parseBytes(const std::string &text, const std::string &what);
 
+/// The whole of a file named on the command line; throws runtime::Error
+/// "PATH: cannot open the <what>".
+std::string readTextFile(const std::string &path, const std::string &what);
+
 } // namespace llmc
 
 #endif // LLMC_TOOLS_LLMC_ENGINEFLAGS_H

@@ -92,14 +92,6 @@ std::vector<int32_t> parsePromptIds(const std::string &text) {
   return ids;
 }
 
-std::string readTextFile(const std::string &path) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) throw Error(path + ": cannot open the prompt file");
-  std::ostringstream contents;
-  contents << stream.rdbuf();
-  return contents.str();
-}
-
 /// Prompts from a JSON-lines file: {"prompt": "..."} or {"prompt_ids": [...]}
 /// per non-blank line.
 void readBatchFile(const std::string &path, std::vector<Prompt> &prompts) {
@@ -152,7 +144,7 @@ std::optional<RunOptions> parseArguments(const std::vector<std::string> &args) {
     if (name == "--prompt")
       options.prompts.push_back({value, {}});
     else if (name == "--prompt-file")
-      options.prompts.push_back({readTextFile(value), {}});
+      options.prompts.push_back({readTextFile(value, "prompt file"), {}});
     else if (name == "--prompt-ids")
       options.prompts.push_back({std::nullopt, parsePromptIds(value)});
     else if (name == "--batch-file")

@@ -20,11 +20,9 @@
 #include "runtime/tokenizer/TokenizerConfig.h"
 
 #include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <optional>
-#include <fstream>
-#include <iostream>
-#include <sstream>
 
 namespace llmc {
 namespace {
@@ -61,14 +59,6 @@ struct ServeCommand {
   runtime::server::ServerOptions server;
   std::string modelName;
 };
-
-std::string readTextFile(const std::string &path) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) throw Error("cannot read " + path);
-  std::ostringstream text;
-  text << stream.rdbuf();
-  return text.str();
-}
 
 /// The artifact's directory name without ".llmc" (and without a trailing slash).
 std::string defaultModelName(std::string directory) {
@@ -135,7 +125,7 @@ TextSupport loadText(const runtime::Artifact &artifact, const std::string &chatT
     text.tokenizer = runtime::tokenizer::Tokenizer::fromFile(artifact.tokenizerFile());
   if (!artifact.tokenizerConfigFile().empty())
     text.config = runtime::tokenizer::TokenizerConfig::load(artifact.tokenizerConfigFile());
-  if (!chatTemplateFile.empty()) text.config.chatTemplate = readTextFile(chatTemplateFile);
+  if (!chatTemplateFile.empty()) text.config.chatTemplate = readTextFile(chatTemplateFile, "chat template");
   return text;
 }
 } // namespace

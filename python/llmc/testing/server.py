@@ -51,6 +51,16 @@ def write_chat_model(directory: Path, seed: int = 0) -> Path:
     return path
 
 
+def compile_chat_model(llmc: Path, directory: Path) -> Path:
+    """write_chat_model compiled by `llmc compile` into <directory>/chat.llmc."""
+    onnx = write_chat_model(Path(directory) / "onnx")
+    artifact = Path(directory) / "chat.llmc"
+    result = subprocess.run([str(llmc), "compile", str(onnx), "-o", str(artifact), "--quiet"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return artifact
+
+
 def parse_metrics(text: str) -> dict[str, float]:
     """Prometheus text as {'name{labels}': value}, comments dropped."""
     values = {}
