@@ -54,6 +54,58 @@ LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
   return success();
 }
 
+LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp op,
+                                    ArrayRef<Value> operands, Value rotatedQuery) {
+  // pool, q, k, v, slots, positions, then inv_freq or the cos and sin caches.
+  bool cached = operands[7] != nullptr;
+  SmallVector<Value> args(operands.begin(), operands.begin() + 6);
+  if (cached) args.append({operands[7], operands[8]});
+  else args.push_back(operands[6]);
+  args.push_back(rotatedQuery);
+  int64_t layer = op.getLayer();
+  bool interleaved = op.getInterleaved();
+  int64_t halfRotary = cast<MemRefType>(args[6].getType()).getShape().back();
+  step.callKernel(op.getLoc(), "rope_paged_kv_write", kernelKey(op, args), args,
+                  [&](KernelBuilder &kb, ValueRange params) {
+    Value pool = params[0], query = params[1], keys = params[2], values = params[3];
+    Value slots = params[4], positions = params[5], out = params.back();
+    PoolShape shape(pool);
+    Rotation rotation{shape.headDim, halfRotary, interleaved, cached ? Value() : params[6],
+                      cached ? params[6] : Value(), cached ? params[7] : Value()};
+    int64_t heads = cast<MemRefType>(out.getType()).getDimSize(1) / shape.headDim;
+    Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
+    Value blockSize = kb.index(shape.blockSize), headDim = kb.index(shape.headDim);
+    kb.forEach(zero, kb.dim(out, 0), [&](Value token) {
+      Value position = kb.load(positions, {token});
+      kb.forEach(zero, kb.index(heads), [&](Value head) {
+        Value base = kb.mulIndex(head, headDim);
+        emitRotatedHead(
+            kb, rotation, position, [&](Value i) { return kb.load(query, {token, kb.addIndex(base, i)}); },
+            [&](Value i, Value value) { kb.store(value, out, {token, kb.addIndex(base, i)}); });
+      });
+      Value slot = kb.toIndex(kb.load(slots, {token}));
+      // A negative slot marks a token whose K/V must not be cached.
+      kb.ifThen(kb.lessThan(kb.index(-1), slot), [&] {
+        Value block = kb.divIndex(slot, blockSize), offset = kb.remIndex(slot, blockSize);
+        kb.forEach(zero, kb.index(shape.kvHeads), [&](Value head) {
+          Value base = kb.mulIndex(head, headDim);
+          emitRotatedHead(
+              kb, rotation, position,
+              [&](Value i) { return kb.load(keys, {token, kb.addIndex(base, i)}); },
+              [&](Value i, Value value) {
+                kb.store(value, pool, {layerIndex, block, zero, head, offset, i});
+              });
+          kb.forEach(zero, headDim, [&](Value d) {
+            kb.store(kb.load(values, {token, kb.addIndex(base, d)}), pool,
+                     {layerIndex, block, one, head, offset, d});
+          });
+        });
+      });
+    });
+  });
+  return success();
+}
+
 LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                                   ArrayRef<Value> operands, Value output) {
   // query, pool, block_tables, context_lens, cu_seqlens_q, output

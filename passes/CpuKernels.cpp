@@ -20,11 +20,34 @@ std::string kernelKey(StringRef name, ValueRange args) {
   return key;
 }
 
+namespace {
+/// The scalar body of an op, written so that two bodies print the same iff
+/// they compute the same: every value is named by the block argument or
+/// the op (in order) that defines it.
+void describeBody(Region &region, llvm::raw_ostream &os) {
+  DenseMap<Value, std::string> names;
+  for (BlockArgument argument : region.front().getArguments())
+    names[argument] = "a" + std::to_string(argument.getArgNumber());
+  unsigned index = 0;
+  for (Operation &op : region.front()) {
+    os << "{" << op.getName() << op.getPropertiesAsAttribute() << op.getAttrDictionary() << "(";
+    for (Value operand : op.getOperands()) os << names.lookup(operand) << ",";
+    os << ")";
+    for (Value result : op.getResults()) {
+      names[result] = "v" + std::to_string(index++);
+      os << result.getType();
+    }
+    os << "}";
+  }
+}
+} // namespace
+
 std::string kernelKey(Operation *op, ValueRange args) {
   std::string name;
   llvm::raw_string_ostream os(name);
   // Inherent attributes only: the planned offsets do not change the code.
   os << op->getName() << op->getPropertiesAsAttribute();
+  for (Region &region : op->getRegions()) describeBody(region, os);
   return kernelKey(name, args);
 }
 
@@ -34,111 +57,119 @@ int64_t staticDim(Value memref, int64_t dim) {
   return cast<MemRefType>(memref.getType()).getDimSize(dim);
 }
 
-/// Calls a kernel that applies `scalar` to each element of same-shaped
-/// [rows, features] inputs.
-void mapRows(StepLowering &step, Operation *op, ValueRange inputs, Value output,
-             function_ref<Value(KernelBuilder &, ValueRange)> scalar) {
-  SmallVector<Value> args(inputs.begin(), inputs.end());
+/// Loads the element of `input` for output element (row, col): inputs are
+/// [rows, features], [features] (the same for every row) or rank 0.
+Value loadBroadcast(KernelBuilder &kb, Value input, Value row, Value col) {
+  switch (cast<MemRefType>(input.getType()).getRank()) {
+  case 0: return kb.load(input, {});
+  case 1: return kb.load(input, {col});
+  default: return kb.load(input, {row, col});
+  }
+}
+
+/// One row of a norm: x's row normalised (its mean
+/// subtracted for a layer norm), scaled by the weight, plus the bias.
+void emitNormRow(KernelBuilder &kb, Value x, Value weight, Value bias, Value out, Value row,
+                 bool layer, double epsilon) {
+  int64_t features = staticDim(out, 1);
+  Value zero = kb.index(0), width = kb.index(features), count = kb.f32(features);
+  Value mean = kb.f32(0.0);
+  if (layer) {
+    Value sum = kb.reduce(zero, width, kb.f32(0.0), [&](Value col, Value acc) {
+      return kb.add(acc, kb.load(x, {row, col}));
+    });
+    mean = kb.div(sum, count);
+  }
+  Value squares = kb.reduce(zero, width, kb.f32(0.0), [&](Value col, Value acc) {
+    Value centred = kb.sub(kb.load(x, {row, col}), mean);
+    return kb.add(acc, kb.mul(centred, centred));
+  });
+  Value inverse = kb.div(kb.f32(1.0), kb.sqrt(kb.add(kb.div(squares, count), kb.f32(epsilon))));
+  kb.forEach(zero, width, [&](Value col) {
+    Value normed = kb.mul(kb.sub(kb.load(x, {row, col}), mean), inverse);
+    Value scaled = kb.mul(normed, kb.load(weight, {col}));
+    if (bias) scaled = kb.add(scaled, kb.load(bias, {col}));
+    kb.store(scaled, out, {row, col});
+  });
+}
+
+/// A norm op's epsilon and whether it centres (layer norm).
+std::pair<double, bool> normKind(Operation *op) {
+  if (auto rms = dyn_cast<llm::RmsNormOp>(op)) return {rms.getEpsilon().convertToFloat(), false};
+  if (auto fused = dyn_cast<llm::AddRmsNormOp>(op))
+    return {fused.getEpsilon().convertToFloat(), false};
+  if (auto fused = dyn_cast<llm::AddLayerNormOp>(op))
+    return {fused.getEpsilon().convertToFloat(), true};
+  return {cast<llm::LayerNormOp>(op).getEpsilon().convertToFloat(), true};
+}
+
+} // namespace
+
+LogicalResult lowerScalarFunction(StepLowering &step, llm::ScalarFunctionOpInterface op,
+                                  ArrayRef<Value> operands, Value output) {
+  for (Value operand : operands)
+    if (!operand) return op->emitOpError("has an omitted operand; elementwise ops take none");
+  SmallVector<Value> args(operands.begin(), operands.end());
   args.push_back(output);
   StringRef name = op->getName().stripDialect();
+  bool failedScalar = false;
   step.callKernel(op->getLoc(), name, kernelKey(op, args), args,
                   [&](KernelBuilder &kb, ValueRange params) {
                     Value out = params.back();
                     kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
                       kb.forEach(kb.index(0), kb.index(staticDim(out, 1)), [&](Value col) {
                         SmallVector<Value> values;
-                        for (Value in : params.drop_back()) values.push_back(kb.load(in, {row, col}));
-                        kb.store(scalar(kb, values), out, {row, col});
+                        for (Value in : params.drop_back())
+                          values.push_back(loadBroadcast(kb, in, row, col));
+                        Value result = op.buildScalar(kb.builder(), kb.location(), values);
+                        if (!result) {
+                          failedScalar = true;
+                          return;
+                        }
+                        kb.store(result, out, {row, col});
                       });
                     });
                   });
-}
-
-Value silu(KernelBuilder &kb, Value x) {
-  return kb.div(x, kb.add(kb.f32(1.0), kb.exp(kb.neg(x))));
-}
-
-Value gelu(KernelBuilder &kb, Value x, bool tanhApproximation) {
-  Value half = kb.mul(kb.f32(0.5), x);
-  if (tanhApproximation) {
-    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    Value cube = kb.mul(kb.mul(x, x), x);
-    Value inner = kb.mul(kb.f32(0.7978845608028654), kb.add(x, kb.mul(kb.f32(0.044715), cube)));
-    return kb.mul(half, kb.add(kb.f32(1.0), kb.tanh(inner)));
-  }
-  return kb.mul(half, kb.add(kb.f32(1.0), kb.erf(kb.mul(x, kb.f32(0.7071067811865476)))));
-}
-
-} // namespace
-
-LogicalResult lowerElementwise(StepLowering &step, Operation *op, ArrayRef<Value> operands,
-                               Value output) {
-  return TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](llm::SiluOp) {
-        mapRows(step, op, operands, output, [](KernelBuilder &kb, ValueRange v) { return silu(kb, v[0]); });
-        return success();
-      })
-      .Case([&](llm::GeluOp geluOp) {
-        bool tanhApproximation = geluOp.getTanhApproximation();
-        mapRows(step, op, operands, output, [&](KernelBuilder &kb, ValueRange v) {
-          return gelu(kb, v[0], tanhApproximation);
-        });
-        return success();
-      })
-      .Case([&](llm::SwigluOp) {
-        mapRows(step, op, operands, output,
-                [](KernelBuilder &kb, ValueRange v) { return kb.mul(silu(kb, v[0]), v[1]); });
-        return success();
-      })
-      .Case([&](llm::AddOp) {
-        mapRows(step, op, operands, output, [](KernelBuilder &kb, ValueRange v) { return kb.add(v[0], v[1]); });
-        return success();
-      })
-      .Case([&](llm::MulOp) {
-        mapRows(step, op, operands, output, [](KernelBuilder &kb, ValueRange v) { return kb.mul(v[0], v[1]); });
-        return success();
-      })
-      .Case([&](llm::CastOp) {
-        // Only f32 models are lowered, so a remaining cast is f32 -> f32.
-        mapRows(step, op, operands, output, [](KernelBuilder &, ValueRange v) { return v[0]; });
-        return success();
-      })
-      .Default([](Operation *op) { return op->emitOpError("has no CPU kernel"); });
+  if (failedScalar) return op->emitOpError("has no scalar form for these element types");
+  return success();
 }
 
 LogicalResult lowerNorm(StepLowering &step, Operation *op, ArrayRef<Value> operands, Value output) {
-  auto rms = dyn_cast<llm::RmsNormOp>(op);
-  auto layer = dyn_cast<llm::LayerNormOp>(op);
-  double epsilon = rms ? rms.getEpsilon().convertToFloat() : layer.getEpsilon().convertToFloat();
+  auto [epsilon, layer] = normKind(op);
   SmallVector<Value> args{operands[0], operands[1]};
-  if (layer && operands[2]) args.push_back(operands[2]);
+  bool hasBias = layer && operands[2];
+  if (hasBias) args.push_back(operands[2]);
   args.push_back(output);
-  bool hasBias = args.size() == 4;
   step.callKernel(op->getLoc(), op->getName().stripDialect(), kernelKey(op, args), args,
-                  [&](KernelBuilder &kb, ValueRange params) {
-    Value x = params[0], weight = params[1], out = params.back();
-    int64_t features = staticDim(out, 1);
-    Value zero = kb.index(0), width = kb.index(features), count = kb.f32(features);
-    kb.forEach(zero, kb.dim(out, 0), [&](Value row) {
-      Value mean = kb.f32(0.0);
-      if (layer) {
-        Value sum = kb.reduce(zero, width, kb.f32(0.0), [&](Value col, Value acc) {
-          return kb.add(acc, kb.load(x, {row, col}));
-        });
-        mean = kb.div(sum, count);
-      }
-      Value squares = kb.reduce(zero, width, kb.f32(0.0), [&](Value col, Value acc) {
-        Value centred = kb.sub(kb.load(x, {row, col}), mean);
-        return kb.add(acc, kb.mul(centred, centred));
+                  [&, epsilon = epsilon, layer = layer](KernelBuilder &kb, ValueRange params) {
+    Value bias = hasBias ? params[2] : Value();
+    kb.forEach(kb.index(0), kb.dim(params.back(), 0), [&](Value row) {
+      emitNormRow(kb, params[0], params[1], bias, params.back(), row, layer, epsilon);
+    });
+  });
+  return success();
+}
+
+LogicalResult lowerAddNorm(StepLowering &step, Operation *op, ArrayRef<Value> operands,
+                           ArrayRef<Value> outputs) {
+  // lhs, rhs, weight[, bias] -> sum, normed
+  auto [epsilon, layer] = normKind(op);
+  SmallVector<Value> args{operands[0], operands[1], operands[2]};
+  bool hasBias = layer && operands[3];
+  if (hasBias) args.push_back(operands[3]);
+  args.append(outputs.begin(), outputs.end());
+  step.callKernel(op->getLoc(), op->getName().stripDialect(), kernelKey(op, args), args,
+                  [&, epsilon = epsilon, layer = layer](KernelBuilder &kb, ValueRange params) {
+    Value lhs = params[0], rhs = params[1], weight = params[2];
+    Value bias = hasBias ? params[3] : Value();
+    Value sum = params[params.size() - 2], normed = params.back();
+    kb.forEach(kb.index(0), kb.dim(normed, 0), [&](Value row) {
+      // The sum is stored, then normalised from memory exactly as an
+      // unfused norm reads its input: the same rounding, the same loop.
+      kb.forEach(kb.index(0), kb.index(staticDim(normed, 1)), [&](Value col) {
+        kb.store(kb.add(kb.load(lhs, {row, col}), kb.load(rhs, {row, col})), sum, {row, col});
       });
-      Value inverse =
-          kb.div(kb.f32(1.0), kb.sqrt(kb.add(kb.div(squares, count), kb.f32(epsilon))));
-      kb.forEach(zero, width, [&](Value col) {
-        Value normed = kb.mul(kb.sub(kb.load(x, {row, col}), mean), inverse);
-        Value scaled = kb.mul(normed, kb.load(weight, {col}));
-        if (hasBias) scaled = kb.add(scaled, kb.load(params[2], {col}));
-        kb.store(scaled, out, {row, col});
-      });
+      emitNormRow(kb, sum, weight, bias, normed, row, layer, epsilon);
     });
   });
   return success();
@@ -162,6 +193,32 @@ LogicalResult lowerEmbedding(StepLowering &step, llm::EmbeddingOp op, ArrayRef<V
   return success();
 }
 
+void emitRotatedHead(KernelBuilder &kb, const Rotation &rotation, Value position,
+                     function_ref<Value(Value)> read, function_ref<void(Value, Value)> write) {
+  int64_t half = rotation.halfRotary;
+  kb.forEach(kb.index(0), kb.index(half), [&](Value i) {
+    Value cosine, sine;
+    if (rotation.cosCache) {
+      Value p = kb.toIndex(position);
+      cosine = kb.load(rotation.cosCache, {p, i});
+      sine = kb.load(rotation.sinCache, {p, i});
+    } else {
+      Value angle = kb.mul(kb.toF32(position), kb.load(rotation.invFreq, {i}));
+      cosine = kb.cos(angle);
+      sine = kb.sin(angle);
+    }
+    // rotate_half pairs feature i with i + rotary/2; interleaved, 2i with 2i+1.
+    Value first = rotation.interleaved ? kb.mulIndex(i, kb.index(2)) : i;
+    Value second = kb.addIndex(first, kb.index(rotation.interleaved ? 1 : half));
+    Value a = read(first), c = read(second);
+    write(first, kb.sub(kb.mul(a, cosine), kb.mul(c, sine)));
+    write(second, kb.add(kb.mul(c, cosine), kb.mul(a, sine)));
+  });
+  // Features past the rotary dims pass through.
+  kb.forEach(kb.index(2 * half), kb.index(rotation.headDim),
+             [&](Value i) { write(i, read(i)); });
+}
+
 LogicalResult lowerRope(StepLowering &step, Operation *op, ArrayRef<Value> operands, Value output) {
   auto cached = dyn_cast<llm::RopeCachedOp>(op);
   bool interleaved = cached ? cached.getInterleaved() : cast<llm::RopeOp>(op).getInterleaved();
@@ -172,35 +229,17 @@ LogicalResult lowerRope(StepLowering &step, Operation *op, ArrayRef<Value> opera
   step.callKernel(op->getLoc(), op->getName().stripDialect(), kernelKey(op, args), args,
                   [&](KernelBuilder &kb, ValueRange params) {
     Value x = params[0], positions = params[1], out = params.back();
-    int64_t features = staticDim(out, 1), heads = features / headDim;
+    Rotation rotation{headDim, halfRotary, interleaved, cached ? Value() : params[2],
+                      cached ? params[2] : Value(), cached ? params[3] : Value()};
+    int64_t heads = staticDim(out, 1) / headDim;
     kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
       Value position = kb.load(positions, {row});
       kb.forEach(kb.index(0), kb.index(heads), [&](Value head) {
         Value base = kb.mulIndex(head, kb.index(headDim));
-        kb.forEach(kb.index(0), kb.index(halfRotary), [&](Value i) {
-          Value cosine, sine;
-          if (cached) {
-            Value p = kb.toIndex(position);
-            cosine = kb.load(params[2], {p, i});
-            sine = kb.load(params[3], {p, i});
-          } else {
-            Value angle = kb.mul(kb.toF32(position), kb.load(params[2], {i}));
-            cosine = kb.cos(angle);
-            sine = kb.sin(angle);
-          }
-          // rotate_half pairs feature i with i + rotary/2; interleaved, 2i with 2i+1.
-          Value first = interleaved ? kb.addIndex(base, kb.mulIndex(i, kb.index(2)))
-                                    : kb.addIndex(base, i);
-          Value second = kb.addIndex(first, kb.index(interleaved ? 1 : halfRotary));
-          Value a = kb.load(x, {row, first}), c = kb.load(x, {row, second});
-          kb.store(kb.sub(kb.mul(a, cosine), kb.mul(c, sine)), out, {row, first});
-          kb.store(kb.add(kb.mul(c, cosine), kb.mul(a, sine)), out, {row, second});
-        });
-        // Features past the rotary dims pass through.
-        kb.forEach(kb.index(2 * halfRotary), kb.index(headDim), [&](Value i) {
-          Value col = kb.addIndex(base, i);
-          kb.store(kb.load(x, {row, col}), out, {row, col});
-        });
+        emitRotatedHead(
+            kb, rotation, position,
+            [&](Value i) { return kb.load(x, {row, kb.addIndex(base, i)}); },
+            [&](Value i, Value value) { kb.store(value, out, {row, kb.addIndex(base, i)}); });
       });
     });
   });

@@ -110,12 +110,30 @@ std::string kernelKey(mlir::Operation *op, mlir::ValueRange args);
 /// The same for kernels that are not one op's: a name and the argument types.
 std::string kernelKey(llvm::StringRef name, mlir::ValueRange args);
 
+/// What a rotary embedding rotates by: frequencies, or cos/sin tables.
+struct Rotation {
+  int64_t headDim = 0;
+  int64_t halfRotary = 0; // rotary_dim / 2
+  bool interleaved = false;
+  mlir::Value invFreq, cosCache, sinCache; // one form or the other
+};
+
+/// Rotates one head of one row at `position`: `read(i)` gives feature i of
+/// the head, `write(i, value)` stores feature i of the result.
+void emitRotatedHead(KernelBuilder &kb, const Rotation &rotation, mlir::Value position,
+                     llvm::function_ref<mlir::Value(mlir::Value)> read,
+                     llvm::function_ref<void(mlir::Value, mlir::Value)> write);
+
 /// Lowers one llm op, given the memrefs of its operands (null for none) and
 /// of its result. Fails with an error on the op for what is not supported.
-mlir::LogicalResult lowerElementwise(StepLowering &step, mlir::Operation *op,
-                                     llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+mlir::LogicalResult lowerScalarFunction(StepLowering &step, llm::ScalarFunctionOpInterface op,
+                                        llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 mlir::LogicalResult lowerNorm(StepLowering &step, mlir::Operation *op,
                               llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+/// llm.add_rms_norm / llm.add_layer_norm: outputs are the sum and the norm.
+mlir::LogicalResult lowerAddNorm(StepLowering &step, mlir::Operation *op,
+                                 llvm::ArrayRef<mlir::Value> operands,
+                                 llvm::ArrayRef<mlir::Value> outputs);
 mlir::LogicalResult lowerEmbedding(StepLowering &step, llm::EmbeddingOp op,
                                    llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 mlir::LogicalResult lowerRope(StepLowering &step, mlir::Operation *op,
@@ -127,15 +145,33 @@ mlir::LogicalResult lowerSplitQkv(StepLowering &step, llm::SplitQkvOp op,
                                   llvm::ArrayRef<mlir::Value> outputs);
 mlir::LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
                                       llvm::ArrayRef<mlir::Value> operands);
+/// Writes the rotated keys and the values into the pool and the rotated
+/// query into `rotatedQuery`.
+mlir::LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp op,
+                                          llvm::ArrayRef<mlir::Value> operands,
+                                          mlir::Value rotatedQuery);
 mlir::LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                                         llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
-/// output = input * weight (+ bias); weight [in, out], or [out, in] if
+/// What a GEMM does with its accumulators before storing them. Without a
+/// body (an unfused llm.linear) the bias, if any, is added by a kernel of
+/// its own after the product. With the body of an llm.fused_linear
+/// (accumulators, then one scalar per extra) the bias is added to the
+/// accumulators in registers, then the body runs on them and the extras
+/// (memrefs [rows, columns] or [columns]) at the same element.
+struct Epilogue {
+  mlir::Region *body = nullptr;
+  bool gated = false;
+  mlir::Value bias;
+  llvm::SmallVector<mlir::Value> extras;
+};
+
+/// output = epilogue(input * weight); weight [in, out], or [out, in] if
 /// `transposed`. The one place that chooses between BLAS and generated loops;
 /// the generated ones read weights [out, in] only (llm-lower-to-cpu lays
 /// weights out so when they are the strategy).
 mlir::LogicalResult lowerMatmul(StepLowering &step, mlir::Location loc, mlir::Value input,
-                                mlir::Value weight, bool transposed, mlir::Value bias,
-                                mlir::Value output);
+                                mlir::Value weight, bool transposed, mlir::Value output,
+                                const Epilogue &epilogue);
 
 } // namespace llmc::cpu
 

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -120,59 +121,117 @@ Value sumLanes(OpBuilder &b, Location loc, Value vector) {
   return vector::ExtractOp::create(b, loc, vector, ArrayRef<int64_t>{0});
 }
 
-/// out[rows, cols] for `rows` x `cols` outputs starting at (row, col): every
-/// output accumulates x[r, i:i+16] * w[c, i:i+16] in one vector register
-/// over i = 0, 16, ... (fused multiply-adds), sums its lanes with
-/// sumLanes, then adds the k % 16 remaining products one at a time. A tile
-/// shares each loaded x and w vector among its outputs; the arithmetic of an
-/// output is the same whatever the tile it is in.
-void emitDotTile(KernelBuilder &kb, Value x, Value w, Value out, Value row, Value col,
-                 int64_t rows, int64_t cols, int64_t k) {
+/// What to do with the sums of one output element (row, col): one sum per
+/// part (two when gated).
+using FinishOutput = function_ref<void(Value row, Value col, ArrayRef<Value> sums)>;
+
+/// The sums of `rows` x `cols` outputs starting at (row, col), handed to
+/// `finish`: every output accumulates x[r, i:i+16] * w[c, i:i+16] in one
+/// vector register over i = 0, 16, ... (fused multiply-adds), sums its
+/// lanes with sumLanes, then adds the k % 16 remaining products one at a
+/// time. A tile shares each loaded x and w vector among its outputs; the
+/// arithmetic of an output is the same whatever the tile it is in. With
+/// `parts` = 2 an output has two sums, over weight rows c and c + partStride
+/// (the gate and up halves of a gated product).
+void emitDotTile(KernelBuilder &kb, Value x, Value w, Value row, Value col, int64_t rows,
+                 int64_t cols, int64_t parts, int64_t partStride, int64_t k, FinishOutput finish) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto vectorType = VectorType::get({kLanes}, b.getF32Type());
   int64_t vectorEnd = k / kLanes * kLanes;
   auto rowAt = [&](int64_t r) { return kb.addIndex(row, kb.index(r)); };
-  auto colAt = [&](int64_t c) { return kb.addIndex(col, kb.index(c)); };
+  auto weightRow = [&](int64_t c, int64_t part) {
+    return kb.addIndex(col, kb.index(c + part * partStride));
+  };
+  auto slot = [&](int64_t r, int64_t c, int64_t part) { return (r * cols + c) * parts + part; };
 
   Value zeros = arith::ConstantOp::create(b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
-  SmallVector<Value> inits(rows * cols, zeros);
+  SmallVector<Value> inits(rows * cols * parts, zeros);
   auto loop = scf::ForOp::create(
       b, loc, kb.index(0), kb.index(vectorEnd), kb.index(kLanes), inits,
       [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
-        SmallVector<Value> xs, ws, next;
+        SmallVector<Value> xs, ws, next(acc.size());
         for (int64_t r = 0; r < rows; ++r)
           xs.push_back(vector::LoadOp::create(nested, loc, vectorType, x, ValueRange{rowAt(r), i}));
         for (int64_t c = 0; c < cols; ++c)
-          ws.push_back(vector::LoadOp::create(nested, loc, vectorType, w, ValueRange{colAt(c), i}));
+          for (int64_t part = 0; part < parts; ++part)
+            ws.push_back(vector::LoadOp::create(nested, loc, vectorType, w,
+                                                ValueRange{weightRow(c, part), i}));
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t c = 0; c < cols; ++c)
-            next.push_back(vector::FMAOp::create(nested, loc, xs[r], ws[c], acc[r * cols + c]));
+            for (int64_t part = 0; part < parts; ++part)
+              next[slot(r, c, part)] = vector::FMAOp::create(nested, loc, xs[r], ws[c * parts + part],
+                                                             acc[slot(r, c, part)]);
         scf::YieldOp::create(nested, loc, next);
       });
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
-      Value sum = sumLanes(b, loc, loop.getResult(r * cols + c));
-      Value r_ = rowAt(r), c_ = colAt(c);
-      sum = kb.reduce(kb.index(vectorEnd), kb.index(k), sum, [&](Value i, Value acc) {
-        return math::FmaOp::create(b, loc, kb.load(x, {r_, i}), kb.load(w, {c_, i}), acc);
-      });
-      kb.store(sum, out, {r_, c_});
+      Value r_ = rowAt(r), c_ = kb.addIndex(col, kb.index(c));
+      SmallVector<Value> sums;
+      for (int64_t part = 0; part < parts; ++part) {
+        Value sum = sumLanes(b, loc, loop.getResult(slot(r, c, part)));
+        Value wRow = weightRow(c, part);
+        sums.push_back(kb.reduce(kb.index(vectorEnd), kb.index(k), sum, [&](Value i, Value acc) {
+          return math::FmaOp::create(b, loc, kb.load(x, {r_, i}), kb.load(w, {wRow, i}), acc);
+        }));
+      }
+      finish(r_, c_, sums);
     }
 }
 
+/// Loads an extra of an epilogue at output element (row, col).
+Value loadExtra(KernelBuilder &kb, Value extra, Value row, Value col) {
+  if (cast<MemRefType>(extra.getType()).getRank() == 1) return kb.load(extra, {col});
+  return kb.load(extra, {row, col});
+}
+
+/// Applies an epilogue body to the accumulators of element (row, col):
+/// the bias added to each, the body's ops cloned on them and the extras.
+Value applyEpilogue(KernelBuilder &kb, Region &body, ArrayRef<Value> accumulators, Value bias,
+                    ValueRange extras, Value row, Value col, int64_t partStride) {
+  SmallVector<Value> scalars;
+  for (auto [part, acc] : llvm::enumerate(accumulators)) {
+    Value column = kb.addIndex(col, kb.index(static_cast<int64_t>(part) * partStride));
+    scalars.push_back(bias ? kb.add(acc, kb.load(bias, {column})) : acc);
+  }
+  for (Value extra : extras) scalars.push_back(loadExtra(kb, extra, row, col));
+  Block &block = body.front();
+  IRMapping mapping;
+  mapping.map(block.getArguments(), scalars);
+  for (Operation &op : block.without_terminator()) kb.builder().clone(op, mapping);
+  return mapping.lookupOrDefault(block.getTerminator()->getOperand(0));
+}
+
+/// The matmul kernel's arguments after x, W, out, begin and end: the
+/// epilogue's bias (if any) then its extras.
+struct EpilogueParams {
+  Value bias;
+  ValueRange extras;
+};
+
 /// out[:, begin:end] = x * W[begin:end, :]^T for a weight stored [out, in],
-/// in register tiles (emitDotTile): 4 x 4 outputs, 1 x 4 for the rows past
-/// the last whole tile, 1 x 1 for the columns past the last whole tile. The
-/// weight rows of a column tile stay in L1 while every row runs over them:
-/// decode (one row) reads the weights once, the memory-bound case. Every
-/// output sums in the same order whatever the rows and the column range, so
-/// a row's result depends neither on the batch nor on the threads.
-void buildMatmulColumns(KernelBuilder &kb, ValueRange params, int64_t k) {
+/// in register tiles (emitDotTile): 4 x 4 outputs (4 x 2 when gated),
+/// 1 x that for the rows past the last whole tile, 1 x 1 for the columns
+/// past the last whole tile. The weight rows of a column tile stay in L1
+/// while every row runs over them: decode (one row) reads the weights
+/// once, the memory-bound case. Every output sums in the same order
+/// whatever the rows and the column range, so a row's result depends
+/// neither on the batch nor on the threads.
+void buildMatmulColumns(KernelBuilder &kb, ValueRange params, int64_t k, int64_t n,
+                        const Epilogue &epilogue, EpilogueParams epilogueParams) {
   Value x = params[0], w = params[1], out = params[2], begin = params[3], end = params[4];
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Value rows = kb.dim(out, 0);
+  int64_t parts = epilogue.gated ? 2 : 1;
+  int64_t tileColumns = kTileColumns / parts;
+  auto finish = [&](Value row, Value col, ArrayRef<Value> sums) {
+    Value result = sums.front();
+    if (epilogue.body)
+      result = applyEpilogue(kb, *epilogue.body, sums, epilogueParams.bias, epilogueParams.extras,
+                             row, col, n);
+    kb.store(result, out, {row, col});
+  };
   auto roundDown = [&](Value from, Value to, int64_t step) {
     Value span = arith::SubIOp::create(b, loc, to, from);
     Value whole = arith::MulIOp::create(
@@ -188,19 +247,27 @@ void buildMatmulColumns(KernelBuilder &kb, ValueRange params, int64_t k) {
                          scf::YieldOp::create(b, loc);
                        });
   };
-  Value tiledColumnsEnd = roundDown(begin, end, kTileColumns);
+  auto tile = [&](Value row, Value col, int64_t tileRows, int64_t cols) {
+    emitDotTile(kb, x, w, row, col, tileRows, cols, parts, n, k, finish);
+  };
+  Value tiledColumnsEnd = roundDown(begin, end, tileColumns);
   Value tiledRowsEnd = roundDown(kb.index(0), rows, kTileRows);
-  stepping(begin, tiledColumnsEnd, kTileColumns, [&](Value col) {
-    stepping(kb.index(0), tiledRowsEnd, kTileRows, [&](Value row) {
-      emitDotTile(kb, x, w, out, row, col, kTileRows, kTileColumns, k);
-    });
-    stepping(tiledRowsEnd, rows, 1,
-             [&](Value row) { emitDotTile(kb, x, w, out, row, col, 1, kTileColumns, k); });
+  stepping(begin, tiledColumnsEnd, tileColumns, [&](Value col) {
+    stepping(kb.index(0), tiledRowsEnd, kTileRows,
+             [&](Value row) { tile(row, col, kTileRows, tileColumns); });
+    stepping(tiledRowsEnd, rows, 1, [&](Value row) { tile(row, col, 1, tileColumns); });
   });
   stepping(tiledColumnsEnd, end, 1, [&](Value col) {
-    stepping(kb.index(0), rows, 1,
-             [&](Value row) { emitDotTile(kb, x, w, out, row, col, 1, 1, k); });
+    stepping(kb.index(0), rows, 1, [&](Value row) { tile(row, col, 1, 1); });
   });
+}
+
+/// The epilogue's operands, in kernel-argument order: bias then extras.
+SmallVector<Value> epilogueOperands(const Epilogue &epilogue) {
+  SmallVector<Value> operands;
+  if (epilogue.body && epilogue.bias) operands.push_back(epilogue.bias);
+  if (epilogue.body) llvm::append_range(operands, epilogue.extras);
+  return operands;
 }
 
 /// The generated matmul, split by column tiles over the runtime's threads:
@@ -208,18 +275,29 @@ void buildMatmulColumns(KernelBuilder &kb, ValueRange params, int64_t k) {
 /// calls api->parallel_for with a task function that rebuilds the memrefs
 /// and runs the loops over its tiles.
 void generateMatmul(StepLowering &step, Location loc, Value input, Value weight, Value output,
-                    int64_t n, int64_t k) {
+                    int64_t n, int64_t k, const Epilogue &epilogue, const std::string &key) {
   OpBuilder &b = step.b;
   auto ptr = pointerType(b);
   Type i64 = b.getI64Type(), index = b.getIndexType();
+  SmallVector<Value> buffers{input, weight, output};
+  llvm::append_range(buffers, epilogueOperands(epilogue));
+  bool hasBias = epilogue.body && epilogue.bias;
   SmallVector<Type> kernelTypes{input.getType(), weight.getType(), output.getType(), index, index};
-  std::string key = kernelKey("matmul", {input, weight, output});
-  func::FuncOp columns = step.getOrCreateKernel(
-      loc, "matmul", key, kernelTypes,
-      [&](KernelBuilder &kb, ValueRange params) { buildMatmulColumns(kb, params, k); });
+  for (Value operand : ArrayRef<Value>(buffers).drop_front(3)) kernelTypes.push_back(operand.getType());
+  int64_t columns = epilogue.gated ? n / 2 : n;
+  func::FuncOp tiles = step.getOrCreateKernel(
+      loc, "matmul", key, kernelTypes, [&](KernelBuilder &kb, ValueRange params) {
+        ValueRange rest = params.drop_front(5);
+        EpilogueParams epilogueParams{hasBias ? rest.front() : Value(),
+                                      hasBias ? rest.drop_front() : rest};
+        buildMatmulColumns(kb, params, k, columns, epilogue, epilogueParams);
+      });
 
-  // The closure: x, W and out addresses and the number of rows.
-  auto closureType = LLVM::LLVMStructType::getLiteral(b.getContext(), {ptr, ptr, ptr, i64});
+  // The closure: the buffers' addresses, then the number of rows.
+  SmallVector<Type> closureFields(buffers.size(), ptr);
+  closureFields.push_back(i64);
+  auto closureType = LLVM::LLVMStructType::getLiteral(b.getContext(), closureFields);
+  int32_t rowsField = buffers.size();
   func::FuncOp task = step.getOrCreateKernel(
       loc, "matmul_task", key + "/task", {ptr, i64, i64}, [&](KernelBuilder &kb, ValueRange params) {
         OpBuilder &tb = kb.builder();
@@ -228,24 +306,29 @@ void generateMatmul(StepLowering &step, Location loc, Value input, Value weight,
                                               ArrayRef<LLVM::GEPArg>{0, position});
           return LLVM::LoadOp::create(tb, loc, type, address);
         };
-        Value rows = field(3, i64);
-        SmallVector<Value> args;
-        for (int32_t position = 0; position < 3; ++position)
-          args.push_back(memrefAt(tb, loc, cast<MemRefType>(kernelTypes[position]),
-                                  field(position, ptr), rows));
+        Value rows = field(rowsField, i64);
+        auto bufferArg = [&](int32_t position) {
+          return memrefAt(tb, loc, cast<MemRefType>(buffers[position].getType()),
+                          field(position, ptr), rows);
+        };
+        SmallVector<Value> args{bufferArg(0), bufferArg(1), bufferArg(2)};
         Value tile = constantI64(tb, loc, kColumnsPerTask);
         Value begin = LLVM::MulOp::create(tb, loc, params[1], tile);
         Value end = LLVM::MulOp::create(tb, loc, params[2], tile);
-        end = LLVM::SMinOp::create(tb, loc, end, constantI64(tb, loc, n));
+        end = LLVM::SMinOp::create(tb, loc, end, constantI64(tb, loc, columns));
         args.push_back(arith::IndexCastOp::create(tb, loc, index, begin));
         args.push_back(arith::IndexCastOp::create(tb, loc, index, end));
-        func::CallOp::create(tb, loc, columns, args);
+        for (int32_t position = 3; position < rowsField; ++position)
+          args.push_back(bufferArg(position));
+        func::CallOp::create(tb, loc, tiles, args);
       });
 
   Value closure = LLVM::AllocaOp::create(b, loc, ptr, closureType, constantI64(b, loc, 1));
   Value rows = arith::IndexCastOp::create(b, loc, i64, memref::DimOp::create(b, loc, input, 0));
-  SmallVector<Value> fields{pointerTo(b, loc, input), pointerTo(b, loc, weight),
-                            pointerTo(b, loc, output), rows};
+  SmallVector<Value> fields = llvm::map_to_vector(buffers, [&](Value buffer) {
+    return pointerTo(b, loc, buffer);
+  });
+  fields.push_back(rows);
   for (auto [position, value] : llvm::enumerate(fields)) {
     Value address = LLVM::GEPOp::create(b, loc, ptr, closureType, closure,
                                         ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(position)});
@@ -259,7 +342,7 @@ void generateMatmul(StepLowering &step, Location loc, Value input, Value weight,
   LLVM::CallOp::create(b, loc, parallelForType,
                        ValueRange{loadApiField(step, loc, kApiParallelFor),
                                   loadApiField(step, loc, kApiContext),
-                                  constantI64(b, loc, llvm::divideCeil(n, kColumnsPerTask)),
+                                  constantI64(b, loc, llvm::divideCeil(columns, kColumnsPerTask)),
                                   taskPointer, closure});
 }
 
@@ -276,19 +359,57 @@ void addBias(StepLowering &step, Location loc, Value bias, Value output) {
   });
 }
 
+/// The epilogue applied in place to a product sgemm wrote to `output`.
+void applyEpilogueInPlace(StepLowering &step, Location loc, Value output, const Epilogue &epilogue,
+                          const std::string &key) {
+  SmallVector<Value> args{output};
+  llvm::append_range(args, epilogueOperands(epilogue));
+  bool hasBias = epilogue.bias != nullptr;
+  step.callKernel(loc, "epilogue", key + "/epilogue", args, [&](KernelBuilder &kb, ValueRange params) {
+    Value out = params[0];
+    Value bias = hasBias ? params[1] : Value();
+    ValueRange extras = params.drop_front(hasBias ? 2 : 1);
+    kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
+      kb.forEach(kb.index(0), kb.dim(out, 1), [&](Value col) {
+        Value acc = kb.load(out, {row, col});
+        kb.store(applyEpilogue(kb, *epilogue.body, {acc}, bias, extras, row, col, 0), out,
+                 {row, col});
+      });
+    });
+  });
+}
+
+/// Whether the generated code can address `memref` from a bare pointer.
+bool isContiguous(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  return type.getLayout().isIdentity();
+}
+
 } // namespace
 
 LogicalResult lowerMatmul(StepLowering &step, Location loc, Value input, Value weight,
-                          bool transposed, Value bias, Value output) {
+                          bool transposed, Value output, const Epilogue &epilogue) {
   auto weightType = cast<MemRefType>(weight.getType());
   int64_t k = weightType.getDimSize(transposed ? 1 : 0), n = weightType.getDimSize(transposed ? 0 : 1);
+  SmallVector<Value> buffers{input, output};
+  llvm::append_range(buffers, epilogueOperands(epilogue));
+  if (!llvm::all_of(buffers, isContiguous))
+    return emitError(loc, "a matmul operand is a strided view (a column range of another "
+                          "tensor); the CPU matmul reads contiguous rows only");
+  std::string key = kernelKey("matmul", {input, weight, output});
+  if (epilogue.body) key = kernelKey(epilogue.body->getParentOp(), buffers) + "/" + key;
   if (step.generatedMatmul) {
     if (!transposed)
       return emitError(loc, "the generated matmul takes weights stored [out, in]");
-    generateMatmul(step, loc, input, weight, output, n, k);
-  } else
+    generateMatmul(step, loc, input, weight, output, n, k, epilogue, key);
+  } else {
+    if (epilogue.gated)
+      return emitError(loc, "a gated epilogue needs the generated matmul: sgemm writes the whole "
+                            "product (run llm-fuse-linear-epilogues{gated=false} for blas)");
     callSgemm(step, loc, input, weight, transposed, output, n, k);
-  if (bias) addBias(step, loc, bias, output);
+    if (epilogue.body) applyEpilogueInPlace(step, loc, output, epilogue, key);
+  }
+  if (!epilogue.body && epilogue.bias) addBias(step, loc, epilogue.bias, output);
   return success();
 }
 

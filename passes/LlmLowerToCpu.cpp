@@ -182,14 +182,20 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
   LogicalResult lowerOp(cpu::StepLowering &step, Operation *op, Value logits) {
     if (isa<onnx::ConstantOp, onnx::NoneOp, llm::DequantizeOp, func::ReturnOp>(op))
       return success(); // weights become views where they are used
+    // Results computed from gathered rows have one row per sequence.
+    if (isa<llm::GatherRowsOp>(op) ||
+        llvm::any_of(op->getOperands(), [&](Value v) { return gathered.contains(v); }))
+      gathered.insert(op->result_begin(), op->result_end());
     if (isa<llm::SplitHeadsOp, llm::MergeHeadsOp>(op)) {
       memrefs[op->getResult(0)] = memrefs.lookup(op->getOperand(0));
       return success();
     }
+    if (auto split = dyn_cast<llm::SplitOp>(op)) return lowerSplit(split);
     SmallVector<Value> operands;
     for (OpOperand &operand : op->getOpOperands()) {
       // Matmul weights are placed by lowerMatmul, in the layout it reads.
-      if (isa<llm::LinearOp, llm::LogitsOp>(op) && operand.getOperandNumber() == 1) {
+      if (isa<llm::LinearOp, llm::LogitsOp, llm::FusedLinearOp>(op) &&
+          operand.getOperandNumber() == 1) {
         operands.push_back(nullptr);
         continue;
       }
@@ -203,16 +209,28 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
 
     return TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](llm::LinearOp linear) {
+          cpu::Epilogue epilogue;
+          epilogue.bias = operands[2];
           return lowerMatmul(step, op, linear.getWeight(), linear.getTransposeWeight(), operands[0],
-                             operands[2], outputs[0]);
+                             outputs[0], epilogue);
+        })
+        .Case([&](llm::FusedLinearOp linear) {
+          cpu::Epilogue epilogue{&linear.getEpilogue(), linear.getGated(), operands[2],
+                                 SmallVector<Value>(ArrayRef<Value>(operands).drop_front(3))};
+          return lowerMatmul(step, op, linear.getWeight(), linear.getTransposeWeight(), operands[0],
+                             outputs[0], epilogue);
         })
         .Case([&](llm::LogitsOp head) {
           return lowerMatmul(step, op, head.getWeight(), head.getTransposeWeight(), operands[0],
-                             nullptr, logits);
+                             logits, {});
         })
         .Case([&](llm::PagedKvWriteOp write) {
           memrefs[write.getResult()] = operands[0];
           return cpu::lowerPagedKvWrite(step, write, operands);
+        })
+        .Case([&](llm::RopePagedKvWriteOp write) {
+          memrefs[write.getUpdatedPool()] = operands[0];
+          return cpu::lowerRopePagedKvWrite(step, write, operands, outputs[0]);
         })
         .Case([&](llm::PagedAttentionOp attention) {
           return cpu::lowerPagedAttention(step, attention, operands, outputs[0]);
@@ -226,21 +244,44 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
         .Case([&](llm::SplitQkvOp split) { return cpu::lowerSplitQkv(step, split, operands, outputs); })
         .Case<llm::RmsNormOp, llm::LayerNormOp>(
             [&](Operation *norm) { return cpu::lowerNorm(step, norm, operands, outputs[0]); })
+        .Case<llm::AddRmsNormOp, llm::AddLayerNormOp>(
+            [&](Operation *norm) { return cpu::lowerAddNorm(step, norm, operands, outputs); })
         .Case<llm::RopeOp, llm::RopeCachedOp>(
             [&](Operation *rope) { return cpu::lowerRope(step, rope, operands, outputs[0]); })
-        .Default([&](Operation *other) {
-          return cpu::lowerElementwise(step, other, operands, outputs[0]);
-        });
+        .Case([&](llm::ScalarFunctionOpInterface elementwise) {
+          return cpu::lowerScalarFunction(step, elementwise, operands, outputs[0]);
+        })
+        .Default([&](Operation *other) { return other->emitOpError("has no CPU lowering"); });
+  }
+
+  /// The parts of an llm.split are strided views of its input's rows.
+  LogicalResult lowerSplit(llm::SplitOp split) {
+    Value input = memrefs.lookup(split.getInput());
+    if (!input) return split.emitOpError("splits a value that has no memory");
+    OpBuilder &b = *builderForViews;
+    Location loc = split.getLoc();
+    Value rows = memref::DimOp::create(b, loc, input, 0);
+    int64_t column = 0;
+    for (auto [result, size] : llvm::zip(split.getResults(), split.getSizes())) {
+      SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(column)};
+      SmallVector<OpFoldResult> sizes{rows, b.getIndexAttr(size)};
+      SmallVector<OpFoldResult> strides{b.getIndexAttr(1), b.getIndexAttr(1)};
+      memrefs[result] = memref::SubViewOp::create(b, loc, input, offsets, sizes, strides);
+      column += size;
+    }
+    return success();
   }
 
   /// A linear layer or the logits head. The generated matmul takes its
   /// weights [out, in]: an [in, out] weight is transposed at compile time.
   LogicalResult lowerMatmul(cpu::StepLowering &step, Operation *op, Value weightValue,
-                            bool transposed, Value input, Value bias, Value output) {
+                            bool transposed, Value input, Value output,
+                            const cpu::Epilogue &epilogue) {
     bool flip = step.generatedMatmul && !transposed;
     auto weight = flip ? transposedWeightOf(weightValue) : memrefOf(weightValue);
     if (failed(weight)) return failure();
-    return cpu::lowerMatmul(step, op->getLoc(), input, *weight, transposed || flip, bias, output);
+    return cpu::lowerMatmul(step, op->getLoc(), input, *weight, transposed || flip, output,
+                            epilogue);
   }
 
   /// The memref of an operand: a step input, an earlier result, a weight
@@ -325,6 +366,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
       return op->emitOpError("has no planned workspace offsets: run llm-plan-memory first");
     for (auto [result, offset] : llvm::zip(op->getResults(), offsets.asArrayRef())) {
+      if (offset < 0) continue; // the pool a fused KV write updates in place
       auto tensor = cast<RankedTensorType>(result.getType());
       if (!tensor.getElementType().isF32() && !isa<llm::GatherRowsOp>(op))
         return op->emitOpError("computes ") << tensor.getElementType()
@@ -333,7 +375,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
       int64_t features = 1;
       for (int64_t dim : tensor.getShape().drop_front()) features *= dim;
       auto type = MemRefType::get({ShapedType::kDynamic, features}, tensor.getElementType());
-      Value rows = isa<llm::GatherRowsOp>(op) ? step.numSeqs : step.numTokens;
+      Value rows = gathered.contains(result) ? step.numSeqs : step.numTokens;
       Value start = arith::ConstantIndexOp::create(step.b, op->getLoc(), offset);
       Value view = memref::ViewOp::create(step.b, op->getLoc(), type, workspaceArg, start,
                                           ValueRange{rows});
@@ -371,6 +413,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
 
   DenseMap<Value, Value> memrefs;
   DenseMap<Value, Value> transposedMemrefs;
+  DenseSet<Value> gathered; // values with one row per sequence, not per token
   SmallVector<Attribute> weights;
   int64_t weightOffset = 0;
   Value weightsArg, workspaceArg;

@@ -36,8 +36,14 @@ struct Buffer {
   int64_t offset = -1;
 };
 
-/// Whether `op`'s result shares its input's memory.
-bool isView(Operation *op) { return isa<llm::SplitHeadsOp, llm::MergeHeadsOp>(op); }
+/// Whether `op`'s results share its input's memory.
+bool isView(Operation *op) { return isa<llm::SplitHeadsOp, llm::MergeHeadsOp, llm::SplitOp>(op); }
+
+/// Whether `result` is the KV pool a fused write updates in place.
+bool isUpdatedPool(Value result) {
+  auto write = result.getDefiningOp<llm::RopePagedKvWriteOp>();
+  return write && result == write.getUpdatedPool();
+}
 
 /// Whether `op`'s results need no workspace: weights, the pool (written in
 /// place) and the logits (written to the step's output).
@@ -55,6 +61,7 @@ struct LlmPlanMemoryPass : impl::LlmPlanMemoryPassBase<LlmPlanMemoryPass> {
       func.emitError("max-num-batched-tokens and max-num-seqs must be positive");
       return signalPassFailure();
     }
+    perSequence.clear();
     SmallVector<Buffer> buffers;
     DenseMap<Value, unsigned> bufferOf;
     DenseMap<Operation *, int64_t> order;
@@ -62,13 +69,19 @@ struct LlmPlanMemoryPass : impl::LlmPlanMemoryPassBase<LlmPlanMemoryPass> {
     for (Operation &op : func.getBody().front()) {
       order[&op] = index++;
       if (needsNoBuffer(&op)) continue;
+      // Results computed from gathered rows have one row per sequence.
+      if (isa<llm::GatherRowsOp>(op) ||
+          llvm::any_of(op.getOperands(), [&](Value v) { return perSequence.contains(v); }))
+        perSequence.insert(op.result_begin(), op.result_end());
       if (isView(&op)) {
         auto source = bufferOf.find(op.getOperand(0));
-        if (source != bufferOf.end()) bufferOf[op.getResult(0)] = source->second;
+        if (source != bufferOf.end())
+          for (Value result : op.getResults()) bufferOf[result] = source->second;
         continue;
       }
       for (Value result : op.getResults()) {
-        auto bytes = sizeOf(&op, result);
+        if (isUpdatedPool(result)) continue;
+        auto bytes = sizeOf(result);
         if (failed(bytes)) return signalPassFailure();
         bufferOf[result] = buffers.size();
         buffers.push_back({result, *bytes, order[&op], order[&op]});
@@ -90,12 +103,14 @@ struct LlmPlanMemoryPass : impl::LlmPlanMemoryPassBase<LlmPlanMemoryPass> {
   }
 
   /// Bytes of `value` in the largest step: its leading dynamic dim is
-  /// max_num_seqs rows for gathered rows, max_num_batched_tokens otherwise.
-  FailureOr<int64_t> sizeOf(Operation *op, Value value) {
+  /// max_num_seqs rows for (values computed from) gathered rows,
+  /// max_num_batched_tokens otherwise.
+  FailureOr<int64_t> sizeOf(Value value) {
+    Operation *op = value.getDefiningOp();
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (!type || !type.getElementType().isIntOrFloat())
       return op->emitOpError("result has no ranked tensor type to plan memory for"), failure();
-    int64_t rows = isa<llm::GatherRowsOp>(op) ? maxNumSeqs : maxNumBatchedTokens;
+    int64_t rows = perSequence.contains(value) ? maxNumSeqs : maxNumBatchedTokens;
     int64_t elements = 1;
     for (auto [dim, size] : llvm::enumerate(type.getShape())) {
       if (ShapedType::isDynamic(size) && dim != 0)
@@ -104,6 +119,8 @@ struct LlmPlanMemoryPass : impl::LlmPlanMemoryPassBase<LlmPlanMemoryPass> {
     }
     return llvm::alignTo(elements * (type.getElementTypeBitWidth() / 8), kAlignment);
   }
+
+  DenseSet<Value> perSequence;
 
   /// First fit in order of definition: each buffer takes the lowest offset
   /// where it overlaps no buffer still live. Returns the workspace size.

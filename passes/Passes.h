@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace llmc {
 
@@ -19,19 +20,48 @@ namespace llmc {
 /// Adds the import clean-up and raising passes: onnx ops in, llm ops out.
 void buildRaisingPipeline(mlir::OpPassManager &pm, bool allowLeftovers = false);
 
+/// The places in the default pipeline where passes from outside it (a
+/// plugin's, or any registered pass) may run, in pipeline order:
+///  - after-raising: the llm dialect, dense [batch, seq] form;
+///  - before-fusion: the ragged, paged step, before the built-in fusions;
+///  - before-lowering: after the built-in fusions, before memory planning
+///    and target lowering.
+inline constexpr llvm::StringLiteral kExtensionPoints[] = {"after-raising", "before-fusion",
+                                                           "before-lowering"};
+
 /// Options of the serving-form pipeline.
 struct StepPipelineOptions {
   int64_t blockSize = 16;
   int64_t maxNumBatchedTokens = 2048;
   int64_t maxNumSeqs = 256;
   std::string matmul = "generated";
+  /// 0: no fusion; 1: horizontal linears, rope + KV write, logits rows;
+  /// 2 (default): + residual norms, GEMM epilogues, elementwise chains;
+  /// 3: + elementwise producers recomputed in each consumer.
+  unsigned optLevel = 2;
+  /// Textual pass pipelines (as `--pass-pipeline` takes, without the
+  /// `builtin.module(...)` anchor) by extension point name.
+  llvm::StringMap<std::string> extensions;
 };
 
+/// Adds the passes a user asked for at extension point `point` (nothing if
+/// none). Fails, with the parser's message in `errors`, on a bad pipeline.
+mlir::LogicalResult addExtensionPasses(mlir::OpPassManager &pm, const StepPipelineOptions &options,
+                                       llvm::StringRef point, llvm::raw_ostream &errors);
+
+/// Adds the built-in fusion passes of `optLevel` to a pipeline on
+/// func.func (see StepPipelineOptions::optLevel). With `gatedEpilogues`
+/// false, gated GEMM epilogues (SwiGLU) are not formed: the BLAS matmul
+/// writes the whole product and has no room for them.
+void buildFusionPipeline(mlir::OpPassManager &funcPm, unsigned optLevel, bool gatedEpilogues);
+
 /// Adds the passes from raised llm IR to the planned, ragged, paged step
-/// (llm-gqa-rewrite, llm-kv-cache-paging, llm-ragged-batching,
-/// llm-plan-memory), and with `lowerToCpu` llm-lower-to-cpu.
-void buildStepPipeline(mlir::OpPassManager &pm, const StepPipelineOptions &options,
-                       bool lowerToCpu);
+/// (llm-gqa-rewrite, llm-kv-cache-paging, llm-ragged-batching, the fusions
+/// of `options.optLevel`, llm-plan-memory), the before-fusion and
+/// before-lowering extensions, and with `lowerToCpu` llm-lower-to-cpu.
+/// Fails on a bad extension pipeline, with the message in `errors`.
+mlir::LogicalResult buildStepPipeline(mlir::OpPassManager &pm, const StepPipelineOptions &options,
+                                      bool lowerToCpu, llvm::raw_ostream &errors);
 
 /// Registers the dialects the CPU lowering produces (for tools that run it).
 void registerStepLoweringDialects(mlir::DialectRegistry &registry);

@@ -25,6 +25,16 @@ using namespace mlir;
 
 namespace llmc {
 
+namespace {
+/// Options of the `llmc-step` and `llmc-fuse` pipelines in llmc-opt.
+struct FusionPipelineOptions : public PassPipelineOptions<FusionPipelineOptions> {
+  Option<unsigned> optLevel{*this, "opt-level", llvm::cl::desc("Fusion level, 0 to 3"),
+                            llvm::cl::init(2)};
+  Option<bool> gated{*this, "gated", llvm::cl::desc("Form gated (SwiGLU) GEMM epilogues"),
+                     llvm::cl::init(true)};
+};
+} // namespace
+
 void buildRaisingPipeline(OpPassManager &pm, bool allowLeftovers) {
   OpPassManager &func = pm.nest<func::FuncOp>();
   func.addPass(createOnnxShapeInferencePass());
@@ -35,23 +45,56 @@ void buildRaisingPipeline(OpPassManager &pm, bool allowLeftovers) {
   func.addPass(createCanonicalizerPass());
 }
 
-void buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &options, bool lowerToCpu) {
-  OpPassManager &func = pm.nest<func::FuncOp>();
-  func.addPass(createLlmGqaRewritePass());
-  func.addPass(createCanonicalizerPass());
+LogicalResult addExtensionPasses(OpPassManager &pm, const StepPipelineOptions &options,
+                                 StringRef point, raw_ostream &errors) {
+  auto pipeline = options.extensions.find(point);
+  if (pipeline == options.extensions.end() || pipeline->second.empty()) return success();
+  if (succeeded(parsePassPipeline(pipeline->second, pm, errors))) return success();
+  errors << "\nin the passes given for " << point;
+  return failure();
+}
+
+void buildFusionPipeline(OpPassManager &funcPm, unsigned optLevel, bool gatedEpilogues) {
+  if (optLevel == 0) return;
+  funcPm.addPass(createLlmFuseLogitsRowsPass());
+  funcPm.addPass(createCSEPass()); // one gather per row source, for the linears to share
+  funcPm.addPass(createLlmFuseHorizontalLinearsPass());
+  funcPm.addPass(createLlmFuseRopeKvWritePass());
+  if (optLevel >= 2) {
+    funcPm.addPass(createLlmFuseAddNormPass());
+    LlmFuseLinearEpiloguesPassOptions epilogues;
+    epilogues.gated = gatedEpilogues;
+    funcPm.addPass(createLlmFuseLinearEpiloguesPass(epilogues));
+    LlmFuseElementwisePassOptions elementwise;
+    elementwise.recompute = optLevel >= 3;
+    funcPm.addPass(createLlmFuseElementwisePass(elementwise));
+  }
+  funcPm.addPass(createCSEPass());
+  funcPm.addPass(createCanonicalizerPass()); // drops the weights that joined ones replaced
+}
+
+LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &options,
+                                bool lowerToCpu, raw_ostream &errors) {
+  OpPassManager &serving = pm.nest<func::FuncOp>();
+  serving.addPass(createLlmGqaRewritePass());
+  serving.addPass(createCanonicalizerPass());
   LlmKvCachePagingPassOptions paging;
   paging.blockSize = options.blockSize;
-  func.addPass(createLlmKvCachePagingPass(paging));
-  func.addPass(createLlmRaggedBatchingPass());
-  func.addPass(createCanonicalizerPass());
+  serving.addPass(createLlmKvCachePagingPass(paging));
+  serving.addPass(createLlmRaggedBatchingPass());
+  serving.addPass(createCanonicalizerPass());
+  if (failed(addExtensionPasses(pm, options, "before-fusion", errors))) return failure();
+  buildFusionPipeline(pm.nest<func::FuncOp>(), options.optLevel, options.matmul != "blas");
+  if (failed(addExtensionPasses(pm, options, "before-lowering", errors))) return failure();
   LlmPlanMemoryPassOptions planning;
   planning.maxNumBatchedTokens = options.maxNumBatchedTokens;
   planning.maxNumSeqs = options.maxNumSeqs;
-  func.addPass(createLlmPlanMemoryPass(planning));
-  if (!lowerToCpu) return;
+  pm.nest<func::FuncOp>().addPass(createLlmPlanMemoryPass(planning));
+  if (!lowerToCpu) return success();
   LlmLowerToCpuPassOptions lowering;
   lowering.matmul = options.matmul;
   pm.addPass(createLlmLowerToCpuPass(lowering));
+  return success();
 }
 
 void buildGraphPipeline(OpPassManager &pm) {
@@ -89,9 +132,18 @@ void registerStepLoweringDialects(DialectRegistry &registry) {
 }
 
 void registerPipelines() {
-  PassPipelineRegistration<>("llmc-step",
-                             "From raised llm IR to the planned, ragged, paged step",
-                             [](OpPassManager &pm) { buildStepPipeline(pm, {}, false); });
+  PassPipelineRegistration<FusionPipelineOptions>(
+      "llmc-step", "From raised llm IR to the planned, ragged, paged step (fused at opt-level)",
+      [](OpPassManager &pm, const FusionPipelineOptions &fusion) {
+        StepPipelineOptions options;
+        options.optLevel = fusion.optLevel;
+        (void)buildStepPipeline(pm, options, false, llvm::errs());
+      });
+  PassPipelineRegistration<FusionPipelineOptions>(
+      "llmc-fuse", "The built-in fusions of an -O level, on the ragged step",
+      [](OpPassManager &pm, const FusionPipelineOptions &fusion) {
+        buildFusionPipeline(pm.nest<func::FuncOp>(), fusion.optLevel, fusion.gated);
+      });
   PassPipelineRegistration<>("llmc-raise",
                              "Shape inference, folding and raising: onnx dialect in, llm dialect out",
                              [](OpPassManager &pm) { buildRaisingPipeline(pm); });

@@ -7,6 +7,9 @@
 #include "dialects/llm/LlmDialect.h"
 #include "llmc/Support/TensorShape.h"
 
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
 using namespace mlir;
 
 namespace llmc::llm {
@@ -225,6 +228,155 @@ LogicalResult PagedAttentionOp::verify() {
       failed(expectRank(*this, getContextLens(), 1, "context_lens")))
     return failure();
   return success();
+}
+
+namespace {
+/// Checks a scalar body: one argument per value in `scalars` (their element
+/// types, in order) and a yield of `result`'s element type.
+LogicalResult verifyScalarBody(Operation *op, Region &body, TypeRange scalars, Value result) {
+  Block &block = body.front();
+  if (block.getNumArguments() != scalars.size())
+    return op->emitOpError("body takes ") << block.getNumArguments() << " scalars, not "
+                                          << scalars.size();
+  for (auto [argument, type] : llvm::zip(block.getArguments(), scalars))
+    if (argument.getType() != type)
+      return op->emitOpError("body argument ") << argument.getArgNumber() << " is "
+                                               << argument.getType() << ", not " << type;
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield) return op->emitOpError("body must end with llm.yield");
+  Type element = getElementTypeOrSelf(result.getType());
+  if (yield.getValue().getType() != element)
+    return op->emitOpError("body yields ") << yield.getValue().getType() << ", not " << element;
+  for (Operation &inner : block.without_terminator())
+    if (!isPure(&inner) || inner.getNumRegions())
+      return op->emitOpError("body holds '") << inner.getName()
+                                             << "', which is not a pure scalar op";
+  return success();
+}
+
+/// Checks that `operand` is per-element (the shape of `result`), per-column
+/// ([columns]) or, when `allowScalar`, rank 0.
+LogicalResult verifyBroadcastOperand(Operation *op, Value operand, Value result,
+                                     bool allowScalar, StringRef what) {
+  int64_t rank = rankOf(operand), resultRank = rankOf(result);
+  if (rank < 0 || resultRank < 0) return success();
+  if (rank == 0 && allowScalar) return success();
+  if (rank == 1 && compatible(dimOf(operand, 0), dimOf(result, -1))) return success();
+  if (rank == resultRank) {
+    for (int64_t dim = 0; dim < rank; ++dim)
+      if (!compatible(dimOf(operand, dim), dimOf(result, dim)))
+        return op->emitOpError() << what << " differs from the result in dim " << dim;
+    return success();
+  }
+  return op->emitOpError() << what << " must have the result's shape or be [columns]"
+                           << (allowScalar ? " or a scalar" : "");
+}
+
+/// The element types of `values`.
+SmallVector<Type> elementTypes(ValueRange values) {
+  SmallVector<Type> types;
+  for (Value value : values) types.push_back(getElementTypeOrSelf(value.getType()));
+  return types;
+}
+
+/// Checks a fused norm's operands: same-shaped lhs, rhs and sum; a [features]
+/// weight; a normed result of the sum's type.
+LogicalResult verifyAddNorm(Operation *op, Value lhs, Value rhs, Value weight, Value sum,
+                            Value normed) {
+  if (lhs.getType() != rhs.getType() || lhs.getType() != sum.getType() ||
+      sum.getType() != normed.getType())
+    return op->emitOpError("lhs, rhs, sum and normed must have one type");
+  if (failed(expectRank(op, weight, 1, "the weight"))) return failure();
+  if (!compatible(dimOf(weight, 0), dimOf(lhs, -1)))
+    return op->emitOpError("weight length differs from the normalised dim");
+  return success();
+}
+} // namespace
+
+LogicalResult ElementwiseOp::verify() {
+  for (Value input : getInputs())
+    if (failed(verifyBroadcastOperand(*this, input, getOutput(), /*allowScalar=*/true, "an input")))
+      return failure();
+  return verifyScalarBody(*this, getBody(), elementTypes(getInputs()), getOutput());
+}
+
+int64_t FusedLinearOp::getProductColumns() {
+  return dimOf(getWeight(), getTransposeWeight() ? 0 : 1);
+}
+
+LogicalResult FusedLinearOp::verify() {
+  if (failed(expectRank(*this, getWeight(), 2, "the weight"))) return failure();
+  int64_t in = dimOf(getWeight(), getTransposeWeight() ? 1 : 0), n = getProductColumns();
+  if (!compatible(in, dimOf(getInput(), -1)))
+    return emitOpError("weight's input dim differs from the input's last dim");
+  int64_t columns = dimOf(getOutput(), -1);
+  if (!ShapedType::isDynamic(n) && getGated() && n % 2)
+    return emitOpError("a gated weight must have an even number of columns, not ") << n;
+  if (!ShapedType::isDynamic(n) && !compatible(columns, getGated() ? n / 2 : n))
+    return emitOpError("result has ") << columns << " columns; the product has " << n
+                                      << (getGated() ? " (gated: twice the result's)" : "");
+  if (!isa<NoneType>(getBias().getType()) &&
+      (failed(expectRank(*this, getBias(), 1, "the bias")) ||
+       !compatible(dimOf(getBias(), 0), n)))
+    return emitOpError("bias must be [") << n << "]";
+  for (Value extra : getExtras())
+    if (failed(verifyBroadcastOperand(*this, extra, getOutput(), /*allowScalar=*/false, "an extra")))
+      return failure();
+  SmallVector<Type> scalars(getNumAccumulators(), getElementTypeOrSelf(getOutput().getType()));
+  llvm::append_range(scalars, elementTypes(getExtras()));
+  return verifyScalarBody(*this, getEpilogue(), scalars, getOutput());
+}
+
+LogicalResult SplitOp::verify() {
+  ArrayRef<int64_t> sizes = getSizes();
+  if (sizes.size() != getNumResults())
+    return emitOpError("has ") << getNumResults() << " results for " << sizes.size() << " sizes";
+  int64_t total = 0;
+  for (auto [size, result] : llvm::zip(sizes, getResults())) {
+    if (size <= 0) return emitOpError("sizes must be positive");
+    if (!compatible(dimOf(result, -1), size))
+      return emitOpError("result ") << result.getResultNumber() << " is not " << size << " wide";
+    if (rankOf(result) != rankOf(getInput()))
+      return emitOpError("results must have the input's rank");
+    total += size;
+  }
+  if (!compatible(dimOf(getInput(), -1), total))
+    return emitOpError("sizes add up to ") << total << ", not the input's "
+                                           << dimOf(getInput(), -1);
+  return success();
+}
+
+LogicalResult AddRmsNormOp::verify() {
+  return verifyAddNorm(*this, getLhs(), getRhs(), getWeight(), getSum(), getNormed());
+}
+
+LogicalResult AddLayerNormOp::verify() {
+  return verifyAddNorm(*this, getLhs(), getRhs(), getWeight(), getSum(), getNormed());
+}
+
+LogicalResult RopePagedKvWriteOp::verify() {
+  if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
+  if (getUpdatedPool().getType() != getKvPool().getType())
+    return emitOpError("the updated pool must have the pool's type");
+  if (getRotatedQuery().getType() != getQuery().getType())
+    return emitOpError("the rotated query must have the query's type");
+  for (Value heads : {getQuery(), getKey(), getValue()})
+    if (failed(expectRank(*this, heads, 3, "q, k and v"))) return failure();
+  if (getKey().getType() != getValue().getType())
+    return emitOpError("keys and values differ in type");
+  if (!compatible(dimOf(getKey(), 1), dimOf(getKvPool(), 3)) ||
+      !compatible(dimOf(getKey(), -1), dimOf(getKvPool(), 5)) ||
+      !compatible(dimOf(getQuery(), -1), dimOf(getKey(), -1)))
+    return emitOpError("q and k do not fit the pool's kv_heads and head_dim");
+  bool frequencies = !isa<NoneType>(getInvFreq().getType());
+  bool caches = !isa<NoneType>(getCosCache().getType()) && !isa<NoneType>(getSinCache().getType());
+  if (frequencies == caches)
+    return emitOpError("takes either inv_freq or both cos_cache and sin_cache");
+  if (failed(expectRank(*this, getPositions(), 1, "positions")) ||
+      failed(expectRank(*this, getSlotMapping(), 1, "slot_mapping")))
+    return failure();
+  int64_t half = frequencies ? dimOf(getInvFreq(), 0) : dimOf(getCosCache(), 1);
+  return verifyRotaryWidth(*this, getQuery(), half);
 }
 
 } // namespace llmc::llm

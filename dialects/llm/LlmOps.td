@@ -24,6 +24,7 @@
 #define LLMC_DIALECT_LLM_OPS
 
 include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Llm_Dialect : Dialect {
@@ -36,6 +37,27 @@ def Llm_Dialect : Dialect {
     activations and the logits head. `raise-onnx-to-llm` produces them from
     the patterns exporters write.
   }];
+  // The scalar bodies of elementwise and fused ops are arith/math ops.
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
+def Llm_ScalarFunctionOpInterface : OpInterface<"ScalarFunctionOpInterface"> {
+  let cppNamespace = "::llmc::llm";
+  let description = [{
+    An elementwise op: each result element is a function of the operands'
+    elements at the same index (per-column and rank-0 operands broadcast).
+    The function is built as scalar arith/math ops, which is how fusion
+    passes merge such ops into one body and how backends generate their
+    loops: one definition of each activation's arithmetic for fused and
+    unfused code alike.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+      Builds the scalar function at the builder's insertion point, on
+      `scalars` (one per operand, in operand order), and returns its value.
+    }], "::mlir::Value", "buildScalar",
+    (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc, "::mlir::ValueRange":$scalars)>,
+  ];
 }
 
 class Llm_Op<string mnemonic, list<Trait> traits = []>
@@ -112,37 +134,37 @@ def Llm_LogitsOp : Llm_Op<"logits"> {
 // Activations and elementwise ops that remain between blocks
 //===----------------------------------------------------------------------===//
 
-def Llm_SiluOp : Llm_Op<"silu"> {
+def Llm_SiluOp : Llm_Op<"silu", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
   let summary = "x * sigmoid(x)";
   let arguments = (ins Llm_Tensor:$input);
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_GeluOp : Llm_Op<"gelu"> {
+def Llm_GeluOp : Llm_Op<"gelu", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
   let summary = "GELU, exact (erf) or with the tanh approximation";
   let arguments = (ins Llm_Tensor:$input, UnitAttr:$tanh_approximation);
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_SwigluOp : Llm_Op<"swiglu"> {
+def Llm_SwigluOp : Llm_Op<"swiglu", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
   let summary = "silu(gate) * up, the gated MLP activation";
   let arguments = (ins Llm_Tensor:$gate, Llm_Tensor:$up);
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_AddOp : Llm_Op<"add"> {
+def Llm_AddOp : Llm_Op<"add", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
   let summary = "elementwise sum of same-shaped tensors (residual connections)";
   let arguments = (ins Llm_Tensor:$lhs, Llm_Tensor:$rhs);
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_MulOp : Llm_Op<"mul"> {
+def Llm_MulOp : Llm_Op<"mul", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
   let summary = "elementwise product of same-shaped tensors";
   let arguments = (ins Llm_Tensor:$lhs, Llm_Tensor:$rhs);
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_CastOp : Llm_Op<"cast"> {
+def Llm_CastOp : Llm_Op<"cast", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
   let summary = "element type conversion of activations";
   let arguments = (ins Llm_Tensor:$input);
   let results = (outs Llm_Tensor:$output);
@@ -310,6 +332,131 @@ def Llm_GatherRowsOp : Llm_Op<"gather_rows"> {
   }];
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$indices);
   let results = (outs Llm_Tensor:$output);
+}
+
+//===----------------------------------------------------------------------===//
+// Fused ops (made by the llm-fuse-* passes on the ragged step)
+//
+// Each replaces a chain of the ops above with one that a backend runs as one
+// kernel. Their scalar bodies are regions of arith/math ops on f32 (or the
+// element type), so that fusion passes, built-in or plugins, compose any
+// elementwise function into them.
+//===----------------------------------------------------------------------===//
+
+def Llm_YieldOp : Op<Llm_Dialect, "yield",
+    [Pure, Terminator, ReturnLike, ParentOneOf<["ElementwiseOp", "FusedLinearOp"]>]> {
+  let summary = "the scalar result of an elementwise body";
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+def Llm_ElementwiseOp : Llm_Op<"elementwise",
+    [SingleBlock, IsolatedFromAbove, DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
+  let summary = "a scalar function applied to every element: one kernel for a chain";
+  let description = [{
+    `output[r, c] = body(inputs[0][r, c], inputs[1][r, c], ...)`. Each input
+    has the result's shape, or is [features] (the same for every row), or is
+    rank 0 (one value). The body has one scalar argument per input (its
+    element type) and yields the result's element type; it holds only
+    side-effect-free scalar ops (arith, math).
+
+    Raising turns elementwise onnx ops it has no name for into this op;
+    `llm-fuse-elementwise` merges chains of them (and the named activations)
+    into one.
+  }];
+  let arguments = (ins Variadic<Llm_Tensor>:$inputs);
+  let results = (outs Llm_Tensor:$output);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results) $body";
+  let hasVerifier = 1;
+}
+
+def Llm_FusedLinearOp : Llm_Op<"fused_linear",
+    [SingleBlock, IsolatedFromAbove]> {
+  let summary = "x * W + bias with an elementwise epilogue, in one GEMM kernel";
+  let description = [{
+    The weight is [in, n] (or [n, in] with `transpose_weight`); `bias` is
+    [n] or none. For every row r and product column j,
+    `acc[r, j] = sum_i x[r, i] * W[i, j] + bias[j]`; the epilogue turns the
+    accumulators into the result without storing them:
+
+    - plain: the result has n columns, `out[r, c] = epilogue(acc[r, c],
+      extras...)`;
+    - `gated`: the weight holds a gate and an up projection side by side
+      (n = 2 * m), the result has m columns, and
+      `out[r, c] = epilogue(acc[r, c], acc[r, m + c], extras...)`: SwiGLU,
+      GeGLU and the like with the [rows, 2m] product never in memory.
+
+    Each extra operand is [rows, columns of the result] (a residual) or
+    [columns] and passes one scalar to the epilogue after the accumulators.
+  }];
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, Llm_OptTensor:$bias,
+                   Variadic<Llm_Tensor>:$extras, UnitAttr:$transpose_weight,
+                   UnitAttr:$gated);
+  let results = (outs Llm_Tensor:$output);
+  let regions = (region SizedRegion<1>:$epilogue);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias (`extras` `(` $extras^ `)`)? attr-dict `:`
+    type($input) `,` type($weight) `,` type($bias) (`,` type($extras)^)? `->` type($output)
+    $epilogue
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Columns of the product (n): twice the result's when gated.
+    int64_t getProductColumns();
+    /// How many accumulators the epilogue receives: 2 when gated, else 1.
+    unsigned getNumAccumulators() { return getGated() ? 2 : 1; }
+  }];
+}
+
+def Llm_SplitOp : Llm_Op<"split"> {
+  let summary = "column ranges of the last dim: the outputs of a horizontally fused linear";
+  let description = [{
+    Result i holds `sizes[i]` consecutive features of the input's last dim,
+    in order. Backends view the input's memory; nothing is copied.
+  }];
+  let arguments = (ins Llm_Tensor:$input, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Llm_Tensor>:$outputs);
+  let hasVerifier = 1;
+}
+
+def Llm_AddRmsNormOp : Llm_Op<"add_rms_norm"> {
+  let summary = "residual add then RMSNorm: returns the sum and its norm";
+  let description = [{
+    `sum = lhs + rhs` and `normed = rms_norm(sum, weight, epsilon)` in one
+    pass over the rows: the residual stream is read once and both results
+    are written (the sum is the next residual).
+  }];
+  let arguments = (ins Llm_Tensor:$lhs, Llm_Tensor:$rhs, Llm_Tensor:$weight, F32Attr:$epsilon);
+  let results = (outs Llm_Tensor:$sum, Llm_Tensor:$normed);
+  let hasVerifier = 1;
+}
+
+def Llm_AddLayerNormOp : Llm_Op<"add_layer_norm"> {
+  let summary = "residual add then LayerNorm: returns the sum and its norm";
+  let arguments = (ins Llm_Tensor:$lhs, Llm_Tensor:$rhs, Llm_Tensor:$weight,
+                   Llm_OptTensor:$bias, F32Attr:$epsilon);
+  let results = (outs Llm_Tensor:$sum, Llm_Tensor:$normed);
+  let hasVerifier = 1;
+}
+
+def Llm_RopePagedKvWriteOp : Llm_Op<"rope_paged_kv_write"> {
+  let summary = "rotate q and k, and write k and v into the paged pool, in one kernel";
+  let description = [{
+    The ragged form only: query [tokens, heads, head_dim], key and value
+    [tokens, kv_heads, head_dim], slot_mapping and positions [tokens]. The
+    rotation is `llm.rope`'s (with `inv_freq`) or `llm.rope_cached`'s (with
+    `cos_cache` and `sin_cache`); exactly one of the two forms is given.
+    Returns the rotated query and the pool after writing the rotated keys
+    and the values of layer `layer` (as `llm.paged_kv_write`): the rotated
+    keys never exist outside the cache.
+  }];
+  let arguments = (ins Llm_Tensor:$kv_pool, Llm_Tensor:$query, Llm_Tensor:$key,
+                   Llm_Tensor:$value, Llm_Tensor:$slot_mapping, Llm_Tensor:$positions,
+                   Llm_OptTensor:$inv_freq, Llm_OptTensor:$cos_cache, Llm_OptTensor:$sin_cache,
+                   I64Attr:$layer, UnitAttr:$interleaved);
+  let results = (outs Llm_Tensor:$rotated_query, Llm_Tensor:$updated_pool);
+  let hasVerifier = 1;
 }
 
 #endif // LLMC_DIALECT_LLM_OPS

@@ -74,14 +74,17 @@ class Zoo:
                 self._onnx[name] = write_fixture(*MODELS[name], self.directory / "onnx")
         return self._onnx[name]
 
-    def model(self, name: str) -> Model:
-        if name not in self._models:
-            artifact = self.directory / "artifacts" / f"{name}.llmc"
+    def model(self, name: str, opt_level: int = 2) -> Model:
+        """`name` compiled at -O<opt_level> (the default, 2, is what the parity tests run)."""
+        key = name if opt_level == 2 else f"{name}-O{opt_level}"
+        if key not in self._models:
+            artifact = self.directory / "artifacts" / f"{key}.llmc"
             result = subprocess.run([str(LLMC), "compile", str(self.onnx(name)), "-o",
-                                     str(artifact), "--quiet"], capture_output=True, text=True)
-            assert result.returncode == 0, f"llmc compile {name} failed:\n{result.stderr}"
-            self._models[name] = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
-        return self._models[name]
+                                     str(artifact), f"-O{opt_level}", "--quiet"],
+                                    capture_output=True, text=True)
+            assert result.returncode == 0, f"llmc compile {key} failed:\n{result.stderr}"
+            self._models[key] = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
+        return self._models[key]
 
     def prompts(self, name: str) -> list[list[int]]:
         return seeded_prompts(self.model(name).vocab_size, PROMPT_LENGTHS, seed=1234)
@@ -198,6 +201,26 @@ def test_batch_invariance(zoo, name):
             problems.append(f"{where}: Model.generate batched {generated[seq]} != alone "
                             f"{alone_generated}")
     assert not problems, f"{name}: batched differs from alone\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("opt_level", (0, 1, 3))
+@pytest.mark.parametrize("name", MODEL_IDS)
+def test_fusion_levels_are_bit_identical(zoo, name, opt_level):
+    """Every fusion keeps each element's arithmetic, so -O0, -O1 and -O3 give the logits of
+    -O2 (which the tests above hold to onnxruntime) bit for bit: a prefill of the prompts,
+    then decode steps fed the greedy tokens, with sequences of mixed lengths in one batch."""
+    if name == DEFAULT and opt_level != 0:
+        pytest.skip("the default model is compared at -O0 only: each compile takes a minute")
+    fused, other = zoo.model(name), zoo.model(name, opt_level)
+    prompts = seeded_prompts(fused.vocab_size, MIXED_LENGTHS, seed=99)
+    fused_tokens, fused_logits = PagedRunner(fused).greedy(prompts, 8)
+    other_tokens, other_logits = PagedRunner(other).greedy(prompts, 8)
+    differing = [step for step, (a, b) in enumerate(zip(fused_logits, other_logits))
+                 if not np.array_equal(a, b)]
+    assert not differing, (
+        f"{name}: -O{opt_level} logits differ from -O2 at steps {differing}; max difference "
+        f"{np.abs(fused_logits[differing[0]] - other_logits[differing[0]]).max():.3g}")
+    assert fused_tokens == other_tokens
 
 
 def test_positions_outside_a_cached_rope_table_are_an_error(zoo):

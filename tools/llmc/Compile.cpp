@@ -1,7 +1,15 @@
 //===- Compile.cpp - `llmc compile` ---------------------------------------===//
 //
 // Import an ONNX model, run the pipeline up to the requested stage and write
-// the IR. Progress goes to stderr on a terminal unless --quiet.
+// the IR or the artifact. Progress goes to stderr on a terminal unless
+// --quiet.
+//
+// The pipeline is the default one of the -O level, with the passes of
+// --insert-passes at its extension points (after-raising, before-fusion,
+// before-lowering), or the one --pass-pipeline gives instead. Passes may come
+// from plugins (--load-pass-plugin): shared libraries built against an
+// installed llmc (docs/writing-a-fusion-pass.md), loaded before any pipeline
+// text is parsed.
 //
 //===----------------------------------------------------------------------===//
 #include "Compile.h"
@@ -15,9 +23,15 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "mlir/Tools/Plugins/PassPlugin.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -73,6 +87,34 @@ cl::opt<bool> allowLeftovers("allow-leftovers",
                              cl::desc("Keep onnx ops that raising did not handle instead of failing"),
                              cl::cat(compileCategory));
 cl::opt<bool> quiet("quiet", cl::desc("No progress output"), cl::cat(compileCategory));
+// -O0 .. -O3, as LLVM's tools spell it (cl::Prefix: the level is glued to -O).
+cl::opt<unsigned> optLevel("O",
+                           cl::desc("Fusion level: -O0 none, -O1 horizontal linears, rope + KV "
+                                    "write and logits rows, -O2 (default) + residual norms, GEMM "
+                                    "epilogues and elementwise chains, -O3 + elementwise "
+                                    "producers recomputed in each consumer"),
+                           cl::Prefix, cl::init(2), cl::value_desc("level"),
+                           cl::cat(compileCategory));
+cl::list<std::string> passPlugins(
+    "load-pass-plugin",
+    cl::desc("Load the passes of a plugin library (repeatable); they can then be named in "
+             "--insert-passes and --pass-pipeline"),
+    cl::value_desc("path"), cl::cat(compileCategory));
+cl::list<std::string> insertPasses(
+    "insert-passes",
+    cl::desc("Run a pass pipeline at an extension point of the default pipeline (repeatable): "
+             "POINT is after-raising, before-fusion or before-lowering; PIPELINE is textual, as "
+             "--pass-pipeline takes it but without builtin.module(...), e.g. "
+             "before-lowering=func.func(my-pass),canonicalize"),
+    cl::value_desc("point=pipeline"), cl::cat(compileCategory));
+cl::opt<std::string> passPipeline(
+    "pass-pipeline",
+    cl::desc("Run this pipeline instead of the default one, as mlir-opt does: "
+             "builtin.module(...) text over the imported module, with llmc's passes and "
+             "pipelines (llmc-raise, llmc-step{opt-level=N}, llmc-fuse{opt-level=N}, "
+             "llm-lower-to-cpu) and the plugins'. For --emit=artifact it must end with "
+             "llm-lower-to-cpu"),
+    cl::value_desc("pipeline"), cl::cat(compileCategory));
 cl::opt<bool> json("json", cl::desc("Print the summary as JSON"), cl::cat(compileCategory));
 
 /// The file name inside a location, if any.
@@ -122,9 +164,226 @@ private:
   bool open = false;
   std::chrono::steady_clock::time_point start;
 };
+
+/// `llmc: error: ` on stderr.
+llvm::raw_ostream &error() { return llvm::WithColor::error(llvm::errs(), "llmc"); }
+
+/// A pass pipeline parser's message on one line: the parser prints
+/// "MLIR Textual PassPipeline Parser:1:5: error: MESSAGE", then the pipeline
+/// and a caret under the column; the message alone is what the user needs.
+std::string oneLine(llvm::StringRef text) {
+  llvm::SmallVector<llvm::StringRef> lines;
+  text.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  // A pass of another anchor at the top level: the useful line is the first.
+  if (!lines.empty() && lines.front().contains("did you intend to nest?"))
+    return (lines.front().trim() + " (a func.func pass goes inside func.func(...))").str();
+  for (llvm::StringRef line : lines) {
+    size_t at = line.find("error: ");
+    if (at != llvm::StringRef::npos) return line.drop_front(at + 7).trim().str();
+  }
+  std::string joined;
+  for (llvm::StringRef line : lines) {
+    if (line.trim().empty()) continue;
+    if (!joined.empty()) joined += "; ";
+    joined += line.trim().str();
+  }
+  return joined.empty() ? "invalid pass pipeline" : joined;
+}
+
+/// The extension points the pipeline of `kind` reaches, in order.
+llvm::ArrayRef<llvm::StringLiteral> reachedExtensionPoints(EmitKind kind) {
+  switch (kind) {
+  case EmitKind::LlmIR:
+    return llvm::ArrayRef(kExtensionPoints).take_front(1);
+  case EmitKind::StepIR:
+  case EmitKind::Artifact:
+    return kExtensionPoints;
+  default:
+    return {};
+  }
+}
+
+const char *emitName(EmitKind kind) {
+  switch (kind) {
+  case EmitKind::OnnxIR: return "onnx-ir";
+  case EmitKind::LlmIR: return "llm-ir";
+  case EmitKind::StepIR: return "step-ir";
+  case EmitKind::Artifact: return "artifact";
+  case EmitKind::GraphIR: return "graph-ir";
+  case EmitKind::Graph: return "graph";
+  }
+  return "?";
+}
+
+/// PassPlugin::load's message, without the repetition of the path.
+std::string pluginLoadError(llvm::StringRef path, llvm::StringRef message) {
+  message = message.trim();
+  if (message.starts_with("Plugin entry point not found"))
+    return "it defines no mlirGetPassPluginInfo(): not an MLIR pass plugin";
+  // "Could not load library 'PATH': <dlerror>", dlerror starting "PATH: ".
+  if (message.consume_front("Could not load library '")) {
+    message = message.split("': ").second;
+    message.consume_front((path + ": ").str());
+    if (message.contains("undefined symbol"))
+      return (message + " (was the plugin built against this llmc's install and its MLIR?)")
+          .str();
+  }
+  return message.str();
+}
+
+/// Loads every --load-pass-plugin library and registers its passes (and
+/// pipelines): after this, pipeline text may name them.
+LogicalResult loadPassPlugins() {
+  for (const std::string &path : passPlugins) {
+    if (!llvm::sys::fs::exists(path)) {
+      error() << "cannot load pass plugin '" << path << "': no such file\n";
+      return failure();
+    }
+    llvm::Expected<PassPlugin> plugin = PassPlugin::load(path);
+    if (!plugin) {
+      error() << "cannot load pass plugin '" << path
+              << "': " << pluginLoadError(path, llvm::toString(plugin.takeError())) << "\n";
+      return failure();
+    }
+    plugin->registerPassRegistryCallbacks();
+  }
+  return success();
+}
+
+/// --insert-passes as the pipeline options' extensions: POINT=PIPELINE, the
+/// pipelines of one point joined in the order given. Each pipeline is
+/// parsed here once (after the plugins are loaded), so that a bad one is an
+/// error naming its flag.
+LogicalResult parseInsertPasses(EmitKind kind, llvm::StringMap<std::string> &extensions) {
+  llvm::ArrayRef<llvm::StringLiteral> reached = reachedExtensionPoints(kind);
+  for (const std::string &item : insertPasses) {
+    auto [point, pipeline] = llvm::StringRef(item).split('=');
+    if (point.size() == item.size() || point.empty()) {
+      error() << "--insert-passes expects POINT=PIPELINE, got '" << item << "'\n";
+      return failure();
+    }
+    if (!llvm::is_contained(kExtensionPoints, point)) {
+      error() << "unknown extension point '" << point << "' in --insert-passes: use "
+              << llvm::join(llvm::ArrayRef(kExtensionPoints), ", ") << "\n";
+      return failure();
+    }
+    if (!llvm::is_contained(reached, point)) {
+      error() << "--insert-passes=" << point << "=...: --emit=" << emitName(kind)
+              << " stops before " << point
+              << (kind == EmitKind::LlmIR ? " (only after-raising applies)" : "") << "\n";
+      return failure();
+    }
+    if (pipeline.trim().empty()) {
+      error() << "--insert-passes=" << point << "=: no passes given\n";
+      return failure();
+    }
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    OpPassManager scratch(ModuleOp::getOperationName());
+    if (failed(parsePassPipeline(pipeline, scratch, os))) {
+      error() << "--insert-passes=" << point << ": " << oneLine(message) << "\n";
+      return failure();
+    }
+    std::string &joined = extensions[point];
+    if (!joined.empty()) joined += ",";
+    joined += pipeline.str();
+  }
+  return success();
+}
+
+/// --pass-pipeline, parsed into `pm` in place of the default pipeline.
+LogicalResult parseReplacementPipeline(PassManager &pm) {
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  FailureOr<OpPassManager> parsed = parsePassPipeline(passPipeline, os);
+  if (failed(parsed)) {
+    error() << "--pass-pipeline: " << oneLine(message) << "\n";
+    return failure();
+  }
+  llvm::StringRef anchor = parsed->getOpAnchorName();
+  if (anchor != ModuleOp::getOperationName() && anchor != OpPassManager::getAnyOpAnchorName()) {
+    error() << "--pass-pipeline runs on the imported module: anchor it with "
+               "builtin.module(...), not " << anchor << "(...)\n";
+    return failure();
+  }
+  static_cast<OpPassManager &>(pm) = std::move(*parsed);
+  return success();
+}
+
+/// What the progress line says the default pipeline does.
+std::string pipelineStage(EmitKind kind) {
+  std::string stage;
+  if (kind == EmitKind::LlmIR) stage = "shape inference and raising to llm";
+  else if (kind == EmitKind::StepIR)
+    stage = llvm::formatv("raising, paging, ragged batching and fusion (-O{0})", optLevel.getValue());
+  else
+    stage = llvm::formatv("raising, paging, ragged batching, fusion (-O{0}) and CPU lowering",
+                          optLevel.getValue());
+  if (!insertPasses.empty()) stage += ", with the inserted passes";
+  return stage;
+}
 } // namespace
 
 int runCompile() {
+  bool graph = emit == EmitKind::Graph || emit == EmitKind::GraphIR;
+  bool directory = emit == EmitKind::Artifact || emit == EmitKind::Graph;
+  bool customPipeline = passPipeline.getNumOccurrences() > 0;
+  // Every usage error before the import, which takes a while on a real model.
+  if (directory && outputPath == "-") {
+    error() << "this output is a directory: give -o DIR\n";
+    return 1;
+  }
+  if (directory && target != "cpu") {
+    error() << "unknown target '" << target << "': this llmc compiles for cpu\n";
+    return 1;
+  }
+  if (optLevel > 3) {
+    error() << "unknown optimization level -O" << optLevel << ": use -O0, -O1, -O2 or -O3\n";
+    return 1;
+  }
+  if (customPipeline) {
+    if (!insertPasses.empty()) {
+      error() << "--pass-pipeline replaces the default pipeline, which --insert-passes adds "
+                 "to: give one or the other\n";
+      return 1;
+    }
+    if (optLevel.getNumOccurrences()) {
+      error() << "-O applies to the default pipeline: with --pass-pipeline, give the level to "
+                 "the pipelines (e.g. llmc-step{opt-level=" << optLevel << "})\n";
+      return 1;
+    }
+    if (graph) {
+      error() << "--pass-pipeline does not apply to --emit=" << emitName(emit)
+              << ": use --emit=onnx-ir, llm-ir, step-ir or artifact\n";
+      return 1;
+    }
+  }
+  if (!insertPasses.empty() && reachedExtensionPoints(emit).empty()) {
+    error() << "--insert-passes does not apply to --emit=" << emitName(emit)
+            << ": use --emit=llm-ir (after-raising), step-ir or artifact\n";
+    return 1;
+  }
+
+  // Plugins first: the pipelines below may name their passes.
+  Progress progress;
+  if (!passPlugins.empty()) progress.stage("loading pass plugins");
+  if (failed(loadPassPlugins())) return 1;
+  // What pipeline text may name besides llmc's passes (registered by main):
+  // its pipelines and MLIR's generic transforms (canonicalize, cse, ...).
+  static bool registered = [] {
+    mlir::registerTransformsPasses();
+    registerPipelines();
+    return true;
+  }();
+  (void)registered;
+  StepPipelineOptions options;
+  options.blockSize = blockSize;
+  options.maxNumBatchedTokens = maxNumBatchedTokens;
+  options.maxNumSeqs = maxNumSeqs;
+  options.matmul = matmul;
+  options.optLevel = optLevel;
+  if (failed(parseInsertPasses(emit, options.extensions))) return 1;
+
   DialectRegistry registry;
   registry.insert<onnx::OnnxDialect, llm::LlmDialect, func::FuncDialect>();
   registerGraphLoweringDialects(registry);
@@ -132,35 +391,28 @@ int runCompile() {
   context.loadAllAvailableDialects();
   context.getDiagEngine().registerHandler(printDiagnostic);
 
+  PassManager pm(&context);
+  if (customPipeline && failed(parseReplacementPipeline(pm))) return 1;
+  if (failed(applyPassManagerCLOptions(pm))) return 1;
+
   // --mlir-timing reports the import next to each pass.
   DefaultTimingManager timing;
   applyDefaultTimingManagerCLOptions(timing);
   TimingScope rootTiming = timing.getRootScope();
 
-  Progress progress;
   progress.stage("importing " + inputPath);
   TimingScope importTiming = rootTiming.nest("import");
   OwningOpRef<ModuleOp> module = importOnnxModel(context, inputPath);
   importTiming.stop();
   if (!module) return 1;
 
-  bool graph = emit == EmitKind::Graph || emit == EmitKind::GraphIR;
-  bool directory = emit == EmitKind::Artifact || emit == EmitKind::Graph;
-  if (directory && outputPath == "-") {
-    llvm::WithColor::error(llvm::errs(), "llmc") << "this output is a directory: give -o DIR\n";
-    return 1;
-  }
-  if (directory && target != "cpu") {
-    llvm::WithColor::error(llvm::errs(), "llmc")
-        << "unknown target '" << target << "': this llmc compiles for cpu\n";
-    return 1;
-  }
-
-  PassManager pm(&context);
-  if (failed(applyPassManagerCLOptions(pm))) return 1;
   pm.enableTiming(rootTiming);
   GraphSignature signature;
-  if (emit == EmitKind::OnnxIR) {
+  std::string pipelineErrors;
+  llvm::raw_string_ostream pipelineErrorStream(pipelineErrors);
+  if (customPipeline) {
+    progress.stage("running --pass-pipeline");
+  } else if (emit == EmitKind::OnnxIR) {
     pm.nest<func::FuncOp>().addPass(createOnnxShapeInferencePass());
     progress.stage("shape inference");
   } else if (graph) {
@@ -177,20 +429,28 @@ int runCompile() {
     progress.stage("lowering the graph to loops");
   } else {
     buildRaisingPipeline(pm, allowLeftovers);
-    if (emit == EmitKind::StepIR || emit == EmitKind::Artifact) {
-      StepPipelineOptions options;
-      options.blockSize = blockSize;
-      options.maxNumBatchedTokens = maxNumBatchedTokens;
-      options.maxNumSeqs = maxNumSeqs;
-      options.matmul = matmul;
-      buildStepPipeline(pm, options, /*lowerToCpu=*/emit == EmitKind::Artifact);
-      progress.stage("raising, paging, ragged batching and CPU lowering");
-    } else {
-      progress.stage("shape inference and raising to llm");
+    // The pipelines were parsed once above: these cannot fail but for a bug.
+    if (failed(addExtensionPasses(pm, options, "after-raising", pipelineErrorStream))) {
+      error() << oneLine(pipelineErrors) << "\n";
+      return 1;
     }
+    if (emit == EmitKind::StepIR || emit == EmitKind::Artifact) {
+      if (failed(buildStepPipeline(pm, options, /*lowerToCpu=*/emit == EmitKind::Artifact,
+                                   pipelineErrorStream))) {
+        error() << oneLine(pipelineErrors) << "\n";
+        return 1;
+      }
+    }
+    progress.stage(pipelineStage(emit));
   }
   if (failed(pm.run(*module))) return 1;
   progress.finish();
+  if (customPipeline && emit == EmitKind::Artifact && !module->lookupSymbol("llmc_step")) {
+    error() << "--pass-pipeline did not lower the model: for --emit=artifact it must end with "
+               "llm-lower-to-cpu (e.g. builtin.module(llmc-raise,llmc-step,llm-lower-to-cpu)), "
+               "or use --emit=llm-ir or step-ir to print the IR\n";
+    return 1;
+  }
 
   if (directory) {
     TimingScope writeTiming = rootTiming.nest(emit == EmitKind::Graph ? "graph library" : "artifact");
@@ -211,7 +471,7 @@ int runCompile() {
   std::string error;
   auto output = openOutputFile(outputPath, &error);
   if (!output) {
-    llvm::WithColor::error(llvm::errs(), "llmc") << error << "\n";
+    llmc::error() << error << "\n";
     return 1;
   }
   TimingScope printTiming = rootTiming.nest("print");

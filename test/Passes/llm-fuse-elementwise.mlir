@@ -1,0 +1,87 @@
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-elementwise))' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-elementwise{recompute}))' | FileCheck %s --check-prefix=RECOMPUTE
+
+// QuickGELU, x * sigmoid(1.702 x), as raising leaves an activation it has
+// no name for, then times `up`: one body, one kernel.
+// CHECK-LABEL: func.func @chain
+//  CHECK-SAME:   (%[[X:.*]]: tensor<?x8xf32>, %[[UP:.*]]: tensor<?x8xf32>)
+//       CHECK:   %[[Y:.*]] = llm.elementwise %[[UP]], %[[X]] : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32> {
+//       CHECK:   ^bb0(%[[U:.*]]: f32, %[[V:.*]]: f32):
+//       CHECK:     %[[C:.*]] = arith.constant 1.702
+//       CHECK:     %[[S:.*]] = arith.mulf %[[V]], %[[C]]
+//       CHECK:     math.exp
+//       CHECK:     %[[GATE:.*]] = arith.mulf %[[V]], %{{.*}}
+//       CHECK:     %[[OUT:.*]] = arith.mulf %[[GATE]], %[[U]]
+//       CHECK:     llm.yield %[[OUT]]
+//   CHECK-NOT:   llm.elementwise
+//   CHECK-NOT:   llm.mul
+//       CHECK:   return %[[Y]]
+func.func @chain(%x: tensor<?x8xf32>, %up: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %s = llm.elementwise %x : (tensor<?x8xf32>) -> tensor<?x8xf32> {
+  ^bb0(%v: f32):
+    %c = arith.constant 1.702 : f32
+    %m = arith.mulf %v, %c : f32
+    llm.yield %m : f32
+  }
+  %sig = llm.elementwise %s : (tensor<?x8xf32>) -> tensor<?x8xf32> {
+  ^bb0(%v: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %v : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %r = arith.divf %one, %d : f32
+    llm.yield %r : f32
+  }
+  %g = llm.mul %x, %sig : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %y = llm.mul %g, %up : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// A chain that starts at a GEMM becomes its epilogue; per-column inputs
+// become extras.
+// CHECK-LABEL: func.func @into_gemm
+//  CHECK-SAME:   (%[[X:.*]]: tensor<?x8xf32>, %[[SCALE:.*]]: tensor<8xf32>)
+//       CHECK:   llm.fused_linear %[[X]], %{{.*}}, %{{.*}} extras(%[[SCALE]]) : tensor<?x8xf32>, tensor<8x8xf32>, none, tensor<8xf32> -> tensor<?x8xf32> {
+//       CHECK:   ^bb0(%[[ACC:.*]]: f32, %[[S:.*]]: f32):
+//       CHECK:     arith.maximumf %[[ACC]]
+//       CHECK:     arith.mulf %{{.*}}, %[[S]]
+//   CHECK-NOT:   llm.elementwise
+func.func @into_gemm(%x: tensor<?x8xf32>, %scale: tensor<8xf32>) -> tensor<?x8xf32> {
+  %none = onnx.None
+  %w = onnx.Constant dense<1.0> : tensor<8x8xf32>
+  %p = llm.linear %x, %w, %none : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
+  %relu = llm.elementwise %p : (tensor<?x8xf32>) -> tensor<?x8xf32> {
+  ^bb0(%v: f32):
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    llm.yield %m : f32
+  }
+  %y = llm.elementwise %relu, %scale : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32> {
+  ^bb0(%v: f32, %s: f32):
+    %m = arith.mulf %v, %s : f32
+    llm.yield %m : f32
+  }
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// A producer with two users is not inlined, unless with recompute: then
+// each user gets its own copy and the producer goes.
+// CHECK-LABEL: func.func @shared
+//       CHECK:   %[[P:.*]] = llm.silu
+//       CHECK:   llm.add %[[P]]
+//       CHECK:   llm.mul %[[P]]
+// RECOMPUTE-LABEL: func.func @shared
+//   RECOMPUTE-NOT:   llm.silu
+//       RECOMPUTE:   llm.elementwise
+//       RECOMPUTE:   llm.elementwise
+//   RECOMPUTE-NOT:   llm.silu
+func.func @shared(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  %p = llm.silu %x : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %a = llm.add %p, %y : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %b = llm.mul %p, %y : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %a, %b : tensor<?x8xf32>, tensor<?x8xf32>
+}
