@@ -50,6 +50,7 @@ Type raggedResultType(Operation *op, Type type) {
   return TypeSwitch<Operation *, Type>(op)
       .Case<llm::EmbeddingOp, llm::RmsNormOp, llm::LayerNormOp, llm::LinearOp, llm::SiluOp,
             llm::GeluOp, llm::SwigluOp, llm::AddOp, llm::MulOp, llm::CastOp, llm::SplitQkvOp,
+            llm::ElementwiseOp,
             llm::MergeHeadsOp>([&](auto) -> Type { return rank == 3 ? ragged(type, 1) : nullptr; })
       .Case<llm::SplitHeadsOp, llm::RopeOp, llm::RopeCachedOp, llm::PagedAttentionOp>(
           [&](auto) -> Type { return rank == 4 ? ragged(type, 2) : nullptr; })

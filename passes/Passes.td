@@ -61,7 +61,11 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
     - attention (MatMul/scale/mask/Softmax/MatMul, Attention,
       GroupQueryAttention), with the causal and padding mask subgraphs
       turned into attributes;
-    - silu, gelu, swiglu and residual adds.
+    - silu, gelu, swiglu and residual adds;
+    - last, elementwise ops on [batch, seq, features] f32 activations that
+      no pattern named (Sigmoid, Tanh, Relu, Mul by a constant, ...):
+      `llm.elementwise` with the op's scalar arithmetic, for
+      `llm-fuse-elementwise` to fuse.
 
     Patterns explain a failed match with notifyMatchFailure, printed under
     `-debug-only=raise-onnx-to-llm`. After raising, ops of the onnx dialect

@@ -1,10 +1,11 @@
 //===- RaiseOnnxToLlm.cpp - onnx patterns to llm ops, the pass ------------===//
 //
-// Raising runs in two greedy stages, because some roots overlap: the first
-// recognises the structures (norms, rope, attention, linear layers, ...), and
-// the second what is left between them (bias adds folded into linears, the
+// Raising runs in three greedy stages, because some roots overlap: the first
+// recognises the structures (norms, rope, attention, linear layers, ...), the
+// second what is left between them (bias adds folded into linears, the
 // logits head, swiglu, residual adds), which would otherwise capture adds
-// and muls that belong to a structure.
+// and muls that belong to a structure, and the third turns the elementwise
+// activation ops nothing named into llm.elementwise (RaiseElementwise.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -55,6 +56,10 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
     RewritePatternSet glue(&getContext());
     raising::populateGluePatterns(glue);
     if (failed(applyPatternsGreedily(func, std::move(glue), config)))
+      return signalPassFailure();
+    RewritePatternSet elementwise(&getContext());
+    raising::populateElementwisePatterns(elementwise);
+    if (failed(applyPatternsGreedily(func, std::move(elementwise), config)))
       return signalPassFailure();
 
     reportLeftovers(func);

@@ -23,6 +23,8 @@ namespace llmc::raising {
 void populateStructurePatterns(mlir::RewritePatternSet &patterns);
 /// Stage 2: what joins the structures (bias, logits head, swiglu, residuals).
 void populateGluePatterns(mlir::RewritePatternSet &patterns);
+/// The last stage: elementwise activation ops no pattern named -> llm.elementwise.
+void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 
 void populateNormPatterns(mlir::RewritePatternSet &patterns);
 void populateNormGluePatterns(mlir::RewritePatternSet &patterns);

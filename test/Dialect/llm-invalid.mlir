@@ -64,3 +64,75 @@ func.func @repeat_kv(%x: tensor<1x2x3x16xf32>) -> tensor<1x6x3x16xf32> {
   %y = llm.repeat_kv %x {repeats = 4 : i64} : (tensor<1x2x3x16xf32>) -> tensor<1x6x3x16xf32>
   return %y : tensor<1x6x3x16xf32>
 }
+
+// -----
+
+func.func @elementwise_body_arity(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{body takes 2 scalars, not 1}}
+  %y = llm.elementwise %x : (tensor<?x8xf32>) -> tensor<?x8xf32> {
+  ^bb0(%a: f32, %b: f32):
+    llm.yield %a : f32
+  }
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @elementwise_broadcast(%x: tensor<?x8xf32>, %row: tensor<4xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{an input must have the result's shape or be [columns] or a scalar}}
+  %y = llm.elementwise %x, %row : (tensor<?x8xf32>, tensor<4xf32>) -> tensor<?x8xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    llm.yield %s : f32
+  }
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @fused_linear_gated_width(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> tensor<?x16xf32> {
+  %none = onnx.None
+  // expected-error @+1 {{result has 16 columns; the product has 16 (gated: twice the result's)}}
+  %y = llm.fused_linear %x, %w, %none {gated} : tensor<?x8xf32>, tensor<8x16xf32>, none -> tensor<?x16xf32> {
+  ^bb0(%g: f32, %u: f32):
+    llm.yield %g : f32
+  }
+  return %y : tensor<?x16xf32>
+}
+
+// -----
+
+func.func @fused_linear_accumulators(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> tensor<?x8xf32> {
+  %none = onnx.None
+  // expected-error @+1 {{body takes 1 scalars, not 2}}
+  %y = llm.fused_linear %x, %w, %none {gated} : tensor<?x8xf32>, tensor<8x16xf32>, none -> tensor<?x8xf32> {
+  ^bb0(%g: f32):
+    llm.yield %g : f32
+  }
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @split_sizes(%x: tensor<?x8xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{sizes add up to 6, not the input's 8}}
+  %a:2 = llm.split %x {sizes = array<i64: 4, 2>} : (tensor<?x8xf32>) -> (tensor<?x4xf32>, tensor<?x2xf32>)
+  return %a#0 : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @add_norm_types(%a: tensor<?x8xf32>, %b: tensor<?x4xf32>, %w: tensor<8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{lhs, rhs, sum and normed must have one type}}
+  %s, %n = llm.add_rms_norm %a, %b, %w {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>)
+  return %n : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @rope_kv_write_angles(%pool: tensor<1x?x2x2x16x16xf32>, %q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %slots: tensor<?xi32>) -> tensor<?x4x16xf32> {
+  %none = onnx.None
+  // expected-error @+1 {{takes either inv_freq or both cos_cache and sin_cache}}
+  %r, %p = llm.rope_paged_kv_write %pool, %q, %k, %k, %slots, %slots, %none, %none, %none {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x4x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32>, none, none, none) -> (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>)
+  return %r : tensor<?x4x16xf32>
+}

@@ -1,0 +1,38 @@
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(raise-onnx-to-llm{allow-leftovers=true}))' 2>/dev/null | FileCheck %s
+
+// QuickGELU(gate) * up: no pattern names it, so each onnx op becomes an
+// llm.elementwise with its arithmetic, the scalar constant inlined.
+// CHECK-LABEL: func.func @quick_gelu
+//  CHECK-SAME:   (%[[G:.*]]: tensor<2x8x16xf32>, %[[U:.*]]: tensor<2x8x16xf32>)
+//       CHECK:   %[[S:.*]] = llm.elementwise %[[G]] : (tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+//       CHECK:     arith.constant 1.702
+//       CHECK:     arith.mulf
+//       CHECK:   %[[SIG:.*]] = llm.elementwise %[[S]]
+//       CHECK:     math.exp
+//       CHECK:     arith.divf
+//       CHECK:   %[[ACT:.*]] = llm.elementwise %[[G]], %[[SIG]]
+//       CHECK:   llm.elementwise %[[ACT]], %[[U]]
+//   CHECK-NOT:   onnx.
+func.func @quick_gelu(%gate: tensor<2x8x16xf32>, %up: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %c = onnx.Constant dense<1.702> : tensor<f32>
+  %s = onnx.Mul %gate, %c : (tensor<2x8x16xf32>, tensor<f32>) -> tensor<2x8x16xf32>
+  %sig = onnx.Sigmoid %s : (tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %act = onnx.Mul %gate, %sig : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %y = onnx.Mul %act, %up : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// -----
+
+// Left alone: ops on tensors that are not [batch, seq, features] f32
+// activations (a mask), and ops with an operand that is neither an
+// activation nor a constant.
+// CHECK-LABEL: func.func @not_activations
+//   CHECK-NOT:   llm.elementwise
+//       CHECK:   onnx.Sigmoid
+//       CHECK:   onnx.Mul
+func.func @not_activations(%mask: tensor<2x1x8x8xf32>, %x: tensor<2x8x16xf32>, %row: tensor<16xf32>) -> (tensor<2x1x8x8xf32>, tensor<2x8x16xf32>) {
+  %m = onnx.Sigmoid %mask : (tensor<2x1x8x8xf32>) -> tensor<2x1x8x8xf32>
+  %y = onnx.Mul %x, %row : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+  return %m, %y : tensor<2x1x8x8xf32>, tensor<2x8x16xf32>
+}
