@@ -18,6 +18,7 @@
 #include "llmc/Artifact/ArtifactWriter.h"
 #include "llmc/Artifact/GraphLibrary.h"
 #include "llmc/Import/OnnxImporter.h"
+#include "passes/FusionReport.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/AsmState.h"
@@ -115,7 +116,13 @@ cl::opt<std::string> passPipeline(
              "llm-lower-to-cpu) and the plugins'. For --emit=artifact it must end with "
              "llm-lower-to-cpu"),
     cl::value_desc("pipeline"), cl::cat(compileCategory));
-cl::opt<bool> json("json", cl::desc("Print the summary as JSON"), cl::cat(compileCategory));
+cl::opt<bool> json("json", cl::desc("Print the summary and the fusion report as JSON"),
+                   cl::cat(compileCategory));
+cl::opt<bool> dumpFusionReport(
+    "dump-fusion-report",
+    cl::desc("Print, per layer kind, the kernels and the activation bytes per decode token of "
+             "the step at -O0 and at the chosen -O level (to stderr when the IR goes to stdout)"),
+    cl::cat(compileCategory));
 
 /// The file name inside a location, if any.
 std::string fileOf(Location loc) {
@@ -315,7 +322,8 @@ std::string pipelineStage(EmitKind kind) {
   std::string stage;
   if (kind == EmitKind::LlmIR) stage = "shape inference and raising to llm";
   else if (kind == EmitKind::StepIR)
-    stage = llvm::formatv("raising, paging, ragged batching and fusion (-O{0})", optLevel.getValue());
+    stage = llvm::formatv("raising, paging, ragged batching and fusion (-O{0})",
+                          optLevel.getValue());
   else
     stage = llvm::formatv("raising, paging, ragged batching, fusion (-O{0}) and CPU lowering",
                           optLevel.getValue());
@@ -323,6 +331,34 @@ std::string pipelineStage(EmitKind kind) {
   return stage;
 }
 } // namespace
+
+/// The planned step of `imported` (cloned) at `options`' level and at -O0,
+/// compared by printFusionReport.
+LogicalResult printFusionReportOf(ModuleOp imported, const StepPipelineOptions &options,
+                                  llvm::raw_ostream &os) {
+  auto plannedStep = [&](unsigned level) -> FailureOr<std::vector<StepSegment>> {
+    OwningOpRef<ModuleOp> module = imported.clone();
+    StepPipelineOptions atLevel = options;
+    atLevel.optLevel = level;
+    PassManager pm(imported.getContext());
+    buildRaisingPipeline(pm, allowLeftovers);
+    std::string errors;
+    llvm::raw_string_ostream errorStream(errors);
+    if (failed(addExtensionPasses(pm, atLevel, "after-raising", errorStream)) ||
+        failed(buildStepPipeline(pm, atLevel, /*lowerToCpu=*/false, errorStream))) {
+      error() << oneLine(errors) << "\n";
+      return failure();
+    }
+    if (failed(pm.run(*module))) return failure();
+    return segmentStep(*module);
+  };
+  auto before = plannedStep(0);
+  if (failed(before)) return failure();
+  auto after = plannedStep(options.optLevel);
+  if (failed(after)) return failure();
+  printFusionReport(*before, *after, options.optLevel, os, json);
+  return success();
+}
 
 int runCompile() {
   bool graph = emit == EmitKind::Graph || emit == EmitKind::GraphIR;
@@ -357,6 +393,12 @@ int runCompile() {
               << ": use --emit=onnx-ir, llm-ir, step-ir or artifact\n";
       return 1;
     }
+  }
+  if (dumpFusionReport && (customPipeline || graph || emit == EmitKind::OnnxIR ||
+                           emit == EmitKind::LlmIR)) {
+    error() << "--dump-fusion-report compares the default pipeline's steps: use it with "
+               "--emit=step-ir or artifact, without --pass-pipeline\n";
+    return 1;
   }
   if (!insertPasses.empty() && reachedExtensionPoints(emit).empty()) {
     error() << "--insert-passes does not apply to --emit=" << emitName(emit)
@@ -405,6 +447,13 @@ int runCompile() {
   OwningOpRef<ModuleOp> module = importOnnxModel(context, inputPath);
   importTiming.stop();
   if (!module) return 1;
+
+  if (dumpFusionReport) {
+    progress.stage("fusion report: the step at -O0 and -O" + std::to_string(optLevel));
+    bool irOnStdout = emit != EmitKind::Artifact && outputPath == "-";
+    if (failed(printFusionReportOf(*module, options, irOnStdout ? llvm::errs() : llvm::outs())))
+      return 1;
+  }
 
   pm.enableTiming(rootTiming);
   GraphSignature signature;
