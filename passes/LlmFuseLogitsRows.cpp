@@ -47,8 +47,15 @@ struct GatherBeforeRowWiseOp : OpRewritePattern<llm::GatherRowsOp> {
     Operation *producer = gather.getInput().getDefiningOp();
     if (!producer || !isRowWise(producer))
       return rewriter.notifyMatchFailure(gather, "its input is not made by a row-wise op");
-    if (!fusion::onlyUsedBy(gather.getInput(), gather))
-      return rewriter.notifyMatchFailure(gather, "the rows it gathers from have other users");
+    // Every user must gather the same rows (a value read twice by a chain
+    // that was gathered op by op): one op on the rows then serves them all.
+    SmallVector<llm::GatherRowsOp> gathers;
+    for (Operation *user : gather.getInput().getUsers()) {
+      auto other = dyn_cast<llm::GatherRowsOp>(user);
+      if (!other || other.getIndices() != gather.getIndices())
+        return rewriter.notifyMatchFailure(gather, "the rows it gathers from have other users");
+      if (!llvm::is_contained(gathers, other)) gathers.push_back(other);
+    }
     if (rankOf(gather.getInput()) != 2)
       return rewriter.notifyMatchFailure(gather, "gathers from a tensor that is not [tokens, features]");
 
@@ -64,7 +71,7 @@ struct GatherBeforeRowWiseOp : OpRewritePattern<llm::GatherRowsOp> {
     if (failed(fusion::defineBefore(gather.getIndices(), producer)))
       return rewriter.notifyMatchFailure(gather, "the indices are defined after the row-wise op");
     Operation *onRows = rewriter.clone(*producer, mapping);
-    rewriter.replaceOp(gather, onRows->getResults());
+    for (llm::GatherRowsOp each : gathers) rewriter.replaceOp(each, onRows->getResults());
     rewriter.eraseOp(producer);
     return success();
   }

@@ -101,7 +101,11 @@ struct LlmRaggedBatchingPass : impl::LlmRaggedBatchingPassBase<LlmRaggedBatching
     OpBuilder builder(context);
     Value logits;
     WalkResult walk = func.walk([&](Operation *op) {
-      if (isa<onnx::ConstantOp, onnx::NoneOp, func::ReturnOp>(op)) return WalkResult::advance();
+      // Only the step's own ops have [batch, seq] results; the scalar bodies
+      // of elementwise ops have none.
+      if (op->getParentOp() != func.getOperation() ||
+          isa<onnx::ConstantOp, onnx::NoneOp, func::ReturnOp>(op))
+        return WalkResult::advance();
       if (auto head = dyn_cast<llm::LogitsOp>(op)) {
         // Only the rows the step asks for reach the vocabulary projection.
         builder.setInsertionPoint(head);

@@ -45,3 +45,24 @@ func.func @stays(%x: tensor<?x8xf32>, %idx: tensor<?xi32>, %heads: tensor<?x2x4x
   %rows2 = llm.gather_rows %merged, %idx : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
   return %norm, %rows, %rows2 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
 }
+
+// -----
+
+// A value the chain reads twice (QuickGELU's gate) is gathered twice on the
+// way up; one op on the gathered rows then serves both.
+// CHECK-LABEL: func.func @read_twice
+//  CHECK-SAME:   (%[[X:.*]]: tensor<?x8xf32>, %[[IDX:.*]]: tensor<?xi32>)
+//       CHECK:   %[[ROWS:.*]] = llm.gather_rows %[[X]], %[[IDX]]
+//       CHECK:   %[[GATE:.*]] = llm.linear %[[ROWS]]
+//       CHECK:   %[[S:.*]] = llm.silu %[[GATE]]
+//       CHECK:   llm.mul %[[GATE]], %[[S]]
+//   CHECK-NOT:   llm.gather_rows
+func.func @read_twice(%x: tensor<?x8xf32>, %idx: tensor<?xi32>) -> tensor<?x8xf32> {
+  %none = onnx.None
+  %w = onnx.Constant dense<1.0> : tensor<8x8xf32>
+  %gate = llm.linear %x, %w, %none : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
+  %s = llm.silu %gate : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %m = llm.mul %gate, %s : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %rows = llm.gather_rows %m, %idx : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
+  return %rows : tensor<?x8xf32>
+}

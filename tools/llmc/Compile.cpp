@@ -410,14 +410,6 @@ int runCompile() {
   Progress progress;
   if (!passPlugins.empty()) progress.stage("loading pass plugins");
   if (failed(loadPassPlugins())) return 1;
-  // What pipeline text may name besides llmc's passes (registered by main):
-  // its pipelines and MLIR's generic transforms (canonicalize, cse, ...).
-  static bool registered = [] {
-    mlir::registerTransformsPasses();
-    registerPipelines();
-    return true;
-  }();
-  (void)registered;
   StepPipelineOptions options;
   options.blockSize = blockSize;
   options.maxNumBatchedTokens = maxNumBatchedTokens;

@@ -21,6 +21,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 
@@ -42,6 +43,10 @@ int main(int argc, char **argv) {
   }
   // First the passes: --mlir-print-ir-after=<pass> takes their names.
   llmc::registerLLMCPasses();
+  // Pipeline text (--insert-passes, --pass-pipeline, --mlir-print-ir-after) may
+  // name llmc's pipelines and MLIR's generic transforms.
+  llmc::registerPipelines();
+  mlir::registerTransformsPasses();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
@@ -51,6 +56,6 @@ int main(int argc, char **argv) {
   std::vector<const char *> args = {"llmc compile"};
   args.insert(args.end(), argv + 2, argv + argc);
   llvm::cl::ParseCommandLineOptions(int(args.size()), args.data(),
-                                    "llmc compile: ONNX model in, llm IR out\n\n  MLIR's --mlir-* printing and timing options and -debug-only=<pass> also apply\n  (--help-hidden lists them).\n");
+                                    "llmc compile: an ONNX decoder in, a model.llmc artifact (or its IR at a stage) out\n\n  MLIR's --mlir-* printing and timing options and -debug-only=<pass> also apply\n  (--help-hidden lists them).\n");
   return llmc::runCompile();
 }
