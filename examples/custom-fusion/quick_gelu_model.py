@@ -25,7 +25,7 @@ import onnx
 from llmc.testing.builder import save_model
 from llmc.testing.fixtures import VARIANTS
 from llmc.testing.graph import GraphBuilder
-from llmc.testing.llama import LlamaConfig, layer_prefix, random_weights
+from llmc.testing.llama import LlamaConfig, random_weights
 from llmc.testing.optimum import OptimumDecoder
 
 QUICK_GELU_ALPHA = 1.702
@@ -45,22 +45,11 @@ def quick_gelu_mlp(g: GraphBuilder, x: str, module: str, linear) -> str:
 
 
 class QuickGeluOptimumDecoder(OptimumDecoder):
-    """The optimum-style decoder with the QuickGELU-gated MLP: TorchExportDecoder.layer with
-    the MLP line changed (the residual structure is the same)."""
+    """The optimum-style decoder with the QuickGELU-gated MLP (the residual structure is the
+    same)."""
 
-    def layer(self, g: GraphBuilder, layer: int, x: str, shared, trace) -> str:
-        prefix = layer_prefix(layer)
-        with g.scope(f"layers.{layer}"):
-            with g.scope("input_layernorm"):
-                h = self.rms_norm(g, x, f"{prefix}.input_layernorm.weight")
-            with g.scope("self_attn"):
-                h = self.attention(g, layer, h, shared, trace)
-            x = g.op("Add", x, h)
-            with g.scope("post_attention_layernorm"):
-                h = self.rms_norm(g, x, f"{prefix}.post_attention_layernorm.weight")
-            with g.scope("mlp"):
-                h = quick_gelu_mlp(g, h, f"{prefix}.mlp", self.linear)
-            return g.op("Add", x, h)
+    def mlp(self, g: GraphBuilder, x: str, module: str) -> str:
+        return quick_gelu_mlp(g, x, module, self.linear)
 
 
 def build_quick_gelu_model(config: LlamaConfig, seed: int = 0) -> onnx.ModelProto:

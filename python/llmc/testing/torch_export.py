@@ -99,5 +99,9 @@ class TorchExportDecoder(DecoderBuilder):
             with g.scope("post_attention_layernorm"):
                 h = self.rms_norm(g, x, f"{prefix}.post_attention_layernorm.weight")
             with g.scope("mlp"):
-                h = mlp(g, h, f"{prefix}.mlp", self.linear)
+                h = self.mlp(g, h, f"{prefix}.mlp")
             return g.op("Add", x, h)
+
+    def mlp(self, g: GraphBuilder, x: str, module: str) -> str:
+        """The feed-forward block; a subclass may export another activation."""
+        return mlp(g, x, module, self.linear)
