@@ -203,14 +203,15 @@ def test_batch_invariance(zoo, name):
     assert not problems, f"{name}: batched differs from alone\n" + "\n".join(problems)
 
 
-@pytest.mark.parametrize("opt_level", (0, 1, 3))
-@pytest.mark.parametrize("name", MODEL_IDS)
+# Every fixture at each other level; the default model at -O0 only (a compile takes a while).
+FUSION_LEVEL_CASES = [(name, level) for name in MODELS for level in (0, 1, 3)] + [(DEFAULT, 0)]
+
+
+@pytest.mark.parametrize("name,opt_level", FUSION_LEVEL_CASES)
 def test_fusion_levels_are_bit_identical(zoo, name, opt_level):
     """Every fusion keeps each element's arithmetic, so -O0, -O1 and -O3 give the logits of
     -O2 (which the tests above hold to onnxruntime) bit for bit: a prefill of the prompts,
     then decode steps fed the greedy tokens, with sequences of mixed lengths in one batch."""
-    if name == DEFAULT and opt_level != 0:
-        pytest.skip("the default model is compared at -O0 only: each compile takes a minute")
     fused, other = zoo.model(name), zoo.model(name, opt_level)
     prompts = seeded_prompts(fused.vocab_size, MIXED_LENGTHS, seed=99)
     fused_tokens, fused_logits = PagedRunner(fused).greedy(prompts, 8)
