@@ -60,9 +60,7 @@ int64_t kvWriteLayer(Operation *op) {
 } // namespace
 
 FailureOr<std::vector<StepSegment>> segmentStep(ModuleOp module) {
-  func::FuncOp step;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (abi::findInput(func, abi::kCuSeqlensQ)) step = func;
+  func::FuncOp step = abi::findRaggedStep(module);
   if (!step) return module.emitError("no ragged step function to report on"), failure();
 
   SmallVector<Operation *> ops;

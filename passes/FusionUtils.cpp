@@ -33,16 +33,17 @@ FailureOr<Value> concatConstants(RewriterBase &rewriter, Location loc, ArrayRef<
   SmallVector<ArrayRef<char>> bytes;
   SmallVector<int64_t> chunkBytes;
   int64_t joined = 0;
+  size_t totalBytes = 0;
   for (auto [index, part] : llvm::enumerate(parts)) {
     auto data = elementsBytes(part, storage[index]);
     if (failed(data)) return failure();
     bytes.push_back(*data);
+    totalBytes += data->size();
     chunkBytes.push_back(static_cast<int64_t>(data->size()) / outerRows);
     joined += cast<ShapedType>(part.getType()).getDimSize(dim);
   }
   std::vector<char> result;
-  result.reserve(outerRows * joined * (static_cast<int64_t>(bytes.front().size()) /
-                                       std::max<int64_t>(1, outerRows * first.getDimSize(dim))));
+  result.reserve(totalBytes);
   for (int64_t row = 0; row < outerRows; ++row)
     for (auto [data, chunk] : llvm::zip(bytes, chunkBytes))
       llvm::append_range(result, data.slice(row * chunk, chunk));

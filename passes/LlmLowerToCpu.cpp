@@ -114,9 +114,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    func::FuncOp model;
-    for (auto func : module.getOps<func::FuncOp>())
-      if (abi::findInput(func, abi::kCuSeqlensQ)) model = func;
+    func::FuncOp model = abi::findRaggedStep(module);
     if (!model) {
       module.emitError("no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first");
       return signalPassFailure();
@@ -159,6 +157,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     b.setInsertionPointToStart(body);
 
     cpu::StepLowering step(module, b);
+    perSequence = abi::perSequenceValues(model);
     builderForViews = &b;
     step.generatedMatmul = matmul == "generated";
     step.api = body->getArgument(0);
@@ -182,10 +181,6 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
   LogicalResult lowerOp(cpu::StepLowering &step, Operation *op, Value logits) {
     if (isa<onnx::ConstantOp, onnx::NoneOp, llm::DequantizeOp, func::ReturnOp>(op))
       return success(); // weights become views where they are used
-    // Results computed from gathered rows have one row per sequence.
-    if (isa<llm::GatherRowsOp>(op) ||
-        llvm::any_of(op->getOperands(), [&](Value v) { return gathered.contains(v); }))
-      gathered.insert(op->result_begin(), op->result_end());
     if (isa<llm::SplitHeadsOp, llm::MergeHeadsOp>(op)) {
       memrefs[op->getResult(0)] = memrefs.lookup(op->getOperand(0));
       return success();
@@ -375,7 +370,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
       int64_t features = 1;
       for (int64_t dim : tensor.getShape().drop_front()) features *= dim;
       auto type = MemRefType::get({ShapedType::kDynamic, features}, tensor.getElementType());
-      Value rows = gathered.contains(result) ? step.numSeqs : step.numTokens;
+      Value rows = perSequence.contains(result) ? step.numSeqs : step.numTokens;
       Value start = arith::ConstantIndexOp::create(step.b, op->getLoc(), offset);
       Value view = memref::ViewOp::create(step.b, op->getLoc(), type, workspaceArg, start,
                                           ValueRange{rows});
@@ -413,7 +408,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
 
   DenseMap<Value, Value> memrefs;
   DenseMap<Value, Value> transposedMemrefs;
-  DenseSet<Value> gathered; // values with one row per sequence, not per token
+  DenseSet<Value> perSequence; // abi::perSequenceValues of the step
   SmallVector<Attribute> weights;
   int64_t weightOffset = 0;
   Value weightsArg, workspaceArg;

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/StepAbi.h"
 
 #include "llmc/Support/Debug.h"
 
@@ -61,7 +62,7 @@ struct LlmPlanMemoryPass : impl::LlmPlanMemoryPassBase<LlmPlanMemoryPass> {
       func.emitError("max-num-batched-tokens and max-num-seqs must be positive");
       return signalPassFailure();
     }
-    perSequence.clear();
+    perSequence = abi::perSequenceValues(func);
     SmallVector<Buffer> buffers;
     DenseMap<Value, unsigned> bufferOf;
     DenseMap<Operation *, int64_t> order;
@@ -69,10 +70,6 @@ struct LlmPlanMemoryPass : impl::LlmPlanMemoryPassBase<LlmPlanMemoryPass> {
     for (Operation &op : func.getBody().front()) {
       order[&op] = index++;
       if (needsNoBuffer(&op)) continue;
-      // Results computed from gathered rows have one row per sequence.
-      if (isa<llm::GatherRowsOp>(op) ||
-          llvm::any_of(op.getOperands(), [&](Value v) { return perSequence.contains(v); }))
-        perSequence.insert(op.result_begin(), op.result_end());
       if (isView(&op)) {
         auto source = bufferOf.find(op.getOperand(0));
         if (source != bufferOf.end())

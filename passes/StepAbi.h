@@ -9,7 +9,11 @@
 #ifndef LLMC_PASSES_STEPABI_H
 #define LLMC_PASSES_STEPABI_H
 
+#include "dialects/llm/LlmDialect.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace llmc::abi {
 
@@ -42,6 +46,27 @@ inline mlir::BlockArgument addInput(mlir::func::FuncOp func, llvm::StringRef rol
   unsigned index = func.getNumArguments();
   (void)func.insertArgument(index, type, attrs, func.getLoc());
   return func.getArgument(index);
+}
+
+/// The ragged step function of `module` (the one with a cu_seqlens_q
+/// input), or null.
+inline mlir::func::FuncOp findRaggedStep(mlir::ModuleOp module) {
+  for (auto func : module.getOps<mlir::func::FuncOp>())
+    if (findInput(func, kCuSeqlensQ)) return func;
+  return nullptr;
+}
+
+/// The values of the ragged step `func` with one row per sequence rather
+/// than per token: gathered rows and what row-wise ops compute from them
+/// (after llm-fuse-logits-rows). Memory planning sizes them and the CPU
+/// lowering runs their kernels for max_num_seqs / the step's sequences.
+inline llvm::DenseSet<mlir::Value> perSequenceValues(mlir::func::FuncOp func) {
+  llvm::DenseSet<mlir::Value> rows;
+  for (mlir::Operation &op : func.getBody().front())
+    if (mlir::isa<llm::GatherRowsOp>(op) ||
+        llvm::any_of(op.getOperands(), [&](mlir::Value v) { return rows.contains(v); }))
+      rows.insert(op.result_begin(), op.result_end());
+  return rows;
 }
 
 } // namespace llmc::abi
