@@ -13,12 +13,14 @@ using namespace mlir;
 
 namespace llmc::cpu {
 
-std::string kernelKey(StringRef name, ValueRange args) {
+std::string kernelKey(StringRef name, TypeRange argTypes) {
   std::string key = name.str();
   llvm::raw_string_ostream os(key);
-  for (Type type : args.getTypes()) os << "," << type;
+  for (Type type : argTypes) os << "," << type;
   return key;
 }
+
+std::string kernelKey(StringRef name, ValueRange args) { return kernelKey(name, args.getTypes()); }
 
 namespace {
 /// The scalar body of an op, written so that two bodies print the same iff
@@ -42,14 +44,16 @@ void describeBody(Region &region, llvm::raw_ostream &os) {
 }
 } // namespace
 
-std::string kernelKey(Operation *op, ValueRange args) {
+std::string kernelKey(Operation *op, TypeRange argTypes) {
   std::string name;
   llvm::raw_string_ostream os(name);
   // Inherent attributes only: the planned offsets do not change the code.
   os << op->getName() << op->getPropertiesAsAttribute();
   for (Region &region : op->getRegions()) describeBody(region, os);
-  return kernelKey(name, args);
+  return kernelKey(name, argTypes);
 }
+
+std::string kernelKey(Operation *op, ValueRange args) { return kernelKey(op, args.getTypes()); }
 
 namespace {
 
@@ -193,29 +197,33 @@ LogicalResult lowerEmbedding(StepLowering &step, llm::EmbeddingOp op, ArrayRef<V
   return success();
 }
 
-void emitRotatedHead(KernelBuilder &kb, const Rotation &rotation, Value position,
+void emitRotatedPair(KernelBuilder &kb, const Rotation &rotation, Value position, Value i,
                      function_ref<Value(Value)> read, function_ref<void(Value, Value)> write) {
   int64_t half = rotation.halfRotary;
-  kb.forEach(kb.index(0), kb.index(half), [&](Value i) {
-    Value cosine, sine;
-    if (rotation.cosCache) {
-      Value p = kb.toIndex(position);
-      cosine = kb.load(rotation.cosCache, {p, i});
-      sine = kb.load(rotation.sinCache, {p, i});
-    } else {
-      Value angle = kb.mul(kb.toF32(position), kb.load(rotation.invFreq, {i}));
-      cosine = kb.cos(angle);
-      sine = kb.sin(angle);
-    }
-    // rotate_half pairs feature i with i + rotary/2; interleaved, 2i with 2i+1.
-    Value first = rotation.interleaved ? kb.mulIndex(i, kb.index(2)) : i;
-    Value second = kb.addIndex(first, kb.index(rotation.interleaved ? 1 : half));
-    Value a = read(first), c = read(second);
-    write(first, kb.sub(kb.mul(a, cosine), kb.mul(c, sine)));
-    write(second, kb.add(kb.mul(c, cosine), kb.mul(a, sine)));
-  });
+  Value cosine, sine;
+  if (rotation.cosCache) {
+    Value p = kb.toIndex(position);
+    cosine = kb.load(rotation.cosCache, {p, i});
+    sine = kb.load(rotation.sinCache, {p, i});
+  } else {
+    Value angle = kb.mul(kb.toF32(position), kb.load(rotation.invFreq, {i}));
+    cosine = kb.cos(angle);
+    sine = kb.sin(angle);
+  }
+  // rotate_half pairs feature i with i + rotary/2; interleaved, 2i with 2i+1.
+  Value first = rotation.interleaved ? kb.mulIndex(i, kb.index(2)) : i;
+  Value second = kb.addIndex(first, kb.index(rotation.interleaved ? 1 : half));
+  Value a = read(first), c = read(second);
+  write(first, kb.sub(kb.mul(a, cosine), kb.mul(c, sine)));
+  write(second, kb.add(kb.mul(c, cosine), kb.mul(a, sine)));
+}
+
+void emitRotatedHead(KernelBuilder &kb, const Rotation &rotation, Value position,
+                     function_ref<Value(Value)> read, function_ref<void(Value, Value)> write) {
+  kb.forEach(kb.index(0), kb.index(rotation.halfRotary),
+             [&](Value i) { emitRotatedPair(kb, rotation, position, i, read, write); });
   // Features past the rotary dims pass through.
-  kb.forEach(kb.index(2 * half), kb.index(rotation.headDim),
+  kb.forEach(kb.index(2 * rotation.halfRotary), kb.index(rotation.headDim),
              [&](Value i) { write(i, read(i)); });
 }
 

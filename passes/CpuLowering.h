@@ -13,11 +13,21 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+
+namespace llmc {
+/// Unpacks an llm.dequantize of constants into f32 [rows, cols] at compile
+/// time (every target's weights start as this).
+mlir::FailureOr<mlir::ElementsAttr> dequantizeConstant(llm::DequantizeOp op);
+/// Copies what the manifest needs from the planned step `model` onto
+/// `module` (llmc.workspace_bytes, step limits, hidden size, heads, positions).
+void recordStepAttributes(mlir::ModuleOp module, mlir::func::FuncOp model);
+} // namespace llmc
 
 namespace llmc::cpu {
 
@@ -109,6 +119,9 @@ private:
 std::string kernelKey(mlir::Operation *op, mlir::ValueRange args);
 /// The same for kernels that are not one op's: a name and the argument types.
 std::string kernelKey(llvm::StringRef name, mlir::ValueRange args);
+/// The same from argument types (kernels that are not called from IR).
+std::string kernelKey(mlir::Operation *op, mlir::TypeRange argTypes);
+std::string kernelKey(llvm::StringRef name, mlir::TypeRange argTypes);
 
 /// What a rotary embedding rotates by: frequencies, or cos/sin tables.
 struct Rotation {
@@ -118,6 +131,11 @@ struct Rotation {
   mlir::Value invFreq, cosCache, sinCache; // one form or the other
 };
 
+/// Rotates rotary pair `i` of one head at `position`: features (i, i +
+/// rotary/2), or (2i, 2i + 1) when interleaved.
+void emitRotatedPair(KernelBuilder &kb, const Rotation &rotation, mlir::Value position,
+                     mlir::Value i, llvm::function_ref<mlir::Value(mlir::Value)> read,
+                     llvm::function_ref<void(mlir::Value, mlir::Value)> write);
 /// Rotates one head of one row at `position`: `read(i)` gives feature i of
 /// the head, `write(i, value)` stores feature i of the result.
 void emitRotatedHead(KernelBuilder &kb, const Rotation &rotation, mlir::Value position,

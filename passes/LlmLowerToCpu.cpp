@@ -28,21 +28,6 @@ namespace llmc {
 using namespace mlir;
 
 namespace llmc {
-namespace {
-
-constexpr int64_t kWeightAlignment = 64;
-
-/// The step ABI's arguments after `api`, in order.
-constexpr llvm::StringLiteral kStepInputs[] = {abi::kTokens,       abi::kPositions,
-                                               abi::kCuSeqlensQ,   abi::kContextLens,
-                                               abi::kBlockTables,  abi::kSlotMapping,
-                                               abi::kLogitsIndices, abi::kKvPool};
-
-/// A memref type with the tensor's shape (dynamic dims stay dynamic).
-MemRefType memrefLike(Type tensor) {
-  auto shaped = cast<ShapedType>(tensor);
-  return MemRefType::get(shaped.getShape(), shaped.getElementType());
-}
 
 /// Unpacks an llm.dequantize of constants into f32 [rows, cols] at compile
 /// time: value = (q - zero_point) * scale, per block of `block_size` along a
@@ -107,6 +92,44 @@ FailureOr<ElementsAttr> dequantizeConstant(llm::DequantizeOp op) {
   auto type = RankedTensorType::get({rows, cols}, Float32Type::get(op.getContext()));
   return cast<ElementsAttr>(DenseResourceElementsAttr::get(
       type, "dequantized", HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(values))));
+}
+
+void recordStepAttributes(ModuleOp module, func::FuncOp model) {
+  Builder b(module.getContext());
+  for (StringRef name : {"llmc.workspace_bytes", "llmc.max_num_batched_tokens", "llmc.max_num_seqs"})
+    module->setAttr(name, model->getAttr(name));
+  // The model's shape, for the manifest: hidden size and query heads.
+  model.walk([&](llm::EmbeddingOp embedding) {
+    module->setAttr("llmc.hidden_size",
+                    b.getI64IntegerAttr(cast<ShapedType>(embedding.getType()).getShape().back()));
+  });
+  // Cached rotary tables bound the positions a step may carry.
+  int64_t maxPositions = 0;
+  model.walk([&](llm::RopeCachedOp rope) {
+    int64_t rows = cast<ShapedType>(rope.getCosCache().getType()).getDimSize(0);
+    maxPositions = maxPositions ? std::min(maxPositions, rows) : rows;
+  });
+  module->setAttr("llmc.max_positions", b.getI64IntegerAttr(maxPositions));
+  model.walk([&](llm::PagedAttentionOp attention) {
+    module->setAttr("llmc.num_heads",
+                    b.getI64IntegerAttr(cast<ShapedType>(attention.getType()).getDimSize(1)));
+  });
+}
+
+namespace {
+
+constexpr int64_t kWeightAlignment = 64;
+
+/// The step ABI's arguments after `api`, in order.
+constexpr llvm::StringLiteral kStepInputs[] = {abi::kTokens,       abi::kPositions,
+                                               abi::kCuSeqlensQ,   abi::kContextLens,
+                                               abi::kBlockTables,  abi::kSlotMapping,
+                                               abi::kLogitsIndices, abi::kKvPool};
+
+/// A memref type with the tensor's shape (dynamic dims stay dynamic).
+MemRefType memrefLike(Type tensor) {
+  auto shaped = cast<ShapedType>(tensor);
+  return MemRefType::get(shaped.getShape(), shaped.getElementType());
 }
 
 struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
@@ -385,25 +408,8 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     Builder b(module.getContext());
     module->setAttr("llmc.weights", b.getArrayAttr(weights));
     module->setAttr("llmc.weights_bytes", b.getI64IntegerAttr(weightOffset));
-    for (StringRef name : {"llmc.workspace_bytes", "llmc.max_num_batched_tokens", "llmc.max_num_seqs"})
-      module->setAttr(name, model->getAttr(name));
     module->setAttr("llmc.matmul", b.getStringAttr(matmul));
-    // The model's shape, for the manifest: hidden size and query heads.
-    model.walk([&](llm::EmbeddingOp embedding) {
-      module->setAttr("llmc.hidden_size",
-                      b.getI64IntegerAttr(cast<ShapedType>(embedding.getType()).getShape().back()));
-    });
-    // Cached rotary tables bound the positions a step may carry.
-    int64_t maxPositions = 0;
-    model.walk([&](llm::RopeCachedOp rope) {
-      int64_t rows = cast<ShapedType>(rope.getCosCache().getType()).getDimSize(0);
-      maxPositions = maxPositions ? std::min(maxPositions, rows) : rows;
-    });
-    module->setAttr("llmc.max_positions", b.getI64IntegerAttr(maxPositions));
-    model.walk([&](llm::PagedAttentionOp attention) {
-      module->setAttr("llmc.num_heads",
-                      b.getI64IntegerAttr(cast<ShapedType>(attention.getType()).getDimSize(1)));
-    });
+    recordStepAttributes(module, model);
   }
 
   DenseMap<Value, Value> memrefs;

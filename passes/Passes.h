@@ -35,6 +35,10 @@ struct StepPipelineOptions {
   int64_t maxNumBatchedTokens = 2048;
   int64_t maxNumSeqs = 256;
   std::string matmul = "generated";
+  /// What llm-lower-* lowers to: cpu, or cuda for `cudaArch` storing `dtype`.
+  std::string target = "cpu";
+  std::string cudaArch = "sm_80";
+  std::string dtype = "bf16";
   /// 0: no fusion; 1: horizontal linears, rope + KV write, logits rows;
   /// 2 (default): + residual norms, GEMM epilogues, elementwise chains;
   /// 3: + elementwise producers recomputed in each consumer.
@@ -58,10 +62,11 @@ void buildFusionPipeline(mlir::OpPassManager &funcPm, unsigned optLevel, bool ga
 /// Adds the passes from raised llm IR to the planned, ragged, paged step
 /// (llm-gqa-rewrite, llm-kv-cache-paging, llm-ragged-batching, the fusions
 /// of `options.optLevel`, llm-plan-memory), the before-fusion and
-/// before-lowering extensions, and with `lowerToCpu` llm-lower-to-cpu.
+/// before-lowering extensions, and with `lowerToTarget` llm-lower-to-cpu or
+/// llm-lower-to-cuda (options.target).
 /// Fails on a bad extension pipeline, with the message in `errors`.
 mlir::LogicalResult buildStepPipeline(mlir::OpPassManager &pm, const StepPipelineOptions &options,
-                                      bool lowerToCpu, llvm::raw_ostream &errors);
+                                      bool lowerToTarget, llvm::raw_ostream &errors);
 
 /// Registers the dialects the CPU lowering produces (for tools that run it).
 void registerStepLoweringDialects(mlir::DialectRegistry &registry);

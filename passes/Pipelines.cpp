@@ -10,7 +10,9 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -74,7 +76,7 @@ void buildFusionPipeline(OpPassManager &funcPm, unsigned optLevel, bool gatedEpi
 }
 
 LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &options,
-                                bool lowerToCpu, raw_ostream &errors) {
+                                bool lowerToTarget, raw_ostream &errors) {
   OpPassManager &serving = pm.nest<func::FuncOp>();
   serving.addPass(createLlmGqaRewritePass());
   serving.addPass(createCanonicalizerPass());
@@ -90,7 +92,14 @@ LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &op
   planning.maxNumBatchedTokens = options.maxNumBatchedTokens;
   planning.maxNumSeqs = options.maxNumSeqs;
   pm.nest<func::FuncOp>().addPass(createLlmPlanMemoryPass(planning));
-  if (!lowerToCpu) return success();
+  if (!lowerToTarget) return success();
+  if (options.target == "cuda") {
+    LlmLowerToCudaPassOptions lowering;
+    lowering.arch = options.cudaArch;
+    lowering.dtype = options.dtype;
+    pm.addPass(createLlmLowerToCudaPass(lowering));
+    return success();
+  }
   LlmLowerToCpuPassOptions lowering;
   lowering.matmul = options.matmul;
   pm.addPass(createLlmLowerToCpuPass(lowering));
@@ -127,8 +136,8 @@ void registerGraphLoweringDialects(DialectRegistry &registry) {
 }
 
 void registerStepLoweringDialects(DialectRegistry &registry) {
-  registry.insert<arith::ArithDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
-                  LLVM::LLVMDialect>();
+  registry.insert<arith::ArithDialect, gpu::GPUDialect, math::MathDialect, memref::MemRefDialect,
+                  NVVM::NVVMDialect, scf::SCFDialect, LLVM::LLVMDialect>();
 }
 
 void registerPipelines() {

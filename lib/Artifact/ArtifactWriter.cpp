@@ -14,6 +14,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 using namespace mlir;
@@ -72,8 +74,50 @@ FailureOr<SizeAndChecksum> readSizeAndChecksum(ModuleOp module, StringRef path) 
   return sizeAndChecksum((*buffer)->getBuffer());
 }
 
-/// weights.bin: every weight at its offset, zeros between. Returns its size
-/// and checksum, taken from the buffer it writes.
+/// `value` rounded to bf16 (to nearest, ties to even; NaN stays NaN).
+uint16_t toBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+}
+
+/// `value` rounded to IEEE half (to nearest, ties to even; overflow to inf).
+uint16_t toF16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  uint32_t sign = (bits >> 16) & 0x8000u, magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u); // NaN
+  if (magnitude >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u); // inf, or rounds to it
+  if (magnitude < 0x38800000u) { // a subnormal half (or zero)
+    float scaled;
+    std::memcpy(&scaled, &magnitude, 4);
+    // 2^24 scales the smallest subnormal to 1; nearbyint rounds ties to even.
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(scaled * 16777216.0f)));
+  }
+  uint32_t rebased = magnitude - 0x38000000u; // exponent bias 127 -> 15
+  uint32_t rounded = rebased + 0xfffu + ((rebased >> 13) & 1);
+  return static_cast<uint16_t>(sign | (rounded >> 13));
+}
+
+/// The bytes of `value` stored as `dtype` (f32 as is, bf16 or f16 rounded).
+FailureOr<ArrayRef<char>> storedBytes(ElementsAttr value, StringRef dtype,
+                                      std::vector<char> &storage) {
+  auto bytes = elementsBytes(value, storage);
+  if (failed(bytes) || dtype == "f32") return bytes;
+  const auto *floats = reinterpret_cast<const float *>(bytes->data());
+  size_t count = bytes->size() / 4;
+  std::vector<char> narrowed(count * 2);
+  auto *halves = reinterpret_cast<uint16_t *>(narrowed.data());
+  bool bf16 = dtype == "bf16";
+  for (size_t i = 0; i < count; ++i) halves[i] = bf16 ? toBf16(floats[i]) : toF16(floats[i]);
+  storage = std::move(narrowed);
+  return ArrayRef<char>(storage);
+}
+
+/// weights.bin: every weight at its offset, zeros between, in its `dtype`
+/// (f32 where the entry names none). Returns its size and checksum, taken
+/// from the buffer it writes.
 FailureOr<SizeAndChecksum> writeWeights(ModuleOp module, StringRef path,
                                         llvm::json::Array &index) {
   auto weights = module->getAttrOfType<ArrayAttr>("llmc.weights");
@@ -85,15 +129,17 @@ FailureOr<SizeAndChecksum> writeWeights(ModuleOp module, StringRef path,
     auto dict = cast<DictionaryAttr>(entry);
     auto value = cast<ElementsAttr>(dict.get("value"));
     int64_t offset = cast<IntegerAttr>(dict.get("offset")).getInt();
+    auto dtypeAttr = dict.getAs<StringAttr>("dtype");
+    StringRef dtype = dtypeAttr ? dtypeAttr.getValue() : "f32";
     std::vector<char> storage;
-    auto bytes = elementsBytes(value, storage);
+    auto bytes = storedBytes(value, dtype, storage);
     if (failed(bytes) || offset + static_cast<int64_t>(bytes->size()) > static_cast<int64_t>(file.size()))
       return module.emitError("weight ") << dict.get("name") << " has no data to write", failure();
     std::copy(bytes->begin(), bytes->end(), file.begin() + offset);
     llvm::json::Array shape;
     for (int64_t dim : cast<ShapedType>(value.getType()).getShape()) shape.push_back(dim);
     index.push_back(llvm::json::Object{{"name", cast<StringAttr>(dict.get("name")).getValue()},
-                                       {"dtype", "f32"},
+                                       {"dtype", dtype},
                                        {"shape", std::move(shape)},
                                        {"offset", offset},
                                        {"nbytes", static_cast<int64_t>(bytes->size())}});
@@ -150,17 +196,86 @@ LogicalResult copyTokenizerFiles(ModuleOp module, StringRef modelPath, StringRef
   return success();
 }
 
+namespace {
+
+/// The tokenizer files copyTokenizerFiles recorded, for the manifest.
+llvm::json::Array takeTokenizerFiles(ModuleOp module) {
+  llvm::json::Array files;
+  if (auto copied = module->getAttrOfType<ArrayAttr>(kTokenizerAttr)) {
+    for (Attribute entry : copied) {
+      auto dict = cast<DictionaryAttr>(entry);
+      files.push_back(llvm::json::Object{{"file", cast<StringAttr>(dict.get("file")).getValue()},
+                                         {"size", cast<IntegerAttr>(dict.get("size")).getInt()},
+                                         {"checksum", cast<StringAttr>(dict.get("checksum")).getValue()}});
+    }
+    module->removeAttr(kTokenizerAttr);
+  }
+  return files;
+}
+
+/// The manifest's "weights" entry.
+llvm::json::Object weightsEntry(const SizeAndChecksum &weights, llvm::json::Array index) {
+  return llvm::json::Object{{"file", "weights.bin"},
+                            {"size", weights.first},
+                            {"alignment", kWeightAlignment},
+                            {"checksum", weights.second},
+                            {"tensors", std::move(index)}};
+}
+
+/// Writes manifest.json, last: a directory with a manifest is complete.
+LogicalResult writeManifest(ModuleOp module, StringRef directory, llvm::json::Object manifest,
+                            llvm::json::Array tokenizerFiles) {
+  if (!tokenizerFiles.empty())
+    manifest["tokenizer"] = llvm::json::Object{{"files", std::move(tokenizerFiles)}};
+  std::error_code ec;
+  llvm::raw_fd_ostream out(joinPath(directory, "manifest.json"), ec, llvm::sys::fs::OF_Text);
+  if (ec) return module.emitError("cannot write manifest.json: ") << ec.message();
+  out << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
+  return success();
+}
+
+/// Writes `data` to `file` in `directory`; its manifest kernels entry.
+FailureOr<llvm::json::Object> writeFile(ModuleOp module, StringRef directory, StringRef file,
+                                        StringRef data) {
+  std::string path = joinPath(directory, file);
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec) return module.emitError("cannot write ") << path << ": " << ec.message(), failure();
+  out << data;
+  out.close();
+  if (out.has_error()) return module.emitError("writing ") << path << " failed", failure();
+  SizeAndChecksum written = sizeAndChecksum(data);
+  return llvm::json::Object{{"file", file}, {"size", written.first}, {"checksum", written.second}};
+}
+
+/// A plan attribute as JSON: dictionaries are objects, arrays arrays, unit
+/// null (an absent optional).
+llvm::json::Value toJson(Attribute attr) {
+  if (auto dict = dyn_cast<DictionaryAttr>(attr)) {
+    llvm::json::Object object;
+    for (NamedAttribute entry : dict) object[entry.getName().getValue()] = toJson(entry.getValue());
+    return object;
+  }
+  if (auto array = dyn_cast<ArrayAttr>(attr)) {
+    llvm::json::Array values;
+    for (Attribute element : array) values.push_back(toJson(element));
+    return values;
+  }
+  if (auto integer = dyn_cast<IntegerAttr>(attr)) return integer.getInt();
+  if (auto number = dyn_cast<FloatAttr>(attr)) return number.getValueAsDouble();
+  if (auto text = dyn_cast<StringAttr>(attr)) return text.getValue();
+  return nullptr;
+}
+
+} // namespace
+
 LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTargetInfo &target,
                                function_ref<void(StringRef)> stage) {
   if (std::error_code ec = llvm::sys::fs::create_directories(directory))
     return module.emitError("cannot create ") << directory << ": " << ec.message();
   auto config = readStepConfig(module);
   if (failed(config)) return failure();
-  auto pathOf = [&](StringRef file) {
-    llvm::SmallString<256> path(directory);
-    llvm::sys::path::append(path, file);
-    return std::string(path);
-  };
+  auto pathOf = [&](StringRef file) { return joinPath(directory, file); };
   // A manifest left by an earlier compile would describe files being replaced.
   llvm::sys::fs::remove(pathOf("manifest.json"));
 
@@ -168,18 +283,7 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
   llvm::json::Array weightIndex;
   auto weights = writeWeights(module, pathOf("weights.bin"), weightIndex);
   if (failed(weights)) return failure();
-  // The tokenizer's files, when copyTokenizerFiles copied any.
-  llvm::json::Array tokenizerFiles;
-  if (auto copied = module->getAttrOfType<ArrayAttr>(kTokenizerAttr)) {
-    for (Attribute entry : copied) {
-      auto dict = cast<DictionaryAttr>(entry);
-      tokenizerFiles.push_back(
-          llvm::json::Object{{"file", cast<StringAttr>(dict.get("file")).getValue()},
-                             {"size", cast<IntegerAttr>(dict.get("size")).getInt()},
-                             {"checksum", cast<StringAttr>(dict.get("checksum")).getValue()}});
-    }
-    module->removeAttr(kTokenizerAttr);
-  }
+  llvm::json::Array tokenizerFiles = takeTokenizerFiles(module);
   for (StringRef name : {"llmc.weights", "llmc.weights_bytes", "llmc.workspace_bytes",
                          "llmc.max_num_batched_tokens", "llmc.max_num_seqs", "llmc.matmul",
                          "llmc.hidden_size", "llmc.num_heads", "llmc.max_positions"})
@@ -219,19 +323,76 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
       {"kernels", llvm::json::Array{llvm::json::Object{{"file", "kernels.so"},
                                                        {"size", kernels->first},
                                                        {"checksum", kernels->second}}}},
-      {"weights", llvm::json::Object{{"file", "weights.bin"},
-                                     {"size", weights->first},
-                                     {"alignment", kWeightAlignment},
-                                     {"checksum", weights->second},
-                                     {"tensors", std::move(weightIndex)}}},
+      {"weights", weightsEntry(*weights, std::move(weightIndex))},
   };
-  if (!tokenizerFiles.empty())
-    manifest["tokenizer"] = llvm::json::Object{{"files", std::move(tokenizerFiles)}};
-  std::error_code ec;
-  llvm::raw_fd_ostream out(pathOf("manifest.json"), ec, llvm::sys::fs::OF_Text);
-  if (ec) return module.emitError("cannot write manifest.json: ") << ec.message();
-  out << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
-  return success();
+  return writeManifest(module, directory, std::move(manifest), std::move(tokenizerFiles));
+}
+
+LogicalResult writeCudaArtifact(ModuleOp module, StringRef directory, const CudaTargetInfo &target,
+                                function_ref<void(StringRef)> stage) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory))
+    return module.emitError("cannot create ") << directory << ": " << ec.message();
+  auto plan = module->getAttrOfType<ArrayAttr>("llmc.cuda_plan");
+  if (!plan) return module.emitError("not a module that llm-lower-to-cuda produced");
+  auto integer = [&](StringRef name) {
+    auto attr = module->getAttrOfType<IntegerAttr>(name);
+    return attr ? attr.getInt() : int64_t(0);
+  };
+  // A manifest left by an earlier compile would describe files being replaced.
+  llvm::sys::fs::remove(joinPath(directory, "manifest.json"));
+
+  stage("compiling kernels for " + target.arch + " (NVPTX, NVRTC, ptxas)");
+  auto images = compileCudaKernels(module, target);
+  if (failed(images)) return failure();
+  llvm::json::Array kernelFiles;
+  std::pair<StringRef, const std::string *> files[] = {
+      {"kernels.ptx", &images->kernelsPtx},       {"kernels.cubin", &images->kernelsCubin},
+      {"attention.ptx", &images->attentionPtx},   {"attention.cubin", &images->attentionCubin}};
+  for (auto [file, data] : files) {
+    llvm::sys::fs::remove(joinPath(directory, file));
+    if (data->empty()) continue;
+    auto entry = writeFile(module, directory, file, *data);
+    if (failed(entry)) return failure();
+    kernelFiles.push_back(std::move(*entry));
+  }
+  llvm::json::Object planJson{{"format_version", 1},
+                              {"workspace_bytes", integer("llmc.cuda_workspace_bytes")},
+                              {"scratch_bytes", integer("llmc.cuda_scratch_bytes")},
+                              {"steps", toJson(plan)}};
+  std::string planText = llvm::formatv("{0:1}", llvm::json::Value(std::move(planJson)));
+  auto planEntry = writeFile(module, directory, "step_plan.json", planText);
+  if (failed(planEntry)) return failure();
+  kernelFiles.push_back(std::move(*planEntry));
+
+  stage("writing weights.bin (" + target.dtype + ")");
+  llvm::json::Array weightIndex;
+  auto weights = writeWeights(module, joinPath(directory, "weights.bin"), weightIndex);
+  if (failed(weights)) return failure();
+
+  llvm::json::Object manifest{
+      {"format", "llmc-artifact"},
+      {"format_version", kFormatVersion},
+      {"abi_version", LLMC_STEP_ABI_VERSION},
+      {"target", llvm::json::Object{{"kind", "cuda"}, {"arch", target.arch}, {"dtype", target.dtype}}},
+      {"model", llvm::json::Object{{"vocab_size", integer("llmc.vocab_size")},
+                                   {"hidden_size", integer("llmc.hidden_size")},
+                                   {"num_heads", integer("llmc.num_heads")},
+                                   {"num_layers", integer("llmc.num_layers")},
+                                   {"num_kv_heads", integer("llmc.num_kv_heads")},
+                                   {"head_dim", integer("llmc.head_dim")},
+                                   {"max_positions", integer("llmc.max_positions")},
+                                   {"dtype", target.dtype}}},
+      {"step", llvm::json::Object{{"max_num_batched_tokens", integer("llmc.max_num_batched_tokens")},
+                                  {"max_num_seqs", integer("llmc.max_num_seqs")},
+                                  {"workspace_bytes", integer("llmc.cuda_workspace_bytes") +
+                                                          integer("llmc.cuda_scratch_bytes")},
+                                  {"block_size", integer("llmc.block_size")},
+                                  {"kv_dtype", target.dtype},
+                                  {"matmul", "cublaslt"}}},
+      {"kernels", std::move(kernelFiles)},
+      {"weights", weightsEntry(*weights, std::move(weightIndex))},
+  };
+  return writeManifest(module, directory, std::move(manifest), takeTokenizerFiles(module));
 }
 
 } // namespace llmc

@@ -68,8 +68,14 @@ cl::opt<EmitKind> emit(
     cl::cat(compileCategory));
 cl::opt<std::string> outputPath("o", cl::desc("Output: the artifact directory, or the IR file ('-' for stdout)"),
                                 cl::value_desc("path"), cl::init("-"), cl::cat(compileCategory));
-cl::opt<std::string> target("target", cl::desc("Where the artifact runs (only cpu, the host, so far)"),
+cl::opt<std::string> target("target",
+                            cl::desc("Where the artifact runs: cpu (the host), or cuda[:sm_XX] (an "
+                                     "NVIDIA GPU; without sm_XX the GPU present, else sm_80)"),
                             cl::init("cpu"), cl::cat(compileCategory));
+cl::opt<std::string> dtype("dtype",
+                           cl::desc("CUDA: the storage type of weights, activations and the KV "
+                                    "cache, bf16 (default) or f16"),
+                           cl::init("bf16"), cl::cat(compileCategory));
 cl::opt<int64_t> blockSize("block-size", cl::desc("Tokens per KV-cache block"), cl::init(16),
                            cl::cat(compileCategory));
 cl::opt<int64_t> maxNumBatchedTokens("max-num-batched-tokens",
@@ -345,7 +351,7 @@ LogicalResult printFusionReportOf(ModuleOp imported, const StepPipelineOptions &
     std::string errors;
     llvm::raw_string_ostream errorStream(errors);
     if (failed(addExtensionPasses(pm, atLevel, "after-raising", errorStream)) ||
-        failed(buildStepPipeline(pm, atLevel, /*lowerToCpu=*/false, errorStream))) {
+        failed(buildStepPipeline(pm, atLevel, /*lowerToTarget=*/false, errorStream))) {
       error() << oneLine(errors) << "\n";
       return failure();
     }
@@ -369,8 +375,30 @@ int runCompile() {
     error() << "this output is a directory: give -o DIR\n";
     return 1;
   }
-  if (directory && target != "cpu") {
-    error() << "unknown target '" << target << "': this llmc compiles for cpu\n";
+  bool cuda = StringRef(target).starts_with("cuda");
+  CudaTargetInfo cudaTarget;
+  if (cuda) {
+    std::string targetError;
+    auto parsed = parseCudaTarget(target, targetError);
+    if (failed(parsed)) {
+      error() << targetError << "\n";
+      return 1;
+    }
+    cudaTarget = *parsed;
+    if (dtype != "bf16" && dtype != "f16") {
+      error() << "--dtype must be bf16 or f16, not '" << dtype << "'\n";
+      return 1;
+    }
+    cudaTarget.dtype = dtype;
+    if (graph) {
+      error() << "--emit=" << emitName(emit) << " builds for the host CPU: use --target cpu\n";
+      return 1;
+    }
+  } else if (target != "cpu") {
+    error() << "unknown target '" << target << "': use cpu, cuda or cuda:sm_XX\n";
+    return 1;
+  } else if (dtype.getNumOccurrences()) {
+    error() << "--dtype applies to --target cuda; the CPU target computes in f32\n";
     return 1;
   }
   if (optLevel > 3) {
@@ -416,11 +444,17 @@ int runCompile() {
   options.maxNumSeqs = maxNumSeqs;
   options.matmul = matmul;
   options.optLevel = optLevel;
+  if (cuda) {
+    options.target = "cuda";
+    options.cudaArch = cudaTarget.arch;
+    options.dtype = cudaTarget.dtype;
+  }
   if (failed(parseInsertPasses(emit, options.extensions))) return 1;
 
   DialectRegistry registry;
   registry.insert<onnx::OnnxDialect, llm::LlmDialect, func::FuncDialect>();
   registerGraphLoweringDialects(registry);
+  registerCudaTargetInterfaces(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   context.getDiagEngine().registerHandler(printDiagnostic);
@@ -476,7 +510,7 @@ int runCompile() {
       return 1;
     }
     if (emit == EmitKind::StepIR || emit == EmitKind::Artifact) {
-      if (failed(buildStepPipeline(pm, options, /*lowerToCpu=*/emit == EmitKind::Artifact,
+      if (failed(buildStepPipeline(pm, options, /*lowerToTarget=*/emit == EmitKind::Artifact,
                                    pipelineErrorStream))) {
         error() << oneLine(pipelineErrors) << "\n";
         return 1;
@@ -486,10 +520,13 @@ int runCompile() {
   }
   if (failed(pm.run(*module))) return 1;
   progress.finish();
-  if (customPipeline && emit == EmitKind::Artifact && !module->lookupSymbol("llmc_step")) {
+  bool lowered = cuda ? (*module)->hasAttr("llmc.cuda_plan") : !!module->lookupSymbol("llmc_step");
+  if (customPipeline && emit == EmitKind::Artifact && !lowered) {
     error() << "--pass-pipeline did not lower the model: for --emit=artifact it must end with "
-               "llm-lower-to-cpu (e.g. builtin.module(llmc-raise,llmc-step,llm-lower-to-cpu)), "
-               "or use --emit=llm-ir or step-ir to print the IR\n";
+            << (cuda ? "llm-lower-to-cuda" : "llm-lower-to-cpu")
+            << " (e.g. builtin.module(llmc-raise,llmc-step,"
+            << (cuda ? "llm-lower-to-cuda" : "llm-lower-to-cpu")
+            << ")), or use --emit=llm-ir or step-ir to print the IR\n";
     return 1;
   }
 
@@ -502,7 +539,9 @@ int runCompile() {
     } else {
       auto stage = [&](llvm::StringRef what) { progress.stage(what); };
       if (failed(copyTokenizerFiles(*module, inputPath, outputPath))) return 1;
-      if (failed(writeCpuArtifact(*module, outputPath, host, stage))) return 1;
+      if (cuda ? failed(writeCudaArtifact(*module, outputPath, cudaTarget, stage))
+               : failed(writeCpuArtifact(*module, outputPath, host, stage)))
+        return 1;
     }
     progress.finish();
     if (!quiet) llvm::errs() << "llmc: wrote " << outputPath << "\n";

@@ -3,6 +3,7 @@
 #define LLMC_ARTIFACT_ARTIFACTWRITER_H
 
 #include "llmc/Target/CpuTarget.h"
+#include "llmc/Target/CudaTarget.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -16,6 +17,14 @@ namespace llmc {
 mlir::LogicalResult writeCpuArtifact(mlir::ModuleOp module, llvm::StringRef directory,
                                      const CpuTargetInfo &target,
                                      llvm::function_ref<void(llvm::StringRef)> stage);
+
+/// Writes a CUDA artifact (docs/cuda.md) from a module that llm-lower-to-cuda
+/// produced: the kernels compiled for `target` (PTX and, where ptxas ran,
+/// cubins), step_plan.json, weights.bin in the target's dtype, then
+/// manifest.json.
+mlir::LogicalResult writeCudaArtifact(mlir::ModuleOp module, llvm::StringRef directory,
+                                      const CudaTargetInfo &target,
+                                      llvm::function_ref<void(llvm::StringRef)> stage);
 
 /// Copies the tokenizer that sits next to the source model (tokenizer.json
 /// and tokenizer_config.json in the directory of `modelPath`, each when

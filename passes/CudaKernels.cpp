@@ -1,0 +1,381 @@
+//===- CudaKernels.cpp - token-wise llm ops as GPU row kernels ------------===//
+//
+// One thread block per row (token or sequence); its threads stride over the
+// row's features, so loads of neighbouring threads are neighbouring
+// addresses. Values are read and widened to f32, computed in f32 with the
+// same scalar code as the CPU kernels, and narrowed to the storage type
+// when stored. Row reductions (norms) go through gpu.all_reduce.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/CudaLowering.h"
+
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+
+namespace llmc::cuda {
+
+namespace {
+
+int64_t staticDim(Value memref, int64_t dim) {
+  return cast<MemRefType>(memref.getType()).getDimSize(dim);
+}
+
+/// The element at `indices`, widened to f32 when it is a narrower float.
+Value loadF32(cpu::KernelBuilder &kb, Value memref, ValueRange indices) {
+  Value value = kb.load(memref, indices);
+  if (isa<BFloat16Type, Float16Type>(value.getType()))
+    return arith::ExtFOp::create(kb.builder(), kb.location(), kb.builder().getF32Type(), value);
+  return value;
+}
+
+/// Stores `value`, narrowed to the memref's element type when that is a
+/// narrower float.
+void storeNarrowed(cpu::KernelBuilder &kb, Value value, Value memref, ValueRange indices) {
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  if (element != value.getType() && isa<FloatType>(element))
+    value = arith::TruncFOp::create(kb.builder(), kb.location(), element, value);
+  kb.store(value, memref, indices);
+}
+
+/// The block's row and the thread's place in it.
+struct RowThread {
+  Value row, thread;
+  explicit RowThread(cpu::KernelBuilder &kb) {
+    row = gpu::BlockIdOp::create(kb.builder(), kb.location(), gpu::Dimension::x);
+    thread = gpu::ThreadIdOp::create(kb.builder(), kb.location(), gpu::Dimension::x);
+  }
+  /// for (i = thread; i < count; i += block size) body(i)
+  void forEach(cpu::KernelBuilder &kb, int64_t count, function_ref<void(Value)> body) const {
+    scf::ForOp::create(kb.builder(), kb.location(), thread, kb.index(count), kb.index(kRowBlockSize),
+                       ValueRange{}, [&](OpBuilder &nested, Location loc, Value i, ValueRange) {
+                         OpBuilder::InsertionGuard guard(kb.builder());
+                         kb.builder().setInsertionPoint(nested.getInsertionBlock(),
+                                                        nested.getInsertionPoint());
+                         body(i);
+                         scf::YieldOp::create(kb.builder(), loc);
+                       });
+  }
+  /// The sum over the thread's features of body(i), then over the block.
+  Value sum(cpu::KernelBuilder &kb, int64_t count, function_ref<Value(Value)> body) const {
+    auto loop = scf::ForOp::create(
+        kb.builder(), kb.location(), thread, kb.index(count), kb.index(kRowBlockSize),
+        ValueRange{kb.f32(0.0)}, [&](OpBuilder &nested, Location loc, Value i, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(kb.builder());
+          kb.builder().setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+          scf::YieldOp::create(kb.builder(), loc, kb.add(acc.front(), body(i)));
+        });
+    return gpu::AllReduceOp::create(kb.builder(), kb.location(), loop.getResult(0),
+                                    gpu::AllReduceOperationAttr::get(kb.builder().getContext(),
+                                                                     gpu::AllReduceOperation::ADD),
+                                    /*uniform=*/true);
+  }
+};
+
+/// The element of `input` for output element (row, col): inputs are
+/// [rows, features], [features] or rank 0.
+Value loadBroadcast(cpu::KernelBuilder &kb, Value input, Value row, Value col) {
+  switch (cast<MemRefType>(input.getType()).getRank()) {
+  case 0: return loadF32(kb, input, {});
+  case 1: return loadF32(kb, input, {col});
+  default: return loadF32(kb, input, {row, col});
+  }
+}
+
+/// A norm op's epsilon and whether it centres (layer norm).
+std::pair<double, bool> normKind(Operation *op) {
+  if (auto rms = dyn_cast<llm::RmsNormOp>(op)) return {rms.getEpsilon().convertToFloat(), false};
+  if (auto fused = dyn_cast<llm::AddRmsNormOp>(op))
+    return {fused.getEpsilon().convertToFloat(), false};
+  if (auto fused = dyn_cast<llm::AddLayerNormOp>(op))
+    return {fused.getEpsilon().convertToFloat(), true};
+  return {cast<llm::LayerNormOp>(op).getEpsilon().convertToFloat(), true};
+}
+
+/// The TensorRefs of `operands`, failing on an omitted one.
+FailureOr<SmallVector<TensorRef>> required(Operation *op, ArrayRef<std::optional<TensorRef>> operands) {
+  SmallVector<TensorRef> refs;
+  for (const auto &operand : operands) {
+    if (!operand) return op->emitOpError("has an omitted operand this kernel needs"), failure();
+    refs.push_back(*operand);
+  }
+  return refs;
+}
+
+/// What identifies a kernel beyond its argument types: the op's name,
+/// inherent attributes and regions.
+std::string opKey(Operation *op) { return cpu::kernelKey(op, TypeRange{}); }
+
+} // namespace
+
+LogicalResult lowerEmbedding(StepContext &step, llm::EmbeddingOp op,
+                             ArrayRef<std::optional<TensorRef>> operands, const TensorRef &output) {
+  auto refs = required(op, operands);
+  if (failed(refs)) return failure();
+  refs->push_back(output);
+  bool transposed = op.getTransposeTable();
+  step.launchRows(op.getLoc(), "embedding", opKey(op), output.sizes[0], *refs,
+                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+    Value table = params[0], ids = params[1], out = params[2];
+    RowThread rt(kb);
+    Value id = kb.toIndex(kb.load(ids, {rt.row}));
+    rt.forEach(kb, staticDim(out, 1), [&](Value col) {
+      Value value = transposed ? kb.load(table, {col, id}) : kb.load(table, {id, col});
+      kb.store(value, out, {rt.row, col});
+    });
+  });
+  return success();
+}
+
+LogicalResult lowerGatherRows(StepContext &step, llm::GatherRowsOp op,
+                              ArrayRef<std::optional<TensorRef>> operands, const TensorRef &output) {
+  auto refs = required(op, operands);
+  if (failed(refs)) return failure();
+  refs->push_back(output);
+  step.launchRows(op.getLoc(), "gather_rows", opKey(op), output.sizes[0], *refs,
+                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+    Value in = params[0], indices = params[1], out = params[2];
+    RowThread rt(kb);
+    Value source = kb.toIndex(kb.load(indices, {rt.row}));
+    rt.forEach(kb, staticDim(out, 1),
+               [&](Value col) { kb.store(kb.load(in, {source, col}), out, {rt.row, col}); });
+  });
+  return success();
+}
+
+LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional<TensorRef>> operands,
+                        ArrayRef<TensorRef> outputs) {
+  auto [epsilon, layer] = normKind(op);
+  bool fused = isa<llm::AddRmsNormOp, llm::AddLayerNormOp>(op);
+  // input, weight[, bias] or lhs, rhs, weight[, bias]; then the outputs.
+  size_t inputs = fused ? 3 : 2;
+  auto refs = required(op, operands.take_front(inputs));
+  if (failed(refs)) return failure();
+  bool hasBias = layer && operands.size() > inputs && operands[inputs];
+  if (hasBias) refs->push_back(*operands[inputs]);
+  refs->append(outputs.begin(), outputs.end());
+  step.launchRows(op->getLoc(), op->getName().stripDialect(), opKey(op), outputs.back().sizes[0], *refs,
+                  [&, epsilon = epsilon, layer = layer](cpu::KernelBuilder &kb, ValueRange params) {
+    RowThread rt(kb);
+    Value normed = params.back();
+    int64_t features = staticDim(normed, 1);
+    Value x = params[0], weight = params[inputs - 1];
+    Value bias = hasBias ? params[inputs] : Value();
+    if (fused) {
+      // The sum is stored, then normalised from memory as an unfused norm
+      // reads its input: the same rounding to the storage type. Each thread
+      // reads back only the features it wrote.
+      x = params[params.size() - 2];
+      rt.forEach(kb, features, [&](Value col) {
+        Value sum = kb.add(loadF32(kb, params[0], {rt.row, col}), loadF32(kb, params[1], {rt.row, col}));
+        storeNarrowed(kb, sum, x, {rt.row, col});
+      });
+    }
+    Value count = kb.f32(features);
+    Value mean = kb.f32(0.0);
+    if (layer) mean = kb.div(rt.sum(kb, features, [&](Value col) { return loadF32(kb, x, {rt.row, col}); }), count);
+    Value squares = rt.sum(kb, features, [&](Value col) {
+      Value centred = kb.sub(loadF32(kb, x, {rt.row, col}), mean);
+      return kb.mul(centred, centred);
+    });
+    Value inverse = kb.div(kb.f32(1.0), kb.sqrt(kb.add(kb.div(squares, count), kb.f32(epsilon))));
+    rt.forEach(kb, features, [&](Value col) {
+      Value scaled = kb.mul(kb.mul(kb.sub(loadF32(kb, x, {rt.row, col}), mean), inverse),
+                            loadF32(kb, weight, {col}));
+      if (bias) scaled = kb.add(scaled, loadF32(kb, bias, {col}));
+      storeNarrowed(kb, scaled, normed, {rt.row, col});
+    });
+  });
+  return success();
+}
+
+LogicalResult lowerScalarFunction(StepContext &step, llm::ScalarFunctionOpInterface op,
+                                  ArrayRef<std::optional<TensorRef>> operands, const TensorRef &output) {
+  auto refs = required(op, operands);
+  if (failed(refs)) return failure();
+  for (Value operand : op->getOperands())
+    if (!cast<ShapedType>(operand.getType()).getElementType().isF32())
+      return op->emitOpError("takes ") << operand.getType() << "; CUDA elementwise kernels take f32 models";
+  refs->push_back(output);
+  bool failedScalar = false;
+  step.launchRows(op->getLoc(), op->getName().stripDialect(), opKey(op), output.sizes[0], *refs,
+                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+    RowThread rt(kb);
+    Value out = params.back();
+    rt.forEach(kb, staticDim(out, 1), [&](Value col) {
+      SmallVector<Value> values;
+      for (Value in : params.drop_back()) values.push_back(loadBroadcast(kb, in, rt.row, col));
+      Value result = op.buildScalar(kb.builder(), kb.location(), values);
+      if (!result) {
+        failedScalar = true;
+        return;
+      }
+      storeNarrowed(kb, result, out, {rt.row, col});
+    });
+  });
+  if (failedScalar) return op->emitOpError("has no scalar form for these element types");
+  return success();
+}
+
+namespace {
+/// Rotates `heads` heads of one row: thread t takes rotary pair t % half of
+/// head t / half, then features past the rotary dims are copied.
+void rotateHeads(cpu::KernelBuilder &kb, const RowThread &rt, const cpu::Rotation &rotation,
+                 int64_t heads, Value position, function_ref<Value(Value)> read,
+                 function_ref<void(Value, Value)> write) {
+  int64_t half = rotation.halfRotary, headDim = rotation.headDim;
+  rt.forEach(kb, heads * half, [&](Value pair) {
+    Value base = kb.mulIndex(kb.divIndex(pair, kb.index(half)), kb.index(headDim));
+    cpu::emitRotatedPair(
+        kb, rotation, position, kb.remIndex(pair, kb.index(half)),
+        [&](Value i) { return read(kb.addIndex(base, i)); },
+        [&](Value i, Value value) { write(kb.addIndex(base, i), value); });
+  });
+  int64_t passed = headDim - 2 * half;
+  if (passed == 0) return;
+  rt.forEach(kb, heads * passed, [&](Value index) {
+    Value head = kb.divIndex(index, kb.index(passed));
+    Value feature = kb.addIndex(kb.mulIndex(head, kb.index(headDim)),
+                                kb.addIndex(kb.index(2 * half), kb.remIndex(index, kb.index(passed))));
+    write(feature, read(feature));
+  });
+}
+} // namespace
+
+LogicalResult lowerRope(StepContext &step, Operation *op, ArrayRef<std::optional<TensorRef>> operands,
+                        const TensorRef &output) {
+  auto cached = dyn_cast<llm::RopeCachedOp>(op);
+  bool interleaved = cached ? cached.getInterleaved() : cast<llm::RopeOp>(op).getInterleaved();
+  int64_t headDim = cast<ShapedType>(op->getResult(0).getType()).getShape().back();
+  auto refs = required(op, operands);
+  if (failed(refs)) return failure();
+  refs->push_back(output);
+  step.launchRows(op->getLoc(), op->getName().stripDialect(), opKey(op), output.sizes[0], *refs,
+                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+    RowThread rt(kb);
+    Value x = params[0], positions = params[1], out = params.back();
+    int64_t halfRotary = staticDim(params[2], cached ? 1 : 0);
+    cpu::Rotation rotation{headDim, halfRotary, interleaved, cached ? Value() : params[2],
+                           cached ? params[2] : Value(), cached ? params[3] : Value()};
+    Value position = kb.load(positions, {rt.row});
+    rotateHeads(kb, rt, rotation, staticDim(out, 1) / headDim, position,
+                [&](Value i) { return loadF32(kb, x, {rt.row, i}); },
+                [&](Value i, Value value) { storeNarrowed(kb, value, out, {rt.row, i}); });
+  });
+  return success();
+}
+
+LogicalResult lowerSplitQkv(StepContext &step, llm::SplitQkvOp op,
+                            ArrayRef<std::optional<TensorRef>> operands, ArrayRef<TensorRef> outputs) {
+  auto refs = required(op, operands);
+  if (failed(refs)) return failure();
+  refs->append(outputs.begin(), outputs.end());
+  step.launchRows(op.getLoc(), "split_qkv", opKey(op), outputs.front().sizes[0], *refs,
+                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+    RowThread rt(kb);
+    int64_t start = 0;
+    for (Value out : params.drop_front()) {
+      Value offset = kb.index(start);
+      rt.forEach(kb, staticDim(out, 1), [&](Value col) {
+        kb.store(kb.load(params[0], {rt.row, kb.addIndex(offset, col)}), out, {rt.row, col});
+      });
+      start += staticDim(out, 1);
+    }
+  });
+  return success();
+}
+
+LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
+                                ArrayRef<std::optional<TensorRef>> operands, ArrayRef<TensorRef> outputs) {
+  // llm.paged_kv_write: pool, k, v, slots. llm.rope_paged_kv_write: pool, q,
+  // k, v, slots, positions, then inv_freq or the cos and sin caches; its
+  // output is the rotated query.
+  auto fused = dyn_cast<llm::RopePagedKvWriteOp>(op);
+  int64_t layer = fused ? fused.getLayer() : cast<llm::PagedKvWriteOp>(op).getLayer();
+  SmallVector<TensorRef> refs;
+  for (const auto &operand : operands)
+    if (operand) refs.push_back(*operand);
+  bool cached = fused && operands.size() > 8 && operands[7];
+  refs.append(outputs.begin(), outputs.end());
+  Attribute rows = refs[fused ? 2 : 1].sizes[0];
+  step.launchRows(op->getLoc(), op->getName().stripDialect(), opKey(op), rows, refs,
+                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+    RowThread rt(kb);
+    Value pool = params[0];
+    auto poolShape = cast<MemRefType>(pool.getType()).getShape();
+    int64_t kvHeads = poolShape[3], blockSize = poolShape[4], headDim = poolShape[5];
+    Value keys = params[fused ? 2 : 1], values = params[fused ? 3 : 2];
+    Value slots = params[fused ? 4 : 3];
+    Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
+    std::optional<cpu::Rotation> rotation;
+    Value position;
+    if (fused) {
+      Value out = params.back();
+      int64_t half = staticDim(params[6], cached ? 1 : 0);
+      rotation = cpu::Rotation{headDim, half, fused.getInterleaved(), cached ? Value() : params[6],
+                               cached ? params[6] : Value(), cached ? params[7] : Value()};
+      position = kb.load(params[5], {rt.row});
+      rotateHeads(kb, rt, *rotation, staticDim(out, 1) / headDim, position,
+                  [&](Value i) { return loadF32(kb, params[1], {rt.row, i}); },
+                  [&](Value i, Value value) { storeNarrowed(kb, value, out, {rt.row, i}); });
+    }
+    Value slot = kb.toIndex(kb.load(slots, {rt.row}));
+    // A negative slot marks a token whose K/V must not be cached.
+    kb.ifThen(kb.lessThan(kb.index(-1), slot), [&] {
+      Value block = kb.divIndex(slot, kb.index(blockSize));
+      Value offset = kb.remIndex(slot, kb.index(blockSize));
+      auto poolIndex = [&](Value kv, Value feature) -> SmallVector<Value> {
+        Value head = kb.divIndex(feature, kb.index(headDim));
+        return {layerIndex, block, kv, head, offset, kb.remIndex(feature, kb.index(headDim))};
+      };
+      rt.forEach(kb, kvHeads * headDim, [&](Value feature) {
+        storeNarrowed(kb, loadF32(kb, values, {rt.row, feature}), pool, poolIndex(one, feature));
+        if (!rotation)
+          storeNarrowed(kb, loadF32(kb, keys, {rt.row, feature}), pool, poolIndex(zero, feature));
+      });
+      if (rotation)
+        rotateHeads(kb, rt, *rotation, kvHeads, position,
+                    [&](Value i) { return loadF32(kb, keys, {rt.row, i}); },
+                    [&](Value i, Value value) { storeNarrowed(kb, value, pool, poolIndex(zero, i)); });
+    });
+  });
+  return success();
+}
+
+LogicalResult lowerEpilogue(StepContext &step, llm::FusedLinearOp op, const TensorRef &product,
+                            ArrayRef<std::optional<TensorRef>> operands, const TensorRef &output) {
+  // product, [bias], extras..., output
+  SmallVector<TensorRef> refs{product};
+  bool hasBias = operands[2].has_value();
+  if (hasBias) refs.push_back(*operands[2]);
+  for (const auto &extra : operands.drop_front(3)) {
+    if (!extra) return op.emitOpError("has an omitted extra operand");
+    refs.push_back(*extra);
+  }
+  refs.push_back(output);
+  unsigned accumulators = op.getNumAccumulators();
+  step.launchRows(op.getLoc(), "epilogue", opKey(op), output.sizes[0], refs,
+                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+    RowThread rt(kb);
+    Value out = params.back();
+    int64_t columns = staticDim(out, 1);
+    ValueRange extras = params.drop_front(hasBias ? 2 : 1).drop_back();
+    rt.forEach(kb, columns, [&](Value col) {
+      SmallVector<Value> scalars;
+      for (unsigned part = 0; part < accumulators; ++part) {
+        Value column = kb.addIndex(col, kb.index(part * columns));
+        Value acc = kb.load(params[0], {rt.row, column});
+        scalars.push_back(hasBias ? kb.add(acc, loadF32(kb, params[1], {column})) : acc);
+      }
+      for (Value extra : extras) scalars.push_back(loadBroadcast(kb, extra, rt.row, col));
+      Block &body = op.getEpilogue().front();
+      IRMapping mapping;
+      mapping.map(body.getArguments(), scalars);
+      for (Operation &scalarOp : body.without_terminator()) kb.builder().clone(scalarOp, mapping);
+      storeNarrowed(kb, mapping.lookupOrDefault(body.getTerminator()->getOperand(0)), out, {rt.row, col});
+    });
+  });
+  return success();
+}
+
+} // namespace llmc::cuda

@@ -1,0 +1,410 @@
+//===- LlmLowerToCuda.cpp - the step as GPU kernels and a launch plan -----===//
+//
+// Walks the planned, ragged llm step in order and gives every value a place
+// (TensorRef): a step input, a view of the workspace at its planned offset,
+// or a weight in weights.bin. Every op becomes launches or a GEMM in the
+// plan (docs/cuda.md); the step function itself is erased.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/CudaLowering.h"
+#include "passes/StepAbi.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Regex.h"
+
+#define DEBUG_TYPE "llm-lower-to-cuda"
+
+namespace llmc {
+#define GEN_PASS_DEF_LLMLOWERTOCUDAPASS
+#include "passes/Passes.h.inc"
+} // namespace llmc
+
+using namespace mlir;
+
+namespace llmc {
+namespace {
+
+constexpr int64_t kWeightAlignment = 256;
+constexpr int64_t kScratchAlignment = 256;
+
+/// Bytes of one element of `type`.
+int64_t elementBytes(Type type) { return llvm::divideCeil(type.getIntOrFloatBitWidth(), 8); }
+
+/// The integer a plan dimension holds, or nullopt for a symbol.
+std::optional<int64_t> staticDim(Attribute dim) {
+  if (auto integer = dyn_cast<IntegerAttr>(dim)) return integer.getInt();
+  return std::nullopt;
+}
+
+/// True when `body` is `llm.yield(acc)` or `llm.yield(acc + extra0)`;
+/// `withExtra` tells which.
+bool isPlainBody(Region &body, bool &withExtra) {
+  Block &block = body.front();
+  Value yielded = block.getTerminator()->getOperand(0);
+  if (yielded == block.getArgument(0) && block.getNumArguments() == 1) {
+    withExtra = false;
+    return true;
+  }
+  auto add = yielded.getDefiningOp<arith::AddFOp>();
+  if (!add || block.getNumArguments() != 2 || &block.front() != add.getOperation()) return false;
+  withExtra = true;
+  return (add.getLhs() == block.getArgument(0) && add.getRhs() == block.getArgument(1)) ||
+         (add.getRhs() == block.getArgument(0) && add.getLhs() == block.getArgument(1));
+}
+
+struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
+  using LlmLowerToCudaPassBase::LlmLowerToCudaPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    func::FuncOp model = abi::findRaggedStep(module);
+    if (!model) {
+      module.emitError("no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first");
+      return signalPassFailure();
+    }
+    if (!llvm::Regex("^sm_[0-9]+a?$").match(arch)) {
+      module.emitError("arch must be sm_XX (sm_80, sm_90, ...), not '") << arch << "'";
+      return signalPassFailure();
+    }
+    if (dtype != "bf16" && dtype != "f16") {
+      module.emitError("dtype must be bf16 or f16, not '") << dtype << "'";
+      return signalPassFailure();
+    }
+    if (!model->hasAttr("llmc.workspace_bytes")) {
+      model.emitError("has no memory plan: run llm-plan-memory first");
+      return signalPassFailure();
+    }
+    if (failed(lower(module, model))) return signalPassFailure();
+  }
+
+  LogicalResult lower(ModuleOp module, func::FuncOp model) {
+    MLIRContext *context = module.getContext();
+    Builder b(context);
+    storageType = dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
+    auto integer = [&](StringRef name) { return model->getAttrOfType<IntegerAttr>(name).getInt(); };
+    int64_t workspaceBytes = integer("llmc.workspace_bytes");
+
+    cuda::PlanBuilder plan(context);
+    cuda::KernelModule kernels(module, arch);
+    cuda::StepContext step{plan, kernels, storageType, llvm::alignTo(workspaceBytes, kScratchAlignment), 0,
+                           integer("llmc.max_num_batched_tokens"), integer("llmc.max_num_seqs")};
+    perSequence = abi::perSequenceValues(model);
+    if (failed(placeInputs(model))) return failure();
+    for (Operation &op : model.getBody().front())
+      if (failed(lowerOp(step, &op))) return failure();
+
+    recordStepAttributes(module, model);
+    auto pool = cast<ShapedType>(abi::findInput(model, abi::kKvPool).getType());
+    auto logits = cast<ShapedType>(model.getResultTypes().front());
+    module->setAttr("llmc.cuda_plan", plan.steps());
+    module->setAttr("llmc.cuda_attention_source", b.getStringAttr(attentionSource));
+    module->setAttr("llmc.cuda_scratch_bytes", b.getI64IntegerAttr(step.scratchBytes));
+    module->setAttr("llmc.cuda_workspace_bytes", b.getI64IntegerAttr(step.scratchOffset));
+    module->setAttr("llmc.cuda_arch", b.getStringAttr(arch));
+    module->setAttr("llmc.dtype", b.getStringAttr(dtype));
+    module->setAttr("llmc.weights", b.getArrayAttr(weights));
+    module->setAttr("llmc.weights_bytes", b.getI64IntegerAttr(weightOffset));
+    module->setAttr("llmc.vocab_size", b.getI64IntegerAttr(logits.getDimSize(1)));
+    module->setAttr("llmc.num_layers", b.getI64IntegerAttr(pool.getDimSize(0)));
+    module->setAttr("llmc.num_kv_heads", b.getI64IntegerAttr(pool.getDimSize(3)));
+    module->setAttr("llmc.block_size", b.getI64IntegerAttr(pool.getDimSize(4)));
+    module->setAttr("llmc.head_dim", b.getI64IntegerAttr(pool.getDimSize(5)));
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+    model.erase();
+    return success();
+  }
+
+  /// The step ABI's inputs as the runtime's device buffers (docs/cuda.md).
+  LogicalResult placeInputs(func::FuncOp model) {
+    MLIRContext *context = model.getContext();
+    Builder b(context);
+    auto sym = [&](StringRef name) { return cuda::planDim(context, name); };
+    auto dim = [&](int64_t value) { return cuda::planDim(context, value); };
+    struct Input {
+      StringRef role;
+      SmallVector<Attribute> shape;
+    };
+    Input inputs[] = {{abi::kTokens, {sym(cuda::kTokensSymbol)}},
+                      {abi::kPositions, {sym(cuda::kTokensSymbol)}},
+                      // N + 1 entries; the attention kernels take it as a pointer.
+                      {abi::kCuSeqlensQ, {sym(cuda::kSeqsSymbol)}},
+                      {abi::kContextLens, {sym(cuda::kSeqsSymbol)}},
+                      {abi::kBlockTables, {sym(cuda::kSeqsSymbol), sym(cuda::kBlockTableWidthSymbol)}},
+                      {abi::kSlotMapping, {sym(cuda::kTokensSymbol)}},
+                      {abi::kLogitsIndices, {sym(cuda::kSeqsSymbol)}}};
+    for (Input &input : inputs) {
+      BlockArgument argument = abi::findInput(model, input.role);
+      if (!argument) return model.emitError("has no '") << input.role << "' input";
+      refs[argument] = cuda::contiguousTensor(context, input.role, 0, b.getI32Type(), input.shape);
+    }
+    BlockArgument pool = abi::findInput(model, abi::kKvPool);
+    if (!pool) return model.emitError("has no 'kv_pool' input");
+    auto poolType = cast<ShapedType>(pool.getType());
+    if (!poolType.getElementType().isF32())
+      return model.emitError("has a non-f32 KV cache; the model must be f32 before lowering");
+    auto shape = poolType.getShape();
+    refs[pool] = cuda::contiguousTensor(context, abi::kKvPool, 0, storageType,
+                                        {dim(shape[0]), sym(cuda::kNumBlocksSymbol), dim(shape[2]),
+                                         dim(shape[3]), dim(shape[4]), dim(shape[5])});
+    auto logits = cast<ShapedType>(model.getResultTypes().front());
+    logitsRef = cuda::contiguousTensor(context, "logits", 0, b.getF32Type(),
+                                       {sym(cuda::kSeqsSymbol), dim(logits.getDimSize(1))});
+    return success();
+  }
+
+  LogicalResult lowerOp(cuda::StepContext &step, Operation *op) {
+    if (isa<onnx::ConstantOp, onnx::NoneOp, llm::DequantizeOp, func::ReturnOp>(op))
+      return success(); // weights are placed where they are used
+    if (isa<llm::SplitHeadsOp, llm::MergeHeadsOp>(op)) {
+      auto it = refs.find(op->getOperand(0));
+      if (it == refs.end()) return op->emitOpError("reads a value that has no memory");
+      refs[op->getResult(0)] = it->second;
+      return success();
+    }
+    if (auto split = dyn_cast<llm::SplitOp>(op)) return lowerSplit(split);
+    bool isMatmul = isa<llm::LinearOp, llm::LogitsOp, llm::FusedLinearOp>(op);
+    SmallVector<std::optional<cuda::TensorRef>> operands;
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (isMatmul && operand.getOperandNumber() == 1) {
+        operands.push_back(std::nullopt); // placed by lowerMatmul
+        continue;
+      }
+      auto ref = refOf(operand.get(), readsRotaryTable(op, operand.getOperandNumber()));
+      if (failed(ref)) return failure();
+      operands.push_back(*ref);
+    }
+    SmallVector<cuda::TensorRef> outputs;
+    if (!isa<llm::PagedKvWriteOp, llm::LogitsOp>(op))
+      if (failed(workspaceViews(op, outputs))) return failure();
+
+    return TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](llm::LinearOp linear) {
+          return lowerMatmul(step, op, linear.getWeight(), linear.getTransposeWeight(),
+                             *operands[0], operands[2], outputs[0]);
+        })
+        .Case([&](llm::FusedLinearOp linear) { return lowerFusedLinear(step, linear, operands, outputs[0]); })
+        .Case([&](llm::LogitsOp head) {
+          return lowerMatmul(step, op, head.getWeight(), head.getTransposeWeight(), *operands[0],
+                             std::nullopt, logitsRef);
+        })
+        .Case([&](llm::PagedKvWriteOp write) {
+          refs[write.getResult()] = *operands[0];
+          return cuda::lowerPagedKvWrite(step, op, operands, {});
+        })
+        .Case([&](llm::RopePagedKvWriteOp write) {
+          refs[write.getUpdatedPool()] = *operands[0];
+          return cuda::lowerPagedKvWrite(step, op, operands, outputs);
+        })
+        .Case([&](llm::PagedAttentionOp attention) {
+          return cuda::lowerPagedAttention(step, attention, operands, outputs[0], attentionSource);
+        })
+        .Case([&](llm::EmbeddingOp embedding) {
+          return cuda::lowerEmbedding(step, embedding, operands, outputs[0]);
+        })
+        .Case([&](llm::GatherRowsOp gather) {
+          return cuda::lowerGatherRows(step, gather, operands, outputs[0]);
+        })
+        .Case([&](llm::SplitQkvOp split) { return cuda::lowerSplitQkv(step, split, operands, outputs); })
+        .Case<llm::RmsNormOp, llm::LayerNormOp, llm::AddRmsNormOp, llm::AddLayerNormOp>(
+            [&](Operation *norm) { return cuda::lowerNorm(step, norm, operands, outputs); })
+        .Case<llm::RopeOp, llm::RopeCachedOp>(
+            [&](Operation *rope) { return cuda::lowerRope(step, rope, operands, outputs[0]); })
+        .Case([&](llm::ScalarFunctionOpInterface elementwise) {
+          return cuda::lowerScalarFunction(step, elementwise, operands, outputs[0]);
+        })
+        .Default([&](Operation *other) { return other->emitOpError("has no CUDA lowering"); });
+  }
+
+  /// Rotary frequencies and cos/sin tables stay f32: positions far into a
+  /// long context need their precision.
+  static bool readsRotaryTable(Operation *op, unsigned operand) {
+    if (isa<llm::RopeOp, llm::RopeCachedOp>(op)) return operand >= 2;
+    if (isa<llm::RopePagedKvWriteOp>(op)) return operand >= 6;
+    return false;
+  }
+
+  /// The parts of an llm.split are strided views of its input's rows.
+  LogicalResult lowerSplit(llm::SplitOp split) {
+    auto it = refs.find(split.getInput());
+    if (it == refs.end()) return split.emitOpError("splits a value that has no memory");
+    const cuda::TensorRef &input = it->second;
+    int64_t column = 0;
+    for (auto [result, size] : llvm::zip(split.getResults(), split.getSizes())) {
+      cuda::TensorRef part = input.shifted(column * elementBytes(input.elementType));
+      part.sizes[1] = cuda::planDim(split.getContext(), size);
+      part.contiguous = false;
+      refs[result] = part;
+      column += size;
+    }
+    return success();
+  }
+
+  /// A bias rides on cuBLASLt's epilogue and `acc + residual` on beta = 1;
+  /// other epilogues run as a kernel over the f32 product in scratch.
+  LogicalResult lowerFusedLinear(cuda::StepContext &step, llm::FusedLinearOp linear,
+                                 ArrayRef<std::optional<cuda::TensorRef>> operands,
+                                 const cuda::TensorRef &output) {
+    bool withExtra = false;
+    if (!linear.getGated() && isPlainBody(linear.getEpilogue(), withExtra)) {
+      std::optional<cuda::TensorRef> residual;
+      if (withExtra) {
+        residual = operands[3];
+        if (residual->sizes.size() != 2)
+          return lowerGeneralEpilogue(step, linear, operands, output);
+      }
+      return lowerMatmul(step, linear, linear.getWeight(), linear.getTransposeWeight(),
+                         *operands[0], operands[2], output, residual);
+    }
+    return lowerGeneralEpilogue(step, linear, operands, output);
+  }
+
+  LogicalResult lowerGeneralEpilogue(cuda::StepContext &step, llm::FusedLinearOp linear,
+                                     ArrayRef<std::optional<cuda::TensorRef>> operands,
+                                     const cuda::TensorRef &output) {
+    MLIRContext *context = linear.getContext();
+    const cuda::TensorRef &input = *operands[0];
+    int64_t columns = linear.getProductColumns();
+    bool perSeq = perSequence.contains(linear.getResult());
+    int64_t rows = perSeq ? step.maxSeqs : step.maxTokens;
+    int64_t offset = step.scratch(rows * columns * 4);
+    cuda::TensorRef product = cuda::contiguousTensor(
+        context, "workspace", offset, Float32Type::get(context),
+        {input.sizes[0], cuda::planDim(context, columns)});
+    if (failed(lowerMatmul(step, linear, linear.getWeight(), linear.getTransposeWeight(), input,
+                           std::nullopt, product)))
+      return failure();
+    return cuda::lowerEpilogue(step, linear, product, operands, output);
+  }
+
+  /// D = input * weight (+ bias) (+ residual), through cuBLASLt.
+  LogicalResult lowerMatmul(cuda::StepContext &step, Operation *op, Value weightValue,
+                            bool transposed, const cuda::TensorRef &input,
+                            std::optional<cuda::TensorRef> bias, const cuda::TensorRef &output,
+                            std::optional<cuda::TensorRef> residual = std::nullopt) {
+    auto weight = refOf(weightValue, /*keepF32=*/false);
+    if (failed(weight)) return failure();
+    auto weightShape = cast<ShapedType>(weightValue.getType()).getShape();
+    if (weightShape.size() != 2) return op->emitOpError("has a weight that is not 2-D");
+    int64_t k = transposed ? weightShape[1] : weightShape[0];
+    int64_t n = transposed ? weightShape[0] : weightShape[1];
+    auto rowStride = [&](const cuda::TensorRef &ref) -> std::optional<int64_t> {
+      if (ref.sizes.size() != 2 || !staticDim(ref.strides[1]) || *staticDim(ref.strides[1]) != 1)
+        return std::nullopt;
+      return staticDim(ref.strides[0]);
+    };
+    auto lda = rowStride(input), ldd = rowStride(output);
+    if (!lda || !ldd) return op->emitOpError("has an operand that is not a matrix of unit column stride");
+    if (input.elementType != storageType)
+      return op->emitOpError("multiplies ") << input.elementType << "; the GEMM takes " << storageType;
+    cuda::PlanBuilder::Gemm gemm;
+    gemm.m = input.sizes[0];
+    gemm.n = n;
+    gemm.k = k;
+    gemm.a = input;
+    gemm.lda = *lda;
+    gemm.b = **weight;
+    gemm.ldb = transposed ? k : n;
+    gemm.bTransposed = transposed;
+    gemm.d = output;
+    gemm.ldd = *ldd;
+    gemm.bias = bias;
+    if (residual) {
+      auto ldc = rowStride(*residual);
+      if (!ldc) return op->emitOpError("has a residual that is not a matrix of unit column stride");
+      gemm.c = residual;
+      gemm.ldc = *ldc;
+    }
+    step.plan.gemm(gemm);
+    return success();
+  }
+
+  /// The place of an operand: a step input, an earlier result, a weight, or
+  /// nullopt for an omitted optional operand. Weights are stored in the
+  /// storage type unless `keepF32`.
+  FailureOr<std::optional<cuda::TensorRef>> refOf(Value value, bool keepF32) {
+    auto known = refs.find(value);
+    if (known != refs.end()) return std::optional<cuda::TensorRef>(known->second);
+    Operation *def = value.getDefiningOp();
+    if (isa_and_nonnull<onnx::NoneOp>(def)) return std::optional<cuda::TensorRef>();
+    ElementsAttr data;
+    if (auto constant = dyn_cast_or_null<onnx::ConstantOp>(def)) {
+      data = dyn_cast<ElementsAttr>(constant.getValue());
+    } else if (auto dequantize = dyn_cast_or_null<llm::DequantizeOp>(def)) {
+      auto unpacked = dequantizeConstant(dequantize);
+      if (failed(unpacked)) return failure();
+      data = *unpacked;
+    }
+    if (!data) {
+      if (def) return def->emitOpError("has no CUDA lowering"), failure();
+      return emitError(value.getLoc(), "the step reads an input the step ABI does not have"), failure();
+    }
+    auto type = cast<ShapedType>(data.getType());
+    if (!type.hasStaticShape() || !type.getElementType().isF32())
+      return def->emitOpError("is a weight that is not static f32"), failure();
+    Type stored = keepF32 ? type.getElementType() : storageType;
+    auto &slot = weightRefs[{value, stored}];
+    if (!slot) slot = placeWeight(def, data, stored);
+    return std::optional<cuda::TensorRef>(*slot);
+  }
+
+  /// Places `data` in weights.bin as `stored` (converted when written).
+  cuda::TensorRef placeWeight(Operation *def, ElementsAttr data, Type stored) {
+    MLIRContext *context = def->getContext();
+    auto type = cast<ShapedType>(data.getType());
+    weightOffset = llvm::alignTo(weightOffset, kWeightAlignment);
+    std::string name = "weight" + std::to_string(weights.size());
+    if (auto nameLoc = dyn_cast<NameLoc>(def->getLoc())) name = nameLoc.getName().str();
+    Builder attrs(context);
+    std::string dtypeName = stored.isF32() ? "f32" : dtype.getValue();
+    weights.push_back(attrs.getDictionaryAttr(
+        {attrs.getNamedAttr("name", attrs.getStringAttr(name)),
+         attrs.getNamedAttr("offset", attrs.getI64IntegerAttr(weightOffset)),
+         attrs.getNamedAttr("dtype", attrs.getStringAttr(dtypeName)),
+         attrs.getNamedAttr("value", cast<TypedAttr>(data))}));
+    SmallVector<Attribute> shape;
+    for (int64_t dim : type.getShape()) shape.push_back(cuda::planDim(context, dim));
+    cuda::TensorRef ref = cuda::contiguousTensor(context, "weights", weightOffset, stored, shape);
+    weightOffset += type.getNumElements() * elementBytes(stored);
+    return ref;
+  }
+
+  /// Views of the workspace at the planned offsets for `op`'s results:
+  /// [rows, features], rows per token or per sequence.
+  LogicalResult workspaceViews(Operation *op, SmallVectorImpl<cuda::TensorRef> &outputs) {
+    auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("llmc.workspace_offsets");
+    if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
+      return op->emitOpError("has no planned workspace offsets: run llm-plan-memory first");
+    MLIRContext *context = op->getContext();
+    for (auto [result, offset] : llvm::zip(op->getResults(), offsets.asArrayRef())) {
+      if (offset < 0) continue; // the pool a fused KV write updates in place
+      auto tensor = cast<RankedTensorType>(result.getType());
+      Type element = tensor.getElementType();
+      if (element.isF32()) element = storageType; // planned as f32: the narrower type fits
+      else if (!element.isInteger(32) && !element.isInteger(64))
+        return op->emitOpError("computes ") << element << "; the model must be f32 before lowering";
+      int64_t features = 1;
+      for (int64_t dim : tensor.getShape().drop_front()) features *= dim;
+      StringRef rows = perSequence.contains(result) ? cuda::kSeqsSymbol : cuda::kTokensSymbol;
+      cuda::TensorRef view = cuda::contiguousTensor(
+          context, "workspace", offset, element,
+          {cuda::planDim(context, rows), cuda::planDim(context, features)});
+      refs[result] = view;
+      outputs.push_back(view);
+    }
+    return success();
+  }
+
+  Type storageType;
+  DenseMap<Value, cuda::TensorRef> refs;
+  DenseMap<std::pair<Value, Type>, std::optional<cuda::TensorRef>> weightRefs;
+  DenseSet<Value> perSequence;
+  cuda::TensorRef logitsRef;
+  SmallVector<Attribute> weights;
+  int64_t weightOffset = 0;
+  std::string attentionSource;
+};
+
+} // namespace
+} // namespace llmc
