@@ -59,17 +59,17 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    func::FuncOp model = abi::findRaggedStep(module);
-    if (!model) {
-      module.emitError("no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first");
-      return signalPassFailure();
-    }
     if (!llvm::Regex("^sm_[0-9]+a?$").match(arch)) {
       module.emitError("arch must be sm_XX (sm_80, sm_90, ...), not '") << arch << "'";
       return signalPassFailure();
     }
     if (dtype != "bf16" && dtype != "f16") {
       module.emitError("dtype must be bf16 or f16, not '") << dtype << "'";
+      return signalPassFailure();
+    }
+    func::FuncOp model = abi::findRaggedStep(module);
+    if (!model) {
+      module.emitError("no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first");
       return signalPassFailure();
     }
     if (!model->hasAttr("llmc.workspace_bytes")) {
@@ -160,7 +160,8 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     if (isa<llm::SplitHeadsOp, llm::MergeHeadsOp>(op)) {
       auto it = refs.find(op->getOperand(0));
       if (it == refs.end()) return op->emitOpError("reads a value that has no memory");
-      refs[op->getResult(0)] = it->second;
+      cuda::TensorRef alias = it->second; // a copy, as above
+      refs[op->getResult(0)] = alias;
       return success();
     }
     if (auto split = dyn_cast<llm::SplitOp>(op)) return lowerSplit(split);
@@ -229,7 +230,7 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
   LogicalResult lowerSplit(llm::SplitOp split) {
     auto it = refs.find(split.getInput());
     if (it == refs.end()) return split.emitOpError("splits a value that has no memory");
-    const cuda::TensorRef &input = it->second;
+    cuda::TensorRef input = it->second; // a copy: inserting the parts may move the map's entries
     int64_t column = 0;
     for (auto [result, size] : llvm::zip(split.getResults(), split.getSizes())) {
       cuda::TensorRef part = input.shifted(column * elementBytes(input.elementType));

@@ -1,0 +1,111 @@
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-plan-memory{max-num-batched-tokens=8 max-num-seqs=2}),llm-lower-to-cuda{arch=sm_90})' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-plan-memory{max-num-batched-tokens=8 max-num-seqs=2}),llm-lower-to-cuda{dtype=f16})' | FileCheck %s --check-prefix=F16
+
+// The step becomes data: llmc.cuda_plan lists launches of the gpu.module's
+// kernels and of the NVRTC attention kernels, and cuBLASLt GEMMs, over
+// (buffer, offset) locations; the step function is gone.
+// CHECK-LABEL: module attributes
+//  CHECK-SAME:   gpu.container_module
+//  CHECK-SAME:   llmc.cuda_arch = "sm_90"
+// The attention source is specialised: head dim 16, 2 query heads per KV head, 1 KV head, blocks of 16.
+//  CHECK-SAME:   llmc.cuda_attention_source = "{{[^"]*}}attention_d16_g2_kv1_bs16_bf16_{{[^"]*}}"
+// Launches in step order: embedding, QKV GEMM, rope + KV write, attention
+// (prefill rows, split-KV decode, combine), o-proj GEMM, add + norm, the gated
+// GEMM into f32 scratch and its epilogue kernel, the elementwise kernel, the
+// row gather and the logits GEMM into the logits buffer.
+//  CHECK-SAME:   llmc.cuda_plan = [{args = [{memref = {buffer = "weights", offset = 0 : i64}, sizes = [64, 32], strides = [32, 1]}, {memref = {buffer = "tokens", offset = 0 : i64}, sizes = ["tokens"], strides = [1]}, {memref = {buffer = "workspace"
+//  CHECK-SAME:   kernel = "embedding_0", module = "kernels", op = "launch"
+//  CHECK-SAME:   b_layout = "kn", beta = 0 : i64, bias, c, d = {buffer = "workspace"
+//  CHECK-SAME:   d_dtype = "bf16", k = 32 : i64
+//  CHECK-SAME:   m = "tokens", n = 64 : i64, op = "gemm"
+// The query part of the fused QKV product is a strided view: row stride 64.
+//  CHECK-SAME:   {memref = {buffer = "workspace", offset = {{[0-9]+}} : i64}, sizes = ["tokens", 32], strides = [64, 1]}
+//  CHECK-SAME:   kernel = "rope_paged_kv_write_1"
+//  CHECK-SAME:   grid = ["tokens", 1, 1], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_rows", module = "attention"
+//  CHECK-SAME:   grid = ["seqs", 1, 32], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_decode", module = "attention"
+//  CHECK-SAME:   grid = ["seqs", 2, 1], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_combine", module = "attention"
+//  CHECK-SAME:   op = "gemm"
+//  CHECK-SAME:   kernel = "add_rms_norm_2"
+//  CHECK-SAME:   d_dtype = "f32"
+//  CHECK-SAME:   n = 128 : i64, op = "gemm"
+//  CHECK-SAME:   kernel = "epilogue_3"
+//  CHECK-SAME:   kernel = "elementwise_4"
+//  CHECK-SAME:   kernel = "gather_rows_5"
+//  CHECK-SAME:   d = {buffer = "logits", offset = 0 : i64}, d_dtype = "f32"
+//  CHECK-SAME:   m = "seqs"
+//  CHECK-SAME:   llmc.dtype = "bf16"
+//  CHECK-SAME:   llmc.weights = [{dtype = "bf16", name = "weight0"
+// The rotary frequencies stay f32.
+//  CHECK-SAME:   {dtype = "f32", name = "weight{{[0-9]+}}"
+//   CHECK-NOT:   func.func
+// CHECK-LABEL: gpu.module @llmc_kernels [#nvvm.target<O = 3, chip = "sm_90">]
+// One block per row; bf16 is widened to f32 for arithmetic and narrowed when stored.
+//       CHECK:   gpu.func @embedding_0(%{{.*}}: memref<64x32xbf16>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x32xbf16>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+//       CHECK:     gpu.block_id  x
+//       CHECK:     gpu.thread_id  x
+//       CHECK:     scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c256
+//       CHECK:   gpu.func @rope_paged_kv_write_1(%{{.*}}: memref<1x?x2x1x16x16xbf16>, %{{.*}}: memref<?x32xbf16, strided<[64, 1], offset: ?>>
+//       CHECK:     math.cos
+//       CHECK:     arith.truncf %{{.*}} : f32 to bf16
+//       CHECK:   gpu.func @add_rms_norm_2
+//       CHECK:     arith.extf %{{.*}} : bf16 to f32
+//       CHECK:     gpu.all_reduce  add %{{.*}} uniform
+//       CHECK:     math.sqrt
+// The gated epilogue reads gate and up from the f32 product, [gate | up].
+//       CHECK:   gpu.func @epilogue_3(%{{.*}}: memref<?x128xf32>, %{{.*}}: memref<?x64xbf16>)
+//       CHECK:     math.exp
+//       CHECK:   gpu.func @elementwise_4
+//       CHECK:   gpu.func @gather_rows_5
+
+// F16: llmc.dtype = "f16"
+// F16: gpu.func @embedding_0(%{{.*}}: memref<64x32xf16>
+
+func.func @fused(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %none = onnx.None
+  %table = onnx.Constant dense<5.000000e-01> : tensor<64x32xf32>
+  %freq = onnx.Constant dense<1.000000e+00> : tensor<8xf32>
+  %g = onnx.Constant dense<1.000000e+00> : tensor<32xf32>
+  %wqkv = onnx.Constant dense<1.000000e-01> : tensor<32x64xf32>
+  %wo = onnx.Constant dense<1.000000e-01> : tensor<32x32xf32>
+  %wgu = onnx.Constant dense<1.000000e-01> : tensor<32x128xf32>
+  %head = onnx.Constant dense<2.000000e-01> : tensor<64x64xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %qkv = llm.linear %x, %wqkv, %none : (tensor<?x32xf32>, tensor<32x64xf32>, none) -> tensor<?x64xf32>
+  %parts:3 = llm.split %qkv {sizes = array<i64: 32, 16, 16>} : (tensor<?x64xf32>) -> (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>)
+  %q = llm.split_heads %parts#0 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %k = llm.split_heads %parts#1 {num_heads = 1 : i64} : (tensor<?x16xf32>) -> tensor<?x1x16xf32>
+  %v = llm.split_heads %parts#2 {num_heads = 1 : i64} : (tensor<?x16xf32>) -> tensor<?x1x16xf32>
+  %rq, %pool = llm.rope_paged_kv_write %arg7, %q, %k, %v, %arg5, %arg1, %freq, %none, %none {layer = 0 : i64} : (tensor<1x?x2x1x16x16xf32>, tensor<?x2x16xf32>, tensor<?x1x16xf32>, tensor<?x1x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<8xf32>, none, none) -> (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>)
+  %a = llm.paged_attention %rq, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %o = llm.linear %m, %wo, %none : (tensor<?x32xf32>, tensor<32x32xf32>, none) -> tensor<?x32xf32>
+  %sum, %normed = llm.add_rms_norm %x, %o, %g {epsilon = 1.0e-5 : f32} : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<32xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>)
+  %mlp = llm.fused_linear %normed, %wgu, %none {gated} : tensor<?x32xf32>, tensor<32x128xf32>, none -> tensor<?x64xf32> {
+  ^bb0(%gate: f32, %up: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %gate : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %gate, %d : f32
+    %y = arith.mulf %s, %up : f32
+    llm.yield %y : f32
+  }
+  %down = llm.elementwise %mlp : (tensor<?x64xf32>) -> tensor<?x64xf32> {
+  ^bb0(%t: f32):
+    %h = arith.constant 0.5 : f32
+    %y = arith.mulf %t, %h : f32
+    llm.yield %y : f32
+  }
+  %rows = llm.gather_rows %down, %arg6 : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
+  %logits = llm.logits %rows, %head : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}
+
+// -----
+
+// expected-error @+1 {{no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first}}
+module {
+  func.func @dense(%x: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
+    return %x : tensor<?x?x32xf32>
+  }
+}

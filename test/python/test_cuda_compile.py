@@ -1,0 +1,157 @@
+"""The CUDA compile path on a machine without a GPU (docs/cuda.md).
+
+Every fixture compiles for sm_80 and sm_90: the gpu.module kernels through MLIR's NVVM path,
+the attention kernels through NVRTC, and both through ptxas (a cubin is only written when
+ptxas accepted the PTX). The step plan must name only kernels the PTX defines, give every
+launch a well-formed grid and arguments, and keep every location inside its buffer.
+Running the artifacts needs a GPU: scripts/gpu-check.sh (test/gpu/).
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from llmc.testing.fixtures import FIXTURES, fixture_name, write_fixture
+
+ROOT = Path(__file__).resolve().parents[2]
+LLMC = ROOT / "build" / "bin" / "llmc"
+MODELS = {fixture_name(*f): f for f in FIXTURES}
+SYMBOLS = {"tokens", "seqs", "max_q_len", "block_table_width", "num_blocks"}
+STEP_INPUTS = {"tokens", "positions", "cu_seqlens_q", "context_lens", "block_tables",
+               "slot_mapping", "logits_indices"}
+
+
+@pytest.fixture(scope="module")
+def onnx_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cuda-fixtures")
+
+
+def compile_cuda(model: Path, out: Path, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LLMC), "compile", str(model), "-o", str(out), "--quiet", *options],
+                          capture_output=True, text=True, timeout=600)
+
+
+def entries(ptx: str) -> set[str]:
+    return set(re.findall(r"\.entry\s+(\w+)\(", ptx))
+
+
+def check_dim(dim) -> None:
+    if isinstance(dim, int):
+        assert dim >= 0
+    elif isinstance(dim, str):
+        assert dim in SYMBOLS, dim
+    else:
+        symbol, mul, div = dim
+        assert symbol in SYMBOLS and mul > 0 and div > 0, dim
+
+
+def check_location(location: dict, sizes: dict[str, int]) -> None:
+    buffer = location["buffer"]
+    assert buffer in sizes or buffer in STEP_INPUTS | {"kv_pool", "logits"}, buffer
+    assert location["offset"] >= 0
+    if buffer in sizes:
+        assert location["offset"] < sizes[buffer], location
+
+
+def check_artifact(directory: Path, arch: str, dtype: str) -> None:
+    manifest = json.loads((directory / "manifest.json").read_text())
+    assert manifest["target"] == {"kind": "cuda", "arch": arch, "dtype": dtype}
+    assert manifest["model"]["dtype"] == dtype and manifest["step"]["kv_dtype"] == dtype
+    files = {entry["file"]: entry for entry in manifest["kernels"]}
+    # ptxas ran and accepted both PTX modules: their cubins are there.
+    assert set(files) == {"kernels.ptx", "kernels.cubin", "attention.ptx", "attention.cubin",
+                          "step_plan.json"}
+    for entry in files.values():
+        assert (directory / entry["file"]).stat().st_size == entry["size"]
+    for cubin in ("kernels.cubin", "attention.cubin"):
+        assert (directory / cubin).read_bytes()[:4] == b"\x7fELF"
+
+    modules = {name: entries((directory / f"{name}.ptx").read_text())
+               for name in ("kernels", "attention")}
+    for name in ("kernels", "attention"):
+        assert f".target {arch}" in (directory / f"{name}.ptx").read_text()
+    plan = json.loads((directory / "step_plan.json").read_text())
+    sizes = {"weights": manifest["weights"]["size"],
+             "workspace": plan["workspace_bytes"] + plan["scratch_bytes"]}
+    assert manifest["step"]["workspace_bytes"] == sizes["workspace"]
+    ops = [step["op"] for step in plan["steps"]]
+    assert ops.count("gemm") >= 1 + manifest["model"]["num_layers"]  # logits + >= 1 per layer
+    launched = set()
+    for step in plan["steps"]:
+        if step["op"] == "launch":
+            assert step["kernel"] in modules[step["module"]], step["kernel"]
+            launched.add((step["module"], step["kernel"]))
+            assert len(step["grid"]) == 3 and len(step["block"]) == 3
+            for dim in step["grid"]:
+                check_dim(dim)
+            for arg in step["args"]:
+                (kind, value), = [(k, v) for k, v in arg.items() if k not in ("sizes", "strides")]
+                assert kind in ("memref", "ptr", "i32", "index", "i64", "f32"), kind
+                if kind in ("memref", "ptr"):
+                    check_location(value, sizes)
+                if kind == "memref":
+                    assert len(arg["sizes"]) == len(arg["strides"])
+                    for dim in arg["sizes"] + arg["strides"]:
+                        check_dim(dim)
+        else:
+            assert step["op"] == "gemm"
+            check_dim(step["m"])
+            assert step["n"] > 0 and step["k"] > 0 and step["b_layout"] in ("kn", "nk")
+            assert step["d_dtype"] in (dtype, "f32")
+            for key in ("a", "b", "d", "bias", "c"):
+                if step[key] is not None:
+                    check_location(step[key], sizes)
+    # Every kernel of the modules is launched: nothing compiled for nothing.
+    assert launched == {(name, kernel) for name, kernels in modules.items() for kernel in kernels}
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_fixture_compiles_for_cuda(onnx_dir, tmp_path, name, arch):
+    model = write_fixture(*MODELS[name], onnx_dir)
+    result = compile_cuda(model, tmp_path / "model.llmc", "--target", f"cuda:{arch}")
+    assert result.returncode == 0, result.stderr
+    check_artifact(tmp_path / "model.llmc", arch, "bf16")
+
+
+def test_f16_and_weights_in_the_storage_type(onnx_dir, tmp_path):
+    model = write_fixture(*MODELS["optimum-gqa"], onnx_dir)
+    for dtype in ("f16", "bf16"):
+        out = tmp_path / dtype
+        result = compile_cuda(model, out, "--target", "cuda:sm_90", "--dtype", dtype)
+        assert result.returncode == 0, result.stderr
+        check_artifact(out, "sm_90", dtype)
+        tensors = json.loads((out / "manifest.json").read_text())["weights"]["tensors"]
+        # Matrices are stored narrow; only rotary tables stay f32.
+        assert {t["dtype"] for t in tensors} <= {dtype, "f32"}
+        assert sum(t["dtype"] == dtype for t in tensors) > len(tensors) // 2
+        for t in tensors:
+            width = 4 if t["dtype"] == "f32" else 2
+            count = 1
+            for dim in t["shape"]:
+                count *= dim
+            assert t["nbytes"] == count * width
+
+
+@pytest.mark.parametrize("target, message", [
+    ("cuda:sm_75", "sm_80"),
+    ("cuda:hopper", "cuda:sm_XX"),
+    ("rocm", "use cpu, cuda or cuda:sm_XX"),
+])
+def test_bad_targets_are_one_clear_error(onnx_dir, tmp_path, target, message):
+    model = write_fixture(*MODELS["optimum-gqa"], onnx_dir)
+    result = compile_cuda(model, tmp_path / "out", "--target", target)
+    assert result.returncode == 1
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_dtype_is_for_cuda_only(onnx_dir, tmp_path):
+    model = write_fixture(*MODELS["optimum-gqa"], onnx_dir)
+    result = compile_cuda(model, tmp_path / "out", "--dtype", "f16")
+    assert result.returncode == 1 and "--target cuda" in result.stderr
+    result = compile_cuda(model, tmp_path / "out", "--target", "cuda:sm_80", "--dtype", "fp8")
+    assert result.returncode == 1 and "bf16 or f16" in result.stderr
