@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <utility>
 
 namespace llmc::runtime {
@@ -107,9 +109,35 @@ json readManifest(const std::string &directory) {
   }
 }
 
+/// Whether `arch` names a CUDA architecture as ptxas does: "sm_" and the
+/// compute capability's digits, with an optional feature suffix ("sm_90a").
+bool isCudaArch(const std::string &arch) {
+  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0) return false;
+  size_t end = arch.size();
+  if (std::islower(static_cast<unsigned char>(arch.back()))) --end;
+  if (end - 3 < 2) return false;
+  return std::all_of(arch.begin() + 3, arch.begin() + static_cast<long>(end),
+                     [](unsigned char c) { return std::isdigit(c); });
+}
+
+/// A cuda target's architecture and storage dtype.
+TargetConfig parseCudaTarget(const json &target) {
+  TargetConfig config;
+  config.kind = "cuda";
+  config.arch = stringField(target, "target", "arch");
+  if (!isCudaArch(config.arch))
+    throw Error("manifest.json: target.arch '" + config.arch +
+                "' is not a CUDA architecture (sm_80, sm_90, ...)");
+  config.dtype = stringField(target, "target", "dtype");
+  if (config.dtype != "bf16" && config.dtype != "f16")
+    throw Error("manifest.json: target.dtype '" + config.dtype +
+                "' is not a storage dtype this runtime runs on CUDA (bf16 or f16)");
+  return config;
+}
+
 /// Refuses a manifest this runtime cannot run: another format, another layout
-/// version, another step ABI or a target other than the host CPU.
-void checkVersionsAndTarget(const json &manifest, const std::string &directory) {
+/// version, another step ABI or a target other than the host CPU or CUDA.
+TargetConfig checkVersionsAndTarget(const json &manifest, const std::string &directory) {
   if (!manifest.is_object() || !manifest.contains("format") || manifest["format"] != kFormat)
     throw Error(directory + ": manifest.json is not an llmc artifact manifest (format is not \"" +
                 kFormat + "\")");
@@ -123,13 +151,25 @@ void checkVersionsAndTarget(const json &manifest, const std::string &directory) 
     throw Error(directory + " was built for step ABI " + std::to_string(abiVersion) +
                 ", this runtime speaks " + std::to_string(LLMC_STEP_ABI_VERSION) +
                 ": recompile with this llmc");
-  std::string kind = stringField(field(manifest, "", "target"), "target", "kind");
+  const json &target = field(manifest, "", "target");
+  std::string kind = stringField(target, "target", "kind");
+  if (kind == "cuda") return parseCudaTarget(target);
   if (kind != "cpu")
-    throw Error(directory + " targets '" + kind + "'; this runtime runs cpu artifacts only");
+    throw Error(directory + " targets '" + kind +
+                "'; this runtime runs cpu and cuda artifacts only");
+  TargetConfig config;
+  config.kind = kind;
+  return config;
 }
 
-ModelConfig parseModelConfig(const json &manifest) {
+ModelConfig parseModelConfig(const json &manifest, const TargetConfig &target) {
   const json &model = field(manifest, "", "model");
+  if (target.isCuda()) {
+    std::string dtype = stringField(model, "model", "dtype");
+    if (dtype != target.dtype)
+      throw Error("manifest.json: model.dtype '" + dtype + "' is not the target's dtype '" +
+                  target.dtype + "'");
+  }
   ModelConfig config;
   config.vocabSize = integerField(model, "model", "vocab_size", 1);
   config.hiddenSize = integerField(model, "model", "hidden_size", 1);
@@ -142,17 +182,23 @@ ModelConfig parseModelConfig(const json &manifest) {
   return config;
 }
 
-StepConfig parseStepConfig(const json &manifest) {
+StepConfig parseStepConfig(const json &manifest, const TargetConfig &target) {
   const json &step = field(manifest, "", "step");
   StepConfig config;
-  config.symbol = stringField(step, "step", "symbol");
+  // A cuda step is step_plan.json, not a symbol of kernels.so.
+  if (!target.isCuda() || step.contains("symbol"))
+    config.symbol = stringField(step, "step", "symbol");
   config.maxNumBatchedTokens = integerField(step, "step", "max_num_batched_tokens", 1);
   config.maxNumSeqs = integerField(step, "step", "max_num_seqs", 1);
   config.workspaceBytes = integerField(step, "step", "workspace_bytes", 0);
   config.blockSize = integerField(step, "step", "block_size", 1);
   // The runtime allocates the KV pool, so it must know its element type.
   std::string kvDtype = stringField(step, "step", "kv_dtype");
-  if (kvDtype != "f32")
+  if (target.isCuda()) {
+    if (kvDtype != target.dtype)
+      throw Error("manifest.json: step.kv_dtype '" + kvDtype + "' is not the target's dtype '" +
+                  target.dtype + "'");
+  } else if (kvDtype != "f32")
     throw Error("manifest.json: step.kv_dtype '" + kvDtype +
                 "' is not supported by this runtime (f32 only)");
   return config;
@@ -204,6 +250,52 @@ void checkWeightIndex(const json &weights, size_t weightsSize) {
   }
 }
 
+/// Reads the kernels files of a cuda artifact, each verified, by name;
+/// refuses a file that is not one and a list without step_plan.json.
+std::map<std::string, std::string> readCudaKernels(const std::string &directory,
+                                                   const json &kernels) {
+  static const char *const kCudaFiles[] = {"kernels.ptx", "kernels.cubin", "attention.ptx",
+                                           "attention.cubin", "step_plan.json"};
+  std::map<std::string, std::string> files;
+  for (const json &entry : kernels) {
+    std::string file = stringField(entry, "kernels[]", "file");
+    if (std::find(std::begin(kCudaFiles), std::end(kCudaFiles), file) == std::end(kCudaFiles))
+      throw Error("manifest.json: kernels lists " + file +
+                  ", which is not a file of a cuda artifact (kernels.ptx, kernels.cubin, "
+                  "attention.ptx, attention.cubin, step_plan.json)");
+    if (files.count(file)) throw Error("manifest.json: kernels lists " + file + " twice");
+    auto mapping = mapVerified(directory, entry, "kernels[]");
+    // An empty file maps to null, which std::string must not be given.
+    files[file] = mapping->size ? std::string(static_cast<const char *>(mapping->data),
+                                              mapping->size)
+                                : std::string();
+  }
+  if (!files.count("step_plan.json"))
+    throw Error("manifest.json: kernels lists no step_plan.json for target cuda");
+  return files;
+}
+
+/// The tokenizer files the manifest lists, verified ("" for each one absent).
+struct TokenizerFiles {
+  std::string tokenizerJson, tokenizerConfigJson, chatTemplateJinja;
+};
+
+TokenizerFiles readTokenizerFiles(const json &manifest, const std::string &directory) {
+  // Optional: the tokenizer copied from the model's directory.
+  TokenizerFiles found;
+  if (!manifest.contains("tokenizer")) return found;
+  const json &files = field(field(manifest, "", "tokenizer"), "tokenizer", "files");
+  if (!files.is_array()) throw Error("manifest.json: tokenizer.files must be a list");
+  for (const json &entry : files) {
+    mapVerified(directory, entry, "tokenizer.files[]");
+    std::string file = stringField(entry, "tokenizer.files[]", "file");
+    if (file == "tokenizer.json") found.tokenizerJson = joinPath(directory, file);
+    if (file == "tokenizer_config.json") found.tokenizerConfigJson = joinPath(directory, file);
+    if (file == "chat_template.jinja") found.chatTemplateJinja = joinPath(directory, file);
+  }
+  return found;
+}
+
 bool endsWith(const std::string &text, const std::string &suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -212,12 +304,13 @@ bool endsWith(const std::string &text, const std::string &suffix) {
 
 std::unique_ptr<Artifact> Artifact::load(const std::string &directory) {
   json manifest = readManifest(directory);
-  checkVersionsAndTarget(manifest, directory);
+  TargetConfig target = checkVersionsAndTarget(manifest, directory);
 
   std::unique_ptr<Artifact> artifact(new Artifact());
   artifact->dir = directory;
-  artifact->modelConfig = parseModelConfig(manifest);
-  artifact->stepConfig = parseStepConfig(manifest);
+  artifact->targetConfig = target;
+  artifact->modelConfig = parseModelConfig(manifest, target);
+  artifact->stepConfig = parseStepConfig(manifest, target);
 
   const json &weights = field(manifest, "", "weights");
   auto weightsMapping = mapVerified(directory, weights, "weights");
@@ -225,8 +318,19 @@ std::unique_ptr<Artifact> Artifact::load(const std::string &directory) {
   artifact->weightsSize = weightsMapping->size;
   artifact->weightsData = weightsMapping->release();
 
+  auto adoptTokenizerFiles = [&] {
+    TokenizerFiles tokenizer = readTokenizerFiles(manifest, directory);
+    artifact->tokenizerJson = tokenizer.tokenizerJson;
+    artifact->tokenizerConfigJson = tokenizer.tokenizerConfigJson;
+    artifact->chatTemplateJinja = tokenizer.chatTemplateJinja;
+  };
   const json &kernels = field(manifest, "", "kernels");
   if (!kernels.is_array()) throw Error("manifest.json: kernels must be a list");
+  if (target.isCuda()) {
+    artifact->cudaFiles = readCudaKernels(directory, kernels);
+    adoptTokenizerFiles();
+    return artifact;
+  }
   std::string libraryPath;
   for (const json &entry : kernels) {
     mapVerified(directory, entry, "kernels[]");
@@ -239,19 +343,7 @@ std::unique_ptr<Artifact> Artifact::load(const std::string &directory) {
   if (libraryPath.empty())
     throw Error("manifest.json: kernels lists no shared object (kernels.so) for target cpu");
 
-  // Optional: the tokenizer copied from the model's directory.
-  if (manifest.contains("tokenizer")) {
-    const json &files = field(field(manifest, "", "tokenizer"), "tokenizer", "files");
-    if (!files.is_array()) throw Error("manifest.json: tokenizer.files must be a list");
-    for (const json &entry : files) {
-      mapVerified(directory, entry, "tokenizer.files[]");
-      std::string file = stringField(entry, "tokenizer.files[]", "file");
-      if (file == "tokenizer.json") artifact->tokenizerJson = joinPath(directory, file);
-      if (file == "tokenizer_config.json")
-        artifact->tokenizerConfigJson = joinPath(directory, file);
-      if (file == "chat_template.jinja") artifact->chatTemplateJinja = joinPath(directory, file);
-    }
-  }
+  adoptTokenizerFiles();
 
   // A path with a '/' makes dlopen take it as a file, not search for it.
   if (libraryPath.find('/') == std::string::npos) libraryPath = "./" + libraryPath;

@@ -1,8 +1,9 @@
 //===- Artifact.h - a loaded model.llmc directory ---------------*- C++ -*-===//
 //
 // The runtime's view of what `llmc compile` wrote (docs/artifact.md): the
-// manifest's configuration, weights.bin mapped read-only and the step function
-// of kernels.so.
+// manifest's configuration, weights.bin mapped read-only and, for the CPU, the
+// step function of kernels.so; for CUDA, the kernels and step plan the GPU
+// runs (docs/cuda.md).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_ARTIFACT_H
@@ -12,10 +13,24 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
 namespace llmc::runtime {
+
+/// manifest.json's "target": what the step was compiled for.
+struct TargetConfig {
+  /// "cpu" or "cuda".
+  std::string kind;
+  /// cuda: the GPU architecture compiled for ("sm_90").
+  std::string arch;
+  /// cuda: the storage dtype of weights, activations and the KV pool ("bf16"
+  /// or "f16"; model.dtype and step.kv_dtype agree with it).
+  std::string dtype;
+
+  bool isCuda() const { return kind == "cuda"; }
+};
 
 /// manifest.json's "model": the network's shape.
 struct ModelConfig {
@@ -31,6 +46,7 @@ struct ModelConfig {
 
 /// manifest.json's "step": the limits and needs of the step function.
 struct StepConfig {
+  /// The step function of kernels.so (cpu; cuda artifacts may leave it out).
   std::string symbol;
   int64_t maxNumBatchedTokens = 0;
   int64_t maxNumSeqs = 0;
@@ -40,8 +56,8 @@ struct StepConfig {
 
 /// A model.llmc directory, verified and loaded: load() checks the manifest's
 /// versions and target and every file's size and checksum before it maps the
-/// weights and opens kernels.so. The mapping and the library live as long as
-/// the Artifact.
+/// weights and opens kernels.so (cpu) or reads the kernels and step plan
+/// (cuda). The mapping and the library live as long as the Artifact.
 class Artifact {
 public:
   /// Loads the artifact in `directory`; throws Error naming the file and the
@@ -52,9 +68,15 @@ public:
   Artifact &operator=(const Artifact &) = delete;
 
   const std::string &directory() const { return dir; }
+  const TargetConfig &target() const { return targetConfig; }
   const ModelConfig &model() const { return modelConfig; }
   const StepConfig &step() const { return stepConfig; }
+  /// kernels.so's step function (null for a cuda artifact).
   LlmcStepFn stepFunction() const { return stepFn; }
+  /// A cuda artifact's kernels files by name (kernels.ptx, kernels.cubin,
+  /// attention.ptx, attention.cubin, step_plan.json), as verified: the ones
+  /// the manifest lists. Empty for a cpu artifact.
+  const std::map<std::string, std::string> &deviceFiles() const { return cudaFiles; }
   /// weights.bin as mapped (null when it is empty).
   const void *weights() const { return weightsData; }
   size_t weightsBytes() const { return weightsSize; }
@@ -70,12 +92,14 @@ private:
   Artifact() = default;
 
   std::string dir;
+  TargetConfig targetConfig;
   ModelConfig modelConfig;
   StepConfig stepConfig;
   void *weightsData = nullptr;
   size_t weightsSize = 0;
   void *kernelsLibrary = nullptr;
   LlmcStepFn stepFn = nullptr;
+  std::map<std::string, std::string> cudaFiles;
   std::string tokenizerJson;
   std::string tokenizerConfigJson;
   std::string chatTemplateJinja;

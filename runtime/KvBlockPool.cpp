@@ -9,15 +9,25 @@
 
 namespace llmc::runtime {
 
-KvBlockPool::KvBlockPool(const KvCacheShape &shape) : cacheShape(shape) {
+namespace {
+/// Refuses a shape the step ABI cannot address.
+const KvCacheShape &checked(const KvCacheShape &shape) {
   if (shape.numBlocks < 1 || shape.blockSize < 1)
     throw Error("the KV cache needs at least one block of at least one position");
   // Slots (block * blockSize + offset) are int32 in the step ABI.
   if (shape.numBlocks > std::numeric_limits<int32_t>::max() / shape.blockSize)
     throw Error("the KV cache cannot have " + std::to_string(shape.numBlocks) +
                 " blocks: their slots do not fit in int32");
-  memory = AlignedBuffer(static_cast<size_t>(shape.numElements()) * sizeof(float));
+  return shape;
 }
+} // namespace
+
+KvBlockPool::KvBlockPool(const KvCacheShape &shape) : cacheShape(checked(shape)) {
+  memory = AlignedBuffer(static_cast<size_t>(shape.numBytes()));
+}
+
+KvBlockPool::KvBlockPool(const KvCacheShape &shape, KvBlockStorage &storage)
+    : cacheShape(checked(shape)), storage(&storage) {}
 
 void KvBlockPool::copyBlock(BlockId from, BlockId to) {
   for (BlockId block : {from, to})
@@ -25,13 +35,18 @@ void KvBlockPool::copyBlock(BlockId from, BlockId to) {
       throw Error("KV block " + std::to_string(block) + " is not in the pool of " +
                   std::to_string(cacheShape.numBlocks));
   // [layers, blocks, 2, heads, blockSize, headDim]: a block is one run of
-  // elements per layer.
-  int64_t perLayerBlock = cacheShape.elementsPerLayerBlock();
-  int64_t layerStride = cacheShape.numBlocks * perLayerBlock;
+  // bytes per layer.
+  int64_t blockBytes = cacheShape.elementsPerLayerBlock() * cacheShape.elementBytes;
+  int64_t layerBytes = cacheShape.numBlocks * blockBytes;
   for (int64_t layer = 0; layer < cacheShape.numLayers; ++layer) {
-    float *base = data() + layer * layerStride;
-    std::memcpy(base + to * perLayerBlock, base + from * perLayerBlock,
-                static_cast<size_t>(perLayerBlock) * sizeof(float));
+    int64_t source = layer * layerBytes + from * blockBytes;
+    int64_t destination = layer * layerBytes + to * blockBytes;
+    if (storage) {
+      storage->copyBytes(source, destination, blockBytes);
+    } else {
+      auto *base = static_cast<unsigned char *>(memory.data());
+      std::memcpy(base + destination, base + source, static_cast<size_t>(blockBytes));
+    }
   }
 }
 

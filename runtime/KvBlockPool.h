@@ -10,37 +10,52 @@
 namespace llmc::runtime {
 
 /// The extents of the KV cache: [numLayers, numBlocks, 2, numKvHeads,
-/// blockSize, headDim] f32, K at index 0 of the third axis and V at 1.
+/// blockSize, headDim] elements of elementBytes each (f32 on the CPU, bf16 or
+/// f16 on a GPU), K at index 0 of the third axis and V at 1.
 struct KvCacheShape {
   int64_t numLayers = 0;
   int64_t numBlocks = 0;
   int64_t numKvHeads = 0;
   int64_t blockSize = 0;
   int64_t headDim = 0;
+  int64_t elementBytes = 4;
 
   /// The six extents in the step ABI's order.
   std::vector<int64_t> extents() const {
     return {numLayers, numBlocks, 2, numKvHeads, blockSize, headDim};
   }
-  /// Floats of one block in one layer, K and V.
+  /// Elements of one block in one layer, K and V.
   int64_t elementsPerLayerBlock() const { return 2 * numKvHeads * blockSize * headDim; }
   /// Bytes of one block over all layers.
-  int64_t bytesPerBlock() const {
-    return numLayers * elementsPerLayerBlock() * static_cast<int64_t>(sizeof(float));
-  }
+  int64_t bytesPerBlock() const { return numLayers * elementsPerLayerBlock() * elementBytes; }
   int64_t numElements() const { return numLayers * numBlocks * elementsPerLayerBlock(); }
+  int64_t numBytes() const { return numElements() * elementBytes; }
 };
 
-/// The KV cache memory: 64-byte aligned, zero-filled, indexed by block id.
-/// Which block belongs to which sequence is the engine's BlockManager's
-/// business; this class only holds the memory and copies blocks for it.
+/// KV cache memory that is not host memory of the pool's own (a GPU's): it
+/// copies byte ranges within itself, for KvBlockPool::copyBlock.
+class KvBlockStorage {
+public:
+  virtual ~KvBlockStorage() = default;
+  /// Copies `bytes` bytes at byte offset `from` of the pool to offset `to`.
+  virtual void copyBytes(int64_t from, int64_t to, int64_t bytes) = 0;
+};
+
+/// The KV cache memory, indexed by block id: 64-byte aligned, zero-filled
+/// host memory, or a KvBlockStorage elsewhere. Which block belongs to which
+/// sequence is the engine's BlockManager's business; this class only holds
+/// the memory and copies blocks for it.
 class KvBlockPool {
 public:
   using BlockId = int32_t;
 
+  /// A pool in zero-filled host memory: the CPU's f32 cache.
   explicit KvBlockPool(const KvCacheShape &shape);
+  /// A pool in `storage`, which outlives it.
+  KvBlockPool(const KvCacheShape &shape, KvBlockStorage &storage);
 
   const KvCacheShape &shape() const { return cacheShape; }
+  /// The host memory; null for a pool in a KvBlockStorage.
   float *data() const { return static_cast<float *>(memory.data()); }
   int64_t numBlocks() const { return cacheShape.numBlocks; }
   int64_t blockSize() const { return cacheShape.blockSize; }
@@ -51,6 +66,7 @@ public:
 private:
   KvCacheShape cacheShape;
   AlignedBuffer memory;
+  KvBlockStorage *storage = nullptr;
 };
 
 /// The slot of `position` for a sequence with this block table:

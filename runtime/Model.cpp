@@ -2,9 +2,13 @@
 #include "runtime/Model.h"
 
 #include "runtime/Error.h"
+#ifdef LLMC_HAVE_CUDA
+#include "runtime/cuda/CudaModel.h"
+#endif
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -30,14 +34,36 @@ std::string mebibytes(int64_t bytes) {
   return text.str();
 }
 
+/// The memory a KV cache is sized against.
+struct KvMemory {
+  int64_t elementBytes = 4;
+  /// Bytes available to the KV cache, measured only when an option asks.
+  std::function<int64_t()> availableBytes;
+  /// How the summary names that memory ("available after the weights").
+  std::string availableWhat;
+  /// The fraction of it taken when no option is set; 0: kDefaultKvCacheBytes.
+  double defaultFraction = 0;
+};
+
+/// The host's memory for a cpu artifact's f32 KV cache.
+KvMemory hostMemory(const Artifact &artifact) {
+  KvMemory memory;
+  memory.availableBytes = [&artifact] {
+    return availableHostMemory() - static_cast<int64_t>(artifact.weightsBytes());
+  };
+  memory.availableWhat = "available after the weights";
+  return memory;
+}
+
 /// The KV cache's extents under the options' budget, and a line saying so.
 KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
-                          std::string &summary) {
+                          const KvMemory &memory, std::string &summary) {
   KvCacheShape shape;
   shape.numLayers = artifact.model().numLayers;
   shape.numKvHeads = artifact.model().numKvHeads;
   shape.blockSize = artifact.step().blockSize;
   shape.headDim = artifact.model().headDim;
+  shape.elementBytes = memory.elementBytes;
   int64_t bytesPerBlock = shape.bytesPerBlock();
 
   std::string source;
@@ -49,6 +75,12 @@ KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
   } else {
     int64_t budget = Model::kDefaultKvCacheBytes;
     source = "the default budget";
+    // A fraction of the available memory: the option's or the default one.
+    auto fractionOfAvailable = [&](double fraction, const std::string &what) {
+      int64_t available = std::max<int64_t>(memory.availableBytes(), 0);
+      budget = static_cast<int64_t>(fraction * double(available));
+      source = what + " of " + mebibytes(available) + " " + memory.availableWhat;
+    };
     if (options.kvCacheBytes > 0) {
       budget = options.kvCacheBytes;
       source = "--kv-cache-memory";
@@ -56,12 +88,11 @@ KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
       if (!(options.memoryFraction > 0 && options.memoryFraction <= 1))
         throw Error("the memory fraction must be in (0, 1], got " +
                     std::to_string(options.memoryFraction));
-      int64_t available =
-          availableHostMemory() - static_cast<int64_t>(artifact.weightsBytes());
-      budget = static_cast<int64_t>(options.memoryFraction * double(std::max<int64_t>(available, 0)));
-      source = "--memory-fraction " + std::to_string(options.memoryFraction).substr(0, 4) +
-               " of " + mebibytes(std::max<int64_t>(available, 0)) +
-               " available after the weights";
+      std::string fraction = std::to_string(options.memoryFraction).substr(0, 4);
+      fractionOfAvailable(options.memoryFraction, "--memory-fraction " + fraction);
+    } else if (memory.defaultFraction != 0) {
+      fractionOfAvailable(memory.defaultFraction,
+                          "the default " + std::to_string(memory.defaultFraction).substr(0, 4));
     }
     shape.numBlocks = budget / bytesPerBlock;
     if (shape.numBlocks < 1)
@@ -73,6 +104,35 @@ KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
             std::to_string(shape.numBlocks * shape.blockSize) + " tokens, " +
             mebibytes(shape.numBlocks * bytesPerBlock) + ", " + source + ")";
   return shape;
+}
+
+/// The GPU model of a cuda artifact, its KV cache sized by the options
+/// against the device memory left free; null for a cpu artifact. Every
+/// failure names the artifact and its target.
+std::unique_ptr<AcceleratorModel> openAccelerator(const Artifact &artifact,
+                                                  const ModelOptions &options,
+                                                  std::string &summary) {
+  const TargetConfig &target = artifact.target();
+  if (!target.isCuda()) return nullptr;
+  std::string what =
+      artifact.directory() + " targets CUDA (" + target.arch + ", " + target.dtype + "): ";
+#ifdef LLMC_HAVE_CUDA
+  try {
+    return std::make_unique<cuda::CudaModel>(
+        artifact, [&](int64_t freeBytes, const std::string &deviceName) {
+          KvMemory memory;
+          memory.elementBytes = 2; // bf16 and f16
+          memory.availableBytes = [freeBytes] { return freeBytes; };
+          memory.availableWhat = "free on the " + deviceName + " after the weights and workspace";
+          memory.defaultFraction = Model::kDefaultDeviceMemoryFraction;
+          return kvCacheShape(artifact, options, memory, summary);
+        });
+  } catch (const Error &error) {
+    throw Error(what + error.what());
+  }
+#else
+  throw Error(what + "this runtime was built without CUDA support");
+#endif
 }
 
 /// A rank-1 descriptor over `size` elements; the ABI's arrays are never
@@ -109,9 +169,13 @@ std::unique_ptr<Model> Model::open(const std::string &artifactDir, const ModelOp
 }
 
 Model::Model(std::unique_ptr<Artifact> artifact, const ModelOptions &options)
-    : loaded(std::move(artifact)), cpu(options.numThreads),
-      workspace(static_cast<size_t>(loaded->step().workspaceBytes)),
-      kvCache(kvCacheShape(*loaded, options, kvSummary)) {}
+    : loaded(std::move(artifact)), cpu(loaded->target().isCuda() ? 1 : options.numThreads),
+      workspace(loaded->target().isCuda() ? 0
+                                          : static_cast<size_t>(loaded->step().workspaceBytes)),
+      accelerator(openAccelerator(*loaded, options, kvSummary)),
+      kvCache(accelerator ? KvBlockPool(accelerator->kvShape(), *accelerator)
+                          : KvBlockPool(kvCacheShape(*loaded, options, hostMemory(*loaded),
+                                                     kvSummary))) {}
 
 void Model::validate(const StepBatch &batch) const {
   const StepConfig &limits = stepConfig();
@@ -170,6 +234,10 @@ void Model::validate(const StepBatch &batch) const {
 
 void Model::step(const StepBatch &batch, float *logits) {
   validate(batch);
+  if (accelerator) {
+    accelerator->step(batch, logits);
+    return;
+  }
   int64_t numTokens = batch.numTokens, numSeqs = batch.numSeqs;
   LlmcMemRef1 tokens = memref1(batch.tokens, numTokens);
   LlmcMemRef1 positions = memref1(batch.positions, numTokens);

@@ -54,29 +54,52 @@ struct StepBatchArrays {
 
 /// How big the KV cache is, in the first of these that is set.
 struct ModelOptions {
-  /// Threads of the CPU device, the caller's included; 0 = one per hardware thread.
+  /// Threads of the CPU device, the caller's included; 0 = one per hardware
+  /// thread. A CUDA model's CPU device has one: the host only packs inputs.
   unsigned numThreads = 0;
   /// Blocks in the KV cache.
   int64_t numKvBlocks = 0;
   /// Bytes of KV cache (as many whole blocks as fit).
   int64_t kvCacheBytes = 0;
-  /// A fraction, in (0, 1], of the host memory still available once the
-  /// weights and the step's workspace are accounted for (as vLLM's
-  /// gpu_memory_utilization): fraction x (MemAvailable - weights not yet
-  /// resident). The workspace is planned at compile time, so no profiling
-  /// step is needed to know the step's own memory.
+  /// A fraction, in (0, 1], of the memory still available once the weights
+  /// and the step's workspace are accounted for (as vLLM's
+  /// gpu_memory_utilization). On the CPU: fraction x (MemAvailable - weights
+  /// not yet resident). On a GPU: fraction x the device memory cuMemGetInfo
+  /// reports free once the weights, workspace and step buffers are allocated;
+  /// with none of these options set, 0.9 of it. The workspace is planned at
+  /// compile time, so no profiling step is needed to know the step's own
+  /// memory.
   double memoryFraction = 0;
 };
 
+/// A model that runs on an accelerator rather than the host CPU (a CUDA GPU:
+/// runtime/cuda/CudaModel.h). It holds the device's copies of the weights,
+/// the workspace and the KV pool, whose block copies it makes.
+class AcceleratorModel : public KvBlockStorage {
+public:
+  /// The KV pool it allocated.
+  virtual const KvCacheShape &kvShape() const = 0;
+  /// Runs a batch Model::validate accepted and writes [numSeqs, vocabSize]
+  /// logits to host memory.
+  virtual void step(const StepBatch &batch, float *logits) = 0;
+};
+
 /// A compiled model with what running it needs: the artifact, the CPU device,
-/// the KV cache and the step's workspace. step() is not reentrant: one step
-/// at a time per Model.
+/// the KV cache and the step's workspace; for a cuda artifact, the GPU's
+/// (an AcceleratorModel). step() is not reentrant: one step at a time per
+/// Model.
 class Model {
 public:
-  /// The KV cache budget when ModelOptions sets none.
+  /// The KV cache budget on the CPU when ModelOptions sets none.
   static constexpr int64_t kDefaultKvCacheBytes = int64_t(1) << 30;
+  /// The fraction of free device memory the KV cache takes on a GPU when
+  /// ModelOptions sets none.
+  static constexpr double kDefaultDeviceMemoryFraction = 0.9;
 
   /// Loads the artifact in `artifactDir` (see Artifact::load) and sets it up.
+  /// A cuda artifact needs an NVIDIA driver and GPU: without them this throws
+  /// Error "<dir> targets CUDA (<arch>, <dtype>): no NVIDIA driver on this
+  /// machine (...)" or "...: no CUDA device (...)".
   static std::unique_ptr<Model> open(const std::string &artifactDir, const ModelOptions &options);
   Model(std::unique_ptr<Artifact> artifact, const ModelOptions &options);
 
@@ -100,8 +123,9 @@ private:
 
   std::unique_ptr<Artifact> loaded;
   CpuDevice cpu;
-  AlignedBuffer workspace;
+  AlignedBuffer workspace; // cpu artifacts
   std::string kvSummary;
+  std::unique_ptr<AcceleratorModel> accelerator; // cuda artifacts
   KvBlockPool kvCache;
 };
 

@@ -155,3 +155,15 @@ def test_dtype_is_for_cuda_only(onnx_dir, tmp_path):
     assert result.returncode == 1 and "--target cuda" in result.stderr
     result = compile_cuda(model, tmp_path / "out", "--target", "cuda:sm_80", "--dtype", "fp8")
     assert result.returncode == 1 and "bf16 or f16" in result.stderr
+
+
+def test_a_cuda_artifact_without_a_gpu_is_one_clear_error(onnx_dir, tmp_path):
+    """Loading needs the NVIDIA driver; without one the runtime says so (the test machine has none)."""
+    from llmc.runtime import LlmcRuntimeError, Model
+    model = write_fixture(*MODELS["optimum-gqa"], onnx_dir)
+    assert compile_cuda(model, tmp_path / "model.llmc", "--target", "cuda:sm_90").returncode == 0
+    with pytest.raises(LlmcRuntimeError, match=r"targets CUDA \(sm_90, bf16\): no NVIDIA driver"):
+        Model(tmp_path / "model.llmc")
+    run = subprocess.run([str(LLMC), "run", str(tmp_path / "model.llmc"), "--prompt-ids", "1,2"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "no NVIDIA driver" in run.stderr

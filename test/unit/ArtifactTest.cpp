@@ -86,11 +86,11 @@ TEST(Artifact, RefusesAnotherStepAbi) {
   EXPECT_LOAD_ERROR(test, expected);
 }
 
-TEST(Artifact, RefusesATargetOtherThanCpu) {
+TEST(Artifact, RefusesATargetItDoesNotRun) {
   TestArtifact test;
-  test.manifest["target"]["kind"] = "cuda";
+  test.manifest["target"]["kind"] = "tpu";
   test.writeManifest();
-  EXPECT_LOAD_ERROR(test, "targets 'cuda'; this runtime runs cpu artifacts only");
+  EXPECT_LOAD_ERROR(test, "targets 'tpu'; this runtime runs cpu and cuda artifacts only");
 }
 
 TEST(Artifact, RefusesMissingOrInvalidFields) {

@@ -1,0 +1,86 @@
+//===- CudaModel.h - a cuda artifact on an NVIDIA GPU -----------*- C++ -*-===//
+//
+// Loads a cuda artifact (docs/cuda.md) onto the first visible GPU and runs
+// its step plan there: the device memory (weights, workspace, KV pool, step
+// inputs, logits), the kernel modules, the plan's executor on one stream and
+// the CUDA graphs of decode steps. docs/cuda.md, "The runtime", tells the
+// whole story.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_CUDA_CUDAMODEL_H
+#define LLMC_RUNTIME_CUDA_CUDAMODEL_H
+
+#include "runtime/Artifact.h"
+#include "runtime/Model.h"
+#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/StepPlan.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace llmc::runtime::cuda {
+
+/// A cuda artifact loaded on the GPU. Every call makes the model's context
+/// current on the calling thread for its duration, so any one thread at a
+/// time may use it.
+class CudaModel final : public AcceleratorModel {
+public:
+  /// Decides the KV cache's shape from the device memory free once
+  /// everything else is allocated, and the device's name.
+  using KvCacheSizer =
+      std::function<KvCacheShape(int64_t freeBytes, const std::string &deviceName)>;
+
+  /// Checks the step plan against the artifact, opens the driver and the
+  /// first visible GPU, loads the modules and resolves every kernel the plan
+  /// names, copies the weights to the device, allocates the workspace, the
+  /// step buffers and the KV pool (sized by `sizeKvCache`) and chooses the
+  /// GEMM algorithms. Throws Error with one line for each failure: "no
+  /// NVIDIA driver on this machine (...)", "no CUDA device (...)", a GPU
+  /// older than the artifact's architecture, a missing kernel, memory.
+  CudaModel(const Artifact &artifact, const KvCacheSizer &sizeKvCache);
+  ~CudaModel() override;
+  CudaModel(const CudaModel &) = delete;
+  CudaModel &operator=(const CudaModel &) = delete;
+
+  /// The GPU a model runs on.
+  struct Gpu {
+    CUdevice device = 0;
+    std::string name;
+    /// 10 x major + minor: 90 for sm_90.
+    int computeCapability = 0;
+
+    std::string arch() const { return "sm_" + std::to_string(computeCapability); }
+  };
+
+  const KvCacheShape &kvShape() const override;
+  /// Copies the step's inputs to the GPU in one copy, runs the plan (a decode
+  /// step padded to a graph batch size, and from its size's second step on
+  /// as a CUDA graph) and copies the logits back.
+  void step(const StepBatch &batch, float *logits) override;
+  /// Enqueues a device-to-device copy within the KV pool on the model's
+  /// stream, ahead of the next step.
+  void copyBytes(int64_t from, int64_t to, int64_t bytes) override;
+
+private:
+  struct DeviceState;
+
+  /// Enqueues every step of the plan on the stream.
+  void runPlan(const SymbolValues &symbols);
+  /// Captures the plan for decode steps of `batchSize` sequences as a CUDA
+  /// graph, kept for the steps of that size after this one.
+  void captureGraph(int64_t batchSize, const SymbolValues &symbols);
+
+  const Artifact &artifact;
+  StepPlan plan;
+  const CudaDriver &driver;
+  Gpu gpu;
+  PrimaryContext context;
+  /// Everything allocated on the device, released (in order, the context
+  /// current) before the context is.
+  std::unique_ptr<DeviceState> state;
+};
+
+} // namespace llmc::runtime::cuda
+
+#endif // LLMC_RUNTIME_CUDA_CUDAMODEL_H
