@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The GPU check, for a machine with an NVIDIA GPU:
+#   1. checks that there is a GPU (nvidia-smi), and stops with one line if there is none;
+#   2. builds build/ (configured by scripts/setup.sh only when it is not configured yet);
+#   3. runs the CUDA parity tests, pytest test/gpu (every fixture compiled with
+#      --target cuda, bf16 and f16, against onnxruntime);
+#   4. runs the GPU benchmark, bench/gpu_bench.py (llmc against the GPU's limits and against
+#      transformers on a ~1.1B-parameter Llama);
+#   5. prints a summary table last.
+#
+#   bash scripts/gpu-check.sh [tests] [bench]     # both stages unless some are named
+#
+# LLMC_SKIP_BUILD=1 uses build/ as it is. LLMC_PYTHON=PATH picks the Python (default: the
+# first of .venv/bin/python and python3 that has what the stages need: numpy, onnx and
+# onnxruntime, pytest for the tests, torch and transformers for the benchmark).
+# LLMC_BUILD_LOCK=FILE serialises the build with other builds of the tree (flock), as in
+# test.sh. Logs and the benchmark's JSON go to build/gpu-check/. Exits non-zero if any stage
+# fails.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export CCACHE_BASEDIR="$PWD"
+OUT=build/gpu-check
+
+die() { echo "gpu-check: $*" >&2; exit 1; }
+stage() { echo; echo "== $* ($(date +%T))"; }
+
+# --- stages ---------------------------------------------------------------------------------
+run_tests=0
+run_bench=0
+for arg in "$@"; do
+  case $arg in
+    tests) run_tests=1 ;;
+    bench) run_bench=1 ;;
+    *) die "unknown argument '$arg' (expected: tests, bench)" ;;
+  esac
+done
+if ((!run_tests && !run_bench)); then run_tests=1; run_bench=1; fi
+
+# --- the GPU --------------------------------------------------------------------------------
+command -v nvidia-smi >/dev/null \
+  || die "no NVIDIA GPU: nvidia-smi is not installed (test/gpu and bench/gpu_bench.py need a GPU)"
+if ! listing=$(nvidia-smi -L 2>&1); then
+  die "no NVIDIA GPU: nvidia-smi -L failed: $(head -n1 <<<"$listing")"
+fi
+gpu=$(grep -m1 '^GPU ' <<<"$listing" || true)
+[[ -n $gpu ]] || die "no NVIDIA GPU: nvidia-smi -L lists none"
+gpu=${gpu#GPU *: }
+gpu=${gpu% (UUID*}
+echo "gpu-check: $gpu"
+
+# --- Python ---------------------------------------------------------------------------------
+modules=(numpy onnx onnxruntime)
+if ((run_tests)); then modules+=(pytest); fi
+if ((run_bench)); then modules+=(torch transformers); fi
+missing_modules() {  # missing_modules PYTHON: the modules it cannot import, space-separated
+  "$1" -c 'import importlib.util, sys
+print(" ".join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))' "${modules[@]}"
+}
+if [[ -n ${LLMC_PYTHON:-} ]]; then candidates=("$LLMC_PYTHON")
+else candidates=(.venv/bin/python python3); fi
+PYTHON=
+problems=()
+for candidate in "${candidates[@]}"; do
+  if ! command -v "$candidate" >/dev/null; then problems+=("$candidate: not found"); continue; fi
+  if ! missing=$(missing_modules "$candidate" 2>&1); then
+    problems+=("$candidate: does not run"); continue
+  fi
+  if [[ -z $missing ]]; then PYTHON=$candidate; break; fi
+  problems+=("$candidate lacks $missing")
+done
+[[ -n $PYTHON ]] || die "no Python with ${modules[*]} (${problems[*]/%/;} set LLMC_PYTHON)"
+
+# --- build ----------------------------------------------------------------------------------
+if [[ ${LLMC_SKIP_BUILD:-0} == 1 ]]; then
+  [[ -x build/bin/llmc && -f build/lib/libllmc_runtime_c.so ]] \
+    || die "LLMC_SKIP_BUILD=1, but build/ has no bin/llmc or lib/libllmc_runtime_c.so"
+  build_result="skipped (LLMC_SKIP_BUILD=1)"
+else
+  stage "building build/"
+  [[ -f build/build.ninja ]] || bash scripts/setup.sh
+  lock=()
+  if [[ -n ${LLMC_BUILD_LOCK:-} ]]; then lock=(flock "$LLMC_BUILD_LOCK"); fi
+  "${lock[@]}" ninja -C build || die "build failed"
+  build_result="ok"
+fi
+mkdir -p "$OUT"
+
+failed=()
+tests_result="not run"
+bench_result="not run"
+
+# --- tests ----------------------------------------------------------------------------------
+if ((run_tests)); then
+  stage "CUDA parity tests (pytest test/gpu, log in $OUT/pytest.log)"
+  start=$SECONDS
+  if PYTHONPATH=python "$PYTHON" -m pytest test/gpu -q -p no:cacheprovider 2>&1 \
+      | tee "$OUT/pytest.log"; then
+    tests_result="ok"
+  else
+    tests_result="FAILED"
+    failed+=("tests")
+  fi
+  tests_result+=": $(tail -n1 "$OUT/pytest.log") ($((SECONDS - start)) s)"
+fi
+
+# --- benchmark ------------------------------------------------------------------------------
+if ((run_bench)); then
+  stage "GPU benchmark (bench/gpu_bench.py, figures in $OUT/bench.json)"
+  start=$SECONDS
+  if PYTHONPATH=python "$PYTHON" bench/gpu_bench.py --json "$OUT/bench.json" \
+      | tee "$OUT/bench.txt"; then
+    bench_result="ok ($((SECONDS - start)) s)"
+  else
+    bench_result="FAILED ($((SECONDS - start)) s)"
+    failed+=("bench")
+  fi
+fi
+
+# --- summary --------------------------------------------------------------------------------
+echo
+echo "== gpu-check summary"
+printf '%-7s %s\n' gpu "$gpu" build "$build_result" tests "$tests_result" bench "$bench_result"
+if [[ $bench_result == ok* ]]; then
+  echo
+  cat "$OUT/bench.txt"
+fi
+echo
+if ((${#failed[@]})); then
+  echo "gpu-check: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "gpu-check: all stages passed"
