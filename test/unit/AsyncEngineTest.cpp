@@ -191,8 +191,11 @@ TEST_F(AsyncEngineTest, AStopStringEndsTheSampleBeforeItAndFreesItsBlocks) {
   EXPECT_EQ(text, whole.substr(0, whole.find(stop)));
   EXPECT_EQ(reason, FinishReason::Stop);
   EXPECT_EQ(matched, stop);
-  // The engine was still running the sample: the stop aborts it there.
-  for (int wait = 0; wait < 500 && engine.stats().engine.numKvBlocksHeld; ++wait)
+  // The engine was still running the sample: the stop aborts it there, and
+  // its thread then frees the blocks and retires the request (in that order).
+  for (int wait = 0; wait < 500 && (engine.stats().engine.numKvBlocksHeld ||
+                                    engine.stats().numPendingRequests);
+       ++wait)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(engine.stats().engine.numKvBlocksHeld, 0);
   EXPECT_EQ(engine.stats().numPendingRequests, 0);
