@@ -24,6 +24,9 @@ namespace llmc {
 /// Unpacks an llm.dequantize of constants into f32 [rows, cols] at compile
 /// time (every target's weights start as this).
 mlir::FailureOr<mlir::ElementsAttr> dequantizeConstant(llm::DequantizeOp op);
+/// The f32 constant data of a weight operand, dequantised if packed; an
+/// error naming `target` ("CPU", "CUDA") for anything else.
+mlir::FailureOr<mlir::ElementsAttr> weightConstant(mlir::Value value, llvm::StringRef target);
 /// Copies what the manifest needs from the planned step `model` onto
 /// `module` (llmc.workspace_bytes, step limits, hidden size, heads, positions).
 void recordStepAttributes(mlir::ModuleOp module, mlir::func::FuncOp model);

@@ -94,6 +94,27 @@ FailureOr<ElementsAttr> dequantizeConstant(llm::DequantizeOp op) {
       type, "dequantized", HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(values))));
 }
 
+FailureOr<ElementsAttr> weightConstant(Value value, StringRef target) {
+  Operation *def = value.getDefiningOp();
+  ElementsAttr data;
+  if (auto constant = dyn_cast_or_null<onnx::ConstantOp>(def)) {
+    data = dyn_cast<ElementsAttr>(constant.getValue());
+  } else if (auto dequantize = dyn_cast_or_null<llm::DequantizeOp>(def)) {
+    auto unpacked = dequantizeConstant(dequantize);
+    if (failed(unpacked)) return failure();
+    data = *unpacked;
+  }
+  if (!data) {
+    if (def) return def->emitOpError("has no ") << target << " lowering", failure();
+    return emitError(value.getLoc(), "the step reads an input the step ABI does not have"), failure();
+  }
+  auto type = cast<ShapedType>(data.getType());
+  if (!type.hasStaticShape() || !type.getElementType().isF32())
+    return def->emitOpError("is a weight that is not static f32; only f32 models are lowered"),
+           failure();
+  return data;
+}
+
 void recordStepAttributes(ModuleOp module, func::FuncOp model) {
   Builder b(module.getContext());
   for (StringRef name : {"llmc.workspace_bytes", "llmc.max_num_batched_tokens", "llmc.max_num_seqs"})
@@ -137,20 +158,12 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    func::FuncOp model = abi::findRaggedStep(module);
-    if (!model) {
-      module.emitError("no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first");
-      return signalPassFailure();
-    }
     if (matmul != "blas" && matmul != "generated") {
       module.emitError("matmul must be blas or generated, not '") << matmul << "'";
       return signalPassFailure();
     }
-    if (!model->hasAttr("llmc.workspace_bytes")) {
-      model.emitError("has no memory plan: run llm-plan-memory first");
-      return signalPassFailure();
-    }
-    if (failed(lower(module, model))) return signalPassFailure();
+    func::FuncOp model = abi::findPlannedStep(module);
+    if (!model || failed(lower(module, model))) return signalPassFailure();
   }
 
   LogicalResult lower(ModuleOp module, func::FuncOp model) {
@@ -308,7 +321,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     if (Value known = memrefs.lookup(value)) return known;
     Operation *def = value.getDefiningOp();
     if (isa_and_nonnull<onnx::NoneOp>(def)) return Value();
-    auto data = weightData(value);
+    auto data = weightConstant(value, "CPU");
     if (failed(data)) return failure();
     return memrefs[value] = weightView(def, *data);
   }
@@ -317,7 +330,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
   /// one contiguous weight row per output, so weights.bin stores them so.
   FailureOr<Value> transposedWeightOf(Value value) {
     if (Value known = transposedMemrefs.lookup(value)) return known;
-    auto data = weightData(value);
+    auto data = weightConstant(value, "CPU");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());
     std::vector<char> storage;
@@ -334,28 +347,6 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
         transposedType, "transposed",
         HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(transposed))));
     return transposedMemrefs[value] = weightView(value.getDefiningOp(), attr);
-  }
-
-  /// The constant data of a weight operand (dequantised if packed).
-  FailureOr<ElementsAttr> weightData(Value value) {
-    Operation *def = value.getDefiningOp();
-    ElementsAttr data;
-    if (auto constant = dyn_cast_or_null<onnx::ConstantOp>(def)) {
-      data = dyn_cast<ElementsAttr>(constant.getValue());
-    } else if (auto dequantize = dyn_cast_or_null<llm::DequantizeOp>(def)) {
-      auto unpacked = dequantizeConstant(dequantize);
-      if (failed(unpacked)) return failure();
-      data = *unpacked;
-    }
-    if (!data) {
-      if (def) return def->emitOpError("has no CPU lowering"), failure();
-      return emitError(value.getLoc(), "the step reads an input the step ABI does not have"), failure();
-    }
-    auto type = cast<ShapedType>(data.getType());
-    if (!type.hasStaticShape() || !type.getElementType().isF32())
-      return def->emitOpError("is a weight that is not static f32; only f32 models are lowered"),
-             failure();
-    return data;
   }
 
   /// Places `data` in weights.bin and views it from the step.

@@ -67,16 +67,8 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
       module.emitError("dtype must be bf16 or f16, not '") << dtype << "'";
       return signalPassFailure();
     }
-    func::FuncOp model = abi::findRaggedStep(module);
-    if (!model) {
-      module.emitError("no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first");
-      return signalPassFailure();
-    }
-    if (!model->hasAttr("llmc.workspace_bytes")) {
-      model.emitError("has no memory plan: run llm-plan-memory first");
-      return signalPassFailure();
-    }
-    if (failed(lower(module, model))) return signalPassFailure();
+    func::FuncOp model = abi::findPlannedStep(module);
+    if (!model || failed(lower(module, model))) return signalPassFailure();
   }
 
   LogicalResult lower(ModuleOp module, func::FuncOp model) {
@@ -329,24 +321,12 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     if (known != refs.end()) return std::optional<cuda::TensorRef>(known->second);
     Operation *def = value.getDefiningOp();
     if (isa_and_nonnull<onnx::NoneOp>(def)) return std::optional<cuda::TensorRef>();
-    ElementsAttr data;
-    if (auto constant = dyn_cast_or_null<onnx::ConstantOp>(def)) {
-      data = dyn_cast<ElementsAttr>(constant.getValue());
-    } else if (auto dequantize = dyn_cast_or_null<llm::DequantizeOp>(def)) {
-      auto unpacked = dequantizeConstant(dequantize);
-      if (failed(unpacked)) return failure();
-      data = *unpacked;
-    }
-    if (!data) {
-      if (def) return def->emitOpError("has no CUDA lowering"), failure();
-      return emitError(value.getLoc(), "the step reads an input the step ABI does not have"), failure();
-    }
-    auto type = cast<ShapedType>(data.getType());
-    if (!type.hasStaticShape() || !type.getElementType().isF32())
-      return def->emitOpError("is a weight that is not static f32"), failure();
+    auto data = weightConstant(value, "CUDA");
+    if (failed(data)) return failure();
+    auto type = cast<ShapedType>(data->getType());
     Type stored = keepF32 ? type.getElementType() : storageType;
     auto &slot = weightRefs[{value, stored}];
-    if (!slot) slot = placeWeight(def, data, stored);
+    if (!slot) slot = placeWeight(def, *data, stored);
     return std::optional<cuda::TensorRef>(*slot);
   }
 

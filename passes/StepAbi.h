@@ -56,6 +56,22 @@ inline mlir::func::FuncOp findRaggedStep(mlir::ModuleOp module) {
   return nullptr;
 }
 
+/// The ragged step of `module` with its memory plan, as the target
+/// lowerings take it; null, after an error naming the missing pass, if
+/// there is none.
+inline mlir::func::FuncOp findPlannedStep(mlir::ModuleOp module) {
+  mlir::func::FuncOp model = findRaggedStep(module);
+  if (!model) {
+    module.emitError("no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first");
+    return nullptr;
+  }
+  if (!model->hasAttr("llmc.workspace_bytes")) {
+    model.emitError("has no memory plan: run llm-plan-memory first");
+    return nullptr;
+  }
+  return model;
+}
+
 /// The values of the ragged step `func` with one row per sequence rather
 /// than per token: gathered rows and what row-wise ops compute from them
 /// (after llm-fuse-logits-rows). Memory planning sizes them and the CPU
