@@ -2,19 +2,21 @@
 //
 // Attention is generated as CUDA C++ specialised to the model (head dim,
 // query heads per KV head, KV heads, block size, dtype and scale are
-// constants) and compiled by the target with NVRTC. One thread block
-// serves all query heads of one KV head for one query row, so each K/V
-// vector is loaded once per group (GQA); its four warps take every fourth
-// key and keep an online softmax per head, merged at the end.
+// constants) and compiled by the target with NVRTC. Every kernel serves all
+// query heads of one KV head, so each K/V vector is loaded once per group
+// (GQA).
 //
-// - rows: the rows of sequences with more than one query token (prefill
-//   chunks), the whole visible context in one block;
+// - prefill: sequences with more than one query token (prefill chunks), a
+//   tile of 64 (query row, head) pairs per block on tensor cores (WMMA),
+//   K/V tiles in shared memory, online softmax (FlashAttention-2 style);
 // - decode + combine: sequences with one query token (decode), their
 //   context split over kSplits blocks (flash-decoding), so one sequence
 //   with a long context still occupies the GPU; the partial sums go to
 //   scratch and the combine kernel merges them.
 //
-// Both run every step; each skips the other's sequences.
+// Both run every step; each skips the other's sequences. The tests run the
+// same source on the CPU through a host emulation of the CUDA features it
+// uses (python/llmc/testing/cuda_emulation.h).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/CudaLowering.h"
@@ -33,12 +35,20 @@ constexpr int64_t kAttentionThreads = 128; // 4 warps
 constexpr int64_t kSplits = 32;
 /// Static shared memory a block may use without opting in.
 constexpr int64_t kSharedLimit = 48 * 1024;
+/// The prefill kernel's tensor-core tiles: (query row, head) pairs per block
+/// (16 per warp) and keys per K/V tile.
+constexpr int64_t kPrefillTileM = 64;
+constexpr int64_t kPrefillTileK = 32;
 
-/// What the generated code shares by every attention config: storage
-/// conversions, the warp sum and the attend loop.
-constexpr llvm::StringLiteral kCommonSource = R"cuda(
-typedef unsigned short storage_t;
+/// What only the GPU build needs: the WMMA header and storage conversions in
+/// PTX. The host emulation the tests run the kernels with
+/// (python/llmc/testing/cuda_emulation.h) defines LLMC_CUDA_EMULATION and
+/// gives its own.
+constexpr llvm::StringLiteral kDevicePrelude = R"cuda(
+#ifndef LLMC_CUDA_EMULATION
+#include <mma.h>
 #define INFINITY __int_as_float(0x7f800000)
+typedef unsigned short storage_t;
 
 template <bool BF16> __device__ __forceinline__ float to_f32(storage_t v) {
   if (BF16) return __uint_as_float(((unsigned)v) << 16);
@@ -53,6 +63,20 @@ template <bool BF16> __device__ __forceinline__ storage_t from_f32(float f) {
   else asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
+#endif
+)cuda";
+
+/// What every attention config shares: the sequence lookup, the CUDA-core
+/// attend loop of decode and the tensor-core tile of prefill.
+constexpr llvm::StringLiteral kCommonSource = R"cuda(
+namespace wmma = nvcuda::wmma;
+
+/// The WMMA element type of the storage.
+template <bool BF16> struct mma_type { typedef __nv_bfloat16 type; };
+template <> struct mma_type<false> { typedef __half type; };
+
+/// Eight storage elements, for 16-byte loads.
+struct __align__(16) storage8_t { storage_t v[8]; };
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -72,7 +96,8 @@ __device__ __forceinline__ int sequence_of(const int *cu_seqlens, int num_seqs, 
 /// Attends the G query heads of KV head `kvh` in query row `row` to keys
 /// [k_begin, k_end) of the sequence whose block table is `table`, then calls
 /// emit(g, d, unnormalised output, running max, running sum) once per
-/// (head, feature) of the block's merged result.
+/// (head, feature) of the block's merged result. CUDA cores: for one query
+/// row a tensor-core tile would be 15/16 padding.
 template <int D, int G, int KVH, int BS, bool BF16, typename Emit>
 __device__ __forceinline__ void attend(const storage_t *__restrict__ query, int q_stride,
                                        const storage_t *__restrict__ layer_pool,
@@ -144,6 +169,163 @@ __device__ __forceinline__ void attend(const storage_t *__restrict__ query, int 
     emit(g, d, o, m_all, l_all);
   }
 }
+
+/// Copies rows [row0, row0 + ROWS) x features [0, DP) into a shared tile of
+/// row stride STRIDE, zero where row_base(r) < 0 (no such row) or d >= D.
+/// Sixteen-byte loads when rows are whole storage8_t.
+template <int D, int DP, int STRIDE, int ROWS, typename RowBase>
+__device__ __forceinline__ void stage_rows(storage_t *__restrict__ tile,
+                                           const storage_t *__restrict__ base, RowBase row_base) {
+  if (D % 8 == 0) {
+    for (int i = threadIdx.x; i < ROWS * DP / 8; i += blockDim.x) {
+      const int r = i / (DP / 8), d = i % (DP / 8) * 8;
+      const long long at = row_base(r);
+      storage8_t v = {};
+      if (at >= 0 && d < D) v = *reinterpret_cast<const storage8_t *>(base + at + d);
+      *reinterpret_cast<storage8_t *>(tile + r * STRIDE + d) = v;
+    }
+  } else {
+    for (int i = threadIdx.x; i < ROWS * DP; i += blockDim.x) {
+      const int r = i / DP, d = i % DP;
+      const long long at = row_base(r);
+      tile[r * STRIDE + d] = at >= 0 && d < D ? base[at + d] : storage_t(0);
+    }
+  }
+}
+
+/// Attends one tile of a prefill chunk on tensor cores: query rows
+/// [tile_row, tile_row + 64 / G) of the sequence whose rows start at q_begin,
+/// every head of KV head `kvh`'s group, causally over the `context` keys
+/// (the cache before the chunk, then the chunk). Row m of the 64-row MMA
+/// tile is query row m / G, head m % G, so every K/V tile loaded into shared
+/// memory serves the whole group. Each warp owns 16 rows: S = Q K^T and
+/// P V on WMMA 16x16x16, the online softmax in f32 with two lanes per row,
+/// and the output in registers (lane: row lane / 2, 8 columns of each 16).
+template <int D, int G, int KVH, int BS, bool BF16>
+__device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query, int q_stride,
+                                             const storage_t *__restrict__ layer_pool,
+                                             const int *__restrict__ table,
+                                             storage_t *__restrict__ out, int out_stride, int kvh,
+                                             int q_begin, int q_len, int tile_row, int context,
+                                             float scale_log2) {
+  typedef typename mma_type<BF16>::type mma_t;
+  constexpr int TILE_M = PREFILL_TILE_M, TILE_K = PREFILL_TILE_K, WARPS = TILE_M / 16;
+  constexpr int ROWS = TILE_M / G;              // query rows per tile
+  constexpr int DP = (D + 15) / 16 * 16;        // the head dim padded to the MMA's k
+  constexpr int STRIDE = DP + 8;                // +16 bytes: rows start on different banks
+  constexpr int TILE_ROWS = TILE_M > 2 * TILE_K ? TILE_M : 2 * TILE_K;
+  __shared__ __align__(128) storage_t s_tiles[TILE_ROWS * STRIDE]; // Q, then K and V
+  __shared__ __align__(128) storage_t s_p[WARPS][16 * TILE_K];
+  __shared__ __align__(128) float s_scratch[WARPS][16 * TILE_K];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+  stage_rows<D, DP, STRIDE, TILE_M>(s_tiles, query, [&](int m) -> long long {
+    const int r = tile_row + m / G;
+    if (m >= ROWS * G || r >= q_len) return -1;
+    return (long long)(q_begin + r) * q_stride + (kvh * G + m % G) * D;
+  });
+  __syncthreads();
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, mma_t, wmma::row_major> q_frag[DP / 16];
+  for (int kk = 0; kk < DP / 16; ++kk)
+    wmma::load_matrix_sync(q_frag[kk],
+                           reinterpret_cast<const mma_t *>(s_tiles + warp * 16 * STRIDE + kk * 16),
+                           STRIDE);
+  __syncthreads(); // the K/V tiles overwrite the staged Q
+
+  const int my_row = lane >> 1, half = lane & 1, my_m = warp * 16 + my_row;
+  const int my_r = tile_row + my_m / G;
+  const bool my_valid = my_m < ROWS * G && my_r < q_len;
+  // A query row sees the cache before the chunk and the chunk up to itself.
+  const int my_visible = my_valid ? context - q_len + my_r + 1 : 0;
+  const int tile_visible = context - q_len + min(q_len, tile_row + ROWS);
+  float o[DP / 16][8];
+  for (int n = 0; n < DP / 16; ++n)
+    for (int e = 0; e < 8; ++e) o[n][e] = 0.f;
+  float m_run = -INFINITY, l_run = 0.f;
+  storage_t *s_k = s_tiles, *s_v = s_tiles + TILE_K * STRIDE;
+  storage_t *p_tile = s_p[warp];
+  float *scratch = s_scratch[warp];
+
+  for (int k0 = 0; k0 < tile_visible; k0 += TILE_K) {
+    auto key_base = [&](int j) -> long long {
+      const int key = k0 + j;
+      if (key >= tile_visible) return -1;
+      return ((long long)table[key / BS] * 2 * KVH + kvh) * BS * D + (long long)(key % BS) * D;
+    };
+    stage_rows<D, DP, STRIDE, TILE_K>(s_k, layer_pool, key_base);
+    stage_rows<D, DP, STRIDE, TILE_K>(s_v, layer_pool + (long long)KVH * BS * D, key_base);
+    __syncthreads();
+
+    // S = Q K^T: K's rows are the columns of K^T, so K is K^T column-major.
+    for (int j = 0; j < TILE_K / 16; ++j) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> s_frag;
+      wmma::fill_fragment(s_frag, 0.f);
+      for (int kk = 0; kk < DP / 16; ++kk) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, mma_t, wmma::col_major> k_frag;
+        wmma::load_matrix_sync(k_frag, reinterpret_cast<const mma_t *>(s_k + j * 16 * STRIDE + kk * 16),
+                               STRIDE);
+        wmma::mma_sync(s_frag, q_frag[kk], k_frag, s_frag);
+      }
+      wmma::store_matrix_sync(scratch + j * 16, s_frag, TILE_K, wmma::mem_row_major);
+    }
+    __syncwarp();
+
+    // The online softmax of this lane's half of its row, in base 2.
+    float s[TILE_K / 2];
+    float tile_max = -INFINITY;
+    for (int c = 0; c < TILE_K / 2; ++c) {
+      const int col = half * (TILE_K / 2) + c;
+      s[c] = k0 + col < my_visible ? scratch[my_row * TILE_K + col] * scale_log2 : -INFINITY;
+      tile_max = fmaxf(tile_max, s[c]);
+    }
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    const float m_new = fmaxf(m_run, tile_max);
+    // A row that has seen no key yet keeps zero sums (-inf - -inf is NaN).
+    const float base = m_new == -INFINITY ? 0.f : m_new;
+    const float correction = exp2f(m_run - base);
+    float sum = 0.f;
+    for (int c = 0; c < TILE_K / 2; ++c) {
+      const storage_t p = from_f32<BF16>(exp2f(s[c] - base));
+      p_tile[my_row * TILE_K + half * (TILE_K / 2) + c] = p;
+      sum += to_f32<BF16>(p); // the weights P V uses, so the normalisation matches them
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    l_run = l_run * correction + sum;
+    m_run = m_new;
+    for (int n = 0; n < DP / 16; ++n)
+      for (int e = 0; e < 8; ++e) o[n][e] *= correction;
+    __syncwarp();
+
+    // O += P V, one 16-column chunk of V at a time through the scratch.
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, mma_t, wmma::row_major> p_frag[TILE_K / 16];
+    for (int kk = 0; kk < TILE_K / 16; ++kk)
+      wmma::load_matrix_sync(p_frag[kk], reinterpret_cast<const mma_t *>(p_tile + kk * 16), TILE_K);
+    for (int n = 0; n < DP / 16; ++n) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> pv_frag;
+      wmma::fill_fragment(pv_frag, 0.f);
+      for (int kk = 0; kk < TILE_K / 16; ++kk) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, mma_t, wmma::row_major> v_frag;
+        wmma::load_matrix_sync(v_frag, reinterpret_cast<const mma_t *>(s_v + kk * 16 * STRIDE + n * 16),
+                               STRIDE);
+        wmma::mma_sync(pv_frag, p_frag[kk], v_frag, pv_frag);
+      }
+      wmma::store_matrix_sync(scratch, pv_frag, TILE_K, wmma::mem_row_major);
+      __syncwarp();
+      for (int e = 0; e < 8; ++e) o[n][e] += scratch[my_row * TILE_K + half * 8 + e];
+      __syncwarp();
+    }
+    __syncthreads(); // the next K/V tiles overwrite these
+  }
+
+  if (!my_valid) return;
+  const float inv = l_run > 0.f ? 1.f / l_run : 0.f;
+  storage_t *dst = out + (long long)(q_begin + my_r) * out_stride + (kvh * G + my_m % G) * D;
+  for (int n = 0; n < DP / 16; ++n)
+    for (int e = 0; e < 8; ++e) {
+      const int d = n * 16 + half * 8 + e;
+      if (d < D) dst[d] = from_f32<BF16>(o[n][e] * inv);
+    }
+}
 )cuda";
 
 /// The kernels of one attention config; `{0}` is its name prefix.
@@ -154,22 +336,24 @@ constexpr bool BF16 = {6};
 constexpr float SCALE = {7};
 } // namespace {0}_config
 
+/// Prefill chunks (sequences with more than one query row), a 64 / G-row
+/// tile of one per block. Sequence s's tiles take the slots from its first
+/// row on (a tile has at least one row, so they fit in `tokens` slots).
 extern "C" __global__ void __launch_bounds__(128)
-{0}_rows(const storage_t *query, int q_stride, const storage_t *pool, storage_t *out,
-         int out_stride, const int *block_tables, int table_width, const int *context_lens,
-         const int *cu_seqlens, int num_seqs, int num_blocks, int layer) {{
+{0}_prefill(const storage_t *query, int q_stride, const storage_t *pool, storage_t *out,
+            int out_stride, const int *block_tables, int table_width, const int *context_lens,
+            const int *cu_seqlens, int num_seqs, int num_blocks, int layer) {{
   using namespace {0}_config;
-  const int row = blockIdx.x, kvh = blockIdx.y;
-  const int seq = sequence_of(cu_seqlens, num_seqs, row);
+  const int slot = blockIdx.x, kvh = blockIdx.y;
+  const int seq = sequence_of(cu_seqlens, num_seqs, slot);
   const int q_begin = cu_seqlens[seq], q_len = cu_seqlens[seq + 1] - q_begin;
-  if (q_len == 1) return; // a decode row: the split kernels take it
-  const int visible = context_lens[seq] - q_len + (row - q_begin) + 1;
+  const int tile_row = (slot - q_begin) * (PREFILL_TILE_M / G);
+  if (q_len == 1 || tile_row >= q_len) return; // decode rows are the split kernels'
   const storage_t *layer_pool = pool + (long long)layer * num_blocks * 2 * KVH * BS * D;
-  attend<D, G, KVH, BS, BF16>(query, q_stride, layer_pool, block_tables + (long long)seq * table_width,
-                              row, kvh, 0, visible, SCALE,
-                              [&](int g, int d, float o, float, float l) {{
-    out[(long long)row * out_stride + (kvh * G + g) * D + d] = from_f32<BF16>(l > 0.f ? o / l : 0.f);
-  });
+  prefill_tile<D, G, KVH, BS, BF16>(query, q_stride, layer_pool,
+                                    block_tables + (long long)seq * table_width, out, out_stride,
+                                    kvh, q_begin, q_len, tile_row, context_lens[seq],
+                                    SCALE * 1.4426950408889634f);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
@@ -179,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(128)
   using namespace {0}_config;
   const int seq = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
   const int row = cu_seqlens[seq];
-  if (cu_seqlens[seq + 1] - row != 1) return; // a prefill chunk: the rows kernel takes it
+  if (cu_seqlens[seq + 1] - row != 1) return; // a prefill chunk: the prefill kernel takes it
   const int context = context_lens[seq];
   // Whole KV blocks per split, so a split reads whole blocks.
   const int chunk = ((context + SPLITS - 1) / SPLITS + BS - 1) / BS * BS;
@@ -247,7 +431,14 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   if (heads % kvHeads) return op.emitOpError("has query heads that are not a multiple of its KV heads");
   int64_t group = heads / kvHeads;
   constexpr int64_t kWarps = kAttentionThreads / 32;
-  if ((kWarps + 1) * group * headDim * 4 + 2 * kWarps * group * 4 > kSharedLimit)
+  static_assert(kPrefillTileM == 16 * kWarps, "the prefill tile gives each warp 16 rows");
+  if (group > kPrefillTileM)
+    return op.emitOpError("has more than ") << kPrefillTileM << " query heads per KV head";
+  int64_t decodeShared = (kWarps + 1) * group * headDim * 4 + 2 * kWarps * group * 4;
+  int64_t paddedStride = llvm::alignTo(headDim, 16) + 8;
+  int64_t prefillShared = std::max(kPrefillTileM, 2 * kPrefillTileK) * paddedStride * 2 +
+                          kWarps * 16 * kPrefillTileK * (2 + 4);
+  if (std::max(decodeShared, prefillShared) > kSharedLimit)
     return op.emitOpError("needs more than 48 KiB of shared memory per block (")
            << group << " query heads per KV head of dim " << headDim << ")";
   auto qStride = rowStride(op, query, "query");
@@ -259,8 +450,14 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   std::string config = llvm::formatv("attention_d{0}_g{1}_kv{2}_bs{3}_{4}_s{5:x}", headDim, group,
                                      kvHeads, blockSize, bf16 ? "bf16" : "f16",
                                      llvm::bit_cast<uint32_t>(scale));
-  if (source.empty()) source = kCommonSource.str();
-  if (source.find(config + "_rows(") == std::string::npos) {
+  if (source.empty()) {
+    source = kDevicePrelude.str();
+    source += llvm::formatv("constexpr int PREFILL_TILE_M = {0}, PREFILL_TILE_K = {1};\n",
+                            kPrefillTileM, kPrefillTileK)
+                  .str();
+    source += kCommonSource;
+  }
+  if (source.find(config + "_prefill(") == std::string::npos) {
     char scaleLiteral[32]; // exact: a hexadecimal float literal
     std::snprintf(scaleLiteral, sizeof(scaleLiteral), "%af", static_cast<double>(scale));
     source += llvm::formatv(kConfigSource.data(), config, headDim, group, kvHeads, blockSize, kSplits,
@@ -274,7 +471,7 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   const TensorRef &blockTables = *operands[2], &contextLens = *operands[3], &cuSeqlens = *operands[4];
   int64_t layer = op.getLayer();
   std::array<int64_t, 3> block{kAttentionThreads, 1, 1};
-  step.plan.launch("attention", config + "_rows", {query.sizes[0], dim(kvHeads), dim(1)}, block,
+  step.plan.launch("attention", config + "_prefill", {query.sizes[0], dim(kvHeads), dim(1)}, block,
                    {KernelArg::pointer(query), KernelArg::i32(dim(*qStride)), KernelArg::pointer(pool),
                     KernelArg::pointer(output), KernelArg::i32(dim(*outStride)),
                     KernelArg::pointer(blockTables), KernelArg::i32(sym(kBlockTableWidthSymbol)),

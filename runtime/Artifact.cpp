@@ -254,15 +254,15 @@ void checkWeightIndex(const json &weights, size_t weightsSize) {
 /// refuses a file that is not one and a list without step_plan.json.
 std::map<std::string, std::string> readCudaKernels(const std::string &directory,
                                                    const json &kernels) {
-  static const char *const kCudaFiles[] = {"kernels.ptx", "kernels.cubin", "attention.ptx",
-                                           "attention.cubin", "step_plan.json"};
+  static const char *const kCudaFiles[] = {"kernels.ptx",     "kernels.cubin",  "attention.cu",
+                                           "attention.ptx",   "attention.cubin", "step_plan.json"};
   std::map<std::string, std::string> files;
   for (const json &entry : kernels) {
     std::string file = stringField(entry, "kernels[]", "file");
     if (std::find(std::begin(kCudaFiles), std::end(kCudaFiles), file) == std::end(kCudaFiles))
       throw Error("manifest.json: kernels lists " + file +
                   ", which is not a file of a cuda artifact (kernels.ptx, kernels.cubin, "
-                  "attention.ptx, attention.cubin, step_plan.json)");
+                  "attention.cu, attention.ptx, attention.cubin, step_plan.json)");
     if (files.count(file)) throw Error("manifest.json: kernels lists " + file + " twice");
     auto mapping = mapVerified(directory, entry, "kernels[]");
     // An empty file maps to null, which std::string must not be given.

@@ -345,9 +345,15 @@ LogicalResult writeCudaArtifact(ModuleOp module, StringRef directory, const Cuda
   auto images = compileCudaKernels(module, target);
   if (failed(images)) return failure();
   llvm::json::Array kernelFiles;
+  // The attention source too: what NVRTC compiled, for reading and for the
+  // tests that run it on the CPU.
+  std::string attentionSource;
+  if (auto source = module->getAttrOfType<StringAttr>("llmc.cuda_attention_source"))
+    attentionSource = source.getValue().str();
   std::pair<StringRef, const std::string *> files[] = {
-      {"kernels.ptx", &images->kernelsPtx},       {"kernels.cubin", &images->kernelsCubin},
-      {"attention.ptx", &images->attentionPtx},   {"attention.cubin", &images->attentionCubin}};
+      {"kernels.ptx", &images->kernelsPtx},     {"kernels.cubin", &images->kernelsCubin},
+      {"attention.cu", &attentionSource},       {"attention.ptx", &images->attentionPtx},
+      {"attention.cubin", &images->attentionCubin}};
   for (auto [file, data] : files) {
     llvm::sys::fs::remove(joinPath(directory, file));
     if (data->empty()) continue;

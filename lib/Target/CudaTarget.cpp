@@ -153,7 +153,9 @@ FailureOr<std::string> attentionToPtx(ModuleOp module, StringRef source, StringR
     return module.emitError("NVRTC could not create a program"), failure();
   auto destroy = llvm::make_scope_exit([&] { nvrtcDestroyProgram(&program); });
   std::string archFlag = ("--gpu-architecture=compute_" + arch.drop_front(3)).str();
-  const char *options[] = {archFlag.c_str(), "--std=c++17", "-default-device"};
+  // The toolkit's headers: the kernels use WMMA (mma.h).
+  std::string includeFlag = "-I" + toolkitPath() + "/include";
+  const char *options[] = {archFlag.c_str(), includeFlag.c_str(), "--std=c++17", "-default-device"};
   nvrtcResult compiled = nvrtcCompileProgram(program, std::size(options), options);
   if (compiled != NVRTC_SUCCESS) {
     size_t logSize = 0;

@@ -10,7 +10,7 @@
 // The attention source is specialised: head dim 16, 2 query heads per KV head, 1 KV head, blocks of 16.
 //  CHECK-SAME:   llmc.cuda_attention_source = "{{[^"]*}}attention_d16_g2_kv1_bs16_bf16_{{[^"]*}}"
 // Launches in step order: embedding, QKV GEMM, rope + KV write, attention
-// (prefill rows, split-KV decode, combine), o-proj GEMM, add + norm, the gated
+// (tensor-core prefill tiles, split-KV decode, combine), o-proj GEMM, add + norm, the gated
 // GEMM into f32 scratch and its epilogue kernel, the elementwise kernel, the
 // row gather and the logits GEMM into the logits buffer.
 //  CHECK-SAME:   llmc.cuda_plan = [{args = [{memref = {buffer = "weights", offset = 0 : i64}, sizes = [64, 32], strides = [32, 1]}, {memref = {buffer = "tokens", offset = 0 : i64}, sizes = ["tokens"], strides = [1]}, {memref = {buffer = "workspace"
@@ -21,7 +21,7 @@
 // The query part of the fused QKV product is a strided view: row stride 64.
 //  CHECK-SAME:   {memref = {buffer = "workspace", offset = {{[0-9]+}} : i64}, sizes = ["tokens", 32], strides = [64, 1]}
 //  CHECK-SAME:   kernel = "rope_paged_kv_write_1"
-//  CHECK-SAME:   grid = ["tokens", 1, 1], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_rows", module = "attention"
+//  CHECK-SAME:   grid = ["tokens", 1, 1], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_prefill", module = "attention"
 //  CHECK-SAME:   grid = ["seqs", 1, 32], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_decode", module = "attention"
 //  CHECK-SAME:   grid = ["seqs", 2, 1], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_combine", module = "attention"
 //  CHECK-SAME:   op = "gemm"

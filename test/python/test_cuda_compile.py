@@ -63,8 +63,8 @@ def check_artifact(directory: Path, arch: str, dtype: str) -> None:
     assert manifest["model"]["dtype"] == dtype and manifest["step"]["kv_dtype"] == dtype
     files = {entry["file"]: entry for entry in manifest["kernels"]}
     # ptxas ran and accepted both PTX modules: their cubins are there.
-    assert set(files) == {"kernels.ptx", "kernels.cubin", "attention.ptx", "attention.cubin",
-                          "step_plan.json"}
+    assert set(files) == {"kernels.ptx", "kernels.cubin", "attention.cu", "attention.ptx",
+                          "attention.cubin", "step_plan.json"}
     for entry in files.values():
         assert (directory / entry["file"]).stat().st_size == entry["size"]
     for cubin in ("kernels.cubin", "attention.cubin"):

@@ -1,0 +1,34 @@
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-plan-memory{max-num-batched-tokens=8 max-num-seqs=2}),llm-lower-to-cuda{arch=sm_80})'
+
+// Attention configs the generated kernels cannot serve, each one error.
+// A head dim of 512: the prefill tile's K and V rows need more than the
+// 48 KiB of shared memory a block has without opting in.
+func.func @head_dim_512(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x512xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %table = onnx.Constant dense<5.000000e-01> : tensor<64x512xf32>
+  %head = onnx.Constant dense<2.000000e-01> : tensor<64x512xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<64x512xf32>, tensor<?xi32>) -> tensor<?x512xf32>
+  %q = llm.split_heads %x {num_heads = 1 : i64} : (tensor<?x512xf32>) -> tensor<?x1x512xf32>
+  // expected-error @+1 {{needs more than 48 KiB of shared memory per block (1 query heads per KV head of dim 512)}}
+  %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 4.4e-02 : f32} : (tensor<?x1x512xf32>, tensor<1x?x2x1x16x512xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x1x512xf32>
+  %m = llm.merge_heads %a : (tensor<?x1x512xf32>) -> tensor<?x512xf32>
+  %rows = llm.gather_rows %m, %arg6 : (tensor<?x512xf32>, tensor<?xi32>) -> tensor<?x512xf32>
+  %logits = llm.logits %rows, %head : (tensor<?x512xf32>, tensor<64x512xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}
+
+// -----
+
+// 72 query heads per KV head: more (query row, head) pairs than one 64-row
+// prefill tile holds for a single query row.
+func.func @group_of_72(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %table = onnx.Constant dense<5.000000e-01> : tensor<64x1152xf32>
+  %head = onnx.Constant dense<2.000000e-01> : tensor<64x1152xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<64x1152xf32>, tensor<?xi32>) -> tensor<?x1152xf32>
+  %q = llm.split_heads %x {num_heads = 72 : i64} : (tensor<?x1152xf32>) -> tensor<?x72x16xf32>
+  // expected-error @+1 {{has more than 64 query heads per KV head}}
+  %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.5e-01 : f32} : (tensor<?x72x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x72x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x72x16xf32>) -> tensor<?x1152xf32>
+  %rows = llm.gather_rows %m, %arg6 : (tensor<?x1152xf32>, tensor<?xi32>) -> tensor<?x1152xf32>
+  %logits = llm.logits %rows, %head : (tensor<?x1152xf32>, tensor<64x1152xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}

@@ -1,0 +1,150 @@
+"""The CUDA attention kernels, run on the CPU (no GPU needed).
+
+A cuda artifact's attention.cu (the source NVRTC compiled) is built for the host against
+llmc/testing/cuda_emulation.h and its prefill, decode and combine kernels run as the step
+plan launches them, over a ragged batch of prefill chunks (with and without cached context,
+longer than one tile) and decode rows, with shuffled block tables in the second layer of the
+pool. The result must match attention computed in float64 from the same bf16/f16 inputs.
+What this cannot show (speed, the tensor cores' own rounding, the driver) needs a GPU:
+scripts/gpu-check.sh.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llmc.testing.cuda_emulation import EmulatedKernels
+from llmc.testing.fixtures import write_variant
+
+ROOT = Path(__file__).resolve().parents[2]
+LLMC = ROOT / "build" / "bin" / "llmc"
+CONFIG = re.compile(r"attention_d(\d+)_g(\d+)_kv(\d+)_bs(\d+)_(bf16|f16)_s0x([0-9a-f]+)_prefill")
+
+# (query rows, context) per sequence: a prompt longer than a tile, decode rows, a chunk
+# after cached context, a two-row chunk, and decode at the first and at a long position.
+SEQUENCES = [(70, 70), (1, 45), (21, 90), (2, 2), (1, 1), (1, 300), (9, 40)]
+LAYER, NUM_LAYERS = 1, 2
+
+# (variant, sizes, dtype, block size): head dims 16, 32 and 40 (padded to the MMA's 48),
+# query heads per KV head 4, 1 and 3 (a tile of 64 with a spare row), both storage types.
+CASES = {
+    "gqa-bf16": ("gqa", {}, "bf16", 16),
+    "mha-f16": ("mha", {}, "f16", 8),
+    "g3-d40-bf16": ("gqa", {"num_heads": 6, "num_kv_heads": 2, "head_dim": 40}, "bf16", 16),
+}
+
+
+def to_storage(values: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "f16":
+        return values.astype(np.float16).view(np.uint16)
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_storage(bits: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "f16":
+        return bits.view(np.float16).astype(np.float64)
+    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def compiled(request, tmp_path_factory):
+    variant, sizes, dtype, block_size = CASES[request.param]
+    work = tmp_path_factory.mktemp(request.param)
+    model = write_variant(variant, work / "onnx", num_layers=NUM_LAYERS, **sizes)
+    out = work / "model.llmc"
+    subprocess.run([str(LLMC), "compile", str(model), "-o", str(out), "--quiet", "--target", "cuda:sm_80",
+                    "--dtype", dtype, f"--block-size={block_size}"], check=True, timeout=600)
+    plan = json.loads((out / "step_plan.json").read_text())
+    launches = {}  # prefill and decode of layer LAYER, and a combine (they are all alike)
+    for entry in plan["steps"]:
+        kind = entry.get("kernel", "").rsplit("_", 1)[-1]
+        if entry.get("module") == "attention" and (kind == "combine" or entry["args"][-1] == {"i32": LAYER}):
+            launches.setdefault(kind, entry)
+    source = (out / "attention.cu").read_text()
+    return EmulatedKernels(source, work), launches
+
+
+def grid_of(entry: dict, symbols: dict[str, int]) -> tuple[int, int, int]:
+    return tuple(symbols[d] if isinstance(d, str) else d for d in entry["grid"])
+
+
+def reference(query, pool, tables, sequences, heads, group, block_size, scale):
+    """float64 causal attention over the paged cache: [tokens, heads, head_dim]."""
+    rows = []
+    for seq, (q_len, context) in enumerate(sequences):
+        slots = np.arange(context)
+        blocks = tables[seq][slots // block_size]
+        keys = pool[LAYER, blocks, 0, :, slots % block_size]    # [context, kv heads, D]
+        values = pool[LAYER, blocks, 1, :, slots % block_size]
+        for i in range(q_len):
+            visible = context - q_len + i + 1
+            out = np.empty((heads, query.shape[-1]))
+            for head in range(heads):
+                k, v = keys[:visible, head // group], values[:visible, head // group]
+                logits = k @ query[len(rows), head] * scale
+                weights = np.exp(logits - logits.max())
+                out[head] = weights @ v / weights.sum()
+            rows.append(out)
+    return np.stack(rows)
+
+
+def test_attention_matches_float64_reference(compiled):
+    kernels, launches = compiled
+    match = CONFIG.fullmatch(launches["prefill"]["kernel"])
+    head_dim, group, kv_heads, block_size = (int(match.group(i)) for i in range(1, 5))
+    dtype = match.group(5)
+    scale = float(np.frombuffer(bytes.fromhex(match.group(6).zfill(8)), ">f4")[0])
+    heads = group * kv_heads
+    rng = np.random.default_rng(0)
+
+    tokens = sum(q for q, _ in SEQUENCES)
+    cu_seqlens = np.cumsum([0] + [q for q, _ in SEQUENCES]).astype(np.int32)
+    context_lens = np.array([c for _, c in SEQUENCES], np.int32)
+    blocks_per_seq = [-(-c // block_size) for _, c in SEQUENCES]
+    width = max(blocks_per_seq) + 1
+    num_blocks = sum(blocks_per_seq) + 3
+    order = rng.permutation(num_blocks).astype(np.int32)
+    tables = np.full((len(SEQUENCES), width), -1, np.int32)
+    used = 0
+    for seq, count in enumerate(blocks_per_seq):
+        tables[seq, :count] = order[used:used + count]
+        used += count
+
+    pool_bits = to_storage(rng.standard_normal((NUM_LAYERS, num_blocks, 2, kv_heads, block_size, head_dim)),
+                           dtype)
+    # The query is a strided view: its heads are the first columns of a fused q/k/v row.
+    q_stride = (heads + 2 * kv_heads) * head_dim
+    query_bits = to_storage(rng.standard_normal((tokens, q_stride)) * 2.0, dtype)
+    out_stride = heads * head_dim
+    out = np.full((tokens, out_stride), 0x7FFF, np.uint16)  # NaN: rows no kernel wrote stay NaN
+    splits = launches["decode"]["grid"][2]
+    partials = np.zeros((len(SEQUENCES), heads, splits, head_dim + 2), np.float32)
+
+    symbols = {"tokens": tokens, "seqs": len(SEQUENCES)}
+    block = tuple(launches["prefill"]["block"])
+    common = (tables, width, context_lens, cu_seqlens, len(SEQUENCES), num_blocks, LAYER)
+    kernels.launch(launches["prefill"]["kernel"], grid_of(launches["prefill"], symbols), block,
+                   query_bits, q_stride, pool_bits, out, out_stride, *common)
+    decode_rows = cu_seqlens[:-1][np.diff(cu_seqlens) == 1]
+    assert np.isnan(from_storage(out[decode_rows], dtype)).all(), "prefill wrote a decode row"
+    kernels.launch(launches["decode"]["kernel"], grid_of(launches["decode"], symbols), block,
+                   query_bits, q_stride, pool_bits, partials, *common)
+    kernels.launch(launches["combine"]["kernel"], grid_of(launches["combine"], symbols), block,
+                   partials, out, out_stride, cu_seqlens, len(SEQUENCES))
+
+    query = from_storage(query_bits[:, :heads * head_dim], dtype).reshape(tokens, heads, head_dim)
+    expected = reference(query, from_storage(pool_bits, dtype), tables, SEQUENCES, heads, group,
+                         block_size, scale)
+    got = from_storage(out, dtype).reshape(tokens, heads, head_dim)
+    assert not np.isnan(got).any(), "rows no kernel wrote"
+    # Storage rounding of the output and of the softmax weights P V multiplies by.
+    tolerance = 2e-2 if dtype == "bf16" else 4e-3
+    error = np.abs(got - expected)
+    worst = np.unravel_index(error.argmax(), error.shape)
+    assert error.max() <= tolerance, f"error {error.max():.4g} at (row, head, d) {worst}"
