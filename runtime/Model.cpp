@@ -119,7 +119,7 @@ std::unique_ptr<AcceleratorModel> openAccelerator(const Artifact &artifact,
 #ifdef LLMC_HAVE_CUDA
   try {
     return std::make_unique<cuda::CudaModel>(
-        artifact, [&](int64_t freeBytes, const std::string &deviceName) {
+        artifact, options.maxModelLen, [&](int64_t freeBytes, const std::string &deviceName) {
           KvMemory memory;
           memory.elementBytes = 2; // bf16 and f16
           memory.availableBytes = [freeBytes] { return freeBytes; };

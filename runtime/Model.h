@@ -70,6 +70,10 @@ struct ModelOptions {
   /// compile time, so no profiling step is needed to know the step's own
   /// memory.
   double memoryFraction = 0;
+  /// The longest sequence (prompt and output) a step will carry; 0 = the
+  /// model's positions, or the whole KV cache when it has none. A GPU sizes
+  /// its device block tables by it, as vLLM does by max_model_len.
+  int64_t maxModelLen = 0;
 };
 
 /// A model that runs on an accelerator rather than the host CPU (a CUDA GPU:
@@ -79,6 +83,8 @@ class AcceleratorModel : public KvBlockStorage {
 public:
   /// The KV pool it allocated.
   virtual const KvCacheShape &kvShape() const = 0;
+  /// The most positions one sequence of a step may have.
+  virtual int64_t maxSequenceLength() const = 0;
   /// Runs a batch Model::validate accepted and writes [numSeqs, vocabSize]
   /// logits to host memory.
   virtual void step(const StepBatch &batch, float *logits) = 0;
@@ -112,6 +118,10 @@ public:
   /// One line for the start-up log: the KV cache's blocks, size and where
   /// the size came from.
   const std::string &kvCacheSummary() const { return kvSummary; }
+  /// The most positions one sequence of a step may have beyond the KV
+  /// cache's own limit (a GPU's block tables, sized by
+  /// ModelOptions::maxModelLen); 0 when there is none.
+  int64_t maxSequenceLength() const { return accelerator ? accelerator->maxSequenceLength() : 0; }
 
   /// Runs the step function over `batch` and writes [numSeqs, vocabSize]
   /// logits. Throws Error, before running anything, when the batch breaks the

@@ -138,7 +138,7 @@ unsigned launchExtent(const Dim &dim, const SymbolValues &symbols, const std::st
 /// members are released in reverse: graphs before the modules whose kernels
 /// they launch, buffers before the stream.
 struct CudaModel::DeviceState {
-  DeviceState(const CudaModel &model, const KvCacheSizer &sizeKvCache);
+  DeviceState(const CudaModel &model, int64_t maxModelLen, const KvCacheSizer &sizeKvCache);
 
   Owned<CUstream> stream;
   std::vector<Owned<CUmodule>> modules;
@@ -158,7 +158,8 @@ struct CudaModel::DeviceState {
   std::map<int64_t, Owned<CUgraphExec>> graphs;
 };
 
-CudaModel::DeviceState::DeviceState(const CudaModel &model, const KvCacheSizer &sizeKvCache) {
+CudaModel::DeviceState::DeviceState(const CudaModel &model, int64_t maxModelLen,
+                                     const KvCacheSizer &sizeKvCache) {
   const CudaDriver &driver = model.driver;
   const Artifact &artifact = model.artifact;
   const StepPlan &plan = model.plan;
@@ -252,10 +253,11 @@ CudaModel::DeviceState::DeviceState(const CudaModel &model, const KvCacheSizer &
   // Zeroed like the CPU's: attention never weighs garbage that might be NaN.
   driver.check(driver.cuMemsetD8(kvPool.get(), 0, size_t(kvShape.numBytes())), "cuMemsetD8");
 
-  // The step inputs, their block tables as wide as a sequence can need.
+  // The step inputs, their block tables as wide as the longest sequence
+  // needs: they are copied every step, and a graph bakes their width in.
+  int64_t longest = maxModelLen ? maxModelLen : config.maxPositions;
   int64_t tableWidth = kvShape.numBlocks;
-  if (config.maxPositions > 0)
-    tableWidth = std::min(tableWidth, blocksFor(config.maxPositions, kvShape.blockSize));
+  if (longest > 0) tableWidth = std::min(tableWidth, blocksFor(longest, kvShape.blockSize));
   inputLayout.emplace(limits.maxNumBatchedTokens, limits.maxNumSeqs, tableWidth, kvShape.blockSize);
   inputs = allocateDevice(driver, inputLayout->totalBytes(), "the step's inputs");
   staging = allocatePinned(driver, inputLayout->totalBytes(), "the step's inputs");
@@ -289,13 +291,13 @@ CudaModel::DeviceState::DeviceState(const CudaModel &model, const KvCacheSizer &
     graphSizes = graphBatchSizes(limits.maxNumSeqs, limits.maxNumBatchedTokens);
 }
 
-CudaModel::CudaModel(const Artifact &artifact, const KvCacheSizer &sizeKvCache)
+CudaModel::CudaModel(const Artifact &artifact, int64_t maxModelLen, const KvCacheSizer &sizeKvCache)
     : artifact(artifact), plan(parsePlan(artifact)), driver(CudaDriver::get()),
       gpu(firstGpu(driver, artifact.target().arch)), context(driver, gpu.device) {
   ScopedContext current(driver, context.get());
   // Nothing after this: a failure in it releases what it made while the
   // context is still current.
-  state = std::make_unique<DeviceState>(*this, sizeKvCache);
+  state = std::make_unique<DeviceState>(*this, maxModelLen, sizeKvCache);
 }
 
 CudaModel::~CudaModel() {
@@ -308,6 +310,10 @@ CudaModel::~CudaModel() {
 }
 
 const KvCacheShape &CudaModel::kvShape() const { return state->kvShape; }
+
+int64_t CudaModel::maxSequenceLength() const {
+  return state->inputLayout->blockTableWidth() * state->kvShape.blockSize;
+}
 
 void CudaModel::copyBytes(int64_t from, int64_t to, int64_t bytes) {
   ScopedContext current(driver, context.get());

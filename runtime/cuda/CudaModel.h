@@ -35,10 +35,11 @@ public:
   /// first visible GPU, loads the modules and resolves every kernel the plan
   /// names, copies the weights to the device, allocates the workspace, the
   /// step buffers and the KV pool (sized by `sizeKvCache`) and chooses the
-  /// GEMM algorithms. Throws Error with one line for each failure: "no
+  /// GEMM algorithms. Block tables are as wide as `maxModelLen` positions
+  /// need (0: the model's positions, else the whole pool). Throws Error with one line for each failure: "no
   /// NVIDIA driver on this machine (...)", "no CUDA device (...)", a GPU
   /// older than the artifact's architecture, a missing kernel, memory.
-  CudaModel(const Artifact &artifact, const KvCacheSizer &sizeKvCache);
+  CudaModel(const Artifact &artifact, int64_t maxModelLen, const KvCacheSizer &sizeKvCache);
   ~CudaModel() override;
   CudaModel(const CudaModel &) = delete;
   CudaModel &operator=(const CudaModel &) = delete;
@@ -54,6 +55,7 @@ public:
   };
 
   const KvCacheShape &kvShape() const override;
+  int64_t maxSequenceLength() const override;
   /// Copies the step's inputs to the GPU in one copy, runs the plan (a decode
   /// step padded to a graph batch size, and from its size's second step on
   /// as a CUDA graph) and copies the logits back.

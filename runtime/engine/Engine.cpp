@@ -42,19 +42,24 @@ SchedulerLimits schedulerLimits(const Model &model, const EngineConfig &config) 
   return limits;
 }
 
-/// The longest sequence: the model's positions and the whole KV cache cap it.
+/// The longest sequence: the model's positions, the whole KV cache and what
+/// the model was loaded for (a GPU's block tables) cap it.
 int64_t resolveModelLen(const Model &model, int64_t requested) {
+  if (requested < 0) throw Error("max_model_len must not be negative");
   int64_t capacity = model.kvPool().numBlocks() * model.kvPool().blockSize();
   int64_t positions = model.config().maxPositions;
-  int64_t longest = positions ? std::min(positions, capacity) : capacity;
-  if (requested < 0) throw Error("max_model_len must not be negative");
-  if (requested > longest)
-    throw Error("max_model_len " + str(requested) + " is more than the " + str(longest) +
-                (requested > capacity && (!positions || capacity < positions)
-                     ? " positions the KV cache holds (" + str(model.kvPool().numBlocks()) +
-                           " blocks of " + str(model.kvPool().blockSize()) + ")"
-                     : " positions the model has"));
-  return requested ? requested : longest;
+  int64_t loaded = model.maxSequenceLength();
+  std::pair<int64_t, std::string> limits[] = {
+      {capacity, " positions the KV cache holds (" + str(model.kvPool().numBlocks()) + " blocks of " +
+                     str(model.kvPool().blockSize()) + ")"},
+      {positions ? positions : capacity, " positions the model has"},
+      {loaded ? loaded : capacity, " positions the model was loaded for (its max_model_len)"}};
+  const auto &tightest = *std::min_element(
+      std::begin(limits), std::end(limits), [](const auto &a, const auto &b) { return a.first < b.first; });
+  if (requested > tightest.first)
+    throw Error("max_model_len " + str(requested) + " is more than the " + str(tightest.first) +
+                tightest.second);
+  return requested ? requested : tightest.first;
 }
 
 } // namespace

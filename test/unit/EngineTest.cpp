@@ -250,6 +250,22 @@ TEST_F(EngineTest, AbortFreesTheBlocksAtOnce) {
   EXPECT_TRUE(engine.step().empty());
 }
 
+TEST_F(EngineTest, MaxModelLenIsCappedByTheKvCache) {
+  auto model = open(4); // 16 positions
+  EngineConfig config;
+  config.maxModelLen = 12;
+  EXPECT_EQ(Engine(*model, config).maxModelLen(), 12);
+  config.maxModelLen = 17;
+  try {
+    Engine engine(*model, config);
+    ADD_FAILURE() << "accepted max_model_len 17";
+  } catch (const Error &error) {
+    EXPECT_NE(std::string(error.what()).find("max_model_len 17 is more than the 16 positions the KV cache holds"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 TEST_F(EngineTest, RefusesRequestsThatCouldNeverRun) {
   auto model = open(4); // 16 positions: max_model_len 16
   Engine engine(*model, {});

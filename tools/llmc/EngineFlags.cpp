@@ -123,7 +123,8 @@ bool EngineFlags::consume(const std::string &name, const std::string &value) {
   else if (name == "--max-num-batched-tokens")
     engine.maxNumBatchedTokens = parseInteger(value, name, 1, INT32_MAX);
   else if (name == "--max-model-len")
-    engine.maxModelLen = parseInteger(value, name, 2, INT32_MAX);
+    // The model too: a GPU sizes its block tables by it.
+    engine.maxModelLen = model.maxModelLen = parseInteger(value, name, 2, INT32_MAX);
   else if (name == "--enable-prefix-caching") {
     if (value != "on" && value != "off")
       throw Error(name + " must be on or off, not '" + value + "'");
