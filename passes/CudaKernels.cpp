@@ -106,6 +106,17 @@ FailureOr<SmallVector<TensorRef>> required(Operation *op, ArrayRef<std::optional
 /// inherent attributes and regions.
 std::string opKey(Operation *op) { return cpu::kernelKey(op, TypeRange{}); }
 
+/// The key of a KV-writing op's kernel, which takes the layer as an
+/// argument: every layer shares one kernel.
+std::string keyWithoutLayer(Operation *op) {
+  NamedAttrList properties(cast<DictionaryAttr>(op->getPropertiesAsAttribute()));
+  properties.erase("layer");
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << op->getName() << properties.getDictionary(op->getContext());
+  return key;
+}
+
 } // namespace
 
 LogicalResult lowerEmbedding(StepContext &step, llm::EmbeddingOp op,
@@ -298,7 +309,8 @@ LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
   bool cached = fused && operands.size() > 8 && operands[7];
   refs.append(outputs.begin(), outputs.end());
   Attribute rows = refs[fused ? 2 : 1].sizes[0];
-  step.launchRows(op->getLoc(), op->getName().stripDialect(), opKey(op), rows, refs,
+  size_t layerParam = refs.size();
+  step.launchRows(op->getLoc(), op->getName().stripDialect(), keyWithoutLayer(op), rows, refs,
                   [&](cpu::KernelBuilder &kb, ValueRange params) {
     RowThread rt(kb);
     Value pool = params[0];
@@ -306,11 +318,11 @@ LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
     int64_t kvHeads = poolShape[3], blockSize = poolShape[4], headDim = poolShape[5];
     Value keys = params[fused ? 2 : 1], values = params[fused ? 3 : 2];
     Value slots = params[fused ? 4 : 3];
-    Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
+    Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.toIndex(params[layerParam]);
     std::optional<cpu::Rotation> rotation;
     Value position;
     if (fused) {
-      Value out = params.back();
+      Value out = params[layerParam - 1];
       int64_t half = staticDim(params[6], cached ? 1 : 0);
       rotation = cpu::Rotation{headDim, half, fused.getInterleaved(), cached ? Value() : params[6],
                                cached ? params[6] : Value(), cached ? params[7] : Value()};
@@ -338,7 +350,7 @@ LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
                     [&](Value i) { return loadF32(kb, keys, {rt.row, i}); },
                     [&](Value i, Value value) { storeNarrowed(kb, value, pool, poolIndex(zero, i)); });
     });
-  });
+  }, {planDim(op->getContext(), layer)});
   return success();
 }
 

@@ -128,10 +128,11 @@ struct StepContext {
     scratchBytes = std::max(scratchBytes, bytes);
     return scratchOffset;
   }
-  /// Launches the row kernel built by `body` over `rows` blocks.
+  /// Launches the row kernel built by `body` over `rows` blocks; its
+  /// parameters are `args` as memrefs, then `i32Args` (plan dimensions).
   void launchRows(mlir::Location loc, llvm::StringRef name, const std::string &key,
                   mlir::Attribute rows, llvm::ArrayRef<TensorRef> args,
-                  KernelModule::KernelBody body);
+                  KernelModule::KernelBody body, llvm::ArrayRef<mlir::Attribute> i32Args = {});
 };
 
 /// Row kernels, one block per row of the output (CudaKernels.cpp). `operands`

@@ -156,12 +156,17 @@ std::string KernelModule::getOrCreate(Location loc, StringRef name, const std::s
 }
 
 void StepContext::launchRows(Location loc, StringRef name, const std::string &key, Attribute rows,
-                             ArrayRef<TensorRef> args, KernelModule::KernelBody body) {
+                             ArrayRef<TensorRef> args, KernelModule::KernelBody body,
+                             ArrayRef<Attribute> i32Args) {
   SmallVector<Type> types;
   SmallVector<KernelArg> kernelArgs;
   for (const TensorRef &arg : args) {
     types.push_back(arg.memrefType());
     kernelArgs.push_back(KernelArg::memref(arg));
+  }
+  for (Attribute value : i32Args) {
+    types.push_back(IntegerType::get(loc.getContext(), 32));
+    kernelArgs.push_back(KernelArg::i32(value));
   }
   std::string kernel = kernels.getOrCreate(loc, name, cpu::kernelKey(name, types) + key, types, body);
   MLIRContext *context = loc.getContext();

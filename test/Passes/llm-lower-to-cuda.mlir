@@ -20,7 +20,8 @@
 //  CHECK-SAME:   m = "tokens", n = 64 : i64, op = "gemm"
 // The query part of the fused QKV product is a strided view: row stride 64.
 //  CHECK-SAME:   {memref = {buffer = "workspace", offset = {{[0-9]+}} : i64}, sizes = ["tokens", 32], strides = [64, 1]}
-//  CHECK-SAME:   kernel = "rope_paged_kv_write_1"
+// The KV write takes its layer as an argument, so all layers share one kernel.
+//  CHECK-SAME:   {i32 = 0 : i64}], block = [256, 1, 1], grid = ["tokens", 1, 1], kernel = "rope_paged_kv_write_1"
 //  CHECK-SAME:   grid = ["tokens", 1, 1], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_prefill", module = "attention"
 //  CHECK-SAME:   grid = ["seqs", 1, 32], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_decode", module = "attention"
 //  CHECK-SAME:   grid = ["seqs", 2, 1], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_combine", module = "attention"
@@ -45,6 +46,8 @@
 //       CHECK:     gpu.thread_id  x
 //       CHECK:     scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c256
 //       CHECK:   gpu.func @rope_paged_kv_write_1(%{{.*}}: memref<1x?x2x1x16x16xbf16>, %{{.*}}: memref<?x32xbf16, strided<[64, 1], offset: ?>>
+//  CHECK-SAME:     %[[LAYER:[^:]*]]: i32) kernel
+//       CHECK:     arith.index_cast %[[LAYER]] : i32 to index
 //       CHECK:     math.cos
 //       CHECK:     arith.truncf %{{.*}} : f32 to bf16
 //       CHECK:   gpu.func @add_rms_norm_2
