@@ -30,12 +30,14 @@ CONFIG = re.compile(r"attention_d(\d+)_g(\d+)_kv(\d+)_bs(\d+)_(bf16|f16)_s0x([0-
 SEQUENCES = [(70, 70), (1, 45), (21, 90), (2, 2), (1, 1), (1, 300), (9, 40)]
 LAYER, NUM_LAYERS = 1, 2
 
-# (variant, sizes, dtype, block size): head dims 16, 32 and 40 (padded to the MMA's 48),
-# query heads per KV head 4, 1 and 3 (a tile of 64 with a spare row), both storage types.
+# (variant, sizes, dtype, block size): head dims 16, 32, 40 (padded to the MMA's 48) and 20
+# (not whole 16-byte loads), query heads per KV head 4, 1, 3 (a tile of 64 with a spare row)
+# and 4 with one KV head, both storage types.
 CASES = {
     "gqa-bf16": ("gqa", {}, "bf16", 16),
     "mha-f16": ("mha", {}, "f16", 8),
     "g3-d40-bf16": ("gqa", {"num_heads": 6, "num_kv_heads": 2, "head_dim": 40}, "bf16", 16),
+    "mqa-d20-f16": ("mqa", {"head_dim": 20}, "f16", 16),
 }
 
 
