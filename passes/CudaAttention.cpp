@@ -170,13 +170,14 @@ __device__ __forceinline__ void attend(const storage_t *__restrict__ query, int 
   }
 }
 
-/// Copies rows [row0, row0 + ROWS) x features [0, DP) into a shared tile of
-/// row stride STRIDE, zero where row_base(r) < 0 (no such row) or d >= D.
-/// Sixteen-byte loads when rows are whole storage8_t.
-template <int D, int DP, int STRIDE, int ROWS, typename RowBase>
+/// Copies ROWS rows of D features into a shared tile of row stride STRIDE,
+/// row r from base + row_base(r), zero where row_base(r) < 0 (no such row)
+/// and in the padding to DP. VEC: every row starts 16 bytes aligned and
+/// holds whole storage8_t, so the copy goes 16 bytes at a time.
+template <int D, int DP, int STRIDE, int ROWS, bool VEC, typename RowBase>
 __device__ __forceinline__ void stage_rows(storage_t *__restrict__ tile,
                                            const storage_t *__restrict__ base, RowBase row_base) {
-  if (D % 8 == 0) {
+  if (VEC) {
     for (int i = threadIdx.x; i < ROWS * DP / 8; i += blockDim.x) {
       const int r = i / (DP / 8), d = i % (DP / 8) * 8;
       const long long at = row_base(r);
@@ -201,7 +202,8 @@ __device__ __forceinline__ void stage_rows(storage_t *__restrict__ tile,
 /// memory serves the whole group. Each warp owns 16 rows: S = Q K^T and
 /// P V on WMMA 16x16x16, the online softmax in f32 with two lanes per row,
 /// and the output in registers (lane: row lane / 2, 8 columns of each 16).
-template <int D, int G, int KVH, int BS, bool BF16>
+/// Q_ALIGNED: query rows start 16 bytes aligned.
+template <int D, int G, int KVH, int BS, bool BF16, bool Q_ALIGNED>
 __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query, int q_stride,
                                              const storage_t *__restrict__ layer_pool,
                                              const int *__restrict__ table,
@@ -219,7 +221,7 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
   __shared__ __align__(128) float s_scratch[WARPS][16 * TILE_K];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-  stage_rows<D, DP, STRIDE, TILE_M>(s_tiles, query, [&](int m) -> long long {
+  stage_rows<D, DP, STRIDE, TILE_M, D % 8 == 0 && Q_ALIGNED>(s_tiles, query, [&](int m) -> long long {
     const int r = tile_row + m / G;
     if (m >= ROWS * G || r >= q_len) return -1;
     return (long long)(q_begin + r) * q_stride + (kvh * G + m % G) * D;
@@ -252,8 +254,8 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
       if (key >= tile_visible) return -1;
       return ((long long)table[key / BS] * 2 * KVH + kvh) * BS * D + (long long)(key % BS) * D;
     };
-    stage_rows<D, DP, STRIDE, TILE_K>(s_k, layer_pool, key_base);
-    stage_rows<D, DP, STRIDE, TILE_K>(s_v, layer_pool + (long long)KVH * BS * D, key_base);
+    stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_k, layer_pool, key_base);
+    stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_v, layer_pool + (long long)KVH * BS * D, key_base);
     __syncthreads();
 
     // S = Q K^T: K's rows are the columns of K^T, so K is K^T column-major.
@@ -332,7 +334,7 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
 constexpr llvm::StringLiteral kConfigSource = R"cuda(
 namespace {0}_config {{
 constexpr int D = {1}, G = {2}, KVH = {3}, BS = {4}, SPLITS = {5};
-constexpr bool BF16 = {6};
+constexpr bool BF16 = {6}, Q_ALIGNED = {8};
 constexpr float SCALE = {7};
 } // namespace {0}_config
 
@@ -350,7 +352,7 @@ extern "C" __global__ void __launch_bounds__(128)
   const int tile_row = (slot - q_begin) * (PREFILL_TILE_M / G);
   if (q_len == 1 || tile_row >= q_len) return; // decode rows are the split kernels'
   const storage_t *layer_pool = pool + (long long)layer * num_blocks * 2 * KVH * BS * D;
-  prefill_tile<D, G, KVH, BS, BF16>(query, q_stride, layer_pool,
+  prefill_tile<D, G, KVH, BS, BF16, Q_ALIGNED>(query, q_stride, layer_pool,
                                     block_tables + (long long)seq * table_width, out, out_stride,
                                     kvh, q_begin, q_len, tile_row, context_lens[seq],
                                     SCALE * 1.4426950408889634f);
@@ -447,9 +449,11 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
 
   bool bf16 = step.storageType.isBF16();
   float scale = op.getScale().convertToFloat();
-  std::string config = llvm::formatv("attention_d{0}_g{1}_kv{2}_bs{3}_{4}_s{5:x}", headDim, group,
+  // Whether every query row starts 16 bytes aligned (the pool's rows do).
+  bool queryAligned = *qStride % 8 == 0 && query.offset % 16 == 0;
+  std::string config = llvm::formatv("attention_d{0}_g{1}_kv{2}_bs{3}_{4}_s{5:x}{6}", headDim, group,
                                      kvHeads, blockSize, bf16 ? "bf16" : "f16",
-                                     llvm::bit_cast<uint32_t>(scale));
+                                     llvm::bit_cast<uint32_t>(scale), queryAligned ? "" : "_u");
   if (source.empty()) {
     source = kDevicePrelude.str();
     source += llvm::formatv("constexpr int PREFILL_TILE_M = {0}, PREFILL_TILE_K = {1};\n",
@@ -461,7 +465,7 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
     char scaleLiteral[32]; // exact: a hexadecimal float literal
     std::snprintf(scaleLiteral, sizeof(scaleLiteral), "%af", static_cast<double>(scale));
     source += llvm::formatv(kConfigSource.data(), config, headDim, group, kvHeads, blockSize, kSplits,
-                            bf16 ? "true" : "false", scaleLiteral)
+                            bf16 ? "true" : "false", scaleLiteral, queryAligned ? "true" : "false")
                   .str();
   }
 

@@ -23,7 +23,7 @@ from llmc.testing.fixtures import write_variant
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = ROOT / "build" / "bin" / "llmc"
-CONFIG = re.compile(r"attention_d(\d+)_g(\d+)_kv(\d+)_bs(\d+)_(bf16|f16)_s0x([0-9a-f]+)_prefill")
+CONFIG = re.compile(r"attention_d(\d+)_g(\d+)_kv(\d+)_bs(\d+)_(bf16|f16)_s0x([0-9a-f]+)(?:_u)?_prefill")
 
 # (query rows, context) per sequence: a prompt longer than a tile, decode rows, a chunk
 # after cached context, a two-row chunk, and decode at the first and at a long position.
