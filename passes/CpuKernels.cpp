@@ -97,7 +97,8 @@ void emitNormRow(KernelBuilder &kb, Value x, Value weight, Value bias, Value out
   });
 }
 
-/// A norm op's epsilon and whether it centres (layer norm).
+} // namespace
+
 std::pair<double, bool> normKind(Operation *op) {
   if (auto rms = dyn_cast<llm::RmsNormOp>(op)) return {rms.getEpsilon().convertToFloat(), false};
   if (auto fused = dyn_cast<llm::AddRmsNormOp>(op))
@@ -106,8 +107,6 @@ std::pair<double, bool> normKind(Operation *op) {
     return {fused.getEpsilon().convertToFloat(), true};
   return {cast<llm::LayerNormOp>(op).getEpsilon().convertToFloat(), true};
 }
-
-} // namespace
 
 LogicalResult lowerScalarFunction(StepLowering &step, llm::ScalarFunctionOpInterface op,
                                   ArrayRef<Value> operands, Value output) {

@@ -126,6 +126,10 @@ std::string kernelKey(llvm::StringRef name, mlir::ValueRange args);
 std::string kernelKey(mlir::Operation *op, mlir::TypeRange argTypes);
 std::string kernelKey(llvm::StringRef name, mlir::TypeRange argTypes);
 
+/// A norm op's (rms_norm, layer_norm, add_rms_norm, add_layer_norm) epsilon
+/// and whether it centres (layer norm); both targets' norm kernels read it.
+std::pair<double, bool> normKind(mlir::Operation *op);
+
 /// What a rotary embedding rotates by: frequencies, or cos/sin tables.
 struct Rotation {
   int64_t headDim = 0;

@@ -82,16 +82,6 @@ Value loadBroadcast(cpu::KernelBuilder &kb, Value input, Value row, Value col) {
   }
 }
 
-/// A norm op's epsilon and whether it centres (layer norm).
-std::pair<double, bool> normKind(Operation *op) {
-  if (auto rms = dyn_cast<llm::RmsNormOp>(op)) return {rms.getEpsilon().convertToFloat(), false};
-  if (auto fused = dyn_cast<llm::AddRmsNormOp>(op))
-    return {fused.getEpsilon().convertToFloat(), false};
-  if (auto fused = dyn_cast<llm::AddLayerNormOp>(op))
-    return {fused.getEpsilon().convertToFloat(), true};
-  return {cast<llm::LayerNormOp>(op).getEpsilon().convertToFloat(), true};
-}
-
 /// The TensorRefs of `operands`, failing on an omitted one.
 FailureOr<SmallVector<TensorRef>> required(Operation *op, ArrayRef<std::optional<TensorRef>> operands) {
   SmallVector<TensorRef> refs;
@@ -156,7 +146,7 @@ LogicalResult lowerGatherRows(StepContext &step, llm::GatherRowsOp op,
 
 LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional<TensorRef>> operands,
                         ArrayRef<TensorRef> outputs) {
-  auto [epsilon, layer] = normKind(op);
+  auto [epsilon, layer] = cpu::normKind(op);
   bool fused = isa<llm::AddRmsNormOp, llm::AddLayerNormOp>(op);
   // input, weight[, bias] or lhs, rhs, weight[, bias]; then the outputs.
   size_t inputs = fused ? 3 : 2;

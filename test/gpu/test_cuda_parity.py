@@ -46,9 +46,9 @@ import pytest
 from llmc.runtime import Model
 from llmc.testing.ort_reference import OrtDecoder
 from llmc.testing.paged import PagedRunner
-from test_cpu_parity import (LLMC, MIXED_LENGTHS, MIXED_STEPS, MODELS, NUM_KV_BLOCKS,
-                             PARITY_DECODE_STEPS, Zoo, first_divergence, relative_error,
-                             seeded_prompts)
+from test_cpu_parity import (LLMC, MIXED_LENGTHS, MIXED_STEPS, MODELS, NUM_KV_BLOCKS, Zoo,
+                             first_divergence, relative_error, seeded_prompts,
+                             teacher_forced_errors)
 
 
 @dataclass(frozen=True)
@@ -145,20 +145,6 @@ def tolerance_problem(errors: np.ndarray, tolerance: Tolerance) -> str:
     return (f"max relative error {errors.max():.3g} (bound {tolerance.step}) at step {step}, "
             f"sequence {seq}; mean {errors.mean():.3g} (bound {tolerance.mean})"
             + (f"; steps over the bound: {over}" if over else ""))
-
-
-def teacher_forced_errors(model: Model, prompts: list[list[int]],
-                          reference: list[np.ndarray]) -> np.ndarray:
-    """[steps, sequences] relative errors of the prefill of `prompts` (one ragged step) and of
-    PARITY_DECODE_STEPS decode steps fed the reference's greedy tokens."""
-    runner = PagedRunner(model)
-    errors = []
-    for step in range(PARITY_DECODE_STEPS + 1):
-        ours = (runner.prefill(prompts) if step == 0
-                else runner.decode(reference[step - 1].argmax(axis=-1)))
-        errors.append([relative_error(ours[n], reference[step][n]) for n in range(len(prompts))])
-    runner.release()
-    return np.array(errors)
 
 
 def tie_band(errors: np.ndarray, tolerance: Tolerance) -> float:

@@ -139,11 +139,10 @@ def first_divergence(ours: list[list[int]], ref_tokens: np.ndarray,
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("name", MODEL_IDS)
-def test_logits_match_onnxruntime(zoo, name):
-    """Prefill (one ragged step over all prompts) and 32 decode steps, fed the reference's
-    greedy tokens, within MAX_REL_ERROR of onnxruntime."""
-    model, prompts, reference = zoo.model(name), zoo.prompts(name), zoo.reference(name)
+def teacher_forced_errors(model: Model, prompts: list[list[int]],
+                          reference: list[np.ndarray]) -> np.ndarray:
+    """[steps, sequences] relative errors of the prefill of `prompts` (one ragged step) and of
+    PARITY_DECODE_STEPS decode steps fed the reference's greedy tokens."""
     runner = PagedRunner(model)
     errors = []
     for step in range(PARITY_DECODE_STEPS + 1):
@@ -151,7 +150,15 @@ def test_logits_match_onnxruntime(zoo, name):
                 else runner.decode(reference[step - 1].argmax(axis=-1)))
         errors.append([relative_error(ours[n], reference[step][n]) for n in range(len(prompts))])
     runner.release()
-    errors = np.array(errors)
+    return np.array(errors)
+
+
+@pytest.mark.parametrize("name", MODEL_IDS)
+def test_logits_match_onnxruntime(zoo, name):
+    """Prefill (one ragged step over all prompts) and 32 decode steps, fed the reference's
+    greedy tokens, within MAX_REL_ERROR of onnxruntime."""
+    prompts = zoo.prompts(name)
+    errors = teacher_forced_errors(zoo.model(name), prompts, zoo.reference(name))
     worst_step, worst_seq = np.unravel_index(errors.argmax(), errors.shape)
     assert errors.max() < MAX_REL_ERROR, (
         f"{name}: max relative error {errors.max():.3g} at step {worst_step} "
