@@ -19,7 +19,6 @@ public:
   CpuDevice &operator=(const CpuDevice &) = delete;
 
   unsigned numThreads() const { return pool.numThreads(); }
-  ThreadPool &threadPool() { return pool; }
   /// The table to pass to the step function; valid while the device lives.
   const LlmcCpuHostApi *hostApi() const { return &api; }
 

@@ -2,7 +2,10 @@
 #ifndef LLMC_RUNTIME_ERROR_H
 #define LLMC_RUNTIME_ERROR_H
 
+#include <cstdint>
+#include <cstdio>
 #include <stdexcept>
+#include <string>
 
 namespace llmc::runtime {
 
@@ -13,6 +16,16 @@ class Error : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
+
+/// `value` in decimal, for messages.
+inline std::string str(int64_t value) { return std::to_string(value); }
+
+/// `bytes` as "12.3 MiB", for messages about memory.
+inline std::string mebibytes(int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(1 << 20));
+  return text;
+}
 
 } // namespace llmc::runtime
 

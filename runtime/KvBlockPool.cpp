@@ -50,7 +50,7 @@ void KvBlockPool::copyBlock(BlockId from, BlockId to) {
   }
 }
 
-int32_t slotOf(const std::vector<KvBlockPool::BlockId> &blockTable, int64_t position,
+int32_t slotOf(const std::vector<BlockId> &blockTable, int64_t position,
                int64_t blockSize) {
   int64_t index = position / blockSize;
   if (position < 0 || index >= static_cast<int64_t>(blockTable.size()))

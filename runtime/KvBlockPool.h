@@ -3,6 +3,7 @@
 #define LLMC_RUNTIME_KVBLOCKPOOL_H
 
 #include "runtime/AlignedBuffer.h"
+#include "runtime/KvBlockId.h"
 
 #include <cstdint>
 #include <vector>
@@ -47,8 +48,6 @@ public:
 /// the memory and copies blocks for it.
 class KvBlockPool {
 public:
-  using BlockId = int32_t;
-
   /// A pool in zero-filled host memory: the CPU's f32 cache.
   explicit KvBlockPool(const KvCacheShape &shape);
   /// A pool in `storage`, which outlives it.
@@ -72,7 +71,7 @@ private:
 /// The slot of `position` for a sequence with this block table:
 /// table[position / blockSize] * blockSize + position % blockSize. Throws
 /// Error when the table does not reach the position.
-int32_t slotOf(const std::vector<KvBlockPool::BlockId> &blockTable, int64_t position,
+int32_t slotOf(const std::vector<BlockId> &blockTable, int64_t position,
                int64_t blockSize);
 
 /// How many blocks hold `numPositions` positions.

@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
-#include <iomanip>
-#include <sstream>
 #include <string>
 
 namespace llmc::runtime {
@@ -26,12 +24,6 @@ int64_t availableHostMemory() {
     if (key == "MemAvailable:") return kilobytes * 1024;
   throw Error("--memory-fraction needs MemAvailable from /proc/meminfo, which is not there; "
               "give the KV cache size in bytes (--kv-cache-memory)");
-}
-
-std::string mebibytes(int64_t bytes) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(1) << double(bytes) / double(1 << 20) << " MiB";
-  return text.str();
 }
 
 /// The memory a KV cache is sized against.
@@ -161,7 +153,6 @@ LlmcMemRef6 kvPoolMemref(const KvBlockPool &pool) {
   return memref;
 }
 
-std::string str(int64_t value) { return std::to_string(value); }
 } // namespace
 
 std::unique_ptr<Model> Model::open(const std::string &artifactDir, const ModelOptions &options) {

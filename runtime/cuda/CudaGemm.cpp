@@ -42,7 +42,6 @@ int64_t nextPowerOfTwo(int64_t value) {
   return power;
 }
 
-std::string str(int64_t value) { return std::to_string(value); }
 } // namespace
 
 /// One gemm step, ready to run: its descriptors and operand addresses.

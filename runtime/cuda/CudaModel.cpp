@@ -10,25 +10,15 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
-#include <iomanip>
 #include <limits>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <vector>
 
 namespace llmc::runtime::cuda {
 namespace {
 /// Dynamic shared memory a kernel gets without opting in.
 constexpr int64_t kDefaultSharedBytes = 48 << 10;
-
-std::string str(int64_t value) { return std::to_string(value); }
-
-std::string mebibytes(int64_t bytes) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(1) << double(bytes) / double(1 << 20) << " MiB";
-  return text.str();
-}
 
 /// The compute capability an "sm_XY[a]" architecture names, as 10 X + Y.
 int computeCapability(const std::string &arch) {

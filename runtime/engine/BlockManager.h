@@ -22,6 +22,8 @@
 #ifndef LLMC_RUNTIME_ENGINE_BLOCKMANAGER_H
 #define LLMC_RUNTIME_ENGINE_BLOCKMANAGER_H
 
+#include "runtime/KvBlockId.h"
+
 #include <cstdint>
 #include <list>
 #include <optional>
@@ -30,8 +32,6 @@
 #include <vector>
 
 namespace llmc::runtime {
-
-using BlockId = int32_t;
 
 /// A sequence's view of the cache: its block table and how many of its
 /// tokens have a slot. The tokens themselves live with the sequence.

@@ -8,8 +8,6 @@
 namespace llmc::runtime {
 namespace {
 
-std::string str(int64_t value) { return std::to_string(value); }
-
 /// splitmix64: spreads (engine seed, request id) over the seed space, so
 /// unseeded requests draw independently.
 uint64_t mixSeed(uint64_t seed, uint64_t id) {

@@ -56,7 +56,6 @@ struct Sequence {
   int64_t numPending() const { return static_cast<int64_t>(tokens.size()) - numComputed(); }
   /// Still computing its prompt (or recomputing after a preemption): the next
   /// step's logits are not sampled unless they complete it.
-  bool inPrefill() const { return numPending() > 1; }
   /// The sequences this one stands for in max_num_seqs (its pending forks too).
   int64_t seqCount() const { return 1 + pendingForks; }
 };

@@ -1,6 +1,6 @@
 /*===- StepABI.h - the compiled step function's C ABI ----------*- C -*-===//
  *
- * The contract between `llmc compile` and the runtime (DESIGN.md section 2).
+ * The contract between `llmc compile` and the runtime (docs/artifact.md).
  * A CPU artifact's kernels.so exports one symbol, LLMC_STEP_SYMBOL, that runs
  * one model step over a ragged, paged batch:
  *
