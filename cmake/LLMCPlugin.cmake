@@ -12,11 +12,11 @@
 # libLLVM.so through it) and leaves llmc's own symbols (the llm dialect's op classes and
 # TypeIDs) undefined: the llmc or llmc-opt executable that loads the plugin provides them.
 #
-# PASSES_TD declares the plugin's passes in TableGen, as llmc's passes/Passes.td does:
-# mlir-tblgen -gen-pass-decls writes <stem of the .td>.h.inc into the target's binary dir,
-# which is on its include path (#include "<stem>.h.inc" with GEN_PASS_DECL_<PASS> /
-# GEN_PASS_DEF_<PASS> / GEN_PASS_REGISTRATION); PASSES_GROUP names the generated
-# register<Group>Passes() (default: <name>).
+# PASSES_TD declares the plugin's passes in TableGen, as each folder of llmc's passes/ does
+# (passes/Fusion/Passes.td): mlir-tblgen -gen-pass-decls writes <stem of the .td>.h.inc into
+# the target's binary dir, which is on its include path (#include "<stem>.h.inc" with
+# GEN_PASS_DECL_<PASS> / GEN_PASS_DEF_<PASS> / GEN_PASS_REGISTRATION); PASSES_GROUP names the
+# generated register<Group>Passes() (default: <name>).
 #
 # The plugin must define mlirGetPassPluginInfo() (mlir/Tools/Plugins/PassPlugin.h).
 function(llmc_add_pass_plugin name)

@@ -43,6 +43,8 @@ config.substitutions.append(
 # %llmc-fixture ARGS -o OUT: the seeded Llama builder (python -m llmc.testing.build).
 config.substitutions.append(("%llmc-fixture", "%s -m llmc.testing.build" % python))
 config.substitutions.append(("%python", python))
+# %llmc_src_root: the source tree (scripts the build runs, such as cmake/CheckLayering.cmake).
+config.substitutions.append(("%llmc_src_root", config.llmc_src_root))
 llvm_config.with_environment("PYTHONPATH", os.path.join(config.llmc_src_root, "python"),
                              append_path=True)
 

@@ -8,13 +8,11 @@
 //===----------------------------------------------------------------------===//
 #include "Passes.h"
 
-#include "llmc/Support/Debug.h"
+#include "llmc/Support/MatchFailureListener.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "llvm/Support/Debug.h"
 
 // `llmc compile -debug-only=llmc-example-fuse-gated-activation` (or llmc-opt)
 // prints why each candidate did not match: llmc's -debug-only, which works
@@ -125,28 +123,14 @@ struct FuseGatedElementwise : OpRewritePattern<llm::ElementwiseOp> {
   }
 };
 
-/// Prints the reasons given to notifyMatchFailure under -debug-only.
-struct MatchFailureLogger : RewriterBase::Listener {
-  void notifyMatchFailure(Location loc, function_ref<void(Diagnostic &)> reasonCallback) override {
-    LLMC_DEBUG({
-      Diagnostic diagnostic(loc, DiagnosticSeverity::Remark);
-      reasonCallback(diagnostic);
-      llvm::dbgs() << "[" DEBUG_TYPE "] " << loc << ": no match: " << diagnostic.str() << "\n";
-    });
-  }
-};
-
 struct FuseGatedActivationPass
     : impl::FuseGatedActivationPassBase<FuseGatedActivationPass> {
   using FuseGatedActivationPassBase::FuseGatedActivationPassBase;
 
   void runOnOperation() override {
-    MatchFailureLogger logger;
-    GreedyRewriteConfig config;
-    config.setListener(&logger);
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseGatedElementwise>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(llmc::applyPatternsExplained(getOperation(), std::move(patterns), DEBUG_TYPE)))
       signalPassFailure();
   }
 };

@@ -1,6 +1,6 @@
 //===- Passes.td - the example plugin's passes -------------*- tablegen -*-===//
 //
-// Declared as llmc declares its own passes (passes/Passes.td): mlir-tblgen
+// Declared as llmc declares its own passes (passes/Fusion/Passes.td): mlir-tblgen
 // -gen-pass-decls (llmc_add_pass_plugin's PASSES_TD) writes Passes.h.inc, with
 // the pass's base class, its options struct and its registration.
 //

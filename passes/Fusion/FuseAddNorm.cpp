@@ -1,19 +1,19 @@
-//===- LlmFuseAddNorm.cpp - residual add + norm in one kernel -------------===//
+//===- FuseAddNorm.cpp - residual add + norm in one kernel ----------------===//
 //
 // Every decoder layer adds a block's output to the residual stream and
 // normalises the sum. Fused, the stream is read once per row and the sum is
 // written once, instead of written, read back, and read again by the norm.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/FusionUtils.h"
+#include "passes/Fusion/FusionUtils.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llmc/Support/MatchFailureListener.h"
 
 #define DEBUG_TYPE "llm-fuse-add-norm"
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMFUSEADDNORMPASS
-#include "passes/Passes.h.inc"
+#include "passes/Fusion/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;
@@ -53,7 +53,7 @@ struct LlmFuseAddNormPass : impl::LlmFuseAddNormPassBase<LlmFuseAddNormPass> {
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseAddIntoNorm<llm::RmsNormOp, llm::AddRmsNormOp>,
                  FuseAddIntoNorm<llm::LayerNormOp, llm::AddLayerNormOp>>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsExplained(getOperation(), std::move(patterns), DEBUG_TYPE)))
       signalPassFailure();
   }
 };

@@ -1,4 +1,4 @@
-//===- LlmFuseElementwise.cpp - generic fusion of elementwise chains ------===//
+//===- FuseElementwise.cpp - generic fusion of elementwise chains ---------===//
 //
 // A model with an activation no pattern names (QuickGELU, squared ReLU, a
 // scaled residual) is raised to chains of llm.elementwise ops. Without
@@ -7,15 +7,15 @@
 // at a GEMM becomes its epilogue, whatever the arithmetic.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/FusionUtils.h"
+#include "passes/Fusion/FusionUtils.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llmc/Support/MatchFailureListener.h"
 
 #define DEBUG_TYPE "llm-fuse-elementwise"
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMFUSEELEMENTWISEPASS
-#include "passes/Passes.h.inc"
+#include "passes/Fusion/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;
@@ -107,8 +107,8 @@ struct LlmFuseElementwisePass : impl::LlmFuseElementwisePassBase<LlmFuseElementw
     chains.add<InlineElementwiseProducer>(&getContext(), recompute);
     RewritePatternSet epilogues(&getContext());
     epilogues.add<FuseIntoGemmEpilogue>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(chains))) ||
-        failed(applyPatternsGreedily(getOperation(), std::move(epilogues))))
+    if (failed(applyPatternsExplained(getOperation(), std::move(chains), DEBUG_TYPE)) ||
+        failed(applyPatternsExplained(getOperation(), std::move(epilogues), DEBUG_TYPE)))
       signalPassFailure();
   }
 };

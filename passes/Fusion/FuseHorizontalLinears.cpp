@@ -1,4 +1,4 @@
-//===- LlmFuseHorizontalLinears.cpp - one GEMM for linears of one input ---===//
+//===- FuseHorizontalLinears.cpp - one GEMM for linears of one input ------===//
 //
 // Q, K and V (and gate and up) projections read the same normalised rows.
 // Joined into one linear, the rows are read once, one kernel runs instead
@@ -6,7 +6,7 @@
 // batch 1.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/FusionUtils.h"
+#include "passes/Fusion/FusionUtils.h"
 
 #include "llvm/ADT/MapVector.h"
 
@@ -14,7 +14,7 @@
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMFUSEHORIZONTALLINEARSPASS
-#include "passes/Passes.h.inc"
+#include "passes/Fusion/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;

@@ -1,4 +1,4 @@
-//===- LlmFuseLinearEpilogues.cpp - named epilogues of GEMMs --------------===//
+//===- FuseLinearEpilogues.cpp - named epilogues of GEMMs -----------------===//
 //
 // What follows a GEMM elementwise (bias, activation, the gated product of
 // SwiGLU, a residual add) costs a write and a read of the whole product
@@ -6,15 +6,15 @@
 // each accumulator while it is still in a register.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/FusionUtils.h"
+#include "passes/Fusion/FusionUtils.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llmc/Support/MatchFailureListener.h"
 
 #define DEBUG_TYPE "llm-fuse-linear-epilogues"
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMFUSELINEAREPILOGUESPASS
-#include "passes/Passes.h.inc"
+#include "passes/Fusion/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;
@@ -152,8 +152,8 @@ struct LlmFuseLinearEpiloguesPass
     if (gated) epilogues.add<FuseSwiglu>(&getContext());
     RewritePatternSet biases(&getContext());
     biases.add<FuseBias>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(epilogues))) ||
-        failed(applyPatternsGreedily(getOperation(), std::move(biases))))
+    if (failed(applyPatternsExplained(getOperation(), std::move(epilogues), DEBUG_TYPE)) ||
+        failed(applyPatternsExplained(getOperation(), std::move(biases), DEBUG_TYPE)))
       signalPassFailure();
   }
 };

@@ -1,4 +1,4 @@
-//===- LlmFuseLogitsRows.cpp - row-wise ops only on the rows with logits --===//
+//===- FuseLogitsRows.cpp - row-wise ops only on the rows with logits -----===//
 //
 // A prefill of T tokens needs logits for one row per sequence. Every op
 // between the last attention and the logits head computes a row from that
@@ -6,16 +6,17 @@
 // same values.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/FusionUtils.h"
+#include "passes/Fusion/FusionUtils.h"
+
+#include "llmc/Support/MatchFailureListener.h"
 
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "llm-fuse-logits-rows"
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMFUSELOGITSROWSPASS
-#include "passes/Passes.h.inc"
+#include "passes/Fusion/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;
@@ -81,7 +82,7 @@ struct LlmFuseLogitsRowsPass : impl::LlmFuseLogitsRowsPassBase<LlmFuseLogitsRows
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<GatherBeforeRowWiseOp>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsExplained(getOperation(), std::move(patterns), DEBUG_TYPE)))
       signalPassFailure();
   }
 };

@@ -1,4 +1,4 @@
-//===- LlmFuseRopeKvWrite.cpp - rope and the paged KV write in one kernel -===//
+//===- FuseRopeKvWrite.cpp - rope and the paged KV write in one kernel ----===//
 //
 // Unfused, a layer rotates Q into a buffer, rotates K into another, then
 // copies K and V into the pool. Fused, one kernel reads q, k and v once,
@@ -6,15 +6,15 @@
 // cache slots.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/FusionUtils.h"
+#include "passes/Fusion/FusionUtils.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llmc/Support/MatchFailureListener.h"
 
 #define DEBUG_TYPE "llm-fuse-rope-kv-write"
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMFUSEROPEKVWRITEPASS
-#include "passes/Passes.h.inc"
+#include "passes/Fusion/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;
@@ -104,7 +104,7 @@ struct LlmFuseRopeKvWritePass : impl::LlmFuseRopeKvWritePassBase<LlmFuseRopeKvWr
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseRopeIntoKvWrite>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsExplained(getOperation(), std::move(patterns), DEBUG_TYPE)))
       signalPassFailure();
   }
 };

@@ -1,7 +1,7 @@
 //===- FusionReport.cpp - what fusion did to a model, per layer kind ------===//
-#include "passes/FusionReport.h"
+#include "passes/Fusion/FusionReport.h"
 
-#include "passes/StepAbi.h"
+#include "passes/Serving/StepFunction.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -9,7 +9,7 @@
 #ifndef LLMC_PASSES_FUSIONREPORT_H
 #define LLMC_PASSES_FUSIONREPORT_H
 
-#include "passes/Passes.h"
+#include "passes/Fusion/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

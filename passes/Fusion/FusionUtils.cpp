@@ -1,5 +1,5 @@
 //===- FusionUtils.cpp - building blocks of the llm-fuse-* passes ---------===//
-#include "passes/FusionUtils.h"
+#include "passes/Fusion/FusionUtils.h"
 
 #include "llmc/Support/ElementsData.h"
 #include "llmc/Support/TensorShape.h"

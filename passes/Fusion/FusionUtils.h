@@ -8,7 +8,7 @@
 #ifndef LLMC_PASSES_FUSIONUTILS_H
 #define LLMC_PASSES_FUSIONUTILS_H
 
-#include "passes/Passes.h"
+#include "passes/Fusion/Passes.h"
 
 #include "llmc/Support/TensorShape.h"
 

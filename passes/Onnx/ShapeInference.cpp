@@ -1,13 +1,13 @@
-//===- OnnxShapeInference.cpp - infer shapes, fold shape subgraphs --------===//
-#include "passes/Passes.h"
+//===- ShapeInference.cpp - infer shapes, fold shape subgraphs ------------===//
+#include "passes/Onnx/Passes.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llmc/Support/MatchFailureListener.h"
 
 #define DEBUG_TYPE "onnx-shape-inference"
 
 namespace llmc {
 #define GEN_PASS_DEF_ONNXSHAPEINFERENCEPASS
-#include "passes/Passes.h.inc"
+#include "passes/Onnx/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;
@@ -48,7 +48,7 @@ struct OnnxShapeInferencePass
         break;
       }
       bool folded = false;
-      if (failed(applyPatternsGreedily(func, frozen, GreedyRewriteConfig(), &folded)))
+      if (failed(applyPatternsExplained(func, frozen, DEBUG_TYPE, {}, &folded)))
         return signalPassFailure();
       FailureOr<bool> refined = refineResultTypes(func);
       if (failed(refined)) return signalPassFailure();

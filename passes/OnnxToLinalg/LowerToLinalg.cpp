@@ -1,12 +1,12 @@
-//===- OnnxLowerToLinalg.cpp - onnx ops to linalg, tensor, arith, math ----===//
+//===- LowerToLinalg.cpp - onnx ops to linalg, tensor, arith, math --------===//
 //
 // The pass, the type converter, the shared builders of OnnxToLinalg.h and the
 // patterns that belong to no op family: constants, If and Identity. The
 // families live in OnnxToLinalg*.cpp.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/OnnxToLinalg.h"
-#include "passes/Passes.h"
+#include "passes/OnnxToLinalg/OnnxToLinalg.h"
+#include "passes/OnnxToLinalg/Passes.h"
 
 #include "dialects/onnx/ShapeHelpers.h"
 
@@ -20,7 +20,7 @@
 
 namespace llmc {
 #define GEN_PASS_DEF_ONNXLOWERTOLINALGPASS
-#include "passes/Passes.h.inc"
+#include "passes/OnnxToLinalg/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;

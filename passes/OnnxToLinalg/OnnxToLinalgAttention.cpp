@@ -12,7 +12,7 @@
 // and its cos/sin entries with tensor.extract.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/OnnxToLinalg.h"
+#include "passes/OnnxToLinalg/OnnxToLinalg.h"
 
 #include "dialects/onnx/OnnxDialect.h"
 

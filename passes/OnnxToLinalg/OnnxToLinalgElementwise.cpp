@@ -5,7 +5,7 @@
 // Integer ops pick their signed or unsigned form from the onnx operand types.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/OnnxToLinalg.h"
+#include "passes/OnnxToLinalg/OnnxToLinalg.h"
 
 #include "dialects/onnx/OnnxDialect.h"
 

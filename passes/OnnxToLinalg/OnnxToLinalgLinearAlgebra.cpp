@@ -6,7 +6,7 @@
 // axis or per block through their indexing maps.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/OnnxToLinalg.h"
+#include "passes/OnnxToLinalg/OnnxToLinalg.h"
 
 #include "dialects/onnx/OnnxDialect.h"
 #include "dialects/onnx/ShapeHelpers.h"

@@ -8,7 +8,7 @@
 // loop nest of scalar steps along the axis.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/OnnxToLinalg.h"
+#include "passes/OnnxToLinalg/OnnxToLinalg.h"
 
 #include "dialects/onnx/OnnxDialect.h"
 #include "dialects/onnx/ShapeHelpers.h"

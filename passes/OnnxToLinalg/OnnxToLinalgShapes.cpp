@@ -8,7 +8,7 @@
 // are extracted inside linalg.generic bodies.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/OnnxToLinalg.h"
+#include "passes/OnnxToLinalg/OnnxToLinalg.h"
 
 #include "dialects/onnx/OnnxDialect.h"
 #include "dialects/onnx/ShapeHelpers.h"

@@ -1,5 +1,14 @@
 //===- Pipelines.cpp - the passes of llmc compile, composed ---------------===//
-#include "passes/Passes.h"
+#include "passes/Pipelines/Pipelines.h"
+
+#include "passes/Codegen/CPU/Passes.h"
+#include "passes/Codegen/CUDA/Passes.h"
+#include "passes/Codegen/Common/Passes.h"
+#include "passes/Fusion/Passes.h"
+#include "passes/Onnx/Passes.h"
+#include "passes/OnnxToLinalg/Passes.h"
+#include "passes/Raising/Passes.h"
+#include "passes/Serving/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
@@ -160,6 +169,17 @@ void registerPipelines() {
                              "A whole onnx graph of fixed shapes to bufferized loops "
                              "(its outputs as trailing arguments)",
                              [](OpPassManager &pm) { buildGraphPipeline(pm); });
+}
+
+void registerAllPasses() {
+  registerOnnxPasses();
+  registerOnnxToLinalgPasses();
+  registerRaisingPasses();
+  registerServingPasses();
+  registerFusionPasses();
+  registerCodegenCommonPasses();
+  registerCodegenCPUPasses();
+  registerCodegenCUDAPasses();
 }
 
 } // namespace llmc

@@ -1,21 +1,17 @@
-//===- Passes.h - llmc's compiler passes ------------------------*- C++ -*-===//
-#ifndef LLMC_PASSES_PASSES_H
-#define LLMC_PASSES_PASSES_H
+//===- Pipelines.h - llmc's passes composed into pipelines -----*- C++ -*-===//
+//
+// What `llmc compile` and llmc-opt run: the pipelines of each stage, the
+// extension points where plugins' passes join them, and the registration of
+// every pass (each stage's passes are declared in its own folder's Passes.td).
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_PASSES_PIPELINES_PIPELINES_H
+#define LLMC_PASSES_PIPELINES_PIPELINES_H
 
-#include "dialects/llm/LlmDialect.h"
-#include "dialects/onnx/OnnxDialect.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace llmc {
-
-#define GEN_PASS_DECL
-#include "passes/Passes.h.inc"
-
-#define GEN_PASS_REGISTRATION
-#include "passes/Passes.h.inc"
 
 /// Adds the import clean-up and raising passes: onnx ops in, llm ops out.
 void buildRaisingPipeline(mlir::OpPassManager &pm, bool allowLeftovers = false);
@@ -84,6 +80,9 @@ void registerGraphLoweringDialects(mlir::DialectRegistry &registry);
 /// Registers the named pipelines (e.g. `llmc-raise`) with the pass registry.
 void registerPipelines();
 
+/// Registers every pass of every stage with the pass registry.
+void registerAllPasses();
+
 } // namespace llmc
 
-#endif // LLMC_PASSES_PASSES_H
+#endif // LLMC_PASSES_PIPELINES_PIPELINES_H

@@ -1,5 +1,5 @@
 //===- RaiseAttention.cpp - heads, KV cache, decomposed attention ---------===//
-#include "passes/RaisePatterns.h"
+#include "passes/Raising/RaisePatterns.h"
 
 #include "dialects/onnx/ShapeHelpers.h"
 

@@ -10,7 +10,7 @@
 // understand it.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/RaisePatterns.h"
+#include "passes/Raising/RaisePatterns.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"

@@ -6,7 +6,7 @@
 // kv_concat, attention, merge_heads.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/RaisePatterns.h"
+#include "passes/Raising/RaisePatterns.h"
 
 using namespace mlir;
 

@@ -1,5 +1,5 @@
 //===- RaiseLinear.cpp - embedding, linear layers, activations, residuals -===//
-#include "passes/RaisePatterns.h"
+#include "passes/Raising/RaisePatterns.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 

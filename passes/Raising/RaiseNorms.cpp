@@ -1,5 +1,5 @@
 //===- RaiseNorms.cpp - rms_norm and layer_norm ---------------------------===//
-#include "passes/RaisePatterns.h"
+#include "passes/Raising/RaisePatterns.h"
 
 using namespace mlir;
 

@@ -8,20 +8,18 @@
 // activation ops nothing named into llm.elementwise (RaiseElementwise.cpp).
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
-#include "passes/RaisePatterns.h"
+#include "passes/Raising/Passes.h"
+#include "passes/Raising/RaisePatterns.h"
 
-#include "llmc/Support/Debug.h"
+#include "llmc/Support/MatchFailureListener.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "raise-onnx-to-llm"
 
 namespace llmc {
 #define GEN_PASS_DEF_RAISEONNXTOLLMPASS
-#include "passes/Passes.h.inc"
+#include "passes/Raising/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;
@@ -29,37 +27,22 @@ using namespace mlir;
 namespace llmc {
 namespace {
 
-/// Prints why patterns did not match, under -debug-only=raise-onnx-to-llm.
-struct MatchFailureLogger : RewriterBase::Listener {
-  void notifyMatchFailure(Location loc, function_ref<void(Diagnostic &)> reasonCallback) override {
-    LLMC_DEBUG({
-      Diagnostic diagnostic(loc, DiagnosticSeverity::Remark);
-      reasonCallback(diagnostic);
-      llvm::dbgs() << "[" DEBUG_TYPE "] " << loc << ": no match: " << diagnostic.str() << "\n";
-    });
-  }
-};
-
 struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
   using RaiseOnnxToLlmPassBase::RaiseOnnxToLlmPassBase;
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    MatchFailureLogger logger;
-    GreedyRewriteConfig config;
-    config.setListener(&logger);
-
     RewritePatternSet structures(&getContext());
     raising::populateStructurePatterns(structures);
-    if (failed(applyPatternsGreedily(func, std::move(structures), config)))
+    if (failed(applyPatternsExplained(func, std::move(structures), DEBUG_TYPE)))
       return signalPassFailure();
     RewritePatternSet glue(&getContext());
     raising::populateGluePatterns(glue);
-    if (failed(applyPatternsGreedily(func, std::move(glue), config)))
+    if (failed(applyPatternsExplained(func, std::move(glue), DEBUG_TYPE)))
       return signalPassFailure();
     RewritePatternSet elementwise(&getContext());
     raising::populateElementwisePatterns(elementwise);
-    if (failed(applyPatternsGreedily(func, std::move(elementwise), config)))
+    if (failed(applyPatternsExplained(func, std::move(elementwise), DEBUG_TYPE)))
       return signalPassFailure();
 
     reportLeftovers(func);

@@ -6,7 +6,7 @@
 // RotaryEmbedding ops of opset 23 and com.microsoft.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/RaisePatterns.h"
+#include "passes/Raising/RaisePatterns.h"
 
 #include "dialects/onnx/ShapeHelpers.h"
 

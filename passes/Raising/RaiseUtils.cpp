@@ -1,5 +1,5 @@
 //===- RaiseUtils.cpp - matching helpers of raise-onnx-to-llm -------------===//
-#include "passes/RaisePatterns.h"
+#include "passes/Raising/RaisePatterns.h"
 
 #include "dialects/onnx/ShapeHelpers.h"
 

@@ -1,4 +1,4 @@
-//===- LlmGqaRewrite.cpp - attention over KV heads, not their copies ------===//
+//===- GqaRewrite.cpp - attention over KV heads, not their copies ---------===//
 //
 // llm.attention is grouped-query: query head h reads KV head
 // h / (heads / kv_heads). Exports widen K and V with repeat_kv to the query's
@@ -6,16 +6,16 @@
 // (and, after paging, lets the cache hold kv_heads heads instead of heads).
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
+#include "passes/Serving/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llmc/Support/MatchFailureListener.h"
 
 #define DEBUG_TYPE "llm-gqa-rewrite"
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMGQAREWRITEPASS
-#include "passes/Passes.h.inc"
+#include "passes/Serving/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;
@@ -50,7 +50,7 @@ struct LlmGqaRewritePass : impl::LlmGqaRewritePassBase<LlmGqaRewritePass> {
     RewritePatternSet patterns(&getContext());
     patterns.add<AttendOverKvHeads>(&getContext());
     // The greedy driver erases the repeat_kv ops once nothing reads them.
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsExplained(getOperation(), std::move(patterns), DEBUG_TYPE)))
       return signalPassFailure();
   }
 };

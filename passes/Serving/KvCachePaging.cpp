@@ -1,4 +1,4 @@
-//===- LlmKvCachePaging.cpp - dense KV cache -> paged pool ----------------===//
+//===- KvCachePaging.cpp - dense KV cache -> paged pool -------------------===//
 //
 // Exports carry the KV cache as tensors: past_key_values.N.{key,value} in,
 // Concat(past, new) inside, present.N.* out. A server cannot keep one dense
@@ -8,8 +8,8 @@
 // attention reads them back through block_tables.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
-#include "passes/StepAbi.h"
+#include "passes/Serving/Passes.h"
+#include "passes/Serving/StepFunction.h"
 
 #include "llmc/Support/TensorShape.h"
 
@@ -21,7 +21,7 @@
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMKVCACHEPAGINGPASS
-#include "passes/Passes.h.inc"
+#include "passes/Serving/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;

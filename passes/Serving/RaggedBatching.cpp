@@ -1,4 +1,4 @@
-//===- LlmRaggedBatching.cpp - [batch, seq] -> [tokens] -------------------===//
+//===- RaggedBatching.cpp - [batch, seq] -> [tokens] ----------------------===//
 //
 // A padded [batch, seq] step wastes the work of every pad token and cannot mix
 // a 500-token prefill chunk with decode tokens of other sequences. Every op of
@@ -7,8 +7,8 @@
 // sequence's rows through cu_seqlens_q.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
-#include "passes/StepAbi.h"
+#include "passes/Serving/Passes.h"
+#include "passes/Serving/StepFunction.h"
 
 #include "llmc/Support/TensorShape.h"
 
@@ -21,7 +21,7 @@
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMRAGGEDBATCHINGPASS
-#include "passes/Passes.h.inc"
+#include "passes/Serving/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;

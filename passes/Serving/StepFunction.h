@@ -1,4 +1,4 @@
-//===- StepAbi.h - names of the step function's inputs ----------*- C++ -*-===//
+//===- StepFunction.h - names of the step function's inputs -----*- C++ -*-===//
 //
 // llm-kv-cache-paging and llm-ragged-batching rewrite the model function
 // into the step ABI (include/llmc/Runtime/StepABI.h). They tag each input

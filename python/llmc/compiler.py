@@ -25,7 +25,7 @@ from typing import Iterable, Mapping, Sequence, Union
 # What --emit produces: IR text (returned when no output is given) or a directory.
 IR_KINDS = ("onnx-ir", "llm-ir", "step-ir", "graph-ir")
 DIRECTORY_KINDS = ("artifact", "graph")
-# The default pipeline's extension points, in pipeline order (passes/Passes.h).
+# The default pipeline's extension points, in pipeline order (passes/Pipelines/Pipelines.h).
 EXTENSION_POINTS = ("after-raising", "before-fusion", "before-lowering")
 
 PathLike = Union[str, os.PathLike]

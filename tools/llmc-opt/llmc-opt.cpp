@@ -5,8 +5,10 @@
 // and loads out-of-tree pass plugins with --load-pass-plugin.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/llm/LlmDialect.h"
+#include "dialects/onnx/OnnxDialect.h"
 #include "llmc/Support/Debug.h"
-#include "passes/Passes.h"
+#include "passes/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -20,7 +22,7 @@ int main(int argc, char **argv) {
   mlir::func::registerInlinerExtension(registry);
   llmc::registerGraphLoweringDialects(registry);
   mlir::registerTransformsPasses();
-  llmc::registerLLMCPasses();
+  llmc::registerAllPasses();
   llmc::registerPipelines();
   llmc::registerDebugOnlyOption();
   return mlir::asMainReturnCode(

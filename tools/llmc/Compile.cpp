@@ -15,11 +15,14 @@
 #include "Compile.h"
 
 #include "OpSummary.h"
+#include "dialects/llm/LlmDialect.h"
+#include "dialects/onnx/OnnxDialect.h"
 #include "llmc/Artifact/ArtifactWriter.h"
 #include "llmc/Artifact/GraphLibrary.h"
 #include "llmc/Import/OnnxImporter.h"
-#include "passes/FusionReport.h"
-#include "passes/Passes.h"
+#include "passes/Fusion/FusionReport.h"
+#include "passes/Onnx/Passes.h"
+#include "passes/Pipelines/Pipelines.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"

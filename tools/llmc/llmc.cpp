@@ -15,7 +15,7 @@
 #include "Serve.h"
 
 #include "llmc/Support/Debug.h"
-#include "passes/Passes.h"
+#include "passes/Pipelines/Pipelines.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
     return command == "--help" || command == "-h" ? 0 : 1;
   }
   // First the passes: --mlir-print-ir-after=<pass> takes their names.
-  llmc::registerLLMCPasses();
+  llmc::registerAllPasses();
   // Pipeline text (--insert-passes, --pass-pipeline, --mlir-print-ir-after) may
   // name llmc's pipelines and MLIR's generic transforms.
   llmc::registerPipelines();

@@ -6,7 +6,7 @@
 // context length, as flash attention does.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/CpuLowering.h"
+#include "passes/Codegen/CPU/CpuLowering.h"
 
 using namespace mlir;
 

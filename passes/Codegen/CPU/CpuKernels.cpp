@@ -4,56 +4,37 @@
 // depends on how many other rows the step carries.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/CpuLowering.h"
+#include "passes/Codegen/CPU/CpuLowering.h"
 
 #include "llvm/ADT/TypeSwitch.h"
-#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
 namespace llmc::cpu {
 
-std::string kernelKey(StringRef name, TypeRange argTypes) {
-  std::string key = name.str();
-  llvm::raw_string_ostream os(key);
-  for (Type type : argTypes) os << "," << type;
-  return key;
+func::FuncOp StepLowering::getOrCreateKernel(Location loc, StringRef name, const std::string &key,
+                                             TypeRange argTypes, KernelBody body) {
+  func::FuncOp &kernel = kernels[key];
+  if (kernel) return kernel;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  std::string symbol = ("llmc_" + name + "_" + std::to_string(kernels.size())).str();
+  kernel = func::FuncOp::create(b, loc, symbol, b.getFunctionType(argTypes, {}));
+  kernel.setPrivate();
+  // Internal linkage: LLVM may inline kernels and drop their symbols.
+  kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(b.getContext(), LLVM::Linkage::Internal));
+  Block *entry = kernel.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  KernelBuilder kb(b, loc);
+  body(kb, entry->getArguments());
+  func::ReturnOp::create(b, loc);
+  return kernel;
 }
 
-std::string kernelKey(StringRef name, ValueRange args) { return kernelKey(name, args.getTypes()); }
-
-namespace {
-/// The scalar body of an op, written so that two bodies print the same iff
-/// they compute the same: every value is named by the block argument or
-/// the op (in order) that defines it.
-void describeBody(Region &region, llvm::raw_ostream &os) {
-  DenseMap<Value, std::string> names;
-  for (BlockArgument argument : region.front().getArguments())
-    names[argument] = "a" + std::to_string(argument.getArgNumber());
-  unsigned index = 0;
-  for (Operation &op : region.front()) {
-    os << "{" << op.getName() << op.getPropertiesAsAttribute() << op.getAttrDictionary() << "(";
-    for (Value operand : op.getOperands()) os << names.lookup(operand) << ",";
-    os << ")";
-    for (Value result : op.getResults()) {
-      names[result] = "v" + std::to_string(index++);
-      os << result.getType();
-    }
-    os << "}";
-  }
+void StepLowering::callKernel(Location loc, StringRef name, const std::string &key,
+                              ValueRange args, KernelBody body) {
+  func::CallOp::create(b, loc, getOrCreateKernel(loc, name, key, args.getTypes(), body), args);
 }
-} // namespace
-
-std::string kernelKey(Operation *op, TypeRange argTypes) {
-  std::string name;
-  llvm::raw_string_ostream os(name);
-  // Inherent attributes only: the planned offsets do not change the code.
-  os << op->getName() << op->getPropertiesAsAttribute();
-  for (Region &region : op->getRegions()) describeBody(region, os);
-  return kernelKey(name, argTypes);
-}
-
-std::string kernelKey(Operation *op, ValueRange args) { return kernelKey(op, args.getTypes()); }
 
 namespace {
 
@@ -98,15 +79,6 @@ void emitNormRow(KernelBuilder &kb, Value x, Value weight, Value bias, Value out
 }
 
 } // namespace
-
-std::pair<double, bool> normKind(Operation *op) {
-  if (auto rms = dyn_cast<llm::RmsNormOp>(op)) return {rms.getEpsilon().convertToFloat(), false};
-  if (auto fused = dyn_cast<llm::AddRmsNormOp>(op))
-    return {fused.getEpsilon().convertToFloat(), false};
-  if (auto fused = dyn_cast<llm::AddLayerNormOp>(op))
-    return {fused.getEpsilon().convertToFloat(), true};
-  return {cast<llm::LayerNormOp>(op).getEpsilon().convertToFloat(), true};
-}
 
 LogicalResult lowerScalarFunction(StepLowering &step, llm::ScalarFunctionOpInterface op,
                                   ArrayRef<Value> operands, Value output) {
@@ -194,27 +166,6 @@ LogicalResult lowerEmbedding(StepLowering &step, llm::EmbeddingOp op, ArrayRef<V
     });
   });
   return success();
-}
-
-void emitRotatedPair(KernelBuilder &kb, const Rotation &rotation, Value position, Value i,
-                     function_ref<Value(Value)> read, function_ref<void(Value, Value)> write) {
-  int64_t half = rotation.halfRotary;
-  Value cosine, sine;
-  if (rotation.cosCache) {
-    Value p = kb.toIndex(position);
-    cosine = kb.load(rotation.cosCache, {p, i});
-    sine = kb.load(rotation.sinCache, {p, i});
-  } else {
-    Value angle = kb.mul(kb.toF32(position), kb.load(rotation.invFreq, {i}));
-    cosine = kb.cos(angle);
-    sine = kb.sin(angle);
-  }
-  // rotate_half pairs feature i with i + rotary/2; interleaved, 2i with 2i+1.
-  Value first = rotation.interleaved ? kb.mulIndex(i, kb.index(2)) : i;
-  Value second = kb.addIndex(first, kb.index(rotation.interleaved ? 1 : half));
-  Value a = read(first), c = read(second);
-  write(first, kb.sub(kb.mul(a, cosine), kb.mul(c, sine)));
-  write(second, kb.add(kb.mul(c, cosine), kb.mul(a, sine)));
 }
 
 void emitRotatedHead(KernelBuilder &kb, const Rotation &rotation, Value position,

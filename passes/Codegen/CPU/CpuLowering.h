@@ -2,15 +2,19 @@
 //
 // llm-lower-to-cpu builds `llmc_step` op by op. Each llm op becomes a call of
 // a private kernel function (one per distinct op and shape), whose body is
-// scf loops over memrefs; KernelBuilder is the small vocabulary those bodies
-// are written in. Activations are 2-D memrefs [rows, features] (heads are
-// `heads * head_dim` features), so split/merge of heads costs nothing.
+// scf loops over memrefs, written with the KernelBuilder both targets share
+// (passes/Codegen/Common). Activations are 2-D memrefs [rows, features]
+// (heads are `heads * head_dim` features), so split/merge of heads costs
+// nothing.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LLMC_PASSES_CPULOWERING_H
-#define LLMC_PASSES_CPULOWERING_H
+#ifndef LLMC_PASSES_CODEGEN_CPU_CPULOWERING_H
+#define LLMC_PASSES_CODEGEN_CPU_CPULOWERING_H
 
-#include "passes/Passes.h"
+#include "passes/Codegen/CPU/Passes.h"
+#include "passes/Codegen/Common/KernelBuilder.h"
+#include "passes/Codegen/Common/RowMath.h"
+#include "passes/Codegen/Common/StepData.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,74 +24,14 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
-namespace llmc {
-/// Unpacks an llm.dequantize of constants into f32 [rows, cols] at compile
-/// time (every target's weights start as this).
-mlir::FailureOr<mlir::ElementsAttr> dequantizeConstant(llm::DequantizeOp op);
-/// The f32 constant data of a weight operand, dequantised if packed; an
-/// error naming `target` ("CPU", "CUDA") for anything else.
-mlir::FailureOr<mlir::ElementsAttr> weightConstant(mlir::Value value, llvm::StringRef target);
-/// Copies what the manifest needs from the planned step `model` onto
-/// `module` (llmc.workspace_bytes, step limits, hidden size, heads, positions).
-void recordStepAttributes(mlir::ModuleOp module, mlir::func::FuncOp model);
-} // namespace llmc
-
 namespace llmc::cpu {
 
-/// Builds loop nests and scalar arithmetic inside a kernel. Float arithmetic
-/// carries reassoc+contract fast-math flags so that LLVM vectorises
-/// reductions; every row is computed by the same code whatever the batch, so
-/// results stay independent of the batch composition.
-class KernelBuilder {
-public:
-  KernelBuilder(mlir::OpBuilder &builder, mlir::Location loc) : b(builder), loc(loc) {}
-
-  mlir::OpBuilder &builder() { return b; }
-  mlir::Location location() const { return loc; }
-
-  mlir::Value index(int64_t value);
-  mlir::Value f32(double value);
-  mlir::Value dim(mlir::Value memref, int64_t dim);
-  /// An i32 (or other integer) value as an index.
-  mlir::Value toIndex(mlir::Value integer);
-  mlir::Value toF32(mlir::Value integer);
-
-  /// for (iv = lower; iv < upper; ++iv) body(iv)
-  void forEach(mlir::Value lower, mlir::Value upper, llvm::function_ref<void(mlir::Value)> body);
-  /// acc = init; for (iv...) acc = body(iv, acc); returns acc.
-  mlir::Value reduce(mlir::Value lower, mlir::Value upper, mlir::Value init,
-                     llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> body);
-  /// if (condition) then()
-  void ifThen(mlir::Value condition, llvm::function_ref<void()> then);
-
-  mlir::Value load(mlir::Value memref, mlir::ValueRange indices);
-  void store(mlir::Value value, mlir::Value memref, mlir::ValueRange indices);
-
-  mlir::Value add(mlir::Value a, mlir::Value c);
-  mlir::Value sub(mlir::Value a, mlir::Value c);
-  mlir::Value mul(mlir::Value a, mlir::Value c);
-  mlir::Value div(mlir::Value a, mlir::Value c);
-  mlir::Value max(mlir::Value a, mlir::Value c);
-  mlir::Value neg(mlir::Value a);
-  mlir::Value exp(mlir::Value a);
-  mlir::Value sqrt(mlir::Value a);
-  mlir::Value cos(mlir::Value a);
-  mlir::Value sin(mlir::Value a);
-  mlir::Value erf(mlir::Value a);
-  mlir::Value tanh(mlir::Value a);
-
-  mlir::Value addIndex(mlir::Value a, mlir::Value c);
-  mlir::Value subIndex(mlir::Value a, mlir::Value c);
-  mlir::Value mulIndex(mlir::Value a, mlir::Value c);
-  mlir::Value divIndex(mlir::Value a, mlir::Value c);
-  mlir::Value remIndex(mlir::Value a, mlir::Value c);
-  mlir::Value minIndex(mlir::Value a, mlir::Value c);
-  mlir::Value lessThan(mlir::Value a, mlir::Value c);
-
-private:
-  mlir::OpBuilder &b;
-  mlir::Location loc;
-};
+// The CPU kernels are written in the shared vocabulary.
+using codegen::emitRotatedPair;
+using codegen::KernelBuilder;
+using codegen::kernelKey;
+using codegen::normKind;
+using codegen::Rotation;
 
 /// The step function under construction and what its ops need.
 class StepLowering {
@@ -117,32 +61,6 @@ private:
   llvm::StringMap<mlir::func::FuncOp> kernels;
 };
 
-/// What identifies a kernel: the op's name and attributes and the types it
-/// is called with.
-std::string kernelKey(mlir::Operation *op, mlir::ValueRange args);
-/// The same for kernels that are not one op's: a name and the argument types.
-std::string kernelKey(llvm::StringRef name, mlir::ValueRange args);
-/// The same from argument types (kernels that are not called from IR).
-std::string kernelKey(mlir::Operation *op, mlir::TypeRange argTypes);
-std::string kernelKey(llvm::StringRef name, mlir::TypeRange argTypes);
-
-/// A norm op's (rms_norm, layer_norm, add_rms_norm, add_layer_norm) epsilon
-/// and whether it centres (layer norm); both targets' norm kernels read it.
-std::pair<double, bool> normKind(mlir::Operation *op);
-
-/// What a rotary embedding rotates by: frequencies, or cos/sin tables.
-struct Rotation {
-  int64_t headDim = 0;
-  int64_t halfRotary = 0; // rotary_dim / 2
-  bool interleaved = false;
-  mlir::Value invFreq, cosCache, sinCache; // one form or the other
-};
-
-/// Rotates rotary pair `i` of one head at `position`: features (i, i +
-/// rotary/2), or (2i, 2i + 1) when interleaved.
-void emitRotatedPair(KernelBuilder &kb, const Rotation &rotation, mlir::Value position,
-                     mlir::Value i, llvm::function_ref<mlir::Value(mlir::Value)> read,
-                     llvm::function_ref<void(mlir::Value, mlir::Value)> write);
 /// Rotates one head of one row at `position`: `read(i)` gives feature i of
 /// the head, `write(i, value)` stores feature i of the result.
 void emitRotatedHead(KernelBuilder &kb, const Rotation &rotation, mlir::Value position,
@@ -200,4 +118,4 @@ mlir::LogicalResult lowerMatmul(StepLowering &step, mlir::Location loc, mlir::Va
 
 } // namespace llmc::cpu
 
-#endif // LLMC_PASSES_CPULOWERING_H
+#endif // LLMC_PASSES_CODEGEN_CPU_CPULOWERING_H

@@ -9,7 +9,7 @@
 // BLAS threads), faster for long prefills. bench/RESULTS.md has the figures.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/CpuLowering.h"
+#include "passes/Codegen/CPU/CpuLowering.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"

@@ -19,7 +19,7 @@
 // uses (python/llmc/testing/cuda_emulation.h).
 //
 //===----------------------------------------------------------------------===//
-#include "passes/CudaLowering.h"
+#include "passes/Codegen/CUDA/CudaLowering.h"
 
 #include "llvm/Support/FormatVariadic.h"
 

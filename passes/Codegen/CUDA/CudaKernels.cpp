@@ -7,7 +7,7 @@
 // when stored. Row reductions (norms) go through gpu.all_reduce.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/CudaLowering.h"
+#include "passes/Codegen/CUDA/CudaLowering.h"
 
 #include "mlir/IR/IRMapping.h"
 
@@ -22,7 +22,7 @@ int64_t staticDim(Value memref, int64_t dim) {
 }
 
 /// The element at `indices`, widened to f32 when it is a narrower float.
-Value loadF32(cpu::KernelBuilder &kb, Value memref, ValueRange indices) {
+Value loadF32(codegen::KernelBuilder &kb, Value memref, ValueRange indices) {
   Value value = kb.load(memref, indices);
   if (isa<BFloat16Type, Float16Type>(value.getType()))
     return arith::ExtFOp::create(kb.builder(), kb.location(), kb.builder().getF32Type(), value);
@@ -31,7 +31,7 @@ Value loadF32(cpu::KernelBuilder &kb, Value memref, ValueRange indices) {
 
 /// Stores `value`, narrowed to the memref's element type when that is a
 /// narrower float.
-void storeNarrowed(cpu::KernelBuilder &kb, Value value, Value memref, ValueRange indices) {
+void storeNarrowed(codegen::KernelBuilder &kb, Value value, Value memref, ValueRange indices) {
   Type element = cast<MemRefType>(memref.getType()).getElementType();
   if (element != value.getType() && isa<FloatType>(element))
     value = arith::TruncFOp::create(kb.builder(), kb.location(), element, value);
@@ -41,12 +41,12 @@ void storeNarrowed(cpu::KernelBuilder &kb, Value value, Value memref, ValueRange
 /// The block's row and the thread's place in it.
 struct RowThread {
   Value row, thread;
-  explicit RowThread(cpu::KernelBuilder &kb) {
+  explicit RowThread(codegen::KernelBuilder &kb) {
     row = gpu::BlockIdOp::create(kb.builder(), kb.location(), gpu::Dimension::x);
     thread = gpu::ThreadIdOp::create(kb.builder(), kb.location(), gpu::Dimension::x);
   }
   /// for (i = thread; i < count; i += block size) body(i)
-  void forEach(cpu::KernelBuilder &kb, int64_t count, function_ref<void(Value)> body) const {
+  void forEach(codegen::KernelBuilder &kb, int64_t count, function_ref<void(Value)> body) const {
     scf::ForOp::create(kb.builder(), kb.location(), thread, kb.index(count), kb.index(kRowBlockSize),
                        ValueRange{}, [&](OpBuilder &nested, Location loc, Value i, ValueRange) {
                          OpBuilder::InsertionGuard guard(kb.builder());
@@ -57,7 +57,7 @@ struct RowThread {
                        });
   }
   /// The sum over the thread's features of body(i), then over the block.
-  Value sum(cpu::KernelBuilder &kb, int64_t count, function_ref<Value(Value)> body) const {
+  Value sum(codegen::KernelBuilder &kb, int64_t count, function_ref<Value(Value)> body) const {
     auto loop = scf::ForOp::create(
         kb.builder(), kb.location(), thread, kb.index(count), kb.index(kRowBlockSize),
         ValueRange{kb.f32(0.0)}, [&](OpBuilder &nested, Location loc, Value i, ValueRange acc) {
@@ -74,7 +74,7 @@ struct RowThread {
 
 /// The element of `input` for output element (row, col): inputs are
 /// [rows, features], [features] or rank 0.
-Value loadBroadcast(cpu::KernelBuilder &kb, Value input, Value row, Value col) {
+Value loadBroadcast(codegen::KernelBuilder &kb, Value input, Value row, Value col) {
   switch (cast<MemRefType>(input.getType()).getRank()) {
   case 0: return loadF32(kb, input, {});
   case 1: return loadF32(kb, input, {col});
@@ -94,7 +94,7 @@ FailureOr<SmallVector<TensorRef>> required(Operation *op, ArrayRef<std::optional
 
 /// What identifies a kernel beyond its argument types: the op's name,
 /// inherent attributes and regions.
-std::string opKey(Operation *op) { return cpu::kernelKey(op, TypeRange{}); }
+std::string opKey(Operation *op) { return codegen::kernelKey(op, TypeRange{}); }
 
 /// The key of a KV-writing op's kernel, which takes the layer as an
 /// argument: every layer shares one kernel.
@@ -116,7 +116,7 @@ LogicalResult lowerEmbedding(StepContext &step, llm::EmbeddingOp op,
   refs->push_back(output);
   bool transposed = op.getTransposeTable();
   step.launchRows(op.getLoc(), "embedding", opKey(op), output.sizes[0], *refs,
-                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+                  [&](codegen::KernelBuilder &kb, ValueRange params) {
     Value table = params[0], ids = params[1], out = params[2];
     RowThread rt(kb);
     Value id = kb.toIndex(kb.load(ids, {rt.row}));
@@ -134,7 +134,7 @@ LogicalResult lowerGatherRows(StepContext &step, llm::GatherRowsOp op,
   if (failed(refs)) return failure();
   refs->push_back(output);
   step.launchRows(op.getLoc(), "gather_rows", opKey(op), output.sizes[0], *refs,
-                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+                  [&](codegen::KernelBuilder &kb, ValueRange params) {
     Value in = params[0], indices = params[1], out = params[2];
     RowThread rt(kb);
     Value source = kb.toIndex(kb.load(indices, {rt.row}));
@@ -146,7 +146,7 @@ LogicalResult lowerGatherRows(StepContext &step, llm::GatherRowsOp op,
 
 LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional<TensorRef>> operands,
                         ArrayRef<TensorRef> outputs) {
-  auto [epsilon, layer] = cpu::normKind(op);
+  auto [epsilon, layer] = codegen::normKind(op);
   bool fused = isa<llm::AddRmsNormOp, llm::AddLayerNormOp>(op);
   // input, weight[, bias] or lhs, rhs, weight[, bias]; then the outputs.
   size_t inputs = fused ? 3 : 2;
@@ -156,7 +156,8 @@ LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional
   if (hasBias) refs->push_back(*operands[inputs]);
   refs->append(outputs.begin(), outputs.end());
   step.launchRows(op->getLoc(), op->getName().stripDialect(), opKey(op), outputs.back().sizes[0], *refs,
-                  [&, epsilon = epsilon, layer = layer](cpu::KernelBuilder &kb, ValueRange params) {
+                  [&, epsilon = epsilon, layer = layer](codegen::KernelBuilder &kb,
+                                                        ValueRange params) {
     RowThread rt(kb);
     Value normed = params.back();
     int64_t features = staticDim(normed, 1);
@@ -200,7 +201,7 @@ LogicalResult lowerScalarFunction(StepContext &step, llm::ScalarFunctionOpInterf
   refs->push_back(output);
   bool failedScalar = false;
   step.launchRows(op->getLoc(), op->getName().stripDialect(), opKey(op), output.sizes[0], *refs,
-                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+                  [&](codegen::KernelBuilder &kb, ValueRange params) {
     RowThread rt(kb);
     Value out = params.back();
     rt.forEach(kb, staticDim(out, 1), [&](Value col) {
@@ -221,13 +222,13 @@ LogicalResult lowerScalarFunction(StepContext &step, llm::ScalarFunctionOpInterf
 namespace {
 /// Rotates `heads` heads of one row: thread t takes rotary pair t % half of
 /// head t / half, then features past the rotary dims are copied.
-void rotateHeads(cpu::KernelBuilder &kb, const RowThread &rt, const cpu::Rotation &rotation,
+void rotateHeads(codegen::KernelBuilder &kb, const RowThread &rt, const codegen::Rotation &rotation,
                  int64_t heads, Value position, function_ref<Value(Value)> read,
                  function_ref<void(Value, Value)> write) {
   int64_t half = rotation.halfRotary, headDim = rotation.headDim;
   rt.forEach(kb, heads * half, [&](Value pair) {
     Value base = kb.mulIndex(kb.divIndex(pair, kb.index(half)), kb.index(headDim));
-    cpu::emitRotatedPair(
+    codegen::emitRotatedPair(
         kb, rotation, position, kb.remIndex(pair, kb.index(half)),
         [&](Value i) { return read(kb.addIndex(base, i)); },
         [&](Value i, Value value) { write(kb.addIndex(base, i), value); });
@@ -252,12 +253,12 @@ LogicalResult lowerRope(StepContext &step, Operation *op, ArrayRef<std::optional
   if (failed(refs)) return failure();
   refs->push_back(output);
   step.launchRows(op->getLoc(), op->getName().stripDialect(), opKey(op), output.sizes[0], *refs,
-                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+                  [&](codegen::KernelBuilder &kb, ValueRange params) {
     RowThread rt(kb);
     Value x = params[0], positions = params[1], out = params.back();
     int64_t halfRotary = staticDim(params[2], cached ? 1 : 0);
-    cpu::Rotation rotation{headDim, halfRotary, interleaved, cached ? Value() : params[2],
-                           cached ? params[2] : Value(), cached ? params[3] : Value()};
+    codegen::Rotation rotation{headDim, halfRotary, interleaved, cached ? Value() : params[2],
+                               cached ? params[2] : Value(), cached ? params[3] : Value()};
     Value position = kb.load(positions, {rt.row});
     rotateHeads(kb, rt, rotation, staticDim(out, 1) / headDim, position,
                 [&](Value i) { return loadF32(kb, x, {rt.row, i}); },
@@ -272,7 +273,7 @@ LogicalResult lowerSplitQkv(StepContext &step, llm::SplitQkvOp op,
   if (failed(refs)) return failure();
   refs->append(outputs.begin(), outputs.end());
   step.launchRows(op.getLoc(), "split_qkv", opKey(op), outputs.front().sizes[0], *refs,
-                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+                  [&](codegen::KernelBuilder &kb, ValueRange params) {
     RowThread rt(kb);
     int64_t start = 0;
     for (Value out : params.drop_front()) {
@@ -301,7 +302,7 @@ LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
   Attribute rows = refs[fused ? 2 : 1].sizes[0];
   size_t layerParam = refs.size();
   step.launchRows(op->getLoc(), op->getName().stripDialect(), keyWithoutLayer(op), rows, refs,
-                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+                  [&](codegen::KernelBuilder &kb, ValueRange params) {
     RowThread rt(kb);
     Value pool = params[0];
     auto poolShape = cast<MemRefType>(pool.getType()).getShape();
@@ -309,13 +310,14 @@ LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
     Value keys = params[fused ? 2 : 1], values = params[fused ? 3 : 2];
     Value slots = params[fused ? 4 : 3];
     Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.toIndex(params[layerParam]);
-    std::optional<cpu::Rotation> rotation;
+    std::optional<codegen::Rotation> rotation;
     Value position;
     if (fused) {
       Value out = params[layerParam - 1];
       int64_t half = staticDim(params[6], cached ? 1 : 0);
-      rotation = cpu::Rotation{headDim, half, fused.getInterleaved(), cached ? Value() : params[6],
-                               cached ? params[6] : Value(), cached ? params[7] : Value()};
+      rotation = codegen::Rotation{headDim, half, fused.getInterleaved(),
+                                   cached ? Value() : params[6], cached ? params[6] : Value(),
+                                   cached ? params[7] : Value()};
       position = kb.load(params[5], {rt.row});
       rotateHeads(kb, rt, *rotation, staticDim(out, 1) / headDim, position,
                   [&](Value i) { return loadF32(kb, params[1], {rt.row, i}); },
@@ -357,7 +359,7 @@ LogicalResult lowerEpilogue(StepContext &step, llm::FusedLinearOp op, const Tens
   refs.push_back(output);
   unsigned accumulators = op.getNumAccumulators();
   step.launchRows(op.getLoc(), "epilogue", opKey(op), output.sizes[0], refs,
-                  [&](cpu::KernelBuilder &kb, ValueRange params) {
+                  [&](codegen::KernelBuilder &kb, ValueRange params) {
     RowThread rt(kb);
     Value out = params.back();
     int64_t columns = staticDim(out, 1);

@@ -3,14 +3,17 @@
 // llm-lower-to-cuda turns the planned step into data (docs/cuda.md): a list
 // of kernel launches and GEMMs over (buffer, byte offset) locations, which
 // the runtime replays on a stream. Kernels are gpu.funcs written with the
-// same KernelBuilder vocabulary as the CPU kernels, one thread block per
+// same KernelBuilder vocabulary as the CPU kernels (passes/Codegen/Common), one thread block per
 // row; attention is CUDA C++ that the target compiles with NVRTC.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LLMC_PASSES_CUDALOWERING_H
-#define LLMC_PASSES_CUDALOWERING_H
+#ifndef LLMC_PASSES_CODEGEN_CUDA_CUDALOWERING_H
+#define LLMC_PASSES_CODEGEN_CUDA_CUDALOWERING_H
 
-#include "passes/CpuLowering.h"
+#include "passes/Codegen/CUDA/Passes.h"
+#include "passes/Codegen/Common/KernelBuilder.h"
+#include "passes/Codegen/Common/RowMath.h"
+#include "passes/Codegen/Common/StepData.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -99,7 +102,7 @@ private:
 /// argument types.
 class KernelModule {
 public:
-  using KernelBody = llvm::function_ref<void(cpu::KernelBuilder &, mlir::ValueRange)>;
+  using KernelBody = llvm::function_ref<void(codegen::KernelBuilder &, mlir::ValueRange)>;
 
   KernelModule(mlir::ModuleOp module, llvm::StringRef arch);
 
@@ -173,4 +176,4 @@ mlir::LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp
 
 } // namespace llmc::cuda
 
-#endif // LLMC_PASSES_CUDALOWERING_H
+#endif // LLMC_PASSES_CODEGEN_CUDA_CUDALOWERING_H

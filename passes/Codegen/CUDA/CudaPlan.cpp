@@ -1,5 +1,5 @@
 //===- CudaPlan.cpp - the CUDA step plan and the kernel module ------------===//
-#include "passes/CudaLowering.h"
+#include "passes/Codegen/CUDA/CudaLowering.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
@@ -148,7 +148,7 @@ std::string KernelModule::getOrCreate(Location loc, StringRef name, const std::s
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({static_cast<int32_t>(kRowBlockSize), 1, 1}));
   b.setInsertionPointToStart(&kernel.getBody().front());
-  cpu::KernelBuilder kb(b, loc);
+  codegen::KernelBuilder kb(b, loc);
   body(kb, kernel.getArguments());
   gpu::ReturnOp::create(b, loc);
   kernels[key] = symbol;
@@ -168,7 +168,8 @@ void StepContext::launchRows(Location loc, StringRef name, const std::string &ke
     types.push_back(IntegerType::get(loc.getContext(), 32));
     kernelArgs.push_back(KernelArg::i32(value));
   }
-  std::string kernel = kernels.getOrCreate(loc, name, cpu::kernelKey(name, types) + key, types, body);
+  std::string kernel =
+      kernels.getOrCreate(loc, name, codegen::kernelKey(name, types) + key, types, body);
   MLIRContext *context = loc.getContext();
   plan.launch("kernels", kernel, {rows, planDim(context, 1), planDim(context, 1)},
               {kRowBlockSize, 1, 1}, kernelArgs);

@@ -1,4 +1,4 @@
-//===- LlmLowerToCuda.cpp - the step as GPU kernels and a launch plan -----===//
+//===- LowerToCuda.cpp - the step as GPU kernels and a launch plan --------===//
 //
 // Walks the planned, ragged llm step in order and gives every value a place
 // (TensorRef): a step input, a view of the workspace at its planned offset,
@@ -6,8 +6,8 @@
 // plan (docs/cuda.md); the step function itself is erased.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/CudaLowering.h"
-#include "passes/StepAbi.h"
+#include "passes/Codegen/CUDA/CudaLowering.h"
+#include "passes/Serving/StepFunction.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -18,7 +18,7 @@
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMLOWERTOCUDAPASS
-#include "passes/Passes.h.inc"
+#include "passes/Codegen/CUDA/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;
@@ -87,7 +87,7 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     for (Operation &op : model.getBody().front())
       if (failed(lowerOp(step, &op))) return failure();
 
-    recordStepAttributes(module, model);
+    codegen::recordStepAttributes(module, model);
     auto pool = cast<ShapedType>(abi::findInput(model, abi::kKvPool).getType());
     auto logits = cast<ShapedType>(model.getResultTypes().front());
     module->setAttr("llmc.cuda_plan", plan.steps());
@@ -321,7 +321,7 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     if (known != refs.end()) return std::optional<cuda::TensorRef>(known->second);
     Operation *def = value.getDefiningOp();
     if (isa_and_nonnull<onnx::NoneOp>(def)) return std::optional<cuda::TensorRef>();
-    auto data = weightConstant(value, "CUDA");
+    auto data = codegen::weightConstant(value, "CUDA");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());
     Type stored = keepF32 ? type.getElementType() : storageType;

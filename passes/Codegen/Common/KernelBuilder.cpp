@@ -1,11 +1,11 @@
-//===- CpuKernelBuilder.cpp - loops and arithmetic for CPU kernels --------===//
-#include "passes/CpuLowering.h"
+//===- KernelBuilder.cpp - loops and arithmetic for generated kernels ----===//
+#include "passes/Codegen/Common/KernelBuilder.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
-namespace llmc::cpu {
+namespace llmc::codegen {
 
 namespace {
 arith::FastMathFlagsAttr fastMath(OpBuilder &b) {
@@ -92,28 +92,46 @@ Value KernelBuilder::lessThan(Value a, Value c) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
 }
 
-func::FuncOp StepLowering::getOrCreateKernel(Location loc, StringRef name, const std::string &key,
-                                             TypeRange argTypes, KernelBody body) {
-  func::FuncOp &kernel = kernels[key];
-  if (kernel) return kernel;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToEnd(module.getBody());
-  std::string symbol = ("llmc_" + name + "_" + std::to_string(kernels.size())).str();
-  kernel = func::FuncOp::create(b, loc, symbol, b.getFunctionType(argTypes, {}));
-  kernel.setPrivate();
-  // Internal linkage: LLVM may inline kernels and drop their symbols.
-  kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(b.getContext(), LLVM::Linkage::Internal));
-  Block *entry = kernel.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  KernelBuilder kb(b, loc);
-  body(kb, entry->getArguments());
-  func::ReturnOp::create(b, loc);
-  return kernel;
+std::string kernelKey(StringRef name, TypeRange argTypes) {
+  std::string key = name.str();
+  llvm::raw_string_ostream os(key);
+  for (Type type : argTypes) os << "," << type;
+  return key;
 }
 
-void StepLowering::callKernel(Location loc, StringRef name, const std::string &key,
-                              ValueRange args, KernelBody body) {
-  func::CallOp::create(b, loc, getOrCreateKernel(loc, name, key, args.getTypes(), body), args);
+std::string kernelKey(StringRef name, ValueRange args) { return kernelKey(name, args.getTypes()); }
+
+namespace {
+/// The scalar body of an op, written so that two bodies print the same iff
+/// they compute the same: every value is named by the block argument or
+/// the op (in order) that defines it.
+void describeBody(Region &region, llvm::raw_ostream &os) {
+  DenseMap<Value, std::string> names;
+  for (BlockArgument argument : region.front().getArguments())
+    names[argument] = "a" + std::to_string(argument.getArgNumber());
+  unsigned index = 0;
+  for (Operation &op : region.front()) {
+    os << "{" << op.getName() << op.getPropertiesAsAttribute() << op.getAttrDictionary() << "(";
+    for (Value operand : op.getOperands()) os << names.lookup(operand) << ",";
+    os << ")";
+    for (Value result : op.getResults()) {
+      names[result] = "v" + std::to_string(index++);
+      os << result.getType();
+    }
+    os << "}";
+  }
+}
+} // namespace
+
+std::string kernelKey(Operation *op, TypeRange argTypes) {
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  // Inherent attributes only: the planned offsets do not change the code.
+  os << op->getName() << op->getPropertiesAsAttribute();
+  for (Region &region : op->getRegions()) describeBody(region, os);
+  return kernelKey(name, argTypes);
 }
 
-} // namespace llmc::cpu
+std::string kernelKey(Operation *op, ValueRange args) { return kernelKey(op, args.getTypes()); }
+
+} // namespace llmc::codegen

@@ -1,4 +1,4 @@
-//===- LlmPlanMemory.cpp - one workspace for the step's activations -------===//
+//===- PlanMemory.cpp - one workspace for the step's activations ----------===//
 //
 // The runtime hands each step one scratch buffer. Its size is fixed at
 // compile time for the largest step (max_num_batched_tokens), so buffers
@@ -6,8 +6,8 @@
 // the activations of about one layer, not of thirty.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Passes.h"
-#include "passes/StepAbi.h"
+#include "passes/Codegen/Common/Passes.h"
+#include "passes/Serving/StepFunction.h"
 
 #include "llmc/Support/Debug.h"
 
@@ -19,7 +19,7 @@
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMPLANMEMORYPASS
-#include "passes/Passes.h.inc"
+#include "passes/Codegen/Common/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;

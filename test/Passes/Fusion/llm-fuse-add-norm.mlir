@@ -1,4 +1,7 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-add-norm))' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-add-norm))' -debug-only=llm-fuse-add-norm -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY
+// A miss says why under -debug-only:
+// WHY: [llm-fuse-add-norm] {{.*}}: no match: the add broadcasts an operand
 
 // The residual add and the norm become one op; its sum replaces the add
 // for the add's other users (the next residual).

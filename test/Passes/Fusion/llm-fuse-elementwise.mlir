@@ -1,5 +1,8 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-elementwise))' | FileCheck %s
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-elementwise{recompute}))' | FileCheck %s --check-prefix=RECOMPUTE
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-elementwise))' -debug-only=llm-fuse-elementwise -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY
+// A miss says why under -debug-only:
+// WHY: [llm-fuse-elementwise] {{.*}}: no match: no operand is a GEMM result used only here
 
 // QuickGELU, x * sigmoid(1.702 x), as raising leaves an activation it has
 // no name for, then times `up`: one body, one kernel.

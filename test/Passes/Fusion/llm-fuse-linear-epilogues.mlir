@@ -1,5 +1,8 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-linear-epilogues))' | FileCheck %s
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-linear-epilogues{gated=false}))' | FileCheck %s --check-prefix=NOGATE
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-linear-epilogues))' -debug-only=llm-fuse-linear-epilogues -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY
+// A miss says why under -debug-only:
+// WHY: [llm-fuse-linear-epilogues] {{.*}}: no match: gate or up has other users
 
 // SwiGLU of the two halves of a joined gate/up linear: one gated GEMM whose
 // epilogue is silu(gate) * up.

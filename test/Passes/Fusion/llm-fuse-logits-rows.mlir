@@ -1,4 +1,7 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-logits-rows,cse))' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-logits-rows))' -debug-only=llm-fuse-logits-rows -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY
+// A miss says why under -debug-only:
+// WHY: [llm-fuse-logits-rows] {{.*}}: no match: the rows it gathers from have other users
 
 // The gather moves above the final norm and the last MLP (row-wise ops),
 // and stops at the residual stream, which has another user.

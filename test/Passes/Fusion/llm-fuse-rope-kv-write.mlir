@@ -1,4 +1,7 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-rope-kv-write))' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-rope-kv-write))' -debug-only=llm-fuse-rope-kv-write -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY
+// A miss says why under -debug-only:
+// WHY: [llm-fuse-rope-kv-write] {{.*}}: no match: the query is not rotated with the keys' angles
 
 // Rope of q and k with the same angles, the KV write and the attention of
 // layer 0: the rotations and the write become one op that hands the

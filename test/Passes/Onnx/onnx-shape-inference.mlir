@@ -1,4 +1,7 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(onnx-shape-inference))' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(onnx-shape-inference))' -debug-only=onnx-shape-inference -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY
+// A miss says why under -debug-only:
+// WHY: [onnx-shape-inference] {{.*}}: no match: condition is not a constant scalar
 
 // The Shape -> Gather -> Unsqueeze -> Concat chain exports compute the head
 // split with: the dynamic dims stay symbolic, the static ones give the

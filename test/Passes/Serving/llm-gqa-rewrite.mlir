@@ -1,4 +1,7 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-gqa-rewrite))' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-gqa-rewrite))' -debug-only=llm-gqa-rewrite -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY
+// A miss says why under -debug-only:
+// WHY: [llm-gqa-rewrite] {{.*}}: no match: K and V are repeated a different number of times
 
 // GQA: 8 query heads over 2 KV heads widened 4x; attention reads the 2 heads.
 // CHECK-LABEL: func.func @grouped

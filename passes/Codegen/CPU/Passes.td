@@ -1,0 +1,45 @@
+//===- Passes.td - Codegen/CPU passes ----------------------*- tablegen -*-===//
+//
+// Code generation for the host CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LLMC_PASSES_CODEGENCPU_PASSES
+#define LLMC_PASSES_CODEGENCPU_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
+  let summary = "Generate the CPU step function and its kernels from the planned llm step";
+  let description = [{
+    Replaces the ragged, planned llm step with `llmc_step`, the function of
+    the step ABI (include/llmc/Runtime/StepABI.h) on memrefs, and one
+    private kernel function per distinct op and shape, built from scf loops
+    on memrefs: embedding, norms, rope, elementwise activations, the paged
+    KV write, paged attention (online softmax over the sequence's KV blocks,
+    O(1) extra memory per query row) and row gathers. Activations are views
+    of the workspace at the planned offsets; weights are views of the
+    weights buffer at offsets recorded in the `llmc.weights` module
+    attribute (the artifact writer lays weights.bin out from it). Weights
+    that `llm.dequantize` unpacks are dequantized here, at compile time.
+
+    Matrix products use the `matmul` strategy: `generated` (the default)
+    emits register-tiled vector loops (4 rows x 4 columns of outputs share
+    each load) that read each weight row once per call and sum every
+    output in the same order whatever the number of rows, so that a
+    sequence's logits do not depend on the rest of the batch; `blas` calls
+    the runtime's sgemm through the host API table (OpenBLAS), faster for
+    long prefills but not batch-invariant (bench/RESULTS.md).
+    Only f32 models are lowered; other element types are refused by name.
+  }];
+  let options = [
+    Option<"matmul", "matmul", "std::string", /*default=*/"\"generated\"",
+           "How matrix products run: generated (loops) or blas (the runtime's sgemm)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+#endif // LLMC_PASSES_CODEGENCPU_PASSES

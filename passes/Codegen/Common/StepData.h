@@ -1,0 +1,30 @@
+//===- StepData.h - what target lowerings read off the planned step -*- C++ -*-===//
+//
+// Weights as constant f32 data (dequantized at compile time when packed) and
+// the step's configuration for the manifest: the same for every target.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_PASSES_CODEGEN_COMMON_STEPDATA_H
+#define LLMC_PASSES_CODEGEN_COMMON_STEPDATA_H
+
+#include "dialects/llm/LlmDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace llmc::codegen {
+
+/// Unpacks an llm.dequantize of constants into f32 [rows, cols] at compile
+/// time (every target's weights start as this).
+mlir::FailureOr<mlir::ElementsAttr> dequantizeConstant(llm::DequantizeOp op);
+/// The f32 constant data of a weight operand, dequantised if packed; an
+/// error naming `target` ("CPU", "CUDA") for anything else.
+mlir::FailureOr<mlir::ElementsAttr> weightConstant(mlir::Value value, llvm::StringRef target);
+/// Copies what the manifest needs from the planned step `model` onto
+/// `module` (llmc.workspace_bytes, step limits, hidden size, heads, positions).
+void recordStepAttributes(mlir::ModuleOp module, mlir::func::FuncOp model);
+
+} // namespace llmc::codegen
+
+#endif // LLMC_PASSES_CODEGEN_COMMON_STEPDATA_H

@@ -1,0 +1,50 @@
+//===- Passes.td - Raising passes --------------------------*- tablegen -*-===//
+//
+// Raising: the op patterns exporters write (onnx) to llm ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LLMC_PASSES_RAISING_PASSES
+#define LLMC_PASSES_RAISING_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
+  let summary = "Replace the op patterns that LLM exports write with llm ops";
+  let description = [{
+    Recognises, in the decomposed form torch.onnx writes and in the fused
+    forms of onnxruntime and opset 23:
+
+    - embedding (Gather of a weight table by token ids, GatherBlockQuantized);
+    - rms_norm (Pow/ReduceMean/Add/Sqrt/Div or Reciprocal/Mul, with Casts;
+      RMSNormalization, SimplifiedLayerNormalization, and
+      SkipSimplifiedLayerNormalization with its residual add) and layer_norm;
+    - linear (MatMul by a weight, + bias; MatMulNBits via llm.dequantize) and
+      the logits head (the linear that produces the graph's `logits`);
+    - split_heads / merge_heads (the Reshape+Transpose around attention);
+    - rope (rotate_half Slice/Neg/Concat/Mul/Add with cos/sin computed from
+      inv_freq and position_ids, or gathered from caches; RotaryEmbedding);
+    - kv_concat (Concat(past, new) on the sequence axis) and repeat_kv
+      (Unsqueeze/Expand/Reshape);
+    - attention (MatMul/scale/mask/Softmax/MatMul, Attention,
+      GroupQueryAttention), with the causal and padding mask subgraphs
+      turned into attributes;
+    - silu, gelu, swiglu and residual adds;
+    - last, elementwise ops on [batch, seq, features] f32 activations that
+      no pattern named (Sigmoid, Tanh, Relu, Mul by a constant, ...):
+      `llm.elementwise` with the op's scalar arithmetic, for
+      `llm-fuse-elementwise` to fuse.
+
+    Patterns explain a failed match with notifyMatchFailure, printed under
+    `-debug-only=raise-onnx-to-llm`. After raising, ops of the onnx dialect
+    that remain are reported by name; with `allow-leftovers=false` (the
+    default) that is an error.
+  }];
+  let options = [
+    Option<"allowLeftovers", "allow-leftovers", "bool", /*default=*/"false",
+           "Keep onnx ops that no pattern raised instead of failing">,
+  ];
+  let dependentDialects = ["::llmc::onnx::OnnxDialect", "::llmc::llm::LlmDialect"];
+}
+
+#endif // LLMC_PASSES_RAISING_PASSES

@@ -1,0 +1,78 @@
+//===- Passes.td - Serving passes --------------------------*- tablegen -*-===//
+//
+// Serving form (llm dialect): grouped-query attention over the KV heads,
+// a paged KV cache and ragged batches, as the step ABI of
+// include/llmc/Runtime/StepABI.h takes them (docs/architecture.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LLMC_PASSES_SERVING_PASSES
+#define LLMC_PASSES_SERVING_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def LlmGqaRewritePass : Pass<"llm-gqa-rewrite", "mlir::func::FuncOp"> {
+  let summary = "Attend over the KV heads themselves instead of their repeated copies";
+  let description = [{
+    Exports of grouped-query attention widen K and V to the query's head
+    count (repeat_kv: Unsqueeze/Expand/Reshape, Tile) before a plain
+    attention. `llm.attention` is grouped-query itself, so this pass feeds it
+    the KV heads directly and the widened tensors disappear: MHA (one query
+    head per KV head), GQA and MQA (one KV head) are the same op with
+    different head counts. Attention that reads only one of K and V through
+    repeat_kv, or the two with different repeats, is left alone.
+  }];
+  let dependentDialects = ["::llmc::llm::LlmDialect"];
+}
+
+def LlmKvCachePagingPass : Pass<"llm-kv-cache-paging", "mlir::func::FuncOp"> {
+  let summary = "Replace the dense KV cache with writes to and attention over a paged pool";
+  let description = [{
+    Rewrites the model function into the paged form of the step ABI:
+
+    - every `llm.attention` (with or without a cache: past inputs joined by
+      `llm.kv_concat`, or K/V of the current tokens only) becomes
+      `llm.paged_kv_write` of the new keys and values at `slot_mapping`,
+      then `llm.paged_attention` over the pool through `block_tables` and
+      `context_lens`; layers are numbered in program order;
+    - the past_key_values inputs and present outputs disappear, and one
+      `kv_pool` input [layers, num_blocks, 2, kv_heads, block_size,
+      head_dim] takes their place;
+    - the token ids and positions become i32 inputs (positions derived
+      inside the graph from attention_mask are replaced by them), and
+      attention_mask goes: padding is what context_lens leaves out.
+
+    The function then takes (input_ids, positions, context_lens,
+    block_tables, slot_mapping, kv_pool) as [batch, seq]-shaped tensors and
+    returns the logits; `llm-ragged-batching` makes it ragged. The pass
+    fails, naming the op, when attention is not causal, when an input it
+    removes is still read by something else, or when the function returns
+    anything but the logits and the present K/V.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"16",
+           "Tokens per KV block">,
+  ];
+  let dependentDialects = ["::llmc::llm::LlmDialect"];
+}
+
+def LlmRaggedBatchingPass : Pass<"llm-ragged-batching", "mlir::func::FuncOp"> {
+  let summary = "Turn [batch, seq] tensors into [tokens] tensors with cu_seqlens (no padding)";
+  let description = [{
+    Runs on the paged form `llm-kv-cache-paging` produces. Every
+    [batch, seq, ...] activation becomes [tokens, ...], so that sequences of
+    different lengths (prefill chunks and decode tokens alike) share a step
+    without padding; heads become [tokens, heads, head_dim].
+    `llm.paged_attention` receives `cu_seqlens_q` [seqs + 1] to find each
+    sequence's rows, and keeps causality implicit. Only the rows named by
+    the new `logits_indices` input reach the logits head (`llm.gather_rows`),
+    so the result is [seqs, vocab]. The signature becomes exactly the step
+    ABI: (tokens, positions, cu_seqlens_q, context_lens, block_tables,
+    slot_mapping, logits_indices, kv_pool) -> logits. An op that is not
+    token-wise (it mixes tokens, like a leftover onnx op) makes the pass
+    fail with its name.
+  }];
+  let dependentDialects = ["::llmc::llm::LlmDialect"];
+}
+
+#endif // LLMC_PASSES_SERVING_PASSES
