@@ -9,6 +9,8 @@
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/llm/LlmTraits.h"
+
 #include "dialects/llm/LlmDialect.h.inc"
 #include "dialects/llm/LlmInterfaces.h.inc"
 

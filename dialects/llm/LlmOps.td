@@ -65,6 +65,21 @@ class Llm_Op<string mnemonic, list<Trait> traits = []>
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+// Properties passes ask of ops (LlmTraits.h).
+class Llm_Trait<string name> : NativeOpTrait<name> {
+  let cppNamespace = "::llmc::llm::OpTrait";
+}
+def Llm_RowWise : Llm_Trait<"RowWise">;
+def Llm_TokenWise : Llm_Trait<"TokenWise">;
+def Llm_TokenWiseHeads : Llm_Trait<"TokenWiseHeads">;
+def Llm_View : Llm_Trait<"View">;
+
+// Ops applying a scalar function to every element: row-wise and token-wise.
+class Llm_ElementwiseOpBase<string mnemonic, list<Trait> traits = []>
+    : Llm_Op<mnemonic, !listconcat([Llm_RowWise, Llm_TokenWise,
+                                    DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>],
+                                   traits)>;
+
 def Llm_NoneType : Type<CPred<"::llvm::isa<::mlir::NoneType>($_self)">, "none">;
 def Llm_OptTensor : AnyTypeOf<[AnyRankedTensor, AnyUnrankedTensor, Llm_NoneType]>;
 def Llm_Tensor : AnyTypeOf<[AnyRankedTensor, AnyUnrankedTensor]>;
@@ -73,7 +88,7 @@ def Llm_Tensor : AnyTypeOf<[AnyRankedTensor, AnyUnrankedTensor]>;
 // Embedding, norms, linear layers
 //===----------------------------------------------------------------------===//
 
-def Llm_EmbeddingOp : Llm_Op<"embedding"> {
+def Llm_EmbeddingOp : Llm_Op<"embedding", [Llm_TokenWise]> {
   let summary = "row lookup: table[vocab, hidden] at token ids";
   let description = [{
     With `transpose_table` the table is stored [hidden, vocab]: the LM
@@ -84,21 +99,21 @@ def Llm_EmbeddingOp : Llm_Op<"embedding"> {
   let hasVerifier = 1;
 }
 
-def Llm_RmsNormOp : Llm_Op<"rms_norm"> {
+def Llm_RmsNormOp : Llm_Op<"rms_norm", [Llm_RowWise, Llm_TokenWise]> {
   let summary = "x / sqrt(mean(x^2, -1) + epsilon) * weight, computed in f32";
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, F32Attr:$epsilon);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
 }
 
-def Llm_LayerNormOp : Llm_Op<"layer_norm"> {
+def Llm_LayerNormOp : Llm_Op<"layer_norm", [Llm_RowWise, Llm_TokenWise]> {
   let summary = "(x - mean) / sqrt(var + epsilon) * weight + bias over the last dim";
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, Llm_OptTensor:$bias,
                    F32Attr:$epsilon);
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_LinearOp : Llm_Op<"linear"> {
+def Llm_LinearOp : Llm_Op<"linear", [Llm_RowWise, Llm_TokenWise]> {
   let summary = "x * W (+ bias), the weight [in, out] or [out, in] if transposed";
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, Llm_OptTensor:$bias,
                    UnitAttr:$transpose_weight);
@@ -134,37 +149,37 @@ def Llm_LogitsOp : Llm_Op<"logits"> {
 // Activations and elementwise ops that remain between blocks
 //===----------------------------------------------------------------------===//
 
-def Llm_SiluOp : Llm_Op<"silu", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
+def Llm_SiluOp : Llm_ElementwiseOpBase<"silu"> {
   let summary = "x * sigmoid(x)";
   let arguments = (ins Llm_Tensor:$input);
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_GeluOp : Llm_Op<"gelu", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
+def Llm_GeluOp : Llm_ElementwiseOpBase<"gelu"> {
   let summary = "GELU, exact (erf) or with the tanh approximation";
   let arguments = (ins Llm_Tensor:$input, UnitAttr:$tanh_approximation);
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_SwigluOp : Llm_Op<"swiglu", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
+def Llm_SwigluOp : Llm_ElementwiseOpBase<"swiglu"> {
   let summary = "silu(gate) * up, the gated MLP activation";
   let arguments = (ins Llm_Tensor:$gate, Llm_Tensor:$up);
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_AddOp : Llm_Op<"add", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
+def Llm_AddOp : Llm_ElementwiseOpBase<"add"> {
   let summary = "elementwise sum of same-shaped tensors (residual connections)";
   let arguments = (ins Llm_Tensor:$lhs, Llm_Tensor:$rhs);
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_MulOp : Llm_Op<"mul", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
+def Llm_MulOp : Llm_ElementwiseOpBase<"mul"> {
   let summary = "elementwise product of same-shaped tensors";
   let arguments = (ins Llm_Tensor:$lhs, Llm_Tensor:$rhs);
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_CastOp : Llm_Op<"cast", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
+def Llm_CastOp : Llm_ElementwiseOpBase<"cast"> {
   let summary = "element type conversion of activations";
   let arguments = (ins Llm_Tensor:$input);
   let results = (outs Llm_Tensor:$output);
@@ -174,7 +189,7 @@ def Llm_CastOp : Llm_Op<"cast", [DeclareOpInterfaceMethods<Llm_ScalarFunctionOpI
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Llm_SplitHeadsOp : Llm_Op<"split_heads"> {
+def Llm_SplitHeadsOp : Llm_Op<"split_heads", [Llm_TokenWiseHeads, Llm_View]> {
   let summary = "[batch, seq, heads*head_dim] -> [batch, heads, seq, head_dim]";
   let description = [{
     In the ragged form, [tokens, heads*head_dim] -> [tokens, heads,
@@ -186,7 +201,7 @@ def Llm_SplitHeadsOp : Llm_Op<"split_heads"> {
   let hasFolder = 1;
 }
 
-def Llm_SplitQkvOp : Llm_Op<"split_qkv"> {
+def Llm_SplitQkvOp : Llm_Op<"split_qkv", [Llm_TokenWise]> {
   let summary = "split a packed [batch, seq, (heads + 2*kv_heads)*head_dim] projection";
   let description = [{
     The fused QKV projection some exporters write (onnxruntime-genai's
@@ -197,7 +212,7 @@ def Llm_SplitQkvOp : Llm_Op<"split_qkv"> {
   let hasVerifier = 1;
 }
 
-def Llm_MergeHeadsOp : Llm_Op<"merge_heads"> {
+def Llm_MergeHeadsOp : Llm_Op<"merge_heads", [Llm_TokenWise, Llm_View]> {
   let summary = "[batch, heads, seq, head_dim] -> [batch, seq, heads*head_dim]";
   let description = [{
     In the ragged form, [tokens, heads, head_dim] -> [tokens,
@@ -219,7 +234,7 @@ def Llm_PositionIdsOp : Llm_Op<"position_ids"> {
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_RopeOp : Llm_Op<"rope"> {
+def Llm_RopeOp : Llm_Op<"rope", [Llm_TokenWiseHeads]> {
   let summary = "rotary embedding with angles position * inv_freq";
   let description = [{
     input is [batch, heads, seq, head_dim] and positions [batch, seq], or
@@ -233,7 +248,7 @@ def Llm_RopeOp : Llm_Op<"rope"> {
   let hasVerifier = 1;
 }
 
-def Llm_RopeCachedOp : Llm_Op<"rope_cached"> {
+def Llm_RopeCachedOp : Llm_Op<"rope_cached", [Llm_TokenWiseHeads]> {
   let summary = "rotary embedding with precomputed cos/sin tables";
   let description = [{
     As `llm.rope`, with cos_cache/sin_cache of [max_positions, rotary_dim/2]
@@ -303,7 +318,7 @@ def Llm_PagedKvWriteOp : Llm_Op<"paged_kv_write"> {
   let hasVerifier = 1;
 }
 
-def Llm_PagedAttentionOp : Llm_Op<"paged_attention"> {
+def Llm_PagedAttentionOp : Llm_Op<"paged_attention", [Llm_TokenWiseHeads]> {
   let summary = "causal grouped-query attention over the paged KV pool";
   let description = [{
     Keys and values of layer `layer` come from `kv_pool` through each
@@ -350,8 +365,7 @@ def Llm_YieldOp : Op<Llm_Dialect, "yield",
   let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
-def Llm_ElementwiseOp : Llm_Op<"elementwise",
-    [SingleBlock, IsolatedFromAbove, DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>]> {
+def Llm_ElementwiseOp : Llm_ElementwiseOpBase<"elementwise", [SingleBlock, IsolatedFromAbove]> {
   let summary = "a scalar function applied to every element: one kernel for a chain";
   let description = [{
     `output[r, c] = body(inputs[0][r, c], inputs[1][r, c], ...)`. Each input
@@ -372,7 +386,7 @@ def Llm_ElementwiseOp : Llm_Op<"elementwise",
 }
 
 def Llm_FusedLinearOp : Llm_Op<"fused_linear",
-    [SingleBlock, IsolatedFromAbove]> {
+    [Llm_RowWise, Llm_TokenWise, SingleBlock, IsolatedFromAbove]> {
   let summary = "x * W + bias with an elementwise epilogue, in one GEMM kernel";
   let description = [{
     The weight is [in, n] (or [n, in] with `transpose_weight`); `bias` is
@@ -409,7 +423,7 @@ def Llm_FusedLinearOp : Llm_Op<"fused_linear",
   }];
 }
 
-def Llm_SplitOp : Llm_Op<"split"> {
+def Llm_SplitOp : Llm_Op<"split", [Llm_TokenWise, Llm_View]> {
   let summary = "column ranges of the last dim: the outputs of a horizontally fused linear";
   let description = [{
     Result i holds `sizes[i]` consecutive features of the input's last dim,
@@ -420,7 +434,7 @@ def Llm_SplitOp : Llm_Op<"split"> {
   let hasVerifier = 1;
 }
 
-def Llm_AddRmsNormOp : Llm_Op<"add_rms_norm"> {
+def Llm_AddRmsNormOp : Llm_Op<"add_rms_norm", [Llm_RowWise, Llm_TokenWise]> {
   let summary = "residual add then RMSNorm: returns the sum and its norm";
   let description = [{
     `sum = lhs + rhs` and `normed = rms_norm(sum, weight, epsilon)` in one
@@ -432,7 +446,7 @@ def Llm_AddRmsNormOp : Llm_Op<"add_rms_norm"> {
   let hasVerifier = 1;
 }
 
-def Llm_AddLayerNormOp : Llm_Op<"add_layer_norm"> {
+def Llm_AddLayerNormOp : Llm_Op<"add_layer_norm", [Llm_RowWise, Llm_TokenWise]> {
   let summary = "residual add then LayerNorm: returns the sum and its norm";
   let arguments = (ins Llm_Tensor:$lhs, Llm_Tensor:$rhs, Llm_Tensor:$weight,
                    Llm_OptTensor:$bias, F32Attr:$epsilon);

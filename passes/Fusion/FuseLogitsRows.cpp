@@ -24,12 +24,9 @@ using namespace mlir;
 namespace llmc {
 namespace {
 
-/// Whether `op` computes each row of its result from the same row of its
-/// per-row operands (and from weights): what a gather may move above.
+/// Whether a gather may move above `op`: a row-wise op with one result.
 bool isRowWise(Operation *op) {
-  return isa<llm::RmsNormOp, llm::LayerNormOp, llm::LinearOp, llm::FusedLinearOp,
-             llm::ScalarFunctionOpInterface>(op) &&
-         op->getNumResults() == 1;
+  return op->hasTrait<llm::OpTrait::RowWise>() && op->getNumResults() == 1;
 }
 
 /// Whether `value` has one row per token (a leading dynamic dim); weights,

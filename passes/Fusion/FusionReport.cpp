@@ -14,8 +14,8 @@ namespace {
 
 /// Ops that become no kernel: data, views, the return.
 bool isKernel(Operation *op) {
-  return !isa<onnx::ConstantOp, onnx::NoneOp, llm::DequantizeOp, llm::SplitHeadsOp,
-              llm::MergeHeadsOp, llm::SplitOp, func::ReturnOp>(op);
+  return !op->hasTrait<llm::OpTrait::View>() &&
+         !isa<onnx::ConstantOp, onnx::NoneOp, llm::DequantizeOp, func::ReturnOp>(op);
 }
 
 bool isNorm(Operation *op) {

@@ -15,7 +15,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/BitVector.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 #define DEBUG_TYPE "llm-ragged-batching"
 
@@ -47,16 +46,11 @@ RankedTensorType ragged(Type type, int64_t seqDim) {
 Type raggedResultType(Operation *op, Type type) {
   if (!isa<RankedTensorType>(type)) return nullptr;
   int64_t rank = cast<RankedTensorType>(type).getRank();
-  return TypeSwitch<Operation *, Type>(op)
-      .Case<llm::EmbeddingOp, llm::RmsNormOp, llm::LayerNormOp, llm::LinearOp, llm::SiluOp,
-            llm::GeluOp, llm::SwigluOp, llm::AddOp, llm::MulOp, llm::CastOp, llm::SplitQkvOp,
-            llm::ElementwiseOp,
-            llm::MergeHeadsOp>([&](auto) -> Type { return rank == 3 ? ragged(type, 1) : nullptr; })
-      .Case<llm::SplitHeadsOp, llm::RopeOp, llm::RopeCachedOp, llm::PagedAttentionOp>(
-          [&](auto) -> Type { return rank == 4 ? ragged(type, 2) : nullptr; })
-      // The pool and dequantised weights have no token dims.
-      .Case<llm::PagedKvWriteOp, llm::DequantizeOp>([&](auto) { return type; })
-      .Default([](Operation *) { return nullptr; });
+  if (op->hasTrait<llm::OpTrait::TokenWise>()) return rank == 3 ? ragged(type, 1) : nullptr;
+  if (op->hasTrait<llm::OpTrait::TokenWiseHeads>()) return rank == 4 ? ragged(type, 2) : nullptr;
+  // The pool and dequantised weights have no token dims.
+  if (isa<llm::PagedKvWriteOp, llm::DequantizeOp>(op)) return type;
+  return nullptr;
 }
 
 struct LlmRaggedBatchingPass : impl::LlmRaggedBatchingPassBase<LlmRaggedBatchingPass> {

@@ -38,7 +38,7 @@ struct Buffer {
 };
 
 /// Whether `op`'s results share its input's memory.
-bool isView(Operation *op) { return isa<llm::SplitHeadsOp, llm::MergeHeadsOp, llm::SplitOp>(op); }
+bool isView(Operation *op) { return op->hasTrait<llm::OpTrait::View>(); }
 
 /// Whether `result` is the KV pool a fused write updates in place.
 bool isUpdatedPool(Value result) {
