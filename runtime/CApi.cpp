@@ -107,7 +107,7 @@ int64_t llmc_runtime_num_kv_blocks(const LlmcRuntimeModel *model) {
   return model->model->kvPool().numBlocks();
 }
 int32_t llmc_runtime_num_threads(const LlmcRuntimeModel *model) {
-  return static_cast<int32_t>(model->model->device().numThreads());
+  return static_cast<int32_t>(model->model->numThreads());
 }
 
 int llmc_runtime_step(LlmcRuntimeModel *model, int64_t num_tokens, int64_t num_seqs,

@@ -3,15 +3,12 @@
 
 #include "runtime/Error.h"
 
-#include <cstring>
 #include <limits>
 #include <string>
 
 namespace llmc::runtime {
 
-namespace {
-/// Refuses a shape the step ABI cannot address.
-const KvCacheShape &checked(const KvCacheShape &shape) {
+const KvCacheShape &checkedKvCacheShape(const KvCacheShape &shape) {
   if (shape.numBlocks < 1 || shape.blockSize < 1)
     throw Error("the KV cache needs at least one block of at least one position");
   // Slots (block * blockSize + offset) are int32 in the step ABI.
@@ -20,14 +17,9 @@ const KvCacheShape &checked(const KvCacheShape &shape) {
                 " blocks: their slots do not fit in int32");
   return shape;
 }
-} // namespace
-
-KvBlockPool::KvBlockPool(const KvCacheShape &shape) : cacheShape(checked(shape)) {
-  memory = AlignedBuffer(static_cast<size_t>(shape.numBytes()));
-}
 
 KvBlockPool::KvBlockPool(const KvCacheShape &shape, KvBlockStorage &storage)
-    : cacheShape(checked(shape)), storage(&storage) {}
+    : cacheShape(checkedKvCacheShape(shape)), storage(storage) {}
 
 void KvBlockPool::copyBlock(BlockId from, BlockId to) {
   for (BlockId block : {from, to})
@@ -41,12 +33,7 @@ void KvBlockPool::copyBlock(BlockId from, BlockId to) {
   for (int64_t layer = 0; layer < cacheShape.numLayers; ++layer) {
     int64_t source = layer * layerBytes + from * blockBytes;
     int64_t destination = layer * layerBytes + to * blockBytes;
-    if (storage) {
-      storage->copyBytes(source, destination, blockBytes);
-    } else {
-      auto *base = static_cast<unsigned char *>(memory.data());
-      std::memcpy(base + destination, base + source, static_cast<size_t>(blockBytes));
-    }
+    storage.copyBytes(source, destination, blockBytes);
   }
 }
 

@@ -2,7 +2,6 @@
 #ifndef LLMC_RUNTIME_KVBLOCKPOOL_H
 #define LLMC_RUNTIME_KVBLOCKPOOL_H
 
-#include "runtime/AlignedBuffer.h"
 #include "runtime/KvBlockId.h"
 
 #include <cstdint>
@@ -33,8 +32,13 @@ struct KvCacheShape {
   int64_t numBytes() const { return numElements() * elementBytes; }
 };
 
-/// KV cache memory that is not host memory of the pool's own (a GPU's): it
-/// copies byte ranges within itself, for KvBlockPool::copyBlock.
+/// `shape`, or Error if the step ABI cannot address it: no block, or slots
+/// (block * blockSize + offset) past int32.
+const KvCacheShape &checkedKvCacheShape(const KvCacheShape &shape);
+
+/// The memory that holds a KV cache (host memory: runtime/cpu/HostKvStorage.h;
+/// a GPU's: the CUDA executor's): it copies byte ranges within itself, for
+/// KvBlockPool::copyBlock.
 class KvBlockStorage {
 public:
   virtual ~KvBlockStorage() = default;
@@ -42,20 +46,17 @@ public:
   virtual void copyBytes(int64_t from, int64_t to, int64_t bytes) = 0;
 };
 
-/// The KV cache memory, indexed by block id: 64-byte aligned, zero-filled
-/// host memory, or a KvBlockStorage elsewhere. Which block belongs to which
-/// sequence is the engine's BlockManager's business; this class only holds
-/// the memory and copies blocks for it.
+/// The KV cache as the engine sees it, indexed by block id: its shape, and
+/// block copies in the storage that holds it. Which block belongs to which
+/// sequence is the engine's BlockManager's business; this class only knows
+/// where a block's bytes are and copies them.
 class KvBlockPool {
 public:
-  /// A pool in zero-filled host memory: the CPU's f32 cache.
-  explicit KvBlockPool(const KvCacheShape &shape);
-  /// A pool in `storage`, which outlives it.
+  /// A pool of `shape` in `storage`, which outlives it. Throws Error for a
+  /// shape the step ABI cannot address.
   KvBlockPool(const KvCacheShape &shape, KvBlockStorage &storage);
 
   const KvCacheShape &shape() const { return cacheShape; }
-  /// The host memory; null for a pool in a KvBlockStorage.
-  float *data() const { return static_cast<float *>(memory.data()); }
   int64_t numBlocks() const { return cacheShape.numBlocks; }
   int64_t blockSize() const { return cacheShape.blockSize; }
   /// Copies block `from` into block `to` in every layer (copy-on-write).
@@ -64,8 +65,7 @@ public:
 
 private:
   KvCacheShape cacheShape;
-  AlignedBuffer memory;
-  KvBlockStorage *storage = nullptr;
+  KvBlockStorage &storage;
 };
 
 /// The slot of `position` for a sequence with this block table:

@@ -1,9 +1,10 @@
-//===- Model.cpp - run the step function over a validated batch -----------===//
+//===- Model.cpp - a loaded artifact: validated steps on its executor -----===//
 #include "runtime/Model.h"
 
 #include "runtime/Error.h"
+#include "runtime/cpu/CpuExecutor.h"
 #ifdef LLMC_HAVE_CUDA
-#include "runtime/cuda/CudaModel.h"
+#include "runtime/cuda/CudaExecutor.h"
 #endif
 
 #include <algorithm>
@@ -98,19 +99,22 @@ KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
   return shape;
 }
 
-/// The GPU model of a cuda artifact, its KV cache sized by the options
-/// against the device memory left free; null for a cpu artifact. Every
-/// failure names the artifact and its target.
-std::unique_ptr<AcceleratorModel> openAccelerator(const Artifact &artifact,
-                                                  const ModelOptions &options,
-                                                  std::string &summary) {
+/// The executor of the artifact's target, its KV cache sized by the options
+/// against the memory that target has left (host memory after the weights; a
+/// GPU's free memory once everything else is allocated). Every failure names
+/// the artifact and its target.
+std::unique_ptr<StepExecutor> openExecutor(const Artifact &artifact, const ModelOptions &options,
+                                           std::string &summary) {
   const TargetConfig &target = artifact.target();
-  if (!target.isCuda()) return nullptr;
+  if (!target.isCuda())
+    return std::make_unique<CpuExecutor>(
+        artifact, options.numThreads,
+        kvCacheShape(artifact, options, hostMemory(artifact), summary));
   std::string what =
       artifact.directory() + " targets CUDA (" + target.arch + ", " + target.dtype + "): ";
 #ifdef LLMC_HAVE_CUDA
   try {
-    return std::make_unique<cuda::CudaModel>(
+    return std::make_unique<cuda::CudaExecutor>(
         artifact, options.maxModelLen, [&](int64_t freeBytes, const std::string &deviceName) {
           KvMemory memory;
           memory.elementBytes = 2; // bf16 and f16
@@ -127,32 +131,6 @@ std::unique_ptr<AcceleratorModel> openAccelerator(const Artifact &artifact,
 #endif
 }
 
-/// A rank-1 descriptor over `size` elements; the ABI's arrays are never
-/// written through a const input, the cast only fits the C signature.
-template <typename T> LlmcMemRef1 memref1(const T *data, int64_t size) {
-  void *pointer = const_cast<T *>(data);
-  return {pointer, pointer, 0, {size}, {1}};
-}
-
-template <typename T> LlmcMemRef2 memref2(const T *data, int64_t rows, int64_t columns) {
-  void *pointer = const_cast<T *>(data);
-  return {pointer, pointer, 0, {rows, columns}, {columns, 1}};
-}
-
-LlmcMemRef6 kvPoolMemref(const KvBlockPool &pool) {
-  LlmcMemRef6 memref;
-  memref.allocated = memref.aligned = pool.data();
-  memref.offset = 0;
-  std::vector<int64_t> extents = pool.shape().extents();
-  int64_t stride = 1;
-  for (int axis = 5; axis >= 0; --axis) {
-    memref.sizes[axis] = extents[axis];
-    memref.strides[axis] = stride;
-    stride *= extents[axis];
-  }
-  return memref;
-}
-
 } // namespace
 
 std::unique_ptr<Model> Model::open(const std::string &artifactDir, const ModelOptions &options) {
@@ -160,13 +138,7 @@ std::unique_ptr<Model> Model::open(const std::string &artifactDir, const ModelOp
 }
 
 Model::Model(std::unique_ptr<Artifact> artifact, const ModelOptions &options)
-    : loaded(std::move(artifact)), cpu(loaded->target().isCuda() ? 1 : options.numThreads),
-      workspace(loaded->target().isCuda() ? 0
-                                          : static_cast<size_t>(loaded->step().workspaceBytes)),
-      accelerator(openAccelerator(*loaded, options, kvSummary)),
-      kvCache(accelerator ? KvBlockPool(accelerator->kvShape(), *accelerator)
-                          : KvBlockPool(kvCacheShape(*loaded, options, hostMemory(*loaded),
-                                                     kvSummary))) {}
+    : loaded(std::move(artifact)), executor(openExecutor(*loaded, options, kvSummary)) {}
 
 void Model::validate(const StepBatch &batch) const {
   const StepConfig &limits = stepConfig();
@@ -183,7 +155,8 @@ void Model::validate(const StepBatch &batch) const {
     throw Error("step: cu_seqlens_q must run from 0 to the token count " + str(numTokens));
 
   int64_t blockSize = limits.blockSize;
-  int64_t numSlots = kvCache.numBlocks() * blockSize;
+  int64_t numBlocks = kvPool().numBlocks();
+  int64_t numSlots = numBlocks * blockSize;
   for (int64_t seq = 0; seq < numSeqs; ++seq) {
     int64_t queryLen = int64_t(batch.cuSeqlensQ[seq + 1]) - batch.cuSeqlensQ[seq];
     if (queryLen < 1)
@@ -200,9 +173,9 @@ void Model::validate(const StepBatch &batch) const {
                   str(batch.maxBlocksPerSeq) + " wide");
     const int32_t *table = batch.blockTables + seq * batch.maxBlocksPerSeq;
     for (int64_t i = 0; i < blocksNeeded; ++i)
-      if (table[i] < 0 || table[i] >= kvCache.numBlocks())
+      if (table[i] < 0 || table[i] >= numBlocks)
         throw Error("step: block_tables[" + str(seq) + "][" + str(i) + "] = " + str(table[i]) +
-                    " is not a block of the KV cache (it has " + str(kvCache.numBlocks()) + ")");
+                    " is not a block of the KV cache (it has " + str(numBlocks) + ")");
     int32_t row = batch.logitsIndices[seq];
     if (row < 0 || row >= numTokens)
       throw Error("step: logits_indices[" + str(seq) + "] = " + str(row) +
@@ -225,27 +198,7 @@ void Model::validate(const StepBatch &batch) const {
 
 void Model::step(const StepBatch &batch, float *logits) {
   validate(batch);
-  if (accelerator) {
-    accelerator->step(batch, logits);
-    return;
-  }
-  int64_t numTokens = batch.numTokens, numSeqs = batch.numSeqs;
-  LlmcMemRef1 tokens = memref1(batch.tokens, numTokens);
-  LlmcMemRef1 positions = memref1(batch.positions, numTokens);
-  LlmcMemRef1 cuSeqlensQ = memref1(batch.cuSeqlensQ, numSeqs + 1);
-  LlmcMemRef1 contextLens = memref1(batch.contextLens, numSeqs);
-  LlmcMemRef2 blockTables = memref2(batch.blockTables, numSeqs, batch.maxBlocksPerSeq);
-  LlmcMemRef1 slotMapping = memref1(batch.slotMapping, numTokens);
-  LlmcMemRef1 logitsIndices = memref1(batch.logitsIndices, numSeqs);
-  LlmcMemRef6 kvPool = kvPoolMemref(kvCache);
-  LlmcMemRef1 weights = memref1(static_cast<const int8_t *>(loaded->weights()),
-                                static_cast<int64_t>(loaded->weightsBytes()));
-  LlmcMemRef1 scratch = memref1(static_cast<int8_t *>(workspace.data()),
-                                static_cast<int64_t>(workspace.bytes()));
-  LlmcMemRef2 logitsOut = memref2(logits, numSeqs, config().vocabSize);
-  loaded->stepFunction()(cpu.hostApi(), &tokens, &positions, &cuSeqlensQ, &contextLens,
-                         &blockTables, &slotMapping, &logitsIndices, &kvPool, &weights, &scratch,
-                         &logitsOut);
+  executor->step(batch, logits);
 }
 
 } // namespace llmc::runtime

@@ -2,10 +2,10 @@
 #ifndef LLMC_RUNTIME_MODEL_H
 #define LLMC_RUNTIME_MODEL_H
 
-#include "runtime/AlignedBuffer.h"
 #include "runtime/Artifact.h"
-#include "runtime/CpuDevice.h"
 #include "runtime/KvBlockPool.h"
+#include "runtime/StepBatch.h"
+#include "runtime/StepExecutor.h"
 
 #include <cstdint>
 #include <memory>
@@ -14,48 +14,10 @@
 
 namespace llmc::runtime {
 
-/// One step's ragged, paged batch (StepABI.h explains each array). It points
-/// at the caller's arrays; nothing is copied.
-struct StepBatch {
-  int64_t numTokens = 0;       // T
-  int64_t numSeqs = 0;         // N
-  int64_t maxBlocksPerSeq = 0; // the width of blockTables
-  const int32_t *tokens = nullptr;        // [T]
-  const int32_t *positions = nullptr;     // [T]
-  const int32_t *cuSeqlensQ = nullptr;    // [N + 1]
-  const int32_t *contextLens = nullptr;   // [N]
-  const int32_t *blockTables = nullptr;   // [N, maxBlocksPerSeq]
-  const int32_t *slotMapping = nullptr;   // [T]
-  const int32_t *logitsIndices = nullptr; // [N]
-};
-
-/// A step batch that owns its arrays; view() is the StepBatch over them.
-struct StepBatchArrays {
-  std::vector<int32_t> tokens, positions, cuSeqlensQ, contextLens, blockTables, slotMapping,
-      logitsIndices;
-  int64_t maxBlocksPerSeq = 0;
-
-  /// T is the size of `tokens`, N the size of `contextLens`.
-  StepBatch view() const {
-    StepBatch batch;
-    batch.numTokens = static_cast<int64_t>(tokens.size());
-    batch.numSeqs = static_cast<int64_t>(contextLens.size());
-    batch.maxBlocksPerSeq = maxBlocksPerSeq;
-    batch.tokens = tokens.data();
-    batch.positions = positions.data();
-    batch.cuSeqlensQ = cuSeqlensQ.data();
-    batch.contextLens = contextLens.data();
-    batch.blockTables = blockTables.data();
-    batch.slotMapping = slotMapping.data();
-    batch.logitsIndices = logitsIndices.data();
-    return batch;
-  }
-};
-
 /// How big the KV cache is, in the first of these that is set.
 struct ModelOptions {
-  /// Threads of the CPU device, the caller's included; 0 = one per hardware
-  /// thread. A CUDA model's CPU device has one: the host only packs inputs.
+  /// Threads of the CPU executor, the caller's included; 0 = one per
+  /// hardware thread. A GPU's executor uses one: the host only packs inputs.
   unsigned numThreads = 0;
   /// Blocks in the KV cache.
   int64_t numKvBlocks = 0;
@@ -76,24 +38,11 @@ struct ModelOptions {
   int64_t maxModelLen = 0;
 };
 
-/// A model that runs on an accelerator rather than the host CPU (a CUDA GPU:
-/// runtime/cuda/CudaModel.h). It holds the device's copies of the weights,
-/// the workspace and the KV pool, whose block copies it makes.
-class AcceleratorModel : public KvBlockStorage {
-public:
-  /// The KV pool it allocated.
-  virtual const KvCacheShape &kvShape() const = 0;
-  /// The most positions one sequence of a step may have.
-  virtual int64_t maxSequenceLength() const = 0;
-  /// Runs a batch Model::validate accepted and writes [numSeqs, vocabSize]
-  /// logits to host memory.
-  virtual void step(const StepBatch &batch, float *logits) = 0;
-};
-
-/// A compiled model with what running it needs: the artifact, the CPU device,
-/// the KV cache and the step's workspace; for a cuda artifact, the GPU's
-/// (an AcceleratorModel). step() is not reentrant: one step at a time per
-/// Model.
+/// A compiled model ready to run steps: the artifact, and the StepExecutor
+/// of its target (CpuExecutor, CudaExecutor), which holds the KV cache and
+/// the step's workspace. Model checks every batch against the step's limits
+/// and the KV cache before the executor runs it. step() is not reentrant:
+/// one step at a time per Model.
 class Model {
 public:
   /// The KV cache budget on the CPU when ModelOptions sets none.
@@ -112,16 +61,17 @@ public:
   const ModelConfig &config() const { return loaded->model(); }
   const StepConfig &stepConfig() const { return loaded->step(); }
   const Artifact &artifact() const { return *loaded; }
-  CpuDevice &device() { return cpu; }
-  KvBlockPool &kvPool() { return kvCache; }
-  const KvBlockPool &kvPool() const { return kvCache; }
+  /// Host threads a step runs on (one for a GPU's: the host only packs inputs).
+  unsigned numThreads() const { return executor->numThreads(); }
+  KvBlockPool &kvPool() { return executor->kvPool(); }
+  const KvBlockPool &kvPool() const { return executor->kvPool(); }
   /// One line for the start-up log: the KV cache's blocks, size and where
   /// the size came from.
   const std::string &kvCacheSummary() const { return kvSummary; }
   /// The most positions one sequence of a step may have beyond the KV
   /// cache's own limit (a GPU's block tables, sized by
   /// ModelOptions::maxModelLen); 0 when there is none.
-  int64_t maxSequenceLength() const { return accelerator ? accelerator->maxSequenceLength() : 0; }
+  int64_t maxSequenceLength() const { return executor->maxSequenceLength(); }
 
   /// Runs the step function over `batch` and writes [numSeqs, vocabSize]
   /// logits. Throws Error, before running anything, when the batch breaks the
@@ -132,11 +82,8 @@ private:
   void validate(const StepBatch &batch) const;
 
   std::unique_ptr<Artifact> loaded;
-  CpuDevice cpu;
-  AlignedBuffer workspace; // cpu artifacts
   std::string kvSummary;
-  std::unique_ptr<AcceleratorModel> accelerator; // cuda artifacts
-  KvBlockPool kvCache;
+  std::unique_ptr<StepExecutor> executor;
 };
 
 } // namespace llmc::runtime

@@ -1,5 +1,5 @@
 //===- CpuDeviceTest.cpp - the thread pool and the host API table ---------===//
-#include "runtime/CpuDevice.h"
+#include "runtime/cpu/CpuDevice.h"
 
 #include <gtest/gtest.h>
 

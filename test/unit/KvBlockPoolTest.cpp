@@ -1,6 +1,7 @@
 //===- KvBlockPoolTest.cpp - the KV cache's block allocator and slots -----===//
 #include "runtime/Error.h"
 #include "runtime/KvBlockPool.h"
+#include "runtime/cpu/HostKvStorage.h"
 
 #include <gtest/gtest.h>
 
@@ -20,32 +21,37 @@ KvCacheShape smallShape(int64_t numBlocks) {
 }
 
 TEST(KvBlockPool, MemoryIsAlignedZeroedAndSized) {
-  KvBlockPool pool(smallShape(5));
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.data()) % 64, 0u);
+  HostKvStorage storage(smallShape(5));
+  KvBlockPool pool(smallShape(5), storage);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(storage.data()) % 64, 0u);
   EXPECT_EQ(pool.shape().numElements(), 2 * 5 * 2 * 3 * 4 * 8);
-  for (int64_t i = 0; i < pool.shape().numElements(); ++i) ASSERT_EQ(pool.data()[i], 0.0f);
+  for (int64_t i = 0; i < pool.shape().numElements(); ++i) ASSERT_EQ(storage.data()[i], 0.0f);
   std::vector<int64_t> expected = {2, 5, 2, 3, 4, 8};
   EXPECT_EQ(pool.shape().extents(), expected);
 }
 
 TEST(KvBlockPool, CopyBlockCopiesEveryLayerAndNothingElse) {
-  KvBlockPool pool(smallShape(3));
+  HostKvStorage storage(smallShape(3));
+  KvBlockPool pool(smallShape(3), storage);
   int64_t perLayerBlock = 2 * 3 * 4 * 8;
-  for (int64_t i = 0; i < pool.shape().numElements(); ++i) pool.data()[i] = float(i);
+  for (int64_t i = 0; i < pool.shape().numElements(); ++i) storage.data()[i] = float(i);
   pool.copyBlock(2, 0);
   for (int64_t layer = 0; layer < 2; ++layer)
     for (int64_t block = 0; block < 3; ++block)
       for (int64_t i = 0; i < perLayerBlock; ++i) {
         int64_t at = (layer * 3 + block) * perLayerBlock + i;
         int64_t source = block == 0 ? (layer * 3 + 2) * perLayerBlock + i : at;
-        ASSERT_EQ(pool.data()[at], float(source)) << "layer " << layer << " block " << block;
+        ASSERT_EQ(storage.data()[at], float(source)) << "layer " << layer << " block " << block;
       }
   EXPECT_EQ(pool.shape().bytesPerBlock(), 2 * perLayerBlock * 4);
   EXPECT_THROW(pool.copyBlock(0, 3), Error);
   EXPECT_THROW(pool.copyBlock(-1, 0), Error);
 }
 
-TEST(KvBlockPool, RefusesAnEmptyPool) { EXPECT_THROW(KvBlockPool(smallShape(0)), Error); }
+TEST(KvBlockPool, RefusesAnEmptyPool) {
+  EXPECT_THROW(HostKvStorage(smallShape(0)), Error);
+  EXPECT_THROW(checkedKvCacheShape(smallShape(0)), Error);
+}
 
 TEST(KvBlockPool, SlotOfFollowsTheBlockTable) {
   std::vector<int32_t> table = {7, 2, 5};

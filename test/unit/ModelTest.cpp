@@ -55,7 +55,7 @@ TEST_F(ModelTest, SetsUpTheKvCacheFromTheManifest) {
   EXPECT_EQ(model->kvPool().numBlocks(), 8);
   std::vector<int64_t> extents = {2, 8, 2, 2, 4, 4};
   EXPECT_EQ(model->kvPool().shape().extents(), extents);
-  EXPECT_EQ(model->device().numThreads(), 2u);
+  EXPECT_EQ(model->numThreads(), 2u);
 }
 
 TEST_F(ModelTest, DefaultKvCacheFillsTheBudget) {

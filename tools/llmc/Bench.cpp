@@ -341,7 +341,7 @@ int runThroughput(const std::vector<std::string> &args) {
                                 : static_cast<int64_t>(requests.size());
     result.maxNumSeqs = engine.maxNumSeqs();
     result.maxModelLen = engine.maxModelLen();
-    result.threads = model.device().numThreads();
+    result.threads = model.numThreads();
     if (options->json)
       printJson(*options, result);
     else

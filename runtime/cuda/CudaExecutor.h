@@ -1,4 +1,4 @@
-//===- CudaModel.h - a cuda artifact on an NVIDIA GPU -----------*- C++ -*-===//
+//===- CudaExecutor.h - a cuda artifact's steps on a GPU -------*- C++ -*-===//
 //
 // Loads a cuda artifact (docs/cuda.md) onto the first visible GPU and runs
 // its step plan there: the device memory (weights, workspace, KV pool, step
@@ -7,11 +7,12 @@
 // whole story.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LLMC_RUNTIME_CUDA_CUDAMODEL_H
-#define LLMC_RUNTIME_CUDA_CUDAMODEL_H
+#ifndef LLMC_RUNTIME_CUDA_CUDAEXECUTOR_H
+#define LLMC_RUNTIME_CUDA_CUDAEXECUTOR_H
 
 #include "runtime/Artifact.h"
-#include "runtime/Model.h"
+#include "runtime/KvBlockPool.h"
+#include "runtime/StepExecutor.h"
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/StepPlan.h"
 
@@ -21,10 +22,10 @@
 
 namespace llmc::runtime::cuda {
 
-/// A cuda artifact loaded on the GPU. Every call makes the model's context
+/// A cuda artifact loaded on the GPU. Every call makes the executor's context
 /// current on the calling thread for its duration, so any one thread at a
 /// time may use it.
-class CudaModel final : public AcceleratorModel {
+class CudaExecutor final : public StepExecutor {
 public:
   /// Decides the KV cache's shape from the device memory free once
   /// everything else is allocated, and the device's name.
@@ -36,15 +37,16 @@ public:
   /// names, copies the weights to the device, allocates the workspace, the
   /// step buffers and the KV pool (sized by `sizeKvCache`) and chooses the
   /// GEMM algorithms. Block tables are as wide as `maxModelLen` positions
-  /// need (0: the model's positions, else the whole pool). Throws Error with one line for each failure: "no
-  /// NVIDIA driver on this machine (...)", "no CUDA device (...)", a GPU
-  /// older than the artifact's architecture, a missing kernel, memory.
-  CudaModel(const Artifact &artifact, int64_t maxModelLen, const KvCacheSizer &sizeKvCache);
-  ~CudaModel() override;
-  CudaModel(const CudaModel &) = delete;
-  CudaModel &operator=(const CudaModel &) = delete;
+  /// need (0: the model's positions, else the whole pool). Throws Error with
+  /// one line for each failure: "no NVIDIA driver on this machine (...)", "no
+  /// CUDA device (...)", a GPU older than the artifact's architecture, a
+  /// missing kernel, memory.
+  CudaExecutor(const Artifact &artifact, int64_t maxModelLen, const KvCacheSizer &sizeKvCache);
+  ~CudaExecutor() override;
+  CudaExecutor(const CudaExecutor &) = delete;
+  CudaExecutor &operator=(const CudaExecutor &) = delete;
 
-  /// The GPU a model runs on.
+  /// The GPU an executor runs on.
   struct Gpu {
     CUdevice device = 0;
     std::string name;
@@ -54,18 +56,32 @@ public:
     std::string arch() const { return "sm_" + std::to_string(computeCapability); }
   };
 
-  const KvCacheShape &kvShape() const override;
+  /// The device KV pool; its block copies are enqueued on the executor's
+  /// stream, ahead of the next step.
+  KvBlockPool &kvPool() override { return *pool; }
+  unsigned numThreads() const override { return 1; }
   int64_t maxSequenceLength() const override;
   /// Copies the step's inputs to the GPU in one copy, runs the plan (a decode
   /// step padded to a graph batch size, and from its size's second step on
   /// as a CUDA graph) and copies the logits back.
   void step(const StepBatch &batch, float *logits) override;
-  /// Enqueues a device-to-device copy within the KV pool on the model's
-  /// stream, ahead of the next step.
-  void copyBytes(int64_t from, int64_t to, int64_t bytes) override;
-
 private:
   struct DeviceState;
+
+  /// The device KV pool's memory, as KvBlockPool copies blocks in it.
+  class DeviceKvStorage final : public KvBlockStorage {
+  public:
+    explicit DeviceKvStorage(CudaExecutor &executor) : executor(executor) {}
+    void copyBytes(int64_t from, int64_t to, int64_t bytes) override {
+      executor.copyKvBytes(from, to, bytes);
+    }
+
+  private:
+    CudaExecutor &executor;
+  };
+
+  /// Enqueues a device-to-device copy within the KV pool on the stream.
+  void copyKvBytes(int64_t from, int64_t to, int64_t bytes);
 
   /// Enqueues every step of the plan on the stream.
   void runPlan(const SymbolValues &symbols);
@@ -81,8 +97,10 @@ private:
   /// Everything allocated on the device, released (in order, the context
   /// current) before the context is.
   std::unique_ptr<DeviceState> state;
+  DeviceKvStorage kvStorage{*this};
+  std::unique_ptr<KvBlockPool> pool;
 };
 
 } // namespace llmc::runtime::cuda
 
-#endif // LLMC_RUNTIME_CUDA_CUDAMODEL_H
+#endif // LLMC_RUNTIME_CUDA_CUDAEXECUTOR_H

@@ -1,5 +1,5 @@
 //===- ThreadPool.cpp - a fixed pool running parallel loops ---------------===//
-#include "runtime/ThreadPool.h"
+#include "runtime/cpu/ThreadPool.h"
 
 #include <algorithm>
 #include <atomic>

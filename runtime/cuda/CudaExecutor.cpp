@@ -1,5 +1,5 @@
-//===- CudaModel.cpp - load a cuda artifact and run its steps on the GPU --===//
-#include "runtime/cuda/CudaModel.h"
+//===- CudaExecutor.cpp - load a cuda artifact, run its steps on the GPU --===//
+#include "runtime/cuda/CudaExecutor.h"
 
 #include "runtime/Error.h"
 #include "runtime/cuda/CublasLt.h"
@@ -48,7 +48,7 @@ StepPlan parsePlan(const Artifact &artifact) {
 
 /// The first GPU the driver sees (CUDA_VISIBLE_DEVICES decides which that
 /// is), refused when it is older than the artifact's architecture.
-CudaModel::Gpu firstGpu(const CudaDriver &driver, const std::string &arch) {
+CudaExecutor::Gpu firstGpu(const CudaDriver &driver, const std::string &arch) {
   CUresult started = driver.cuInit(0);
   if (started == CUDA_ERROR_NO_DEVICE)
     throw Error("no CUDA device (cuInit: " + driver.describe(started) + ")");
@@ -56,7 +56,7 @@ CudaModel::Gpu firstGpu(const CudaDriver &driver, const std::string &arch) {
   int count = 0;
   driver.check(driver.cuDeviceGetCount(&count), "cuDeviceGetCount");
   if (count < 1) throw Error("no CUDA device (the driver sees none; see CUDA_VISIBLE_DEVICES)");
-  CudaModel::Gpu gpu;
+  CudaExecutor::Gpu gpu;
   driver.check(driver.cuDeviceGet(&gpu.device, 0), "cuDeviceGet");
   char name[256] = {};
   driver.check(driver.cuDeviceGetName(name, sizeof(name) - 1, gpu.device), "cuDeviceGetName");
@@ -127,8 +127,8 @@ unsigned launchExtent(const Dim &dim, const SymbolValues &symbols, const std::st
 /// Everything the model holds on the device, in the order it is made; the
 /// members are released in reverse: graphs before the modules whose kernels
 /// they launch, buffers before the stream.
-struct CudaModel::DeviceState {
-  DeviceState(const CudaModel &model, int64_t maxModelLen, const KvCacheSizer &sizeKvCache);
+struct CudaExecutor::DeviceState {
+  DeviceState(const CudaExecutor &executor, int64_t maxModelLen, const KvCacheSizer &sizeKvCache);
 
   Owned<CUstream> stream;
   std::vector<Owned<CUmodule>> modules;
@@ -148,11 +148,11 @@ struct CudaModel::DeviceState {
   std::map<int64_t, Owned<CUgraphExec>> graphs;
 };
 
-CudaModel::DeviceState::DeviceState(const CudaModel &model, int64_t maxModelLen,
-                                     const KvCacheSizer &sizeKvCache) {
-  const CudaDriver &driver = model.driver;
-  const Artifact &artifact = model.artifact;
-  const StepPlan &plan = model.plan;
+CudaExecutor::DeviceState::DeviceState(const CudaExecutor &executor, int64_t maxModelLen,
+                                        const KvCacheSizer &sizeKvCache) {
+  const CudaDriver &driver = executor.driver;
+  const Artifact &artifact = executor.artifact;
+  const StepPlan &plan = executor.plan;
   const ModelConfig &config = artifact.model();
   const StepConfig &limits = artifact.step();
 
@@ -166,7 +166,7 @@ CudaModel::DeviceState::DeviceState(const CudaModel &model, int64_t maxModelLen,
   stream = Owned<CUstream>(createdStream, driver.cuStreamDestroy);
 
   // The cubin where it was built for this GPU, the PTX otherwise.
-  const Gpu &gpu = model.gpu;
+  const Gpu &gpu = executor.gpu;
   bool exactArch = gpu.computeCapability == computeCapability(artifact.target().arch);
   const std::map<std::string, std::string> &files = artifact.deviceFiles();
   std::map<Module, CUmodule> loaded;
@@ -281,16 +281,17 @@ CudaModel::DeviceState::DeviceState(const CudaModel &model, int64_t maxModelLen,
     graphSizes = graphBatchSizes(limits.maxNumSeqs, limits.maxNumBatchedTokens);
 }
 
-CudaModel::CudaModel(const Artifact &artifact, int64_t maxModelLen, const KvCacheSizer &sizeKvCache)
+CudaExecutor::CudaExecutor(const Artifact &artifact, int64_t maxModelLen, const KvCacheSizer &sizeKvCache)
     : artifact(artifact), plan(parsePlan(artifact)), driver(CudaDriver::get()),
       gpu(firstGpu(driver, artifact.target().arch)), context(driver, gpu.device) {
   ScopedContext current(driver, context.get());
   // Nothing after this: a failure in it releases what it made while the
   // context is still current.
   state = std::make_unique<DeviceState>(*this, maxModelLen, sizeKvCache);
+  pool = std::make_unique<KvBlockPool>(state->kvShape, kvStorage);
 }
 
-CudaModel::~CudaModel() {
+CudaExecutor::~CudaExecutor() {
   // Not ScopedContext, which throws: a destructor must not.
   if (driver.cuCtxPushCurrent(context.get()) != CUDA_SUCCESS) return;
   driver.cuStreamSynchronize(state->stream.get());
@@ -299,13 +300,11 @@ CudaModel::~CudaModel() {
   driver.cuCtxPopCurrent(&popped);
 }
 
-const KvCacheShape &CudaModel::kvShape() const { return state->kvShape; }
-
-int64_t CudaModel::maxSequenceLength() const {
+int64_t CudaExecutor::maxSequenceLength() const {
   return state->inputLayout->blockTableWidth() * state->kvShape.blockSize;
 }
 
-void CudaModel::copyBytes(int64_t from, int64_t to, int64_t bytes) {
+void CudaExecutor::copyKvBytes(int64_t from, int64_t to, int64_t bytes) {
   ScopedContext current(driver, context.get());
   CUdeviceptr pool = state->kvPool.get();
   driver.check(driver.cuMemcpyDtoDAsync(pool + uint64_t(to), pool + uint64_t(from),
@@ -313,7 +312,7 @@ void CudaModel::copyBytes(int64_t from, int64_t to, int64_t bytes) {
                "copying a KV block on the GPU (cuMemcpyDtoDAsync)");
 }
 
-void CudaModel::runPlan(const SymbolValues &symbols) {
+void CudaExecutor::runPlan(const SymbolValues &symbols) {
   DeviceState &device = *state;
   CUstream stream = device.stream.get();
   for (size_t index = 0; index < plan.steps.size(); ++index) {
@@ -338,7 +337,7 @@ void CudaModel::runPlan(const SymbolValues &symbols) {
   }
 }
 
-void CudaModel::captureGraph(int64_t batchSize, const SymbolValues &symbols) {
+void CudaExecutor::captureGraph(int64_t batchSize, const SymbolValues &symbols) {
   std::string what = "capturing the CUDA graph of a decode step of " + str(batchSize) +
                      " sequences (LLMC_CUDA_GRAPHS=0 runs without graphs)";
   CUstream stream = state->stream.get();
@@ -368,7 +367,7 @@ void CudaModel::captureGraph(int64_t batchSize, const SymbolValues &symbols) {
   state->graphs.emplace(batchSize, Owned<CUgraphExec>(executable, driver.cuGraphExecDestroy));
 }
 
-void CudaModel::step(const StepBatch &batch, float *logits) {
+void CudaExecutor::step(const StepBatch &batch, float *logits) {
   ScopedContext current(driver, context.get());
   DeviceState &device = *state;
   CUstream stream = device.stream.get();

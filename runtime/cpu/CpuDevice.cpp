@@ -1,5 +1,5 @@
 //===- CpuDevice.cpp - the host API table over a thread pool and BLAS -----===//
-#include "runtime/CpuDevice.h"
+#include "runtime/cpu/CpuDevice.h"
 
 #include <cblas.h>
 

@@ -1,9 +1,9 @@
 //===- CpuDevice.h - the host CPU as the step function sees it --*- C++ -*-===//
-#ifndef LLMC_RUNTIME_CPUDEVICE_H
-#define LLMC_RUNTIME_CPUDEVICE_H
+#ifndef LLMC_RUNTIME_CPU_CPUDEVICE_H
+#define LLMC_RUNTIME_CPU_CPUDEVICE_H
 
 #include "llmc/Runtime/StepABI.h"
-#include "runtime/ThreadPool.h"
+#include "runtime/cpu/ThreadPool.h"
 
 namespace llmc::runtime {
 
@@ -29,4 +29,4 @@ private:
 
 } // namespace llmc::runtime
 
-#endif // LLMC_RUNTIME_CPUDEVICE_H
+#endif // LLMC_RUNTIME_CPU_CPUDEVICE_H

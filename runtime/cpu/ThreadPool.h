@@ -1,6 +1,6 @@
 //===- ThreadPool.h - a fixed pool running parallel loops -------*- C++ -*-===//
-#ifndef LLMC_RUNTIME_THREADPOOL_H
-#define LLMC_RUNTIME_THREADPOOL_H
+#ifndef LLMC_RUNTIME_CPU_THREADPOOL_H
+#define LLMC_RUNTIME_CPU_THREADPOOL_H
 
 #include <atomic>
 #include <condition_variable>
@@ -65,4 +65,4 @@ private:
 
 } // namespace llmc::runtime
 
-#endif // LLMC_RUNTIME_THREADPOOL_H
+#endif // LLMC_RUNTIME_CPU_THREADPOOL_H

@@ -1,0 +1,50 @@
+//===- StepBatch.h - one step's ragged, paged batch -------------*- C++ -*-===//
+#ifndef LLMC_RUNTIME_STEPBATCH_H
+#define LLMC_RUNTIME_STEPBATCH_H
+
+#include <cstdint>
+#include <vector>
+
+namespace llmc::runtime {
+
+/// One step's ragged, paged batch (StepABI.h explains each array). It points
+/// at the caller's arrays; nothing is copied.
+struct StepBatch {
+  int64_t numTokens = 0;       // T
+  int64_t numSeqs = 0;         // N
+  int64_t maxBlocksPerSeq = 0; // the width of blockTables
+  const int32_t *tokens = nullptr;        // [T]
+  const int32_t *positions = nullptr;     // [T]
+  const int32_t *cuSeqlensQ = nullptr;    // [N + 1]
+  const int32_t *contextLens = nullptr;   // [N]
+  const int32_t *blockTables = nullptr;   // [N, maxBlocksPerSeq]
+  const int32_t *slotMapping = nullptr;   // [T]
+  const int32_t *logitsIndices = nullptr; // [N]
+};
+
+/// A step batch that owns its arrays; view() is the StepBatch over them.
+struct StepBatchArrays {
+  std::vector<int32_t> tokens, positions, cuSeqlensQ, contextLens, blockTables, slotMapping,
+      logitsIndices;
+  int64_t maxBlocksPerSeq = 0;
+
+  /// T is the size of `tokens`, N the size of `contextLens`.
+  StepBatch view() const {
+    StepBatch batch;
+    batch.numTokens = static_cast<int64_t>(tokens.size());
+    batch.numSeqs = static_cast<int64_t>(contextLens.size());
+    batch.maxBlocksPerSeq = maxBlocksPerSeq;
+    batch.tokens = tokens.data();
+    batch.positions = positions.data();
+    batch.cuSeqlensQ = cuSeqlensQ.data();
+    batch.contextLens = contextLens.data();
+    batch.blockTables = blockTables.data();
+    batch.slotMapping = slotMapping.data();
+    batch.logitsIndices = logitsIndices.data();
+    return batch;
+  }
+};
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_STEPBATCH_H

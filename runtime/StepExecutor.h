@@ -1,0 +1,39 @@
+//===- StepExecutor.h - what runs a step on one target ----------*- C++ -*-===//
+//
+// Model validates a step's batch and owns the artifact; a StepExecutor runs
+// the validated step where the artifact was compiled for, and owns what that
+// target needs: its copy of the weights (or a view of the mapped file), the
+// step's workspace and the KV cache's memory. CpuExecutor (runtime/cpu/)
+// calls the generated step function; CudaExecutor (runtime/cuda/) replays the
+// step plan on a GPU.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_RUNTIME_STEPEXECUTOR_H
+#define LLMC_RUNTIME_STEPEXECUTOR_H
+
+#include "runtime/KvBlockPool.h"
+#include "runtime/StepBatch.h"
+
+#include <cstdint>
+
+namespace llmc::runtime {
+
+class StepExecutor {
+public:
+  virtual ~StepExecutor() = default;
+
+  /// The KV cache: its shape, and block copies in whatever memory holds it.
+  virtual KvBlockPool &kvPool() = 0;
+  /// Host threads a step runs on.
+  virtual unsigned numThreads() const = 0;
+  /// The most positions one sequence of a step may have beyond the KV
+  /// cache's own limit (a GPU's block tables); 0 when there is none.
+  virtual int64_t maxSequenceLength() const = 0;
+  /// Runs a batch Model::validate accepted and writes [numSeqs, vocabSize]
+  /// f32 logits to host memory. Not reentrant: one step at a time.
+  virtual void step(const StepBatch &batch, float *logits) = 0;
+};
+
+} // namespace llmc::runtime
+
+#endif // LLMC_RUNTIME_STEPEXECUTOR_H
