@@ -4,7 +4,8 @@
 // the filters and tests, the methods of str and dict, the globals
 // transformers provides, attribute and item lookup, and the operators. The
 // parser checks names against the is*Supported lists, so a template that
-// calls anything else is refused when it is loaded.
+// calls anything else is refused when it is loaded. Defined by kind in
+// JinjaFilters.cpp, JinjaTests.cpp, JinjaMethods.cpp and JinjaOperators.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_CHAT_JINJABUILTINS_H
