@@ -1,4 +1,5 @@
-# llmc_add_pass_library(FOLDER folder SOURCES ... [USES folder...] [LINK_LIBS lib...])
+# llmc_add_pass_library(FOLDER folder SOURCES ... [USES folder...] [LINK_LIBS lib...]
+#                       [DEPENDS target...])
 #
 # One stage's (or target's) passes under passes/FOLDER: its Passes.td becomes
 # passes/FOLDER/Passes.h.inc (register<Folder>Passes()) and its pass docs, its
@@ -6,9 +7,10 @@
 # LLMCCodegenCPUPasses).
 # USES names the folders it builds on: the library links theirs, and the build
 # fails if a file here includes a header of any other folder
-# (cmake/CheckLayering.cmake).
+# (cmake/CheckLayering.cmake). DEPENDS: targets that generate what the sources
+# include.
 function(llmc_add_pass_library)
-  cmake_parse_arguments(ARG "" "FOLDER" "SOURCES;USES;LINK_LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "FOLDER" "SOURCES;USES;LINK_LIBS;DEPENDS" ${ARGN})
   string(REPLACE "/" "" name "${ARG_FOLDER}")
   set(library LLMC${name}Passes)
 
@@ -36,7 +38,8 @@ function(llmc_add_pass_library)
     list(APPEND used_generated LLMC${used}PassesIncGen)
   endforeach()
   add_mlir_library(${library} ${ARG_SOURCES}
-    DEPENDS ${library}IncGen ${library}Layering ${used_generated} LLMCOnnxIncGen LLMCLlmIncGen
+    DEPENDS ${library}IncGen ${library}Layering ${used_generated} ${ARG_DEPENDS}
+      LLMCOnnxIncGen LLMCLlmIncGen
     LINK_LIBS PUBLIC ${used_libraries} LLMCOnnxDialect LLMCLlmDialect LLMCSupport
       MLIRFuncDialect MLIRPass ${ARG_LINK_LIBS})
 endfunction()

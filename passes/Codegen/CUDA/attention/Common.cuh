@@ -1,0 +1,263 @@
+// Common.cuh - what every attention config shares: the sequence lookup, the
+// CUDA-core attend loop of decode and the tensor-core tile of prefill.
+// Embedded into llm-lower-to-cuda (CudaAttention.cpp) at build time.
+
+namespace wmma = nvcuda::wmma;
+
+/// The WMMA element type of the storage.
+template <bool BF16> struct mma_type { typedef __nv_bfloat16 type; };
+template <> struct mma_type<false> { typedef __half type; };
+
+/// Eight storage elements, for 16-byte loads.
+struct __align__(16) storage8_t { storage_t v[8]; };
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+/// The sequence of query row `row`: the last one whose rows start at or before it.
+__device__ __forceinline__ int sequence_of(const int *cu_seqlens, int num_seqs, int row) {
+  int lo = 0, hi = num_seqs - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (cu_seqlens[mid] <= row) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+/// Attends the G query heads of KV head `kvh` in query row `row` to keys
+/// [k_begin, k_end) of the sequence whose block table is `table`, then calls
+/// emit(g, d, unnormalised output, running max, running sum) once per
+/// (head, feature) of the block's merged result. CUDA cores: for one query
+/// row a tensor-core tile would be 15/16 padding.
+template <int D, int G, int KVH, int BS, bool BF16, typename Emit>
+__device__ __forceinline__ void attend(const storage_t *__restrict__ query, int q_stride,
+                                       const storage_t *__restrict__ layer_pool,
+                                       const int *__restrict__ table, int row, int kvh,
+                                       int k_begin, int k_end, float scale, Emit emit) {
+  constexpr int WARPS = 4, PER_LANE = (D + 31) / 32;
+  __shared__ float s_q[G][D];
+  __shared__ float s_acc[WARPS][G][D];
+  __shared__ float s_m[WARPS][G], s_l[WARPS][G];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+    int g = i / D, d = i % D;
+    s_q[g][d] = to_f32<BF16>(query[(long long)row * q_stride + (kvh * G + g) * D + d]) * scale;
+  }
+  __syncthreads();
+
+  float m[G], l[G], acc[G][PER_LANE];
+  for (int g = 0; g < G; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.f;
+    for (int j = 0; j < PER_LANE; ++j) acc[g][j] = 0.f;
+  }
+  for (int key = k_begin + warp; key < k_end; key += WARPS) {
+    const long long block = table[key / BS];
+    const storage_t *k = layer_pool + ((block * 2 * KVH + kvh) * BS + key % BS) * D;
+    const storage_t *v = k + (long long)KVH * BS * D;
+    float kf[PER_LANE], vf[PER_LANE];
+    for (int j = 0; j < PER_LANE; ++j) {
+      int d = lane + 32 * j;
+      kf[j] = d < D ? to_f32<BF16>(k[d]) : 0.f;
+      vf[j] = d < D ? to_f32<BF16>(v[d]) : 0.f;
+    }
+    for (int g = 0; g < G; ++g) {
+      float dot = 0.f;
+      for (int j = 0; j < PER_LANE; ++j) {
+        int d = lane + 32 * j;
+        if (d < D) dot += s_q[g][d] * kf[j];
+      }
+      dot = warp_sum(dot);
+      float m_new = fmaxf(m[g], dot);
+      float correction = expf(m[g] - m_new), p = expf(dot - m_new);
+      l[g] = l[g] * correction + p;
+      for (int j = 0; j < PER_LANE; ++j) acc[g][j] = acc[g][j] * correction + p * vf[j];
+      m[g] = m_new;
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    if (lane == 0) {
+      s_m[warp][g] = m[g];
+      s_l[warp][g] = l[g];
+    }
+    for (int j = 0; j < PER_LANE; ++j) {
+      int d = lane + 32 * j;
+      if (d < D) s_acc[warp][g][d] = acc[g][j];
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < G * D; i += blockDim.x) {
+    int g = i / D, d = i % D;
+    float m_all = -INFINITY;
+    for (int w = 0; w < WARPS; ++w) m_all = fmaxf(m_all, s_m[w][g]);
+    float l_all = 0.f, o = 0.f;
+    if (m_all != -INFINITY)
+      for (int w = 0; w < WARPS; ++w) {
+        float weight = expf(s_m[w][g] - m_all);
+        l_all += s_l[w][g] * weight;
+        o += s_acc[w][g][d] * weight;
+      }
+    emit(g, d, o, m_all, l_all);
+  }
+}
+
+/// Copies ROWS rows of D features into a shared tile of row stride STRIDE,
+/// row r from base + row_base(r), zero where row_base(r) < 0 (no such row)
+/// and in the padding to DP. VEC: every row starts 16 bytes aligned and
+/// holds whole storage8_t, so the copy goes 16 bytes at a time.
+template <int D, int DP, int STRIDE, int ROWS, bool VEC, typename RowBase>
+__device__ __forceinline__ void stage_rows(storage_t *__restrict__ tile,
+                                           const storage_t *__restrict__ base, RowBase row_base) {
+  if (VEC) {
+    for (int i = threadIdx.x; i < ROWS * DP / 8; i += blockDim.x) {
+      const int r = i / (DP / 8), d = i % (DP / 8) * 8;
+      const long long at = row_base(r);
+      storage8_t v = {};
+      if (at >= 0 && d < D) v = *reinterpret_cast<const storage8_t *>(base + at + d);
+      *reinterpret_cast<storage8_t *>(tile + r * STRIDE + d) = v;
+    }
+  } else {
+    for (int i = threadIdx.x; i < ROWS * DP; i += blockDim.x) {
+      const int r = i / DP, d = i % DP;
+      const long long at = row_base(r);
+      tile[r * STRIDE + d] = at >= 0 && d < D ? base[at + d] : storage_t(0);
+    }
+  }
+}
+
+/// Attends one tile of a prefill chunk on tensor cores: query rows
+/// [tile_row, tile_row + 64 / G) of the sequence whose rows start at q_begin,
+/// every head of KV head `kvh`'s group, causally over the `context` keys
+/// (the cache before the chunk, then the chunk). Row m of the 64-row MMA
+/// tile is query row m / G, head m % G, so every K/V tile loaded into shared
+/// memory serves the whole group. Each warp owns 16 rows: S = Q K^T and
+/// P V on WMMA 16x16x16, the online softmax in f32 with two lanes per row,
+/// and the output in registers (lane: row lane / 2, 8 columns of each 16).
+/// Q_ALIGNED: query rows start 16 bytes aligned.
+template <int D, int G, int KVH, int BS, bool BF16, bool Q_ALIGNED>
+__device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query, int q_stride,
+                                             const storage_t *__restrict__ layer_pool,
+                                             const int *__restrict__ table,
+                                             storage_t *__restrict__ out, int out_stride, int kvh,
+                                             int q_begin, int q_len, int tile_row, int context,
+                                             float scale_log2) {
+  typedef typename mma_type<BF16>::type mma_t;
+  constexpr int TILE_M = PREFILL_TILE_M, TILE_K = PREFILL_TILE_K, WARPS = TILE_M / 16;
+  constexpr int ROWS = TILE_M / G;              // query rows per tile
+  constexpr int DP = (D + 15) / 16 * 16;        // the head dim padded to the MMA's k
+  constexpr int STRIDE = DP + 8;                // +16 bytes: rows start on different banks
+  constexpr int TILE_ROWS = TILE_M > 2 * TILE_K ? TILE_M : 2 * TILE_K;
+  __shared__ __align__(128) storage_t s_tiles[TILE_ROWS * STRIDE]; // Q, then K and V
+  __shared__ __align__(128) storage_t s_p[WARPS][16 * TILE_K];
+  __shared__ __align__(128) float s_scratch[WARPS][16 * TILE_K];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+  stage_rows<D, DP, STRIDE, TILE_M, D % 8 == 0 && Q_ALIGNED>(s_tiles, query, [&](int m) -> long long {
+    const int r = tile_row + m / G;
+    if (m >= ROWS * G || r >= q_len) return -1;
+    return (long long)(q_begin + r) * q_stride + (kvh * G + m % G) * D;
+  });
+  __syncthreads();
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, mma_t, wmma::row_major> q_frag[DP / 16];
+  for (int kk = 0; kk < DP / 16; ++kk)
+    wmma::load_matrix_sync(q_frag[kk],
+                           reinterpret_cast<const mma_t *>(s_tiles + warp * 16 * STRIDE + kk * 16),
+                           STRIDE);
+  __syncthreads(); // the K/V tiles overwrite the staged Q
+
+  const int my_row = lane >> 1, half = lane & 1, my_m = warp * 16 + my_row;
+  const int my_r = tile_row + my_m / G;
+  const bool my_valid = my_m < ROWS * G && my_r < q_len;
+  // A query row sees the cache before the chunk and the chunk up to itself.
+  const int my_visible = my_valid ? context - q_len + my_r + 1 : 0;
+  const int tile_visible = context - q_len + min(q_len, tile_row + ROWS);
+  float o[DP / 16][8];
+  for (int n = 0; n < DP / 16; ++n)
+    for (int e = 0; e < 8; ++e) o[n][e] = 0.f;
+  float m_run = -INFINITY, l_run = 0.f;
+  storage_t *s_k = s_tiles, *s_v = s_tiles + TILE_K * STRIDE;
+  storage_t *p_tile = s_p[warp];
+  float *scratch = s_scratch[warp];
+
+  for (int k0 = 0; k0 < tile_visible; k0 += TILE_K) {
+    auto key_base = [&](int j) -> long long {
+      const int key = k0 + j;
+      if (key >= tile_visible) return -1;
+      return ((long long)table[key / BS] * 2 * KVH + kvh) * BS * D + (long long)(key % BS) * D;
+    };
+    stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_k, layer_pool, key_base);
+    stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_v, layer_pool + (long long)KVH * BS * D, key_base);
+    __syncthreads();
+
+    // S = Q K^T: K's rows are the columns of K^T, so K is K^T column-major.
+    for (int j = 0; j < TILE_K / 16; ++j) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> s_frag;
+      wmma::fill_fragment(s_frag, 0.f);
+      for (int kk = 0; kk < DP / 16; ++kk) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, mma_t, wmma::col_major> k_frag;
+        wmma::load_matrix_sync(k_frag, reinterpret_cast<const mma_t *>(s_k + j * 16 * STRIDE + kk * 16),
+                               STRIDE);
+        wmma::mma_sync(s_frag, q_frag[kk], k_frag, s_frag);
+      }
+      wmma::store_matrix_sync(scratch + j * 16, s_frag, TILE_K, wmma::mem_row_major);
+    }
+    __syncwarp();
+
+    // The online softmax of this lane's half of its row, in base 2.
+    float s[TILE_K / 2];
+    float tile_max = -INFINITY;
+    for (int c = 0; c < TILE_K / 2; ++c) {
+      const int col = half * (TILE_K / 2) + c;
+      s[c] = k0 + col < my_visible ? scratch[my_row * TILE_K + col] * scale_log2 : -INFINITY;
+      tile_max = fmaxf(tile_max, s[c]);
+    }
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    const float m_new = fmaxf(m_run, tile_max);
+    // A row that has seen no key yet keeps zero sums (-inf - -inf is NaN).
+    const float base = m_new == -INFINITY ? 0.f : m_new;
+    const float correction = exp2f(m_run - base);
+    float sum = 0.f;
+    for (int c = 0; c < TILE_K / 2; ++c) {
+      const storage_t p = from_f32<BF16>(exp2f(s[c] - base));
+      p_tile[my_row * TILE_K + half * (TILE_K / 2) + c] = p;
+      sum += to_f32<BF16>(p); // the weights P V uses, so the normalisation matches them
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    l_run = l_run * correction + sum;
+    m_run = m_new;
+    for (int n = 0; n < DP / 16; ++n)
+      for (int e = 0; e < 8; ++e) o[n][e] *= correction;
+    __syncwarp();
+
+    // O += P V, one 16-column chunk of V at a time through the scratch.
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, mma_t, wmma::row_major> p_frag[TILE_K / 16];
+    for (int kk = 0; kk < TILE_K / 16; ++kk)
+      wmma::load_matrix_sync(p_frag[kk], reinterpret_cast<const mma_t *>(p_tile + kk * 16), TILE_K);
+    for (int n = 0; n < DP / 16; ++n) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> pv_frag;
+      wmma::fill_fragment(pv_frag, 0.f);
+      for (int kk = 0; kk < TILE_K / 16; ++kk) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, mma_t, wmma::row_major> v_frag;
+        wmma::load_matrix_sync(v_frag, reinterpret_cast<const mma_t *>(s_v + kk * 16 * STRIDE + n * 16),
+                               STRIDE);
+        wmma::mma_sync(pv_frag, p_frag[kk], v_frag, pv_frag);
+      }
+      wmma::store_matrix_sync(scratch, pv_frag, TILE_K, wmma::mem_row_major);
+      __syncwarp();
+      for (int e = 0; e < 8; ++e) o[n][e] += scratch[my_row * TILE_K + half * 8 + e];
+      __syncwarp();
+    }
+    __syncthreads(); // the next K/V tiles overwrite these
+  }
+
+  if (!my_valid) return;
+  const float inv = l_run > 0.f ? 1.f / l_run : 0.f;
+  storage_t *dst = out + (long long)(q_begin + my_r) * out_stride + (kvh * G + my_m % G) * D;
+  for (int n = 0; n < DP / 16; ++n)
+    for (int e = 0; e < 8; ++e) {
+      const int d = n * 16 + half * 8 + e;
+      if (d < D) dst[d] = from_f32<BF16>(o[n][e] * inv);
+    }
+}
