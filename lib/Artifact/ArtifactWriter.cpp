@@ -2,6 +2,7 @@
 #include "llmc/Artifact/ArtifactWriter.h"
 
 #include "llmc/Artifact/Checksum.h"
+#include "llmc/Artifact/StepInfo.h"
 #include "llmc/Runtime/StepABI.h"
 #include "llmc/Support/ElementsData.h"
 
@@ -33,31 +34,11 @@ constexpr llvm::StringLiteral kTokenizerFiles[] = {"tokenizer.json", "tokenizer_
 /// The module attribute copyTokenizerFiles leaves for the manifest.
 constexpr llvm::StringLiteral kTokenizerAttr = "llmc.tokenizer_files";
 
-/// What manifest.json says about the step, read from the lowered module.
-struct StepConfig {
-  int64_t workspaceBytes, maxNumBatchedTokens, maxNumSeqs;
-  int64_t vocabSize, numLayers, numKvHeads, blockSize, headDim, hiddenSize, numHeads,
-      maxPositions;
-  std::string matmul;
-};
-
-FailureOr<StepConfig> readStepConfig(ModuleOp module) {
-  auto step = module.lookupSymbol<func::FuncOp>("llmc_step");
-  auto integer = [&](StringRef name) {
-    auto attr = module->getAttrOfType<IntegerAttr>(name);
-    return attr ? attr.getInt() : -1;
-  };
-  auto matmul = module->getAttrOfType<StringAttr>("llmc.matmul");
-  if (!step || step.getNumArguments() != 12 || !matmul)
-    return module.emitError("not a module that llm-lower-to-cpu produced"), failure();
-  auto pool = cast<MemRefType>(step.getArgumentTypes()[8]);
-  auto logits = cast<MemRefType>(step.getArgumentTypes()[11]);
-  return StepConfig{integer("llmc.workspace_bytes"), integer("llmc.max_num_batched_tokens"),
-                    integer("llmc.max_num_seqs"), logits.getDimSize(1), pool.getDimSize(0),
-                    pool.getDimSize(3), pool.getDimSize(4), pool.getDimSize(5),
-                    integer("llmc.hidden_size"), integer("llmc.num_heads"),
-                    integer("llmc.max_positions"),
-                    matmul.getValue().str()};
+/// An integer attribute a target lowering must have set on `module`.
+FailureOr<int64_t> requiredInteger(ModuleOp module, StringRef name) {
+  auto attr = module->getAttrOfType<IntegerAttr>(name);
+  if (!attr) return module.emitError("has no ") << name << ": not a module the lowering made", failure();
+  return attr.getInt();
 }
 
 /// A file's size and manifest checksum.
@@ -273,8 +254,11 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
                                function_ref<void(StringRef)> stage) {
   if (std::error_code ec = llvm::sys::fs::create_directories(directory))
     return module.emitError("cannot create ") << directory << ": " << ec.message();
-  auto config = readStepConfig(module);
+  auto config = getStepInfo(module);
+  auto matmul = module->getAttrOfType<StringAttr>("llmc.matmul");
   if (failed(config)) return failure();
+  if (!module.lookupSymbol<func::FuncOp>("llmc_step") || !matmul)
+    return module.emitError("not a module that llm-lower-to-cpu produced");
   auto pathOf = [&](StringRef file) { return joinPath(directory, file); };
   // A manifest left by an earlier compile would describe files being replaced.
   llvm::sys::fs::remove(pathOf("manifest.json"));
@@ -284,9 +268,9 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
   auto weights = writeWeights(module, pathOf("weights.bin"), weightIndex);
   if (failed(weights)) return failure();
   llvm::json::Array tokenizerFiles = takeTokenizerFiles(module);
-  for (StringRef name : {"llmc.weights", "llmc.weights_bytes", "llmc.workspace_bytes",
-                         "llmc.max_num_batched_tokens", "llmc.max_num_seqs", "llmc.matmul",
-                         "llmc.hidden_size", "llmc.num_heads", "llmc.max_positions"})
+  std::string matmulKind = matmul.getValue().str();
+  for (StringRef name : {StringRef("llmc.weights"), StringRef("llmc.weights_bytes"),
+                         StringRef("llmc.matmul"), StringRef(kStepInfoAttr)})
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);
@@ -319,7 +303,7 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
                                   {"workspace_bytes", config->workspaceBytes},
                                   {"block_size", config->blockSize},
                                   {"kv_dtype", "f32"},
-                                  {"matmul", config->matmul}}},
+                                  {"matmul", matmulKind}}},
       {"kernels", llvm::json::Array{llvm::json::Object{{"file", "kernels.so"},
                                                        {"size", kernels->first},
                                                        {"checksum", kernels->second}}}},
@@ -334,10 +318,10 @@ LogicalResult writeCudaArtifact(ModuleOp module, StringRef directory, const Cuda
     return module.emitError("cannot create ") << directory << ": " << ec.message();
   auto plan = module->getAttrOfType<ArrayAttr>("llmc.cuda_plan");
   if (!plan) return module.emitError("not a module that llm-lower-to-cuda produced");
-  auto integer = [&](StringRef name) {
-    auto attr = module->getAttrOfType<IntegerAttr>(name);
-    return attr ? attr.getInt() : int64_t(0);
-  };
+  auto config = getStepInfo(module);
+  auto planWorkspace = requiredInteger(module, "llmc.cuda_workspace_bytes");
+  auto planScratch = requiredInteger(module, "llmc.cuda_scratch_bytes");
+  if (failed(config) || failed(planWorkspace) || failed(planScratch)) return failure();
   // A manifest left by an earlier compile would describe files being replaced.
   llvm::sys::fs::remove(joinPath(directory, "manifest.json"));
 
@@ -362,8 +346,8 @@ LogicalResult writeCudaArtifact(ModuleOp module, StringRef directory, const Cuda
     kernelFiles.push_back(std::move(*entry));
   }
   llvm::json::Object planJson{{"format_version", 1},
-                              {"workspace_bytes", integer("llmc.cuda_workspace_bytes")},
-                              {"scratch_bytes", integer("llmc.cuda_scratch_bytes")},
+                              {"workspace_bytes", *planWorkspace},
+                              {"scratch_bytes", *planScratch},
                               {"steps", toJson(plan)}};
   std::string planText = llvm::formatv("{0:1}", llvm::json::Value(std::move(planJson)));
   auto planEntry = writeFile(module, directory, "step_plan.json", planText);
@@ -380,19 +364,18 @@ LogicalResult writeCudaArtifact(ModuleOp module, StringRef directory, const Cuda
       {"format_version", kFormatVersion},
       {"abi_version", LLMC_STEP_ABI_VERSION},
       {"target", llvm::json::Object{{"kind", "cuda"}, {"arch", target.arch}, {"dtype", target.dtype}}},
-      {"model", llvm::json::Object{{"vocab_size", integer("llmc.vocab_size")},
-                                   {"hidden_size", integer("llmc.hidden_size")},
-                                   {"num_heads", integer("llmc.num_heads")},
-                                   {"num_layers", integer("llmc.num_layers")},
-                                   {"num_kv_heads", integer("llmc.num_kv_heads")},
-                                   {"head_dim", integer("llmc.head_dim")},
-                                   {"max_positions", integer("llmc.max_positions")},
+      {"model", llvm::json::Object{{"vocab_size", config->vocabSize},
+                                   {"hidden_size", config->hiddenSize},
+                                   {"num_heads", config->numHeads},
+                                   {"num_layers", config->numLayers},
+                                   {"num_kv_heads", config->numKvHeads},
+                                   {"head_dim", config->headDim},
+                                   {"max_positions", config->maxPositions},
                                    {"dtype", target.dtype}}},
-      {"step", llvm::json::Object{{"max_num_batched_tokens", integer("llmc.max_num_batched_tokens")},
-                                  {"max_num_seqs", integer("llmc.max_num_seqs")},
-                                  {"workspace_bytes", integer("llmc.cuda_workspace_bytes") +
-                                                          integer("llmc.cuda_scratch_bytes")},
-                                  {"block_size", integer("llmc.block_size")},
+      {"step", llvm::json::Object{{"max_num_batched_tokens", config->maxNumBatchedTokens},
+                                  {"max_num_seqs", config->maxNumSeqs},
+                                  {"workspace_bytes", config->workspaceBytes},
+                                  {"block_size", config->blockSize},
                                   {"kv_dtype", target.dtype},
                                   {"matmul", "cublaslt"}}},
       {"kernels", std::move(kernelFiles)},

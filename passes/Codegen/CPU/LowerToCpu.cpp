@@ -101,7 +101,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
       if (failed(lowerOp(step, &op, logits))) return failure();
     func::ReturnOp::create(b, loc);
 
-    recordArtifactAttributes(module, model);
+    if (failed(recordArtifactAttributes(module, model))) return failure();
     model.erase();
     return success();
   }
@@ -287,12 +287,15 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
   }
 
   /// What the artifact writer needs: the weight layout and the step's config.
-  void recordArtifactAttributes(ModuleOp module, func::FuncOp model) {
+  LogicalResult recordArtifactAttributes(ModuleOp module, func::FuncOp model) {
+    auto info = codegen::plannedStepInfo(model);
+    if (failed(info)) return failure();
+    setStepInfo(module, *info);
     Builder b(module.getContext());
     module->setAttr("llmc.weights", b.getArrayAttr(weights));
     module->setAttr("llmc.weights_bytes", b.getI64IntegerAttr(weightOffset));
     module->setAttr("llmc.matmul", b.getStringAttr(matmul));
-    codegen::recordStepAttributes(module, model);
+    return success();
   }
 
   DenseMap<Value, Value> memrefs;

@@ -87,9 +87,11 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     for (Operation &op : model.getBody().front())
       if (failed(lowerOp(step, &op))) return failure();
 
-    codegen::recordStepAttributes(module, model);
-    auto pool = cast<ShapedType>(abi::findInput(model, abi::kKvPool).getType());
-    auto logits = cast<ShapedType>(model.getResultTypes().front());
+    auto info = codegen::plannedStepInfo(model);
+    if (failed(info)) return failure();
+    // The device workspace: the planned activations, then the ops' scratch.
+    info->workspaceBytes = step.scratchOffset + step.scratchBytes;
+    setStepInfo(module, *info);
     module->setAttr("llmc.cuda_plan", plan.steps());
     module->setAttr("llmc.cuda_attention_source", b.getStringAttr(attentionSource));
     module->setAttr("llmc.cuda_scratch_bytes", b.getI64IntegerAttr(step.scratchBytes));
@@ -98,11 +100,6 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     module->setAttr("llmc.dtype", b.getStringAttr(dtype));
     module->setAttr("llmc.weights", b.getArrayAttr(weights));
     module->setAttr("llmc.weights_bytes", b.getI64IntegerAttr(weightOffset));
-    module->setAttr("llmc.vocab_size", b.getI64IntegerAttr(logits.getDimSize(1)));
-    module->setAttr("llmc.num_layers", b.getI64IntegerAttr(pool.getDimSize(0)));
-    module->setAttr("llmc.num_kv_heads", b.getI64IntegerAttr(pool.getDimSize(3)));
-    module->setAttr("llmc.block_size", b.getI64IntegerAttr(pool.getDimSize(4)));
-    module->setAttr("llmc.head_dim", b.getI64IntegerAttr(pool.getDimSize(5)));
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
     model.erase();
     return success();

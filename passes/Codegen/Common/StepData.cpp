@@ -2,6 +2,7 @@
 #include "passes/Codegen/Common/StepData.h"
 
 #include "dialects/onnx/OnnxDialect.h"
+#include "passes/Serving/StepFunction.h"
 #include "llmc/Support/ElementsData.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -98,26 +99,47 @@ FailureOr<ElementsAttr> weightConstant(Value value, StringRef target) {
   return data;
 }
 
-void recordStepAttributes(ModuleOp module, func::FuncOp model) {
-  Builder b(module.getContext());
-  for (StringRef name : {"llmc.workspace_bytes", "llmc.max_num_batched_tokens", "llmc.max_num_seqs"})
-    module->setAttr(name, model->getAttr(name));
-  // The model's shape, for the manifest: hidden size and query heads.
+FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
+  StepInfo info;
+  std::pair<StringRef, int64_t *> planned[] = {
+      {"llmc.workspace_bytes", &info.workspaceBytes},
+      {"llmc.max_num_batched_tokens", &info.maxNumBatchedTokens},
+      {"llmc.max_num_seqs", &info.maxNumSeqs}};
+  for (auto [name, field] : planned) {
+    auto value = model->getAttrOfType<IntegerAttr>(name);
+    if (!value) return model.emitError("has no ") << name << ": run llm-plan-memory first", failure();
+    *field = value.getInt();
+  }
+  BlockArgument pool = abi::findInput(model, abi::kKvPool);
+  auto poolType = pool ? dyn_cast<RankedTensorType>(pool.getType()) : nullptr;
+  auto logits = model.getNumResults() == 1 ? dyn_cast<RankedTensorType>(model.getResultTypes()[0])
+                                           : nullptr;
+  if (!poolType || poolType.getRank() != 6 || !logits || logits.getRank() != 2)
+    return model.emitError("is not a ragged step: no [layers, blocks, 2, kv_heads, block_size, "
+                           "head_dim] kv_pool input or [rows, vocab] logits result"),
+           failure();
+  info.numLayers = poolType.getDimSize(0);
+  info.numKvHeads = poolType.getDimSize(3);
+  info.blockSize = poolType.getDimSize(4);
+  info.headDim = poolType.getDimSize(5);
+  info.vocabSize = logits.getDimSize(1);
   model.walk([&](llm::EmbeddingOp embedding) {
-    module->setAttr("llmc.hidden_size",
-                    b.getI64IntegerAttr(cast<ShapedType>(embedding.getType()).getShape().back()));
+    info.hiddenSize = cast<ShapedType>(embedding.getType()).getShape().back();
   });
+  model.walk([&](llm::PagedAttentionOp attention) {
+    info.numHeads = cast<ShapedType>(attention.getType()).getDimSize(1);
+  });
+  if (!info.hiddenSize || !info.numHeads)
+    return model.emitError("has no ") << (info.hiddenSize ? "llm.paged_attention" : "llm.embedding")
+                                      << ": the manifest needs the model's "
+                                      << (info.hiddenSize ? "query heads" : "hidden size"),
+           failure();
   // Cached rotary tables bound the positions a step may carry.
-  int64_t maxPositions = 0;
   model.walk([&](llm::RopeCachedOp rope) {
     int64_t rows = cast<ShapedType>(rope.getCosCache().getType()).getDimSize(0);
-    maxPositions = maxPositions ? std::min(maxPositions, rows) : rows;
+    info.maxPositions = info.maxPositions ? std::min(info.maxPositions, rows) : rows;
   });
-  module->setAttr("llmc.max_positions", b.getI64IntegerAttr(maxPositions));
-  model.walk([&](llm::PagedAttentionOp attention) {
-    module->setAttr("llmc.num_heads",
-                    b.getI64IntegerAttr(cast<ShapedType>(attention.getType()).getDimSize(1)));
-  });
+  return info;
 }
 
 } // namespace llmc::codegen

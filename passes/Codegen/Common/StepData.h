@@ -1,13 +1,15 @@
 //===- StepData.h - what target lowerings read off the planned step -*- C++ -*-===//
 //
 // Weights as constant f32 data (dequantized at compile time when packed) and
-// the step's configuration for the manifest: the same for every target.
+// the step's configuration for the manifest (llmc/Artifact/StepInfo.h): the
+// same for every target.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_PASSES_CODEGEN_COMMON_STEPDATA_H
 #define LLMC_PASSES_CODEGEN_COMMON_STEPDATA_H
 
 #include "dialects/llm/LlmDialect.h"
+#include "llmc/Artifact/StepInfo.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
@@ -21,9 +23,11 @@ mlir::FailureOr<mlir::ElementsAttr> dequantizeConstant(llm::DequantizeOp op);
 /// The f32 constant data of a weight operand, dequantised if packed; an
 /// error naming `target` ("CPU", "CUDA") for anything else.
 mlir::FailureOr<mlir::ElementsAttr> weightConstant(mlir::Value value, llvm::StringRef target);
-/// Copies what the manifest needs from the planned step `model` onto
-/// `module` (llmc.workspace_bytes, step limits, hidden size, heads, positions).
-void recordStepAttributes(mlir::ModuleOp module, mlir::func::FuncOp model);
+/// What the manifest records about the planned step `model`: the limits and
+/// workspace llm-plan-memory set, the KV pool's and the logits' shapes, the
+/// hidden size (llm.embedding), the query heads (llm.paged_attention) and the
+/// positions cached rotary tables hold. An error naming what the step lacks.
+mlir::FailureOr<StepInfo> plannedStepInfo(mlir::func::FuncOp model);
 
 } // namespace llmc::codegen
 

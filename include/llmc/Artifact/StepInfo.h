@@ -1,0 +1,75 @@
+//===- StepInfo.h - what a target lowering tells the writer -----*- C++ -*-===//
+//
+// The model and step configuration that manifest.json records (docs/
+// artifact.md), as one record: the target lowerings set it on the module as
+// the `llmc.step_info` dictionary, and the artifact writer reads it back.
+// Every field must be there: a missing one is an error naming it, never a
+// default written into the manifest.
+//
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_ARTIFACT_STEPINFO_H
+#define LLMC_ARTIFACT_STEPINFO_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <utility>
+
+namespace llmc {
+
+struct StepInfo {
+  // manifest.json "model"
+  int64_t vocabSize = 0, hiddenSize = 0, numHeads = 0, numLayers = 0, numKvHeads = 0,
+          headDim = 0;
+  /// The positions cached rotary tables hold; 0 when nothing bounds them.
+  int64_t maxPositions = 0;
+  // manifest.json "step"
+  int64_t maxNumBatchedTokens = 0, maxNumSeqs = 0, workspaceBytes = 0, blockSize = 0;
+};
+
+inline constexpr llvm::StringLiteral kStepInfoAttr = "llmc.step_info";
+
+/// The record's fields by their manifest names.
+inline constexpr std::pair<llvm::StringLiteral, int64_t StepInfo::*> kStepInfoFields[] = {
+    {"vocab_size", &StepInfo::vocabSize},
+    {"hidden_size", &StepInfo::hiddenSize},
+    {"num_heads", &StepInfo::numHeads},
+    {"num_layers", &StepInfo::numLayers},
+    {"num_kv_heads", &StepInfo::numKvHeads},
+    {"head_dim", &StepInfo::headDim},
+    {"max_positions", &StepInfo::maxPositions},
+    {"max_num_batched_tokens", &StepInfo::maxNumBatchedTokens},
+    {"max_num_seqs", &StepInfo::maxNumSeqs},
+    {"workspace_bytes", &StepInfo::workspaceBytes},
+    {"block_size", &StepInfo::blockSize},
+};
+
+/// Records `info` on `module`.
+inline void setStepInfo(mlir::ModuleOp module, const StepInfo &info) {
+  mlir::Builder b(module.getContext());
+  llvm::SmallVector<mlir::NamedAttribute> fields;
+  for (const auto &[name, field] : kStepInfoFields)
+    fields.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(info.*field)));
+  module->setAttr(kStepInfoAttr, b.getDictionaryAttr(fields));
+}
+
+/// The record on `module`; an error naming what is missing otherwise.
+inline mlir::FailureOr<StepInfo> getStepInfo(mlir::ModuleOp module) {
+  auto dict = module->getAttrOfType<mlir::DictionaryAttr>(kStepInfoAttr);
+  if (!dict)
+    return module.emitError("has no ") << kStepInfoAttr << ": not a module a target lowering made",
+           mlir::failure();
+  StepInfo info;
+  for (const auto &[name, field] : kStepInfoFields) {
+    auto value = dict.getAs<mlir::IntegerAttr>(name);
+    if (!value) return module.emitError(kStepInfoAttr) << " has no " << name, mlir::failure();
+    info.*field = value.getInt();
+  }
+  return info;
+}
+
+} // namespace llmc
+
+#endif // LLMC_ARTIFACT_STEPINFO_H
