@@ -194,6 +194,32 @@ llvm::json::Array takeTokenizerFiles(ModuleOp module) {
   return files;
 }
 
+/// The manifest's "model" entry: the model's shape and how weights are stored.
+llvm::json::Object modelEntry(const StepInfo &info, StringRef dtype) {
+  return llvm::json::Object{{"vocab_size", info.vocabSize},
+                            {"hidden_size", info.hiddenSize},
+                            {"num_heads", info.numHeads},
+                            {"num_layers", info.numLayers},
+                            {"num_kv_heads", info.numKvHeads},
+                            {"head_dim", info.headDim},
+                            {"max_positions", info.maxPositions},
+                            {"dtype", dtype}};
+}
+
+/// The manifest's "step" entry: its limits, workspace and KV blocks, how its
+/// matrix products run, and the exported symbol of a CPU step.
+llvm::json::Object stepEntry(const StepInfo &info, StringRef kvDtype, StringRef matmul,
+                             StringRef symbol = "") {
+  llvm::json::Object step{{"max_num_batched_tokens", info.maxNumBatchedTokens},
+                          {"max_num_seqs", info.maxNumSeqs},
+                          {"workspace_bytes", info.workspaceBytes},
+                          {"block_size", info.blockSize},
+                          {"kv_dtype", kvDtype},
+                          {"matmul", matmul}};
+  if (!symbol.empty()) step["symbol"] = symbol;
+  return step;
+}
+
 /// The manifest's "weights" entry.
 llvm::json::Object weightsEntry(const SizeAndChecksum &weights, llvm::json::Array index) {
   return llvm::json::Object{{"file", "weights.bin"},
@@ -289,21 +315,8 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
                                     {"triple", target.triple},
                                     {"cpu", target.cpu},
                                     {"features", target.features}}},
-      {"model", llvm::json::Object{{"vocab_size", config->vocabSize},
-                                   {"hidden_size", config->hiddenSize},
-                                   {"num_heads", config->numHeads},
-                                   {"num_layers", config->numLayers},
-                                   {"num_kv_heads", config->numKvHeads},
-                                   {"head_dim", config->headDim},
-                                   {"max_positions", config->maxPositions},
-                                   {"dtype", "f32"}}},
-      {"step", llvm::json::Object{{"symbol", LLMC_STEP_SYMBOL},
-                                  {"max_num_batched_tokens", config->maxNumBatchedTokens},
-                                  {"max_num_seqs", config->maxNumSeqs},
-                                  {"workspace_bytes", config->workspaceBytes},
-                                  {"block_size", config->blockSize},
-                                  {"kv_dtype", "f32"},
-                                  {"matmul", matmulKind}}},
+      {"model", modelEntry(*config, "f32")},
+      {"step", stepEntry(*config, "f32", matmulKind, LLMC_STEP_SYMBOL)},
       {"kernels", llvm::json::Array{llvm::json::Object{{"file", "kernels.so"},
                                                        {"size", kernels->first},
                                                        {"checksum", kernels->second}}}},
@@ -364,20 +377,8 @@ LogicalResult writeCudaArtifact(ModuleOp module, StringRef directory, const Cuda
       {"format_version", kFormatVersion},
       {"abi_version", LLMC_STEP_ABI_VERSION},
       {"target", llvm::json::Object{{"kind", "cuda"}, {"arch", target.arch}, {"dtype", target.dtype}}},
-      {"model", llvm::json::Object{{"vocab_size", config->vocabSize},
-                                   {"hidden_size", config->hiddenSize},
-                                   {"num_heads", config->numHeads},
-                                   {"num_layers", config->numLayers},
-                                   {"num_kv_heads", config->numKvHeads},
-                                   {"head_dim", config->headDim},
-                                   {"max_positions", config->maxPositions},
-                                   {"dtype", target.dtype}}},
-      {"step", llvm::json::Object{{"max_num_batched_tokens", config->maxNumBatchedTokens},
-                                  {"max_num_seqs", config->maxNumSeqs},
-                                  {"workspace_bytes", config->workspaceBytes},
-                                  {"block_size", config->blockSize},
-                                  {"kv_dtype", target.dtype},
-                                  {"matmul", "cublaslt"}}},
+      {"model", modelEntry(*config, target.dtype)},
+      {"step", stepEntry(*config, target.dtype, "cublaslt")},
       {"kernels", std::move(kernelFiles)},
       {"weights", weightsEntry(*weights, std::move(weightIndex))},
   };
