@@ -1,8 +1,7 @@
 //===- KvBlockId.h - the id of a KV cache block -----------------*- C++ -*-===//
 //
-// The engine's block manager hands block ids out; the KV cache storage (the
-// host KvBlockPool, the CUDA device pool) keeps the block's keys and values
-// under the same id.
+// The engine's block manager hands block ids out; KvBlockPool finds a block's
+// keys and values by the same id, in host memory or a GPU's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_KVBLOCKID_H

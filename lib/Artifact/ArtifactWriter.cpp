@@ -196,26 +196,17 @@ llvm::json::Array takeTokenizerFiles(ModuleOp module) {
 
 /// The manifest's "model" entry: the model's shape and how weights are stored.
 llvm::json::Object modelEntry(const StepInfo &info, StringRef dtype) {
-  return llvm::json::Object{{"vocab_size", info.vocabSize},
-                            {"hidden_size", info.hiddenSize},
-                            {"num_heads", info.numHeads},
-                            {"num_layers", info.numLayers},
-                            {"num_kv_heads", info.numKvHeads},
-                            {"head_dim", info.headDim},
-                            {"max_positions", info.maxPositions},
-                            {"dtype", dtype}};
+  llvm::json::Object model{{"dtype", dtype}};
+  for (const auto &[name, field] : kStepInfoModelFields) model[name] = info.*field;
+  return model;
 }
 
 /// The manifest's "step" entry: its limits, workspace and KV blocks, how its
 /// matrix products run, and the exported symbol of a CPU step.
 llvm::json::Object stepEntry(const StepInfo &info, StringRef kvDtype, StringRef matmul,
                              StringRef symbol = "") {
-  llvm::json::Object step{{"max_num_batched_tokens", info.maxNumBatchedTokens},
-                          {"max_num_seqs", info.maxNumSeqs},
-                          {"workspace_bytes", info.workspaceBytes},
-                          {"block_size", info.blockSize},
-                          {"kv_dtype", kvDtype},
-                          {"matmul", matmul}};
+  llvm::json::Object step{{"kv_dtype", kvDtype}, {"matmul", matmul}};
+  for (const auto &[name, field] : kStepInfoStepFields) step[name] = info.*field;
   if (!symbol.empty()) step["symbol"] = symbol;
   return step;
 }

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -31,26 +32,36 @@ struct StepInfo {
 
 inline constexpr llvm::StringLiteral kStepInfoAttr = "llmc.step_info";
 
-/// The record's fields by their manifest names.
-inline constexpr std::pair<llvm::StringLiteral, int64_t StepInfo::*> kStepInfoFields[] = {
-    {"vocab_size", &StepInfo::vocabSize},
-    {"hidden_size", &StepInfo::hiddenSize},
-    {"num_heads", &StepInfo::numHeads},
-    {"num_layers", &StepInfo::numLayers},
-    {"num_kv_heads", &StepInfo::numKvHeads},
-    {"head_dim", &StepInfo::headDim},
+/// A field of the record and its name in manifest.json (and in the
+/// `llmc.step_info` dictionary).
+using StepInfoField = std::pair<llvm::StringLiteral, int64_t StepInfo::*>;
+
+/// The fields of the manifest's "model" entry.
+inline constexpr StepInfoField kStepInfoModelFields[] = {
+    {"vocab_size", &StepInfo::vocabSize},   {"hidden_size", &StepInfo::hiddenSize},
+    {"num_heads", &StepInfo::numHeads},     {"num_layers", &StepInfo::numLayers},
+    {"num_kv_heads", &StepInfo::numKvHeads}, {"head_dim", &StepInfo::headDim},
     {"max_positions", &StepInfo::maxPositions},
+};
+
+/// The fields of the manifest's "step" entry.
+inline constexpr StepInfoField kStepInfoStepFields[] = {
     {"max_num_batched_tokens", &StepInfo::maxNumBatchedTokens},
     {"max_num_seqs", &StepInfo::maxNumSeqs},
     {"workspace_bytes", &StepInfo::workspaceBytes},
     {"block_size", &StepInfo::blockSize},
 };
 
+/// Every field of the record.
+inline auto stepInfoFields() {
+  return llvm::concat<const StepInfoField>(kStepInfoModelFields, kStepInfoStepFields);
+}
+
 /// Records `info` on `module`.
 inline void setStepInfo(mlir::ModuleOp module, const StepInfo &info) {
   mlir::Builder b(module.getContext());
   llvm::SmallVector<mlir::NamedAttribute> fields;
-  for (const auto &[name, field] : kStepInfoFields)
+  for (const auto &[name, field] : stepInfoFields())
     fields.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(info.*field)));
   module->setAttr(kStepInfoAttr, b.getDictionaryAttr(fields));
 }
@@ -62,7 +73,7 @@ inline mlir::FailureOr<StepInfo> getStepInfo(mlir::ModuleOp module) {
     return module.emitError("has no ") << kStepInfoAttr << ": not a module a target lowering made",
            mlir::failure();
   StepInfo info;
-  for (const auto &[name, field] : kStepInfoFields) {
+  for (const auto &[name, field] : stepInfoFields()) {
     auto value = dict.getAs<mlir::IntegerAttr>(name);
     if (!value) return module.emitError(kStepInfoAttr) << " has no " << name, mlir::failure();
     info.*field = value.getInt();
