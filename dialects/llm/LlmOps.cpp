@@ -14,6 +14,15 @@ using namespace mlir;
 
 namespace llmc::llm {
 
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+Operation *LlmDialect::materializeConstant(OpBuilder &builder, Attribute value, Type type,
+                                           Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type) return nullptr;
+  return ConstantOp::create(builder, loc, type, elements);
+}
+
 namespace {
 /// Whether two dims can be equal (either unknown, or the same).
 bool compatible(int64_t a, int64_t b) {
@@ -211,7 +220,7 @@ LogicalResult PagedKvWriteOp::verify() {
 LogicalResult PagedAttentionOp::verify() {
   if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
   int64_t rank = rankOf(getQuery());
-  bool ragged = !isa<NoneType>(getCuSeqlensQ().getType());
+  bool ragged = static_cast<bool>(getCuSeqlensQ());
   if (rank >= 0 && rank != (ragged ? 3 : 4))
     return emitOpError(ragged ? "a ragged query must be [tokens, heads, head_dim]"
                               : "the query must be [batch, heads, seq, head_dim]");
@@ -315,7 +324,7 @@ LogicalResult FusedLinearOp::verify() {
   if (!ShapedType::isDynamic(n) && !compatible(columns, getGated() ? n / 2 : n))
     return emitOpError("result has ") << columns << " columns; the product has " << n
                                       << (getGated() ? " (gated: twice the result's)" : "");
-  if (!isa<NoneType>(getBias().getType()) &&
+  if (getBias() &&
       (failed(expectRank(*this, getBias(), 1, "the bias")) ||
        !compatible(dimOf(getBias(), 0), n)))
     return emitOpError("bias must be [") << n << "]";
@@ -368,8 +377,8 @@ LogicalResult RopePagedKvWriteOp::verify() {
       !compatible(dimOf(getKey(), -1), dimOf(getKvPool(), 5)) ||
       !compatible(dimOf(getQuery(), -1), dimOf(getKey(), -1)))
     return emitOpError("q and k do not fit the pool's kv_heads and head_dim");
-  bool frequencies = !isa<NoneType>(getInvFreq().getType());
-  bool caches = !isa<NoneType>(getCosCache().getType()) && !isa<NoneType>(getSinCache().getType());
+  bool frequencies = static_cast<bool>(getInvFreq());
+  bool caches = getCosCache() && getSinCache();
   if (frequencies == caches)
     return emitOpError("takes either inv_freq or both cos_cache and sin_cache");
   if (failed(expectRank(*this, getPositions(), 1, "positions")) ||

@@ -39,6 +39,7 @@ def Llm_Dialect : Dialect {
   }];
   // The scalar bodies of elementwise and fused ops are arith/math ops.
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+  let hasConstantMaterializer = 1;
 }
 
 def Llm_ScalarFunctionOpInterface : OpInterface<"ScalarFunctionOpInterface"> {
@@ -60,6 +61,8 @@ def Llm_ScalarFunctionOpInterface : OpInterface<"ScalarFunctionOpInterface"> {
   ];
 }
 
+// Operands print in order; an absent optional operand (at most one per op
+// using this format) is left out of the list and of the types.
 class Llm_Op<string mnemonic, list<Trait> traits = []>
     : Op<Llm_Dialect, mnemonic, !listconcat(traits, [Pure])> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
@@ -80,9 +83,28 @@ class Llm_ElementwiseOpBase<string mnemonic, list<Trait> traits = []>
                                     DeclareOpInterfaceMethods<Llm_ScalarFunctionOpInterface>],
                                    traits)>;
 
-def Llm_NoneType : Type<CPred<"::llvm::isa<::mlir::NoneType>($_self)">, "none">;
-def Llm_OptTensor : AnyTypeOf<[AnyRankedTensor, AnyUnrankedTensor, Llm_NoneType]>;
 def Llm_Tensor : AnyTypeOf<[AnyRankedTensor, AnyUnrankedTensor]>;
+def Llm_OptTensor : Optional<Llm_Tensor>;
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Llm_ConstantOp : Op<Llm_Dialect, "constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "output"]>]> {
+  let summary = "a constant tensor: a weight, a rotary table, a scalar";
+  let description = [{
+    Raising turns every `onnx.Constant` into this op, so that the llm IR the
+    serving, fusion and codegen passes see holds llm ops only. The value is
+    an `ElementsAttr` kept as imported: a `dense` attribute for small tensors,
+    a `dense_resource` blob in ONNX's raw little-endian layout for weights
+    (int4/uint4 two elements per byte, low nibble first).
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // Embedding, norms, linear layers
@@ -386,11 +408,11 @@ def Llm_ElementwiseOp : Llm_ElementwiseOpBase<"elementwise", [SingleBlock, Isola
 }
 
 def Llm_FusedLinearOp : Llm_Op<"fused_linear",
-    [Llm_RowWise, Llm_TokenWise, SingleBlock, IsolatedFromAbove]> {
+    [Llm_RowWise, Llm_TokenWise, SingleBlock, IsolatedFromAbove, AttrSizedOperandSegments]> {
   let summary = "x * W + bias with an elementwise epilogue, in one GEMM kernel";
   let description = [{
     The weight is [in, n] (or [n, in] with `transpose_weight`); `bias` is
-    [n] or none. For every row r and product column j,
+    [n] or absent. For every row r and product column j,
     `acc[r, j] = sum_i x[r, i] * W[i, j] + bias[j]`; the epilogue turns the
     accumulators into the result without storing them:
 
@@ -410,9 +432,8 @@ def Llm_FusedLinearOp : Llm_Op<"fused_linear",
   let results = (outs Llm_Tensor:$output);
   let regions = (region SizedRegion<1>:$epilogue);
   let assemblyFormat = [{
-    $input `,` $weight `,` $bias (`extras` `(` $extras^ `)`)? attr-dict `:`
-    type($input) `,` type($weight) `,` type($bias) (`,` type($extras)^)? `->` type($output)
-    $epilogue
+    $input `,` $weight (`bias` `(` $bias^ `)`)? (`extras` `(` $extras^ `)`)? attr-dict `:`
+    functional-type(operands, results) $epilogue
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -454,7 +475,7 @@ def Llm_AddLayerNormOp : Llm_Op<"add_layer_norm", [Llm_RowWise, Llm_TokenWise]> 
   let hasVerifier = 1;
 }
 
-def Llm_RopePagedKvWriteOp : Llm_Op<"rope_paged_kv_write"> {
+def Llm_RopePagedKvWriteOp : Llm_Op<"rope_paged_kv_write", [AttrSizedOperandSegments]> {
   let summary = "rotate q and k, and write k and v into the paged pool, in one kernel";
   let description = [{
     The ragged form only: query [tokens, heads, head_dim], key and value
@@ -470,6 +491,11 @@ def Llm_RopePagedKvWriteOp : Llm_Op<"rope_paged_kv_write"> {
                    Llm_OptTensor:$inv_freq, Llm_OptTensor:$cos_cache, Llm_OptTensor:$sin_cache,
                    I64Attr:$layer, UnitAttr:$interleaved);
   let results = (outs Llm_Tensor:$rotated_query, Llm_Tensor:$updated_pool);
+  let assemblyFormat = [{
+    $kv_pool `,` $query `,` $key `,` $value `,` $slot_mapping `,` $positions
+    (`inv_freq` `(` $inv_freq^ `)`)? (`cos_sin` `(` $cos_cache^ `,` $sin_cache `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

@@ -4,6 +4,7 @@
 #include "llmc/Artifact/Checksum.h"
 #include "llmc/Artifact/StepInfo.h"
 #include "llmc/Runtime/StepABI.h"
+#include "llmc/Runtime/StepPlanSchema.h"
 #include "llmc/Support/ElementsData.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -349,10 +350,10 @@ LogicalResult writeCudaArtifact(ModuleOp module, StringRef directory, const Cuda
     if (failed(entry)) return failure();
     kernelFiles.push_back(std::move(*entry));
   }
-  llvm::json::Object planJson{{"format_version", 1},
-                              {"workspace_bytes", *planWorkspace},
-                              {"scratch_bytes", *planScratch},
-                              {"steps", toJson(plan)}};
+  llvm::json::Object planJson{{stepplan::kFormatVersionKey, stepplan::kVersion},
+                              {stepplan::kWorkspaceBytesKey, *planWorkspace},
+                              {stepplan::kScratchBytesKey, *planScratch},
+                              {stepplan::kStepsKey, toJson(plan)}};
   std::string planText = llvm::formatv("{0:1}", llvm::json::Value(std::move(planJson)));
   auto planEntry = writeFile(module, directory, "step_plan.json", planText);
   if (failed(planEntry)) return failure();

@@ -37,7 +37,7 @@ struct LinearKind {
 /// bias) must be 2-D (1-D) constants with a static output dim.
 std::optional<LinearKind> joinableKind(llm::LinearOp linear) {
   ElementsAttr weight = fusion::constantOf(linear.getWeight());
-  bool hasBias = !isa<NoneType>(linear.getBias().getType());
+  bool hasBias = static_cast<bool>(linear.getBias());
   if (!weight || weight.getShapedType().getRank() != 2) return std::nullopt;
   if (hasBias && !fusion::constantOf(linear.getBias())) return std::nullopt;
   if (!isa<RankedTensorType>(linear.getType())) return std::nullopt;
@@ -112,7 +112,7 @@ struct LlmFuseHorizontalLinearsPass
       rewriter.replaceOp(linear, part);
       // The joined constants replace the parts: do not keep both in memory.
       for (Value old : {oldWeight, oldBias})
-        if (old.use_empty() && old.getDefiningOp<onnx::ConstantOp>())
+        if (old && old.use_empty() && old.getDefiningOp<llm::ConstantOp>())
           rewriter.eraseOp(old.getDefiningOp());
     }
     return success();

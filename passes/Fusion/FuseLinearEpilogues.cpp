@@ -92,8 +92,8 @@ struct FuseSwiglu : OpRewritePattern<llm::SwigluOp> {
                                                    "nor two linears");
       ElementsAttr gateWeight = fusion::constantOf(gateLinear.getWeight());
       ElementsAttr upWeight = fusion::constantOf(upLinear.getWeight());
-      bool gateBias = !isa<NoneType>(gateLinear.getBias().getType());
-      bool upBias = !isa<NoneType>(upLinear.getBias().getType());
+      bool gateBias = static_cast<bool>(gateLinear.getBias());
+      bool upBias = static_cast<bool>(upLinear.getBias());
       if (gateLinear.getInput() != upLinear.getInput() || !gateWeight || !upWeight ||
           gateWeight.getType() != upWeight.getType() || gateBias || upBias ||
           gateLinear.getTransposeWeight() != upLinear.getTransposeWeight())
@@ -127,7 +127,7 @@ struct FuseBias : OpRewritePattern<llm::LinearOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(llm::LinearOp linear, PatternRewriter &rewriter) const override {
-    if (isa<NoneType>(linear.getBias().getType()))
+    if (!linear.getBias())
       return rewriter.notifyMatchFailure(linear, "has no bias");
     auto fused = fusion::createFusedLinear(
         rewriter, linear.getLoc(), linear.getType(), linear.getInput(), linear.getWeight(),

@@ -82,14 +82,11 @@ struct FuseRopeIntoKvWrite : OpRewritePattern<llm::PagedKvWriteOp> {
           return rewriter.notifyMatchFailure(write, "a user of the pool comes before the query's rotation");
 
     rewriter.setInsertionPointAfter(point);
-    auto none = [&](Value value) {
-      return value ? value : onnx::NoneOp::create(rewriter, write.getLoc(), rewriter.getNoneType());
-    };
     auto fused = llm::RopePagedKvWriteOp::create(
         rewriter, rewriter.getFusedLoc({query->op->getLoc(), key->op->getLoc(), write.getLoc()}),
         TypeRange{attention.getQuery().getType(), write.getUpdatedPool().getType()},
         write.getKvPool(), query->input, key->input, write.getValue(), write.getSlotMapping(),
-        key->positions, none(key->invFreq), none(key->cosCache), none(key->sinCache),
+        key->positions, key->invFreq, key->cosCache, key->sinCache,
         write.getLayer(), key->interleaved);
     rewriter.replaceAllUsesWith(attention.getQuery(), fused.getRotatedQuery());
     rewriter.replaceAllUsesWith(write.getUpdatedPool(), fused.getUpdatedPool());

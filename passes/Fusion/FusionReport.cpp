@@ -15,7 +15,7 @@ namespace {
 /// Ops that become no kernel: data, views, the return.
 bool isKernel(Operation *op) {
   return !op->hasTrait<llm::OpTrait::View>() &&
-         !isa<onnx::ConstantOp, onnx::NoneOp, llm::DequantizeOp, func::ReturnOp>(op);
+         !isa<llm::ConstantOp, llm::DequantizeOp, func::ReturnOp>(op);
 }
 
 bool isNorm(Operation *op) {

@@ -16,7 +16,7 @@ using namespace mlir;
 namespace llmc::fusion {
 
 ElementsAttr constantOf(Value value) {
-  auto constant = value.getDefiningOp<onnx::ConstantOp>();
+  auto constant = value ? value.getDefiningOp<llm::ConstantOp>() : nullptr;
   return constant ? dyn_cast<ElementsAttr>(constant.getValue()) : nullptr;
 }
 
@@ -53,7 +53,7 @@ FailureOr<Value> concatConstants(RewriterBase &rewriter, Location loc, ArrayRef<
   auto attr = DenseResourceElementsAttr::get(
       type, "fused",
       HeapAsmResourceBlob::allocateAndCopyWithAlign(ArrayRef<char>(result), elementBytes));
-  return onnx::ConstantOp::create(rewriter, loc, type, cast<ElementsAttr>(attr)).getResult();
+  return llm::ConstantOp::create(rewriter, loc, type, cast<ElementsAttr>(attr)).getResult();
 }
 
 namespace {
@@ -102,7 +102,7 @@ llm::FusedLinearOp createFusedLinear(RewriterBase &rewriter, Location loc, Type 
 
 LogicalResult defineBefore(ValueRange values, Operation *point) {
   for (Value value : values) {
-    Operation *def = value.getDefiningOp();
+    Operation *def = value ? value.getDefiningOp() : nullptr;
     if (!def || def->getBlock() != point->getBlock() || def->isBeforeInBlock(point)) continue;
     if (def->getNumOperands() != 0) return failure();
     def->moveBefore(point);

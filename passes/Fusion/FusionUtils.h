@@ -44,7 +44,7 @@ llm::FusedLinearOp createFusedLinear(mlir::RewriterBase &rewriter, mlir::Locatio
 
 /// Moves the operand-free ops (constants) that define `values` before
 /// `point` if they come after it; fails if a value with operands is not
-/// defined before `point`.
+/// defined before `point`. Null values (absent optional operands) are skipped.
 mlir::LogicalResult defineBefore(mlir::ValueRange values, mlir::Operation *point);
 
 /// Whether `op` is the only user of `value` (possibly several times).

@@ -9,7 +9,6 @@
 #define LLMC_PASSES_FUSION_PASSES_H
 
 #include "dialects/llm/LlmDialect.h"
-#include "dialects/onnx/OnnxDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"

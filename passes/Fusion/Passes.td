@@ -47,7 +47,7 @@ def LlmFuseHorizontalLinearsPass : Pass<"llm-fuse-horizontal-linears", "mlir::fu
     Option<"maxColumns", "max-columns", "int64_t", /*default=*/"65536",
            "Do not merge into a product wider than this many columns">,
   ];
-  let dependentDialects = ["::llmc::llm::LlmDialect", "::llmc::onnx::OnnxDialect"];
+  let dependentDialects = ["::llmc::llm::LlmDialect"];
 }
 
 def LlmFuseRopeKvWritePass : Pass<"llm-fuse-rope-kv-write", "mlir::func::FuncOp"> {
@@ -98,7 +98,7 @@ def LlmFuseLinearEpiloguesPass : Pass<"llm-fuse-linear-epilogues", "mlir::func::
            "Form gated (SwiGLU) epilogues; off for the BLAS matmul, which "
            "writes the whole product">,
   ];
-  let dependentDialects = ["::llmc::llm::LlmDialect", "::llmc::onnx::OnnxDialect"];
+  let dependentDialects = ["::llmc::llm::LlmDialect"];
 }
 
 def LlmFuseElementwisePass : Pass<"llm-fuse-elementwise", "mlir::func::FuncOp"> {

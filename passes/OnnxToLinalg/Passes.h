@@ -8,7 +8,6 @@
 #ifndef LLMC_PASSES_ONNXTOLINALG_PASSES_H
 #define LLMC_PASSES_ONNXTOLINALG_PASSES_H
 
-#include "dialects/llm/LlmDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -33,7 +33,10 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
     - last, elementwise ops on [batch, seq, features] f32 activations that
       no pattern named (Sigmoid, Tanh, Relu, Mul by a constant, ...):
       `llm.elementwise` with the op's scalar arithmetic, for
-      `llm-fuse-elementwise` to fuse.
+      `llm-fuse-elementwise` to fuse;
+    - and at the end constants: onnx.Constant becomes llm.constant, and the
+      onnx.None placeholders go (absent optional operands of llm ops are
+      simply absent).
 
     Patterns explain a failed match with notifyMatchFailure, printed under
     `-debug-only=raise-onnx-to-llm`. After raising, ops of the onnx dialect

@@ -195,11 +195,8 @@ struct RaiseDecomposedAttention : OpRewritePattern<onnx::MatMulOp> {
                                                "attention_mask, positions and shapes");
       info = *analysed;
     }
-    Value attentionMask = info.attentionMask
-                              ? info.attentionMask
-                              : onnx::NoneOp::create(rewriter, op.getLoc(), rewriter.getNoneType());
     auto attention = llm::AttentionOp::create(rewriter, fusedLocOf({op, softmax, qk}), op.getType(),
-                                              q, k, v, attentionMask,
+                                              q, k, v, info.attentionMask,
                                               rewriter.getF32FloatAttr(scale));
     if (info.causal) attention.setCausal(true);
     rewriter.replaceOp(op, attention);

@@ -63,7 +63,8 @@ void replaceWithAttention(PatternRewriter &rewriter, Operation *op, const Attent
   Value values = appendToCache(parts.pastValue, parts.v, op->getResult(2).getType());
   float factor = parts.scale.value_or(1.0f / std::sqrt(float(dimOf(parts.q, 3))));
   auto attention = llm::AttentionOp::create(rewriter, loc, headsOutputType(parts.q, values),
-                                            parts.q, keys, values, parts.attentionMask,
+                                            parts.q, keys, values,
+                                            optionalOperand(parts.attentionMask),
                                             rewriter.getF32FloatAttr(factor));
   if (parts.causal) attention.setCausal(true);
   Value out = attention;
@@ -76,10 +77,6 @@ void replaceWithAttention(PatternRewriter &rewriter, Operation *op, const Attent
 std::optional<float> nonZeroScale(APFloat scale) {
   if (scale.isZero()) return std::nullopt;
   return scale.convertToFloat();
-}
-
-Value noneValue(PatternRewriter &rewriter, Location loc) {
-  return onnx::NoneOp::create(rewriter, loc, rewriter.getNoneType());
 }
 
 /// Opset 23/24 Attention.
@@ -110,7 +107,7 @@ struct RaiseAttentionOp : OpRewritePattern<onnx::AttentionOp> {
     if (auto attr = op.getScale()) scale = attr->convertToFloat();
     replaceWithAttention(rewriter, op,
                          {op.getQ(), q, k, v, op.getPastKey(), op.getPastValue(),
-                          mask.attentionMask ? mask.attentionMask : noneValue(rewriter, loc),
+                          mask.attentionMask,
                           scale, op.getIsCausal() || mask.causal});
     return success();
   }

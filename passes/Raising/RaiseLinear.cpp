@@ -42,7 +42,7 @@ struct RaiseQuantizedEmbedding : OpRewritePattern<onnx::GatherBlockQuantizedOp> 
     auto tableType = RankedTensorType::get({dimOf(op.getData(), 0), resultType.getShape().back()},
                                            resultType.getElementType());
     Value table = llm::DequantizeOp::create(rewriter, op.getLoc(), tableType, op.getData(),
-                                            op.getScales(), op.getZeroPoints(),
+                                            op.getScales(), optionalOperand(op.getZeroPoints()),
                                             op.getBitsAttr(), op.getBlockSizeAttr());
     rewriter.replaceOpWithNewOp<llm::EmbeddingOp>(op, op.getType(), table, op.getIndices());
     return success();
@@ -66,7 +66,7 @@ struct RaiseLinear : OpRewritePattern<onnx::MatMulOp> {
       return rewriter.notifyMatchFailure(op, "B is not a constant 2-D weight");
     if (rankOf(op.getA()) < 2) return rewriter.notifyMatchFailure(op, "A is a vector");
     auto linear = llm::LinearOp::create(rewriter, op.getLoc(), op.getType(), op.getA(), weight,
-                                        onnx::NoneOp::create(rewriter, op.getLoc(), rewriter.getNoneType()));
+                                        /*bias=*/Value());
     if (transposed) linear.setTransposeWeight(true);
     rewriter.replaceOp(op, linear);
     return success();
@@ -81,10 +81,11 @@ struct RaiseMatMulNBits : OpRewritePattern<onnx::MatMulNBitsOp> {
     Type element = cast<ShapedType>(op.getA().getType()).getElementType();
     auto weightType = RankedTensorType::get({op.getN(), op.getK()}, element);
     Value weight = llm::DequantizeOp::create(rewriter, op.getLoc(), weightType, op.getB(),
-                                             op.getScales(), op.getZeroPoints(), op.getBitsAttr(),
+                                             op.getScales(), optionalOperand(op.getZeroPoints()),
+                                             op.getBitsAttr(),
                                              op.getBlockSizeAttr());
     auto linear = llm::LinearOp::create(rewriter, op.getLoc(), op.getType(), op.getA(), weight,
-                                        op.getBias());
+                                        optionalOperand(op.getBias()));
     linear.setTransposeWeight(true);
     rewriter.replaceOp(op, linear);
     return success();

@@ -110,9 +110,8 @@ struct RaiseDecomposedLayerNorm : OpRewritePattern<onnx::MulOp> {
       return rewriter.notifyMatchFailure(root, "variance is not mean((x - mean)^2, -1) + eps");
     if (dimOf(weight, 0) != dimOf(x, -1))
       return rewriter.notifyMatchFailure(root, "weight length differs from the hidden size");
-    Value none = onnx::NoneOp::create(rewriter, root.getLoc(), rewriter.getNoneType());
     auto norm = llm::LayerNormOp::create(rewriter, fusedLocOf({root, div, reduce}), root.getType(),
-                                         skipCasts(x), weight, none,
+                                         skipCasts(x), weight, /*bias=*/Value(),
                                          rewriter.getF32FloatAttr(*constantScalar(eps)));
     rewriter.replaceOp(root, norm);
     return success();
@@ -169,7 +168,8 @@ struct RaiseLayerNormalization : OpRewritePattern<onnx::LayerNormalizationOp> {
     if (!op.getMean().use_empty() || !op.getInvStdDev().use_empty())
       return rewriter.notifyMatchFailure(op, "its statistics outputs are used");
     auto norm = llm::LayerNormOp::create(rewriter, op.getLoc(), op.getY().getType(), op.getX(),
-                                         op.getScale(), op.getB(), op.getEpsilonAttr());
+                                         op.getScale(), optionalOperand(op.getB()),
+                                         op.getEpsilonAttr());
     rewriter.replaceOp(op, {norm, norm, norm});
     return success();
   }

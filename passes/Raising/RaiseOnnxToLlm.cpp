@@ -6,6 +6,8 @@
 // logits head, swiglu, residual adds), which would otherwise capture adds
 // and muls that belong to a structure, and the third turns the elementwise
 // activation ops nothing named into llm.elementwise (RaiseElementwise.cpp).
+// Last, constants become llm.constant, so that the passes after raising see
+// llm ops only.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/Passes.h"
@@ -46,6 +48,23 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
       return signalPassFailure();
 
     reportLeftovers(func);
+    convertConstants(func);
+  }
+
+  /// onnx.Constant -> llm.constant, and unused onnx.None placeholders
+  /// dropped. A None survives only as the operand of an op left unraised
+  /// (with allow-leftovers).
+  void convertConstants(func::FuncOp func) {
+    IRRewriter rewriter(&getContext());
+    func.walk([&](Operation *op) {
+      if (auto constant = dyn_cast<onnx::ConstantOp>(op)) {
+        rewriter.setInsertionPoint(constant);
+        rewriter.replaceOpWithNewOp<llm::ConstantOp>(constant, constant.getType(),
+                                                     constant.getValue());
+      } else if (isa<onnx::NoneOp>(op) && op->use_empty()) {
+        rewriter.eraseOp(op);
+      }
+    });
   }
 
   /// Names each onnx op kind that no pattern raised (constants and the

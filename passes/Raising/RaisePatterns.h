@@ -47,8 +47,12 @@ T definedBy(mlir::Value value) {
 /// `value` with any chain of onnx.Cast ops before it removed.
 mlir::Value skipCasts(mlir::Value value);
 
-/// Whether `value` is an omitted optional operand.
+/// Whether `value` is an omitted optional operand: onnx's None value, or
+/// an llm op's absent operand (null).
 bool isNone(mlir::Value value);
+
+/// `value` as an llm op's optional operand: null where onnx passes None.
+mlir::Value optionalOperand(mlir::Value value);
 
 /// Whether `value` is produced by an onnx.Constant.
 bool isConstant(mlir::Value value);

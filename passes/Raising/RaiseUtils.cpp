@@ -17,7 +17,9 @@ Value skipCasts(Value value) {
   return value;
 }
 
-bool isNone(Value value) { return isa<NoneType>(value.getType()); }
+bool isNone(Value value) { return !value || isa<NoneType>(value.getType()); }
+
+Value optionalOperand(Value value) { return isNone(value) ? Value() : value; }
 
 bool isConstant(Value value) { return definedBy<onnx::ConstantOp>(value) != nullptr; }
 

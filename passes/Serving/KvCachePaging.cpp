@@ -138,10 +138,9 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
       pool = llm::PagedKvWriteOp::create(builder, loc, poolType, pool, layer.newKeys,
                                          layer.newValues, slotMapping,
                                          builder.getI64IntegerAttr(index));
-      Value none = onnx::NoneOp::create(builder, loc, builder.getNoneType());
       Value output = llm::PagedAttentionOp::create(
           builder, loc, attention.getType(), attention.getQuery(), pool, blockTables, contextLens,
-          none, builder.getI64IntegerAttr(index), attention.getScaleAttr());
+          /*cu_seqlens_q=*/Value(), builder.getI64IntegerAttr(index), attention.getScaleAttr());
       attention.replaceAllUsesWith(output);
     }
 

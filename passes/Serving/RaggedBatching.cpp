@@ -98,7 +98,7 @@ struct LlmRaggedBatchingPass : impl::LlmRaggedBatchingPassBase<LlmRaggedBatching
       // Only the step's own ops have [batch, seq] results; the scalar bodies
       // of elementwise ops have none.
       if (op->getParentOp() != func.getOperation() ||
-          isa<onnx::ConstantOp, onnx::NoneOp, func::ReturnOp>(op))
+          isa<llm::ConstantOp, func::ReturnOp>(op))
         return WalkResult::advance();
       if (auto head = dyn_cast<llm::LogitsOp>(op)) {
         // Only the rows the step asks for reach the vocabulary projection.

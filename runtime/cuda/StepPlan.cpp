@@ -3,6 +3,8 @@
 
 #include "runtime/Error.h"
 
+#include "llmc/Runtime/StepPlanSchema.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstring>
@@ -12,15 +14,22 @@
 namespace llmc::runtime::cuda {
 namespace {
 using nlohmann::json;
+using namespace llmc::stepplan;
 
-constexpr int64_t kFormatVersion = 1;
 constexpr int64_t kWorkspaceAlignment = 256;
 
-const char *const kSymbolNames[] = {"tokens", "seqs", "max_q_len", "block_table_width",
-                                    "num_blocks"};
-const char *const kBufferNames[kNumBuffers] = {
-    "weights",      "workspace",    "tokens",         "positions", "cu_seqlens_q", "context_lens",
-    "block_tables", "slot_mapping", "logits_indices", "kv_pool",   "logits"};
+// The schema's lists are in the order of the Symbol, Buffer and
+// KernelArg::Kind enumerators.
+static_assert(std::size(kSymbols) == static_cast<size_t>(Symbol::NumBlocks) + 1);
+static_assert(std::size(kBuffers) == kNumBuffers);
+static_assert(std::size(kArgKinds) == static_cast<size_t>(KernelArg::Kind::F32) + 1);
+
+/// "a, b, c": the names an error message offers.
+template <size_t N> std::string listed(const char *const (&names)[N]) {
+  std::string list;
+  for (const char *name : names) list += (list.empty() ? "" : ", ") + std::string(name);
+  return list;
+}
 
 [[noreturn]] void fail(const std::string &where, const std::string &fault) {
   throw Error("step_plan.json: " + where + ": " + fault);
@@ -78,10 +87,9 @@ const json *optionalField(const json &object, const char *name) {
 
 Symbol parseSymbol(const json &value, const std::string &where) {
   std::string name = value.get<std::string>();
-  for (size_t i = 0; i < std::size(kSymbolNames); ++i)
-    if (name == kSymbolNames[i]) return static_cast<Symbol>(i);
-  fail(where,
-       "'" + name + "' is not a symbol (tokens, seqs, max_q_len, block_table_width, num_blocks)");
+  for (size_t i = 0; i < std::size(kSymbols); ++i)
+    if (name == kSymbols[i]) return static_cast<Symbol>(i);
+  fail(where, "'" + name + "' is not a symbol (" + listed(kSymbols) + ")");
 }
 
 /// An integer, a symbol, or [symbol, mul, div].
@@ -122,53 +130,49 @@ std::array<Dim, 3> parseExtent(const json &object, const std::string &where, con
 Location parseLocation(const json &value, const std::string &where) {
   Location location;
   location.where = where;
-  std::string name = stringField(value, where, "buffer");
+  std::string name = stringField(value, where, kBufferKey);
   size_t index = 0;
-  while (index < kNumBuffers && name != kBufferNames[index])
+  while (index < kNumBuffers && name != kBuffers[index])
     ++index;
   if (index == kNumBuffers)
-    fail(child(where, "buffer"),
-         "'" + name +
-             "' is not a buffer (weights, workspace, tokens, positions, cu_seqlens_q, "
-             "context_lens, block_tables, slot_mapping, logits_indices, kv_pool, logits)");
+    fail(child(where, kBufferKey), "'" + name + "' is not a buffer (" + listed(kBuffers) + ")");
   location.buffer = static_cast<Buffer>(index);
-  location.offset = integerField(value, where, "offset", 0);
+  location.offset = integerField(value, where, kOffsetKey, 0);
   return location;
 }
 
 KernelArg parseArg(const json &value, const std::string &where) {
-  static const char *const kKinds[] = {"memref", "ptr", "index", "i64", "i32", "f32"};
   if (!value.is_object()) fail(where, "must be an object");
   KernelArg arg;
   arg.where = where;
   size_t kinds = 0;
-  for (size_t i = 0; i < std::size(kKinds); ++i)
-    if (value.contains(kKinds[i])) {
+  for (size_t i = 0; i < std::size(kArgKinds); ++i)
+    if (value.contains(kArgKinds[i])) {
       arg.kind = static_cast<KernelArg::Kind>(i);
       ++kinds;
     }
-  if (kinds != 1) fail(where, "must have exactly one of memref, ptr, index, i64, i32, f32");
+  if (kinds != 1) fail(where, "must have exactly one of " + listed(kArgKinds));
   switch (arg.kind) {
   case KernelArg::Kind::Memref:
-    arg.location = parseLocation(value.at("memref"), child(where, "memref"));
-    arg.sizes = parseDims(value, where, "sizes");
-    arg.strides = parseDims(value, where, "strides");
+    arg.location = parseLocation(value.at(kMemrefArg), child(where, kMemrefArg));
+    arg.sizes = parseDims(value, where, kSizesKey);
+    arg.strides = parseDims(value, where, kStridesKey);
     if (arg.sizes.size() != arg.strides.size())
       fail(where, "has " + std::to_string(arg.sizes.size()) + " sizes and " +
                       std::to_string(arg.strides.size()) + " strides");
     break;
   case KernelArg::Kind::Ptr:
-    arg.location = parseLocation(value.at("ptr"), child(where, "ptr"));
+    arg.location = parseLocation(value.at(kPtrArg), child(where, kPtrArg));
     break;
   case KernelArg::Kind::Index:
   case KernelArg::Kind::I64:
   case KernelArg::Kind::I32: {
-    const char *name = kKinds[static_cast<size_t>(arg.kind)];
+    const char *name = kArgKinds[static_cast<size_t>(arg.kind)];
     arg.value = parseDim(value.at(name), child(where, name));
     break;
   }
   case KernelArg::Kind::F32:
-    arg.number = numberField(value, where, "f32");
+    arg.number = numberField(value, where, kF32Arg);
     break;
   }
   return arg;
@@ -176,22 +180,23 @@ KernelArg parseArg(const json &value, const std::string &where) {
 
 LaunchStep parseLaunch(const json &value, const std::string &where) {
   LaunchStep launch;
-  std::string module = stringField(value, where, "module");
-  if (module == "kernels")
+  std::string module = stringField(value, where, kModuleKey);
+  if (module == kKernelsModule)
     launch.module = Module::Kernels;
-  else if (module == "attention")
+  else if (module == kAttentionModule)
     launch.module = Module::Attention;
   else
-    fail(child(where, "module"), "'" + module + "' is not a module (kernels, attention)");
-  launch.kernel = stringField(value, where, "kernel");
-  if (launch.kernel.empty()) fail(child(where, "kernel"), "must name a kernel");
-  launch.grid = parseExtent(value, where, "grid");
-  launch.block = parseExtent(value, where, "block");
-  if (optionalField(value, "shared_bytes"))
-    launch.sharedBytes = integerField(value, where, "shared_bytes", 0);
-  const json &args = arrayField(value, where, "args");
+    fail(child(where, kModuleKey), "'" + module + "' is not a module (" +
+                                       std::string(kKernelsModule) + ", " + kAttentionModule + ")");
+  launch.kernel = stringField(value, where, kKernelKey);
+  if (launch.kernel.empty()) fail(child(where, kKernelKey), "must name a kernel");
+  launch.grid = parseExtent(value, where, kGridKey);
+  launch.block = parseExtent(value, where, kBlockKey);
+  if (optionalField(value, kSharedBytesKey))
+    launch.sharedBytes = integerField(value, where, kSharedBytesKey, 0);
+  const json &args = arrayField(value, where, kArgsKey);
   for (size_t i = 0; i < args.size(); ++i)
-    launch.args.push_back(parseArg(args[i], element(child(where, "args"), i)));
+    launch.args.push_back(parseArg(args[i], element(child(where, kArgsKey), i)));
   return launch;
 }
 
@@ -207,36 +212,37 @@ int64_t leadingDimension(const json &value, const std::string &where, const char
 
 GemmStep parseGemm(const json &value, const std::string &where, DType storageDtype) {
   GemmStep gemm;
-  gemm.m = parseDim(field(value, where, "m"), child(where, "m"));
-  gemm.n = integerField(value, where, "n", 1);
-  gemm.k = integerField(value, where, "k", 1);
-  gemm.a = parseLocation(field(value, where, "a"), child(where, "a"));
-  gemm.lda = leadingDimension(value, where, "lda", gemm.k, "k");
-  gemm.b = parseLocation(field(value, where, "b"), child(where, "b"));
-  std::string layout = stringField(value, where, "b_layout");
-  if (layout != "nk" && layout != "kn")
-    fail(child(where, "b_layout"), "'" + layout + "' is not nk or kn");
-  gemm.bIsNByK = layout == "nk";
-  gemm.ldb = gemm.bIsNByK ? leadingDimension(value, where, "ldb", gemm.k, "k")
-                          : leadingDimension(value, where, "ldb", gemm.n, "n");
-  gemm.d = parseLocation(field(value, where, "d"), child(where, "d"));
-  gemm.ldd = leadingDimension(value, where, "ldd", gemm.n, "n");
-  std::string dDtype = stringField(value, where, "d_dtype");
+  gemm.m = parseDim(field(value, where, kMKey), child(where, kMKey));
+  gemm.n = integerField(value, where, kNKey, 1);
+  gemm.k = integerField(value, where, kKKey, 1);
+  gemm.a = parseLocation(field(value, where, kAKey), child(where, kAKey));
+  gemm.lda = leadingDimension(value, where, kLdaKey, gemm.k, kKKey);
+  gemm.b = parseLocation(field(value, where, kBKey), child(where, kBKey));
+  std::string layout = stringField(value, where, kBLayoutKey);
+  if (layout != kBLayoutNK && layout != kBLayoutKN)
+    fail(child(where, kBLayoutKey),
+         "'" + layout + "' is not " + kBLayoutNK + " or " + kBLayoutKN);
+  gemm.bIsNByK = layout == kBLayoutNK;
+  gemm.ldb = gemm.bIsNByK ? leadingDimension(value, where, kLdbKey, gemm.k, kKKey)
+                          : leadingDimension(value, where, kLdbKey, gemm.n, kNKey);
+  gemm.d = parseLocation(field(value, where, kDKey), child(where, kDKey));
+  gemm.ldd = leadingDimension(value, where, kLddKey, gemm.n, kNKey);
+  std::string dDtype = stringField(value, where, kDDtypeKey);
   std::optional<DType> parsed = parseDType(dDtype);
-  if (!parsed) fail(child(where, "d_dtype"), "'" + dDtype + "' is not bf16, f16 or f32");
+  if (!parsed) fail(child(where, kDDtypeKey), "'" + dDtype + "' is not bf16, f16 or f32");
   gemm.dDtype = *parsed;
-  if (const json *bias = optionalField(value, "bias"))
-    gemm.bias = parseLocation(*bias, child(where, "bias"));
-  if (optionalField(value, "beta")) gemm.beta = numberField(value, where, "beta");
-  if (const json *c = optionalField(value, "c")) {
-    gemm.c = parseLocation(*c, child(where, "c"));
-    gemm.ldc = leadingDimension(value, where, "ldc", gemm.n, "n");
+  if (const json *bias = optionalField(value, kBiasKey))
+    gemm.bias = parseLocation(*bias, child(where, kBiasKey));
+  if (optionalField(value, kBetaKey)) gemm.beta = numberField(value, where, kBetaKey);
+  if (const json *c = optionalField(value, kCKey)) {
+    gemm.c = parseLocation(*c, child(where, kCKey));
+    gemm.ldc = leadingDimension(value, where, kLdcKey, gemm.n, kNKey);
     // cuBLASLt reads C in D's type; the plan stores C in the storage dtype.
     if (gemm.dDtype != storageDtype)
       fail(where, std::string("a gemm with c must have d_dtype ") + dtypeName(storageDtype) +
                       ", the storage dtype (cuBLASLt reads C in D's type)");
   } else if (gemm.beta != 0) {
-    fail(child(where, "beta"), "must be 0 when c is null");
+    fail(child(where, kBetaKey), "must be 0 when c is null");
   }
   return gemm;
 }
@@ -263,10 +269,10 @@ int64_t Dim::resolve(const SymbolValues &values) const {
   return (values[*symbol] * mul + div - 1) / div;
 }
 
-const char *bufferName(Buffer buffer) { return kBufferNames[static_cast<size_t>(buffer)]; }
+const char *bufferName(Buffer buffer) { return kBuffers[static_cast<size_t>(buffer)]; }
 
 const char *moduleName(Module module) {
-  return module == Module::Kernels ? "kernels" : "attention";
+  return module == Module::Kernels ? kKernelsModule : kAttentionModule;
 }
 
 const char *dtypeName(DType dtype) {
@@ -309,26 +315,26 @@ StepPlan parseStepPlan(const std::string &text, DType storageDtype) {
     throw Error("step_plan.json: not valid JSON (at byte " + std::to_string(error.byte) + ")");
   }
   if (!document.is_object()) throw Error("step_plan.json: must be a JSON object");
-  int64_t version = integerField(document, "", "format_version", 0);
-  if (version != kFormatVersion)
+  int64_t version = integerField(document, "", kFormatVersionKey, 0);
+  if (version != stepplan::kVersion)
     throw Error("step_plan.json: format_version " + std::to_string(version) +
-                " is not one this runtime reads (it reads " + std::to_string(kFormatVersion) +
+                " is not one this runtime reads (it reads " + std::to_string(stepplan::kVersion) +
                 "): recompile with this llmc");
   StepPlan plan;
-  plan.workspaceBytes = integerField(document, "", "workspace_bytes", 0);
-  plan.scratchBytes = integerField(document, "", "scratch_bytes", 0);
-  const json &steps = arrayField(document, "", "steps");
+  plan.workspaceBytes = integerField(document, "", kWorkspaceBytesKey, 0);
+  plan.scratchBytes = integerField(document, "", kScratchBytesKey, 0);
+  const json &steps = arrayField(document, "", kStepsKey);
   for (size_t i = 0; i < steps.size(); ++i) {
-    std::string where = element("steps", i);
-    std::string op = stringField(steps[i], where, "op");
+    std::string where = element(kStepsKey, i);
+    std::string op = stringField(steps[i], where, kOpKey);
     PlanStep step;
     step.where = where;
-    if (op == "launch")
+    if (op == kLaunchOp)
       step.op = parseLaunch(steps[i], where);
-    else if (op == "gemm")
+    else if (op == kGemmOp)
       step.op = parseGemm(steps[i], where, storageDtype);
     else
-      fail(child(where, "op"), "'" + op + "' is not launch or gemm");
+      fail(child(where, kOpKey), "'" + op + "' is not " + kLaunchOp + " or " + kGemmOp);
     plan.steps.push_back(std::move(step));
   }
   return plan;

@@ -1,18 +1,16 @@
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics
 
 func.func @attention_heads(%q: tensor<1x6x3x16xf32>, %kv: tensor<1x4x3x16xf32>) -> tensor<1x6x3x16xf32> {
-  %none = onnx.None
   // expected-error @+1 {{query heads (6) are not a multiple of KV heads (4)}}
-  %a = llm.attention %q, %kv, %kv, %none {scale = 0.25 : f32} : (tensor<1x6x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, none) -> tensor<1x6x3x16xf32>
+  %a = llm.attention %q, %kv, %kv {scale = 0.25 : f32} : (tensor<1x6x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x6x3x16xf32>
   return %a : tensor<1x6x3x16xf32>
 }
 
 // -----
 
 func.func @attention_head_size(%q: tensor<1x4x3x16xf32>, %kv: tensor<1x2x3x8xf32>) -> tensor<1x4x3x8xf32> {
-  %none = onnx.None
   // expected-error @+1 {{query and key head sizes differ}}
-  %a = llm.attention %q, %kv, %kv, %none {scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, none) -> tensor<1x4x3x8xf32>
+  %a = llm.attention %q, %kv, %kv {scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x4x3x8xf32>
   return %a : tensor<1x4x3x8xf32>
 }
 
@@ -43,9 +41,8 @@ func.func @kv_concat_heads(%past: tensor<1x2x5x16xf32>, %new: tensor<1x4x1x16xf3
 // -----
 
 func.func @linear_weight(%x: tensor<1x3x64xf32>, %w: tensor<32x16xf32>) -> tensor<1x3x16xf32> {
-  %none = onnx.None
   // expected-error @+1 {{weight's input dim differs from the input's last dim}}
-  %y = llm.linear %x, %w, %none : (tensor<1x3x64xf32>, tensor<32x16xf32>, none) -> tensor<1x3x16xf32>
+  %y = llm.linear %x, %w : (tensor<1x3x64xf32>, tensor<32x16xf32>) -> tensor<1x3x16xf32>
   return %y : tensor<1x3x16xf32>
 }
 
@@ -91,9 +88,8 @@ func.func @elementwise_broadcast(%x: tensor<?x8xf32>, %row: tensor<4xf32>) -> te
 // -----
 
 func.func @fused_linear_gated_width(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> tensor<?x16xf32> {
-  %none = onnx.None
   // expected-error @+1 {{result has 16 columns; the product has 16 (gated: twice the result's)}}
-  %y = llm.fused_linear %x, %w, %none {gated} : tensor<?x8xf32>, tensor<8x16xf32>, none -> tensor<?x16xf32> {
+  %y = llm.fused_linear %x, %w {gated} : (tensor<?x8xf32>, tensor<8x16xf32>) -> tensor<?x16xf32> {
   ^bb0(%g: f32, %u: f32):
     llm.yield %g : f32
   }
@@ -103,9 +99,8 @@ func.func @fused_linear_gated_width(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -
 // -----
 
 func.func @fused_linear_accumulators(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> tensor<?x8xf32> {
-  %none = onnx.None
   // expected-error @+1 {{body takes 1 scalars, not 2}}
-  %y = llm.fused_linear %x, %w, %none {gated} : tensor<?x8xf32>, tensor<8x16xf32>, none -> tensor<?x8xf32> {
+  %y = llm.fused_linear %x, %w {gated} : (tensor<?x8xf32>, tensor<8x16xf32>) -> tensor<?x8xf32> {
   ^bb0(%g: f32):
     llm.yield %g : f32
   }
@@ -131,8 +126,7 @@ func.func @add_norm_types(%a: tensor<?x8xf32>, %b: tensor<?x4xf32>, %w: tensor<8
 // -----
 
 func.func @rope_kv_write_angles(%pool: tensor<1x?x2x2x16x16xf32>, %q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %slots: tensor<?xi32>) -> tensor<?x4x16xf32> {
-  %none = onnx.None
   // expected-error @+1 {{takes either inv_freq or both cos_cache and sin_cache}}
-  %r, %p = llm.rope_paged_kv_write %pool, %q, %k, %k, %slots, %slots, %none, %none, %none {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x4x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32>, none, none, none) -> (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>)
+  %r, %p = llm.rope_paged_kv_write %pool, %q, %k, %k, %slots, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x4x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32>) -> (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>)
   return %r : tensor<?x4x16xf32>
 }

@@ -6,12 +6,11 @@ func.func @decoder_layer(%h: tensor<?x?x64xf32>, %pos: tensor<?x?xi64>, %mask: t
                          %past_k: tensor<?x2x?x16xf32>, %past_v: tensor<?x2x?x16xf32>,
                          %w: tensor<64xf32>, %wq: tensor<64x64xf32>, %wkv: tensor<32x64xf32>,
                          %inv_freq: tensor<8xf32>) -> tensor<?x?x64xf32> {
-  %none = onnx.None
   // CHECK: llm.rms_norm %{{.*}} {epsilon = 9.99999974E-6 : f32}
   %n = llm.rms_norm %h, %w {epsilon = 1.0e-5 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
-  %q = llm.linear %n, %wq, %none : (tensor<?x?x64xf32>, tensor<64x64xf32>, none) -> tensor<?x?x64xf32>
+  %q = llm.linear %n, %wq : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
   // CHECK: llm.linear %{{.*}} {transpose_weight}
-  %k = llm.linear %n, %wkv, %none {transpose_weight} : (tensor<?x?x64xf32>, tensor<32x64xf32>, none) -> tensor<?x?x32xf32>
+  %k = llm.linear %n, %wkv {transpose_weight} : (tensor<?x?x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
   %qh = llm.split_heads %q {num_heads = 4 : i64} : (tensor<?x?x64xf32>) -> tensor<?x4x?x16xf32>
   %kh = llm.split_heads %k {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
   // CHECK: llm.rope
@@ -26,4 +25,36 @@ func.func @decoder_layer(%h: tensor<?x?x64xf32>, %pos: tensor<?x?xi64>, %mask: t
   %r = llm.add %h, %o : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
   %g = llm.swiglu %r, %r : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
   return %g : tensor<?x?x64xf32>
+}
+
+// Constants, and optional operands present and absent: a trailing one is
+// left out of the operand list, the others are named.
+// CHECK-LABEL: func.func @optional_operands
+func.func @optional_operands(%x: tensor<?x8xf32>, %r: tensor<?x8xf32>,
+                             %pool: tensor<1x?x2x2x16x16xf32>, %q: tensor<?x4x16xf32>,
+                             %k: tensor<?x2x16xf32>, %slots: tensor<?xi32>,
+                             %tables: tensor<?x?xi32>, %lens: tensor<?xi32>)
+    -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>) {
+  // CHECK: %[[W:.*]] = llm.constant dense<1.000000e+00> : tensor<8x8xf32>
+  // CHECK: %[[B:.*]] = llm.constant dense<5.000000e-01> : tensor<8xf32>
+  %w = llm.constant dense<1.0> : tensor<8x8xf32>
+  %b = llm.constant dense<0.5> : tensor<8xf32>
+  %freq = llm.constant dense<1.0> : tensor<8xf32>
+  %cos = llm.constant dense<1.0> : tensor<64x8xf32>
+  %sin = llm.constant dense<0.0> : tensor<64x8xf32>
+  // CHECK: llm.linear %{{.*}}, %[[W]], %[[B]] : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %y = llm.linear %x, %w, %b : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  // CHECK: llm.fused_linear %{{.*}}, %[[W]] bias(%[[B]]) extras(%{{.*}}) : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %f = llm.fused_linear %x, %w bias(%b) extras(%r) : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32> {
+  ^bb0(%acc: f32, %res: f32):
+    %s = arith.addf %acc, %res : f32
+    llm.yield %s : f32
+  }
+  // CHECK: llm.rope_paged_kv_write {{.*}} inv_freq(%{{.*}}) {layer = 0 : i64}
+  %rq, %p = llm.rope_paged_kv_write %pool, %q, %k, %k, %slots, %slots inv_freq(%freq) {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x4x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<8xf32>) -> (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>)
+  // CHECK: llm.rope_paged_kv_write {{.*}} cos_sin(%{{.*}}, %{{.*}}) {layer = 0 : i64}
+  %cq, %p2 = llm.rope_paged_kv_write %p, %q, %k, %k, %slots, %slots cos_sin(%cos, %sin) {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x4x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<64x8xf32>, tensor<64x8xf32>) -> (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>)
+  // CHECK: llm.paged_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>)
+  %a = llm.paged_attention %rq, %p2, %tables, %lens, %lens {layer = 0 : i64, scale = 0.25 : f32} : (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x16xf32>
+  return %y, %f, %a, %cq : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>
 }

@@ -39,8 +39,7 @@ def count_ops(ir: str) -> dict[str, int]:
 def test_fixture_raises_completely(fixture, tmp_path):
     model = write_fixture(*fixture, tmp_path)
     counts = count_ops(compile_to_llm(model))
-    left = {op: n for op, n in counts.items() if op.startswith("onnx.")
-            and op not in ("onnx.Constant", "onnx.None")}
+    left = {op: n for op, n in counts.items() if op.startswith("onnx.")}
     assert left == {}
     layers = 2
     for op, per_layer in LAYER_OPS.items():
@@ -58,5 +57,4 @@ def test_default_model_raises_completely():
     assert counts["llm.rms_norm"] == 61
     assert counts["llm.linear"] == 30 * 7
     assert counts["llm.logits"] == 1
-    assert not [op for op in counts if op.startswith("onnx.") and op != "onnx.Constant"
-                and op != "onnx.None"]
+    assert not [op for op in counts if op.startswith("onnx.")]

@@ -13,11 +13,10 @@
 // quick_gelu(gate) * up, with the inputs in the order -O2's fusion leaves them (up first).
 // CHECK-LABEL: func.func @quick_gelu_mlp
 // CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<?x8xf32>
-// CHECK: %[[W:[a-z0-9_]+]] = onnx.Constant
-// CHECK: %[[NONE:[a-z0-9_]+]] = onnx.None
+// CHECK: %[[W:[a-z0-9_]+]] = llm.constant
 // CHECK-NOT: llm.linear
 // CHECK-NOT: llm.split
-// CHECK: %[[Y:[a-z0-9_]+]] = llm.fused_linear %[[X]], %[[W]], %[[NONE]] {gated}
+// CHECK: %[[Y:[a-z0-9_]+]] = llm.fused_linear %[[X]], %[[W]] {gated}
 // CHECK-SAME: -> tensor<?x16xf32> {
 // CHECK-NEXT: ^bb0(%[[GATE:[a-z0-9_]+]]: f32, %[[UP:[a-z0-9_]+]]: f32):
 // CHECK-DAG: %[[ALPHA:[a-z0-9_]+]] = arith.constant 1.702
@@ -29,9 +28,8 @@
 // CHECK-NOT: llm.elementwise
 // CHECK: return %[[Y]]
 func.func @quick_gelu_mlp(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
-  %w = onnx.Constant dense<0.5> : tensor<8x32xf32>
-  %none = onnx.None
-  %product = llm.linear %x, %w, %none : (tensor<?x8xf32>, tensor<8x32xf32>, none) -> tensor<?x32xf32>
+  %w = llm.constant dense<0.5> : tensor<8x32xf32>
+  %product = llm.linear %x, %w : (tensor<?x8xf32>, tensor<8x32xf32>) -> tensor<?x32xf32>
   %halves:2 = llm.split %product {sizes = array<i64: 16, 16>} : (tensor<?x32xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>)
   %y = llm.elementwise %halves#1, %halves#0 : (tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32> {
   ^bb0(%up: f32, %gate: f32):
@@ -51,10 +49,10 @@ func.func @quick_gelu_mlp(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
 
 // A bias and a transposed weight carry over to the gated GEMM.
 // CHECK-LABEL: func.func @biased_transposed
-// CHECK: llm.fused_linear %{{.*}}, %{{.*}}, %{{.*}} {gated, transpose_weight} : tensor<?x8xf32>, tensor<32x8xf32>, tensor<32xf32> -> tensor<?x16xf32>
+// CHECK: llm.fused_linear %{{.*}}, %{{.*}} bias(%{{.*}}) {gated, transpose_weight} : (tensor<?x8xf32>, tensor<32x8xf32>, tensor<32xf32>) -> tensor<?x16xf32>
 func.func @biased_transposed(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
-  %w = onnx.Constant dense<0.5> : tensor<32x8xf32>
-  %b = onnx.Constant dense<0.25> : tensor<32xf32>
+  %w = llm.constant dense<0.5> : tensor<32x8xf32>
+  %b = llm.constant dense<0.25> : tensor<32xf32>
   %product = llm.linear %x, %w, %b {transpose_weight} : (tensor<?x8xf32>, tensor<32x8xf32>, tensor<32xf32>) -> tensor<?x32xf32>
   %halves:2 = llm.split %product {sizes = array<i64: 16, 16>} : (tensor<?x32xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>)
   %y = llm.elementwise %halves#0, %halves#1 : (tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32> {
@@ -72,9 +70,8 @@ func.func @biased_transposed(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
 // CHECK: llm.elementwise
 // WHY: [llmc-example-fuse-gated-activation] {{.*}}: no match: a half of the split has other users
 func.func @half_used_twice(%x: tensor<?x8xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>) {
-  %w = onnx.Constant dense<0.5> : tensor<8x32xf32>
-  %none = onnx.None
-  %product = llm.linear %x, %w, %none : (tensor<?x8xf32>, tensor<8x32xf32>, none) -> tensor<?x32xf32>
+  %w = llm.constant dense<0.5> : tensor<8x32xf32>
+  %product = llm.linear %x, %w : (tensor<?x8xf32>, tensor<8x32xf32>) -> tensor<?x32xf32>
   %halves:2 = llm.split %product {sizes = array<i64: 16, 16>} : (tensor<?x32xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>)
   %y = llm.elementwise %halves#0, %halves#1 : (tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32> {
   ^bb0(%gate: f32, %up: f32):
@@ -89,9 +86,8 @@ func.func @half_used_twice(%x: tensor<?x8xf32>) -> (tensor<?x16xf32>, tensor<?x1
 // CHECK: llm.elementwise
 // WHY: [llmc-example-fuse-gated-activation] {{.*}}: no match: the split is not into two equal halves
 func.func @unequal_split(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
-  %w = onnx.Constant dense<0.5> : tensor<8x40xf32>
-  %none = onnx.None
-  %product = llm.linear %x, %w, %none : (tensor<?x8xf32>, tensor<8x40xf32>, none) -> tensor<?x40xf32>
+  %w = llm.constant dense<0.5> : tensor<8x40xf32>
+  %product = llm.linear %x, %w : (tensor<?x8xf32>, tensor<8x40xf32>) -> tensor<?x40xf32>
   %parts:3 = llm.split %product {sizes = array<i64: 16, 16, 8>} : (tensor<?x40xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x8xf32>)
   %y = llm.elementwise %parts#0, %parts#1 : (tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32> {
   ^bb0(%gate: f32, %up: f32):

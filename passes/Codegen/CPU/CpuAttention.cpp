@@ -57,10 +57,8 @@ LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
 LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp op,
                                     ArrayRef<Value> operands, Value rotatedQuery) {
   // pool, q, k, v, slots, positions, then inv_freq or the cos and sin caches.
-  bool cached = operands[7] != nullptr;
-  SmallVector<Value> args(operands.begin(), operands.begin() + 6);
-  if (cached) args.append({operands[7], operands[8]});
-  else args.push_back(operands[6]);
+  bool cached = static_cast<bool>(op.getCosCache());
+  SmallVector<Value> args(operands);
   args.push_back(rotatedQuery);
   int64_t layer = op.getLayer();
   bool interleaved = op.getInterleaved();
@@ -109,8 +107,9 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
 LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                                   ArrayRef<Value> operands, Value output) {
   // query, pool, block_tables, context_lens, cu_seqlens_q, output
-  SmallVector<Value> args{operands[0], operands[1], operands[2], operands[3], operands[4], output};
-  if (!operands[4]) return op.emitOpError("is not ragged: run llm-ragged-batching first");
+  if (!op.getCuSeqlensQ()) return op.emitOpError("is not ragged: run llm-ragged-batching first");
+  SmallVector<Value> args(operands);
+  args.push_back(output);
   int64_t layer = op.getLayer();
   double scale = op.getScale().convertToFloat();
   step.callKernel(op.getLoc(), "paged_attention", kernelKey(op, args), args,

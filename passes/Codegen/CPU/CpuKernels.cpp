@@ -110,10 +110,10 @@ LogicalResult lowerScalarFunction(StepLowering &step, llm::ScalarFunctionOpInter
 }
 
 LogicalResult lowerNorm(StepLowering &step, Operation *op, ArrayRef<Value> operands, Value output) {
+  // input, weight[, bias] -> output
   auto [epsilon, layer] = normKind(op);
-  SmallVector<Value> args{operands[0], operands[1]};
-  bool hasBias = layer && operands[2];
-  if (hasBias) args.push_back(operands[2]);
+  SmallVector<Value> args(operands);
+  bool hasBias = args.size() == 3;
   args.push_back(output);
   step.callKernel(op->getLoc(), op->getName().stripDialect(), kernelKey(op, args), args,
                   [&, epsilon = epsilon, layer = layer](KernelBuilder &kb, ValueRange params) {
@@ -129,9 +129,8 @@ LogicalResult lowerAddNorm(StepLowering &step, Operation *op, ArrayRef<Value> op
                            ArrayRef<Value> outputs) {
   // lhs, rhs, weight[, bias] -> sum, normed
   auto [epsilon, layer] = normKind(op);
-  SmallVector<Value> args{operands[0], operands[1], operands[2]};
-  bool hasBias = layer && operands[3];
-  if (hasBias) args.push_back(operands[3]);
+  SmallVector<Value> args(operands);
+  bool hasBias = args.size() == 4;
   args.append(outputs.begin(), outputs.end());
   step.callKernel(op->getLoc(), op->getName().stripDialect(), kernelKey(op, args), args,
                   [&, epsilon = epsilon, layer = layer](KernelBuilder &kb, ValueRange params) {

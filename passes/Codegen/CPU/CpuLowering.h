@@ -13,6 +13,7 @@
 
 #include "passes/Codegen/CPU/Passes.h"
 #include "passes/Codegen/Common/KernelBuilder.h"
+#include "passes/Codegen/Common/LoweredOperands.h"
 #include "passes/Codegen/Common/RowMath.h"
 #include "passes/Codegen/Common/StepData.h"
 

@@ -107,7 +107,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
   }
 
   LogicalResult lowerOp(cpu::StepLowering &step, Operation *op, Value logits) {
-    if (isa<onnx::ConstantOp, onnx::NoneOp, llm::DequantizeOp, func::ReturnOp>(op))
+    if (isa<llm::ConstantOp, llm::DequantizeOp, func::ReturnOp>(op))
       return success(); // weights become views where they are used
     if (isa<llm::SplitHeadsOp, llm::MergeHeadsOp>(op)) {
       memrefs[op->getResult(0)] = memrefs.lookup(op->getOperand(0));
@@ -133,13 +133,15 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     return TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](llm::LinearOp linear) {
           cpu::Epilogue epilogue;
-          epilogue.bias = operands[2];
+          epilogue.bias = codegen::loweredOperand<Value>(linear.getBiasMutable(), operands);
           return lowerMatmul(step, op, linear.getWeight(), linear.getTransposeWeight(), operands[0],
                              outputs[0], epilogue);
         })
         .Case([&](llm::FusedLinearOp linear) {
-          cpu::Epilogue epilogue{&linear.getEpilogue(), linear.getGated(), operands[2],
-                                 SmallVector<Value>(ArrayRef<Value>(operands).drop_front(3))};
+          cpu::Epilogue epilogue{
+              &linear.getEpilogue(), linear.getGated(),
+              codegen::loweredOperand<Value>(linear.getBiasMutable(), operands),
+              SmallVector<Value>(codegen::loweredOperands<Value>(linear.getExtras(), operands))};
           return lowerMatmul(step, op, linear.getWeight(), linear.getTransposeWeight(), operands[0],
                              outputs[0], epilogue);
         })
@@ -210,9 +212,9 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
   /// The memref of an operand: a step input, an earlier result, a weight
   /// view, or null for an omitted optional operand.
   FailureOr<Value> memrefOf(Value value) {
+    if (!value) return Value();
     if (Value known = memrefs.lookup(value)) return known;
     Operation *def = value.getDefiningOp();
-    if (isa_and_nonnull<onnx::NoneOp>(def)) return Value();
     auto data = codegen::weightConstant(value, "CPU");
     if (failed(data)) return failure();
     return memrefs[value] = weightView(def, *data);

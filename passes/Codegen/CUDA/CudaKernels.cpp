@@ -152,7 +152,7 @@ LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional
   size_t inputs = fused ? 3 : 2;
   auto refs = required(op, operands.take_front(inputs));
   if (failed(refs)) return failure();
-  bool hasBias = layer && operands.size() > inputs && operands[inputs];
+  bool hasBias = layer && operands.size() > inputs;
   if (hasBias) refs->push_back(*operands[inputs]);
   refs->append(outputs.begin(), outputs.end());
   step.launchRows(op->getLoc(), op->getName().stripDialect(), opKey(op), outputs.back().sizes[0], *refs,
@@ -297,7 +297,7 @@ LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
   SmallVector<TensorRef> refs;
   for (const auto &operand : operands)
     if (operand) refs.push_back(*operand);
-  bool cached = fused && operands.size() > 8 && operands[7];
+  bool cached = fused && fused.getCosCache();
   refs.append(outputs.begin(), outputs.end());
   Attribute rows = refs[fused ? 2 : 1].sizes[0];
   size_t layerParam = refs.size();
@@ -350,10 +350,11 @@ LogicalResult lowerEpilogue(StepContext &step, llm::FusedLinearOp op, const Tens
                             ArrayRef<std::optional<TensorRef>> operands, const TensorRef &output) {
   // product, [bias], extras..., output
   SmallVector<TensorRef> refs{product};
-  bool hasBias = operands[2].has_value();
-  if (hasBias) refs.push_back(*operands[2]);
-  for (const auto &extra : operands.drop_front(3)) {
-    if (!extra) return op.emitOpError("has an omitted extra operand");
+  auto bias = codegen::loweredOperand(op.getBiasMutable(), operands);
+  bool hasBias = bias.has_value();
+  if (hasBias) refs.push_back(*bias);
+  for (const auto &extra : codegen::loweredOperands(op.getExtras(), operands)) {
+    if (!extra) return op.emitOpError("has an extra operand without a place");
     refs.push_back(*extra);
   }
   refs.push_back(output);

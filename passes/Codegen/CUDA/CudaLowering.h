@@ -12,8 +12,11 @@
 
 #include "passes/Codegen/CUDA/Passes.h"
 #include "passes/Codegen/Common/KernelBuilder.h"
+#include "passes/Codegen/Common/LoweredOperands.h"
 #include "passes/Codegen/Common/RowMath.h"
 #include "passes/Codegen/Common/StepData.h"
+
+#include "llmc/Runtime/StepPlanSchema.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -25,11 +28,6 @@ namespace llmc::cuda {
 /// Threads of a row kernel's block.
 inline constexpr int64_t kRowBlockSize = 256;
 
-/// Plan symbols the runtime resolves per step (docs/cuda.md).
-inline constexpr llvm::StringLiteral kTokensSymbol = "tokens";
-inline constexpr llvm::StringLiteral kSeqsSymbol = "seqs";
-inline constexpr llvm::StringLiteral kBlockTableWidthSymbol = "block_table_width";
-inline constexpr llvm::StringLiteral kNumBlocksSymbol = "num_blocks";
 
 /// A plan dimension: an integer, a symbol, or ceil(symbol * mul / div).
 mlir::Attribute planDim(mlir::MLIRContext *context, int64_t value);

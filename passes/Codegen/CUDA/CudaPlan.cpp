@@ -36,8 +36,8 @@ MemRefType TensorRef::memrefType() const {
 
 DictionaryAttr TensorRef::location() const {
   Builder b(elementType.getContext());
-  return b.getDictionaryAttr({b.getNamedAttr("buffer", b.getStringAttr(buffer)),
-                              b.getNamedAttr("offset", b.getI64IntegerAttr(offset))});
+  return b.getDictionaryAttr({b.getNamedAttr(stepplan::kBufferKey, b.getStringAttr(buffer)),
+                              b.getNamedAttr(stepplan::kOffsetKey, b.getI64IntegerAttr(offset))});
 }
 
 TensorRef TensorRef::shifted(int64_t bytes) const {
@@ -81,29 +81,29 @@ void PlanBuilder::launch(StringRef module, StringRef kernel, ArrayRef<Attribute>
     switch (arg.kind) {
     case KernelArg::Kind::Memref:
       argAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("memref", arg.tensor.location()),
-           b.getNamedAttr("sizes", b.getArrayAttr(arg.tensor.sizes)),
-           b.getNamedAttr("strides", b.getArrayAttr(arg.tensor.strides))}));
+          {b.getNamedAttr(stepplan::kMemrefArg, arg.tensor.location()),
+           b.getNamedAttr(stepplan::kSizesKey, b.getArrayAttr(arg.tensor.sizes)),
+           b.getNamedAttr(stepplan::kStridesKey, b.getArrayAttr(arg.tensor.strides))}));
       break;
     case KernelArg::Kind::Pointer:
-      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr("ptr", arg.tensor.location())}));
+      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(stepplan::kPtrArg, arg.tensor.location())}));
       break;
     case KernelArg::Kind::I32:
-      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr("i32", arg.dim)}));
+      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(stepplan::kI32Arg, arg.dim)}));
       break;
     case KernelArg::Kind::F32:
-      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr("f32", b.getF32FloatAttr(arg.number))}));
+      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(stepplan::kF32Arg, b.getF32FloatAttr(arg.number))}));
       break;
     }
   }
   entries.push_back(b.getDictionaryAttr(
-      {b.getNamedAttr("op", b.getStringAttr("launch")),
-       b.getNamedAttr("module", b.getStringAttr(module)),
-       b.getNamedAttr("kernel", b.getStringAttr(kernel)),
-       b.getNamedAttr("grid", b.getArrayAttr(grid)),
-       b.getNamedAttr("block", b.getI64ArrayAttr(block)),
-       b.getNamedAttr("shared_bytes", b.getI64IntegerAttr(sharedBytes)),
-       b.getNamedAttr("args", b.getArrayAttr(argAttrs))}));
+      {b.getNamedAttr(stepplan::kOpKey, b.getStringAttr(stepplan::kLaunchOp)),
+       b.getNamedAttr(stepplan::kModuleKey, b.getStringAttr(module)),
+       b.getNamedAttr(stepplan::kKernelKey, b.getStringAttr(kernel)),
+       b.getNamedAttr(stepplan::kGridKey, b.getArrayAttr(grid)),
+       b.getNamedAttr(stepplan::kBlockKey, b.getI64ArrayAttr(block)),
+       b.getNamedAttr(stepplan::kSharedBytesKey, b.getI64IntegerAttr(sharedBytes)),
+       b.getNamedAttr(stepplan::kArgsKey, b.getArrayAttr(argAttrs))}));
 }
 
 void PlanBuilder::gemm(const Gemm &gemm) {
@@ -114,17 +114,17 @@ void PlanBuilder::gemm(const Gemm &gemm) {
     return ref->location();
   };
   entries.push_back(b.getDictionaryAttr(
-      {b.getNamedAttr("op", b.getStringAttr("gemm")), b.getNamedAttr("m", gemm.m),
-       b.getNamedAttr("n", b.getI64IntegerAttr(gemm.n)),
-       b.getNamedAttr("k", b.getI64IntegerAttr(gemm.k)),
-       b.getNamedAttr("a", gemm.a.location()), b.getNamedAttr("lda", b.getI64IntegerAttr(gemm.lda)),
-       b.getNamedAttr("b", gemm.b.location()), b.getNamedAttr("ldb", b.getI64IntegerAttr(gemm.ldb)),
-       b.getNamedAttr("b_layout", b.getStringAttr(gemm.bTransposed ? "nk" : "kn")),
-       b.getNamedAttr("d", gemm.d.location()), b.getNamedAttr("ldd", b.getI64IntegerAttr(gemm.ldd)),
-       b.getNamedAttr("d_dtype", b.getStringAttr(dtypeName(gemm.d.elementType))),
-       b.getNamedAttr("bias", optional(gemm.bias)), b.getNamedAttr("c", optional(gemm.c)),
-       b.getNamedAttr("ldc", b.getI64IntegerAttr(gemm.c ? gemm.ldc : 0)),
-       b.getNamedAttr("beta", b.getI64IntegerAttr(gemm.c ? 1 : 0))}));
+      {b.getNamedAttr(stepplan::kOpKey, b.getStringAttr(stepplan::kGemmOp)), b.getNamedAttr(stepplan::kMKey, gemm.m),
+       b.getNamedAttr(stepplan::kNKey, b.getI64IntegerAttr(gemm.n)),
+       b.getNamedAttr(stepplan::kKKey, b.getI64IntegerAttr(gemm.k)),
+       b.getNamedAttr(stepplan::kAKey, gemm.a.location()), b.getNamedAttr(stepplan::kLdaKey, b.getI64IntegerAttr(gemm.lda)),
+       b.getNamedAttr(stepplan::kBKey, gemm.b.location()), b.getNamedAttr(stepplan::kLdbKey, b.getI64IntegerAttr(gemm.ldb)),
+       b.getNamedAttr(stepplan::kBLayoutKey, b.getStringAttr(gemm.bTransposed ? stepplan::kBLayoutNK : stepplan::kBLayoutKN)),
+       b.getNamedAttr(stepplan::kDKey, gemm.d.location()), b.getNamedAttr(stepplan::kLddKey, b.getI64IntegerAttr(gemm.ldd)),
+       b.getNamedAttr(stepplan::kDDtypeKey, b.getStringAttr(dtypeName(gemm.d.elementType))),
+       b.getNamedAttr(stepplan::kBiasKey, optional(gemm.bias)), b.getNamedAttr(stepplan::kCKey, optional(gemm.c)),
+       b.getNamedAttr(stepplan::kLdcKey, b.getI64IntegerAttr(gemm.c ? gemm.ldc : 0)),
+       b.getNamedAttr(stepplan::kBetaKey, b.getI64IntegerAttr(gemm.c ? 1 : 0))}));
 }
 
 ArrayAttr PlanBuilder::steps() const { return ArrayAttr::get(context, entries); }
@@ -171,7 +171,7 @@ void StepContext::launchRows(Location loc, StringRef name, const std::string &ke
   std::string kernel =
       kernels.getOrCreate(loc, name, codegen::kernelKey(name, types) + key, types, body);
   MLIRContext *context = loc.getContext();
-  plan.launch("kernels", kernel, {rows, planDim(context, 1), planDim(context, 1)},
+  plan.launch(stepplan::kKernelsModule, kernel, {rows, planDim(context, 1), planDim(context, 1)},
               {kRowBlockSize, 1, 1}, kernelArgs);
 }
 

@@ -115,14 +115,14 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
       StringRef role;
       SmallVector<Attribute> shape;
     };
-    Input inputs[] = {{abi::kTokens, {sym(cuda::kTokensSymbol)}},
-                      {abi::kPositions, {sym(cuda::kTokensSymbol)}},
+    Input inputs[] = {{abi::kTokens, {sym(stepplan::kTokensSymbol)}},
+                      {abi::kPositions, {sym(stepplan::kTokensSymbol)}},
                       // N + 1 entries; the attention kernels take it as a pointer.
-                      {abi::kCuSeqlensQ, {sym(cuda::kSeqsSymbol)}},
-                      {abi::kContextLens, {sym(cuda::kSeqsSymbol)}},
-                      {abi::kBlockTables, {sym(cuda::kSeqsSymbol), sym(cuda::kBlockTableWidthSymbol)}},
-                      {abi::kSlotMapping, {sym(cuda::kTokensSymbol)}},
-                      {abi::kLogitsIndices, {sym(cuda::kSeqsSymbol)}}};
+                      {abi::kCuSeqlensQ, {sym(stepplan::kSeqsSymbol)}},
+                      {abi::kContextLens, {sym(stepplan::kSeqsSymbol)}},
+                      {abi::kBlockTables, {sym(stepplan::kSeqsSymbol), sym(stepplan::kBlockTableWidthSymbol)}},
+                      {abi::kSlotMapping, {sym(stepplan::kTokensSymbol)}},
+                      {abi::kLogitsIndices, {sym(stepplan::kSeqsSymbol)}}};
     for (Input &input : inputs) {
       BlockArgument argument = abi::findInput(model, input.role);
       if (!argument) return model.emitError("has no '") << input.role << "' input";
@@ -135,16 +135,16 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
       return model.emitError("has a non-f32 KV cache; the model must be f32 before lowering");
     auto shape = poolType.getShape();
     refs[pool] = cuda::contiguousTensor(context, abi::kKvPool, 0, storageType,
-                                        {dim(shape[0]), sym(cuda::kNumBlocksSymbol), dim(shape[2]),
+                                        {dim(shape[0]), sym(stepplan::kNumBlocksSymbol), dim(shape[2]),
                                          dim(shape[3]), dim(shape[4]), dim(shape[5])});
     auto logits = cast<ShapedType>(model.getResultTypes().front());
-    logitsRef = cuda::contiguousTensor(context, "logits", 0, b.getF32Type(),
-                                       {sym(cuda::kSeqsSymbol), dim(logits.getDimSize(1))});
+    logitsRef = cuda::contiguousTensor(context, stepplan::kLogitsBuffer, 0, b.getF32Type(),
+                                       {sym(stepplan::kSeqsSymbol), dim(logits.getDimSize(1))});
     return success();
   }
 
   LogicalResult lowerOp(cuda::StepContext &step, Operation *op) {
-    if (isa<onnx::ConstantOp, onnx::NoneOp, llm::DequantizeOp, func::ReturnOp>(op))
+    if (isa<llm::ConstantOp, llm::DequantizeOp, func::ReturnOp>(op))
       return success(); // weights are placed where they are used
     if (isa<llm::SplitHeadsOp, llm::MergeHeadsOp>(op)) {
       auto it = refs.find(op->getOperand(0));
@@ -172,7 +172,10 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     return TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](llm::LinearOp linear) {
           return lowerMatmul(step, op, linear.getWeight(), linear.getTransposeWeight(),
-                             *operands[0], operands[2], outputs[0]);
+                             *operands[0],
+                             codegen::loweredOperand<std::optional<cuda::TensorRef>>(
+                                 linear.getBiasMutable(), operands),
+                             outputs[0]);
         })
         .Case([&](llm::FusedLinearOp linear) { return lowerFusedLinear(step, linear, operands, outputs[0]); })
         .Case([&](llm::LogitsOp head) {
@@ -240,12 +243,13 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     if (!linear.getGated() && isPlainBody(linear.getEpilogue(), withExtra)) {
       std::optional<cuda::TensorRef> residual;
       if (withExtra) {
-        residual = operands[3];
+        residual = codegen::loweredOperands(linear.getExtras(), operands).front();
         if (residual->sizes.size() != 2)
           return lowerGeneralEpilogue(step, linear, operands, output);
       }
       return lowerMatmul(step, linear, linear.getWeight(), linear.getTransposeWeight(),
-                         *operands[0], operands[2], output, residual);
+                         *operands[0], codegen::loweredOperand(linear.getBiasMutable(), operands),
+                         output, residual);
     }
     return lowerGeneralEpilogue(step, linear, operands, output);
   }
@@ -260,7 +264,7 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     int64_t rows = perSeq ? step.maxSeqs : step.maxTokens;
     int64_t offset = step.scratch(rows * columns * 4);
     cuda::TensorRef product = cuda::contiguousTensor(
-        context, "workspace", offset, Float32Type::get(context),
+        context, stepplan::kWorkspaceBuffer, offset, Float32Type::get(context),
         {input.sizes[0], cuda::planDim(context, columns)});
     if (failed(lowerMatmul(step, linear, linear.getWeight(), linear.getTransposeWeight(), input,
                            std::nullopt, product)))
@@ -314,10 +318,10 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
   /// nullopt for an omitted optional operand. Weights are stored in the
   /// storage type unless `keepF32`.
   FailureOr<std::optional<cuda::TensorRef>> refOf(Value value, bool keepF32) {
+    if (!value) return std::optional<cuda::TensorRef>();
     auto known = refs.find(value);
     if (known != refs.end()) return std::optional<cuda::TensorRef>(known->second);
     Operation *def = value.getDefiningOp();
-    if (isa_and_nonnull<onnx::NoneOp>(def)) return std::optional<cuda::TensorRef>();
     auto data = codegen::weightConstant(value, "CUDA");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());
@@ -343,7 +347,7 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
          attrs.getNamedAttr("value", cast<TypedAttr>(data))}));
     SmallVector<Attribute> shape;
     for (int64_t dim : type.getShape()) shape.push_back(cuda::planDim(context, dim));
-    cuda::TensorRef ref = cuda::contiguousTensor(context, "weights", weightOffset, stored, shape);
+    cuda::TensorRef ref = cuda::contiguousTensor(context, stepplan::kWeightsBuffer, weightOffset, stored, shape);
     weightOffset += type.getNumElements() * elementBytes(stored);
     return ref;
   }
@@ -364,9 +368,9 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
         return op->emitOpError("computes ") << element << "; the model must be f32 before lowering";
       int64_t features = 1;
       for (int64_t dim : tensor.getShape().drop_front()) features *= dim;
-      StringRef rows = perSequence.contains(result) ? cuda::kSeqsSymbol : cuda::kTokensSymbol;
+      StringRef rows = perSequence.contains(result) ? stepplan::kSeqsSymbol : stepplan::kTokensSymbol;
       cuda::TensorRef view = cuda::contiguousTensor(
-          context, "workspace", offset, element,
+          context, stepplan::kWorkspaceBuffer, offset, element,
           {cuda::planDim(context, rows), cuda::planDim(context, features)});
       refs[result] = view;
       outputs.push_back(view);

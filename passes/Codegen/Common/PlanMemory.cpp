@@ -49,7 +49,7 @@ bool isUpdatedPool(Value result) {
 /// Whether `op`'s results need no workspace: weights, the pool (written in
 /// place) and the logits (written to the step's output).
 bool needsNoBuffer(Operation *op) {
-  return isa<onnx::ConstantOp, onnx::NoneOp, llm::DequantizeOp, llm::PagedKvWriteOp,
+  return isa<llm::ConstantOp, llm::DequantizeOp, llm::PagedKvWriteOp,
              llm::LogitsOp, func::ReturnOp>(op);
 }
 

@@ -1,7 +1,6 @@
 //===- StepData.cpp - what target lowerings read off the planned step -----===//
 #include "passes/Codegen/Common/StepData.h"
 
-#include "dialects/onnx/OnnxDialect.h"
 #include "passes/Serving/StepFunction.h"
 #include "llmc/Support/ElementsData.h"
 
@@ -18,12 +17,12 @@ namespace llmc::codegen {
 /// row, q packed low bits first.
 FailureOr<ElementsAttr> dequantizeConstant(llm::DequantizeOp op) {
   auto constantOf = [](Value value) -> ElementsAttr {
-    auto constant = value.getDefiningOp<onnx::ConstantOp>();
+    auto constant = value ? value.getDefiningOp<llm::ConstantOp>() : nullptr;
     return constant ? dyn_cast<ElementsAttr>(constant.getValue()) : nullptr;
   };
   ElementsAttr data = constantOf(op.getData()), scales = constantOf(op.getScales());
   ElementsAttr zeroPoints = constantOf(op.getZeroPoints());
-  bool hasZeroPoints = !isa<NoneType>(op.getZeroPoints().getType());
+  bool hasZeroPoints = static_cast<bool>(op.getZeroPoints());
   auto resultType = dyn_cast<RankedTensorType>(op.getType());
   if (!data || !scales || (hasZeroPoints && !zeroPoints) || !resultType ||
       !resultType.hasStaticShape() || resultType.getRank() != 2)
@@ -81,7 +80,7 @@ FailureOr<ElementsAttr> dequantizeConstant(llm::DequantizeOp op) {
 FailureOr<ElementsAttr> weightConstant(Value value, StringRef target) {
   Operation *def = value.getDefiningOp();
   ElementsAttr data;
-  if (auto constant = dyn_cast_or_null<onnx::ConstantOp>(def)) {
+  if (auto constant = dyn_cast_or_null<llm::ConstantOp>(def)) {
     data = dyn_cast<ElementsAttr>(constant.getValue());
   } else if (auto dequantize = dyn_cast_or_null<llm::DequantizeOp>(def)) {
     auto unpacked = dequantizeConstant(dequantize);

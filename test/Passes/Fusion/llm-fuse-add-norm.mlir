@@ -11,7 +11,7 @@
 //   CHECK-NOT:   llm.add
 //       CHECK:   return %[[SUM]], %[[NORMED]]
 func.func @rms(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
-  %w = onnx.Constant dense<1.0> : tensor<8xf32>
+  %w = llm.constant dense<1.0> : tensor<8xf32>
   %sum = llm.add %a, %b : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   %n = llm.rms_norm %sum, %w {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   return %sum, %n : tensor<?x8xf32>, tensor<?x8xf32>
@@ -22,14 +22,14 @@ func.func @rms(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> (tensor<?x8xf32>, te
 // LayerNorm too, with and without a bias; the weight defined after the add
 // is moved before it.
 // CHECK-LABEL: func.func @layer
-//   CHECK-DAG:   %[[BIAS:.*]] = onnx.Constant dense<5.000000e-01>
-//   CHECK-DAG:   %[[W:.*]] = onnx.Constant dense<1.000000e+00>
+//   CHECK-DAG:   %[[BIAS:.*]] = llm.constant dense<5.000000e-01>
+//   CHECK-DAG:   %[[W:.*]] = llm.constant dense<1.000000e+00>
 //       CHECK:   %{{.*}}, %[[N:.*]] = llm.add_layer_norm %{{.*}}, %{{.*}}, %[[W]], %[[BIAS]]
 //       CHECK:   return %[[N]]
 func.func @layer(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> tensor<?x8xf32> {
-  %bias = onnx.Constant dense<0.5> : tensor<8xf32>
+  %bias = llm.constant dense<0.5> : tensor<8xf32>
   %sum = llm.add %a, %b : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
-  %w = onnx.Constant dense<1.0> : tensor<8xf32>
+  %w = llm.constant dense<1.0> : tensor<8xf32>
   %n = llm.layer_norm %sum, %w, %bias {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   return %n : tensor<?x8xf32>
 }
@@ -47,7 +47,7 @@ func.func @layer(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> tensor<?x8xf32> {
 //       CHECK:   llm.rms_norm
 //   CHECK-NOT:   llm.add_rms_norm
 func.func @not_fused(%a: tensor<?x8xf32>, %row: tensor<8xf32>, %w: tensor<8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
-  %c = onnx.Constant dense<1.0> : tensor<8xf32>
+  %c = llm.constant dense<1.0> : tensor<8xf32>
   %0 = llm.rms_norm %a, %c {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   %1 = llm.add %a, %row : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   %2 = llm.rms_norm %1, %c {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>

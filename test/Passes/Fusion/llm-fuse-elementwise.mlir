@@ -46,15 +46,14 @@ func.func @chain(%x: tensor<?x8xf32>, %up: tensor<?x8xf32>) -> tensor<?x8xf32> {
 // become extras.
 // CHECK-LABEL: func.func @into_gemm
 //  CHECK-SAME:   (%[[X:.*]]: tensor<?x8xf32>, %[[SCALE:.*]]: tensor<8xf32>)
-//       CHECK:   llm.fused_linear %[[X]], %{{.*}}, %{{.*}} extras(%[[SCALE]]) : tensor<?x8xf32>, tensor<8x8xf32>, none, tensor<8xf32> -> tensor<?x8xf32> {
+//       CHECK:   llm.fused_linear %[[X]], %{{.*}} extras(%[[SCALE]]) : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x8xf32> {
 //       CHECK:   ^bb0(%[[ACC:.*]]: f32, %[[S:.*]]: f32):
 //       CHECK:     arith.maximumf %[[ACC]]
 //       CHECK:     arith.mulf %{{.*}}, %[[S]]
 //   CHECK-NOT:   llm.elementwise
 func.func @into_gemm(%x: tensor<?x8xf32>, %scale: tensor<8xf32>) -> tensor<?x8xf32> {
-  %none = onnx.None
-  %w = onnx.Constant dense<1.0> : tensor<8x8xf32>
-  %p = llm.linear %x, %w, %none : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
+  %w = llm.constant dense<1.0> : tensor<8x8xf32>
+  %p = llm.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %relu = llm.elementwise %p : (tensor<?x8xf32>) -> tensor<?x8xf32> {
   ^bb0(%v: f32):
     %z = arith.constant 0.0 : f32

@@ -5,8 +5,8 @@
 // columns side by side), split back into the three results.
 // CHECK-LABEL: func.func @qkv
 //  CHECK-SAME:   (%[[X:.*]]: tensor<?x32xf32>)
-//       CHECK:   %[[W:.*]] = onnx.Constant dense_resource<fused> : tensor<32x64xf32>
-//       CHECK:   %[[P:.*]] = llm.linear %[[X]], %[[W]], %{{.*}} : (tensor<?x32xf32>, tensor<32x64xf32>, none) -> tensor<?x64xf32>
+//       CHECK:   %[[W:.*]] = llm.constant dense_resource<fused> : tensor<32x64xf32>
+//       CHECK:   %[[P:.*]] = llm.linear %[[X]], %[[W]] : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
 //       CHECK:   %[[S:.*]]:3 = llm.split %[[P]] {sizes = array<i64: 32, 16, 16>}
 //       CHECK:   return %[[S]]#0, %[[S]]#1, %[[S]]#2
 //   CHECK-NOT:   llm.linear
@@ -15,13 +15,12 @@
 //       NARROW:   llm.split %{{.*}} {sizes = array<i64: 32, 16>}
 //       NARROW:   llm.linear %{{.*}} -> tensor<?x16xf32>
 func.func @qkv(%x: tensor<?x32xf32>) -> (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) {
-  %none = onnx.None
-  %wq = onnx.Constant dense<1.0> : tensor<32x32xf32>
-  %wk = onnx.Constant dense<2.0> : tensor<32x16xf32>
-  %wv = onnx.Constant dense<3.0> : tensor<32x16xf32>
-  %q = llm.linear %x, %wq, %none : (tensor<?x32xf32>, tensor<32x32xf32>, none) -> tensor<?x32xf32>
-  %k = llm.linear %x, %wk, %none : (tensor<?x32xf32>, tensor<32x16xf32>, none) -> tensor<?x16xf32>
-  %v = llm.linear %x, %wv, %none : (tensor<?x32xf32>, tensor<32x16xf32>, none) -> tensor<?x16xf32>
+  %wq = llm.constant dense<1.0> : tensor<32x32xf32>
+  %wk = llm.constant dense<2.0> : tensor<32x16xf32>
+  %wv = llm.constant dense<3.0> : tensor<32x16xf32>
+  %q = llm.linear %x, %wq : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  %k = llm.linear %x, %wk : (tensor<?x32xf32>, tensor<32x16xf32>) -> tensor<?x16xf32>
+  %v = llm.linear %x, %wv : (tensor<?x32xf32>, tensor<32x16xf32>) -> tensor<?x16xf32>
   return %q, %k, %v : tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>
 }
 
@@ -29,15 +28,15 @@ func.func @qkv(%x: tensor<?x32xf32>) -> (tensor<?x32xf32>, tensor<?x16xf32>, ten
 
 // Transposed ([out, in]) weights join along their rows, biases too.
 // CHECK-LABEL: func.func @transposed_with_bias
-//       CHECK:   %[[W:.*]] = onnx.Constant dense_resource<fused> : tensor<24x8xf32>
-//       CHECK:   %[[B:.*]] = onnx.Constant dense_resource<fused{{.*}}> : tensor<24xf32>
+//       CHECK:   %[[W:.*]] = llm.constant dense_resource<fused> : tensor<24x8xf32>
+//       CHECK:   %[[B:.*]] = llm.constant dense_resource<fused{{.*}}> : tensor<24xf32>
 //       CHECK:   llm.linear %{{.*}}, %[[W]], %[[B]] {transpose_weight}
 //       CHECK:   llm.split {{.*}} {sizes = array<i64: 16, 8>}
 func.func @transposed_with_bias(%x: tensor<?x8xf32>) -> (tensor<?x16xf32>, tensor<?x8xf32>) {
-  %wg = onnx.Constant dense<1.0> : tensor<16x8xf32>
-  %wu = onnx.Constant dense<2.0> : tensor<8x8xf32>
-  %bg = onnx.Constant dense<0.5> : tensor<16xf32>
-  %bu = onnx.Constant dense<0.25> : tensor<8xf32>
+  %wg = llm.constant dense<1.0> : tensor<16x8xf32>
+  %wu = llm.constant dense<2.0> : tensor<8x8xf32>
+  %bg = llm.constant dense<0.5> : tensor<16xf32>
+  %bu = llm.constant dense<0.25> : tensor<8xf32>
   %g = llm.linear %x, %wg, %bg {transpose_weight} : (tensor<?x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<?x16xf32>
   %u = llm.linear %x, %wu, %bu {transpose_weight} : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   return %g, %u : tensor<?x16xf32>, tensor<?x8xf32>
@@ -52,13 +51,12 @@ func.func @transposed_with_bias(%x: tensor<?x8xf32>) -> (tensor<?x16xf32>, tenso
 //   CHECK-COUNT-5: llm.linear
 //   CHECK-NOT:   llm.split
 func.func @not_joinable(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>, %w: tensor<8x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
-  %none = onnx.None
-  %c = onnx.Constant dense<1.0> : tensor<8x8xf32>
-  %b = onnx.Constant dense<1.0> : tensor<8xf32>
-  %0 = llm.linear %x, %c, %none : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
-  %1 = llm.linear %y, %c, %none : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
+  %c = llm.constant dense<1.0> : tensor<8x8xf32>
+  %b = llm.constant dense<1.0> : tensor<8xf32>
+  %0 = llm.linear %x, %c : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %1 = llm.linear %y, %c : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %2 = llm.linear %x, %c, %b : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
-  %3 = llm.linear %x, %c, %none {transpose_weight} : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
-  %4 = llm.linear %x, %w, %none : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
+  %3 = llm.linear %x, %c {transpose_weight} : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %4 = llm.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   return %0, %1, %2, %3, %4 : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
 }

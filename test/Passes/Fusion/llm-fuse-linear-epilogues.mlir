@@ -8,7 +8,7 @@
 // epilogue is silu(gate) * up.
 // CHECK-LABEL: func.func @swiglu_halves
 //  CHECK-SAME:   (%[[X:.*]]: tensor<?x8xf32>)
-//       CHECK:   %[[Y:.*]] = llm.fused_linear %[[X]], %{{.*}}, %{{.*}} {gated} : tensor<?x8xf32>, tensor<8x32xf32>, none -> tensor<?x16xf32> {
+//       CHECK:   %[[Y:.*]] = llm.fused_linear %[[X]], %{{.*}} {gated} : (tensor<?x8xf32>, tensor<8x32xf32>) -> tensor<?x16xf32> {
 //       CHECK:   ^bb0(%[[G:.*]]: f32, %[[U:.*]]: f32):
 //       CHECK:     %[[NEG:.*]] = arith.negf %[[G]]
 //       CHECK:     math.exp %[[NEG]]
@@ -24,9 +24,8 @@
 //       NOGATE:   llm.split
 //       NOGATE:   llm.swiglu
 func.func @swiglu_halves(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
-  %none = onnx.None
-  %w = onnx.Constant dense<1.0> : tensor<8x32xf32>
-  %p = llm.linear %x, %w, %none : (tensor<?x8xf32>, tensor<8x32xf32>, none) -> tensor<?x32xf32>
+  %w = llm.constant dense<1.0> : tensor<8x32xf32>
+  %p = llm.linear %x, %w : (tensor<?x8xf32>, tensor<8x32xf32>) -> tensor<?x32xf32>
   %s:2 = llm.split %p {sizes = array<i64: 16, 16>} : (tensor<?x32xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>)
   %y = llm.swiglu %s#0, %s#1 : (tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
   return %y : tensor<?x16xf32>
@@ -36,14 +35,13 @@ func.func @swiglu_halves(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
 
 // SwiGLU of two separate linears of one input: their weights are joined.
 // CHECK-LABEL: func.func @swiglu_two_linears
-//       CHECK:   %[[W:.*]] = onnx.Constant dense_resource<fused> : tensor<32x8xf32>
-//       CHECK:   llm.fused_linear %{{.*}}, %[[W]], %{{.*}} {gated, transpose_weight}
+//       CHECK:   %[[W:.*]] = llm.constant dense_resource<fused> : tensor<32x8xf32>
+//       CHECK:   llm.fused_linear %{{.*}}, %[[W]] {gated, transpose_weight}
 func.func @swiglu_two_linears(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
-  %none = onnx.None
-  %wg = onnx.Constant dense<1.0> : tensor<16x8xf32>
-  %wu = onnx.Constant dense<2.0> : tensor<16x8xf32>
-  %g = llm.linear %x, %wg, %none {transpose_weight} : (tensor<?x8xf32>, tensor<16x8xf32>, none) -> tensor<?x16xf32>
-  %u = llm.linear %x, %wu, %none {transpose_weight} : (tensor<?x8xf32>, tensor<16x8xf32>, none) -> tensor<?x16xf32>
+  %wg = llm.constant dense<1.0> : tensor<16x8xf32>
+  %wu = llm.constant dense<2.0> : tensor<16x8xf32>
+  %g = llm.linear %x, %wg {transpose_weight} : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  %u = llm.linear %x, %wu {transpose_weight} : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
   %y = llm.swiglu %g, %u : (tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
   return %y : tensor<?x16xf32>
 }
@@ -54,7 +52,7 @@ func.func @swiglu_two_linears(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
 // epilogue takes the bias-added accumulator and the residual.
 // CHECK-LABEL: func.func @gelu_residual
 //  CHECK-SAME:   (%[[X:.*]]: tensor<?x8xf32>, %[[R:.*]]: tensor<?x8xf32>)
-//       CHECK:   llm.fused_linear %[[X]], %{{.*}}, %[[B:.*]] extras(%[[R]]) : tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<?x8xf32> -> tensor<?x8xf32> {
+//       CHECK:   llm.fused_linear %[[X]], %{{.*}} bias(%{{.*}}) extras(%[[R]]) : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32> {
 //       CHECK:   ^bb0(%[[ACC:.*]]: f32, %[[RES:.*]]: f32):
 //       CHECK:     math.erf
 //       CHECK:     %[[G:.*]] = arith.mulf
@@ -63,8 +61,8 @@ func.func @swiglu_two_linears(%x: tensor<?x8xf32>) -> tensor<?x16xf32> {
 //   CHECK-NOT:   llm.gelu
 //   CHECK-NOT:   llm.add
 func.func @gelu_residual(%x: tensor<?x8xf32>, %r: tensor<?x8xf32>) -> tensor<?x8xf32> {
-  %w = onnx.Constant dense<1.0> : tensor<8x8xf32>
-  %b = onnx.Constant dense<0.5> : tensor<8xf32>
+  %w = llm.constant dense<1.0> : tensor<8x8xf32>
+  %b = llm.constant dense<0.5> : tensor<8xf32>
   %p = llm.linear %x, %w, %b : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   %a = llm.gelu %p : (tensor<?x8xf32>) -> tensor<?x8xf32>
   %y = llm.add %a, %r : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
@@ -75,12 +73,12 @@ func.func @gelu_residual(%x: tensor<?x8xf32>, %r: tensor<?x8xf32>) -> tensor<?x8
 
 // A bias alone goes into the epilogue; an identity body yields the sum.
 // CHECK-LABEL: func.func @bias
-//       CHECK:   llm.fused_linear %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32> -> tensor<?x8xf32> {
+//       CHECK:   llm.fused_linear %{{.*}}, %{{.*}} bias(%{{.*}}) : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x8xf32> {
 //  CHECK-NEXT:   ^bb0(%[[ACC:.*]]: f32):
 //  CHECK-NEXT:     llm.yield %[[ACC]] : f32
 func.func @bias(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
-  %w = onnx.Constant dense<1.0> : tensor<8x8xf32>
-  %b = onnx.Constant dense<0.5> : tensor<8xf32>
+  %w = llm.constant dense<1.0> : tensor<8x8xf32>
+  %b = llm.constant dense<0.5> : tensor<8xf32>
   %p = llm.linear %x, %w, %b : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   return %p : tensor<?x8xf32>
 }
@@ -95,12 +93,11 @@ func.func @bias(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
 //       CHECK:   llm.silu
 //       CHECK:   llm.swiglu
 func.func @not_fused(%x: tensor<?x8xf32>, %z: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
-  %none = onnx.None
-  %w = onnx.Constant dense<1.0> : tensor<8x8xf32>
-  %p = llm.linear %x, %w, %none : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
+  %w = llm.constant dense<1.0> : tensor<8x8xf32>
+  %p = llm.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %a = llm.silu %p : (tensor<?x8xf32>) -> tensor<?x8xf32>
   %b = llm.silu %x : (tensor<?x8xf32>) -> tensor<?x8xf32>
-  %g = llm.linear %z, %w, %none : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
+  %g = llm.linear %z, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %c = llm.swiglu %g, %x : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %p, %a, %b, %c : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
 }

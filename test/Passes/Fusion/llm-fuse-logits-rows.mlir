@@ -16,14 +16,13 @@
 //       CHECK:   llm.logits %[[NORM]]
 //   CHECK-NOT:   llm.gather_rows
 func.func @head(%h: tensor<?x8xf32>, %idx: tensor<?xi32>) -> tensor<?x16xf32> {
-  %none = onnx.None
-  %w1 = onnx.Constant dense<1.0> : tensor<8x8xf32>
-  %w2 = onnx.Constant dense<2.0> : tensor<8x8xf32>
-  %g = onnx.Constant dense<1.0> : tensor<8xf32>
-  %head = onnx.Constant dense<1.0> : tensor<8x16xf32>
-  %up = llm.linear %h, %w1, %none : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
+  %w1 = llm.constant dense<1.0> : tensor<8x8xf32>
+  %w2 = llm.constant dense<2.0> : tensor<8x8xf32>
+  %g = llm.constant dense<1.0> : tensor<8xf32>
+  %head = llm.constant dense<1.0> : tensor<8x16xf32>
+  %up = llm.linear %h, %w1 : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %act = llm.silu %up : (tensor<?x8xf32>) -> tensor<?x8xf32>
-  %down = llm.linear %act, %w2, %none : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
+  %down = llm.linear %act, %w2 : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %sum = llm.add %h, %down : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   %norm = llm.rms_norm %sum, %g {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   %rows = llm.gather_rows %norm, %idx : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
@@ -41,7 +40,7 @@ func.func @head(%h: tensor<?x8xf32>, %idx: tensor<?xi32>) -> tensor<?x16xf32> {
 //       CHECK:   llm.merge_heads
 //       CHECK:   llm.gather_rows
 func.func @stays(%x: tensor<?x8xf32>, %idx: tensor<?xi32>, %heads: tensor<?x2x4xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) {
-  %g = onnx.Constant dense<1.0> : tensor<8xf32>
+  %g = llm.constant dense<1.0> : tensor<8xf32>
   %norm = llm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   %rows = llm.gather_rows %norm, %idx : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
   %merged = llm.merge_heads %heads : (tensor<?x2x4xf32>) -> tensor<?x8xf32>
@@ -61,9 +60,8 @@ func.func @stays(%x: tensor<?x8xf32>, %idx: tensor<?xi32>, %heads: tensor<?x2x4x
 //       CHECK:   llm.mul %[[GATE]], %[[S]]
 //   CHECK-NOT:   llm.gather_rows
 func.func @read_twice(%x: tensor<?x8xf32>, %idx: tensor<?xi32>) -> tensor<?x8xf32> {
-  %none = onnx.None
-  %w = onnx.Constant dense<1.0> : tensor<8x8xf32>
-  %gate = llm.linear %x, %w, %none : (tensor<?x8xf32>, tensor<8x8xf32>, none) -> tensor<?x8xf32>
+  %w = llm.constant dense<1.0> : tensor<8x8xf32>
+  %gate = llm.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
   %s = llm.silu %gate : (tensor<?x8xf32>) -> tensor<?x8xf32>
   %m = llm.mul %gate, %s : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   %rows = llm.gather_rows %m, %idx : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>

@@ -8,13 +8,13 @@
 // rotated query to the attention and the updated pool to what follows.
 // CHECK-LABEL: func.func @layer
 //  CHECK-SAME:   (%[[POOL:[^:]*]]: {{.*}}, %[[Q:[^:]*]]: {{.*}}, %[[K:[^:]*]]: {{.*}}, %[[V:[^:]*]]: {{.*}}, %[[POS:[^:]*]]: {{.*}}, %[[SLOTS:[^:]*]]: {{.*}}, %[[TABLES:[^:]*]]: {{.*}}, %[[LENS:[^:]*]]: {{.*}}, %[[CU:[^:]*]]: {{.*}})
-//       CHECK:   %[[ROTATED:.*]], %[[UPDATED:.*]] = llm.rope_paged_kv_write %[[POOL]], %[[Q]], %[[K]], %[[V]], %[[SLOTS]], %[[POS]], %{{.*}}, %{{.*}}, %{{.*}} {layer = 0 : i64}
+//       CHECK:   %[[ROTATED:.*]], %[[UPDATED:.*]] = llm.rope_paged_kv_write %[[POOL]], %[[Q]], %[[K]], %[[V]], %[[SLOTS]], %[[POS]] inv_freq(%{{.*}}) {layer = 0 : i64}
 //   CHECK-NOT:   llm.rope
 //   CHECK-NOT:   llm.paged_kv_write
 //       CHECK:   llm.paged_attention %[[ROTATED]], %[[UPDATED]]
 //       CHECK:   return %{{.*}}, %[[UPDATED]]
 func.func @layer(%pool: tensor<1x?x2x2x16x16xf32>, %q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %pos: tensor<?xi32>, %slots: tensor<?xi32>, %tables: tensor<?x?xi32>, %lens: tensor<?xi32>, %cu: tensor<?xi32>) -> (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>) {
-  %freq = onnx.Constant dense<1.0> : tensor<8xf32>
+  %freq = llm.constant dense<1.0> : tensor<8xf32>
   %qr = llm.rope %q, %pos, %freq : (tensor<?x4x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x4x16xf32>
   %kr = llm.rope %k, %pos, %freq : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
   %p = llm.paged_kv_write %pool, %kr, %v, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
@@ -26,10 +26,10 @@ func.func @layer(%pool: tensor<1x?x2x2x16x16xf32>, %q: tensor<?x4x16xf32>, %k: t
 
 // Cached cos/sin tables are carried over; interleaving too.
 // CHECK-LABEL: func.func @cached
-//       CHECK:   llm.rope_paged_kv_write {{.*}} {interleaved, layer = 0 : i64} : ({{.*}}, none, tensor<64x8xf32>, tensor<64x8xf32>)
+//       CHECK:   llm.rope_paged_kv_write {{.*}} cos_sin(%{{.*}}, %{{.*}}) {interleaved, layer = 0 : i64} : ({{.*}}, tensor<?xi32>, tensor<64x8xf32>, tensor<64x8xf32>)
 func.func @cached(%pool: tensor<1x?x2x2x16x16xf32>, %q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %pos: tensor<?xi32>, %slots: tensor<?xi32>, %tables: tensor<?x?xi32>, %lens: tensor<?xi32>, %cu: tensor<?xi32>) -> tensor<?x4x16xf32> {
-  %cos = onnx.Constant dense<1.0> : tensor<64x8xf32>
-  %sin = onnx.Constant dense<0.0> : tensor<64x8xf32>
+  %cos = llm.constant dense<1.0> : tensor<64x8xf32>
+  %sin = llm.constant dense<0.0> : tensor<64x8xf32>
   %qr = llm.rope_cached %q, %pos, %cos, %sin {interleaved} : (tensor<?x4x16xf32>, tensor<?xi32>, tensor<64x8xf32>, tensor<64x8xf32>) -> tensor<?x4x16xf32>
   %kr = llm.rope_cached %k, %pos, %cos, %sin {interleaved} : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<64x8xf32>, tensor<64x8xf32>) -> tensor<?x2x16xf32>
   %p = llm.paged_kv_write %pool, %kr, %v, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
@@ -48,8 +48,8 @@ func.func @cached(%pool: tensor<1x?x2x2x16x16xf32>, %q: tensor<?x4x16xf32>, %k: 
 //       CHECK:   llm.paged_kv_write
 //   CHECK-NOT:   llm.rope_paged_kv_write
 func.func @not_fused(%pool: tensor<3x?x2x2x16x16xf32>, %q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %pos: tensor<?xi32>, %slots: tensor<?xi32>, %tables: tensor<?x?xi32>, %lens: tensor<?xi32>, %cu: tensor<?xi32>) -> (tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?x2x16xf32>) {
-  %freq = onnx.Constant dense<1.0> : tensor<8xf32>
-  %other = onnx.Constant dense<2.0> : tensor<8xf32>
+  %freq = llm.constant dense<1.0> : tensor<8xf32>
+  %other = llm.constant dense<2.0> : tensor<8xf32>
   %qr = llm.rope %q, %pos, %other : (tensor<?x4x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x4x16xf32>
   %kr = llm.rope %k, %pos, %freq : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
   %p0 = llm.paged_kv_write %pool, %kr, %v, %slots {layer = 0 : i64} : (tensor<3x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<3x?x2x2x16x16xf32>

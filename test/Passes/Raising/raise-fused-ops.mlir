@@ -6,8 +6,8 @@
 // appended.
 // CHECK-LABEL: func.func @group_query_attention
 //  CHECK-SAME:   (%[[Q:[^:]*]]: tensor<1x3x128xf32>, %[[K:[^:]*]]: tensor<1x3x32xf32>, %[[V:[^:]*]]: tensor<1x3x32xf32>, %[[PK:[^:]*]]: tensor<1x2x4x16xf32>, %[[PV:[^:]*]]: tensor<1x2x4x16xf32>, %[[M:[^:]*]]: tensor<1x7xi64>
-//   CHECK-DAG:   %[[COS:.*]] = onnx.Constant dense<1.000000e+00> : tensor<32x8xf32>
-//   CHECK-DAG:   %[[SIN:.*]] = onnx.Constant dense<0.000000e+00> : tensor<32x8xf32>
+//   CHECK-DAG:   %[[COS:.*]] = llm.constant dense<1.000000e+00> : tensor<32x8xf32>
+//   CHECK-DAG:   %[[SIN:.*]] = llm.constant dense<0.000000e+00> : tensor<32x8xf32>
 //       CHECK:   %[[QH:.*]] = llm.split_heads %[[Q]] {num_heads = 8 : i64}
 //       CHECK:   %[[KH:.*]] = llm.split_heads %[[K]] {num_heads = 2 : i64}
 //       CHECK:   %[[VH:.*]] = llm.split_heads %[[V]] {num_heads = 2 : i64}
@@ -67,7 +67,7 @@ func.func @group_query_attention_local_window(%q: tensor<1x3x128xf32>, %k: tenso
 //       CHECK:   llm.split_heads %{{.*}} {num_heads = 4 : i64}
 //       CHECK:   %[[KC:.*]] = llm.kv_concat
 //       CHECK:   %[[VC:.*]] = llm.kv_concat
-//       CHECK:   %[[A:.*]] = llm.attention %{{.*}}, %[[KC]], %[[VC]], %{{.*}} {causal, scale = 2.500000e-01 : f32}
+//       CHECK:   %[[A:.*]] = llm.attention %{{.*}}, %[[KC]], %[[VC]] {causal, scale = 2.500000e-01 : f32}
 //       CHECK:   %[[O:.*]] = llm.merge_heads %[[A]]
 //       CHECK:   return %[[O]], %[[KC]]
 func.func @attention_op(%q: tensor<1x3x64xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
@@ -144,8 +144,8 @@ func.func @skip_simplified_layer_norm_stats(%x: tensor<1x3x16xf32>, %residual: t
 
 // MatMulNBits: a linear layer over the dequantised [N, K] weight.
 // CHECK-LABEL: func.func @matmul_nbits
-//       CHECK:   %[[W:.*]] = llm.dequantize %{{.*}}, %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 32 : i64} : {{.*}} -> tensor<8x64xf32>
-//       CHECK:   llm.linear %{{.*}}, %[[W]], %{{.*}} {transpose_weight}
+//       CHECK:   %[[W:.*]] = llm.dequantize %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 32 : i64} : {{.*}} -> tensor<8x64xf32>
+//       CHECK:   llm.linear %{{.*}}, %[[W]] {transpose_weight}
 func.func @matmul_nbits(%x: tensor<1x3x64xf32>) -> tensor<1x3x8xf32> {
   %none = onnx.None
   %b = onnx.Constant dense<17> : tensor<8x2x16xui8>

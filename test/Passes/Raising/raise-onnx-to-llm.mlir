@@ -3,7 +3,7 @@
 // The decomposed RMSNorm torch.onnx writes becomes one llm.rms_norm.
 // CHECK-LABEL: func.func @rms_norm
 //  CHECK-SAME:   (%[[X:.*]]: tensor<2x8x16xf32>)
-//       CHECK:   %[[W:.*]] = onnx.Constant
+//       CHECK:   %[[W:.*]] = llm.constant
 //       CHECK:   %[[N:.*]] = llm.rms_norm %[[X]], %[[W]] {epsilon = 9.99999974E-6 : f32}
 //   CHECK-NOT:   onnx.ReduceMean
 //       CHECK:   return %[[N]]
@@ -50,8 +50,8 @@ func.func @rms_norm_wrong_axis(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
 // MatMul by a constant weight and a bias add become one llm.linear.
 // CHECK-LABEL: func.func @linear_with_bias
 //  CHECK-SAME:   (%[[X:.*]]: tensor<2x8x16xf32>)
-//   CHECK-DAG:   %[[W:.*]] = onnx.Constant dense<1.000000e+00> : tensor<16x32xf32>
-//   CHECK-DAG:   %[[B:.*]] = onnx.Constant dense<2.000000e+00> : tensor<32xf32>
+//   CHECK-DAG:   %[[W:.*]] = llm.constant dense<1.000000e+00> : tensor<16x32xf32>
+//   CHECK-DAG:   %[[B:.*]] = llm.constant dense<2.000000e+00> : tensor<32xf32>
 //       CHECK:   llm.linear %[[X]], %[[W]], %[[B]] :
 func.func @linear_with_bias(%x: tensor<2x8x16xf32>) -> tensor<2x8x32xf32> {
   %w = onnx.Constant dense<1.0> : tensor<16x32xf32>
@@ -213,9 +213,15 @@ func.func @attention_with_bias(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32
 // -----
 
 // The LayerNorm torch.onnx decomposes before opset 17, with its bias folded in.
+// The constants it reads become llm.constant; no onnx op is left.
 // CHECK-LABEL: func.func @layer_norm
 //  CHECK-SAME:   (%[[X:.*]]: tensor<2x16xf32>)
-//       CHECK:   %[[N:.*]] = llm.layer_norm %[[X]], %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32}
+//   CHECK-NOT:   onnx.
+//       CHECK:   %[[W:.*]] = llm.constant dense<5.000000e-01> : tensor<16xf32>
+//       CHECK:   %[[B:.*]] = llm.constant dense<2.500000e-01> : tensor<16xf32>
+//   CHECK-NOT:   onnx.
+//       CHECK:   %[[N:.*]] = llm.layer_norm %[[X]], %[[W]], %[[B]] {epsilon = 9.99999974E-6 : f32}
+//   CHECK-NOT:   onnx.
 //       CHECK:   return %[[N]]
 func.func @layer_norm(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
   %axes = onnx.Constant dense<[-1]> : tensor<1xi64>
@@ -271,7 +277,7 @@ func.func @gelu(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
 // from an inv_freq constant and position_ids.
 // CHECK-LABEL: func.func @rope
 //  CHECK-SAME:   (%[[X:[^:]*]]: tensor<1x2x3x8xf32>, %[[P:[^:]*]]: tensor<1x3xi64>)
-//       CHECK:   %[[F:.*]] = onnx.Constant dense<[1.000000e+00, 1.000000e-01, 0.00999999977, 1.000000e-03]> : tensor<4xf32>
+//       CHECK:   %[[F:.*]] = llm.constant dense<[1.000000e+00, 1.000000e-01, 0.00999999977, 1.000000e-03]> : tensor<4xf32>
 //       CHECK:   %[[R:.*]] = llm.rope %[[X]], %[[P]], %[[F]]
 //       CHECK:   return %[[R]]
 func.func @rope(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor<1x2x3x8xf32> {

@@ -7,13 +7,12 @@
 // CHECK-LABEL: func.func @grouped
 //  CHECK-SAME:   (%[[Q:[^:]*]]: tensor<1x8x3x16xf32>, %[[K:[^:]*]]: tensor<1x2x3x16xf32>, %[[V:[^:]*]]: tensor<1x2x3x16xf32>
 //   CHECK-NOT:   llm.repeat_kv
-//       CHECK:   %[[A:.*]] = llm.attention %[[Q]], %[[K]], %[[V]], %{{.*}} {causal, scale = 2.500000e-01 : f32} : (tensor<1x8x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>, none)
+//       CHECK:   %[[A:.*]] = llm.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 2.500000e-01 : f32} : (tensor<1x8x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>)
 //       CHECK:   return %[[A]]
 func.func @grouped(%q: tensor<1x8x3x16xf32>, %k: tensor<1x2x3x16xf32>, %v: tensor<1x2x3x16xf32>) -> tensor<1x8x3x16xf32> {
-  %none = onnx.None
   %kr = llm.repeat_kv %k {repeats = 4 : i64} : (tensor<1x2x3x16xf32>) -> tensor<1x8x3x16xf32>
   %vr = llm.repeat_kv %v {repeats = 4 : i64} : (tensor<1x2x3x16xf32>) -> tensor<1x8x3x16xf32>
-  %a = llm.attention %q, %kr, %vr, %none {causal, scale = 0.25 : f32} : (tensor<1x8x3x16xf32>, tensor<1x8x3x16xf32>, tensor<1x8x3x16xf32>, none) -> tensor<1x8x3x16xf32>
+  %a = llm.attention %q, %kr, %vr {causal, scale = 0.25 : f32} : (tensor<1x8x3x16xf32>, tensor<1x8x3x16xf32>, tensor<1x8x3x16xf32>) -> tensor<1x8x3x16xf32>
   return %a : tensor<1x8x3x16xf32>
 }
 
@@ -22,12 +21,11 @@ func.func @grouped(%q: tensor<1x8x3x16xf32>, %k: tensor<1x2x3x16xf32>, %v: tenso
 // MQA is the same op with one KV head.
 // CHECK-LABEL: func.func @multi_query
 //   CHECK-NOT:   llm.repeat_kv
-//       CHECK:   llm.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {{.*}} : (tensor<1x4x3x16xf32>, tensor<1x1x3x16xf32>, tensor<1x1x3x16xf32>, none)
+//       CHECK:   llm.attention %{{.*}}, %{{.*}}, %{{.*}} {{.*}} : (tensor<1x4x3x16xf32>, tensor<1x1x3x16xf32>, tensor<1x1x3x16xf32>)
 func.func @multi_query(%q: tensor<1x4x3x16xf32>, %k: tensor<1x1x3x16xf32>, %v: tensor<1x1x3x16xf32>) -> tensor<1x4x3x16xf32> {
-  %none = onnx.None
   %kr = llm.repeat_kv %k {repeats = 4 : i64} : (tensor<1x1x3x16xf32>) -> tensor<1x4x3x16xf32>
   %vr = llm.repeat_kv %v {repeats = 4 : i64} : (tensor<1x1x3x16xf32>) -> tensor<1x4x3x16xf32>
-  %a = llm.attention %q, %kr, %vr, %none {causal, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, none) -> tensor<1x4x3x16xf32>
+  %a = llm.attention %q, %kr, %vr {causal, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
   return %a : tensor<1x4x3x16xf32>
 }
 
@@ -38,9 +36,8 @@ func.func @multi_query(%q: tensor<1x4x3x16xf32>, %k: tensor<1x1x3x16xf32>, %v: t
 //       CHECK:   %[[KR:.*]] = llm.repeat_kv
 //       CHECK:   llm.attention %{{.*}}, %[[KR]], %{{.*}}
 func.func @only_keys_widened(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16xf32>, %v: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
-  %none = onnx.None
   %kr = llm.repeat_kv %k {repeats = 2 : i64} : (tensor<1x2x3x16xf32>) -> tensor<1x4x3x16xf32>
-  %a = llm.attention %q, %kr, %v, %none {causal, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, none) -> tensor<1x4x3x16xf32>
+  %a = llm.attention %q, %kr, %v {causal, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
   return %a : tensor<1x4x3x16xf32>
 }
 
@@ -51,9 +48,8 @@ func.func @only_keys_widened(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16xf32>,
 //  CHECK-COUNT-2:   llm.repeat_kv
 //       CHECK:   llm.attention
 func.func @different_repeats(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16xf32>, %v: tensor<1x1x3x16xf32>) -> tensor<1x4x3x16xf32> {
-  %none = onnx.None
   %kr = llm.repeat_kv %k {repeats = 2 : i64} : (tensor<1x2x3x16xf32>) -> tensor<1x4x3x16xf32>
   %vr = llm.repeat_kv %v {repeats = 4 : i64} : (tensor<1x1x3x16xf32>) -> tensor<1x4x3x16xf32>
-  %a = llm.attention %q, %kr, %vr, %none {causal, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, none) -> tensor<1x4x3x16xf32>
+  %a = llm.attention %q, %kr, %vr {causal, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
   return %a : tensor<1x4x3x16xf32>
 }

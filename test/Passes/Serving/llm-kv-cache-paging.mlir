@@ -11,7 +11,7 @@
 //       CHECK:   %[[QR:.*]] = llm.rope %{{.*}}, %[[POS]]
 //       CHECK:   %[[KR:.*]] = llm.rope %{{.*}}, %[[POS]]
 //       CHECK:   %[[W:.*]] = llm.paged_kv_write %[[POOL]], %[[KR]], %{{.*}}, %[[SLOT]] {layer = 0 : i64}
-//       CHECK:   %[[A:.*]] = llm.paged_attention %[[QR]], %[[W]], %[[BT]], %[[CTX]], %{{.*}} {layer = 0 : i64, scale = 2.500000e-01 : f32}
+//       CHECK:   %[[A:.*]] = llm.paged_attention %[[QR]], %[[W]], %[[BT]], %[[CTX]] {layer = 0 : i64, scale = 2.500000e-01 : f32}
 //   CHECK-NOT:   llm.kv_concat
 //   CHECK-NOT:   llm.attention
 //       CHECK:   %[[L:.*]] = llm.logits
@@ -22,14 +22,13 @@ func.func @cached(%ids: tensor<?x?xi64> {onnx.name = "input_ids"}, %mask: tensor
                   %positions: tensor<?x?xi64> {onnx.name = "position_ids"},
                   %past_k: tensor<?x2x?x16xf32>, %past_v: tensor<?x2x?x16xf32>)
     -> (tensor<?x?x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) {
-  %none = onnx.None
-  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
-  %inv_freq = onnx.Constant dense<[1.0, 0.1, 0.01, 0.001, 0.0001, 0.00001, 0.000001, 0.0000001]> : tensor<8xf32>
-  %wq = onnx.Constant dense<0.1> : tensor<32x32xf32>
-  %wkv = onnx.Constant dense<0.1> : tensor<32x32xf32>
-  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %inv_freq = llm.constant dense<[1.0, 0.1, 0.01, 0.001, 0.0001, 0.00001, 0.000001, 0.0000001]> : tensor<8xf32>
+  %wq = llm.constant dense<0.1> : tensor<32x32xf32>
+  %wkv = llm.constant dense<0.1> : tensor<32x32xf32>
+  %head = llm.constant dense<0.2> : tensor<32x64xf32>
   %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
-  %q = llm.linear %e, %wq, %none : (tensor<?x?x32xf32>, tensor<32x32xf32>, none) -> tensor<?x?x32xf32>
+  %q = llm.linear %e, %wq : (tensor<?x?x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
   %k = llm.split_heads %q {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
   %v = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
   %qr = llm.rope %k, %positions, %inv_freq : (tensor<?x2x?x16xf32>, tensor<?x?xi64>, tensor<8xf32>) -> tensor<?x2x?x16xf32>
@@ -54,10 +53,9 @@ func.func @cached(%ids: tensor<?x?xi64> {onnx.name = "input_ids"}, %mask: tensor
 //       CHECK:   llm.paged_kv_write
 //       CHECK:   llm.paged_attention
 func.func @uncached(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
-  %none = onnx.None
-  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
-  %inv_freq = onnx.Constant dense<1.0> : tensor<8xf32>
-  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %inv_freq = llm.constant dense<1.0> : tensor<8xf32>
+  %head = llm.constant dense<0.2> : tensor<32x64xf32>
   %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
   %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
   %p = llm.position_ids %mask, %e : (tensor<?x?xi64>, tensor<?x?x32xf32>) -> tensor<?x?xi64>
@@ -71,13 +69,12 @@ func.func @uncached(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64>) -> tensor<?x?
 // -----
 
 func.func @not_causal(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
-  %none = onnx.None
-  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
-  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %head = llm.constant dense<0.2> : tensor<32x64xf32>
   %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
   %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
   // expected-error @+1 {{is not causal}}
-  %a = llm.attention %h, %h, %h, %none {scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, none) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %h, %h, %h {scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
   %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
   %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
   return %l : tensor<?x?x64xf32>
@@ -86,15 +83,14 @@ func.func @not_causal(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
 // -----
 
 func.func @widened(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
-  %none = onnx.None
-  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
-  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %head = llm.constant dense<0.2> : tensor<32x64xf32>
   %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
   %q = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
   %k = llm.split_heads %e {num_heads = 1 : i64} : (tensor<?x?x32xf32>) -> tensor<?x1x?x32xf32>
   %kr = llm.repeat_kv %q {repeats = 1 : i64} : (tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
   // expected-error @+1 {{keys are widened by llm.repeat_kv: run llm-gqa-rewrite first}}
-  %a = llm.attention %q, %kr, %q, %none {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, none) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %q, %kr, %q {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
   %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
   %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
   return %l : tensor<?x?x64xf32>
@@ -103,12 +99,11 @@ func.func @widened(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
 // -----
 
 func.func @extra_result(%ids: tensor<?x?xi64>) -> (tensor<?x?x64xf32>, tensor<?x?x32xf32>) {
-  %none = onnx.None
-  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
-  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %head = llm.constant dense<0.2> : tensor<32x64xf32>
   %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
   %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
-  %a = llm.attention %h, %h, %h, %none {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, none) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %h, %h, %h {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
   %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
   %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
   // expected-error @+1 {{must return the logits (llm.logits) and the present K/V only}}
@@ -118,9 +113,8 @@ func.func @extra_result(%ids: tensor<?x?xi64>) -> (tensor<?x?x64xf32>, tensor<?x
 // -----
 
 func.func @mask_read_elsewhere(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x?x64xf32> {
-  %none = onnx.None
-  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
-  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %head = llm.constant dense<0.2> : tensor<32x64xf32>
   %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
   // expected-error @+1 {{reads input 'attention_mask', which the paged step ABI replaces}}
   %e2 = llm.cast %mask : (tensor<?x?xi64>) -> tensor<?x?x32xf32>
@@ -135,13 +129,12 @@ func.func @mask_read_elsewhere(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64> {on
 // -----
 
 func.func @dynamic_head_dim(%ids: tensor<?x?xi64>, %k: tensor<?x2x?x?xf32>) -> tensor<?x?x64xf32> {
-  %none = onnx.None
-  %table = onnx.Constant dense<0.5> : tensor<64x32xf32>
-  %head = onnx.Constant dense<0.2> : tensor<32x64xf32>
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %head = llm.constant dense<0.2> : tensor<32x64xf32>
   %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
   %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
   // expected-error @+1 {{needs keys of static [batch, kv_heads, seq, head_dim] shape}}
-  %a = llm.attention %h, %k, %k, %none {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>, none) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %h, %k, %k {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x?xf32>, tensor<?x2x?x?xf32>) -> tensor<?x2x?x16xf32>
   %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
   %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
   return %l : tensor<?x?x64xf32>

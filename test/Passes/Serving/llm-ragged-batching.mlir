@@ -15,19 +15,18 @@
 //       CHECK:   %[[L:.*]] = llm.logits %[[ROWS]], %{{.*}} : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
 //       CHECK:   return %[[L]]
 func.func @paged(%arg0: tensor<?x?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?x?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "context_lens"}, %arg3: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg4: tensor<?x?xi32> {llmc.abi = "slot_mapping"}, %arg5: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x?x64xf32> {
-  %0 = onnx.None
-  %1 = onnx.Constant dense<5.000000e-01> : tensor<64x32xf32>
-  %2 = onnx.Constant dense<1.0> : tensor<8xf32>
-  %3 = onnx.Constant dense<1.000000e-01> : tensor<32x32xf32>
-  %4 = onnx.Constant dense<2.000000e-01> : tensor<32x64xf32>
+  %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %2 = llm.constant dense<1.0> : tensor<8xf32>
+  %3 = llm.constant dense<1.000000e-01> : tensor<32x32xf32>
+  %4 = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
   %5 = llm.embedding %1, %arg0 : (tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x32xf32>
-  %6 = llm.linear %5, %3, %0 : (tensor<?x?x32xf32>, tensor<32x32xf32>, none) -> tensor<?x?x32xf32>
+  %6 = llm.linear %5, %3 : (tensor<?x?x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
   %7 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
   %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
   %9 = llm.rope %7, %arg1, %2 : (tensor<?x2x?x16xf32>, tensor<?x?xi32>, tensor<8xf32>) -> tensor<?x2x?x16xf32>
   %10 = llm.rope %8, %arg1, %2 : (tensor<?x2x?x16xf32>, tensor<?x?xi32>, tensor<8xf32>) -> tensor<?x2x?x16xf32>
   %11 = llm.paged_kv_write %arg5, %10, %8, %arg4 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi32>) -> tensor<1x?x2x2x16x16xf32>
-  %12 = llm.paged_attention %9, %11, %arg3, %arg2, %0 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x?x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, none) -> tensor<?x2x?x16xf32>
+  %12 = llm.paged_attention %9, %11, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x?x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>) -> tensor<?x2x?x16xf32>
   %13 = llm.merge_heads %12 : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
   %14 = llm.logits %13, %4 : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
   return %14 : tensor<?x?x64xf32>
@@ -37,7 +36,7 @@ func.func @paged(%arg0: tensor<?x?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?x?
 
 // expected-error @+1 {{expects the paged [batch, seq] step that llm-kv-cache-paging makes}}
 func.func @not_paged(%ids: tensor<?x?xi64>) -> tensor<?x?x32xf32> {
-  %table = onnx.Constant dense<5.000000e-01> : tensor<64x32xf32>
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
   return %e : tensor<?x?x32xf32>
 }
@@ -46,8 +45,8 @@ func.func @not_paged(%ids: tensor<?x?xi64>) -> tensor<?x?x32xf32> {
 
 // An op that mixes tokens (here a leftover onnx op) cannot be made ragged.
 func.func @leftover(%arg0: tensor<?x?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?x?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "context_lens"}, %arg3: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg4: tensor<?x?xi32> {llmc.abi = "slot_mapping"}, %arg5: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x?x64xf32> {
-  %1 = onnx.Constant dense<5.000000e-01> : tensor<64x32xf32>
-  %4 = onnx.Constant dense<2.000000e-01> : tensor<32x64xf32>
+  %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %4 = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
   %5 = llm.embedding %1, %arg0 : (tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x32xf32>
   // expected-error @+1 {{is not token-wise}}
   %6 = onnx.Softmax %5 {axis = 1 : i64} : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>

@@ -29,26 +29,25 @@
 //       CHECK:     arith.mulf
 //       CHECK:     memref.store
 func.func @fused(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
-  %none = onnx.None
-  %table = onnx.Constant dense<5.000000e-01> : tensor<64x32xf32>
-  %freq = onnx.Constant dense<1.000000e+00> : tensor<8xf32>
-  %g = onnx.Constant dense<1.000000e+00> : tensor<32xf32>
-  %wqkv = onnx.Constant dense<1.000000e-01> : tensor<32x64xf32>
-  %wo = onnx.Constant dense<1.000000e-01> : tensor<32x32xf32>
-  %wgu = onnx.Constant dense<1.000000e-01> : tensor<32x128xf32>
-  %head = onnx.Constant dense<2.000000e-01> : tensor<64x64xf32>
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %freq = llm.constant dense<1.000000e+00> : tensor<8xf32>
+  %g = llm.constant dense<1.000000e+00> : tensor<32xf32>
+  %wqkv = llm.constant dense<1.000000e-01> : tensor<32x64xf32>
+  %wo = llm.constant dense<1.000000e-01> : tensor<32x32xf32>
+  %wgu = llm.constant dense<1.000000e-01> : tensor<32x128xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<64x64xf32>
   %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
-  %qkv = llm.linear %x, %wqkv, %none : (tensor<?x32xf32>, tensor<32x64xf32>, none) -> tensor<?x64xf32>
+  %qkv = llm.linear %x, %wqkv : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
   %parts:3 = llm.split %qkv {sizes = array<i64: 32, 16, 16>} : (tensor<?x64xf32>) -> (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>)
   %q = llm.split_heads %parts#0 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
   %k = llm.split_heads %parts#1 {num_heads = 1 : i64} : (tensor<?x16xf32>) -> tensor<?x1x16xf32>
   %v = llm.split_heads %parts#2 {num_heads = 1 : i64} : (tensor<?x16xf32>) -> tensor<?x1x16xf32>
-  %rq, %pool = llm.rope_paged_kv_write %arg7, %q, %k, %v, %arg5, %arg1, %freq, %none, %none {layer = 0 : i64} : (tensor<1x?x2x1x16x16xf32>, tensor<?x2x16xf32>, tensor<?x1x16xf32>, tensor<?x1x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<8xf32>, none, none) -> (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>)
+  %rq, %pool = llm.rope_paged_kv_write %arg7, %q, %k, %v, %arg5, %arg1 inv_freq(%freq) {layer = 0 : i64} : (tensor<1x?x2x1x16x16xf32>, tensor<?x2x16xf32>, tensor<?x1x16xf32>, tensor<?x1x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<8xf32>) -> (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>)
   %a = llm.paged_attention %rq, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
   %m = llm.merge_heads %a : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
-  %o = llm.linear %m, %wo, %none : (tensor<?x32xf32>, tensor<32x32xf32>, none) -> tensor<?x32xf32>
+  %o = llm.linear %m, %wo : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
   %sum, %normed = llm.add_rms_norm %x, %o, %g {epsilon = 1.0e-5 : f32} : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<32xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>)
-  %mlp = llm.fused_linear %normed, %wgu, %none {gated} : tensor<?x32xf32>, tensor<32x128xf32>, none -> tensor<?x64xf32> {
+  %mlp = llm.fused_linear %normed, %wgu {gated} : (tensor<?x32xf32>, tensor<32x128xf32>) -> tensor<?x64xf32> {
   ^bb0(%gate: f32, %up: f32):
     %one = arith.constant 1.0 : f32
     %n = arith.negf %gate : f32

@@ -4,8 +4,8 @@
 // A head dim of 512: the prefill tile's K and V rows need more than the
 // 48 KiB of shared memory a block has without opting in.
 func.func @head_dim_512(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x512xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
-  %table = onnx.Constant dense<5.000000e-01> : tensor<64x512xf32>
-  %head = onnx.Constant dense<2.000000e-01> : tensor<64x512xf32>
+  %table = llm.constant dense<5.000000e-01> : tensor<64x512xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<64x512xf32>
   %x = llm.embedding %table, %arg0 : (tensor<64x512xf32>, tensor<?xi32>) -> tensor<?x512xf32>
   %q = llm.split_heads %x {num_heads = 1 : i64} : (tensor<?x512xf32>) -> tensor<?x1x512xf32>
   // expected-error @+1 {{needs more than 48 KiB of shared memory per block (1 query heads per KV head of dim 512)}}
@@ -21,8 +21,8 @@ func.func @head_dim_512(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tenso
 // 72 query heads per KV head: more (query row, head) pairs than one 64-row
 // prefill tile holds for a single query row.
 func.func @group_of_72(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
-  %table = onnx.Constant dense<5.000000e-01> : tensor<64x1152xf32>
-  %head = onnx.Constant dense<2.000000e-01> : tensor<64x1152xf32>
+  %table = llm.constant dense<5.000000e-01> : tensor<64x1152xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<64x1152xf32>
   %x = llm.embedding %table, %arg0 : (tensor<64x1152xf32>, tensor<?xi32>) -> tensor<?x1152xf32>
   %q = llm.split_heads %x {num_heads = 72 : i64} : (tensor<?x1152xf32>) -> tensor<?x72x16xf32>
   // expected-error @+1 {{has more than 64 query heads per KV head}}

@@ -21,13 +21,12 @@
 // T16-LABEL: func.func @paged
 //  T16-SAME:   llmc.workspace_bytes = 6144 : i64
 func.func @paged(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
-  %0 = onnx.None
-  %1 = onnx.Constant dense<5.000000e-01> : tensor<64x32xf32>
-  %2 = onnx.Constant dense<1.000000e+00> : tensor<8xf32>
-  %3 = onnx.Constant dense<1.000000e-01> : tensor<32x32xf32>
-  %4 = onnx.Constant dense<2.000000e-01> : tensor<32x64xf32>
+  %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %2 = llm.constant dense<1.000000e+00> : tensor<8xf32>
+  %3 = llm.constant dense<1.000000e-01> : tensor<32x32xf32>
+  %4 = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
   %5 = llm.embedding %1, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
-  %6 = llm.linear %5, %3, %0 : (tensor<?x32xf32>, tensor<32x32xf32>, none) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %3 : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
   %7 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
   %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
   %9 = llm.rope %7, %arg1, %2 : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
