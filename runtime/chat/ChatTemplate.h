@@ -13,7 +13,7 @@
 #ifndef LLMC_RUNTIME_CHAT_CHATTEMPLATE_H
 #define LLMC_RUNTIME_CHAT_CHATTEMPLATE_H
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <nlohmann/json.hpp>
 

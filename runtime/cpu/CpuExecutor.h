@@ -2,9 +2,9 @@
 #ifndef LLMC_RUNTIME_CPU_CPUEXECUTOR_H
 #define LLMC_RUNTIME_CPU_CPUEXECUTOR_H
 
-#include "runtime/AlignedBuffer.h"
-#include "runtime/Artifact.h"
-#include "runtime/StepExecutor.h"
+#include "runtime/core/AlignedBuffer.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/core/StepExecutor.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/cpu/HostKvStorage.h"
 

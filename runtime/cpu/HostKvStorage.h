@@ -2,8 +2,8 @@
 #ifndef LLMC_RUNTIME_CPU_HOSTKVSTORAGE_H
 #define LLMC_RUNTIME_CPU_HOSTKVSTORAGE_H
 
-#include "runtime/AlignedBuffer.h"
-#include "runtime/KvBlockPool.h"
+#include "runtime/core/AlignedBuffer.h"
+#include "runtime/core/KvBlockPool.h"
 
 namespace llmc::runtime {
 

@@ -1,7 +1,7 @@
 //===- CublasLt.cpp - dlopen libcublasLt and resolve its entry points -----===//
 #include "runtime/cuda/CublasLt.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <dlfcn.h>
 

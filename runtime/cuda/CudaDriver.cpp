@@ -1,7 +1,7 @@
 //===- CudaDriver.cpp - dlopen libcuda.so.1 and resolve its entry points ---===//
 #include "runtime/cuda/CudaDriver.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <dlfcn.h>
 

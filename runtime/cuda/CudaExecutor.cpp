@@ -1,7 +1,7 @@
 //===- CudaExecutor.cpp - load a cuda artifact, run its steps on the GPU --===//
 #include "runtime/cuda/CudaExecutor.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaGemm.h"
 #include "runtime/cuda/StepInputs.h"

@@ -10,9 +10,9 @@
 #ifndef LLMC_RUNTIME_CUDA_CUDAEXECUTOR_H
 #define LLMC_RUNTIME_CUDA_CUDAEXECUTOR_H
 
-#include "runtime/Artifact.h"
-#include "runtime/KvBlockPool.h"
-#include "runtime/StepExecutor.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/core/KvBlockPool.h"
+#include "runtime/core/StepExecutor.h"
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/StepPlan.h"
 

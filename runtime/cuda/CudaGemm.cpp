@@ -1,7 +1,7 @@
 //===- CudaGemm.cpp - the step plan's GEMMs on cuBLASLt -------------------===//
 #include "runtime/cuda/CudaGemm.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <string>
 

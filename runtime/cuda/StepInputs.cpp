@@ -1,8 +1,8 @@
 //===- StepInputs.cpp - pack a step's arrays for the GPU ------------------===//
 #include "runtime/cuda/StepInputs.h"
 
-#include "runtime/Error.h"
-#include "runtime/KvBlockPool.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/KvBlockPool.h"
 
 #include <algorithm>
 #include <cstring>

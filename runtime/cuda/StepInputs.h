@@ -8,7 +8,7 @@
 #ifndef LLMC_RUNTIME_CUDA_STEPINPUTS_H
 #define LLMC_RUNTIME_CUDA_STEPINPUTS_H
 
-#include "runtime/Model.h"
+#include "runtime/core/Model.h"
 #include "runtime/cuda/StepPlan.h"
 
 #include <cstdint>

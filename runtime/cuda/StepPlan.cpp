@@ -1,7 +1,7 @@
 //===- StepPlan.cpp - parse, check and resolve step_plan.json -------------===//
 #include "runtime/cuda/StepPlan.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include "llmc/Runtime/StepPlanSchema.h"
 

@@ -1,8 +1,8 @@
 //===- BlockManager.cpp - KV blocks: ref counts, copy-on-write, prefix cache ---===//
 #include "runtime/engine/BlockManager.h"
 
-#include "runtime/Error.h"
-#include "runtime/KvBlockPool.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/KvBlockPool.h"
 
 #include <algorithm>
 

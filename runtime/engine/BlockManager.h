@@ -22,7 +22,7 @@
 #ifndef LLMC_RUNTIME_ENGINE_BLOCKMANAGER_H
 #define LLMC_RUNTIME_ENGINE_BLOCKMANAGER_H
 
-#include "runtime/KvBlockId.h"
+#include "runtime/core/KvBlockId.h"
 
 #include <cstdint>
 #include <list>

@@ -24,8 +24,8 @@
 #ifndef LLMC_RUNTIME_ENGINE_ENGINE_H
 #define LLMC_RUNTIME_ENGINE_ENGINE_H
 
-#include "runtime/Error.h"
-#include "runtime/Model.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Model.h"
 #include "runtime/engine/BlockManager.h"
 #include "runtime/engine/Sampler.h"
 #include "runtime/engine/Scheduler.h"

@@ -1,7 +1,7 @@
 //===- Sampler.cpp - from a logits row to the next token ------------------===//
 #include "runtime/engine/Sampler.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 //===- Scheduler.cpp - which tokens of which sequences run next -----------===//
 #include "runtime/engine/Scheduler.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 //===- Server.cpp - `llmc serve`: the OpenAI-compatible server ------------===//
 #include "runtime/server/Server.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/server/ApiError.h"
 #include "runtime/server/OpenAiServer.h"
 

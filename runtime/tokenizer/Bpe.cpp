@@ -1,7 +1,7 @@
 //===- Bpe.cpp - the BPE model of tokenizer.json --------------------------===//
 #include "runtime/tokenizer/Bpe.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/tokenizer/Utf8.h"
 
 #include <algorithm>

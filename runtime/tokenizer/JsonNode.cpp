@@ -1,7 +1,7 @@
 //===- JsonNode.cpp - tokenizer.json fields with their paths --------------===//
 #include "runtime/tokenizer/JsonNode.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 namespace llmc::runtime::tokenizer {
 

@@ -1,7 +1,7 @@
 //===- Pattern.cpp - the patterns of Split and Replace --------------------===//
 #include "runtime/tokenizer/Pattern.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <vector>
 

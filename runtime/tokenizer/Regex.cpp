@@ -2,7 +2,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "runtime/tokenizer/Regex.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/tokenizer/Utf8.h"
 
 #include <pcre2.h>

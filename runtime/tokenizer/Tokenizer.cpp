@@ -1,7 +1,7 @@
 //===- Tokenizer.cpp - Hugging Face tokenizer.json in C++ -----------------===//
 #include "runtime/tokenizer/Tokenizer.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/tokenizer/AddedVocabulary.h"
 #include "runtime/tokenizer/Bpe.h"
 #include "runtime/tokenizer/Decoder.h"

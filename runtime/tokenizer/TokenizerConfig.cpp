@@ -3,7 +3,7 @@
 
 #include "runtime/tokenizer/JsonNode.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,7 +1,7 @@
 //===- Unicode.cpp - character properties and normalization forms ---------===//
 #include "runtime/tokenizer/Unicode.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <unicode/bytestream.h>
 #include <unicode/normalizer2.h>

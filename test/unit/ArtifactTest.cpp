@@ -1,8 +1,8 @@
 //===- ArtifactTest.cpp - loading model.llmc and refusing bad ones --------===//
 #include "TestArtifact.h"
 
-#include "runtime/Artifact.h"
-#include "runtime/Error.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/core/Error.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 //===- BlockManagerTest.cpp - ref counts, copy-on-write, prefix cache -----===//
 #include "runtime/engine/BlockManager.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <gtest/gtest.h>
 

@@ -2,9 +2,9 @@
 #include "TestArtifact.h"
 
 #include "llmc/Artifact/Checksum.h"
-#include "runtime/Artifact.h"
-#include "runtime/Error.h"
-#include "runtime/Model.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Model.h"
 
 #include <gtest/gtest.h>
 

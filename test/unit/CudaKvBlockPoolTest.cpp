@@ -1,6 +1,6 @@
 //===- CudaKvBlockPoolTest.cpp - a KV pool in device memory ---------------===//
-#include "runtime/Error.h"
-#include "runtime/KvBlockPool.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/KvBlockPool.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 //===- CudaStepInputsTest.cpp - step inputs staged for the GPU, padding ---===//
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/cuda/StepInputs.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 //===- CudaStepPlanTest.cpp - step_plan.json: parsing, dims, parameters ---===//
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/cuda/StepPlan.h"
 
 #include <gtest/gtest.h>

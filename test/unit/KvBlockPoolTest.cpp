@@ -1,6 +1,6 @@
 //===- KvBlockPoolTest.cpp - the KV cache's block allocator and slots -----===//
-#include "runtime/Error.h"
-#include "runtime/KvBlockPool.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/KvBlockPool.h"
 #include "runtime/cpu/HostKvStorage.h"
 
 #include <gtest/gtest.h>

@@ -1,8 +1,8 @@
 //===- ModelTest.cpp - Model::step over the toy step function -------------===//
 #include "TestArtifact.h"
 
-#include "runtime/Error.h"
-#include "runtime/Model.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Model.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 //===- SamplerTest.cpp - greedy, seeds, filters, penalties, logprobs ------===//
 #include "runtime/engine/Sampler.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 // its end, as sampling would.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/engine/Scheduler.h"
 
 #include <gtest/gtest.h>

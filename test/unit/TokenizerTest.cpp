@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/tokenizer/Tokenizer.h"
 #include "llmc/Runtime/llmc_runtime.h"
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/tokenizer/IncrementalDecoder.h"
 #include "runtime/tokenizer/Regex.h"
 #include "runtime/tokenizer/TokenizerConfig.h"

@@ -22,8 +22,8 @@
 #include "BenchWorkload.h"
 #include "EngineFlags.h"
 
-#include "runtime/Error.h"
-#include "runtime/Model.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Model.h"
 #include "runtime/engine/AsyncEngine.h"
 #include "runtime/tokenizer/Tokenizer.h"
 

@@ -19,7 +19,7 @@
 #include "BenchWorkload.h"
 #include "EngineFlags.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <nlohmann/json.hpp>
 

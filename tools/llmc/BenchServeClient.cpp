@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "BenchServeClient.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>

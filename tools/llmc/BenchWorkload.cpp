@@ -7,7 +7,7 @@
 
 #include "EngineFlags.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 //===- EngineFlags.cpp - the engine options and argument helpers of run, bench, serve ===//
 #include "EngineFlags.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <cctype>
 #include <cmath>

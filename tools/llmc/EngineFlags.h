@@ -2,7 +2,7 @@
 #ifndef LLMC_TOOLS_LLMC_ENGINEFLAGS_H
 #define LLMC_TOOLS_LLMC_ENGINEFLAGS_H
 
-#include "runtime/Model.h"
+#include "runtime/core/Model.h"
 #include "runtime/engine/Engine.h"
 
 #include <cstdint>

@@ -16,8 +16,8 @@
 
 #include "EngineFlags.h"
 
-#include "runtime/Error.h"
-#include "runtime/Model.h"
+#include "runtime/core/Error.h"
+#include "runtime/core/Model.h"
 #include "runtime/engine/Engine.h"
 #include "runtime/tokenizer/IncrementalDecoder.h"
 #include "runtime/tokenizer/Tokenizer.h"

@@ -13,8 +13,8 @@
 
 #include "EngineFlags.h"
 
-#include "runtime/Artifact.h"
-#include "runtime/Error.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/core/Error.h"
 #include "runtime/server/Server.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/tokenizer/TokenizerConfig.h"

@@ -1,7 +1,7 @@
 //===- Model.cpp - a loaded artifact: validated steps on its executor -----===//
-#include "runtime/Model.h"
+#include "runtime/core/Model.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 #include "runtime/cpu/CpuExecutor.h"
 #ifdef LLMC_HAVE_CUDA
 #include "runtime/cuda/CudaExecutor.h"

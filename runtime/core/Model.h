@@ -1,11 +1,11 @@
 //===- Model.h - a loaded artifact ready to run steps -----------*- C++ -*-===//
-#ifndef LLMC_RUNTIME_MODEL_H
-#define LLMC_RUNTIME_MODEL_H
+#ifndef LLMC_RUNTIME_CORE_MODEL_H
+#define LLMC_RUNTIME_CORE_MODEL_H
 
-#include "runtime/Artifact.h"
-#include "runtime/KvBlockPool.h"
-#include "runtime/StepBatch.h"
-#include "runtime/StepExecutor.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/core/KvBlockPool.h"
+#include "runtime/core/StepBatch.h"
+#include "runtime/core/StepExecutor.h"
 
 #include <cstdint>
 #include <memory>
@@ -88,4 +88,4 @@ private:
 
 } // namespace llmc::runtime
 
-#endif // LLMC_RUNTIME_MODEL_H
+#endif // LLMC_RUNTIME_CORE_MODEL_H

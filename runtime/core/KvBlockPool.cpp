@@ -1,7 +1,7 @@
 //===- KvBlockPool.cpp - the paged KV cache and its blocks ----------------===//
-#include "runtime/KvBlockPool.h"
+#include "runtime/core/KvBlockPool.h"
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <limits>
 #include <string>

@@ -1,8 +1,8 @@
 //===- AlignedBuffer.h - 64-byte aligned host memory ------------*- C++ -*-===//
-#ifndef LLMC_RUNTIME_ALIGNEDBUFFER_H
-#define LLMC_RUNTIME_ALIGNEDBUFFER_H
+#ifndef LLMC_RUNTIME_CORE_ALIGNEDBUFFER_H
+#define LLMC_RUNTIME_CORE_ALIGNEDBUFFER_H
 
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <sys/mman.h>
 
@@ -52,4 +52,4 @@ private:
 
 } // namespace llmc::runtime
 
-#endif // LLMC_RUNTIME_ALIGNEDBUFFER_H
+#endif // LLMC_RUNTIME_CORE_ALIGNEDBUFFER_H

@@ -1,8 +1,8 @@
 //===- Artifact.cpp - load and verify a model.llmc directory --------------===//
-#include "runtime/Artifact.h"
+#include "runtime/core/Artifact.h"
 
 #include "llmc/Artifact/Checksum.h"
-#include "runtime/Error.h"
+#include "runtime/core/Error.h"
 
 #include <nlohmann/json.hpp>
 

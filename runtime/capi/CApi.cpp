@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "llmc/Runtime/llmc_runtime.h"
 
-#include "runtime/Model.h"
+#include "runtime/core/Model.h"
 #include "runtime/chat/ChatTemplate.h"
 #include "runtime/engine/Engine.h"
 #include "runtime/engine/EngineJson.h"

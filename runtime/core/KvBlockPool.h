@@ -1,8 +1,8 @@
 //===- KvBlockPool.h - the paged KV cache and its blocks --------*- C++ -*-===//
-#ifndef LLMC_RUNTIME_KVBLOCKPOOL_H
-#define LLMC_RUNTIME_KVBLOCKPOOL_H
+#ifndef LLMC_RUNTIME_CORE_KVBLOCKPOOL_H
+#define LLMC_RUNTIME_CORE_KVBLOCKPOOL_H
 
-#include "runtime/KvBlockId.h"
+#include "runtime/core/KvBlockId.h"
 
 #include <cstdint>
 #include <vector>
@@ -81,4 +81,4 @@ inline int64_t blocksFor(int64_t numPositions, int64_t blockSize) {
 
 } // namespace llmc::runtime
 
-#endif // LLMC_RUNTIME_KVBLOCKPOOL_H
+#endif // LLMC_RUNTIME_CORE_KVBLOCKPOOL_H

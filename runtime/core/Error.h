@@ -1,6 +1,6 @@
 //===- Error.h - the runtime's error type -----------------------*- C++ -*-===//
-#ifndef LLMC_RUNTIME_ERROR_H
-#define LLMC_RUNTIME_ERROR_H
+#ifndef LLMC_RUNTIME_CORE_ERROR_H
+#define LLMC_RUNTIME_CORE_ERROR_H
 
 #include <cstdint>
 #include <cstdio>
@@ -29,4 +29,4 @@ inline std::string mebibytes(int64_t bytes) {
 
 } // namespace llmc::runtime
 
-#endif // LLMC_RUNTIME_ERROR_H
+#endif // LLMC_RUNTIME_CORE_ERROR_H

@@ -1,6 +1,6 @@
 //===- StepBatch.h - one step's ragged, paged batch -------------*- C++ -*-===//
-#ifndef LLMC_RUNTIME_STEPBATCH_H
-#define LLMC_RUNTIME_STEPBATCH_H
+#ifndef LLMC_RUNTIME_CORE_STEPBATCH_H
+#define LLMC_RUNTIME_CORE_STEPBATCH_H
 
 #include <cstdint>
 #include <vector>
@@ -47,4 +47,4 @@ struct StepBatchArrays {
 
 } // namespace llmc::runtime
 
-#endif // LLMC_RUNTIME_STEPBATCH_H
+#endif // LLMC_RUNTIME_CORE_STEPBATCH_H

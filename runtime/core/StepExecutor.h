@@ -8,11 +8,11 @@
 // step plan on a GPU.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LLMC_RUNTIME_STEPEXECUTOR_H
-#define LLMC_RUNTIME_STEPEXECUTOR_H
+#ifndef LLMC_RUNTIME_CORE_STEPEXECUTOR_H
+#define LLMC_RUNTIME_CORE_STEPEXECUTOR_H
 
-#include "runtime/KvBlockPool.h"
-#include "runtime/StepBatch.h"
+#include "runtime/core/KvBlockPool.h"
+#include "runtime/core/StepBatch.h"
 
 #include <cstdint>
 
@@ -36,4 +36,4 @@ public:
 
 } // namespace llmc::runtime
 
-#endif // LLMC_RUNTIME_STEPEXECUTOR_H
+#endif // LLMC_RUNTIME_CORE_STEPEXECUTOR_H

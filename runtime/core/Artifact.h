@@ -6,8 +6,8 @@
 // runs (docs/cuda.md).
 //
 //===----------------------------------------------------------------------===//
-#ifndef LLMC_RUNTIME_ARTIFACT_H
-#define LLMC_RUNTIME_ARTIFACT_H
+#ifndef LLMC_RUNTIME_CORE_ARTIFACT_H
+#define LLMC_RUNTIME_CORE_ARTIFACT_H
 
 #include "llmc/Runtime/StepABI.h"
 
@@ -107,4 +107,4 @@ private:
 
 } // namespace llmc::runtime
 
-#endif // LLMC_RUNTIME_ARTIFACT_H
+#endif // LLMC_RUNTIME_CORE_ARTIFACT_H

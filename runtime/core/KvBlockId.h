@@ -4,8 +4,8 @@
 // keys and values by the same id, in host memory or a GPU's.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LLMC_RUNTIME_KVBLOCKID_H
-#define LLMC_RUNTIME_KVBLOCKID_H
+#ifndef LLMC_RUNTIME_CORE_KVBLOCKID_H
+#define LLMC_RUNTIME_CORE_KVBLOCKID_H
 
 #include <cstdint>
 
@@ -15,4 +15,4 @@ using BlockId = int32_t;
 
 } // namespace llmc::runtime
 
-#endif // LLMC_RUNTIME_KVBLOCKID_H
+#endif // LLMC_RUNTIME_CORE_KVBLOCKID_H
