@@ -16,6 +16,7 @@
 #include "passes/Codegen/Common/LoweredOperands.h"
 #include "passes/Codegen/Common/RowMath.h"
 #include "passes/Codegen/Common/StepData.h"
+#include "passes/Codegen/Common/WeightLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

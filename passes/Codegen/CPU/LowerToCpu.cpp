@@ -246,20 +246,11 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
   /// Places `data` in weights.bin and views it from the step.
   Value weightView(Operation *def, ElementsAttr data) {
     auto type = cast<ShapedType>(data.getType());
-    weightOffset = llvm::alignTo(weightOffset, kWeightAlignment);
-    std::string name = "weight" + std::to_string(weights.size());
-    if (auto nameLoc = dyn_cast<NameLoc>(def->getLoc())) name = nameLoc.getName().str();
-    Builder attrs(def->getContext());
-    weights.push_back(attrs.getDictionaryAttr(
-        {attrs.getNamedAttr("name", attrs.getStringAttr(name)),
-         attrs.getNamedAttr("offset", attrs.getI64IntegerAttr(weightOffset)),
-         attrs.getNamedAttr("value", cast<TypedAttr>(data))}));
+    int64_t placed = weightLayout.place(def, data, type.getNumElements() * 4);
     OpBuilder &b = *builderForViews;
-    Value offset = arith::ConstantIndexOp::create(b, def->getLoc(), weightOffset);
-    Value view = memref::ViewOp::create(b, def->getLoc(), memrefLike(type), weightsArg, offset,
-                                        ValueRange{});
-    weightOffset += type.getNumElements() * 4;
-    return view;
+    Value offset = arith::ConstantIndexOp::create(b, def->getLoc(), placed);
+    return memref::ViewOp::create(b, def->getLoc(), memrefLike(type), weightsArg, offset,
+                                  ValueRange{});
   }
 
   /// Views of the workspace at the planned offsets for `op`'s results.
@@ -294,8 +285,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     if (failed(info)) return failure();
     setStepInfo(module, *info);
     Builder b(module.getContext());
-    module->setAttr("llmc.weights", b.getArrayAttr(weights));
-    module->setAttr("llmc.weights_bytes", b.getI64IntegerAttr(weightOffset));
+    weightLayout.record(module);
     module->setAttr("llmc.matmul", b.getStringAttr(matmul));
     return success();
   }
@@ -303,8 +293,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
   DenseMap<Value, Value> memrefs;
   DenseMap<Value, Value> transposedMemrefs;
   DenseSet<Value> perSequence; // abi::perSequenceValues of the step
-  SmallVector<Attribute> weights;
-  int64_t weightOffset = 0;
+  codegen::WeightLayout weightLayout{kWeightAlignment};
   Value weightsArg, workspaceArg;
   OpBuilder *builderForViews = nullptr;
 };

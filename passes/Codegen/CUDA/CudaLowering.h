@@ -15,6 +15,7 @@
 #include "passes/Codegen/Common/LoweredOperands.h"
 #include "passes/Codegen/Common/RowMath.h"
 #include "passes/Codegen/Common/StepData.h"
+#include "passes/Codegen/Common/WeightLayout.h"
 
 #include "llmc/Runtime/StepPlanSchema.h"
 

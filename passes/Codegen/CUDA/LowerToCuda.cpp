@@ -98,8 +98,7 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     module->setAttr("llmc.cuda_workspace_bytes", b.getI64IntegerAttr(step.scratchOffset));
     module->setAttr("llmc.cuda_arch", b.getStringAttr(arch));
     module->setAttr("llmc.dtype", b.getStringAttr(dtype));
-    module->setAttr("llmc.weights", b.getArrayAttr(weights));
-    module->setAttr("llmc.weights_bytes", b.getI64IntegerAttr(weightOffset));
+    weightLayout.record(module);
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
     model.erase();
     return success();
@@ -335,21 +334,12 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
   cuda::TensorRef placeWeight(Operation *def, ElementsAttr data, Type stored) {
     MLIRContext *context = def->getContext();
     auto type = cast<ShapedType>(data.getType());
-    weightOffset = llvm::alignTo(weightOffset, kWeightAlignment);
-    std::string name = "weight" + std::to_string(weights.size());
-    if (auto nameLoc = dyn_cast<NameLoc>(def->getLoc())) name = nameLoc.getName().str();
-    Builder attrs(context);
     std::string dtypeName = stored.isF32() ? "f32" : dtype.getValue();
-    weights.push_back(attrs.getDictionaryAttr(
-        {attrs.getNamedAttr("name", attrs.getStringAttr(name)),
-         attrs.getNamedAttr("offset", attrs.getI64IntegerAttr(weightOffset)),
-         attrs.getNamedAttr("dtype", attrs.getStringAttr(dtypeName)),
-         attrs.getNamedAttr("value", cast<TypedAttr>(data))}));
+    int64_t offset =
+        weightLayout.place(def, data, type.getNumElements() * elementBytes(stored), dtypeName);
     SmallVector<Attribute> shape;
     for (int64_t dim : type.getShape()) shape.push_back(cuda::planDim(context, dim));
-    cuda::TensorRef ref = cuda::contiguousTensor(context, stepplan::kWeightsBuffer, weightOffset, stored, shape);
-    weightOffset += type.getNumElements() * elementBytes(stored);
-    return ref;
+    return cuda::contiguousTensor(context, stepplan::kWeightsBuffer, offset, stored, shape);
   }
 
   /// Views of the workspace at the planned offsets for `op`'s results:
@@ -383,8 +373,7 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
   DenseMap<std::pair<Value, Type>, std::optional<cuda::TensorRef>> weightRefs;
   DenseSet<Value> perSequence;
   cuda::TensorRef logitsRef;
-  SmallVector<Attribute> weights;
-  int64_t weightOffset = 0;
+  codegen::WeightLayout weightLayout{kWeightAlignment};
   std::string attentionSource;
 };
 
