@@ -26,6 +26,7 @@
 #include <cstdio>
 
 using namespace mlir;
+using namespace llmc::stepplan; // the plan's keys, symbols and buffers
 
 namespace llmc::cuda {
 
@@ -111,27 +112,28 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   const TensorRef &blockTables = *operands[2], &contextLens = *operands[3], &cuSeqlens = *operands[4];
   int64_t layer = op.getLayer();
   std::array<int64_t, 3> block{kAttentionThreads, 1, 1};
-  step.plan.launch(stepplan::kAttentionModule, config + "_prefill", {query.sizes[0], dim(kvHeads), dim(1)}, block,
+  step.plan.launch(kAttentionModule, config + "_prefill", {query.sizes[0], dim(kvHeads), dim(1)}, block,
                    {KernelArg::pointer(query), KernelArg::i32(dim(*qStride)), KernelArg::pointer(pool),
                     KernelArg::pointer(output), KernelArg::i32(dim(*outStride)),
-                    KernelArg::pointer(blockTables), KernelArg::i32(sym(stepplan::kBlockTableWidthSymbol)),
+                    KernelArg::pointer(blockTables), KernelArg::i32(sym(kBlockTableWidthSymbol)),
                     KernelArg::pointer(contextLens), KernelArg::pointer(cuSeqlens),
-                    KernelArg::i32(sym(stepplan::kSeqsSymbol)), KernelArg::i32(sym(stepplan::kNumBlocksSymbol)),
+                    KernelArg::i32(sym(kSeqsSymbol)), KernelArg::i32(sym(kNumBlocksSymbol)),
                     KernelArg::i32(dim(layer))});
 
   int64_t partialsOffset = step.scratch(step.maxSeqs * heads * kSplits * (headDim + 2) * 4);
-  TensorRef partials = contiguousTensor(context, stepplan::kWorkspaceBuffer, partialsOffset, Float32Type::get(context),
-                                        {sym(stepplan::kSeqsSymbol), dim(heads * kSplits * (headDim + 2))});
-  step.plan.launch(stepplan::kAttentionModule, config + "_decode", {sym(stepplan::kSeqsSymbol), dim(kvHeads), dim(kSplits)}, block,
+  TensorRef partials =
+      contiguousTensor(context, kWorkspaceBuffer, partialsOffset, Float32Type::get(context),
+                       {sym(kSeqsSymbol), dim(heads * kSplits * (headDim + 2))});
+  step.plan.launch(kAttentionModule, config + "_decode", {sym(kSeqsSymbol), dim(kvHeads), dim(kSplits)}, block,
                    {KernelArg::pointer(query), KernelArg::i32(dim(*qStride)), KernelArg::pointer(pool),
                     KernelArg::pointer(partials), KernelArg::pointer(blockTables),
-                    KernelArg::i32(sym(stepplan::kBlockTableWidthSymbol)), KernelArg::pointer(contextLens),
-                    KernelArg::pointer(cuSeqlens), KernelArg::i32(sym(stepplan::kSeqsSymbol)),
-                    KernelArg::i32(sym(stepplan::kNumBlocksSymbol)), KernelArg::i32(dim(layer))});
-  step.plan.launch(stepplan::kAttentionModule, config + "_combine", {sym(stepplan::kSeqsSymbol), dim(heads), dim(1)}, block,
+                    KernelArg::i32(sym(kBlockTableWidthSymbol)), KernelArg::pointer(contextLens),
+                    KernelArg::pointer(cuSeqlens), KernelArg::i32(sym(kSeqsSymbol)),
+                    KernelArg::i32(sym(kNumBlocksSymbol)), KernelArg::i32(dim(layer))});
+  step.plan.launch(kAttentionModule, config + "_combine", {sym(kSeqsSymbol), dim(heads), dim(1)}, block,
                    {KernelArg::pointer(partials), KernelArg::pointer(output),
                     KernelArg::i32(dim(*outStride)), KernelArg::pointer(cuSeqlens),
-                    KernelArg::i32(sym(stepplan::kSeqsSymbol))});
+                    KernelArg::i32(sym(kSeqsSymbol))});
   return success();
 }
 

@@ -4,6 +4,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 using namespace mlir;
+using namespace llmc::stepplan; // the plan's keys, symbols and buffers
 
 namespace llmc::cuda {
 
@@ -36,8 +37,8 @@ MemRefType TensorRef::memrefType() const {
 
 DictionaryAttr TensorRef::location() const {
   Builder b(elementType.getContext());
-  return b.getDictionaryAttr({b.getNamedAttr(stepplan::kBufferKey, b.getStringAttr(buffer)),
-                              b.getNamedAttr(stepplan::kOffsetKey, b.getI64IntegerAttr(offset))});
+  return b.getDictionaryAttr({b.getNamedAttr(kBufferKey, b.getStringAttr(buffer)),
+                              b.getNamedAttr(kOffsetKey, b.getI64IntegerAttr(offset))});
 }
 
 TensorRef TensorRef::shifted(int64_t bytes) const {
@@ -81,29 +82,30 @@ void PlanBuilder::launch(StringRef module, StringRef kernel, ArrayRef<Attribute>
     switch (arg.kind) {
     case KernelArg::Kind::Memref:
       argAttrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr(stepplan::kMemrefArg, arg.tensor.location()),
-           b.getNamedAttr(stepplan::kSizesKey, b.getArrayAttr(arg.tensor.sizes)),
-           b.getNamedAttr(stepplan::kStridesKey, b.getArrayAttr(arg.tensor.strides))}));
+          {b.getNamedAttr(kMemrefArg, arg.tensor.location()),
+           b.getNamedAttr(kSizesKey, b.getArrayAttr(arg.tensor.sizes)),
+           b.getNamedAttr(kStridesKey, b.getArrayAttr(arg.tensor.strides))}));
       break;
     case KernelArg::Kind::Pointer:
-      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(stepplan::kPtrArg, arg.tensor.location())}));
+      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(kPtrArg, arg.tensor.location())}));
       break;
     case KernelArg::Kind::I32:
-      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(stepplan::kI32Arg, arg.dim)}));
+      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(kI32Arg, arg.dim)}));
       break;
     case KernelArg::Kind::F32:
-      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(stepplan::kF32Arg, b.getF32FloatAttr(arg.number))}));
+      argAttrs.push_back(
+          b.getDictionaryAttr({b.getNamedAttr(kF32Arg, b.getF32FloatAttr(arg.number))}));
       break;
     }
   }
   entries.push_back(b.getDictionaryAttr(
-      {b.getNamedAttr(stepplan::kOpKey, b.getStringAttr(stepplan::kLaunchOp)),
-       b.getNamedAttr(stepplan::kModuleKey, b.getStringAttr(module)),
-       b.getNamedAttr(stepplan::kKernelKey, b.getStringAttr(kernel)),
-       b.getNamedAttr(stepplan::kGridKey, b.getArrayAttr(grid)),
-       b.getNamedAttr(stepplan::kBlockKey, b.getI64ArrayAttr(block)),
-       b.getNamedAttr(stepplan::kSharedBytesKey, b.getI64IntegerAttr(sharedBytes)),
-       b.getNamedAttr(stepplan::kArgsKey, b.getArrayAttr(argAttrs))}));
+      {b.getNamedAttr(kOpKey, b.getStringAttr(kLaunchOp)),
+       b.getNamedAttr(kModuleKey, b.getStringAttr(module)),
+       b.getNamedAttr(kKernelKey, b.getStringAttr(kernel)),
+       b.getNamedAttr(kGridKey, b.getArrayAttr(grid)),
+       b.getNamedAttr(kBlockKey, b.getI64ArrayAttr(block)),
+       b.getNamedAttr(kSharedBytesKey, b.getI64IntegerAttr(sharedBytes)),
+       b.getNamedAttr(kArgsKey, b.getArrayAttr(argAttrs))}));
 }
 
 void PlanBuilder::gemm(const Gemm &gemm) {
@@ -114,17 +116,20 @@ void PlanBuilder::gemm(const Gemm &gemm) {
     return ref->location();
   };
   entries.push_back(b.getDictionaryAttr(
-      {b.getNamedAttr(stepplan::kOpKey, b.getStringAttr(stepplan::kGemmOp)), b.getNamedAttr(stepplan::kMKey, gemm.m),
-       b.getNamedAttr(stepplan::kNKey, b.getI64IntegerAttr(gemm.n)),
-       b.getNamedAttr(stepplan::kKKey, b.getI64IntegerAttr(gemm.k)),
-       b.getNamedAttr(stepplan::kAKey, gemm.a.location()), b.getNamedAttr(stepplan::kLdaKey, b.getI64IntegerAttr(gemm.lda)),
-       b.getNamedAttr(stepplan::kBKey, gemm.b.location()), b.getNamedAttr(stepplan::kLdbKey, b.getI64IntegerAttr(gemm.ldb)),
-       b.getNamedAttr(stepplan::kBLayoutKey, b.getStringAttr(gemm.bTransposed ? stepplan::kBLayoutNK : stepplan::kBLayoutKN)),
-       b.getNamedAttr(stepplan::kDKey, gemm.d.location()), b.getNamedAttr(stepplan::kLddKey, b.getI64IntegerAttr(gemm.ldd)),
-       b.getNamedAttr(stepplan::kDDtypeKey, b.getStringAttr(dtypeName(gemm.d.elementType))),
-       b.getNamedAttr(stepplan::kBiasKey, optional(gemm.bias)), b.getNamedAttr(stepplan::kCKey, optional(gemm.c)),
-       b.getNamedAttr(stepplan::kLdcKey, b.getI64IntegerAttr(gemm.c ? gemm.ldc : 0)),
-       b.getNamedAttr(stepplan::kBetaKey, b.getI64IntegerAttr(gemm.c ? 1 : 0))}));
+      {b.getNamedAttr(kOpKey, b.getStringAttr(kGemmOp)), b.getNamedAttr(kMKey, gemm.m),
+       b.getNamedAttr(kNKey, b.getI64IntegerAttr(gemm.n)),
+       b.getNamedAttr(kKKey, b.getI64IntegerAttr(gemm.k)),
+       b.getNamedAttr(kAKey, gemm.a.location()),
+       b.getNamedAttr(kLdaKey, b.getI64IntegerAttr(gemm.lda)),
+       b.getNamedAttr(kBKey, gemm.b.location()),
+       b.getNamedAttr(kLdbKey, b.getI64IntegerAttr(gemm.ldb)),
+       b.getNamedAttr(kBLayoutKey, b.getStringAttr(gemm.bTransposed ? kBLayoutNK : kBLayoutKN)),
+       b.getNamedAttr(kDKey, gemm.d.location()),
+       b.getNamedAttr(kLddKey, b.getI64IntegerAttr(gemm.ldd)),
+       b.getNamedAttr(kDDtypeKey, b.getStringAttr(dtypeName(gemm.d.elementType))),
+       b.getNamedAttr(kBiasKey, optional(gemm.bias)), b.getNamedAttr(kCKey, optional(gemm.c)),
+       b.getNamedAttr(kLdcKey, b.getI64IntegerAttr(gemm.c ? gemm.ldc : 0)),
+       b.getNamedAttr(kBetaKey, b.getI64IntegerAttr(gemm.c ? 1 : 0))}));
 }
 
 ArrayAttr PlanBuilder::steps() const { return ArrayAttr::get(context, entries); }
@@ -171,7 +176,7 @@ void StepContext::launchRows(Location loc, StringRef name, const std::string &ke
   std::string kernel =
       kernels.getOrCreate(loc, name, codegen::kernelKey(name, types) + key, types, body);
   MLIRContext *context = loc.getContext();
-  plan.launch(stepplan::kKernelsModule, kernel, {rows, planDim(context, 1), planDim(context, 1)},
+  plan.launch(kKernelsModule, kernel, {rows, planDim(context, 1), planDim(context, 1)},
               {kRowBlockSize, 1, 1}, kernelArgs);
 }
 

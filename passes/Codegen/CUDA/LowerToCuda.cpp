@@ -22,6 +22,7 @@ namespace llmc {
 } // namespace llmc
 
 using namespace mlir;
+using namespace llmc::stepplan; // the plan's keys, symbols and buffers
 
 namespace llmc {
 namespace {
@@ -114,14 +115,14 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
       StringRef role;
       SmallVector<Attribute> shape;
     };
-    Input inputs[] = {{abi::kTokens, {sym(stepplan::kTokensSymbol)}},
-                      {abi::kPositions, {sym(stepplan::kTokensSymbol)}},
+    Input inputs[] = {{abi::kTokens, {sym(kTokensSymbol)}},
+                      {abi::kPositions, {sym(kTokensSymbol)}},
                       // N + 1 entries; the attention kernels take it as a pointer.
-                      {abi::kCuSeqlensQ, {sym(stepplan::kSeqsSymbol)}},
-                      {abi::kContextLens, {sym(stepplan::kSeqsSymbol)}},
-                      {abi::kBlockTables, {sym(stepplan::kSeqsSymbol), sym(stepplan::kBlockTableWidthSymbol)}},
-                      {abi::kSlotMapping, {sym(stepplan::kTokensSymbol)}},
-                      {abi::kLogitsIndices, {sym(stepplan::kSeqsSymbol)}}};
+                      {abi::kCuSeqlensQ, {sym(kSeqsSymbol)}},
+                      {abi::kContextLens, {sym(kSeqsSymbol)}},
+                      {abi::kBlockTables, {sym(kSeqsSymbol), sym(kBlockTableWidthSymbol)}},
+                      {abi::kSlotMapping, {sym(kTokensSymbol)}},
+                      {abi::kLogitsIndices, {sym(kSeqsSymbol)}}};
     for (Input &input : inputs) {
       BlockArgument argument = abi::findInput(model, input.role);
       if (!argument) return model.emitError("has no '") << input.role << "' input";
@@ -134,11 +135,11 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
       return model.emitError("has a non-f32 KV cache; the model must be f32 before lowering");
     auto shape = poolType.getShape();
     refs[pool] = cuda::contiguousTensor(context, abi::kKvPool, 0, storageType,
-                                        {dim(shape[0]), sym(stepplan::kNumBlocksSymbol), dim(shape[2]),
+                                        {dim(shape[0]), sym(kNumBlocksSymbol), dim(shape[2]),
                                          dim(shape[3]), dim(shape[4]), dim(shape[5])});
     auto logits = cast<ShapedType>(model.getResultTypes().front());
-    logitsRef = cuda::contiguousTensor(context, stepplan::kLogitsBuffer, 0, b.getF32Type(),
-                                       {sym(stepplan::kSeqsSymbol), dim(logits.getDimSize(1))});
+    logitsRef = cuda::contiguousTensor(context, kLogitsBuffer, 0, b.getF32Type(),
+                                       {sym(kSeqsSymbol), dim(logits.getDimSize(1))});
     return success();
   }
 
@@ -263,7 +264,7 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     int64_t rows = perSeq ? step.maxSeqs : step.maxTokens;
     int64_t offset = step.scratch(rows * columns * 4);
     cuda::TensorRef product = cuda::contiguousTensor(
-        context, stepplan::kWorkspaceBuffer, offset, Float32Type::get(context),
+        context, kWorkspaceBuffer, offset, Float32Type::get(context),
         {input.sizes[0], cuda::planDim(context, columns)});
     if (failed(lowerMatmul(step, linear, linear.getWeight(), linear.getTransposeWeight(), input,
                            std::nullopt, product)))
@@ -339,7 +340,7 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
         weightLayout.place(def, data, type.getNumElements() * elementBytes(stored), dtypeName);
     SmallVector<Attribute> shape;
     for (int64_t dim : type.getShape()) shape.push_back(cuda::planDim(context, dim));
-    return cuda::contiguousTensor(context, stepplan::kWeightsBuffer, offset, stored, shape);
+    return cuda::contiguousTensor(context, kWeightsBuffer, offset, stored, shape);
   }
 
   /// Views of the workspace at the planned offsets for `op`'s results:
@@ -358,9 +359,9 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
         return op->emitOpError("computes ") << element << "; the model must be f32 before lowering";
       int64_t features = 1;
       for (int64_t dim : tensor.getShape().drop_front()) features *= dim;
-      StringRef rows = perSequence.contains(result) ? stepplan::kSeqsSymbol : stepplan::kTokensSymbol;
+      StringRef rows = perSequence.contains(result) ? kSeqsSymbol : kTokensSymbol;
       cuda::TensorRef view = cuda::contiguousTensor(
-          context, stepplan::kWorkspaceBuffer, offset, element,
+          context, kWorkspaceBuffer, offset, element,
           {cuda::planDim(context, rows), cuda::planDim(context, features)});
       refs[result] = view;
       outputs.push_back(view);
