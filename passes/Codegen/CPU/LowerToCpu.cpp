@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
+#include "passes/Codegen/Common/StepWalker.h"
 #include "passes/Serving/StepFunction.h"
 
 #include "llmc/Support/ElementsData.h"
@@ -45,6 +46,147 @@ MemRefType memrefLike(Type tensor) {
   return MemRefType::get(shaped.getShape(), shaped.getElementType());
 }
 
+/// The CPU's places: every value is a memref in `llmc_step`, and every
+/// compute op a call of a kernel.
+class CpuStepWalker final : public codegen::StepWalker<Value, Value> {
+public:
+  CpuStepWalker(cpu::StepLowering &step, Value weights, Value workspace, Value logits)
+      : step(step), weightsArg(weights), workspaceArg(workspace), logits(logits) {}
+
+  /// Gives the step's input `value` the memref `memref`.
+  void setInput(Value value, Value memref) { refs[value] = memref; }
+
+  codegen::WeightLayout weightLayout{kWeightAlignment};
+
+private:
+  LogicalResult lowerCompute(Operation *op, ArrayRef<Value> operands,
+                             ArrayRef<Value> outputs) override {
+    return TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](llm::LinearOp linear) {
+          cpu::Epilogue epilogue;
+          epilogue.bias = codegen::loweredOperand<Value>(linear.getBiasMutable(), operands);
+          return lowerMatmul(op, linear.getWeight(), linear.getTransposeWeight(), operands[0],
+                             outputs[0], epilogue);
+        })
+        .Case([&](llm::FusedLinearOp linear) {
+          cpu::Epilogue epilogue{
+              &linear.getEpilogue(), linear.getGated(),
+              codegen::loweredOperand<Value>(linear.getBiasMutable(), operands),
+              SmallVector<Value>(codegen::loweredOperands<Value>(linear.getExtras(), operands))};
+          return lowerMatmul(op, linear.getWeight(), linear.getTransposeWeight(), operands[0],
+                             outputs[0], epilogue);
+        })
+        .Case([&](llm::LogitsOp head) {
+          return lowerMatmul(op, head.getWeight(), head.getTransposeWeight(), operands[0], logits,
+                             {});
+        })
+        .Case([&](llm::PagedKvWriteOp write) {
+          return cpu::lowerPagedKvWrite(step, write, operands);
+        })
+        .Case([&](llm::RopePagedKvWriteOp write) {
+          return cpu::lowerRopePagedKvWrite(step, write, operands, outputs[0]);
+        })
+        .Case([&](llm::PagedAttentionOp attention) {
+          return cpu::lowerPagedAttention(step, attention, operands, outputs[0]);
+        })
+        .Case([&](llm::EmbeddingOp embedding) {
+          return cpu::lowerEmbedding(step, embedding, operands, outputs[0]);
+        })
+        .Case([&](llm::GatherRowsOp gather) {
+          return cpu::lowerGatherRows(step, gather, operands, outputs[0]);
+        })
+        .Case([&](llm::SplitQkvOp split) {
+          return cpu::lowerSplitQkv(step, split, operands, outputs);
+        })
+        .Case<llm::RmsNormOp, llm::LayerNormOp>(
+            [&](Operation *norm) { return cpu::lowerNorm(step, norm, operands, outputs[0]); })
+        .Case<llm::AddRmsNormOp, llm::AddLayerNormOp>(
+            [&](Operation *norm) { return cpu::lowerAddNorm(step, norm, operands, outputs); })
+        .Case<llm::RopeOp, llm::RopeCachedOp>(
+            [&](Operation *rope) { return cpu::lowerRope(step, rope, operands, outputs[0]); })
+        .Case([&](llm::ScalarFunctionOpInterface elementwise) {
+          return cpu::lowerScalarFunction(step, elementwise, operands, outputs[0]);
+        })
+        .Default([&](Operation *other) { return other->emitOpError("has no CPU lowering"); });
+  }
+
+  /// A strided view of the rows' columns.
+  Value columnSlice(Location loc, const Value &input, int64_t column, int64_t size) override {
+    OpBuilder &b = step.b;
+    Value rows = memref::DimOp::create(b, loc, input, 0);
+    SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(column)};
+    SmallVector<OpFoldResult> sizes{rows, b.getIndexAttr(size)};
+    SmallVector<OpFoldResult> strides{b.getIndexAttr(1), b.getIndexAttr(1)};
+    return memref::SubViewOp::create(b, loc, input, offsets, sizes, strides);
+  }
+
+  /// A linear layer or the logits head. The generated matmul takes its
+  /// weights [out, in]: an [in, out] weight is transposed at compile time.
+  LogicalResult lowerMatmul(Operation *op, Value weightValue, bool transposed, Value input,
+                            Value output, const cpu::Epilogue &epilogue) {
+    bool flip = step.generatedMatmul && !transposed;
+    auto weight = flip ? transposedWeightOf(weightValue) : refOf(weightValue, op, 1);
+    if (failed(weight)) return failure();
+    return cpu::lowerMatmul(step, op->getLoc(), input, *weight, transposed || flip, output,
+                            epilogue);
+  }
+
+  FailureOr<Value> placeWeight(Value value, Operation *, unsigned) override {
+    auto data = codegen::weightConstant(value, "CPU");
+    if (failed(data)) return failure();
+    return refs[value] = weightView(value.getDefiningOp(), *data);
+  }
+
+  /// The [out, in] view of an [in, out] weight: the generated matmul reads
+  /// one contiguous weight row per output, so weights.bin stores them so.
+  FailureOr<Value> transposedWeightOf(Value value) {
+    if (Value known = transposedRefs.lookup(value)) return known;
+    auto data = codegen::weightConstant(value, "CPU");
+    if (failed(data)) return failure();
+    auto type = cast<ShapedType>(data->getType());
+    std::vector<char> storage;
+    auto bytes = elementsBytes(*data, storage);
+    if (failed(bytes) || type.getRank() != 2)
+      return value.getDefiningOp()->emitOpError("is a matmul weight without 2-D data"), failure();
+    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    const auto *source = reinterpret_cast<const float *>(bytes->data());
+    std::vector<float> transposed(rows * cols);
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t col = 0; col < cols; ++col) transposed[col * rows + row] = source[row * cols + col];
+    auto transposedType = RankedTensorType::get({cols, rows}, type.getElementType());
+    auto attr = cast<ElementsAttr>(DenseResourceElementsAttr::get(
+        transposedType, "transposed",
+        HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(transposed))));
+    return transposedRefs[value] = weightView(value.getDefiningOp(), attr);
+  }
+
+  /// Places `data` in weights.bin and views it from the step.
+  Value weightView(Operation *def, ElementsAttr data) {
+    auto type = cast<ShapedType>(data.getType());
+    int64_t placed = weightLayout.place(def, data, type.getNumElements() * 4);
+    Value offset = arith::ConstantIndexOp::create(step.b, def->getLoc(), placed);
+    return memref::ViewOp::create(step.b, def->getLoc(), memrefLike(type), weightsArg, offset,
+                                  ValueRange{});
+  }
+
+  FailureOr<Value> workspaceView(Operation *op, Value result, int64_t offset, int64_t features,
+                                 bool perSequenceRows) override {
+    Type element = cast<ShapedType>(result.getType()).getElementType();
+    if (!element.isF32() && !isa<llm::GatherRowsOp>(op))
+      return op->emitOpError("computes ") << element << "; only f32 models are lowered";
+    auto type = MemRefType::get({ShapedType::kDynamic, features}, element);
+    Value rows = perSequenceRows ? step.numSeqs : step.numTokens;
+    Value start = arith::ConstantIndexOp::create(step.b, op->getLoc(), offset);
+    return memref::ViewOp::create(step.b, op->getLoc(), type, workspaceArg, start,
+                                  ValueRange{rows})
+        .getResult();
+  }
+
+  cpu::StepLowering &step;
+  Value weightsArg, workspaceArg, logits;
+  DenseMap<Value, Value> transposedRefs;
+};
+
 struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
   using LlmLowerToCpuPassBase::LlmLowerToCpuPassBase;
 
@@ -75,6 +217,9 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
       modelInputs.push_back(input);
       types.push_back(memrefLike(tensor));
     }
+    // What the artifact writer needs from the planned step.
+    auto info = codegen::plannedStepInfo(model);
+    if (failed(info)) return failure();
     auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
     types.append({bytes, bytes, memrefLike(model.getResultTypes().front())});
 
@@ -85,217 +230,23 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     b.setInsertionPointToStart(body);
 
     cpu::StepLowering step(module, b);
-    perSequence = abi::perSequenceValues(model);
-    builderForViews = &b;
     step.generatedMatmul = matmul == "generated";
     step.api = body->getArgument(0);
-    for (auto [index, input] : llvm::enumerate(modelInputs))
-      memrefs[input] = body->getArgument(index + 1);
-    weightsArg = body->getArgument(types.size() - 3);
-    workspaceArg = body->getArgument(types.size() - 2);
-    Value logits = body->getArgument(types.size() - 1);
     step.numTokens = memref::DimOp::create(b, loc, body->getArgument(1), 0);
     step.numSeqs = memref::DimOp::create(b, loc, body->getArgument(7), 0);
-
-    for (Operation &op : model.getBody().front())
-      if (failed(lowerOp(step, &op, logits))) return failure();
+    CpuStepWalker walker(step, body->getArgument(types.size() - 3),
+                         body->getArgument(types.size() - 2), body->getArgument(types.size() - 1));
+    for (auto [index, input] : llvm::enumerate(modelInputs))
+      walker.setInput(input, body->getArgument(index + 1));
+    if (failed(walker.walk(model))) return failure();
     func::ReturnOp::create(b, loc);
 
-    if (failed(recordArtifactAttributes(module, model))) return failure();
+    setStepInfo(module, *info);
+    walker.weightLayout.record(module);
+    module->setAttr("llmc.matmul", b.getStringAttr(matmul));
     model.erase();
     return success();
   }
-
-  LogicalResult lowerOp(cpu::StepLowering &step, Operation *op, Value logits) {
-    if (isa<llm::ConstantOp, llm::DequantizeOp, func::ReturnOp>(op))
-      return success(); // weights become views where they are used
-    if (isa<llm::SplitHeadsOp, llm::MergeHeadsOp>(op)) {
-      memrefs[op->getResult(0)] = memrefs.lookup(op->getOperand(0));
-      return success();
-    }
-    if (auto split = dyn_cast<llm::SplitOp>(op)) return lowerSplit(split);
-    SmallVector<Value> operands;
-    for (OpOperand &operand : op->getOpOperands()) {
-      // Matmul weights are placed by lowerMatmul, in the layout it reads.
-      if (isa<llm::LinearOp, llm::LogitsOp, llm::FusedLinearOp>(op) &&
-          operand.getOperandNumber() == 1) {
-        operands.push_back(nullptr);
-        continue;
-      }
-      auto memref = memrefOf(operand.get());
-      if (failed(memref)) return failure();
-      operands.push_back(*memref);
-    }
-    SmallVector<Value> outputs;
-    if (!isa<llm::PagedKvWriteOp, llm::LogitsOp>(op))
-      if (failed(workspaceViews(step, op, outputs))) return failure();
-
-    return TypeSwitch<Operation *, LogicalResult>(op)
-        .Case([&](llm::LinearOp linear) {
-          cpu::Epilogue epilogue;
-          epilogue.bias = codegen::loweredOperand<Value>(linear.getBiasMutable(), operands);
-          return lowerMatmul(step, op, linear.getWeight(), linear.getTransposeWeight(), operands[0],
-                             outputs[0], epilogue);
-        })
-        .Case([&](llm::FusedLinearOp linear) {
-          cpu::Epilogue epilogue{
-              &linear.getEpilogue(), linear.getGated(),
-              codegen::loweredOperand<Value>(linear.getBiasMutable(), operands),
-              SmallVector<Value>(codegen::loweredOperands<Value>(linear.getExtras(), operands))};
-          return lowerMatmul(step, op, linear.getWeight(), linear.getTransposeWeight(), operands[0],
-                             outputs[0], epilogue);
-        })
-        .Case([&](llm::LogitsOp head) {
-          return lowerMatmul(step, op, head.getWeight(), head.getTransposeWeight(), operands[0],
-                             logits, {});
-        })
-        .Case([&](llm::PagedKvWriteOp write) {
-          memrefs[write.getResult()] = operands[0];
-          return cpu::lowerPagedKvWrite(step, write, operands);
-        })
-        .Case([&](llm::RopePagedKvWriteOp write) {
-          memrefs[write.getUpdatedPool()] = operands[0];
-          return cpu::lowerRopePagedKvWrite(step, write, operands, outputs[0]);
-        })
-        .Case([&](llm::PagedAttentionOp attention) {
-          return cpu::lowerPagedAttention(step, attention, operands, outputs[0]);
-        })
-        .Case([&](llm::EmbeddingOp embedding) {
-          return cpu::lowerEmbedding(step, embedding, operands, outputs[0]);
-        })
-        .Case([&](llm::GatherRowsOp gather) {
-          return cpu::lowerGatherRows(step, gather, operands, outputs[0]);
-        })
-        .Case([&](llm::SplitQkvOp split) { return cpu::lowerSplitQkv(step, split, operands, outputs); })
-        .Case<llm::RmsNormOp, llm::LayerNormOp>(
-            [&](Operation *norm) { return cpu::lowerNorm(step, norm, operands, outputs[0]); })
-        .Case<llm::AddRmsNormOp, llm::AddLayerNormOp>(
-            [&](Operation *norm) { return cpu::lowerAddNorm(step, norm, operands, outputs); })
-        .Case<llm::RopeOp, llm::RopeCachedOp>(
-            [&](Operation *rope) { return cpu::lowerRope(step, rope, operands, outputs[0]); })
-        .Case([&](llm::ScalarFunctionOpInterface elementwise) {
-          return cpu::lowerScalarFunction(step, elementwise, operands, outputs[0]);
-        })
-        .Default([&](Operation *other) { return other->emitOpError("has no CPU lowering"); });
-  }
-
-  /// The parts of an llm.split are strided views of its input's rows.
-  LogicalResult lowerSplit(llm::SplitOp split) {
-    Value input = memrefs.lookup(split.getInput());
-    if (!input) return split.emitOpError("splits a value that has no memory");
-    OpBuilder &b = *builderForViews;
-    Location loc = split.getLoc();
-    Value rows = memref::DimOp::create(b, loc, input, 0);
-    int64_t column = 0;
-    for (auto [result, size] : llvm::zip(split.getResults(), split.getSizes())) {
-      SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), b.getIndexAttr(column)};
-      SmallVector<OpFoldResult> sizes{rows, b.getIndexAttr(size)};
-      SmallVector<OpFoldResult> strides{b.getIndexAttr(1), b.getIndexAttr(1)};
-      memrefs[result] = memref::SubViewOp::create(b, loc, input, offsets, sizes, strides);
-      column += size;
-    }
-    return success();
-  }
-
-  /// A linear layer or the logits head. The generated matmul takes its
-  /// weights [out, in]: an [in, out] weight is transposed at compile time.
-  LogicalResult lowerMatmul(cpu::StepLowering &step, Operation *op, Value weightValue,
-                            bool transposed, Value input, Value output,
-                            const cpu::Epilogue &epilogue) {
-    bool flip = step.generatedMatmul && !transposed;
-    auto weight = flip ? transposedWeightOf(weightValue) : memrefOf(weightValue);
-    if (failed(weight)) return failure();
-    return cpu::lowerMatmul(step, op->getLoc(), input, *weight, transposed || flip, output,
-                            epilogue);
-  }
-
-  /// The memref of an operand: a step input, an earlier result, a weight
-  /// view, or null for an omitted optional operand.
-  FailureOr<Value> memrefOf(Value value) {
-    if (!value) return Value();
-    if (Value known = memrefs.lookup(value)) return known;
-    Operation *def = value.getDefiningOp();
-    auto data = codegen::weightConstant(value, "CPU");
-    if (failed(data)) return failure();
-    return memrefs[value] = weightView(def, *data);
-  }
-
-  /// The [out, in] view of an [in, out] weight: the generated matmul reads
-  /// one contiguous weight row per output, so weights.bin stores them so.
-  FailureOr<Value> transposedWeightOf(Value value) {
-    if (Value known = transposedMemrefs.lookup(value)) return known;
-    auto data = codegen::weightConstant(value, "CPU");
-    if (failed(data)) return failure();
-    auto type = cast<ShapedType>(data->getType());
-    std::vector<char> storage;
-    auto bytes = elementsBytes(*data, storage);
-    if (failed(bytes) || type.getRank() != 2)
-      return value.getDefiningOp()->emitOpError("is a matmul weight without 2-D data"), failure();
-    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-    const auto *source = reinterpret_cast<const float *>(bytes->data());
-    std::vector<float> transposed(rows * cols);
-    for (int64_t row = 0; row < rows; ++row)
-      for (int64_t col = 0; col < cols; ++col) transposed[col * rows + row] = source[row * cols + col];
-    auto transposedType = RankedTensorType::get({cols, rows}, type.getElementType());
-    auto attr = cast<ElementsAttr>(DenseResourceElementsAttr::get(
-        transposedType, "transposed",
-        HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(transposed))));
-    return transposedMemrefs[value] = weightView(value.getDefiningOp(), attr);
-  }
-
-  /// Places `data` in weights.bin and views it from the step.
-  Value weightView(Operation *def, ElementsAttr data) {
-    auto type = cast<ShapedType>(data.getType());
-    int64_t placed = weightLayout.place(def, data, type.getNumElements() * 4);
-    OpBuilder &b = *builderForViews;
-    Value offset = arith::ConstantIndexOp::create(b, def->getLoc(), placed);
-    return memref::ViewOp::create(b, def->getLoc(), memrefLike(type), weightsArg, offset,
-                                  ValueRange{});
-  }
-
-  /// Views of the workspace at the planned offsets for `op`'s results.
-  LogicalResult workspaceViews(cpu::StepLowering &step, Operation *op,
-                               SmallVectorImpl<Value> &outputs) {
-    auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("llmc.workspace_offsets");
-    if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
-      return op->emitOpError("has no planned workspace offsets: run llm-plan-memory first");
-    for (auto [result, offset] : llvm::zip(op->getResults(), offsets.asArrayRef())) {
-      if (offset < 0) continue; // the pool a fused KV write updates in place
-      auto tensor = cast<RankedTensorType>(result.getType());
-      if (!tensor.getElementType().isF32() && !isa<llm::GatherRowsOp>(op))
-        return op->emitOpError("computes ") << tensor.getElementType()
-                                            << "; only f32 models are lowered";
-      // Activations are [rows, features], heads included in the features.
-      int64_t features = 1;
-      for (int64_t dim : tensor.getShape().drop_front()) features *= dim;
-      auto type = MemRefType::get({ShapedType::kDynamic, features}, tensor.getElementType());
-      Value rows = perSequence.contains(result) ? step.numSeqs : step.numTokens;
-      Value start = arith::ConstantIndexOp::create(step.b, op->getLoc(), offset);
-      Value view = memref::ViewOp::create(step.b, op->getLoc(), type, workspaceArg, start,
-                                          ValueRange{rows});
-      memrefs[result] = view;
-      outputs.push_back(view);
-    }
-    return success();
-  }
-
-  /// What the artifact writer needs: the weight layout and the step's config.
-  LogicalResult recordArtifactAttributes(ModuleOp module, func::FuncOp model) {
-    auto info = codegen::plannedStepInfo(model);
-    if (failed(info)) return failure();
-    setStepInfo(module, *info);
-    Builder b(module.getContext());
-    weightLayout.record(module);
-    module->setAttr("llmc.matmul", b.getStringAttr(matmul));
-    return success();
-  }
-
-  DenseMap<Value, Value> memrefs;
-  DenseMap<Value, Value> transposedMemrefs;
-  DenseSet<Value> perSequence; // abi::perSequenceValues of the step
-  codegen::WeightLayout weightLayout{kWeightAlignment};
-  Value weightsArg, workspaceArg;
-  OpBuilder *builderForViews = nullptr;
 };
 
 } // namespace

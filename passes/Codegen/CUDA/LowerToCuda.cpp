@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CUDA/CudaLowering.h"
+#include "passes/Codegen/Common/StepWalker.h"
 #include "passes/Serving/StepFunction.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -55,55 +56,12 @@ bool isPlainBody(Region &body, bool &withExtra) {
          (add.getRhs() == block.getArgument(0) && add.getLhs() == block.getArgument(1));
 }
 
-struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
-  using LlmLowerToCudaPassBase::LlmLowerToCudaPassBase;
-
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    if (!llvm::Regex("^sm_[0-9]+a?$").match(arch)) {
-      module.emitError("arch must be sm_XX (sm_80, sm_90, ...), not '") << arch << "'";
-      return signalPassFailure();
-    }
-    if (dtype != "bf16" && dtype != "f16") {
-      module.emitError("dtype must be bf16 or f16, not '") << dtype << "'";
-      return signalPassFailure();
-    }
-    func::FuncOp model = abi::findPlannedStep(module);
-    if (!model || failed(lower(module, model))) return signalPassFailure();
-  }
-
-  LogicalResult lower(ModuleOp module, func::FuncOp model) {
-    MLIRContext *context = module.getContext();
-    Builder b(context);
-    storageType = dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
-    auto integer = [&](StringRef name) { return model->getAttrOfType<IntegerAttr>(name).getInt(); };
-    int64_t workspaceBytes = integer("llmc.workspace_bytes");
-
-    cuda::PlanBuilder plan(context);
-    cuda::KernelModule kernels(module, arch);
-    cuda::StepContext step{plan, kernels, storageType, llvm::alignTo(workspaceBytes, kScratchAlignment), 0,
-                           integer("llmc.max_num_batched_tokens"), integer("llmc.max_num_seqs")};
-    perSequence = abi::perSequenceValues(model);
-    if (failed(placeInputs(model))) return failure();
-    for (Operation &op : model.getBody().front())
-      if (failed(lowerOp(step, &op))) return failure();
-
-    auto info = codegen::plannedStepInfo(model);
-    if (failed(info)) return failure();
-    // The device workspace: the planned activations, then the ops' scratch.
-    info->workspaceBytes = step.scratchOffset + step.scratchBytes;
-    setStepInfo(module, *info);
-    module->setAttr("llmc.cuda_plan", plan.steps());
-    module->setAttr("llmc.cuda_attention_source", b.getStringAttr(attentionSource));
-    module->setAttr("llmc.cuda_scratch_bytes", b.getI64IntegerAttr(step.scratchBytes));
-    module->setAttr("llmc.cuda_workspace_bytes", b.getI64IntegerAttr(step.scratchOffset));
-    module->setAttr("llmc.cuda_arch", b.getStringAttr(arch));
-    module->setAttr("llmc.dtype", b.getStringAttr(dtype));
-    weightLayout.record(module);
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
-    model.erase();
-    return success();
-  }
+/// CUDA's places: every value is a TensorRef into one of the plan's
+/// buffers, and every compute op launches or a GEMM in the plan.
+class CudaStepWalker final : public codegen::StepWalker<cuda::TensorRef> {
+public:
+  CudaStepWalker(cuda::StepContext &step, StringRef dtype, std::string &attentionSource)
+      : step(step), dtype(dtype), attentionSource(attentionSource) {}
 
   /// The step ABI's inputs as the runtime's device buffers (docs/cuda.md).
   LogicalResult placeInputs(func::FuncOp model) {
@@ -129,12 +87,12 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
       refs[argument] = cuda::contiguousTensor(context, input.role, 0, b.getI32Type(), input.shape);
     }
     BlockArgument pool = abi::findInput(model, abi::kKvPool);
-    if (!pool) return model.emitError("has no 'kv_pool' input");
+    if (!pool) return model.emitError("has no '") << abi::kKvPool << "' input";
     auto poolType = cast<ShapedType>(pool.getType());
     if (!poolType.getElementType().isF32())
       return model.emitError("has a non-f32 KV cache; the model must be f32 before lowering");
     auto shape = poolType.getShape();
-    refs[pool] = cuda::contiguousTensor(context, abi::kKvPool, 0, storageType,
+    refs[pool] = cuda::contiguousTensor(context, abi::kKvPool, 0, step.storageType,
                                         {dim(shape[0]), sym(kNumBlocksSymbol), dim(shape[2]),
                                          dim(shape[3]), dim(shape[4]), dim(shape[5])});
     auto logits = cast<ShapedType>(model.getResultTypes().front());
@@ -143,52 +101,28 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     return success();
   }
 
-  LogicalResult lowerOp(cuda::StepContext &step, Operation *op) {
-    if (isa<llm::ConstantOp, llm::DequantizeOp, func::ReturnOp>(op))
-      return success(); // weights are placed where they are used
-    if (isa<llm::SplitHeadsOp, llm::MergeHeadsOp>(op)) {
-      auto it = refs.find(op->getOperand(0));
-      if (it == refs.end()) return op->emitOpError("reads a value that has no memory");
-      cuda::TensorRef alias = it->second; // a copy, as above
-      refs[op->getResult(0)] = alias;
-      return success();
-    }
-    if (auto split = dyn_cast<llm::SplitOp>(op)) return lowerSplit(split);
-    bool isMatmul = isa<llm::LinearOp, llm::LogitsOp, llm::FusedLinearOp>(op);
-    SmallVector<std::optional<cuda::TensorRef>> operands;
-    for (OpOperand &operand : op->getOpOperands()) {
-      if (isMatmul && operand.getOperandNumber() == 1) {
-        operands.push_back(std::nullopt); // placed by lowerMatmul
-        continue;
-      }
-      auto ref = refOf(operand.get(), readsRotaryTable(op, operand.getOperandNumber()));
-      if (failed(ref)) return failure();
-      operands.push_back(*ref);
-    }
-    SmallVector<cuda::TensorRef> outputs;
-    if (!isa<llm::PagedKvWriteOp, llm::LogitsOp>(op))
-      if (failed(workspaceViews(op, outputs))) return failure();
+  codegen::WeightLayout weightLayout{kWeightAlignment};
 
+private:
+  using Operand = std::optional<cuda::TensorRef>;
+
+  LogicalResult lowerCompute(Operation *op, ArrayRef<Operand> operands,
+                             ArrayRef<cuda::TensorRef> outputs) override {
     return TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](llm::LinearOp linear) {
-          return lowerMatmul(step, op, linear.getWeight(), linear.getTransposeWeight(),
-                             *operands[0],
-                             codegen::loweredOperand<std::optional<cuda::TensorRef>>(
-                                 linear.getBiasMutable(), operands),
+          return lowerMatmul(op, linear.getWeight(), linear.getTransposeWeight(), *operands[0],
+                             codegen::loweredOperand(linear.getBiasMutable(), operands),
                              outputs[0]);
         })
-        .Case([&](llm::FusedLinearOp linear) { return lowerFusedLinear(step, linear, operands, outputs[0]); })
+        .Case([&](llm::FusedLinearOp linear) {
+          return lowerFusedLinear(linear, operands, outputs[0]);
+        })
         .Case([&](llm::LogitsOp head) {
-          return lowerMatmul(step, op, head.getWeight(), head.getTransposeWeight(), *operands[0],
+          return lowerMatmul(op, head.getWeight(), head.getTransposeWeight(), *operands[0],
                              std::nullopt, logitsRef);
         })
-        .Case([&](llm::PagedKvWriteOp write) {
-          refs[write.getResult()] = *operands[0];
-          return cuda::lowerPagedKvWrite(step, op, operands, {});
-        })
-        .Case([&](llm::RopePagedKvWriteOp write) {
-          refs[write.getUpdatedPool()] = *operands[0];
-          return cuda::lowerPagedKvWrite(step, op, operands, outputs);
+        .Case<llm::PagedKvWriteOp, llm::RopePagedKvWriteOp>([&](Operation *write) {
+          return cuda::lowerPagedKvWrite(step, write, operands, outputs);
         })
         .Case([&](llm::PagedAttentionOp attention) {
           return cuda::lowerPagedAttention(step, attention, operands, outputs[0], attentionSource);
@@ -199,7 +133,9 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
         .Case([&](llm::GatherRowsOp gather) {
           return cuda::lowerGatherRows(step, gather, operands, outputs[0]);
         })
-        .Case([&](llm::SplitQkvOp split) { return cuda::lowerSplitQkv(step, split, operands, outputs); })
+        .Case([&](llm::SplitQkvOp split) {
+          return cuda::lowerSplitQkv(step, split, operands, outputs);
+        })
         .Case<llm::RmsNormOp, llm::LayerNormOp, llm::AddRmsNormOp, llm::AddLayerNormOp>(
             [&](Operation *norm) { return cuda::lowerNorm(step, norm, operands, outputs); })
         .Case<llm::RopeOp, llm::RopeCachedOp>(
@@ -218,26 +154,19 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     return false;
   }
 
-  /// The parts of an llm.split are strided views of its input's rows.
-  LogicalResult lowerSplit(llm::SplitOp split) {
-    auto it = refs.find(split.getInput());
-    if (it == refs.end()) return split.emitOpError("splits a value that has no memory");
-    cuda::TensorRef input = it->second; // a copy: inserting the parts may move the map's entries
-    int64_t column = 0;
-    for (auto [result, size] : llvm::zip(split.getResults(), split.getSizes())) {
-      cuda::TensorRef part = input.shifted(column * elementBytes(input.elementType));
-      part.sizes[1] = cuda::planDim(split.getContext(), size);
-      part.contiguous = false;
-      refs[result] = part;
-      column += size;
-    }
-    return success();
+  /// The same rows, `size` columns from `column`: a strided view.
+  cuda::TensorRef columnSlice(Location loc, const cuda::TensorRef &input, int64_t column,
+                              int64_t size) override {
+    cuda::TensorRef part = input.shifted(column * elementBytes(input.elementType));
+    part.sizes[1] = cuda::planDim(loc.getContext(), size);
+    part.contiguous = false;
+    return part;
   }
 
   /// A bias rides on cuBLASLt's epilogue and `acc + residual` on beta = 1;
   /// other epilogues run as a kernel over the f32 product in scratch.
-  LogicalResult lowerFusedLinear(cuda::StepContext &step, llm::FusedLinearOp linear,
-                                 ArrayRef<std::optional<cuda::TensorRef>> operands,
+  LogicalResult lowerFusedLinear(llm::FusedLinearOp linear,
+                                 ArrayRef<Operand> operands,
                                  const cuda::TensorRef &output) {
     bool withExtra = false;
     if (!linear.getGated() && isPlainBody(linear.getEpilogue(), withExtra)) {
@@ -245,17 +174,17 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
       if (withExtra) {
         residual = codegen::loweredOperands(linear.getExtras(), operands).front();
         if (residual->sizes.size() != 2)
-          return lowerGeneralEpilogue(step, linear, operands, output);
+          return lowerGeneralEpilogue(linear, operands, output);
       }
-      return lowerMatmul(step, linear, linear.getWeight(), linear.getTransposeWeight(),
+      return lowerMatmul(linear, linear.getWeight(), linear.getTransposeWeight(),
                          *operands[0], codegen::loweredOperand(linear.getBiasMutable(), operands),
                          output, residual);
     }
-    return lowerGeneralEpilogue(step, linear, operands, output);
+    return lowerGeneralEpilogue(linear, operands, output);
   }
 
-  LogicalResult lowerGeneralEpilogue(cuda::StepContext &step, llm::FusedLinearOp linear,
-                                     ArrayRef<std::optional<cuda::TensorRef>> operands,
+  LogicalResult lowerGeneralEpilogue(llm::FusedLinearOp linear,
+                                     ArrayRef<Operand> operands,
                                      const cuda::TensorRef &output) {
     MLIRContext *context = linear.getContext();
     const cuda::TensorRef &input = *operands[0];
@@ -266,18 +195,18 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     cuda::TensorRef product = cuda::contiguousTensor(
         context, kWorkspaceBuffer, offset, Float32Type::get(context),
         {input.sizes[0], cuda::planDim(context, columns)});
-    if (failed(lowerMatmul(step, linear, linear.getWeight(), linear.getTransposeWeight(), input,
+    if (failed(lowerMatmul(linear, linear.getWeight(), linear.getTransposeWeight(), input,
                            std::nullopt, product)))
       return failure();
     return cuda::lowerEpilogue(step, linear, product, operands, output);
   }
 
   /// D = input * weight (+ bias) (+ residual), through cuBLASLt.
-  LogicalResult lowerMatmul(cuda::StepContext &step, Operation *op, Value weightValue,
+  LogicalResult lowerMatmul(Operation *op, Value weightValue,
                             bool transposed, const cuda::TensorRef &input,
                             std::optional<cuda::TensorRef> bias, const cuda::TensorRef &output,
                             std::optional<cuda::TensorRef> residual = std::nullopt) {
-    auto weight = refOf(weightValue, /*keepF32=*/false);
+    auto weight = refOf(weightValue, op, 1);
     if (failed(weight)) return failure();
     auto weightShape = cast<ShapedType>(weightValue.getType()).getShape();
     if (weightShape.size() != 2) return op->emitOpError("has a weight that is not 2-D");
@@ -290,8 +219,9 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     };
     auto lda = rowStride(input), ldd = rowStride(output);
     if (!lda || !ldd) return op->emitOpError("has an operand that is not a matrix of unit column stride");
-    if (input.elementType != storageType)
-      return op->emitOpError("multiplies ") << input.elementType << "; the GEMM takes " << storageType;
+    if (input.elementType != step.storageType)
+      return op->emitOpError("multiplies ")
+             << input.elementType << "; the GEMM takes " << step.storageType;
     cuda::PlanBuilder::Gemm gemm;
     gemm.m = input.sizes[0];
     gemm.n = n;
@@ -314,28 +244,23 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     return success();
   }
 
-  /// The place of an operand: a step input, an earlier result, a weight, or
-  /// nullopt for an omitted optional operand. Weights are stored in the
-  /// storage type unless `keepF32`.
-  FailureOr<std::optional<cuda::TensorRef>> refOf(Value value, bool keepF32) {
-    if (!value) return std::optional<cuda::TensorRef>();
-    auto known = refs.find(value);
-    if (known != refs.end()) return std::optional<cuda::TensorRef>(known->second);
-    Operation *def = value.getDefiningOp();
+  /// Weights are stored in the storage type, rotary tables in f32.
+  FailureOr<cuda::TensorRef> placeWeight(Value value, Operation *user,
+                                         unsigned operandNumber) override {
     auto data = codegen::weightConstant(value, "CUDA");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());
-    Type stored = keepF32 ? type.getElementType() : storageType;
+    Type stored = readsRotaryTable(user, operandNumber) ? type.getElementType() : step.storageType;
     auto &slot = weightRefs[{value, stored}];
-    if (!slot) slot = placeWeight(def, *data, stored);
-    return std::optional<cuda::TensorRef>(*slot);
+    if (!slot) slot = placeWeight(value.getDefiningOp(), *data, stored);
+    return *slot;
   }
 
   /// Places `data` in weights.bin as `stored` (converted when written).
   cuda::TensorRef placeWeight(Operation *def, ElementsAttr data, Type stored) {
     MLIRContext *context = def->getContext();
     auto type = cast<ShapedType>(data.getType());
-    std::string dtypeName = stored.isF32() ? "f32" : dtype.getValue();
+    std::string dtypeName = stored.isF32() ? "f32" : dtype.str();
     int64_t offset =
         weightLayout.place(def, data, type.getNumElements() * elementBytes(stored), dtypeName);
     SmallVector<Attribute> shape;
@@ -343,39 +268,74 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     return cuda::contiguousTensor(context, kWeightsBuffer, offset, stored, shape);
   }
 
-  /// Views of the workspace at the planned offsets for `op`'s results:
-  /// [rows, features], rows per token or per sequence.
-  LogicalResult workspaceViews(Operation *op, SmallVectorImpl<cuda::TensorRef> &outputs) {
-    auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("llmc.workspace_offsets");
-    if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
-      return op->emitOpError("has no planned workspace offsets: run llm-plan-memory first");
+  FailureOr<cuda::TensorRef> workspaceView(Operation *op, Value result, int64_t offset,
+                                           int64_t features, bool perSequenceRows) override {
+    Type element = cast<ShapedType>(result.getType()).getElementType();
+    if (element.isF32()) element = step.storageType; // planned as f32: the narrower type fits
+    else if (!element.isInteger(32) && !element.isInteger(64))
+      return op->emitOpError("computes ") << element << "; the model must be f32 before lowering";
     MLIRContext *context = op->getContext();
-    for (auto [result, offset] : llvm::zip(op->getResults(), offsets.asArrayRef())) {
-      if (offset < 0) continue; // the pool a fused KV write updates in place
-      auto tensor = cast<RankedTensorType>(result.getType());
-      Type element = tensor.getElementType();
-      if (element.isF32()) element = storageType; // planned as f32: the narrower type fits
-      else if (!element.isInteger(32) && !element.isInteger(64))
-        return op->emitOpError("computes ") << element << "; the model must be f32 before lowering";
-      int64_t features = 1;
-      for (int64_t dim : tensor.getShape().drop_front()) features *= dim;
-      StringRef rows = perSequence.contains(result) ? kSeqsSymbol : kTokensSymbol;
-      cuda::TensorRef view = cuda::contiguousTensor(
-          context, kWorkspaceBuffer, offset, element,
-          {cuda::planDim(context, rows), cuda::planDim(context, features)});
-      refs[result] = view;
-      outputs.push_back(view);
-    }
-    return success();
+    StringRef rows = perSequenceRows ? kSeqsSymbol : kTokensSymbol;
+    return cuda::contiguousTensor(context, kWorkspaceBuffer, offset, element,
+                                  {cuda::planDim(context, rows), cuda::planDim(context, features)});
   }
 
-  Type storageType;
-  DenseMap<Value, cuda::TensorRef> refs;
-  DenseMap<std::pair<Value, Type>, std::optional<cuda::TensorRef>> weightRefs;
-  DenseSet<Value> perSequence;
+  cuda::StepContext &step;
+  StringRef dtype;
+  std::string &attentionSource;
   cuda::TensorRef logitsRef;
-  codegen::WeightLayout weightLayout{kWeightAlignment};
-  std::string attentionSource;
+  DenseMap<std::pair<Value, Type>, std::optional<cuda::TensorRef>> weightRefs;
+};
+
+struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
+  using LlmLowerToCudaPassBase::LlmLowerToCudaPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (!llvm::Regex("^sm_[0-9]+a?$").match(arch)) {
+      module.emitError("arch must be sm_XX (sm_80, sm_90, ...), not '") << arch << "'";
+      return signalPassFailure();
+    }
+    if (dtype != "bf16" && dtype != "f16") {
+      module.emitError("dtype must be bf16 or f16, not '") << dtype << "'";
+      return signalPassFailure();
+    }
+    func::FuncOp model = abi::findPlannedStep(module);
+    if (!model || failed(lower(module, model))) return signalPassFailure();
+  }
+
+  LogicalResult lower(ModuleOp module, func::FuncOp model) {
+    MLIRContext *context = module.getContext();
+    Builder b(context);
+    Type storageType = dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
+    cuda::PlanBuilder plan(context);
+    cuda::KernelModule kernels(module, arch);
+    cuda::StepContext step{plan, kernels, storageType};
+    std::string attentionSource;
+    CudaStepWalker walker(step, dtype, attentionSource);
+    if (failed(walker.placeInputs(model))) return failure();
+    // The planned step's limits size the scratch of the ops that need it.
+    auto info = codegen::plannedStepInfo(model);
+    if (failed(info)) return failure();
+    step.scratchOffset = llvm::alignTo(info->workspaceBytes, kScratchAlignment);
+    step.maxTokens = info->maxNumBatchedTokens;
+    step.maxSeqs = info->maxNumSeqs;
+    if (failed(walker.walk(model))) return failure();
+
+    // The device workspace: the planned activations, then the ops' scratch.
+    info->workspaceBytes = step.scratchOffset + step.scratchBytes;
+    setStepInfo(module, *info);
+    module->setAttr("llmc.cuda_plan", plan.steps());
+    module->setAttr("llmc.cuda_attention_source", b.getStringAttr(attentionSource));
+    module->setAttr("llmc.cuda_scratch_bytes", b.getI64IntegerAttr(step.scratchBytes));
+    module->setAttr("llmc.cuda_workspace_bytes", b.getI64IntegerAttr(step.scratchOffset));
+    module->setAttr("llmc.cuda_arch", b.getStringAttr(arch));
+    module->setAttr("llmc.dtype", b.getStringAttr(dtype));
+    walker.weightLayout.record(module);
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+    model.erase();
+    return success();
+  }
 };
 
 } // namespace

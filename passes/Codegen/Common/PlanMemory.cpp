@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/Common/Passes.h"
+#include "passes/Codegen/Common/StepData.h"
 #include "passes/Serving/StepFunction.h"
 
 #include "llmc/Support/Debug.h"
@@ -149,7 +150,7 @@ struct LlmPlanMemoryPass : impl::LlmPlanMemoryPassBase<LlmPlanMemoryPass> {
         auto it = bufferOf.find(result);
         offsets.push_back(it == bufferOf.end() ? -1 : buffers[it->second].offset);
       }
-      op.setAttr("llmc.workspace_offsets", builder.getDenseI64ArrayAttr(offsets));
+      op.setAttr(codegen::kWorkspaceOffsetsAttr, builder.getDenseI64ArrayAttr(offsets));
     }
   }
 };

@@ -1,8 +1,8 @@
 //===- StepData.h - what target lowerings read off the planned step -*- C++ -*-===//
 //
-// Weights as constant f32 data (dequantized at compile time when packed) and
-// the step's configuration for the manifest (llmc/Artifact/StepInfo.h): the
-// same for every target.
+// The planned workspace offsets, weights as constant f32 data (dequantized
+// at compile time when packed) and the step's configuration for the manifest
+// (llmc/Artifact/StepInfo.h): the same for every target.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_PASSES_CODEGEN_COMMON_STEPDATA_H
@@ -16,6 +16,10 @@
 #include "mlir/IR/BuiltinOps.h"
 
 namespace llmc::codegen {
+
+/// The attribute llm-plan-memory leaves on every op with results: one
+/// workspace offset per result, -1 for a result that lives elsewhere.
+inline constexpr llvm::StringLiteral kWorkspaceOffsetsAttr = "llmc.workspace_offsets";
 
 /// Unpacks an llm.dequantize of constants into f32 [rows, cols] at compile
 /// time (every target's weights start as this).

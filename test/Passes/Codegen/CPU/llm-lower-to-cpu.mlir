@@ -78,3 +78,15 @@ module {
     return %arg0 : tensor<?xi32>
   }
 }
+
+// -----
+
+// The manifest needs the hidden size, which the step's llm.embedding gives.
+module {
+  // expected-error @+1 {{has no llm.embedding: the manifest needs the model's hidden size}}
+  func.func @no_embedding(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 0 : i64} {
+    %0 = llm.constant dense<0.0> : tensor<2x64xf32>
+    %1 = tensor.cast %0 : tensor<2x64xf32> to tensor<?x64xf32>
+    return %1 : tensor<?x64xf32>
+  }
+}
