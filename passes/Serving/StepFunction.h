@@ -6,10 +6,11 @@
 // find inputs by role instead of by position.
 //
 //===----------------------------------------------------------------------===//
-#ifndef LLMC_PASSES_STEPABI_H
-#define LLMC_PASSES_STEPABI_H
+#ifndef LLMC_PASSES_SERVING_STEPFUNCTION_H
+#define LLMC_PASSES_SERVING_STEPFUNCTION_H
 
 #include "dialects/llm/LlmDialect.h"
+#include "llmc/Runtime/StepABI.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -19,14 +20,19 @@ namespace llmc::abi {
 
 inline constexpr llvm::StringLiteral kRoleAttr = "llmc.abi";
 
-inline constexpr llvm::StringLiteral kTokens = "tokens";
-inline constexpr llvm::StringLiteral kPositions = "positions";
-inline constexpr llvm::StringLiteral kCuSeqlensQ = "cu_seqlens_q";
-inline constexpr llvm::StringLiteral kContextLens = "context_lens";
-inline constexpr llvm::StringLiteral kBlockTables = "block_tables";
-inline constexpr llvm::StringLiteral kSlotMapping = "slot_mapping";
-inline constexpr llvm::StringLiteral kLogitsIndices = "logits_indices";
-inline constexpr llvm::StringLiteral kKvPool = "kv_pool";
+inline constexpr llvm::StringLiteral kTokens = LLMC_STEP_INPUT_TOKENS;
+inline constexpr llvm::StringLiteral kPositions = LLMC_STEP_INPUT_POSITIONS;
+inline constexpr llvm::StringLiteral kCuSeqlensQ = LLMC_STEP_INPUT_CU_SEQLENS_Q;
+inline constexpr llvm::StringLiteral kContextLens = LLMC_STEP_INPUT_CONTEXT_LENS;
+inline constexpr llvm::StringLiteral kBlockTables = LLMC_STEP_INPUT_BLOCK_TABLES;
+inline constexpr llvm::StringLiteral kSlotMapping = LLMC_STEP_INPUT_SLOT_MAPPING;
+inline constexpr llvm::StringLiteral kLogitsIndices = LLMC_STEP_INPUT_LOGITS_INDICES;
+inline constexpr llvm::StringLiteral kKvPool = LLMC_STEP_INPUT_KV_POOL;
+
+/// The step ABI's array inputs in argument order (after `api`).
+inline constexpr llvm::StringLiteral kStepInputs[] = {
+    kTokens, kPositions, kCuSeqlensQ, kContextLens, kBlockTables, kSlotMapping, kLogitsIndices,
+    kKvPool};
 
 /// The input of `func` tagged with `role`, or null.
 inline mlir::BlockArgument findInput(mlir::func::FuncOp func, llvm::StringRef role) {
@@ -87,4 +93,4 @@ inline llvm::DenseSet<mlir::Value> perSequenceValues(mlir::func::FuncOp func) {
 
 } // namespace llmc::abi
 
-#endif // LLMC_PASSES_STEPABI_H
+#endif // LLMC_PASSES_SERVING_STEPFUNCTION_H

@@ -16,8 +16,8 @@
  * Every array argument is an MLIR memref descriptor (LlmcMemRef<R> below,
  * the layout of mlir/ExecutionEngine/CRunnerUtils.h's StridedMemRefType),
  * row-major with unit innermost stride. Bump LLMC_STEP_ABI_VERSION whenever
- * anything in this file changes; the manifest records it and the runtime
- * refuses an artifact built for another version.
+ * the meaning or layout of anything in this file changes; the manifest records
+ * it and the runtime refuses an artifact built for another version.
  *===----------------------------------------------------------------------===*/
 #ifndef LLMC_RUNTIME_STEPABI_H
 #define LLMC_RUNTIME_STEPABI_H
@@ -73,6 +73,18 @@ LLMC_DEFINE_MEMREF(6)
  *                   64-byte aligned; scratch for activations
  *   logits          [N, vocab] f32, written
  * T <= step.max_num_batched_tokens and N <= step.max_num_seqs. */
+/* The array inputs' roles, spelled once: the compiler tags the step
+ * function's inputs with them (the `llmc.abi` argument attribute) and the
+ * CUDA step plan names its input buffers after them. */
+#define LLMC_STEP_INPUT_TOKENS "tokens"
+#define LLMC_STEP_INPUT_POSITIONS "positions"
+#define LLMC_STEP_INPUT_CU_SEQLENS_Q "cu_seqlens_q"
+#define LLMC_STEP_INPUT_CONTEXT_LENS "context_lens"
+#define LLMC_STEP_INPUT_BLOCK_TABLES "block_tables"
+#define LLMC_STEP_INPUT_SLOT_MAPPING "slot_mapping"
+#define LLMC_STEP_INPUT_LOGITS_INDICES "logits_indices"
+#define LLMC_STEP_INPUT_KV_POOL "kv_pool"
+
 typedef void (*LlmcStepFn)(const LlmcCpuHostApi *api, LlmcMemRef1 *tokens,
                            LlmcMemRef1 *positions, LlmcMemRef1 *cu_seqlens_q,
                            LlmcMemRef1 *context_lens, LlmcMemRef2 *block_tables,

@@ -12,6 +12,8 @@
 #ifndef LLMC_RUNTIME_STEPPLANSCHEMA_H
 #define LLMC_RUNTIME_STEPPLANSCHEMA_H
 
+#include "llmc/Runtime/StepABI.h"
+
 #include <cstdint>
 
 namespace llmc::stepplan {
@@ -85,13 +87,21 @@ inline constexpr const char *kSymbols[] = {kTokensSymbol, kSeqsSymbol, kMaxQLenS
                                            kBlockTableWidthSymbol, kNumBlocksSymbol};
 
 // Buffers: the weights, the workspace, the step ABI's inputs (named as their
-// roles in include/llmc/Runtime/StepABI.h) and the logits.
+// roles in include/llmc/Runtime/StepABI.h, spelled there) and the logits.
 inline constexpr const char *kWeightsBuffer = "weights";
 inline constexpr const char *kWorkspaceBuffer = "workspace";
 inline constexpr const char *kLogitsBuffer = "logits";
-inline constexpr const char *kBuffers[] = {
-    kWeightsBuffer, kWorkspaceBuffer, "tokens",       "positions", "cu_seqlens_q", "context_lens",
-    "block_tables", "slot_mapping", "logits_indices", "kv_pool",   kLogitsBuffer};
+inline constexpr const char *kBuffers[] = {kWeightsBuffer,
+                                           kWorkspaceBuffer,
+                                           LLMC_STEP_INPUT_TOKENS,
+                                           LLMC_STEP_INPUT_POSITIONS,
+                                           LLMC_STEP_INPUT_CU_SEQLENS_Q,
+                                           LLMC_STEP_INPUT_CONTEXT_LENS,
+                                           LLMC_STEP_INPUT_BLOCK_TABLES,
+                                           LLMC_STEP_INPUT_SLOT_MAPPING,
+                                           LLMC_STEP_INPUT_LOGITS_INDICES,
+                                           LLMC_STEP_INPUT_KV_POOL,
+                                           kLogitsBuffer};
 
 } // namespace llmc::stepplan
 

@@ -34,12 +34,6 @@ namespace {
 
 constexpr int64_t kWeightAlignment = 64;
 
-/// The step ABI's arguments after `api`, in order.
-constexpr llvm::StringLiteral kStepInputs[] = {abi::kTokens,       abi::kPositions,
-                                               abi::kCuSeqlensQ,   abi::kContextLens,
-                                               abi::kBlockTables,  abi::kSlotMapping,
-                                               abi::kLogitsIndices, abi::kKvPool};
-
 /// A memref type with the tensor's shape (dynamic dims stay dynamic).
 MemRefType memrefLike(Type tensor) {
   auto shaped = cast<ShapedType>(tensor);
@@ -208,7 +202,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     // The step function's signature: api, the ABI inputs, weights, workspace, logits.
     SmallVector<Type> types{LLVM::LLVMPointerType::get(context)};
     SmallVector<BlockArgument> modelInputs;
-    for (StringRef role : kStepInputs) {
+    for (StringRef role : abi::kStepInputs) {
       BlockArgument input = abi::findInput(model, role);
       if (!input) return model.emitError("has no '") << role << "' input";
       auto tensor = cast<RankedTensorType>(input.getType());
