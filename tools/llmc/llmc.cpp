@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Bench.h"
-#include "Compile.h"
+#include "CompileFlags.h"
 #include "Run.h"
 #include "Serve.h"
 
@@ -57,5 +57,5 @@ int main(int argc, char **argv) {
   args.insert(args.end(), argv + 2, argv + argc);
   llvm::cl::ParseCommandLineOptions(int(args.size()), args.data(),
                                     "llmc compile: an ONNX decoder in, a model.llmc artifact (or its IR at a stage) out\n\n  MLIR's --mlir-* printing and timing options and -debug-only=<pass> also apply\n  (--help-hidden lists them).\n");
-  return llmc::runCompile();
+  return llmc::runCompileCommand();
 }

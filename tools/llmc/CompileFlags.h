@@ -1,6 +1,6 @@
-//===- Compile.h - `llmc compile` -------------------------------*- C++ -*-===//
-#ifndef LLMC_TOOLS_LLMC_COMPILE_H
-#define LLMC_TOOLS_LLMC_COMPILE_H
+//===- CompileFlags.h - the command line of `llmc compile` ------*- C++ -*-===//
+#ifndef LLMC_TOOLS_LLMC_COMPILEFLAGS_H
+#define LLMC_TOOLS_LLMC_COMPILEFLAGS_H
 
 #include "llvm/Support/CommandLine.h"
 
@@ -12,8 +12,8 @@ extern llvm::cl::OptionCategory compileCategory;
 /// Runs `llmc compile` with the parsed options (those of the "llmc compile
 /// options" category, and MLIR's pass manager and printing options); returns
 /// the exit code.
-int runCompile();
+int runCompileCommand();
 
 } // namespace llmc
 
-#endif // LLMC_TOOLS_LLMC_COMPILE_H
+#endif // LLMC_TOOLS_LLMC_COMPILEFLAGS_H

@@ -1,8 +1,8 @@
-//===- Compile.cpp - `llmc compile` ---------------------------------------===//
+//===- Compile.cpp - the compiler driver ----------------------------------===//
 //
 // Import an ONNX model, run the pipeline up to the requested stage and write
 // the IR or the artifact. Progress goes to stderr on a terminal unless
-// --quiet.
+// quiet. Options and errors are named as `llmc compile` spells them.
 //
 // The pipeline is the default one of the -O level, with the passes of
 // --insert-passes at its extension points (after-raising, before-fusion,
@@ -12,7 +12,7 @@
 // text is parsed.
 //
 //===----------------------------------------------------------------------===//
-#include "Compile.h"
+#include "llmc/Driver/Compile.h"
 
 #include "OpSummary.h"
 #include "dialects/llm/LlmDialect.h"
@@ -44,94 +44,10 @@
 #include <chrono>
 
 using namespace mlir;
-namespace cl = llvm::cl;
 
 namespace llmc {
 
-cl::OptionCategory compileCategory("llmc compile options");
-
 namespace {
-enum class EmitKind { OnnxIR, LlmIR, StepIR, Artifact, GraphIR, Graph };
-
-cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
-                               cl::cat(compileCategory));
-cl::opt<EmitKind> emit(
-    "emit", cl::desc("What to produce"), cl::init(EmitKind::Artifact),
-    cl::values(clEnumValN(EmitKind::OnnxIR, "onnx-ir", "the imported onnx dialect IR"),
-               clEnumValN(EmitKind::LlmIR, "llm-ir", "the raised llm dialect IR"),
-               clEnumValN(EmitKind::StepIR, "step-ir",
-                          "the paged, ragged, planned llm step (before target lowering)"),
-               clEnumValN(EmitKind::Artifact, "artifact",
-                          "the compiled model directory (default; needs -o DIR)"),
-               clEnumValN(EmitKind::GraphIR, "graph-ir",
-                          "the whole graph lowered to loops on memrefs (fixed shapes)"),
-               clEnumValN(EmitKind::Graph, "graph",
-                          "the whole graph as one native function: graph.so + graph.json "
-                          "(fixed shapes; needs -o DIR)")),
-    cl::cat(compileCategory));
-cl::opt<std::string> outputPath("o", cl::desc("Output: the artifact directory, or the IR file ('-' for stdout)"),
-                                cl::value_desc("path"), cl::init("-"), cl::cat(compileCategory));
-cl::opt<std::string> target("target",
-                            cl::desc("Where the artifact runs: cpu (the host), or cuda[:sm_XX] (an "
-                                     "NVIDIA GPU; without sm_XX the GPU present, else sm_80)"),
-                            cl::init("cpu"), cl::cat(compileCategory));
-cl::opt<std::string> dtype("dtype",
-                           cl::desc("CUDA: the storage type of weights, activations and the KV "
-                                    "cache, bf16 (default) or f16"),
-                           cl::init("bf16"), cl::cat(compileCategory));
-cl::opt<int64_t> blockSize("block-size", cl::desc("Tokens per KV-cache block"), cl::init(16),
-                           cl::cat(compileCategory));
-cl::opt<int64_t> maxNumBatchedTokens("max-num-batched-tokens",
-                                     cl::desc("Most tokens one step carries (sizes the workspace)"),
-                                     cl::init(2048), cl::cat(compileCategory));
-cl::opt<int64_t> maxNumSeqs("max-num-seqs", cl::desc("Most sequences one step carries"),
-                            cl::init(256), cl::cat(compileCategory));
-cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or generated"),
-                            cl::init("generated"), cl::cat(compileCategory));
-cl::opt<bool> summary("summary", cl::desc("Print a per-layer op summary (to stderr when the IR goes to stdout)"),
-                      cl::cat(compileCategory));
-cl::opt<bool> keepWeights("keep-weights",
-                          cl::desc("Print the weight blobs with the IR (left out by default)"),
-                          cl::cat(compileCategory));
-cl::opt<bool> allowLeftovers("allow-leftovers",
-                             cl::desc("Keep onnx ops that raising did not handle instead of failing"),
-                             cl::cat(compileCategory));
-cl::opt<bool> quiet("quiet", cl::desc("No progress output"), cl::cat(compileCategory));
-// -O0 .. -O3, as LLVM's tools spell it (cl::Prefix: the level is glued to -O).
-cl::opt<unsigned> optLevel("O",
-                           cl::desc("Fusion level: -O0 none, -O1 horizontal linears, rope + KV "
-                                    "write and logits rows, -O2 (default) + residual norms, GEMM "
-                                    "epilogues and elementwise chains, -O3 + elementwise "
-                                    "producers recomputed in each consumer"),
-                           cl::Prefix, cl::init(2), cl::value_desc("level"),
-                           cl::cat(compileCategory));
-cl::list<std::string> passPlugins(
-    "load-pass-plugin",
-    cl::desc("Load the passes of a plugin library (repeatable); they can then be named in "
-             "--insert-passes and --pass-pipeline"),
-    cl::value_desc("path"), cl::cat(compileCategory));
-cl::list<std::string> insertPasses(
-    "insert-passes",
-    cl::desc("Run a pass pipeline at an extension point of the default pipeline (repeatable): "
-             "POINT is after-raising, before-fusion or before-lowering; PIPELINE is textual, as "
-             "--pass-pipeline takes it but without builtin.module(...), e.g. "
-             "before-lowering=func.func(my-pass),canonicalize"),
-    cl::value_desc("point=pipeline"), cl::cat(compileCategory));
-cl::opt<std::string> passPipeline(
-    "pass-pipeline",
-    cl::desc("Run this pipeline instead of the default one, as mlir-opt does: "
-             "builtin.module(...) text over the imported module, with llmc's passes and "
-             "pipelines (llmc-raise, llmc-step{opt-level=N}, llmc-fuse{opt-level=N}, "
-             "llm-lower-to-cpu) and the plugins'. For --emit=artifact it must end with "
-             "llm-lower-to-cpu"),
-    cl::value_desc("pipeline"), cl::cat(compileCategory));
-cl::opt<bool> json("json", cl::desc("Print the summary and the fusion report as JSON"),
-                   cl::cat(compileCategory));
-cl::opt<bool> dumpFusionReport(
-    "dump-fusion-report",
-    cl::desc("Print, per layer kind, the kernels and the activation bytes per decode token of "
-             "the step at -O0 and at the chosen -O level (to stderr when the IR goes to stdout)"),
-    cl::cat(compileCategory));
 
 /// The file name inside a location, if any.
 std::string fileOf(Location loc) {
@@ -160,7 +76,8 @@ LogicalResult printDiagnostic(Diagnostic &diagnostic) {
 /// Stage progress on stderr, when it is a terminal and --quiet is not given.
 class Progress {
 public:
-  Progress() : enabled(!quiet && llvm::sys::Process::StandardErrIsDisplayed()) {}
+  explicit Progress(bool quiet)
+      : enabled(!quiet && llvm::sys::Process::StandardErrIsDisplayed()) {}
   void stage(llvm::StringRef what) {
     finish();
     if (!enabled) return;
@@ -219,18 +136,6 @@ llvm::ArrayRef<llvm::StringLiteral> reachedExtensionPoints(EmitKind kind) {
   }
 }
 
-const char *emitName(EmitKind kind) {
-  switch (kind) {
-  case EmitKind::OnnxIR: return "onnx-ir";
-  case EmitKind::LlmIR: return "llm-ir";
-  case EmitKind::StepIR: return "step-ir";
-  case EmitKind::Artifact: return "artifact";
-  case EmitKind::GraphIR: return "graph-ir";
-  case EmitKind::Graph: return "graph";
-  }
-  return "?";
-}
-
 /// PassPlugin::load's message, without the repetition of the path.
 std::string pluginLoadError(llvm::StringRef path, llvm::StringRef message) {
   message = message.trim();
@@ -249,7 +154,7 @@ std::string pluginLoadError(llvm::StringRef path, llvm::StringRef message) {
 
 /// Loads every --load-pass-plugin library and registers its passes (and
 /// pipelines): after this, pipeline text may name them.
-LogicalResult loadPassPlugins() {
+LogicalResult loadPassPlugins(const std::vector<std::string> &passPlugins) {
   for (const std::string &path : passPlugins) {
     if (!llvm::sys::fs::exists(path)) {
       error() << "cannot load pass plugin '" << path << "': no such file\n";
@@ -270,7 +175,8 @@ LogicalResult loadPassPlugins() {
 /// pipelines of one point joined in the order given. Each pipeline is
 /// parsed here once (after the plugins are loaded), so that a bad one is an
 /// error naming its flag.
-LogicalResult parseInsertPasses(EmitKind kind, llvm::StringMap<std::string> &extensions) {
+LogicalResult parseInsertPasses(EmitKind kind, const std::vector<std::string> &insertPasses,
+                                llvm::StringMap<std::string> &extensions) {
   llvm::ArrayRef<llvm::StringLiteral> reached = reachedExtensionPoints(kind);
   for (const std::string &item : insertPasses) {
     auto [point, pipeline] = llvm::StringRef(item).split('=');
@@ -308,7 +214,7 @@ LogicalResult parseInsertPasses(EmitKind kind, llvm::StringMap<std::string> &ext
 }
 
 /// --pass-pipeline, parsed into `pm` in place of the default pipeline.
-LogicalResult parseReplacementPipeline(PassManager &pm) {
+LogicalResult parseReplacementPipeline(StringRef passPipeline, PassManager &pm) {
   std::string message;
   llvm::raw_string_ostream os(message);
   FailureOr<OpPassManager> parsed = parsePassPipeline(passPipeline, os);
@@ -327,24 +233,23 @@ LogicalResult parseReplacementPipeline(PassManager &pm) {
 }
 
 /// What the progress line says the default pipeline does.
-std::string pipelineStage(EmitKind kind) {
+std::string pipelineStage(const CompileOptions &options, unsigned optLevel) {
+  EmitKind kind = options.emit;
   std::string stage;
   if (kind == EmitKind::LlmIR) stage = "shape inference and raising to llm";
   else if (kind == EmitKind::StepIR)
     stage = llvm::formatv("raising, paging, ragged batching and fusion (-O{0})",
-                          optLevel.getValue());
+                          optLevel);
   else
     stage = llvm::formatv("raising, paging, ragged batching, fusion (-O{0}) and CPU lowering",
-                          optLevel.getValue());
-  if (!insertPasses.empty()) stage += ", with the inserted passes";
+                          optLevel);
+  if (!options.insertPasses.empty()) stage += ", with the inserted passes";
   return stage;
 }
-} // namespace
-
 /// The planned step of `imported` (cloned) at `options`' level and at -O0,
 /// compared by printFusionReport.
 LogicalResult printFusionReportOf(ModuleOp imported, const StepPipelineOptions &options,
-                                  llvm::raw_ostream &os) {
+                                  bool allowLeftovers, bool json, llvm::raw_ostream &os) {
   auto plannedStep = [&](unsigned level) -> FailureOr<std::vector<StepSegment>> {
     OwningOpRef<ModuleOp> module = imported.clone();
     StepPipelineOptions atLevel = options;
@@ -368,11 +273,29 @@ LogicalResult printFusionReportOf(ModuleOp imported, const StepPipelineOptions &
   printFusionReport(*before, *after, options.optLevel, os, json);
   return success();
 }
+} // namespace
 
-int runCompile() {
+const char *emitName(EmitKind kind) {
+  switch (kind) {
+  case EmitKind::OnnxIR: return "onnx-ir";
+  case EmitKind::LlmIR: return "llm-ir";
+  case EmitKind::StepIR: return "step-ir";
+  case EmitKind::Artifact: return "artifact";
+  case EmitKind::GraphIR: return "graph-ir";
+  case EmitKind::Graph: return "graph";
+  }
+  return "?";
+}
+
+int runCompile(const CompileOptions &options) {
+  const std::string &inputPath = options.inputPath, &outputPath = options.outputPath;
+  const std::string &target = options.target;
+  EmitKind emit = options.emit;
+  unsigned optLevel = options.optLevel.value_or(2);
+  const std::vector<std::string> &insertPasses = options.insertPasses;
   bool graph = emit == EmitKind::Graph || emit == EmitKind::GraphIR;
   bool directory = emit == EmitKind::Artifact || emit == EmitKind::Graph;
-  bool customPipeline = passPipeline.getNumOccurrences() > 0;
+  bool customPipeline = options.passPipeline.has_value();
   // Every usage error before the import, which takes a while on a real model.
   if (directory && outputPath == "-") {
     error() << "this output is a directory: give -o DIR\n";
@@ -388,6 +311,7 @@ int runCompile() {
       return 1;
     }
     cudaTarget = *parsed;
+    std::string dtype = options.dtype.value_or("bf16");
     if (dtype != "bf16" && dtype != "f16") {
       error() << "--dtype must be bf16 or f16, not '" << dtype << "'\n";
       return 1;
@@ -400,7 +324,7 @@ int runCompile() {
   } else if (target != "cpu") {
     error() << "unknown target '" << target << "': use cpu, cuda or cuda:sm_XX\n";
     return 1;
-  } else if (dtype.getNumOccurrences()) {
+  } else if (options.dtype) {
     error() << "--dtype applies to --target cuda; the CPU target computes in f32\n";
     return 1;
   }
@@ -414,7 +338,7 @@ int runCompile() {
                  "to: give one or the other\n";
       return 1;
     }
-    if (optLevel.getNumOccurrences()) {
+    if (options.optLevel) {
       error() << "-O applies to the default pipeline: with --pass-pipeline, give the level to "
                  "the pipelines (e.g. llmc-step{opt-level=" << optLevel << "})\n";
       return 1;
@@ -425,7 +349,7 @@ int runCompile() {
       return 1;
     }
   }
-  if (dumpFusionReport && (customPipeline || graph || emit == EmitKind::OnnxIR ||
+  if (options.dumpFusionReport && (customPipeline || graph || emit == EmitKind::OnnxIR ||
                            emit == EmitKind::LlmIR)) {
     error() << "--dump-fusion-report compares the default pipeline's steps: use it with "
                "--emit=step-ir or artifact, without --pass-pipeline\n";
@@ -438,21 +362,21 @@ int runCompile() {
   }
 
   // Plugins first: the pipelines below may name their passes.
-  Progress progress;
-  if (!passPlugins.empty()) progress.stage("loading pass plugins");
-  if (failed(loadPassPlugins())) return 1;
-  StepPipelineOptions options;
-  options.blockSize = blockSize;
-  options.maxNumBatchedTokens = maxNumBatchedTokens;
-  options.maxNumSeqs = maxNumSeqs;
-  options.matmul = matmul;
-  options.optLevel = optLevel;
+  Progress progress(options.quiet);
+  if (!options.passPlugins.empty()) progress.stage("loading pass plugins");
+  if (failed(loadPassPlugins(options.passPlugins))) return 1;
+  StepPipelineOptions step;
+  step.blockSize = options.blockSize;
+  step.maxNumBatchedTokens = options.maxNumBatchedTokens;
+  step.maxNumSeqs = options.maxNumSeqs;
+  step.matmul = options.matmul;
+  step.optLevel = optLevel;
   if (cuda) {
-    options.target = "cuda";
-    options.cudaArch = cudaTarget.arch;
-    options.dtype = cudaTarget.dtype;
+    step.target = "cuda";
+    step.cudaArch = cudaTarget.arch;
+    step.dtype = cudaTarget.dtype;
   }
-  if (failed(parseInsertPasses(emit, options.extensions))) return 1;
+  if (failed(parseInsertPasses(emit, insertPasses, step.extensions))) return 1;
 
   DialectRegistry registry;
   registry.insert<onnx::OnnxDialect, llm::LlmDialect, func::FuncDialect>();
@@ -463,8 +387,8 @@ int runCompile() {
   context.getDiagEngine().registerHandler(printDiagnostic);
 
   PassManager pm(&context);
-  if (customPipeline && failed(parseReplacementPipeline(pm))) return 1;
-  if (failed(applyPassManagerCLOptions(pm))) return 1;
+  if (customPipeline && failed(parseReplacementPipeline(*options.passPipeline, pm))) return 1;
+  if (options.configurePassManager && failed(options.configurePassManager(pm))) return 1;
 
   // --mlir-timing reports the import next to each pass.
   DefaultTimingManager timing;
@@ -477,10 +401,11 @@ int runCompile() {
   importTiming.stop();
   if (!module) return 1;
 
-  if (dumpFusionReport) {
+  if (options.dumpFusionReport) {
     progress.stage("fusion report: the step at -O0 and -O" + std::to_string(optLevel));
     bool irOnStdout = emit != EmitKind::Artifact && outputPath == "-";
-    if (failed(printFusionReportOf(*module, options, irOnStdout ? llvm::errs() : llvm::outs())))
+    if (failed(printFusionReportOf(*module, step, options.allowLeftovers, options.json,
+                                   irOnStdout ? llvm::errs() : llvm::outs())))
       return 1;
   }
 
@@ -506,20 +431,20 @@ int runCompile() {
     buildGraphPipeline(pm);
     progress.stage("lowering the graph to loops");
   } else {
-    buildRaisingPipeline(pm, allowLeftovers);
+    buildRaisingPipeline(pm, options.allowLeftovers);
     // The pipelines were parsed once above: these cannot fail but for a bug.
-    if (failed(addExtensionPasses(pm, options, "after-raising", pipelineErrorStream))) {
+    if (failed(addExtensionPasses(pm, step, "after-raising", pipelineErrorStream))) {
       error() << oneLine(pipelineErrors) << "\n";
       return 1;
     }
     if (emit == EmitKind::StepIR || emit == EmitKind::Artifact) {
-      if (failed(buildStepPipeline(pm, options, /*lowerToTarget=*/emit == EmitKind::Artifact,
+      if (failed(buildStepPipeline(pm, step, /*lowerToTarget=*/emit == EmitKind::Artifact,
                                    pipelineErrorStream))) {
         error() << oneLine(pipelineErrors) << "\n";
         return 1;
       }
     }
-    progress.stage(pipelineStage(emit));
+    progress.stage(pipelineStage(options, optLevel));
   }
   if (failed(pm.run(*module))) return 1;
   progress.finish();
@@ -547,7 +472,7 @@ int runCompile() {
         return 1;
     }
     progress.finish();
-    if (!quiet) llvm::errs() << "llmc: wrote " << outputPath << "\n";
+    if (!options.quiet) llvm::errs() << "llmc: wrote " << outputPath << "\n";
     return 0;
   }
 
@@ -562,11 +487,12 @@ int runCompile() {
   // scope skips the resource section, which the printer would hex-encode in
   // full even to elide it (seconds and ~1 GB for a 135M model).
   OpPrintingFlags flags;
-  if (!keepWeights) flags.useLocalScope();
+  if (!options.keepWeights) flags.useLocalScope();
   module->print(output->os(), flags);
   printTiming.stop();
   output->keep();
-  if (summary) printOpSummary(*module, outputPath == "-" ? llvm::errs() : llvm::outs(), json);
+  if (options.summary)
+    printOpSummary(*module, outputPath == "-" ? llvm::errs() : llvm::outs(), options.json);
   return 0;
 }
 

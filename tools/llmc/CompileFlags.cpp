@@ -1,0 +1,136 @@
+//===- CompileFlags.cpp - the command line of `llmc compile` --------------===//
+//
+// The flags of `llmc compile`, read into CompileOptions for the driver
+// (lib/Driver). MLIR's own --mlir-* pass-manager and timing flags are applied
+// to the driver's pass manager.
+//
+//===----------------------------------------------------------------------===//
+#include "CompileFlags.h"
+
+#include "llmc/Driver/Compile.h"
+
+#include "mlir/Pass/PassManager.h"
+
+namespace cl = llvm::cl;
+
+namespace llmc {
+
+cl::OptionCategory compileCategory("llmc compile options");
+
+namespace {
+
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"), cl::Required,
+                               cl::cat(compileCategory));
+cl::opt<EmitKind> emit(
+    "emit", cl::desc("What to produce"), cl::init(EmitKind::Artifact),
+    cl::values(clEnumValN(EmitKind::OnnxIR, "onnx-ir", "the imported onnx dialect IR"),
+               clEnumValN(EmitKind::LlmIR, "llm-ir", "the raised llm dialect IR"),
+               clEnumValN(EmitKind::StepIR, "step-ir",
+                          "the paged, ragged, planned llm step (before target lowering)"),
+               clEnumValN(EmitKind::Artifact, "artifact",
+                          "the compiled model directory (default; needs -o DIR)"),
+               clEnumValN(EmitKind::GraphIR, "graph-ir",
+                          "the whole graph lowered to loops on memrefs (fixed shapes)"),
+               clEnumValN(EmitKind::Graph, "graph",
+                          "the whole graph as one native function: graph.so + graph.json "
+                          "(fixed shapes; needs -o DIR)")),
+    cl::cat(compileCategory));
+cl::opt<std::string> outputPath("o", cl::desc("Output: the artifact directory, or the IR file ('-' for stdout)"),
+                                cl::value_desc("path"), cl::init("-"), cl::cat(compileCategory));
+cl::opt<std::string> target("target",
+                            cl::desc("Where the artifact runs: cpu (the host), or cuda[:sm_XX] (an "
+                                     "NVIDIA GPU; without sm_XX the GPU present, else sm_80)"),
+                            cl::init("cpu"), cl::cat(compileCategory));
+cl::opt<std::string> dtype("dtype",
+                           cl::desc("CUDA: the storage type of weights, activations and the KV "
+                                    "cache, bf16 (default) or f16"),
+                           cl::init("bf16"), cl::cat(compileCategory));
+cl::opt<int64_t> blockSize("block-size", cl::desc("Tokens per KV-cache block"), cl::init(16),
+                           cl::cat(compileCategory));
+cl::opt<int64_t> maxNumBatchedTokens("max-num-batched-tokens",
+                                     cl::desc("Most tokens one step carries (sizes the workspace)"),
+                                     cl::init(2048), cl::cat(compileCategory));
+cl::opt<int64_t> maxNumSeqs("max-num-seqs", cl::desc("Most sequences one step carries"),
+                            cl::init(256), cl::cat(compileCategory));
+cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or generated"),
+                            cl::init("generated"), cl::cat(compileCategory));
+cl::opt<bool> summary("summary", cl::desc("Print a per-layer op summary (to stderr when the IR goes to stdout)"),
+                      cl::cat(compileCategory));
+cl::opt<bool> keepWeights("keep-weights",
+                          cl::desc("Print the weight blobs with the IR (left out by default)"),
+                          cl::cat(compileCategory));
+cl::opt<bool> allowLeftovers("allow-leftovers",
+                             cl::desc("Keep onnx ops that raising did not handle instead of failing"),
+                             cl::cat(compileCategory));
+cl::opt<bool> quiet("quiet", cl::desc("No progress output"), cl::cat(compileCategory));
+// -O0 .. -O3, as LLVM's tools spell it (cl::Prefix: the level is glued to -O).
+cl::opt<unsigned> optLevel("O",
+                           cl::desc("Fusion level: -O0 none, -O1 horizontal linears, rope + KV "
+                                    "write and logits rows, -O2 (default) + residual norms, GEMM "
+                                    "epilogues and elementwise chains, -O3 + elementwise "
+                                    "producers recomputed in each consumer"),
+                           cl::Prefix, cl::init(2), cl::value_desc("level"),
+                           cl::cat(compileCategory));
+cl::list<std::string> passPlugins(
+    "load-pass-plugin",
+    cl::desc("Load the passes of a plugin library (repeatable); they can then be named in "
+             "--insert-passes and --pass-pipeline"),
+    cl::value_desc("path"), cl::cat(compileCategory));
+cl::list<std::string> insertPasses(
+    "insert-passes",
+    cl::desc("Run a pass pipeline at an extension point of the default pipeline (repeatable): "
+             "POINT is after-raising, before-fusion or before-lowering; PIPELINE is textual, as "
+             "--pass-pipeline takes it but without builtin.module(...), e.g. "
+             "before-lowering=func.func(my-pass),canonicalize"),
+    cl::value_desc("point=pipeline"), cl::cat(compileCategory));
+cl::opt<std::string> passPipeline(
+    "pass-pipeline",
+    cl::desc("Run this pipeline instead of the default one, as mlir-opt does: "
+             "builtin.module(...) text over the imported module, with llmc's passes and "
+             "pipelines (llmc-raise, llmc-step{opt-level=N}, llmc-fuse{opt-level=N}, "
+             "llm-lower-to-cpu) and the plugins'. For --emit=artifact it must end with "
+             "llm-lower-to-cpu"),
+    cl::value_desc("pipeline"), cl::cat(compileCategory));
+cl::opt<bool> json("json", cl::desc("Print the summary and the fusion report as JSON"),
+                   cl::cat(compileCategory));
+cl::opt<bool> dumpFusionReport(
+    "dump-fusion-report",
+    cl::desc("Print, per layer kind, the kernels and the activation bytes per decode token of "
+             "the step at -O0 and at the chosen -O level (to stderr when the IR goes to stdout)"),
+    cl::cat(compileCategory));
+
+
+/// An option's value when it was given on the command line.
+template <typename T, typename Option> std::optional<T> given(const Option &option) {
+  if (!option.getNumOccurrences()) return std::nullopt;
+  return T(option.getValue());
+}
+
+} // namespace
+
+int runCompileCommand() {
+  CompileOptions options;
+  options.inputPath = inputPath;
+  options.emit = emit;
+  options.outputPath = outputPath;
+  options.target = target;
+  options.dtype = given<std::string>(dtype);
+  options.blockSize = blockSize;
+  options.maxNumBatchedTokens = maxNumBatchedTokens;
+  options.maxNumSeqs = maxNumSeqs;
+  options.matmul = matmul;
+  options.optLevel = given<unsigned>(optLevel);
+  options.passPlugins = passPlugins;
+  options.insertPasses = insertPasses;
+  options.passPipeline = given<std::string>(passPipeline);
+  options.allowLeftovers = allowLeftovers;
+  options.summary = summary;
+  options.json = json;
+  options.dumpFusionReport = dumpFusionReport;
+  options.keepWeights = keepWeights;
+  options.quiet = quiet;
+  options.configurePassManager = mlir::applyPassManagerCLOptions;
+  return runCompile(options);
+}
+
+} // namespace llmc
