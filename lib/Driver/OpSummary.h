@@ -1,6 +1,6 @@
 //===- OpSummary.h - per-layer op counts of a compiled module ---*- C++ -*-===//
-#ifndef LLMC_TOOLS_LLMC_OPSUMMARY_H
-#define LLMC_TOOLS_LLMC_OPSUMMARY_H
+#ifndef LLMC_LIB_DRIVER_OPSUMMARY_H
+#define LLMC_LIB_DRIVER_OPSUMMARY_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -14,4 +14,4 @@ void printOpSummary(mlir::ModuleOp module, llvm::raw_ostream &os, bool json);
 
 } // namespace llmc
 
-#endif // LLMC_TOOLS_LLMC_OPSUMMARY_H
+#endif // LLMC_LIB_DRIVER_OPSUMMARY_H
