@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything llmc needs on a Debian bookworm machine and configures build/.
 #
-#   bash scripts/setup.sh
+#   bash scripts/setup.sh             # what building and testing llmc need
+#   bash scripts/setup.sh exporters   # also the exporters' venvs (.venv-optimum: torch,
+#                                     # transformers, optimum-onnx), for
+#                                     # scripts/make-exporter-fixtures.sh; several GB
 #
 # System packages come from apt (LLVM/MLIR 22 from the configured apt sources), Python
 # packages from requirements.txt into .venv (installed with --no-deps: the file is a
@@ -54,6 +57,24 @@ if [[ $want != "$have" ]]; then
   log "installing requirements.txt into .venv"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r requirements.txt
   echo "$want" > "$STAMP"
+fi
+
+# --- exporter venvs (opt-in) ---------------------------------------------------------
+# Each exporter pins its own transformers, so each has a venv of its own, installed from a
+# complete pinned closure (scripts/exporters/requirements-<name>.txt) like .venv.
+if [[ ${1:-} == exporters ]]; then
+  for name in optimum; do
+    venv=$ROOT/.venv-$name
+    requirements=scripts/exporters/requirements-$name.txt
+    [[ -x $venv/bin/python ]] || { log "creating .venv-$name"; python3 -m venv "$venv"; }
+    want=$(sha256sum "$requirements" | cut -d' ' -f1)
+    have=$(cat "$venv/.requirements.sha256" 2>/dev/null || true)
+    if [[ $want != "$have" ]]; then
+      log "installing $requirements into .venv-$name"
+      "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$requirements"
+      echo "$want" > "$venv/.requirements.sha256"
+    fi
+  done
 fi
 
 # --- build/ ----------------------------------------------------------------------------

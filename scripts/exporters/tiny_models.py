@@ -1,0 +1,96 @@
+"""Tiny decoder models of each family, with seeded random weights, as Hugging Face directories.
+
+    python scripts/exporters/tiny_models.py OUT_DIR [--family NAME ...]
+
+writes OUT_DIR/<family>/ (config.json, generation_config.json, model.safetensors and a small
+byte-level BPE tokenizer trained here) for the exporters to read. Nothing is downloaded: each
+model is built from its transformers config class. Runs in an exporter venv (torch,
+transformers, tokenizers); see scripts/make-exporter-fixtures.sh.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+import transformers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+VOCAB_SIZE = 512
+SEED = 0
+
+# Small enough to commit the exports (hidden 64, 2 layers), large enough that every family's
+# shapes differ (heads, KV heads, head_dim).
+COMMON = dict(vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+              num_attention_heads=4, max_position_embeddings=256, initializer_range=0.1,
+              bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+# family -> (config class, its settings over COMMON)
+FAMILIES: dict[str, tuple[str, dict]] = {
+    "llama-mha": ("LlamaConfig", dict(num_key_value_heads=4)),
+    "llama-gqa": ("LlamaConfig", dict(num_key_value_heads=2)),
+    "llama-mqa": ("LlamaConfig", dict(num_key_value_heads=1)),
+    "llama-tied": ("LlamaConfig", dict(num_key_value_heads=2, tie_word_embeddings=True)),
+    "qwen2": ("Qwen2Config", dict(num_key_value_heads=2)),
+    "qwen3": ("Qwen3Config", dict(num_key_value_heads=2, head_dim=16)),
+    "mistral": ("MistralConfig", dict(num_key_value_heads=2, head_dim=32, sliding_window=None)),
+    "phi3": ("Phi3Config", dict(num_key_value_heads=4, pad_token_id=0)),
+    "gemma": ("GemmaConfig", dict(num_key_value_heads=1, head_dim=16)),
+    "stablelm": ("StableLmConfig", dict(num_key_value_heads=4, partial_rotary_factor=0.25)),
+    "gpt2": ("GPT2Config", dict(n_embd=64, n_layer=2, n_head=4, n_positions=256, n_inner=128)),
+}
+
+# The tokenizer's training text: enough distinct words for 512 byte-level merges.
+CORPUS = """\
+The quick brown fox jumps over the lazy dog. A small model speaks in tokens, one at a time.
+Compilers turn graphs into kernels; a runtime pages the cache and batches the requests.
+Hello, world! How are you today? I am fine, thank you. What is the capital of France? Paris.
+Numbers: 0 1 2 3 4 5 6 7 8 9 10 42 100 1024 2048. Lists: apples, oranges, pears and plums.
+def add(a, b): return a + b  # code also appears in chats, with {braces} and [brackets].
+""" * 4
+
+
+def train_tokenizer(directory: Path) -> None:
+    """A byte-level BPE tokenizer of VOCAB_SIZE ids, saved as tokenizer.json and
+    tokenizer_config.json (what the exporters and llmc read)."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=["<pad>", "<s>", "</s>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tokenizer.train_from_iterator(CORPUS.splitlines(), trainer)
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>",
+                                                eos_token="</s>", pad_token="<pad>")
+    fast.save_pretrained(directory)
+
+
+def build(family: str, directory: Path) -> None:
+    config_class, settings = FAMILIES[family]
+    common = dict(COMMON)
+    if family == "gpt2":  # GPT-2's config names its sizes differently
+        for key in ("hidden_size", "intermediate_size", "num_hidden_layers",
+                    "num_attention_heads", "max_position_embeddings"):
+            common.pop(key)
+    config = getattr(transformers, config_class)(**{**common, **settings})
+    torch.manual_seed(SEED)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.eval()
+    model.save_pretrained(directory)
+    model.generation_config.save_pretrained(directory)
+    train_tokenizer(directory)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--family", action="append", choices=sorted(FAMILIES),
+                        help="only these families (repeatable; default all)")
+    args = parser.parse_args()
+    for family in args.family or FAMILIES:
+        build(family, args.out / family)
+        print(f"tiny_models: {family}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Remakes test/exporters/: tiny seeded decoders of each family (scripts/exporters/tiny_models.py)
+# exported by the real exporters, so that the tests run what users' files look like.
+#
+#   bash scripts/make-exporter-fixtures.sh [FAMILY ...]
+#
+# Installs the exporters' venvs through scripts/setup.sh (several GB, once), then writes
+# test/exporters/<exporter>/<family>/ with the files the exporter wrote that llmc reads:
+# model.onnx, config.json, generation_config.json and the tokenizer files. CI only reads the
+# committed files: it needs neither torch nor transformers.
+#
+# Exporters: optimum (`optimum-cli export onnx --task text-generation-with-past`, defaults).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+
+bash scripts/setup.sh exporters
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+families=("$@")
+family_args=()
+for family in "${families[@]}"; do family_args+=(--family "$family"); done
+
+.venv-optimum/bin/python scripts/exporters/tiny_models.py "$work/hf" "${family_args[@]}"
+
+KEEP=(model.onnx config.json generation_config.json tokenizer.json tokenizer_config.json
+      special_tokens_map.json)
+
+# optimum-onnx: the default export of a decoder with its KV cache.
+for model in "$work"/hf/*/; do
+  family=$(basename "$model")
+  out=$ROOT/test/exporters/optimum/$family
+  echo "make-exporter-fixtures: optimum $family"
+  .venv-optimum/bin/optimum-cli export onnx --model "$model" \
+    --task text-generation-with-past "$work/optimum/$family" >"$work/optimum-$family.log" 2>&1 \
+    || { cat "$work/optimum-$family.log" >&2; exit 1; }
+  rm -rf "$out" && mkdir -p "$out"
+  for file in "${KEEP[@]}"; do
+    [[ -f $work/optimum/$family/$file ]] && cp "$work/optimum/$family/$file" "$out/"
+  done
+  if [[ -f $work/optimum/$family/model.onnx_data ]]; then
+    echo "make-exporter-fixtures: $family has external data: too large to commit" >&2
+    exit 1
+  fi
+done
+echo "make-exporter-fixtures: wrote test/exporters/"

@@ -1,0 +1,146 @@
+"""The real exporters' files against onnxruntime: every export compiles and matches, or is
+refused at compile time with one error. Never a wrong answer.
+
+The exports are test/exporters/<exporter>/<family>/model.onnx, written by the exporters
+themselves (scripts/make-exporter-fixtures.sh; test/exporters/README.md). Per export:
+
+  * `llmc compile` succeeds, and then the prefill's and 32 teacher-forced decode steps' logits
+    are within a relative error of 1e-4 of onnxruntime's on the same file, and 32 greedy
+    tokens per prompt are onnxruntime's; or
+  * it fails with exactly one `llmc: error: ...` line and a non-zero exit.
+
+docs/supported-models.md is the table of these outcomes; test_supported_models_table fails
+when it differs from what this run found (LLMC_UPDATE_SUPPORTED_MODELS=1 rewrites it).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llmc.runtime import Model
+from llmc.testing.ort_reference import OrtDecoder
+from llmc.testing.paged import PagedRunner
+
+ROOT = Path(__file__).resolve().parents[2]
+LLMC = Path(os.environ.get("LLMC_BUILD_DIR", ROOT / "build")) / "bin" / "llmc"
+EXPORTS_DIR = ROOT / "test" / "exporters"
+TABLE = ROOT / "docs" / "supported-models.md"
+
+EXPORTS = sorted(path.parent.relative_to(EXPORTS_DIR)
+                 for path in EXPORTS_DIR.glob("*/*/model.onnx"))
+MAX_REL_ERROR = 1e-4
+DECODE_STEPS = 32
+GREEDY_STEPS = 32
+PROMPT_LENGTHS = (11, 27, 4)
+NUM_KV_BLOCKS = 64
+
+
+@dataclass
+class Outcome:
+    """What llmc made of one export: `error` is the refusal ('' when it compiled), `problem`
+    what differs from onnxruntime ('' when it matches or was refused)."""
+
+    error: str = ""
+    problem: str = ""
+
+    def cell(self) -> str:
+        if self.problem:
+            return f"WRONG: {self.problem}"
+        if self.error:
+            return f"refused: `{self.error}`"
+        return f"matches onnxruntime (logits {MAX_REL_ERROR:g}, {GREEDY_STEPS} greedy tokens)"
+
+
+def compare(model: Model, onnx_path: Path) -> str:
+    """'' if `model` computes what onnxruntime computes on `onnx_path`; else what differs."""
+    rng = np.random.default_rng(1234)
+    prompts = [rng.integers(3, model.vocab_size, size=n).tolist() for n in PROMPT_LENGTHS]
+    decoder = OrtDecoder(onnx_path)
+    logits, generation = decoder.prefill(prompts)
+    reference = [logits[np.arange(len(prompts)), generation.prompts.last_positions()]]
+    while len(reference) <= max(DECODE_STEPS, GREEDY_STEPS):
+        reference.append(decoder.decode(generation, reference[-1].argmax(axis=-1)))
+
+    runner = PagedRunner(model)
+    for step in range(DECODE_STEPS + 1):
+        ours = (runner.prefill(prompts) if step == 0
+                else runner.decode(reference[step - 1].argmax(axis=-1)))
+        error = float(np.max(np.abs(ours - reference[step])) / np.abs(reference[step]).max())
+        if error >= MAX_REL_ERROR:
+            return f"logits differ at step {step}: relative error {error:.3g}"
+    runner.release()
+
+    expected = np.stack([step.argmax(axis=-1) for step in reference[:GREEDY_STEPS]], axis=1)
+    generated = model.generate(prompts, max_tokens=GREEDY_STEPS)
+    for seq, tokens in enumerate(generated):
+        if tokens != expected[seq].tolist():
+            return f"greedy tokens of prompt {seq} differ"
+    return ""
+
+
+@pytest.fixture(scope="session")
+def outcomes(tmp_path_factory) -> dict[Path, Outcome]:
+    """Every export compiled (and, when it compiles, compared) once per session."""
+    directory = tmp_path_factory.mktemp("exporters")
+    found: dict[Path, Outcome] = {}
+    for export in EXPORTS:
+        onnx_path = EXPORTS_DIR / export / "model.onnx"
+        artifact = directory / f"{export.parent.name}-{export.name}.llmc"
+        result = subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact),
+                                 "--quiet"], capture_output=True, text=True)
+        if result.returncode != 0:
+            lines = result.stderr.strip().splitlines()
+            message = lines[0] if lines else ""
+            # The path in the message is this checkout's: the table keeps the refusal alone.
+            message = message.removeprefix("llmc: error: ").removeprefix(f"{onnx_path}: ")
+            problem = "" if len(lines) == 1 and lines[0].startswith("llmc: error: ") else (
+                f"refused without one error line: {result.stderr!r}")
+            found[export] = Outcome(error=message, problem=problem)
+            continue
+        model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
+        try:
+            found[export] = Outcome(problem=compare(model, onnx_path))
+        finally:
+            model.close()
+    return found
+
+
+@pytest.mark.parametrize("export", EXPORTS, ids=[str(e) for e in EXPORTS])
+def test_export_matches_or_is_refused(outcomes, export):
+    outcome = outcomes[export]
+    assert not outcome.problem, f"{export}: {outcome.problem}"
+
+
+def supported_models_table(outcomes: dict[Path, Outcome]) -> str:
+    lines = ["# Supported models", "",
+             "What `llmc compile` does with each decoder family as each exporter writes it: tiny",
+             "models with seeded random weights built from the family's transformers config and",
+             "exported by the exporter itself (test/exporters/README.md). Each cell is either",
+             f"\"matches onnxruntime\" (the same file in onnxruntime: logits within a relative error",
+             f"of {MAX_REL_ERROR:g} over a prefill and {DECODE_STEPS} decode steps, and "
+             f"{GREEDY_STEPS} greedy tokens)",
+             "or the exact error `llmc compile` refuses the file with.", "",
+             "Generated by test/python/test_exporters.py (LLMC_UPDATE_SUPPORTED_MODELS=1 rewrites",
+             "it); the test fails when this file and the outcomes differ.", ""]
+    for exporter in sorted({export.parent for export in outcomes}):
+        lines += [f"## {exporter}", "", "| family | llmc compile |", "| --- | --- |"]
+        for export, outcome in sorted(outcomes.items()):
+            if export.parent == exporter:
+                lines.append(f"| {export.name} | {outcome.cell()} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def test_supported_models_table(outcomes):
+    """docs/supported-models.md says what this run found."""
+    table = supported_models_table(outcomes)
+    if os.environ.get("LLMC_UPDATE_SUPPORTED_MODELS"):
+        TABLE.write_text(table)
+    assert TABLE.exists() and TABLE.read_text() == table, (
+        "docs/supported-models.md differs from the outcomes: rerun with "
+        "LLMC_UPDATE_SUPPORTED_MODELS=1 and commit it")
