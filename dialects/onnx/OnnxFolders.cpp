@@ -206,17 +206,52 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
       [](const APFloat &a, const APFloat &b) { return a / b; });
 }
 
+namespace {
+/// Equal over shape tensors whose entries are not all known: an entry known
+/// to be >= 0 (a dim) never equals a negative constant, which is how
+/// torch.onnx spells `expand(-1, ...)`: Where(Equal(shape, -1), 1, shape).
+OpFoldResult foldEqualOfShapes(EqualOp op) {
+  RankedTensorType type = foldableType(op.getResult());
+  if (!type || type.getRank() > 1) return {};
+  auto lhs = evaluateShapeEntries(op.getA()), rhs = evaluateShapeEntries(op.getB());
+  if (!lhs || !rhs) return {};
+  int64_t size = type.getNumElements();
+  auto entry = [&](const SmallVector<ShapeEntry> &entries, int64_t i) -> const ShapeEntry * {
+    if (int64_t(entries.size()) == size) return &entries[i];
+    return entries.size() == 1 ? &entries[0] : nullptr; // a broadcast scalar
+  };
+  SmallVector<bool> equal;
+  for (int64_t i = 0; i < size; ++i) {
+    const ShapeEntry *a = entry(*lhs, i), *b = entry(*rhs, i);
+    if (!a || !b) return {};
+    bool aKnown = !ShapedType::isDynamic(a->value), bKnown = !ShapedType::isDynamic(b->value);
+    if (aKnown && bKnown) equal.push_back(a->value == b->value);
+    else if ((aKnown && a->value < 0 && b->nonNegative) ||
+             (bKnown && b->value < 0 && a->nonNegative))
+      equal.push_back(false);
+    else
+      return {};
+  }
+  return DenseElementsAttr::get(type, ArrayRef<bool>(equal));
+}
+} // namespace
+
 OpFoldResult EqualOp::fold(FoldAdaptor adaptor) {
-  return foldBinary(
+  OpFoldResult folded = foldBinary(
       getResult(), adaptor.getOperands(),
       [](const APInt &a, const APInt &b) { return std::optional<APInt>(APInt(1, a == b)); },
       [](const APFloat &a, const APFloat &b) { return a; } /* floats are not folded */);
+  if (folded || !getElementTypeOrSelf(getA().getType()).isSignlessInteger(64)) return folded;
+  return foldEqualOfShapes(*this);
 }
 
 OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
   auto condition = dyn_cast_or_null<DenseElementsAttr>(adaptor.getCondition());
-  if (!condition || !condition.isSplat()) return {};
-  Value chosen = condition.getSplatValue<bool>() ? getX() : getY();
+  if (!condition || condition.empty()) return {};
+  auto values = condition.getValues<bool>();
+  bool first = *values.begin();
+  if (llvm::any_of(values, [&](bool v) { return v != first; })) return {};
+  Value chosen = first ? getX() : getY();
   return chosen.getType() == getType() ? chosen : Value();
 }
 

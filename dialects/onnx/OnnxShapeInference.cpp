@@ -244,10 +244,11 @@ LogicalResult SizeOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
 
 LogicalResult ReshapeOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   Type elementType = elementTypeOf(getData());
-  auto target = evaluateShapeTensor(getShape());
+  auto target = evaluateShapeEntries(getShape());
   if (!target) return resultTypes.push_back(UnrankedTensorType::get(elementType)), success();
   auto input = shapeOf(getData());
-  Shape result = *target;
+  Shape result;
+  for (const ShapeEntry &entry : *target) result.push_back(entry.value);
   int64_t inferredIndex = -1;
   for (auto [i, dim] : llvm::enumerate(result)) {
     if (dim == 0 && !getAllowzero())
@@ -259,18 +260,35 @@ LogicalResult ReshapeOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
       return emitOpError("negative dim ") << dim << " in shape";
     }
   }
-  if (inferredIndex >= 0) {
-    int64_t known = 1;
-    bool computable = input && llvm::none_of(*input, ShapedType::isDynamic);
-    int64_t total = 1;
-    if (computable)
-      for (int64_t d : *input) total *= d;
+  if (inferredIndex >= 0 && input) {
+    // -1 is the input's element count over the other entries'. An unknown
+    // input dim cancels against a target entry that is the same dim
+    // (canonicalDim), as in view(*x.shape[:-1], -1, head_dim).
+    SmallVector<std::pair<Value, int64_t>> unmatched;
+    int64_t total = 1, known = 1;
+    bool computable = true;
+    for (auto [i, dim] : llvm::enumerate(*input)) {
+      if (ShapedType::isDynamic(dim)) unmatched.push_back(canonicalDim(getData(), i));
+      else total *= dim;
+    }
     for (auto [i, dim] : llvm::enumerate(result)) {
       if (int64_t(i) == inferredIndex) continue;
-      if (ShapedType::isDynamic(dim)) computable = false;
-      else known *= dim;
+      if (!ShapedType::isDynamic(dim)) {
+        known *= dim;
+        continue;
+      }
+      // A 0 entry copied an unknown input dim: the same dim on both sides.
+      std::pair<Value, int64_t> symbol = (*target)[i].value == 0
+                                             ? canonicalDim(getData(), i)
+                                             : (*target)[i].dim;
+      auto match = llvm::find(unmatched, symbol);
+      if (!symbol.first || match == unmatched.end()) computable = false;
+      else unmatched.erase(match);
     }
-    result[inferredIndex] = computable && known != 0 ? total / known : kDynamic;
+    computable = computable && unmatched.empty() && known != 0 && total % known == 0;
+    result[inferredIndex] = computable ? total / known : kDynamic;
+  } else if (inferredIndex >= 0) {
+    result[inferredIndex] = kDynamic;
   }
   resultTypes.push_back(RankedTensorType::get(result, elementType));
   return success();
@@ -729,6 +747,22 @@ LogicalResult IfOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
     }
   }
   return success();
+}
+
+FailureOr<bool> refineResultTypes(Operation *root) {
+  bool changed = false;
+  WalkResult walk = root->walk([&](ShapeInferenceOpInterface op) {
+    SmallVector<Type> types;
+    if (failed(op.inferShapes(types))) return WalkResult::interrupt();
+    for (auto [result, type] : llvm::zip(op->getResults(), types)) {
+      if (result.getType() == type) continue;
+      result.setType(type);
+      changed = true;
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted()) return failure();
+  return changed;
 }
 
 } // namespace llmc::onnx

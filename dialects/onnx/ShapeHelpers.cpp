@@ -4,6 +4,7 @@
 #include "dialects/onnx/OnnxDialect.h"
 
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 
@@ -111,6 +112,11 @@ TensorType makeTensorType(std::optional<ArrayRef<int64_t>> shape, Type elementTy
 }
 
 namespace {
+int64_t rankOf(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type ? type.getRank() : -1;
+}
+
 /// Dims of `value`'s type as a shape vector, when it is ranked.
 std::optional<SmallVector<int64_t>> rankedShape(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -119,8 +125,76 @@ std::optional<SmallVector<int64_t>> rankedShape(Value value) {
 }
 } // namespace
 
-std::optional<SmallVector<int64_t>> evaluateShapeTensor(Value value) {
-  if (auto ints = getConstantInts(value)) return ints;
+std::pair<Value, int64_t> canonicalDim(Value value, int64_t index) {
+  while (Operation *op = value.getDefiningOp()) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || index >= type.getRank() || !type.isDynamicDim(index)) break;
+    int64_t rank = type.getRank();
+    // The operand and dim that `index` of the result is, if one is known.
+    Value from;
+    int64_t at = index;
+    auto dynamicIn = [&](Value operand, int64_t dim) {
+      auto t = dyn_cast<RankedTensorType>(operand.getType());
+      return t && dim >= 0 && dim < t.getRank() && t.isDynamicDim(dim);
+    };
+    if (isa<CastOp, NegOp, SqrtOp, ReciprocalOp, ExpOp, SigmoidOp, TanhOp, ErfOp, ReluOp,
+            SoftmaxOp, IdentityOp, GeluOp, IsNaNOp, NotOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, PowOp,
+            LayerNormalizationOp, RMSNormalizationOp, SimplifiedLayerNormalizationOp>(op)) {
+      if (dynamicIn(op->getOperand(0), index) && rankOf(op->getOperand(0)) == rank)
+        from = op->getOperand(0);
+    } else if (isa<AddOp, SubOp, MulOp, DivOp, WhereOp>(op)) {
+      // A broadcast dim that is unknown on several operands is theirs alike.
+      for (Value operand : op->getOperands()) {
+        int64_t dim = index - (rank - rankOf(operand));
+        if (dynamicIn(operand, dim)) { from = operand, at = dim; break; }
+      }
+    } else if (auto matmul = dyn_cast<MatMulOp>(op)) {
+      Value side = index == rank - 1 ? matmul.getB() : matmul.getA();
+      int64_t dim = index - (rank - rankOf(side));
+      if (dynamicIn(side, dim)) from = side, at = dim;
+    } else if (auto gather = dyn_cast<GatherOp>(op)) {
+      int64_t dataRank = rankOf(gather.getData()), indicesRank = rankOf(gather.getIndices());
+      auto axis = normalizeAxis(gather.getAxis(), dataRank);
+      if (axis && dataRank >= 0 && indicesRank >= 0) {
+        if (index < *axis) from = gather.getData();
+        else if (index < *axis + indicesRank) from = gather.getIndices(), at = index - *axis;
+        else from = gather.getData(), at = index - indicesRank + 1;
+      }
+    } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
+      if (auto perm = transpose.getPerm()) from = transpose.getData(), at = (*perm)[index];
+      else from = transpose.getData(), at = rank - 1 - index;
+    } else if (auto concat = dyn_cast<ConcatOp>(op)) {
+      auto axis = normalizeAxis(concat.getAxis(), rank);
+      if (axis && *axis != index) from = concat.getInputs().front();
+    } else if (auto split = dyn_cast<SplitOp>(op)) {
+      auto axis = normalizeAxis(split.getAxis(), rank);
+      if (axis && *axis != index) from = split.getInput();
+    } else if (auto slice = dyn_cast<SliceOp>(op)) {
+      auto axes = getConstantInts(slice.getAxes());
+      if (axes && llvm::none_of(*axes, [&](int64_t a) { return normalizeAxis(a, rank) == index; }))
+        from = slice.getData();
+    } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      // A target entry that copies (0) or reads (Shape) a dim is that dim.
+      auto entries = evaluateShapeEntries(reshape.getShape());
+      if (entries && int64_t(entries->size()) == rank) {
+        const ShapeEntry &entry = (*entries)[index];
+        if (entry.value == 0 && !reshape.getAllowzero()) from = reshape.getData();
+        else if (entry.dim.first) return entry.dim;
+      }
+    }
+    if (!from || !dynamicIn(from, at)) break;
+    value = from, index = at;
+  }
+  return {value, index};
+}
+
+std::optional<SmallVector<ShapeEntry>> evaluateShapeEntries(Value value) {
+  auto known = [](ArrayRef<int64_t> values) {
+    SmallVector<ShapeEntry> entries;
+    for (int64_t v : values) entries.push_back({v, v >= 0});
+    return entries;
+  };
+  if (auto ints = getConstantInts(value)) return known(*ints);
   Operation *op = value.getDefiningOp();
   if (!op) return std::nullopt;
 
@@ -132,14 +206,19 @@ std::optional<SmallVector<int64_t>> evaluateShapeTensor(Value value) {
                                                                : shapeOp.getStart(), 0, rank);
     int64_t end = rank;
     if (auto e = shapeOp.getEnd()) end = std::clamp<int64_t>(*e < 0 ? *e + rank : *e, 0, rank);
-    if (end <= start) return SmallVector<int64_t>{};
-    return SmallVector<int64_t>(dims->begin() + start, dims->begin() + end);
+    SmallVector<ShapeEntry> entries;
+    for (int64_t i = start; i < end; ++i) {
+      ShapeEntry entry{(*dims)[i], /*nonNegative=*/true};
+      if (ShapedType::isDynamic(entry.value)) entry.dim = canonicalDim(shapeOp.getData(), i);
+      entries.push_back(entry);
+    }
+    return entries;
   }
   if (auto gather = dyn_cast<GatherOp>(op)) {
-    auto data = evaluateShapeTensor(gather.getData());
+    auto data = evaluateShapeEntries(gather.getData());
     auto indices = getConstantInts(gather.getIndices());
     if (!data || !indices) return std::nullopt;
-    SmallVector<int64_t> result;
+    SmallVector<ShapeEntry> result;
     for (int64_t index : *indices) {
       auto i = normalizeAxis(index, data->size());
       if (!i) return std::nullopt;
@@ -148,18 +227,36 @@ std::optional<SmallVector<int64_t>> evaluateShapeTensor(Value value) {
     return result;
   }
   if (auto concat = dyn_cast<ConcatOp>(op)) {
-    SmallVector<int64_t> result;
+    SmallVector<ShapeEntry> result;
     for (Value input : concat.getInputs()) {
-      auto part = evaluateShapeTensor(input);
+      auto part = evaluateShapeEntries(input);
       if (!part) return std::nullopt;
       result.append(*part);
     }
     return result;
   }
   if (isa<UnsqueezeOp, SqueezeOp, CastOp, IdentityOp>(op))
-    return evaluateShapeTensor(op->getOperand(0));
+    return evaluateShapeEntries(op->getOperand(0));
+  if (isa<AddOp, MulOp>(op) && isa<IntegerType>(getElementTypeOrSelf(value.getType()))) {
+    // Sums and products of dims (past + new tokens): entry by entry, a scalar broadcast.
+    auto lhs = evaluateShapeEntries(op->getOperand(0));
+    auto rhs = evaluateShapeEntries(op->getOperand(1));
+    if (!lhs || !rhs || (lhs->size() != rhs->size() && lhs->size() != 1 && rhs->size() != 1))
+      return std::nullopt;
+    bool add = isa<AddOp>(op);
+    SmallVector<ShapeEntry> result;
+    for (size_t i = 0, e = std::max(lhs->size(), rhs->size()); i < e; ++i) {
+      const ShapeEntry &a = (*lhs)[lhs->size() == 1 ? 0 : i];
+      const ShapeEntry &b = (*rhs)[rhs->size() == 1 ? 0 : i];
+      ShapeEntry entry{ShapedType::kDynamic, a.nonNegative && b.nonNegative};
+      if (!ShapedType::isDynamic(a.value) && !ShapedType::isDynamic(b.value))
+        entry.value = add ? a.value + b.value : a.value * b.value;
+      result.push_back(entry);
+    }
+    return result;
+  }
   if (auto slice = dyn_cast<SliceOp>(op)) {
-    auto data = evaluateShapeTensor(slice.getData());
+    auto data = evaluateShapeEntries(slice.getData());
     auto starts = getConstantInts(slice.getStarts());
     auto ends = getConstantInts(slice.getEnds());
     if (!data || !starts || !ends || starts->size() != 1 || ends->size() != 1)
@@ -173,15 +270,23 @@ std::optional<SmallVector<int64_t>> evaluateShapeTensor(Value value) {
       return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size);
     };
     int64_t start = clampIndex((*starts)[0]), end = clampIndex((*ends)[0]);
-    if (end <= start) return SmallVector<int64_t>{};
-    return SmallVector<int64_t>(data->begin() + start, data->begin() + end);
+    if (end <= start) return SmallVector<ShapeEntry>{};
+    return SmallVector<ShapeEntry>(data->begin() + start, data->begin() + end);
   }
   // A 1-D value of statically known length whose entries are unknown.
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (type && type.getRank() == 1 && !type.isDynamicDim(0))
-    return SmallVector<int64_t>(type.getDimSize(0), ShapedType::kDynamic);
-  if (type && type.getRank() == 0) return SmallVector<int64_t>{ShapedType::kDynamic};
+    return SmallVector<ShapeEntry>(type.getDimSize(0), ShapeEntry());
+  if (type && type.getRank() == 0) return SmallVector<ShapeEntry>{ShapeEntry()};
   return std::nullopt;
+}
+
+std::optional<SmallVector<int64_t>> evaluateShapeTensor(Value value) {
+  auto entries = evaluateShapeEntries(value);
+  if (!entries) return std::nullopt;
+  SmallVector<int64_t> values;
+  for (const ShapeEntry &entry : *entries) values.push_back(entry.value);
+  return values;
 }
 
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<ArrayRef<int64_t>> shapes) {

@@ -35,8 +35,32 @@ std::optional<llvm::SmallVector<int64_t>> getConstantInts(mlir::Value value);
 /// all equal (a scalar or a splat), e.g. an epsilon or a scale.
 std::optional<double> getConstantSplatFloat(mlir::Value value);
 
+/// One entry of a shape tensor: its value (ShapedType::kDynamic when
+/// unknown) and whether it is known to be >= 0 (a dim always is, even when
+/// its value is unknown).
+struct ShapeEntry {
+  int64_t value = mlir::ShapedType::kDynamic;
+  bool nonNegative = false;
+  /// For an unknown dim read by Shape: which dim it is (canonicalDim), so that
+  /// Reshape can tell that a target entry copies a dim of its input.
+  std::pair<mlir::Value, int64_t> dim = {};
+};
+
+/// The earliest value and dim index known to equal dim `index` of `value`:
+/// followed back through ops that carry a dim unchanged (elementwise ops,
+/// casts, reductions that keep it, MatMul's batch and row dims, Gather,
+/// Transpose, Concat and Split off their axis). Exports compute the batch and
+/// sequence dims of every activation from the model inputs, so two reads of
+/// those dims meet at the same input.
+std::pair<mlir::Value, int64_t> canonicalDim(mlir::Value value, int64_t index);
+
+/// The entries of a 1-D (or scalar) integer tensor as evaluateShapeTensor
+/// finds them, with what is known of their sign.
+std::optional<llvm::SmallVector<ShapeEntry>> evaluateShapeEntries(mlir::Value value);
+
 /// Evaluates a 1-D (or scalar) integer tensor that holds dims: constants,
-/// Shape of a tensor, and Gather/Slice/Concat/Unsqueeze/Squeeze/Cast of those.
+/// Shape of a tensor, and Gather/Slice/Concat/Unsqueeze/Squeeze/Cast of those,
+/// and integer Add/Mul of those.
 /// Unknown entries are ShapedType::kDynamic. nullopt when even the length is
 /// unknown.
 std::optional<llvm::SmallVector<int64_t>> evaluateShapeTensor(mlir::Value value);

@@ -8,6 +8,7 @@
 #define LLMC_DIALECTS_ONNX_SHAPEINFERENCE_H
 
 #include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
 
 namespace llmc::onnx {
 
@@ -23,6 +24,10 @@ llvm::LogicalResult inferBroadcastShapes(mlir::Operation *op,
 llvm::LogicalResult inferReduceShapes(mlir::Operation *op, int64_t keepdims,
                                       int64_t noopWithEmptyAxes,
                                       llvm::SmallVectorImpl<mlir::Type> &resultTypes);
+
+/// Recomputes the result types of every op under `root` from its operands,
+/// in order; true when any changed. Failure when an op's inference fails.
+llvm::FailureOr<bool> refineResultTypes(mlir::Operation *root);
 
 } // namespace llmc::onnx
 

@@ -1,6 +1,7 @@
 //===- ShapeInference.cpp - infer shapes, fold shape subgraphs ------------===//
 #include "passes/Onnx/Passes.h"
 
+#include "dialects/onnx/ShapeInference.h"
 #include "llmc/Support/MatchFailureListener.h"
 
 #define DEBUG_TYPE "onnx-shape-inference"
@@ -14,23 +15,6 @@ using namespace mlir;
 
 namespace llmc {
 namespace {
-
-/// Recomputes every op's result types; true when any changed.
-FailureOr<bool> refineResultTypes(func::FuncOp func) {
-  bool changed = false;
-  WalkResult walk = func.walk([&](onnx::ShapeInferenceOpInterface op) {
-    SmallVector<Type> types;
-    if (failed(op.inferShapes(types))) return WalkResult::interrupt();
-    for (auto [result, type] : llvm::zip(op->getResults(), types)) {
-      if (result.getType() == type) continue;
-      result.setType(type);
-      changed = true;
-    }
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted()) return failure();
-  return changed;
-}
 
 struct OnnxShapeInferencePass
     : impl::OnnxShapeInferencePassBase<OnnxShapeInferencePass> {
@@ -50,7 +34,7 @@ struct OnnxShapeInferencePass
       bool folded = false;
       if (failed(applyPatternsExplained(func, frozen, DEBUG_TYPE, {}, &folded)))
         return signalPassFailure();
-      FailureOr<bool> refined = refineResultTypes(func);
+      FailureOr<bool> refined = onnx::refineResultTypes(func);
       if (failed(refined)) return signalPassFailure();
       if (!folded && !*refined) break;
     }

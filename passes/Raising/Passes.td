@@ -26,9 +26,18 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       inv_freq and position_ids, or gathered from caches; RotaryEmbedding);
     - kv_concat (Concat(past, new) on the sequence axis) and repeat_kv
       (Unsqueeze/Expand/Reshape);
-    - attention (MatMul/scale/mask/Softmax/MatMul, Attention,
-      GroupQueryAttention), with the causal and padding mask subgraphs
-      turned into attributes;
+    - attention (MatMul/scale/mask/Softmax/MatMul, with or without the
+      Where(IsNaN) guard after the softmax; Attention, GroupQueryAttention).
+      Before any pattern runs, every attention mask is proven, not matched:
+      the function is cloned with inputs of concrete shapes and contents
+      (several batch sizes, past and new lengths, left and right padding,
+      and a past longer than any constant of the mask), the mask evaluated
+      on each probe (onnx::HostEvaluator) and compared with causal, padding
+      and sliding-window masks. The consumer gets `llmc.mask = {causal,
+      padding, sliding_window = N}` or `llmc.mask_unproven = "why"`;
+      attention is raised with the causal attribute and the attention_mask
+      operand, and a sliding window or an unproven mask is named in the
+      error;
     - silu, gelu, swiglu and residual adds;
     - last, elementwise ops on [batch, seq, features] f32 activations that
       no pattern named (Sigmoid, Tanh, Relu, Mul by a constant, ...):

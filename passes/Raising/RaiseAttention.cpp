@@ -3,7 +3,6 @@
 
 #include "dialects/onnx/ShapeHelpers.h"
 
-#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -98,52 +97,6 @@ struct RaiseRepeatKv : OpRewritePattern<onnx::ReshapeOp> {
 
 } // namespace
 
-//===----------------------------------------------------------------------===//
-// Mask analysis
-//===----------------------------------------------------------------------===//
-
-FailureOr<MaskInfo> analyseMask(Value mask) {
-  MaskInfo info;
-  // Causal masks compare key positions with query positions once; a second
-  // comparison bounds the window (sliding-window attention), which the
-  // `causal` attribute cannot express.
-  int positionComparisons = 0;
-  llvm::SetVector<Value> worklist;
-  worklist.insert(mask);
-  for (size_t i = 0; i < worklist.size(); ++i) {
-    Value value = worklist[i];
-    if (auto arg = dyn_cast<BlockArgument>(value)) {
-      if (onnxNameOf(arg) == "attention_mask") {
-        info.attentionMask = arg;
-        continue;
-      }
-      // Other integer inputs (position_ids) may set the causal offsets.
-      if (!cast<ShapedType>(arg.getType()).getElementType().isInteger()) return failure();
-      continue;
-    }
-    Operation *op = value.getDefiningOp();
-    if (!op) return failure();
-    if (isa<onnx::ConstantOp, onnx::NoneOp>(op)) continue;
-    // Shapes of activations are structure, not data.
-    if (isa<onnx::ShapeOp, onnx::SizeOp>(op)) continue;
-    if (isa<onnx::TriluOp, onnx::GreaterOp, onnx::LessOp, onnx::GreaterOrEqualOp,
-            onnx::LessOrEqualOp>(op))
-      info.causal = true;
-    if (isa<onnx::GreaterOp, onnx::LessOp, onnx::GreaterOrEqualOp, onnx::LessOrEqualOp>(op) &&
-        ++positionComparisons > 1)
-      return failure();
-    if (!isa<onnx::TriluOp, onnx::GreaterOp, onnx::LessOp, onnx::GreaterOrEqualOp,
-             onnx::LessOrEqualOp, onnx::EqualOp, onnx::WhereOp, onnx::AndOp, onnx::OrOp,
-             onnx::NotOp, onnx::CastOp, onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::RangeOp,
-             onnx::ConstantOfShapeOp, onnx::ExpandOp, onnx::UnsqueezeOp, onnx::SqueezeOp,
-             onnx::ReshapeOp, onnx::SliceOp, onnx::GatherOp, onnx::ConcatOp, onnx::CumSumOp,
-             onnx::ReduceSumOp, onnx::IsNaNOp>(op))
-      return failure();
-    for (Value operand : op->getOperands()) worklist.insert(operand);
-  }
-  return info;
-}
-
 namespace {
 
 /// Peels a Cast and a Mul/Div by a constant scalar; returns the scale factor.
@@ -160,27 +113,31 @@ Value peelScale(Value value, double &scale) {
   return value;
 }
 
+/// `probs` without the guard exports put after a softmax whose rows may be
+/// all hidden: Where(IsNaN(p), 0, p). A causal row always sees its own token,
+/// and the serving form has no padded rows, so the guard never fires there.
+Value skipNaNGuard(Value probs) {
+  auto where = definedBy<onnx::WhereOp>(probs);
+  auto isNaN = where ? definedBy<onnx::IsNaNOp>(where.getCondition()) : onnx::IsNaNOp();
+  if (!isNaN || isNaN.getX() != where.getY() || !isConstantScalar(where.getX(), 0.0)) return probs;
+  return where.getY();
+}
+
 /// MatMul(Softmax(MatMul(q, Transpose(k)) * scale + mask), v) -> attention.
 struct RaiseDecomposedAttention : OpRewritePattern<onnx::MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::MatMulOp op, PatternRewriter &rewriter) const override {
-    auto softmax = definedBy<onnx::SoftmaxOp>(skipCasts(op.getA()));
+    auto softmax = definedBy<onnx::SoftmaxOp>(skipCasts(skipNaNGuard(op.getA())));
     if (!softmax) return rewriter.notifyMatchFailure(op, "A is not a Softmax");
     if (rankOf(op.getA()) != 4 || !isSingleAxisValue(softmax.getAxis(), 4))
       return rewriter.notifyMatchFailure(op, "softmax is not over the last axis of 4-D scores");
-    double scale = 1.0;
-    Value scores = peelScale(softmax.getInput(), scale);
-    Value mask;
-    if (auto add = definedBy<onnx::AddOp>(scores)) {
-      // scores + mask: the mask side is the one that is not a QK product.
-      Value lhs = peelScale(add.getA(), scale);
-      if (definedBy<onnx::MatMulOp>(lhs)) scores = lhs, mask = add.getB();
-      else scores = peelScale(add.getB(), scale), mask = add.getA();
-    }
-    auto qk = definedBy<onnx::MatMulOp>(scores);
+    AttentionScores parts = splitScores(softmax);
+    double scale = parts.scale;
+    auto qk = definedBy<onnx::MatMulOp>(parts.scores);
     if (!qk) return rewriter.notifyMatchFailure(op, "softmax input is not a QK^T product");
     Value q = peelScale(qk.getA(), scale);
-    auto kT = definedBy<onnx::TransposeOp>(qk.getB());
+    // Exports scale q and k by d^-1/4 each, k before or after its transpose.
+    auto kT = definedBy<onnx::TransposeOp>(peelScale(qk.getB(), scale));
     if (!hasPerm(kT, {0, 1, 3, 2})) return rewriter.notifyMatchFailure(op, "K is not transposed [0, 1, 3, 2]");
     Value k = peelScale(kT.getData(), scale);
     Value v = op.getB();
@@ -188,12 +145,11 @@ struct RaiseDecomposedAttention : OpRewritePattern<onnx::MatMulOp> {
       return rewriter.notifyMatchFailure(op, "q, k, v are not 4-D");
 
     MaskInfo info;
-    if (mask) {
-      FailureOr<MaskInfo> analysed = analyseMask(mask);
-      if (failed(analysed))
-        return rewriter.notifyMatchFailure(op, "the additive mask reads data other than "
-                                               "attention_mask, positions and shapes");
-      info = *analysed;
+    if (parts.mask) {
+      std::string why;
+      FailureOr<MaskInfo> proven = provenMask(softmax, why);
+      if (failed(proven)) return rewriter.notifyMatchFailure(op, "attention mask: " + why);
+      info = *proven;
     }
     auto attention = llm::AttentionOp::create(rewriter, fusedLocOf({op, softmax, qk}), op.getType(),
                                               q, k, v, info.attentionMask,
@@ -205,6 +161,23 @@ struct RaiseDecomposedAttention : OpRewritePattern<onnx::MatMulOp> {
 };
 
 } // namespace
+
+AttentionScores splitScores(onnx::SoftmaxOp softmax) {
+  AttentionScores parts;
+  parts.scores = peelScale(softmax.getInput(), parts.scale);
+  if (auto add = definedBy<onnx::AddOp>(parts.scores)) {
+    // scores + mask: the mask side is the one that is not a QK product.
+    double lhsScale = parts.scale;
+    Value lhs = peelScale(add.getA(), lhsScale);
+    if (definedBy<onnx::MatMulOp>(lhs)) {
+      parts.scores = lhs, parts.mask = add.getB(), parts.scale = lhsScale;
+    } else {
+      parts.scores = peelScale(add.getB(), parts.scale);
+      parts.mask = add.getA();
+    }
+  }
+  return parts;
+}
 
 void populateAttentionPatterns(RewritePatternSet &patterns) {
   patterns.add<RaiseSplitHeads, RaiseMergeHeads, RaiseKvConcat, RaiseRepeatKv,

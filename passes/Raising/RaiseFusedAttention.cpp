@@ -94,10 +94,10 @@ struct RaiseAttentionOp : OpRewritePattern<onnx::AttentionOp> {
       return rewriter.notifyMatchFailure(op, "3-D inputs without valid head counts");
     MaskInfo mask;
     if (!isNone(op.getAttnMask())) {
-      FailureOr<MaskInfo> analysed = analyseMask(op.getAttnMask());
-      if (failed(analysed))
-        return rewriter.notifyMatchFailure(op, "attn_mask is not derived from attention_mask");
-      mask = *analysed;
+      std::string why;
+      FailureOr<MaskInfo> proven = provenMask(op, why);
+      if (failed(proven)) return rewriter.notifyMatchFailure(op, "attn_mask: " + why);
+      mask = *proven;
     }
     Location loc = op.getLoc();
     Value q = toHeads(rewriter, loc, op.getQ(), qHeads);

@@ -34,6 +34,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    raising::proveAttentionMasks(func);
     RewritePatternSet structures(&getContext());
     raising::populateStructurePatterns(structures);
     if (failed(applyPatternsExplained(func, std::move(structures), DEBUG_TYPE)))
@@ -86,6 +87,15 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
       return;
     }
     InFlightDiagnostic diag = func.emitError("onnx ops not raised to llm: ") << list;
+    // Attention is the structure a user most needs to know why it was missed.
+    for (auto &[name, entry] : leftovers) {
+      std::string why;
+      if (isa<onnx::SoftmaxOp, onnx::AttentionOp>(entry.second) &&
+          failed(raising::provenMask(entry.second, why))) {
+        diag << "; attention mask: " << why;
+        break;
+      }
+    }
     for (auto &[name, entry] : leftovers)
       diag.attachNote(entry.second->getLoc()) << "first " << name;
     signalPassFailure();

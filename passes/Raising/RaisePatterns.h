@@ -12,9 +12,11 @@
 #include "dialects/onnx/OnnxDialect.h"
 #include "llmc/Support/TensorShape.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace llmc::raising {
@@ -88,20 +90,40 @@ mlir::Value createRopeForHeads(mlir::PatternRewriter &rewriter, mlir::Location l
                                mlir::Value heads, mlir::Value positions, mlir::Value cosCache,
                                mlir::Value sinCache, bool interleaved);
 
-/// What an attention mask subgraph means, once shown to be one.
+/// The parts of a Softmax's input in decomposed attention:
+/// [scale *] (QK^T [* scale] [+ mask]).
+struct AttentionScores {
+  /// The scores before the mask (a QK^T product when this is attention).
+  mlir::Value scores;
+  /// The additive mask, or null.
+  mlir::Value mask;
+  /// The product of the constant scales peeled off.
+  double scale = 1.0;
+};
+AttentionScores splitScores(onnx::SoftmaxOp softmax);
+
+/// What an attention mask computes: written on its consumer (a Softmax, an
+/// onnx.Attention) by proveAttentionMasks as a dictionary {causal, padding,
+/// sliding_window = N}, or the reason no such mask matched.
+inline constexpr llvm::StringLiteral kMaskAttr = "llmc.mask";
+inline constexpr llvm::StringLiteral kMaskUnprovenAttr = "llmc.mask_unproven";
+
+/// Proves what the mask of every attention Softmax and onnx.Attention in
+/// `func` computes by evaluating it on probe inputs (ProveMasks.cpp), and
+/// writes kMaskAttr or kMaskUnprovenAttr on each.
+void proveAttentionMasks(mlir::func::FuncOp func);
+
+/// A proven mask, as the llm.attention operands and attributes it becomes.
 struct MaskInfo {
-  /// The model's attention_mask input, when the mask reads it (padding).
+  /// The model's attention_mask input, when the mask hides padded keys.
   mlir::Value attentionMask;
-  /// Whether the subgraph hides later positions (Trilu or a position compare).
+  /// Whether the mask hides later positions.
   bool causal = false;
 };
 
-/// Analyses the cone of a mask value: it may read only constants, shapes,
-/// integer model inputs and the attention_mask input, through the ops masks
-/// are built with. Failure when it reads anything else (e.g. an additive
-/// bias computed from activations, which must not be dropped), or compares
-/// positions more than once (a sliding window, which `causal` cannot express).
-mlir::FailureOr<MaskInfo> analyseMask(mlir::Value mask);
+/// The mask proven on `consumer`; failure with `why` when it was not proven
+/// or is a feature llm.attention lacks (a sliding window).
+mlir::FailureOr<MaskInfo> provenMask(mlir::Operation *consumer, std::string &why);
 
 /// producer(x) + bias[last dim] -> producer(x, bias), for an llm op with an
 /// optional `bias` operand (linear, layer_norm) whose only use is the add.

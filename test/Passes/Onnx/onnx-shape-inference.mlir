@@ -77,3 +77,108 @@ func.func @dynamic_if(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<*xf32> {
   }
   return %y : tensor<*xf32>
 }
+
+// -----
+
+// torch.onnx writes `expand(-1, ...)` as Where(Equal(shape, -1), 1, shape):
+// a dim is never negative, so the Equal folds to false and the Where to the
+// shape itself.
+// CHECK-LABEL: func.func @expand_minus_one_folds
+//   CHECK-NOT:   onnx.Equal
+//   CHECK-NOT:   onnx.Where
+//       CHECK:   %[[SHAPE:.*]] = onnx.Concat
+//       CHECK:   onnx.Expand %{{.*}}, %[[SHAPE]]
+func.func @expand_minus_one_folds(%x: tensor<?x2x1x?x16xf32>) -> tensor<*xf32> {
+  %shape = onnx.Shape %x : (tensor<?x2x1x?x16xf32>) -> tensor<*xi64>
+  %i0 = onnx.Constant dense<0> : tensor<i64>
+  %i3 = onnx.Constant dense<3> : tensor<i64>
+  %axes = onnx.Constant dense<[0]> : tensor<1xi64>
+  %two = onnx.Constant dense<[2]> : tensor<1xi64>
+  %dim = onnx.Constant dense<[16]> : tensor<1xi64>
+  %minus = onnx.Constant dense<-1> : tensor<5xi64>
+  %ones = onnx.Constant dense<1> : tensor<5xi64>
+  %b = onnx.Gather %shape, %i0 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %s = onnx.Gather %shape, %i3 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %b1 = onnx.Unsqueeze %b, %axes : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %s1 = onnx.Unsqueeze %s, %axes : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %target = onnx.Concat %b1, %two, %two, %s1, %dim {axis = 0 : i64} : (tensor<*xi64>, tensor<1xi64>, tensor<1xi64>, tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %minus_one = onnx.Equal %target, %minus : (tensor<*xi64>, tensor<5xi64>) -> tensor<*xi1>
+  %fixed = onnx.Where %minus_one, %ones, %target : (tensor<*xi1>, tensor<5xi64>, tensor<*xi64>) -> tensor<*xi64>
+  %y = onnx.Expand %x, %fixed : (tensor<?x2x1x?x16xf32>, tensor<*xi64>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}
+
+// -----
+
+// An entry that is not a dim may be -1: the Equal stays.
+// CHECK-LABEL: func.func @unknown_entry_stays
+//       CHECK:   onnx.Equal
+//       CHECK:   onnx.Where
+func.func @unknown_entry_stays(%x: tensor<?x16xf32>, %shape: tensor<2xi64>) -> tensor<*xf32> {
+  %minus = onnx.Constant dense<-1> : tensor<2xi64>
+  %ones = onnx.Constant dense<1> : tensor<2xi64>
+  %minus_one = onnx.Equal %shape, %minus : (tensor<2xi64>, tensor<2xi64>) -> tensor<*xi1>
+  %fixed = onnx.Where %minus_one, %ones, %shape : (tensor<*xi1>, tensor<2xi64>, tensor<2xi64>) -> tensor<*xi64>
+  %y = onnx.Expand %x, %fixed : (tensor<?x16xf32>, tensor<*xi64>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}
+
+// -----
+
+// A sum of dims (past + new tokens) is a dim too.
+// CHECK-LABEL: func.func @sum_of_dims_is_not_minus_one
+//   CHECK-NOT:   onnx.Equal
+//       CHECK:   return
+func.func @sum_of_dims_is_not_minus_one(%past: tensor<?x2x?x16xf32>, %x: tensor<?x?xi64>) -> tensor<*xi64> {
+  %past_shape = onnx.Shape %past : (tensor<?x2x?x16xf32>) -> tensor<*xi64>
+  %x_shape = onnx.Shape %x : (tensor<?x?xi64>) -> tensor<*xi64>
+  %i1 = onnx.Constant dense<1> : tensor<i64>
+  %i2 = onnx.Constant dense<2> : tensor<i64>
+  %axes = onnx.Constant dense<[0]> : tensor<1xi64>
+  %minus = onnx.Constant dense<-1> : tensor<1xi64>
+  %ones = onnx.Constant dense<1> : tensor<1xi64>
+  %p = onnx.Gather %past_shape, %i2 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %n = onnx.Gather %x_shape, %i1 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %total = onnx.Add %p, %n : (tensor<*xi64>, tensor<*xi64>) -> tensor<*xi64>
+  %total1 = onnx.Unsqueeze %total, %axes : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %minus_one = onnx.Equal %total1, %minus : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi1>
+  %fixed = onnx.Where %minus_one, %ones, %total1 : (tensor<*xi1>, tensor<1xi64>, tensor<*xi64>) -> tensor<*xi64>
+  return %fixed : tensor<*xi64>
+}
+
+// -----
+
+// view(*hidden.shape[:-1], -1, head_dim): the target reads the batch and
+// sequence dims of the hidden state, and q = hidden @ W carries those same
+// dims, so they cancel and -1 is 64 / 16 heads.
+// CHECK-LABEL: func.func @reshape_minus_one_over_same_dims
+//       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x4x16xf32>
+func.func @reshape_minus_one_over_same_dims(%hidden: tensor<?x?x64xf32>) -> tensor<*xf32> {
+  %w = onnx.Constant dense<1.0> : tensor<64x64xf32>
+  %q = onnx.MatMul %hidden, %w : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<*xf32>
+  %shape = onnx.Shape %hidden : (tensor<?x?x64xf32>) -> tensor<*xi64>
+  %i0 = onnx.Constant dense<0> : tensor<i64>
+  %i1 = onnx.Constant dense<1> : tensor<i64>
+  %axes = onnx.Constant dense<[0]> : tensor<1xi64>
+  %rest = onnx.Constant dense<[-1, 16]> : tensor<2xi64>
+  %b = onnx.Gather %shape, %i0 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %s = onnx.Gather %shape, %i1 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %b1 = onnx.Unsqueeze %b, %axes : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %s1 = onnx.Unsqueeze %s, %axes : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %target = onnx.Concat %b1, %s1, %rest {axis = 0 : i64} : (tensor<*xi64>, tensor<*xi64>, tensor<2xi64>) -> tensor<*xi64>
+  %y = onnx.Reshape %q, %target : (tensor<*xf32>, tensor<*xi64>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}
+
+// -----
+
+// Dims of an unrelated tensor do not cancel: -1 stays unknown.
+// CHECK-LABEL: func.func @reshape_minus_one_over_other_dims
+//       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x?x16xf32>
+func.func @reshape_minus_one_over_other_dims(%x: tensor<?x?x64xf32>, %other: tensor<?x?xi64>) -> tensor<*xf32> {
+  %shape = onnx.Shape %other : (tensor<?x?xi64>) -> tensor<*xi64>
+  %rest = onnx.Constant dense<[-1, 16]> : tensor<2xi64>
+  %target = onnx.Concat %shape, %rest {axis = 0 : i64} : (tensor<*xi64>, tensor<2xi64>) -> tensor<*xi64>
+  %y = onnx.Reshape %x, %target : (tensor<?x?x64xf32>, tensor<*xi64>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}

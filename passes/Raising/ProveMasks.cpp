@@ -1,0 +1,407 @@
+//===- ProveMasks.cpp - what an attention mask subgraph computes ----------===//
+//
+// Exporters build the attention mask in many spellings (Trilu of a min
+// constant; Range/LessOrEqual/And over a flattened attention_mask; with or
+// without an IsNaN guard), and each transformers release writes another. So
+// a mask is not matched: it is run. The function is cloned with the inputs
+// given concrete shapes and contents (probes: several batch sizes, past and
+// new lengths, left and right padding, and one past longer than any constant
+// of the mask, so a sliding window shows), the mask is evaluated on each
+// probe with HostEvaluator, and the result is compared with causal and
+// padding masks, and with sliding windows of every width. What it matches is
+// written on the mask's consumer as `llmc.mask`; why nothing matched, as
+// `llmc.mask_unproven`.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Raising/RaisePatterns.h"
+
+#include "dialects/onnx/HostEvaluator.h"
+#include "dialects/onnx/ShapeHelpers.h"
+#include "dialects/onnx/ShapeInference.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "raise-onnx-to-llm"
+
+using namespace mlir;
+
+namespace llmc::raising {
+namespace {
+
+/// Below this, a mask value hides its key: exp(-1e4) is 0 in every float
+/// type attention computes in (fp16's own minimum is -65504).
+constexpr double kHiddenBelow = -1.0e4;
+
+/// The longest probe: a mask whose constants need more is not proven.
+constexpr int64_t kMaxProbeLength = 1 << 16;
+
+/// One set of model inputs to run a mask on.
+struct Probe {
+  int64_t batch, past, fresh;
+  /// attention_mask: [batch][past + fresh], 1 for a real token.
+  std::vector<std::vector<int>> keep;
+  int64_t total() const { return past + fresh; }
+};
+
+/// Which dims of an input are the batch, the new tokens, the past or all
+/// tokens, read from its ONNX name; empty when the name is unknown.
+enum class Dim { Batch, Fresh, Past, Total, Fixed };
+std::optional<SmallVector<Dim>> dimsByName(StringRef name, int64_t rank) {
+  if (name == "attention_mask" && rank == 2) return SmallVector<Dim>{Dim::Batch, Dim::Total};
+  if ((name == "input_ids" || name == "position_ids" || name == "token_type_ids") && rank == 2)
+    return SmallVector<Dim>{Dim::Batch, Dim::Fresh};
+  if (name == "inputs_embeds" && rank == 3)
+    return SmallVector<Dim>{Dim::Batch, Dim::Fresh, Dim::Fixed};
+  if (name == "cache_position" && rank == 1) return SmallVector<Dim>{Dim::Fresh};
+  if (name.contains("past") && rank == 4)
+    return SmallVector<Dim>{Dim::Batch, Dim::Fixed, Dim::Past, Dim::Fixed};
+  return std::nullopt;
+}
+
+/// Probe lengths forced by static dims of the inputs, when there are any.
+struct FixedDims {
+  std::optional<int64_t> batch, fresh, past, total;
+};
+
+/// The probes, adjusted to the dims the inputs fix; `longPast` is the past
+/// of the probe that shows a sliding window.
+SmallVector<Probe> makeProbes(const FixedDims &fixed, int64_t longPast) {
+  struct Wanted { int64_t batch, past, fresh; };
+  // Prefill with left padding, a continuation over a padded past, a decode
+  // step, right padding, and a past longer than any window.
+  SmallVector<Wanted> wanted = {{2, 0, 4}, {2, 3, 2}, {1, 5, 1}, {2, 0, 5}, {1, longPast, 2}};
+  SmallVector<Probe> probes;
+  for (auto [index, w] : llvm::enumerate(wanted)) {
+    Probe p{fixed.batch.value_or(w.batch), fixed.past.value_or(w.past),
+            fixed.fresh.value_or(w.fresh), {}};
+    if (fixed.total) {
+      if (fixed.past && !fixed.fresh) p.fresh = *fixed.total - p.past;
+      else if (!fixed.past) p.fresh = std::min(p.fresh, *fixed.total), p.past = *fixed.total - p.fresh;
+      if (p.past + p.fresh != *fixed.total || p.fresh <= 0) continue;
+    }
+    p.keep.assign(p.batch, std::vector<int>(p.total(), 1));
+    // The last row is padded: on the left in most probes, on the right in one.
+    if (p.batch > 1 && p.total() > 2) {
+      if (index == 3) p.keep.back().back() = 0;
+      else p.keep.back().front() = 0;
+    }
+    probes.push_back(std::move(p));
+  }
+  return probes;
+}
+
+/// Whether key `j` of row `b`, query `i` is visible under a mask hypothesis.
+struct Hypothesis {
+  bool padding, causal;
+  int64_t window; // 0: none
+  bool visible(const Probe &p, int64_t b, int64_t i, int64_t j) const {
+    int64_t query = p.past + i;
+    if (padding && !p.keep[b][j]) return false;
+    if (causal && j > query) return false;
+    return !window || query - j < window;
+  }
+};
+
+/// What the evaluated mask shows on one probe: visible[b][i][j] for the
+/// real (unpadded) query rows, or an error.
+struct Observed {
+  std::vector<std::vector<std::vector<int>>> visible; // -1 for a padded query row
+};
+
+FailureOr<Observed> observe(const onnx::HostTensor &mask, Type element, const Probe &p,
+                            std::string &why) {
+  ArrayRef<int64_t> shape = mask.shape;
+  int64_t rank = shape.size();
+  if (rank < 2 || rank > 4 || shape[rank - 1] != p.total() ||
+      (shape[rank - 2] != p.fresh && shape[rank - 2] != 1) ||
+      (rank == 4 && shape[0] != p.batch && shape[0] != 1)) {
+    llvm::raw_string_ostream(why) << "the mask's shape does not fit a probe of batch " << p.batch
+                                  << ", " << p.past << " past and " << p.fresh << " new tokens";
+    return failure();
+  }
+  int64_t heads = rank == 4 ? shape[1] : 1;
+  Observed observed;
+  observed.visible.assign(p.batch, std::vector<std::vector<int>>(p.fresh));
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.fresh; ++i) {
+      auto &row = observed.visible[b][i];
+      if (!p.keep[b][p.past + i]) continue;
+      row.assign(p.total(), 0);
+      for (int64_t j = 0; j < p.total(); ++j)
+        for (int64_t h = 0; h < heads; ++h) {
+          SmallVector<int64_t> index = {rank == 4 && shape[0] != 1 ? b : 0, h,
+                                        shape[rank - 2] == 1 ? 0 : i, j};
+          double v = mask.at(ArrayRef<int64_t>(index).take_back(rank));
+          int seen;
+          if (element.isInteger(1)) seen = v != 0;
+          else if (v == 0) seen = 1;
+          else if (v <= kHiddenBelow) seen = 0;
+          else {
+            llvm::raw_string_ostream(why) << "the mask adds " << v
+                                          << ", neither 0 nor a value that hides a key";
+            return failure();
+          }
+          if (h > 0 && seen != row[j]) {
+            why = "the mask differs between heads";
+            return failure();
+          }
+          row[j] = seen;
+        }
+    }
+  return observed;
+}
+
+bool matches(const Hypothesis &h, ArrayRef<Probe> probes, ArrayRef<Observed> observed) {
+  for (auto [p, o] : llvm::zip(probes, observed))
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t i = 0; i < p.fresh; ++i)
+        for (auto [j, seen] : llvm::enumerate(o.visible[b][i]))
+          if (bool(seen) != h.visible(p, b, i, j)) return false;
+  return true;
+}
+
+/// The hypothesis every probe agrees with, or failure.
+FailureOr<Hypothesis> explain(ArrayRef<Probe> probes, ArrayRef<Observed> observed,
+                              std::string &why) {
+  for (bool causal : {true, false})
+    for (bool padding : {true, false}) {
+      Hypothesis h{padding, causal, 0};
+      if (matches(h, probes, observed)) return h;
+      // A window: the visible run that ends at the last query of the longest probe.
+      const Probe &longest = probes.back();
+      const auto &row = observed.back().visible[0][longest.fresh - 1];
+      if (row.empty()) continue;
+      int64_t query = longest.total() - 1, width = 0;
+      while (width <= query && row[query - width]) ++width;
+      if (width > 0 && width <= query) {
+        h.window = width;
+        if (matches(h, probes, observed)) return h;
+      }
+    }
+  why = "the mask is not causal, padding or a sliding window on the probes";
+  return failure();
+}
+
+/// The integer constants of `mask`'s cone below 2^31 (larger ones are
+/// "to the end" sentinels of Slice): a window width is one of them.
+int64_t largestConstant(Value mask) {
+  int64_t largest = 0;
+  llvm::SetVector<Value> worklist;
+  worklist.insert(mask);
+  for (size_t i = 0; i < worklist.size(); ++i) {
+    Operation *op = worklist[i].getDefiningOp();
+    if (!op) continue;
+    if (auto ints = onnx::getConstantInts(op->getResult(0)))
+      for (int64_t v : *ints)
+        if (std::abs(v) < (int64_t(1) << 31)) largest = std::max(largest, std::abs(v));
+    for (Value operand : op->getOperands()) worklist.insert(operand);
+  }
+  return largest;
+}
+
+/// A mask and the op that consumes it.
+struct MaskSite {
+  Operation *consumer;
+  Value mask;
+};
+
+/// The probe's values of the function's inputs, and the fixed dims found.
+struct ProbeInputs {
+  SmallVector<Type> types;
+  DenseMap<unsigned, onnx::HostTensor> values;
+};
+
+FailureOr<ProbeInputs> probeInputs(func::FuncOp func, const Probe &p, std::string &why) {
+  ProbeInputs inputs;
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    StringRef name = onnxNameOf(arg);
+    auto dims = dimsByName(name, type.getRank());
+    SmallVector<int64_t> shape;
+    for (auto [d, size] : llvm::enumerate(type.getShape())) {
+      if (!ShapedType::isDynamic(size) || !dims) {
+        shape.push_back(size);
+        continue;
+      }
+      switch ((*dims)[d]) {
+      case Dim::Batch: shape.push_back(p.batch); break;
+      case Dim::Fresh: shape.push_back(p.fresh); break;
+      case Dim::Past: shape.push_back(p.past); break;
+      case Dim::Total: shape.push_back(p.total()); break;
+      case Dim::Fixed: shape.push_back(size); break;
+      }
+    }
+    // An input of unknown dims stays dynamic: a mask that reads its shape
+    // cannot be evaluated, and says so.
+    inputs.types.push_back(RankedTensorType::get(shape, type.getElementType()));
+    onnx::HostTensor value{shape, {}};
+    if (name == "attention_mask") {
+      for (const auto &row : p.keep) value.data.insert(value.data.end(), row.begin(), row.end());
+    } else if (name == "position_ids" || name == "cache_position") {
+      // A sequence's own token count before each token; padding at position 1, as
+      // transformers' generate() writes it.
+      for (int64_t b = 0; b < (name == "cache_position" ? 1 : p.batch); ++b) {
+        int64_t seen = 0;
+        for (int64_t j = 0; j < p.total(); ++j) {
+          int keep = name == "cache_position" ? 1 : p.keep[b][j];
+          if (j >= p.past) value.data.push_back(keep ? seen : 1);
+          seen += keep;
+        }
+      }
+    } else {
+      continue;
+    }
+    if (int64_t(value.data.size()) != ShapedType::getNumElements(shape)) {
+      why = "input '" + name.str() + "' does not have the probe's shape";
+      return failure();
+    }
+    inputs.values[arg.getArgNumber()] = std::move(value);
+  }
+  return inputs;
+}
+
+/// The dims the inputs' static shapes fix, and those the masks' static
+/// types fix ([batch, heads, new, all] tokens).
+FixedDims fixedDims(func::FuncOp func, ArrayRef<MaskSite> sites) {
+  FixedDims fixed;
+  for (const MaskSite &site : sites) {
+    auto type = dyn_cast<RankedTensorType>(site.mask.getType());
+    if (!type || type.getRank() < 2) continue;
+    ArrayRef<int64_t> shape = type.getShape();
+    if (!ShapedType::isDynamic(shape.back())) fixed.total = shape.back();
+    if (!ShapedType::isDynamic(shape[shape.size() - 2]) && shape[shape.size() - 2] != 1)
+      fixed.fresh = shape[shape.size() - 2];
+    if (type.getRank() == 4 && !ShapedType::isDynamic(shape[0]) && shape[0] != 1)
+      fixed.batch = shape[0];
+  }
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    auto dims = dimsByName(onnxNameOf(arg), type.getRank());
+    if (!dims) continue;
+    for (auto [d, size] : llvm::enumerate(type.getShape())) {
+      if (ShapedType::isDynamic(size)) continue;
+      switch ((*dims)[d]) {
+      case Dim::Batch: fixed.batch = size; break;
+      case Dim::Fresh: fixed.fresh = size; break;
+      case Dim::Past: fixed.past = size; break;
+      case Dim::Total: fixed.total = size; break;
+      case Dim::Fixed: break;
+      }
+    }
+  }
+  return fixed;
+}
+
+/// Evaluates every site's mask on every probe, in one clone of the function per probe.
+void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites) {
+  MLIRContext *context = func.getContext();
+  SmallVector<std::string> why(sites.size());
+  SmallVector<SmallVector<Observed>> observed(sites.size());
+  int64_t longPast = 8;
+  for (const MaskSite &site : sites) longPast = std::max(longPast, largestConstant(site.mask) + 2);
+  SmallVector<Probe> probes = makeProbes(fixedDims(func, sites), longPast);
+  if (longPast > kMaxProbeLength)
+    for (std::string &w : why) w = "a constant of the mask is too large to probe past";
+  if (probes.empty())
+    for (std::string &w : why) w = "no probe fits the static dims of the inputs";
+
+  for (const Probe &probe : probes) {
+    if (llvm::all_of(why, [](const std::string &w) { return !w.empty(); })) break;
+    std::string inputsWhy;
+    FailureOr<ProbeInputs> inputs = probeInputs(func, probe, inputsWhy);
+    IRMapping mapping;
+    OwningOpRef<func::FuncOp> clone = func.clone(mapping);
+    FailureOr<bool> refined = failure();
+    if (succeeded(inputs)) {
+      for (auto [arg, type] : llvm::zip(clone->getArguments(), inputs->types)) arg.setType(type);
+      for (int round = 0; round < 8; ++round) {
+        refined = onnx::refineResultTypes(*clone);
+        if (failed(refined) || !*refined) break;
+      }
+      if (failed(refined)) inputsWhy = "shape inference fails on the probe";
+    }
+    DenseMap<Value, onnx::HostTensor> given;
+    if (succeeded(inputs))
+      for (auto &[number, value] : inputs->values) given[clone->getArgument(number)] = value;
+    onnx::HostEvaluator evaluator(given);
+    for (auto [index, site] : llvm::enumerate(sites)) {
+      if (!why[index].empty()) continue;
+      if (!inputsWhy.empty()) {
+        why[index] = inputsWhy;
+        continue;
+      }
+      Value mask = mapping.lookup(site.mask);
+      const onnx::HostTensor *value = evaluator.evaluate(mask);
+      if (!value) {
+        why[index] = "it could not be evaluated: " + evaluator.failureReason;
+        evaluator.failureReason.clear();
+        continue;
+      }
+      FailureOr<Observed> seen =
+          observe(*value, getElementTypeOrSelf(mask.getType()), probe, why[index]);
+      if (succeeded(seen)) observed[index].push_back(std::move(*seen));
+    }
+  }
+
+  Builder builder(context);
+  for (auto [index, site] : llvm::enumerate(sites)) {
+    FailureOr<Hypothesis> h = failure();
+    if (why[index].empty()) h = explain(probes, observed[index], why[index]);
+    if (failed(h)) {
+      LLVM_DEBUG(llvm::dbgs() << "mask of " << site.consumer->getLoc() << " not proven: "
+                              << why[index] << "\n");
+      site.consumer->setAttr(kMaskUnprovenAttr, builder.getStringAttr(why[index]));
+      continue;
+    }
+    SmallVector<NamedAttribute> entries;
+    if (h->causal) entries.push_back(builder.getNamedAttr("causal", builder.getUnitAttr()));
+    if (h->padding) entries.push_back(builder.getNamedAttr("padding", builder.getUnitAttr()));
+    if (h->window)
+      entries.push_back(builder.getNamedAttr("sliding_window", builder.getI64IntegerAttr(h->window)));
+    site.consumer->setAttr(kMaskAttr, builder.getDictionaryAttr(entries));
+  }
+}
+
+} // namespace
+
+void proveAttentionMasks(func::FuncOp func) {
+  SmallVector<MaskSite> sites;
+  func.walk([&](Operation *op) {
+    if (op->hasAttr(kMaskAttr) || op->hasAttr(kMaskUnprovenAttr)) return;
+    if (auto softmax = dyn_cast<onnx::SoftmaxOp>(op)) {
+      if (Value mask = splitScores(softmax).mask) sites.push_back({op, mask});
+    } else if (auto attention = dyn_cast<onnx::AttentionOp>(op)) {
+      if (!isNone(attention.getAttnMask())) sites.push_back({op, attention.getAttnMask()});
+    }
+  });
+  if (!sites.empty()) proveSites(func, sites);
+}
+
+FailureOr<MaskInfo> provenMask(Operation *consumer, std::string &why) {
+  auto proven = consumer->getAttrOfType<DictionaryAttr>(kMaskAttr);
+  if (!proven) {
+    auto unproven = consumer->getAttrOfType<StringAttr>(kMaskUnprovenAttr);
+    why = unproven ? unproven.str() : "the mask was not analysed";
+    return failure();
+  }
+  if (auto window = proven.getAs<IntegerAttr>("sliding_window")) {
+    why = "sliding-window attention (a window of " + std::to_string(window.getInt()) +
+          " tokens) is not supported";
+    return failure();
+  }
+  MaskInfo info;
+  info.causal = proven.contains("causal");
+  if (proven.contains("padding")) {
+    auto func = consumer->getParentOfType<func::FuncOp>();
+    for (BlockArgument arg : func.getArguments())
+      if (onnxNameOf(arg) == "attention_mask") info.attentionMask = arg;
+  }
+  return info;
+}
+
+} // namespace llmc::raising

@@ -1,0 +1,113 @@
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(raise-onnx-to-llm{allow-leftovers=true}))' 2>/dev/null | FileCheck %s
+// RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(raise-onnx-to-llm))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERROR
+
+// Masks are proven by running them on probe inputs, whatever ops spell them.
+// This is how transformers 4.5x writes a causal + padding mask: key index <=
+// query index (cache positions past..past+new), And the attention_mask, then
+// 0 / -inf. The softmax's IsNaN guard goes with it.
+// CHECK-LABEL: func.func @sdpa_mask
+//  CHECK-SAME:   %[[M:[^:]*]]: tensor<?x?xi64> {onnx.name = "attention_mask"}
+//       CHECK:   llm.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {causal, scale = 2.500000e-01 : f32}
+//   CHECK-NOT:   onnx.Softmax
+//   CHECK-NOT:   onnx.IsNaN
+// ERROR-NOT: error: {{.*}}@sdpa_mask
+func.func @sdpa_mask(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                     %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                     %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x4x?x16xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %am_shape = onnx.Shape %am : (tensor<?x?xi64>) -> tensor<2xi64>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %total = onnx.Gather %am_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %fresh = onnx.Gather %ids_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %past = onnx.Sub %total, %fresh : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %queries = onnx.Range %past, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %keys = onnx.Range %c0, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q_col = onnx.Unsqueeze %queries, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k_row = onnx.Unsqueeze %keys, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = onnx.LessOrEqual %k_row, %q_col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %keep = onnx.Cast %am {to = 9 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %keep4 = onnx.Unsqueeze %keep, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %visible = onnx.And %causal, %keep4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %mask = onnx.Where %visible, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %scale = onnx.Constant dense<0.25> : tensor<f32>
+  %scaled = onnx.Mul %qk, %scale : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %masked = onnx.Add %scaled, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %nan = onnx.IsNaN %p : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xi1>
+  %guarded = onnx.Where %nan, %zero, %p : (tensor<?x4x?x?xi1>, tensor<f32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = onnx.MatMul %guarded, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// A second bound on the key index is a sliding window: the probe whose past is
+// longer than any constant of the mask shows its width, and raising refuses it
+// by name.
+// CHECK-LABEL: func.func @sliding_window_mask
+//       CHECK:   onnx.Softmax %{{.*}} {llmc.mask = {causal, padding, sliding_window = 6 : i64}}
+//   CHECK-NOT:   llm.attention
+// ERROR: error: onnx ops not raised to llm: {{.*}}; attention mask: sliding-window attention (a window of 6 tokens) is not supported
+func.func @sliding_window_mask(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                               %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                               %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x4x?x16xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %window = onnx.Constant dense<6> : tensor<i64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %am_shape = onnx.Shape %am : (tensor<?x?xi64>) -> tensor<2xi64>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %total = onnx.Gather %am_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %fresh = onnx.Gather %ids_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %past = onnx.Sub %total, %fresh : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %queries = onnx.Range %past, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %keys = onnx.Range %c0, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q_col = onnx.Unsqueeze %queries, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k_row = onnx.Unsqueeze %keys, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = onnx.LessOrEqual %k_row, %q_col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %start = onnx.Sub %q_col, %window : (tensor<?x1xi64>, tensor<i64>) -> tensor<?x1xi64>
+  %recent = onnx.Greater %k_row, %start : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %in_window = onnx.And %causal, %recent : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %keep = onnx.Cast %am {to = 9 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %keep4 = onnx.Unsqueeze %keep, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %visible = onnx.And %in_window, %keep4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %mask = onnx.Where %visible, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %masked = onnx.Add %qk, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = onnx.MatMul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// A mask that reads an activation is an attention bias, not a mask: it cannot
+// be evaluated on probes, and is not dropped.
+// CHECK-LABEL: func.func @bias_from_activation
+//       CHECK:   onnx.Softmax %{{.*}} {llmc.mask_unproven = "it could not be evaluated: it reads input #3, which is not given"}
+//   CHECK-NOT:   llm.attention
+// ERROR: error: onnx ops not raised to llm: {{.*}}; attention mask: it could not be evaluated: it reads input #3, which is not given
+func.func @bias_from_activation(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                                %bias: tensor<?x4x?x?xf32>) -> tensor<?x4x?x16xf32> {
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %mask = onnx.Mul %bias, %two : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %masked = onnx.Add %qk, %mask : (tensor<?x4x?x?xf32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = onnx.MatMul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
