@@ -15,8 +15,7 @@ struct RaiseEmbedding : OpRewritePattern<onnx::GatherOp> {
     Value table = op.getData();
     // Tied models may gather from the transposed [hidden, vocab] LM head.
     auto transpose = definedBy<onnx::TransposeOp>(table);
-    bool transposed = transpose && transpose.getPerm() &&
-                      *transpose.getPerm() == ArrayRef<int64_t>{1, 0};
+    bool transposed = isMatrixTranspose(transpose);
     if (transposed) table = transpose.getData();
     if (!isConstant(table) || rankOf(table) != 2 ||
         !isa<FloatType>(cast<ShapedType>(table.getType()).getElementType()))
@@ -56,8 +55,7 @@ struct RaiseLinear : OpRewritePattern<onnx::MatMulOp> {
     Value weight = op.getB();
     bool transposed = false;
     if (auto transpose = definedBy<onnx::TransposeOp>(weight)) {
-      auto perm = transpose.getPerm();
-      if (!perm || *perm != ArrayRef<int64_t>{1, 0})
+      if (!isMatrixTranspose(transpose))
         return rewriter.notifyMatchFailure(op, "weight transpose is not a 2-D swap");
       weight = transpose.getData();
       transposed = true;

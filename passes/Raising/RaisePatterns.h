@@ -56,6 +56,10 @@ bool isNone(mlir::Value value);
 /// `value` as an llm op's optional operand: null where onnx passes None.
 mlir::Value optionalOperand(mlir::Value value);
 
+/// Whether `op` swaps the two dims of a matrix: perm [1, 0], or no perm
+/// (ONNX reverses the dims then, as torch.onnx writes `weight.T`).
+bool isMatrixTranspose(onnx::TransposeOp op);
+
 /// Whether `value` is produced by an onnx.Constant.
 bool isConstant(mlir::Value value);
 

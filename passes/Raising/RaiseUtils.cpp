@@ -70,6 +70,11 @@ Value createF32Constant(OpBuilder &builder, Location loc, ArrayRef<int64_t> shap
   return onnx::ConstantOp::create(builder, loc, type, value);
 }
 
+bool isMatrixTranspose(onnx::TransposeOp op) {
+  if (!op || rankOf(op.getData()) != 2) return false;
+  return !op.getPerm() || *op.getPerm() == ArrayRef<int64_t>{1, 0};
+}
+
 StringRef onnxNameOf(BlockArgument arg) {
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (!func) return {};

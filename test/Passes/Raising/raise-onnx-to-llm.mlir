@@ -367,3 +367,29 @@ func.func @attention_sliding_window(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x1
   %o = onnx.MatMul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
   return %o : tensor<1x4x3x16xf32>
 }
+
+// -----
+
+// torch.onnx writes a tied head's `weight.T` as a Transpose without perm
+// (ONNX then reverses the dims): the same linear over the transposed weight.
+// CHECK-LABEL: func.func @linear_transpose_without_perm
+//       CHECK:   llm.linear %{{.*}}, %{{.*}} {transpose_weight}
+//   CHECK-NOT:   onnx.Transpose
+func.func @linear_transpose_without_perm(%x: tensor<1x3x64xf32>) -> tensor<1x3x512xf32> {
+  %w = onnx.Constant dense<1.0> : tensor<512x64xf32>
+  %wt = onnx.Transpose %w : (tensor<512x64xf32>) -> tensor<64x512xf32>
+  %y = onnx.MatMul %x, %wt : (tensor<1x3x64xf32>, tensor<64x512xf32>) -> tensor<1x3x512xf32>
+  return %y : tensor<1x3x512xf32>
+}
+
+// -----
+
+// Near miss: a perm-less Transpose of an activation is not a weight.
+// CHECK-LABEL: func.func @transposed_activation_is_not_a_weight
+//       CHECK:   onnx.Transpose
+//       CHECK:   onnx.MatMul
+func.func @transposed_activation_is_not_a_weight(%x: tensor<1x3x64xf32>, %m: tensor<512x64xf32>) -> tensor<1x3x512xf32> {
+  %mt = onnx.Transpose %m : (tensor<512x64xf32>) -> tensor<64x512xf32>
+  %y = onnx.MatMul %x, %mt : (tensor<1x3x64xf32>, tensor<64x512xf32>) -> tensor<1x3x512xf32>
+  return %y : tensor<1x3x512xf32>
+}
