@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -84,9 +85,31 @@ std::optional<HostTensor> readConstant(ElementsAttr value) {
   return tensor;
 }
 
+/// Whether every dim of `shape` is >= 0 and their product at most `limit`
+/// (checked before multiplying, so that a bogus shape cannot overflow).
+bool fitsIn(ArrayRef<int64_t> shape, int64_t limit) {
+  int64_t product = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0 || (dim > 0 && product > limit / dim)) return false;
+    product *= dim;
+  }
+  return true;
+}
+
+/// `value` as an int64, saturated: Slice's "to the end" INT64_MAX is 2^63
+/// as a double, which does not convert.
+int64_t toInt(double value) {
+  constexpr double kLimit = 9.2e18;
+  if (value >= kLimit) return std::numeric_limits<int64_t>::max();
+  if (value <= -kLimit) return std::numeric_limits<int64_t>::min();
+  return int64_t(value);
+}
+
 /// The integer entries of a 0-D or 1-D tensor.
 SmallVector<int64_t> asInts(const HostTensor &tensor) {
-  return SmallVector<int64_t>(tensor.data.begin(), tensor.data.end());
+  SmallVector<int64_t> ints;
+  for (double v : tensor.data) ints.push_back(toInt(v));
+  return ints;
 }
 
 HostTensor transpose(const HostTensor &input, ArrayRef<int64_t> perm) {
@@ -187,7 +210,7 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
   };
   auto axisOf = [&](int64_t axis, int64_t rank) -> FailureOr<int64_t> {
     std::optional<int64_t> normalized = normalizeAxis(axis, rank);
-    if (!normalized) return fail(op, "axis out of range"), failure();
+    if (!normalized) return FailureOr<int64_t>(fail(op, "axis out of range"));
     return *normalized;
   };
 
@@ -260,6 +283,10 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
           .Case([&](CastLikeOp) { out = *in[0]; return success(); })
           .Case([&](ReshapeOp r) -> LogicalResult {
             SmallVector<int64_t> target = asInts(*in[1]);
+            if (!fitsIn(llvm::to_vector(llvm::map_range(
+                            target, [](int64_t d) { return d == -1 ? int64_t(1) : d; })),
+                        maxElements))
+              return fail(op, "the target shape is not a valid shape");
             int64_t known = 1, inferred = -1;
             for (auto [d, dim] : llvm::enumerate(target)) {
               if (dim == 0 && !r.getAllowzero()) {
@@ -320,10 +347,11 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
           })
           .Case([&](ExpandOp) -> LogicalResult {
             SmallVector<int64_t> target = asInts(*in[1]);
+            if (!fitsIn(target, maxElements)) return fail(op, "the shape is not a valid shape");
             FailureOr<SmallVector<int64_t>> shape =
                 broadcastShapes({ArrayRef<int64_t>(in[0]->shape), ArrayRef<int64_t>(target)});
             if (failed(shape)) return fail(op, "the shape does not broadcast");
-            if (numElements(*shape) > maxElements) return fail(op, "the result is too large");
+            if (!fitsIn(*shape, maxElements)) return fail(op, "the result is too large");
             out = {*shape, broadcastTo(*in[0], *shape)};
             return success();
           })
@@ -390,7 +418,7 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
             int64_t inner = numElements(dims.drop_front(*axis + 1)), n = dims[*axis];
             for (int64_t o = 0; o < outer; ++o)
               for (double index : indices.data) {
-                int64_t i = int64_t(index) < 0 ? int64_t(index) + n : int64_t(index);
+                int64_t i = toInt(index) < 0 ? toInt(index) + n : toInt(index);
                 if (i < 0 || i >= n) return fail(op, "an index is out of range");
                 auto from = data.data.begin() + (o * n + i) * inner;
                 out.data.insert(out.data.end(), from, from + inner);
@@ -409,7 +437,10 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
           .Case([&](RangeOp) -> LogicalResult {
             double start = in[0]->data.at(0), limit = in[1]->data.at(0), delta = in[2]->data.at(0);
             if (delta == 0) return fail(op, "delta is 0");
-            int64_t count = std::max<int64_t>(0, int64_t(std::ceil((limit - start) / delta)));
+            double steps = std::ceil((limit - start) / delta);
+            if (!std::isfinite(steps) || steps > double(maxElements))
+              return fail(op, "the result is too large");
+            int64_t count = std::max<int64_t>(0, int64_t(steps));
             if (count > maxElements) return fail(op, "the result is too large");
             for (int64_t i = 0; i < count; ++i) out.data.push_back(start + i * delta);
             out.shape = {count};
@@ -417,7 +448,7 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
           })
           .Case([&](ConstantOfShapeOp c) -> LogicalResult {
             out.shape = asInts(*in[0]);
-            if (numElements(out.shape) > maxElements) return fail(op, "the result is too large");
+            if (!fitsIn(out.shape, maxElements)) return fail(op, "the shape is not a valid shape");
             double fill = 0;
             if (auto value = c.getValue()) {
               std::optional<HostTensor> v = readConstant(*value);
@@ -429,7 +460,7 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
           })
           .Case([&](TriluOp t) -> LogicalResult {
             const HostTensor &input = *in[0];
-            int64_t rank = input.shape.size(), k = in[1] ? int64_t(in[1]->data.at(0)) : 0;
+            int64_t rank = input.shape.size(), k = in[1] ? toInt(in[1]->data.at(0)) : 0;
             if (rank < 2) return fail(op, "input is not a matrix");
             bool upper = t.getUpper() != 0;
             out = input;
@@ -441,7 +472,7 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
           })
           .Case([&](CumSumOp c) -> LogicalResult {
             const HostTensor &x = *in[0];
-            FailureOr<int64_t> axis = axisOf(int64_t(in[1]->data.at(0)), x.shape.size());
+            FailureOr<int64_t> axis = axisOf(toInt(in[1]->data.at(0)), x.shape.size());
             if (failed(axis)) return failure();
             ArrayRef<int64_t> dims = x.shape;
             int64_t outer = numElements(dims.take_front(*axis)), n = dims[*axis];
