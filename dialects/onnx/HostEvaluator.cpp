@@ -320,6 +320,7 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
             for (int64_t axis : asInts(*in[1])) {
               FailureOr<int64_t> a = axisOf(axis, rank);
               if (failed(a)) return failure();
+              if (inserted[*a]) return fail(op, "an axis is named twice");
               inserted[*a] = true;
             }
             auto dims = in[0]->shape.begin();
@@ -363,6 +364,9 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
             out.shape[*axis] = 0;
             for (const HostTensor *t : in) {
               if (t->shape.size() != first.shape.size()) return fail(op, "ranks differ");
+              for (size_t d = 0; d < first.shape.size(); ++d)
+                if (int64_t(d) != *axis && t->shape[d] != first.shape[d])
+                  return fail(op, "dims off the axis differ");
               out.shape[*axis] += t->shape[*axis];
             }
             int64_t outer = numElements(ArrayRef<int64_t>(first.shape).take_front(*axis));
@@ -430,7 +434,11 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
             SmallVector<int64_t> perm;
             if (t.getPerm()) perm.assign(t.getPerm()->begin(), t.getPerm()->end());
             else for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
-            if (int64_t(perm.size()) != rank) return fail(op, "perm does not match the rank");
+            SmallVector<int64_t> sorted(perm);
+            llvm::sort(sorted);
+            for (int64_t d = 0; d < int64_t(sorted.size()); ++d)
+              if (sorted[d] != d || int64_t(sorted.size()) != rank)
+                return fail(op, "perm is not a permutation of the dims");
             out = transpose(*in[0], perm);
             return success();
           })

@@ -82,8 +82,9 @@ SmallVector<Probe> makeProbes(const FixedDims &fixed, int64_t longPast) {
     if (fixed.total) {
       if (fixed.past && !fixed.fresh) p.fresh = *fixed.total - p.past;
       else if (!fixed.past) p.fresh = std::min(p.fresh, *fixed.total), p.past = *fixed.total - p.fresh;
-      if (p.past + p.fresh != *fixed.total || p.fresh <= 0) continue;
+      if (p.past + p.fresh != *fixed.total) continue;
     }
+    if (p.batch <= 0 || p.fresh <= 0 || p.past < 0) continue;
     p.keep.assign(p.batch, std::vector<int>(p.total(), 1));
     // The last row is padded: on the left in most probes, on the right in one.
     if (p.batch > 1 && p.total() > 2) {
@@ -124,7 +125,10 @@ FailureOr<Observed> observe(const onnx::HostTensor &mask, Type element, const Pr
                                   << ", " << p.past << " past and " << p.fresh << " new tokens";
     return failure();
   }
-  int64_t heads = rank == 4 ? shape[1] : 1;
+  // Broadcast against scores [batch, heads, new, all]: a 3-D mask's first dim is heads.
+  SmallVector<int64_t> dims(4 - rank, 1);
+  dims.append(shape.begin(), shape.end());
+  int64_t heads = dims[1];
   Observed observed;
   observed.visible.assign(p.batch, std::vector<std::vector<int>>(p.fresh));
   for (int64_t b = 0; b < p.batch; ++b)
@@ -134,8 +138,7 @@ FailureOr<Observed> observe(const onnx::HostTensor &mask, Type element, const Pr
       row.assign(p.total(), 0);
       for (int64_t j = 0; j < p.total(); ++j)
         for (int64_t h = 0; h < heads; ++h) {
-          SmallVector<int64_t> index = {rank == 4 && shape[0] != 1 ? b : 0, h,
-                                        shape[rank - 2] == 1 ? 0 : i, j};
+          SmallVector<int64_t> index = {dims[0] == 1 ? 0 : b, h, dims[2] == 1 ? 0 : i, j};
           double v = mask.at(ArrayRef<int64_t>(index).take_back(rank));
           int seen;
           if (element.isInteger(1)) seen = v != 0;
