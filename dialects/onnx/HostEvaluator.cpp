@@ -279,8 +279,8 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
           })
           .Case([&](FloorOp) { return unary([](double a) { return std::floor(a); }); })
           .Case([&](CeilOp) { return unary([](double a) { return std::ceil(a); }); })
-          .Case<IdentityOp, CastOp>([&](Operation *) { out = *in[0]; return success(); })
-          .Case([&](CastLikeOp) { out = *in[0]; return success(); })
+          // Casts convert when the result is rounded to its element type, below.
+          .Case<IdentityOp, CastOp, CastLikeOp>([&](Operation *) { out = *in[0]; return success(); })
           .Case([&](ReshapeOp r) -> LogicalResult {
             SmallVector<int64_t> target = asInts(*in[1]);
             if (!fitsIn(llvm::to_vector(llvm::map_range(

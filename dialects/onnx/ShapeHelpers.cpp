@@ -2,6 +2,7 @@
 #include "dialects/onnx/ShapeHelpers.h"
 
 #include "dialects/onnx/OnnxDialect.h"
+#include "llmc/Support/TensorShape.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -112,11 +113,6 @@ TensorType makeTensorType(std::optional<ArrayRef<int64_t>> shape, Type elementTy
 }
 
 namespace {
-int64_t rankOf(Value value) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type ? type.getRank() : -1;
-}
-
 /// Dims of `value`'s type as a shape vector, when it is ranked.
 std::optional<SmallVector<int64_t>> rankedShape(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
