@@ -139,7 +139,14 @@ HostEvaluator::HostEvaluator(const llvm::DenseMap<Value, HostTensor> &inputs, in
 
 LogicalResult HostEvaluator::fail(Operation *op, const Twine &why) {
   llvm::raw_string_ostream os(failureReason);
-  os << op->getName() << " at " << op->getLoc() << ": " << why;
+  os << op->getName();
+  // The ONNX node's name says which op failed without the file's path, which differs between
+  // machines and would make the message differ with it.
+  if (auto node = dyn_cast<NameLoc>(op->getLoc()))
+    os << " (node " << node.getName() << ")";
+  else
+    os << " at " << op->getLoc();
+  os << ": " << why;
   return failure();
 }
 
