@@ -58,6 +58,17 @@ LogicalResult verifyRotaryWidth(Operation *op, Value input, int64_t halfWidth) {
                              << headDim;
   return success();
 }
+
+/// A norm's weight: 1-D, its length dividing the input's last dim into the
+/// groups normalised on their own (one, or one per head).
+LogicalResult verifyNormWeight(Operation *op, Value weight, Value input) {
+  if (failed(expectRank(op, weight, 1, "the weight"))) return failure();
+  int64_t group = dimOf(weight, 0), features = dimOf(input, -1);
+  if (!ShapedType::isDynamic(group) && !ShapedType::isDynamic(features) &&
+      (group == 0 || features % group != 0))
+    return op->emitOpError("weight length does not divide the normalised dim into groups");
+  return success();
+}
 } // namespace
 
 LogicalResult EmbeddingOp::verify() {
@@ -68,12 +79,7 @@ LogicalResult EmbeddingOp::verify() {
   return success();
 }
 
-LogicalResult RmsNormOp::verify() {
-  if (failed(expectRank(*this, getWeight(), 1, "the weight"))) return failure();
-  if (!compatible(dimOf(getWeight(), 0), dimOf(getInput(), -1)))
-    return emitOpError("weight length differs from the normalised dim");
-  return success();
-}
+LogicalResult RmsNormOp::verify() { return verifyNormWeight(*this, getWeight(), getInput()); }
 
 LogicalResult LinearOp::verify() {
   if (failed(expectRank(*this, getWeight(), 2, "the weight"))) return failure();
@@ -295,10 +301,7 @@ LogicalResult verifyAddNorm(Operation *op, Value lhs, Value rhs, Value weight, V
   if (lhs.getType() != rhs.getType() || lhs.getType() != sum.getType() ||
       sum.getType() != normed.getType())
     return op->emitOpError("lhs, rhs, sum and normed must have one type");
-  if (failed(expectRank(op, weight, 1, "the weight"))) return failure();
-  if (!compatible(dimOf(weight, 0), dimOf(lhs, -1)))
-    return op->emitOpError("weight length differs from the normalised dim");
-  return success();
+  return verifyNormWeight(op, weight, lhs);
 }
 } // namespace
 

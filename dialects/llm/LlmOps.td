@@ -123,6 +123,12 @@ def Llm_EmbeddingOp : Llm_Op<"embedding", [Llm_TokenWise]> {
 
 def Llm_RmsNormOp : Llm_Op<"rms_norm", [Llm_RowWise, Llm_TokenWise]> {
   let summary = "x / sqrt(mean(x^2, -1) + epsilon) * weight, computed in f32";
+  let description = [{
+    Each run of `weight`'s length along the last dim is normalised on its
+    own: the whole dim for the norms of a decoder layer, one head of a
+    [batch, seq, heads*head_dim] projection for the per-head q/k norms of
+    Qwen3 and Gemma-3 (raised before their split_heads).
+  }];
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, F32Attr:$epsilon);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;

@@ -292,12 +292,62 @@ OpFoldResult SqueezeOp::fold(FoldAdaptor adaptor) {
   return foldShapeTensor(getResult());
 }
 
+namespace {
+/// Whether `value` is statically empty along `axis`.
+bool isEmptyAlong(Value value, int64_t axis) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type) return false;
+  auto normalized = normalizeAxis(axis, type.getRank());
+  return normalized && type.getDimSize(*normalized) == 0;
+}
+
+/// Whether a Slice takes all of its input: every sliced axis static and
+/// taken whole with step 1. Partial-rotary exports slice the rotated part
+/// this way when it is the whole head.
+bool slicesNothing(SliceOp op) {
+  auto type = dyn_cast<RankedTensorType>(op.getData().getType());
+  auto starts = getConstantInts(op.getStarts());
+  auto ends = getConstantInts(op.getEnds());
+  if (!type || type != op.getType() || !starts || !ends || starts->size() != ends->size())
+    return false;
+  SmallVector<int64_t> axes, steps(starts->size(), 1);
+  if (isa<NoneType>(op.getAxes().getType())) {
+    for (size_t i = 0; i < starts->size(); ++i) axes.push_back(i);
+  } else if (auto constant = getConstantInts(op.getAxes())) {
+    axes = *constant;
+  }
+  if (!isa<NoneType>(op.getSteps().getType())) {
+    auto constant = getConstantInts(op.getSteps());
+    if (!constant) return false;
+    steps = *constant;
+  }
+  if (axes.size() != starts->size() || steps.size() != starts->size()) return false;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto axis = normalizeAxis(axes[i], type.getRank());
+    if (!axis || type.isDynamicDim(*axis) || steps[i] != 1) return false;
+    int64_t dim = type.getDimSize(*axis), start = (*starts)[i], end = (*ends)[i];
+    if ((start < 0 ? start + dim : start) > 0 || (end < 0 ? end + dim : end) < dim) return false;
+  }
+  return true;
+}
+} // namespace
+
 OpFoldResult ConcatOp::fold(FoldAdaptor) {
-  if (getInputs().size() == 1 && getInputs()[0].getType() == getType()) return getInputs()[0];
+  // Concat with computed empty parts (a partial-rotary export's pass-through
+  // part when the whole head rotates) is its one other input. An empty graph
+  // input stays: a past KV cache fixed at length 0 is still the cache.
+  SmallVector<Value> nonEmpty;
+  for (Value input : getInputs())
+    if (isa<BlockArgument>(input) || !isEmptyAlong(input, getAxis())) nonEmpty.push_back(input);
+  if (nonEmpty.size() == 1 && nonEmpty[0].getType() == getType()) return nonEmpty[0];
   return foldShapeTensor(getResult());
 }
 
-OpFoldResult SliceOp::fold(FoldAdaptor) { return foldShapeTensor(getResult()); }
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (slicesNothing(*this)) return getData();
+  return foldShapeTensor(getResult());
+}
+
 OpFoldResult GatherOp::fold(FoldAdaptor) { return foldShapeTensor(getResult()); }
 
 OpFoldResult ConstantOfShapeOp::fold(FoldAdaptor) {

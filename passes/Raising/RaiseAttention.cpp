@@ -13,12 +13,17 @@ bool hasPerm(onnx::TransposeOp op, ArrayRef<int64_t> perm) {
   return op && op.getPerm() && *op.getPerm() == perm;
 }
 
-/// Transpose(Reshape(x[b, s, H*D] -> [b, s, H, D]), [0, 2, 1, 3]) -> split_heads.
+/// Transpose(Reshape(x[b, s, H*D] -> [b, s, H, D]), [0, 2, 1, 3]) -> split_heads,
+/// also with a norm over D between the two (Qwen3's q_norm and k_norm), which
+/// becomes a per-head norm of x before the split.
 struct RaiseSplitHeads : OpRewritePattern<onnx::TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::TransposeOp op, PatternRewriter &rewriter) const override {
     if (!hasPerm(op, {0, 2, 1, 3})) return rewriter.notifyMatchFailure(op, "perm is not [0, 2, 1, 3]");
-    auto reshape = definedBy<onnx::ReshapeOp>(op.getData());
+    auto headNorm = definedBy<llm::RmsNormOp>(op.getData());
+    if (headNorm && !headNorm->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "the norm before the transpose has other users");
+    auto reshape = definedBy<onnx::ReshapeOp>(headNorm ? headNorm.getInput() : op.getData());
     if (!reshape) return rewriter.notifyMatchFailure(op, "input is not a Reshape");
     Value x = reshape.getData();
     int64_t heads = dimOf(reshape, 2), head = dimOf(reshape, 3), hidden = dimOf(x, 2);
@@ -35,6 +40,12 @@ struct RaiseSplitHeads : OpRewritePattern<onnx::TransposeOp> {
       int64_t dim = (*target)[i];
       if (dim != 0 && !ShapedType::isDynamic(dim) && dim != dimOf(x, i))
         return rewriter.notifyMatchFailure(op, "reshape changes batch or sequence dims");
+    }
+    if (headNorm) {
+      if (dimOf(headNorm.getWeight(), 0) != head)
+        return rewriter.notifyMatchFailure(op, "the norm's weight is not one head long");
+      x = llm::RmsNormOp::create(rewriter, headNorm.getLoc(), x.getType(), x,
+                                 headNorm.getWeight(), headNorm.getEpsilonAttr());
     }
     rewriter.replaceOpWithNewOp<llm::SplitHeadsOp>(op, op.getType(), x,
                                                    rewriter.getI64IntegerAttr(heads));

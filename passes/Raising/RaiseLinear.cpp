@@ -3,6 +3,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace llmc::raising {
@@ -207,6 +209,46 @@ struct RaiseSwiglu : OpRewritePattern<onnx::MulOp> {
   }
 };
 
+/// Slices of a linear's [batch, seq, features] result that together take
+/// each column once -> llm.split: the parts of a packed projection (Phi-3's
+/// qkv_proj and gate_up_proj). A glue pattern, so that the halves
+/// rotate_half slices are already raised into rope.
+struct RaisePackedProjectionSplit : OpRewritePattern<onnx::SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::SliceOp op, PatternRewriter &rewriter) const override {
+    Value packed = op.getData();
+    if (!definedBy<llm::LinearOp>(packed) || rankOf(packed) != 3)
+      return rewriter.notifyMatchFailure(op, "does not slice a [batch, seq, features] linear");
+    // Each user's columns; identical slices share one part.
+    std::map<std::pair<int64_t, int64_t>, SmallVector<onnx::SliceOp>> parts;
+    for (Operation *user : packed.getUsers()) {
+      auto slice = dyn_cast<onnx::SliceOp>(user);
+      auto columns = lastAxisColumns(slice);
+      if (!columns || slice.getData() != packed)
+        return rewriter.notifyMatchFailure(op, "the linear has a user that is not a column slice");
+      parts[*columns].push_back(slice);
+    }
+    SmallVector<int64_t> sizes;
+    SmallVector<Type> types;
+    int64_t next = 0;
+    for (auto &[columns, slices] : parts) {
+      if (columns.first != next || columns.second <= next)
+        return rewriter.notifyMatchFailure(op, "the slices do not take each column once");
+      sizes.push_back(columns.second - next);
+      types.push_back(slices.front().getType());
+      next = columns.second;
+    }
+    if (next != dimOf(packed, -1))
+      return rewriter.notifyMatchFailure(op, "the slices leave columns out");
+    rewriter.setInsertionPointAfterValue(packed);
+    auto split = llm::SplitOp::create(rewriter, op.getLoc(), types, packed,
+                                      rewriter.getDenseI64ArrayAttr(sizes));
+    for (auto [part, entry] : llvm::zip(split.getResults(), parts))
+      for (onnx::SliceOp slice : entry.second) rewriter.replaceOp(slice, part);
+    return success();
+  }
+};
+
 /// An add of two activations of one type (residual connections).
 struct RaiseResidualAdd : OpRewritePattern<onnx::AddOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -229,8 +271,8 @@ void populateLinearPatterns(RewritePatternSet &patterns) {
 }
 
 void populateLinearGluePatterns(RewritePatternSet &patterns) {
-  patterns.add<FoldBiasAdd<llm::LinearOp>, RaiseLogitsHead, RaiseSwiglu, RaiseResidualAdd>(
-      patterns.getContext());
+  patterns.add<FoldBiasAdd<llm::LinearOp>, RaiseLogitsHead, RaiseSwiglu, RaiseResidualAdd,
+               RaisePackedProjectionSplit>(patterns.getContext());
 }
 
 } // namespace llmc::raising

@@ -60,6 +60,10 @@ mlir::Value optionalOperand(mlir::Value value);
 /// (ONNX reverses the dims then, as torch.onnx writes `weight.T`).
 bool isMatrixTranspose(onnx::TransposeOp op);
 
+/// The [start, end) columns a Slice takes: one with constant starts and ends,
+/// step 1, of only the last axis, whose length is static. nullopt otherwise.
+std::optional<std::pair<int64_t, int64_t>> lastAxisColumns(onnx::SliceOp slice);
+
 /// Whether `value` is produced by an onnx.Constant.
 bool isConstant(mlir::Value value);
 

@@ -19,18 +19,9 @@ namespace {
 /// x[..., :half], 1 for x[..., half:], nullopt otherwise.
 std::optional<int> sliceHalf(onnx::SliceOp slice, Value x, int64_t half) {
   if (!slice || slice.getData() != x) return std::nullopt;
-  int64_t rank = rankOf(x);
-  auto starts = onnx::getConstantInts(slice.getStarts());
-  auto ends = onnx::getConstantInts(slice.getEnds());
-  if (!starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
-  if (!isNone(slice.getAxes()) && !isSingleAxis(slice.getAxes(), -1, rank)) return std::nullopt;
-  if (!isNone(slice.getSteps())) {
-    auto steps = onnx::getConstantInts(slice.getSteps());
-    if (!steps || *steps != SmallVector<int64_t>{1}) return std::nullopt;
-  }
-  int64_t dim = dimOf(x, -1);
-  if ((*starts)[0] == 0 && (*ends)[0] == half) return 0;
-  if ((*starts)[0] == half && ((*ends)[0] >= dim || (*ends)[0] > (int64_t(1) << 40))) return 1;
+  auto columns = lastAxisColumns(slice);
+  if (columns == std::pair<int64_t, int64_t>(0, half)) return 0;
+  if (columns == std::pair<int64_t, int64_t>(half, dimOf(x, -1))) return 1;
   return std::nullopt;
 }
 

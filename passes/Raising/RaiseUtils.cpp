@@ -75,6 +75,28 @@ bool isMatrixTranspose(onnx::TransposeOp op) {
   return !op.getPerm() || *op.getPerm() == ArrayRef<int64_t>{1, 0};
 }
 
+std::optional<std::pair<int64_t, int64_t>> lastAxisColumns(onnx::SliceOp slice) {
+  if (!slice) return std::nullopt;
+  Value data = slice.getData();
+  int64_t rank = rankOf(data);
+  if (rank < 1 || ShapedType::isDynamic(dimOf(data, -1))) return std::nullopt;
+  auto starts = onnx::getConstantInts(slice.getStarts());
+  auto ends = onnx::getConstantInts(slice.getEnds());
+  if (!starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
+  if (isNone(slice.getAxes()) ? rank != 1 : !isSingleAxis(slice.getAxes(), -1, rank))
+    return std::nullopt;
+  if (!isNone(slice.getSteps())) {
+    auto steps = onnx::getConstantInts(slice.getSteps());
+    if (!steps || *steps != SmallVector<int64_t>{1}) return std::nullopt;
+  }
+  int64_t dim = dimOf(data, -1);
+  auto clamp = [&](int64_t index) {
+    return std::clamp<int64_t>(index < 0 ? index + dim : index, 0, dim);
+  };
+  int64_t start = clamp((*starts)[0]);
+  return std::pair(start, std::max(start, clamp((*ends)[0])));
+}
+
 StringRef onnxNameOf(BlockArgument arg) {
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (!func) return {};

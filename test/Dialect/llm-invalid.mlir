@@ -48,9 +48,9 @@ func.func @linear_weight(%x: tensor<1x3x64xf32>, %w: tensor<32x16xf32>) -> tenso
 
 // -----
 
-func.func @rms_norm_weight(%x: tensor<1x3x64xf32>, %w: tensor<32xf32>) -> tensor<1x3x64xf32> {
-  // expected-error @+1 {{weight length differs from the normalised dim}}
-  %y = llm.rms_norm %x, %w {epsilon = 1.0e-5 : f32} : (tensor<1x3x64xf32>, tensor<32xf32>) -> tensor<1x3x64xf32>
+func.func @rms_norm_weight(%x: tensor<1x3x64xf32>, %w: tensor<48xf32>) -> tensor<1x3x64xf32> {
+  // expected-error @+1 {{weight length does not divide the normalised dim into groups}}
+  %y = llm.rms_norm %x, %w {epsilon = 1.0e-5 : f32} : (tensor<1x3x64xf32>, tensor<48xf32>) -> tensor<1x3x64xf32>
   return %y : tensor<1x3x64xf32>
 }
 

@@ -58,3 +58,12 @@ func.func @optional_operands(%x: tensor<?x8xf32>, %r: tensor<?x8xf32>,
   %a = llm.paged_attention %rq, %p2, %tables, %lens, %lens {layer = 0 : i64, scale = 0.25 : f32} : (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x16xf32>
   return %y, %f, %a, %cq : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>
 }
+
+// A per-head norm (Qwen3's q_norm): a weight of one head's length normalises
+// each head of the projection on its own.
+// CHECK-LABEL: func.func @per_head_norm
+// CHECK: llm.rms_norm %{{.*}} : (tensor<?x?x64xf32>, tensor<16xf32>) -> tensor<?x?x64xf32>
+func.func @per_head_norm(%q: tensor<?x?x64xf32>, %w: tensor<16xf32>) -> tensor<?x?x64xf32> {
+  %n = llm.rms_norm %q, %w {epsilon = 1.0e-6 : f32} : (tensor<?x?x64xf32>, tensor<16xf32>) -> tensor<?x?x64xf32>
+  return %n : tensor<?x?x64xf32>
+}

@@ -52,29 +52,33 @@ Value loadBroadcast(KernelBuilder &kb, Value input, Value row, Value col) {
   }
 }
 
-/// One row of a norm: x's row normalised (its mean
-/// subtracted for a layer norm), scaled by the weight, plus the bias.
+/// One row of a norm: each run of the weight's length of x's row (the whole
+/// row, or one head of a per-head q/k norm) normalised (its mean subtracted
+/// for a layer norm), scaled by the weight, plus the bias.
 void emitNormRow(KernelBuilder &kb, Value x, Value weight, Value bias, Value out, Value row,
                  bool layer, double epsilon) {
-  int64_t features = staticDim(out, 1);
-  Value zero = kb.index(0), width = kb.index(features), count = kb.f32(features);
-  Value mean = kb.f32(0.0);
-  if (layer) {
-    Value sum = kb.reduce(zero, width, kb.f32(0.0), [&](Value col, Value acc) {
-      return kb.add(acc, kb.load(x, {row, col}));
+  int64_t features = staticDim(out, 1), group = staticDim(weight, 0);
+  Value zero = kb.index(0), width = kb.index(group), count = kb.f32(group);
+  kb.forEach(zero, kb.index(features / group), [&](Value g) {
+    Value first = kb.mulIndex(g, width);
+    auto load = [&](Value memref, Value col) { return kb.load(memref, {row, kb.addIndex(first, col)}); };
+    Value mean = kb.f32(0.0);
+    if (layer) {
+      Value sum = kb.reduce(zero, width, kb.f32(0.0),
+                            [&](Value col, Value acc) { return kb.add(acc, load(x, col)); });
+      mean = kb.div(sum, count);
+    }
+    Value squares = kb.reduce(zero, width, kb.f32(0.0), [&](Value col, Value acc) {
+      Value centred = kb.sub(load(x, col), mean);
+      return kb.add(acc, kb.mul(centred, centred));
     });
-    mean = kb.div(sum, count);
-  }
-  Value squares = kb.reduce(zero, width, kb.f32(0.0), [&](Value col, Value acc) {
-    Value centred = kb.sub(kb.load(x, {row, col}), mean);
-    return kb.add(acc, kb.mul(centred, centred));
-  });
-  Value inverse = kb.div(kb.f32(1.0), kb.sqrt(kb.add(kb.div(squares, count), kb.f32(epsilon))));
-  kb.forEach(zero, width, [&](Value col) {
-    Value normed = kb.mul(kb.sub(kb.load(x, {row, col}), mean), inverse);
-    Value scaled = kb.mul(normed, kb.load(weight, {col}));
-    if (bias) scaled = kb.add(scaled, kb.load(bias, {col}));
-    kb.store(scaled, out, {row, col});
+    Value inverse = kb.div(kb.f32(1.0), kb.sqrt(kb.add(kb.div(squares, count), kb.f32(epsilon))));
+    kb.forEach(zero, width, [&](Value col) {
+      Value normed = kb.mul(kb.sub(load(x, col), mean), inverse);
+      Value scaled = kb.mul(normed, kb.load(weight, {col}));
+      if (bias) scaled = kb.add(scaled, kb.load(bias, {col}));
+      kb.store(scaled, out, {row, kb.addIndex(first, col)});
+    });
   });
 }
 

@@ -150,6 +150,12 @@ LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional
   bool fused = isa<llm::AddRmsNormOp, llm::AddLayerNormOp>(op);
   // input, weight[, bias] or lhs, rhs, weight[, bias]; then the outputs.
   size_t inputs = fused ? 3 : 2;
+  auto rowType = cast<ShapedType>(op->getResult(op->getNumResults() - 1).getType());
+  int64_t rowLength = 1;
+  for (int64_t dim : rowType.getShape().drop_front()) rowLength *= dim;
+  if (cast<ShapedType>(op->getOperand(inputs - 1).getType()).getDimSize(0) != rowLength)
+    return op->emitOpError("normalises each head on its own (a per-head q/k norm); the CUDA norm "
+                           "kernel normalises whole rows only");
   auto refs = required(op, operands.take_front(inputs));
   if (failed(refs)) return failure();
   bool hasBias = layer && operands.size() > inputs;

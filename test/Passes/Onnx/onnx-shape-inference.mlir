@@ -182,3 +182,44 @@ func.func @reshape_minus_one_over_other_dims(%x: tensor<?x?x64xf32>, %other: ten
   %y = onnx.Reshape %x, %target : (tensor<?x?x64xf32>, tensor<*xi64>) -> tensor<*xf32>
   return %y : tensor<*xf32>
 }
+
+// -----
+
+// A Slice that takes a whole static axis with step 1 is its input, and a
+// Concat with an empty part is its other part: what a partial-rotary export
+// writes when the rotation covers the whole head.
+// CHECK-LABEL: func.func @whole_slice_and_empty_concat
+//  CHECK-SAME:   (%[[X:.*]]: tensor<?x4x?x16xf32>)
+//   CHECK-NOT:   onnx.Slice
+//   CHECK-NOT:   onnx.Concat
+//       CHECK:   return %[[X]]
+func.func @whole_slice_and_empty_concat(%x: tensor<?x4x?x16xf32>) -> tensor<*xf32> {
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %sixteen = onnx.Constant dense<16> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %rot = onnx.Slice %x, %zero, %sixteen, %last, %one : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<*xf32>
+  %pass = onnx.Slice %x, %sixteen, %sixteen, %last, %one : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<*xf32>
+  %y = onnx.Concat %rot, %pass {axis = -1 : i64} : (tensor<*xf32>, tensor<*xf32>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}
+
+// -----
+
+// Near miss: a Slice of part of the head (a partial rotary's rotated part)
+// and a Concat of two non-empty parts stay.
+// CHECK-LABEL: func.func @partial_slice_stays
+//       CHECK:   onnx.Slice {{.*}} -> tensor<?x4x?x8xf32>
+//       CHECK:   onnx.Slice {{.*}} -> tensor<?x4x?x8xf32>
+//       CHECK:   onnx.Concat {{.*}} -> tensor<?x4x?x16xf32>
+func.func @partial_slice_stays(%x: tensor<?x4x?x16xf32>) -> tensor<*xf32> {
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %eight = onnx.Constant dense<8> : tensor<1xi64>
+  %end = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %rot = onnx.Slice %x, %zero, %eight, %last, %one : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<*xf32>
+  %pass = onnx.Slice %x, %eight, %end, %last, %one : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<*xf32>
+  %y = onnx.Concat %rot, %pass {axis = -1 : i64} : (tensor<*xf32>, tensor<*xf32>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}

@@ -131,6 +131,38 @@ func.func @not_heads(%x: tensor<1x5x64xf32>) -> tensor<4x5x1x16xf32> {
 
 // -----
 
+// A norm over each head between the Reshape and the Transpose (Qwen3's
+// q_norm) is a per-head norm of the projection, before split_heads.
+// CHECK-LABEL: func.func @per_head_norm
+//  CHECK-SAME:   (%[[X:.*]]: tensor<1x5x64xf32>
+//       CHECK:   %[[N:.*]] = llm.rms_norm %[[X]], %{{.*}} {epsilon = {{.*}}} : (tensor<1x5x64xf32>, tensor<16xf32>) -> tensor<1x5x64xf32>
+//       CHECK:   llm.split_heads %[[N]] {num_heads = 4 : i64}
+//   CHECK-NOT:   onnx.Transpose
+func.func @per_head_norm(%x: tensor<1x5x64xf32>, %w: tensor<16xf32>) -> tensor<1x4x5x16xf32> {
+  %shape = onnx.Constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+  %r = onnx.Reshape %x, %shape : (tensor<1x5x64xf32>, tensor<4xi64>) -> tensor<1x5x4x16xf32>
+  %n = llm.rms_norm %r, %w {epsilon = 1.0e-6 : f32} : (tensor<1x5x4x16xf32>, tensor<16xf32>) -> tensor<1x5x4x16xf32>
+  %t = onnx.Transpose %n {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x5x4x16xf32>) -> tensor<1x4x5x16xf32>
+  return %t : tensor<1x4x5x16xf32>
+}
+
+// -----
+
+// Near miss: the normed heads are also read unsplit, so the norm cannot move
+// before the split.
+// CHECK-LABEL: func.func @per_head_norm_read_twice
+//       CHECK:   llm.rms_norm {{.*}} -> tensor<1x5x4x16xf32>
+//       CHECK:   onnx.Transpose
+func.func @per_head_norm_read_twice(%x: tensor<1x5x64xf32>, %w: tensor<16xf32>) -> (tensor<1x4x5x16xf32>, tensor<1x5x4x16xf32>) {
+  %shape = onnx.Constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+  %r = onnx.Reshape %x, %shape : (tensor<1x5x64xf32>, tensor<4xi64>) -> tensor<1x5x4x16xf32>
+  %n = llm.rms_norm %r, %w {epsilon = 1.0e-6 : f32} : (tensor<1x5x4x16xf32>, tensor<16xf32>) -> tensor<1x5x4x16xf32>
+  %t = onnx.Transpose %n {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x5x4x16xf32>) -> tensor<1x4x5x16xf32>
+  return %t, %n : tensor<1x4x5x16xf32>, tensor<1x5x4x16xf32>
+}
+
+// -----
+
 // Concat(past, new) on the sequence axis is the KV cache append; Unsqueeze,
 // Expand, Reshape widen it for GQA (repeat_kv).
 // CHECK-LABEL: func.func @kv_cache
@@ -392,4 +424,52 @@ func.func @transposed_activation_is_not_a_weight(%x: tensor<1x3x64xf32>, %m: ten
   %mt = onnx.Transpose %m : (tensor<512x64xf32>) -> tensor<64x512xf32>
   %y = onnx.MatMul %x, %mt : (tensor<1x3x64xf32>, tensor<64x512xf32>) -> tensor<1x3x512xf32>
   return %y : tensor<1x3x512xf32>
+}
+
+// -----
+
+// Slices that take each column of a linear once are the parts of a packed
+// projection (Phi-3's gate_up_proj): one llm.split, which fusion reads as
+// the two halves of a gated GEMM.
+// CHECK-LABEL: func.func @packed_projection_split
+//       CHECK:   %[[P:.*]] = llm.linear
+//       CHECK:   %[[S:.*]]:2 = llm.split %[[P]] {sizes = array<i64: 8, 8>}
+//       CHECK:   llm.swiglu %[[S]]#0, %[[S]]#1
+//   CHECK-NOT:   onnx.Slice
+func.func @packed_projection_split(%x: tensor<1x3x4xf32>) -> tensor<1x3x8xf32> {
+  %w = onnx.Constant dense<1.0> : tensor<4x16xf32>
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %eight = onnx.Constant dense<8> : tensor<1xi64>
+  %end = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %none = onnx.None
+  %gate_up = onnx.MatMul %x, %w : (tensor<1x3x4xf32>, tensor<4x16xf32>) -> tensor<1x3x16xf32>
+  %gate = onnx.Slice %gate_up, %zero, %eight, %last, %none : (tensor<1x3x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x3x8xf32>
+  %up = onnx.Slice %gate_up, %eight, %end, %last, %none : (tensor<1x3x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x3x8xf32>
+  %s = onnx.Sigmoid %gate : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %silu = onnx.Mul %gate, %s : (tensor<1x3x8xf32>, tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %y = onnx.Mul %silu, %up : (tensor<1x3x8xf32>, tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  return %y : tensor<1x3x8xf32>
+}
+
+// -----
+
+// Near miss: slices that overlap (or leave columns out) are no partition of
+// the projection and stay slices.
+// CHECK-LABEL: func.func @overlapping_slices_stay
+//   CHECK-NOT:   llm.split
+//       CHECK:   onnx.Slice
+//       CHECK:   onnx.Slice
+func.func @overlapping_slices_stay(%x: tensor<1x3x4xf32>) -> (tensor<1x3x10xf32>, tensor<1x3x8xf32>) {
+  %w = onnx.Constant dense<1.0> : tensor<4x16xf32>
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %eight = onnx.Constant dense<8> : tensor<1xi64>
+  %ten = onnx.Constant dense<10> : tensor<1xi64>
+  %end = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %none = onnx.None
+  %p = onnx.MatMul %x, %w : (tensor<1x3x4xf32>, tensor<4x16xf32>) -> tensor<1x3x16xf32>
+  %a = onnx.Slice %p, %zero, %ten, %last, %none : (tensor<1x3x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x3x10xf32>
+  %b = onnx.Slice %p, %eight, %end, %last, %none : (tensor<1x3x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x3x8xf32>
+  return %a, %b : tensor<1x3x10xf32>, tensor<1x3x8xf32>
 }

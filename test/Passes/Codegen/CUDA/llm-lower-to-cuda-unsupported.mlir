@@ -1,6 +1,6 @@
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-plan-memory{max-num-batched-tokens=8 max-num-seqs=2}),llm-lower-to-cuda{arch=sm_80})'
 
-// Attention configs the generated kernels cannot serve, each one error.
+// What the generated kernels cannot serve, each one error at compile time.
 // A head dim of 512: the prefill tile's K and V rows need more than the
 // 48 KiB of shared memory a block has without opting in.
 func.func @head_dim_512(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x512xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
@@ -30,5 +30,23 @@ func.func @group_of_72(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor
   %m = llm.merge_heads %a : (tensor<?x72x16xf32>) -> tensor<?x1152xf32>
   %rows = llm.gather_rows %m, %arg6 : (tensor<?x1152xf32>, tensor<?xi32>) -> tensor<?x1152xf32>
   %logits = llm.logits %rows, %head : (tensor<?x1152xf32>, tensor<64x1152xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}
+
+// -----
+
+// A per-head norm (Qwen3's q_norm): the CUDA norm kernel normalises whole rows.
+func.func @per_head_norm(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<64x32xf32>
+  %w = llm.constant dense<1.000000e+00> : tensor<16xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  // expected-error @+1 {{normalises each head on its own (a per-head q/k norm); the CUDA norm kernel normalises whole rows only}}
+  %n = llm.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : (tensor<?x32xf32>, tensor<16xf32>) -> tensor<?x32xf32>
+  %q = llm.split_heads %n {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.5e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %rows = llm.gather_rows %m, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %logits = llm.logits %rows, %head : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
   return %logits : tensor<?x64xf32>
 }
