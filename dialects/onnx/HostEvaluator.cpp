@@ -436,6 +436,42 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
               }
             return success();
           })
+          .Case([&](ScatterNDOp sc) -> LogicalResult {
+            // Writes each update slice at its index tuple: how torch writes a slice
+            // assignment (`mask[..., :n] = mask[..., :n].masked_fill(...)`).
+            const HostTensor &data = *in[0], &indices = *in[1], &updates = *in[2];
+            int64_t rank = data.shape.size();
+            if (indices.shape.empty()) return fail(op, "indices are a scalar");
+            int64_t depth = indices.shape.back();
+            if (depth < 1 || depth > rank) return fail(op, "an index tuple is longer than the data's rank");
+            SmallVector<int64_t> expected(indices.shape.begin(), indices.shape.end() - 1);
+            expected.append(data.shape.begin() + depth, data.shape.end());
+            if (updates.shape != expected) return fail(op, "updates are not shaped as the indexed slices");
+            int64_t slice = numElements(ArrayRef<int64_t>(data.shape).drop_front(depth));
+            StringRef reduction = sc.getReduction();
+            out = data;
+            int64_t tuples = numElements(ArrayRef<int64_t>(indices.shape).drop_back());
+            for (int64_t t = 0; t < tuples; ++t) {
+              int64_t offset = 0;
+              for (int64_t d = 0; d < depth; ++d) {
+                int64_t i = toInt(indices.data[t * depth + d]);
+                if (i < 0) i += data.shape[d];
+                if (i < 0 || i >= data.shape[d]) return fail(op, "an index is out of range");
+                offset = offset * data.shape[d] + i;
+              }
+              for (int64_t e = 0; e < slice; ++e) {
+                double &target = out.data[offset * slice + e];
+                double update = updates.data[t * slice + e];
+                if (reduction == "none") target = update;
+                else if (reduction == "add") target += update;
+                else if (reduction == "mul") target *= update;
+                else if (reduction == "max") target = std::max(target, update);
+                else if (reduction == "min") target = std::min(target, update);
+                else return fail(op, "has an unknown reduction");
+              }
+            }
+            return success();
+          })
           .Case([&](TransposeOp t) -> LogicalResult {
             int64_t rank = in[0]->shape.size();
             SmallVector<int64_t> perm;

@@ -152,6 +152,23 @@ OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
                     [](const APFloat &a, const APFloat &b) { return a * b; });
 }
 
+OpFoldResult SqrtOp::fold(FoldAdaptor adaptor) {
+  // Attention scales written as sqrt(1 / sqrt(head_dim)), applied to q and k each.
+  RankedTensorType type = foldableType(getResult());
+  auto input = dyn_cast_or_null<DenseElementsAttr>(adaptor.getX());
+  if (!type || !input || !isa<FloatType>(type.getElementType()) ||
+      input.getType() != type)
+    return {};
+  SmallVector<APFloat> out;
+  for (APFloat value : input.getValues<APFloat>()) {
+    bool lost;
+    APFloat root(std::sqrt(value.convertToDouble()));
+    root.convert(value.getSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    out.push_back(root);
+  }
+  return DenseElementsAttr::get(type, out);
+}
+
 OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
   // As 0 - x, so that negated axes and dims in shape subgraphs fold.
   RankedTensorType type = foldableType(getResult());

@@ -42,7 +42,7 @@ def Onnx_ConstantOp : Onnx_PureOp<"Constant", [ConstantLike,
 //===----------------------------------------------------------------------===//
 
 def Onnx_NegOp : Onnx_UnaryOp<"Neg"> { let hasFolder = 1; }
-def Onnx_SqrtOp : Onnx_UnaryOp<"Sqrt">;
+def Onnx_SqrtOp : Onnx_UnaryOp<"Sqrt"> { let hasFolder = 1; }
 def Onnx_ReciprocalOp : Onnx_UnaryOp<"Reciprocal">;
 def Onnx_ExpOp : Onnx_UnaryOp<"Exp">;
 def Onnx_LogOp : Onnx_UnaryOp<"Log">;

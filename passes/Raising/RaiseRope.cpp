@@ -253,6 +253,35 @@ struct RaiseMsRotaryEmbedding : OpRewritePattern<onnx::MsRotaryEmbeddingOp> {
   }
 };
 
+/// Concat(rope(x[..., :r]), x[..., r:], -1) -> rope(x): a partial rotary
+/// (StableLM, Phi-2, GPT-NeoX), whose frequencies or tables say r.
+struct RaisePartialRotary : OpRewritePattern<onnx::ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::ConcatOp op, PatternRewriter &rewriter) const override {
+    if (op.getInputs().size() != 2 || rankOf(op) != 4 || !isSingleAxisValue(op.getAxis(), 4))
+      return rewriter.notifyMatchFailure(op, "not a 2-way concat on the last axis of heads");
+    Operation *rope = op.getInputs()[0].getDefiningOp();
+    if (!isa_and_present<llm::RopeOp, llm::RopeCachedOp>(rope) || !rope->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "its first part is not a rope used only here");
+    auto rotated = definedBy<onnx::SliceOp>(rope->getOperand(0));
+    auto passed = definedBy<onnx::SliceOp>(op.getInputs()[1]);
+    if (!rotated || !passed || rotated.getData() != passed.getData())
+      return rewriter.notifyMatchFailure(op, "the parts are not slices of one value");
+    Value x = rotated.getData();
+    int64_t rotary = dimOf(rope->getResult(0), -1);
+    if (lastAxisColumns(rotated) != std::pair<int64_t, int64_t>(0, rotary) ||
+        lastAxisColumns(passed) != std::pair<int64_t, int64_t>(rotary, dimOf(x, -1)))
+      return rewriter.notifyMatchFailure(op, "the parts are not x[..., :r] and x[..., r:]");
+    if (x.getType() != op.getType())
+      return rewriter.notifyMatchFailure(op, "the concat is not shaped as x");
+    Operation *whole = rewriter.clone(*rope);
+    whole->setOperand(0, x);
+    whole->getResult(0).setType(op.getType());
+    rewriter.replaceOp(op, whole->getResults());
+    return success();
+  }
+};
+
 } // namespace
 
 Value createRopeForHeads(PatternRewriter &rewriter, Location loc, Value heads, Value positions,
@@ -262,8 +291,8 @@ Value createRopeForHeads(PatternRewriter &rewriter, Location loc, Value heads, V
 }
 
 void populateRopePatterns(RewritePatternSet &patterns) {
-  patterns.add<RaiseDecomposedRope, RaiseRotaryEmbedding, RaiseMsRotaryEmbedding>(
-      patterns.getContext());
+  patterns.add<RaiseDecomposedRope, RaiseRotaryEmbedding, RaiseMsRotaryEmbedding,
+               RaisePartialRotary>(patterns.getContext());
 }
 
 } // namespace llmc::raising

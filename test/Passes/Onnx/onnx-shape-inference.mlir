@@ -223,3 +223,15 @@ func.func @partial_slice_stays(%x: tensor<?x4x?x16xf32>) -> tensor<*xf32> {
   %y = onnx.Concat %rot, %pass {axis = -1 : i64} : (tensor<*xf32>, tensor<*xf32>) -> tensor<*xf32>
   return %y : tensor<*xf32>
 }
+
+// -----
+
+// Sqrt of a constant folds: attention scales written as sqrt(1 / sqrt(d)).
+// CHECK-LABEL: func.func @sqrt_of_constant
+//       CHECK:   %[[C:.*]] = onnx.Constant dense<5.000000e-01> : tensor<1xf32>
+//       CHECK:   return %[[C]]
+func.func @sqrt_of_constant() -> tensor<*xf32> {
+  %quarter = onnx.Constant dense<0.25> : tensor<1xf32>
+  %root = onnx.Sqrt %quarter : (tensor<1xf32>) -> tensor<*xf32>
+  return %root : tensor<*xf32>
+}

@@ -111,3 +111,103 @@ func.func @bias_from_activation(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf3
   %o = onnx.MatMul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %o : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// torch writes a slice assignment of the mask (`mask[:, :, :, :n] = ...`) as
+// ScatterND: evaluated like the rest, a write of the mask's own rows keeps it
+// causal + padding.
+// CHECK-LABEL: func.func @scatter_nd_mask
+//       CHECK:   llm.attention {{.*}} {causal, scale = 2.500000e-01 : f32}
+// ERROR-NOT: error: {{.*}}@scatter_nd_mask
+func.func @scatter_nd_mask(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                     %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                     %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x4x?x16xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %am_shape = onnx.Shape %am : (tensor<?x?xi64>) -> tensor<2xi64>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %total = onnx.Gather %am_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %fresh = onnx.Gather %ids_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %past = onnx.Sub %total, %fresh : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %queries = onnx.Range %past, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %keys = onnx.Range %c0, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q_col = onnx.Unsqueeze %queries, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k_row = onnx.Unsqueeze %keys, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = onnx.LessOrEqual %k_row, %q_col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %keep = onnx.Cast %am {to = 9 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %keep4 = onnx.Unsqueeze %keep, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %visible = onnx.And %causal, %keep4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %built = onnx.Where %visible, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %first = onnx.Constant dense<[[0]]> : tensor<1x1xi64>
+  %end0 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %no_steps = onnx.None
+  %head = onnx.Slice %built, %ax0, %end0, %ax0, %no_steps : (tensor<?x1x?x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x1x?x?xf32>
+  %mask = onnx.ScatterND %built, %first, %head : (tensor<?x1x?x?xf32>, tensor<1x1xi64>, tensor<1x1x?x?xf32>) -> tensor<?x1x?x?xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %scale = onnx.Constant dense<0.25> : tensor<f32>
+  %scaled = onnx.Mul %qk, %scale : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %masked = onnx.Add %scaled, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %nan = onnx.IsNaN %p : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xi1>
+  %guarded = onnx.Where %nan, %zero, %p : (tensor<?x4x?x?xi1>, tensor<f32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = onnx.MatMul %guarded, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near miss: a write that opens the first sequence's mask makes it neither
+// causal nor padding, and the softmax stays.
+// CHECK-LABEL: func.func @scatter_nd_unmasks
+//       CHECK:   onnx.Softmax %{{.*}} {llmc.mask_unproven = "the mask is not causal, padding or a sliding window on the probes"}
+//   CHECK-NOT:   llm.attention
+// ERROR: error: onnx ops not raised to llm: {{.*}}; attention mask: the mask is not causal, padding or a sliding window on the probes
+func.func @scatter_nd_unmasks(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                     %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                     %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x4x?x16xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %am_shape = onnx.Shape %am : (tensor<?x?xi64>) -> tensor<2xi64>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %total = onnx.Gather %am_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %fresh = onnx.Gather %ids_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %past = onnx.Sub %total, %fresh : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %queries = onnx.Range %past, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %keys = onnx.Range %c0, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q_col = onnx.Unsqueeze %queries, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k_row = onnx.Unsqueeze %keys, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = onnx.LessOrEqual %k_row, %q_col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %keep = onnx.Cast %am {to = 9 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %keep4 = onnx.Unsqueeze %keep, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %visible = onnx.And %causal, %keep4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %built = onnx.Where %visible, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %first = onnx.Constant dense<[[0]]> : tensor<1x1xi64>
+  %end0 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %no_steps = onnx.None
+  %head = onnx.Slice %built, %ax0, %end0, %ax0, %no_steps : (tensor<?x1x?x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x1x?x?xf32>
+  %head_shape = onnx.Shape %head : (tensor<1x1x?x?xf32>) -> tensor<4xi64>
+  %open = onnx.ConstantOfShape %head_shape : (tensor<4xi64>) -> tensor<1x1x?x?xf32>
+  %mask = onnx.ScatterND %built, %first, %open : (tensor<?x1x?x?xf32>, tensor<1x1xi64>, tensor<1x1x?x?xf32>) -> tensor<?x1x?x?xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %scale = onnx.Constant dense<0.25> : tensor<f32>
+  %scaled = onnx.Mul %qk, %scale : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %masked = onnx.Add %scaled, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %nan = onnx.IsNaN %p : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xi1>
+  %guarded = onnx.Where %nan, %zero, %p : (tensor<?x4x?x?xi1>, tensor<f32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = onnx.MatMul %guarded, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}

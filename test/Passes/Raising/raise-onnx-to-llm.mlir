@@ -473,3 +473,45 @@ func.func @overlapping_slices_stay(%x: tensor<1x3x4xf32>) -> (tensor<1x3x10xf32>
   %b = onnx.Slice %p, %eight, %end, %last, %none : (tensor<1x3x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x3x8xf32>
   return %a, %b : tensor<1x3x10xf32>, tensor<1x3x8xf32>
 }
+
+// -----
+
+// A partial rotary (StableLM: the first quarter of each head rotates, the
+// rest passes through) is one llm.rope of the whole head: its inv_freq's
+// length says how much rotates.
+// CHECK-LABEL: func.func @partial_rotary
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<?x4x?x16xf32>
+//       CHECK:   %[[R:.*]] = llm.rope %[[X]], %{{.*}}, %{{.*}} : (tensor<?x4x?x16xf32>, tensor<?x?xi64>, tensor<2xf32>) -> tensor<?x4x?x16xf32>
+//       CHECK:   return %[[R]]
+func.func @partial_rotary(%x: tensor<?x4x?x16xf32>, %pos: tensor<?x?xi64>, %inv_freq: tensor<2xf32>) -> tensor<?x4x?x16xf32> {
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %four = onnx.Constant dense<4> : tensor<1xi64>
+  %end = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %rot = onnx.Slice %x, %zero, %four, %last, %one : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x4xf32>
+  %pass = onnx.Slice %x, %four, %end, %last, %one : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x12xf32>
+  %r = llm.rope %rot, %pos, %inv_freq : (tensor<?x4x?x4xf32>, tensor<?x?xi64>, tensor<2xf32>) -> tensor<?x4x?x4xf32>
+  %y = onnx.Concat %r, %pass {axis = -1 : i64} : (tensor<?x4x?x4xf32>, tensor<?x4x?x12xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near miss: the part passed through starts past the rotated part (a column is
+// dropped), so this is no partial rotary of x.
+// CHECK-LABEL: func.func @partial_rotary_gap
+//       CHECK:   onnx.Concat
+func.func @partial_rotary_gap(%x: tensor<?x4x?x16xf32>, %pos: tensor<?x?xi64>, %inv_freq: tensor<2xf32>) -> tensor<?x4x?x15xf32> {
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %four = onnx.Constant dense<4> : tensor<1xi64>
+  %five = onnx.Constant dense<5> : tensor<1xi64>
+  %end = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %rot = onnx.Slice %x, %zero, %four, %last, %one : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x4xf32>
+  %pass = onnx.Slice %x, %five, %end, %last, %one : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x11xf32>
+  %r = llm.rope %rot, %pos, %inv_freq : (tensor<?x4x?x4xf32>, tensor<?x?xi64>, tensor<2xf32>) -> tensor<?x4x?x4xf32>
+  %y = onnx.Concat %r, %pass {axis = -1 : i64} : (tensor<?x4x?x4xf32>, tensor<?x4x?x11xf32>) -> tensor<?x4x?x15xf32>
+  return %y : tensor<?x4x?x15xf32>
+}
