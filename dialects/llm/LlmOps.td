@@ -262,6 +262,20 @@ def Llm_PositionIdsOp : Llm_Op<"position_ids"> {
   let results = (outs Llm_Tensor:$output);
 }
 
+def Llm_CachePositionsOp : Llm_Op<"cache_positions"> {
+  let summary = "[1, seq] cache positions of the new tokens: past, ..., past + seq - 1";
+  let description = [{
+    What transformers rotates by when an export takes no position_ids
+    (`cache_position`, Gemma): past = attention_mask's length - seq, and
+    `like` gives the [batch, seq] shape of the new tokens. Raising writes it
+    for an onnx.Range proven to compute this on probe inputs;
+    `llm-kv-cache-paging` gives rope the step's positions instead, which are
+    the same for a sequence without padding.
+  }];
+  let arguments = (ins Llm_Tensor:$attention_mask, Llm_Tensor:$like);
+  let results = (outs Llm_Tensor:$output);
+}
+
 def Llm_RopeOp : Llm_Op<"rope", [Llm_TokenWiseHeads]> {
   let summary = "rotary embedding with angles position * inv_freq";
   let description = [{

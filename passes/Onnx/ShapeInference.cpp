@@ -1,7 +1,7 @@
 //===- ShapeInference.cpp - infer shapes, fold shape subgraphs ------------===//
 #include "passes/Onnx/Passes.h"
 
-#include "dialects/onnx/ShapeInference.h"
+#include "dialects/onnx/ShapeFolding.h"
 #include "llmc/Support/MatchFailureListener.h"
 
 #define DEBUG_TYPE "onnx-shape-inference"
@@ -22,22 +22,11 @@ struct OnnxShapeInferencePass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    RewritePatternSet patterns(&getContext());
-    onnx::IfOp::getCanonicalizationPatterns(patterns, &getContext());
-    FrozenRewritePatternSet frozen(std::move(patterns));
-
-    for (unsigned round = 0;; ++round) {
-      if (round == maxIterations) {
-        func.emitWarning("shape inference did not converge in ") << maxIterations << " rounds";
-        break;
-      }
-      bool folded = false;
-      if (failed(applyPatternsExplained(func, frozen, DEBUG_TYPE, {}, &folded)))
-        return signalPassFailure();
-      FailureOr<bool> refined = onnx::refineResultTypes(func);
-      if (failed(refined)) return signalPassFailure();
-      if (!folded && !*refined) break;
-    }
+    MatchFailureListener listener(DEBUG_TYPE);
+    FailureOr<bool> converged = onnx::inferShapesAndFold(func, maxIterations, &listener);
+    if (failed(converged)) return signalPassFailure();
+    if (!*converged)
+      func.emitWarning("shape inference did not converge in ") << maxIterations << " rounds";
     // Results may now be more precise than the signature says.
     auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     func.setFunctionType(FunctionType::get(&getContext(), func.getArgumentTypes(),

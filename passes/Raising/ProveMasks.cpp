@@ -10,20 +10,24 @@
 // probe with HostEvaluator, and the result is compared with causal and
 // padding masks, and with sliding windows of every width. What it matches is
 // written on the mask's consumer as `llmc.mask`; why nothing matched, as
-// `llmc.mask_unproven`.
+// `llmc.mask_unproven`. The integer Ranges are run on the same probes: one
+// that gives the new tokens' cache positions (past .. past + new - 1, what
+// transformers uses when no position_ids are given) is marked
+// `llmc.cache_positions`, and rope may read it as the positions.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/RaisePatterns.h"
 
 #include "dialects/onnx/HostEvaluator.h"
 #include "dialects/onnx/ShapeHelpers.h"
-#include "dialects/onnx/ShapeInference.h"
+#include "dialects/onnx/ShapeFolding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SetVector.h"
+#include "llmc/Support/Debug.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "raise-onnx-to-llm"
@@ -300,8 +304,39 @@ FixedDims fixedDims(func::FuncOp func, ArrayRef<MaskSite> sites) {
   return fixed;
 }
 
-/// Evaluates every site's mask on every probe, in one clone of the function per probe.
-void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites) {
+/// Rounds of shape inference and folding on a probe's clone.
+constexpr unsigned kMaxShapeRounds = 16;
+
+/// The values to evaluate in a probe's clone, followed through folding: a
+/// value whose op folds (to a constant, or to one of its operands) is its
+/// replacement; one whose op is erased is null.
+struct ValueTracker : RewriterBase::Listener {
+  SmallVector<Value> values;
+
+  void notifyOperationReplaced(Operation *op, ValueRange replacement) override {
+    for (Value &value : values)
+      if (value && value.getDefiningOp() == op)
+        value = replacement[cast<OpResult>(value).getResultNumber()];
+  }
+  void notifyOperationErased(Operation *op) override {
+    for (Value &value : values)
+      if (value && value.getDefiningOp() == op) value = nullptr;
+  }
+};
+
+/// Whether `value` holds past, past + 1, ..., past + fresh - 1: the new
+/// tokens' cache positions, as transformers computes them when no
+/// position_ids are given (`cache_position`).
+bool isCachePositions(const onnx::HostTensor &value, const Probe &probe) {
+  if (value.shape.size() != 1 || value.shape[0] != probe.fresh) return false;
+  for (int64_t i = 0; i < probe.fresh; ++i)
+    if (value.data[i] != double(probe.past + i)) return false;
+  return true;
+}
+
+/// Evaluates every site's mask and every Range on every probe, in one clone
+/// of the function per probe.
+void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, ArrayRef<onnx::RangeOp> ranges) {
   MLIRContext *context = func.getContext();
   SmallVector<std::string> why(sites.size());
   SmallVector<SmallVector<Observed>> observed(sites.size());
@@ -313,20 +348,25 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites) {
   if (probes.empty())
     for (std::string &w : why) w = "no probe fits the static dims of the inputs";
 
+  SmallVector<bool> cachePositions(ranges.size(), !probes.empty());
   for (const Probe &probe : probes) {
-    if (llvm::all_of(why, [](const std::string &w) { return !w.empty(); })) break;
+    if (llvm::all_of(why, [](const std::string &w) { return !w.empty(); }) &&
+        llvm::none_of(cachePositions, [](bool proven) { return proven; }))
+      break;
     std::string inputsWhy;
     FailureOr<ProbeInputs> inputs = probeInputs(func, probe, inputsWhy);
     IRMapping mapping;
     OwningOpRef<func::FuncOp> clone = func.clone(mapping);
-    FailureOr<bool> refined = failure();
+    ValueTracker tracked;
+    for (const MaskSite &site : sites) tracked.values.push_back(mapping.lookup(site.mask));
+    for (onnx::RangeOp range : ranges) tracked.values.push_back(mapping.lookup(range.getResult()));
+    // Returned, the values stay alive when folding leaves them unused.
+    Operation *terminator = clone->getBody().back().getTerminator();
+    terminator->insertOperands(terminator->getNumOperands(), tracked.values);
     if (succeeded(inputs)) {
       for (auto [arg, type] : llvm::zip(clone->getArguments(), inputs->types)) arg.setType(type);
-      for (int round = 0; round < 8; ++round) {
-        refined = onnx::refineResultTypes(*clone);
-        if (failed(refined) || !*refined) break;
-      }
-      if (failed(refined)) inputsWhy = "shape inference fails on the probe";
+      if (failed(onnx::inferShapesAndFold(*clone, kMaxShapeRounds, &tracked)))
+        inputsWhy = "shape inference fails on the probe";
     }
     DenseMap<Value, onnx::HostTensor> given;
     if (succeeded(inputs))
@@ -338,7 +378,11 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites) {
         why[index] = inputsWhy;
         continue;
       }
-      Value mask = mapping.lookup(site.mask);
+      Value mask = tracked.values[index];
+      if (!mask) {
+        why[index] = "it was folded away on a probe";
+        continue;
+      }
       const onnx::HostTensor *value = evaluator.evaluate(mask);
       if (!value) {
         why[index] = "it could not be evaluated: " + evaluator.failureReason;
@@ -349,14 +393,28 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites) {
           observe(*value, getElementTypeOrSelf(mask.getType()), probe, why[index]);
       if (succeeded(seen)) observed[index].push_back(std::move(*seen));
     }
+    for (auto [index, proven] : llvm::enumerate(cachePositions)) {
+      if (!proven) continue;
+      Value range = tracked.values[sites.size() + index];
+      const onnx::HostTensor *value =
+          inputsWhy.empty() && range ? evaluator.evaluate(range) : nullptr;
+      proven = value && isCachePositions(*value, probe);
+      LLMC_DEBUG(if (!proven) llvm::dbgs()
+                 << ranges[index]->getLoc() << " is not the cache positions on a probe of "
+                 << probe.past << " past and " << probe.fresh << " new tokens"
+                 << (value ? "" : ": " + inputsWhy + evaluator.failureReason) << "\n");
+      evaluator.failureReason.clear();
+    }
   }
+  for (auto [range, proven] : llvm::zip(ranges, cachePositions))
+    if (proven) range->setAttr(kCachePositionsAttr, UnitAttr::get(context));
 
   Builder builder(context);
   for (auto [index, site] : llvm::enumerate(sites)) {
     FailureOr<Hypothesis> h = failure();
     if (why[index].empty()) h = explain(probes, observed[index], why[index]);
     if (failed(h)) {
-      LLVM_DEBUG(llvm::dbgs() << "mask of " << site.consumer->getLoc() << " not proven: "
+      LLMC_DEBUG(llvm::dbgs() << "mask of " << site.consumer->getLoc() << " not proven: "
                               << why[index] << "\n");
       site.consumer->setAttr(kMaskUnprovenAttr, builder.getStringAttr(why[index]));
       continue;
@@ -382,7 +440,12 @@ void proveAttentionMasks(func::FuncOp func) {
       if (!isNone(attention.getAttnMask())) sites.push_back({op, attention.getAttnMask()});
     }
   });
-  if (!sites.empty()) proveSites(func, sites);
+  SmallVector<onnx::RangeOp> ranges;
+  func.walk([&](onnx::RangeOp range) {
+    if (!range->hasAttr(kCachePositionsAttr) && isa<IntegerType>(getElementTypeOrSelf(range.getType())))
+      ranges.push_back(range);
+  });
+  if (!sites.empty() || !ranges.empty()) proveSites(func, sites, ranges);
 }
 
 FailureOr<MaskInfo> provenMask(Operation *consumer, std::string &why) {
@@ -399,11 +462,7 @@ FailureOr<MaskInfo> provenMask(Operation *consumer, std::string &why) {
   }
   MaskInfo info;
   info.causal = proven.contains("causal");
-  if (proven.contains("padding")) {
-    auto func = consumer->getParentOfType<func::FuncOp>();
-    for (BlockArgument arg : func.getArguments())
-      if (onnxNameOf(arg) == "attention_mask") info.attentionMask = arg;
-  }
+  if (proven.contains("padding")) info.attentionMask = findArgumentByName(consumer, "attention_mask");
   return info;
 }
 

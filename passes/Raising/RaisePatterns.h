@@ -86,6 +86,9 @@ mlir::Value createF32Constant(mlir::OpBuilder &builder, mlir::Location loc,
 /// The ONNX name of a graph input (its `onnx.name`), or "".
 llvm::StringRef onnxNameOf(mlir::BlockArgument arg);
 
+/// The argument of `op`'s function whose onnx.name is `name`, or null.
+mlir::BlockArgument findArgumentByName(mlir::Operation *op, llvm::StringRef name);
+
 /// The function argument among the leaves of `value`'s backward slice whose
 /// onnx.name is `name`, or null.
 mlir::BlockArgument findArgumentInSlice(mlir::Value value, llvm::StringRef name);
@@ -116,9 +119,14 @@ AttentionScores splitScores(onnx::SoftmaxOp softmax);
 inline constexpr llvm::StringLiteral kMaskAttr = "llmc.mask";
 inline constexpr llvm::StringLiteral kMaskUnprovenAttr = "llmc.mask_unproven";
 
+/// Marks an integer onnx.Range proven to give the new tokens' cache
+/// positions (past, ..., past + new - 1) on every probe.
+inline constexpr llvm::StringLiteral kCachePositionsAttr = "llmc.cache_positions";
+
 /// Proves what the mask of every attention Softmax and onnx.Attention in
 /// `func` computes by evaluating it on probe inputs (ProveMasks.cpp), and
-/// writes kMaskAttr or kMaskUnprovenAttr on each.
+/// writes kMaskAttr or kMaskUnprovenAttr on each; marks the integer Ranges
+/// that compute cache positions with kCachePositionsAttr.
 void proveAttentionMasks(mlir::func::FuncOp func);
 
 /// A proven mask, as the llm.attention operands and attributes it becomes.

@@ -107,6 +107,14 @@ FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Lo
     auto values = readConstantFloats(invFreq);
     if (!values) return failure();
     Value positions = peelPositions(matmul.getB());
+    if (auto range = definedBy<onnx::RangeOp>(positions)) {
+      // A Range proven to give the cache positions: rotate by those.
+      BlockArgument mask = findArgumentByName(range, "attention_mask");
+      BlockArgument ids = findArgumentByName(range, "input_ids");
+      if (!range->hasAttr(kCachePositionsAttr) || !mask || !ids) return failure();
+      auto type = RankedTensorType::get({1, dimOf(ids, 1)}, getElementTypeOrSelf(range));
+      positions = llm::CachePositionsOp::create(builder, loc, type, mask, ids);
+    }
     if (isConstant(positions) || rankOf(positions) != 2) return failure();
     RopeTables tables;
     tables.positions = positions;

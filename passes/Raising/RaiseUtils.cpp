@@ -104,6 +104,14 @@ StringRef onnxNameOf(BlockArgument arg) {
   return name ? name.getValue() : StringRef();
 }
 
+BlockArgument findArgumentByName(Operation *op, StringRef name) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  if (!func) return nullptr;
+  for (BlockArgument arg : func.getArguments())
+    if (onnxNameOf(arg) == name) return arg;
+  return nullptr;
+}
+
 BlockArgument findArgumentInSlice(Value value, StringRef name) {
   llvm::SetVector<Value> worklist;
   worklist.insert(value);

@@ -67,3 +67,11 @@ func.func @per_head_norm(%q: tensor<?x?x64xf32>, %w: tensor<16xf32>) -> tensor<?
   %n = llm.rms_norm %q, %w {epsilon = 1.0e-6 : f32} : (tensor<?x?x64xf32>, tensor<16xf32>) -> tensor<?x?x64xf32>
   return %n : tensor<?x?x64xf32>
 }
+
+// The cache positions of the new tokens, for exports without position_ids.
+// CHECK-LABEL: func.func @cache_positions
+// CHECK: llm.cache_positions %{{.*}}, %{{.*}} : (tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<1x?xi64>
+func.func @cache_positions(%mask: tensor<?x?xi64>, %ids: tensor<?x?xi64>) -> tensor<1x?xi64> {
+  %p = llm.cache_positions %mask, %ids : (tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<1x?xi64>
+  return %p : tensor<1x?xi64>
+}

@@ -211,3 +211,29 @@ func.func @scatter_nd_unmasks(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>
   %o = onnx.MatMul %guarded, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %o : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// Ranges are run on the probes too: past .. past + new - 1, spelled here as
+// Gemma's export spells cache_position (the past key's length, plus the new
+// tokens), is marked as the cache positions; all tokens' indices are not.
+// CHECK-LABEL: func.func @cache_positions
+//       CHECK:   onnx.Range %{{.*}}, %{{.*}}, %{{.*}} {llmc.cache_positions}
+//       CHECK:   onnx.Range %{{.*}}, %{{.*}}, %{{.*}} :
+func.func @cache_positions(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                           %am: tensor<?x?xi64> {onnx.name = "attention_mask"},
+                           %past_key: tensor<?x1x?x16xf32> {onnx.name = "past_key_values.0.key"}) -> (tensor<?xi64>, tensor<?xi64>) {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %c2 = onnx.Constant dense<2> : tensor<i64>
+  %past_shape = onnx.Shape %past_key : (tensor<?x1x?x16xf32>) -> tensor<4xi64>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %am_shape = onnx.Shape %am : (tensor<?x?xi64>) -> tensor<2xi64>
+  %past = onnx.Gather %past_shape, %c2 : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %fresh = onnx.Gather %ids_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %total = onnx.Gather %am_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %end = onnx.Add %past, %fresh : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %positions = onnx.Range %past, %end, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %keys = onnx.Range %c0, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return %positions, %keys : tensor<?xi64>, tensor<?xi64>
+}
