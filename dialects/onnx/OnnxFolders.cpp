@@ -265,6 +265,7 @@ OpFoldResult EqualOp::fold(FoldAdaptor adaptor) {
 OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
   auto condition = dyn_cast_or_null<DenseElementsAttr>(adaptor.getCondition());
   if (!condition || condition.empty()) return {};
+  if (OpFoldResult shape = foldShapeTensor(getResult())) return shape;
   auto values = condition.getValues<bool>();
   bool first = *values.begin();
   if (llvm::any_of(values, [&](bool v) { return v != first; })) return {};
@@ -293,8 +294,32 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   return foldShapeTensor(getResult());
 }
 
+namespace {
+/// Whether a Reshape's target keeps every dim of its input: each entry a
+/// copy (0), the input's static dim, or a Shape read of that very dim, and
+/// at most one -1 (then the one left). GPT-2's export reshapes input_ids to
+/// [-1, seq] this way.
+bool reshapesNothing(ReshapeOp op) {
+  auto type = dyn_cast<RankedTensorType>(op.getData().getType());
+  auto entries = evaluateShapeEntries(op.getShape());
+  if (!type || type != op.getType() || !entries || int64_t(entries->size()) != type.getRank())
+    return false;
+  int64_t inferred = 0;
+  for (auto [index, entry] : llvm::enumerate(*entries)) {
+    int64_t dim = type.getDimSize(index);
+    bool copies = (entry.value == 0 && !op.getAllowzero()) ||
+                  (!ShapedType::isDynamic(dim) && entry.value == dim) ||
+                  (entry.dim.first && entry.dim == canonicalDim(op.getData(), index));
+    if (entry.value == -1) ++inferred;
+    else if (!copies) return false;
+  }
+  return inferred <= 1;
+}
+} // namespace
+
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
-  if (getData().getType() == getType() && cast<ShapedType>(getType()).hasStaticShape())
+  if (getData().getType() == getType() &&
+      (cast<ShapedType>(getType()).hasStaticShape() || reshapesNothing(*this)))
     return getData();
   return foldReshapeOfConstant(getResult(), adaptor.getData());
 }

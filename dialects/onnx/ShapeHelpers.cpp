@@ -233,6 +233,26 @@ std::optional<SmallVector<ShapeEntry>> evaluateShapeEntries(Value value) {
   }
   if (isa<UnsqueezeOp, SqueezeOp, CastOp, IdentityOp>(op))
     return evaluateShapeEntries(op->getOperand(0));
+  if (auto where = dyn_cast<WhereOp>(op)) {
+    // A constant condition picks each entry (torch's expand: Where(Equal(shape, -1), 1, shape)).
+    DenseElementsAttr condition = getConstantAttr(where.getCondition());
+    auto x = evaluateShapeEntries(where.getX()), y = evaluateShapeEntries(where.getY());
+    if (!condition || !x || !y) return std::nullopt;
+    SmallVector<bool> picks(condition.getValues<bool>());
+    size_t size = std::max({picks.size(), x->size(), y->size()});
+    auto at = [&](auto &entries, size_t i) -> decltype(&entries[0]) {
+      if (entries.size() == size) return &entries[i];
+      return entries.size() == 1 ? &entries[0] : nullptr;
+    };
+    SmallVector<ShapeEntry> result;
+    for (size_t i = 0; i < size; ++i) {
+      const bool *pick = at(picks, i);
+      const ShapeEntry *fromX = at(*x, i), *fromY = at(*y, i);
+      if (!pick || !fromX || !fromY) return std::nullopt;
+      result.push_back(*pick ? *fromX : *fromY);
+    }
+    return result;
+  }
   if (isa<AddOp, MulOp>(op) && isa<IntegerType>(getElementTypeOrSelf(value.getType()))) {
     // Sums and products of dims (past + new tokens): entry by entry, a scalar broadcast.
     auto lhs = evaluateShapeEntries(op->getOperand(0));

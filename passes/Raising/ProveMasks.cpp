@@ -385,6 +385,10 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, ArrayRef<onnx::Rang
       }
       const onnx::HostTensor *value = evaluator.evaluate(mask);
       if (!value) {
+        LLMC_DEBUG(llvm::dbgs() << "mask of " << site.consumer->getLoc()
+                                << " not evaluated on a probe of " << probe.batch << " x ("
+                                << probe.past << " past + " << probe.fresh << " new) tokens\n";
+                   clone->print(llvm::dbgs()));
         why[index] = "it could not be evaluated: " + evaluator.failureReason;
         evaluator.failureReason.clear();
         continue;

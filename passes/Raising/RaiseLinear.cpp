@@ -1,6 +1,8 @@
 //===- RaiseLinear.cpp - embedding, linear layers, activations, residuals -===//
 #include "passes/Raising/RaisePatterns.h"
 
+#include "dialects/onnx/ShapeHelpers.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <map>
@@ -68,6 +70,41 @@ struct RaiseLinear : OpRewritePattern<onnx::MatMulOp> {
     auto linear = llm::LinearOp::create(rewriter, op.getLoc(), op.getType(), op.getA(), weight,
                                         /*bias=*/Value());
     if (transposed) linear.setTransposeWeight(true);
+    rewriter.replaceOp(op, linear);
+    return success();
+  }
+};
+
+/// Reshape(Gemm(Reshape(x[b, s, in] -> [-1, in]), W, bias) -> [b, s, out]): a
+/// linear layer computed on the flattened tokens (GPT-2's Conv1D, as torch
+/// exports addmm).
+struct RaiseFlattenedGemm : OpRewritePattern<onnx::ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto gemm = definedBy<onnx::GemmOp>(op.getData());
+    if (!gemm || !gemm->hasOneUse() || rankOf(op) != 3)
+      return rewriter.notifyMatchFailure(op, "does not reshape a Gemm's result to 3-D");
+    auto flatten = definedBy<onnx::ReshapeOp>(gemm.getA());
+    Value x = flatten ? flatten.getData() : Value();
+    if (!x || rankOf(x) != 3 || rankOf(flatten) != 2 || dimOf(flatten, 1) != dimOf(x, 2) ||
+        ShapedType::isDynamic(dimOf(x, 2)))
+      return rewriter.notifyMatchFailure(op, "the Gemm's input is not [b, s, in] flattened");
+    if (gemm.getTransA() || gemm.getAlpha().convertToFloat() != 1.0f ||
+        gemm.getBeta().convertToFloat() != 1.0f)
+      return rewriter.notifyMatchFailure(op, "the Gemm transposes A or scales");
+    Value weight = gemm.getB(), bias = optionalOperand(gemm.getC());
+    if (!isConstant(weight) || rankOf(weight) != 2 ||
+        (bias && (!isConstant(bias) || rankOf(bias) != 1)))
+      return rewriter.notifyMatchFailure(op, "weight or bias is not a constant");
+    // The result must have x's batch and sequence dims.
+    for (int64_t i = 0; i < 2; ++i)
+      if (dimOf(op, i) != dimOf(x, i) ||
+          (ShapedType::isDynamic(dimOf(x, i)) &&
+           onnx::canonicalDim(op, i) != onnx::canonicalDim(x, i)))
+        return rewriter.notifyMatchFailure(op, "the target does not restore [b, s]");
+    auto linear = llm::LinearOp::create(rewriter, fusedLocOf({op, gemm, flatten}), op.getType(),
+                                        x, weight, bias);
+    if (gemm.getTransB()) linear.setTransposeWeight(true);
     rewriter.replaceOp(op, linear);
     return success();
   }
@@ -249,6 +286,27 @@ struct RaisePackedProjectionSplit : OpRewritePattern<onnx::SliceOp> {
   }
 };
 
+/// Split of a linear's [batch, seq, features] result along the features ->
+/// llm.split (GPT-2's c_attn into q, k and v).
+struct RaiseProjectionSplit : OpRewritePattern<onnx::SplitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::SplitOp op, PatternRewriter &rewriter) const override {
+    Value packed = op.getInput();
+    if (!definedBy<llm::LinearOp>(packed) || rankOf(packed) != 3 ||
+        !isSingleAxisValue(op.getAxis(), 3))
+      return rewriter.notifyMatchFailure(op, "does not split a linear's features");
+    SmallVector<int64_t> sizes;
+    for (Value part : op.getOutputs()) {
+      if (rankOf(part) != 3 || ShapedType::isDynamic(dimOf(part, 2)))
+        return rewriter.notifyMatchFailure(op, "a part's width is unknown");
+      sizes.push_back(dimOf(part, 2));
+    }
+    rewriter.replaceOpWithNewOp<llm::SplitOp>(op, op->getResultTypes(), packed,
+                                              rewriter.getDenseI64ArrayAttr(sizes));
+    return success();
+  }
+};
+
 /// An add of two activations of one type (residual connections).
 struct RaiseResidualAdd : OpRewritePattern<onnx::AddOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -266,13 +324,14 @@ struct RaiseResidualAdd : OpRewritePattern<onnx::AddOp> {
 } // namespace
 
 void populateLinearPatterns(RewritePatternSet &patterns) {
-  patterns.add<RaiseEmbedding, RaiseQuantizedEmbedding, RaiseLinear, RaiseMatMulNBits, RaiseSilu,
+  patterns.add<RaiseEmbedding, RaiseQuantizedEmbedding, RaiseLinear, RaiseFlattenedGemm,
+               RaiseMatMulNBits, RaiseSilu,
                RaiseGelu, RaiseDecomposedGelu>(patterns.getContext());
 }
 
 void populateLinearGluePatterns(RewritePatternSet &patterns) {
   patterns.add<FoldBiasAdd<llm::LinearOp>, RaiseLogitsHead, RaiseSwiglu, RaiseResidualAdd,
-               RaisePackedProjectionSplit>(patterns.getContext());
+               RaisePackedProjectionSplit, RaiseProjectionSplit>(patterns.getContext());
 }
 
 } // namespace llmc::raising

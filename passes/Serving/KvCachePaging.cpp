@@ -69,6 +69,17 @@ std::string describeInput(func::FuncOp func, BlockArgument arg) {
   return "#" + std::to_string(arg.getArgNumber());
 }
 
+/// Whether `ids` are the new tokens' positions: the model's position_ids
+/// input, or positions raising derived (GPT-2's learned position embedding
+/// reads them as an embedding's ids).
+bool isPositions(Value ids) {
+  if (isa_and_present<llm::PositionIdsOp, llm::CachePositionsOp>(ids.getDefiningOp())) return true;
+  auto arg = dyn_cast<BlockArgument>(ids);
+  auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  auto name = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name") : nullptr;
+  return name && name.getValue() == "position_ids";
+}
+
 struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPass> {
   using LlmKvCachePagingPassBase::LlmKvCachePagingPassBase;
 
@@ -81,12 +92,18 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     SmallVector<Layer> layers;
     if (failed(collectLayers(func, layers))) return failure();
 
-    // The token ids (what every embedding reads) and the positions (what
-    // every rotary embedding reads, given or derived from attention_mask).
+    // The token ids (what the token embedding reads) and the positions
+    // (what every rotary embedding and a learned position embedding read,
+    // given or derived from attention_mask).
     Value ids;
     SmallVector<Operation *> ropes;
+    SmallVector<llm::EmbeddingOp> positionEmbeddings;
     WalkResult walk = func.walk([&](Operation *op) {
       if (auto embedding = dyn_cast<llm::EmbeddingOp>(op)) {
+        if (isPositions(embedding.getIds())) {
+          positionEmbeddings.push_back(embedding);
+          return WalkResult::advance();
+        }
         if (ids && ids != embedding.getIds()) {
           op->emitOpError("reads other token ids than an earlier embedding");
           return WalkResult::interrupt();
@@ -124,6 +141,8 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
 
     ids.replaceAllUsesWith(tokens);
     for (Operation *rope : ropes) rope->setOperand(1, positions);
+    for (llm::EmbeddingOp embedding : positionEmbeddings)
+      embedding.getIdsMutable().assign(positions);
 
     OpBuilder builder(context);
     for (auto [index, layer] : llvm::enumerate(layers)) {

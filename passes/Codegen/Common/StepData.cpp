@@ -133,10 +133,18 @@ FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
                                       << ": the manifest needs the model's "
                                       << (info.hiddenSize ? "query heads" : "hidden size"),
            failure();
-  // Cached rotary tables bound the positions a step may carry.
-  model.walk([&](llm::RopeCachedOp rope) {
-    int64_t rows = cast<ShapedType>(rope.getCosCache().getType()).getDimSize(0);
+  // Cached rotary tables and learned position embeddings bound the positions
+  // a step may carry.
+  auto bound = [&](Value table, int64_t dim) {
+    int64_t rows = cast<ShapedType>(table.getType()).getDimSize(dim);
     info.maxPositions = info.maxPositions ? std::min(info.maxPositions, rows) : rows;
+  };
+  BlockArgument positions = abi::findInput(model, abi::kPositions);
+  model.walk([&](Operation *op) {
+    if (auto rope = dyn_cast<llm::RopeCachedOp>(op)) bound(rope.getCosCache(), 0);
+    if (auto embedding = dyn_cast<llm::EmbeddingOp>(op); embedding && positions &&
+                                                         embedding.getIds() == positions)
+      bound(embedding.getTable(), embedding.getTransposeTable() ? 1 : 0);
   });
   return info;
 }

@@ -235,3 +235,45 @@ func.func @sqrt_of_constant() -> tensor<*xf32> {
   %root = onnx.Sqrt %quarter : (tensor<1xf32>) -> tensor<*xf32>
   return %root : tensor<*xf32>
 }
+
+// -----
+
+// A Reshape to [-1, its own seq dim] keeps every dim (GPT-2's export of
+// input_ids) and folds away; a constant condition picks each entry of a
+// shape Where (torch's expand(-1, ...)), which then folds.
+// CHECK-LABEL: func.func @reshape_to_itself
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<?x?xi64>)
+//       CHECK:   %[[C:.*]] = onnx.Constant dense<[2, 1, 7]> : tensor<3xi64>
+//       CHECK:   return %[[X]], %[[C]]
+func.func @reshape_to_itself(%x: tensor<?x?xi64>) -> (tensor<*xi64>, tensor<*xi64>) {
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<0> : tensor<1xi64>
+  %minus = onnx.Constant dense<-1> : tensor<1xi64>
+  %shape = onnx.Shape %x : (tensor<?x?xi64>) -> tensor<2xi64>
+  %seq = onnx.Gather %shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %s1 = onnx.Unsqueeze %seq, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %target = onnx.Concat %minus, %s1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %y = onnx.Reshape %x, %target : (tensor<?x?xi64>, tensor<2xi64>) -> tensor<*xi64>
+  %cond = onnx.Constant dense<[false, true, false]> : tensor<3xi1>
+  %ones = onnx.Constant dense<1> : tensor<3xi64>
+  %dims = onnx.Constant dense<[2, -1, 7]> : tensor<3xi64>
+  %picked = onnx.Where %cond, %ones, %dims : (tensor<3xi1>, tensor<3xi64>, tensor<3xi64>) -> tensor<*xi64>
+  return %y, %picked : tensor<*xi64>, tensor<*xi64>
+}
+
+// -----
+
+// Near miss: [-1, batch] of a [batch, seq] tensor moves dims; it stays.
+// CHECK-LABEL: func.func @reshape_moving_dims
+//       CHECK:   onnx.Reshape
+func.func @reshape_moving_dims(%x: tensor<?x?xi64>) -> tensor<*xi64> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %ax0 = onnx.Constant dense<0> : tensor<1xi64>
+  %minus = onnx.Constant dense<-1> : tensor<1xi64>
+  %shape = onnx.Shape %x : (tensor<?x?xi64>) -> tensor<2xi64>
+  %batch = onnx.Gather %shape, %c0 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %b1 = onnx.Unsqueeze %batch, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %target = onnx.Concat %minus, %b1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %y = onnx.Reshape %x, %target : (tensor<?x?xi64>, tensor<2xi64>) -> tensor<*xi64>
+  return %y : tensor<*xi64>
+}

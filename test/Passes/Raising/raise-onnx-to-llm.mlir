@@ -515,3 +515,61 @@ func.func @partial_rotary_gap(%x: tensor<?x4x?x16xf32>, %pos: tensor<?x?xi64>, %
   %y = onnx.Concat %r, %pass {axis = -1 : i64} : (tensor<?x4x?x4xf32>, tensor<?x4x?x11xf32>) -> tensor<?x4x?x15xf32>
   return %y : tensor<?x4x?x15xf32>
 }
+
+// -----
+
+// A Gemm over the flattened tokens, reshaped back to [b, s, out] (GPT-2's
+// Conv1D), is one llm.linear with its bias; a Split of its features (q, k,
+// v of c_attn) is an llm.split.
+// CHECK-LABEL: func.func @flattened_gemm
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<?x?x4xf32>
+//       CHECK:   %[[L:.*]] = llm.linear %[[X]], %{{.*}}, %{{.*}} : (tensor<?x?x4xf32>, tensor<4x12xf32>, tensor<12xf32>) -> tensor<?x?x12xf32>
+//       CHECK:   llm.split %[[L]] {sizes = array<i64: 4, 4, 4>}
+//   CHECK-NOT:   onnx.Gemm
+func.func @flattened_gemm(%x: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
+  %w = onnx.Constant dense<1.0> : tensor<4x12xf32>
+  %b = onnx.Constant dense<0.5> : tensor<12xf32>
+  %flat = onnx.Constant dense<[-1, 4]> : tensor<2xi64>
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<0> : tensor<1xi64>
+  %out = onnx.Constant dense<12> : tensor<1xi64>
+  %sizes = onnx.Constant dense<4> : tensor<3xi64>
+  %shape = onnx.Shape %x : (tensor<?x?x4xf32>) -> tensor<3xi64>
+  %batch = onnx.Gather %shape, %c0 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %seq = onnx.Gather %shape, %c1 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %b1 = onnx.Unsqueeze %batch, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %s1 = onnx.Unsqueeze %seq, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %back = onnx.Concat %b1, %s1, %out {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %x2 = onnx.Reshape %x, %flat : (tensor<?x?x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  %y2 = onnx.Gemm %x2, %w, %b : (tensor<?x4xf32>, tensor<4x12xf32>, tensor<12xf32>) -> tensor<?x12xf32>
+  %y = onnx.Reshape %y2, %back : (tensor<?x12xf32>, tensor<3xi64>) -> tensor<?x?x12xf32>
+  %q, %k, %v = onnx.Split %y, %sizes {axis = 2 : i64} : (tensor<?x?x12xf32>, tensor<3xi64>) -> (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>)
+  return %q, %k, %v : tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
+}
+
+// -----
+
+// Near miss: reshaped back to [s, b, out] (the dims swapped), the Gemm's
+// rows are no longer the tokens in order.
+// CHECK-LABEL: func.func @flattened_gemm_wrong_dims
+//       CHECK:   onnx.Gemm
+func.func @flattened_gemm_wrong_dims(%x: tensor<?x?x4xf32>) -> tensor<?x?x12xf32> {
+  %w = onnx.Constant dense<1.0> : tensor<4x12xf32>
+  %flat = onnx.Constant dense<[-1, 4]> : tensor<2xi64>
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<0> : tensor<1xi64>
+  %out = onnx.Constant dense<12> : tensor<1xi64>
+  %none = onnx.None
+  %shape = onnx.Shape %x : (tensor<?x?x4xf32>) -> tensor<3xi64>
+  %batch = onnx.Gather %shape, %c0 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %seq = onnx.Gather %shape, %c1 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %b1 = onnx.Unsqueeze %batch, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %s1 = onnx.Unsqueeze %seq, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %back = onnx.Concat %s1, %b1, %out {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %x2 = onnx.Reshape %x, %flat : (tensor<?x?x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  %y2 = onnx.Gemm %x2, %w, %none : (tensor<?x4xf32>, tensor<4x12xf32>, none) -> tensor<?x12xf32>
+  %y = onnx.Reshape %y2, %back : (tensor<?x12xf32>, tensor<3xi64>) -> tensor<?x?x12xf32>
+  return %y : tensor<?x?x12xf32>
+}

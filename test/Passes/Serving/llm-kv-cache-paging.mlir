@@ -139,3 +139,30 @@ func.func @dynamic_head_dim(%ids: tensor<?x?xi64>, %k: tensor<?x2x?x?xf32>) -> t
   %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
   return %l : tensor<?x?x64xf32>
 }
+
+// -----
+
+// A learned position embedding (GPT-2's wpe) reads position_ids as its ids:
+// it reads the step's positions, the token embedding the tokens.
+// CHECK-LABEL: func.func @learned_positions
+//  CHECK-SAME:   (%[[TOK:[^:]*]]: tensor<?x?xi32> {llmc.abi = "tokens"}, %[[POS:[^:]*]]: tensor<?x?xi32> {llmc.abi = "positions"}
+//       CHECK:   llm.embedding %{{.*}}, %[[TOK]]
+//       CHECK:   llm.embedding %{{.*}}, %[[POS]]
+func.func @learned_positions(%ids: tensor<?x?xi64> {onnx.name = "input_ids"}, %mask: tensor<?x?xi64> {onnx.name = "attention_mask"},
+                             %positions: tensor<?x?xi64> {onnx.name = "position_ids"},
+                             %past_k: tensor<?x2x?x16xf32>, %past_v: tensor<?x2x?x16xf32>)
+    -> (tensor<?x?x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) {
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %wpe = llm.constant dense<0.25> : tensor<128x32xf32>
+  %head = llm.constant dense<0.2> : tensor<32x64xf32>
+  %te = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %pe = llm.embedding %wpe, %positions : (tensor<128x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %e = llm.add %te, %pe : (tensor<?x?x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  %k = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %kc = llm.kv_concat %past_k, %k : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %vc = llm.kv_concat %past_v, %k : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %k, %kc, %vc, %mask {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi64>) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  return %l, %kc, %vc : tensor<?x?x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>
+}
