@@ -9,7 +9,9 @@
 # model.onnx, config.json, generation_config.json and the tokenizer files. CI only reads the
 # committed files: it needs neither torch nor transformers.
 #
-# Exporters: optimum (`optimum-cli export onnx --task text-generation-with-past`, defaults).
+# Exporters: optimum (`optimum-cli export onnx --task text-generation-with-past`, defaults) and
+# onnxruntime-genai's model builder (`-p fp32|fp16|int4 -e cpu`; a family the builder does not
+# know is skipped, and said so).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -22,7 +24,9 @@ families=("$@")
 family_args=()
 for family in "${families[@]}"; do family_args+=(--family "$family"); done
 
+# Each exporter reads models saved by the transformers of its own venv.
 .venv-optimum/bin/python scripts/exporters/tiny_models.py "$work/hf" "${family_args[@]}"
+.venv-genai/bin/python scripts/exporters/tiny_models.py "$work/hf-genai" "${family_args[@]}"
 
 KEEP=(model.onnx config.json generation_config.json tokenizer.json tokenizer_config.json
       special_tokens_map.json)
@@ -43,5 +47,27 @@ for model in "$work"/hf/*/; do
     echo "make-exporter-fixtures: $family has external data: too large to commit" >&2
     exit 1
   fi
+done
+# onnxruntime-genai's model builder, for the CPU at each precision. Its weights go to
+# model.onnx.data beside model.onnx, as users receive them.
+GENAI_KEEP=(model.onnx model.onnx.data genai_config.json tokenizer.json tokenizer_config.json
+            special_tokens_map.json)
+for model in "$work"/hf-genai/*/; do
+  family=$(basename "$model")
+  for precision in fp32 fp16 int4; do
+    out=$ROOT/test/exporters/genai-$precision/$family
+    log=$work/genai-$precision-$family.log
+    echo "make-exporter-fixtures: genai $precision $family"
+    if ! .venv-genai/bin/python -m onnxruntime_genai.models.builder -i "$model" \
+        -o "$work/genai-$precision/$family" -p "$precision" -e cpu -c "$work/cache" >"$log" 2>&1; then
+      echo "make-exporter-fixtures: the genai builder does not export $family: $(tail -n 1 "$log")"
+      rm -rf "$out"
+      continue
+    fi
+    rm -rf "$out" && mkdir -p "$out"
+    for file in "${GENAI_KEEP[@]}"; do
+      [[ -f $work/genai-$precision/$family/$file ]] && cp "$work/genai-$precision/$family/$file" "$out/"
+    done
+  done
 done
 echo "make-exporter-fixtures: wrote test/exporters/"

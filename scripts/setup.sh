@@ -3,7 +3,8 @@
 #
 #   bash scripts/setup.sh             # what building and testing llmc need
 #   bash scripts/setup.sh exporters   # also the exporters' venvs (.venv-optimum: torch,
-#                                     # transformers, optimum-onnx), for
+#                                     # transformers 4.57, optimum-onnx; .venv-genai: torch,
+#                                     # transformers 5, onnxruntime-genai), for
 #                                     # scripts/make-exporter-fixtures.sh; several GB
 #
 # System packages come from apt (LLVM/MLIR 22 from the configured apt sources), Python
@@ -63,7 +64,7 @@ fi
 # Each exporter pins its own transformers, so each has a venv of its own, installed from a
 # complete pinned closure (scripts/exporters/requirements-<name>.txt) like .venv.
 if [[ ${1:-} == exporters ]]; then
-  for name in optimum; do
+  for name in optimum genai; do
     venv=$ROOT/.venv-$name
     requirements=scripts/exporters/requirements-$name.txt
     [[ -x $venv/bin/python ]] || { log "creating .venv-$name"; python3 -m venv "$venv"; }

@@ -24,6 +24,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SetVector.h"
@@ -365,8 +366,17 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, ArrayRef<onnx::Rang
     terminator->insertOperands(terminator->getNumOperands(), tracked.values);
     if (succeeded(inputs)) {
       for (auto [arg, type] : llvm::zip(clone->getArguments(), inputs->types)) arg.setType(type);
+      // An export may not take every probe (a mask built for prefill or one-token decode
+      // only): its shape error says why the mask is not proven, and is no error of the model.
+      std::string shapeError;
+      ScopedDiagnosticHandler quiet(context, [&](Diagnostic &diagnostic) {
+        if (diagnostic.getSeverity() == DiagnosticSeverity::Error && shapeError.empty())
+          shapeError = diagnostic.str();
+        return success();
+      });
       if (failed(onnx::inferShapesAndFold(*clone, kMaxShapeRounds, &tracked)))
-        inputsWhy = "shape inference fails on the probe";
+        inputsWhy = "shape inference fails on a probe of " + std::to_string(probe.past) +
+                    " past and " + std::to_string(probe.fresh) + " new tokens (" + shapeError + ")";
     }
     DenseMap<Value, onnx::HostTensor> given;
     if (succeeded(inputs))

@@ -1,6 +1,8 @@
 //===- RaiseNorms.cpp - rms_norm and layer_norm ---------------------------===//
 #include "passes/Raising/RaisePatterns.h"
 
+#include "dialects/onnx/ShapeHelpers.h"
+
 using namespace mlir;
 
 namespace llmc::raising {
@@ -175,6 +177,63 @@ struct RaiseLayerNormalization : OpRewritePattern<onnx::LayerNormalizationOp> {
   }
 };
 
+/// Whether dim `index` of `value` is dim `index` of `x`: the same static size,
+/// or followed back through norms (which keep their input's shape) and
+/// Reshape entries that copy it (0) to x, or the same dim of the model's
+/// inputs (onnx::canonicalDim).
+bool sameDim(Value value, int64_t index, Value x) {
+  while (value != x) {
+    int64_t a = dimOf(value, index), b = dimOf(x, index);
+    if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b)) return a == b;
+    if (auto norm = definedBy<llm::RmsNormOp>(value)) {
+      value = norm.getInput();
+    } else if (auto reshape = definedBy<onnx::ReshapeOp>(value)) {
+      auto target = onnx::getConstantInts(reshape.getShape());
+      if (!target || int64_t(target->size()) <= index || (*target)[index] != 0 ||
+          reshape.getAllowzero() || rankOf(reshape.getData()) <= index)
+        break;
+      value = reshape.getData();
+    } else {
+      break;
+    }
+  }
+  return value == x || onnx::canonicalDim(value, index) == onnx::canonicalDim(x, index);
+}
+
+/// Whether `reshaped`, a reshape of `x` (so with as many elements), has x's
+/// shape: every dim x's (sameDim) but for at most one, which then must be too.
+bool keepsShapeOf(Value reshaped, Value x) {
+  int64_t rank = rankOf(x), unproven = 0;
+  if (rank < 0 || rankOf(reshaped) != rank) return false;
+  for (int64_t i = 0; i < rank; ++i)
+    if (!sameDim(reshaped, i, x)) ++unproven;
+  return unproven <= 1;
+}
+
+/// Reshape(rms_norm(Reshape(x[..., H*D] -> [..., D])) -> x's shape): a norm of
+/// each run of D features, as onnxruntime-genai writes Qwen3's q_norm and
+/// k_norm -> the per-head llm.rms_norm of x. Reshapes keep the element order,
+/// so each group of D is a head of one token.
+struct RaiseReshapedHeadNorm : OpRewritePattern<onnx::ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto norm = definedBy<llm::RmsNormOp>(op.getData());
+    auto inner = norm ? definedBy<onnx::ReshapeOp>(norm.getInput()) : onnx::ReshapeOp();
+    if (!inner || !norm->hasOneUse() || !inner->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "does not reshape a norm of a reshape back");
+    Value x = inner.getData();
+    int64_t features = dimOf(x, -1), group = dimOf(norm.getWeight(), 0);
+    if (ShapedType::isDynamic(features) || ShapedType::isDynamic(group) || group <= 0 ||
+        features % group || dimOf(inner, -1) != group)
+      return rewriter.notifyMatchFailure(op, "the norm is not over groups of x's last dim");
+    if (op.getType() != x.getType() || !keepsShapeOf(op, x))
+      return rewriter.notifyMatchFailure(op, "the result is not shaped as x");
+    rewriter.replaceOpWithNewOp<llm::RmsNormOp>(op, x.getType(), x, norm.getWeight(),
+                                                norm.getEpsilonAttr());
+    return success();
+  }
+};
+
 } // namespace
 
 void populateNormGluePatterns(RewritePatternSet &patterns) {
@@ -182,7 +241,7 @@ void populateNormGluePatterns(RewritePatternSet &patterns) {
 }
 
 void populateNormPatterns(RewritePatternSet &patterns) {
-  patterns.add<RaiseDecomposedRmsNorm, RaiseDecomposedLayerNorm, RaiseRmsNormOp<onnx::RMSNormalizationOp>,
+  patterns.add<RaiseReshapedHeadNorm, RaiseDecomposedRmsNorm, RaiseDecomposedLayerNorm, RaiseRmsNormOp<onnx::RMSNormalizationOp>,
                RaiseRmsNormOp<onnx::SimplifiedLayerNormalizationOp>,
                RaiseSkipSimplifiedLayerNorm, RaiseLayerNormalization>(patterns.getContext());
 }

@@ -11,8 +11,10 @@ tokens first (right padding).
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -66,6 +68,15 @@ class Generation:
     past: dict[str, np.ndarray]  # past input name -> [batch, kv_heads, tokens so far, head_dim]
 
 
+def genai_decoder_config(model_path: str | os.PathLike) -> dict:
+    """The `model.decoder` section of the genai_config.json beside an onnxruntime-genai model."""
+    config_path = Path(model_path).parent / "genai_config.json"
+    if not config_path.exists():
+        raise ValueError(f"{model_path}: the past KV inputs' head count and size are not static "
+                         "and there is no genai_config.json beside the model to read them from")
+    return json.loads(config_path.read_text())["model"]["decoder"]
+
+
 class OrtDecoder:
     """One exported decoder model in an onnxruntime session."""
 
@@ -77,9 +88,16 @@ class OrtDecoder:
         self.past_names = [name for name in inputs if name.startswith("past_key_values.")]
         self.present_names = [o.name for o in self.session.get_outputs()
                               if o.name.startswith("present.")]
-        # [batch, kv_heads, past_sequence, head_dim]: the static dims size an empty past.
-        past_shape = inputs[self.past_names[0]].shape
-        self.kv_heads, self.head_dim = past_shape[1], past_shape[3]
+        # [batch, kv_heads, past_sequence, head_dim]: the static dims size an empty past;
+        # onnxruntime-genai's builder names head_dim ('kv_cache_dim') and says it in
+        # genai_config.json.
+        past = inputs[self.past_names[0]]
+        self.kv_heads, self.head_dim = past.shape[1], past.shape[3]
+        if not isinstance(self.kv_heads, int) or not isinstance(self.head_dim, int):
+            decoder = genai_decoder_config(model_path)
+            self.kv_heads = decoder["num_key_value_heads"]
+            self.head_dim = decoder["head_size"]
+        self.past_dtype = np.float16 if past.type == "tensor(float16)" else np.float32
         self.takes_position_ids = signature.POSITION_IDS in inputs
         self.merged = signature.USE_CACHE_BRANCH in inputs
         graph_ops = {node.op_type for node in
@@ -94,7 +112,7 @@ class OrtDecoder:
         input_ids = np.asarray(input_ids, dtype=np.int64)
         batch, seq = input_ids.shape
         if past is None:
-            empty = np.zeros((batch, self.kv_heads, 0, self.head_dim), dtype=np.float32)
+            empty = np.zeros((batch, self.kv_heads, 0, self.head_dim), dtype=self.past_dtype)
             past = {name: empty for name in self.past_names}
         feeds = {signature.INPUT_IDS: input_ids,
                  signature.ATTENTION_MASK: np.asarray(attention_mask, dtype=np.int64), **past}

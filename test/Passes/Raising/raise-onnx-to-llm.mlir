@@ -573,3 +573,35 @@ func.func @flattened_gemm_wrong_dims(%x: tensor<?x?x4xf32>) -> tensor<?x?x12xf32
   %y = onnx.Reshape %y2, %back : (tensor<?x12xf32>, tensor<3xi64>) -> tensor<?x?x12xf32>
   return %y : tensor<?x?x12xf32>
 }
+
+// -----
+
+// onnxruntime-genai writes Qwen3's per-head q_norm as a norm of the
+// projection reshaped to [b, s*H, D] and reshaped back: a per-head norm of x.
+// CHECK-LABEL: func.func @reshaped_head_norm
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<?x?x64xf32>, %[[W:[^:]*]]: tensor<16xf32>)
+//       CHECK:   %[[N:.*]] = llm.rms_norm %[[X]], %[[W]] {{.*}} : (tensor<?x?x64xf32>, tensor<16xf32>) -> tensor<?x?x64xf32>
+//       CHECK:   return %[[N]]
+func.func @reshaped_head_norm(%x: tensor<?x?x64xf32>, %w: tensor<16xf32>) -> tensor<?x?x64xf32> {
+  %heads = onnx.Constant dense<[0, -1, 16]> : tensor<3xi64>
+  %back = onnx.Constant dense<[0, -1, 64]> : tensor<3xi64>
+  %r = onnx.Reshape %x, %heads : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %n = llm.rms_norm %r, %w {epsilon = 1.0e-6 : f32} : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %y = onnx.Reshape %n, %back : (tensor<?x?x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Near miss: reshaped back to [-1, s, 64], the batch dim is no longer x's own
+// (two dims unproven), so the reshapes stay.
+// CHECK-LABEL: func.func @reshaped_head_norm_moved
+//       CHECK:   onnx.Reshape
+//       CHECK:   onnx.Reshape
+func.func @reshaped_head_norm_moved(%x: tensor<?x?x64xf32>, %w: tensor<16xf32>, %back: tensor<3xi64>) -> tensor<?x?x64xf32> {
+  %heads = onnx.Constant dense<[0, -1, 16]> : tensor<3xi64>
+  %r = onnx.Reshape %x, %heads : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %n = llm.rms_norm %r, %w {epsilon = 1.0e-6 : f32} : (tensor<?x?x16xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %y = onnx.Reshape %n, %back : (tensor<?x?x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
