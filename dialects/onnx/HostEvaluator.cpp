@@ -436,6 +436,37 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
               }
             return success();
           })
+          .Case([&](GatherNDOp g) -> LogicalResult {
+            const HostTensor &data = *in[0], &indices = *in[1];
+            int64_t batch = g.getBatchDims(), rank = data.shape.size();
+            if (indices.shape.empty()) return fail(op, "indices are a scalar");
+            int64_t depth = indices.shape.back();
+            if (batch < 0 || batch >= int64_t(indices.shape.size()) || depth < 1 ||
+                batch + depth > rank)
+              return fail(op, "batch_dims and the index tuples' length exceed the data's rank");
+            ArrayRef<int64_t> dims = data.shape;
+            for (int64_t d = 0; d < batch; ++d)
+              if (indices.shape[d] != dims[d]) return fail(op, "batch dims differ");
+            out.shape.assign(indices.shape.begin(), indices.shape.end() - 1);
+            out.shape.append(dims.begin() + batch + depth, dims.end());
+            int64_t slice = numElements(dims.drop_front(batch + depth));
+            int64_t perBatch = numElements(dims.drop_front(batch));
+            int64_t tuplesPerBatch =
+                numElements(ArrayRef<int64_t>(indices.shape).drop_front(batch).drop_back());
+            int64_t tuples = numElements(ArrayRef<int64_t>(indices.shape).drop_back());
+            for (int64_t t = 0; t < tuples; ++t) {
+              int64_t offset = tuplesPerBatch ? (t / tuplesPerBatch) * perBatch : 0, within = 0;
+              for (int64_t d = 0; d < depth; ++d) {
+                int64_t n = dims[batch + d], i = toInt(indices.data[t * depth + d]);
+                if (i < 0) i += n;
+                if (i < 0 || i >= n) return fail(op, "an index is out of range");
+                within = within * n + i;
+              }
+              auto from = data.data.begin() + offset + within * slice;
+              out.data.insert(out.data.end(), from, from + slice);
+            }
+            return success();
+          })
           .Case([&](ScatterNDOp sc) -> LogicalResult {
             // Writes each update slice at its index tuple: how torch writes a slice
             // assignment (`mask[..., :n] = mask[..., :n].masked_fill(...)`).

@@ -300,6 +300,20 @@ def Onnx_GatherElementsOp : Onnx_PureOp<"GatherElements"> {
   let results = (outs Onnx_Tensor:$output);
 }
 
+def Onnx_GatherNDOp : Onnx_PureOp<"GatherND"> {
+  let summary = "gather slices of data at index tuples (the last dim of indices)";
+  let description = [{
+    The first `batch_dims` dims of data and indices are batch dims; each
+    index tuple of length k addresses the next k dims of data, and the
+    result is indices' leading dims followed by data's dims after them.
+    torch.onnx's dynamo exporter writes advanced indexing this way (the
+    attention mask's `padding_mask[batch, kv]`).
+  }];
+  let arguments = (ins Onnx_Tensor:$data, Onnx_Tensor:$indices,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$batch_dims);
+  let results = (outs Onnx_Tensor:$output);
+}
+
 def Onnx_ScatterNDOp : Onnx_PureOp<"ScatterND"> {
   let summary = "write updates at index tuples";
   let arguments = (ins Onnx_Tensor:$data, Onnx_Tensor:$indices, Onnx_Tensor:$updates,

@@ -525,6 +525,20 @@ LogicalResult GatherElementsOp::inferShapes(SmallVectorImpl<Type> &resultTypes) 
   return sameAs(getIndices(), resultTypes, elementTypeOf(getData()));
 }
 
+LogicalResult GatherNDOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
+  Type elementType = elementTypeOf(getData());
+  auto data = shapeOf(getData()), indices = shapeOf(getIndices());
+  if (!data || !indices || indices->empty() || ShapedType::isDynamic(indices->back()))
+    return resultTypes.push_back(UnrankedTensorType::get(elementType)), success();
+  int64_t batch = getBatchDims(), depth = indices->back();
+  if (batch < 0 || batch >= int64_t(indices->size()) || batch + depth > int64_t(data->size()))
+    return emitOpError("batch_dims and the index tuples' length exceed the data's rank");
+  Shape result(indices->begin(), indices->end() - 1);
+  result.append(data->begin() + batch + depth, data->end());
+  resultTypes.push_back(RankedTensorType::get(result, elementType));
+  return success();
+}
+
 LogicalResult ScatterNDOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   return sameAs(getData(), resultTypes);
 }

@@ -1,9 +1,12 @@
 //===- ShapeHelpers.cpp - constants and shapes in the onnx dialect --------===//
 #include "dialects/onnx/ShapeHelpers.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "dialects/onnx/OnnxDialect.h"
 #include "llmc/Support/TensorShape.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 
@@ -121,6 +124,30 @@ std::optional<SmallVector<int64_t>> rankedShape(Value value) {
 }
 } // namespace
 
+/// A dim of a model input with the same ONNX dim_param name as an earlier
+/// input's is that input's dim: exporters name the dims they share
+/// (torch.onnx's `s44` on input_ids and position_ids, genai's `batch_size`).
+/// Other dims are themselves.
+static std::pair<Value, int64_t> namedInputDim(Value value, int64_t index) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!func) return {value, index};
+  auto paramsOf = [&](unsigned argNumber) {
+    return func.getArgAttrOfType<ArrayAttr>(argNumber, "onnx.dim_params");
+  };
+  ArrayAttr params = paramsOf(arg.getArgNumber());
+  if (!params || index >= int64_t(params.size())) return {value, index};
+  auto name = dyn_cast<StringAttr>(params[index]);
+  if (!name || name.empty()) return {value, index};
+  for (BlockArgument other : func.getArguments().take_front(arg.getArgNumber() + 1)) {
+    ArrayAttr otherParams = paramsOf(other.getArgNumber());
+    for (auto [dim, otherName] : llvm::enumerate(otherParams ? otherParams.getValue()
+                                                            : ArrayRef<Attribute>()))
+      if (otherName == name) return {other, int64_t(dim)};
+  }
+  return {value, index};
+}
+
 std::pair<Value, int64_t> canonicalDim(Value value, int64_t index) {
   while (Operation *op = value.getDefiningOp()) {
     auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -181,7 +208,7 @@ std::pair<Value, int64_t> canonicalDim(Value value, int64_t index) {
     if (!from || !dynamicIn(from, at)) break;
     value = from, index = at;
   }
-  return {value, index};
+  return namedInputDim(value, index);
 }
 
 std::optional<SmallVector<ShapeEntry>> evaluateShapeEntries(Value value) {

@@ -51,7 +51,8 @@ struct ShapeEntry {
 /// casts, reductions that keep it, MatMul's batch and row dims, Gather,
 /// Transpose, Concat and Split off their axis). Exports compute the batch and
 /// sequence dims of every activation from the model inputs, so two reads of
-/// those dims meet at the same input.
+/// those dims meet at the same input; dims of inputs that share an ONNX
+/// dim_param name are the first such input's.
 std::pair<mlir::Value, int64_t> canonicalDim(mlir::Value value, int64_t index);
 
 /// The entries of a 1-D (or scalar) integer tensor as evaluateShapeTensor

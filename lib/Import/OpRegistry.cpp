@@ -89,6 +89,7 @@ const OpSchema kSchemas[] = {
   {"", "Slice", "onnx.Slice", 10, 5, 1},
   {"", "Gather", "onnx.Gather", 1, 2, 1},
   {"", "GatherElements", "onnx.GatherElements", 11, 2, 1},
+  {"", "GatherND", "onnx.GatherND", 11, 2, 1},
   {"", "ScatterND", "onnx.ScatterND", 11, 3, 1},
   {"", "TensorScatter", "onnx.TensorScatter", 24, 3, 1},
   {"", "ConstantOfShape", "onnx.ConstantOfShape", 9, 1, 1},

@@ -462,6 +462,44 @@ struct LowerGatherElements : SingleResultPattern<onnx::GatherElementsOp> {
   }
 };
 
+/// GatherND: result[b..., j..., r...] = data[b..., indices[b..., j..., :], r...], the
+/// index tuple read element by element from `indices`.
+struct LowerGatherND : SingleResultPattern<onnx::GatherNDOp> {
+  using SingleResultPattern::SingleResultPattern;
+  FailureOr<Value> lower(onnx::GatherNDOp op, OpAdaptor adaptor, RankedTensorType resultType,
+                         ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType dataType = staticType(adaptor.getData());
+    RankedTensorType indicesType = staticType(adaptor.getIndices());
+    if (!dataType || !indicesType)
+      return rewriter.notifyMatchFailure(op, "an operand shape is not static");
+    int64_t batch = op.getBatchDims(), depth = indicesType.getShape().back();
+    int64_t tupleDims = indicesType.getRank() - 1;
+    if (batch + depth > dataType.getRank() ||
+        resultType.getRank() != tupleDims + dataType.getRank() - batch - depth)
+      return rewriter.notifyMatchFailure(op, "the result rank does not follow the operands'");
+    Value data = adaptor.getData(), indices = adaptor.getIndices();
+    Location loc = op.getLoc();
+    SmallVector<utils::IteratorType> iterators(resultType.getRank(), utils::IteratorType::parallel);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, resultType, ValueRange{}, emptyTensor(rewriter, loc, resultType),
+        rewriter.getMultiDimIdentityMap(resultType.getRank()), iterators,
+        [&](OpBuilder &b, Location nestedLoc, ValueRange) {
+          SmallVector<Value> tuple = iterationIndices(b, nestedLoc, 0, tupleDims);
+          SmallVector<Value> coords(tuple.begin(), tuple.begin() + batch);
+          for (int64_t d = 0; d < depth; ++d) {
+            SmallVector<Value> at(tuple);
+            at.push_back(arith::ConstantIndexOp::create(b, nestedLoc, d));
+            Value index = tensor::ExtractOp::create(b, nestedLoc, indices, at);
+            coords.push_back(wrapIndex(b, nestedLoc, index, dataType.getDimSize(batch + d)));
+          }
+          coords.append(iterationIndices(b, nestedLoc, tupleDims, resultType.getRank()));
+          linalg::YieldOp::create(
+              b, nestedLoc, tensor::ExtractOp::create(b, nestedLoc, data, coords).getResult());
+        });
+    return generic.getResult(0);
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // ScatterND, TensorScatter
 //===----------------------------------------------------------------------===//
@@ -732,7 +770,7 @@ void populateShapePatterns(TypeConverter &converter, RewritePatternSet &patterns
                LowerReshapeLike<onnx::FlattenOp>, LowerReshapeLike<onnx::SqueezeOp>,
                LowerReshapeLike<onnx::UnsqueezeOp>, LowerTranspose, LowerExpand, LowerTile,
                LowerConcat, LowerSplit, LowerSlice, LowerGather, LowerGatherElements,
-               LowerScatterND, LowerTensorScatter, LowerConstantOfShape, LowerRange, LowerTrilu>(
+               LowerGatherND, LowerScatterND, LowerTensorScatter, LowerConstantOfShape, LowerRange, LowerTrilu>(
       converter, patterns.getContext());
 }
 

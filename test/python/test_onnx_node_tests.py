@@ -55,7 +55,7 @@ Add Sub Mul Div Pow Neg Sqrt Reciprocal Exp Log Abs Floor Ceil Cos Sin Sigmoid T
 Softplus Not IsNaN IsInf Identity Gelu Mod Equal Less LessOrEqual Greater GreaterOrEqual And Or
 Xor Max Min Sum Where Cast CastLike ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ArgMax
 CumSum Softmax LayerNormalization RMSNormalization Shape Size Reshape Flatten Transpose Unsqueeze
-Squeeze Expand Tile Concat Split Slice Gather GatherElements ScatterND TensorScatter
+Squeeze Expand Tile Concat Split Slice Gather GatherElements GatherND ScatterND TensorScatter
 ConstantOfShape Range Trilu MatMul Gemm DequantizeLinear Attention RotaryEmbedding If Constant
 """.split()
 # The first default-domain opset at which llmc knows each op (OpRegistry.cpp's sinceVersion);

@@ -277,3 +277,33 @@ func.func @reshape_moving_dims(%x: tensor<?x?xi64>) -> tensor<*xi64> {
   %y = onnx.Reshape %x, %target : (tensor<?x?xi64>, tensor<2xi64>) -> tensor<*xi64>
   return %y : tensor<*xi64>
 }
+
+// -----
+
+// Inputs whose dims share an ONNX dim_param name share those dims (torch.onnx
+// names input_ids' and position_ids' batch `s44` alike): a head split that
+// reads the batch and sequence from position_ids infers the head count.
+// CHECK-LABEL: func.func @named_dims
+//       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x4x16xf32>
+func.func @named_dims(%x: tensor<?x?x64xf32> {onnx.dim_params = ["s44", "s70", ""]},
+                      %pos: tensor<?x?xi64> {onnx.dim_params = ["s44", "s70"]}) -> tensor<*xf32> {
+  %heads = onnx.Constant dense<[-1, 16]> : tensor<2xi64>
+  %shape = onnx.Shape %pos : (tensor<?x?xi64>) -> tensor<2xi64>
+  %target = onnx.Concat %shape, %heads {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %y = onnx.Reshape %x, %target : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}
+
+// -----
+
+// Near miss: differently named dims may differ, so the head count stays unknown.
+// CHECK-LABEL: func.func @differently_named_dims
+//       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x?x16xf32>
+func.func @differently_named_dims(%x: tensor<?x?x64xf32> {onnx.dim_params = ["s44", "s70", ""]},
+                                  %pos: tensor<?x?xi64> {onnx.dim_params = ["s44", "s71"]}) -> tensor<*xf32> {
+  %heads = onnx.Constant dense<[-1, 16]> : tensor<2xi64>
+  %shape = onnx.Shape %pos : (tensor<?x?xi64>) -> tensor<2xi64>
+  %target = onnx.Concat %shape, %heads {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  %y = onnx.Reshape %x, %target : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}
