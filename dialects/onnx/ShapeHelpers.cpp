@@ -166,8 +166,11 @@ std::pair<Value, int64_t> canonicalDim(Value value, int64_t index) {
       if (dynamicIn(op->getOperand(0), index) && rankOf(op->getOperand(0)) == rank)
         from = op->getOperand(0);
     } else if (isa<AddOp, SubOp, MulOp, DivOp, WhereOp>(op)) {
-      // A broadcast dim that is unknown on several operands is theirs alike.
-      for (Value operand : op->getOperands()) {
+      // A broadcast dim that is unknown on several operands is theirs alike. Where's
+      // values go before its condition: the data, not a mask, carries the dims on.
+      SmallVector<Value> operands(op->getOperands());
+      if (isa<WhereOp>(op)) std::rotate(operands.begin(), operands.begin() + 1, operands.end());
+      for (Value operand : operands) {
         int64_t dim = index - (rank - rankOf(operand));
         if (dynamicIn(operand, dim)) { from = operand, at = dim; break; }
       }

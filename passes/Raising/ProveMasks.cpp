@@ -31,6 +31,8 @@
 #include "llmc/Support/Debug.h"
 #include "llvm/Support/Debug.h"
 
+#include <functional>
+
 #define DEBUG_TYPE "raise-onnx-to-llm"
 
 using namespace mlir;
@@ -325,6 +327,29 @@ struct ValueTracker : RewriterBase::Listener {
   }
 };
 
+/// The attention output `where` guards: Where(condition, 0, MatMul(Softmax,
+/// V)), the zeroing of rows that see no key (torch.onnx's dynamo exporter).
+Value guardedAttention(onnx::WhereOp where) {
+  auto output = definedBy<onnx::MatMulOp>(where.getY());
+  if (!isConstantScalar(where.getX(), 0.0) || !output || rankOf(output) != 4 ||
+      rankOf(where.getCondition()) != 4)
+    return nullptr;
+  Value probabilities = output.getA();
+  if (auto nanGuard = definedBy<onnx::WhereOp>(probabilities)) probabilities = nanGuard.getY();
+  return definedBy<onnx::SoftmaxOp>(probabilities) ? Value(output) : Value();
+}
+
+/// A claim about one value that must hold on every probe, and the attribute
+/// that records it on an op when it does.
+struct ProbedFact {
+  Value value;
+  std::function<bool(const onnx::HostTensor &, const Probe &)> holds;
+  Operation *owner;
+  StringRef attr;
+  const char *what;
+  bool proven = true;
+};
+
 /// Whether `value` holds past, past + 1, ..., past + fresh - 1: the new
 /// tokens' cache positions, as transformers computes them when no
 /// position_ids are given (`cache_position`).
@@ -335,9 +360,29 @@ bool isCachePositions(const onnx::HostTensor &value, const Probe &probe) {
   return true;
 }
 
-/// Evaluates every site's mask and every Range on every probe, in one clone
-/// of the function per probe.
-void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, ArrayRef<onnx::RangeOp> ranges) {
+/// Whether a [batch, _, new, _] condition (broadcast dims of 1 allowed) is
+/// false everywhere on the rows of real tokens: a guard that zeroes the
+/// attention output of rows that see no key never fires where a causal mask
+/// holds (padding rows are never computed).
+bool isFalseOnRealRows(const onnx::HostTensor &value, const Probe &probe) {
+  if (value.shape.size() != 4) return false;
+  int64_t batches = value.shape[0], rows = value.shape[2];
+  if ((batches != 1 && batches != probe.batch) || (rows != 1 && rows != probe.fresh))
+    return false;
+  int64_t inner = value.shape[3], perRow = value.shape[1];
+  for (int64_t b = 0; b < probe.batch; ++b)
+    for (int64_t i = 0; i < probe.fresh; ++i) {
+      if (!probe.keep[b][probe.past + i]) continue;
+      for (int64_t h = 0; h < perRow; ++h)
+        for (int64_t j = 0; j < inner; ++j)
+          if (value.at({batches == 1 ? 0 : b, h, rows == 1 ? 0 : i, j}) != 0) return false;
+    }
+  return true;
+}
+
+/// Evaluates every site's mask and every fact's value on every probe, in one
+/// clone of the function per probe.
+void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<ProbedFact> facts) {
   MLIRContext *context = func.getContext();
   SmallVector<std::string> why(sites.size());
   SmallVector<SmallVector<Observed>> observed(sites.size());
@@ -349,10 +394,10 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, ArrayRef<onnx::Rang
   if (probes.empty())
     for (std::string &w : why) w = "no probe fits the static dims of the inputs";
 
-  SmallVector<bool> cachePositions(ranges.size(), !probes.empty());
+  for (ProbedFact &fact : facts) fact.proven = !probes.empty();
   for (const Probe &probe : probes) {
     if (llvm::all_of(why, [](const std::string &w) { return !w.empty(); }) &&
-        llvm::none_of(cachePositions, [](bool proven) { return proven; }))
+        llvm::none_of(facts, [](const ProbedFact &fact) { return fact.proven; }))
       break;
     std::string inputsWhy;
     FailureOr<ProbeInputs> inputs = probeInputs(func, probe, inputsWhy);
@@ -360,7 +405,7 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, ArrayRef<onnx::Rang
     OwningOpRef<func::FuncOp> clone = func.clone(mapping);
     ValueTracker tracked;
     for (const MaskSite &site : sites) tracked.values.push_back(mapping.lookup(site.mask));
-    for (onnx::RangeOp range : ranges) tracked.values.push_back(mapping.lookup(range.getResult()));
+    for (const ProbedFact &fact : facts) tracked.values.push_back(mapping.lookup(fact.value));
     // Returned, the values stay alive when folding leaves them unused.
     Operation *terminator = clone->getBody().back().getTerminator();
     terminator->insertOperands(terminator->getNumOperands(), tracked.values);
@@ -407,21 +452,21 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, ArrayRef<onnx::Rang
           observe(*value, getElementTypeOrSelf(mask.getType()), probe, why[index]);
       if (succeeded(seen)) observed[index].push_back(std::move(*seen));
     }
-    for (auto [index, proven] : llvm::enumerate(cachePositions)) {
-      if (!proven) continue;
-      Value range = tracked.values[sites.size() + index];
+    for (auto [index, fact] : llvm::enumerate(facts)) {
+      if (!fact.proven) continue;
+      Value tracedValue = tracked.values[sites.size() + index];
       const onnx::HostTensor *value =
-          inputsWhy.empty() && range ? evaluator.evaluate(range) : nullptr;
-      proven = value && isCachePositions(*value, probe);
-      LLMC_DEBUG(if (!proven) llvm::dbgs()
-                 << ranges[index]->getLoc() << " is not the cache positions on a probe of "
+          inputsWhy.empty() && tracedValue ? evaluator.evaluate(tracedValue) : nullptr;
+      fact.proven = value && fact.holds(*value, probe);
+      LLMC_DEBUG(if (!fact.proven) llvm::dbgs()
+                 << fact.owner->getLoc() << " is not " << fact.what << " on a probe of "
                  << probe.past << " past and " << probe.fresh << " new tokens"
                  << (value ? "" : ": " + inputsWhy + evaluator.failureReason) << "\n");
       evaluator.failureReason.clear();
     }
   }
-  for (auto [range, proven] : llvm::zip(ranges, cachePositions))
-    if (proven) range->setAttr(kCachePositionsAttr, UnitAttr::get(context));
+  for (const ProbedFact &fact : facts)
+    if (fact.proven) fact.owner->setAttr(fact.attr, UnitAttr::get(context));
 
   Builder builder(context);
   for (auto [index, site] : llvm::enumerate(sites)) {
@@ -454,12 +499,19 @@ void proveAttentionMasks(func::FuncOp func) {
       if (!isNone(attention.getAttnMask())) sites.push_back({op, attention.getAttnMask()});
     }
   });
-  SmallVector<onnx::RangeOp> ranges;
-  func.walk([&](onnx::RangeOp range) {
-    if (!range->hasAttr(kCachePositionsAttr) && isa<IntegerType>(getElementTypeOrSelf(range.getType())))
-      ranges.push_back(range);
+  SmallVector<ProbedFact> facts;
+  func.walk([&](Operation *op) {
+    if (auto range = dyn_cast<onnx::RangeOp>(op)) {
+      if (!range->hasAttr(kCachePositionsAttr) &&
+          isa<IntegerType>(getElementTypeOrSelf(range.getType())))
+        facts.push_back({range, isCachePositions, op, kCachePositionsAttr, "the cache positions"});
+    } else if (auto where = dyn_cast<onnx::WhereOp>(op)) {
+      if (!where->hasAttr(kInactiveGuardAttr) && guardedAttention(where))
+        facts.push_back({where.getCondition(), isFalseOnRealRows, op, kInactiveGuardAttr,
+                         "false on the rows of real tokens"});
+    }
   });
-  if (!sites.empty() || !ranges.empty()) proveSites(func, sites, ranges);
+  if (!sites.empty() || !facts.empty()) proveSites(func, sites, facts);
 }
 
 FailureOr<MaskInfo> provenMask(Operation *consumer, std::string &why) {

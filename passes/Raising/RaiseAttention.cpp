@@ -70,6 +70,48 @@ struct RaiseMergeHeads : OpRewritePattern<onnx::ReshapeOp> {
   }
 };
 
+/// Whether dim `i` of `a` is dim `j` of `b`: the same static size, or the same
+/// dim of the model's inputs (onnx::canonicalDim).
+bool sameDim(Value a, int64_t i, Value b, int64_t j) {
+  int64_t x = dimOf(a, i), y = dimOf(b, j);
+  if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y)) return x == y;
+  return onnx::canonicalDim(a, i) == onnx::canonicalDim(b, j);
+}
+
+/// Reshape(Transpose(Reshape(x[b, h, m, n] -> [b*h, m, n]), [0, 2, 1]) ->
+/// [b, h, n, m]) -> Transpose(x, [0, 1, 3, 2]): K^T as torch.onnx's dynamo
+/// exporter writes it, through 3-D batches, for the attention pattern.
+struct RaiseFlattenedTranspose : OpRewritePattern<onnx::ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto transpose = definedBy<onnx::TransposeOp>(op.getData());
+    auto inner = transpose ? definedBy<onnx::ReshapeOp>(transpose.getData()) : onnx::ReshapeOp();
+    if (!inner || !hasPerm(transpose, {0, 2, 1}) || !transpose->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "not a reshape of a 3-D transpose of a reshape");
+    Value x = inner.getData();
+    if (rankOf(x) != 4 || rankOf(inner) != 3 || rankOf(op) != 4)
+      return rewriter.notifyMatchFailure(op, "not [b, h, m, n] through [b*h, m, n]");
+    if (!sameDim(inner, 1, x, 2) || !sameDim(inner, 2, x, 3) || !sameDim(op, 0, x, 0) ||
+        !sameDim(op, 1, x, 1) || !sameDim(op, 2, x, 3) || !sameDim(op, 3, x, 2))
+      return rewriter.notifyMatchFailure(op, "the dims are not x's with the last two swapped");
+    rewriter.replaceOpWithNewOp<onnx::TransposeOp>(op, op.getType(), x,
+                                                   rewriter.getDenseI64ArrayAttr({0, 1, 3, 2}));
+    return success();
+  }
+};
+
+/// Where(condition, 0, attention) whose condition ProveMasks proved false on
+/// the rows of real tokens -> attention.
+struct DropInactiveGuard : OpRewritePattern<onnx::WhereOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::WhereOp op, PatternRewriter &rewriter) const override {
+    if (!op->hasAttr(kInactiveGuardAttr) || op.getY().getType() != op.getType())
+      return rewriter.notifyMatchFailure(op, "not a guard proven never to fire");
+    rewriter.replaceOp(op, op.getY());
+    return success();
+  }
+};
+
 /// Concat(past, new, axis = seq) of 4-D [b, kv, len, d] caches -> kv_concat.
 struct RaiseKvConcat : OpRewritePattern<onnx::ConcatOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -192,7 +234,8 @@ AttentionScores splitScores(onnx::SoftmaxOp softmax) {
 
 void populateAttentionPatterns(RewritePatternSet &patterns) {
   patterns.add<RaiseSplitHeads, RaiseMergeHeads, RaiseKvConcat, RaiseRepeatKv,
-               RaiseDecomposedAttention>(patterns.getContext());
+               RaiseFlattenedTranspose, RaiseDecomposedAttention, DropInactiveGuard>(
+      patterns.getContext());
 }
 
 } // namespace llmc::raising

@@ -123,10 +123,15 @@ inline constexpr llvm::StringLiteral kMaskUnprovenAttr = "llmc.mask_unproven";
 /// positions (past, ..., past + new - 1) on every probe.
 inline constexpr llvm::StringLiteral kCachePositionsAttr = "llmc.cache_positions";
 
+/// Marks Where(condition, 0, attention output) whose condition is proven
+/// false on every row of a real token (so it never zeroes one).
+inline constexpr llvm::StringLiteral kInactiveGuardAttr = "llmc.inactive_guard";
+
 /// Proves what the mask of every attention Softmax and onnx.Attention in
 /// `func` computes by evaluating it on probe inputs (ProveMasks.cpp), and
 /// writes kMaskAttr or kMaskUnprovenAttr on each; marks the integer Ranges
-/// that compute cache positions with kCachePositionsAttr.
+/// that compute cache positions with kCachePositionsAttr, and the attention
+/// guards that never fire with kInactiveGuardAttr.
 void proveAttentionMasks(mlir::func::FuncOp func);
 
 /// A proven mask, as the llm.attention operands and attributes it becomes.

@@ -83,8 +83,9 @@ FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Lo
   sin = peelBroadcast(sin);
   if (!cos || !sin) return failure();
 
-  // Computed: Cos(emb), Sin(emb), emb = Concat(freqs, freqs, -1),
-  // freqs = Transpose(MatMul(inv_freq[b, d/2, 1], positions[b, 1, s]), [0, 2, 1]).
+  // Computed: Cos(emb), Sin(emb), emb = Concat(freqs, freqs, -1), with
+  // freqs = Transpose(MatMul(inv_freq[b, d/2, 1], positions[b, 1, s]), [0, 2, 1])
+  // (TorchScript) or positions[b, s, 1] * inv_freq[d/2] (torch.onnx's dynamo).
   auto cosOp = definedBy<onnx::CosOp>(cos);
   auto sinOp = definedBy<onnx::SinOp>(sin);
   if (cosOp && sinOp) {
@@ -92,12 +93,24 @@ FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Lo
     auto emb = definedBy<onnx::ConcatOp>(cosOp.getX());
     if (!emb || emb.getInputs().size() != 2 || emb.getInputs()[0] != emb.getInputs()[1])
       return failure();
+    Value invFreq, positionsSource;
     auto transpose = definedBy<onnx::TransposeOp>(emb.getInputs()[0]);
-    if (!transpose || !transpose.getPerm() || *transpose.getPerm() != ArrayRef<int64_t>{0, 2, 1})
+    auto outer = definedBy<onnx::MulOp>(emb.getInputs()[0]);
+    if (transpose && transpose.getPerm() &&
+        *transpose.getPerm() == ArrayRef<int64_t>{0, 2, 1}) {
+      auto matmul = definedBy<onnx::MatMulOp>(transpose.getData());
+      if (!matmul) return failure();
+      invFreq = matmul.getA(), positionsSource = matmul.getB();
+    } else if (outer) {
+      bool constantA = isConstant(skipCasts(outer.getA()));
+      invFreq = constantA ? outer.getA() : outer.getB();
+      positionsSource = constantA ? outer.getB() : outer.getA();
+      // An outer product: positions [b, s, 1] times frequencies [d/2].
+      if (rankOf(invFreq) != 1 || rankOf(positionsSource) != 3 || dimOf(positionsSource, 2) != 1)
+        return failure();
+    } else {
       return failure();
-    auto matmul = definedBy<onnx::MatMulOp>(transpose.getData());
-    if (!matmul) return failure();
-    Value invFreq = matmul.getA();
+    }
     while (Operation *op = invFreq.getDefiningOp()) {
       if (isa<onnx::ExpandOp, onnx::UnsqueezeOp, onnx::ReshapeOp, onnx::CastOp>(op))
         invFreq = op->getOperand(0);
@@ -106,7 +119,7 @@ FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Lo
     }
     auto values = readConstantFloats(invFreq);
     if (!values) return failure();
-    Value positions = peelPositions(matmul.getB());
+    Value positions = peelPositions(positionsSource);
     if (auto range = definedBy<onnx::RangeOp>(positions)) {
       // A Range proven to give the cache positions: rotate by those.
       BlockArgument mask = findArgumentByName(range, "attention_mask");

@@ -86,13 +86,20 @@ class OrtDecoder:
                                             providers=list(providers))
         inputs = {i.name: i for i in self.session.get_inputs()}
         self.past_names = [name for name in inputs if name.startswith("past_key_values.")]
+        # The present KV outputs, in the order of the past inputs: `present.*` (optimum,
+        # genai) or every output after the logits (torch.onnx's dynamo export: `cache.*`).
         self.present_names = [o.name for o in self.session.get_outputs()
                               if o.name.startswith("present.")]
+        if not self.present_names:
+            self.present_names = [o.name for o in self.session.get_outputs()
+                                  if o.name != signature.LOGITS]
         # [batch, kv_heads, past_sequence, head_dim]: the static dims size an empty past;
         # onnxruntime-genai's builder names head_dim ('kv_cache_dim') and says it in
         # genai_config.json.
         past = inputs[self.past_names[0]]
-        self.kv_heads, self.head_dim = past.shape[1], past.shape[3]
+        # torch.onnx's dynamo export names even static dims ('2'): a number is the size.
+        self.kv_heads, self.head_dim = (int(d) if isinstance(d, str) and d.isdigit() else d
+                                        for d in (past.shape[1], past.shape[3]))
         if not isinstance(self.kv_heads, int) or not isinstance(self.head_dim, int):
             decoder = genai_decoder_config(model_path)
             self.kv_heads = decoder["num_key_value_heads"]

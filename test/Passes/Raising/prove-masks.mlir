@@ -285,3 +285,104 @@ func.func @gather_nd_padding(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>,
   %o = onnx.MatMul %guarded, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %o : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// torch.onnx's dynamo exporter zeroes the attention output of rows that see
+// no key: proven false on every real row (a causal row sees itself), the
+// guard goes.
+// CHECK-LABEL: func.func @guard_never_fires
+//       CHECK:   %[[A:.*]] = llm.attention
+//       CHECK:   return %[[A]]
+// ERROR-NOT: error: {{.*}}@guard_never_fires
+func.func @guard_never_fires(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                     %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                     %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x4x?x16xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %am_shape = onnx.Shape %am : (tensor<?x?xi64>) -> tensor<2xi64>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %total = onnx.Gather %am_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %fresh = onnx.Gather %ids_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %past = onnx.Sub %total, %fresh : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %queries = onnx.Range %past, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %keys = onnx.Range %c0, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q_col = onnx.Unsqueeze %queries, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k_row = onnx.Unsqueeze %keys, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = onnx.LessOrEqual %k_row, %q_col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %keep = onnx.Cast %am {to = 9 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %keep4 = onnx.Unsqueeze %keep, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %visible = onnx.And %causal, %keep4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %mask = onnx.Where %visible, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %scale = onnx.Constant dense<0.25> : tensor<f32>
+  %scaled = onnx.Mul %qk, %scale : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %masked = onnx.Add %scaled, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %nan = onnx.IsNaN %p : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xi1>
+  %guarded = onnx.Where %nan, %zero, %p : (tensor<?x4x?x?xi1>, tensor<f32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = onnx.MatMul %guarded, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %seen = onnx.Cast %visible {to = 1 : i64} : (tensor<?x1x?x?xi1>) -> tensor<?x1x?x?xf32>
+  %last_axis = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %count = onnx.ReduceSum %seen, %last_axis : (tensor<?x1x?x?xf32>, tensor<1xi64>) -> tensor<?x1x?x1xf32>
+  %one_key = onnx.Constant dense<1.0> : tensor<f32>
+  %unseen = onnx.Less %count, %one_key : (tensor<?x1x?x1xf32>, tensor<f32>) -> tensor<?x1x?x1xi1>
+  %zero_out = onnx.Constant dense<0.0> : tensor<f32>
+  %out = onnx.Where %unseen, %zero_out, %o : (tensor<?x1x?x1xi1>, tensor<f32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %out : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near miss: zeroing the rows that do see keys fires on real rows: it stays.
+// CHECK-LABEL: func.func @guard_fires
+//       CHECK:   onnx.Where
+//   CHECK-NOT:   llmc.inactive_guard
+func.func @guard_fires(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                     %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                     %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x4x?x16xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %am_shape = onnx.Shape %am : (tensor<?x?xi64>) -> tensor<2xi64>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %total = onnx.Gather %am_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %fresh = onnx.Gather %ids_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %past = onnx.Sub %total, %fresh : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %queries = onnx.Range %past, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %keys = onnx.Range %c0, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q_col = onnx.Unsqueeze %queries, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k_row = onnx.Unsqueeze %keys, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = onnx.LessOrEqual %k_row, %q_col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %keep = onnx.Cast %am {to = 9 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %keep4 = onnx.Unsqueeze %keep, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %visible = onnx.And %causal, %keep4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %mask = onnx.Where %visible, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %scale = onnx.Constant dense<0.25> : tensor<f32>
+  %scaled = onnx.Mul %qk, %scale : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %masked = onnx.Add %scaled, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %nan = onnx.IsNaN %p : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xi1>
+  %guarded = onnx.Where %nan, %zero, %p : (tensor<?x4x?x?xi1>, tensor<f32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = onnx.MatMul %guarded, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %seen = onnx.Cast %visible {to = 1 : i64} : (tensor<?x1x?x?xi1>) -> tensor<?x1x?x?xf32>
+  %last_axis = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %count = onnx.ReduceSum %seen, %last_axis : (tensor<?x1x?x?xf32>, tensor<1xi64>) -> tensor<?x1x?x1xf32>
+  %one_key = onnx.Constant dense<1.0> : tensor<f32>
+  %unseen = onnx.GreaterOrEqual %count, %one_key : (tensor<?x1x?x1xf32>, tensor<f32>) -> tensor<?x1x?x1xi1>
+  %zero_out = onnx.Constant dense<0.0> : tensor<f32>
+  %out = onnx.Where %unseen, %zero_out, %o : (tensor<?x1x?x1xi1>, tensor<f32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %out : tensor<?x4x?x16xf32>
+}

@@ -605,3 +605,68 @@ func.func @reshaped_head_norm_moved(%x: tensor<?x?x64xf32>, %w: tensor<16xf32>, 
   %y = onnx.Reshape %n, %back : (tensor<?x?x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
   return %y : tensor<?x?x64xf32>
 }
+
+// -----
+
+// K^T as torch.onnx's dynamo exporter writes it, through [b*h, m, n] batches,
+// is one transpose of the last two dims, which attention raising reads.
+// CHECK-LABEL: func.func @flattened_transpose
+//  CHECK-SAME:   (%[[K:[^:]*]]: tensor<2x4x5x16xf32>)
+//       CHECK:   %[[T:.*]] = onnx.Transpose %[[K]] {perm = array<i64: 0, 1, 3, 2>}
+//       CHECK:   return %[[T]]
+func.func @flattened_transpose(%k: tensor<2x4x5x16xf32>) -> tensor<2x4x16x5xf32> {
+  %flat = onnx.Constant dense<[-1, 5, 16]> : tensor<3xi64>
+  %back = onnx.Constant dense<[2, 4, 16, 5]> : tensor<4xi64>
+  %r = onnx.Reshape %k, %flat : (tensor<2x4x5x16xf32>, tensor<3xi64>) -> tensor<8x5x16xf32>
+  %t = onnx.Transpose %r {perm = array<i64: 0, 2, 1>} : (tensor<8x5x16xf32>) -> tensor<8x16x5xf32>
+  %y = onnx.Reshape %t, %back : (tensor<8x16x5xf32>, tensor<4xi64>) -> tensor<2x4x16x5xf32>
+  return %y : tensor<2x4x16x5xf32>
+}
+
+// -----
+
+// Near miss: reshaped back to [4, 2, ...], the batch and head dims trade
+// places: not a transpose of x.
+// CHECK-LABEL: func.func @flattened_transpose_regrouped
+//   CHECK-NOT:   perm = array<i64: 0, 1, 3, 2>
+func.func @flattened_transpose_regrouped(%k: tensor<2x4x5x16xf32>) -> tensor<4x2x16x5xf32> {
+  %flat = onnx.Constant dense<[-1, 5, 16]> : tensor<3xi64>
+  %back = onnx.Constant dense<[4, 2, 16, 5]> : tensor<4xi64>
+  %r = onnx.Reshape %k, %flat : (tensor<2x4x5x16xf32>, tensor<3xi64>) -> tensor<8x5x16xf32>
+  %t = onnx.Transpose %r {perm = array<i64: 0, 2, 1>} : (tensor<8x5x16xf32>) -> tensor<8x16x5xf32>
+  %y = onnx.Reshape %t, %back : (tensor<8x16x5xf32>, tensor<4xi64>) -> tensor<4x2x16x5xf32>
+  return %y : tensor<4x2x16x5xf32>
+}
+
+// -----
+
+// torch.onnx's dynamo exporter writes the rotary angles as the outer product
+// positions[b, s, 1] * inv_freq[d/2], not as a MatMul.
+// CHECK-LABEL: func.func @rope_outer_product
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<1x4x3x16xf32>, %[[P:[^:]*]]: tensor<1x3xi64>)
+//       CHECK:   llm.rope %[[X]], %[[P]], %{{.*}} : (tensor<1x4x3x16xf32>, tensor<1x3xi64>, tensor<8xf32>)
+//   CHECK-NOT:   onnx.Cos
+func.func @rope_outer_product(%x: tensor<1x4x3x16xf32>, %pos: tensor<1x3xi64>) -> tensor<1x4x3x16xf32> {
+  %inv_freq = onnx.Constant dense<[1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125]> : tensor<8xf32>
+  %last = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %zero = onnx.Constant dense<[0]> : tensor<1xi64>
+  %eight = onnx.Constant dense<[8]> : tensor<1xi64>
+  %end = onnx.Constant dense<[16]> : tensor<1xi64>
+  %p3 = onnx.Unsqueeze %pos, %last : (tensor<1x3xi64>, tensor<1xi64>) -> tensor<1x3x1xi64>
+  %pf = onnx.Cast %p3 {to = 1 : i64} : (tensor<1x3x1xi64>) -> tensor<1x3x1xf32>
+  %freqs = onnx.Mul %pf, %inv_freq : (tensor<1x3x1xf32>, tensor<8xf32>) -> tensor<1x3x8xf32>
+  %emb = onnx.Concat %freqs, %freqs {axis = -1 : i64} : (tensor<1x3x8xf32>, tensor<1x3x8xf32>) -> tensor<1x3x16xf32>
+  %cos = onnx.Cos %emb : (tensor<1x3x16xf32>) -> tensor<1x3x16xf32>
+  %sin = onnx.Sin %emb : (tensor<1x3x16xf32>) -> tensor<1x3x16xf32>
+  %cos4 = onnx.Unsqueeze %cos, %ax1 : (tensor<1x3x16xf32>, tensor<1xi64>) -> tensor<1x1x3x16xf32>
+  %sin4 = onnx.Unsqueeze %sin, %ax1 : (tensor<1x3x16xf32>, tensor<1xi64>) -> tensor<1x1x3x16xf32>
+  %x1 = onnx.Slice %x, %zero, %eight, %last, %ax1 : (tensor<1x4x3x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x3x8xf32>
+  %x2 = onnx.Slice %x, %eight, %end, %last, %ax1 : (tensor<1x4x3x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x3x8xf32>
+  %nx2 = onnx.Neg %x2 : (tensor<1x4x3x8xf32>) -> tensor<1x4x3x8xf32>
+  %rot = onnx.Concat %nx2, %x1 {axis = -1 : i64} : (tensor<1x4x3x8xf32>, tensor<1x4x3x8xf32>) -> tensor<1x4x3x16xf32>
+  %a = onnx.Mul %x, %cos4 : (tensor<1x4x3x16xf32>, tensor<1x1x3x16xf32>) -> tensor<1x4x3x16xf32>
+  %b = onnx.Mul %rot, %sin4 : (tensor<1x4x3x16xf32>, tensor<1x1x3x16xf32>) -> tensor<1x4x3x16xf32>
+  %y = onnx.Add %a, %b : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %y : tensor<1x4x3x16xf32>
+}
