@@ -162,7 +162,8 @@ std::pair<Value, int64_t> canonicalDim(Value value, int64_t index) {
     };
     if (isa<CastOp, NegOp, SqrtOp, ReciprocalOp, ExpOp, SigmoidOp, TanhOp, ErfOp, ReluOp,
             SoftmaxOp, IdentityOp, GeluOp, IsNaNOp, NotOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, PowOp,
-            LayerNormalizationOp, RMSNormalizationOp, SimplifiedLayerNormalizationOp>(op)) {
+            LayerNormalizationOp, RMSNormalizationOp, SimplifiedLayerNormalizationOp,
+            RotaryEmbeddingOp>(op)) {
       if (dynamicIn(op->getOperand(0), index) && rankOf(op->getOperand(0)) == rank)
         from = op->getOperand(0);
     } else if (isa<AddOp, SubOp, MulOp, DivOp, WhereOp>(op)) {
@@ -178,6 +179,10 @@ std::pair<Value, int64_t> canonicalDim(Value value, int64_t index) {
       Value side = index == rank - 1 ? matmul.getB() : matmul.getA();
       int64_t dim = index - (rank - rankOf(side));
       if (dynamicIn(side, dim)) from = side, at = dim;
+    } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+      // Y of 4-D attention is [batch, heads, queries, head_size]: Q's batch and queries.
+      if (value == attention->getResult(0) && rank == 4 && (index == 0 || index == 2))
+        from = attention.getQ();
     } else if (auto gather = dyn_cast<GatherOp>(op)) {
       int64_t dataRank = rankOf(gather.getData()), indicesRank = rankOf(gather.getIndices());
       auto axis = normalizeAxis(gather.getAxis(), dataRank);

@@ -327,16 +327,20 @@ struct ValueTracker : RewriterBase::Listener {
   }
 };
 
-/// The attention output `where` guards: Where(condition, 0, MatMul(Softmax,
-/// V)), the zeroing of rows that see no key (torch.onnx's dynamo exporter).
-Value guardedAttention(onnx::WhereOp where) {
-  auto output = definedBy<onnx::MatMulOp>(where.getY());
-  if (!isConstantScalar(where.getX(), 0.0) || !output || rankOf(output) != 4 ||
+/// Whether `where` guards an attention output: Where(condition, 0, attention)
+/// with attention MatMul(Softmax, V) or onnx.Attention, the zeroing of rows
+/// that see no key (torch.onnx's dynamo exporter).
+bool guardsAttention(onnx::WhereOp where) {
+  Value output = where.getY();
+  if (!isConstantScalar(where.getX(), 0.0) || rankOf(output) != 4 ||
       rankOf(where.getCondition()) != 4)
-    return nullptr;
-  Value probabilities = output.getA();
+    return false;
+  if (definedBy<onnx::AttentionOp>(output)) return true;
+  auto product = definedBy<onnx::MatMulOp>(output);
+  if (!product) return false;
+  Value probabilities = product.getA();
   if (auto nanGuard = definedBy<onnx::WhereOp>(probabilities)) probabilities = nanGuard.getY();
-  return definedBy<onnx::SoftmaxOp>(probabilities) ? Value(output) : Value();
+  return definedBy<onnx::SoftmaxOp>(probabilities) != nullptr;
 }
 
 /// A claim about one value that must hold on every probe, and the attribute
@@ -506,7 +510,7 @@ void proveAttentionMasks(func::FuncOp func) {
           isa<IntegerType>(getElementTypeOrSelf(range.getType())))
         facts.push_back({range, isCachePositions, op, kCachePositionsAttr, "the cache positions"});
     } else if (auto where = dyn_cast<onnx::WhereOp>(op)) {
-      if (!where->hasAttr(kInactiveGuardAttr) && guardedAttention(where))
+      if (!where->hasAttr(kInactiveGuardAttr) && guardsAttention(where))
         facts.push_back({where.getCondition(), isFalseOnRealRows, op, kInactiveGuardAttr,
                          "false on the rows of real tokens"});
     }

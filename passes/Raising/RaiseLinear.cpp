@@ -77,7 +77,8 @@ struct RaiseLinear : OpRewritePattern<onnx::MatMulOp> {
 
 /// Reshape(Gemm(Reshape(x[b, s, in] -> [-1, in]), W, bias) -> [b, s, out]): a
 /// linear layer computed on the flattened tokens (GPT-2's Conv1D, as torch
-/// exports addmm).
+/// exports addmm); x may be the attention's heads transposed back to
+/// [b, s, H, D], flattened with the tokens.
 struct RaiseFlattenedGemm : OpRewritePattern<onnx::ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::ReshapeOp op, PatternRewriter &rewriter) const override {
@@ -86,8 +87,16 @@ struct RaiseFlattenedGemm : OpRewritePattern<onnx::ReshapeOp> {
       return rewriter.notifyMatchFailure(op, "does not reshape a Gemm's result to 3-D");
     auto flatten = definedBy<onnx::ReshapeOp>(gemm.getA());
     Value x = flatten ? flatten.getData() : Value();
-    if (!x || rankOf(x) != 3 || rankOf(flatten) != 2 || dimOf(flatten, 1) != dimOf(x, 2) ||
-        ShapedType::isDynamic(dimOf(x, 2)))
+    // The heads merged and flattened at once (the attention output's projection):
+    // [b, s, H, D] from Transpose(heads, [0, 2, 1, 3]) is merge_heads(heads).
+    auto mergedHeads = definedBy<onnx::TransposeOp>(x);
+    bool merge = x && rankOf(x) == 4 && mergedHeads && mergedHeads.getPerm() &&
+                 *mergedHeads.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3} &&
+                 !ShapedType::isDynamic(dimOf(x, 2)) && !ShapedType::isDynamic(dimOf(x, 3));
+    int64_t features = !x ? ShapedType::kDynamic
+                       : merge ? dimOf(x, 2) * dimOf(x, 3)
+                       : rankOf(x) == 3 ? dimOf(x, 2) : ShapedType::kDynamic;
+    if (ShapedType::isDynamic(features) || rankOf(flatten) != 2 || dimOf(flatten, 1) != features)
       return rewriter.notifyMatchFailure(op, "the Gemm's input is not [b, s, in] flattened");
     if (gemm.getTransA() || gemm.getAlpha().convertToFloat() != 1.0f ||
         gemm.getBeta().convertToFloat() != 1.0f)
@@ -102,8 +111,15 @@ struct RaiseFlattenedGemm : OpRewritePattern<onnx::ReshapeOp> {
           (ShapedType::isDynamic(dimOf(x, i)) &&
            onnx::canonicalDim(op, i) != onnx::canonicalDim(x, i)))
         return rewriter.notifyMatchFailure(op, "the target does not restore [b, s]");
+    Value input = x;
+    if (merge) {
+      auto type = RankedTensorType::get({dimOf(x, 0), dimOf(x, 1), features},
+                                        cast<ShapedType>(x.getType()).getElementType());
+      input = llm::MergeHeadsOp::create(rewriter, mergedHeads.getLoc(), type,
+                                        mergedHeads.getData());
+    }
     auto linear = llm::LinearOp::create(rewriter, fusedLocOf({op, gemm, flatten}), op.getType(),
-                                        x, weight, bias);
+                                        input, weight, bias);
     if (gemm.getTransB()) linear.setTransposeWeight(true);
     rewriter.replaceOp(op, linear);
     return success();

@@ -77,15 +77,58 @@ Value peelPositions(Value value) {
   return value;
 }
 
+/// The frequencies and positions rotary angles [b, s, d/2] are computed from:
+/// Transpose(MatMul(inv_freq[b, d/2, 1], positions[b, 1, s]), [0, 2, 1])
+/// (TorchScript) or positions[b, s, 1] * inv_freq[d/2] (torch.onnx's dynamo).
+FailureOr<RopeTables> analyseAngles(Value freqs, OpBuilder &builder, Location loc) {
+  Value invFreq, positionsSource;
+  auto transpose = definedBy<onnx::TransposeOp>(freqs);
+  auto outer = definedBy<onnx::MulOp>(freqs);
+  if (transpose && transpose.getPerm() && *transpose.getPerm() == ArrayRef<int64_t>{0, 2, 1}) {
+    auto matmul = definedBy<onnx::MatMulOp>(transpose.getData());
+    if (!matmul) return failure();
+    invFreq = matmul.getA(), positionsSource = matmul.getB();
+  } else if (outer) {
+    bool constantA = isConstant(skipCasts(outer.getA()));
+    invFreq = constantA ? outer.getA() : outer.getB();
+    positionsSource = constantA ? outer.getB() : outer.getA();
+    // An outer product: positions [b, s, 1] times frequencies [d/2].
+    if (rankOf(invFreq) != 1 || rankOf(positionsSource) != 3 || dimOf(positionsSource, 2) != 1)
+      return failure();
+  } else {
+    return failure();
+  }
+  while (Operation *op = invFreq.getDefiningOp()) {
+    if (isa<onnx::ExpandOp, onnx::UnsqueezeOp, onnx::ReshapeOp, onnx::CastOp>(op))
+      invFreq = op->getOperand(0);
+    else
+      break;
+  }
+  auto values = readConstantFloats(invFreq);
+  if (!values) return failure();
+  Value positions = peelPositions(positionsSource);
+  if (auto range = definedBy<onnx::RangeOp>(positions)) {
+    // A Range proven to give the cache positions: rotate by those.
+    BlockArgument mask = findArgumentByName(range, "attention_mask");
+    BlockArgument ids = findArgumentByName(range, "input_ids");
+    if (!range->hasAttr(kCachePositionsAttr) || !mask || !ids) return failure();
+    auto type = RankedTensorType::get({1, dimOf(ids, 1)}, getElementTypeOrSelf(range));
+    positions = llm::CachePositionsOp::create(builder, loc, type, mask, ids);
+  }
+  if (isConstant(positions) || rankOf(positions) != 2) return failure();
+  RopeTables tables;
+  tables.positions = positions;
+  tables.invFreq = createF32Constant(builder, loc, {int64_t(values->size())}, *values);
+  return tables;
+}
+
 /// Finds what cos and sin are computed from. Both must come from one source.
 FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Location loc) {
   cos = peelBroadcast(cos);
   sin = peelBroadcast(sin);
   if (!cos || !sin) return failure();
 
-  // Computed: Cos(emb), Sin(emb), emb = Concat(freqs, freqs, -1), with
-  // freqs = Transpose(MatMul(inv_freq[b, d/2, 1], positions[b, 1, s]), [0, 2, 1])
-  // (TorchScript) or positions[b, s, 1] * inv_freq[d/2] (torch.onnx's dynamo).
+  // Computed: Cos(emb), Sin(emb), emb = Concat(freqs, freqs, -1).
   auto cosOp = definedBy<onnx::CosOp>(cos);
   auto sinOp = definedBy<onnx::SinOp>(sin);
   if (cosOp && sinOp) {
@@ -93,46 +136,7 @@ FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Lo
     auto emb = definedBy<onnx::ConcatOp>(cosOp.getX());
     if (!emb || emb.getInputs().size() != 2 || emb.getInputs()[0] != emb.getInputs()[1])
       return failure();
-    Value invFreq, positionsSource;
-    auto transpose = definedBy<onnx::TransposeOp>(emb.getInputs()[0]);
-    auto outer = definedBy<onnx::MulOp>(emb.getInputs()[0]);
-    if (transpose && transpose.getPerm() &&
-        *transpose.getPerm() == ArrayRef<int64_t>{0, 2, 1}) {
-      auto matmul = definedBy<onnx::MatMulOp>(transpose.getData());
-      if (!matmul) return failure();
-      invFreq = matmul.getA(), positionsSource = matmul.getB();
-    } else if (outer) {
-      bool constantA = isConstant(skipCasts(outer.getA()));
-      invFreq = constantA ? outer.getA() : outer.getB();
-      positionsSource = constantA ? outer.getB() : outer.getA();
-      // An outer product: positions [b, s, 1] times frequencies [d/2].
-      if (rankOf(invFreq) != 1 || rankOf(positionsSource) != 3 || dimOf(positionsSource, 2) != 1)
-        return failure();
-    } else {
-      return failure();
-    }
-    while (Operation *op = invFreq.getDefiningOp()) {
-      if (isa<onnx::ExpandOp, onnx::UnsqueezeOp, onnx::ReshapeOp, onnx::CastOp>(op))
-        invFreq = op->getOperand(0);
-      else
-        break;
-    }
-    auto values = readConstantFloats(invFreq);
-    if (!values) return failure();
-    Value positions = peelPositions(positionsSource);
-    if (auto range = definedBy<onnx::RangeOp>(positions)) {
-      // A Range proven to give the cache positions: rotate by those.
-      BlockArgument mask = findArgumentByName(range, "attention_mask");
-      BlockArgument ids = findArgumentByName(range, "input_ids");
-      if (!range->hasAttr(kCachePositionsAttr) || !mask || !ids) return failure();
-      auto type = RankedTensorType::get({1, dimOf(ids, 1)}, getElementTypeOrSelf(range));
-      positions = llm::CachePositionsOp::create(builder, loc, type, mask, ids);
-    }
-    if (isConstant(positions) || rankOf(positions) != 2) return failure();
-    RopeTables tables;
-    tables.positions = positions;
-    tables.invFreq = createF32Constant(builder, loc, {int64_t(values->size())}, *values);
-    return tables;
+    return analyseAngles(emb.getInputs()[0], builder, loc);
   }
 
   // Cached: Gather(cache[max_pos, d], position_ids) with cache = cat(t, t).
@@ -246,8 +250,24 @@ FailureOr<int64_t> ropeHeads(Value input, Value cosCache, int64_t numHeads,
 struct RaiseRotaryEmbedding : OpRewritePattern<onnx::RotaryEmbeddingOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::RotaryEmbeddingOp op, PatternRewriter &rewriter) const override {
-    if (isNone(op.getPositionIds()))
-      return rewriter.notifyMatchFailure(op, "cos/sin are pre-gathered (no position_ids)");
+    if (isNone(op.getPositionIds())) {
+      // Pre-gathered [b, s, d/2] tables: Cos and Sin of the angles, whose
+      // frequencies and positions give llm.rope (torch.onnx's opset-23 export).
+      auto cos = definedBy<onnx::CosOp>(op.getCosCache());
+      auto sin = definedBy<onnx::SinOp>(op.getSinCache());
+      if (!cos || !sin || cos.getX() != sin.getX() || rankOf(op.getX()) != 4 ||
+          op.getRotaryEmbeddingDim() != 0)
+        return rewriter.notifyMatchFailure(op, "cos/sin are pre-gathered, not Cos/Sin of the "
+                                               "angles of a 4-D input's whole head");
+      FailureOr<RopeTables> tables = analyseAngles(cos.getX(), rewriter, op.getLoc());
+      if (failed(tables))
+        return rewriter.notifyMatchFailure(op, "the angles are not positions x inv_freq");
+      auto rope = llm::RopeOp::create(rewriter, op.getLoc(), op.getType(), op.getX(),
+                                      tables->positions, tables->invFreq);
+      if (op.getInterleaved()) rope.setInterleaved(true);
+      rewriter.replaceOp(op, rope);
+      return success();
+    }
     FailureOr<int64_t> heads = ropeHeads(op.getX(), op.getCosCache(), op.getNumHeads(),
                                          op.getRotaryEmbeddingDim(), rewriter, op);
     if (failed(heads)) return failure();
