@@ -9,9 +9,11 @@
 # model.onnx, config.json, generation_config.json and the tokenizer files. CI only reads the
 # committed files: it needs neither torch nor transformers.
 #
-# Exporters: optimum (`optimum-cli export onnx --task text-generation-with-past`, defaults) and
+# Exporters: optimum (`optimum-cli export onnx --task text-generation-with-past`, defaults),
 # onnxruntime-genai's model builder (`-p fp32|fp16|int4 -e cpu`; a family the builder does not
-# know is skipped, and said so).
+# know is skipped, and said so) and torch.onnx's dynamo exporter at opsets 18 and 23
+# (scripts/exporters/dynamo_export.py; the structurally distinct families only, to keep the
+# committed files small).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -68,6 +70,24 @@ for model in "$work"/hf-genai/*/; do
     for file in "${GENAI_KEEP[@]}"; do
       [[ -f $work/genai-$precision/$family/$file ]] && cp "$work/genai-$precision/$family/$file" "$out/"
     done
+  done
+done
+# torch.onnx's dynamo exporter (through transformers' OnnxExporter), with the KV cache.
+declare -A DYNAMO_FAMILIES=(
+  [18]="llama-gqa gemma gpt2 phi3 qwen3 stablelm"
+  [23]="llama-gqa gemma gpt2 qwen3"
+)
+for opset in 18 23; do
+  for family in ${DYNAMO_FAMILIES[$opset]}; do
+    model=$work/hf-genai/$family
+    [[ -d $model ]] || continue
+    out=$ROOT/test/exporters/dynamo-opset$opset/$family
+    log=$work/dynamo-$opset-$family.log
+    echo "make-exporter-fixtures: dynamo opset $opset $family"
+    .venv-genai/bin/python scripts/exporters/dynamo_export.py "$model" \
+      "$work/dynamo-$opset/$family" --opset "$opset" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+    rm -rf "$out" && mkdir -p "$out"
+    cp "$work/dynamo-$opset/$family"/{model.onnx,model.onnx.data,config.json} "$out/"
   done
 done
 echo "make-exporter-fixtures: wrote test/exporters/"

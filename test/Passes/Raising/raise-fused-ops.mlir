@@ -198,7 +198,28 @@ func.func @rotary_embedding(%x: tensor<1x4x3x16xf32>, %pos: tensor<1x3xi64>) -> 
 
 // -----
 
-// Near miss: caches already gathered per token (no position_ids).
+// Tables gathered per token (no position_ids) as Cos and Sin of the angles
+// positions x inv_freq (torch.onnx's opset-23 export): llm.rope over those.
+// CHECK-LABEL: func.func @rotary_embedding_angles
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<1x4x3x16xf32>, %[[P:[^:]*]]: tensor<1x3xi64>)
+//       CHECK:   llm.rope %[[X]], %[[P]], %{{.*}} : (tensor<1x4x3x16xf32>, tensor<1x3xi64>, tensor<8xf32>)
+//   CHECK-NOT:   onnx.RotaryEmbedding
+func.func @rotary_embedding_angles(%x: tensor<1x4x3x16xf32>, %pos: tensor<1x3xi64>) -> tensor<1x4x3x16xf32> {
+  %none = onnx.None
+  %inv_freq = onnx.Constant dense<[1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125]> : tensor<8xf32>
+  %last = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %p3 = onnx.Unsqueeze %pos, %last : (tensor<1x3xi64>, tensor<1xi64>) -> tensor<1x3x1xi64>
+  %pf = onnx.Cast %p3 {to = 1 : i64} : (tensor<1x3x1xi64>) -> tensor<1x3x1xf32>
+  %angles = onnx.Mul %pf, %inv_freq : (tensor<1x3x1xf32>, tensor<8xf32>) -> tensor<1x3x8xf32>
+  %cos = onnx.Cos %angles : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %sin = onnx.Sin %angles : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %y = onnx.RotaryEmbedding %x, %cos, %sin, %none : (tensor<1x4x3x16xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>, none) -> tensor<1x4x3x16xf32>
+  return %y : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+// Near miss: tables gathered per token that are inputs, not Cos/Sin of angles.
 // CHECK-LABEL: func.func @rotary_embedding_pregathered
 //   CHECK-NOT:   llm.rope_cached
 //       CHECK:   onnx.RotaryEmbedding

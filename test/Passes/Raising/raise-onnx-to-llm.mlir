@@ -670,3 +670,24 @@ func.func @rope_outer_product(%x: tensor<1x4x3x16xf32>, %pos: tensor<1x3xi64>) -
   %y = onnx.Add %a, %b : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
   return %y : tensor<1x4x3x16xf32>
 }
+
+// -----
+
+// The attention output transposed back to [b, s, H, D] and flattened with
+// the tokens into one Gemm (torch.onnx's dynamo export of GPT-2's c_proj):
+// merge_heads, then the linear.
+// CHECK-LABEL: func.func @flattened_gemm_of_heads
+//  CHECK-SAME:   (%[[H:[^:]*]]: tensor<2x4x3x16xf32>)
+//       CHECK:   %[[M:.*]] = llm.merge_heads %[[H]] : (tensor<2x4x3x16xf32>) -> tensor<2x3x64xf32>
+//       CHECK:   llm.linear %[[M]], %{{.*}} : (tensor<2x3x64xf32>, tensor<64x64xf32>) -> tensor<2x3x64xf32>
+func.func @flattened_gemm_of_heads(%heads: tensor<2x4x3x16xf32>) -> tensor<2x3x64xf32> {
+  %w = onnx.Constant dense<1.0> : tensor<64x64xf32>
+  %flat = onnx.Constant dense<[-1, 64]> : tensor<2xi64>
+  %back = onnx.Constant dense<[2, 3, 64]> : tensor<3xi64>
+  %none = onnx.None
+  %t = onnx.Transpose %heads {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x3x16xf32>) -> tensor<2x3x4x16xf32>
+  %x2 = onnx.Reshape %t, %flat : (tensor<2x3x4x16xf32>, tensor<2xi64>) -> tensor<6x64xf32>
+  %y2 = onnx.Gemm %x2, %w, %none : (tensor<6x64xf32>, tensor<64x64xf32>, none) -> tensor<6x64xf32>
+  %y = onnx.Reshape %y2, %back : (tensor<6x64xf32>, tensor<3xi64>) -> tensor<2x3x64xf32>
+  return %y : tensor<2x3x64xf32>
+}
