@@ -18,6 +18,7 @@
 #include "dialects/llm/LlmDialect.h"
 #include "dialects/onnx/OnnxDialect.h"
 #include "llmc/Artifact/ArtifactWriter.h"
+#include "llmc/Artifact/ModelConfig.h"
 #include "llmc/Artifact/GraphLibrary.h"
 #include "llmc/Import/OnnxImporter.h"
 #include "passes/Fusion/FusionReport.h"
@@ -466,7 +467,9 @@ int runCompile(const CompileOptions &options) {
       if (failed(writeGraphLibrary(*module, signature, outputPath, host))) return 1;
     } else {
       auto stage = [&](llvm::StringRef what) { progress.stage(what); };
-      if (failed(copyTokenizerFiles(*module, inputPath, outputPath))) return 1;
+      if (failed(applyModelConfig(*module, inputPath)) ||
+          failed(copyTokenizerFiles(*module, inputPath, outputPath)))
+        return 1;
       if (cuda ? failed(writeCudaArtifact(*module, outputPath, cudaTarget, stage))
                : failed(writeCpuArtifact(*module, outputPath, host, stage)))
         return 1;

@@ -1,0 +1,79 @@
+//===- ModelConfig.cpp - what the exporter's config says ------------------===//
+#include "llmc/Artifact/ModelConfig.h"
+
+#include "llmc/Artifact/StepInfo.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+namespace llmc {
+
+namespace {
+
+/// The parsed JSON file `name` beside `modelPath`, or null when there is none.
+llvm::Expected<std::optional<llvm::json::Value>> readBeside(llvm::StringRef modelPath,
+                                                            llvm::StringRef name) {
+  llvm::SmallString<256> path = llvm::sys::path::parent_path(modelPath);
+  llvm::sys::path::append(path, name);
+  if (!llvm::sys::fs::exists(path)) return std::nullopt;
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(), "cannot read %s", path.c_str());
+  auto parsed = llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s is not JSON: %s",
+                                   path.c_str(), llvm::toString(parsed.takeError()).c_str());
+  return std::optional<llvm::json::Value>(std::move(*parsed));
+}
+
+/// `value` as a positive length, or an error naming where it came from.
+llvm::Expected<std::optional<int64_t>> positiveLength(const llvm::json::Value *value,
+                                                      llvm::StringRef where) {
+  if (!value) return std::nullopt;
+  std::optional<int64_t> length = value->getAsInteger();
+  if (!length || *length <= 0)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "%s is not a positive integer", where.str().c_str());
+  return length;
+}
+
+} // namespace
+
+llvm::Expected<std::optional<int64_t>> readMaxPositionEmbeddings(llvm::StringRef modelPath) {
+  auto config = readBeside(modelPath, "config.json");
+  if (!config) return config.takeError();
+  if (*config) {
+    const llvm::json::Object *object = (*config)->getAsObject();
+    if (!object)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "config.json is not a JSON object");
+    for (llvm::StringRef field : {"max_position_embeddings", "n_positions"})
+      if (const llvm::json::Value *value = object->get(field))
+        return positiveLength(value, ("config.json's " + field).str());
+  }
+  auto genai = readBeside(modelPath, "genai_config.json");
+  if (!genai) return genai.takeError();
+  if (!*genai) return std::nullopt;
+  const llvm::json::Object *object = (*genai)->getAsObject();
+  const llvm::json::Object *model = object ? object->getObject("model") : nullptr;
+  return positiveLength(model ? model->get("context_length") : nullptr,
+                        "genai_config.json's model.context_length");
+}
+
+LogicalResult applyModelConfig(ModuleOp module, llvm::StringRef modelPath) {
+  auto length = readMaxPositionEmbeddings(modelPath);
+  if (!length) return module.emitError(llvm::toString(length.takeError()));
+  if (!*length) return success();
+  FailureOr<StepInfo> info = getStepInfo(module);
+  if (failed(info)) return failure();
+  info->maxPositions = info->maxPositions ? std::min(info->maxPositions, **length) : **length;
+  setStepInfo(module, *info);
+  return success();
+}
+
+} // namespace llmc
