@@ -10,10 +10,12 @@
 // probe with HostEvaluator, and the result is compared with causal and
 // padding masks, and with sliding windows of every width. What it matches is
 // written on the mask's consumer as `llmc.mask`; why nothing matched, as
-// `llmc.mask_unproven`. The integer Ranges are run on the same probes: one
-// that gives the new tokens' cache positions (past .. past + new - 1, what
-// transformers uses when no position_ids are given) is marked
-// `llmc.cache_positions`, and rope may read it as the positions.
+// `llmc.mask_unproven`. Facts about other values are run on the same
+// probes: an integer Range that gives the new tokens' cache positions
+// (past .. past + new - 1, what transformers uses when no position_ids are
+// given) is marked `llmc.cache_positions`, and rope may read it as the
+// positions; a Where that zeroes attention rows without keys, whose condition
+// is false on every real row, `llmc.inactive_guard`, and raising drops it.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/RaisePatterns.h"

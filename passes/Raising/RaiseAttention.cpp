@@ -70,14 +70,6 @@ struct RaiseMergeHeads : OpRewritePattern<onnx::ReshapeOp> {
   }
 };
 
-/// Whether dim `i` of `a` is dim `j` of `b`: the same static size, or the same
-/// dim of the model's inputs (onnx::canonicalDim).
-bool sameDim(Value a, int64_t i, Value b, int64_t j) {
-  int64_t x = dimOf(a, i), y = dimOf(b, j);
-  if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y)) return x == y;
-  return onnx::canonicalDim(a, i) == onnx::canonicalDim(b, j);
-}
-
 /// Reshape(Transpose(Reshape(x[b, h, m, n] -> [b*h, m, n]), [0, 2, 1]) ->
 /// [b, h, n, m]) -> Transpose(x, [0, 1, 3, 2]): K^T as torch.onnx's dynamo
 /// exporter writes it, through 3-D batches, for the attention pattern.

@@ -107,9 +107,7 @@ struct RaiseFlattenedGemm : OpRewritePattern<onnx::ReshapeOp> {
       return rewriter.notifyMatchFailure(op, "weight or bias is not a constant");
     // The result must have x's batch and sequence dims.
     for (int64_t i = 0; i < 2; ++i)
-      if (dimOf(op, i) != dimOf(x, i) ||
-          (ShapedType::isDynamic(dimOf(x, i)) &&
-           onnx::canonicalDim(op, i) != onnx::canonicalDim(x, i)))
+      if (dimOf(op, i) != dimOf(x, i) || !sameDim(op, i, x, i))
         return rewriter.notifyMatchFailure(op, "the target does not restore [b, s]");
     Value input = x;
     if (merge) {

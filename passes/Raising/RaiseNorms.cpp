@@ -177,36 +177,13 @@ struct RaiseLayerNormalization : OpRewritePattern<onnx::LayerNormalizationOp> {
   }
 };
 
-/// Whether dim `index` of `value` is dim `index` of `x`: the same static size,
-/// or followed back through norms (which keep their input's shape) and
-/// Reshape entries that copy it (0) to x, or the same dim of the model's
-/// inputs (onnx::canonicalDim).
-bool sameDim(Value value, int64_t index, Value x) {
-  while (value != x) {
-    int64_t a = dimOf(value, index), b = dimOf(x, index);
-    if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b)) return a == b;
-    if (auto norm = definedBy<llm::RmsNormOp>(value)) {
-      value = norm.getInput();
-    } else if (auto reshape = definedBy<onnx::ReshapeOp>(value)) {
-      auto target = onnx::getConstantInts(reshape.getShape());
-      if (!target || int64_t(target->size()) <= index || (*target)[index] != 0 ||
-          reshape.getAllowzero() || rankOf(reshape.getData()) <= index)
-        break;
-      value = reshape.getData();
-    } else {
-      break;
-    }
-  }
-  return value == x || onnx::canonicalDim(value, index) == onnx::canonicalDim(x, index);
-}
-
 /// Whether `reshaped`, a reshape of `x` (so with as many elements), has x's
 /// shape: every dim x's (sameDim) but for at most one, which then must be too.
 bool keepsShapeOf(Value reshaped, Value x) {
   int64_t rank = rankOf(x), unproven = 0;
   if (rank < 0 || rankOf(reshaped) != rank) return false;
   for (int64_t i = 0; i < rank; ++i)
-    if (!sameDim(reshaped, i, x)) ++unproven;
+    if (!sameDim(reshaped, i, x, i)) ++unproven;
   return unproven <= 1;
 }
 
@@ -241,7 +218,8 @@ void populateNormGluePatterns(RewritePatternSet &patterns) {
 }
 
 void populateNormPatterns(RewritePatternSet &patterns) {
-  patterns.add<RaiseReshapedHeadNorm, RaiseDecomposedRmsNorm, RaiseDecomposedLayerNorm, RaiseRmsNormOp<onnx::RMSNormalizationOp>,
+  patterns.add<RaiseReshapedHeadNorm, RaiseDecomposedRmsNorm, RaiseDecomposedLayerNorm,
+               RaiseRmsNormOp<onnx::RMSNormalizationOp>,
                RaiseRmsNormOp<onnx::SimplifiedLayerNormalizationOp>,
                RaiseSkipSimplifiedLayerNorm, RaiseLayerNormalization>(patterns.getContext());
 }

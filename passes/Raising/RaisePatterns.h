@@ -64,6 +64,12 @@ bool isMatrixTranspose(onnx::TransposeOp op);
 /// step 1, of only the last axis, whose length is static. nullopt otherwise.
 std::optional<std::pair<int64_t, int64_t>> lastAxisColumns(onnx::SliceOp slice);
 
+/// Whether dim `i` of `a` is dim `j` of `b`: the same static size, or, followed
+/// back from `a` through norms (which keep their input's shape) and Reshape
+/// entries that copy a dim (0), the same value's dim, or the same dim of the
+/// model's inputs (onnx::canonicalDim).
+bool sameDim(mlir::Value a, int64_t i, mlir::Value b, int64_t j);
+
 /// Whether `value` is produced by an onnx.Constant.
 bool isConstant(mlir::Value value);
 

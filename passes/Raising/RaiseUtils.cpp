@@ -97,6 +97,25 @@ std::optional<std::pair<int64_t, int64_t>> lastAxisColumns(onnx::SliceOp slice) 
   return std::pair(start, std::max(start, clamp((*ends)[0])));
 }
 
+bool sameDim(Value a, int64_t i, Value b, int64_t j) {
+  while (a != b || i != j) {
+    int64_t x = dimOf(a, i), y = dimOf(b, j);
+    if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y)) return x == y;
+    if (auto norm = definedBy<llm::RmsNormOp>(a)) {
+      a = norm.getInput();
+    } else if (auto reshape = definedBy<onnx::ReshapeOp>(a)) {
+      auto target = onnx::getConstantInts(reshape.getShape());
+      if (!target || int64_t(target->size()) <= i || (*target)[i] != 0 ||
+          reshape.getAllowzero() || rankOf(reshape.getData()) <= i)
+        break;
+      a = reshape.getData();
+    } else {
+      break;
+    }
+  }
+  return (a == b && i == j) || onnx::canonicalDim(a, i) == onnx::canonicalDim(b, j);
+}
+
 StringRef onnxNameOf(BlockArgument arg) {
   auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
   if (!func) return {};
