@@ -29,9 +29,11 @@ namespace {
 constexpr int64_t kFormatVersion = 1;
 constexpr int64_t kWeightAlignment = 64;
 /// The tokenizer files an artifact carries when the model's directory has them
-/// (newer transformers write the chat template to chat_template.jinja).
+/// (newer transformers write the chat template to chat_template.jinja, and the
+/// ids generation ends at to generation_config.json).
 constexpr llvm::StringLiteral kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json",
-                                                   "chat_template.jinja"};
+                                                   "chat_template.jinja",
+                                                   "generation_config.json"};
 /// The module attribute copyTokenizerFiles leaves for the manifest.
 constexpr llvm::StringLiteral kTokenizerAttr = "llmc.tokenizer_files";
 

@@ -189,8 +189,9 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
   if (!served.tokenizer && (hasText || !request.stop.empty() || request.logprobs))
     throw ApiError(400, "this model has no tokenizer: give prompts as token ids, without stop "
                         "strings or logprobs");
-  if (!request.ignoreEos && served.eosTokenId)
-    request.options.stopTokenIds.push_back(*served.eosTokenId);
+  if (!request.ignoreEos)
+    request.options.stopTokenIds.insert(request.options.stopTokenIds.end(),
+                                        served.eosTokenIds.begin(), served.eosTokenIds.end());
 
   const size_t samples = static_cast<size_t>(request.options.n);
   const size_t numPrompts = request.prompts.size();

@@ -30,8 +30,8 @@ struct ServedModel {
   /// From tokenizer_config.json; parsed when the server starts.
   std::optional<chat::ChatTemplate> chatTemplate;
   std::string bosToken, eosToken;
-  /// Generation stops at this token unless a request says ignore_eos.
-  std::optional<int32_t> eosTokenId;
+  /// Generation stops at these tokens unless a request says ignore_eos.
+  std::vector<int32_t> eosTokenIds;
   /// The id /v1/models lists and requests name.
   std::string name;
 };

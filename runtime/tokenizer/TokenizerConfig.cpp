@@ -2,9 +2,12 @@
 #include "runtime/tokenizer/TokenizerConfig.h"
 
 #include "runtime/tokenizer/JsonNode.h"
+#include "runtime/tokenizer/Tokenizer.h"
 
 #include "runtime/core/Error.h"
 
+#include <algorithm>
+#include <climits>
 #include <fstream>
 #include <sstream>
 
@@ -41,6 +44,21 @@ std::string siblingPath(const std::string &path, const std::string &name) {
   return slash == std::string::npos ? name : path.substr(0, slash + 1) + name;
 }
 
+/// generation_config.json's eos_token_id: an id, a list of ids, or absent.
+std::vector<int32_t> eosTokenIdsOf(const std::string &path, const std::string &contents) {
+  nlohmann::json document = nlohmann::json::parse(contents, nullptr, false);
+  if (document.is_discarded() || !document.is_object()) throw Error(path + ": not a JSON object");
+  JsonNode root(document, path);
+  if (!root.has("eos_token_id") || root["eos_token_id"].json().is_null()) return {};
+  JsonNode field = root["eos_token_id"];
+  constexpr int64_t kMaxId = INT32_MAX;
+  if (!field.json().is_array()) return {static_cast<int32_t>(field.integer(0, kMaxId))};
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < field.arraySize(); ++i)
+    ids.push_back(static_cast<int32_t>(field.element(i).integer(0, kMaxId)));
+  return ids;
+}
+
 std::optional<std::string> readFileIfPresent(const std::string &path) {
   std::ifstream stream(path, std::ios::binary);
   if (!stream) return std::nullopt;
@@ -61,7 +79,24 @@ TokenizerConfig TokenizerConfig::load(const std::string &path) {
   config.eosToken = specialToken(root, "eos_token");
   config.chatTemplate = readFileIfPresent(siblingPath(path, "chat_template.jinja"));
   if (!config.chatTemplate) config.chatTemplate = chatTemplateOf(root);
+  std::string generationPath = siblingPath(path, "generation_config.json");
+  if (std::optional<std::string> generation = readFileIfPresent(generationPath))
+    config.eosTokenIds = eosTokenIdsOf(generationPath, *generation);
   return config;
+}
+
+std::vector<int32_t> endOfSequenceIds(const TokenizerConfig &config, const Tokenizer *tokenizer,
+                                      int64_t vocabSize) {
+  std::vector<int32_t> ids;
+  if (tokenizer && config.eosToken)
+    if (std::optional<int32_t> id = tokenizer->tokenToId(*config.eosToken)) ids.push_back(*id);
+  for (int32_t id : config.eosTokenIds) {
+    if (vocabSize > 0 && id >= vocabSize)
+      throw Error("generation_config.json: eos_token_id " + std::to_string(id) +
+                  " is outside the vocabulary of " + std::to_string(vocabSize));
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
 }
 
 } // namespace llmc::runtime::tokenizer

@@ -2,8 +2,10 @@
 #ifndef LLMC_RUNTIME_TOKENIZER_TOKENIZERCONFIG_H
 #define LLMC_RUNTIME_TOKENIZER_TOKENIZERCONFIG_H
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace llmc::runtime::tokenizer {
 
@@ -17,10 +19,23 @@ struct TokenizerConfig {
   /// config's `chat_template`, a string or a list of {name, template} of
   /// which "default" (or the first) is taken.
   std::optional<std::string> chatTemplate;
+  /// The ids generation ends at: generation_config.json's eos_token_id beside
+  /// the config (one id or several: Llama-3 names three), when it is there.
+  std::vector<int32_t> eosTokenIds;
 
-  /// Reads `path`; throws Error when it cannot be read or is not a JSON object.
+  /// Reads `path` (and generation_config.json beside it); throws Error when
+  /// either cannot be read or is not a JSON object, or an eos id is not one.
   static TokenizerConfig load(const std::string &path);
 };
+
+class Tokenizer;
+
+/// The ids generation ends at: the eos token's id (when `tokenizer` knows it)
+/// and generation_config.json's, each once. Throws Error when one is not below
+/// `vocabSize` (0: unchecked), so that a bad config fails at startup, not
+/// every request.
+std::vector<int32_t> endOfSequenceIds(const TokenizerConfig &config, const Tokenizer *tokenizer,
+                                      int64_t vocabSize);
 
 } // namespace llmc::runtime::tokenizer
 

@@ -178,3 +178,28 @@ def test_supported_models_table(outcomes):
     assert TABLE.exists() and TABLE.read_text() == table, (
         "docs/supported-models.md differs from the outcomes: rerun with "
         "LLMC_UPDATE_SUPPORTED_MODELS=1 and commit it")
+
+
+def test_generation_config_ends_generation(tmp_path):
+    """The artifact carries generation_config.json, and generation ends at any of its
+    eos_token_id (a list, as Llama-3 writes it) as well as at the tokenizer's eos."""
+    export = tmp_path / "export"
+    shutil.copytree(EXPORTS_DIR / "optimum" / "llama-gqa", export)
+
+    def run() -> list[int]:
+        artifact = tmp_path / "model.llmc"
+        subprocess.run([str(LLMC), "compile", str(export / "model.onnx"), "-o", str(artifact),
+                        "--quiet"], check=True)
+        result = subprocess.run([str(LLMC), "run", str(artifact), "--prompt", "Hello world",
+                                 "--max-tokens", "8", "--print-ids"],
+                                capture_output=True, text=True, check=True)
+        return [int(token) for token in result.stdout.split()]
+
+    (export / "generation_config.json").unlink()
+    free = run()
+    assert len(free) == 8
+    stop = free[3]
+    assert stop not in free[:3], "pick a prompt whose fourth token is new"
+    other = next(token for token in range(3, 512) if token not in free)
+    (export / "generation_config.json").write_text('{"eos_token_id": [%d, %d]}' % (other, stop))
+    assert run() == free[:4]

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 
@@ -398,6 +399,34 @@ TEST(TokenizerConfig, ReadsSpecialTokensAsStringsOrObjects) {
   EXPECT_EQ(config.eosToken, "</s>");
   std::remove(path.c_str());
   EXPECT_THROW(TokenizerConfig::load(path), Error);
+}
+
+TEST(TokenizerConfig, ReadsEosIdsFromGenerationConfigBeside) {
+  std::string directory = ::testing::TempDir() + "generation_config_test/";
+  std::filesystem::create_directories(directory);
+  std::string path = directory + "tokenizer_config.json";
+  std::string generation = directory + "generation_config.json";
+  std::ofstream(path) << R"({"eos_token": "</s>"})";
+  EXPECT_TRUE(TokenizerConfig::load(path).eosTokenIds.empty());
+
+  // Llama-3 names several ids; each ends generation, once.
+  std::ofstream(generation) << R"({"bos_token_id": 1, "eos_token_id": [128001, 128008, 128001]})";
+  TokenizerConfig config = TokenizerConfig::load(path);
+  EXPECT_EQ(config.eosTokenIds, (std::vector<int32_t>{128001, 128008, 128001}));
+  EXPECT_EQ(endOfSequenceIds(config, nullptr, 128256), (std::vector<int32_t>{128001, 128008}));
+  EXPECT_THROW(endOfSequenceIds(config, nullptr, 128002), Error);
+
+  std::ofstream(generation) << R"({"eos_token_id": 2})";
+  EXPECT_EQ(TokenizerConfig::load(path).eosTokenIds, (std::vector<int32_t>{2}));
+
+  // Bad input: one clear error.
+  std::ofstream(generation) << R"({"eos_token_id": "</s>"})";
+  EXPECT_THROW(TokenizerConfig::load(path), Error);
+  std::ofstream(generation) << R"({"eos_token_id": [-1]})";
+  EXPECT_THROW(TokenizerConfig::load(path), Error);
+  std::ofstream(generation) << "not json";
+  EXPECT_THROW(TokenizerConfig::load(path), Error);
+  std::filesystem::remove_all(directory);
 }
 
 TEST(TokenizerCApi, EncodeDecodeAndStreamThroughTheCInterface) {

@@ -172,10 +172,10 @@ std::optional<RunOptions> parseArguments(const std::vector<std::string> &args) {
 
 double perSecond(int64_t count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
 
-/// The artifact's tokenizer, for text prompts, and the id generation stops at.
+/// The artifact's tokenizer, for text prompts, and the ids generation stops at.
 struct TextSupport {
   std::unique_ptr<runtime::tokenizer::Tokenizer> tokenizer;
-  std::optional<int32_t> endOfSequence;
+  std::vector<int32_t> endOfSequence;
 };
 
 TextSupport loadTokenizer(const runtime::Artifact &artifact) {
@@ -187,7 +187,8 @@ TextSupport loadTokenizer(const runtime::Artifact &artifact) {
   support.tokenizer = runtime::tokenizer::Tokenizer::fromFile(artifact.tokenizerFile());
   if (!artifact.tokenizerConfigFile().empty()) {
     auto config = runtime::tokenizer::TokenizerConfig::load(artifact.tokenizerConfigFile());
-    if (config.eosToken) support.endOfSequence = support.tokenizer->tokenToId(*config.eosToken);
+    support.endOfSequence = runtime::tokenizer::endOfSequenceIds(config, support.tokenizer.get(),
+                                                                 artifact.model().vocabSize);
   }
   return support;
 }
@@ -278,7 +279,7 @@ int runRun(const std::vector<std::string> &args) {
     runtime::RequestOptions request;
     request.maxTokens = options->maxTokens;
     request.sampling = options->sampling;
-    if (text.endOfSequence) request.stopTokenIds.push_back(*text.endOfSequence);
+    request.stopTokenIds = text.endOfSequence;
     // One text prompt is printed as it is generated.
     std::optional<TextStream> stream;
     std::function<void(const runtime::StepOutput &)> onOutput;

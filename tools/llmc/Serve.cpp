@@ -152,8 +152,8 @@ int runServe(const std::vector<std::string> &args) {
     served.chatTemplate = std::move(chatTemplate);
     served.bosToken = text.config.bosToken.value_or("");
     served.eosToken = text.config.eosToken.value_or("");
-    if (text.tokenizer && text.config.eosToken)
-      served.eosTokenId = text.tokenizer->tokenToId(*text.config.eosToken);
+    served.eosTokenIds = runtime::tokenizer::endOfSequenceIds(text.config, text.tokenizer.get(),
+                                                              model.config().vocabSize);
     served.name = command->modelName;
     if (!served.chatTemplate)
       std::cerr << "llmc serve: the model has no chat template: /v1/chat/completions is off\n";
