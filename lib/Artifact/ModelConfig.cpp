@@ -65,6 +65,25 @@ llvm::Expected<std::optional<int64_t>> readMaxPositionEmbeddings(llvm::StringRef
                         "genai_config.json's model.context_length");
 }
 
+llvm::Error checkRopeScaling(llvm::StringRef modelPath) {
+  auto config = readBeside(modelPath, "config.json");
+  if (!config) return config.takeError();
+  const llvm::json::Object *object = *config ? (*config)->getAsObject() : nullptr;
+  const llvm::json::Object *scaling = object ? object->getObject("rope_scaling") : nullptr;
+  if (!scaling) return llvm::Error::success();
+  std::optional<llvm::StringRef> type = scaling->getString("rope_type");
+  if (!type) type = scaling->getString("type");
+  // Linear and Llama-3 scaling change the frequencies, which the export holds as
+  // constants; dynamic NTK scaling changes them only past max_position_embeddings,
+  // which bounds max_positions. YaRN and LongRoPE also scale cos/sin or switch
+  // tables with the length.
+  if (!type || llvm::is_contained({"default", "linear", "dynamic", "llama3"}, *type))
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "config.json's rope_scaling '%s' is not supported",
+                                 type->str().c_str());
+}
+
 LogicalResult applyModelConfig(ModuleOp module, llvm::StringRef modelPath) {
   auto length = readMaxPositionEmbeddings(modelPath);
   if (!length) return module.emitError(llvm::toString(length.takeError()));

@@ -447,6 +447,11 @@ int runCompile(const CompileOptions &options) {
     }
     progress.stage(pipelineStage(options, optLevel));
   }
+  // A model the compiled step would compute wrongly is refused before compiling it.
+  if (llvm::Error unsupported = checkRopeScaling(inputPath)) {
+    module->emitError(llvm::toString(std::move(unsupported)));
+    return 1;
+  }
   if (failed(pm.run(*module))) return 1;
   progress.finish();
   bool lowered = cuda ? (*module)->hasAttr("llmc.cuda_plan") : !!module->lookupSymbol("llmc_step");

@@ -21,6 +21,12 @@ namespace llmc {
 /// not a positive integer.
 llvm::Expected<std::optional<int64_t>> readMaxPositionEmbeddings(llvm::StringRef modelPath);
 
+/// An error when config.json's rope_scaling is of a type the compiled model
+/// would not compute: YaRN and LongRoPE scale cos/sin or switch tables with
+/// the length; linear, Llama-3 and dynamic NTK scaling are what the export's
+/// frequencies and max_position_embeddings already hold.
+llvm::Error checkRopeScaling(llvm::StringRef modelPath);
+
 /// Bounds the positions in `module`'s step info (the manifest's
 /// max_positions, which the engine takes as the default max_model_len) by
 /// readMaxPositionEmbeddings. Call before writing the artifact.
