@@ -1,8 +1,6 @@
 //===- ShapeHelpers.cpp - constants and shapes in the onnx dialect --------===//
 #include "dialects/onnx/ShapeHelpers.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-
 #include "dialects/onnx/OnnxDialect.h"
 #include "llmc/Support/TensorShape.h"
 
@@ -122,13 +120,12 @@ std::optional<SmallVector<int64_t>> rankedShape(Value value) {
   if (!type) return std::nullopt;
   return SmallVector<int64_t>(type.getShape());
 }
-} // namespace
 
 /// A dim of a model input with the same ONNX dim_param name as an earlier
 /// input's is that input's dim: exporters name the dims they share
 /// (torch.onnx's `s44` on input_ids and position_ids, genai's `batch_size`).
 /// Other dims are themselves.
-static std::pair<Value, int64_t> namedInputDim(Value value, int64_t index) {
+std::pair<Value, int64_t> namedInputDim(Value value, int64_t index) {
   auto arg = dyn_cast<BlockArgument>(value);
   auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
   if (!func) return {value, index};
@@ -147,6 +144,7 @@ static std::pair<Value, int64_t> namedInputDim(Value value, int64_t index) {
   }
   return {value, index};
 }
+} // namespace
 
 std::pair<Value, int64_t> canonicalDim(Value value, int64_t index) {
   while (Operation *op = value.getDefiningOp()) {

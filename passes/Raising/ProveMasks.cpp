@@ -338,11 +338,9 @@ bool guardsAttention(onnx::WhereOp where) {
       rankOf(where.getCondition()) != 4)
     return false;
   if (definedBy<onnx::AttentionOp>(output)) return true;
+  // What raising takes for decomposed attention (RaiseDecomposedAttention).
   auto product = definedBy<onnx::MatMulOp>(output);
-  if (!product) return false;
-  Value probabilities = product.getA();
-  if (auto nanGuard = definedBy<onnx::WhereOp>(probabilities)) probabilities = nanGuard.getY();
-  return definedBy<onnx::SoftmaxOp>(probabilities) != nullptr;
+  return product && definedBy<onnx::SoftmaxOp>(skipCasts(skipNaNGuard(product.getA())));
 }
 
 /// A claim about one value that must hold on every probe, and the attribute

@@ -9,10 +9,6 @@ using namespace mlir;
 namespace llmc::raising {
 namespace {
 
-bool hasPerm(onnx::TransposeOp op, ArrayRef<int64_t> perm) {
-  return op && op.getPerm() && *op.getPerm() == perm;
-}
-
 /// Transpose(Reshape(x[b, s, H*D] -> [b, s, H, D]), [0, 2, 1, 3]) -> split_heads,
 /// also with a norm over D between the two (Qwen3's q_norm and k_norm), which
 /// becomes a per-head norm of x before the split.
@@ -156,16 +152,6 @@ Value peelScale(Value value, double &scale) {
     if (constantScalar(mul.getA())) return scale *= *constantScalar(mul.getA()), mul.getB();
   }
   return value;
-}
-
-/// `probs` without the guard exports put after a softmax whose rows may be
-/// all hidden: Where(IsNaN(p), 0, p). A causal row always sees its own token,
-/// and the serving form has no padded rows, so the guard never fires there.
-Value skipNaNGuard(Value probs) {
-  auto where = definedBy<onnx::WhereOp>(probs);
-  auto isNaN = where ? definedBy<onnx::IsNaNOp>(where.getCondition()) : onnx::IsNaNOp();
-  if (!isNaN || isNaN.getX() != where.getY() || !isConstantScalar(where.getX(), 0.0)) return probs;
-  return where.getY();
 }
 
 /// MatMul(Softmax(MatMul(q, Transpose(k)) * scale + mask), v) -> attention.

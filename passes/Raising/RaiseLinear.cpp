@@ -90,8 +90,7 @@ struct RaiseFlattenedGemm : OpRewritePattern<onnx::ReshapeOp> {
     // The heads merged and flattened at once (the attention output's projection):
     // [b, s, H, D] from Transpose(heads, [0, 2, 1, 3]) is merge_heads(heads).
     auto mergedHeads = definedBy<onnx::TransposeOp>(x);
-    bool merge = x && rankOf(x) == 4 && mergedHeads && mergedHeads.getPerm() &&
-                 *mergedHeads.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3} &&
+    bool merge = x && rankOf(x) == 4 && hasPerm(mergedHeads, {0, 2, 1, 3}) &&
                  !ShapedType::isDynamic(dimOf(x, 2)) && !ShapedType::isDynamic(dimOf(x, 3));
     int64_t features = !x ? ShapedType::kDynamic
                        : merge ? dimOf(x, 2) * dimOf(x, 3)

@@ -56,6 +56,14 @@ bool isNone(mlir::Value value);
 /// `value` as an llm op's optional operand: null where onnx passes None.
 mlir::Value optionalOperand(mlir::Value value);
 
+/// Whether `op` is a Transpose with exactly this perm.
+bool hasPerm(onnx::TransposeOp op, llvm::ArrayRef<int64_t> perm);
+
+/// `probs` without the guard exports put after a softmax whose rows may be
+/// all hidden: Where(IsNaN(p), 0, p). A causal row always sees its own token,
+/// and the serving form has no padded rows, so the guard never fires there.
+mlir::Value skipNaNGuard(mlir::Value probs);
+
 /// Whether `op` swaps the two dims of a matrix: perm [1, 0], or no perm
 /// (ONNX reverses the dims then, as torch.onnx writes `weight.T`).
 bool isMatrixTranspose(onnx::TransposeOp op);

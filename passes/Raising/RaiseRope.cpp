@@ -84,7 +84,7 @@ FailureOr<RopeTables> analyseAngles(Value freqs, OpBuilder &builder, Location lo
   Value invFreq, positionsSource;
   auto transpose = definedBy<onnx::TransposeOp>(freqs);
   auto outer = definedBy<onnx::MulOp>(freqs);
-  if (transpose && transpose.getPerm() && *transpose.getPerm() == ArrayRef<int64_t>{0, 2, 1}) {
+  if (hasPerm(transpose, {0, 2, 1})) {
     auto matmul = definedBy<onnx::MatMulOp>(transpose.getData());
     if (!matmul) return failure();
     invFreq = matmul.getA(), positionsSource = matmul.getB();

@@ -70,6 +70,17 @@ Value createF32Constant(OpBuilder &builder, Location loc, ArrayRef<int64_t> shap
   return onnx::ConstantOp::create(builder, loc, type, value);
 }
 
+bool hasPerm(onnx::TransposeOp op, ArrayRef<int64_t> perm) {
+  return op && op.getPerm() && *op.getPerm() == perm;
+}
+
+Value skipNaNGuard(Value probs) {
+  auto where = definedBy<onnx::WhereOp>(probs);
+  auto isNaN = where ? definedBy<onnx::IsNaNOp>(where.getCondition()) : onnx::IsNaNOp();
+  if (!isNaN || isNaN.getX() != where.getY() || !isConstantScalar(where.getX(), 0.0)) return probs;
+  return where.getY();
+}
+
 bool isMatrixTranspose(onnx::TransposeOp op) {
   if (!op || rankOf(op.getData()) != 2) return false;
   return !op.getPerm() || *op.getPerm() == ArrayRef<int64_t>{1, 0};
