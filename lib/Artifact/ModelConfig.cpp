@@ -31,7 +31,7 @@ llvm::Expected<std::optional<llvm::json::Value>> readBeside(llvm::StringRef mode
   return std::optional<llvm::json::Value>(std::move(*parsed));
 }
 
-/// `value` as a positive length, or an error naming where it came from.
+/// `value` as a positive length (nullopt when absent), or an error naming where it came from.
 llvm::Expected<std::optional<int64_t>> positiveLength(const llvm::json::Value *value,
                                                       llvm::StringRef where) {
   if (!value) return std::nullopt;
@@ -42,41 +42,16 @@ llvm::Expected<std::optional<int64_t>> positiveLength(const llvm::json::Value *v
   return length;
 }
 
-} // namespace
-
-llvm::Expected<std::optional<int64_t>> readMaxPositionEmbeddings(llvm::StringRef modelPath) {
-  auto config = readBeside(modelPath, "config.json");
-  if (!config) return config.takeError();
-  if (*config) {
-    const llvm::json::Object *object = (*config)->getAsObject();
-    if (!object)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "config.json is not a JSON object");
-    for (llvm::StringRef field : {"max_position_embeddings", "n_positions"})
-      if (const llvm::json::Value *value = object->get(field))
-        return positiveLength(value, ("config.json's " + field).str());
-  }
-  auto genai = readBeside(modelPath, "genai_config.json");
-  if (!genai) return genai.takeError();
-  if (!*genai) return std::nullopt;
-  const llvm::json::Object *object = (*genai)->getAsObject();
-  const llvm::json::Object *model = object ? object->getObject("model") : nullptr;
-  return positiveLength(model ? model->get("context_length") : nullptr,
-                        "genai_config.json's model.context_length");
-}
-
-llvm::Error checkRopeScaling(llvm::StringRef modelPath) {
-  auto config = readBeside(modelPath, "config.json");
-  if (!config) return config.takeError();
-  const llvm::json::Object *object = *config ? (*config)->getAsObject() : nullptr;
-  const llvm::json::Object *scaling = object ? object->getObject("rope_scaling") : nullptr;
+/// config.json's rope_scaling, when it is of a type the compiled model would not
+/// compute. Linear and Llama-3 scaling change the frequencies, which the export
+/// holds as constants; dynamic NTK scaling changes them only past
+/// max_position_embeddings, which bounds max_positions. YaRN and LongRoPE also
+/// scale cos/sin or switch tables with the length.
+llvm::Error checkRopeScaling(const llvm::json::Object &config) {
+  const llvm::json::Object *scaling = config.getObject("rope_scaling");
   if (!scaling) return llvm::Error::success();
   std::optional<llvm::StringRef> type = scaling->getString("rope_type");
   if (!type) type = scaling->getString("type");
-  // Linear and Llama-3 scaling change the frequencies, which the export holds as
-  // constants; dynamic NTK scaling changes them only past max_position_embeddings,
-  // which bounds max_positions. YaRN and LongRoPE also scale cos/sin or switch
-  // tables with the length.
   if (!type || llvm::is_contained({"default", "linear", "dynamic", "llama3"}, *type))
     return llvm::Error::success();
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -84,13 +59,44 @@ llvm::Error checkRopeScaling(llvm::StringRef modelPath) {
                                  type->str().c_str());
 }
 
-LogicalResult applyModelConfig(ModuleOp module, llvm::StringRef modelPath) {
-  auto length = readMaxPositionEmbeddings(modelPath);
-  if (!length) return module.emitError(llvm::toString(length.takeError()));
-  if (!*length) return success();
+} // namespace
+
+llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
+  ExporterConfig found;
+  auto config = readBeside(modelPath, "config.json");
+  if (!config) return config.takeError();
+  if (*config) {
+    const llvm::json::Object *object = (*config)->getAsObject();
+    if (!object)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "config.json is not a JSON object");
+    if (llvm::Error unsupported = checkRopeScaling(*object)) return std::move(unsupported);
+    for (llvm::StringRef field : {"max_position_embeddings", "n_positions"})
+      if (const llvm::json::Value *value = object->get(field)) {
+        auto length = positiveLength(value, ("config.json's " + field).str());
+        if (!length) return length.takeError();
+        found.maxPositionEmbeddings = *length;
+        return found;
+      }
+  }
+  auto genai = readBeside(modelPath, "genai_config.json");
+  if (!genai) return genai.takeError();
+  if (!*genai) return found;
+  const llvm::json::Object *object = (*genai)->getAsObject();
+  const llvm::json::Object *model = object ? object->getObject("model") : nullptr;
+  auto length = positiveLength(model ? model->get("context_length") : nullptr,
+                               "genai_config.json's model.context_length");
+  if (!length) return length.takeError();
+  found.maxPositionEmbeddings = *length;
+  return found;
+}
+
+LogicalResult applyExporterConfig(ModuleOp module, const ExporterConfig &config) {
+  if (!config.maxPositionEmbeddings) return success();
   FailureOr<StepInfo> info = getStepInfo(module);
   if (failed(info)) return failure();
-  info->maxPositions = info->maxPositions ? std::min(info->maxPositions, **length) : **length;
+  int64_t length = *config.maxPositionEmbeddings;
+  info->maxPositions = info->maxPositions ? std::min(info->maxPositions, length) : length;
   setStepInfo(module, *info);
   return success();
 }

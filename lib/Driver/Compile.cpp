@@ -447,9 +447,11 @@ int runCompile(const CompileOptions &options) {
     }
     progress.stage(pipelineStage(options, optLevel));
   }
-  // A model the compiled step would compute wrongly is refused before compiling it.
-  if (llvm::Error unsupported = checkRopeScaling(inputPath)) {
-    module->emitError(llvm::toString(std::move(unsupported)));
+  // The exporter's config is read before compiling: a model the compiled step
+  // would compute wrongly is refused first.
+  llvm::Expected<ExporterConfig> exporterConfig = readExporterConfig(inputPath);
+  if (!exporterConfig) {
+    module->emitError(llvm::toString(exporterConfig.takeError()));
     return 1;
   }
   if (failed(pm.run(*module))) return 1;
@@ -472,7 +474,7 @@ int runCompile(const CompileOptions &options) {
       if (failed(writeGraphLibrary(*module, signature, outputPath, host))) return 1;
     } else {
       auto stage = [&](llvm::StringRef what) { progress.stage(what); };
-      if (failed(applyModelConfig(*module, inputPath)) ||
+      if (failed(applyExporterConfig(*module, *exporterConfig)) ||
           failed(copyTokenizerFiles(*module, inputPath, outputPath)))
         return 1;
       if (cuda ? failed(writeCudaArtifact(*module, outputPath, cudaTarget, stage))

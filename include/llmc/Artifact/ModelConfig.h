@@ -14,23 +14,26 @@
 
 namespace llmc {
 
-/// The positions the model was trained for, from the config beside
-/// `modelPath`: config.json's max_position_embeddings (GPT-2's n_positions)
-/// or genai_config.json's model.context_length; nullopt when neither file or
-/// field is there. An error when a file there is not JSON or the length is
-/// not a positive integer.
-llvm::Expected<std::optional<int64_t>> readMaxPositionEmbeddings(llvm::StringRef modelPath);
+/// What the config beside the model says that the artifact keeps.
+struct ExporterConfig {
+  /// The positions the model was trained for: config.json's
+  /// max_position_embeddings (GPT-2's n_positions) or genai_config.json's
+  /// model.context_length; nullopt when neither is there.
+  std::optional<int64_t> maxPositionEmbeddings;
+};
 
-/// An error when config.json's rope_scaling is of a type the compiled model
-/// would not compute: YaRN and LongRoPE scale cos/sin or switch tables with
-/// the length; linear, Llama-3 and dynamic NTK scaling are what the export's
-/// frequencies and max_position_embeddings already hold.
-llvm::Error checkRopeScaling(llvm::StringRef modelPath);
+/// Reads the config beside `modelPath`, once, before compiling: an error when
+/// a file there is not JSON, a length is not a positive integer, or
+/// config.json's rope_scaling is of a type the compiled model would not
+/// compute (YaRN and LongRoPE scale cos/sin or switch tables with the length;
+/// linear, Llama-3 and dynamic NTK scaling are what the export's frequencies
+/// and max_position_embeddings already hold).
+llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath);
 
 /// Bounds the positions in `module`'s step info (the manifest's
 /// max_positions, which the engine takes as the default max_model_len) by
-/// readMaxPositionEmbeddings. Call before writing the artifact.
-mlir::LogicalResult applyModelConfig(mlir::ModuleOp module, llvm::StringRef modelPath);
+/// the config's. Call before writing the artifact.
+mlir::LogicalResult applyExporterConfig(mlir::ModuleOp module, const ExporterConfig &config);
 
 } // namespace llmc
 
