@@ -363,6 +363,27 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
             out = {*shape, broadcastTo(*in[0], *shape)};
             return success();
           })
+          .Case([&](TileOp) -> LogicalResult {
+            SmallVector<int64_t> repeats = asInts(*in[1]);
+            const HostTensor &input = *in[0];
+            if (repeats.size() != input.shape.size())
+              return fail(op, "repeats does not give one count per dim");
+            SmallVector<int64_t> shape;
+            for (auto [dim, count] : llvm::zip(input.shape, repeats)) {
+              if (count < 0 || count > maxElements)
+                return fail(op, "a repeat count is out of range");
+              shape.push_back(dim * count);
+            }
+            if (!fitsIn(shape, maxElements)) return fail(op, "the result is too large");
+            out.shape.assign(shape.begin(), shape.end());
+            out.data.resize(numElements(shape));
+            SmallVector<int64_t> source(shape.size());
+            forEachIndex(shape, [&](ArrayRef<int64_t> index, int64_t flat) {
+              for (size_t d = 0; d < shape.size(); ++d) source[d] = index[d] % input.shape[d];
+              out.data[flat] = input.at(source);
+            });
+            return success();
+          })
           .Case([&](ConcatOp c) -> LogicalResult {
             const HostTensor &first = *in[0];
             FailureOr<int64_t> axis = axisOf(c.getAxis(), first.shape.size());

@@ -82,8 +82,9 @@ struct FixedDims {
 SmallVector<Probe> makeProbes(const FixedDims &fixed, int64_t longPast) {
   struct Wanted { int64_t batch, past, fresh; };
   // Prefill with left padding, a continuation over a padded past, a decode
-  // step, right padding, and a past longer than any window.
-  SmallVector<Wanted> wanted = {{2, 0, 4}, {2, 3, 2}, {1, 5, 1}, {2, 0, 5}, {1, longPast, 2}};
+  // step over a padded past, right padding, and a decode step after a past
+  // longer than any window.
+  SmallVector<Wanted> wanted = {{2, 0, 4}, {2, 3, 2}, {2, 5, 1}, {2, 0, 5}, {1, longPast, 1}};
   SmallVector<Probe> probes;
   for (auto [index, w] : llvm::enumerate(wanted)) {
     Probe p{fixed.batch.value_or(w.batch), fixed.past.value_or(w.past),
@@ -399,6 +400,12 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<Pro
     for (std::string &w : why) w = "no probe fits the static dims of the inputs";
 
   for (ProbedFact &fact : facts) fact.proven = !probes.empty();
+  // An export may not take every probe: the genai builder's fp16 CPU model builds its
+  // causal mask as [new, new], which fits prefill from an empty cache and one-token
+  // decode only. What it computes is proven on the probes it takes, and only if they
+  // include prefill and steps after a past.
+  SmallVector<Probe> accepted;
+  std::string rejectedWhy;
   for (const Probe &probe : probes) {
     if (llvm::all_of(why, [](const std::string &w) { return !w.empty(); }) &&
         llvm::none_of(facts, [](const ProbedFact &fact) { return fact.proven; }))
@@ -415,18 +422,21 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<Pro
     terminator->insertOperands(terminator->getNumOperands(), tracked.values);
     if (succeeded(inputs)) {
       for (auto [arg, type] : llvm::zip(clone->getArguments(), inputs->types)) arg.setType(type);
-      // An export may not take every probe (a mask built for prefill or one-token decode
-      // only): its shape error says why the mask is not proven, and is no error of the model.
       std::string shapeError;
       ScopedDiagnosticHandler quiet(context, [&](Diagnostic &diagnostic) {
         if (diagnostic.getSeverity() == DiagnosticSeverity::Error && shapeError.empty())
           shapeError = diagnostic.str();
         return success();
       });
-      if (failed(onnx::inferShapesAndFold(*clone, kMaxShapeRounds, &tracked)))
-        inputsWhy = "shape inference fails on a probe of " + std::to_string(probe.past) +
-                    " past and " + std::to_string(probe.fresh) + " new tokens (" + shapeError + ")";
+      if (failed(onnx::inferShapesAndFold(*clone, kMaxShapeRounds, &tracked))) {
+        if (rejectedWhy.empty())
+          rejectedWhy = "shape inference fails on a probe of " + std::to_string(probe.past) +
+                        " past and " + std::to_string(probe.fresh) + " new tokens (" +
+                        shapeError + ")";
+        continue;
+      }
     }
+    accepted.push_back(probe);
     DenseMap<Value, onnx::HostTensor> given;
     if (succeeded(inputs))
       for (auto &[number, value] : inputs->values) given[clone->getArgument(number)] = value;
@@ -469,13 +479,22 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<Pro
       evaluator.failureReason.clear();
     }
   }
+  auto coveredBy = [&](ArrayRef<Probe> set, bool afterPast) {
+    return llvm::any_of(set, [&](const Probe &p) { return afterPast ? p.past > 0 : p.fresh > 1; });
+  };
+  for (bool afterPast : {false, true}) {
+    if (!coveredBy(probes, afterPast) || coveredBy(accepted, afterPast)) continue;
+    for (std::string &w : why)
+      if (w.empty()) w = rejectedWhy;
+    for (ProbedFact &fact : facts) fact.proven = false;
+  }
   for (const ProbedFact &fact : facts)
     if (fact.proven) fact.owner->setAttr(fact.attr, UnitAttr::get(context));
 
   Builder builder(context);
   for (auto [index, site] : llvm::enumerate(sites)) {
     FailureOr<Hypothesis> h = failure();
-    if (why[index].empty()) h = explain(probes, observed[index], why[index]);
+    if (why[index].empty()) h = explain(accepted, observed[index], why[index]);
     if (failed(h)) {
       LLMC_DEBUG(llvm::dbgs() << "mask of " << site.consumer->getLoc() << " not proven: "
                               << why[index] << "\n");
@@ -501,6 +520,9 @@ void proveAttentionMasks(func::FuncOp func) {
       if (Value mask = splitScores(softmax).mask) sites.push_back({op, mask});
     } else if (auto attention = dyn_cast<onnx::AttentionOp>(op)) {
       if (!isNone(attention.getAttnMask())) sites.push_back({op, attention.getAttnMask()});
+    } else if (auto attention = dyn_cast<onnx::MultiHeadAttentionOp>(op)) {
+      if (!isNone(attention.getAttentionBias()))
+        sites.push_back({op, attention.getAttentionBias()});
     }
   });
   SmallVector<ProbedFact> facts;

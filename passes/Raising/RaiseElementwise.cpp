@@ -76,8 +76,8 @@ struct RaiseElementwiseOp : RewritePattern {
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
     if (!isSupported(op)) return failure();
     auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!type || type.getRank() != 3 || !type.getElementType().isF32())
-      return rewriter.notifyMatchFailure(op, "its result is not an f32 [batch, seq, features] activation");
+    if (!type || type.getRank() != 3 || !isa<FloatType>(type.getElementType()))
+      return rewriter.notifyMatchFailure(op, "its result is not a float [batch, seq, features] activation");
     SmallVector<Value> inputs;
     SmallVector<std::optional<APFloat>> splats;
     bool readsActivation = false;

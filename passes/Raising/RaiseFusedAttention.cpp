@@ -16,6 +16,10 @@ namespace {
 /// The [b, heads, s, d] form of a 3-D [b, s, heads*d] or already 4-D input.
 Value toHeads(PatternRewriter &rewriter, Location loc, Value x, int64_t heads) {
   if (rankOf(x) == 4) return x;
+  // Keys that were merged from heads only to be handed over (the genai builder's
+  // repeat_kv before MultiHeadAttention) are taken as they were.
+  if (auto merged = x.getDefiningOp<llm::MergeHeadsOp>())
+    if (dimOf(merged.getInput(), 1) == heads) return merged.getInput();
   auto type = cast<RankedTensorType>(x.getType());
   int64_t hidden = type.getDimSize(2);
   auto headsType = RankedTensorType::get(
@@ -175,14 +179,16 @@ struct RaiseGroupQueryAttention : OpRewritePattern<onnx::GroupQueryAttentionOp> 
   }
 };
 
-/// com.microsoft MultiHeadAttention with separate Q, K, V.
+/// com.microsoft MultiHeadAttention with separate Q, K, V. Its mask is a
+/// key_padding_mask, unidirectional, or an attention_bias proven on probes (the
+/// genai builder's fp16 CPU export, whose keys and values already hold the past).
 struct RaiseMultiHeadAttention : OpRewritePattern<onnx::MultiHeadAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::MultiHeadAttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.getQk().use_empty() || !isNone(op.getBias()) || !isNone(op.getAttentionBias()) ||
-        !isNone(op.getPastSequenceLength()) || !isNone(op.getCacheIndirection()))
-      return rewriter.notifyMatchFailure(op, "uses bias, attention bias, shared buffers or qk");
+    if (!op.getQk().use_empty() || !isNone(op.getBias()) || !isNone(op.getPastSequenceLength()) ||
+        !isNone(op.getCacheIndirection()))
+      return rewriter.notifyMatchFailure(op, "uses bias, shared buffers or qk");
     if (isNone(op.getKey()) || isNone(op.getValue()) || rankOf(op.getQuery()) != 3 ||
         rankOf(op.getKey()) != 3)
       return rewriter.notifyMatchFailure(op, "not separate 3-D query, key and value");
@@ -190,15 +196,25 @@ struct RaiseMultiHeadAttention : OpRewritePattern<onnx::MultiHeadAttentionOp> {
     if (!isValidHeadCount(op.getQuery(), heads) || !isValidHeadCount(op.getKey(), heads))
       return rewriter.notifyMatchFailure(op, "hidden size is not a multiple of num_heads");
     Value attentionMask = op.getKeyPaddingMask();
+    bool causal = op.getUnidirectional() != 0;
     if (!isNone(attentionMask) && rankOf(attentionMask) != 2)
       return rewriter.notifyMatchFailure(op, "key_padding_mask is not [batch, total]");
+    if (!isNone(op.getAttentionBias())) {
+      std::string why;
+      FailureOr<MaskInfo> proven = provenMask(op, why);
+      if (failed(proven)) return rewriter.notifyMatchFailure(op, "attention_bias: " + why);
+      if (!isNone(attentionMask) && proven->attentionMask)
+        return rewriter.notifyMatchFailure(op, "both key_padding_mask and a padding bias");
+      if (proven->attentionMask) attentionMask = proven->attentionMask;
+      causal = causal || proven->causal;
+    }
     Location loc = op.getLoc();
     Value q = toHeads(rewriter, loc, op.getQuery(), heads);
     Value k = toHeads(rewriter, loc, op.getKey(), heads);
     Value v = toHeads(rewriter, loc, op.getValue(), heads);
     replaceWithAttention(rewriter, op,
                          {op.getQuery(), q, k, v, op.getPastKey(), op.getPastValue(), attentionMask,
-                          nonZeroScale(op.getScale()), op.getUnidirectional() != 0});
+                          nonZeroScale(op.getScale()), causal});
     return success();
   }
 };

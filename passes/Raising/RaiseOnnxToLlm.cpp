@@ -90,7 +90,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
     // Attention is the structure a user most needs to know why it was missed.
     for (auto &[name, entry] : leftovers) {
       std::string why;
-      if (isa<onnx::SoftmaxOp, onnx::AttentionOp>(entry.second) &&
+      if (isa<onnx::SoftmaxOp, onnx::AttentionOp, onnx::MultiHeadAttentionOp>(entry.second) &&
           failed(raising::provenMask(entry.second, why))) {
         diag << "; attention mask: " << why;
         break;

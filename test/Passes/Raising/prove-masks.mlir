@@ -386,3 +386,99 @@ func.func @guard_fires(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: t
   %out = onnx.Where %unseen, %zero_out, %o : (tensor<?x1x?x1xi1>, tensor<f32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %out : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// onnxruntime-genai's fp16 CPU export: MultiHeadAttention over keys that hold
+// the past, with an attention_bias of a causal [new, new] part expanded to
+// [batch, 1, new, total] (Tile to the heads) plus the padding. The expand only
+// fits prefill from an empty cache and one-token decode, so the probes of a
+// chunk after a past are rejected by the model; the mask is proven on the
+// others.
+// CHECK-LABEL: func.func @mha_bias_without_chunks
+//  CHECK-SAME:   %[[M:[^:]*]]: tensor<?x?xi64> {onnx.name = "attention_mask"}
+//       CHECK:   llm.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {causal, scale = 2.500000e-01 : f32}
+//   CHECK-NOT:   onnx.MultiHeadAttention
+// ERROR-NOT: error: {{.*}}@mha_bias_without_chunks
+func.func @mha_bias_without_chunks(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>,
+                                   %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                                   %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x?x64xf32> {
+  %none = onnx.None
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax01 = onnx.Constant dense<[0, 1]> : tensor<2xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %one_dim = onnx.Constant dense<[1]> : tensor<1xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %lowest = onnx.Constant dense<-65504.0> : tensor<f32>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %am_shape = onnx.Shape %am : (tensor<?x?xi64>) -> tensor<2xi64>
+  %fresh = onnx.Gather %ids_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %batch = onnx.Gather %am_shape, %c0 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %total = onnx.Gather %am_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %rows = onnx.Range %c0, %fresh, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %rows_col = onnx.Unsqueeze %rows, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %rows_row = onnx.Unsqueeze %rows, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %later = onnx.Less %rows_col, %rows_row : (tensor<?x1xi64>, tensor<1x?xi64>) -> tensor<?x?xi1>
+  %causal = onnx.Where %later, %lowest, %zero : (tensor<?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x?xf32>
+  %causal4 = onnx.Unsqueeze %causal, %ax01 : (tensor<?x?xf32>, tensor<2xi64>) -> tensor<1x1x?x?xf32>
+  %batch1 = onnx.Unsqueeze %batch, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %fresh1 = onnx.Unsqueeze %fresh, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %total1 = onnx.Unsqueeze %total, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %shape4 = onnx.Concat %batch1, %one_dim, %fresh1, %total1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %causal_b = onnx.Expand %causal4, %shape4 : (tensor<1x1x?x?xf32>, tensor<4xi64>) -> tensor<?x1x?x?xf32>
+  %keep = onnx.Unsqueeze %am, %ax12 : (tensor<?x?xi64>, tensor<2xi64>) -> tensor<?x1x1x?xi64>
+  %keepf = onnx.Cast %keep {to = 1 : i64} : (tensor<?x1x1x?xi64>) -> tensor<?x1x1x?xf32>
+  %hidden = onnx.Sub %one, %keepf : (tensor<f32>, tensor<?x1x1x?xf32>) -> tensor<?x1x1x?xf32>
+  %padding = onnx.Mul %hidden, %lowest : (tensor<?x1x1x?xf32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+  %bias = onnx.Add %causal_b, %padding : (tensor<?x1x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x1x?x?xf32>
+  %repeats = onnx.Constant dense<[1, 4, 1, 1]> : tensor<4xi64>
+  %tiled = onnx.Tile %bias, %repeats : (tensor<?x1x?x?xf32>, tensor<4xi64>) -> tensor<?x4x?x?xf32>
+  %o, %pk, %pv, %qk = onnx.MultiHeadAttention %q, %k, %v, %none, %none, %tiled, %none, %none, %none, %none {num_heads = 4 : i64, scale = 2.500000e-01 : f32}
+      : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, none, none, tensor<?x4x?x?xf32>, none, none, none, none) -> (tensor<?x?x64xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %o : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Near miss: a mask that expands a [past + 1] tensor to [2] on the way only
+// fits probes without a past: what it does after one is never seen, so it is
+// not proven, and the error names a probe the model refused.
+// CHECK-LABEL: func.func @mask_for_prefill_only
+//       CHECK:   onnx.MultiHeadAttention
+// ERROR: error: onnx ops not raised to llm: {{.*}}; attention mask: shape inference fails on a probe of 3 past and 2 new tokens
+func.func @mask_for_prefill_only(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>, %v: tensor<?x?x64xf32>,
+                                 %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                                 %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x?x64xf32> {
+  %none = onnx.None
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %two = onnx.Constant dense<[2]> : tensor<1xi64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax01 = onnx.Constant dense<[0, 1]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %lowest = onnx.Constant dense<-65504.0> : tensor<f32>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %am_shape = onnx.Shape %am : (tensor<?x?xi64>) -> tensor<2xi64>
+  %fresh = onnx.Gather %ids_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %total = onnx.Gather %am_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %past = onnx.Sub %total, %fresh : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %past1 = onnx.Add %past, %c1 : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %zeros = onnx.Range %c0, %past1, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pair = onnx.Expand %zeros, %two : (tensor<?xi64>, tensor<1xi64>) -> tensor<?xi64>
+  %offset = onnx.Gather %pair, %c0 {axis = 0 : i64} : (tensor<?xi64>, tensor<i64>) -> tensor<i64>
+  %keys = onnx.Range %offset, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %rows = onnx.Range %c0, %fresh, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %key_pos = onnx.Unsqueeze %keys, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %query_pos = onnx.Unsqueeze %rows, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %later = onnx.Less %query_pos, %key_pos : (tensor<?x1xi64>, tensor<1x?xi64>) -> tensor<?x?xi1>
+  %causal = onnx.Where %later, %lowest, %zero : (tensor<?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x?xf32>
+  %causal4 = onnx.Unsqueeze %causal, %ax01 : (tensor<?x?xf32>, tensor<2xi64>) -> tensor<1x1x?x?xf32>
+  %o, %pk, %pv, %qk = onnx.MultiHeadAttention %q, %k, %v, %none, %none, %causal4, %none, %none, %none, %none {num_heads = 4 : i64, scale = 2.500000e-01 : f32}
+      : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, none, none, tensor<1x1x?x?xf32>, none, none, none, none) -> (tensor<?x?x64xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>)
+  return %o : tensor<?x?x64xf32>
+}
