@@ -9,7 +9,8 @@
 # model.onnx, config.json, generation_config.json and the tokenizer files. CI only reads the
 # committed files: it needs neither torch nor transformers.
 #
-# Exporters: optimum (`optimum-cli export onnx --task text-generation-with-past`, defaults),
+# Exporters: optimum (`optimum-cli export onnx --task text-generation-with-past`, defaults, and
+# `--dtype fp16` for the structurally distinct families),
 # onnxruntime-genai's model builder (`-p fp32|fp16|int4 -e cpu`; a family the builder does not
 # know is skipped, and said so) and torch.onnx's dynamo exporter at opsets 18 and 23
 # (scripts/exporters/dynamo_export.py; the structurally distinct families only, to keep the
@@ -33,7 +34,9 @@ for family in "${families[@]}"; do family_args+=(--family "$family"); done
 KEEP=(model.onnx config.json generation_config.json tokenizer.json tokenizer_config.json
       special_tokens_map.json)
 
-# optimum-onnx: the default export of a decoder with its KV cache.
+# optimum-onnx: the default export of a decoder with its KV cache, and for some families the
+# same with --dtype fp16.
+OPTIMUM_FP16_FAMILIES="llama-gqa gemma gpt2 phi3 qwen3 stablelm"
 for model in "$work"/hf/*/; do
   family=$(basename "$model")
   out=$ROOT/test/exporters/optimum/$family
@@ -49,6 +52,21 @@ for model in "$work"/hf/*/; do
     echo "make-exporter-fixtures: $family has external data: too large to commit" >&2
     exit 1
   fi
+  # --dtype fp16, for the structurally distinct families only (the files add up).
+  [[ " $OPTIMUM_FP16_FAMILIES " == *" $family "* ]] || continue
+  out=$ROOT/test/exporters/optimum-fp16/$family
+  echo "make-exporter-fixtures: optimum fp16 $family"
+  rm -rf "$out"
+  if ! .venv-optimum/bin/optimum-cli export onnx --model "$model" --dtype fp16 \
+      --task text-generation-with-past "$work/optimum-fp16/$family" \
+      >"$work/optimum-fp16-$family.log" 2>&1; then
+    echo "make-exporter-fixtures: optimum does not export $family at fp16: $(tail -n 1 "$work/optimum-fp16-$family.log")"
+    continue
+  fi
+  mkdir -p "$out"
+  for file in "${KEEP[@]}"; do
+    [[ -f $work/optimum-fp16/$family/$file ]] && cp "$work/optimum-fp16/$family/$file" "$out/"
+  done
 done
 # onnxruntime-genai's model builder, for the CPU at each precision. Its weights go to
 # model.onnx.data beside model.onnx, as users receive them.

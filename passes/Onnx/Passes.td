@@ -1,6 +1,7 @@
 //===- Passes.td - Onnx passes -----------------------------*- tablegen -*-===//
 //
-// Onnx dialect clean-up after import: shapes inferred, shape subgraphs folded.
+// Onnx dialect clean-up after import: half precision widened to f32, shapes
+// inferred, shape subgraphs folded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +31,23 @@ def OnnxShapeInferencePass : Pass<"onnx-shape-inference", "mlir::func::FuncOp"> 
            "Give up after this many fold/infer rounds">,
   ];
   let dependentDialects = ["::llmc::onnx::OnnxDialect"];
+}
+
+def OnnxPromoteToF32Pass : Pass<"onnx-promote-to-f32", "mlir::func::FuncOp"> {
+  let summary = "Compute a model stored in f16 or bf16 in f32";
+  let description = [{
+    Half-precision exports (optimum's `--dtype fp16`, the genai builder's
+    `-p fp16`) hold f16 weights and activations, with Casts to f32 and back
+    around what the exporter computes in f32 (norms, rotary tables). The
+    step computes in f32 whatever the model stores, as llama.cpp does with
+    F16 weights on a CPU: every f16 and bf16 type in the function (its
+    signature, op results, region arguments) becomes f32, every
+    half-precision constant is widened once, exactly (weight blobs stay
+    blobs), and a Cast or DequantizeLinear to a half type casts to f32
+    instead, so the Casts between precisions become no-ops that fold. Raising
+    then sees an f32 graph; the CUDA target narrows to its `--dtype` again
+    when it places the weights. An f32 model is unchanged.
+  }];
 }
 
 #endif // LLMC_PASSES_ONNX_PASSES

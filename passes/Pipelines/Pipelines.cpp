@@ -48,6 +48,7 @@ struct FusionPipelineOptions : public PassPipelineOptions<FusionPipelineOptions>
 
 void buildRaisingPipeline(OpPassManager &pm, bool allowLeftovers) {
   OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(createOnnxPromoteToF32Pass());
   func.addPass(createOnnxShapeInferencePass());
   RaiseOnnxToLlmPassOptions raiseOptions;
   raiseOptions.allowLeftovers = allowLeftovers;
@@ -87,7 +88,6 @@ void buildFusionPipeline(OpPassManager &funcPm, unsigned optLevel, bool gatedEpi
 LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &options,
                                 bool lowerToTarget, raw_ostream &errors) {
   OpPassManager &serving = pm.nest<func::FuncOp>();
-  serving.addPass(createLlmPromoteToF32Pass());
   serving.addPass(createLlmGqaRewritePass());
   serving.addPass(createCanonicalizerPass());
   LlmKvCachePagingPassOptions paging;

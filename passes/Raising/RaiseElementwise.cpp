@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -76,8 +77,8 @@ struct RaiseElementwiseOp : RewritePattern {
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
     if (!isSupported(op)) return failure();
     auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!type || type.getRank() != 3 || !isa<FloatType>(type.getElementType()))
-      return rewriter.notifyMatchFailure(op, "its result is not a float [batch, seq, features] activation");
+    if (!type || type.getRank() != 3 || !type.getElementType().isF32())
+      return rewriter.notifyMatchFailure(op, "its result is not an f32 [batch, seq, features] activation");
     SmallVector<Value> inputs;
     SmallVector<std::optional<APFloat>> splats;
     bool readsActivation = false;
@@ -114,10 +115,41 @@ struct RaiseElementwiseOp : RewritePattern {
   }
 };
 
+/// An elementwise op on the logits head's output alone becomes the head's
+/// epilogue (composed after the one it has): the step returns the head.
+struct FoldIntoLogitsEpilogue : OpRewritePattern<llm::ElementwiseOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(llm::ElementwiseOp op, PatternRewriter &rewriter) const override {
+    auto head = op.getInputs().size() == 1 ? op.getInputs()[0].getDefiningOp<llm::LogitsOp>()
+                                           : nullptr;
+    if (!head || !head->hasOneUse() || head.getType() != op.getType())
+      return rewriter.notifyMatchFailure(op, "does not map the logits head's output alone");
+    Location loc = op.getLoc();
+    auto logits = llm::LogitsOp::create(rewriter, loc, head.getType(), head.getInput(),
+                                        head.getWeight(), head.getBias(),
+                                        head.getTransposeWeightAttr());
+    Type element = getElementTypeOrSelf(head.getType());
+    Block *block = rewriter.createBlock(&logits.getEpilogue(), {}, {element}, {loc});
+    Value logit = block->getArgument(0);
+    auto inlineBody = [&](Region &body) {
+      IRMapping mapping;
+      mapping.map(body.front().getArgument(0), logit);
+      for (Operation &scalar : body.front().without_terminator()) rewriter.clone(scalar, mapping);
+      logit = mapping.lookupOrDefault(body.front().getTerminator()->getOperand(0));
+    };
+    if (!head.getEpilogue().empty()) inlineBody(head.getEpilogue());
+    inlineBody(op.getBody());
+    llm::YieldOp::create(rewriter, loc, logit);
+    rewriter.replaceOp(op, logits.getResult());
+    rewriter.eraseOp(head);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateElementwisePatterns(RewritePatternSet &patterns) {
-  patterns.add<RaiseElementwiseOp>(patterns.getContext());
+  patterns.add<RaiseElementwiseOp, FoldIntoLogitsEpilogue>(patterns.getContext());
 }
 
 } // namespace llmc::raising

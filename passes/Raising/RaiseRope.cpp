@@ -51,19 +51,21 @@ struct RopeTables {
   Value cosCache, sinCache; ///< [max_pos, rotary_dim/2], for llm.rope_cached
 };
 
-/// Peels Unsqueeze(axis 1) and Mul-by-1.0 (transformers' attention_scaling)
+/// Peels Unsqueeze(axis 1), Mul-by-1.0 (transformers' attention_scaling) and
+/// the Cast to a half-precision model's type (its tables are computed in f32)
 /// from a cos/sin operand broadcast over heads.
 Value peelBroadcast(Value table) {
   if (auto unsqueeze = definedBy<onnx::UnsqueezeOp>(table)) {
     if (!isSingleAxis(unsqueeze.getAxes(), 1, rankOf(unsqueeze.getData()) + 1)) return nullptr;
     table = unsqueeze.getData();
   }
+  table = skipCasts(table);
   if (auto mul = definedBy<onnx::MulOp>(table)) {
     if (isConstantScalar(mul.getB(), 1.0)) table = mul.getA();
     else if (isConstantScalar(mul.getA(), 1.0)) table = mul.getB();
     else return nullptr;
   }
-  return table;
+  return skipCasts(table);
 }
 
 /// The source of positions: peels Cast/Unsqueeze/Expand down to a non-constant value.

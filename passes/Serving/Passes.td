@@ -11,20 +11,6 @@
 
 include "mlir/Pass/PassBase.td"
 
-def LlmPromoteToF32Pass : Pass<"llm-promote-to-f32", "mlir::func::FuncOp"> {
-  let summary = "Compute a model stored in f16 or bf16 in f32";
-  let description = [{
-    Half-precision exports (optimum's `--dtype fp16`, the genai builder's
-    `-p fp16`) raise to llm ops on f16 tensors. The step computes in f32
-    whatever the model stores, as llama.cpp does with F16 weights on a CPU:
-    every f16 and bf16 type in the function (its signature, op results,
-    region arguments such as `llm.elementwise` bodies) becomes f32, and
-    every half-precision constant (`llm.constant` weights, scalar constants
-    in bodies) is widened once, exactly. The CUDA target narrows to its
-    `--dtype` again when it places the weights. An f32 model is unchanged.
-  }];
-}
-
 def LlmGqaRewritePass : Pass<"llm-gqa-rewrite", "mlir::func::FuncOp"> {
   let summary = "Attend over the KV heads themselves instead of their repeated copies";
   let description = [{

@@ -103,7 +103,7 @@ def exact_reference(onnx_path: Path, directory: Path) -> tuple[Path, str]:
     1e-2 off the exact product. llmc computes the exact product, so the reference is the same
     file with accuracy_level 0, the op's exact semantics.
 
-    A half-precision model is computed in f32 by llmc (the llm-promote-to-f32 pass), so the
+    A half-precision model is computed in f32 by llmc (the onnx-promote-to-f32 pass), so the
     reference is the same file with its f16/bf16 values and types widened to f32: the same
     weights, the arithmetic llmc does."""
     model = onnx.load(str(onnx_path))

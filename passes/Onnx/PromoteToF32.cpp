@@ -1,13 +1,17 @@
 //===- PromoteToF32.cpp - compute an f16 or bf16 model in f32 -------------===//
 //
 // Exporters write half-precision models (optimum's --dtype fp16, the genai
-// builder's -p fp16). The serving form computes in f32 whatever the model
-// stores: every f16/bf16 type becomes f32 and every half-precision constant
-// is widened once, so the passes after this one and both targets see an f32
-// model. The CUDA target narrows again to its --dtype on the way to the GPU.
+// builder's -p fp16), with Casts to f32 and back around the parts they
+// compute in f32. llmc computes in f32 whatever the model stores: every
+// f16/bf16 type becomes f32, every half-precision constant is widened once,
+// and casts to a half type cast to f32, so raising and both targets see an
+// f32 model. The CUDA target narrows again to its --dtype on the way to the
+// GPU.
 //
 //===----------------------------------------------------------------------===//
-#include "passes/Serving/Passes.h"
+#include "passes/Onnx/Passes.h"
+
+#include "dialects/onnx/OnnxDialect.h"
 
 #include "llmc/Support/ElementsData.h"
 
@@ -17,11 +21,11 @@
 
 #include <cstring>
 
-#define DEBUG_TYPE "llm-promote-to-f32"
+#define DEBUG_TYPE "onnx-promote-to-f32"
 
 namespace llmc {
-#define GEN_PASS_DEF_LLMPROMOTETOF32PASS
-#include "passes/Serving/Passes.h.inc"
+#define GEN_PASS_DEF_ONNXPROMOTETOF32PASS
+#include "passes/Onnx/Passes.h.inc"
 } // namespace llmc
 
 using namespace mlir;
@@ -30,6 +34,17 @@ namespace llmc {
 namespace {
 
 bool isHalf(Type type) { return isa<Float16Type, BFloat16Type>(type); }
+
+/// ONNX's TensorProto element type codes of the float types.
+constexpr int64_t kOnnxFloat = 1, kOnnxFloat16 = 10, kOnnxBFloat16 = 16;
+
+/// The name of the attribute that holds the ONNX element type `op` produces
+/// (Cast's `to`, DequantizeLinear's `output_dtype`), or null.
+StringRef elementTypeCodeAttribute(Operation *op) {
+  if (isa<onnx::CastOp>(op)) return "to";
+  if (isa<onnx::DequantizeLinearOp>(op)) return "output_dtype";
+  return {};
+}
 
 /// `type` with f16/bf16 elements (or itself a half scalar) made f32.
 Type promoted(Type type) {
@@ -95,7 +110,7 @@ FailureOr<Attribute> promotedAttribute(Attribute attr) {
   return Attribute();
 }
 
-struct LlmPromoteToF32Pass : impl::LlmPromoteToF32PassBase<LlmPromoteToF32Pass> {
+struct OnnxPromoteToF32Pass : impl::OnnxPromoteToF32PassBase<OnnxPromoteToF32Pass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     WalkResult walk = func.walk([&](Operation *op) {
@@ -107,6 +122,10 @@ struct LlmPromoteToF32Pass : impl::LlmPromoteToF32PassBase<LlmPromoteToF32Pass> 
         }
         if (*widened) op->setAttr(named.getName(), *widened);
       }
+      if (StringRef name = elementTypeCodeAttribute(op); !name.empty())
+        if (auto code = op->getAttrOfType<IntegerAttr>(name);
+            code && (code.getInt() == kOnnxFloat16 || code.getInt() == kOnnxBFloat16))
+          op->setAttr(name, IntegerAttr::get(code.getType(), kOnnxFloat));
       for (Value result : op->getResults()) result.setType(promoted(result.getType()));
       for (Region &region : op->getRegions())
         for (Block &block : region)
