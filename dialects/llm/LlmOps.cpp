@@ -81,15 +81,23 @@ LogicalResult EmbeddingOp::verify() {
 
 LogicalResult RmsNormOp::verify() { return verifyNormWeight(*this, getWeight(), getInput()); }
 
-LogicalResult LinearOp::verify() {
-  if (failed(expectRank(*this, getWeight(), 2, "the weight"))) return failure();
-  bool transposed = getTransposeWeight();
-  int64_t in = dimOf(getWeight(), transposed ? 1 : 0), out = dimOf(getWeight(), transposed ? 0 : 1);
-  if (!compatible(in, dimOf(getInput(), -1)))
-    return emitOpError("weight's input dim differs from the input's last dim");
-  if (!compatible(out, dimOf(getOutput(), -1)))
-    return emitOpError("weight's output dim differs from the result's last dim");
+/// The weight of x * W (+ bias) fits the input and the result, and the bias the result.
+static LogicalResult verifyProjection(Operation *op, Value input, Value weight, bool transposed,
+                                      Value bias, Value output) {
+  if (failed(expectRank(op, weight, 2, "the weight"))) return failure();
+  int64_t in = dimOf(weight, transposed ? 1 : 0), out = dimOf(weight, transposed ? 0 : 1);
+  if (!compatible(in, dimOf(input, -1)))
+    return op->emitOpError("weight's input dim differs from the input's last dim");
+  if (!compatible(out, dimOf(output, -1)))
+    return op->emitOpError("weight's output dim differs from the result's last dim");
+  if (bias && (failed(expectRank(op, bias, 1, "the bias")) || !compatible(dimOf(bias, 0), out)))
+    return op->emitOpError("bias must be [") << out << "]";
   return success();
+}
+
+LogicalResult LinearOp::verify() {
+  return verifyProjection(*this, getInput(), getWeight(), getTransposeWeight(), getBias(),
+                          getOutput());
 }
 
 LogicalResult SplitHeadsOp::verify() {
@@ -337,6 +345,15 @@ LogicalResult FusedLinearOp::verify() {
   SmallVector<Type> scalars(getNumAccumulators(), getElementTypeOrSelf(getOutput().getType()));
   llvm::append_range(scalars, elementTypes(getExtras()));
   return verifyScalarBody(*this, getEpilogue(), scalars, getOutput());
+}
+
+LogicalResult LogitsOp::verify() {
+  if (failed(verifyProjection(*this, getInput(), getWeight(), getTransposeWeight(), getBias(),
+                              getOutput())))
+    return failure();
+  if (getEpilogue().empty()) return success();
+  Type element = getElementTypeOrSelf(getOutput().getType());
+  return verifyScalarBody(*this, getEpilogue(), {element}, getOutput());
 }
 
 LogicalResult SplitOp::verify() {

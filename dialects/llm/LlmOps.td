@@ -163,14 +163,27 @@ def Llm_DequantizeOp : Llm_Op<"dequantize"> {
   let results = (outs Llm_Tensor:$output);
 }
 
-def Llm_LogitsOp : Llm_Op<"logits"> {
+def Llm_LogitsOp : Llm_Op<"logits", [SingleBlock, IsolatedFromAbove]> {
   let summary = "the LM head: hidden states times the vocabulary projection";
   let description = [{
-    A linear layer that produces the vocabulary logits. Kept apart from
-    `llm.linear` so that later passes compute only the rows a step needs.
+    A linear layer (with an optional bias, as Phi-2's LM head has) that
+    produces the vocabulary logits. Kept apart from `llm.linear` so that
+    later passes compute only the rows a step needs.
+
+    An optional epilogue maps each logit on its own before it is written:
+    Granite's `logits / logits_scaling`, Gemma-2's softcap
+    `c * tanh(logit / c)`. Its block takes the f32 logit and yields the
+    result, like a `llm.fused_linear` epilogue with one accumulator.
   }];
-  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, UnitAttr:$transpose_weight);
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, Llm_OptTensor:$bias,
+                   UnitAttr:$transpose_weight);
   let results = (outs Llm_Tensor:$output);
+  let regions = (region AnyRegion:$epilogue);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `)`)? attr-dict `:` functional-type(operands, results)
+    ($epilogue^)?
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -401,7 +414,7 @@ def Llm_GatherRowsOp : Llm_Op<"gather_rows"> {
 //===----------------------------------------------------------------------===//
 
 def Llm_YieldOp : Op<Llm_Dialect, "yield",
-    [Pure, Terminator, ReturnLike, ParentOneOf<["ElementwiseOp", "FusedLinearOp"]>]> {
+    [Pure, Terminator, ReturnLike, ParentOneOf<["ElementwiseOp", "FusedLinearOp", "LogitsOp"]>]> {
   let summary = "the scalar result of an elementwise body";
   let arguments = (ins AnyType:$value);
   let assemblyFormat = "$value attr-dict `:` type($value)";

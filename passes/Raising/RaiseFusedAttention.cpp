@@ -8,6 +8,10 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/RaisePatterns.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <sstream>
+
 using namespace mlir;
 
 namespace llmc::raising {
@@ -83,15 +87,49 @@ std::optional<float> nonZeroScale(APFloat scale) {
   return scale.convertToFloat();
 }
 
+std::string softcapping(float softcap) {
+  std::ostringstream text;
+  text << "attention logit softcapping (softcap " << softcap << ")";
+  return text.str();
+}
+
+/// The model features a fused attention op asks for that llmc does not
+/// compute, by name, in the words the compile error uses.
+std::optional<std::string> featureOf(onnx::AttentionOp op) {
+  if (float softcap = op.getSoftcap().convertToFloat(); softcap != 0.0f)
+    return softcapping(softcap);
+  if (op.getLeftWindowSize() != -1 || op.getRightWindowSize() != -1)
+    return std::string("sliding-window attention");
+  if (!isNone(op.getNonpadKvSeqlen())) return std::string("nonpad_kv_seqlen");
+  if (!op.getQkMatmulOutput().use_empty()) return std::string("the attention scores as an output");
+  return std::nullopt;
+}
+std::optional<std::string> featureOf(onnx::GroupQueryAttentionOp op) {
+  if (float softcap = op.getSoftcap().convertToFloat(); softcap != 0.0f)
+    return softcapping(softcap);
+  if (op.getLocalWindowSize() != -1)
+    return "sliding-window attention (a window of " + std::to_string(op.getLocalWindowSize()) +
+           " tokens)";
+  if (op.getSmoothSoftmax() || !isNone(op.getHeadSink()))
+    return std::string("attention sinks (smooth_softmax, head_sink)");
+  if (!isNone(op.getAttentionBias())) return std::string("an additive attention bias");
+  if (!op.getOutputQk().use_empty()) return std::string("the attention scores as an output");
+  return std::nullopt;
+}
+std::optional<std::string> featureOf(onnx::MultiHeadAttentionOp op) {
+  if (!isNone(op.getBias())) return std::string("a packed Q/K/V bias");
+  if (!isNone(op.getPastSequenceLength()) || !isNone(op.getCacheIndirection()))
+    return std::string("a shared KV buffer (past_sequence_length, cache_indirection)");
+  if (!op.getQk().use_empty()) return std::string("the attention scores as an output");
+  return std::nullopt;
+}
+
 /// Opset 23/24 Attention.
 struct RaiseAttentionOp : OpRewritePattern<onnx::AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::AttentionOp op, PatternRewriter &rewriter) const override {
-    if (!op.getQkMatmulOutput().use_empty() || op.getSoftcap().convertToFloat() != 0.0f ||
-        !isNone(op.getNonpadKvSeqlen()) || op.getLeftWindowSize() != -1 ||
-        op.getRightWindowSize() != -1)
-      return rewriter.notifyMatchFailure(
-          op, "uses qk output, softcap, nonpad_kv_seqlen or a sliding window");
+    if (auto feature = featureOf(op))
+      return rewriter.notifyMatchFailure(op, "uses " + *feature);
     int64_t qHeads = op.getQNumHeads().value_or(0), kvHeads = op.getKvNumHeads().value_or(0);
     if (!isValidHeadCount(op.getQ(), qHeads) || !isValidHeadCount(op.getK(), kvHeads) ||
         !isValidHeadCount(op.getV(), kvHeads))
@@ -122,11 +160,8 @@ struct RaiseGroupQueryAttention : OpRewritePattern<onnx::GroupQueryAttentionOp> 
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::GroupQueryAttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.getOutputQk().use_empty() || op.getSoftcap().convertToFloat() != 0.0f ||
-        op.getLocalWindowSize() != -1 || op.getSmoothSoftmax() || !isNone(op.getHeadSink()) ||
-        !isNone(op.getAttentionBias()))
-      return rewriter.notifyMatchFailure(op, "uses softcap, a local window, smooth softmax, "
-                                             "head sink, attention bias or the qk output");
+    if (auto feature = featureOf(op))
+      return rewriter.notifyMatchFailure(op, "uses " + *feature);
     int64_t heads = op.getNumHeads(), kvHeads = op.getKvNumHeads();
     Value query = op.getQuery(), key = op.getKey(), value = op.getValue();
     bool packed = isNone(key) && isNone(value);
@@ -186,9 +221,8 @@ struct RaiseMultiHeadAttention : OpRewritePattern<onnx::MultiHeadAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::MultiHeadAttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.getQk().use_empty() || !isNone(op.getBias()) || !isNone(op.getPastSequenceLength()) ||
-        !isNone(op.getCacheIndirection()))
-      return rewriter.notifyMatchFailure(op, "uses bias, shared buffers or qk");
+    if (auto feature = featureOf(op))
+      return rewriter.notifyMatchFailure(op, "uses " + *feature);
     if (isNone(op.getKey()) || isNone(op.getValue()) || rankOf(op.getQuery()) != 3 ||
         rankOf(op.getKey()) != 3)
       return rewriter.notifyMatchFailure(op, "not separate 3-D query, key and value");
@@ -220,6 +254,13 @@ struct RaiseMultiHeadAttention : OpRewritePattern<onnx::MultiHeadAttentionOp> {
 };
 
 } // namespace
+
+std::optional<std::string> unsupportedAttentionFeature(Operation *op) {
+  return TypeSwitch<Operation *, std::optional<std::string>>(op)
+      .Case<onnx::AttentionOp, onnx::GroupQueryAttentionOp, onnx::MultiHeadAttentionOp>(
+          [](auto attention) { return featureOf(attention); })
+      .Default([](Operation *) { return std::nullopt; });
+}
 
 void populateFusedAttentionPatterns(RewritePatternSet &patterns) {
   patterns.add<RaiseAttentionOp, RaiseGroupQueryAttention, RaiseMultiHeadAttention>(

@@ -226,22 +226,37 @@ struct RaiseDecomposedGelu : OpRewritePattern<onnx::MulOp> {
 // Glue
 //===----------------------------------------------------------------------===//
 
+/// Whether `value` is the graph output `logits`, or reaches it alone through
+/// ops that map each logit with scalar constants (Granite's division by
+/// logits_scaling, Gemma-2's softcap), which fold into the head's epilogue.
+bool reachesLogitsOutput(Value value) {
+  while (value.hasOneUse()) {
+    OpOperand &use = *value.use_begin();
+    Operation *user = use.getOwner();
+    if (auto ret = dyn_cast<func::ReturnOp>(user)) {
+      auto func = cast<func::FuncOp>(ret->getParentOp());
+      auto name = func.getResultAttrOfType<StringAttr>(use.getOperandNumber(), "onnx.name");
+      return name && name.getValue() == "logits";
+    }
+    if (user->getNumResults() != 1 || user->getResult(0).getType() != value.getType() ||
+        !llvm::all_of(user->getOperands(), [&](Value operand) {
+          return operand == value || constantScalar(operand).has_value();
+        }))
+      return false;
+    value = user->getResult(0);
+  }
+  return false;
+}
+
 /// The linear whose result is the graph output `logits` is the LM head.
 struct RaiseLogitsHead : OpRewritePattern<llm::LinearOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(llm::LinearOp op, PatternRewriter &rewriter) const override {
-    if (!isNone(op.getBias())) return rewriter.notifyMatchFailure(op, "has a bias");
-    for (OpOperand &use : op->getUses()) {
-      auto ret = dyn_cast<func::ReturnOp>(use.getOwner());
-      if (!ret) continue;
-      auto func = cast<func::FuncOp>(ret->getParentOp());
-      auto name = func.getResultAttrOfType<StringAttr>(use.getOperandNumber(), "onnx.name");
-      if (!name || name.getValue() != "logits") continue;
-      rewriter.replaceOpWithNewOp<llm::LogitsOp>(op, op.getType(), op.getInput(), op.getWeight(),
-                                                 op.getTransposeWeightAttr());
-      return success();
-    }
-    return rewriter.notifyMatchFailure(op, "does not produce the graph output 'logits'");
+    if (!reachesLogitsOutput(op.getResult()))
+      return rewriter.notifyMatchFailure(op, "does not produce the graph output 'logits'");
+    rewriter.replaceOpWithNewOp<llm::LogitsOp>(op, op.getType(), op.getInput(), op.getWeight(),
+                                               op.getBias(), op.getTransposeWeightAttr());
+    return success();
   }
 };
 

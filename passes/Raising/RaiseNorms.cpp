@@ -144,18 +144,31 @@ struct RaiseRmsNormOp : OpRewritePattern<OpTy> {
   }
 };
 
-/// SkipSimplifiedLayerNormalization: sum = input + skip (+ bias); output = rms_norm(sum).
-struct RaiseSkipSimplifiedLayerNorm : OpRewritePattern<onnx::SkipSimplifiedLayerNormalizationOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(onnx::SkipSimplifiedLayerNormalizationOp op,
-                                PatternRewriter &rewriter) const override {
+/// The norm of a Skip*LayerNormalization's sum: llm.rms_norm for the
+/// simplified op, llm.layer_norm (with its beta) for the other.
+Value createSkipNorm(PatternRewriter &rewriter, onnx::SkipSimplifiedLayerNormalizationOp op,
+                     Value sum) {
+  return llm::RmsNormOp::create(rewriter, op.getLoc(), op.getOutput().getType(), sum,
+                                op.getGamma(), op.getEpsilonAttr());
+}
+Value createSkipNorm(PatternRewriter &rewriter, onnx::SkipLayerNormalizationOp op, Value sum) {
+  return llm::LayerNormOp::create(rewriter, op.getLoc(), op.getOutput().getType(), sum,
+                                  op.getGamma(), optionalOperand(op.getBeta()),
+                                  op.getEpsilonAttr());
+}
+
+/// Skip(Simplified)LayerNormalization: sum = input + skip; output = norm(sum),
+/// and the sum feeds the next residual.
+template <typename SkipNormOp>
+struct RaiseSkipNorm : OpRewritePattern<SkipNormOp> {
+  using OpRewritePattern<SkipNormOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(SkipNormOp op, PatternRewriter &rewriter) const override {
     if (!isNone(op.getBias())) return rewriter.notifyMatchFailure(op, "has a bias input");
     if (!op.getMean().use_empty() || !op.getInvStdVar().use_empty())
       return rewriter.notifyMatchFailure(op, "its statistics outputs are used");
     Value sum = llm::AddOp::create(rewriter, op.getLoc(), op.getInput().getType(), op.getInput(),
                                    op.getSkip());
-    Value norm = llm::RmsNormOp::create(rewriter, op.getLoc(), op.getOutput().getType(), sum,
-                                        op.getGamma(), op.getEpsilonAttr());
+    Value norm = createSkipNorm(rewriter, op, sum);
     rewriter.replaceOp(op, {norm, norm, norm, sum});
     return success();
   }
@@ -221,7 +234,9 @@ void populateNormPatterns(RewritePatternSet &patterns) {
   patterns.add<RaiseReshapedHeadNorm, RaiseDecomposedRmsNorm, RaiseDecomposedLayerNorm,
                RaiseRmsNormOp<onnx::RMSNormalizationOp>,
                RaiseRmsNormOp<onnx::SimplifiedLayerNormalizationOp>,
-               RaiseSkipSimplifiedLayerNorm, RaiseLayerNormalization>(patterns.getContext());
+               RaiseSkipNorm<onnx::SkipSimplifiedLayerNormalizationOp>,
+               RaiseSkipNorm<onnx::SkipLayerNormalizationOp>, RaiseLayerNormalization>(
+      patterns.getContext());
 }
 
 } // namespace llmc::raising

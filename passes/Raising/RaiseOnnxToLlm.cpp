@@ -89,6 +89,10 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
     InFlightDiagnostic diag = func.emitError("onnx ops not raised to llm: ") << list;
     // Attention is the structure a user most needs to know why it was missed.
     for (auto &[name, entry] : leftovers) {
+      if (auto feature = raising::unsupportedAttentionFeature(entry.second)) {
+        diag << "; " << *feature << " is not supported";
+        break;
+      }
       std::string why;
       if (isa<onnx::SoftmaxOp, onnx::AttentionOp, onnx::MultiHeadAttentionOp>(entry.second) &&
           failed(raising::provenMask(entry.second, why))) {

@@ -160,6 +160,11 @@ struct MaskInfo {
 /// or is a feature llm.attention lacks (a sliding window).
 mlir::FailureOr<MaskInfo> provenMask(mlir::Operation *consumer, std::string &why);
 
+/// What a fused attention op (opset-23 Attention, GroupQueryAttention,
+/// MultiHeadAttention) asks for that llmc does not compute, named; nullopt
+/// when nothing or for other ops.
+std::optional<std::string> unsupportedAttentionFeature(mlir::Operation *op);
+
 /// producer(x) + bias[last dim] -> producer(x, bias), for an llm op with an
 /// optional `bias` operand (linear, layer_norm) whose only use is the add.
 template <typename OpTy>

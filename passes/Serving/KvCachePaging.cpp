@@ -186,12 +186,32 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     return success();
   }
 
+  /// The op that computes `result` from the LM head (a linear, which raising
+  /// names llm.logits only when it is the output itself) through elementwise
+  /// ops: Granite's logits_scaling, Gemma-2's final softcap. Null otherwise.
+  static Operation *opAfterLogitsHead(Value result) {
+    Operation *last = result.getDefiningOp();
+    for (Operation *op = last; op && op->hasTrait<llm::OpTrait::RowWise>();) {
+      Operation *next = nullptr;
+      for (Value operand : op->getOperands()) {
+        if (isa_and_nonnull<llm::LogitsOp, llm::LinearOp>(operand.getDefiningOp())) return last;
+        if (operand.getType() == result.getType()) next = operand.getDefiningOp();
+      }
+      op = next;
+    }
+    return nullptr;
+  }
+
   /// Drops the present K/V from the results; the logits must be what is left.
   LogicalResult returnOnlyLogits(func::FuncOp func) {
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     SmallVector<Value> kept;
     for (Value value : ret.getOperands())
       if (!value.getDefiningOp<llm::KvConcatOp>()) kept.push_back(value);
+    if (kept.size() == 1 && !kept.front().getDefiningOp<llm::LogitsOp>())
+      if (Operation *after = opAfterLogitsHead(kept.front()))
+        return after->emitOpError("transforms the logits after the LM head (a logit multiplier or "
+                                  "softcap): logit scaling is not supported");
     if (kept.size() != 1 || !kept.front().getDefiningOp<llm::LogitsOp>())
       return ret.emitOpError("must return the logits (llm.logits) and the present K/V only; "
                              "the step ABI has no place for other results");

@@ -38,6 +38,24 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "gemma": ("GemmaConfig", dict(num_key_value_heads=1, head_dim=16)),
     "stablelm": ("StableLmConfig", dict(num_key_value_heads=4, partial_rotary_factor=0.25)),
     "gpt2": ("GPT2Config", dict(n_embd=64, n_layer=2, n_head=4, n_positions=256, n_inner=128)),
+    # Logit softcaps, pre+post norms and alternating sliding-window layers (a window of 16).
+    "gemma2": ("Gemma2Config", dict(num_key_value_heads=2, head_dim=16, sliding_window=16,
+                                    query_pre_attn_scalar=16)),
+    # q/k norms, and sliding-window layers with their own rope base.
+    "gemma3": ("Gemma3TextConfig", dict(num_key_value_heads=2, head_dim=16, sliding_window=16,
+                                        query_pre_attn_scalar=16)),
+    # Embedding, residual, attention and logit multipliers.
+    "granite": ("GraniteConfig", dict(num_key_value_heads=2, embedding_multiplier=12.0,
+                                      residual_multiplier=0.22, attention_multiplier=0.0625,
+                                      logits_scaling=8.0)),
+    # Norms after attention and MLP, q/k norms over all heads.
+    "olmo2": ("Olmo2Config", dict(num_key_value_heads=4)),
+    # Layers without rope (every fourth by default: the second of two here).
+    "smollm3": ("SmolLM3Config", dict(num_key_value_heads=2, no_rope_layer_interval=2)),
+    # Parallel residual (attention and MLP read the same norm), partial rotary, gelu_new.
+    # Two heads of 32: onnxruntime's GroupQueryAttention wants rotary caches a multiple of 8 wide.
+    "phi2": ("PhiConfig", dict(num_attention_heads=2, num_key_value_heads=2,
+                               partial_rotary_factor=0.5)),
 }
 
 # The tokenizer's training text: enough distinct words for 512 byte-level merges.

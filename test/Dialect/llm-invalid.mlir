@@ -130,3 +130,24 @@ func.func @rope_kv_write_angles(%pool: tensor<1x?x2x2x16x16xf32>, %q: tensor<?x4
   %r, %p = llm.rope_paged_kv_write %pool, %q, %k, %k, %slots, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x4x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32>) -> (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>)
   return %r : tensor<?x4x16xf32>
 }
+
+// -----
+
+// The logits head's epilogue maps one logit: it takes one scalar.
+func.func @logits_epilogue_scalars(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> tensor<?x16xf32> {
+  // expected-error @+1 {{body takes 2 scalars, not 1}}
+  %y = llm.logits %x, %w : (tensor<?x8xf32>, tensor<8x16xf32>) -> tensor<?x16xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    llm.yield %s : f32
+  }
+  return %y : tensor<?x16xf32>
+}
+
+// -----
+
+func.func @logits_bias_width(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>, %b: tensor<8xf32>) -> tensor<?x16xf32> {
+  // expected-error @+1 {{bias must be [16]}}
+  %y = llm.logits %x, %w bias(%b) : (tensor<?x8xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}

@@ -167,3 +167,18 @@ def test_a_cuda_artifact_without_a_gpu_is_one_clear_error(onnx_dir, tmp_path):
     run = subprocess.run([str(LLMC), "run", str(tmp_path / "model.llmc"), "--prompt-ids", "1,2"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode != 0 and "no NVIDIA driver" in run.stderr
+
+
+EXPORTS = ROOT / "test" / "exporters"
+
+
+@pytest.mark.parametrize("export", [
+    "optimum/granite",  # the logits head's epilogue (logits / logits_scaling)
+    "optimum/phi2",  # the logits head's bias, parallel residual, partial rotary
+    "genai-fp16/llama-gqa",  # an f16 model, computed in f32 and stored in bf16
+])
+def test_exporter_features_compile_for_cuda(tmp_path, export):
+    result = compile_cuda(EXPORTS / export / "model.onnx", tmp_path / "model.llmc",
+                          "--target", "cuda:sm_90")
+    assert result.returncode == 0, result.stderr
+    check_artifact(tmp_path / "model.llmc", "sm_90", "bf16")

@@ -71,8 +71,11 @@ private:
                              outputs[0], epilogue);
         })
         .Case([&](llm::LogitsOp head) {
+          cpu::Epilogue epilogue;
+          if (!head.getEpilogue().empty()) epilogue.body = &head.getEpilogue();
+          epilogue.bias = codegen::loweredOperand<Value>(head.getBiasMutable(), operands);
           return lowerMatmul(op, head.getWeight(), head.getTransposeWeight(), operands[0], logits,
-                             {});
+                             epilogue);
         })
         .Case([&](llm::PagedKvWriteOp write) {
           return cpu::lowerPagedKvWrite(step, write, operands);

@@ -352,20 +352,16 @@ LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
   return success();
 }
 
-LogicalResult lowerEpilogue(StepContext &step, llm::FusedLinearOp op, const TensorRef &product,
-                            ArrayRef<std::optional<TensorRef>> operands, const TensorRef &output) {
+LogicalResult lowerEpilogue(StepContext &step, Operation *op, const EpilogueRefs &epilogue,
+                            const TensorRef &product, const TensorRef &output) {
   // product, [bias], extras..., output
   SmallVector<TensorRef> refs{product};
-  auto bias = codegen::loweredOperand(op.getBiasMutable(), operands);
-  bool hasBias = bias.has_value();
-  if (hasBias) refs.push_back(*bias);
-  for (const auto &extra : codegen::loweredOperands(op.getExtras(), operands)) {
-    if (!extra) return op.emitOpError("has an extra operand without a place");
-    refs.push_back(*extra);
-  }
+  bool hasBias = epilogue.bias.has_value();
+  if (hasBias) refs.push_back(*epilogue.bias);
+  llvm::append_range(refs, epilogue.extras);
   refs.push_back(output);
-  unsigned accumulators = op.getNumAccumulators();
-  step.launchRows(op.getLoc(), "epilogue", opKey(op), output.sizes[0], refs,
+  unsigned accumulators = epilogue.accumulators;
+  step.launchRows(op->getLoc(), "epilogue", opKey(op), output.sizes[0], refs,
                   [&](codegen::KernelBuilder &kb, ValueRange params) {
     RowThread rt(kb);
     Value out = params.back();
@@ -379,7 +375,7 @@ LogicalResult lowerEpilogue(StepContext &step, llm::FusedLinearOp op, const Tens
         scalars.push_back(hasBias ? kb.add(acc, loadF32(kb, params[1], {column})) : acc);
       }
       for (Value extra : extras) scalars.push_back(loadBroadcast(kb, extra, rt.row, col));
-      Block &body = op.getEpilogue().front();
+      Block &body = epilogue.body->front();
       IRMapping mapping;
       mapping.map(body.getArguments(), scalars);
       for (Operation &scalarOp : body.without_terminator()) kb.builder().clone(scalarOp, mapping);

@@ -160,11 +160,19 @@ mlir::LogicalResult lowerSplitQkv(StepContext &step, llm::SplitQkvOp op,
 mlir::LogicalResult lowerPagedKvWrite(StepContext &step, mlir::Operation *op,
                                       llvm::ArrayRef<std::optional<TensorRef>> operands,
                                       llvm::ArrayRef<TensorRef> outputs);
-/// The epilogue of a fused linear whose product is in `product` (f32
-/// [rows, product columns]): bias, then the region, into `output`.
-mlir::LogicalResult lowerEpilogue(StepContext &step, llm::FusedLinearOp op,
-                                  const TensorRef &product,
-                                  llvm::ArrayRef<std::optional<TensorRef>> operands,
+/// What a matmul's epilogue applies to its f32 product: the bias, then
+/// `body` on `accumulators` product columns per result column and the extras.
+struct EpilogueRefs {
+  mlir::Region *body;
+  unsigned accumulators;
+  std::optional<TensorRef> bias;
+  llvm::SmallVector<TensorRef> extras;
+};
+
+/// The epilogue of a fused linear or the logits head whose product is in
+/// `product` (f32 [rows, product columns]), into `output`.
+mlir::LogicalResult lowerEpilogue(StepContext &step, mlir::Operation *op,
+                                  const EpilogueRefs &epilogue, const TensorRef &product,
                                   const TensorRef &output);
 
 /// Paged attention through the NVRTC kernels (CudaAttention.cpp): adds

@@ -118,8 +118,14 @@ private:
           return lowerFusedLinear(linear, operands, outputs[0]);
         })
         .Case([&](llm::LogitsOp head) {
-          return lowerMatmul(op, head.getWeight(), head.getTransposeWeight(), *operands[0],
-                             std::nullopt, logitsRef);
+          auto bias = codegen::loweredOperand(head.getBiasMutable(), operands);
+          if (head.getEpilogue().empty())
+            return lowerMatmul(op, head.getWeight(), head.getTransposeWeight(), *operands[0],
+                               bias, logitsRef);
+          return lowerThroughScratch(op, head.getWeight(), head.getTransposeWeight(),
+                                     cast<ShapedType>(head.getType()).getShape().back(),
+                                     *operands[0],
+                                     {&head.getEpilogue(), 1, bias, {}}, logitsRef);
         })
         .Case<llm::PagedKvWriteOp, llm::RopePagedKvWriteOp>([&](Operation *write) {
           return cuda::lowerPagedKvWrite(step, write, operands, outputs);
@@ -186,19 +192,32 @@ private:
   LogicalResult lowerGeneralEpilogue(llm::FusedLinearOp linear,
                                      ArrayRef<Operand> operands,
                                      const cuda::TensorRef &output) {
-    MLIRContext *context = linear.getContext();
-    const cuda::TensorRef &input = *operands[0];
-    int64_t columns = linear.getProductColumns();
-    bool perSeq = perSequence.contains(linear.getResult());
+    cuda::EpilogueRefs epilogue{&linear.getEpilogue(), linear.getNumAccumulators(),
+                                codegen::loweredOperand(linear.getBiasMutable(), operands), {}};
+    for (const Operand &extra : codegen::loweredOperands(linear.getExtras(), operands)) {
+      if (!extra) return linear.emitOpError("has an extra operand without a place");
+      epilogue.extras.push_back(*extra);
+    }
+    return lowerThroughScratch(linear, linear.getWeight(), linear.getTransposeWeight(),
+                               linear.getProductColumns(), *operands[0], epilogue, output);
+  }
+
+  /// The product of `columns` columns into f32 scratch, then the epilogue
+  /// kernel from there into `output`.
+  LogicalResult lowerThroughScratch(Operation *op, Value weight, bool transposed, int64_t columns,
+                                    const cuda::TensorRef &input,
+                                    const cuda::EpilogueRefs &epilogue,
+                                    const cuda::TensorRef &output) {
+    MLIRContext *context = op->getContext();
+    bool perSeq = isa<llm::LogitsOp>(op) || perSequence.contains(op->getResult(0));
     int64_t rows = perSeq ? step.maxSeqs : step.maxTokens;
     int64_t offset = step.scratch(rows * columns * 4);
     cuda::TensorRef product = cuda::contiguousTensor(
         context, kWorkspaceBuffer, offset, Float32Type::get(context),
         {input.sizes[0], cuda::planDim(context, columns)});
-    if (failed(lowerMatmul(linear, linear.getWeight(), linear.getTransposeWeight(), input,
-                           std::nullopt, product)))
+    if (failed(lowerMatmul(op, weight, transposed, input, std::nullopt, product)))
       return failure();
-    return cuda::lowerEpilogue(step, linear, product, operands, output);
+    return cuda::lowerEpilogue(step, op, epilogue, product, output);
   }
 
   /// D = input * weight (+ bias) (+ residual), through cuBLASLt.

@@ -1,4 +1,5 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(raise-onnx-to-llm{allow-leftovers=true}))' 2>/dev/null | FileCheck %s
+// RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(raise-onnx-to-llm))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERROR
 
 // onnxruntime-genai's GroupQueryAttention with rotary: positions come from
 // attention_mask (from which seqlens_k is computed), the caches are
@@ -41,10 +42,12 @@ func.func @group_query_attention(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>
 
 // -----
 
-// Near miss: a sliding window is attention llm.attention cannot express yet.
+// Near miss: a sliding window is attention llm.attention cannot express yet;
+// the error names it.
 // CHECK-LABEL: func.func @group_query_attention_local_window
 //   CHECK-NOT:   llm.attention
 //       CHECK:   onnx.GroupQueryAttention
+// ERROR: error: onnx ops not raised to llm: {{.*}}onnx.GroupQueryAttention x1; sliding-window attention (a window of 4 tokens) is not supported
 func.func @group_query_attention_local_window(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
     %past_k: tensor<1x2x4x16xf32>, %past_v: tensor<1x2x4x16xf32>,
     %mask: tensor<1x7xi64> {onnx.name = "attention_mask"}) -> tensor<1x3x128xf32> {
@@ -100,12 +103,56 @@ func.func @attention_op_softcap(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf3
 // CHECK-LABEL: func.func @attention_op_window
 //   CHECK-NOT:   llm.attention
 //       CHECK:   onnx.Attention
+// ERROR: error: onnx ops not raised to llm: onnx.Attention x1; sliding-window attention is not supported
 func.func @attention_op_window(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
   %none = onnx.None
   %y, %pk, %pv, %qk = onnx.Attention %q, %k, %v, %none, %none, %none, %none {is_causal = 1 : i64, left_window_size = 2 : i64}
       : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, none, none, none, none)
       -> (tensor<1x4x3x16xf32>, tensor<*xf32>, tensor<*xf32>, tensor<*xf32>)
   return %y : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+// Gemma-2's attention logit softcap, as the genai builder writes it: refused
+// by name.
+// CHECK-LABEL: func.func @group_query_attention_softcap
+//       CHECK:   onnx.GroupQueryAttention
+// ERROR: error: onnx ops not raised to llm: {{.*}}onnx.GroupQueryAttention x1; attention logit softcapping (softcap 50) is not supported
+func.func @group_query_attention_softcap(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
+    %past_k: tensor<1x2x4x16xf32>, %past_v: tensor<1x2x4x16xf32>,
+    %mask: tensor<1x7xi64> {onnx.name = "attention_mask"}) -> tensor<1x3x128xf32> {
+  %none = onnx.None
+  %axes = onnx.Constant dense<[1]> : tensor<1xi64>
+  %total = onnx.Constant dense<7> : tensor<1xi32>
+  %sum = onnx.ReduceSum %mask, %axes {keepdims = 0 : i64} : (tensor<1x7xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %seqlens = onnx.Cast %sum {to = 6 : i64} : (tensor<1xi64>) -> tensor<1xi32>
+  %out, %pk, %pv, %qk = onnx.GroupQueryAttention %q, %k, %v, %past_k, %past_v, %seqlens, %total, %none, %none, %none, %none, %none
+      {kv_num_heads = 2 : i64, num_heads = 8 : i64, softcap = 50.0 : f32}
+      : (tensor<1x3x128xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>, tensor<1xi32>, tensor<1xi32>, none, none, none, none, none)
+      -> (tensor<1x3x128xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>, tensor<*xf32>)
+  return %out : tensor<1x3x128xf32>
+}
+
+// -----
+
+// SkipLayerNormalization (Phi-2 from the genai builder): the residual sum and
+// its LayerNorm with gamma and beta.
+// CHECK-LABEL: func.func @skip_layer_norm
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<1x3x16xf32>, %[[R:[^:]*]]: tensor<1x3x16xf32>)
+//   CHECK-DAG:   %[[G:.*]] = llm.constant dense<1.000000e+00> : tensor<16xf32>
+//   CHECK-DAG:   %[[B:.*]] = llm.constant dense<5.000000e-01> : tensor<16xf32>
+//       CHECK:   %[[S:.*]] = llm.add %[[X]], %[[R]]
+//       CHECK:   %[[N:.*]] = llm.layer_norm %[[S]], %[[G]], %[[B]] {epsilon = 9.99999974E-6 : f32}
+//       CHECK:   return %[[N]], %[[S]]
+func.func @skip_layer_norm(%x: tensor<1x3x16xf32>, %residual: tensor<1x3x16xf32>) -> (tensor<1x3x16xf32>, tensor<1x3x16xf32>) {
+  %none = onnx.None
+  %g = onnx.Constant dense<1.0> : tensor<16xf32>
+  %b = onnx.Constant dense<0.5> : tensor<16xf32>
+  %out, %mean, %inv, %sum = onnx.SkipLayerNormalization %x, %residual, %g, %b, %none {epsilon = 1.0e-5 : f32}
+      : (tensor<1x3x16xf32>, tensor<1x3x16xf32>, tensor<16xf32>, tensor<16xf32>, none)
+      -> (tensor<1x3x16xf32>, tensor<1x3x1xf32>, tensor<1x3x1xf32>, tensor<1x3x16xf32>)
+  return %out, %sum : tensor<1x3x16xf32>, tensor<1x3x16xf32>
 }
 
 // -----

@@ -691,3 +691,63 @@ func.func @flattened_gemm_of_heads(%heads: tensor<2x4x3x16xf32>) -> tensor<2x3x6
   %y = onnx.Reshape %y2, %back : (tensor<6x64xf32>, tensor<3xi64>) -> tensor<2x3x64xf32>
   return %y : tensor<2x3x64xf32>
 }
+
+// -----
+
+// The linear that is the graph output `logits` is the LM head, with its bias
+// (Phi-2's lm_head has one).
+// CHECK-LABEL: func.func @logits_head_with_bias
+//  CHECK-SAME:   (%[[X:.*]]: tensor<2x8x16xf32>)
+//       CHECK:   %[[W:.*]] = llm.constant dense<5.000000e-01> : tensor<16x32xf32>
+//       CHECK:   %[[B:.*]] = llm.constant dense<2.500000e-01> : tensor<32xf32>
+//       CHECK:   %[[L:.*]] = llm.logits %[[X]], %[[W]] bias(%[[B]]) : (tensor<2x8x16xf32>, tensor<16x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+//       CHECK:   return %[[L]]
+func.func @logits_head_with_bias(%x: tensor<2x8x16xf32>) -> (tensor<2x8x32xf32> {onnx.name = "logits"}) {
+  %w = onnx.Constant dense<0.5> : tensor<16x32xf32>
+  %b = onnx.Constant dense<0.25> : tensor<32xf32>
+  %p = onnx.MatMul %x, %w : (tensor<2x8x16xf32>, tensor<16x32xf32>) -> tensor<2x8x32xf32>
+  %l = onnx.Add %p, %b : (tensor<2x8x32xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+  return %l : tensor<2x8x32xf32>
+}
+
+// -----
+
+// Gemma-2's final softcap, c * tanh(logits / c), and Granite's division by
+// logits_scaling map each logit with scalar constants: they become the LM
+// head's epilogue, composed in order, and the head is what is returned.
+// CHECK-LABEL: func.func @logits_softcap
+//       CHECK:   %[[L:.*]] = llm.logits %{{.*}}, %{{.*}} : (tensor<2x8x16xf32>, tensor<16x32xf32>) -> tensor<2x8x32xf32> {
+//       CHECK:   ^bb0(%[[X:.*]]: f32):
+//       CHECK:     %[[C:.*]] = arith.constant 3.000000e+01 : f32
+//       CHECK:     %[[D:.*]] = arith.divf %[[X]], %[[C]] : f32
+//       CHECK:     %[[T:.*]] = math.tanh %[[D]] : f32
+//       CHECK:     %[[M:.*]] = arith.mulf %[[T]], %{{.*}} : f32
+//       CHECK:     %[[S:.*]] = arith.divf %[[M]], %{{.*}} : f32
+//       CHECK:     llm.yield %[[S]] : f32
+//       CHECK:   return %[[L]]
+//   CHECK-NOT:   llm.elementwise
+func.func @logits_softcap(%x: tensor<2x8x16xf32>) -> (tensor<2x8x32xf32> {onnx.name = "logits"}) {
+  %w = onnx.Constant dense<0.5> : tensor<16x32xf32>
+  %cap = onnx.Constant dense<30.0> : tensor<f32>
+  %scaling = onnx.Constant dense<8.0> : tensor<f32>
+  %p = onnx.MatMul %x, %w : (tensor<2x8x16xf32>, tensor<16x32xf32>) -> tensor<2x8x32xf32>
+  %d = onnx.Div %p, %cap : (tensor<2x8x32xf32>, tensor<f32>) -> tensor<2x8x32xf32>
+  %t = onnx.Tanh %d : (tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  %m = onnx.Mul %t, %cap : (tensor<2x8x32xf32>, tensor<f32>) -> tensor<2x8x32xf32>
+  %s = onnx.Div %m, %scaling : (tensor<2x8x32xf32>, tensor<f32>) -> tensor<2x8x32xf32>
+  return %s : tensor<2x8x32xf32>
+}
+
+// -----
+
+// Near miss: an op on the logits that reads another activation is no
+// per-logit epilogue; the projection stays a linear.
+// CHECK-LABEL: func.func @logits_plus_activation
+//   CHECK-NOT:   llm.logits
+//       CHECK:   llm.linear
+func.func @logits_plus_activation(%x: tensor<2x8x16xf32>, %y: tensor<2x8x32xf32>) -> (tensor<2x8x32xf32> {onnx.name = "logits"}) {
+  %w = onnx.Constant dense<0.5> : tensor<16x32xf32>
+  %p = onnx.MatMul %x, %w : (tensor<2x8x16xf32>, tensor<16x32xf32>) -> tensor<2x8x32xf32>
+  %s = onnx.Add %p, %y : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+  return %s : tensor<2x8x32xf32>
+}

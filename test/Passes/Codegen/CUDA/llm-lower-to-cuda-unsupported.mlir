@@ -12,7 +12,7 @@ func.func @head_dim_512(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tenso
   %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 4.4e-02 : f32} : (tensor<?x1x512xf32>, tensor<1x?x2x1x16x512xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x1x512xf32>
   %m = llm.merge_heads %a : (tensor<?x1x512xf32>) -> tensor<?x512xf32>
   %rows = llm.gather_rows %m, %arg6 : (tensor<?x512xf32>, tensor<?xi32>) -> tensor<?x512xf32>
-  %logits = llm.logits %rows, %head : (tensor<?x512xf32>, tensor<64x512xf32>) -> tensor<?x64xf32>
+  %logits = llm.logits %rows, %head {transpose_weight} : (tensor<?x512xf32>, tensor<64x512xf32>) -> tensor<?x64xf32>
   return %logits : tensor<?x64xf32>
 }
 
@@ -29,7 +29,7 @@ func.func @group_of_72(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor
   %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.5e-01 : f32} : (tensor<?x72x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x72x16xf32>
   %m = llm.merge_heads %a : (tensor<?x72x16xf32>) -> tensor<?x1152xf32>
   %rows = llm.gather_rows %m, %arg6 : (tensor<?x1152xf32>, tensor<?xi32>) -> tensor<?x1152xf32>
-  %logits = llm.logits %rows, %head : (tensor<?x1152xf32>, tensor<64x1152xf32>) -> tensor<?x64xf32>
+  %logits = llm.logits %rows, %head {transpose_weight} : (tensor<?x1152xf32>, tensor<64x1152xf32>) -> tensor<?x64xf32>
   return %logits : tensor<?x64xf32>
 }
 
@@ -47,6 +47,6 @@ func.func @per_head_norm(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tens
   %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.5e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
   %m = llm.merge_heads %a : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
   %rows = llm.gather_rows %m, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
-  %logits = llm.logits %rows, %head : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  %logits = llm.logits %rows, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
   return %logits : tensor<?x64xf32>
 }
