@@ -182,7 +182,17 @@ LogicalResult RepeatKvOp::verify() {
   return success();
 }
 
+/// A sliding window of at least one key and a positive softcap, when given.
+static LogicalResult verifyScoreOptions(Operation *op, std::optional<int64_t> window,
+                                        std::optional<APFloat> softcap) {
+  if (window && *window <= 0) return op->emitOpError("sliding_window must be positive");
+  if (softcap && !(softcap->convertToFloat() > 0.0f))
+    return op->emitOpError("softcap must be positive");
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
+  if (failed(verifyScoreOptions(*this, getSlidingWindow(), getSoftcap()))) return failure();
   for (Value value : {getQuery(), getKey(), getValue(), getOutput()})
     if (failed(expectRank(*this, value, 4, "q, k, v and the result"))) return failure();
   int64_t heads = dimOf(getQuery(), 1), kvHeads = dimOf(getKey(), 1);
@@ -232,6 +242,7 @@ LogicalResult PagedKvWriteOp::verify() {
 }
 
 LogicalResult PagedAttentionOp::verify() {
+  if (failed(verifyScoreOptions(*this, getSlidingWindow(), getSoftcap()))) return failure();
   if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
   int64_t rank = rankOf(getQuery());
   bool ragged = static_cast<bool>(getCuSeqlensQ());

@@ -343,10 +343,14 @@ def Llm_AttentionOp : Llm_Op<"attention"> {
     reads KV head h / (heads / kv_heads)). The new tokens are the last `seq`
     of the total_len positions. Masks are attributes: `causal` hides later
     positions; a present `attention_mask` operand ([batch, total_len], 0 =
-    padding) hides padded keys.
+    padding) hides padded keys. With `sliding_window` W, the query at
+    position p sees only keys at positions above p - W (Mistral, Gemma-2/3's
+    local layers). With `softcap` c, a score s becomes c * tanh(s / c)
+    before the softmax (Gemma-2).
   }];
   let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$key, Llm_Tensor:$value,
-                   Llm_OptTensor:$attention_mask, F32Attr:$scale, UnitAttr:$causal);
+                   Llm_OptTensor:$attention_mask, F32Attr:$scale, UnitAttr:$causal,
+                   OptionalAttr<I64Attr>:$sliding_window, OptionalAttr<F32Attr>:$softcap);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
 }
@@ -385,11 +389,13 @@ def Llm_PagedAttentionOp : Llm_Op<"paged_attention", [Llm_TokenWiseHeads]> {
     Query row i of a sequence with q_len new tokens sits at position
     context_len - q_len + i and sees positions 0..that one: causality is
     implied, no mask is ever built. Query head h reads KV head
-    h / (heads / kv_heads).
+    h / (heads / kv_heads). `sliding_window` and `softcap` are
+    llm.attention's: only the blocks that hold the window's keys are read.
   }];
   let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$kv_pool, Llm_Tensor:$block_tables,
                    Llm_Tensor:$context_lens, Llm_OptTensor:$cu_seqlens_q,
-                   I64Attr:$layer, F32Attr:$scale);
+                   I64Attr:$layer, F32Attr:$scale, OptionalAttr<I64Attr>:$sliding_window,
+                   OptionalAttr<F32Attr>:$softcap);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
 }

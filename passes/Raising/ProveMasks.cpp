@@ -547,13 +547,10 @@ FailureOr<MaskInfo> provenMask(Operation *consumer, std::string &why) {
     why = unproven ? unproven.str() : "the mask was not analysed";
     return failure();
   }
-  if (auto window = proven.getAs<IntegerAttr>("sliding_window")) {
-    why = "sliding-window attention (a window of " + std::to_string(window.getInt()) +
-          " tokens) is not supported";
-    return failure();
-  }
   MaskInfo info;
   info.causal = proven.contains("causal");
+  if (auto window = proven.getAs<IntegerAttr>("sliding_window"))
+    info.slidingWindow = window.getInt();
   if (proven.contains("padding")) info.attentionMask = findArgumentByName(consumer, "attention_mask");
   return info;
 }

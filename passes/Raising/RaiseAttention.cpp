@@ -182,28 +182,49 @@ struct RaiseDecomposedAttention : OpRewritePattern<onnx::MatMulOp> {
       if (failed(proven)) return rewriter.notifyMatchFailure(op, "attention mask: " + why);
       info = *proven;
     }
-    auto attention = llm::AttentionOp::create(rewriter, fusedLocOf({op, softmax, qk}), op.getType(),
-                                              q, k, v, info.attentionMask,
-                                              rewriter.getF32FloatAttr(scale));
-    if (info.causal) attention.setCausal(true);
-    rewriter.replaceOp(op, attention);
+    // A softcap applies to the scaled scores: c * tanh(s * scale / c).
+    rewriter.replaceOp(op, createAttention(rewriter, fusedLocOf({op, softmax, qk}), op.getType(),
+                                           q, k, v, info, scale, parts.softcap));
     return success();
   }
 };
 
 } // namespace
 
+/// Peels Gemma-2's softcap c * tanh(s / c) off `value` (scales outside it
+/// are the caller's); returns s and sets `softcap` to c.
+Value peelSoftcap(Value value, std::optional<double> &softcap) {
+  double outer = 1.0, inner = 1.0;
+  Value tanhOut = peelScale(value, outer);
+  auto tanh = definedBy<onnx::TanhOp>(tanhOut);
+  if (!tanh || tanhOut == value) return value;
+  Value scores = peelScale(tanh.getX(), inner);
+  // c * tanh(s * (1 / c)): the two scales are c and its inverse.
+  if (scores == tanh.getX() || std::abs(outer * inner - 1.0) > 1e-6 || outer <= 0.0)
+    return value;
+  softcap = outer;
+  return scores;
+}
+
+/// The scores under an optional softcap and a scale: softcap(s * scale) is
+/// what llm.attention computes; a scale outside the softcap is not.
+Value peelScores(Value value, double &scale, std::optional<double> &softcap) {
+  return peelScale(peelSoftcap(value, softcap), scale);
+}
+
 AttentionScores splitScores(onnx::SoftmaxOp softmax) {
   AttentionScores parts;
-  parts.scores = peelScale(softmax.getInput(), parts.scale);
+  parts.scores = peelScores(softmax.getInput(), parts.scale, parts.softcap);
   if (auto add = definedBy<onnx::AddOp>(parts.scores)) {
     // scores + mask: the mask side is the one that is not a QK product.
     double lhsScale = parts.scale;
-    Value lhs = peelScale(add.getA(), lhsScale);
+    std::optional<double> lhsSoftcap = parts.softcap;
+    Value lhs = peelScores(add.getA(), lhsScale, lhsSoftcap);
     if (definedBy<onnx::MatMulOp>(lhs)) {
       parts.scores = lhs, parts.mask = add.getB(), parts.scale = lhsScale;
+      parts.softcap = lhsSoftcap;
     } else {
-      parts.scores = peelScale(add.getB(), parts.scale);
+      parts.scores = peelScores(add.getB(), parts.scale, parts.softcap);
       parts.mask = add.getA();
     }
   }

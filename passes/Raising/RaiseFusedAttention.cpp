@@ -53,9 +53,8 @@ struct AttentionParts {
   Value originalQuery;      ///< the query as the op takes it, 3-D or 4-D
   Value q, k, v;            ///< in heads layout, k and v the new tokens only
   Value pastKey, pastValue; ///< none without a cache
-  Value attentionMask;      ///< the raw [batch, total] mask, or none
+  MaskInfo mask;            ///< the raw [batch, total] mask (or none), causal, window
   std::optional<float> scale;
-  bool causal;
 };
 
 /// Replaces a fused attention op, whose results are (output, present_key,
@@ -70,14 +69,10 @@ void replaceWithAttention(PatternRewriter &rewriter, Operation *op, const Attent
   Value keys = appendToCache(parts.pastKey, parts.k, op->getResult(1).getType());
   Value values = appendToCache(parts.pastValue, parts.v, op->getResult(2).getType());
   float factor = parts.scale.value_or(1.0f / std::sqrt(float(dimOf(parts.q, 3))));
-  auto attention = llm::AttentionOp::create(rewriter, loc, headsOutputType(parts.q, values),
-                                            parts.q, keys, values,
-                                            optionalOperand(parts.attentionMask),
-                                            rewriter.getF32FloatAttr(factor));
-  if (parts.causal) attention.setCausal(true);
-  Value out = attention;
+  Value out = createAttention(rewriter, loc, headsOutputType(parts.q, values), parts.q, keys,
+                              values, parts.mask, factor, /*softcap=*/std::nullopt);
   if (rankOf(parts.originalQuery) != 4)
-    out = llm::MergeHeadsOp::create(rewriter, loc, op->getResult(0).getType(), attention);
+    out = llm::MergeHeadsOp::create(rewriter, loc, op->getResult(0).getType(), out);
   rewriter.replaceOp(op, {out, keys, values, out});
 }
 
@@ -104,6 +99,9 @@ std::optional<std::string> featureOf(onnx::AttentionOp op) {
   if (!op.getQkMatmulOutput().use_empty()) return std::string("the attention scores as an output");
   return std::nullopt;
 }
+/// GroupQueryAttention's softcap and local window are not raised: the genai
+/// builder writes them for a KV buffer shared across steps (onnxruntime refuses
+/// a past shorter than the window), so no reference checks their semantics.
 std::optional<std::string> featureOf(onnx::GroupQueryAttentionOp op) {
   if (float softcap = op.getSoftcap().convertToFloat(); softcap != 0.0f)
     return softcapping(softcap);
@@ -147,10 +145,9 @@ struct RaiseAttentionOp : OpRewritePattern<onnx::AttentionOp> {
     Value v = toHeads(rewriter, loc, op.getV(), kvHeads);
     std::optional<float> scale;
     if (auto attr = op.getScale()) scale = attr->convertToFloat();
+    mask.causal = mask.causal || op.getIsCausal();
     replaceWithAttention(rewriter, op,
-                         {op.getQ(), q, k, v, op.getPastKey(), op.getPastValue(),
-                          mask.attentionMask,
-                          scale, op.getIsCausal() || mask.causal});
+                         {op.getQ(), q, k, v, op.getPastKey(), op.getPastValue(), mask, scale});
     return success();
   }
 };
@@ -207,9 +204,12 @@ struct RaiseGroupQueryAttention : OpRewritePattern<onnx::GroupQueryAttentionOp> 
       k = createRopeForHeads(rewriter, loc, k, positions, op.getCosCache(), op.getSinCache(),
                              op.getRotaryInterleaved());
     }
+    MaskInfo mask;
+    mask.attentionMask = attentionMask;
+    mask.causal = true;
     replaceWithAttention(rewriter, op,
-                         {query, q, k, v, op.getPastKey(), op.getPastValue(), attentionMask,
-                          nonZeroScale(op.getScale()), /*causal=*/true});
+                         {query, q, k, v, op.getPastKey(), op.getPastValue(), mask,
+                          nonZeroScale(op.getScale())});
     return success();
   }
 };
@@ -229,26 +229,28 @@ struct RaiseMultiHeadAttention : OpRewritePattern<onnx::MultiHeadAttentionOp> {
     int64_t heads = op.getNumHeads();
     if (!isValidHeadCount(op.getQuery(), heads) || !isValidHeadCount(op.getKey(), heads))
       return rewriter.notifyMatchFailure(op, "hidden size is not a multiple of num_heads");
-    Value attentionMask = op.getKeyPaddingMask();
-    bool causal = op.getUnidirectional() != 0;
-    if (!isNone(attentionMask) && rankOf(attentionMask) != 2)
+    MaskInfo mask;
+    mask.attentionMask = optionalOperand(op.getKeyPaddingMask());
+    if (mask.attentionMask && rankOf(mask.attentionMask) != 2)
       return rewriter.notifyMatchFailure(op, "key_padding_mask is not [batch, total]");
     if (!isNone(op.getAttentionBias())) {
       std::string why;
       FailureOr<MaskInfo> proven = provenMask(op, why);
       if (failed(proven)) return rewriter.notifyMatchFailure(op, "attention_bias: " + why);
-      if (!isNone(attentionMask) && proven->attentionMask)
+      if (mask.attentionMask && proven->attentionMask)
         return rewriter.notifyMatchFailure(op, "both key_padding_mask and a padding bias");
-      if (proven->attentionMask) attentionMask = proven->attentionMask;
-      causal = causal || proven->causal;
+      Value keyPadding = mask.attentionMask;
+      mask = *proven;
+      if (keyPadding) mask.attentionMask = keyPadding;
     }
+    mask.causal = mask.causal || op.getUnidirectional() != 0;
     Location loc = op.getLoc();
     Value q = toHeads(rewriter, loc, op.getQuery(), heads);
     Value k = toHeads(rewriter, loc, op.getKey(), heads);
     Value v = toHeads(rewriter, loc, op.getValue(), heads);
     replaceWithAttention(rewriter, op,
-                         {op.getQuery(), q, k, v, op.getPastKey(), op.getPastValue(), attentionMask,
-                          nonZeroScale(op.getScale()), causal});
+                         {op.getQuery(), q, k, v, op.getPastKey(), op.getPastValue(), mask,
+                          nonZeroScale(op.getScale())});
     return success();
   }
 };

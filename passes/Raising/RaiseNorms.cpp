@@ -224,10 +224,31 @@ struct RaiseReshapedHeadNorm : OpRewritePattern<onnx::ReshapeOp> {
   }
 };
 
+/// rms_norm(split_heads(x)) over each head's features (Gemma-3's q_norm and
+/// k_norm, after the heads' transpose) -> split_heads(the per-head rms_norm
+/// of x): the norm is token-wise again, as the serving form needs.
+struct NormBeforeSplitHeads : OpRewritePattern<llm::RmsNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(llm::RmsNormOp op, PatternRewriter &rewriter) const override {
+    auto split = definedBy<llm::SplitHeadsOp>(op.getInput());
+    if (!split || !split->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "does not normalise the heads of one split_heads");
+    int64_t head = dimOf(split, -1);
+    if (ShapedType::isDynamic(head) || dimOf(op.getWeight(), 0) != head)
+      return rewriter.notifyMatchFailure(op, "the weight is not one head long");
+    Value x = split.getInput();
+    auto norm = llm::RmsNormOp::create(rewriter, op.getLoc(), x.getType(), x, op.getWeight(),
+                                       op.getEpsilonAttr());
+    rewriter.replaceOpWithNewOp<llm::SplitHeadsOp>(op, op.getType(), norm,
+                                                   split.getNumHeadsAttr());
+    return success();
+  }
+};
+
 } // namespace
 
 void populateNormGluePatterns(RewritePatternSet &patterns) {
-  patterns.add<FoldBiasAdd<llm::LayerNormOp>>(patterns.getContext());
+  patterns.add<FoldBiasAdd<llm::LayerNormOp>, NormBeforeSplitHeads>(patterns.getContext());
 }
 
 void populateNormPatterns(RewritePatternSet &patterns) {

@@ -116,7 +116,7 @@ mlir::Value createRopeForHeads(mlir::PatternRewriter &rewriter, mlir::Location l
                                mlir::Value sinCache, bool interleaved);
 
 /// The parts of a Softmax's input in decomposed attention:
-/// [scale *] (QK^T [* scale] [+ mask]).
+/// [scale *] (softcap(QK^T [* scale]) [+ mask]), softcap(s) = c * tanh(s / c).
 struct AttentionScores {
   /// The scores before the mask (a QK^T product when this is attention).
   mlir::Value scores;
@@ -124,6 +124,8 @@ struct AttentionScores {
   mlir::Value mask;
   /// The product of the constant scales peeled off.
   double scale = 1.0;
+  /// c of Gemma-2's softcap, when the scores pass through one.
+  std::optional<double> softcap;
 };
 AttentionScores splitScores(onnx::SoftmaxOp softmax);
 
@@ -154,10 +156,17 @@ struct MaskInfo {
   mlir::Value attentionMask;
   /// Whether the mask hides later positions.
   bool causal = false;
+  /// The keys a query sees when the mask is a sliding window.
+  std::optional<int64_t> slidingWindow;
 };
 
-/// The mask proven on `consumer`; failure with `why` when it was not proven
-/// or is a feature llm.attention lacks (a sliding window).
+/// llm.attention of q, k, v under `mask`, with its scale and softcap.
+llm::AttentionOp createAttention(mlir::OpBuilder &builder, mlir::Location loc, mlir::Type type,
+                                 mlir::Value q, mlir::Value k, mlir::Value v,
+                                 const MaskInfo &mask, float scale,
+                                 std::optional<double> softcap);
+
+/// The mask proven on `consumer`; failure with `why` when it was not proven.
 mlir::FailureOr<MaskInfo> provenMask(mlir::Operation *consumer, std::string &why);
 
 /// What a fused attention op (opset-23 Attention, GroupQueryAttention,

@@ -164,6 +164,18 @@ Location fusedLocOf(ArrayRef<Operation *> ops) {
   return FusedLoc::get(ops.front()->getContext(), locs);
 }
 
+llm::AttentionOp createAttention(OpBuilder &builder, Location loc, Type type, Value q, Value k,
+                                 Value v, const MaskInfo &mask, float scale,
+                                 std::optional<double> softcap) {
+  IntegerAttr window;
+  if (mask.slidingWindow) window = builder.getI64IntegerAttr(*mask.slidingWindow);
+  FloatAttr cap;
+  if (softcap) cap = builder.getF32FloatAttr(*softcap);
+  return llm::AttentionOp::create(builder, loc, type, q, k, v, optionalOperand(mask.attentionMask),
+                                  builder.getF32FloatAttr(scale),
+                                  mask.causal ? builder.getUnitAttr() : UnitAttr(), window, cap);
+}
+
 void populateStructurePatterns(RewritePatternSet &patterns) {
   populateNormPatterns(patterns);
   populateLinearPatterns(patterns);

@@ -159,7 +159,8 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
                                          builder.getI64IntegerAttr(index));
       Value output = llm::PagedAttentionOp::create(
           builder, loc, attention.getType(), attention.getQuery(), pool, blockTables, contextLens,
-          /*cu_seqlens_q=*/Value(), builder.getI64IntegerAttr(index), attention.getScaleAttr());
+          /*cu_seqlens_q=*/Value(), builder.getI64IntegerAttr(index), attention.getScaleAttr(),
+          attention.getSlidingWindowAttr(), attention.getSoftcapAttr());
       attention.replaceAllUsesWith(output);
     }
 

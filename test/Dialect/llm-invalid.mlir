@@ -151,3 +151,19 @@ func.func @logits_bias_width(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>, %b: tens
   %y = llm.logits %x, %w bias(%b) : (tensor<?x8xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<?x16xf32>
   return %y : tensor<?x16xf32>
 }
+
+// -----
+
+func.func @attention_window(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  // expected-error @+1 {{sliding_window must be positive}}
+  %a = llm.attention %q, %q, %q {causal, scale = 0.25 : f32, sliding_window = 0 : i64} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %a : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+func.func @attention_softcap(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  // expected-error @+1 {{softcap must be positive}}
+  %a = llm.attention %q, %q, %q {causal, scale = 0.25 : f32, softcap = -1.0 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %a : tensor<1x4x3x16xf32>
+}

@@ -112,6 +112,9 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   args.push_back(output);
   int64_t layer = op.getLayer();
   double scale = op.getScale().convertToFloat();
+  std::optional<int64_t> window = op.getSlidingWindow();
+  std::optional<float> softcap;
+  if (auto cap = op.getSoftcap()) softcap = cap->convertToFloat();
   step.callKernel(op.getLoc(), "paged_attention", kernelKey(op, args), args,
                   [&](KernelBuilder &kb, ValueRange params) {
     Value query = params[0], pool = params[1], blockTables = params[2];
@@ -136,6 +139,10 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
       kb.forEach(first, last, [&](Value row) {
         Value visible = kb.addIndex(kb.addIndex(startPosition, kb.subIndex(row, first)), one);
         Value blocks = kb.divIndex(kb.addIndex(visible, kb.subIndex(blockSize, one)), blockSize);
+        // A sliding window starts at the row's position - window + 1: the blocks
+        // before the one holding that key are never read.
+        Value firstKey = window ? kb.maxIndex(zero, kb.subIndex(visible, kb.index(*window))) : zero;
+        Value firstBlock = kb.divIndex(firstKey, blockSize);
         kb.forEach(zero, kb.index(heads), [&](Value head) {
           Value kvHead = kb.divIndex(head, kb.index(group));
           Value qBase = kb.mulIndex(head, headDim);
@@ -143,13 +150,14 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
           // Running (max, sum) over the blocks, then over each block's slots.
           Value negInf = kb.f32(-std::numeric_limits<float>::infinity());
           auto blockLoop = scf::ForOp::create(
-              b, kb.location(), zero, blocks, one, ValueRange{negInf, kb.f32(0.0)},
+              b, kb.location(), firstBlock, blocks, one, ValueRange{negInf, kb.f32(0.0)},
               [&](OpBuilder &, Location, Value blockIndex, ValueRange state) {
                 Value block = kb.toIndex(kb.load(blockTables, {seq, blockIndex}));
                 Value begin = kb.mulIndex(blockIndex, blockSize);
                 Value count = kb.minIndex(blockSize, kb.subIndex(visible, begin));
+                Value firstSlot = kb.maxIndex(zero, kb.subIndex(firstKey, begin));
                 auto slotLoop = scf::ForOp::create(
-                    b, kb.location(), zero, count, one, state,
+                    b, kb.location(), firstSlot, count, one, state,
                     [&](OpBuilder &, Location, Value slot, ValueRange running) {
                       Value dot = kb.reduce(zero, headDim, kb.f32(0.0), [&](Value d, Value acc) {
                         Value q = kb.load(query, {row, kb.addIndex(qBase, d)});
@@ -157,6 +165,8 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                         return kb.add(acc, kb.mul(q, k));
                       });
                       Value score = kb.mul(dot, scaleValue);
+                      if (softcap)
+                        score = kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap))));
                       Value maxSoFar = kb.max(running[0], score);
                       Value correction = kb.exp(kb.sub(running[0], maxSoFar));
                       Value weight = kb.exp(kb.sub(score, maxSoFar));

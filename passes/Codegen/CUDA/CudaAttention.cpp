@@ -63,6 +63,12 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   // query, pool, block_tables, context_lens, cu_seqlens
   if (operands.size() < 5 || !operands[4])
     return op.emitOpError("is not ragged: run llm-ragged-batching first");
+  if (op.getSlidingWindow())
+    return op.emitOpError("is sliding-window attention, which the CUDA attention kernels do not "
+                          "compute yet");
+  if (op.getSoftcap())
+    return op.emitOpError("softcaps its scores, which the CUDA attention kernels do not compute "
+                          "yet");
   const TensorRef &query = *operands[0], &pool = *operands[1];
   auto poolShape = cast<ShapedType>(op.getKvPool().getType()).getShape();
   int64_t kvHeads = poolShape[3], blockSize = poolShape[4], headDim = poolShape[5];

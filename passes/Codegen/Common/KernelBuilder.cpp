@@ -88,6 +88,7 @@ Value KernelBuilder::mulIndex(Value a, Value c) { return arith::MulIOp::create(b
 Value KernelBuilder::divIndex(Value a, Value c) { return arith::DivSIOp::create(b, loc, a, c); }
 Value KernelBuilder::remIndex(Value a, Value c) { return arith::RemSIOp::create(b, loc, a, c); }
 Value KernelBuilder::minIndex(Value a, Value c) { return arith::MinSIOp::create(b, loc, a, c); }
+Value KernelBuilder::maxIndex(Value a, Value c) { return arith::MaxSIOp::create(b, loc, a, c); }
 Value KernelBuilder::lessThan(Value a, Value c) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
 }

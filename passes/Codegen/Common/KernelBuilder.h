@@ -66,6 +66,7 @@ public:
   mlir::Value divIndex(mlir::Value a, mlir::Value c);
   mlir::Value remIndex(mlir::Value a, mlir::Value c);
   mlir::Value minIndex(mlir::Value a, mlir::Value c);
+  mlir::Value maxIndex(mlir::Value a, mlir::Value c);
   mlir::Value lessThan(mlir::Value a, mlir::Value c);
 
 private:

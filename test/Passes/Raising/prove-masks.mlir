@@ -50,12 +50,13 @@ func.func @sdpa_mask(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: ten
 // -----
 
 // A second bound on the key index is a sliding window: the probe whose past is
-// longer than any constant of the mask shows its width, and raising refuses it
-// by name.
+// longer than any constant of the mask shows its width, and the attention
+// keeps it.
 // CHECK-LABEL: func.func @sliding_window_mask
-//       CHECK:   onnx.Softmax %{{.*}} {llmc.mask = {causal, padding, sliding_window = 6 : i64}}
-//   CHECK-NOT:   llm.attention
-// ERROR: error: onnx ops not raised to llm: {{.*}}; attention mask: sliding-window attention (a window of 6 tokens) is not supported
+//  CHECK-SAME:   %[[M:[^:]*]]: tensor<?x?xi64> {onnx.name = "attention_mask"}
+//       CHECK:   llm.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {causal, scale = 1.000000e+00 : f32, sliding_window = 6 : i64}
+//   CHECK-NOT:   onnx.Softmax
+// ERROR-NOT: error: {{.*}}@sliding_window_mask
 func.func @sliding_window_mask(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
                                %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
                                %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x4x?x16xf32> {

@@ -376,8 +376,10 @@ func.func @rope_unnegated(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> ten
 
 // -----
 
-// Near miss: a second position comparison bounds a sliding window; `causal`
-// alone would attend to the whole past, so nothing is raised.
+// Near miss: a sliding-window mask over constant key positions and
+// position_ids of static shape [3, 1] fits no probe (the types fix the new
+// tokens at one, the keys at three), so it is not proven and nothing is
+// raised. (prove-masks.mlir raises a window mask built from attention_mask.)
 // CHECK-LABEL: func.func @attention_sliding_window
 //   CHECK-NOT:   llm.attention
 //       CHECK:   onnx.Softmax
@@ -750,4 +752,72 @@ func.func @logits_plus_activation(%x: tensor<2x8x16xf32>, %y: tensor<2x8x32xf32>
   %p = onnx.MatMul %x, %w : (tensor<2x8x16xf32>, tensor<16x32xf32>) -> tensor<2x8x32xf32>
   %s = onnx.Add %p, %y : (tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
   return %s : tensor<2x8x32xf32>
+}
+
+// -----
+
+// Gemma-2's attention softcap c * tanh(s / c) on the scaled scores, before the
+// mask: llm.attention's softcap.
+// CHECK-LABEL: func.func @attention_softcap
+//       CHECK:   llm.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f32, softcap = 5.000000e+01 : f32}
+//   CHECK-NOT:   onnx.Tanh
+func.func @attention_softcap(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  %scale = onnx.Constant dense<0.25> : tensor<f32>
+  %cap = onnx.Constant dense<50.0> : tensor<f32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x3x16xf32>) -> tensor<1x4x16x3xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<1x4x3x16xf32>, tensor<1x4x16x3xf32>) -> tensor<1x4x3x3xf32>
+  %scaled = onnx.Mul %qk, %scale : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %over = onnx.Div %scaled, %cap : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %t = onnx.Tanh %over : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %capped = onnx.Mul %t, %cap : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %p = onnx.Softmax %capped {axis = -1 : i64} : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %o = onnx.MatMul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %o : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+// Near miss: tanh between two different scales is no softcap (c * tanh(s / d),
+// c != d); the scores are not a QK^T product, so nothing is raised.
+// CHECK-LABEL: func.func @attention_tanh_not_softcap
+//   CHECK-NOT:   llm.attention
+//       CHECK:   onnx.Softmax
+func.func @attention_tanh_not_softcap(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  %c = onnx.Constant dense<50.0> : tensor<f32>
+  %d = onnx.Constant dense<30.0> : tensor<f32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x3x16xf32>) -> tensor<1x4x16x3xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<1x4x3x16xf32>, tensor<1x4x16x3xf32>) -> tensor<1x4x3x3xf32>
+  %over = onnx.Div %qk, %d : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %t = onnx.Tanh %over : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %capped = onnx.Mul %t, %c : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %p = onnx.Softmax %capped {axis = -1 : i64} : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %o = onnx.MatMul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %o : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+// Gemma-3 normalises each head after the heads' transpose: the norm moves
+// before split_heads, as a per-head norm of the projection.
+// CHECK-LABEL: func.func @norm_after_split_heads
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<2x3x64xf32>)
+//       CHECK:   %[[N:.*]] = llm.rms_norm %[[X]], %{{.*}} {{.*}} : (tensor<2x3x64xf32>, tensor<16xf32>) -> tensor<2x3x64xf32>
+//       CHECK:   llm.split_heads %[[N]] {num_heads = 4 : i64}
+func.func @norm_after_split_heads(%x: tensor<2x3x64xf32>) -> tensor<2x4x3x16xf32> {
+  %shape = onnx.Constant dense<[2, 3, 4, 16]> : tensor<4xi64>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %axes = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %eps = onnx.Constant dense<1.0e-6> : tensor<f32>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %w = onnx.Constant dense<0.5> : tensor<16xf32>
+  %r = onnx.Reshape %x, %shape : (tensor<2x3x64xf32>, tensor<4xi64>) -> tensor<2x3x4x16xf32>
+  %h = onnx.Transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x3x4x16xf32>) -> tensor<2x4x3x16xf32>
+  %sq = onnx.Pow %h, %two : (tensor<2x4x3x16xf32>, tensor<f32>) -> tensor<2x4x3x16xf32>
+  %mean = onnx.ReduceMean %sq, %axes : (tensor<2x4x3x16xf32>, tensor<1xi64>) -> tensor<2x4x3x1xf32>
+  %sum = onnx.Add %mean, %eps : (tensor<2x4x3x1xf32>, tensor<f32>) -> tensor<2x4x3x1xf32>
+  %root = onnx.Sqrt %sum : (tensor<2x4x3x1xf32>) -> tensor<2x4x3x1xf32>
+  %inv = onnx.Div %one, %root : (tensor<f32>, tensor<2x4x3x1xf32>) -> tensor<2x4x3x1xf32>
+  %normed = onnx.Mul %h, %inv : (tensor<2x4x3x16xf32>, tensor<2x4x3x1xf32>) -> tensor<2x4x3x16xf32>
+  %y = onnx.Mul %w, %normed : (tensor<16xf32>, tensor<2x4x3x16xf32>) -> tensor<2x4x3x16xf32>
+  return %y : tensor<2x4x3x16xf32>
 }
