@@ -26,8 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import onnxruntime as ort
-
+from compile_time import time_onnxruntime  # bench/, beside this script
 from llmc.convert.gguf import default_gguf_path
 from llmc.runtime import Model
 
@@ -63,14 +62,6 @@ def run(command: list[str], what: str, log: Path) -> None:
             raise SystemExit(f"exporters_default_model: {what} failed; see {log}")
 
 
-def session_seconds(model: Path) -> float:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    start = time.perf_counter()
-    ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-    return time.perf_counter() - start
-
-
 def measure(name: str, model: Path, artifact: Path, reference: list[dict], tokens: int) -> dict:
     """Compile `model`, time it and onnxruntime's session, and compare greedy tokens."""
     start = time.perf_counter()
@@ -81,7 +72,7 @@ def measure(name: str, model: Path, artifact: Path, reference: list[dict], token
                                                 if f.name.startswith("model.onnx")) / 2**20)}
     if result.returncode != 0:
         return {**row, "error": result.stderr.strip()}
-    row.update(llmc_compile_s=compile_s, onnxruntime_session_s=session_seconds(model),
+    row.update(llmc_compile_s=compile_s, onnxruntime_session_s=time_onnxruntime(model),
                artifact_mb=round(sum(f.stat().st_size for f in artifact.iterdir()) / 2**20))
     llmc = Model(artifact)
     try:
