@@ -217,7 +217,7 @@ AttentionScores splitScores(onnx::SoftmaxOp softmax) {
   parts.scores = peelScores(softmax.getInput(), parts.scale, parts.softcap);
   if (auto add = definedBy<onnx::AddOp>(parts.scores)) {
     // scores + mask: the mask side is the one that is not a QK product.
-    double lhsScale = parts.scale;
+    double outerScale = parts.scale, lhsScale = parts.scale;
     std::optional<double> lhsSoftcap = parts.softcap;
     Value lhs = peelScores(add.getA(), lhsScale, lhsSoftcap);
     if (definedBy<onnx::MatMulOp>(lhs)) {
@@ -227,6 +227,9 @@ AttentionScores splitScores(onnx::SoftmaxOp softmax) {
       parts.scores = peelScores(add.getB(), parts.scale, parts.softcap);
       parts.mask = add.getA();
     }
+    // k * (softcap(s) + mask) is no softcap of scaled scores: leave the scores
+    // unsplit, so that nothing raises them.
+    if (parts.softcap && outerScale != 1.0) parts.scores = add, parts.mask = Value();
   }
   return parts;
 }

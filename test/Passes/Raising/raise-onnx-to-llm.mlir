@@ -821,3 +821,26 @@ func.func @norm_after_split_heads(%x: tensor<2x3x64xf32>) -> tensor<2x4x3x16xf32
   %y = onnx.Mul %w, %normed : (tensor<16xf32>, tensor<2x4x3x16xf32>) -> tensor<2x4x3x16xf32>
   return %y : tensor<2x4x3x16xf32>
 }
+
+// -----
+
+// Near miss: a scale outside the softcap and the mask, k * (c * tanh(s / c) +
+// mask), is no softcap of scaled scores: nothing is raised.
+// CHECK-LABEL: func.func @attention_scale_outside_softcap
+//   CHECK-NOT:   llm.attention
+//       CHECK:   onnx.Softmax
+func.func @attention_scale_outside_softcap(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  %cap = onnx.Constant dense<50.0> : tensor<f32>
+  %outer = onnx.Constant dense<0.25> : tensor<f32>
+  %bias = onnx.Constant dense<0.0> : tensor<3x3xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x3x16xf32>) -> tensor<1x4x16x3xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<1x4x3x16xf32>, tensor<1x4x16x3xf32>) -> tensor<1x4x3x3xf32>
+  %over = onnx.Div %qk, %cap : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %t = onnx.Tanh %over : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %capped = onnx.Mul %t, %cap : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %masked = onnx.Add %capped, %bias : (tensor<1x4x3x3xf32>, tensor<3x3xf32>) -> tensor<1x4x3x3xf32>
+  %scaled = onnx.Mul %masked, %outer : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %p = onnx.Softmax %scaled {axis = -1 : i64} : (tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %o = onnx.MatMul %p, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %o : tensor<1x4x3x16xf32>
+}
