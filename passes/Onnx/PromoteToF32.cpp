@@ -39,7 +39,7 @@ bool isHalf(Type type) { return isa<Float16Type, BFloat16Type>(type); }
 constexpr int64_t kOnnxFloat = 1, kOnnxFloat16 = 10, kOnnxBFloat16 = 16;
 
 /// The name of the attribute that holds the ONNX element type `op` produces
-/// (Cast's `to`, DequantizeLinear's `output_dtype`), or null.
+/// (Cast's `to`, DequantizeLinear's `output_dtype`), or an empty name.
 StringRef elementTypeCodeAttribute(Operation *op) {
   if (isa<onnx::CastOp>(op)) return "to";
   if (isa<onnx::DequantizeLinearOp>(op)) return "output_dtype";

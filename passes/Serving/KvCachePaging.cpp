@@ -187,9 +187,10 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     return success();
   }
 
-  /// The op that computes `result` from the LM head (a linear, which raising
-  /// names llm.logits only when it is the output itself) through elementwise
-  /// ops: Granite's logits_scaling, Gemma-2's final softcap. Null otherwise.
+  /// The op that computes `result` from the LM head (llm.logits, or a linear
+  /// raising could not make one) through row-wise ops that raising could not
+  /// fold into the head's epilogue (they read more than the logits). Null
+  /// otherwise.
   static Operation *opAfterLogitsHead(Value result) {
     Operation *last = result.getDefiningOp();
     for (Operation *op = last; op && op->hasTrait<llm::OpTrait::RowWise>();) {
@@ -211,8 +212,9 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
       if (!value.getDefiningOp<llm::KvConcatOp>()) kept.push_back(value);
     if (kept.size() == 1 && !kept.front().getDefiningOp<llm::LogitsOp>())
       if (Operation *after = opAfterLogitsHead(kept.front()))
-        return after->emitOpError("transforms the logits after the LM head (a logit multiplier or "
-                                  "softcap): logit scaling is not supported");
+        return after->emitOpError("transforms the logits after the LM head with more than "
+                                  "per-logit arithmetic on constants, which the head's epilogue "
+                                  "holds; such logits are not supported");
     if (kept.size() != 1 || !kept.front().getDefiningOp<llm::LogitsOp>())
       return ret.emitOpError("must return the logits (llm.logits) and the present K/V only; "
                              "the step ABI has no place for other results");

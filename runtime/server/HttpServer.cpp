@@ -39,6 +39,10 @@ public:
   bool responded = false;
   bool gone = false;
   bool watching = false;
+  /// Set by stopWatching(): a read that completed before its cancel must not
+  /// start another, or the watcher would hold the next request's bytes while
+  /// the client waits for its answer.
+  bool stopRequested = false;
   std::function<void()> onGone;
   asio::steady_timer watcherStopped;
 
@@ -131,6 +135,7 @@ Task<void> Connection::watch() {
     // Bytes that come now belong to the next request (pipelining): keep them.
     size_t read = co_await stream.async_read_some(buffer.prepare(4096), tolerate(ec));
     buffer.commit(read);
+    if (!ec && stopRequested) break;
     if (ec) {
       if (ec != asio::error::operation_aborted) {
         gone = true;
@@ -151,12 +156,16 @@ Task<void> Connection::watch() {
 
 Task<void> Connection::stopWatching() {
   if (!watching) co_return;
+  // The cancel stops a read in flight; the flag, one whose completion is
+  // already queued on the strand (the client's next request came early).
+  stopRequested = true;
   stream.cancel();
   while (watching) {
     watcherStopped.expires_at(asio::steady_timer::time_point::max());
     error_code ignored;
     co_await watcherStopped.async_wait(tolerate(ignored));
   }
+  stopRequested = false;
 }
 
 asio::any_io_executor HttpExchange::executor() const { return connection.executor(); }
