@@ -17,4 +17,11 @@
 #define GET_OP_CLASSES
 #include "dialects/llm/LlmOps.h.inc"
 
+namespace llmc::llm {
+/// Clones the scalar body of an elementwise op or an epilogue (a block
+/// ending in llm.yield) at `b`'s insertion point with its arguments bound to
+/// `scalars`; returns the yielded value.
+mlir::Value inlineScalarBody(mlir::OpBuilder &b, mlir::Region &body, mlir::ValueRange scalars);
+} // namespace llmc::llm
+
 #endif // LLMC_DIALECTS_LLM_LLMDIALECT_H

@@ -79,12 +79,16 @@ Value CastOp::buildScalar(OpBuilder &b, Location loc, ValueRange scalars) {
   return arith::TruncFOp::create(b, loc, to, x);
 }
 
-Value ElementwiseOp::buildScalar(OpBuilder &b, Location loc, ValueRange scalars) {
-  Block &body = getBody().front();
+Value inlineScalarBody(OpBuilder &b, Region &body, ValueRange scalars) {
+  Block &block = body.front();
   IRMapping mapping;
-  mapping.map(body.getArguments(), scalars);
-  for (Operation &op : body.without_terminator()) b.clone(op, mapping);
-  return mapping.lookupOrDefault(cast<YieldOp>(body.getTerminator()).getValue());
+  mapping.map(block.getArguments(), scalars);
+  for (Operation &op : block.without_terminator()) b.clone(op, mapping);
+  return mapping.lookupOrDefault(cast<YieldOp>(block.getTerminator()).getValue());
+}
+
+Value ElementwiseOp::buildScalar(OpBuilder &b, Location, ValueRange scalars) {
+  return inlineScalarBody(b, getBody(), scalars);
 }
 
 } // namespace llmc::llm

@@ -8,7 +8,6 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
@@ -168,13 +167,9 @@ FailureOr<llm::FusedLinearOp> absorbIntoEpilogue(PatternRewriter &rewriter, Oper
         ValueRange extraScalars = scalars.drop_front(accumulators);
         Value value = accs.front();
         if (oldEpilogue) {
-          Block &body = oldEpilogue->front();
-          IRMapping mapping;
-          mapping.map(body.getArguments().take_front(accumulators), accs);
-          mapping.map(body.getArguments().drop_front(accumulators),
-                      extraScalars.take_front(oldExtras));
-          for (Operation &inner : body.without_terminator()) b.clone(inner, mapping);
-          value = mapping.lookupOrDefault(cast<llm::YieldOp>(body.getTerminator()).getValue());
+          SmallVector<Value> oldScalars(accs);
+          llvm::append_range(oldScalars, extraScalars.take_front(oldExtras));
+          value = llm::inlineScalarBody(b, *oldEpilogue, oldScalars);
         }
         SmallVector<Value> operands;
         for (OpOperand &operand : op->getOpOperands()) {

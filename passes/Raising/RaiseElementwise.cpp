@@ -14,7 +14,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -131,14 +130,9 @@ struct FoldIntoLogitsEpilogue : OpRewritePattern<llm::ElementwiseOp> {
     Type element = getElementTypeOrSelf(head.getType());
     Block *block = rewriter.createBlock(&logits.getEpilogue(), {}, {element}, {loc});
     Value logit = block->getArgument(0);
-    auto inlineBody = [&](Region &body) {
-      IRMapping mapping;
-      mapping.map(body.front().getArgument(0), logit);
-      for (Operation &scalar : body.front().without_terminator()) rewriter.clone(scalar, mapping);
-      logit = mapping.lookupOrDefault(body.front().getTerminator()->getOperand(0));
-    };
-    if (!head.getEpilogue().empty()) inlineBody(head.getEpilogue());
-    inlineBody(op.getBody());
+    if (!head.getEpilogue().empty())
+      logit = llm::inlineScalarBody(rewriter, head.getEpilogue(), logit);
+    logit = llm::inlineScalarBody(rewriter, op.getBody(), logit);
     llm::YieldOp::create(rewriter, loc, logit);
     rewriter.replaceOp(op, logits.getResult());
     rewriter.eraseOp(head);

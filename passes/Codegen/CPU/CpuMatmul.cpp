@@ -13,7 +13,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/IRMapping.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -195,11 +194,7 @@ Value applyEpilogue(KernelBuilder &kb, Region &body, ArrayRef<Value> accumulator
     scalars.push_back(bias ? kb.add(acc, kb.load(bias, {column})) : acc);
   }
   for (Value extra : extras) scalars.push_back(loadExtra(kb, extra, row, col));
-  Block &block = body.front();
-  IRMapping mapping;
-  mapping.map(block.getArguments(), scalars);
-  for (Operation &op : block.without_terminator()) kb.builder().clone(op, mapping);
-  return mapping.lookupOrDefault(block.getTerminator()->getOperand(0));
+  return llm::inlineScalarBody(kb.builder(), body, scalars);
 }
 
 /// The matmul kernel's arguments after x, W, out, begin and end: the

@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CUDA/CudaLowering.h"
 
-#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 
@@ -375,11 +374,8 @@ LogicalResult lowerEpilogue(StepContext &step, Operation *op, const EpilogueRefs
         scalars.push_back(hasBias ? kb.add(acc, loadF32(kb, params[1], {column})) : acc);
       }
       for (Value extra : extras) scalars.push_back(loadBroadcast(kb, extra, rt.row, col));
-      Block &body = epilogue.body->front();
-      IRMapping mapping;
-      mapping.map(body.getArguments(), scalars);
-      for (Operation &scalarOp : body.without_terminator()) kb.builder().clone(scalarOp, mapping);
-      storeNarrowed(kb, mapping.lookupOrDefault(body.getTerminator()->getOperand(0)), out, {rt.row, col});
+      storeNarrowed(kb, llm::inlineScalarBody(kb.builder(), *epilogue.body, scalars), out,
+                    {rt.row, col});
     });
   });
   return success();
