@@ -10,10 +10,14 @@
 #
 #   bash scripts/gpu-check.sh [tests] [bench]     # both stages unless some are named
 #
-# LLMC_SKIP_BUILD=1 uses build/ as it is. LLMC_PYTHON=PATH picks the Python (default: the
+# LLMC_BUNDLE=FILE takes llmc from FILE, made by scripts/gpu-bundle.sh on a machine that can
+# build it, instead of building: for GPU machines without LLVM/MLIR 22. LLMC_SKIP_BUILD=1 uses
+# build/ as it is. LLMC_PYTHON=PATH picks the Python (default: the
 # first of .venv/bin/python and python3 that has what the stages need: numpy, onnx and
 # onnxruntime, pytest for the tests, torch and transformers for the benchmark).
-# LLMC_BUILD_LOCK=FILE serialises the build with other builds of the tree (flock), as in
+# LLMC_PYTEST_ARGS adds arguments to the tests' pytest (on the GPU machines lent for checks:
+# "-n 8 --timeout 150", pytest-xdist and pytest-timeout, so that a crash or a hang costs one
+# test, not the run). LLMC_BUILD_LOCK=FILE serialises the build with other builds of the tree (flock), as in
 # test.sh. Logs and the benchmark's JSON go to build/gpu-check/. Exits non-zero if any stage
 # fails.
 set -euo pipefail
@@ -71,7 +75,34 @@ done
 [[ -n $PYTHON ]] || die "no Python with ${modules[*]} (${problems[*]/%/;} set LLMC_PYTHON)"
 
 # --- build ----------------------------------------------------------------------------------
-if [[ ${LLMC_SKIP_BUILD:-0} == 1 ]]; then
+# --- llmc from a bundle (scripts/gpu-bundle.sh) --------------------------------------------
+cuda_library_dirs() {  # the folders holding NVRTC and cuBLASLt, ':'-separated
+  local roots=(/usr/local/cuda/ /usr/lib/x86_64-linux-gnu/)
+  roots+=($("$PYTHON" -c 'import site; print(*site.getsitepackages())' 2>/dev/null || true))
+  find "${roots[@]}" \( -name 'libnvrtc.so.1[0-9]' -o -name 'libcublasLt.so.1[0-9]' \) \
+      -printf '%h\n' 2>/dev/null | sort -u | paste -sd:
+}
+unpack_bundle() {  # unpack_bundle FILE: bin/llmc and lib/ into build/, its deps on the path
+  local unpacked=build/gpu-bundle/unpacked
+  rm -rf "$unpacked" && mkdir -p "$unpacked" build/bin build/lib
+  "$PYTHON" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$1" "$unpacked" || die "cannot unpack $1"
+  cp "$unpacked/bin/llmc" build/bin/llmc
+  cp "$unpacked/lib/libllmc_runtime_c.so" build/lib/
+  export LD_LIBRARY_PATH="$PWD/$unpacked/deps:$(cuda_library_dirs)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [[ -z ${CUDA_HOME:-} && ! -d /usr/local/cuda/include ]] && command -v nvcc >/dev/null; then
+    CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
+    export CUDA_HOME  # where llmc finds ptxas and the headers NVRTC includes
+  fi
+  build/bin/llmc compile --help >/dev/null \
+    || die "the bundle's llmc does not run here (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
+}
+
+if [[ -n ${LLMC_BUNDLE:-} ]]; then
+  stage "unpacking $LLMC_BUNDLE into build/"
+  unpack_bundle "$LLMC_BUNDLE"
+  build_result="from $LLMC_BUNDLE"
+elif [[ ${LLMC_SKIP_BUILD:-0} == 1 ]]; then
   [[ -x build/bin/llmc && -f build/lib/libllmc_runtime_c.so ]] \
     || die "LLMC_SKIP_BUILD=1, but build/ has no bin/llmc or lib/libllmc_runtime_c.so"
   build_result="skipped (LLMC_SKIP_BUILD=1)"
@@ -93,7 +124,8 @@ bench_result="not run"
 if ((run_tests)); then
   stage "CUDA parity tests (pytest test/gpu, log in $OUT/pytest.log)"
   start=$SECONDS
-  if PYTHONPATH=python "$PYTHON" -m pytest test/gpu -q -p no:cacheprovider 2>&1 \
+  # shellcheck disable=SC2086  # LLMC_PYTEST_ARGS is a list of words
+  if PYTHONPATH=python "$PYTHON" -m pytest test/gpu -q -p no:cacheprovider ${LLMC_PYTEST_ARGS:-} 2>&1 \
       | tee "$OUT/pytest.log"; then
     tests_result="ok"
   else
