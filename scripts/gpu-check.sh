@@ -6,9 +6,10 @@
 #      --target cuda, bf16 and f16, against onnxruntime);
 #   4. runs the GPU benchmark, bench/gpu_bench.py (llmc against the GPU's limits and against
 #      transformers on a ~1.1B-parameter Llama);
-#   5. prints a summary table last.
+#   5. on request, profiles a step (bench/gpu_profile.py: each kernel's GPU time under ncu);
+#   6. prints a summary table last.
 #
-#   bash scripts/gpu-check.sh [tests] [bench]     # both stages unless some are named
+#   bash scripts/gpu-check.sh [tests] [bench] [profile]   # tests and bench unless named
 #
 # LLMC_BUNDLE=FILE takes llmc from FILE, made by scripts/gpu-bundle.sh on a machine that can
 # build it, instead of building: for GPU machines without LLVM/MLIR 22. LLMC_SKIP_BUILD=1 uses
@@ -31,14 +32,16 @@ stage() { echo; echo "== $* ($(date +%T))"; }
 # --- stages ---------------------------------------------------------------------------------
 run_tests=0
 run_bench=0
+run_profile=0
 for arg in "$@"; do
   case $arg in
     tests) run_tests=1 ;;
     bench) run_bench=1 ;;
-    *) die "unknown argument '$arg' (expected: tests, bench)" ;;
+    profile) run_profile=1 ;;
+    *) die "unknown argument '$arg' (expected: tests, bench, profile)" ;;
   esac
 done
-if ((!run_tests && !run_bench)); then run_tests=1; run_bench=1; fi
+if ((!run_tests && !run_bench && !run_profile)); then run_tests=1; run_bench=1; fi
 
 # --- the GPU --------------------------------------------------------------------------------
 command -v nvidia-smi >/dev/null \
@@ -56,6 +59,7 @@ echo "gpu-check: $gpu"
 modules=(numpy onnx onnxruntime)
 if ((run_tests)); then modules+=(pytest); fi
 if ((run_bench)); then modules+=(torch transformers); fi
+if ((run_profile)); then modules+=(torch); fi
 missing_modules() {  # missing_modules PYTHON: the modules it cannot import, space-separated
   "$1" -c 'import importlib.util, sys
 print(" ".join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))' "${modules[@]}"
@@ -119,6 +123,7 @@ mkdir -p "$OUT"
 failed=()
 tests_result="not run"
 bench_result="not run"
+profile_result="not run"
 
 # --- tests ----------------------------------------------------------------------------------
 if ((run_tests)); then
@@ -148,10 +153,24 @@ if ((run_bench)); then
   fi
 fi
 
+# --- profile --------------------------------------------------------------------------------
+if ((run_profile)); then
+  stage "profile (bench/gpu_profile.py, ncu's CSV in $OUT/ncu)"
+  start=$SECONDS
+  if PYTHONPATH=python "$PYTHON" bench/gpu_profile.py --csv-dir "$OUT/ncu" \
+      | tee "$OUT/profile.txt"; then
+    profile_result="ok ($((SECONDS - start)) s)"
+  else
+    profile_result="FAILED ($((SECONDS - start)) s)"
+    failed+=("profile")
+  fi
+fi
+
 # --- summary --------------------------------------------------------------------------------
 echo
 echo "== gpu-check summary"
-printf '%-7s %s\n' gpu "$gpu" build "$build_result" tests "$tests_result" bench "$bench_result"
+printf '%-8s %s\n' gpu "$gpu" build "$build_result" tests "$tests_result" bench "$bench_result" \
+  profile "$profile_result"
 if [[ $bench_result == ok* ]]; then
   echo
   cat "$OUT/bench.txt"

@@ -37,6 +37,30 @@ void storeNarrowed(codegen::KernelBuilder &kb, Value value, Value memref, ValueR
   kb.store(value, memref, indices);
 }
 
+/// The stores of one feature, held back by RowThread::forEach until the
+/// loads of the features unrolled with it have been issued.
+class DeferredStores {
+public:
+  /// Stores `value` (narrowed to the memref's element type) later.
+  void store(Value value, Value memref, ValueRange indices) {
+    pending.push_back({value, memref, SmallVector<Value>(indices)});
+  }
+  void emit(codegen::KernelBuilder &kb) const {
+    for (const Pending &each : pending) storeNarrowed(kb, each.value, each.memref, each.indices);
+  }
+
+private:
+  struct Pending {
+    Value value, memref;
+    SmallVector<Value> indices;
+  };
+  SmallVector<Pending, 2> pending;
+};
+
+/// Features a thread of a row kernel works on at once: their loads are in
+/// flight together.
+inline constexpr int64_t kRowUnroll = 8;
+
 /// The block's row and the thread's place in it.
 struct RowThread {
   Value row, thread;
@@ -44,14 +68,41 @@ struct RowThread {
     row = gpu::BlockIdOp::create(kb.builder(), kb.location(), gpu::Dimension::x);
     thread = gpu::ThreadIdOp::create(kb.builder(), kb.location(), gpu::Dimension::x);
   }
-  /// for (i = thread; i < count; i += block size) body(i)
-  void forEach(codegen::KernelBuilder &kb, int64_t count, function_ref<void(Value)> body) const {
-    scf::ForOp::create(kb.builder(), kb.location(), thread, kb.index(count), kb.index(kRowBlockSize),
-                       ValueRange{}, [&](OpBuilder &nested, Location loc, Value i, ValueRange) {
+  /// body(i, stores) for i = thread, thread + block size, ... < count; body
+  /// loads and computes, and hands its stores to `stores`. The features are
+  /// taken kRowUnroll at a time, unrolled, and a group's stores come after
+  /// all of its loads: a GPU issues each warp's instructions in order, and
+  /// nothing may move a load above a store to memory it might alias, so a
+  /// loop of load-then-store pays one memory round trip per feature. A
+  /// feature past `count` (the last group's tail) runs body on feature
+  /// count - 1, and its stores are skipped.
+  void forEach(codegen::KernelBuilder &kb, int64_t count,
+               function_ref<void(Value, DeferredStores &)> body) const {
+    int64_t chunks = llvm::divideCeil(count, kRowBlockSize);
+    int64_t unroll = std::min(chunks, kRowUnroll);
+    int64_t groups = llvm::divideCeil(chunks, unroll);
+    bool ragged = groups * unroll * kRowBlockSize != count;
+    auto emitGroup = [&](Value first) {
+      SmallVector<std::pair<Value, DeferredStores>> features(unroll);
+      for (int64_t k = 0; k < unroll; ++k) {
+        Value col = kb.addIndex(first, kb.index(k * kRowBlockSize));
+        Value valid = ragged ? kb.lessThan(col, kb.index(count)) : Value();
+        features[k].first = valid;
+        body(ragged ? kb.minIndex(col, kb.index(count - 1)) : col, features[k].second);
+      }
+      for (const auto &[valid, stores] : features) {
+        if (valid) kb.ifThen(valid, [&] { stores.emit(kb); });
+        else stores.emit(kb);
+      }
+    };
+    if (groups == 1) return emitGroup(thread);
+    int64_t stride = unroll * kRowBlockSize;
+    scf::ForOp::create(kb.builder(), kb.location(), thread, kb.index(groups * stride), kb.index(stride),
+                       ValueRange{}, [&](OpBuilder &nested, Location loc, Value first, ValueRange) {
                          OpBuilder::InsertionGuard guard(kb.builder());
                          kb.builder().setInsertionPoint(nested.getInsertionBlock(),
                                                         nested.getInsertionPoint());
-                         body(i);
+                         emitGroup(first);
                          scf::YieldOp::create(kb.builder(), loc);
                        });
   }
@@ -119,9 +170,9 @@ LogicalResult lowerEmbedding(StepContext &step, llm::EmbeddingOp op,
     Value table = params[0], ids = params[1], out = params[2];
     RowThread rt(kb);
     Value id = kb.toIndex(kb.load(ids, {rt.row}));
-    rt.forEach(kb, staticDim(out, 1), [&](Value col) {
+    rt.forEach(kb, staticDim(out, 1), [&](Value col, DeferredStores &stores) {
       Value value = transposed ? kb.load(table, {col, id}) : kb.load(table, {id, col});
-      kb.store(value, out, {rt.row, col});
+      stores.store(value, out, {rt.row, col});
     });
   });
   return success();
@@ -137,8 +188,9 @@ LogicalResult lowerGatherRows(StepContext &step, llm::GatherRowsOp op,
     Value in = params[0], indices = params[1], out = params[2];
     RowThread rt(kb);
     Value source = kb.toIndex(kb.load(indices, {rt.row}));
-    rt.forEach(kb, staticDim(out, 1),
-               [&](Value col) { kb.store(kb.load(in, {source, col}), out, {rt.row, col}); });
+    rt.forEach(kb, staticDim(out, 1), [&](Value col, DeferredStores &stores) {
+      stores.store(kb.load(in, {source, col}), out, {rt.row, col});
+    });
   });
   return success();
 }
@@ -173,9 +225,9 @@ LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional
       // reads its input: the same rounding to the storage type. Each thread
       // reads back only the features it wrote.
       x = params[params.size() - 2];
-      rt.forEach(kb, features, [&](Value col) {
+      rt.forEach(kb, features, [&](Value col, DeferredStores &stores) {
         Value sum = kb.add(loadF32(kb, params[0], {rt.row, col}), loadF32(kb, params[1], {rt.row, col}));
-        storeNarrowed(kb, sum, x, {rt.row, col});
+        stores.store(sum, x, {rt.row, col});
       });
     }
     Value count = kb.f32(features);
@@ -186,11 +238,11 @@ LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional
       return kb.mul(centred, centred);
     });
     Value inverse = kb.div(kb.f32(1.0), kb.sqrt(kb.add(kb.div(squares, count), kb.f32(epsilon))));
-    rt.forEach(kb, features, [&](Value col) {
+    rt.forEach(kb, features, [&](Value col, DeferredStores &stores) {
       Value scaled = kb.mul(kb.mul(kb.sub(loadF32(kb, x, {rt.row, col}), mean), inverse),
                             loadF32(kb, weight, {col}));
       if (bias) scaled = kb.add(scaled, loadF32(kb, bias, {col}));
-      storeNarrowed(kb, scaled, normed, {rt.row, col});
+      stores.store(scaled, normed, {rt.row, col});
     });
   });
   return success();
@@ -209,7 +261,7 @@ LogicalResult lowerScalarFunction(StepContext &step, llm::ScalarFunctionOpInterf
                   [&](codegen::KernelBuilder &kb, ValueRange params) {
     RowThread rt(kb);
     Value out = params.back();
-    rt.forEach(kb, staticDim(out, 1), [&](Value col) {
+    rt.forEach(kb, staticDim(out, 1), [&](Value col, DeferredStores &stores) {
       SmallVector<Value> values;
       for (Value in : params.drop_back()) values.push_back(loadBroadcast(kb, in, rt.row, col));
       Value result = op.buildScalar(kb.builder(), kb.location(), values);
@@ -217,7 +269,7 @@ LogicalResult lowerScalarFunction(StepContext &step, llm::ScalarFunctionOpInterf
         failedScalar = true;
         return;
       }
-      storeNarrowed(kb, result, out, {rt.row, col});
+      stores.store(result, out, {rt.row, col});
     });
   });
   if (failedScalar) return op->emitOpError("has no scalar form for these element types");
@@ -229,22 +281,22 @@ namespace {
 /// head t / half, then features past the rotary dims are copied.
 void rotateHeads(codegen::KernelBuilder &kb, const RowThread &rt, const codegen::Rotation &rotation,
                  int64_t heads, Value position, function_ref<Value(Value)> read,
-                 function_ref<void(Value, Value)> write) {
+                 function_ref<void(DeferredStores &, Value, Value)> write) {
   int64_t half = rotation.halfRotary, headDim = rotation.headDim;
-  rt.forEach(kb, heads * half, [&](Value pair) {
+  rt.forEach(kb, heads * half, [&](Value pair, DeferredStores &stores) {
     Value base = kb.mulIndex(kb.divIndex(pair, kb.index(half)), kb.index(headDim));
     codegen::emitRotatedPair(
         kb, rotation, position, kb.remIndex(pair, kb.index(half)),
         [&](Value i) { return read(kb.addIndex(base, i)); },
-        [&](Value i, Value value) { write(kb.addIndex(base, i), value); });
+        [&](Value i, Value value) { write(stores, kb.addIndex(base, i), value); });
   });
   int64_t passed = headDim - 2 * half;
   if (passed == 0) return;
-  rt.forEach(kb, heads * passed, [&](Value index) {
+  rt.forEach(kb, heads * passed, [&](Value index, DeferredStores &stores) {
     Value head = kb.divIndex(index, kb.index(passed));
     Value feature = kb.addIndex(kb.mulIndex(head, kb.index(headDim)),
                                 kb.addIndex(kb.index(2 * half), kb.remIndex(index, kb.index(passed))));
-    write(feature, read(feature));
+    write(stores, feature, read(feature));
   });
 }
 } // namespace
@@ -267,7 +319,9 @@ LogicalResult lowerRope(StepContext &step, Operation *op, ArrayRef<std::optional
     Value position = kb.load(positions, {rt.row});
     rotateHeads(kb, rt, rotation, staticDim(out, 1) / headDim, position,
                 [&](Value i) { return loadF32(kb, x, {rt.row, i}); },
-                [&](Value i, Value value) { storeNarrowed(kb, value, out, {rt.row, i}); });
+                [&](DeferredStores &stores, Value i, Value value) {
+                  stores.store(value, out, {rt.row, i});
+                });
   });
   return success();
 }
@@ -283,8 +337,8 @@ LogicalResult lowerSplitQkv(StepContext &step, llm::SplitQkvOp op,
     int64_t start = 0;
     for (Value out : params.drop_front()) {
       Value offset = kb.index(start);
-      rt.forEach(kb, staticDim(out, 1), [&](Value col) {
-        kb.store(kb.load(params[0], {rt.row, kb.addIndex(offset, col)}), out, {rt.row, col});
+      rt.forEach(kb, staticDim(out, 1), [&](Value col, DeferredStores &stores) {
+        stores.store(kb.load(params[0], {rt.row, kb.addIndex(offset, col)}), out, {rt.row, col});
       });
       start += staticDim(out, 1);
     }
@@ -326,7 +380,9 @@ LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
       position = kb.load(params[5], {rt.row});
       rotateHeads(kb, rt, *rotation, staticDim(out, 1) / headDim, position,
                   [&](Value i) { return loadF32(kb, params[1], {rt.row, i}); },
-                  [&](Value i, Value value) { storeNarrowed(kb, value, out, {rt.row, i}); });
+                  [&](DeferredStores &stores, Value i, Value value) {
+                    stores.store(value, out, {rt.row, i});
+                  });
     }
     Value slot = kb.toIndex(kb.load(slots, {rt.row}));
     // A negative slot marks a token whose K/V must not be cached.
@@ -337,15 +393,17 @@ LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
         Value head = kb.divIndex(feature, kb.index(headDim));
         return {layerIndex, block, kv, head, offset, kb.remIndex(feature, kb.index(headDim))};
       };
-      rt.forEach(kb, kvHeads * headDim, [&](Value feature) {
-        storeNarrowed(kb, loadF32(kb, values, {rt.row, feature}), pool, poolIndex(one, feature));
+      rt.forEach(kb, kvHeads * headDim, [&](Value feature, DeferredStores &stores) {
+        stores.store(loadF32(kb, values, {rt.row, feature}), pool, poolIndex(one, feature));
         if (!rotation)
-          storeNarrowed(kb, loadF32(kb, keys, {rt.row, feature}), pool, poolIndex(zero, feature));
+          stores.store(loadF32(kb, keys, {rt.row, feature}), pool, poolIndex(zero, feature));
       });
       if (rotation)
         rotateHeads(kb, rt, *rotation, kvHeads, position,
                     [&](Value i) { return loadF32(kb, keys, {rt.row, i}); },
-                    [&](Value i, Value value) { storeNarrowed(kb, value, pool, poolIndex(zero, i)); });
+                    [&](DeferredStores &stores, Value i, Value value) {
+                      stores.store(value, pool, poolIndex(zero, i));
+                    });
     });
   }, {planDim(op->getContext(), layer)});
   return success();
@@ -366,7 +424,7 @@ LogicalResult lowerEpilogue(StepContext &step, Operation *op, const EpilogueRefs
     Value out = params.back();
     int64_t columns = staticDim(out, 1);
     ValueRange extras = params.drop_front(hasBias ? 2 : 1).drop_back();
-    rt.forEach(kb, columns, [&](Value col) {
+    rt.forEach(kb, columns, [&](Value col, DeferredStores &stores) {
       SmallVector<Value> scalars;
       for (unsigned part = 0; part < accumulators; ++part) {
         Value column = kb.addIndex(col, kb.index(part * columns));
@@ -374,8 +432,7 @@ LogicalResult lowerEpilogue(StepContext &step, Operation *op, const EpilogueRefs
         scalars.push_back(hasBias ? kb.add(acc, loadF32(kb, params[1], {column})) : acc);
       }
       for (Value extra : extras) scalars.push_back(loadBroadcast(kb, extra, rt.row, col));
-      storeNarrowed(kb, llm::inlineScalarBody(kb.builder(), *epilogue.body, scalars), out,
-                    {rt.row, col});
+      stores.store(llm::inlineScalarBody(kb.builder(), *epilogue.body, scalars), out, {rt.row, col});
     });
   });
   return success();

@@ -44,7 +44,12 @@
 //       CHECK:   gpu.func @embedding_0(%{{.*}}: memref<64x32xbf16>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x32xbf16>) kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 //       CHECK:     gpu.block_id  x
 //       CHECK:     gpu.thread_id  x
-//       CHECK:     scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c256
+// 32 features over 256 threads: a thread past the row loads the last feature and skips its store.
+//       CHECK:     arith.cmpi slt
+//       CHECK:     arith.minsi
+//       CHECK:     memref.load
+//       CHECK:     scf.if
+//  CHECK-NEXT:       memref.store
 //       CHECK:   gpu.func @rope_paged_kv_write_1(%{{.*}}: memref<1x?x2x1x16x16xbf16>, %{{.*}}: memref<?x32xbf16, strided<[64, 1], offset: ?>>
 //  CHECK-SAME:     %[[LAYER:[^:]*]]: i32) kernel
 //       CHECK:     arith.index_cast %[[LAYER]] : i32 to index
@@ -101,6 +106,46 @@ func.func @fused(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32
   %rows = llm.gather_rows %down, %arg6 : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
   %logits = llm.logits %rows, %head : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
   return %logits : tensor<?x64xf32>
+}
+
+// -----
+
+// A row of 4096 features over 256 threads: 16 features a thread, in two unrolled groups of 8
+// (a loop of two iterations); each group issues its 8 loads before its 8 stores, so that they
+// are in flight together. No feature is past the row: no guard.
+// CHECK-LABEL: gpu.func @embedding_0(%{{.*}}: memref<8x4096xbf16>
+//       CHECK:   scf.for %{{.*}} = %thread_id_x to %{{.*}} step %c2048 {
+// CHECK-COUNT-8:   memref.load %{{.*}} : memref<8x4096xbf16>
+//   CHECK-NOT:     scf.if
+// CHECK-COUNT-8:   memref.store
+//  CHECK-NEXT:   }
+// The norm's last pass: 8 loads of the row and 8 of the weight, then 8 stores.
+// CHECK-LABEL: gpu.func @rms_norm_1
+//       CHECK:   gpu.all_reduce
+//       CHECK:   scf.for %{{.*}} = %thread_id_x to %{{.*}} step %c2048 {
+// CHECK-COUNT-16:  memref.load
+//   CHECK-NOT:     memref.load
+// CHECK-COUNT-8:   memref.store
+//  CHECK-NEXT:   }
+func.func @wide(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x8xf32> {
+  %table = llm.constant dense<5.000000e-01> : tensor<8x4096xf32>
+  %g = llm.constant dense<1.000000e+00> : tensor<4096xf32>
+  %wqkv = llm.constant dense<1.000000e-01> : tensor<4096x64xf32>
+  %freq = llm.constant dense<1.000000e+00> : tensor<8xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<32x8xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<8x4096xf32>, tensor<?xi32>) -> tensor<?x4096xf32>
+  %n = llm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x4096xf32>, tensor<4096xf32>) -> tensor<?x4096xf32>
+  %qkv = llm.linear %n, %wqkv : (tensor<?x4096xf32>, tensor<4096x64xf32>) -> tensor<?x64xf32>
+  %parts:3 = llm.split %qkv {sizes = array<i64: 32, 16, 16>} : (tensor<?x64xf32>) -> (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>)
+  %q = llm.split_heads %parts#0 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %k = llm.split_heads %parts#1 {num_heads = 1 : i64} : (tensor<?x16xf32>) -> tensor<?x1x16xf32>
+  %v = llm.split_heads %parts#2 {num_heads = 1 : i64} : (tensor<?x16xf32>) -> tensor<?x1x16xf32>
+  %rq, %pool = llm.rope_paged_kv_write %arg7, %q, %k, %v, %arg5, %arg1 inv_freq(%freq) {layer = 0 : i64} : (tensor<1x?x2x1x16x16xf32>, tensor<?x2x16xf32>, tensor<?x1x16xf32>, tensor<?x1x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<8xf32>) -> (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>)
+  %a = llm.paged_attention %rq, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %rows = llm.gather_rows %m, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %logits = llm.logits %rows, %head : (tensor<?x32xf32>, tensor<32x8xf32>) -> tensor<?x8xf32>
+  return %logits : tensor<?x8xf32>
 }
 
 // -----
