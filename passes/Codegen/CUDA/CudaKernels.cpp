@@ -61,6 +61,27 @@ private:
 /// flight together.
 inline constexpr int64_t kRowUnroll = 8;
 
+/// Moves the loads among the operations [first, end) of one block, and the
+/// index arithmetic they need, above the others, each part in its order.
+/// The backends schedule near source order, so a feature's maths placed
+/// before the next feature's loads would hold those loads back until its own
+/// arrived. Safe because nothing in the range writes memory.
+void hoistLoads(Block::iterator first, Block::iterator end) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : llvm::make_range(first, end)) ops.push_back(&op);
+  llvm::SmallPtrSet<Operation *, 32> feeding;
+  for (Operation *op : llvm::reverse(ops)) {
+    bool feeds = isa<memref::LoadOp>(op) || llvm::any_of(op->getUsers(), [&](Operation *user) {
+      return feeding.contains(user);
+    });
+    if (feeds) feeding.insert(op);
+  }
+  auto anchor = llvm::find_if(ops, [&](Operation *op) { return !feeding.contains(op); });
+  if (anchor == ops.end()) return;
+  for (Operation *op : llvm::make_range(std::next(anchor), ops.end()))
+    if (feeding.contains(op)) op->moveBefore(*anchor);
+}
+
 /// The block's row and the thread's place in it.
 struct RowThread {
   Value row, thread;
@@ -70,10 +91,11 @@ struct RowThread {
   }
   /// body(i, stores) for i = thread, thread + block size, ... < count; body
   /// loads and computes, and hands its stores to `stores`. The features are
-  /// taken kRowUnroll at a time, unrolled, and a group's stores come after
-  /// all of its loads: a GPU issues each warp's instructions in order, and
-  /// nothing may move a load above a store to memory it might alias, so a
-  /// loop of load-then-store pays one memory round trip per feature. A
+  /// taken kRowUnroll at a time, unrolled; a group's loads come first, then
+  /// its maths, then its stores: a GPU issues each warp's instructions in
+  /// order, and nothing may move a load above a store to memory it might
+  /// alias, so a loop of load-then-store pays one memory round trip per
+  /// feature. A
   /// feature past `count` (the last group's tail) runs body on feature
   /// count - 1, and its stores are skipped.
   void forEach(codegen::KernelBuilder &kb, int64_t count,
@@ -84,12 +106,17 @@ struct RowThread {
     bool ragged = groups * unroll * kRowBlockSize != count;
     auto emitGroup = [&](Value first) {
       SmallVector<std::pair<Value, DeferredStores>> features(unroll);
+      Block *block = kb.builder().getInsertionBlock();
+      Block::iterator end = kb.builder().getInsertionPoint();
+      bool atBegin = end == block->begin();
+      Block::iterator last = atBegin ? end : std::prev(end);
       for (int64_t k = 0; k < unroll; ++k) {
         Value col = kb.addIndex(first, kb.index(k * kRowBlockSize));
         Value valid = ragged ? kb.lessThan(col, kb.index(count)) : Value();
         features[k].first = valid;
         body(ragged ? kb.minIndex(col, kb.index(count - 1)) : col, features[k].second);
       }
+      hoistLoads(atBegin ? block->begin() : std::next(last), kb.builder().getInsertionPoint());
       for (const auto &[valid, stores] : features) {
         if (valid) kb.ifThen(valid, [&] { stores.emit(kb); });
         else stores.emit(kb);

@@ -45,9 +45,9 @@
 //       CHECK:     gpu.block_id  x
 //       CHECK:     gpu.thread_id  x
 // 32 features over 256 threads: a thread past the row loads the last feature and skips its store.
-//       CHECK:     arith.cmpi slt
 //       CHECK:     arith.minsi
 //       CHECK:     memref.load
+//       CHECK:     arith.cmpi slt
 //       CHECK:     scf.if
 //  CHECK-NEXT:       memref.store
 //       CHECK:   gpu.func @rope_paged_kv_write_1(%{{.*}}: memref<1x?x2x1x16x16xbf16>, %{{.*}}: memref<?x32xbf16, strided<[64, 1], offset: ?>>
@@ -119,12 +119,15 @@ func.func @fused(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32
 //   CHECK-NOT:     scf.if
 // CHECK-COUNT-8:   memref.store
 //  CHECK-NEXT:   }
-// The norm's last pass: 8 loads of the row and 8 of the weight, then 8 stores.
+// The norm's last pass: 8 loads of the row and 8 of the weight, then the maths of all 8
+// features (two products each), then 8 stores.
 // CHECK-LABEL: gpu.func @rms_norm_1
 //       CHECK:   gpu.all_reduce
 //       CHECK:   scf.for %{{.*}} = %thread_id_x to %{{.*}} step %c2048 {
 // CHECK-COUNT-16:  memref.load
 //   CHECK-NOT:     memref.load
+// CHECK-COUNT-16:  arith.mulf
+//   CHECK-NOT:     arith.mulf
 // CHECK-COUNT-8:   memref.store
 //  CHECK-NEXT:   }
 func.func @wide(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x8xf32> {
