@@ -28,6 +28,9 @@ CONFIG = re.compile(r"attention_d(\d+)_g(\d+)_kv(\d+)_bs(\d+)_(bf16|f16)_s0x([0-
 # (query rows, context) per sequence: a prompt longer than a tile, decode rows, a chunk
 # after cached context, a two-row chunk, and decode at the first and at a long position.
 SEQUENCES = [(70, 70), (1, 45), (21, 90), (2, 2), (1, 1), (1, 300), (9, 40)]
+# 40 decode rows and a prefill chunk: enough (sequence, KV head) pairs that the decode kernel
+# cuts each context in fewer than its most splits, some of them past a short context.
+MANY_DECODES = [(1, int(c)) for c in np.random.default_rng(7).integers(1, 300, 40)] + [(9, 40)]
 LAYER, NUM_LAYERS = 1, 2
 
 # (variant, sizes, dtype, block size): head dims 16, 32, 40 (padded to the MMA's 48) and 20
@@ -96,7 +99,8 @@ def reference(query, pool, tables, sequences, heads, group, block_size, scale):
     return np.stack(rows)
 
 
-def test_attention_matches_float64_reference(compiled):
+@pytest.mark.parametrize("sequences", [SEQUENCES, MANY_DECODES], ids=["mixed", "many-decodes"])
+def test_attention_matches_float64_reference(compiled, sequences):
     kernels, launches = compiled
     match = CONFIG.fullmatch(launches["prefill"]["kernel"])
     head_dim, group, kv_heads, block_size = (int(match.group(i)) for i in range(1, 5))
@@ -105,14 +109,14 @@ def test_attention_matches_float64_reference(compiled):
     heads = group * kv_heads
     rng = np.random.default_rng(0)
 
-    tokens = sum(q for q, _ in SEQUENCES)
-    cu_seqlens = np.cumsum([0] + [q for q, _ in SEQUENCES]).astype(np.int32)
-    context_lens = np.array([c for _, c in SEQUENCES], np.int32)
-    blocks_per_seq = [-(-c // block_size) for _, c in SEQUENCES]
+    tokens = sum(q for q, _ in sequences)
+    cu_seqlens = np.cumsum([0] + [q for q, _ in sequences]).astype(np.int32)
+    context_lens = np.array([c for _, c in sequences], np.int32)
+    blocks_per_seq = [-(-c // block_size) for _, c in sequences]
     width = max(blocks_per_seq) + 1
     num_blocks = sum(blocks_per_seq) + 3
     order = rng.permutation(num_blocks).astype(np.int32)
-    tables = np.full((len(SEQUENCES), width), -1, np.int32)
+    tables = np.full((len(sequences), width), -1, np.int32)
     used = 0
     for seq, count in enumerate(blocks_per_seq):
         tables[seq, :count] = order[used:used + count]
@@ -126,11 +130,12 @@ def test_attention_matches_float64_reference(compiled):
     out_stride = heads * head_dim
     out = np.full((tokens, out_stride), 0x7FFF, np.uint16)  # NaN: rows no kernel wrote stay NaN
     splits = launches["decode"]["grid"][2]
-    partials = np.zeros((len(SEQUENCES), heads, splits, head_dim + 2), np.float32)
+    # NaN: a partial sum the combine reads but no decode block wrote shows in the result.
+    partials = np.full((len(sequences), heads, splits, head_dim + 2), np.nan, np.float32)
 
-    symbols = {"tokens": tokens, "seqs": len(SEQUENCES)}
+    symbols = {"tokens": tokens, "seqs": len(sequences)}
     block = tuple(launches["prefill"]["block"])
-    common = (tables, width, context_lens, cu_seqlens, len(SEQUENCES), num_blocks, LAYER)
+    common = (tables, width, context_lens, cu_seqlens, len(sequences), num_blocks, LAYER)
     kernels.launch(launches["prefill"]["kernel"], grid_of(launches["prefill"], symbols), block,
                    query_bits, q_stride, pool_bits, out, out_stride, *common)
     decode_rows = cu_seqlens[:-1][np.diff(cu_seqlens) == 1]
@@ -138,10 +143,10 @@ def test_attention_matches_float64_reference(compiled):
     kernels.launch(launches["decode"]["kernel"], grid_of(launches["decode"], symbols), block,
                    query_bits, q_stride, pool_bits, partials, *common)
     kernels.launch(launches["combine"]["kernel"], grid_of(launches["combine"], symbols), block,
-                   partials, out, out_stride, cu_seqlens, len(SEQUENCES))
+                   partials, out, out_stride, cu_seqlens, context_lens, len(sequences))
 
     query = from_storage(query_bits[:, :heads * head_dim], dtype).reshape(tokens, heads, head_dim)
-    expected = reference(query, from_storage(pool_bits, dtype), tables, SEQUENCES, heads, group,
+    expected = reference(query, from_storage(pool_bits, dtype), tables, sequences, heads, group,
                          block_size, scale)
     got = from_storage(out, dtype).reshape(tokens, heads, head_dim)
     assert not np.isnan(got).any(), "rows no kernel wrote"

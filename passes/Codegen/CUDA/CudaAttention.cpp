@@ -10,9 +10,10 @@
 //   tile of 64 (query row, head) pairs per block on tensor cores (WMMA),
 //   K/V tiles in shared memory, online softmax (FlashAttention-2 style);
 // - decode + combine: sequences with one query token (decode), their
-//   context split over kSplits blocks (flash-decoding), so one sequence
-//   with a long context still occupies the GPU; the partial sums go to
-//   scratch and the combine kernel merges them.
+//   context split over up to kSplits blocks (flash-decoding), so one
+//   sequence with a long context still occupies the GPU, and fewer as the
+//   batch grows; the partial sums go to scratch and the combine kernel
+//   merges them.
 //
 // Both run every step; each skips the other's sequences. The tests run the
 // same source on the CPU through a host emulation of the CUDA features it
@@ -33,7 +34,13 @@ namespace llmc::cuda {
 namespace {
 
 constexpr int64_t kAttentionThreads = 128; // 4 warps
+/// At most this many splits of a decode sequence's context (flash-decoding),
+/// and as many as give kDecodeBlocks (sequence, KV head, split) blocks: 8 a
+/// multiprocessor on an H100, where fewer left a batch-1 decode latency-bound
+/// and 32 splits of every sequence at batch 64 made four waves of blocks that
+/// each did little.
 constexpr int64_t kSplits = 32;
+constexpr int64_t kDecodeBlocks = 1024;
 /// Static shared memory a block may use without opting in.
 constexpr int64_t kSharedLimit = 48 * 1024;
 /// The prefill kernel's tensor-core tiles: (query row, head) pairs per block
@@ -99,8 +106,9 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
                                      llvm::bit_cast<uint32_t>(scale), queryAligned ? "" : "_u");
   if (source.empty()) {
     source = kDevicePrelude.str();
-    source += llvm::formatv("constexpr int PREFILL_TILE_M = {0}, PREFILL_TILE_K = {1};\n",
-                            kPrefillTileM, kPrefillTileK)
+    source += llvm::formatv("constexpr int PREFILL_TILE_M = {0}, PREFILL_TILE_K = {1}, "
+                            "DECODE_BLOCKS = {2};\n",
+                            kPrefillTileM, kPrefillTileK, kDecodeBlocks)
                   .str();
     source += kCommonSource;
   }
@@ -139,7 +147,7 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   step.plan.launch(kAttentionModule, config + "_combine", {sym(kSeqsSymbol), dim(heads), dim(1)}, block,
                    {KernelArg::pointer(partials), KernelArg::pointer(output),
                     KernelArg::i32(dim(*outStride)), KernelArg::pointer(cuSeqlens),
-                    KernelArg::i32(sym(kSeqsSymbol))});
+                    KernelArg::pointer(contextLens), KernelArg::i32(sym(kSeqsSymbol))});
   return success();
 }
 

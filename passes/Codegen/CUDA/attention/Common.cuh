@@ -26,6 +26,22 @@ __device__ __forceinline__ int sequence_of(const int *cu_seqlens, int num_seqs, 
   return lo;
 }
 
+/// The splits of each decode sequence's context this step: enough (sequence,
+/// KV head, split) blocks for DECODE_BLOCKS, so that a small batch still fills
+/// the GPU, and no more than SPLITS, so that a large one does not pay for
+/// partial sums it need not make. The decode and combine kernels agree on it.
+template <int KVH, int SPLITS> __device__ __forceinline__ int decode_splits(int num_seqs) {
+  const int pairs = num_seqs * KVH;
+  return max(1, min(SPLITS, (DECODE_BLOCKS + pairs - 1) / pairs));
+}
+
+/// Keys per split of a `context`-key sequence cut in `splits`: whole KV
+/// blocks, so that a split reads whole blocks. Splits past the context have
+/// no keys and make no partial sum.
+template <int BS> __device__ __forceinline__ int split_chunk(int context, int splits) {
+  return ((context + splits - 1) / splits + BS - 1) / BS * BS;
+}
+
 /// Attends the G query heads of KV head `kvh` in query row `row` to keys
 /// [k_begin, k_end) of the sequence whose block table is `table`, then calls
 /// emit(g, d, unnormalised output, running max, running sum) once per
@@ -53,28 +69,41 @@ __device__ __forceinline__ void attend(const storage_t *__restrict__ query, int 
     l[g] = 0.f;
     for (int j = 0; j < PER_LANE; ++j) acc[g][j] = 0.f;
   }
-  for (int key = k_begin + warp; key < k_end; key += WARPS) {
-    const long long block = table[key / BS];
-    const storage_t *k = layer_pool + ((block * 2 * KVH + kvh) * BS + key % BS) * D;
-    const storage_t *v = k + (long long)KVH * BS * D;
-    float kf[PER_LANE], vf[PER_LANE];
-    for (int j = 0; j < PER_LANE; ++j) {
-      int d = lane + 32 * j;
-      kf[j] = d < D ? to_f32<BF16>(k[d]) : 0.f;
-      vf[j] = d < D ? to_f32<BF16>(v[d]) : 0.f;
-    }
-    for (int g = 0; g < G; ++g) {
-      float dot = 0.f;
+  // Each warp takes UNROLL consecutive keys at a time and loads all of them
+  // before computing with the first, so that their loads are in flight
+  // together rather than one round trip per key.
+  constexpr int UNROLL = 4;
+  for (int key0 = k_begin + warp * UNROLL; key0 < k_end; key0 += WARPS * UNROLL) {
+    float kf[UNROLL][PER_LANE], vf[UNROLL][PER_LANE];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int key = min(key0 + u, k_end - 1); // past the range: loaded, not used
+      const long long block = table[key / BS];
+      const storage_t *k = layer_pool + ((block * 2 * KVH + kvh) * BS + key % BS) * D;
+      const storage_t *v = k + (long long)KVH * BS * D;
+#pragma unroll
       for (int j = 0; j < PER_LANE; ++j) {
         int d = lane + 32 * j;
-        if (d < D) dot += s_q[g][d] * kf[j];
+        kf[u][j] = d < D ? to_f32<BF16>(k[d]) : 0.f;
+        vf[u][j] = d < D ? to_f32<BF16>(v[d]) : 0.f;
       }
-      dot = warp_sum(dot);
-      float m_new = fmaxf(m[g], dot);
-      float correction = expf(m[g] - m_new), p = expf(dot - m_new);
-      l[g] = l[g] * correction + p;
-      for (int j = 0; j < PER_LANE; ++j) acc[g][j] = acc[g][j] * correction + p * vf[j];
-      m[g] = m_new;
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      if (key0 + u >= k_end) break; // the same for every lane of the warp
+      for (int g = 0; g < G; ++g) {
+        float dot = 0.f;
+        for (int j = 0; j < PER_LANE; ++j) {
+          int d = lane + 32 * j;
+          if (d < D) dot += s_q[g][d] * kf[u][j];
+        }
+        dot = warp_sum(dot);
+        float m_new = fmaxf(m[g], dot);
+        float correction = expf(m[g] - m_new), p = expf(dot - m_new);
+        l[g] = l[g] * correction + p;
+        for (int j = 0; j < PER_LANE; ++j) acc[g][j] = acc[g][j] * correction + p * vf[u][j];
+        m[g] = m_new;
+      }
     }
   }
   for (int g = 0; g < G; ++g) {
