@@ -159,30 +159,44 @@ def summarize(rows: list[dict], steps: int, unit: str) -> list[tuple[str, float,
                    for name, (count, micros) in per_kernel.items()), key=lambda item: -item[2])
 
 
-def torch_linear_micros(shapes: list[tuple[int, int]], batches: list[int]) -> str:
-    """The peer: torch's bf16 linear (cuBLAS) on each [N, K] weight of the model, per batch:
-    microseconds (CUDA events, median of 50 after warm-up, rotating over weight copies that
-    together exceed L2) and the weight bytes over that time."""
+def torch_gemm_micros(shapes: list[tuple[int, int]], batches: list[int]) -> str:
+    """The peer: torch's bf16 products (cuBLAS) on each of the model's weights, per batch, with
+    the weight stored [K, N] (as llmc stores it: x @ W) and [N, K] (as torch's Linear stores
+    it: x @ W^T). Each product is timed as a CUDA graph of REPLAYED products over weight
+    copies that together exceed the L2 (so that launches and cached weights do not count):
+    microseconds a product, and weight bytes over that time."""
     import torch
-    lines = ["\ntorch.nn.functional.linear, bf16 (cuBLAS), the model's weights",
-             f"{'weight [N, K]':<18}{'batch':>6}{'us':>9}{'weight GB/s':>13}"]
+    lines = ["\ntorch bf16 products (cuBLAS) on the model's weights, graph-replayed",
+             f"{'weight':<16}{'batch':>6}{'[K,N] us':>10}{'GB/s':>7}{'[N,K] us':>10}{'GB/s':>7}"]
+    replayed = 20
     for n, k in shapes:
         copies = max(2, -(-256 * 2**20 // (n * k * 2)))
-        weights = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
+        weights = [torch.randn(k, n, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
+        transposed = [w.t().contiguous() for w in weights]  # [N, K]
         for batch in batches:
             x = torch.randn(batch, k, device="cuda", dtype=torch.bfloat16)
-            times = []
-            for i in range(60):
-                start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-                start.record()
-                torch.nn.functional.linear(x, weights[i % copies])
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end) * 1e3)
-            micros = float(np.median(times[10:]))
-            lines.append(f"{f'[{n}, {k}]':<18}{batch:>6}{micros:>9.1f}"
-                         f"{n * k * 2 / micros / 1e3:>13.0f}")
-        del weights
+            micros = []
+            for product in (lambda i: x @ weights[i % copies],
+                            lambda i: x @ transposed[i % copies].t()):
+                for i in range(3):  # warm-up: cuBLAS picks and loads its kernels
+                    product(i)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    for i in range(replayed):
+                        product(i)
+                times = []
+                for _ in range(5):
+                    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                    start.record()
+                    graph.replay()
+                    end.record()
+                    end.synchronize()
+                    times.append(start.elapsed_time(end) * 1e3 / replayed)
+                micros.append(float(np.median(times)))
+            gbs = [n * k * 2 / us / 1e3 for us in micros]
+            lines.append(f"{f'{k}x{n}':<16}{batch:>6}{micros[0]:>10.1f}{gbs[0]:>7.0f}"
+                         f"{micros[1]:>10.1f}{gbs[1]:>7.0f}")
+        del weights, transposed
     return "\n".join(lines)
 
 
@@ -251,10 +265,10 @@ def main() -> int:
                              summarize(rows, 1, unit), None))
     except SystemExit as failure:
         reports.append(f"\nprefill step: {failure}")
-    progress("torch's linear on the same weights")
+    progress("torch's products on the same weights")
     hidden, inter = config.hidden_size, config.intermediate_size
     kv = config.num_kv_heads * (config.head_dim or hidden // config.num_heads)
-    reports.append(torch_linear_micros(
+    reports.append(torch_gemm_micros(
         [(hidden + 2 * kv, hidden), (hidden, hidden), (2 * inter, hidden), (hidden, inter),
          (config.vocab_size, hidden)], batches))
     print("\n".join(reports))

@@ -115,10 +115,12 @@ Owned<CUmodule> loadModule(const CudaDriver &driver, const std::string &image,
   throw Error(message);
 }
 
-/// A grid or block extent of a launch, checked to be one cuLaunchKernel takes.
-unsigned launchExtent(const Dim &dim, const SymbolValues &symbols, const std::string &where) {
+/// A grid or block extent of a launch, checked to be one cuLaunchKernel takes
+/// (or, for a grid, 0: no blocks, so the launch is skipped).
+unsigned launchExtent(const Dim &dim, const SymbolValues &symbols, const std::string &where,
+                      bool mayBeEmpty = false) {
   int64_t value = dim.resolve(symbols);
-  if (value < 1 || value > std::numeric_limits<int32_t>::max())
+  if (value < (mayBeEmpty ? 0 : 1) || value > std::numeric_limits<int32_t>::max())
     throw Error(where + ": a grid or block extent of " + str(value) + " cannot be launched");
   return static_cast<unsigned>(value);
 }
@@ -323,11 +325,13 @@ void CudaExecutor::runPlan(const SymbolValues &symbols) {
       continue;
     }
     const std::string &where = step.where;
+    std::array<unsigned, 3> grid;
+    for (size_t i = 0; i < grid.size(); ++i)
+      grid[i] = launchExtent(launch->grid[i], symbols, where, /*mayBeEmpty=*/true);
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) continue; // no blocks this step
     KernelParams params(launch->args, symbols, device.addresses);
     CUresult result = driver.cuLaunchKernel(
-        device.functions[index], launchExtent(launch->grid[0], symbols, where),
-        launchExtent(launch->grid[1], symbols, where),
-        launchExtent(launch->grid[2], symbols, where),
+        device.functions[index], grid[0], grid[1], grid[2],
         launchExtent(launch->block[0], symbols, where),
         launchExtent(launch->block[1], symbols, where),
         launchExtent(launch->block[2], symbols, where), static_cast<unsigned>(launch->sharedBytes),

@@ -20,7 +20,7 @@ constexpr int64_t kWorkspaceAlignment = 256;
 
 // The schema's lists are in the order of the Symbol, Buffer and
 // KernelArg::Kind enumerators.
-static_assert(std::size(kSymbols) == static_cast<size_t>(Symbol::NumBlocks) + 1);
+static_assert(std::size(kSymbols) == static_cast<size_t>(Symbol::PrefillTokens) + 1);
 static_assert(std::size(kBuffers) == kNumBuffers);
 static_assert(std::size(kArgKinds) == static_cast<size_t>(KernelArg::Kind::F32) + 1);
 
@@ -260,6 +260,8 @@ int64_t SymbolValues::operator[](Symbol symbol) const {
     return blockTableWidth;
   case Symbol::NumBlocks:
     return numBlocks;
+  case Symbol::PrefillTokens:
+    return maxQueryLen > 1 ? tokens : 0;
   }
   return 0;
 }

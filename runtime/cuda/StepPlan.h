@@ -21,7 +21,7 @@
 namespace llmc::runtime::cuda {
 
 /// The per-step values a dimension can name.
-enum class Symbol { Tokens, Seqs, MaxQueryLen, BlockTableWidth, NumBlocks };
+enum class Symbol { Tokens, Seqs, MaxQueryLen, BlockTableWidth, NumBlocks, PrefillTokens };
 
 /// The symbols' values for one step.
 struct SymbolValues {

@@ -133,7 +133,8 @@ def test_attention_matches_float64_reference(compiled, sequences):
     # NaN: a partial sum the combine reads but no decode block wrote shows in the result.
     partials = np.full((len(sequences), heads, splits, head_dim + 2), np.nan, np.float32)
 
-    symbols = {"tokens": tokens, "seqs": len(sequences)}
+    symbols = {"tokens": tokens, "seqs": len(sequences),
+               "prefill_tokens": tokens if max(q for q, _ in sequences) > 1 else 0}
     block = tuple(launches["prefill"]["block"])
     common = (tables, width, context_lens, cu_seqlens, len(sequences), num_blocks, LAYER)
     kernels.launch(launches["prefill"]["kernel"], grid_of(launches["prefill"], symbols), block,

@@ -20,7 +20,7 @@ from llmc.testing.fixtures import FIXTURES, fixture_name, write_fixture
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = ROOT / "build" / "bin" / "llmc"
 MODELS = {fixture_name(*f): f for f in FIXTURES}
-SYMBOLS = {"tokens", "seqs", "max_q_len", "block_table_width", "num_blocks"}
+SYMBOLS = {"tokens", "seqs", "max_q_len", "block_table_width", "num_blocks", "prefill_tokens"}
 STEP_INPUTS = {"tokens", "positions", "cu_seqlens_q", "context_lens", "block_tables",
                "slot_mapping", "logits_indices"}
 

@@ -106,13 +106,21 @@ TEST(CudaStepPlan, ResolvesDimensions) {
                             {"\"num_blocks\"", "100"},
                             {"[\"tokens\", 1, 4]", "3"},  // ceil(10 / 4)
                             {"[\"tokens\", 3, 2]", "15"}, // 10 * 3 / 2
-                            {"[\"max_q_len\", 1, 64]", "1"}};
+                            {"[\"max_q_len\", 1, 64]", "1"},
+                            {"\"prefill_tokens\"", "10"}}; // max_q_len > 1
   for (const auto &[text, expected] : cases) {
     plan["steps"][0]["args"][0] = {{"index", dim(text)}};
     StepPlan parsed = parseStepPlan(plan.dump(), DType::BF16);
     const auto &launch = std::get<LaunchStep>(parsed.steps[0].op);
     EXPECT_EQ(launch.args[0].value.resolve(values), std::stoll(expected)) << text;
   }
+  // A decode step (every query one token long) has no prefill tokens.
+  values.maxQueryLen = 1;
+  values.tokens = values.seqs = 3;
+  plan["steps"][0]["args"][0] = {{"index", "prefill_tokens"}};
+  const auto &launch =
+      std::get<LaunchStep>(parseStepPlan(plan.dump(), DType::BF16).steps[0].op);
+  EXPECT_EQ(launch.args[0].value.resolve(values), 0);
 }
 
 TEST(CudaStepPlan, RefusesMalformedPlans) {

@@ -83,8 +83,12 @@ inline constexpr const char *kSeqsSymbol = "seqs";
 inline constexpr const char *kMaxQLenSymbol = "max_q_len";
 inline constexpr const char *kBlockTableWidthSymbol = "block_table_width";
 inline constexpr const char *kNumBlocksSymbol = "num_blocks";
-inline constexpr const char *kSymbols[] = {kTokensSymbol, kSeqsSymbol, kMaxQLenSymbol,
-                                           kBlockTableWidthSymbol, kNumBlocksSymbol};
+// tokens when the step holds a prefill chunk (max_q_len > 1), else 0: the
+// grid of a kernel that serves only prefill chunks, skipped in decode steps.
+inline constexpr const char *kPrefillTokensSymbol = "prefill_tokens";
+inline constexpr const char *kSymbols[] = {kTokensSymbol,          kSeqsSymbol,
+                                           kMaxQLenSymbol,         kBlockTableWidthSymbol,
+                                           kNumBlocksSymbol,       kPrefillTokensSymbol};
 
 // Buffers: the weights, the workspace, the step ABI's inputs (named as their
 // roles in include/llmc/Runtime/StepABI.h, spelled there) and the logits.

@@ -126,7 +126,8 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   const TensorRef &blockTables = *operands[2], &contextLens = *operands[3], &cuSeqlens = *operands[4];
   int64_t layer = op.getLayer();
   std::array<int64_t, 3> block{kAttentionThreads, 1, 1};
-  step.plan.launch(kAttentionModule, config + "_prefill", {query.sizes[0], dim(kvHeads), dim(1)}, block,
+  // Decode steps skip the prefill kernel: its grid is 0 blocks wide then.
+  step.plan.launch(kAttentionModule, config + "_prefill", {sym(kPrefillTokensSymbol), dim(kvHeads), dim(1)}, block,
                    {KernelArg::pointer(query), KernelArg::i32(dim(*qStride)), KernelArg::pointer(pool),
                     KernelArg::pointer(output), KernelArg::i32(dim(*outStride)),
                     KernelArg::pointer(blockTables), KernelArg::i32(sym(kBlockTableWidthSymbol)),

@@ -22,7 +22,8 @@
 //  CHECK-SAME:   {memref = {buffer = "workspace", offset = {{[0-9]+}} : i64}, sizes = ["tokens", 32], strides = [64, 1]}
 // The KV write takes its layer as an argument, so all layers share one kernel.
 //  CHECK-SAME:   {i32 = 0 : i64}], block = [256, 1, 1], grid = ["tokens", 1, 1], kernel = "rope_paged_kv_write_1"
-//  CHECK-SAME:   grid = ["tokens", 1, 1], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_prefill", module = "attention"
+// The prefill kernel's grid is 0 blocks wide in decode steps, which skip it.
+//  CHECK-SAME:   grid = ["prefill_tokens", 1, 1], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_prefill", module = "attention"
 //  CHECK-SAME:   grid = ["seqs", 1, 32], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_decode", module = "attention"
 //  CHECK-SAME:   grid = ["seqs", 2, 1], kernel = "attention_d16_g2_kv1_bs16_bf16_{{.*}}_combine", module = "attention"
 //  CHECK-SAME:   op = "gemm"
