@@ -118,9 +118,8 @@ TEST(CudaStepPlan, ResolvesDimensions) {
   values.maxQueryLen = 1;
   values.tokens = values.seqs = 3;
   plan["steps"][0]["args"][0] = {{"index", "prefill_tokens"}};
-  const auto &launch =
-      std::get<LaunchStep>(parseStepPlan(plan.dump(), DType::BF16).steps[0].op);
-  EXPECT_EQ(launch.args[0].value.resolve(values), 0);
+  StepPlan decode = parseStepPlan(plan.dump(), DType::BF16);
+  EXPECT_EQ(std::get<LaunchStep>(decode.steps[0].op).args[0].value.resolve(values), 0);
 }
 
 TEST(CudaStepPlan, RefusesMalformedPlans) {
