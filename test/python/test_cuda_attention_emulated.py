@@ -35,12 +35,14 @@ LAYER, NUM_LAYERS = 1, 2
 
 # (variant, sizes, dtype, block size): head dims 16, 32, 40 (padded to the MMA's 48) and 20
 # (not whole 16-byte loads), query heads per KV head 4, 1, 3 (a tile of 64 with a spare row)
-# and 4 with one KV head, both storage types.
+# and 4 with one KV head, both storage types; these prefill on mma.sync. Head dim 160 takes
+# the WMMA prefill tile, as head dims past 128 do.
 CASES = {
     "gqa-bf16": ("gqa", {}, "bf16", 16),
     "mha-f16": ("mha", {}, "f16", 8),
     "g3-d40-bf16": ("gqa", {"num_heads": 6, "num_kv_heads": 2, "head_dim": 40}, "bf16", 16),
     "mqa-d20-f16": ("mqa", {"head_dim": 20}, "f16", 16),
+    "mqa-d160-bf16": ("mqa", {"head_dim": 160}, "bf16", 16),
 }
 
 

@@ -7,8 +7,10 @@
 // (GQA).
 //
 // - prefill: sequences with more than one query token (prefill chunks), a
-//   tile of 64 (query row, head) pairs per block on tensor cores (WMMA),
-//   K/V tiles in shared memory, online softmax (FlashAttention-2 style);
+//   tile of 64 (query row, head) pairs per block on tensor cores, K/V tiles
+//   in shared memory, online softmax (FlashAttention-2): mma.sync with S, P
+//   and O in registers for head dims up to 128, WMMA through shared memory
+//   beyond;
 // - decode + combine: sequences with one query token (decode), their
 //   context split over up to kSplits blocks (flash-decoding), so one
 //   sequence with a long context still occupies the GPU, and fewer as the
@@ -47,6 +49,10 @@ constexpr int64_t kSharedLimit = 48 * 1024;
 /// (16 per warp) and keys per K/V tile.
 constexpr int64_t kPrefillTileM = 64;
 constexpr int64_t kPrefillTileK = 32;
+/// The largest head dim the mma.sync prefill tile takes (Common.cuh,
+/// prefill_tile_mma); its S, P and O stay in registers, which a larger one
+/// would overflow.
+constexpr int64_t kMmaMaxHeadDim = 128;
 
 /// The kernels' CUDA C++, embedded by the build (cmake/EmbedText.cmake) from
 /// attention/: kDevicePrelude (Prelude.cuh), kCommonSource (Common.cuh) and
@@ -87,9 +93,15 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   if (group > kPrefillTileM)
     return op.emitOpError("has more than ") << kPrefillTileM << " query heads per KV head";
   int64_t decodeShared = (kWarps + 1) * group * headDim * 4 + 2 * kWarps * group * 4;
-  int64_t paddedStride = llvm::alignTo(headDim, 16) + 8;
-  int64_t prefillShared = std::max(kPrefillTileM, 2 * kPrefillTileK) * paddedStride * 2 +
-                          kWarps * 16 * kPrefillTileK * (2 + 4);
+  int64_t paddedDim = llvm::alignTo(headDim, 16), paddedStride = paddedDim + 8;
+  // Head dims up to 128: Q and one K and one V tile (prefill_tile_mma); larger:
+  // the WMMA tile's staging, P and scratch (prefill_tile).
+  int64_t mmaTileK = paddedDim <= 64 ? 64 : 32;
+  int64_t prefillShared =
+      headDim <= kMmaMaxHeadDim
+          ? (kPrefillTileM + 2 * mmaTileK) * paddedStride * 2
+          : std::max(kPrefillTileM, 2 * kPrefillTileK) * paddedStride * 2 +
+                kWarps * 16 * kPrefillTileK * (2 + 4);
   if (std::max(decodeShared, prefillShared) > kSharedLimit)
     return op.emitOpError("needs more than 48 KiB of shared memory per block (")
            << group << " query heads per KV head of dim " << headDim << ")";
@@ -107,8 +119,8 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   if (source.empty()) {
     source = kDevicePrelude.str();
     source += llvm::formatv("constexpr int PREFILL_TILE_M = {0}, PREFILL_TILE_K = {1}, "
-                            "DECODE_BLOCKS = {2};\n",
-                            kPrefillTileM, kPrefillTileK, kDecodeBlocks)
+                            "DECODE_BLOCKS = {2}, MMA_MAX_HEAD_DIM = {3};\n",
+                            kPrefillTileM, kPrefillTileK, kDecodeBlocks, kMmaMaxHeadDim)
                   .str();
     source += kCommonSource;
   }

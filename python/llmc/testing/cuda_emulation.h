@@ -22,6 +22,7 @@
 #define LLMC_CUDA_EMULATION 1
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -107,6 +108,7 @@ public:
     if (size % 32) return "a block that is not whole warps";
     threads.resize(size);
     shuffleSlots.assign(size, 0);
+    exchangeSlots.assign(size, {});
     for (Thread &thread : threads) thread.stack.reset(new char[kStackBytes]);
     for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z)
       for (blockIdx.y = 0; blockIdx.y < grid.y; ++blockIdx.y)
@@ -145,9 +147,22 @@ public:
     return result;
   }
 
+  /// Every lane of the warp gets every lane's `mine` in `all` (a warp-wide
+  /// operation such as mma.sync reads the whole warp's fragments).
+  template <typename T> void exchange(const T &mine, T (&all)[32]) {
+    static_assert(sizeof(T) <= kExchangeBytes, "an exchanged value is at most 64 bytes");
+    const unsigned warpBase = currentThread - lane();
+    std::memcpy(exchangeSlots[currentThread].data(), &mine, sizeof(T));
+    barrier(State::AtWarpBarrier);
+    for (unsigned l = 0; l < 32; ++l)
+      std::memcpy(&all[l], exchangeSlots[warpBase + l].data(), sizeof(T));
+    barrier(State::AtWarpBarrier);
+  }
+
   uint3 grid, block, blockIdx;
 
 private:
+  static constexpr size_t kExchangeBytes = 64;
   static constexpr size_t kStackBytes = 512 * 1024;
 
   static void entry() {
@@ -221,6 +236,7 @@ private:
   std::function<void()> kernel;
   std::vector<Thread> threads;
   std::vector<uint64_t> shuffleSlots;
+  std::vector<std::array<unsigned char, kExchangeBytes>> exchangeSlots;
   unsigned currentThread = 0;
   bool inThread = false;
   std::string error;
@@ -254,6 +270,31 @@ inline void __syncwarp(unsigned = 0xffffffffu) {
 }
 template <typename T> T __shfl_xor_sync(unsigned, T value, int laneMask) {
   return ::llmc_emulation::Launch::active()->shuffleXor(value, laneMask);
+}
+
+/// mma.sync.aligned.m16n8k16.row.col.f32 with bf16 (or f16) operands:
+/// d += a b over the warp's fragments, in the PTX ISA's layout. Lane l holds
+/// (g = l / 4, t = l % 4): a = A[g][2t..2t+1], A[g+8][2t..], A[g][2t+8..],
+/// A[g+8][2t+8..] (two elements a register, the lower index in the low half);
+/// b = B[2t..2t+1][g], B[2t+8..2t+9][g]; d = D[g][2t..2t+1], D[g+8][2t..2t+1].
+template <bool BF16> void mma_16816(float d[4], const unsigned a[4], const unsigned b[2]) {
+  struct Fragments {
+    unsigned a[4], b[2];
+  };
+  Fragments mine{{a[0], a[1], a[2], a[3]}, {b[0], b[1]}}, all[32];
+  ::llmc_emulation::Launch::active()->exchange(mine, all);
+  auto half = [](unsigned reg, int k) { return to_f32<BF16>(static_cast<storage_t>(reg >> (16 * (k & 1)))); };
+  auto aAt = [&](int row, int k) {
+    return half(all[(row % 8) * 4 + (k % 8) / 2].a[(row >= 8) + 2 * (k >= 8)], k);
+  };
+  auto bAt = [&](int k, int col) { return half(all[col * 4 + (k % 8) / 2].b[k >= 8], k); };
+  const unsigned lane = ::llmc_emulation::Launch::active()->lane();
+  for (int e = 0; e < 4; ++e) {
+    const int row = lane / 4 + 8 * (e / 2), col = lane % 4 * 2 + e % 2;
+    float sum = d[e];
+    for (int k = 0; k < 16; ++k) sum += aAt(row, k) * bAt(k, col);
+    d[e] = sum;
+  }
 }
 
 namespace nvcuda::wmma {

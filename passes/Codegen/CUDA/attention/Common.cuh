@@ -156,6 +156,155 @@ __device__ __forceinline__ void stage_rows(storage_t *__restrict__ tile,
   }
 }
 
+/// Two storage elements as one 32-bit MMA register, `lo` in the low half.
+__device__ __forceinline__ unsigned pack2(storage_t lo, storage_t hi) {
+  return (unsigned)lo | ((unsigned)hi << 16);
+}
+
+/// The 32-bit word at `p` (two consecutive storage elements, 4-byte aligned).
+__device__ __forceinline__ unsigned word_at(const storage_t *p) {
+  return *reinterpret_cast<const unsigned *>(p);
+}
+
+/// prefill_tile's work on mma.sync (FlashAttention-2's layout), for head dims
+/// up to 128: the tile's 64 (query row, head) pairs, 16 per warp, over K/V
+/// tiles of MMA_TILE_K keys. S = Q K^T and O += P V run on m16n8k16 tensor-core
+/// MMAs with S, P and O in registers: the S fragment of two 8-key column
+/// tiles is the P operand of a 16-key step as it stands. A lane holds rows
+/// g = lane / 4 and g + 8 of its warp's 16, columns 2t, 2t + 1 of every
+/// 8-column tile (t = lane % 4); row maxima and sums reduce over the 4 lanes
+/// of a row. Q, K and V are staged in shared memory; V's operand is read
+/// across rows, two 16-bit loads a register.
+template <int D, int G, int KVH, int BS, bool BF16, bool Q_ALIGNED>
+__device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ query, int q_stride,
+                                                 const storage_t *__restrict__ layer_pool,
+                                                 const int *__restrict__ table,
+                                                 storage_t *__restrict__ out, int out_stride,
+                                                 int kvh, int q_begin, int q_len, int tile_row,
+                                                 int context, float scale_log2) {
+  constexpr int TILE_M = PREFILL_TILE_M;
+  constexpr int ROWS = TILE_M / G;                // query rows per tile
+  constexpr int DP = (D + 15) / 16 * 16;          // the head dim padded to the MMA's k
+  constexpr int TILE_K = DP <= 64 ? 64 : 32;      // keys per K/V tile
+  constexpr int STRIDE = DP + 8;                  // +16 bytes: rows start on different banks
+  __shared__ __align__(16) storage_t s_q[TILE_M * STRIDE];
+  __shared__ __align__(16) storage_t s_k[TILE_K * STRIDE];
+  __shared__ __align__(16) storage_t s_v[TILE_K * STRIDE];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+
+  stage_rows<D, DP, STRIDE, TILE_M, D % 8 == 0 && Q_ALIGNED>(s_q, query, [&](int m) -> long long {
+    const int r = tile_row + m / G;
+    if (m >= ROWS * G || r >= q_len) return -1;
+    return (long long)(q_begin + r) * q_stride + (kvh * G + m % G) * D;
+  });
+
+  // This lane's two rows of the tile: their query rows and how many keys each sees.
+  int visible[2];
+  bool valid[2];
+  for (int h = 0; h < 2; ++h) {
+    const int m = warp * 16 + g + 8 * h, r = tile_row + m / G;
+    valid[h] = m < ROWS * G && r < q_len;
+    // A query row sees the cache before the chunk and the chunk up to itself.
+    visible[h] = valid[h] ? context - q_len + r + 1 : 0;
+  }
+  const int tile_visible = context - q_len + min(q_len, tile_row + ROWS);
+  float o[DP / 8][4];
+  for (int n = 0; n < DP / 8; ++n)
+    for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+  const storage_t *q_rows = s_q + (warp * 16 + g) * STRIDE;
+
+  for (int k0 = 0; k0 < tile_visible; k0 += TILE_K) {
+    auto key_base = [&](int j) -> long long {
+      const int key = k0 + j;
+      if (key >= tile_visible) return -1;
+      return ((long long)table[key / BS] * 2 * KVH + kvh) * BS * D + (long long)(key % BS) * D;
+    };
+    stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_k, layer_pool, key_base);
+    stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_v, layer_pool + (long long)KVH * BS * D, key_base);
+    __syncthreads();
+
+    // S = Q K^T: B[k][n] = K[key n][feature k], so each B register is two
+    // consecutive features of one key row.
+    float s[TILE_K / 8][4];
+    for (int n = 0; n < TILE_K / 8; ++n)
+      for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
+    for (int kk = 0; kk < DP / 16; ++kk) {
+      const int col = kk * 16 + 2 * t;
+      const unsigned a[4] = {word_at(q_rows + col), word_at(q_rows + 8 * STRIDE + col),
+                             word_at(q_rows + col + 8), word_at(q_rows + 8 * STRIDE + col + 8)};
+      for (int n = 0; n < TILE_K / 8; ++n) {
+        const storage_t *k_row = s_k + (n * 8 + g) * STRIDE + col;
+        const unsigned b[2] = {word_at(k_row), word_at(k_row + 8)};
+        mma_16816<BF16>(s[n], a, b);
+      }
+    }
+
+    // The online softmax of this lane's two rows, in base 2.
+    float correction[2];
+    for (int h = 0; h < 2; ++h) {
+      float tile_max = -INFINITY;
+      for (int n = 0; n < TILE_K / 8; ++n)
+        for (int i = 0; i < 2; ++i) {
+          const int key = k0 + n * 8 + 2 * t + i;
+          float &v = s[n][2 * h + i];
+          v = key < visible[h] ? v * scale_log2 : -INFINITY;
+          tile_max = fmaxf(tile_max, v);
+        }
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      const float m_new = fmaxf(m_run[h], tile_max);
+      // A row that has seen no key yet keeps zero sums (-inf - -inf is NaN).
+      const float base = m_new == -INFINITY ? 0.f : m_new;
+      correction[h] = exp2f(m_run[h] - base);
+      float sum = 0.f;
+      for (int n = 0; n < TILE_K / 8; ++n)
+        for (int i = 0; i < 2; ++i) {
+          // The weights P V uses, rounded to storage, so the normalisation matches them.
+          const float p = to_f32<BF16>(from_f32<BF16>(exp2f(s[n][2 * h + i] - base)));
+          s[n][2 * h + i] = p;
+          sum += p;
+        }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      l_run[h] = l_run[h] * correction[h] + sum;
+      m_run[h] = m_new;
+    }
+    for (int n = 0; n < DP / 8; ++n)
+      for (int e = 0; e < 4; ++e) o[n][e] *= correction[e / 2];
+
+    // O += P V: the S fragments of key tiles 2kk and 2kk + 1 are P's A
+    // operand for keys [16 kk, 16 kk + 16); B[k][n] = V[key k][feature n].
+    for (int kk = 0; kk < TILE_K / 16; ++kk) {
+      const unsigned a[4] = {
+          pack2(from_f32<BF16>(s[2 * kk][0]), from_f32<BF16>(s[2 * kk][1])),
+          pack2(from_f32<BF16>(s[2 * kk][2]), from_f32<BF16>(s[2 * kk][3])),
+          pack2(from_f32<BF16>(s[2 * kk + 1][0]), from_f32<BF16>(s[2 * kk + 1][1])),
+          pack2(from_f32<BF16>(s[2 * kk + 1][2]), from_f32<BF16>(s[2 * kk + 1][3]))};
+      const storage_t *v_rows = s_v + (kk * 16 + 2 * t) * STRIDE + g;
+      for (int n = 0; n < DP / 8; ++n) {
+        const storage_t *v = v_rows + n * 8;
+        const unsigned b[2] = {pack2(v[0], v[STRIDE]), pack2(v[8 * STRIDE], v[9 * STRIDE])};
+        mma_16816<BF16>(o[n], a, b);
+      }
+    }
+    __syncthreads(); // the next K/V tiles overwrite these
+  }
+
+  for (int h = 0; h < 2; ++h) {
+    if (!valid[h]) continue;
+    const int m = warp * 16 + g + 8 * h;
+    const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
+    storage_t *dst = out + (long long)(q_begin + tile_row + m / G) * out_stride + (kvh * G + m % G) * D;
+    for (int n = 0; n < DP / 8; ++n)
+      for (int i = 0; i < 2; ++i) {
+        const int d = n * 8 + 2 * t + i;
+        if (d < D) dst[d] = from_f32<BF16>(o[n][2 * h + i] * inv);
+      }
+  }
+}
+
 /// Attends one tile of a prefill chunk on tensor cores: query rows
 /// [tile_row, tile_row + 64 / G) of the sequence whose rows start at q_begin,
 /// every head of KV head `kvh`'s group, causally over the `context` keys

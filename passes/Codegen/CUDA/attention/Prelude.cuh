@@ -1,5 +1,5 @@
 // Prelude.cuh - what only the GPU build of the attention kernels needs: the
-// WMMA header and storage conversions in PTX. The host emulation the tests
+// WMMA header, storage conversions and the tensor-core mma in PTX. The host emulation the tests
 // run the kernels with (python/llmc/testing/cuda_emulation.h) defines
 // LLMC_CUDA_EMULATION and gives its own. Embedded into llm-lower-to-cuda
 // (CudaAttention.cpp) at build time; the artifact's attention.cu starts here.
@@ -14,6 +14,22 @@ template <bool BF16> __device__ __forceinline__ float to_f32(storage_t v) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
   return f;
+}
+
+/// d += a b for one m16n8k16 tile on tensor cores, f32 accumulation, in the
+/// PTX fragment layout (python/llmc/testing/cuda_emulation.h spells it out).
+template <bool BF16>
+__device__ __forceinline__ void mma_16816(float d[4], const unsigned a[4], const unsigned b[2]) {
+  if (BF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 template <bool BF16> __device__ __forceinline__ storage_t from_f32(float f) {
