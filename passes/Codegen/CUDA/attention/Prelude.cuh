@@ -1,7 +1,7 @@
 // Prelude.cuh - what only the GPU build of the attention kernels needs: the
-// WMMA header, storage conversions and the tensor-core mma in PTX. The host emulation the tests
-// run the kernels with (python/llmc/testing/cuda_emulation.h) defines
-// LLMC_CUDA_EMULATION and gives its own. Embedded into llm-lower-to-cuda
+// WMMA header, storage conversions and the tensor-core mma in PTX. The host
+// emulation the tests run the kernels with (python/llmc/testing/
+// cuda_emulation.h) defines LLMC_CUDA_EMULATION and gives its own. Embedded into llm-lower-to-cuda
 // (CudaAttention.cpp) at build time; the artifact's attention.cu starts here.
 
 #ifndef LLMC_CUDA_EMULATION
