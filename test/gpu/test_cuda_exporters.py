@@ -1,0 +1,82 @@
+"""The real exporters' files (test/exporters, as test_exporters.py runs them on the CPU) compiled
+with `--target cuda --dtype f16` and run on the GPU: each matches onnxruntime on the same file,
+or is refused at compile time with one error line. Never a wrong answer.
+
+Per export that compiles: the prefill's and 32 teacher-forced decode steps' logits are within
+f16's tolerance of onnxruntime's (test_cuda_parity.py's: 2e-2 of max|ref| per step and on
+average), and 32 greedy tokens per prompt through Model.generate are onnxruntime's up to a
+near-tie of its logits. The reference is test_exporters.exact_reference's: the file itself,
+or the file with MatMulNBits at accuracy_level 0 and half types widened to f32, which is what
+llmc computes. Exports that the CPU target refuses are refused here too, and some the CPU
+computes are refused by the CUDA target by name (sliding windows, attention softcaps).
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llmc.runtime import Model
+from llmc.testing.ort_reference import OrtDecoder
+from llmc.testing.paged import PagedRunner
+from test_cpu_parity import LLMC, relative_error
+from test_cuda_parity import TOLERANCES, tie_band, tolerance_problem, unexplained_divergence
+from test_exporters import EXPORTS, EXPORTS_DIR, PROMPT_LENGTHS, exact_reference
+
+DTYPE = "f16"
+DECODE_STEPS = 32
+GREEDY_STEPS = 32
+NUM_KV_BLOCKS = 64
+
+
+def reference_steps(onnx_path: Path, prompts: list[list[int]]) -> list[np.ndarray]:
+    """onnxruntime's logits of the prefill (each prompt's last token) and of the greedy decode
+    steps after it: [len(prompts), vocab] per step."""
+    decoder = OrtDecoder(onnx_path)
+    logits, generation = decoder.prefill(prompts)
+    steps = [logits[np.arange(len(prompts)), generation.prompts.last_positions()]]
+    while len(steps) <= max(DECODE_STEPS, GREEDY_STEPS):
+        steps.append(decoder.decode(generation, steps[-1].argmax(axis=-1)))
+    return steps
+
+
+def compare(model: Model, onnx_path: Path) -> str:
+    """'' if `model` computes onnxruntime's logits on `onnx_path` within f16's tolerance and
+    its greedy tokens up to a near-tie; else what differs."""
+    rng = np.random.default_rng(1234)
+    prompts = [rng.integers(3, model.vocab_size, size=n).tolist() for n in PROMPT_LENGTHS]
+    reference = reference_steps(onnx_path, prompts)
+    runner = PagedRunner(model)
+    errors = []
+    for step in range(DECODE_STEPS + 1):
+        ours = (runner.prefill(prompts) if step == 0
+                else runner.decode(reference[step - 1].argmax(axis=-1)))
+        errors.append([relative_error(ours[seq], reference[step][seq])
+                       for seq in range(len(prompts))])
+    runner.release()
+    errors = np.array(errors)
+    if problem := tolerance_problem(errors, TOLERANCES[DTYPE]):
+        return f"logits, step 0 being the prefill: {problem}"
+    expected = np.stack([step.argmax(axis=-1) for step in reference[:GREEDY_STEPS]], axis=1)
+    generated = model.generate(prompts, max_tokens=GREEDY_STEPS)
+    return unexplained_divergence(generated, expected, reference[:GREEDY_STEPS],
+                                  tie_band(errors, TOLERANCES[DTYPE]))
+
+
+@pytest.mark.parametrize("export", EXPORTS, ids=[str(e) for e in EXPORTS])
+def test_export_matches_or_is_refused_on_the_gpu(export, tmp_path):
+    onnx_path = EXPORTS_DIR / export / "model.onnx"
+    artifact = tmp_path / "model.llmc"
+    result = subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet",
+                             "--target", "cuda", "--dtype", DTYPE], capture_output=True, text=True)
+    if result.returncode != 0:
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("llmc: error: "), (
+            f"{export}: refused without one error line: {result.stderr!r}")
+        return
+    reference, _ = exact_reference(onnx_path, tmp_path / "reference")
+    with Model(artifact, num_kv_blocks=NUM_KV_BLOCKS) as model:
+        problem = compare(model, reference)
+    assert not problem, f"{export} ({DTYPE}): {problem}"
