@@ -2,8 +2,8 @@
 # The GPU check, for a machine with an NVIDIA GPU:
 #   1. checks that there is a GPU (nvidia-smi), and stops with one line if there is none;
 #   2. builds build/ (configured by scripts/setup.sh only when it is not configured yet);
-#   3. runs the CUDA parity tests, pytest test/gpu (every fixture compiled with
-#      --target cuda, bf16 and f16, against onnxruntime);
+#   3. runs pytest test/gpu: every fixture compiled with --target cuda, bf16 and f16, against
+#      onnxruntime; the engine's graphs, preemption and copy-on-write; the real exporters' files;
 #   4. runs the GPU benchmark, bench/gpu_bench.py (llmc against the GPU's limits and against
 #      transformers on a ~1.1B-parameter Llama);
 #   5. on request, profiles a step (bench/gpu_profile.py: each kernel's GPU time under ncu);
