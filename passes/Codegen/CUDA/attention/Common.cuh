@@ -156,6 +156,22 @@ __device__ __forceinline__ void stage_rows(storage_t *__restrict__ tile,
   }
 }
 
+/// Stages keys [k0, k0 + TILE_K) of KV head `kvh` (through the block table)
+/// into the shared K and V tiles, zero from `visible` on.
+template <int D, int DP, int STRIDE, int TILE_K, int KVH, int BS>
+__device__ __forceinline__ void stage_kv_tile(storage_t *__restrict__ s_k, storage_t *__restrict__ s_v,
+                                              const storage_t *__restrict__ layer_pool,
+                                              const int *__restrict__ table, int kvh, int k0,
+                                              int visible) {
+  auto key_base = [&](int j) -> long long {
+    const int key = k0 + j;
+    if (key >= visible) return -1;
+    return ((long long)table[key / BS] * 2 * KVH + kvh) * BS * D + (long long)(key % BS) * D;
+  };
+  stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_k, layer_pool, key_base);
+  stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_v, layer_pool + (long long)KVH * BS * D, key_base);
+}
+
 /// Two storage elements as one 32-bit MMA register, `lo` in the low half.
 __device__ __forceinline__ unsigned pack2(storage_t lo, storage_t hi) {
   return (unsigned)lo | ((unsigned)hi << 16);
@@ -216,13 +232,8 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
   const storage_t *q_rows = s_q + (warp * 16 + g) * STRIDE;
 
   for (int k0 = 0; k0 < tile_visible; k0 += TILE_K) {
-    auto key_base = [&](int j) -> long long {
-      const int key = k0 + j;
-      if (key >= tile_visible) return -1;
-      return ((long long)table[key / BS] * 2 * KVH + kvh) * BS * D + (long long)(key % BS) * D;
-    };
-    stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_k, layer_pool, key_base);
-    stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_v, layer_pool + (long long)KVH * BS * D, key_base);
+    stage_kv_tile<D, DP, STRIDE, TILE_K, KVH, BS>(s_k, s_v, layer_pool, table, kvh, k0,
+                                                  tile_visible);
     __syncthreads();
 
     // S = Q K^T: B[k][n] = K[key n][feature k], so each B register is two
@@ -360,13 +371,8 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
   float *scratch = s_scratch[warp];
 
   for (int k0 = 0; k0 < tile_visible; k0 += TILE_K) {
-    auto key_base = [&](int j) -> long long {
-      const int key = k0 + j;
-      if (key >= tile_visible) return -1;
-      return ((long long)table[key / BS] * 2 * KVH + kvh) * BS * D + (long long)(key % BS) * D;
-    };
-    stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_k, layer_pool, key_base);
-    stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_v, layer_pool + (long long)KVH * BS * D, key_base);
+    stage_kv_tile<D, DP, STRIDE, TILE_K, KVH, BS>(s_k, s_v, layer_pool, table, kvh, k0,
+                                                  tile_visible);
     __syncthreads();
 
     // S = Q K^T: K's rows are the columns of K^T, so K is K^T column-major.
