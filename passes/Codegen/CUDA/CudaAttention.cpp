@@ -54,6 +54,10 @@ constexpr int64_t kPrefillTileK = 32;
 /// would overflow.
 constexpr int64_t kMmaMaxHeadDim = 128;
 
+/// Keys per K/V tile of the mma.sync prefill tile: 64 while Q and both tiles
+/// fit the 48 KiB of shared memory, 32 past head dim 64 (padded to 16).
+int64_t mmaTileKeys(int64_t paddedHeadDim) { return paddedHeadDim <= 64 ? 64 : 32; }
+
 /// The kernels' CUDA C++, embedded by the build (cmake/EmbedText.cmake) from
 /// attention/: kDevicePrelude (Prelude.cuh), kCommonSource (Common.cuh) and
 /// kConfigSource (Config.cuh.in, the template of one config).
@@ -96,7 +100,7 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   int64_t paddedDim = llvm::alignTo(headDim, 16), paddedStride = paddedDim + 8;
   // Head dims up to 128: Q and one K and one V tile (prefill_tile_mma); larger:
   // the WMMA tile's staging, P and scratch (prefill_tile).
-  int64_t mmaTileK = paddedDim <= 64 ? 64 : 32;
+  int64_t mmaTileK = mmaTileKeys(paddedDim);
   int64_t prefillShared =
       headDim <= kMmaMaxHeadDim
           ? (kPrefillTileM + 2 * mmaTileK) * paddedStride * 2
@@ -128,7 +132,8 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
     char scaleLiteral[32]; // exact: a hexadecimal float literal
     std::snprintf(scaleLiteral, sizeof(scaleLiteral), "%af", static_cast<double>(scale));
     source += llvm::formatv(kConfigSource.data(), config, headDim, group, kvHeads, blockSize, kSplits,
-                            bf16 ? "true" : "false", scaleLiteral, queryAligned ? "true" : "false")
+                            bf16 ? "true" : "false", scaleLiteral, queryAligned ? "true" : "false",
+                            mmaTileK)
                   .str();
   }
 

@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CUDA/CudaLowering.h"
 
-
 using namespace mlir;
 
 namespace llmc::cuda {
@@ -95,9 +94,8 @@ struct RowThread {
   /// its maths, then its stores: a GPU issues each warp's instructions in
   /// order, and nothing may move a load above a store to memory it might
   /// alias, so a loop of load-then-store pays one memory round trip per
-  /// feature. A
-  /// feature past `count` (the last group's tail) runs body on feature
-  /// count - 1, and its stores are skipped.
+  /// feature. A feature past `count` (the last group's tail) runs body on
+  /// feature count - 1, and its stores are skipped.
   void forEach(codegen::KernelBuilder &kb, int64_t count,
                function_ref<void(Value, DeferredStores &)> body) const {
     int64_t chunks = llvm::divideCeil(count, kRowBlockSize);

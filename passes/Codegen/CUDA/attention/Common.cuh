@@ -156,6 +156,21 @@ __device__ __forceinline__ void stage_rows(storage_t *__restrict__ tile,
   }
 }
 
+/// Stages a prefill tile's query: row m of the 64-row tile is query row
+/// tile_row + m / G of the sequence whose rows start at q_begin, head m % G of
+/// KV head `kvh`'s group; zero past the chunk and in the tile's spare rows.
+template <int D, int G, int DP, int STRIDE, bool Q_ALIGNED>
+__device__ __forceinline__ void stage_q_tile(storage_t *__restrict__ s_q,
+                                             const storage_t *__restrict__ query, int q_stride,
+                                             int kvh, int q_begin, int q_len, int tile_row) {
+  constexpr int TILE_M = PREFILL_TILE_M, ROWS = TILE_M / G;
+  stage_rows<D, DP, STRIDE, TILE_M, D % 8 == 0 && Q_ALIGNED>(s_q, query, [&](int m) -> long long {
+    const int r = tile_row + m / G;
+    if (m >= ROWS * G || r >= q_len) return -1;
+    return (long long)(q_begin + r) * q_stride + (kvh * G + m % G) * D;
+  });
+}
+
 /// Stages keys [k0, k0 + TILE_K) of KV head `kvh` (through the block table)
 /// into the shared K and V tiles, zero from `visible` on.
 template <int D, int DP, int STRIDE, int TILE_K, int KVH, int BS>
@@ -184,14 +199,14 @@ __device__ __forceinline__ unsigned word_at(const storage_t *p) {
 
 /// prefill_tile's work on mma.sync (FlashAttention-2's layout), for head dims
 /// up to 128: the tile's 64 (query row, head) pairs, 16 per warp, over K/V
-/// tiles of MMA_TILE_K keys. S = Q K^T and O += P V run on m16n8k16 tensor-core
+/// tiles of TILE_K keys (the config's MMA_TILE_K). S = Q K^T and O += P V run on m16n8k16 tensor-core
 /// MMAs with S, P and O in registers: the S fragment of two 8-key column
 /// tiles is the P operand of a 16-key step as it stands. A lane holds rows
 /// g = lane / 4 and g + 8 of its warp's 16, columns 2t, 2t + 1 of every
 /// 8-column tile (t = lane % 4); row maxima and sums reduce over the 4 lanes
 /// of a row. Q, K and V are staged in shared memory; V's operand is read
 /// across rows, two 16-bit loads a register.
-template <int D, int G, int KVH, int BS, bool BF16, bool Q_ALIGNED>
+template <int D, int G, int KVH, int BS, bool BF16, bool Q_ALIGNED, int TILE_K>
 __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ query, int q_stride,
                                                  const storage_t *__restrict__ layer_pool,
                                                  const int *__restrict__ table,
@@ -201,7 +216,6 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
   constexpr int TILE_M = PREFILL_TILE_M;
   constexpr int ROWS = TILE_M / G;                // query rows per tile
   constexpr int DP = (D + 15) / 16 * 16;          // the head dim padded to the MMA's k
-  constexpr int TILE_K = DP <= 64 ? 64 : 32;      // keys per K/V tile
   constexpr int STRIDE = DP + 8;                  // +16 bytes: rows start on different banks
   __shared__ __align__(16) storage_t s_q[TILE_M * STRIDE];
   __shared__ __align__(16) storage_t s_k[TILE_K * STRIDE];
@@ -209,11 +223,7 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
 
-  stage_rows<D, DP, STRIDE, TILE_M, D % 8 == 0 && Q_ALIGNED>(s_q, query, [&](int m) -> long long {
-    const int r = tile_row + m / G;
-    if (m >= ROWS * G || r >= q_len) return -1;
-    return (long long)(q_begin + r) * q_stride + (kvh * G + m % G) * D;
-  });
+  stage_q_tile<D, G, DP, STRIDE, Q_ALIGNED>(s_q, query, q_stride, kvh, q_begin, q_len, tile_row);
 
   // This lane's two rows of the tile: their query rows and how many keys each sees.
   int visible[2];
@@ -343,11 +353,8 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
   __shared__ __align__(128) float s_scratch[WARPS][16 * TILE_K];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-  stage_rows<D, DP, STRIDE, TILE_M, D % 8 == 0 && Q_ALIGNED>(s_tiles, query, [&](int m) -> long long {
-    const int r = tile_row + m / G;
-    if (m >= ROWS * G || r >= q_len) return -1;
-    return (long long)(q_begin + r) * q_stride + (kvh * G + m % G) * D;
-  });
+  stage_q_tile<D, G, DP, STRIDE, Q_ALIGNED>(s_tiles, query, q_stride, kvh, q_begin, q_len,
+                                            tile_row);
   __syncthreads();
   wmma::fragment<wmma::matrix_a, 16, 16, 16, mma_t, wmma::row_major> q_frag[DP / 16];
   for (int kk = 0; kk < DP / 16; ++kk)
