@@ -207,15 +207,22 @@ def llmc_prefill(model: Model, prompts: np.ndarray, tables: np.ndarray) -> np.nd
                       slots(tables, rows, positions), cu_seqlens_q[1:] - 1)
 
 
+def llmc_prefill_greedy(model: Model, prompts: np.ndarray, tables: np.ndarray) -> np.ndarray:
+    """Prefill `prompts` ([batch, length], fresh sequences in `tables`' rows) in as few steps
+    as the artifact allows: each prompt's greedy next token."""
+    batch, length = prompts.shape
+    group = max(1, min(model.max_num_seqs, model.max_num_batched_tokens // length))
+    return np.concatenate([
+        llmc_prefill(model, prompts[first:first + group], tables[first:first + group])
+        .argmax(axis=-1) for first in range(0, batch, group)])
+
+
 def llmc_decode_seconds(model: Model, prompts: np.ndarray, decode_tokens: int) -> float:
     """Prefill `prompts` ([batch, length]) in as few steps as the artifact allows, then run
     `decode_tokens` greedy decode steps over the whole batch: the seconds of those steps."""
     batch, length = prompts.shape
     tables = block_tables(batch, length + decode_tokens)
-    group = max(1, min(model.max_num_seqs, model.max_num_batched_tokens // length))
-    tokens = np.concatenate([
-        llmc_prefill(model, prompts[first:first + group], tables[first:first + group])
-        .argmax(axis=-1) for first in range(0, batch, group)])
+    tokens = llmc_prefill_greedy(model, prompts, tables)
     rows = np.arange(batch)
     cu_seqlens_q = np.arange(batch + 1, dtype=np.int32)
     seconds = 0.0

@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_bench import (BLOCK_SIZE, DTYPE, VARIANT, block_tables, compile_artifact,  # noqa: E402
-                       llmc_prefill, slots)
+                       llmc_prefill, llmc_prefill_greedy, slots)
 from llmc.runtime import Model  # noqa: E402
 from llmc.testing.fixtures import VARIANTS, write_variant  # noqa: E402
 
@@ -64,11 +64,7 @@ def decode_setup(model: Model, batch: int):
     rng = np.random.default_rng(batch)
     prompts = rng.integers(0, model.vocab_size, (batch, PROMPT_TOKENS), dtype=np.int32)
     tables = block_tables(batch, PROMPT_TOKENS + WALL_STEPS + DECODE_STEPS + 1)
-    group = max(1, min(model.max_num_seqs, model.max_num_batched_tokens // PROMPT_TOKENS))
-    tokens = np.concatenate([
-        llmc_prefill(model, prompts[first:first + group], tables[first:first + group])
-        .argmax(axis=-1) for first in range(0, batch, group)]).astype(np.int32)
-    return tables, tokens
+    return tables, llmc_prefill_greedy(model, prompts, tables).astype(np.int32)
 
 
 def decode_step(model: Model, tables: np.ndarray, tokens: np.ndarray, position: int):
