@@ -56,16 +56,19 @@ def large(artifact):
 
 
 def greedy_with_logprobs(engine: Engine, prompts: list[list[int]], n: int = 1, **options):
-    """Greedy samples of each prompt: per request and sample, its (token, top-2 log-probs)."""
+    """Greedy samples of each prompt: per request and sample, its (token, top-2 log-probs);
+    and the most KV blocks the engine held at once."""
     results = [[[] for _ in range(n)] for _ in prompts]
     for i, prompt in enumerate(prompts):
         engine.add_request(i, prompt, n=n, temperature=0, logprobs=2, **options)
+    peak = 0
     while engine.has_unfinished():
         for output in engine.step():
             if output["token"] is not None:
                 results[output["request"]][output["index"]].append(
                     (output["token"], [logprob for _, logprob in output["top_logprobs"]]))
-    return results
+        peak = max(peak, engine.stats()["num_kv_blocks_held"])
+    return results, peak
 
 
 def parted_other_than_at_a_tie(ours, reference) -> str:
@@ -110,10 +113,10 @@ def test_preemption_gives_the_tokens_of_a_large_pool(artifact, large):
     prompts = [rng.integers(0, large.vocab_size, size=int(rng.integers(8, 61))).tolist()
                for _ in range(12)]
     with Engine(large) as engine:
-        expected = greedy_with_logprobs(engine, prompts, max_tokens=40)
+        expected, _ = greedy_with_logprobs(engine, prompts, max_tokens=40)
     # 12 blocks hold 192 positions; each request grows to up to 100 (7 blocks).
     with Model(artifact, num_kv_blocks=12) as small, Engine(small) as engine:
-        tokens = greedy_with_logprobs(engine, prompts, max_tokens=40)
+        tokens, _ = greedy_with_logprobs(engine, prompts, max_tokens=40)
         stats = engine.stats()
     assert stats["num_preemptions"] >= 10, stats
     assert stats["num_kv_blocks_held"] == 0, stats
@@ -125,16 +128,9 @@ def test_preemption_gives_the_tokens_of_a_large_pool(artifact, large):
 def test_parallel_samples_copy_their_shared_block_on_the_device(large):
     prompt = seeded_prompts(large.vocab_size, (100,), seed=3)[0]
     with Engine(large, enable_prefix_caching=False) as engine:
-        (single,) = greedy_with_logprobs(engine, [prompt], max_tokens=24)
+        (single,), _ = greedy_with_logprobs(engine, [prompt], max_tokens=24)
     with Engine(large) as engine:
-        engine.add_request(0, prompt, n=4, temperature=0, logprobs=2, max_tokens=24)
-        samples, peak = [[] for _ in range(4)], 0
-        while engine.has_unfinished():
-            for output in engine.step():
-                if output["token"] is not None:
-                    samples[output["index"]].append(
-                        (output["token"], [logprob for _, logprob in output["top_logprobs"]]))
-            peak = max(peak, engine.stats()["num_kv_blocks_held"])
+        (samples,), peak = greedy_with_logprobs(engine, [prompt], n=4, max_tokens=24)
         assert engine.stats()["prompt_tokens_computed"] == len(prompt)
     # 100 + 24 positions: 8 blocks a sample if held apart, 6 full prompt blocks shared.
     assert peak < 4 * 8, peak
