@@ -19,34 +19,19 @@ import numpy as np
 import pytest
 
 from llmc.runtime import Model
-from llmc.testing.ort_reference import OrtDecoder
 from llmc.testing.paged import PagedRunner
 from test_cpu_parity import LLMC, relative_error
 from test_cuda_parity import TOLERANCES, tie_band, tolerance_problem, unexplained_divergence
-from test_exporters import EXPORTS, EXPORTS_DIR, PROMPT_LENGTHS, exact_reference
+from test_exporters import (DECODE_STEPS, EXPORTS, EXPORTS_DIR, GREEDY_STEPS, NUM_KV_BLOCKS,
+                            exact_reference, reference_steps, seeded_prompts)
 
 DTYPE = "f16"
-DECODE_STEPS = 32
-GREEDY_STEPS = 32
-NUM_KV_BLOCKS = 64
-
-
-def reference_steps(onnx_path: Path, prompts: list[list[int]]) -> list[np.ndarray]:
-    """onnxruntime's logits of the prefill (each prompt's last token) and of the greedy decode
-    steps after it: [len(prompts), vocab] per step."""
-    decoder = OrtDecoder(onnx_path)
-    logits, generation = decoder.prefill(prompts)
-    steps = [logits[np.arange(len(prompts)), generation.prompts.last_positions()]]
-    while len(steps) <= max(DECODE_STEPS, GREEDY_STEPS):
-        steps.append(decoder.decode(generation, steps[-1].argmax(axis=-1)))
-    return steps
 
 
 def compare(model: Model, onnx_path: Path) -> str:
     """'' if `model` computes onnxruntime's logits on `onnx_path` within f16's tolerance and
     its greedy tokens up to a near-tie; else what differs."""
-    rng = np.random.default_rng(1234)
-    prompts = [rng.integers(3, model.vocab_size, size=n).tolist() for n in PROMPT_LENGTHS]
+    prompts = seeded_prompts(model.vocab_size)
     reference = reference_steps(onnx_path, prompts)
     runner = PagedRunner(model)
     errors = []

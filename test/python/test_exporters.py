@@ -126,15 +126,26 @@ def exact_reference(onnx_path: Path, directory: Path) -> tuple[Path, str]:
     return exact, ", ".join(how)
 
 
-def compare(model: Model, onnx_path: Path) -> str:
-    """'' if `model` computes what onnxruntime computes on `onnx_path`; else what differs."""
+def seeded_prompts(vocab_size: int) -> list[list[int]]:
     rng = np.random.default_rng(1234)
-    prompts = [rng.integers(3, model.vocab_size, size=n).tolist() for n in PROMPT_LENGTHS]
+    return [rng.integers(3, vocab_size, size=n).tolist() for n in PROMPT_LENGTHS]
+
+
+def reference_steps(onnx_path: Path, prompts: list[list[int]]) -> list[np.ndarray]:
+    """onnxruntime's logits of the prefill (each prompt's last token) and of the greedy decode
+    steps after it: [len(prompts), vocab] per step."""
     decoder = OrtDecoder(onnx_path)
     logits, generation = decoder.prefill(prompts)
-    reference = [logits[np.arange(len(prompts)), generation.prompts.last_positions()]]
-    while len(reference) <= max(DECODE_STEPS, GREEDY_STEPS):
-        reference.append(decoder.decode(generation, reference[-1].argmax(axis=-1)))
+    steps = [logits[np.arange(len(prompts)), generation.prompts.last_positions()]]
+    while len(steps) <= max(DECODE_STEPS, GREEDY_STEPS):
+        steps.append(decoder.decode(generation, steps[-1].argmax(axis=-1)))
+    return steps
+
+
+def compare(model: Model, onnx_path: Path) -> str:
+    """'' if `model` computes what onnxruntime computes on `onnx_path`; else what differs."""
+    prompts = seeded_prompts(model.vocab_size)
+    reference = reference_steps(onnx_path, prompts)
 
     runner = PagedRunner(model)
     for step in range(DECODE_STEPS + 1):
