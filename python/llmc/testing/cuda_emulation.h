@@ -107,7 +107,6 @@ public:
     const unsigned size = block.x * block.y * block.z;
     if (size % 32) return "a block that is not whole warps";
     threads.resize(size);
-    shuffleSlots.assign(size, 0);
     exchangeSlots.assign(size, {});
     for (Thread &thread : threads) thread.stack.reset(new char[kStackBytes]);
     for (blockIdx.z = 0; blockIdx.z < grid.z; ++blockIdx.z)
@@ -136,17 +135,6 @@ public:
     swapcontext(&current().context, &scheduler);
   }
 
-  template <typename T> T shuffleXor(T value, int laneMask) {
-    static_assert(sizeof(T) <= sizeof(uint64_t), "a shuffled value is at most 8 bytes");
-    const unsigned warpBase = currentThread - lane();
-    std::memcpy(&shuffleSlots[currentThread], &value, sizeof(T));
-    barrier(State::AtWarpBarrier);
-    T result;
-    std::memcpy(&result, &shuffleSlots[warpBase + (lane() ^ laneMask)], sizeof(T));
-    barrier(State::AtWarpBarrier);
-    return result;
-  }
-
   /// Every lane of the warp gets every lane's `mine` in `all` (a warp-wide
   /// operation such as mma.sync reads the whole warp's fragments).
   template <typename T> void exchange(const T &mine, T (&all)[32]) {
@@ -157,6 +145,12 @@ public:
     for (unsigned l = 0; l < 32; ++l)
       std::memcpy(&all[l], exchangeSlots[warpBase + l].data(), sizeof(T));
     barrier(State::AtWarpBarrier);
+  }
+
+  template <typename T> T shuffleXor(T value, int laneMask) {
+    T all[32];
+    exchange(value, all);
+    return all[lane() ^ laneMask];
   }
 
   uint3 grid, block, blockIdx;
@@ -235,7 +229,6 @@ private:
 
   std::function<void()> kernel;
   std::vector<Thread> threads;
-  std::vector<uint64_t> shuffleSlots;
   std::vector<std::array<unsigned char, kExchangeBytes>> exchangeSlots;
   unsigned currentThread = 0;
   bool inThread = false;
