@@ -13,14 +13,14 @@
 #
 # LLMC_BUNDLE=FILE takes llmc from FILE, made by scripts/gpu-bundle.sh on a machine that can
 # build it, instead of building: for GPU machines without LLVM/MLIR 22. LLMC_SKIP_BUILD=1 uses
-# build/ as it is. LLMC_PYTHON=PATH picks the Python (default: the
-# first of .venv/bin/python and python3 that has what the stages need: numpy, onnx and
-# onnxruntime, pytest for the tests, torch and transformers for the benchmark).
-# LLMC_PYTEST_ARGS adds arguments to the tests' pytest (on the GPU machines lent for checks:
-# "-n 8 --timeout 150", pytest-xdist and pytest-timeout, so that a crash or a hang costs one
-# test, not the run). LLMC_BUILD_LOCK=FILE serialises the build with other builds of the tree (flock), as in
-# test.sh. Logs and the benchmark's JSON go to build/gpu-check/. Exits non-zero if any stage
-# fails.
+# build/ as it is. LLMC_PYTHON=PATH picks the Python (default: the first of .venv/bin/python
+# and python3 that has what the stages need: numpy, onnx and onnxruntime, pytest for the
+# tests, torch and transformers for the benchmark, torch for the profile). LLMC_PYTEST_ARGS
+# adds arguments to the tests' pytest (on the GPU machines lent for checks: "-n 8 --timeout
+# 150 --timeout-method thread", pytest-xdist and pytest-timeout, so that a crash or a hang
+# costs one test, not the run). LLMC_BUILD_LOCK=FILE serialises the build with other builds
+# of the tree (flock), as in test.sh. Logs, the benchmark's JSON and the profile's CSV go to
+# build/gpu-check/. Exits non-zero if any stage fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CCACHE_BASEDIR="$PWD"
