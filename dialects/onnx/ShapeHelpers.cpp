@@ -177,6 +177,12 @@ std::pair<Value, int64_t> canonicalDim(Value value, int64_t index) {
       Value side = index == rank - 1 ? matmul.getB() : matmul.getA();
       int64_t dim = index - (rank - rankOf(side));
       if (dynamicIn(side, dim)) from = side, at = dim;
+    } else if (auto matmul = dyn_cast<MatMulNBitsOp>(op)) {
+      if (index < rank - 1 && rankOf(matmul.getA()) == rank) from = matmul.getA();
+    } else if (auto gather = dyn_cast<GatherBlockQuantizedOp>(op)) {
+      // A row gather: [indices..., features].
+      if (gather.getGatherAxis() == 0 && index < rankOf(gather.getIndices()))
+        from = gather.getIndices();
     } else if (auto attention = dyn_cast<AttentionOp>(op)) {
       // Y of 4-D attention is [batch, heads, queries, head_size]: Q's batch and queries.
       if (value == attention->getResult(0) && rank == 4 && (index == 0 || index == 2))

@@ -12,6 +12,7 @@
 #define LLMC_PASSES_CODEGEN_CPU_CPULOWERING_H
 
 #include "passes/Codegen/CPU/Passes.h"
+#include "passes/Codegen/Common/BlockQuantized.h"
 #include "passes/Codegen/Common/KernelBuilder.h"
 #include "passes/Codegen/Common/LoweredOperands.h"
 #include "passes/Codegen/Common/RowMath.h"
@@ -26,6 +27,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
+#include <optional>
+
 namespace llmc::cpu {
 
 // The CPU kernels are written in the shared vocabulary.
@@ -34,6 +37,10 @@ using codegen::KernelBuilder;
 using codegen::kernelKey;
 using codegen::normKind;
 using codegen::Rotation;
+
+/// Lanes of the f32 vectors the generated matmul computes in (one AVX-512
+/// register).
+constexpr int64_t kLanes = 16;
 
 /// The step function under construction and what its ops need.
 class StepLowering {
@@ -110,13 +117,76 @@ struct Epilogue {
   llvm::SmallVector<mlir::Value> extras;
 };
 
+/// A weight [out, in] as the generated kernels read it: f32 rows, or
+/// block-quantised codes that stay packed in weights.bin and are dequantised
+/// in registers (CpuQuantized.cpp has the layout).
+struct MatmulWeight {
+  /// f32 [out, in]; or the codes, i8 [out, bytes per row].
+  mlir::Value values;
+  /// f32 [out, blocks]; null for an f32 weight.
+  mlir::Value scales;
+  /// i8 [out, blocks], one unsigned zero point per byte; null for an f32
+  /// weight and for symmetric codes (zero point 2^(bits-1)).
+  mlir::Value zeroPoints;
+  int64_t bits = 32;
+  int64_t blockSize = 0;
+
+  bool isQuantized() const { return static_cast<bool>(scales); }
+  /// The memrefs a kernel takes for the weight, in argument order.
+  llvm::SmallVector<mlir::Value> buffers() const;
+  /// The same weight over a kernel's parameters `params` (buffers() order).
+  MatmulWeight withBuffers(mlir::ValueRange params) const;
+  /// What distinguishes kernels over this weight beyond its buffers' types.
+  std::string key() const;
+};
+
+/// The weight values of a MatmulWeight inside a kernel. Reads whole vectors
+/// of 16 along a row and single values; a quantised read dequantises as
+/// (code - zero_point) * scale in f32, rounded once, which is the value the
+/// weight had when it was widened at compile time.
+class WeightReader {
+public:
+  WeightReader(KernelBuilder &kb, const MatmulWeight &weight) : kb(kb), weight(weight) {}
+
+  /// Columns that share a block's scale and zero point: whole vectors are
+  /// read a span at a time. 16 (one vector) for an f32 weight.
+  int64_t span() const;
+  /// What every vector read of the block holding column `col` of row `row`
+  /// shares (its scale and zero point, broadcast); nothing for f32.
+  llvm::SmallVector<mlir::Value> blockState(mlir::Value row, mlir::Value col);
+  /// Columns [col, col + 16) of row `row`, col a multiple of 16, with the
+  /// blockState of their block.
+  mlir::Value vector(mlir::Value row, mlir::Value col, llvm::ArrayRef<mlir::Value> state);
+  /// The value at (row, col).
+  mlir::Value scalar(mlir::Value row, mlir::Value col);
+
+private:
+  KernelBuilder &kb;
+  const MatmulWeight &weight;
+};
+
+/// The packed form of a quantised weight for the generated kernels, or
+/// nullopt when they cannot read it packed (a block size that is not a
+/// multiple of 16, float zero points): the caller widens it to f32.
+struct PackedWeight {
+  mlir::ElementsAttr codes, scales, zeroPoints;
+  int64_t bits, blockSize;
+};
+std::optional<PackedWeight> packForCpu(const codegen::BlockQuantized &weight,
+                                       mlir::MLIRContext *context);
+
 /// output = epilogue(input * weight); weight [in, out], or [out, in] if
 /// `transposed`. The one place that chooses between BLAS and generated loops;
 /// the generated ones read weights [out, in] only (llm-lower-to-cpu lays
-/// weights out so when they are the strategy).
+/// weights out so when they are the strategy), f32 or quantised.
 mlir::LogicalResult lowerMatmul(StepLowering &step, mlir::Location loc, mlir::Value input,
-                                mlir::Value weight, bool transposed, mlir::Value output,
+                                const MatmulWeight &weight, bool transposed, mlir::Value output,
                                 const Epilogue &epilogue);
+/// llm.embedding over a quantised table [vocab, hidden] kept packed: each
+/// gathered row is dequantised as the generated matmul dequantises it.
+mlir::LogicalResult lowerQuantizedEmbedding(StepLowering &step, llm::EmbeddingOp op,
+                                            const MatmulWeight &table, mlir::Value ids,
+                                            mlir::Value output);
 
 } // namespace llmc::cpu
 

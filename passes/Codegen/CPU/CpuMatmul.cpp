@@ -101,8 +101,6 @@ void callSgemm(StepLowering &step, Location loc, Value input, Value weight, bool
                  constantI64(b, loc, n)});
 }
 
-/// Lanes of the vectors a dot product accumulates in (one AVX-512 register).
-constexpr int64_t kLanes = 16;
 /// A register tile: this many rows times this many columns share each load.
 constexpr int64_t kTileRows = 4;
 constexpr int64_t kTileColumns = 4;
@@ -124,6 +122,22 @@ Value sumLanes(OpBuilder &b, Location loc, Value vector) {
 /// part (two when gated).
 using FinishOutput = function_ref<void(Value row, Value col, ArrayRef<Value> sums)>;
 
+/// An scf.for over [lower, upper) by `step` carrying `inits`, whose body
+/// is built with `kb` (positioned inside it) and returns the next values.
+scf::ForOp forCarrying(KernelBuilder &kb, int64_t lower, int64_t upper, int64_t step,
+                       ValueRange inits,
+                       function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  return scf::ForOp::create(
+      b, loc, kb.index(lower), kb.index(upper), kb.index(step), inits,
+      [&](OpBuilder &nested, Location, Value iv, ValueRange carried) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+        scf::YieldOp::create(b, loc, body(iv, carried));
+      });
+}
+
 /// The sums of `rows` x `cols` outputs starting at (row, col), handed to
 /// `finish`: every output accumulates x[r, i:i+16] * w[c, i:i+16] in one
 /// vector register over i = 0, 16, ... (fused multiply-adds), sums its
@@ -131,8 +145,10 @@ using FinishOutput = function_ref<void(Value row, Value col, ArrayRef<Value> sum
 /// time. A tile shares each loaded x and w vector among its outputs; the
 /// arithmetic of an output is the same whatever the tile it is in. With
 /// `parts` = 2 an output has two sums, over weight rows c and c + partStride
-/// (the gate and up halves of a gated product).
-void emitDotTile(KernelBuilder &kb, Value x, Value w, Value row, Value col, int64_t rows,
+/// (the gate and up halves of a gated product). The vectors are read a
+/// WeightReader span at a time (a quantised block, whose scale every
+/// vector of it shares), which does not change the order of the sums.
+void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value col, int64_t rows,
                  int64_t cols, int64_t parts, int64_t partStride, int64_t k, FinishOutput finish) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -144,34 +160,47 @@ void emitDotTile(KernelBuilder &kb, Value x, Value w, Value row, Value col, int6
   };
   auto slot = [&](int64_t r, int64_t c, int64_t part) { return (r * cols + c) * parts + part; };
 
-  Value zeros = arith::ConstantOp::create(b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
-  SmallVector<Value> inits(rows * cols * parts, zeros);
-  auto loop = scf::ForOp::create(
-      b, loc, kb.index(0), kb.index(vectorEnd), kb.index(kLanes), inits,
-      [&](OpBuilder &nested, Location, Value i, ValueRange acc) {
-        SmallVector<Value> xs, ws, next(acc.size());
-        for (int64_t r = 0; r < rows; ++r)
-          xs.push_back(vector::LoadOp::create(nested, loc, vectorType, x, ValueRange{rowAt(r), i}));
+  // Accumulates the vectors of columns [i, i + span) into `acc`.
+  auto accumulate = [&](Value i, int64_t span, ValueRange acc) {
+    SmallVector<SmallVector<Value>> states;
+    for (int64_t c = 0; c < cols; ++c)
+      for (int64_t part = 0; part < parts; ++part) states.push_back(w.blockState(weightRow(c, part), i));
+    SmallVector<Value> next(acc.begin(), acc.end());
+    for (int64_t offset = 0; offset < span; offset += kLanes) {
+      Value at = kb.addIndex(i, kb.index(offset));
+      SmallVector<Value> xs, ws;
+      for (int64_t r = 0; r < rows; ++r)
+        xs.push_back(vector::LoadOp::create(b, loc, vectorType, x, ValueRange{rowAt(r), at}));
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t part = 0; part < parts; ++part)
+          ws.push_back(w.vector(weightRow(c, part), at, states[c * parts + part]));
+      for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < cols; ++c)
           for (int64_t part = 0; part < parts; ++part)
-            ws.push_back(vector::LoadOp::create(nested, loc, vectorType, w,
-                                                ValueRange{weightRow(c, part), i}));
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t c = 0; c < cols; ++c)
-            for (int64_t part = 0; part < parts; ++part)
-              next[slot(r, c, part)] = vector::FMAOp::create(nested, loc, xs[r], ws[c * parts + part],
-                                                             acc[slot(r, c, part)]);
-        scf::YieldOp::create(nested, loc, next);
-      });
+            next[slot(r, c, part)] = vector::FMAOp::create(b, loc, xs[r], ws[c * parts + part],
+                                                           next[slot(r, c, part)]);
+    }
+    return next;
+  };
+  Value zeros = arith::ConstantOp::create(b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+  SmallVector<Value> acc(rows * cols * parts, zeros);
+  int64_t span = w.span(), spansEnd = k / span * span;
+  acc = forCarrying(kb, 0, spansEnd, span, acc, [&](Value i, ValueRange carried) {
+                      return accumulate(i, span, carried);
+                    }).getResults();
+  if (spansEnd < vectorEnd) // the whole vectors of a last, partial block
+    acc = forCarrying(kb, spansEnd, vectorEnd, kLanes, acc, [&](Value i, ValueRange carried) {
+            return accumulate(i, kLanes, carried);
+          }).getResults();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       Value r_ = rowAt(r), c_ = kb.addIndex(col, kb.index(c));
       SmallVector<Value> sums;
       for (int64_t part = 0; part < parts; ++part) {
-        Value sum = sumLanes(b, loc, loop.getResult(slot(r, c, part)));
+        Value sum = sumLanes(b, loc, acc[slot(r, c, part)]);
         Value wRow = weightRow(c, part);
-        sums.push_back(kb.reduce(kb.index(vectorEnd), kb.index(k), sum, [&](Value i, Value acc) {
-          return math::FmaOp::create(b, loc, kb.load(x, {r_, i}), kb.load(w, {wRow, i}), acc);
+        sums.push_back(kb.reduce(kb.index(vectorEnd), kb.index(k), sum, [&](Value i, Value total) {
+          return math::FmaOp::create(b, loc, kb.load(x, {r_, i}), w.scalar(wRow, i), total);
         }));
       }
       finish(r_, c_, sums);
@@ -197,14 +226,15 @@ Value applyEpilogue(KernelBuilder &kb, Region &body, ArrayRef<Value> accumulator
   return llm::inlineScalarBody(kb.builder(), body, scalars);
 }
 
-/// The matmul kernel's arguments after x, W, out, begin and end: the
-/// epilogue's bias (if any) then its extras.
+/// The matmul kernel's arguments after x, out, begin, end and the weight's
+/// buffers: the epilogue's bias (if any) then its extras.
 struct EpilogueParams {
   Value bias;
   ValueRange extras;
 };
 
-/// out[:, begin:end] = x * W[begin:end, :]^T for a weight stored [out, in],
+/// out[:, begin:end] = x * W[begin:end, :]^T for a weight stored [out, in]
+/// (read through `w`),
 /// in register tiles (emitDotTile): 4 x 4 outputs (4 x 2 when gated),
 /// 1 x that for the rows past the last whole tile, 1 x 1 for the columns
 /// past the last whole tile. The weight rows of a column tile stay in L1
@@ -212,9 +242,9 @@ struct EpilogueParams {
 /// once, the memory-bound case. Every output sums in the same order
 /// whatever the rows and the column range, so a row's result depends
 /// neither on the batch nor on the threads.
-void buildMatmulColumns(KernelBuilder &kb, ValueRange params, int64_t k, int64_t n,
-                        const Epilogue &epilogue, EpilogueParams epilogueParams) {
-  Value x = params[0], w = params[1], out = params[2], begin = params[3], end = params[4];
+void buildMatmulColumns(KernelBuilder &kb, Value x, WeightReader &w, Value out, Value begin,
+                        Value end, int64_t k, int64_t n, const Epilogue &epilogue,
+                        EpilogueParams epilogueParams) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Value rows = kb.dim(out, 0);
@@ -269,23 +299,31 @@ SmallVector<Value> epilogueOperands(const Epilogue &epilogue) {
 /// the step stores the operands' addresses in a closure on its stack and
 /// calls api->parallel_for with a task function that rebuilds the memrefs
 /// and runs the loops over its tiles.
-void generateMatmul(StepLowering &step, Location loc, Value input, Value weight, Value output,
-                    int64_t n, int64_t k, const Epilogue &epilogue, const std::string &key) {
+void generateMatmul(StepLowering &step, Location loc, Value input, const MatmulWeight &weight,
+                    Value output, int64_t n, int64_t k, const Epilogue &epilogue,
+                    const std::string &key) {
   OpBuilder &b = step.b;
   auto ptr = pointerType(b);
   Type i64 = b.getI64Type(), index = b.getIndexType();
-  SmallVector<Value> buffers{input, weight, output};
+  // Kernel arguments: x, out, begin, end, the weight's buffers, the epilogue's.
+  SmallVector<Value> buffers{input, output};
+  SmallVector<Value> weightBuffers = weight.buffers();
+  llvm::append_range(buffers, weightBuffers);
   llvm::append_range(buffers, epilogueOperands(epilogue));
   bool hasBias = epilogue.body && epilogue.bias;
-  SmallVector<Type> kernelTypes{input.getType(), weight.getType(), output.getType(), index, index};
-  for (Value operand : ArrayRef<Value>(buffers).drop_front(3)) kernelTypes.push_back(operand.getType());
+  SmallVector<Type> kernelTypes{input.getType(), output.getType(), index, index};
+  for (Value operand : ArrayRef<Value>(buffers).drop_front(2)) kernelTypes.push_back(operand.getType());
   int64_t columns = epilogue.gated ? n / 2 : n;
   func::FuncOp tiles = step.getOrCreateKernel(
       loc, "matmul", key, kernelTypes, [&](KernelBuilder &kb, ValueRange params) {
-        ValueRange rest = params.drop_front(5);
+        ValueRange weightParams = params.slice(4, weightBuffers.size());
+        ValueRange rest = params.drop_front(4 + weightBuffers.size());
         EpilogueParams epilogueParams{hasBias ? rest.front() : Value(),
                                       hasBias ? rest.drop_front() : rest};
-        buildMatmulColumns(kb, params, k, columns, epilogue, epilogueParams);
+        MatmulWeight packed = weight.withBuffers(weightParams);
+        WeightReader reader(kb, packed);
+        buildMatmulColumns(kb, params[0], reader, params[1], params[2], params[3], k, columns,
+                           epilogue, epilogueParams);
       });
 
   // The closure: the buffers' addresses, then the number of rows.
@@ -306,14 +344,14 @@ void generateMatmul(StepLowering &step, Location loc, Value input, Value weight,
           return memrefAt(tb, loc, cast<MemRefType>(buffers[position].getType()),
                           field(position, ptr), rows);
         };
-        SmallVector<Value> args{bufferArg(0), bufferArg(1), bufferArg(2)};
+        SmallVector<Value> args{bufferArg(0), bufferArg(1)};
         Value tile = constantI64(tb, loc, kColumnsPerTask);
         Value begin = LLVM::MulOp::create(tb, loc, params[1], tile);
         Value end = LLVM::MulOp::create(tb, loc, params[2], tile);
         end = LLVM::SMinOp::create(tb, loc, end, constantI64(tb, loc, columns));
         args.push_back(arith::IndexCastOp::create(tb, loc, index, begin));
         args.push_back(arith::IndexCastOp::create(tb, loc, index, end));
-        for (int32_t position = 3; position < rowsField; ++position)
+        for (int32_t position = 2; position < rowsField; ++position)
           args.push_back(bufferArg(position));
         func::CallOp::create(tb, loc, tiles, args);
       });
@@ -382,26 +420,33 @@ bool isContiguous(Value memref) {
 
 } // namespace
 
-LogicalResult lowerMatmul(StepLowering &step, Location loc, Value input, Value weight,
+LogicalResult lowerMatmul(StepLowering &step, Location loc, Value input, const MatmulWeight &weight,
                           bool transposed, Value output, const Epilogue &epilogue) {
-  auto weightType = cast<MemRefType>(weight.getType());
+  auto weightType = cast<MemRefType>(weight.values.getType());
   int64_t k = weightType.getDimSize(transposed ? 1 : 0), n = weightType.getDimSize(transposed ? 0 : 1);
+  if (weight.isQuantized()) k = cast<MemRefType>(input.getType()).getDimSize(1);
   SmallVector<Value> buffers{input, output};
   llvm::append_range(buffers, epilogueOperands(epilogue));
   if (!llvm::all_of(buffers, isContiguous))
     return emitError(loc, "a matmul operand is a strided view (a column range of another "
                           "tensor); the CPU matmul reads contiguous rows only");
-  std::string key = kernelKey("matmul", {input, weight, output});
+  SmallVector<Value> keyed{input};
+  llvm::append_range(keyed, weight.buffers());
+  keyed.push_back(output);
+  std::string key = kernelKey("matmul", keyed) + "/" + weight.key();
   if (epilogue.body) key = kernelKey(epilogue.body->getParentOp(), buffers) + "/" + key;
   if (step.generatedMatmul) {
     if (!transposed)
       return emitError(loc, "the generated matmul takes weights stored [out, in]");
     generateMatmul(step, loc, input, weight, output, n, k, epilogue, key);
   } else {
+    if (weight.isQuantized())
+      return emitError(loc, "sgemm reads f32 weights; quantised ones are kept packed for the "
+                            "generated matmul only");
     if (epilogue.gated)
       return emitError(loc, "a gated epilogue needs the generated matmul: sgemm writes the whole "
                             "product (run llm-fuse-linear-epilogues{gated=false} for blas)");
-    callSgemm(step, loc, input, weight, transposed, output, n, k);
+    callSgemm(step, loc, input, weight.values, transposed, output, n, k);
     if (epilogue.body) applyEpilogueInPlace(step, loc, output, epilogue, key);
   }
   if (!epilogue.body && epilogue.bias) addBias(step, loc, epilogue.bias, output);

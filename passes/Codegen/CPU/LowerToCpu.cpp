@@ -44,8 +44,11 @@ MemRefType memrefLike(Type tensor) {
 /// compute op a call of a kernel.
 class CpuStepWalker final : public codegen::StepWalker<Value, Value> {
 public:
-  CpuStepWalker(cpu::StepLowering &step, Value weights, Value workspace, Value logits)
-      : step(step), weightsArg(weights), workspaceArg(workspace), logits(logits) {}
+  /// `packQuantized`: keep quantised weights packed (the generated matmul only).
+  CpuStepWalker(cpu::StepLowering &step, Value weights, Value workspace, Value logits,
+                bool packQuantized)
+      : step(step), weightsArg(weights), workspaceArg(workspace), logits(logits),
+        packQuantized(packQuantized && step.generatedMatmul) {}
 
   /// Gives the step's input `value` the memref `memref`.
   void setInput(Value value, Value memref) { refs[value] = memref; }
@@ -86,8 +89,15 @@ private:
         .Case([&](llm::PagedAttentionOp attention) {
           return cpu::lowerPagedAttention(step, attention, operands, outputs[0]);
         })
-        .Case([&](llm::EmbeddingOp embedding) {
-          return cpu::lowerEmbedding(step, embedding, operands, outputs[0]);
+        .Case([&](llm::EmbeddingOp embedding) -> LogicalResult {
+          if (!placesOwnOperand(op, 0))
+            return cpu::lowerEmbedding(step, embedding, operands, outputs[0]);
+          auto table = packedWeightOf(embedding.getTable());
+          if (failed(table)) return failure();
+          if (table->isQuantized())
+            return cpu::lowerQuantizedEmbedding(step, embedding, *table, operands[1], outputs[0]);
+          SmallVector<Value> widened{table->values, operands[1]};
+          return cpu::lowerEmbedding(step, embedding, widened, outputs[0]);
         })
         .Case([&](llm::GatherRowsOp gather) {
           return cpu::lowerGatherRows(step, gather, operands, outputs[0]);
@@ -117,15 +127,55 @@ private:
     return memref::SubViewOp::create(b, loc, input, offsets, sizes, strides);
   }
 
+  /// The generated kernels read a quantised embedding table packed.
+  bool placesOwnOperand(Operation *op, unsigned operandNumber) override {
+    if (auto embedding = dyn_cast<llm::EmbeddingOp>(op))
+      return operandNumber == 0 && packQuantized && !embedding.getTransposeTable() &&
+             embedding.getTable().getDefiningOp<llm::DequantizeOp>();
+    return StepWalker::placesOwnOperand(op, operandNumber);
+  }
+
   /// A linear layer or the logits head. The generated matmul takes its
-  /// weights [out, in]: an [in, out] weight is transposed at compile time.
+  /// weights [out, in]: an [in, out] weight is transposed at compile time,
+  /// and a quantised [out, in] one is kept packed.
   LogicalResult lowerMatmul(Operation *op, Value weightValue, bool transposed, Value input,
                             Value output, const cpu::Epilogue &epilogue) {
+    cpu::MatmulWeight weight;
     bool flip = step.generatedMatmul && !transposed;
-    auto weight = flip ? transposedWeightOf(weightValue) : refOf(weightValue, op, 1);
-    if (failed(weight)) return failure();
-    return cpu::lowerMatmul(step, op->getLoc(), input, *weight, transposed || flip, output,
+    if (packQuantized && transposed && weightValue.getDefiningOp<llm::DequantizeOp>()) {
+      auto packed = packedWeightOf(weightValue);
+      if (failed(packed)) return failure();
+      weight = *packed;
+    } else {
+      auto values = flip ? transposedWeightOf(weightValue) : refOf(weightValue, op, 1);
+      if (failed(values)) return failure();
+      weight.values = *values;
+    }
+    return cpu::lowerMatmul(step, op->getLoc(), input, weight, transposed || flip, output,
                             epilogue);
+  }
+
+  /// A quantised weight [out, in] in the generated kernels' packed layout,
+  /// or widened to f32 where they cannot read it packed.
+  FailureOr<cpu::MatmulWeight> packedWeightOf(Value value) {
+    if (auto known = packedRefs.find(value); known != packedRefs.end()) return known->second;
+    auto dequantize = value.getDefiningOp<llm::DequantizeOp>();
+    auto quantized = codegen::BlockQuantized::read(dequantize);
+    if (failed(quantized)) return failure();
+    cpu::MatmulWeight weight;
+    std::optional<cpu::PackedWeight> packed = cpu::packForCpu(*quantized, value.getContext());
+    if (!packed) {
+      auto widened = refOf(value, dequantize, 0);
+      if (failed(widened)) return failure();
+      weight.values = *widened;
+    } else {
+      weight.values = weightView(dequantize, packed->codes, "u8");
+      weight.scales = weightView(dequantize, packed->scales);
+      if (packed->zeroPoints) weight.zeroPoints = weightView(dequantize, packed->zeroPoints, "u8");
+      weight.bits = packed->bits;
+      weight.blockSize = packed->blockSize;
+    }
+    return packedRefs[value] = weight;
   }
 
   FailureOr<Value> placeWeight(Value value, Operation *, unsigned) override {
@@ -157,10 +207,12 @@ private:
     return transposedRefs[value] = weightView(value.getDefiningOp(), attr);
   }
 
-  /// Places `data` in weights.bin and views it from the step.
-  Value weightView(Operation *def, ElementsAttr data) {
+  /// Places `data` in weights.bin (its bytes as they are; the manifest
+  /// calls them `dtype`) and views it from the step.
+  Value weightView(Operation *def, ElementsAttr data, StringRef dtype = {}) {
     auto type = cast<ShapedType>(data.getType());
-    int64_t placed = weightLayout.place(def, data, type.getNumElements() * 4);
+    int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    int64_t placed = weightLayout.place(def, data, bytes, dtype);
     Value offset = arith::ConstantIndexOp::create(step.b, def->getLoc(), placed);
     return memref::ViewOp::create(step.b, def->getLoc(), memrefLike(type), weightsArg, offset,
                                   ValueRange{});
@@ -181,7 +233,9 @@ private:
 
   cpu::StepLowering &step;
   Value weightsArg, workspaceArg, logits;
+  bool packQuantized;
   DenseMap<Value, Value> transposedRefs;
+  DenseMap<Value, cpu::MatmulWeight> packedRefs;
 };
 
 struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
@@ -232,7 +286,8 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     step.numTokens = memref::DimOp::create(b, loc, body->getArgument(1), 0);
     step.numSeqs = memref::DimOp::create(b, loc, body->getArgument(7), 0);
     CpuStepWalker walker(step, body->getArgument(types.size() - 3),
-                         body->getArgument(types.size() - 2), body->getArgument(types.size() - 1));
+                         body->getArgument(types.size() - 2), body->getArgument(types.size() - 1),
+                         packQuantized);
     for (auto [index, input] : llvm::enumerate(modelInputs))
       walker.setInput(input, body->getArgument(index + 1));
     if (failed(walker.walk(model))) return failure();

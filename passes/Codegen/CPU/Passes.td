@@ -20,8 +20,16 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     O(1) extra memory per query row) and row gathers. Activations are views
     of the workspace at the planned offsets; weights are views of the
     weights buffer at offsets recorded in the `llmc.weights` module
-    attribute (the artifact writer lays weights.bin out from it). Weights
-    that `llm.dequantize` unpacks are dequantized here, at compile time.
+    attribute (the artifact writer lays weights.bin out from it).
+
+    A block-quantised weight (`llm.dequantize` of constants: 4- or 8-bit
+    codes, blocks of a multiple of 16) that a generated matmul or an
+    embedding reads stays packed (`pack-quantized`): weights.bin holds its
+    codes, scales and zero points, and the kernels dequantise 16 values at a
+    time in registers with the arithmetic of the compile-time widening, so
+    the logits are bit-identical to those of the weights widened to f32.
+    Other quantised weights, and all of them under `blas` or
+    `pack-quantized=false`, are widened to f32 here, at compile time.
 
     Matrix products use the `matmul` strategy: `generated` (the default)
     emits register-tiled vector loops (4 rows x 4 columns of outputs share
@@ -35,6 +43,8 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
   let options = [
     Option<"matmul", "matmul", "std::string", /*default=*/"\"generated\"",
            "How matrix products run: generated (loops) or blas (the runtime's sgemm)">,
+    Option<"packQuantized", "pack-quantized", "bool", /*default=*/"true",
+           "Keep block-quantised weights packed for the generated kernels (else widen to f32)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",

@@ -21,9 +21,6 @@ namespace llmc::codegen {
 /// workspace offset per result, -1 for a result that lives elsewhere.
 inline constexpr llvm::StringLiteral kWorkspaceOffsetsAttr = "llmc.workspace_offsets";
 
-/// Unpacks an llm.dequantize of constants into f32 [rows, cols] at compile
-/// time (every target's weights start as this).
-mlir::FailureOr<mlir::ElementsAttr> dequantizeConstant(llm::DequantizeOp op);
 /// The f32 constant data of a weight operand, dequantised if packed; an
 /// error naming `target` ("CPU", "CUDA") for anything else.
 mlir::FailureOr<mlir::ElementsAttr> weightConstant(mlir::Value value, llvm::StringRef target);

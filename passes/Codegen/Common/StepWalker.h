@@ -25,8 +25,8 @@ namespace llmc::codegen {
 
 /// `Operand` is what a compute op receives per operand: a `Ref`, or the
 /// default-constructed value (null, nullopt) for an absent optional operand
-/// and for a matmul's weight, which the target places itself in the layout
-/// its GEMM reads.
+/// and for an operand the target places itself in the layout its kernel
+/// reads (`placesOwnOperand`: a matmul's weight).
 template <typename Ref, typename Operand = std::optional<Ref>>
 class StepWalker {
 public:
@@ -73,6 +73,13 @@ protected:
     return mlir::isa<llm::LinearOp, llm::LogitsOp, llm::FusedLinearOp>(op);
   }
 
+  /// Whether the target places operand `operandNumber` of `op` itself, in
+  /// the layout its kernel reads (it then receives the default `Operand`):
+  /// a matmul's weight, and what a target adds.
+  virtual bool placesOwnOperand(mlir::Operation *op, unsigned operandNumber) {
+    return isMatmul(op) && operandNumber == 1;
+  }
+
   llvm::DenseMap<mlir::Value, Ref> refs;
   llvm::DenseSet<mlir::Value> perSequence; // abi::perSequenceValues of the step
 
@@ -90,8 +97,8 @@ private:
 
     llvm::SmallVector<Operand> operands;
     for (mlir::OpOperand &operand : op->getOpOperands()) {
-      if (isMatmul(op) && operand.getOperandNumber() == 1) {
-        operands.push_back(Operand()); // the weight
+      if (placesOwnOperand(op, operand.getOperandNumber())) {
+        operands.push_back(Operand());
         continue;
       }
       auto ref = refOf(operand.get(), op, operand.getOperandNumber());

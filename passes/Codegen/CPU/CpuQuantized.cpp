@@ -1,0 +1,196 @@
+//===- CpuQuantized.cpp - quantised weights kept packed on the CPU --------===//
+//
+// A block-quantised weight (llm.dequantize of constants: MatMulNBits,
+// GatherBlockQuantized) is repacked at compile time into the layout the
+// generated kernels read, and stays that size in weights.bin:
+//
+//   codes        i8 [rows, blocks * block_size * bits / 8]. 8-bit: one code a
+//                byte. 4-bit: each run of 16 codes in 8 bytes, byte j holding
+//                code j in its low nibble and code j + 8 in its high nibble,
+//                so a vector of 16 is one 8-byte load, its low nibbles, then
+//                its high nibbles.
+//   scales       f32 [rows, blocks]
+//   zero points  i8 [rows, blocks], one unsigned code a byte; absent for
+//                symmetric codes (zero point 2^(bits-1)).
+//
+// Kernels dequantise in registers with the arithmetic of the compile-time
+// widening, (code - zero_point) * scale rounded once, then compute as they
+// would on the f32 weight: a quantised artifact's logits are bit-identical
+// to those of the same weights widened to f32.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Codegen/CPU/CpuLowering.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+using namespace mlir;
+
+namespace llmc::cpu {
+
+SmallVector<Value> MatmulWeight::buffers() const {
+  SmallVector<Value> memrefs{values};
+  if (scales) memrefs.push_back(scales);
+  if (zeroPoints) memrefs.push_back(zeroPoints);
+  return memrefs;
+}
+
+MatmulWeight MatmulWeight::withBuffers(ValueRange params) const {
+  MatmulWeight copy = *this;
+  copy.values = params[0];
+  if (scales) copy.scales = params[1];
+  if (zeroPoints) copy.zeroPoints = params[2];
+  return copy;
+}
+
+std::string MatmulWeight::key() const {
+  if (!isQuantized()) return "f32";
+  return "q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "");
+}
+
+int64_t WeightReader::span() const { return weight.isQuantized() ? weight.blockSize : kLanes; }
+
+/// The zero point of (row, block) as f32: the stored byte, or the
+/// symmetric 2^(bits-1).
+static Value zeroPointAt(KernelBuilder &kb, const MatmulWeight &weight, Value row, Value block) {
+  if (!weight.zeroPoints) return kb.f32(1 << (weight.bits - 1));
+  OpBuilder &b = kb.builder();
+  Value byte = kb.load(weight.zeroPoints, {row, block});
+  return arith::UIToFPOp::create(b, kb.location(), b.getF32Type(), byte);
+}
+
+SmallVector<Value> WeightReader::blockState(Value row, Value col) {
+  if (!weight.isQuantized()) return {};
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
+  Value block = kb.divIndex(col, kb.index(weight.blockSize));
+  Value scale = kb.load(weight.scales, {row, block});
+  return {vector::BroadcastOp::create(b, loc, vectorType, zeroPointAt(kb, weight, row, block)),
+          vector::BroadcastOp::create(b, loc, vectorType, scale)};
+}
+
+/// (code - zero_point) * scale without fast-math flags: the rounding of
+/// the compile-time widening.
+static Value dequantize(OpBuilder &b, Location loc, Value code, Value zeroPoint, Value scale) {
+  Type floatType = isa<VectorType>(code.getType())
+                       ? Type(VectorType::get(cast<VectorType>(code.getType()).getShape(),
+                                              b.getF32Type()))
+                       : Type(b.getF32Type());
+  Value widened = arith::UIToFPOp::create(b, loc, floatType, code);
+  return arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, widened, zeroPoint), scale);
+}
+
+Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  if (!weight.isQuantized())
+    return vector::LoadOp::create(b, loc, VectorType::get({kLanes}, b.getF32Type()), weight.values,
+                                  ValueRange{row, col});
+  auto bytes = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
+  Value codes;
+  if (weight.bits == 8) {
+    codes = vector::LoadOp::create(b, loc, bytes(kLanes), weight.values, ValueRange{row, col});
+  } else {
+    Value packed = vector::LoadOp::create(b, loc, bytes(kLanes / 2), weight.values,
+                                          ValueRange{row, kb.divIndex(col, kb.index(2))});
+    auto splat = [&](int64_t value) {
+      return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(bytes(kLanes / 2),
+                                                                      static_cast<int8_t>(value)));
+    };
+    Value low = arith::AndIOp::create(b, loc, packed, splat(0xF));
+    Value high = arith::ShRUIOp::create(b, loc, packed, splat(4));
+    SmallVector<int64_t> concat(kLanes);
+    for (int64_t lane = 0; lane < kLanes; ++lane) concat[lane] = lane;
+    codes = vector::ShuffleOp::create(b, loc, low, high, concat);
+  }
+  return dequantize(b, loc, codes, state[0], state[1]);
+}
+
+Value WeightReader::scalar(Value row, Value col) {
+  if (!weight.isQuantized()) return kb.load(weight.values, {row, col});
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Value code;
+  if (weight.bits == 8) {
+    code = kb.load(weight.values, {row, col});
+  } else {
+    // Code `col` sits in byte (col / 16) * 8 + col % 8, high nibble when col % 16 >= 8.
+    Value run = kb.divIndex(col, kb.index(kLanes));
+    Value lane = kb.remIndex(col, kb.index(kLanes));
+    Value byteIndex = kb.addIndex(kb.mulIndex(run, kb.index(kLanes / 2)),
+                                  kb.remIndex(lane, kb.index(kLanes / 2)));
+    Value byte = kb.load(weight.values, {row, byteIndex});
+    Value shift = kb.mulIndex(kb.divIndex(lane, kb.index(kLanes / 2)), kb.index(4));
+    Value shiftByte = arith::IndexCastOp::create(b, loc, b.getI8Type(), shift);
+    Value shifted = arith::ShRUIOp::create(b, loc, byte, shiftByte);
+    code = arith::AndIOp::create(b, loc, shifted,
+                                 arith::ConstantOp::create(b, loc, b.getI8IntegerAttr(0xF)));
+  }
+  Value block = kb.divIndex(col, kb.index(weight.blockSize));
+  return dequantize(b, loc, code, zeroPointAt(kb, weight, row, block),
+                    kb.load(weight.scales, {row, block}));
+}
+
+std::optional<PackedWeight> packForCpu(const codegen::BlockQuantized &weight, MLIRContext *context) {
+  if (weight.blockSize % kLanes != 0 || weight.hasFloatZeroPoints()) return std::nullopt;
+  int64_t rows = weight.rows, blocks = weight.blocks(), paddedCols = blocks * weight.blockSize;
+  int64_t rowBytes = paddedCols * weight.bits / 8;
+  std::vector<int8_t> codes(rows * rowBytes);
+  std::vector<float> scales(rows * blocks);
+  std::vector<int8_t> zeroPoints(weight.hasZeroPoints() ? rows * blocks : 0);
+  for (int64_t row = 0; row < rows; ++row) {
+    int8_t *rowCodes = codes.data() + row * rowBytes;
+    for (int64_t col = 0; col < paddedCols; ++col) {
+      uint8_t code = weight.code(row, col);
+      if (weight.bits == 8) {
+        rowCodes[col] = static_cast<int8_t>(code);
+        continue;
+      }
+      int64_t lane = col % kLanes;
+      int8_t &byte = rowCodes[col / kLanes * (kLanes / 2) + lane % (kLanes / 2)];
+      byte = static_cast<int8_t>(static_cast<uint8_t>(byte) | (code << (lane / (kLanes / 2) * 4)));
+    }
+    for (int64_t block = 0; block < blocks; ++block) {
+      scales[row * blocks + block] = weight.scale(row, block);
+      if (weight.hasZeroPoints())
+        zeroPoints[row * blocks + block] = static_cast<int8_t>(weight.zeroPoint(row, block));
+    }
+  }
+  auto i8 = IntegerType::get(context, 8);
+  auto blob = [&](auto &values, ArrayRef<int64_t> shape, Type element, StringRef name) {
+    using Element = typename std::decay_t<decltype(values)>::value_type;
+    return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+        RankedTensorType::get(shape, element), name,
+        HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<Element>(values))));
+  };
+  PackedWeight packed;
+  packed.codes = blob(codes, {rows, rowBytes}, i8, "codes");
+  packed.scales = blob(scales, {rows, blocks}, Float32Type::get(context), "scales");
+  if (weight.hasZeroPoints()) packed.zeroPoints = blob(zeroPoints, {rows, blocks}, i8, "zero_points");
+  packed.bits = weight.bits;
+  packed.blockSize = weight.blockSize;
+  return packed;
+}
+
+LogicalResult lowerQuantizedEmbedding(StepLowering &step, llm::EmbeddingOp op,
+                                      const MatmulWeight &table, Value ids, Value output) {
+  SmallVector<Value> args = table.buffers();
+  args.append({ids, output});
+  int64_t hidden = cast<MemRefType>(output.getType()).getDimSize(1);
+  step.callKernel(op.getLoc(), "embedding", kernelKey(op, args) + "/" + table.key(), args,
+                  [&](KernelBuilder &kb, ValueRange params) {
+    MatmulWeight packed = table.withBuffers(params);
+    Value idsParam = params[params.size() - 2], out = params.back();
+    WeightReader reader(kb, packed);
+    kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
+      Value id = kb.toIndex(kb.load(idsParam, {row}));
+      kb.forEach(kb.index(0), kb.index(hidden), [&](Value col) {
+        kb.store(reader.scalar(id, col), out, {row, col});
+      });
+    });
+  });
+  return success();
+}
+
+} // namespace llmc::cpu

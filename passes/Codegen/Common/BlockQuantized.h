@@ -1,0 +1,71 @@
+//===- BlockQuantized.h - packed weights read at compile time ---*- C++ -*-===//
+//
+// An llm.dequantize of constants holds a weight as onnxruntime stores it:
+// unsigned `bits`-bit codes packed low bits first, one scale per block of
+// `block_size` codes along a row, and optional zero points (packed like the
+// codes, one per block, or floats). MatMulNBits keeps codes in a uint8
+// container, [rows][blocks][block_size * bits / 8], and zero points rows
+// padded to whole bytes; GatherBlockQuantized in a uint4 tensor [rows, cols]
+// (zero points [rows, blocks]) packed without padding. A value is
+// (code - zero_point) * scale, the zero point 2^(bits-1) when absent.
+// Targets read the constants through this view: to widen them to f32, or to
+// repack them for a kernel that keeps them packed.
+//===----------------------------------------------------------------------===//
+#ifndef LLMC_PASSES_CODEGEN_COMMON_BLOCKQUANTIZED_H
+#define LLMC_PASSES_CODEGEN_COMMON_BLOCKQUANTIZED_H
+
+#include "dialects/llm/LlmDialect.h"
+
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+
+#include <memory>
+#include <vector>
+
+namespace llmc::codegen {
+
+class BlockQuantized {
+public:
+  /// Reads the constants of `op`; an error on the op when an operand is not a
+  /// constant, the result not a static 2-D tensor, the scales not f32, the
+  /// bits not 4 or 8, the codes signed (int4), or an operand too small for
+  /// the result.
+  static mlir::FailureOr<BlockQuantized> read(llm::DequantizeOp op);
+
+  int64_t rows = 0, cols = 0, bits = 0, blockSize = 0;
+  /// Blocks per row, the last one padded to `blockSize` codes.
+  int64_t blocks() const { return (cols + blockSize - 1) / blockSize; }
+  bool hasZeroPoints() const { return zeroPointsPresent; }
+  /// Zero points stored as floats rather than packed codes.
+  bool hasFloatZeroPoints() const { return floatZeroPoints; }
+
+  /// The code at (row, col), col < blocks() * blockSize.
+  uint8_t code(int64_t row, int64_t col) const;
+  float scale(int64_t row, int64_t block) const;
+  float zeroPoint(int64_t row, int64_t block) const;
+  /// (code - zero_point) * scale, rounded once as f32: the value every
+  /// target computes, at compile time or in a kernel.
+  float value(int64_t row, int64_t col) const;
+
+private:
+  /// Codes `bits` wide packed low bits first, row r's from code r * rowStride.
+  struct PackedCodes {
+    llvm::ArrayRef<char> bytes;
+    int64_t rowStride = 0;
+    uint8_t at(int64_t row, int64_t index, int64_t bits) const;
+  };
+
+  /// Storage of the operands' bytes that had to be copied or repacked (the
+  /// views stay valid when the object moves: the vectors' buffers move).
+  std::shared_ptr<std::vector<std::vector<char>>> storage;
+  PackedCodes codes, zeroPoints;
+  llvm::ArrayRef<char> scales;
+  bool zeroPointsPresent = false, floatZeroPoints = false;
+};
+
+/// Unpacks an llm.dequantize of constants into f32 [rows, cols] at compile
+/// time; an error on the op for what BlockQuantized::read refuses.
+mlir::FailureOr<mlir::ElementsAttr> dequantizeConstant(llm::DequantizeOp op);
+
+} // namespace llmc::codegen
+
+#endif // LLMC_PASSES_CODEGEN_COMMON_BLOCKQUANTIZED_H

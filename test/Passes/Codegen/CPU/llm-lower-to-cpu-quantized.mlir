@@ -1,0 +1,134 @@
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu)' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{pack-quantized=false})' | FileCheck %s --check-prefix=WIDENED
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{matmul=blas})' | FileCheck %s --check-prefix=WIDENED
+
+// Block-quantised weights stay packed for the generated kernels: weights.bin
+// holds each one's codes (u8) and scales (and zero points), and the kernels
+// take them as i8 memrefs. An int4 embedding table [64, 32] keeps 16 bytes a
+// row; the gather dequantises each value it copies. The int8 projection with
+// zero points loads 16 codes a vector; the int4 head loads 8 bytes and
+// concatenates their low and high nibbles.
+// CHECK-LABEL: module attributes
+//  CHECK-SAME:   {dtype = "u8", name = "weight0", offset = 0 : i64, value = dense_resource<{{[a-z_0-9]+}}> : tensor<64x16xi8>}
+//  CHECK-SAME:   {name = "weight1", offset = 1024 : i64, value = dense_resource<{{[a-z_0-9]+}}> : tensor<64x2xf32>}
+//  CHECK-SAME:   {dtype = "u8", name = "weight2", offset = 1536 : i64, value = dense_resource<{{[a-z_0-9]+}}> : tensor<32x32xi8>}
+//  CHECK-SAME:   {name = "weight3", offset = 2560 : i64, value = dense_resource<{{[a-z_0-9]+}}> : tensor<32x2xf32>}
+//  CHECK-SAME:   {dtype = "u8", name = "weight4", offset = 2816 : i64, value = dense_resource<{{[a-z_0-9]+}}> : tensor<32x2xi8>}
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   call @llmc_embedding_{{[0-9]+}}(%{{.*}}, %{{.*}}, %arg1, %{{.*}}) : (memref<64x16xi8>, memref<64x2xf32>, memref<?xi32>, memref<?x32xf32>) -> ()
+//       CHECK: func.func private @llmc_embedding_{{[0-9]+}}(
+//       CHECK:   arith.shrui %{{.*}}, %{{.*}} : i8
+//       CHECK:   arith.uitofp %{{.*}} : i8 to f32
+//       CHECK:   arith.subf
+//   CHECK-NOT:   fastmath
+//  CHECK-SAME:   : f32
+//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<32x32xi8>, %{{.*}}: memref<32x2xf32>, %{{.*}}: memref<32x2xi8>)
+//       CHECK:   vector.load %{{.*}} : memref<32x32xi8>, vector<16xi8>
+//       CHECK:   arith.uitofp %{{.*}} : vector<16xi8> to vector<16xf32>
+//       CHECK:   vector.fma
+//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<64x16xi8>, %{{.*}}: memref<64x2xf32>)
+//       CHECK:   vector.load %{{.*}} : memref<64x16xi8>, vector<8xi8>
+//       CHECK:   vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] : vector<8xi8>, vector<8xi8>
+// The table's codes alternate 1, 2 (bytes 0x21); repacked, byte j holds codes
+// j and j + 8, which are alike: 0x11, 0x22, ...
+//       CHECK: {-#
+//       CHECK:   codes: "0x0100000011221122112211221122112211221122
+// Without packing (pack-quantized=false, or matmul=blas) the weights are
+// widened to f32 at compile time.
+// WIDENED-LABEL: module attributes
+//   WIDENED-NOT:   dtype = "u8"
+//       WIDENED: func.func @llmc_step
+//   WIDENED-NOT:   memref<{{[0-9]+}}x{{[0-9]+}}xi8>
+//       WIDENED:   call @llmc_embedding_{{[0-9]+}}(%{{.*}}, %arg1, %{{.*}}) : (memref<64x32xf32>, memref<?xi32>, memref<?x32xf32>) -> ()
+func.func @packed(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %tq = llm.constant dense<33> : tensor<64x2x8xui8>
+  %ts = llm.constant dense<5.000000e-01> : tensor<64x2xf32>
+  %table = llm.dequantize %tq, %ts {bits = 4 : i64, block_size = 16 : i64} : (tensor<64x2x8xui8>, tensor<64x2xf32>) -> tensor<64x32xf32>
+  %pq = llm.constant dense<130> : tensor<32x2x16xui8>
+  %ps = llm.constant dense<2.500000e-01> : tensor<32x2xf32>
+  %pz = llm.constant dense<128> : tensor<32x2xui8>
+  %proj = llm.dequantize %pq, %ps, %pz {bits = 8 : i64, block_size = 16 : i64} : (tensor<32x2x16xui8>, tensor<32x2xf32>, tensor<32x2xui8>) -> tensor<32x32xf32>
+  %hq = llm.constant dense<52> : tensor<64x2x8xui8>
+  %hs = llm.constant dense<1.250000e-01> : tensor<64x2xf32>
+  %head = llm.dequantize %hq, %hs {bits = 4 : i64, block_size = 16 : i64} : (tensor<64x2x8xui8>, tensor<64x2xf32>) -> tensor<64x32xf32>
+  %5 = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %proj {llmc.workspace_offsets = array<i64: 1024>, transpose_weight} : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  %7 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %11 = llm.paged_kv_write %arg7, %8, %8, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %7, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 2048>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %15 = llm.logits %14, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
+}
+
+// -----
+
+// A block of 24 values is not whole vectors: that weight is widened to f32,
+// the others stay packed.
+// CHECK-LABEL: module attributes
+//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<32x32xf32>)
+//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<64x16xi8>, %{{.*}}: memref<64x2xf32>)
+// WIDENED-LABEL: module attributes
+func.func @odd_block(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %pq = llm.constant dense<130> : tensor<32x2x12xui8>
+  %ps = llm.constant dense<2.500000e-01> : tensor<32x2xf32>
+  %proj = llm.dequantize %pq, %ps {bits = 4 : i64, block_size = 24 : i64} : (tensor<32x2x12xui8>, tensor<32x2xf32>) -> tensor<32x32xf32>
+  %hq = llm.constant dense<52> : tensor<64x2x8xui8>
+  %hs = llm.constant dense<1.250000e-01> : tensor<64x2xf32>
+  %head = llm.dequantize %hq, %hs {bits = 4 : i64, block_size = 16 : i64} : (tensor<64x2x8xui8>, tensor<64x2xf32>) -> tensor<64x32xf32>
+  %5 = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %proj {llmc.workspace_offsets = array<i64: 1024>, transpose_weight} : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  %7 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %11 = llm.paged_kv_write %arg7, %8, %8, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %7, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 2048>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %15 = llm.logits %14, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @two_bit(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %pq = llm.constant dense<130> : tensor<32x2x4xui8>
+  %ps = llm.constant dense<2.500000e-01> : tensor<32x2xf32>
+  // expected-error @+1 {{'llm.dequantize' op is only lowered for 4- and 8-bit blocks}}
+  %proj = llm.dequantize %pq, %ps {bits = 2 : i64, block_size = 16 : i64} : (tensor<32x2x4xui8>, tensor<32x2xf32>) -> tensor<32x32xf32>
+  %head = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %5 = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %proj {llmc.workspace_offsets = array<i64: 1024>, transpose_weight} : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  %7 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %11 = llm.paged_kv_write %arg7, %8, %8, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %7, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 2048>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %15 = llm.logits %14, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @f16_scales(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %pq = llm.constant dense<130> : tensor<32x2x8xui8>
+  %ps = llm.constant dense<2.500000e-01> : tensor<32x2xf16>
+  // expected-error @+1 {{'llm.dequantize' op has non-f32 scales; only f32 models are lowered}}
+  %proj = llm.dequantize %pq, %ps {bits = 4 : i64, block_size = 16 : i64} : (tensor<32x2x8xui8>, tensor<32x2xf16>) -> tensor<32x32xf32>
+  %head = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %5 = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %proj {llmc.workspace_offsets = array<i64: 1024>, transpose_weight} : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  %7 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %11 = llm.paged_kv_write %arg7, %8, %8, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %7, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 2048>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %15 = llm.logits %14, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
+}
