@@ -14,7 +14,8 @@
 # onnxruntime-genai's model builder (`-p fp32|fp16|int4 -e cpu`; a family the builder does not
 # know is skipped, and said so) and torch.onnx's dynamo exporter at opsets 18 and 23
 # (scripts/exporters/dynamo_export.py; the structurally distinct families only, to keep the
-# committed files small).
+# committed files small), and onnxruntime's weight-only quantizer (MatMulNBitsQuantizer, 4 and
+# 8 bits; scripts/exporters/ort_quantize.py) on some of optimum's exports.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -106,6 +107,30 @@ for opset in 18 23; do
       "$work/dynamo-$opset/$family" --opset "$opset" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
     rm -rf "$out" && mkdir -p "$out"
     cp "$work/dynamo-$opset/$family"/{model.onnx,model.onnx.data,config.json} "$out/"
+  done
+done
+# onnxruntime's weight-only quantizer on optimum's exports: the MatMulNBits and
+# GatherBlockQuantized forms users make from an fp32 export (scripts/exporters/ort_quantize.py).
+declare -A ORT_QUANTIZED=(
+  [ort-int4]="--bits 4 --block-size 32|llama-gqa llama-tied phi2"
+  [ort-int4-sym]="--bits 4 --block-size 16 --symmetric|llama-tied qwen3"
+  [ort-int8]="--bits 8 --block-size 128 --symmetric|llama-gqa gemma"
+)
+for name in "${!ORT_QUANTIZED[@]}"; do
+  IFS='|' read -r options quantized_families <<<"${ORT_QUANTIZED[$name]}"
+  for family in $quantized_families; do
+    source_dir=$ROOT/test/exporters/optimum/$family
+    [[ -f $source_dir/model.onnx ]] || continue
+    out=$ROOT/test/exporters/$name/$family
+    echo "make-exporter-fixtures: onnxruntime quantizer $name $family"
+    rm -rf "$out" && mkdir -p "$out"
+    # shellcheck disable=SC2086  # the options are words
+    .venv-genai/bin/python scripts/exporters/ort_quantize.py "$source_dir/model.onnx" \
+      "$out/model.onnx" $options >"$work/$name-$family.log" 2>&1 \
+      || { cat "$work/$name-$family.log" >&2; exit 1; }
+    for file in "${KEEP[@]}"; do
+      [[ $file != model.onnx && -f $source_dir/$file ]] && cp "$source_dir/$file" "$out/"
+    done
   done
 done
 echo "make-exporter-fixtures: wrote test/exporters/"

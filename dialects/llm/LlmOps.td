@@ -152,11 +152,13 @@ def Llm_LinearOp : Llm_Op<"linear", [Llm_RowWise, Llm_TokenWise]> {
 def Llm_DequantizeOp : Llm_Op<"dequantize"> {
   let summary = "block-wise dequantisation of a packed integer weight";
   let description = [{
-    `data` holds `bits`-bit integers packed low nibble first in the layout
-    onnxruntime's MatMulNBits uses: [rows][cols/block_size][block_size*bits/8].
-    Each block of `block_size` values along a row shares one scale (and one
-    zero point; 2^(bits-1) when absent). The result is [rows, cols] in the
-    scale's element type.
+    `data` holds `bits`-bit integers packed low nibble first in the layouts
+    onnxruntime uses: MatMulNBits' uint8 container
+    [rows][cols/block_size][block_size*bits/8], or GatherBlockQuantized's
+    uint4/int4 tensor [rows, cols]. Each block of `block_size` values along
+    a row shares one scale (and one zero point; when absent 2^(bits-1), or 0
+    for signed int4 codes). The result is [rows, cols] in the scale's
+    element type.
   }];
   let arguments = (ins Llm_Tensor:$data, Llm_Tensor:$scales, Llm_OptTensor:$zero_points,
                    I64Attr:$bits, I64Attr:$block_size);

@@ -139,10 +139,13 @@ std::optional<PackedWeight> packForCpu(const codegen::BlockQuantized &weight, ML
   std::vector<int8_t> codes(rows * rowBytes);
   std::vector<float> scales(rows * blocks);
   std::vector<int8_t> zeroPoints(weight.hasZeroPoints() ? rows * blocks : 0);
+  // Signed codes are stored biased by 2^(bits-1), as are their zero points
+  // (0 when absent, so the symmetric default): the differences are the same.
+  int32_t bias = weight.hasSignedCodes() ? 1 << (weight.bits - 1) : 0;
   for (int64_t row = 0; row < rows; ++row) {
     int8_t *rowCodes = codes.data() + row * rowBytes;
     for (int64_t col = 0; col < paddedCols; ++col) {
-      uint8_t code = weight.code(row, col);
+      auto code = static_cast<uint8_t>(weight.code(row, col) + bias);
       if (weight.bits == 8) {
         rowCodes[col] = static_cast<int8_t>(code);
         continue;
@@ -154,7 +157,7 @@ std::optional<PackedWeight> packForCpu(const codegen::BlockQuantized &weight, ML
     for (int64_t block = 0; block < blocks; ++block) {
       scales[row * blocks + block] = weight.scale(row, block);
       if (weight.hasZeroPoints())
-        zeroPoints[row * blocks + block] = static_cast<int8_t>(weight.zeroPoint(row, block));
+        zeroPoints[row * blocks + block] = static_cast<int8_t>(weight.zeroPoint(row, block) + bias);
     }
   }
   auto i8 = IntegerType::get(context, 8);

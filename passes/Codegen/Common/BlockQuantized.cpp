@@ -11,12 +11,12 @@ using namespace mlir;
 namespace llmc::codegen {
 
 /// The packed bytes of a code operand: a uint8 container's as they are, a
-/// uint4 tensor's two codes a byte, low first (a dense attribute holds them
-/// one a byte, a resource blob packed). Fails for other element types.
+/// uint4 or int4 tensor's two codes a byte, low first (a dense attribute
+/// holds them one a byte, a resource blob packed). Fails for other types.
 static FailureOr<ArrayRef<char>> codeBytes(ElementsAttr attr, std::vector<char> &storage) {
   Type element = attr.getElementType();
   if (element.isUnsignedInteger(8)) return elementsBytes(attr, storage);
-  if (!element.isUnsignedInteger(4)) return failure();
+  if (!element.isInteger(4)) return failure();
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
     if (!blob) return failure();
@@ -27,7 +27,7 @@ static FailureOr<ArrayRef<char>> codeBytes(ElementsAttr attr, std::vector<char> 
   storage.assign((dense.getNumElements() + 1) / 2, 0);
   int64_t index = 0;
   for (const APInt &code : dense.getValues<APInt>()) {
-    storage[index / 2] |= static_cast<char>(code.getZExtValue() << (index % 2 * 4));
+    storage[index / 2] |= static_cast<char>((code.getZExtValue() & 0xF) << (index % 2 * 4));
     ++index;
   }
   return ArrayRef<char>(storage);
@@ -53,9 +53,7 @@ FailureOr<BlockQuantized> BlockQuantized::read(llm::DequantizeOp op) {
   view.blockSize = op.getBlockSize();
   if ((view.bits != 4 && view.bits != 8) || view.blockSize <= 0)
     return op.emitOpError("is only lowered for 4- and 8-bit blocks"), failure();
-  if (data.getElementType().isSignlessInteger(4))
-    return op.emitOpError("has signed 4-bit codes (int4); only unsigned codes are lowered"),
-           failure();
+  view.signedCodes = data.getElementType().isSignlessInteger(4);
   view.rows = resultType.getDimSize(0);
   view.cols = resultType.getDimSize(1);
   view.floatZeroPoints = view.zeroPointsPresent && zeroPoints.getElementType().isF32();
@@ -95,16 +93,18 @@ FailureOr<BlockQuantized> BlockQuantized::read(llm::DequantizeOp op) {
   return view;
 }
 
-uint8_t BlockQuantized::PackedCodes::at(int64_t row, int64_t index, int64_t bits) const {
+int32_t BlockQuantized::PackedCodes::at(int64_t row, int64_t index, int64_t bits,
+                                        bool isSigned) const {
   int64_t code = row * rowStride + index;
   auto byte = static_cast<uint8_t>(bytes[code * bits / 8]);
-  return bits == 8 ? byte : (code % 2 ? byte >> 4 : byte & 0xF);
+  int32_t value = bits == 8 ? byte : (code % 2 ? byte >> 4 : byte & 0xF);
+  return isSigned && value >= (1 << (bits - 1)) ? value - (1 << bits) : value;
 }
 
-uint8_t BlockQuantized::code(int64_t row, int64_t col) const {
-  // Codes past a uint4 tensor's row (its last block's padding) are never read.
+int32_t BlockQuantized::code(int64_t row, int64_t col) const {
+  // Codes past a 4-bit tensor's row (its last block's padding) are never read.
   if (col >= codes.rowStride) return 0;
-  return codes.at(row, col, bits);
+  return codes.at(row, col, bits, signedCodes);
 }
 
 float BlockQuantized::scale(int64_t row, int64_t block) const {
@@ -112,10 +112,10 @@ float BlockQuantized::scale(int64_t row, int64_t block) const {
 }
 
 float BlockQuantized::zeroPoint(int64_t row, int64_t block) const {
-  if (!zeroPointsPresent) return static_cast<float>(1 << (bits - 1));
+  if (!zeroPointsPresent) return signedCodes ? 0.0f : static_cast<float>(1 << (bits - 1));
   if (floatZeroPoints)
     return reinterpret_cast<const float *>(zeroPoints.bytes.data())[row * blocks() + block];
-  return static_cast<float>(zeroPoints.at(row, block, bits));
+  return static_cast<float>(zeroPoints.at(row, block, bits, signedCodes));
 }
 
 float BlockQuantized::value(int64_t row, int64_t col) const {

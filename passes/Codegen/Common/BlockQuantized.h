@@ -6,8 +6,9 @@
 // codes, one per block, or floats). MatMulNBits keeps codes in a uint8
 // container, [rows][blocks][block_size * bits / 8], and zero points rows
 // padded to whole bytes; GatherBlockQuantized in a uint4 tensor [rows, cols]
-// (zero points [rows, blocks]) packed without padding. A value is
-// (code - zero_point) * scale, the zero point 2^(bits-1) when absent.
+// (zero points [rows, blocks]) packed without padding, or in an int4 tensor
+// of signed codes. A value is (code - zero_point) * scale, the zero point
+// 2^(bits-1) when absent (0 for signed codes).
 // Targets read the constants through this view: to widen them to f32, or to
 // repack them for a kernel that keeps them packed.
 //===----------------------------------------------------------------------===//
@@ -27,8 +28,7 @@ class BlockQuantized {
 public:
   /// Reads the constants of `op`; an error on the op when an operand is not a
   /// constant, the result not a static 2-D tensor, the scales not f32, the
-  /// bits not 4 or 8, the codes signed (int4), or an operand too small for
-  /// the result.
+  /// bits not 4 or 8, or an operand too small for the result.
   static mlir::FailureOr<BlockQuantized> read(llm::DequantizeOp op);
 
   int64_t rows = 0, cols = 0, bits = 0, blockSize = 0;
@@ -37,9 +37,11 @@ public:
   bool hasZeroPoints() const { return zeroPointsPresent; }
   /// Zero points stored as floats rather than packed codes.
   bool hasFloatZeroPoints() const { return floatZeroPoints; }
+  /// Codes (and zero points) in two's complement: an int4 tensor.
+  bool hasSignedCodes() const { return signedCodes; }
 
   /// The code at (row, col), col < blocks() * blockSize.
-  uint8_t code(int64_t row, int64_t col) const;
+  int32_t code(int64_t row, int64_t col) const;
   float scale(int64_t row, int64_t block) const;
   float zeroPoint(int64_t row, int64_t block) const;
   /// (code - zero_point) * scale, rounded once as f32: the value every
@@ -51,7 +53,7 @@ private:
   struct PackedCodes {
     llvm::ArrayRef<char> bytes;
     int64_t rowStride = 0;
-    uint8_t at(int64_t row, int64_t index, int64_t bits) const;
+    int32_t at(int64_t row, int64_t index, int64_t bits, bool isSigned) const;
   };
 
   /// Storage of the operands' bytes that had to be copied or repacked (the
@@ -59,7 +61,7 @@ private:
   std::shared_ptr<std::vector<std::vector<char>>> storage;
   PackedCodes codes, zeroPoints;
   llvm::ArrayRef<char> scales;
-  bool zeroPointsPresent = false, floatZeroPoints = false;
+  bool zeroPointsPresent = false, floatZeroPoints = false, signedCodes = false;
 };
 
 /// Unpacks an llm.dequantize of constants into f32 [rows, cols] at compile

@@ -1,0 +1,126 @@
+"""Quantized weights on the CPU: kept packed, computed exactly, and made by llmc.quantize.
+
+  * A block-quantized weight (MatMulNBits, GatherBlockQuantized) stays packed in weights.bin,
+    and the generated kernels dequantize it in registers with the arithmetic of widening it
+    to f32 at compile time: the logits are bit-identical to those of the same model compiled
+    with llm-lower-to-cpu{pack-quantized=false}, on the real exporters' files (the genai
+    builder's int4 and onnxruntime's quantizer at 4 and 8 bits, with and without zero points,
+    uint4 and int4 embeddings), in a ragged batch of prefills and decodes.
+  * llmc.quantize (round to nearest, 4 and 8 bits, symmetric or with zero points) writes a
+    file onnxruntime runs, which llmc matches (test_exporters.compare), with every value
+    within a step of the weight it quantized (half a step where the codes do not clip).
+  * `python -m llmc.quantize` refuses what it cannot quantize with one error line.
+
+test_exporters.py checks the same exporters' files against onnxruntime.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from llmc.quantize import quantize_rtn
+from llmc.runtime import Model
+from llmc.testing.paged import PagedRunner
+from test_exporters import EXPORTS_DIR, LLMC, NUM_KV_BLOCKS, ROOT, compare, seeded_prompts
+
+QUANTIZED_EXPORTS = ["genai-int4/llama-tied", "genai-int4/phi2", "genai-int4/qwen3",
+                     "ort-int4/llama-gqa", "ort-int4-sym/llama-tied", "ort-int8/gemma"]
+WIDENED_PIPELINE = ("builtin.module(llmc-raise,llmc-step{opt-level=2},"
+                    "llm-lower-to-cpu{pack-quantized=false})")
+DECODE_STEPS = 4
+
+
+def compile_model(onnx_path: Path, artifact: Path, *args: str) -> Path:
+    subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet", *args],
+                   check=True)
+    return artifact
+
+
+def ragged_steps(artifact: Path) -> list[np.ndarray]:
+    """The logits of a prefill of three prompts and of greedy decode steps after it."""
+    model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
+    try:
+        runner = PagedRunner(model)
+        steps = [runner.prefill(seeded_prompts(model.vocab_size))]
+        for _ in range(DECODE_STEPS):
+            steps.append(runner.decode(steps[-1].argmax(axis=-1)))
+        return steps
+    finally:
+        model.close()
+
+
+@pytest.mark.parametrize("export", QUANTIZED_EXPORTS)
+def test_packed_weights_compute_what_widened_weights_compute(export, tmp_path):
+    onnx_path = EXPORTS_DIR / export / "model.onnx"
+    packed = compile_model(onnx_path, tmp_path / "packed.llmc")
+    widened = compile_model(onnx_path, tmp_path / "widened.llmc",
+                            f"--pass-pipeline={WIDENED_PIPELINE}")
+    packed_bytes = (packed / "weights.bin").stat().st_size
+    widened_bytes = (widened / "weights.bin").stat().st_size
+    # f32 is 32 bits a weight, packed codes 4 or 8 bits plus a scale per block; f32 weights
+    # (norms, an embedding onnxruntime's quantizer leaves at 8 bits) are alike in both.
+    assert packed_bytes < 0.7 * widened_bytes, (packed_bytes, widened_bytes)
+    for step, (ours, reference) in enumerate(zip(ragged_steps(packed), ragged_steps(widened))):
+        assert np.array_equal(ours, reference), f"step {step}: packed logits differ"
+
+
+@pytest.mark.parametrize("bits,group_size,symmetric",
+                         [(4, 32, True), (4, 16, False), (8, 32, False), (8, 128, True)])
+def test_rtn_values_are_within_a_step(bits, group_size, symmetric):
+    rng = np.random.default_rng(7)
+    weight = rng.standard_normal((24, 200)).astype(np.float32)  # 200: a partial last block
+    q = quantize_rtn(weight, bits, group_size, symmetric)
+    error = np.abs(q.dequantize() - weight)
+    step = np.repeat(np.abs(q.scales), group_size, axis=1)[:, :200]
+    # Rounding is half a step off; the codes clip at the block's ends (symmetric blocks
+    # reach -2^(bits-1) steps but only 2^(bits-1) - 1 up), and there it is up to one step.
+    assert np.all(error <= step + 1e-6), float((error - step).max())
+    assert np.mean(error <= step * 0.5 + 1e-6) > 0.95
+    assert (q.zero_points is None) == symmetric
+
+
+@pytest.mark.parametrize("family,bits,group_size,symmetric",
+                         [("llama-tied", 4, 32, True), ("llama-gqa", 4, 16, False),
+                          ("phi2", 8, 32, False), ("qwen3", 8, 64, True)])
+def test_llmc_quantize_output_runs_in_onnxruntime_and_llmc_alike(family, bits, group_size,
+                                                                  symmetric, tmp_path):
+    source = EXPORTS_DIR / "optimum" / family / "model.onnx"
+    output = tmp_path / "quantized" / "model.onnx"
+    command = [sys.executable, "-m", "llmc.quantize", str(source), "-o", str(output),
+               "--bits", str(bits), "--group-size", str(group_size), "--quiet"]
+    subprocess.run(command + (["--symmetric"] if symmetric else []), check=True,
+                   env={"PYTHONPATH": str(ROOT / "python")})
+    model = onnx.load(str(output), load_external_data=False)
+    ops = {node.op_type for node in model.graph.node}
+    assert "MatMulNBits" in ops and _only_activation_matmuls(model)
+    assert ("GatherBlockQuantized" in ops) == (bits == 4)
+    assert (output.parent / "config.json").exists()
+    artifact = compile_model(output, tmp_path / "model.llmc")
+    llmc_model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
+    try:
+        assert compare(llmc_model, output) == ""
+    finally:
+        llmc_model.close()
+
+
+def _only_activation_matmuls(model: onnx.ModelProto) -> bool:
+    """Whether every MatMul left multiplies two activations (attention's)."""
+    constants = {tensor.name for tensor in model.graph.initializer}
+    return all(not set(node.input) & constants
+               for node in model.graph.node if node.op_type == "MatMul")
+
+
+def test_llmc_quantize_refuses_a_file_that_is_not_onnx(tmp_path):
+    bad = tmp_path / "model.onnx"
+    bad.write_bytes(b"not a protobuf \xff\xff")
+    result = subprocess.run([sys.executable, "-m", "llmc.quantize", str(bad), "-o",
+                             str(tmp_path / "out" / "model.onnx")], capture_output=True,
+                            text=True, env={"PYTHONPATH": str(ROOT / "python")})
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("llmc quantize: error: cannot read"), lines
