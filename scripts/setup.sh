@@ -6,11 +6,15 @@
 #                                     # transformers 4.57, optimum-onnx; .venv-genai: torch,
 #                                     # transformers 5, onnxruntime-genai), for
 #                                     # scripts/make-exporter-fixtures.sh; several GB
+#   bash scripts/setup.sh llama-cpp   # also .venv-llamacpp (llama-cpp-python, llama.cpp built
+#                                     # from source for this CPU), for bench/llamacpp_runner.py
+#   bash scripts/setup.sh exporters llama-cpp   # both
 #
 # System packages come from apt (LLVM/MLIR 22 from the configured apt sources), Python
 # packages from requirements.txt into .venv (installed with --no-deps: the file is a
 # complete pinned closure). Idempotent: prints nothing when there is nothing to do.
 set -euo pipefail
+OPTIONS=" $* "
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 
@@ -63,7 +67,7 @@ fi
 # --- exporter venvs (opt-in) ---------------------------------------------------------
 # Each exporter pins its own transformers, so each has a venv of its own, installed from a
 # complete pinned closure (scripts/exporters/requirements-<name>.txt) like .venv.
-if [[ ${1:-} == exporters ]]; then
+if [[ $OPTIONS == *" exporters "* ]]; then
   for name in optimum genai; do
     venv=$ROOT/.venv-$name
     requirements=scripts/exporters/requirements-$name.txt
@@ -76,6 +80,25 @@ if [[ ${1:-} == exporters ]]; then
       echo "$want" > "$venv/.requirements.sha256"
     fi
   done
+fi
+
+# --- llama.cpp venv (opt-in) ---------------------------------------------------------
+# llama-cpp-python compiles llama.cpp while it installs (several minutes): for the host CPU
+# (GGML_NATIVE), with OpenMP threads. The stamp covers CMAKE_ARGS too, so changing them rebuilds,
+# and pip's cache is off so that it cannot hand back a wheel built with other CMAKE_ARGS.
+if [[ $OPTIONS == *" llama-cpp "* ]]; then
+  venv=$ROOT/.venv-llamacpp
+  requirements=bench/requirements-llamacpp.txt
+  export CMAKE_ARGS="-DGGML_NATIVE=ON -DGGML_OPENMP=ON"
+  [[ -x $venv/bin/python ]] || { log "creating .venv-llamacpp"; python3 -m venv "$venv"; }
+  want=$(cat "$requirements" - <<<"$CMAKE_ARGS" | sha256sum | cut -d' ' -f1)
+  have=$(cat "$venv/.requirements.sha256" 2>/dev/null || true)
+  if [[ $want != "$have" ]]; then
+    log "installing $requirements into .venv-llamacpp (builds llama.cpp)"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+      --no-cache-dir -r "$requirements"
+    echo "$want" > "$venv/.requirements.sha256"
+  fi
 fi
 
 # --- build/ ----------------------------------------------------------------------------
