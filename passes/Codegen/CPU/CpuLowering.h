@@ -117,6 +117,25 @@ struct Epilogue {
   llvm::SmallVector<mlir::Value> extras;
 };
 
+/// The epilogue's operands, in kernel-argument order: bias then extras
+/// (none without a body: the bias is then added by addBias).
+llvm::SmallVector<mlir::Value> epilogueOperands(const Epilogue &epilogue);
+/// The epilogue's operands among a kernel's parameters.
+struct EpilogueParams {
+  mlir::Value bias;
+  mlir::ValueRange extras;
+  /// Those of `epilogue` at the front of `params` (epilogueOperands' order).
+  static EpilogueParams in(const Epilogue &epilogue, mlir::ValueRange params);
+};
+/// Stores output element (row, col) from its sums, one per part (two when
+/// gated, the second from weight row col + partStride), through the
+/// epilogue's body when there is one (CpuEpilogue.cpp).
+void storeOutput(KernelBuilder &kb, const Epilogue &epilogue, const EpilogueParams &params,
+                 mlir::Value out, mlir::Value row, mlir::Value col,
+                 llvm::ArrayRef<mlir::Value> sums, int64_t partStride);
+/// out[r, :] += bias, by a kernel of its own.
+void addBias(StepLowering &step, mlir::Location loc, mlir::Value bias, mlir::Value output);
+
 /// A weight [out, in] as the generated kernels read it: f32 rows, or
 /// block-quantised codes that stay packed in weights.bin and are dequantised
 /// in registers (CpuQuantized.cpp has the layout).
@@ -174,6 +193,18 @@ struct PackedWeight {
 };
 std::optional<PackedWeight> packForCpu(const codegen::BlockQuantized &weight,
                                        mlir::MLIRContext *context);
+
+/// Builds a kernel's loops over output columns [begin, end) given its
+/// buffers (runOverColumns' `buffers`, as the kernel's memrefs).
+using ColumnsBody = llvm::function_ref<void(KernelBuilder &, mlir::ValueRange buffers,
+                                            mlir::Value begin, mlir::Value end)>;
+/// Runs a kernel over `columns` output columns on the runtime's threads
+/// (api->parallel_for), in tasks of 64 columns: each task's `begin` is a
+/// multiple of 64. The step stores the buffers' addresses in a closure on
+/// its stack; the task function rebuilds the memrefs, whose one dynamic dim
+/// (the leading one) is `buffers.front()`'s row count. `key` names the kernel.
+void runOverColumns(StepLowering &step, mlir::Location loc, llvm::ArrayRef<mlir::Value> buffers,
+                    int64_t columns, const std::string &key, ColumnsBody body);
 
 /// output = epilogue(input * weight); weight [in, out], or [out, in] if
 /// `transposed`. The one place that chooses between BLAS and generated loops;

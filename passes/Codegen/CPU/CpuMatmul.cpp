@@ -207,32 +207,6 @@ void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value c
     }
 }
 
-/// Loads an extra of an epilogue at output element (row, col).
-Value loadExtra(KernelBuilder &kb, Value extra, Value row, Value col) {
-  if (cast<MemRefType>(extra.getType()).getRank() == 1) return kb.load(extra, {col});
-  return kb.load(extra, {row, col});
-}
-
-/// Applies an epilogue body to the accumulators of element (row, col):
-/// the bias added to each, the body's ops cloned on them and the extras.
-Value applyEpilogue(KernelBuilder &kb, Region &body, ArrayRef<Value> accumulators, Value bias,
-                    ValueRange extras, Value row, Value col, int64_t partStride) {
-  SmallVector<Value> scalars;
-  for (auto [part, acc] : llvm::enumerate(accumulators)) {
-    Value column = kb.addIndex(col, kb.index(static_cast<int64_t>(part) * partStride));
-    scalars.push_back(bias ? kb.add(acc, kb.load(bias, {column})) : acc);
-  }
-  for (Value extra : extras) scalars.push_back(loadExtra(kb, extra, row, col));
-  return llm::inlineScalarBody(kb.builder(), body, scalars);
-}
-
-/// The matmul kernel's arguments after x, out, begin, end and the weight's
-/// buffers: the epilogue's bias (if any) then its extras.
-struct EpilogueParams {
-  Value bias;
-  ValueRange extras;
-};
-
 /// out[:, begin:end] = x * W[begin:end, :]^T for a weight stored [out, in]
 /// (read through `w`),
 /// in register tiles (emitDotTile): 4 x 4 outputs (4 x 2 when gated),
@@ -244,18 +218,14 @@ struct EpilogueParams {
 /// neither on the batch nor on the threads.
 void buildMatmulColumns(KernelBuilder &kb, Value x, WeightReader &w, Value out, Value begin,
                         Value end, int64_t k, int64_t n, const Epilogue &epilogue,
-                        EpilogueParams epilogueParams) {
+                        const EpilogueParams &epilogueParams) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Value rows = kb.dim(out, 0);
   int64_t parts = epilogue.gated ? 2 : 1;
   int64_t tileColumns = kTileColumns / parts;
   auto finish = [&](Value row, Value col, ArrayRef<Value> sums) {
-    Value result = sums.front();
-    if (epilogue.body)
-      result = applyEpilogue(kb, *epilogue.body, sums, epilogueParams.bias, epilogueParams.extras,
-                             row, col, n);
-    kb.store(result, out, {row, col});
+    storeOutput(kb, epilogue, epilogueParams, out, row, col, sums, n);
   };
   auto roundDown = [&](Value from, Value to, int64_t step) {
     Value span = arith::SubIOp::create(b, loc, to, from);
@@ -287,43 +257,18 @@ void buildMatmulColumns(KernelBuilder &kb, Value x, WeightReader &w, Value out, 
   });
 }
 
-/// The epilogue's operands, in kernel-argument order: bias then extras.
-SmallVector<Value> epilogueOperands(const Epilogue &epilogue) {
-  SmallVector<Value> operands;
-  if (epilogue.body && epilogue.bias) operands.push_back(epilogue.bias);
-  if (epilogue.body) llvm::append_range(operands, epilogue.extras);
-  return operands;
-}
+} // namespace
 
-/// The generated matmul, split by column tiles over the runtime's threads:
-/// the step stores the operands' addresses in a closure on its stack and
-/// calls api->parallel_for with a task function that rebuilds the memrefs
-/// and runs the loops over its tiles.
-void generateMatmul(StepLowering &step, Location loc, Value input, const MatmulWeight &weight,
-                    Value output, int64_t n, int64_t k, const Epilogue &epilogue,
-                    const std::string &key) {
+void runOverColumns(StepLowering &step, Location loc, ArrayRef<Value> buffers, int64_t columns,
+                    const std::string &key, ColumnsBody body) {
   OpBuilder &b = step.b;
   auto ptr = pointerType(b);
   Type i64 = b.getI64Type(), index = b.getIndexType();
-  // Kernel arguments: x, out, begin, end, the weight's buffers, the epilogue's.
-  SmallVector<Value> buffers{input, output};
-  SmallVector<Value> weightBuffers = weight.buffers();
-  llvm::append_range(buffers, weightBuffers);
-  llvm::append_range(buffers, epilogueOperands(epilogue));
-  bool hasBias = epilogue.body && epilogue.bias;
-  SmallVector<Type> kernelTypes{input.getType(), output.getType(), index, index};
-  for (Value operand : ArrayRef<Value>(buffers).drop_front(2)) kernelTypes.push_back(operand.getType());
-  int64_t columns = epilogue.gated ? n / 2 : n;
+  SmallVector<Type> kernelTypes = llvm::map_to_vector(buffers, [](Value v) { return v.getType(); });
+  kernelTypes.append({index, index});
   func::FuncOp tiles = step.getOrCreateKernel(
       loc, "matmul", key, kernelTypes, [&](KernelBuilder &kb, ValueRange params) {
-        ValueRange weightParams = params.slice(4, weightBuffers.size());
-        ValueRange rest = params.drop_front(4 + weightBuffers.size());
-        EpilogueParams epilogueParams{hasBias ? rest.front() : Value(),
-                                      hasBias ? rest.drop_front() : rest};
-        MatmulWeight packed = weight.withBuffers(weightParams);
-        WeightReader reader(kb, packed);
-        buildMatmulColumns(kb, params[0], reader, params[1], params[2], params[3], k, columns,
-                           epilogue, epilogueParams);
+        body(kb, params.drop_back(2), params[params.size() - 2], params.back());
       });
 
   // The closure: the buffers' addresses, then the number of rows.
@@ -340,24 +285,22 @@ void generateMatmul(StepLowering &step, Location loc, Value input, const MatmulW
           return LLVM::LoadOp::create(tb, loc, type, address);
         };
         Value rows = field(rowsField, i64);
-        auto bufferArg = [&](int32_t position) {
-          return memrefAt(tb, loc, cast<MemRefType>(buffers[position].getType()),
-                          field(position, ptr), rows);
-        };
-        SmallVector<Value> args{bufferArg(0), bufferArg(1)};
+        SmallVector<Value> args;
+        for (int32_t position = 0; position < rowsField; ++position)
+          args.push_back(memrefAt(tb, loc, cast<MemRefType>(buffers[position].getType()),
+                                  field(position, ptr), rows));
         Value tile = constantI64(tb, loc, kColumnsPerTask);
         Value begin = LLVM::MulOp::create(tb, loc, params[1], tile);
         Value end = LLVM::MulOp::create(tb, loc, params[2], tile);
         end = LLVM::SMinOp::create(tb, loc, end, constantI64(tb, loc, columns));
         args.push_back(arith::IndexCastOp::create(tb, loc, index, begin));
         args.push_back(arith::IndexCastOp::create(tb, loc, index, end));
-        for (int32_t position = 2; position < rowsField; ++position)
-          args.push_back(bufferArg(position));
         func::CallOp::create(tb, loc, tiles, args);
       });
 
   Value closure = LLVM::AllocaOp::create(b, loc, ptr, closureType, constantI64(b, loc, 1));
-  Value rows = arith::IndexCastOp::create(b, loc, i64, memref::DimOp::create(b, loc, input, 0));
+  Value rows =
+      arith::IndexCastOp::create(b, loc, i64, memref::DimOp::create(b, loc, buffers.front(), 0));
   SmallVector<Value> fields = llvm::map_to_vector(buffers, [&](Value buffer) {
     return pointerTo(b, loc, buffer);
   });
@@ -379,17 +322,27 @@ void generateMatmul(StepLowering &step, Location loc, Value input, const MatmulW
                                   taskPointer, closure});
 }
 
-/// out[r, :] += bias
-void addBias(StepLowering &step, Location loc, Value bias, Value output) {
-  SmallVector<Value> args{bias, output};
-  step.callKernel(loc, "bias_add", kernelKey("bias_add", args), args, [&](KernelBuilder &kb, ValueRange params) {
-    Value b = params[0], out = params[1];
-    kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
-      kb.forEach(kb.index(0), kb.dim(b, 0), [&](Value col) {
-        kb.store(kb.add(kb.load(out, {row, col}), kb.load(b, {col})), out, {row, col});
-      });
-    });
-  });
+namespace {
+
+/// The generated matmul over the runtime's threads (runOverColumns).
+void generateMatmul(StepLowering &step, Location loc, Value input, const MatmulWeight &weight,
+                    Value output, int64_t n, int64_t k, const Epilogue &epilogue,
+                    const std::string &key) {
+  // Kernel buffers: x, out, the weight's, the epilogue's.
+  SmallVector<Value> buffers{input, output};
+  SmallVector<Value> weightBuffers = weight.buffers();
+  llvm::append_range(buffers, weightBuffers);
+  llvm::append_range(buffers, epilogueOperands(epilogue));
+  int64_t columns = epilogue.gated ? n / 2 : n;
+  runOverColumns(step, loc, buffers, columns, key,
+                 [&](KernelBuilder &kb, ValueRange params, Value begin, Value end) {
+                   auto epilogueParams =
+                       EpilogueParams::in(epilogue, params.drop_front(2 + weightBuffers.size()));
+                   MatmulWeight packed = weight.withBuffers(params.slice(2, weightBuffers.size()));
+                   WeightReader reader(kb, packed);
+                   buildMatmulColumns(kb, params[0], reader, params[1], begin, end, k, columns,
+                                      epilogue, epilogueParams);
+                 });
 }
 
 /// The epilogue applied in place to a product sgemm wrote to `output`.
@@ -397,16 +350,12 @@ void applyEpilogueInPlace(StepLowering &step, Location loc, Value output, const 
                           const std::string &key) {
   SmallVector<Value> args{output};
   llvm::append_range(args, epilogueOperands(epilogue));
-  bool hasBias = epilogue.bias != nullptr;
   step.callKernel(loc, "epilogue", key + "/epilogue", args, [&](KernelBuilder &kb, ValueRange params) {
     Value out = params[0];
-    Value bias = hasBias ? params[1] : Value();
-    ValueRange extras = params.drop_front(hasBias ? 2 : 1);
+    auto epilogueParams = EpilogueParams::in(epilogue, params.drop_front());
     kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
       kb.forEach(kb.index(0), kb.dim(out, 1), [&](Value col) {
-        Value acc = kb.load(out, {row, col});
-        kb.store(applyEpilogue(kb, *epilogue.body, {acc}, bias, extras, row, col, 0), out,
-                 {row, col});
+        storeOutput(kb, epilogue, epilogueParams, out, row, col, {kb.load(out, {row, col})}, 0);
       });
     });
   });

@@ -22,11 +22,11 @@
 //       CHECK:   arith.subf
 //   CHECK-NOT:   fastmath
 //  CHECK-SAME:   : f32
-//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<32x32xi8>, %{{.*}}: memref<32x2xf32>, %{{.*}}: memref<32x2xi8>)
+//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<32x32xi8>, %{{.*}}: memref<32x2xf32>, %{{.*}}: memref<32x2xi8>, %{{.*}}: index, %{{.*}}: index)
 //       CHECK:   vector.load %{{.*}} : memref<32x32xi8>, vector<16xi8>
 //       CHECK:   arith.uitofp %{{.*}} : vector<16xi8> to vector<16xf32>
 //       CHECK:   vector.fma
-//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<64x16xi8>, %{{.*}}: memref<64x2xf32>)
+//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<64x16xi8>, %{{.*}}: memref<64x2xf32>, %{{.*}}: index, %{{.*}}: index)
 //       CHECK:   vector.load %{{.*}} : memref<64x16xi8>, vector<8xi8>
 //       CHECK:   vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] : vector<8xi8>, vector<8xi8>
 // The table's codes alternate 1, 2 (bytes 0x21); repacked, byte j holds codes
@@ -68,8 +68,8 @@ func.func @packed(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi3
 // A block of 24 values is not whole vectors: that weight is widened to f32,
 // the others stay packed.
 // CHECK-LABEL: module attributes
-//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<32x32xf32>)
-//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<64x16xi8>, %{{.*}}: memref<64x2xf32>)
+//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<32x32xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<64x16xi8>, %{{.*}}: memref<64x2xf32>, %{{.*}}: index, %{{.*}}: index)
 // WIDENED-LABEL: module attributes
 func.func @odd_block(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
