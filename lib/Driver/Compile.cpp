@@ -329,6 +329,18 @@ int runCompile(const CompileOptions &options) {
     error() << "--dtype applies to --target cuda; the CPU target computes in f32\n";
     return 1;
   }
+  if (options.int8Activations) {
+    if (cuda || options.matmul != "generated") {
+      error() << "--int8-activations applies to the CPU target's generated matmul\n";
+      return 1;
+    }
+    CpuTargetInfo host = detectHostCpu();
+    if (!llvm::StringRef(host.features).contains("+avx512vnni")) {
+      error() << "--int8-activations needs a CPU with AVX512-VNNI; this one (" << host.cpu
+              << ") has none\n";
+      return 1;
+    }
+  }
   if (optLevel > 3) {
     error() << "unknown optimization level -O" << optLevel << ": use -O0, -O1, -O2 or -O3\n";
     return 1;
@@ -371,6 +383,7 @@ int runCompile(const CompileOptions &options) {
   step.maxNumBatchedTokens = options.maxNumBatchedTokens;
   step.maxNumSeqs = options.maxNumSeqs;
   step.matmul = options.matmul;
+  step.int8Activations = options.int8Activations;
   step.optLevel = optLevel;
   if (cuda) {
     step.target = "cuda";

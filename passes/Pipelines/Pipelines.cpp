@@ -112,6 +112,7 @@ LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &op
   }
   LlmLowerToCpuPassOptions lowering;
   lowering.matmul = options.matmul;
+  lowering.int8Activations = options.int8Activations;
   pm.addPass(createLlmLowerToCpuPass(lowering));
   return success();
 }

@@ -31,6 +31,8 @@ struct StepPipelineOptions {
   int64_t maxNumBatchedTokens = 2048;
   int64_t maxNumSeqs = 256;
   std::string matmul = "generated";
+  /// CPU: multiply quantised weights by int8-quantised activations (VNNI).
+  bool int8Activations = false;
   /// What llm-lower-* lowers to: cpu, or cuda for `cudaArch` storing `dtype`.
   std::string target = "cpu";
   std::string cudaArch = "sm_80";

@@ -54,6 +54,12 @@ cl::opt<int64_t> maxNumSeqs("max-num-seqs", cl::desc("Most sequences one step ca
                             cl::init(256), cl::cat(compileCategory));
 cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or generated"),
                             cl::init("generated"), cl::cat(compileCategory));
+cl::opt<bool> int8Activations(
+    "int8-activations",
+    cl::desc("CPU: multiply quantised weights by activations quantised to int8 per block "
+             "(AVX512-VNNI integer products, as llama.cpp; not exact) instead of the exact f32 "
+             "product"),
+    cl::cat(compileCategory));
 cl::opt<bool> summary("summary", cl::desc("Print a per-layer op summary (to stderr when the IR goes to stdout)"),
                       cl::cat(compileCategory));
 cl::opt<bool> keepWeights("keep-weights",
@@ -119,6 +125,7 @@ int runCompileCommand() {
   options.maxNumBatchedTokens = maxNumBatchedTokens;
   options.maxNumSeqs = maxNumSeqs;
   options.matmul = matmul;
+  options.int8Activations = int8Activations;
   options.optLevel = given<unsigned>(optLevel);
   options.passPlugins = passPlugins;
   options.insertPasses = insertPasses;

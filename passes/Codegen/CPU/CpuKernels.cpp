@@ -31,6 +31,25 @@ func::FuncOp StepLowering::getOrCreateKernel(Location loc, StringRef name, const
   return kernel;
 }
 
+Value StepLowering::scratchView(Location loc, Type element, int64_t cols, Value rows,
+                                int64_t offset) {
+  auto type = MemRefType::get({ShapedType::kDynamic, cols}, element);
+  Value start = arith::ConstantIndexOp::create(b, loc, scratchOffset + offset);
+  return memref::ViewOp::create(b, loc, type, workspace, start, ValueRange{rows});
+}
+
+QuantizedRows StepLowering::quantizedRows(Value input, int64_t blockSize, int64_t blocks) const {
+  if (scratchHolds.input != input || scratchHolds.blockSize != blockSize ||
+      scratchHolds.blocks != blocks)
+    return {};
+  return scratchHolds.rows;
+}
+
+void StepLowering::rememberQuantizedRows(Value input, int64_t blockSize, int64_t blocks,
+                                         QuantizedRows rows) {
+  scratchHolds = {input, blockSize, blocks, rows};
+}
+
 void StepLowering::callKernel(Location loc, StringRef name, const std::string &key,
                               ValueRange args, KernelBody body) {
   func::CallOp::create(b, loc, getOrCreateKernel(loc, name, key, args.getTypes(), body), args);

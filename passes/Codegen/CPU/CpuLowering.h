@@ -42,6 +42,13 @@ using codegen::Rotation;
 /// register).
 constexpr int64_t kLanes = 16;
 
+/// An input's rows quantised to int8 for the int8-activation matmuls
+/// (CpuInt8Matmul.cpp): codes [rows, K padded], scales and code sums
+/// [rows, blocks], views of the scratch.
+struct QuantizedRows {
+  mlir::Value codes, scales, sums;
+};
+
 /// The step function under construction and what its ops need.
 class StepLowering {
 public:
@@ -55,6 +62,26 @@ public:
   mlir::Value numTokens;   // index: rows of per-token activations
   mlir::Value numSeqs;     // index: rows of gathered activations
   bool generatedMatmul = false;
+  /// The workspace (i8). Kernels' scratch lies past the planned part, from
+  /// `scratchOffset`; `scratchBytes` is the most any kernel uses, which the
+  /// manifest's workspace size includes.
+  mlir::Value workspace;
+  int64_t scratchOffset = 0;
+  int64_t scratchBytes = 0;
+  /// The most rows an activation has (max_num_batched_tokens, max_num_seqs).
+  int64_t maxRows = 0;
+
+  /// A [rows, cols] view of `element`s of the scratch at byte `offset`.
+  mlir::Value scratchView(mlir::Location loc, mlir::Type element, int64_t cols, mlir::Value rows,
+                          int64_t offset);
+  /// Records that a kernel uses the first `bytes` of the scratch.
+  void useScratch(int64_t bytes) { scratchBytes = std::max(scratchBytes, bytes); }
+  /// The int8 rows of `input` the scratch holds, quantised by blocks of
+  /// `blockSize`; null views when it holds another input's.
+  QuantizedRows quantizedRows(mlir::Value input, int64_t blockSize, int64_t blocks) const;
+  /// Records that the scratch now holds `rows`, `input` quantised.
+  void rememberQuantizedRows(mlir::Value input, int64_t blockSize, int64_t blocks,
+                             QuantizedRows rows);
 
   /// Calls the kernel identified by `key`, built by `body` the first time.
   /// Kernel arguments are `args`, in order.
@@ -68,6 +95,11 @@ public:
 
 private:
   llvm::StringMap<mlir::func::FuncOp> kernels;
+  struct {
+    mlir::Value input;
+    int64_t blockSize = 0, blocks = 0;
+    QuantizedRows rows;
+  } scratchHolds;
 };
 
 /// Rotates one head of one row at `position`: `read(i)` gives feature i of
@@ -205,6 +237,28 @@ using ColumnsBody = llvm::function_ref<void(KernelBuilder &, mlir::ValueRange bu
 /// (the leading one) is `buffers.front()`'s row count. `key` names the kernel.
 void runOverColumns(StepLowering &step, mlir::Location loc, llvm::ArrayRef<mlir::Value> buffers,
                     int64_t columns, const std::string &key, ColumnsBody body);
+
+/// A block-quantised weight [out, in] in the int8-activation matmul's
+/// layout (CpuInt8Matmul.cpp): codes per tile of 16 output columns, scales
+/// and zero points per tile and block.
+struct Int8Weight {
+  mlir::Value codes, scales, zeroPoints; // zeroPoints: null for symmetric codes
+  int64_t bits = 0, blockSize = 0, inFeatures = 0;
+
+  int64_t blocks() const { return (inFeatures + blockSize - 1) / blockSize; }
+  llvm::SmallVector<mlir::Value> buffers() const;
+  std::string key() const;
+};
+/// The int8-activation layout of a quantised weight, or nullopt where that
+/// matmul cannot read it (a block size or K not a multiple of 16, float zero
+/// points).
+std::optional<PackedWeight> packForInt8Matmul(const codegen::BlockQuantized &weight,
+                                              mlir::MLIRContext *context);
+/// output = epilogue(input * weight) with the input's rows quantised to
+/// int8 and integer products (AVX-512 VNNI).
+mlir::LogicalResult lowerInt8Matmul(StepLowering &step, mlir::Location loc, mlir::Value input,
+                                    const Int8Weight &weight, mlir::Value output,
+                                    const Epilogue &epilogue);
 
 /// output = epilogue(input * weight); weight [in, out], or [out, in] if
 /// `transposed`. The one place that chooses between BLAS and generated loops;

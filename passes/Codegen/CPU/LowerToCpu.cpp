@@ -44,11 +44,13 @@ MemRefType memrefLike(Type tensor) {
 /// compute op a call of a kernel.
 class CpuStepWalker final : public codegen::StepWalker<Value, Value> {
 public:
-  /// `packQuantized`: keep quantised weights packed (the generated matmul only).
+  /// `packQuantized`: keep quantised weights packed (the generated matmul
+  /// only); `int8Activations`: multiply those with int8-quantised rows.
   CpuStepWalker(cpu::StepLowering &step, Value weights, Value workspace, Value logits,
-                bool packQuantized)
+                bool packQuantized, bool int8Activations)
       : step(step), weightsArg(weights), workspaceArg(workspace), logits(logits),
-        packQuantized(packQuantized && step.generatedMatmul) {}
+        packQuantized(packQuantized && step.generatedMatmul),
+        int8Activations(int8Activations) {}
 
   /// Gives the step's input `value` the memref `memref`.
   void setInput(Value value, Value memref) { refs[value] = memref; }
@@ -142,7 +144,15 @@ private:
                             Value output, const cpu::Epilogue &epilogue) {
     cpu::MatmulWeight weight;
     bool flip = step.generatedMatmul && !transposed;
-    if (packQuantized && transposed && weightValue.getDefiningOp<llm::DequantizeOp>()) {
+    bool quantized = packQuantized && transposed && weightValue.getDefiningOp<llm::DequantizeOp>();
+    if (quantized && int8Activations) {
+      auto int8Weight = int8WeightOf(weightValue);
+      if (failed(int8Weight)) return failure();
+      int64_t columns = cast<MemRefType>(output.getType()).getDimSize(1);
+      if (*int8Weight && (!epilogue.gated || columns % 16 == 0))
+        return cpu::lowerInt8Matmul(step, op->getLoc(), input, **int8Weight, output, epilogue);
+    }
+    if (quantized) {
       auto packed = packedWeightOf(weightValue);
       if (failed(packed)) return failure();
       weight = *packed;
@@ -153,6 +163,26 @@ private:
     }
     return cpu::lowerMatmul(step, op->getLoc(), input, weight, transposed || flip, output,
                             epilogue);
+  }
+
+  /// A quantised weight [out, in] in the int8-activation matmul's layout,
+  /// or nullopt where that matmul cannot read it.
+  FailureOr<std::optional<cpu::Int8Weight>> int8WeightOf(Value value) {
+    if (auto known = int8Refs.find(value); known != int8Refs.end()) return known->second;
+    auto dequantize = value.getDefiningOp<llm::DequantizeOp>();
+    auto quantized = codegen::BlockQuantized::read(dequantize);
+    if (failed(quantized)) return failure();
+    std::optional<cpu::Int8Weight> weight;
+    if (auto packed = cpu::packForInt8Matmul(*quantized, value.getContext())) {
+      weight.emplace();
+      weight->codes = weightView(dequantize, packed->codes, "u8");
+      weight->scales = weightView(dequantize, packed->scales);
+      if (packed->zeroPoints) weight->zeroPoints = weightView(dequantize, packed->zeroPoints, "u8");
+      weight->bits = packed->bits;
+      weight->blockSize = packed->blockSize;
+      weight->inFeatures = quantized->cols;
+    }
+    return int8Refs[value] = weight;
   }
 
   /// A quantised weight [out, in] in the generated kernels' packed layout,
@@ -233,9 +263,10 @@ private:
 
   cpu::StepLowering &step;
   Value weightsArg, workspaceArg, logits;
-  bool packQuantized;
+  bool packQuantized, int8Activations;
   DenseMap<Value, Value> transposedRefs;
   DenseMap<Value, cpu::MatmulWeight> packedRefs;
+  DenseMap<Value, std::optional<cpu::Int8Weight>> int8Refs;
 };
 
 struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
@@ -285,14 +316,17 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     step.api = body->getArgument(0);
     step.numTokens = memref::DimOp::create(b, loc, body->getArgument(1), 0);
     step.numSeqs = memref::DimOp::create(b, loc, body->getArgument(7), 0);
-    CpuStepWalker walker(step, body->getArgument(types.size() - 3),
-                         body->getArgument(types.size() - 2), body->getArgument(types.size() - 1),
-                         packQuantized);
+    step.workspace = body->getArgument(types.size() - 2);
+    step.scratchOffset = llvm::alignTo(info->workspaceBytes, 64);
+    step.maxRows = std::max(info->maxNumBatchedTokens, info->maxNumSeqs);
+    CpuStepWalker walker(step, body->getArgument(types.size() - 3), step.workspace,
+                         body->getArgument(types.size() - 1), packQuantized, int8Activations);
     for (auto [index, input] : llvm::enumerate(modelInputs))
       walker.setInput(input, body->getArgument(index + 1));
     if (failed(walker.walk(model))) return failure();
     func::ReturnOp::create(b, loc);
 
+    if (step.scratchBytes) info->workspaceBytes = step.scratchOffset + step.scratchBytes;
     setStepInfo(module, *info);
     walker.weightLayout.record(module);
     module->setAttr("llmc.matmul", b.getStringAttr(matmul));

@@ -31,6 +31,15 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     Other quantised weights, and all of them under `blas` or
     `pack-quantized=false`, are widened to f32 here, at compile time.
 
+    With `int8-activations`, a matmul over a packed quantised weight instead
+    quantises its input rows to int8 (a scale per block, into scratch past
+    the planned workspace, once for the matmuls that read the same input one
+    after another) and multiplies in integers with AVX-512 VNNI (vpdpbusd),
+    16 output columns a vector, as llama.cpp does: not exact, but each row
+    is computed alone, so the logits do not depend on the batch. The weight
+    is packed per tile of 16 columns for it (CpuInt8Matmul.cpp). The host
+    must have AVX512-VNNI (`llmc compile --int8-activations` checks).
+
     Matrix products use the `matmul` strategy: `generated` (the default)
     emits register-tiled vector loops (4 rows x 4 columns of outputs share
     each load) that read each weight row once per call and sum every
@@ -45,6 +54,8 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
            "How matrix products run: generated (loops) or blas (the runtime's sgemm)">,
     Option<"packQuantized", "pack-quantized", "bool", /*default=*/"true",
            "Keep block-quantised weights packed for the generated kernels (else widen to f32)">,
+    Option<"int8Activations", "int8-activations", "bool", /*default=*/"false",
+           "Multiply packed quantised weights by int8-quantised activations (AVX512-VNNI)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
