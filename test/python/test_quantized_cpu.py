@@ -9,6 +9,8 @@
   * llmc.quantize (round to nearest, 4 and 8 bits, symmetric or with zero points) writes a
     file onnxruntime runs, which llmc matches (test_exporters.compare), with every value
     within a step of the weight it quantized (half a step where the codes do not clip).
+  * With --int8-activations (rows quantized to int8 per block, VNNI integer products) the
+    logits stay within a few percent of the exact product and do not depend on the batch.
   * `python -m llmc.quantize` refuses what it cannot quantize with one error line.
 
 test_exporters.py checks the same exporters' files against onnxruntime.
@@ -41,17 +43,22 @@ def compile_model(onnx_path: Path, artifact: Path, *args: str) -> Path:
     return artifact
 
 
-def ragged_steps(artifact: Path) -> list[np.ndarray]:
-    """The logits of a prefill of three prompts and of greedy decode steps after it."""
-    model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
+def ragged_steps(artifact: Path, reference: Path) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The logits of `artifact` and of `reference` on a prefill of three prompts, then on
+    decode steps of the tokens `reference` picks greedily (the same input for both)."""
+    models = [Model(path, num_kv_blocks=NUM_KV_BLOCKS) for path in (artifact, reference)]
     try:
-        runner = PagedRunner(model)
-        steps = [runner.prefill(seeded_prompts(model.vocab_size))]
+        runners = [PagedRunner(model) for model in models]
+        prompts = seeded_prompts(models[0].vocab_size)
+        steps = [[runner.prefill(prompts)] for runner in runners]
         for _ in range(DECODE_STEPS):
-            steps.append(runner.decode(steps[-1].argmax(axis=-1)))
-        return steps
+            tokens = steps[1][-1].argmax(axis=-1)
+            for runner, logits in zip(runners, steps):
+                logits.append(runner.decode(tokens))
+        return steps[0], steps[1]
     finally:
-        model.close()
+        for model in models:
+            model.close()
 
 
 @pytest.mark.parametrize("export", QUANTIZED_EXPORTS)
@@ -65,8 +72,60 @@ def test_packed_weights_compute_what_widened_weights_compute(export, tmp_path):
     # f32 is 32 bits a weight, packed codes 4 or 8 bits plus a scale per block; f32 weights
     # (norms, an embedding onnxruntime's quantizer leaves at 8 bits) are alike in both.
     assert packed_bytes < 0.7 * widened_bytes, (packed_bytes, widened_bytes)
-    for step, (ours, reference) in enumerate(zip(ragged_steps(packed), ragged_steps(widened))):
+    for step, (ours, reference) in enumerate(zip(*ragged_steps(packed, widened))):
         assert np.array_equal(ours, reference), f"step {step}: packed logits differ"
+
+
+HAS_VNNI = "avx512_vnni" in Path("/proc/cpuinfo").read_text()
+INT8_MAX_REL_ERROR = 0.08  # activations rounded to 8 bits: 1-3% on these models
+
+
+@pytest.mark.skipif(not HAS_VNNI, reason="--int8-activations needs AVX512-VNNI")
+@pytest.mark.parametrize("export", QUANTIZED_EXPORTS)
+def test_int8_activations_stay_close_to_the_exact_product(export, tmp_path):
+    onnx_path = EXPORTS_DIR / export / "model.onnx"
+    exact = compile_model(onnx_path, tmp_path / "exact.llmc")
+    int8 = compile_model(onnx_path, tmp_path / "int8.llmc", "--int8-activations")
+    for step, (ours, reference) in enumerate(zip(*ragged_steps(int8, exact))):
+        error = float(np.abs(ours - reference).max() / np.abs(reference).max())
+        assert error < INT8_MAX_REL_ERROR, f"step {step}: relative error {error:.3g}"
+        assert not np.array_equal(ours, reference), "the int8 path computed the exact product"
+
+
+@pytest.mark.skipif(not HAS_VNNI, reason="--int8-activations needs AVX512-VNNI")
+@pytest.mark.parametrize("export", ["ort-int4/llama-gqa", "ort-int8/llama-gqa"])
+def test_int8_activations_do_not_depend_on_the_batch(export, tmp_path):
+    """Each row is quantised and summed alone: a prompt's logits alone and in a batch of
+    three (one step of 4-row tiles and single rows) are bit-identical."""
+    artifact = compile_model(EXPORTS_DIR / export / "model.onnx", tmp_path / "int8.llmc",
+                             "--int8-activations")
+    model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
+    try:
+        prompts = seeded_prompts(model.vocab_size)
+        batch = PagedRunner(model)
+        together = [batch.prefill(prompts)]
+        together.append(batch.decode(together[-1].argmax(axis=-1)))
+        batch.release()
+        for seq, prompt in enumerate(prompts):
+            alone = PagedRunner(model)
+            first = alone.prefill([prompt])
+            second = alone.decode(together[0][seq:seq + 1].argmax(axis=-1))
+            alone.release()
+            assert np.array_equal(first[0], together[0][seq]), f"prompt {seq}: prefill"
+            assert np.array_equal(second[0], together[1][seq]), f"prompt {seq}: decode"
+    finally:
+        model.close()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--matmul=blas"], "--int8-activations applies to the CPU target's generated matmul"),
+    (["--target", "cuda"], "--int8-activations applies to the CPU target's generated matmul")])
+def test_int8_activations_refused_where_they_do_not_apply(args, message, tmp_path):
+    result = subprocess.run([str(LLMC), "compile", str(EXPORTS_DIR / "ort-int4/llama-gqa/model.onnx"),
+                             "-o", str(tmp_path / "out.llmc"), "--int8-activations", *args],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [f"llmc: error: {message}"]
 
 
 @pytest.mark.parametrize("bits,group_size,symmetric",

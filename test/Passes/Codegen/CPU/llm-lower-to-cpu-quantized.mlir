@@ -1,6 +1,7 @@
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu)' | FileCheck %s
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{pack-quantized=false})' | FileCheck %s --check-prefix=WIDENED
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{matmul=blas})' | FileCheck %s --check-prefix=WIDENED
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{int8-activations=true})' | FileCheck %s --check-prefix=INT8
 
 // Block-quantised weights stay packed for the generated kernels: weights.bin
 // holds each one's codes (u8) and scales (and zero points), and the kernels
@@ -40,6 +41,28 @@
 //       WIDENED: func.func @llmc_step
 //   WIDENED-NOT:   memref<{{[0-9]+}}x{{[0-9]+}}xi8>
 //       WIDENED:   call @llmc_embedding_{{[0-9]+}}(%{{.*}}, %arg1, %{{.*}}) : (memref<64x32xf32>, memref<?xi32>, memref<?x32xf32>) -> ()
+// With int8-activations the matmuls' weights are packed per tile of 16
+// columns ([tiles, blocks, 16 * block * bits / 8] codes, [tiles, blocks, 16]
+// scales and zero points; the gather keeps its own layout), each input's rows
+// are quantised into scratch past the planned workspace (which grows from
+// 3072 bytes), and the products are vpdpbusd.
+// INT8-LABEL: module attributes
+//  INT8-SAME:   workspace_bytes = 3456
+//  INT8-SAME:   value = dense_resource<{{[a-z_0-9]+}}> : tensor<64x16xi8>
+//  INT8-SAME:   value = dense_resource<{{[a-z_0-9]+}}> : tensor<2x2x256xi8>
+//  INT8-SAME:   value = dense_resource<{{[a-z_0-9]+}}> : tensor<2x2x16xf32>
+//  INT8-SAME:   value = dense_resource<{{[a-z_0-9]+}}> : tensor<2x2x16xi8>
+//  INT8-SAME:   value = dense_resource<{{[a-z_0-9]+}}> : tensor<4x2x128xi8>
+//       INT8: call @llmc_quantize_rows_{{[0-9]+}}(%{{.*}}) : (memref<?x32xf32>, memref<?x32xi8>, memref<?x2xf32>, memref<?x2xi32>) -> ()
+//       INT8: func.func private @llmc_quantize_rows_
+//       INT8:   vector.reduction <maximumf>
+//       INT8:   math.roundeven
+//       INT8: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xi8>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x2xf32>, %{{.*}}: memref<?x2xi32>, %{{.*}}: memref<2x2x256xi8>, %{{.*}}: memref<2x2x16xf32>, %{{.*}}: memref<2x2x16xi8>, %{{.*}}: index, %{{.*}}: index)
+//       INT8:   llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.*}}) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+// The head's codes alternate 4, 3 (bytes 0x34); a group holds 4 consecutive
+// codes of each column, the high nibbles the group half a block on: 0x44, 0x33, ...
+//       INT8: {-#
+//       INT8:   int8_matmul_codes_1: "0x0100000044334433443344334433
 func.func @packed(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %tq = llm.constant dense<33> : tensor<64x2x8xui8>
   %ts = llm.constant dense<5.000000e-01> : tensor<64x2xf32>
@@ -71,6 +94,9 @@ func.func @packed(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi3
 //       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<32x32xf32>, %{{.*}}: index, %{{.*}}: index)
 //       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<64x16xi8>, %{{.*}}: memref<64x2xf32>, %{{.*}}: index, %{{.*}}: index)
 // WIDENED-LABEL: module attributes
+// INT8-LABEL: module attributes
+//       INT8: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<32x32xf32>, %{{.*}}: index, %{{.*}}: index)
+//       INT8: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xi8>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?x2xf32>, %{{.*}}: memref<?x2xi32>, %{{.*}}: memref<4x2x128xi8>, %{{.*}}: memref<4x2x16xf32>, %{{.*}}: index, %{{.*}}: index)
 func.func @odd_block(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %pq = llm.constant dense<130> : tensor<32x2x12xui8>
