@@ -10,7 +10,8 @@ dequantized) is quantized by llmc.quantize (round to nearest, symmetric, groups 
 --group-size: the shape of llama.cpp's Q8_0 and Q4_0) into build/bench-quantized/, then each
 of fp32, W8 and W4 is compiled with `llmc compile` (-O2; W8 and W4 also with
 --int8-activations) and measured as bench/cpu_throughput.py measures (a --prompt-tokens
-prefill step, then --decode-tokens greedy steps at batch 1; median of --repeat), beside onnxruntime on the same file (MatMulNBits at accuracy_level 0,
+prefill step, then --decode-tokens greedy steps at batch 1; median of --repeat), beside
+onnxruntime on the same file (MatMulNBits at accuracy_level 0,
 its exact f32 product). llama.cpp runs through llama-cpp-python in its own venv (bash
 scripts/setup.sh llama-cpp; bench/llamacpp_runner.py), on the default model's GGUF
 requantized by llama.cpp to F32, Q8_0 and Q4_0 (its Q4_0 keeps the tied embedding and
