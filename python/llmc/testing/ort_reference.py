@@ -111,11 +111,9 @@ class OrtDecoder:
                      onnx.load(str(model_path), load_external_data=False).graph.node}
         self.padding_side = "right" if "GroupQueryAttention" in graph_ops else "left"
 
-    def forward(self, input_ids: np.ndarray, attention_mask: np.ndarray,
-                past: dict[str, np.ndarray] | None = None,
-                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """One model call. Returns logits [batch, seq, vocab] and the present KV, keyed by the
-        past input names that take it back."""
+    def feeds(self, input_ids: np.ndarray, attention_mask: np.ndarray,
+              past: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """The inputs of one model call (an empty past when `past` is None)."""
         input_ids = np.asarray(input_ids, dtype=np.int64)
         batch, seq = input_ids.shape
         if past is None:
@@ -128,6 +126,14 @@ class OrtDecoder:
         if self.merged:
             past_length = next(iter(past.values())).shape[2]
             feeds[signature.USE_CACHE_BRANCH] = np.array([past_length > 0])
+        return feeds
+
+    def forward(self, input_ids: np.ndarray, attention_mask: np.ndarray,
+                past: dict[str, np.ndarray] | None = None,
+                ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """One model call. Returns logits [batch, seq, vocab] and the present KV, keyed by the
+        past input names that take it back."""
+        feeds = self.feeds(input_ids, attention_mask, past)
         outputs = dict(zip([o.name for o in self.session.get_outputs()],
                            self.session.run(None, feeds)))
         present = {past_name: outputs[present_name]
