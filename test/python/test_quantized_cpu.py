@@ -6,9 +6,11 @@
     with llm-lower-to-cpu{pack-quantized=false}, on the real exporters' files (the genai
     builder's int4 and onnxruntime's quantizer at 4 and 8 bits, with and without zero points,
     uint4 and int4 embeddings), in a ragged batch of prefills and decodes.
-  * llmc.quantize (round to nearest, 4 and 8 bits, symmetric or with zero points) writes a
-    file onnxruntime runs, which llmc matches (test_exporters.compare), with every value
-    within a step of the weight it quantized (half a step where the codes do not clip).
+  * llmc.quantize (round to nearest, AWQ, GPTQ; 4 and 8 bits, symmetric or with zero points)
+    writes a file onnxruntime runs, which llmc matches (test_exporters.compare); RTN puts
+    every value within a step of the weight it quantized (half a step where the codes do not
+    clip); GPTQ reconstructs correlated inputs' products better than RTN; at 8 bits AWQ's
+    folded scales and GPTQ's error spreading leave the logits within 2%.
   * With --int8-activations (rows quantized to int8 per block, VNNI integer products) the
     logits stay within a few percent of the exact product and do not depend on the batch.
   * `python -m llmc.quantize` refuses what it cannot quantize with one error line.
@@ -25,10 +27,11 @@ import numpy as np
 import onnx
 import pytest
 
-from llmc.quantize import quantize_rtn
+from llmc.quantize import quantize_gptq, quantize_rtn
 from llmc.runtime import Model
 from llmc.testing.paged import PagedRunner
-from test_exporters import EXPORTS_DIR, LLMC, NUM_KV_BLOCKS, ROOT, compare, seeded_prompts
+from test_exporters import (EXPORTS_DIR, LLMC, NUM_KV_BLOCKS, ROOT, compare, reference_steps,
+                            seeded_prompts)
 
 QUANTIZED_EXPORTS = ["genai-int4/llama-tied", "genai-int4/phi2", "genai-int4/qwen3",
                      "ort-int4/llama-gqa", "ort-int4-sym/llama-tied", "ort-int8/gemma"]
@@ -143,15 +146,50 @@ def test_rtn_values_are_within_a_step(bits, group_size, symmetric):
     assert (q.zero_points is None) == symmetric
 
 
-@pytest.mark.parametrize("family,bits,group_size,symmetric",
-                         [("llama-tied", 4, 32, True), ("llama-gqa", 4, 16, False),
-                          ("phi2", 8, 32, False), ("qwen3", 8, 64, True)])
-def test_llmc_quantize_output_runs_in_onnxruntime_and_llmc_alike(family, bits, group_size,
-                                                                  symmetric, tmp_path):
+def test_gptq_reconstructs_correlated_inputs_better_than_rtn():
+    rng = np.random.default_rng(3)
+    mixing = rng.standard_normal((96, 96)) * 0.3 + np.eye(96)
+    x = rng.standard_normal((2048, 96)) @ mixing  # correlated input channels
+    weight = rng.standard_normal((48, 96)).astype(np.float32)
+    hessian = 2.0 * x.T @ x / len(x)
+    reference = x @ weight.T
+    for bits in (4, 8):
+        rtn = quantize_rtn(weight, bits, 32, symmetric=False).dequantize()
+        gptq = quantize_gptq(weight, hessian, bits, 32, symmetric=False).dequantize()
+        rtn_error = np.linalg.norm(x @ rtn.T - reference)
+        gptq_error = np.linalg.norm(x @ gptq.T - reference)
+        assert gptq_error < 0.8 * rtn_error, (bits, gptq_error, rtn_error)
+
+
+@pytest.mark.parametrize("method", ["awq", "gptq"])
+def test_calibrated_methods_keep_the_model_close_at_8_bits(method, tmp_path):
+    """AWQ folds its scales into the norms and the up projection; a fold on the wrong axis or
+    operand, or GPTQ's error spread going astray, moves the logits far more than 8-bit
+    rounding does."""
+    source = EXPORTS_DIR / "optimum" / "llama-gqa" / "model.onnx"
+    output = tmp_path / "quantized" / "model.onnx"
+    subprocess.run([sys.executable, "-m", "llmc.quantize", str(source), "-o", str(output),
+                    "--method", method, "--bits", "8", "--group-size", "16", "--quiet"],
+                   check=True, env={"PYTHONPATH": str(ROOT / "python")})
+    prompts = seeded_prompts(512)
+    reference = reference_steps(source, prompts)[0]
+    ours = reference_steps(output, prompts)[0]
+    assert float(np.abs(ours - reference).max() / np.abs(reference).max()) < 0.02
+
+
+@pytest.mark.parametrize("family,method,bits,group_size,symmetric",
+                         [("llama-tied", "rtn", 4, 32, True), ("llama-gqa", "rtn", 4, 16, False),
+                          ("phi2", "rtn", 8, 32, False), ("qwen3", "rtn", 8, 64, True),
+                          ("llama-gqa", "awq", 4, 32, False), ("qwen3", "gptq", 4, 16, True),
+                          ("phi2", "awq", 4, 32, True)])
+def test_llmc_quantize_output_runs_in_onnxruntime_and_llmc_alike(family, method, bits,
+                                                                  group_size, symmetric,
+                                                                  tmp_path):
     source = EXPORTS_DIR / "optimum" / family / "model.onnx"
     output = tmp_path / "quantized" / "model.onnx"
     command = [sys.executable, "-m", "llmc.quantize", str(source), "-o", str(output),
-               "--bits", str(bits), "--group-size", str(group_size), "--quiet"]
+               "--method", method, "--bits", str(bits), "--group-size", str(group_size),
+               "--quiet"]
     subprocess.run(command + (["--symmetric"] if symmetric else []), check=True,
                    env={"PYTHONPATH": str(ROOT / "python")})
     model = onnx.load(str(output), load_external_data=False)
