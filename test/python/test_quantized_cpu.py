@@ -13,7 +13,8 @@
     folded scales and GPTQ's error spreading leave the logits within 2%.
   * With --int8-activations (rows quantized to int8 per block, VNNI integer products) the
     logits stay within a few percent of the exact product and do not depend on the batch.
-  * `python -m llmc.quantize` refuses what it cannot quantize with one error line.
+  * `llmc quantize` (which runs python -m llmc.quantize) refuses what it cannot read with
+    one error line.
 
 test_exporters.py checks the same exporters' files against onnxruntime.
 """
@@ -187,11 +188,9 @@ def test_llmc_quantize_output_runs_in_onnxruntime_and_llmc_alike(family, method,
                                                                   tmp_path):
     source = EXPORTS_DIR / "optimum" / family / "model.onnx"
     output = tmp_path / "quantized" / "model.onnx"
-    command = [sys.executable, "-m", "llmc.quantize", str(source), "-o", str(output),
-               "--method", method, "--bits", str(bits), "--group-size", str(group_size),
-               "--quiet"]
-    subprocess.run(command + (["--symmetric"] if symmetric else []), check=True,
-                   env={"PYTHONPATH": str(ROOT / "python")})
+    command = [str(LLMC), "quantize", str(source), "-o", str(output), "--method", method,
+               "--bits", str(bits), "--group-size", str(group_size), "--quiet"]
+    subprocess.run(command + (["--symmetric"] if symmetric else []), check=True)
     model = onnx.load(str(output), load_external_data=False)
     ops = {node.op_type for node in model.graph.node}
     assert "MatMulNBits" in ops and _only_activation_matmuls(model)
@@ -215,9 +214,9 @@ def _only_activation_matmuls(model: onnx.ModelProto) -> bool:
 def test_llmc_quantize_refuses_a_file_that_is_not_onnx(tmp_path):
     bad = tmp_path / "model.onnx"
     bad.write_bytes(b"not a protobuf \xff\xff")
-    result = subprocess.run([sys.executable, "-m", "llmc.quantize", str(bad), "-o",
+    result = subprocess.run([str(LLMC), "quantize", str(bad), "-o",
                              str(tmp_path / "out" / "model.onnx")], capture_output=True,
-                            text=True, env={"PYTHONPATH": str(ROOT / "python")})
+                            text=True)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("llmc quantize: error: cannot read"), lines

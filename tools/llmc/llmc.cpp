@@ -1,6 +1,7 @@
 //===- llmc.cpp - the llmc command-line tool ------------------------------===//
 //
 //   llmc compile model.onnx [--emit=onnx-ir|llm-ir] [-o FILE] [--summary]
+//   llmc quantize model.onnx -o q.onnx [--method rtn|awq|gptq] [--bits 4|8] ...
 //   llmc run model.llmc --prompt-ids 1,2,3 [--max-tokens N] [--json] ...
 //   llmc serve model.llmc [--host H] [--port P] [--api-key KEY] ...
 //   llmc bench throughput model.llmc [--num-prompts N] [--max-concurrency C] ...
@@ -11,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "Bench.h"
 #include "CompileFlags.h"
+#include "Quantize.h"
 #include "Run.h"
 #include "Serve.h"
 
@@ -33,8 +35,11 @@ int main(int argc, char **argv) {
   if (command == "run") return llmc::runRun(std::vector<std::string>(argv + 2, argv + argc));
   if (command == "serve") return llmc::runServe(std::vector<std::string>(argv + 2, argv + argc));
   if (command == "bench") return llmc::runBench(std::vector<std::string>(argv + 2, argv + argc));
+  if (command == "quantize")
+    return llmc::runQuantize(std::vector<std::string>(argv + 2, argv + argc));
   if (command != "compile") {
     llvm::errs() << "usage: llmc compile model.onnx [options]   (llmc compile --help for the options)\n"
+                    "       llmc quantize model.onnx -o q.onnx [options]   (llmc quantize --help)\n"
                     "       llmc run model.llmc --prompt-ids 1,2,3 [options]   (llmc run --help)\n"
                     "       llmc serve model.llmc [--port P] [options]   (llmc serve --help)\n"
                     "       llmc bench throughput model.llmc [options]   (llmc bench --help)\n"

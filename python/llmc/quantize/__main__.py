@@ -1,4 +1,4 @@
-"""python -m llmc.quantize MODEL.onnx -o OUT.onnx [--method rtn|awq|gptq] [--bits 4|8]
+"""llmc quantize (or python -m llmc.quantize) MODEL.onnx -o OUT.onnx [--method rtn|awq|gptq] [--bits 4|8]
     [--group-size 32] [--symmetric] [--calibration FILE] [--quiet]
 
 Every MatMul by a constant weight (an initializer [K, N], or the Transpose of one [N, K]: a
@@ -25,7 +25,7 @@ from .calibration import DEFAULT_TEXT
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m llmc.quantize", description=__doc__,
+    parser = argparse.ArgumentParser(prog="llmc quantize", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", type=Path)
     parser.add_argument("-o", "--output", type=Path, required=True)
