@@ -3,7 +3,8 @@
 // Q, K and V (and gate and up) projections read the same normalised rows.
 // Joined into one linear, the rows are read once, one kernel runs instead
 // of three, and the GEMM is wide enough to keep every thread busy at
-// batch 1.
+// batch 1. Block-quantised weights (MatMulNBits) join too, their codes,
+// scales and zero points stacked by rows under one llm.dequantize.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Fusion/FusionUtils.h"
@@ -22,26 +23,92 @@ using namespace mlir;
 namespace llmc {
 namespace {
 
-/// What linears must share to be joined: the weight layout and types.
+/// What linears must share to be joined: the weight layout and types, and
+/// for a block-quantised weight (`llm.dequantize` of constants) its
+/// quantisation and operands' types.
 struct LinearKind {
   Type weightElement;
   bool transposed;
   bool hasBias;
+  // Block-quantised weights: bits, block size, input features; the codes',
+  // scales' and zero points' element types (null: no zero points).
+  int64_t bits = 0, blockSize = 0, inFeatures = 0;
+  Type codes, scales, zeroPoints;
   bool operator==(const LinearKind &other) const {
     return weightElement == other.weightElement && transposed == other.transposed &&
-           hasBias == other.hasBias;
+           hasBias == other.hasBias && bits == other.bits && blockSize == other.blockSize &&
+           inFeatures == other.inFeatures && codes == other.codes && scales == other.scales &&
+           zeroPoints == other.zeroPoints;
   }
 };
 
+/// The quantised weight's dequantize, when it can be joined: constant
+/// operands of whole bytes (MatMulNBits' uint8 container, whose rows are
+/// independent), stored [out, in].
+llm::DequantizeOp joinableDequantize(llm::LinearOp linear) {
+  auto dequantize = linear.getWeight().getDefiningOp<llm::DequantizeOp>();
+  if (!dequantize || !linear.getTransposeWeight()) return nullptr;
+  for (Value operand : dequantize->getOperands()) {
+    ElementsAttr data = fusion::constantOf(operand);
+    if (!data || data.getElementType().getIntOrFloatBitWidth() % 8) return nullptr;
+  }
+  return dequantize;
+}
+
 /// The linear's kind, or nothing when it cannot be joined: weights (and
-/// bias) must be 2-D (1-D) constants with a static output dim.
+/// bias) must be 2-D (1-D) constants, or quantised weights of constants,
+/// with a static output dim.
 std::optional<LinearKind> joinableKind(llm::LinearOp linear) {
-  ElementsAttr weight = fusion::constantOf(linear.getWeight());
   bool hasBias = static_cast<bool>(linear.getBias());
-  if (!weight || weight.getShapedType().getRank() != 2) return std::nullopt;
   if (hasBias && !fusion::constantOf(linear.getBias())) return std::nullopt;
   if (!isa<RankedTensorType>(linear.getType())) return std::nullopt;
+  if (auto dequantize = joinableDequantize(linear)) {
+    auto type = cast<RankedTensorType>(dequantize.getType());
+    LinearKind kind{type.getElementType(), true, hasBias};
+    kind.bits = dequantize.getBits();
+    kind.blockSize = dequantize.getBlockSize();
+    kind.inFeatures = type.getDimSize(1);
+    kind.codes = dequantize.getData().getType();
+    kind.scales = getElementTypeOrSelf(dequantize.getScales());
+    if (dequantize.getZeroPoints()) kind.zeroPoints = getElementTypeOrSelf(dequantize.getZeroPoints());
+    // Rows beyond the first dim (blocks, bytes) must match to stack.
+    kind.codes = RankedTensorType::get(
+        cast<RankedTensorType>(kind.codes).getShape().drop_front(), getElementTypeOrSelf(kind.codes));
+    return kind;
+  }
+  ElementsAttr weight = fusion::constantOf(linear.getWeight());
+  if (!weight || weight.getShapedType().getRank() != 2) return std::nullopt;
   return LinearKind{weight.getElementType(), linear.getTransposeWeight(), hasBias};
+}
+
+/// The joined weight of `group`: the constants side by side (their columns,
+/// or rows when stored [out, in]), or for quantised weights one dequantize
+/// of the codes, scales and zero points stacked by rows.
+FailureOr<Value> joinWeights(RewriterBase &rewriter, Location loc, ArrayRef<llm::LinearOp> group,
+                             const LinearKind &kind, int64_t outFeatures) {
+  if (!kind.bits) {
+    auto weights = llvm::map_to_vector(
+        group, [](llm::LinearOp linear) { return fusion::constantOf(linear.getWeight()); });
+    return fusion::concatConstants(rewriter, loc, weights, kind.transposed ? 0 : 1);
+  }
+  auto dequantizes = llvm::map_to_vector(group, [](llm::LinearOp linear) {
+    return linear.getWeight().getDefiningOp<llm::DequantizeOp>();
+  });
+  auto stack = [&](function_ref<Value(llm::DequantizeOp)> operand) {
+    auto parts = llvm::map_to_vector(
+        dequantizes, [&](llm::DequantizeOp op) { return fusion::constantOf(operand(op)); });
+    return fusion::concatConstants(rewriter, loc, parts, 0);
+  };
+  auto codes = stack([](llm::DequantizeOp op) { return op.getData(); });
+  auto scales = stack([](llm::DequantizeOp op) { return op.getScales(); });
+  FailureOr<Value> zeroPoints = Value();
+  if (kind.zeroPoints) zeroPoints = stack([](llm::DequantizeOp op) { return op.getZeroPoints(); });
+  if (failed(codes) || failed(scales) || failed(zeroPoints)) return failure();
+  auto type = RankedTensorType::get({outFeatures, kind.inFeatures}, kind.weightElement);
+  llm::DequantizeOp first = dequantizes.front();
+  return llm::DequantizeOp::create(rewriter, loc, type, *codes, *scales, *zeroPoints,
+                                   first.getBitsAttr(), first.getBlockSizeAttr())
+      .getResult();
 }
 
 struct LlmFuseHorizontalLinearsPass
@@ -78,10 +145,9 @@ struct LlmFuseHorizontalLinearsPass
   /// Replaces `group` with one linear over the joined weights, split back.
   LogicalResult join(IRRewriter &rewriter, ArrayRef<llm::LinearOp> group, LinearKind kind) {
     llm::LinearOp first = group.front();
-    SmallVector<ElementsAttr> weights, biases;
+    SmallVector<ElementsAttr> biases;
     SmallVector<int64_t> sizes;
     for (llm::LinearOp linear : group) {
-      weights.push_back(fusion::constantOf(linear.getWeight()));
       if (kind.hasBias) biases.push_back(fusion::constantOf(linear.getBias()));
       sizes.push_back(dimOf(linear, -1));
     }
@@ -89,7 +155,7 @@ struct LlmFuseHorizontalLinearsPass
     Location loc = rewriter.getFusedLoc(llvm::map_to_vector(group, [](llm::LinearOp op) {
       return op.getLoc();
     }));
-    auto weight = fusion::concatConstants(rewriter, loc, weights, kind.transposed ? 0 : 1);
+    auto weight = joinWeights(rewriter, loc, group, kind, llvm::sum_of(sizes));
     FailureOr<Value> bias = first.getBias();
     if (kind.hasBias) bias = fusion::concatConstants(rewriter, loc, biases, 0);
     if (failed(weight) || failed(bias))
@@ -111,9 +177,15 @@ struct LlmFuseHorizontalLinearsPass
       Value oldWeight = linear.getWeight(), oldBias = linear.getBias();
       rewriter.replaceOp(linear, part);
       // The joined constants replace the parts: do not keep both in memory.
-      for (Value old : {oldWeight, oldBias})
-        if (old && old.use_empty() && old.getDefiningOp<llm::ConstantOp>())
-          rewriter.eraseOp(old.getDefiningOp());
+      fusion::eraseIfUnused(rewriter, oldBias);
+      if (auto dequantize = oldWeight.getDefiningOp<llm::DequantizeOp>();
+          dequantize && dequantize->use_empty()) {
+        SmallVector<Value> operands(dequantize->getOperands());
+        rewriter.eraseOp(dequantize);
+        for (Value operand : operands) fusion::eraseIfUnused(rewriter, operand);
+      } else {
+        fusion::eraseIfUnused(rewriter, oldWeight);
+      }
     }
     return success();
   }

@@ -19,6 +19,11 @@ ElementsAttr constantOf(Value value) {
   return constant ? dyn_cast<ElementsAttr>(constant.getValue()) : nullptr;
 }
 
+void eraseIfUnused(RewriterBase &rewriter, Value value) {
+  if (value && value.use_empty() && value.getDefiningOp<llm::ConstantOp>())
+    rewriter.eraseOp(value.getDefiningOp());
+}
+
 FailureOr<Value> concatConstants(RewriterBase &rewriter, Location loc, ArrayRef<ElementsAttr> parts,
                                  int64_t dim) {
   auto first = cast<ShapedType>(parts.front().getType());

@@ -21,10 +21,13 @@ namespace llmc::fusion {
 using ScalarBuilder =
     llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
 
-/// The constant a weight operand is (an onnx.constant), or null.
+/// The constant a weight operand is (an llm.constant), or null.
 mlir::ElementsAttr constantOf(mlir::Value value);
 
-/// An onnx.constant holding `parts` (same element type and rank) joined
+/// Erases the llm.constant defining `value` when nothing reads it any more.
+void eraseIfUnused(mlir::RewriterBase &rewriter, mlir::Value value);
+
+/// An llm.constant holding `parts` (same element type and rank) joined
 /// along dim `dim`, or failure when a part's bytes cannot be read.
 mlir::FailureOr<mlir::Value> concatConstants(mlir::RewriterBase &rewriter, mlir::Location loc,
                                              llvm::ArrayRef<mlir::ElementsAttr> parts,

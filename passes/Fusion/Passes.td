@@ -40,8 +40,15 @@ def LlmFuseHorizontalLinearsPass : Pass<"llm-fuse-horizontal-linears", "mlir::fu
     split is a view. Each output column is computed as before, so results
     are bit-identical.
 
-    Linears whose weight is not a constant (or an `llm.dequantize` of
-    constants) are left alone, as are single linears.
+    Block-quantised weights stored [out, in] (`llm.dequantize` of constant
+    codes, scales and zero points in whole bytes: MatMulNBits' form) join
+    when their bits, block size, input features and operand types agree:
+    their operands stack by rows under one `llm.dequantize`, so the joined
+    layers stay packed and the gate and up halves can still form a gated
+    epilogue.
+
+    Linears whose weight is neither a constant nor such a dequantize are
+    left alone, as are single linears.
   }];
   let options = [
     Option<"maxColumns", "max-columns", "int64_t", /*default=*/"65536",

@@ -10,7 +10,7 @@
     writes a file onnxruntime runs, which llmc matches (test_exporters.compare); RTN puts
     every value within a step of the weight it quantized (half a step where the codes do not
     clip); GPTQ reconstructs correlated inputs' products better than RTN; at 8 bits AWQ's
-    folded scales and GPTQ's error spreading leave the logits within 2%.
+    folded scales and GPTQ's error spreading leave the logits within 5%.
   * With --int8-activations (rows quantized to int8 per block, VNNI integer products) the
     logits stay within a few percent of the exact product and do not depend on the batch.
   * `llmc quantize` (which runs python -m llmc.quantize) refuses what it cannot read with
@@ -165,8 +165,9 @@ def test_gptq_reconstructs_correlated_inputs_better_than_rtn():
 @pytest.mark.parametrize("method", ["awq", "gptq"])
 def test_calibrated_methods_keep_the_model_close_at_8_bits(method, tmp_path):
     """AWQ folds its scales into the norms and the up projection; a fold on the wrong axis or
-    operand, or GPTQ's error spread going astray, moves the logits far more than 8-bit
-    rounding does."""
+    operand (dividing instead of multiplying: 48% here), or GPTQ's error spread going astray,
+    moves the logits far more than 8-bit rounding does (1-3%: GPTQ fits the calibration
+    text, not these random prompts)."""
     source = EXPORTS_DIR / "optimum" / "llama-gqa" / "model.onnx"
     output = tmp_path / "quantized" / "model.onnx"
     subprocess.run([sys.executable, "-m", "llmc.quantize", str(source), "-o", str(output),
@@ -175,7 +176,7 @@ def test_calibrated_methods_keep_the_model_close_at_8_bits(method, tmp_path):
     prompts = seeded_prompts(512)
     reference = reference_steps(source, prompts)[0]
     ours = reference_steps(output, prompts)[0]
-    assert float(np.abs(ours - reference).max() / np.abs(reference).max()) < 0.02
+    assert float(np.abs(ours - reference).max() / np.abs(reference).max()) < 0.05
 
 
 @pytest.mark.parametrize("family,method,bits,group_size,symmetric",
@@ -194,7 +195,7 @@ def test_llmc_quantize_output_runs_in_onnxruntime_and_llmc_alike(family, method,
     model = onnx.load(str(output), load_external_data=False)
     ops = {node.op_type for node in model.graph.node}
     assert "MatMulNBits" in ops and _only_activation_matmuls(model)
-    assert ("GatherBlockQuantized" in ops) == (bits == 4)
+    assert "GatherBlockQuantized" in ops and "Gather" not in _gathers_of_constants(model)
     assert (output.parent / "config.json").exists()
     artifact = compile_model(output, tmp_path / "model.llmc")
     llmc_model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
@@ -202,6 +203,13 @@ def test_llmc_quantize_output_runs_in_onnxruntime_and_llmc_alike(family, method,
         assert compare(llmc_model, output) == ""
     finally:
         llmc_model.close()
+
+
+def _gathers_of_constants(model: onnx.ModelProto) -> set[str]:
+    """The op types of the nodes that still gather from a constant table."""
+    constants = {tensor.name for tensor in model.graph.initializer}
+    return {node.op_type for node in model.graph.node
+            if node.op_type == "Gather" and node.input[0] in constants}
 
 
 def _only_activation_matmuls(model: onnx.ModelProto) -> bool:

@@ -32,7 +32,6 @@
 #include "passes/Codegen/CPU/CpuLowering.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 
 using namespace mlir;
 
@@ -285,18 +284,12 @@ std::optional<PackedWeight> packForInt8Matmul(const codegen::BlockQuantized &wei
       }
     }
   }
-  auto i8 = IntegerType::get(context, 8);
-  auto blob = [&](auto &values, ArrayRef<int64_t> shape, Type element, StringRef name) {
-    using Element = typename std::decay_t<decltype(values)>::value_type;
-    return cast<ElementsAttr>(DenseResourceElementsAttr::get(
-        RankedTensorType::get(shape, element), name,
-        HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<Element>(values))));
-  };
   PackedWeight packed;
-  packed.codes = blob(codes, {tiles, blocks, tileBlockBytes}, i8, "int8_matmul_codes");
-  packed.scales = blob(scales, {tiles, blocks, 16}, Float32Type::get(context), "int8_matmul_scales");
+  packed.codes = packedBlob(codes, {tiles, blocks, tileBlockBytes}, "int8_matmul_codes", context);
+  packed.scales = packedBlob(scales, {tiles, blocks, 16}, "int8_matmul_scales", context);
   if (weight.hasZeroPoints())
-    packed.zeroPoints = blob(zeroPoints, {tiles, blocks, 16}, i8, "int8_matmul_zero_points");
+    packed.zeroPoints =
+        packedBlob(zeroPoints, {tiles, blocks, 16}, "int8_matmul_zero_points", context);
   packed.bits = weight.bits;
   packed.blockSize = blockSize;
   return packed;

@@ -225,6 +225,12 @@ struct PackedWeight {
 };
 std::optional<PackedWeight> packForCpu(const codegen::BlockQuantized &weight,
                                        mlir::MLIRContext *context);
+/// A packed weight's codes or zero points (i8) or scales (f32), of `shape`,
+/// as a blob for weights.bin.
+mlir::ElementsAttr packedBlob(const std::vector<int8_t> &values, llvm::ArrayRef<int64_t> shape,
+                              llvm::StringRef name, mlir::MLIRContext *context);
+mlir::ElementsAttr packedBlob(const std::vector<float> &values, llvm::ArrayRef<int64_t> shape,
+                              llvm::StringRef name, mlir::MLIRContext *context);
 
 /// Builds a kernel's loops over output columns [begin, end) given its
 /// buffers (runOverColumns' `buffers`, as the kernel's memrefs).

@@ -132,6 +132,25 @@ Value WeightReader::scalar(Value row, Value col) {
                     kb.load(weight.scales, {row, block}));
 }
 
+/// An i8 or f32 tensor of `shape` holding `values`, for weights.bin.
+template <typename T>
+static ElementsAttr blobOf(const std::vector<T> &values, ArrayRef<int64_t> shape, StringRef name,
+                           Type element) {
+  return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+      RankedTensorType::get(shape, element), name,
+      HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<T>(values))));
+}
+
+ElementsAttr packedBlob(const std::vector<int8_t> &values, ArrayRef<int64_t> shape,
+                        StringRef name, MLIRContext *context) {
+  return blobOf(values, shape, name, IntegerType::get(context, 8));
+}
+
+ElementsAttr packedBlob(const std::vector<float> &values, ArrayRef<int64_t> shape,
+                        StringRef name, MLIRContext *context) {
+  return blobOf(values, shape, name, Float32Type::get(context));
+}
+
 std::optional<PackedWeight> packForCpu(const codegen::BlockQuantized &weight, MLIRContext *context) {
   if (weight.blockSize % kLanes != 0 || weight.hasFloatZeroPoints()) return std::nullopt;
   int64_t rows = weight.rows, blocks = weight.blocks(), paddedCols = blocks * weight.blockSize;
@@ -160,17 +179,11 @@ std::optional<PackedWeight> packForCpu(const codegen::BlockQuantized &weight, ML
         zeroPoints[row * blocks + block] = static_cast<int8_t>(weight.zeroPoint(row, block) + bias);
     }
   }
-  auto i8 = IntegerType::get(context, 8);
-  auto blob = [&](auto &values, ArrayRef<int64_t> shape, Type element, StringRef name) {
-    using Element = typename std::decay_t<decltype(values)>::value_type;
-    return cast<ElementsAttr>(DenseResourceElementsAttr::get(
-        RankedTensorType::get(shape, element), name,
-        HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<Element>(values))));
-  };
   PackedWeight packed;
-  packed.codes = blob(codes, {rows, rowBytes}, i8, "codes");
-  packed.scales = blob(scales, {rows, blocks}, Float32Type::get(context), "scales");
-  if (weight.hasZeroPoints()) packed.zeroPoints = blob(zeroPoints, {rows, blocks}, i8, "zero_points");
+  packed.codes = packedBlob(codes, {rows, rowBytes}, "codes", context);
+  packed.scales = packedBlob(scales, {rows, blocks}, "scales", context);
+  if (weight.hasZeroPoints())
+    packed.zeroPoints = packedBlob(zeroPoints, {rows, blocks}, "zero_points", context);
   packed.bits = weight.bits;
   packed.blockSize = weight.blockSize;
   return packed;

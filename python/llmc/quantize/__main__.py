@@ -2,8 +2,8 @@
     [--group-size 32] [--symmetric] [--calibration FILE] [--quiet]
 
 Every MatMul by a constant weight (an initializer [K, N], or the Transpose of one [N, K]: a
-tied LM head) becomes com.microsoft MatMulNBits, and with --bits 4 the embedding's Gather
-becomes GatherBlockQuantized (when its width is a multiple of the group size), so onnxruntime runs OUT.onnx as it is and `llmc compile` keeps
+tied LM head) becomes com.microsoft MatMulNBits, and the embedding's Gather becomes
+GatherBlockQuantized (when its width is a multiple of the group size), so onnxruntime runs OUT.onnx as it is and `llmc compile` keeps
 the weights packed. OUT.onnx's weights go to OUT.onnx.data beside it; the other files of
 MODEL's folder (config, tokenizer) are copied along. A weight is cut along its input into
 groups of --group-size, each with a scale and (unless --symmetric) a zero point: the layout

@@ -2,9 +2,8 @@
 rewriting them as com.microsoft MatMulNBits and GatherBlockQuantized.
 
 A MatMul by a constant weight (an initializer [K, N], or the Transpose of one [N, K]: a tied
-LM head) becomes MatMulNBits (accuracy_level 0, the exact product); at 4 bits the embedding's
-Gather becomes GatherBlockQuantized (onnxruntime's is 4-bit only, and its width must be a
-multiple of the block). Initializers and
+LM head) becomes MatMulNBits (accuracy_level 0, the exact product), and the embedding's Gather
+GatherBlockQuantized (when its width is a multiple of the block). Initializers and
 Transposes no node reads any more are dropped.
 """
 from __future__ import annotations
@@ -87,8 +86,8 @@ class ModelGraph:
         return array if found[1] else array.T
 
     def sites(self, bits: int, block_size: int) -> list[WeightSite]:
-        """The weights to quantize, MatMuls first, in graph order. An embedding is one at
-        4 bits only, and when its width is a multiple of the block (GatherBlockQuantized)."""
+        """The weights to quantize, MatMuls first, in graph order. An embedding is one when
+        its width is a multiple of the block (GatherBlockQuantized's layout)."""
         matmuls = []
         for node in self.graph.node:
             if node.op_type == "MatMul":
@@ -97,7 +96,7 @@ class ModelGraph:
                     matmuls.append(WeightSite(node, np.ascontiguousarray(weight), node.input[0]))
         gathers = []
         for node in self.graph.node:
-            if (node.op_type == "Gather" and bits == 4 and node.input[0] in self.initializers
+            if (node.op_type == "Gather" and node.input[0] in self.initializers
                     and all(a.i == 0 for a in node.attribute if a.name == "axis")):
                 table = self.array(node.input[0])
                 if (table.ndim == 2 and table.dtype == np.float32
