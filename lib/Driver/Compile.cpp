@@ -37,6 +37,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -480,6 +481,7 @@ int runCompile(const CompileOptions &options) {
   }
 
   if (directory) {
+    std::optional<int64_t> weightsBytes;
     TimingScope writeTiming = rootTiming.nest(emit == EmitKind::Graph ? "graph library" : "artifact");
     CpuTargetInfo host = detectHostCpu();
     if (emit == EmitKind::Graph) {
@@ -490,12 +492,21 @@ int runCompile(const CompileOptions &options) {
       if (failed(applyExporterConfig(*module, *exporterConfig)) ||
           failed(copyTokenizerFiles(*module, inputPath, outputPath)))
         return 1;
+      // The resident weights, what weights.bin maps (quantised weights stay
+      // packed), read before the writer takes the layout off the module.
+      if (auto bytes = (*module)->getAttrOfType<IntegerAttr>("llmc.weights_bytes"))
+        weightsBytes = bytes.getInt();
       if (cuda ? failed(writeCudaArtifact(*module, outputPath, cudaTarget, stage))
                : failed(writeCpuArtifact(*module, outputPath, host, stage)))
         return 1;
     }
     progress.finish();
-    if (!options.quiet) llvm::errs() << "llmc: wrote " << outputPath << "\n";
+    if (!options.quiet) {
+      llvm::errs() << "llmc: wrote " << outputPath;
+      if (weightsBytes)
+        llvm::errs() << " (weights " << llvm::format("%.1f", *weightsBytes / 1e6) << " MB)";
+      llvm::errs() << "\n";
+    }
     return 0;
   }
 
