@@ -110,11 +110,14 @@ for opset in 18 23; do
   done
 done
 # onnxruntime's weight-only quantizer on optimum's exports: the MatMulNBits and
-# GatherBlockQuantized forms users make from an fp32 export (scripts/exporters/ort_quantize.py).
+# GatherBlockQuantized forms users make from an fp32 export, and its QDQ form (blocked
+# DequantizeLinear feeding MatMul) (scripts/exporters/ort_quantize.py).
 declare -A ORT_QUANTIZED=(
   [ort-int4]="--bits 4 --block-size 32|llama-gqa llama-tied phi2"
   [ort-int4-sym]="--bits 4 --block-size 16 --symmetric|llama-tied qwen3"
   [ort-int8]="--bits 8 --block-size 128 --symmetric|llama-gqa gemma"
+  [ort-qdq-int4]="--bits 4 --block-size 32 --qdq|llama-gqa qwen3"
+  [ort-qdq-int4-sym]="--bits 4 --block-size 16 --symmetric --qdq|llama-tied"
 )
 for name in "${!ORT_QUANTIZED[@]}"; do
   IFS='|' read -r options quantized_families <<<"${ORT_QUANTIZED[$name]}"

@@ -33,25 +33,6 @@ struct RaiseEmbedding : OpRewritePattern<onnx::GatherOp> {
   }
 };
 
-/// GatherBlockQuantized: an embedding over a block-quantised table.
-struct RaiseQuantizedEmbedding : OpRewritePattern<onnx::GatherBlockQuantizedOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(onnx::GatherBlockQuantizedOp op,
-                                PatternRewriter &rewriter) const override {
-    if (op.getGatherAxis() != 0 || op.getQuantizeAxis() != 1 || rankOf(op.getData()) != 2)
-      return rewriter.notifyMatchFailure(op, "not a row gather of a 2-D table quantised along rows");
-    auto resultType = dyn_cast<RankedTensorType>(op.getType());
-    if (!resultType) return rewriter.notifyMatchFailure(op, "result shape unknown");
-    auto tableType = RankedTensorType::get({dimOf(op.getData(), 0), resultType.getShape().back()},
-                                           resultType.getElementType());
-    Value table = llm::DequantizeOp::create(rewriter, op.getLoc(), tableType, op.getData(),
-                                            op.getScales(), optionalOperand(op.getZeroPoints()),
-                                            op.getBitsAttr(), op.getBlockSizeAttr());
-    rewriter.replaceOpWithNewOp<llm::EmbeddingOp>(op, op.getType(), table, op.getIndices());
-    return success();
-  }
-};
-
 /// MatMul by a constant weight [in, out], or by Transpose of one [out, in].
 struct RaiseLinear : OpRewritePattern<onnx::MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -118,25 +99,6 @@ struct RaiseFlattenedGemm : OpRewritePattern<onnx::ReshapeOp> {
     auto linear = llm::LinearOp::create(rewriter, fusedLocOf({op, gemm, flatten}), op.getType(),
                                         input, weight, bias);
     if (gemm.getTransB()) linear.setTransposeWeight(true);
-    rewriter.replaceOp(op, linear);
-    return success();
-  }
-};
-
-/// MatMulNBits: a linear layer over a block-quantised [N, K] weight.
-struct RaiseMatMulNBits : OpRewritePattern<onnx::MatMulNBitsOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(onnx::MatMulNBitsOp op, PatternRewriter &rewriter) const override {
-    if (!isNone(op.getGIdx())) return rewriter.notifyMatchFailure(op, "uses g_idx (act-order)");
-    Type element = cast<ShapedType>(op.getA().getType()).getElementType();
-    auto weightType = RankedTensorType::get({op.getN(), op.getK()}, element);
-    Value weight = llm::DequantizeOp::create(rewriter, op.getLoc(), weightType, op.getB(),
-                                             op.getScales(), optionalOperand(op.getZeroPoints()),
-                                             op.getBitsAttr(),
-                                             op.getBlockSizeAttr());
-    auto linear = llm::LinearOp::create(rewriter, op.getLoc(), op.getType(), op.getA(), weight,
-                                        optionalOperand(op.getBias()));
-    linear.setTransposeWeight(true);
     rewriter.replaceOp(op, linear);
     return success();
   }
@@ -352,9 +314,9 @@ struct RaiseResidualAdd : OpRewritePattern<onnx::AddOp> {
 } // namespace
 
 void populateLinearPatterns(RewritePatternSet &patterns) {
-  patterns.add<RaiseEmbedding, RaiseQuantizedEmbedding, RaiseLinear, RaiseFlattenedGemm,
-               RaiseMatMulNBits, RaiseSilu,
-               RaiseGelu, RaiseDecomposedGelu>(patterns.getContext());
+  patterns.add<RaiseEmbedding, RaiseLinear, RaiseFlattenedGemm, RaiseSilu, RaiseGelu,
+               RaiseDecomposedGelu>(patterns.getContext());
+  populateQuantizedLinearPatterns(patterns);
 }
 
 void populateLinearGluePatterns(RewritePatternSet &patterns) {

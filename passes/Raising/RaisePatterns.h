@@ -31,6 +31,9 @@ void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 void populateNormPatterns(mlir::RewritePatternSet &patterns);
 void populateNormGluePatterns(mlir::RewritePatternSet &patterns);
 void populateLinearPatterns(mlir::RewritePatternSet &patterns);
+/// MatMulNBits, GatherBlockQuantized and MatMul by a blocked DequantizeLinear
+/// (RaiseQuantizedLinear.cpp); populateLinearPatterns adds them.
+void populateQuantizedLinearPatterns(mlir::RewritePatternSet &patterns);
 void populateLinearGluePatterns(mlir::RewritePatternSet &patterns);
 void populateRopePatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionPatterns(mlir::RewritePatternSet &patterns);

@@ -82,6 +82,10 @@ class OrtDecoder:
 
     def __init__(self, model_path: str | os.PathLike, providers=("CPUExecutionProvider",),
                  session_options: ort.SessionOptions | None = None):
+        session_options = session_options or ort.SessionOptions()
+        # onnxruntime fuses a MatMul by a blocked DequantizeLinear into MatMulNBits at
+        # accuracy_level 4 (int8 activations) unless told otherwise: keep the exact product.
+        session_options.add_session_config_entry("session.qdq_matmulnbits_accuracy_level", "0")
         self.session = ort.InferenceSession(str(model_path), sess_options=session_options,
                                             providers=list(providers))
         inputs = {i.name: i for i in self.session.get_inputs()}

@@ -219,6 +219,64 @@ func.func @matmul_nbits_g_idx(%x: tensor<1x3x64xf32>, %g: tensor<64xi32>) -> ten
 
 // -----
 
+// MatMul by a blocked DequantizeLinear (onnxruntime's QDQ form): the weight
+// transposed to [N, K] in MatMulNBits' layout, under the same llm.dequantize.
+// uint4 codes keep their zero points ([N, blocks] packed by rows).
+// CHECK-LABEL: func.func @qdq_uint4
+//       CHECK:   %[[C:.*]] = llm.constant dense_resource<repacked> : tensor<8x2x16xui8>
+//       CHECK:   %[[S:.*]] = llm.constant dense<{{.*}}> : tensor<8x2xf32>
+//       CHECK:   %[[Z:.*]] = llm.constant dense_resource<repacked{{.*}}> : tensor<8x1xui8>
+//       CHECK:   %[[W:.*]] = llm.dequantize %[[C]], %[[S]], %[[Z]] {bits = 4 : i64, block_size = 32 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf32>, tensor<8x1xui8>) -> tensor<8x64xf32>
+//       CHECK:   llm.linear %{{.*}}, %[[W]] {transpose_weight} : (tensor<1x3x64xf32>, tensor<8x64xf32>) -> tensor<1x3x8xf32>
+func.func @qdq_uint4(%x: tensor<1x3x64xf32>) -> tensor<1x3x8xf32> {
+  %q = onnx.Constant dense<3> : tensor<64x8xui4>
+  %s = onnx.Constant dense<0.5> : tensor<2x8xf32>
+  %z = onnx.Constant dense<8> : tensor<2x8xui4>
+  %w = onnx.DequantizeLinear %q, %s, %z {axis = 0 : i64, block_size = 32 : i64} : (tensor<64x8xui4>, tensor<2x8xf32>, tensor<2x8xui4>) -> tensor<64x8xf32>
+  %y = onnx.MatMul %x, %w : (tensor<1x3x64xf32>, tensor<64x8xf32>) -> tensor<1x3x8xf32>
+  return %y : tensor<1x3x8xf32>
+}
+
+// -----
+
+// Signed int8 codes without zero points are stored biased by 128, which is
+// the layout's default zero point: no zero points. Unsigned codes without
+// zero points get explicit zeros (DequantizeLinear's default is 0).
+// CHECK-LABEL: func.func @qdq_int8_and_uint8
+//       CHECK:   llm.dequantize %{{[^,]*}}, %{{[^,]*}} {bits = 8 : i64, block_size = 16 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf32>) -> tensor<8x32xf32>
+//       CHECK:   llm.dequantize %{{.*}}, %{{.*}}, %{{.*}} {bits = 8 : i64, block_size = 16 : i64} : (tensor<8x2x16xui8>, tensor<8x2xf32>, tensor<8x2xui8>) -> tensor<8x32xf32>
+func.func @qdq_int8_and_uint8(%x: tensor<1x3x32xf32>) -> (tensor<1x3x8xf32>, tensor<1x3x8xf32>) {
+  %none = onnx.None
+  %qi = onnx.Constant dense<-5> : tensor<32x8xi8>
+  %qu = onnx.Constant dense<200> : tensor<32x8xui8>
+  %s = onnx.Constant dense<0.25> : tensor<2x8xf32>
+  %wi = onnx.DequantizeLinear %qi, %s, %none {axis = 0 : i64, block_size = 16 : i64} : (tensor<32x8xi8>, tensor<2x8xf32>, none) -> tensor<32x8xf32>
+  %wu = onnx.DequantizeLinear %qu, %s, %none {axis = 0 : i64, block_size = 16 : i64} : (tensor<32x8xui8>, tensor<2x8xf32>, none) -> tensor<32x8xf32>
+  %yi = onnx.MatMul %x, %wi : (tensor<1x3x32xf32>, tensor<32x8xf32>) -> tensor<1x3x8xf32>
+  %yu = onnx.MatMul %x, %wu : (tensor<1x3x32xf32>, tensor<32x8xf32>) -> tensor<1x3x8xf32>
+  return %yi, %yu : tensor<1x3x8xf32>, tensor<1x3x8xf32>
+}
+
+// -----
+
+// Near misses: scales per axis rather than per block, blocks along N.
+// CHECK-LABEL: func.func @qdq_not_blocked_along_k
+//   CHECK-NOT:   llm.dequantize
+//   CHECK-COUNT-2: onnx.MatMul
+func.func @qdq_not_blocked_along_k(%x: tensor<1x3x64xf32>) -> (tensor<1x3x8xf32>, tensor<1x3x8xf32>) {
+  %none = onnx.None
+  %q = onnx.Constant dense<3> : tensor<64x8xui4>
+  %sa = onnx.Constant dense<0.5> : tensor<8xf32>
+  %sn = onnx.Constant dense<0.5> : tensor<64x1xf32>
+  %wa = onnx.DequantizeLinear %q, %sa, %none {axis = 1 : i64} : (tensor<64x8xui4>, tensor<8xf32>, none) -> tensor<64x8xf32>
+  %wn = onnx.DequantizeLinear %q, %sn, %none {axis = 1 : i64, block_size = 8 : i64} : (tensor<64x8xui4>, tensor<64x1xf32>, none) -> tensor<64x8xf32>
+  %ya = onnx.MatMul %x, %wa : (tensor<1x3x64xf32>, tensor<64x8xf32>) -> tensor<1x3x8xf32>
+  %yn = onnx.MatMul %x, %wn : (tensor<1x3x64xf32>, tensor<64x8xf32>) -> tensor<1x3x8xf32>
+  return %ya, %yn : tensor<1x3x8xf32>, tensor<1x3x8xf32>
+}
+
+// -----
+
 // A row gather of a weight table is the embedding; of an activation it is not.
 // CHECK-LABEL: func.func @embedding
 //  CHECK-SAME:   (%[[IDS:[^:]*]]: tensor<1x3xi64>, %[[H:[^:]*]]: tensor<4x16xf32>
