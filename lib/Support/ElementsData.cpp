@@ -13,11 +13,7 @@ FailureOr<ArrayRef<char>> elementsBytes(ElementsAttr attr, std::vector<char> &st
   auto type = cast<ShapedType>(attr.getType());
   if (!type.getElementType().isIntOrFloat() || type.getElementTypeBitWidth() % 8)
     return failure();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob) return failure();
-    return blob->getData();
-  }
+  if (isa<DenseResourceElementsAttr>(attr)) return resourceBytes(attr);
   auto dense = dyn_cast<DenseElementsAttr>(attr);
   if (!dense) return failure();
   ArrayRef<char> raw = dense.getRawData();
@@ -27,6 +23,13 @@ FailureOr<ArrayRef<char>> elementsBytes(ElementsAttr attr, std::vector<char> &st
   for (size_t offset = 0; offset < storage.size(); offset += elementBytes)
     std::copy(raw.begin(), raw.begin() + elementBytes, storage.begin() + offset);
   return ArrayRef<char>(storage);
+}
+
+FailureOr<ArrayRef<char>> resourceBytes(ElementsAttr attr) {
+  auto resource = dyn_cast<DenseResourceElementsAttr>(attr);
+  AsmResourceBlob *blob = resource ? resource.getRawHandle().getBlob() : nullptr;
+  if (!blob) return failure();
+  return blob->getData();
 }
 
 } // namespace llmc

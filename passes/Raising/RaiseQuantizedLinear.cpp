@@ -11,6 +11,7 @@
 #include "passes/Raising/RaisePatterns.h"
 
 #include "dialects/onnx/ShapeHelpers.h"
+#include "llmc/Support/ElementsData.h"
 
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -73,14 +74,12 @@ std::optional<std::vector<int32_t>> readConstantCodes(Value value) {
       codes.push_back(isSigned ? code.getSExtValue() : code.getZExtValue());
     return codes;
   }
-  auto resource = dyn_cast<DenseResourceElementsAttr>(attr);
-  AsmResourceBlob *blob = resource ? resource.getRawHandle().getBlob() : nullptr;
-  if (!blob) return std::nullopt;
-  ArrayRef<char> bytes = blob->getData();
-  int64_t count = resource.getType().getNumElements();
-  if (static_cast<int64_t>(bytes.size()) * 8 < count * type.getWidth()) return std::nullopt;
+  FailureOr<ArrayRef<char>> bytes = resourceBytes(cast<ElementsAttr>(attr));
+  int64_t count = cast<ShapedType>(cast<TypedAttr>(attr).getType()).getNumElements();
+  if (failed(bytes) || static_cast<int64_t>(bytes->size()) * 8 < count * type.getWidth())
+    return std::nullopt;
   for (int64_t i = 0; i < count; ++i) {
-    auto byte = static_cast<uint8_t>(bytes[i * type.getWidth() / 8]);
+    auto byte = static_cast<uint8_t>((*bytes)[i * type.getWidth() / 8]);
     int32_t code = type.getWidth() == 8 ? byte : (i % 2 ? byte >> 4 : byte & 0xF);
     int32_t half = 1 << (type.getWidth() - 1);
     codes.push_back(isSigned && code >= half ? code - 2 * half : code);

@@ -15,6 +15,12 @@ namespace llmc {
 mlir::FailureOr<llvm::ArrayRef<char>> elementsBytes(mlir::ElementsAttr attr,
                                                     std::vector<char> &storage);
 
+/// The bytes of a dense_resource constant as its blob holds them, for any
+/// element type (sub-byte ones packed as the importer stored them: ONNX's raw
+/// layout, two 4-bit values a byte, low first). Fails for other attributes
+/// and for a blob that is gone.
+mlir::FailureOr<llvm::ArrayRef<char>> resourceBytes(mlir::ElementsAttr attr);
+
 } // namespace llmc
 
 #endif // LLMC_SUPPORT_ELEMENTSDATA_H

@@ -17,11 +17,7 @@ static FailureOr<ArrayRef<char>> codeBytes(ElementsAttr attr, std::vector<char> 
   Type element = attr.getElementType();
   if (element.isUnsignedInteger(8)) return elementsBytes(attr, storage);
   if (!element.isInteger(4)) return failure();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob) return failure();
-    return blob->getData();
-  }
+  if (isa<DenseResourceElementsAttr>(attr)) return resourceBytes(attr);
   auto dense = dyn_cast<DenseElementsAttr>(attr);
   if (!dense) return failure();
   storage.assign((dense.getNumElements() + 1) / 2, 0);
