@@ -146,8 +146,10 @@ struct WeightParams {
   Value codes, scales, zeroPoints;
 };
 
-/// out[:, begin:end] for rows [row, row + rows): see the file comment. Parts
-/// (2 when gated) are the column tiles at c and c + partStride.
+/// The sums of the 16 columns of tile `tile` for rows [row, row + rows) (the
+/// file comment's formula), handed to `finish` per row as one vector of 16
+/// per part. Parts (2 when gated: the gate and up halves) are the tiles
+/// `tile` and `tile + partTiles`.
 void emitInt8Tile(KernelBuilder &kb, const Int8Weight &weight, WeightParams w, QuantizedRows x,
                   Value tile, Value row, int64_t rows, int64_t parts, int64_t partTiles,
                   function_ref<void(Value row, ArrayRef<Value> sums)> finish) {
