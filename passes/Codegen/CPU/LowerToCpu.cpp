@@ -145,11 +145,12 @@ private:
     cpu::MatmulWeight weight;
     bool flip = step.generatedMatmul && !transposed;
     bool quantized = packQuantized && transposed && weightValue.getDefiningOp<llm::DequantizeOp>();
-    if (quantized && int8Activations) {
+    // A gated int8 matmul reads the up half a whole tile of 16 columns on.
+    int64_t columns = cast<MemRefType>(output.getType()).getDimSize(1);
+    if (quantized && int8Activations && (!epilogue.gated || columns % 16 == 0)) {
       auto int8Weight = int8WeightOf(weightValue);
       if (failed(int8Weight)) return failure();
-      int64_t columns = cast<MemRefType>(output.getType()).getDimSize(1);
-      if (*int8Weight && (!epilogue.gated || columns % 16 == 0))
+      if (*int8Weight)
         return cpu::lowerInt8Matmul(step, op->getLoc(), input, **int8Weight, output, epilogue);
     }
     if (quantized) {
@@ -175,9 +176,7 @@ private:
     std::optional<cpu::Int8Weight> weight;
     if (auto packed = cpu::packForInt8Matmul(*quantized, value.getContext())) {
       weight.emplace();
-      weight->codes = weightView(dequantize, packed->codes, "u8");
-      weight->scales = weightView(dequantize, packed->scales);
-      if (packed->zeroPoints) weight->zeroPoints = weightView(dequantize, packed->zeroPoints, "u8");
+      std::tie(weight->codes, weight->scales, weight->zeroPoints) = place(dequantize, *packed);
       weight->bits = packed->bits;
       weight->blockSize = packed->blockSize;
       weight->inFeatures = quantized->cols;
@@ -199,13 +198,20 @@ private:
       if (failed(widened)) return failure();
       weight.values = *widened;
     } else {
-      weight.values = weightView(dequantize, packed->codes, "u8");
-      weight.scales = weightView(dequantize, packed->scales);
-      if (packed->zeroPoints) weight.zeroPoints = weightView(dequantize, packed->zeroPoints, "u8");
+      std::tie(weight.values, weight.scales, weight.zeroPoints) = place(dequantize, *packed);
       weight.bits = packed->bits;
       weight.blockSize = packed->blockSize;
     }
     return packedRefs[value] = weight;
+  }
+
+  /// Places a packed weight's codes, scales and zero points (null when it
+  /// has none) in weights.bin and views them from the step.
+  std::tuple<Value, Value, Value> place(Operation *def, const cpu::PackedWeight &packed) {
+    Value codes = weightView(def, packed.codes, "u8");
+    Value scales = weightView(def, packed.scales);
+    Value zeroPoints = packed.zeroPoints ? weightView(def, packed.zeroPoints, "u8") : Value();
+    return {codes, scales, zeroPoints};
   }
 
   FailureOr<Value> placeWeight(Value value, Operation *, unsigned) override {
