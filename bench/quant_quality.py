@@ -9,7 +9,9 @@ build/bench-quantized/. The evaluation text, bench/quality_text.txt (another tex
 tokenized with the model's tokenizer and cut into windows of --window tokens, each run from an
 empty cache with the logits of every position: by onnxruntime on each ONNX file (MatMulNBits
 at accuracy_level 0: the exact product, which llmc's default CPU path computes bit for bit
-as the widened weights), and by llmc with --int8-activations on the rtn file (one token a step). Per variant:
+as the widened weights), and by llmc (one token a step) for what only llmc computes: the fp32
+model with the int8 KV cache (--kv-cache-dtype int8), and the rtn file with
+--int8-activations, alone and with the int8 KV cache. Per variant:
 the perplexity of the text's next tokens and the mean KL divergence KL(fp32 || variant) of
 the next-token distributions, over every position of every window. Progress goes to stderr.
 """
@@ -70,6 +72,16 @@ def llmc_logits(artifact: Path, windows: list[list[int]]) -> list[np.ndarray]:
         model.close()
 
 
+def llmc_scores(onnx_path: Path, name: str, flags: list[str], windows: list[list[int]],
+                reference: list[np.ndarray], quiet: bool) -> dict:
+    """The scores of `onnx_path` compiled by llmc with `flags`."""
+    artifact = WORK / f"{name}.llmc"
+    say(f"{name}: llmc {' '.join(flags)}", quiet)
+    subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet", *flags],
+                   check=True)
+    return scores(windows, reference, llmc_logits(artifact, windows))
+
+
 def scores(windows: list[list[int]], reference: list[np.ndarray] | None,
            logits: list[np.ndarray]) -> dict:
     """Perplexity of each window's next tokens, and the mean KL from the reference."""
@@ -108,6 +120,9 @@ def main() -> int:
     say("fp32: onnxruntime", args.quiet)
     reference = ort_logits(DEFAULT_MODEL, windows)
     results = {"fp32": scores(windows, None, reference)}
+    int8_kv = ["--kv-cache-dtype", "int8"]
+    results["fp32, llmc int8 KV cache"] = llmc_scores(DEFAULT_MODEL, "fp32-int8-kv", int8_kv,
+                                                      windows, reference, args.quiet)
     shape = f"w{args.bits}-g{args.group_size}{'-sym' if args.symmetric else ''}"
     for method in METHODS:
         quantized = WORK / f"{shape}-{method}" / "model.onnx"
@@ -120,12 +135,12 @@ def main() -> int:
         say(f"{method}: onnxruntime", args.quiet)
         results[method] = scores(windows, reference, ort_logits(quantized, windows))
         if method == "rtn":
-            artifact = WORK / f"{shape}-rtn-int8-act.llmc"
-            say("rtn: llmc --int8-activations", args.quiet)
-            subprocess.run([str(LLMC), "compile", str(quantized), "-o", str(artifact), "--quiet",
-                            "--int8-activations"], check=True)
-            results["rtn, llmc --int8-activations"] = scores(windows, reference,
-                                                             llmc_logits(artifact, windows))
+            int8_act = ["--int8-activations"]
+            results["rtn, llmc --int8-activations"] = llmc_scores(
+                quantized, f"{shape}-rtn-int8-act", int8_act, windows, reference, args.quiet)
+            results["rtn, llmc int8 act. + KV"] = llmc_scores(
+                quantized, f"{shape}-rtn-int8-act-kv", int8_act + int8_kv, windows, reference,
+                args.quiet)
     summary = {"text": TEXT.name, "tokens": sum(len(w) for w in windows), "bits": args.bits,
                "group_size": args.group_size, "symmetric": args.symmetric,
                "onnxruntime": ort.__version__, "results": results}

@@ -22,6 +22,22 @@ namespace llmc::llm {
 /// ending in llm.yield) at `b`'s insertion point with its arguments bound to
 /// `scalars`; returns the yielded value.
 mlir::Value inlineScalarBody(mlir::OpBuilder &b, mlir::Region &body, mlir::ValueRange scalars);
+
+/// Bytes after each cached [head_dim] row of an int8 KV pool: the row's f32
+/// scale, stored little-endian.
+inline constexpr int64_t kInt8KvScaleBytes = 4;
+
+/// Whether a KV pool is the int8 cache: i8 codes, each row followed by its
+/// scale (see llm.paged_kv_write).
+inline bool isInt8KvPool(mlir::ShapedType pool) { return pool.getElementType().isInteger(8); }
+
+/// The head_dim of the rows a [layers, blocks, 2, kv_heads, block_size, row]
+/// pool caches: the last dim, less the scale of an int8 pool.
+inline int64_t cachedHeadDim(mlir::ShapedType pool) {
+  int64_t row = pool.getShape().back();
+  if (mlir::ShapedType::isDynamic(row) || !isInt8KvPool(pool)) return row;
+  return row - kInt8KvScaleBytes;
+}
 } // namespace llmc::llm
 
 #endif // LLMC_DIALECTS_LLM_LLMDIALECT_H

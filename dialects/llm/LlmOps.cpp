@@ -210,16 +210,30 @@ LogicalResult AttentionOp::verify() {
 }
 
 namespace {
-/// Checks a [layers, num_blocks, 2, kv_heads, block_size, head_dim] pool and
-/// that `layer` indexes it.
+/// Checks a [layers, num_blocks, 2, kv_heads, block_size, head_dim] pool (f32,
+/// bf16 or f16; or i8 with the scale after each row) and that `layer` indexes it.
 LogicalResult verifyPool(Operation *op, Value pool, int64_t layer) {
   if (failed(expectRank(op, pool, 6, "the KV pool"))) return failure();
   if (!compatible(dimOf(pool, 2), 2))
     return op->emitOpError("the KV pool's third dim must be 2 (keys, values)");
+  auto type = cast<ShapedType>(pool.getType());
+  Type element = type.getElementType();
+  if (!isa<FloatType>(element) && !llm::isInt8KvPool(type))
+    return op->emitOpError("the KV pool holds ") << element << "; it must be a float or i8 (int8 codes)";
+  int64_t row = dimOf(pool, 5);
+  if (llm::isInt8KvPool(type) && !ShapedType::isDynamic(row) && row <= llm::kInt8KvScaleBytes)
+    return op->emitOpError("an int8 KV pool's rows must hold head_dim codes and a ")
+           << llm::kInt8KvScaleBytes << "-byte scale";
   int64_t layers = dimOf(pool, 0);
   if (layer < 0 || (!ShapedType::isDynamic(layers) && layer >= layers))
     return op->emitOpError("layer ") << layer << " is not in the pool's " << layers << " layers";
   return success();
+}
+/// The head_dim of the rows `pool` caches (dynamic when its rank is).
+int64_t cachedHeadDim(Value pool) {
+  auto type = dyn_cast<ShapedType>(pool.getType());
+  if (!type || !type.hasRank() || type.getRank() != 6) return ShapedType::kDynamic;
+  return llm::cachedHeadDim(type);
 }
 } // namespace
 
@@ -236,7 +250,7 @@ LogicalResult PagedKvWriteOp::verify() {
   if (rank >= 0 && slotsRank >= 0 && slotsRank != rank - 2)
     return emitOpError("slot_mapping must be [batch, seq] or, ragged, [tokens]");
   if (!compatible(dimOf(getKey(), 1), dimOf(getKvPool(), 3)) ||
-      !compatible(dimOf(getKey(), -1), dimOf(getKvPool(), 5)))
+      !compatible(dimOf(getKey(), -1), cachedHeadDim(getKvPool())))
     return emitOpError("keys do not fit the pool's kv_heads and head_dim");
   return success();
 }
@@ -256,7 +270,7 @@ LogicalResult PagedAttentionOp::verify() {
       (kvHeads == 0 || heads % kvHeads))
     return emitOpError("query heads (") << heads << ") are not a multiple of KV heads ("
                                         << kvHeads << ")";
-  if (!compatible(dimOf(getQuery(), -1), dimOf(getKvPool(), 5)))
+  if (!compatible(dimOf(getQuery(), -1), cachedHeadDim(getKvPool())))
     return emitOpError("query and cached head sizes differ");
   if (failed(expectRank(*this, getBlockTables(), 2, "block_tables")) ||
       failed(expectRank(*this, getContextLens(), 1, "context_lens")))
@@ -405,7 +419,7 @@ LogicalResult RopePagedKvWriteOp::verify() {
   if (getKey().getType() != getValue().getType())
     return emitOpError("keys and values differ in type");
   if (!compatible(dimOf(getKey(), 1), dimOf(getKvPool(), 3)) ||
-      !compatible(dimOf(getKey(), -1), dimOf(getKvPool(), 5)) ||
+      !compatible(dimOf(getKey(), -1), cachedHeadDim(getKvPool())) ||
       !compatible(dimOf(getQuery(), -1), dimOf(getKey(), -1)))
     return emitOpError("q and k do not fit the pool's kv_heads and head_dim");
   bool frequencies = static_cast<bool>(getInvFreq());

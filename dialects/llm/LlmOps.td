@@ -372,6 +372,13 @@ def Llm_PagedKvWriteOp : Llm_Op<"paged_kv_write"> {
     layer `layer`; a negative slot is skipped. The result is the pool after
     the write: threading it through the layers orders writes before the
     attention that reads them.
+
+    An i8 pool is the int8 KV cache: its last dim is head_dim + 4, each
+    cached row holding head_dim codes and then, in its last 4 bytes, the
+    row's f32 scale (little-endian). A row x is written as
+    scale = max|x| / 127 and codes round_half_even(x / scale) (all 0 for a
+    row of zeros), and read back as code * scale: one scale per token and
+    KV head, so that writing a token never rescales what is cached.
   }];
   let arguments = (ins Llm_Tensor:$kv_pool, Llm_Tensor:$key, Llm_Tensor:$value,
                    Llm_Tensor:$slot_mapping, I64Attr:$layer);

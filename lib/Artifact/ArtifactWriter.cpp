@@ -277,8 +277,9 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
     return module.emitError("cannot create ") << directory << ": " << ec.message();
   auto config = getStepInfo(module);
   auto matmul = module->getAttrOfType<StringAttr>("llmc.matmul");
+  auto kvDtype = module->getAttrOfType<StringAttr>("llmc.kv_dtype");
   if (failed(config)) return failure();
-  if (!module.lookupSymbol<func::FuncOp>("llmc_step") || !matmul)
+  if (!module.lookupSymbol<func::FuncOp>("llmc_step") || !matmul || !kvDtype)
     return module.emitError("not a module that llm-lower-to-cpu produced");
   auto pathOf = [&](StringRef file) { return joinPath(directory, file); };
   // A manifest left by an earlier compile would describe files being replaced.
@@ -289,9 +290,10 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
   auto weights = writeWeights(module, pathOf("weights.bin"), weightIndex);
   if (failed(weights)) return failure();
   llvm::json::Array tokenizerFiles = takeTokenizerFiles(module);
-  std::string matmulKind = matmul.getValue().str();
+  std::string matmulKind = matmul.getValue().str(), kvKind = kvDtype.getValue().str();
   for (StringRef name : {StringRef("llmc.weights"), StringRef("llmc.weights_bytes"),
-                         StringRef("llmc.matmul"), StringRef(kStepInfoAttr)})
+                         StringRef("llmc.matmul"), StringRef("llmc.kv_dtype"),
+                         StringRef(kStepInfoAttr)})
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);
@@ -311,7 +313,7 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
                                     {"cpu", target.cpu},
                                     {"features", target.features}}},
       {"model", modelEntry(*config, "f32")},
-      {"step", stepEntry(*config, "f32", matmulKind, LLMC_STEP_SYMBOL)},
+      {"step", stepEntry(*config, kvKind, matmulKind, LLMC_STEP_SYMBOL)},
       {"kernels", llvm::json::Array{llvm::json::Object{{"file", "kernels.so"},
                                                        {"size", kernels->first},
                                                        {"checksum", kernels->second}}}},

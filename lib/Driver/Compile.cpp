@@ -342,6 +342,20 @@ int runCompile(const CompileOptions &options) {
       return 1;
     }
   }
+  if (options.kvCacheDtype != "auto" && options.kvCacheDtype != "int8") {
+    error() << "unknown --kv-cache-dtype '" << options.kvCacheDtype << "': use auto or int8\n";
+    return 1;
+  }
+  if (options.kvCacheDtype == "int8" && cuda) {
+    error() << "--kv-cache-dtype int8 applies to the CPU target; the CUDA target caches K/V in "
+               "its --dtype\n";
+    return 1;
+  }
+  if (options.kvCacheDtype == "int8" && graph) {
+    error() << "--kv-cache-dtype applies to the paged step; --emit=" << emitName(emit)
+            << " has no KV cache\n";
+    return 1;
+  }
   if (optLevel > 3) {
     error() << "unknown optimization level -O" << optLevel << ": use -O0, -O1, -O2 or -O3\n";
     return 1;
@@ -381,6 +395,7 @@ int runCompile(const CompileOptions &options) {
   if (failed(loadPassPlugins(options.passPlugins))) return 1;
   StepPipelineOptions step;
   step.blockSize = options.blockSize;
+  step.kvCacheDtype = options.kvCacheDtype;
   step.maxNumBatchedTokens = options.maxNumBatchedTokens;
   step.maxNumSeqs = options.maxNumSeqs;
   step.matmul = options.matmul;

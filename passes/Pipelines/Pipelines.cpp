@@ -92,6 +92,7 @@ LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &op
   serving.addPass(createCanonicalizerPass());
   LlmKvCachePagingPassOptions paging;
   paging.blockSize = options.blockSize;
+  paging.kvCacheDtype = options.kvCacheDtype;
   serving.addPass(createLlmKvCachePagingPass(paging));
   serving.addPass(createLlmRaggedBatchingPass());
   serving.addPass(createCanonicalizerPass());

@@ -28,6 +28,8 @@ inline constexpr llvm::StringLiteral kExtensionPoints[] = {"after-raising", "bef
 /// Options of the serving-form pipeline.
 struct StepPipelineOptions {
   int64_t blockSize = 16;
+  /// The KV pool's element type: auto (the model's) or int8.
+  std::string kvCacheDtype = "auto";
   int64_t maxNumBatchedTokens = 2048;
   int64_t maxNumSeqs = 256;
   std::string matmul = "generated";

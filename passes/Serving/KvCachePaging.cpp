@@ -89,6 +89,8 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
 
   LogicalResult page(func::FuncOp func) {
     if (blockSize <= 0) return func.emitError("block-size must be positive");
+    if (kvCacheDtype != "auto" && kvCacheDtype != "int8")
+      return func.emitError("kv-cache-dtype must be auto or int8, not '") << kvCacheDtype << "'";
     SmallVector<Layer> layers;
     if (failed(collectLayers(func, layers))) return failure();
 
@@ -119,6 +121,7 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
       return func.emitError("the token ids must be a [batch, seq] input read by llm.embedding");
 
     MLIRContext *context = func.getContext();
+    OpBuilder builder(context);
     auto i32 = IntegerType::get(context, 32);
     int64_t batch = dimOf(ids, 0), seq = dimOf(ids, 1), dynamic = ShapedType::kDynamic;
     unsigned originalInputs = func.getNumArguments();
@@ -127,8 +130,14 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     if (failed(firstShape)) return failure();
     auto [kvHeads, headDim] = *firstShape;
     Type kvType = cast<ShapedType>(layers.front().newKeys.getType()).getElementType();
+    bool int8 = kvCacheDtype == "int8";
+    if (int8 && !kvType.isF32())
+      return layers.front().attention.emitOpError("caches ")
+             << kvType << " keys; an int8 KV cache quantizes f32 keys and values";
+    int64_t row = int8 ? headDim + llm::kInt8KvScaleBytes : headDim;
     auto poolType = RankedTensorType::get(
-        {static_cast<int64_t>(layers.size()), dynamic, 2, kvHeads, blockSize, headDim}, kvType);
+        {static_cast<int64_t>(layers.size()), dynamic, 2, kvHeads, blockSize, row},
+        int8 ? builder.getI8Type() : kvType);
 
     Value tokens = abi::addInput(func, abi::kTokens, RankedTensorType::get({batch, seq}, i32));
     Value positions = abi::addInput(func, abi::kPositions, RankedTensorType::get({batch, seq}, i32));
@@ -144,7 +153,6 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     for (llm::EmbeddingOp embedding : positionEmbeddings)
       embedding.getIdsMutable().assign(positions);
 
-    OpBuilder builder(context);
     for (auto [index, layer] : llvm::enumerate(layers)) {
       llm::AttentionOp attention = layer.attention;
       auto shape = index == 0 ? firstShape : kvShape(attention, layer.newKeys);

@@ -37,7 +37,9 @@ def LlmKvCachePagingPass : Pass<"llm-kv-cache-paging", "mlir::func::FuncOp"> {
       `context_lens`; layers are numbered in program order;
     - the past_key_values inputs and present outputs disappear, and one
       `kv_pool` input [layers, num_blocks, 2, kv_heads, block_size,
-      head_dim] takes their place;
+      head_dim] takes their place: of the K/V type, or with
+      `kv-cache-dtype=int8` of i8 with head_dim + 4 bytes per row (the
+      int8 codes and their f32 scale);
     - the token ids and positions become i32 inputs (positions derived
       inside the graph from attention_mask are replaced by them), and
       attention_mask goes: padding is what context_lens leaves out.
@@ -52,6 +54,9 @@ def LlmKvCachePagingPass : Pass<"llm-kv-cache-paging", "mlir::func::FuncOp"> {
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"16",
            "Tokens per KV block">,
+    Option<"kvCacheDtype", "kv-cache-dtype", "std::string", /*default=*/"\"auto\"",
+           "The pool's element type: auto (the model's K/V type) or int8 (codes "
+           "and a per-row scale, see llm.paged_kv_write)">,
   ];
   let dependentDialects = ["::llmc::llm::LlmDialect"];
 }

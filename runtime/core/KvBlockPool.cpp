@@ -11,6 +11,8 @@ namespace llmc::runtime {
 const KvCacheShape &checkedKvCacheShape(const KvCacheShape &shape) {
   if (shape.numBlocks < 1 || shape.blockSize < 1)
     throw Error("the KV cache needs at least one block of at least one position");
+  if (shape.rowScaleBytes != 0 && shape.elementBytes != 1)
+    throw Error("only a KV cache of bytes (int8) has a scale after each row");
   // Slots (block * blockSize + offset) are int32 in the step ABI.
   if (shape.numBlocks > std::numeric_limits<int32_t>::max() / shape.blockSize)
     throw Error("the KV cache cannot have " + std::to_string(shape.numBlocks) +

@@ -10,8 +10,9 @@
 namespace llmc::runtime {
 
 /// The extents of the KV cache: [numLayers, numBlocks, 2, numKvHeads,
-/// blockSize, headDim] elements of elementBytes each (f32 on the CPU, bf16 or
-/// f16 on a GPU), K at index 0 of the third axis and V at 1.
+/// blockSize, row] elements of elementBytes each (f32 on the CPU, bf16 or
+/// f16 on a GPU, or int8 codes), K at index 0 of the third axis and V at 1.
+/// A row is headDim elements, and for int8 then the row's f32 scale.
 struct KvCacheShape {
   int64_t numLayers = 0;
   int64_t numBlocks = 0;
@@ -19,13 +20,18 @@ struct KvCacheShape {
   int64_t blockSize = 0;
   int64_t headDim = 0;
   int64_t elementBytes = 4;
+  /// Bytes after each row's headDim elements: 4 (the scale) for int8, else 0.
+  int64_t rowScaleBytes = 0;
 
+  /// The elements of one row, its scale's bytes included (elementBytes is 1
+  /// when there is a scale).
+  int64_t rowExtent() const { return headDim + rowScaleBytes; }
   /// The six extents in the step ABI's order.
   std::vector<int64_t> extents() const {
-    return {numLayers, numBlocks, 2, numKvHeads, blockSize, headDim};
+    return {numLayers, numBlocks, 2, numKvHeads, blockSize, rowExtent()};
   }
   /// Elements of one block in one layer, K and V.
-  int64_t elementsPerLayerBlock() const { return 2 * numKvHeads * blockSize * headDim; }
+  int64_t elementsPerLayerBlock() const { return 2 * numKvHeads * blockSize * rowExtent(); }
   /// Bytes of one block over all layers.
   int64_t bytesPerBlock() const { return numLayers * elementsPerLayerBlock() * elementBytes; }
   int64_t numElements() const { return numLayers * numBlocks * elementsPerLayerBlock(); }

@@ -29,7 +29,6 @@ int64_t availableHostMemory() {
 
 /// The memory a KV cache is sized against.
 struct KvMemory {
-  int64_t elementBytes = 4;
   /// Bytes available to the KV cache, measured only when an option asks.
   std::function<int64_t()> availableBytes;
   /// How the summary names that memory ("available after the weights").
@@ -56,7 +55,9 @@ KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
   shape.numKvHeads = artifact.model().numKvHeads;
   shape.blockSize = artifact.step().blockSize;
   shape.headDim = artifact.model().headDim;
-  shape.elementBytes = memory.elementBytes;
+  const std::string &kvDtype = artifact.step().kvDtype;
+  shape.elementBytes = kvDtype == "f32" ? 4 : kvDtype == "int8" ? 1 : 2; // else bf16, f16
+  if (kvDtype == "int8") shape.rowScaleBytes = 4;
   int64_t bytesPerBlock = shape.bytesPerBlock();
 
   std::string source;
@@ -117,7 +118,6 @@ std::unique_ptr<StepExecutor> openExecutor(const Artifact &artifact, const Model
     return std::make_unique<cuda::CudaExecutor>(
         artifact, options.maxModelLen, [&](int64_t freeBytes, const std::string &deviceName) {
           KvMemory memory;
-          memory.elementBytes = 2; // bf16 and f16
           memory.availableBytes = [freeBytes] { return freeBytes; };
           memory.availableWhat = "free on the " + deviceName + " after the weights and workspace";
           memory.defaultFraction = Model::kDefaultDeviceMemoryFraction;

@@ -18,7 +18,7 @@ template <typename T> LlmcMemRef2 memref2(const T *data, int64_t rows, int64_t c
   return {pointer, pointer, 0, {rows, columns}, {columns, 1}};
 }
 
-LlmcMemRef6 kvPoolMemref(const KvCacheShape &shape, float *data) {
+LlmcMemRef6 kvPoolMemref(const KvCacheShape &shape, void *data) {
   LlmcMemRef6 memref;
   memref.allocated = memref.aligned = data;
   memref.offset = 0;

@@ -14,7 +14,7 @@ public:
   explicit HostKvStorage(const KvCacheShape &shape)
       : memory(static_cast<size_t>(checkedKvCacheShape(shape).numBytes())) {}
 
-  float *data() const { return static_cast<float *>(memory.data()); }
+  void *data() const { return memory.data(); }
   void copyBytes(int64_t from, int64_t to, int64_t bytes) override;
 
 private:

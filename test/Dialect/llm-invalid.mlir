@@ -167,3 +167,28 @@ func.func @attention_softcap(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
   %a = llm.attention %q, %q, %q {causal, scale = 0.25 : f32, softcap = -1.0 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
   return %a : tensor<1x4x3x16xf32>
 }
+
+// -----
+
+func.func @int8_pool_without_codes(%pool: tensor<1x?x2x2x16x4xi8>, %k: tensor<?x2x16xf32>, %slots: tensor<?xi32>) -> tensor<1x?x2x2x16x4xi8> {
+  // expected-error @+1 {{an int8 KV pool's rows must hold head_dim codes and a 4-byte scale}}
+  %p = llm.paged_kv_write %pool, %k, %k, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x4xi8>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x4xi8>
+  return %p : tensor<1x?x2x2x16x4xi8>
+}
+
+// -----
+
+// An int8 row is head_dim codes and 4 bytes of scale: 16 codes need rows of 20.
+func.func @int8_pool_row_without_scale(%pool: tensor<1x?x2x2x16x16xi8>, %k: tensor<?x2x16xf32>, %slots: tensor<?xi32>) -> tensor<1x?x2x2x16x16xi8> {
+  // expected-error @+1 {{keys do not fit the pool's kv_heads and head_dim}}
+  %p = llm.paged_kv_write %pool, %k, %k, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x16xi8>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xi8>
+  return %p : tensor<1x?x2x2x16x16xi8>
+}
+
+// -----
+
+func.func @int32_pool(%q: tensor<?x2x16xf32>, %pool: tensor<1x?x2x2x16x16xi32>, %tables: tensor<?x?xi32>, %lens: tensor<?xi32>) -> tensor<?x2x16xf32> {
+  // expected-error @+1 {{the KV pool holds 'i32'; it must be a float or i8 (int8 codes)}}
+  %a = llm.paged_attention %q, %pool, %tables, %lens, %lens {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xi32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  return %a : tensor<?x2x16xf32>
+}

@@ -59,6 +59,16 @@ func.func @optional_operands(%x: tensor<?x8xf32>, %r: tensor<?x8xf32>,
   return %y, %f, %a, %cq : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>
 }
 
+// The int8 KV cache: rows of 16 codes and their 4-byte scale.
+// CHECK-LABEL: func.func @int8_pool
+// CHECK: llm.paged_kv_write {{.*}} -> tensor<1x?x2x2x16x20xi8>
+// CHECK: llm.paged_attention {{.*}} tensor<1x?x2x2x16x20xi8>
+func.func @int8_pool(%pool: tensor<1x?x2x2x16x20xi8>, %q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %slots: tensor<?xi32>, %tables: tensor<?x?xi32>, %lens: tensor<?xi32>) -> tensor<?x4x16xf32> {
+  %p = llm.paged_kv_write %pool, %k, %k, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x20xi8>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x20xi8>
+  %a = llm.paged_attention %q, %p, %tables, %lens, %lens {layer = 0 : i64, scale = 0.25 : f32} : (tensor<?x4x16xf32>, tensor<1x?x2x2x16x20xi8>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x16xf32>
+  return %a : tensor<?x4x16xf32>
+}
+
 // A per-head norm (Qwen3's q_norm): a weight of one head's length normalises
 // each head of the projection on its own.
 // CHECK-LABEL: func.func @per_head_norm

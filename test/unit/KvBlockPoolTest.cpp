@@ -20,12 +20,14 @@ KvCacheShape smallShape(int64_t numBlocks) {
   return shape;
 }
 
+float *floats(const HostKvStorage &storage) { return static_cast<float *>(storage.data()); }
+
 TEST(KvBlockPool, MemoryIsAlignedZeroedAndSized) {
   HostKvStorage storage(smallShape(5));
   KvBlockPool pool(smallShape(5), storage);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(storage.data()) % 64, 0u);
   EXPECT_EQ(pool.shape().numElements(), 2 * 5 * 2 * 3 * 4 * 8);
-  for (int64_t i = 0; i < pool.shape().numElements(); ++i) ASSERT_EQ(storage.data()[i], 0.0f);
+  for (int64_t i = 0; i < pool.shape().numElements(); ++i) ASSERT_EQ(floats(storage)[i], 0.0f);
   std::vector<int64_t> expected = {2, 5, 2, 3, 4, 8};
   EXPECT_EQ(pool.shape().extents(), expected);
 }
@@ -34,18 +36,39 @@ TEST(KvBlockPool, CopyBlockCopiesEveryLayerAndNothingElse) {
   HostKvStorage storage(smallShape(3));
   KvBlockPool pool(smallShape(3), storage);
   int64_t perLayerBlock = 2 * 3 * 4 * 8;
-  for (int64_t i = 0; i < pool.shape().numElements(); ++i) storage.data()[i] = float(i);
+  for (int64_t i = 0; i < pool.shape().numElements(); ++i) floats(storage)[i] = float(i);
   pool.copyBlock(2, 0);
   for (int64_t layer = 0; layer < 2; ++layer)
     for (int64_t block = 0; block < 3; ++block)
       for (int64_t i = 0; i < perLayerBlock; ++i) {
         int64_t at = (layer * 3 + block) * perLayerBlock + i;
         int64_t source = block == 0 ? (layer * 3 + 2) * perLayerBlock + i : at;
-        ASSERT_EQ(storage.data()[at], float(source)) << "layer " << layer << " block " << block;
+        ASSERT_EQ(floats(storage)[at], float(source)) << "layer " << layer << " block " << block;
       }
   EXPECT_EQ(pool.shape().bytesPerBlock(), 2 * perLayerBlock * 4);
   EXPECT_THROW(pool.copyBlock(0, 3), Error);
   EXPECT_THROW(pool.copyBlock(-1, 0), Error);
+}
+
+TEST(KvBlockPool, AnInt8PoolsRowsCarryTheirScale) {
+  KvCacheShape shape = smallShape(3);
+  shape.elementBytes = 1;
+  shape.rowScaleBytes = 4;
+  HostKvStorage storage(shape);
+  KvBlockPool pool(shape, storage);
+  std::vector<int64_t> expected = {2, 3, 2, 3, 4, 12};
+  EXPECT_EQ(pool.shape().extents(), expected);
+  int64_t perLayerBlock = 2 * 3 * 4 * 12;
+  EXPECT_EQ(pool.shape().bytesPerBlock(), 2 * perLayerBlock);
+  auto *bytes = static_cast<unsigned char *>(storage.data());
+  for (int64_t i = 0; i < shape.numBytes(); ++i) bytes[i] = static_cast<unsigned char>(i * 7);
+  pool.copyBlock(1, 2);
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int64_t i = 0; i < perLayerBlock; ++i)
+      ASSERT_EQ(bytes[(layer * 3 + 2) * perLayerBlock + i],
+                static_cast<unsigned char>(((layer * 3 + 1) * perLayerBlock + i) * 7));
+  shape.elementBytes = 4;
+  EXPECT_THROW(checkedKvCacheShape(shape), Error);
 }
 
 TEST(KvBlockPool, RefusesAnEmptyPool) {

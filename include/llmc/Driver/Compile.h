@@ -33,6 +33,7 @@ struct CompileOptions {
   std::string target = "cpu";            ///< cpu, cuda or cuda:sm_XX
   std::optional<std::string> dtype;      ///< CUDA storage type: bf16 (default) or f16
   int64_t blockSize = 16;                ///< tokens per KV-cache block
+  std::string kvCacheDtype = "auto";     ///< the KV cache's type: auto (the model's) or int8
   int64_t maxNumBatchedTokens = 2048;    ///< most tokens one step carries
   int64_t maxNumSeqs = 256;              ///< most sequences one step carries
   std::string matmul = "generated";      ///< CPU matrix products: generated or blas

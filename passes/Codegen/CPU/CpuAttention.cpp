@@ -5,23 +5,94 @@
 // one pass over the keys, O(head_dim) extra memory per query row whatever the
 // context length, as flash attention does.
 //
+// An int8 pool (--kv-cache-dtype int8) holds each row as codes followed by
+// the row's f32 scale. Attention reads the codes and applies the scales to
+// what they multiply: a key's scale to its dot product, a value's to its
+// softmax weight, so no row is ever dequantised into memory.
+//
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 
 namespace llmc::cpu {
 
 namespace {
-/// The static dims of a [layers, blocks, 2, kv_heads, block_size, head_dim] pool.
-struct PoolShape {
+/// The cached rows of a [layers, blocks, 2, kv_heads, block_size, row] pool,
+/// f32 or int8 (codes, then the row's scale in the last 4 bytes).
+struct CachedRows {
+  Value pool;
   int64_t kvHeads, blockSize, headDim;
-  explicit PoolShape(Value pool) {
-    auto shape = cast<MemRefType>(pool.getType()).getShape();
-    kvHeads = shape[3];
-    blockSize = shape[4];
-    headDim = shape[5];
+  bool int8;
+  explicit CachedRows(Value pool) : pool(pool) {
+    auto type = cast<MemRefType>(pool.getType());
+    kvHeads = type.getDimSize(3);
+    blockSize = type.getDimSize(4);
+    headDim = llm::cachedHeadDim(type);
+    int8 = llm::isInt8KvPool(type);
   }
+
+  /// Element `d` of a row, as f32: the value, or for int8 the code (the
+  /// caller applies the scale).
+  Value element(KernelBuilder &kb, ValueRange row, Value d) const {
+    SmallVector<Value> indices(row);
+    indices.push_back(d);
+    Value loaded = kb.load(pool, indices);
+    return int8 ? kb.toF32(loaded) : loaded;
+  }
+
+  /// The scale of an int8 row; null for an f32 pool.
+  Value scale(KernelBuilder &kb, ValueRange row) const {
+    if (!int8) return nullptr;
+    OpBuilder &b = kb.builder();
+    SmallVector<Value> indices(row);
+    indices.push_back(kb.index(headDim));
+    Value bytes = vector::LoadOp::create(b, kb.location(), scaleBytesType(b), pool, indices);
+    Value word = vector::BitCastOp::create(b, kb.location(), scaleWordType(b), bytes);
+    return vector::ExtractOp::create(b, kb.location(), word, ArrayRef<int64_t>{0});
+  }
+
+  /// Writes a row, element `d` of which is `read(d)`: stored as is, or for
+  /// int8 quantised by the row's absolute maximum (llm.paged_kv_write says
+  /// how). `read` is called twice per element then: it must be cheap.
+  void write(KernelBuilder &kb, ValueRange row, function_ref<Value(Value)> read) const {
+    Value zero = kb.index(0), last = kb.index(headDim);
+    auto at = [&](Value d) {
+      SmallVector<Value> indices(row);
+      indices.push_back(d);
+      return indices;
+    };
+    if (!int8) {
+      kb.forEach(zero, last, [&](Value d) { kb.store(read(d), pool, at(d)); });
+      return;
+    }
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
+    Value absMax = kb.reduce(zero, last, kb.f32(0.0), [&](Value d, Value acc) {
+      return kb.max(acc, math::AbsFOp::create(b, loc, read(d)));
+    });
+    Value scale = kb.div(absMax, kb.f32(127.0));
+    Value nonZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, scale, kb.f32(0.0));
+    // A row of zeros keeps scale 0 and codes 0; dividing by 1 makes them.
+    Value divisor = arith::SelectOp::create(b, loc, nonZero, scale, kb.f32(1.0));
+    kb.forEach(zero, last, [&](Value d) {
+      Value rounded = math::RoundEvenOp::create(b, loc, kb.div(read(d), divisor));
+      Value clamped = arith::MinimumFOp::create(
+          b, loc, arith::MaximumFOp::create(b, loc, rounded, kb.f32(-127.0)), kb.f32(127.0));
+      kb.store(arith::FPToSIOp::create(b, loc, b.getI8Type(), clamped), pool, at(d));
+    });
+    Value word = vector::BroadcastOp::create(b, loc, scaleWordType(b), scale);
+    Value bytes = vector::BitCastOp::create(b, loc, scaleBytesType(b), word);
+    vector::StoreOp::create(b, loc, bytes, pool, at(last));
+  }
+
+private:
+  static VectorType scaleBytesType(OpBuilder &b) {
+    return VectorType::get({llm::kInt8KvScaleBytes}, b.getI8Type());
+  }
+  static VectorType scaleWordType(OpBuilder &b) { return VectorType::get({1}, b.getF32Type()); }
 };
 } // namespace
 
@@ -31,22 +102,21 @@ LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
   int64_t layer = op.getLayer();
   step.callKernel(op.getLoc(), "paged_kv_write", kernelKey(op, args), args,
                   [&](KernelBuilder &kb, ValueRange params) {
-    Value pool = params[0], keys = params[1], values = params[2], slots = params[3];
-    PoolShape shape(pool);
+    Value keys = params[1], values = params[2], slots = params[3];
+    CachedRows rows(params[0]);
     Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
-    Value blockSize = kb.index(shape.blockSize), headDim = kb.index(shape.headDim);
+    Value blockSize = kb.index(rows.blockSize), headDim = kb.index(rows.headDim);
     kb.forEach(zero, kb.dim(keys, 0), [&](Value token) {
       Value slot = kb.toIndex(kb.load(slots, {token}));
       // A negative slot marks a token whose K/V must not be cached.
       kb.ifThen(kb.lessThan(kb.index(-1), slot), [&] {
         Value block = kb.divIndex(slot, blockSize), offset = kb.remIndex(slot, blockSize);
-        kb.forEach(zero, kb.index(shape.kvHeads), [&](Value head) {
+        kb.forEach(zero, kb.index(rows.kvHeads), [&](Value head) {
           Value base = kb.mulIndex(head, headDim);
-          kb.forEach(zero, headDim, [&](Value d) {
-            Value col = kb.addIndex(base, d);
-            kb.store(kb.load(keys, {token, col}), pool, {layerIndex, block, zero, head, offset, d});
-            kb.store(kb.load(values, {token, col}), pool, {layerIndex, block, one, head, offset, d});
-          });
+          for (auto [kv, source] : {std::pair(zero, keys), std::pair(one, values)})
+            rows.write(kb, {layerIndex, block, kv, head, offset}, [&, source = source](Value d) {
+              return kb.load(source, {token, kb.addIndex(base, d)});
+            });
         });
       });
     });
@@ -65,14 +135,17 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
   int64_t halfRotary = cast<MemRefType>(args[6].getType()).getShape().back();
   step.callKernel(op.getLoc(), "rope_paged_kv_write", kernelKey(op, args), args,
                   [&](KernelBuilder &kb, ValueRange params) {
-    Value pool = params[0], query = params[1], keys = params[2], values = params[3];
+    Value query = params[1], keys = params[2], values = params[3];
     Value slots = params[4], positions = params[5], out = params.back();
-    PoolShape shape(pool);
-    Rotation rotation{shape.headDim, halfRotary, interleaved, cached ? Value() : params[6],
+    CachedRows rows(params[0]);
+    Rotation rotation{rows.headDim, halfRotary, interleaved, cached ? Value() : params[6],
                       cached ? params[6] : Value(), cached ? params[7] : Value()};
-    int64_t heads = cast<MemRefType>(out.getType()).getDimSize(1) / shape.headDim;
+    int64_t heads = cast<MemRefType>(out.getType()).getDimSize(1) / rows.headDim;
     Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
-    Value blockSize = kb.index(shape.blockSize), headDim = kb.index(shape.headDim);
+    Value blockSize = kb.index(rows.blockSize), headDim = kb.index(rows.headDim);
+    // The rotated key of one head: an int8 row is quantised from all of it.
+    Value rotatedKey = memref::AllocaOp::create(
+        kb.builder(), kb.location(), MemRefType::get({rows.headDim}, kb.builder().getF32Type()));
     kb.forEach(zero, kb.dim(out, 0), [&](Value token) {
       Value position = kb.load(positions, {token});
       kb.forEach(zero, kb.index(heads), [&](Value head) {
@@ -85,18 +158,16 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
       // A negative slot marks a token whose K/V must not be cached.
       kb.ifThen(kb.lessThan(kb.index(-1), slot), [&] {
         Value block = kb.divIndex(slot, blockSize), offset = kb.remIndex(slot, blockSize);
-        kb.forEach(zero, kb.index(shape.kvHeads), [&](Value head) {
+        kb.forEach(zero, kb.index(rows.kvHeads), [&](Value head) {
           Value base = kb.mulIndex(head, headDim);
           emitRotatedHead(
               kb, rotation, position,
               [&](Value i) { return kb.load(keys, {token, kb.addIndex(base, i)}); },
-              [&](Value i, Value value) {
-                kb.store(value, pool, {layerIndex, block, zero, head, offset, i});
-              });
-          kb.forEach(zero, headDim, [&](Value d) {
-            kb.store(kb.load(values, {token, kb.addIndex(base, d)}), pool,
-                     {layerIndex, block, one, head, offset, d});
-          });
+              [&](Value i, Value value) { kb.store(value, rotatedKey, {i}); });
+          rows.write(kb, {layerIndex, block, zero, head, offset},
+                     [&](Value d) { return kb.load(rotatedKey, {d}); });
+          rows.write(kb, {layerIndex, block, one, head, offset},
+                     [&](Value d) { return kb.load(values, {token, kb.addIndex(base, d)}); });
         });
       });
     });
@@ -117,17 +188,17 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   if (auto cap = op.getSoftcap()) softcap = cap->convertToFloat();
   step.callKernel(op.getLoc(), "paged_attention", kernelKey(op, args), args,
                   [&](KernelBuilder &kb, ValueRange params) {
-    Value query = params[0], pool = params[1], blockTables = params[2];
+    Value query = params[0], blockTables = params[2];
     Value contextLens = params[3], cuSeqlens = params[4], out = params[5];
-    PoolShape shape(pool);
-    int64_t heads = cast<MemRefType>(query.getType()).getDimSize(1) / shape.headDim;
-    int64_t group = heads / shape.kvHeads;
+    CachedRows rows(params[1]);
+    int64_t heads = cast<MemRefType>(query.getType()).getDimSize(1) / rows.headDim;
+    int64_t group = heads / rows.kvHeads;
     OpBuilder &b = kb.builder();
     // The rescaled sum of values of one query row; allocated once per call.
     Value accumulator = memref::AllocaOp::create(
-        b, kb.location(), MemRefType::get({shape.headDim}, b.getF32Type()));
+        b, kb.location(), MemRefType::get({rows.headDim}, b.getF32Type()));
     Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
-    Value headDim = kb.index(shape.headDim), blockSize = kb.index(shape.blockSize);
+    Value headDim = kb.index(rows.headDim), blockSize = kb.index(rows.blockSize);
     Value scaleValue = kb.f32(scale);
     Value sequences = kb.subIndex(kb.dim(cuSeqlens, 0), one);
     kb.forEach(zero, sequences, [&](Value seq) {
@@ -159,11 +230,13 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                 auto slotLoop = scf::ForOp::create(
                     b, kb.location(), firstSlot, count, one, state,
                     [&](OpBuilder &, Location, Value slot, ValueRange running) {
+                      SmallVector<Value> keyRow{layerIndex, block, zero, kvHead, slot};
+                      SmallVector<Value> valueRow{layerIndex, block, one, kvHead, slot};
                       Value dot = kb.reduce(zero, headDim, kb.f32(0.0), [&](Value d, Value acc) {
                         Value q = kb.load(query, {row, kb.addIndex(qBase, d)});
-                        Value k = kb.load(pool, {layerIndex, block, zero, kvHead, slot, d});
-                        return kb.add(acc, kb.mul(q, k));
+                        return kb.add(acc, kb.mul(q, rows.element(kb, keyRow, d)));
                       });
+                      if (Value keyScale = rows.scale(kb, keyRow)) dot = kb.mul(dot, keyScale);
                       Value score = kb.mul(dot, scaleValue);
                       if (softcap)
                         score = kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap))));
@@ -171,11 +244,14 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                       Value correction = kb.exp(kb.sub(running[0], maxSoFar));
                       Value weight = kb.exp(kb.sub(score, maxSoFar));
                       Value sum = kb.add(kb.mul(running[1], correction), weight);
+                      Value valueWeight = weight;
+                      if (Value valueScale = rows.scale(kb, valueRow))
+                        valueWeight = kb.mul(weight, valueScale);
                       kb.forEach(zero, headDim, [&](Value d) {
-                        Value v = kb.load(pool, {layerIndex, block, one, kvHead, slot, d});
+                        Value v = rows.element(kb, valueRow, d);
                         Value acc = kb.load(accumulator, {d});
-                        kb.store(kb.add(kb.mul(acc, correction), kb.mul(weight, v)), accumulator,
-                                 {d});
+                        kb.store(kb.add(kb.mul(acc, correction), kb.mul(valueWeight, v)),
+                                 accumulator, {d});
                       });
                       scf::YieldOp::create(b, kb.location(), ValueRange{maxSoFar, sum});
                     });

@@ -296,12 +296,15 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     // The step function's signature: api, the ABI inputs, weights, workspace, logits.
     SmallVector<Type> types{LLVM::LLVMPointerType::get(context)};
     SmallVector<BlockArgument> modelInputs;
+    StringRef kvDtype = "f32";
     for (StringRef role : abi::kStepInputs) {
       BlockArgument input = abi::findInput(model, role);
       if (!input) return model.emitError("has no '") << role << "' input";
       auto tensor = cast<RankedTensorType>(input.getType());
-      if (role == abi::kKvPool && !tensor.getElementType().isF32())
-        return model.emitError("has a non-f32 KV cache; only f32 models are lowered");
+      if (role == abi::kKvPool && !tensor.getElementType().isF32() && !llm::isInt8KvPool(tensor))
+        return model.emitError("has a ")
+               << tensor.getElementType() << " KV cache; the CPU target caches f32 or int8";
+      if (role == abi::kKvPool && llm::isInt8KvPool(tensor)) kvDtype = "int8";
       modelInputs.push_back(input);
       types.push_back(memrefLike(tensor));
     }
@@ -336,6 +339,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     setStepInfo(module, *info);
     walker.weightLayout.record(module);
     module->setAttr("llmc.matmul", b.getStringAttr(matmul));
+    module->setAttr("llmc.kv_dtype", b.getStringAttr(kvDtype));
     model.erase();
     return success();
   }

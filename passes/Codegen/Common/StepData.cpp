@@ -54,7 +54,7 @@ FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
   info.numLayers = poolType.getDimSize(0);
   info.numKvHeads = poolType.getDimSize(3);
   info.blockSize = poolType.getDimSize(4);
-  info.headDim = poolType.getDimSize(5);
+  info.headDim = llm::cachedHeadDim(poolType);
   info.vocabSize = logits.getDimSize(1);
   model.walk([&](llm::EmbeddingOp embedding) {
     info.hiddenSize = cast<ShapedType>(embedding.getType()).getShape().back();

@@ -1,5 +1,9 @@
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-kv-cache-paging{block-size=16}))' | FileCheck %s
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-kv-cache-paging{block-size=32}))' | FileCheck %s --check-prefix=BLOCK32
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-kv-cache-paging{kv-cache-dtype=int8}))' | FileCheck %s --check-prefix=INT8
+// RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-kv-cache-paging{kv-cache-dtype=int4}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADTYPE
+
+// BADTYPE: error: kv-cache-dtype must be auto or int8, not 'int4'
 
 // One layer with a KV cache in and out (optimum's past_key_values/present):
 // the pool replaces both, attention_mask goes, the positions become an i32
@@ -18,6 +22,11 @@
 //       CHECK:   return %[[L]] : tensor<?x?x64xf32>
 // BLOCK32-LABEL: func.func @cached
 //  BLOCK32-SAME:   tensor<1x?x2x2x32x16xf32> {llmc.abi = "kv_pool"}
+// The int8 cache: rows of 16 codes and a 4-byte scale.
+// INT8-LABEL: func.func @cached
+//  INT8-SAME:   %[[POOL:[^:]*]]: tensor<1x?x2x2x16x20xi8> {llmc.abi = "kv_pool"}
+//      INT8:   llm.paged_kv_write %[[POOL]], %{{.*}} : (tensor<1x?x2x2x16x20xi8>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi32>) -> tensor<1x?x2x2x16x20xi8>
+//      INT8:   llm.paged_attention %{{.*}} : (tensor<?x2x?x16xf32>, tensor<1x?x2x2x16x20xi8>,
 func.func @cached(%ids: tensor<?x?xi64> {onnx.name = "input_ids"}, %mask: tensor<?x?xi64> {onnx.name = "attention_mask"},
                   %positions: tensor<?x?xi64> {onnx.name = "position_ids"},
                   %past_k: tensor<?x2x?x16xf32>, %past_v: tensor<?x2x?x16xf32>)
