@@ -23,20 +23,43 @@ const KvCacheShape &checkedKvCacheShape(const KvCacheShape &shape) {
 KvBlockPool::KvBlockPool(const KvCacheShape &shape, KvBlockStorage &storage)
     : cacheShape(checkedKvCacheShape(shape)), storage(storage) {}
 
+void KvBlockPool::checkBlock(BlockId block) const {
+  if (block < 0 || block >= cacheShape.numBlocks)
+    throw Error("KV block " + std::to_string(block) + " is not in the pool of " +
+                std::to_string(cacheShape.numBlocks));
+}
+
+// [layers, blocks, 2, heads, blockSize, row]: a block is one run of bytes per
+// layer.
+int64_t KvBlockPool::layerBlockBytes() const {
+  return cacheShape.elementsPerLayerBlock() * cacheShape.elementBytes;
+}
+
+int64_t KvBlockPool::offsetOf(int64_t layer, BlockId block) const {
+  return (layer * cacheShape.numBlocks + block) * layerBlockBytes();
+}
+
 void KvBlockPool::copyBlock(BlockId from, BlockId to) {
-  for (BlockId block : {from, to})
-    if (block < 0 || block >= cacheShape.numBlocks)
-      throw Error("KV block " + std::to_string(block) + " is not in the pool of " +
-                  std::to_string(cacheShape.numBlocks));
-  // [layers, blocks, 2, heads, blockSize, headDim]: a block is one run of
-  // bytes per layer.
-  int64_t blockBytes = cacheShape.elementsPerLayerBlock() * cacheShape.elementBytes;
-  int64_t layerBytes = cacheShape.numBlocks * blockBytes;
-  for (int64_t layer = 0; layer < cacheShape.numLayers; ++layer) {
-    int64_t source = layer * layerBytes + from * blockBytes;
-    int64_t destination = layer * layerBytes + to * blockBytes;
-    storage.copyBytes(source, destination, blockBytes);
-  }
+  checkBlock(from);
+  checkBlock(to);
+  for (int64_t layer = 0; layer < cacheShape.numLayers; ++layer)
+    storage.copyBytes(offsetOf(layer, from), offsetOf(layer, to), layerBlockBytes());
+}
+
+void KvBlockPool::saveBlock(BlockId block, void *host) {
+  checkBlock(block);
+  auto *bytes = static_cast<unsigned char *>(host);
+  for (int64_t layer = 0; layer < cacheShape.numLayers; ++layer)
+    storage.copyToHost(offsetOf(layer, block), bytes + layer * layerBlockBytes(),
+                       layerBlockBytes());
+}
+
+void KvBlockPool::restoreBlock(const void *host, BlockId block) {
+  checkBlock(block);
+  auto *bytes = static_cast<const unsigned char *>(host);
+  for (int64_t layer = 0; layer < cacheShape.numLayers; ++layer)
+    storage.copyFromHost(bytes + layer * layerBlockBytes(), offsetOf(layer, block),
+                         layerBlockBytes());
 }
 
 int32_t slotOf(const std::vector<BlockId> &blockTable, int64_t position,

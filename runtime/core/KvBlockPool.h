@@ -44,12 +44,17 @@ const KvCacheShape &checkedKvCacheShape(const KvCacheShape &shape);
 
 /// The memory that holds a KV cache (host memory: runtime/cpu/HostKvStorage.h;
 /// a GPU's: the CUDA executor's): it copies byte ranges within itself, for
-/// KvBlockPool::copyBlock.
+/// KvBlockPool::copyBlock, and to and from host memory, for swapping. A copy
+/// is done, or ordered before the next step, when the call returns.
 class KvBlockStorage {
 public:
   virtual ~KvBlockStorage() = default;
   /// Copies `bytes` bytes at byte offset `from` of the pool to offset `to`.
   virtual void copyBytes(int64_t from, int64_t to, int64_t bytes) = 0;
+  /// Copies `bytes` bytes at byte offset `from` of the pool to `host`.
+  virtual void copyToHost(int64_t from, void *host, int64_t bytes) = 0;
+  /// Copies `bytes` bytes from `host` to byte offset `to` of the pool.
+  virtual void copyFromHost(const void *host, int64_t to, int64_t bytes) = 0;
 };
 
 /// The KV cache as the engine sees it, indexed by block id: its shape, and
@@ -68,8 +73,18 @@ public:
   /// Copies block `from` into block `to` in every layer (copy-on-write).
   /// Throws Error for an id outside the pool.
   void copyBlock(BlockId from, BlockId to);
+  /// Copies block `block` of every layer to `host` (shape().bytesPerBlock()
+  /// bytes, layer after layer), and back. Throw Error for an id outside the
+  /// pool.
+  void saveBlock(BlockId block, void *host);
+  void restoreBlock(const void *host, BlockId block);
 
 private:
+  void checkBlock(BlockId block) const;
+  /// Bytes of one block in one layer, and the byte offset of `block` in `layer`.
+  int64_t layerBlockBytes() const;
+  int64_t offsetOf(int64_t layer, BlockId block) const;
+
   KvCacheShape cacheShape;
   KvBlockStorage &storage;
 };

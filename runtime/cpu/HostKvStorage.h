@@ -16,6 +16,8 @@ public:
 
   void *data() const { return memory.data(); }
   void copyBytes(int64_t from, int64_t to, int64_t bytes) override;
+  void copyToHost(int64_t from, void *host, int64_t bytes) override;
+  void copyFromHost(const void *host, int64_t to, int64_t bytes) override;
 
 private:
   AlignedBuffer memory;

@@ -314,6 +314,22 @@ void CudaExecutor::copyKvBytes(int64_t from, int64_t to, int64_t bytes) {
                "copying a KV block on the GPU (cuMemcpyDtoDAsync)");
 }
 
+void CudaExecutor::copyKvToHost(int64_t from, void *host, int64_t bytes) {
+  ScopedContext current(driver, context.get());
+  CUstream stream = state->stream.get();
+  driver.check(driver.cuMemcpyDtoHAsync(host, state->kvPool.get() + uint64_t(from),
+                                        static_cast<size_t>(bytes), stream),
+               "swapping a KV block out of the GPU (cuMemcpyDtoHAsync)");
+  driver.check(driver.cuStreamSynchronize(stream), "swapping a KV block out of the GPU");
+}
+
+void CudaExecutor::copyKvFromHost(const void *host, int64_t to, int64_t bytes) {
+  ScopedContext current(driver, context.get());
+  driver.check(driver.cuMemcpyHtoDAsync(state->kvPool.get() + uint64_t(to), host,
+                                        static_cast<size_t>(bytes), state->stream.get()),
+               "swapping a KV block into the GPU (cuMemcpyHtoDAsync)");
+}
+
 void CudaExecutor::runPlan(const SymbolValues &symbols) {
   DeviceState &device = *state;
   CUstream stream = device.stream.get();

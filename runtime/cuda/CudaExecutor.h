@@ -75,6 +75,12 @@ private:
     void copyBytes(int64_t from, int64_t to, int64_t bytes) override {
       executor.copyKvBytes(from, to, bytes);
     }
+    void copyToHost(int64_t from, void *host, int64_t bytes) override {
+      executor.copyKvToHost(from, host, bytes);
+    }
+    void copyFromHost(const void *host, int64_t to, int64_t bytes) override {
+      executor.copyKvFromHost(host, to, bytes);
+    }
 
   private:
     CudaExecutor &executor;
@@ -82,6 +88,13 @@ private:
 
   /// Enqueues a device-to-device copy within the KV pool on the stream.
   void copyKvBytes(int64_t from, int64_t to, int64_t bytes);
+  /// Copies KV pool bytes to host memory once the stream's work is done, and
+  /// returns when they are there (a swap-out).
+  void copyKvToHost(int64_t from, void *host, int64_t bytes);
+  /// Enqueues a copy from host memory into the KV pool on the stream; the
+  /// host bytes are staged before it returns (pageable memory), so they may
+  /// be reused at once (a swap-in).
+  void copyKvFromHost(const void *host, int64_t to, int64_t bytes);
 
   /// Enqueues every step of the plan on the stream.
   void runPlan(const SymbolValues &symbols);

@@ -159,6 +159,17 @@ SequenceBlocks BlockManager::fork(const SequenceBlocks &parent) {
   return parent;
 }
 
+bool BlockManager::allocateBlocks(SequenceBlocks &seq, int64_t numBlocks) {
+  if (!seq.table.empty()) throw Error("allocateBlocks is for a sequence without blocks");
+  if (numBlocks > numAvailable()) return false;
+  for (int64_t i = 0; i < numBlocks; ++i) {
+    BlockId block = *takeBlock();
+    hold(block);
+    seq.table.push_back(block);
+  }
+  return true;
+}
+
 void BlockManager::release(SequenceBlocks &seq) {
   // The tail first: it is evicted before the prefix other requests may share.
   for (auto block = seq.table.rbegin(); block != seq.table.rend(); ++block) drop(*block);

@@ -92,6 +92,11 @@ public:
   /// A child sharing every block of `parent` (each block's count goes up).
   SequenceBlocks fork(const SequenceBlocks &parent);
 
+  /// Gives a sequence without blocks `numBlocks` private blocks, for a
+  /// swap-in to fill (the caller sets numTokens). Returns false, and
+  /// changes nothing, when not enough blocks are available.
+  bool allocateBlocks(SequenceBlocks &seq, int64_t numBlocks);
+
   /// Releases the sequence's blocks (most recent last into the eviction
   /// order, so a prefix outlives its tail) and empties `seq`.
   void release(SequenceBlocks &seq);

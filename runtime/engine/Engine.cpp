@@ -60,6 +60,25 @@ int64_t resolveModelLen(const Model &model, int64_t requested) {
   return requested ? requested : tightest.first;
 }
 
+/// The swap space of `bytes` for `model`'s blocks; null for none.
+std::unique_ptr<KvSwapSpace> makeSwapSpace(Model &model, int64_t bytes) {
+  if (bytes < 0) throw Error("swap_space must not be negative");
+  int64_t slots = bytes / model.kvPool().shape().bytesPerBlock();
+  if (bytes > 0 && slots == 0)
+    throw Error("a swap space of " + str(bytes) + " bytes holds no KV block: one takes " +
+                str(model.kvPool().shape().bytesPerBlock()));
+  return slots ? std::make_unique<KvSwapSpace>(model.kvPool(), slots) : nullptr;
+}
+
+/// What swapping costs on this machine: one block's round trip, measured.
+SwapPolicy swapPolicy(Model &model, KvSwapSpace *space) {
+  SwapPolicy policy;
+  if (!space) return policy;
+  policy.numSlots = space->numSlots();
+  policy.blockRoundTripSeconds = space->measureRoundTrip(model.kvPool(), 0);
+  return policy;
+}
+
 } // namespace
 
 const char *finishReasonName(FinishReason reason) {
@@ -75,7 +94,8 @@ const char *finishReasonName(FinishReason reason) {
 Engine::Engine(Model &model, const EngineConfig &config)
     : model(model),
       blocks(model.kvPool().numBlocks(), model.kvPool().blockSize(), config.enablePrefixCaching),
-      scheduler(blocks, schedulerLimits(model, config)),
+      swapSpace(makeSwapSpace(model, config.swapSpaceBytes)),
+      scheduler(blocks, schedulerLimits(model, config), swapPolicy(model, swapSpace.get())),
       modelLen(resolveModelLen(model, config.maxModelLen)), defaultSeed(config.seed) {}
 
 Engine::~Engine() { dropAll(); }
@@ -210,7 +230,7 @@ std::vector<StepOutput> Engine::step() {
   if (plan.empty()) return outputs;
   int64_t vocabSize = model.config().vocabSize;
   try {
-    for (const BlockCopy &copy : plan.copies) model.kvPool().copyBlock(copy.from, copy.to);
+    moveBlocks(plan);
     StepBatchArrays arrays = buildBatch(plan);
     logits.resize(plan.chunks.size() * static_cast<size_t>(vocabSize));
     model.step(arrays.view(), logits.data());
@@ -255,7 +275,21 @@ std::vector<StepOutput> Engine::step() {
     counters.decodeStepSeconds += seconds.count();
     counters.decodeStepTokens += plan.numTokens;
   }
+  // Recomputing a preempted sequence is prefill: its cost per token is what
+  // the steps that carried prompt tokens took per token.
+  int64_t prefillTokens = counters.computedTokens - counters.decodeStepTokens;
+  if (prefillTokens > 0)
+    scheduler.setRecomputeSecondsPerToken(counters.prefillStepSeconds / double(prefillTokens));
   return outputs;
+}
+
+void Engine::moveBlocks(const SchedulerOutput &plan) {
+  KvBlockPool &pool = model.kvPool();
+  for (const BlockSwap &swap : plan.swapOuts) swapSpace->swapOut(pool, swap.block, swap.slot);
+  for (const BlockSwap &swap : plan.swapIns) swapSpace->swapIn(pool, swap.slot, swap.block);
+  counters.numBlocksSwappedOut += static_cast<int64_t>(plan.swapOuts.size());
+  counters.numBlocksSwappedIn += static_cast<int64_t>(plan.swapIns.size());
+  for (const BlockCopy &copy : plan.copies) pool.copyBlock(copy.from, copy.to);
 }
 
 void Engine::dropAll() {
@@ -268,6 +302,9 @@ void Engine::dropAll() {
 EngineStats Engine::stats() const {
   EngineStats stats = counters;
   stats.numPreemptions = scheduler.numPreemptions();
+  stats.numSwapPreemptions = scheduler.numSwapPreemptions();
+  stats.numSwapSlotsUsed = scheduler.numSwapSlotsUsed();
+  stats.numSwapSlots = scheduler.numSwapSlots();
   stats.prefixCache = blocks.prefixCacheStats();
   stats.cachedPromptTokens = stats.prefixCache.hitBlocks * blocks.blockSize();
   stats.numRunning = static_cast<int64_t>(scheduler.numRunning());

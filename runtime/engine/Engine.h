@@ -25,6 +25,7 @@
 #define LLMC_RUNTIME_ENGINE_ENGINE_H
 
 #include "runtime/core/Error.h"
+#include "runtime/core/KvSwapSpace.h"
 #include "runtime/core/Model.h"
 #include "runtime/engine/BlockManager.h"
 #include "runtime/engine/Sampler.h"
@@ -55,6 +56,9 @@ struct EngineConfig {
   /// capped by what the KV cache holds.
   int64_t maxModelLen = 0;
   bool enablePrefixCaching = true;
+  /// Host memory for the blocks of preempted sequences (vLLM's swap_space);
+  /// 0: preemption always recomputes.
+  int64_t swapSpaceBytes = 0;
   /// Seeds the samplers of requests that carry no seed (mixed with the id).
   uint64_t seed = 0;
 };
@@ -88,6 +92,13 @@ struct EngineStats {
   int64_t cachedPromptTokens = 0;
   int64_t generatedTokens = 0;
   int64_t numPreemptions = 0;
+  /// Of those, the ones whose blocks were swapped out (the rest recompute),
+  /// the blocks swapped out and in, and the swap slots in use and in all.
+  int64_t numSwapPreemptions = 0;
+  int64_t numBlocksSwappedOut = 0;
+  int64_t numBlocksSwappedIn = 0;
+  int64_t numSwapSlotsUsed = 0;
+  int64_t numSwapSlots = 0;
   PrefixCacheStats prefixCache;
   int64_t numRunning = 0;
   int64_t numWaiting = 0;
@@ -153,8 +164,13 @@ private:
   void finish(Sequence &sequence);
   void dropAll();
 
+  /// Does the plan's swaps and copy-on-write copies, in the order
+  /// SchedulerOutput gives.
+  void moveBlocks(const SchedulerOutput &plan);
+
   Model &model;
   BlockManager blocks;
+  std::unique_ptr<KvSwapSpace> swapSpace; // null without swap space
   Scheduler scheduler;
   int64_t modelLen;
   uint64_t defaultSeed;

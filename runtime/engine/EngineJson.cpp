@@ -75,6 +75,11 @@ EngineConfig engineConfigFromJson(const json &object) {
   fields.read("max_model_len", config.maxModelLen);
   fields.read("enable_prefix_caching", config.enablePrefixCaching);
   fields.read("seed", config.seed);
+  // GiB, as vLLM's swap_space.
+  double swapGiB = 0;
+  fields.read("swap_space", swapGiB);
+  if (!(swapGiB >= 0 && swapGiB < 1e9)) throw Error("engine config: swap_space must be >= 0 GiB");
+  config.swapSpaceBytes = static_cast<int64_t>(swapGiB * 1024 * 1024 * 1024);
   fields.finish();
   return config;
 }
@@ -121,6 +126,11 @@ json toJson(const EngineStats &stats) {
           {"cached_prompt_tokens", stats.cachedPromptTokens},
           {"generated_tokens", stats.generatedTokens},
           {"num_preemptions", stats.numPreemptions},
+          {"num_swap_preemptions", stats.numSwapPreemptions},
+          {"num_blocks_swapped_out", stats.numBlocksSwappedOut},
+          {"num_blocks_swapped_in", stats.numBlocksSwappedIn},
+          {"num_swap_slots_used", stats.numSwapSlotsUsed},
+          {"num_swap_slots", stats.numSwapSlots},
           {"prefix_cache_queried_blocks", stats.prefixCache.queriedBlocks},
           {"prefix_cache_hit_blocks", stats.prefixCache.hitBlocks},
           {"prefix_cache_hit_rate", stats.prefixCache.hitRate()},

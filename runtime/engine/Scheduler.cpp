@@ -7,12 +7,15 @@
 
 namespace llmc::runtime {
 
-Scheduler::Scheduler(BlockManager &blocks, const SchedulerLimits &limits)
-    : blocks(blocks), stepLimits(limits) {
+Scheduler::Scheduler(BlockManager &blocks, const SchedulerLimits &limits, const SwapPolicy &swap)
+    : blocks(blocks), stepLimits(limits), swap(swap) {
   if (limits.maxNumSeqs < 1 || limits.maxNumBatchedTokens < limits.maxNumSeqs)
     throw Error("the scheduler needs 1 <= max_num_seqs <= max_num_batched_tokens, got " +
                 std::to_string(limits.maxNumSeqs) + " and " +
                 std::to_string(limits.maxNumBatchedTokens));
+  if (swap.numSlots < 0) throw Error("the swap space must not be negative");
+  // Hand out low slots first: the back of the list is taken next.
+  for (int64_t slot = swap.numSlots - 1; slot >= 0; --slot) freeSwapSlots.push_back(slot);
 }
 
 void Scheduler::addWaiting(Sequence *sequence) {
@@ -31,6 +34,11 @@ void Scheduler::remove(Sequence *sequence) {
   running.erase(std::remove(running.begin(), running.end(), sequence), running.end());
   waiting.erase(std::remove(waiting.begin(), waiting.end(), sequence), waiting.end());
   blocks.release(sequence->blocks);
+  if (sequence->swapped) {
+    freeSwapSlots.insert(freeSwapSlots.end(), sequence->swapped->slots.begin(),
+                         sequence->swapped->slots.end());
+    sequence->swapped.reset();
+  }
 }
 
 void Scheduler::insertWaiting(Sequence *sequence) {
@@ -42,8 +50,29 @@ void Scheduler::insertWaiting(Sequence *sequence) {
   waiting.insert(later, sequence);
 }
 
+bool Scheduler::swapPays(const Sequence &sequence) const {
+  int64_t numBlocks = static_cast<int64_t>(sequence.blocks.table.size());
+  if (numBlocks == 0 || numBlocks > static_cast<int64_t>(freeSwapSlots.size())) return false;
+  return double(numBlocks) * swap.blockRoundTripSeconds <
+         double(sequence.numComputed()) * recomputeSecondsPerToken;
+}
+
 void Scheduler::preempt(Sequence *sequence, SchedulerOutput &output) {
   running.erase(std::remove(running.begin(), running.end(), sequence), running.end());
+  // A preempted sequence was not scheduled in this step yet: every token it
+  // counts as computed has its K/V in its blocks.
+  if (swapPays(*sequence)) {
+    Sequence::SwappedBlocks saved;
+    saved.numTokens = sequence->blocks.numTokens;
+    saved.fullBlockHashes = sequence->blocks.fullBlockHashes;
+    for (BlockId block : sequence->blocks.table) {
+      saved.slots.push_back(freeSwapSlots.back());
+      freeSwapSlots.pop_back();
+      output.swapOuts.push_back({block, saved.slots.back()});
+    }
+    sequence->swapped = std::move(saved);
+    ++swapPreemptions;
+  }
   blocks.release(sequence->blocks);
   ++sequence->numPreemptions;
   ++preemptions;
@@ -51,16 +80,42 @@ void Scheduler::preempt(Sequence *sequence, SchedulerOutput &output) {
   output.preempted.push_back(sequence);
 }
 
+bool Scheduler::takeSwappedBlocks(Sequence &sequence) {
+  Sequence::SwappedBlocks &saved = *sequence.swapped;
+  if (!blocks.allocateBlocks(sequence.blocks, static_cast<int64_t>(saved.slots.size())))
+    return false;
+  sequence.blocks.numTokens = saved.numTokens;
+  sequence.blocks.fullBlockHashes = saved.fullBlockHashes;
+  return true;
+}
+
 bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, SchedulerOutput &output) {
   Sequence *sequence = waiting.front();
   if (seqCount + sequence->seqCount() > stepLimits.maxNumSeqs) return false;
-  int64_t cached = blocks.matchPrefix(sequence->blocks, sequence->tokens);
+  bool swapped = sequence->swapped.has_value();
+  int64_t cached = 0;
+  if (swapped) {
+    if (!takeSwappedBlocks(*sequence)) return false;
+    cached = sequence->numComputed();
+  } else {
+    cached = blocks.matchPrefix(sequence->blocks, sequence->tokens);
+  }
   int64_t count = std::min(sequence->numPending(), budget);
   if (!blocks.appendSlots(sequence->blocks, sequence->tokens, count, output.copies)) {
     blocks.release(sequence->blocks);
     return false;
   }
-  blocks.recordPrefixLookup(static_cast<int64_t>(sequence->tokens.size()), cached);
+  if (swapped) {
+    const std::vector<int64_t> &slots = sequence->swapped->slots;
+    for (size_t i = 0; i < slots.size(); ++i)
+      output.swapIns.push_back({sequence->blocks.table[i], slots[i]});
+    // The engine copies the slots in before anything could take them again:
+    // no step both preempts and admits.
+    freeSwapSlots.insert(freeSwapSlots.end(), slots.begin(), slots.end());
+    sequence->swapped.reset();
+  } else {
+    blocks.recordPrefixLookup(static_cast<int64_t>(sequence->tokens.size()), cached);
+  }
   waiting.pop_front();
   sequence->status = SequenceStatus::Running;
   running.push_back(sequence);

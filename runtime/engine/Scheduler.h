@@ -12,12 +12,16 @@
 //    it and keep their token per step: the prompt never stalls them.
 // 2. When a running sequence needs a block and none is available, the newest
 //    running sequence is preempted: its blocks are freed and it goes back to
-//    the waiting queue, to be recomputed from its tokens later (its sampler
-//    state stays, so its output does not change). If it is the sequence
-//    itself, it waits.
+//    the waiting queue (its sampler state stays, so its output does not
+//    change). If it is the sequence itself, it waits. With swap space, a
+//    preempted sequence's blocks are swapped out to host memory when that
+//    costs less than recomputing its tokens (and the space has room), and
+//    swapped back in when it is admitted again; otherwise it is recomputed
+//    from its tokens.
 // 3. Then waiting sequences, oldest first, while the budget, max_num_seqs
 //    and the blocks allow (none is admitted in a step that preempted). A
-//    new sequence first takes the cached blocks of its prefix.
+//    new sequence first takes the cached blocks of its prefix; a swapped
+//    one takes fresh blocks for its swapped ones.
 //
 // The scheduler owns no sequence; the engine does, and tells it when one is
 // added, forked or ends.
@@ -40,6 +44,22 @@ struct SchedulerLimits {
   int64_t maxNumBatchedTokens = 1;
 };
 
+/// Preemption by swapping: the host slots there are (0: always recompute)
+/// and what moving one block out and back in costs, to weigh against
+/// recomputing a sequence's tokens.
+struct SwapPolicy {
+  int64_t numSlots = 0;
+  double blockRoundTripSeconds = 0;
+};
+
+/// A block copy between the pool and a swap slot, for the caller to do
+/// before the step (all swap-outs first: a swapped-out block may be handed
+/// to another sequence in the same step).
+struct BlockSwap {
+  BlockId block;
+  int64_t slot;
+};
+
 /// A sequence's part of a step: tokens[start, start + numTokens).
 struct ScheduledChunk {
   Sequence *sequence;
@@ -52,7 +72,10 @@ struct ScheduledChunk {
 
 struct SchedulerOutput {
   std::vector<ScheduledChunk> chunks;
-  /// Copy-on-write block copies to do before the step.
+  /// Copies to do before the step, in this order: swap-outs, swap-ins, then
+  /// the copy-on-write block copies.
+  std::vector<BlockSwap> swapOuts;
+  std::vector<BlockSwap> swapIns;
   std::vector<BlockCopy> copies;
   /// Sequences preempted while building this step.
   std::vector<Sequence *> preempted;
@@ -62,15 +85,19 @@ struct SchedulerOutput {
 
 class Scheduler {
 public:
-  Scheduler(BlockManager &blocks, const SchedulerLimits &limits);
+  Scheduler(BlockManager &blocks, const SchedulerLimits &limits, const SwapPolicy &swap = {});
 
   /// Queues a new sequence (status Waiting, no blocks).
   void addWaiting(Sequence *sequence);
   /// Adds a sequence forked from `parent` right after it in the running
   /// order (same age).
   void addForked(Sequence *child, const Sequence *parent);
-  /// Forgets a sequence that finished or was aborted and frees its blocks.
+  /// Forgets a sequence that finished or was aborted and frees its blocks
+  /// (and swap slots).
   void remove(Sequence *sequence);
+  /// What recomputing one token costs now (the engine measures its prompt
+  /// steps); swapping is weighed against it.
+  void setRecomputeSecondsPerToken(double seconds) { recomputeSecondsPerToken = seconds; }
 
   /// The next step. Advances each scheduled sequence's numComputed past its
   /// chunk (the step will write those tokens' K/V).
@@ -79,11 +106,22 @@ public:
   size_t numWaiting() const { return waiting.size(); }
   size_t numRunning() const { return running.size(); }
   int64_t numPreemptions() const { return preemptions; }
+  /// Of those, the ones that swapped; and the swap slots in use and in all.
+  int64_t numSwapPreemptions() const { return swapPreemptions; }
+  int64_t numSwapSlotsUsed() const { return swap.numSlots - int64_t(freeSwapSlots.size()); }
+  int64_t numSwapSlots() const { return swap.numSlots; }
   const SchedulerLimits &limits() const { return stepLimits; }
 
 private:
-  /// Frees the sequence's blocks and puts it back in the waiting queue.
+  /// Frees the sequence's blocks (swapping them out when that pays) and
+  /// puts it back in the waiting queue.
   void preempt(Sequence *sequence, SchedulerOutput &output);
+  /// Whether swapping `sequence` out and back in costs less than
+  /// recomputing it, and the slots are there.
+  bool swapPays(const Sequence &sequence) const;
+  /// Gives a swapped sequence fresh blocks for its swapped ones, and back
+  /// the tokens they hold; false, changing nothing, when blocks are short.
+  bool takeSwappedBlocks(Sequence &sequence);
   /// Inserts into `waiting` by arrival (preempted sequences keep their place).
   void insertWaiting(Sequence *sequence);
   /// Tries to admit the oldest waiting sequence; false when it does not fit.
@@ -95,6 +133,10 @@ private:
   std::vector<Sequence *> running;
   std::deque<Sequence *> waiting;
   int64_t preemptions = 0;
+  SwapPolicy swap;
+  std::vector<int64_t> freeSwapSlots;
+  int64_t swapPreemptions = 0;
+  double recomputeSecondsPerToken = 0;
 };
 
 } // namespace llmc::runtime

@@ -12,6 +12,7 @@
 #include "runtime/engine/Sampler.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace llmc::runtime {
@@ -47,8 +48,17 @@ struct Sequence {
   /// Samples still to fork off when the first token is sampled (n - 1).
   int32_t pendingForks = 0;
   SequenceStatus status = SequenceStatus::Waiting;
-  /// Times this sequence was preempted (its blocks freed, recomputed later).
+  /// Times this sequence was preempted (its blocks freed; recomputed or
+  /// swapped back in later).
   int32_t numPreemptions = 0;
+  /// While swapped out: the swap slots holding its blocks, in table order,
+  /// and the tokens and block hashes those blocks carry.
+  struct SwappedBlocks {
+    std::vector<int64_t> slots;
+    int64_t numTokens = 0;
+    std::vector<uint64_t> fullBlockHashes;
+  };
+  std::optional<SwappedBlocks> swapped;
 
   int64_t numOutput() const { return static_cast<int64_t>(tokens.size()) - promptLen; }
   int64_t numComputed() const { return blocks.numTokens; }

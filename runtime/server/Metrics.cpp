@@ -135,8 +135,20 @@ std::string ServerMetrics::render(const AsyncEngineStats &stats) const {
   metric(out, "llmc_prefix_cache_hit_rate", "gauge",
          "Fraction of the prompt blocks looked up that the prefix cache held.",
          engine.prefixCache.hitRate());
-  metric(out, "llmc_num_preemptions_total", "counter", "Sequences preempted (recomputed).",
+  metric(out, "llmc_num_preemptions_total", "counter",
+         "Sequences preempted (swapped out or to be recomputed).",
          static_cast<double>(engine.numPreemptions));
+  header(out, "llmc_preemptions_total", "counter",
+         "Sequences preempted, by how they come back: swap (their KV blocks copied to host "
+         "memory and back) or recompute.");
+  out.append("llmc_preemptions_total{mode=\"swap\"} ")
+      .append(std::to_string(engine.numSwapPreemptions)).append("\n");
+  out.append("llmc_preemptions_total{mode=\"recompute\"} ")
+      .append(std::to_string(engine.numPreemptions - engine.numSwapPreemptions)).append("\n");
+  metric(out, "llmc_swap_blocks_used", "gauge", "Swap space slots holding a swapped-out KV block.",
+         static_cast<double>(engine.numSwapSlotsUsed));
+  metric(out, "llmc_swap_blocks_total", "gauge", "KV blocks the swap space holds (--swap-space).",
+         static_cast<double>(engine.numSwapSlots));
 
   std::lock_guard<std::mutex> lock(mutex);
   metric(out, "llmc_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",

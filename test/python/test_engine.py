@@ -2,8 +2,9 @@
 
 The model is the optimum-style GQA fixture, compiled once. Checked:
 
-  * preemption: with a KV cache so small that sequences are preempted and recomputed many
-    times, every request's greedy tokens equal those of a run with a large cache;
+  * preemption: with a KV cache so small that sequences are preempted many times, recomputed
+    or swapped out to host memory and back (--swap-space), every request's greedy tokens
+    equal those of a run with a large cache;
   * 64 concurrent requests of mixed lengths: each one's greedy tokens equal its solo run's;
   * n=4 parallel sampling holds fewer KV blocks than 4 separate requests (measured at the
     peak), computes the prompt once, and gives the tokens of 4 requests with seeds s..s+3;
@@ -16,6 +17,7 @@ Greedy tokens of the engine against onnxruntime's are checked in test_cpu_parity
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -82,6 +84,35 @@ def test_preemption_gives_the_tokens_of_a_large_cache(artifact, large):
     assert stats["num_preemptions"] >= 10, stats
     assert peak <= 12
     assert stats["num_kv_blocks_held"] == 0
+    for i, (ours, reference) in enumerate(zip(tokens, expected)):
+        assert ours == reference, f"request {i}"
+
+
+@pytest.mark.parametrize("swap_space", [1.0, "one block"])
+def test_preemption_by_swap_gives_the_tokens_of_a_large_cache(artifact, large, swap_space):
+    """With swap space, a preempted sequence's blocks go to host memory and come back bit
+    for bit (swapping a block of this model costs far less than recomputing its 16 tokens);
+    a swap space of one block leaves the sequences of more blocks to be recomputed."""
+    prompts = random_prompts(12, (8, 60), seed=1, vocab_size=large.vocab_size)
+    with Engine(large) as engine:
+        expected, _ = run(engine, prompts, max_tokens=40, temperature=0)
+    with Model(artifact, num_threads=2, num_kv_blocks=12) as small:
+        if swap_space == "one block":
+            manifest = json.loads((artifact / "manifest.json").read_text())
+            config = manifest["model"]
+            block_bytes = (config["num_layers"] * 2 * config["num_kv_heads"] * BLOCK_SIZE *
+                           config["head_dim"] * 4)
+            swap_space = 1.5 * block_bytes / 2**30
+        with Engine(small, swap_space=swap_space) as engine:
+            tokens, peak = run(engine, prompts, max_tokens=40, temperature=0)
+            stats = engine.stats()
+    assert stats["num_preemptions"] >= 10, stats
+    assert 0 < stats["num_swap_preemptions"], stats
+    if stats["num_swap_slots"] == 1:
+        assert stats["num_swap_preemptions"] < stats["num_preemptions"], stats
+    assert stats["num_blocks_swapped_in"] == stats["num_blocks_swapped_out"] > 0
+    assert stats["num_swap_slots_used"] == 0 and stats["num_kv_blocks_held"] == 0
+    assert peak <= 12
     for i, (ours, reference) in enumerate(zip(tokens, expected)):
         assert ours == reference, f"request {i}"
 

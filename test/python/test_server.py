@@ -24,6 +24,7 @@ import socket
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jinja2
@@ -336,6 +337,31 @@ def test_a_full_queue_is_429_with_retry_after(artifact):
             openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0) \
                 .completions.create(model=server.model, prompt="z")
         hold.join()
+
+
+def test_preempted_requests_swap_and_keep_their_text(artifact, tokenizer):
+    """A KV cache of 8 blocks under 6 concurrent requests preempts; with --swap-space the
+    preempted requests' blocks go to host memory and back, /metrics counts the swaps, and
+    every text is the engine's greedy text."""
+    prompts = [f"request {i}: the quick brown fox jumps over" for i in range(6)]
+    with Model(artifact, num_threads=1) as model, Engine(model) as engine:
+        expected = [tokenizer.decode(engine.generate([tokenizer.encode(p)], first_id=i,
+                                                     max_tokens=40, temperature=0)[0][0])
+                    for i, p in enumerate(prompts)]
+    with Server(LLMC, artifact, "--kv-blocks", "8", "--swap-space", "64MiB",
+                "--threads", "1") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        with ThreadPoolExecutor(len(prompts)) as pool:
+            texts = list(pool.map(lambda p: client.completions.create(
+                model=server.model, prompt=p, max_tokens=40, temperature=0,
+                extra_body={"ignore_eos": True}).choices[0].text, prompts))
+        metrics = server.metrics()
+    assert texts == expected
+    assert metrics['llmc_preemptions_total{mode="swap"}'] > 0, metrics
+    assert metrics["llmc_num_preemptions_total"] == (metrics['llmc_preemptions_total{mode="swap"}']
+                                                     + metrics['llmc_preemptions_total{mode="recompute"}'])
+    assert metrics["llmc_swap_blocks_used"] == 0
+    assert metrics["llmc_swap_blocks_total"] > 0
 
 
 # --- disconnects and shutdown ---------------------------------------------------------------

@@ -47,6 +47,21 @@ TEST(BlockManagerTest, RefusesWithoutChangingAnythingWhenBlocksRunOut) {
   EXPECT_EQ(blocks.numAvailable(), 2);
 }
 
+TEST(BlockManagerTest, AllocateBlocksGivesPrivateBlocksOrNothing) {
+  BlockManager blocks(4, 4, true);
+  SequenceBlocks seq;
+  EXPECT_FALSE(blocks.allocateBlocks(seq, 5));
+  EXPECT_TRUE(seq.table.empty());
+  EXPECT_EQ(blocks.numAvailable(), 4);
+  ASSERT_TRUE(blocks.allocateBlocks(seq, 3));
+  EXPECT_EQ(seq.table, (std::vector<BlockId>{0, 1, 2}));
+  for (BlockId block : seq.table) EXPECT_EQ(blocks.refCount(block), 1);
+  EXPECT_EQ(blocks.numAvailable(), 1);
+  EXPECT_THROW(blocks.allocateBlocks(seq, 1), Error);
+  blocks.release(seq);
+  EXPECT_EQ(blocks.numAvailable(), 4);
+}
+
 TEST(BlockManagerTest, ForkSharesBlocksAndCopiesOnTheFirstWrite) {
   BlockManager blocks(8, 4, false);
   SequenceBlocks parent;

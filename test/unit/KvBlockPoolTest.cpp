@@ -1,6 +1,7 @@
 //===- KvBlockPoolTest.cpp - the KV cache's block allocator and slots -----===//
 #include "runtime/core/Error.h"
 #include "runtime/core/KvBlockPool.h"
+#include "runtime/core/KvSwapSpace.h"
 #include "runtime/cpu/HostKvStorage.h"
 
 #include <gtest/gtest.h>
@@ -69,6 +70,31 @@ TEST(KvBlockPool, AnInt8PoolsRowsCarryTheirScale) {
                 static_cast<unsigned char>(((layer * 3 + 1) * perLayerBlock + i) * 7));
   shape.elementBytes = 4;
   EXPECT_THROW(checkedKvCacheShape(shape), Error);
+}
+
+TEST(KvSwapSpace, ABlockComesBackBitForBitInAnotherBlock) {
+  HostKvStorage storage(smallShape(3));
+  KvBlockPool pool(smallShape(3), storage);
+  for (int64_t i = 0; i < pool.shape().numElements(); ++i) floats(storage)[i] = float(i);
+  KvSwapSpace swap(pool, 4);
+  EXPECT_EQ(swap.slotBytes(), pool.shape().bytesPerBlock());
+  EXPECT_GT(swap.measureRoundTrip(pool, 2), 0.0);
+  swap.swapOut(pool, 1, 3);
+  int64_t perLayerBlock = 2 * 3 * 4 * 8;
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int64_t i = 0; i < perLayerBlock; ++i) floats(storage)[(layer * 3 + 1) * perLayerBlock + i] = -1;
+  swap.swapIn(pool, 3, 0);
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int64_t i = 0; i < perLayerBlock; ++i) {
+      ASSERT_EQ(floats(storage)[(layer * 3) * perLayerBlock + i],
+                float((layer * 3 + 1) * perLayerBlock + i)) << "layer " << layer;
+      // The measured round trip gave block 2 its own bytes back.
+      ASSERT_EQ(floats(storage)[(layer * 3 + 2) * perLayerBlock + i],
+                float((layer * 3 + 2) * perLayerBlock + i));
+    }
+  EXPECT_THROW(swap.swapOut(pool, 0, 4), Error);
+  EXPECT_THROW(swap.swapIn(pool, 0, 3), Error);
+  EXPECT_THROW(KvSwapSpace(pool, -1), Error);
 }
 
 TEST(KvBlockPool, RefusesAnEmptyPool) {

@@ -153,9 +153,77 @@ TEST_F(SchedulerTest, NewSequencesStartFromTheirCachedPrefix) {
   EXPECT_EQ(blocks.prefixCacheStats().hitBlocks, 2);
 }
 
+TEST_F(SchedulerTest, SwapsOutWhenThatCostsLessThanRecomputingAndBackInOnAdmission) {
+  BlockManager blocks(4, 4, false);
+  Scheduler scheduler(blocks, {4, 16}, SwapPolicy{8, /*blockRoundTripSeconds=*/1e-6});
+  scheduler.setRecomputeSecondsPerToken(1e-3);
+  for (int i = 0; i < 4; ++i) add(scheduler, 4);
+  SchedulerOutput first = scheduler.schedule();
+  sampleAll(first);
+  BlockId thirdBlock = sequences[2]->blocks.table[0], fourthBlock = sequences[3]->blocks.table[0];
+  SchedulerOutput second = scheduler.schedule();
+  EXPECT_EQ(chunks(second), (Chunks{{0, 1}, {1, 1}}));
+  ASSERT_EQ(second.swapOuts.size(), 2u);
+  EXPECT_EQ(second.swapOuts[0].block, fourthBlock);
+  EXPECT_EQ(second.swapOuts[1].block, thirdBlock);
+  EXPECT_EQ(scheduler.numSwapPreemptions(), 2);
+  EXPECT_EQ(scheduler.numSwapSlotsUsed(), 2);
+  ASSERT_TRUE(sequences[2]->swapped.has_value());
+  EXPECT_EQ(sequences[2]->swapped->numTokens, 4);
+  EXPECT_EQ(sequences[2]->numComputed(), 0);
+  sampleAll(second);
+
+  // The two running ones end; the swapped ones come back with their 4 tokens
+  // in fresh blocks and run only their fifth.
+  scheduler.remove(sequences[0].get());
+  scheduler.remove(sequences[1].get());
+  SchedulerOutput third = scheduler.schedule();
+  EXPECT_EQ(chunks(third), (Chunks{{2, 1}, {3, 1}}));
+  EXPECT_EQ(third.chunks[0].start, 4);
+  ASSERT_EQ(third.swapIns.size(), 2u);
+  EXPECT_EQ(third.swapIns[0].slot, second.swapOuts[1].slot);
+  EXPECT_EQ(third.swapIns[0].block, sequences[2]->blocks.table[0]);
+  EXPECT_EQ(third.swapIns[1].slot, second.swapOuts[0].slot);
+  EXPECT_EQ(sequences[2]->numComputed(), 5);
+  EXPECT_FALSE(sequences[2]->swapped.has_value());
+  EXPECT_EQ(scheduler.numSwapSlotsUsed(), 0);
+  EXPECT_TRUE(third.swapOuts.empty());
+}
+
+TEST_F(SchedulerTest, RecomputesWhenSwappingCostsMoreOrTheSlotsAreShort) {
+  for (SwapPolicy policy : {SwapPolicy{8, /*blockRoundTripSeconds=*/1.0}, SwapPolicy{0, 1e-6}}) {
+    sequences.clear();
+    BlockManager blocks(4, 4, false);
+    Scheduler scheduler(blocks, {4, 16}, policy);
+    scheduler.setRecomputeSecondsPerToken(1e-3);
+    for (int i = 0; i < 4; ++i) add(scheduler, 4);
+    sampleAll(scheduler.schedule());
+    SchedulerOutput second = scheduler.schedule();
+    EXPECT_EQ(second.preempted.size(), 2u);
+    EXPECT_TRUE(second.swapOuts.empty());
+    EXPECT_EQ(scheduler.numSwapPreemptions(), 0);
+    EXPECT_FALSE(sequences[3]->swapped.has_value());
+  }
+}
+
+TEST_F(SchedulerTest, RemovingASwappedSequenceFreesItsSlots) {
+  BlockManager blocks(4, 4, false);
+  Scheduler scheduler(blocks, {4, 16}, SwapPolicy{8, 1e-6});
+  scheduler.setRecomputeSecondsPerToken(1e-3);
+  for (int i = 0; i < 4; ++i) add(scheduler, 4);
+  sampleAll(scheduler.schedule());
+  scheduler.schedule();
+  EXPECT_EQ(scheduler.numSwapSlotsUsed(), 2);
+  scheduler.remove(sequences[3].get());
+  EXPECT_EQ(scheduler.numSwapSlotsUsed(), 1);
+  EXPECT_FALSE(sequences[3]->swapped.has_value());
+  EXPECT_EQ(scheduler.numWaiting(), 1u);
+}
+
 TEST_F(SchedulerTest, RefusesLimitsThatCannotWork) {
   BlockManager blocks(4, 4, false);
   EXPECT_THROW(Scheduler(blocks, {0, 16}), Error);
   EXPECT_THROW(Scheduler(blocks, {8, 4}), Error);
+  EXPECT_THROW(Scheduler(blocks, {4, 16}, SwapPolicy{-1, 0}), Error);
 }
 } // namespace

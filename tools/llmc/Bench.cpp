@@ -239,6 +239,7 @@ runtime::EngineStats since(const runtime::EngineStats &after, const runtime::Eng
   delta.cachedPromptTokens -= before.cachedPromptTokens;
   delta.generatedTokens -= before.generatedTokens;
   delta.numPreemptions -= before.numPreemptions;
+  delta.numSwapPreemptions -= before.numSwapPreemptions;
   delta.prefixCache.queriedBlocks -= before.prefixCache.queriedBlocks;
   delta.prefixCache.hitBlocks -= before.prefixCache.hitBlocks;
   delta.prefillStepSeconds -= before.prefillStepSeconds;
@@ -266,6 +267,7 @@ void printJson(const BenchOptions &options, const BenchResult &result) {
   nlohmann::ordered_json engine;
   engine["steps"] = result.engine.numSteps;
   engine["preemptions"] = result.engine.numPreemptions;
+  engine["swap_preemptions"] = result.engine.numSwapPreemptions;
   engine["prefix_cache_hit_rate"] = result.engine.prefixCache.hitRate();
   engine["computed_tokens"] = result.engine.computedTokens;
   engine["cached_prompt_tokens"] = result.engine.cachedPromptTokens;
@@ -283,10 +285,11 @@ void printTable(const BenchResult &result) {
               result.load.numRequests, static_cast<long long>(result.maxConcurrency),
               result.threads);
   printMeasurements(result.load);
-  std::printf("  engine: %lld steps, %lld preemptions, prefix cache hit rate %.1f%%, %lld KV blocks, "
-              "max_num_seqs %lld, max_model_len %lld\n",
+  std::printf("  engine: %lld steps, %lld preemptions (%lld swapped), prefix cache hit rate "
+              "%.1f%%, %lld KV blocks, max_num_seqs %lld, max_model_len %lld\n",
               static_cast<long long>(result.engine.numSteps),
               static_cast<long long>(result.engine.numPreemptions),
+              static_cast<long long>(result.engine.numSwapPreemptions),
               100 * result.engine.prefixCache.hitRate(),
               static_cast<long long>(result.engine.numKvBlocks),
               static_cast<long long>(result.maxNumSeqs), static_cast<long long>(result.maxModelLen));

@@ -20,7 +20,10 @@ const char *const kEngineFlagsUsage =
     "  --max-num-batched-tokens N   tokens per step (default: the artifact's limit)\n"
     "  --max-model-len N            longest sequence, prompt and output (default: what the\n"
     "                               model and the KV cache allow)\n"
-    "  --enable-prefix-caching on|off   reuse the KV blocks of shared prompt prefixes (on)\n";
+    "  --enable-prefix-caching on|off   reuse the KV blocks of shared prompt prefixes (on)\n"
+    "  --swap-space GIB             host memory for preempted sequences' KV blocks, in GiB\n"
+    "                               as vLLM (4) or with a unit (512MiB); a preemption swaps\n"
+    "                               when that costs less than recomputing (default 0: recompute)\n";
 
 Argument readArgument(const std::vector<std::string> &args, size_t &i,
                       std::initializer_list<std::string_view> flags) {
@@ -129,6 +132,13 @@ bool EngineFlags::consume(const std::string &name, const std::string &value) {
     if (value != "on" && value != "off")
       throw Error(name + " must be on or off, not '" + value + "'");
     engine.enablePrefixCaching = value == "on";
+  } else if (name == "--swap-space") {
+    // A bare number is GiB, as vLLM's --swap-space; 0 turns swapping off.
+    bool bare = !value.empty() && value.find_first_not_of("0123456789.") == std::string::npos;
+    engine.swapSpaceBytes = value == "0"  ? 0
+                            : bare        ? static_cast<int64_t>(parseNumber(value, name, 0, 1e6) *
+                                                          1024 * 1024 * 1024)
+                                          : parseBytes(value, name);
   } else
     return false;
   return true;

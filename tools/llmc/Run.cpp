@@ -237,6 +237,7 @@ void printOutputs(const RunOptions &options, const TextSupport &text,
     report["prefill_tokens_per_s"] = speed.prefillRate;
     report["decode_tokens_per_s"] = speed.decodeRate;
     report["num_preemptions"] = stats.numPreemptions;
+    report["num_swap_preemptions"] = stats.numSwapPreemptions;
     std::cout << report.dump() << "\n";
     return;
   }
