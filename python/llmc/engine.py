@@ -52,7 +52,8 @@ def _load_library() -> ctypes.CDLL:
 
 class Engine(NativeHandle):
     """Requests over one model. Settings (all optional): max_num_seqs,
-    max_num_batched_tokens, max_model_len, enable_prefix_caching, seed. The
+    max_num_batched_tokens, max_model_len, enable_prefix_caching, seed, swap_space
+    (GiB of host memory for preempted sequences' KV blocks). The
     model must stay open while the engine lives, and serve one engine at a time."""
 
     _kind = "engine"
