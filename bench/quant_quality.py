@@ -141,6 +141,20 @@ def main() -> int:
             results["rtn, llmc int8 act. + KV"] = llmc_scores(
                 quantized, f"{shape}-rtn-int8-act-kv", int8_act + int8_kv, windows, reference,
                 args.quiet)
+    if args.bits == 4 and not args.symmetric:
+        # Act-order needs symmetric groups (onnxruntime ignores zero points with g_idx): it is
+        # measured next to symmetric GPTQ in order.
+        for name, flags in (("gptq symmetric", ["--symmetric"]),
+                            ("gptq symmetric act-order", ["--symmetric", "--act-order"])):
+            quantized = WORK / f"{shape}-{name.replace(' ', '-')}" / "model.onnx"
+            if not quantized.exists():
+                say(f"quantizing with {name}", args.quiet)
+                subprocess.run([sys.executable, "-m", "llmc.quantize", str(DEFAULT_MODEL), "-o",
+                                str(quantized), "--method", "gptq", "--bits", "4",
+                                "--group-size", str(args.group_size), "--quiet", *flags],
+                               check=True)
+            say(f"{name}: onnxruntime", args.quiet)
+            results[name] = scores(windows, reference, ort_logits(quantized, windows))
     summary = {"text": TEXT.name, "tokens": sum(len(w) for w in windows), "bits": args.bits,
                "group_size": args.group_size, "symmetric": args.symmetric,
                "onnxruntime": ort.__version__, "results": results}

@@ -237,6 +237,17 @@ int64_t cachedHeadDim(Value pool) {
 }
 } // namespace
 
+LogicalResult PermuteFeaturesOp::verify() {
+  if (getOutput().getType() != getInput().getType())
+    return emitOpError("the result must have the input's type");
+  if (failed(expectRank(*this, getIndices(), 1, "indices"))) return failure();
+  auto indices = cast<ShapedType>(getIndices().getType());
+  if (!indices.getElementType().isInteger(32)) return emitOpError("indices must be i32");
+  if (!compatible(dimOf(getIndices(), 0), dimOf(getInput(), -1)))
+    return emitOpError("indices must hold one index per feature");
+  return success();
+}
+
 LogicalResult PagedKvWriteOp::verify() {
   if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
   if (getUpdatedPool().getType() != getKvPool().getType())

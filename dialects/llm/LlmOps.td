@@ -165,6 +165,20 @@ def Llm_DequantizeOp : Llm_Op<"dequantize"> {
   let results = (outs Llm_Tensor:$output);
 }
 
+def Llm_PermuteFeaturesOp : Llm_Op<"permute_features", [Llm_RowWise, Llm_TokenWise]> {
+  let summary = "the features of each row in another order";
+  let description = [{
+    output[..., i] = input[..., indices[i]], `indices` an i32 permutation of
+    the last dim. GPTQ's act-order scatters a weight's quantisation groups
+    over its input features (MatMulNBits' g_idx); raising sorts the weight's
+    columns by group, so each block is one group again and stays packed,
+    and reorders the layer's input the same way.
+  }];
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$indices);
+  let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
+}
+
 def Llm_LogitsOp : Llm_Op<"logits", [SingleBlock, IsolatedFromAbove]> {
   let summary = "the LM head: hidden states times the vocabulary projection";
   let description = [{

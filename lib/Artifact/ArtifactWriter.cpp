@@ -84,12 +84,13 @@ uint16_t toF16(float value) {
   return static_cast<uint16_t>(sign | (rounded >> 13));
 }
 
-/// The bytes of `value` stored as `dtype` (f32 and u8, the CPU's packed
-/// quantised codes, as they are; bf16 or f16 rounded from f32).
+/// The bytes of `value` stored as `dtype` (f32, u8 (the CPU's packed
+/// quantised codes) and i32 (indices) as they are; bf16 or f16 rounded from
+/// f32).
 FailureOr<ArrayRef<char>> storedBytes(ElementsAttr value, StringRef dtype,
                                       std::vector<char> &storage) {
   auto bytes = elementsBytes(value, storage);
-  if (failed(bytes) || dtype == "f32" || dtype == "u8") return bytes;
+  if (failed(bytes) || dtype == "f32" || dtype == "u8" || dtype == "i32") return bytes;
   const auto *floats = reinterpret_cast<const float *>(bytes->data());
   size_t count = bytes->size() / 4;
   std::vector<char> narrowed(count * 2);

@@ -89,7 +89,9 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
     InFlightDiagnostic diag = func.emitError("onnx ops not raised to llm: ") << list;
     // Attention is the structure a user most needs to know why it was missed.
     for (auto &[name, entry] : leftovers) {
-      if (auto feature = raising::unsupportedAttentionFeature(entry.second)) {
+      auto feature = raising::unsupportedAttentionFeature(entry.second);
+      if (!feature) feature = raising::unsupportedQuantizationFeature(entry.second);
+      if (feature) {
         diag << "; " << *feature << " is not supported";
         break;
       }

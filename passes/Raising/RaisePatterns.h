@@ -176,6 +176,8 @@ mlir::FailureOr<MaskInfo> provenMask(mlir::Operation *consumer, std::string &why
 /// MultiHeadAttention) asks for that llmc does not compute, named; nullopt
 /// when nothing or for other ops.
 std::optional<std::string> unsupportedAttentionFeature(mlir::Operation *op);
+/// The same for MatMulNBits (its g_idx).
+std::optional<std::string> unsupportedQuantizationFeature(mlir::Operation *op);
 
 /// producer(x) + bias[last dim] -> producer(x, bias), for an llm op with an
 /// optional `bias` operand (linear, layer_norm) whose only use is the add.

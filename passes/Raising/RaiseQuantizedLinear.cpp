@@ -16,6 +16,9 @@
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
+#include <cstring>
+#include <numeric>
+
 using namespace mlir;
 
 namespace llmc::raising {
@@ -36,25 +39,6 @@ struct RaiseQuantizedEmbedding : OpRewritePattern<onnx::GatherBlockQuantizedOp> 
                                             op.getScales(), optionalOperand(op.getZeroPoints()),
                                             op.getBitsAttr(), op.getBlockSizeAttr());
     rewriter.replaceOpWithNewOp<llm::EmbeddingOp>(op, op.getType(), table, op.getIndices());
-    return success();
-  }
-};
-
-/// MatMulNBits: a linear layer over a block-quantised [N, K] weight.
-struct RaiseMatMulNBits : OpRewritePattern<onnx::MatMulNBitsOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(onnx::MatMulNBitsOp op, PatternRewriter &rewriter) const override {
-    if (!isNone(op.getGIdx())) return rewriter.notifyMatchFailure(op, "uses g_idx (act-order)");
-    Type element = cast<ShapedType>(op.getA().getType()).getElementType();
-    auto weightType = RankedTensorType::get({op.getN(), op.getK()}, element);
-    Value weight = llm::DequantizeOp::create(rewriter, op.getLoc(), weightType, op.getB(),
-                                             op.getScales(), optionalOperand(op.getZeroPoints()),
-                                             op.getBitsAttr(),
-                                             op.getBlockSizeAttr());
-    auto linear = llm::LinearOp::create(rewriter, op.getLoc(), op.getType(), op.getA(), weight,
-                                        optionalOperand(op.getBias()));
-    linear.setTransposeWeight(true);
-    rewriter.replaceOp(op, linear);
     return success();
   }
 };
@@ -109,6 +93,119 @@ std::vector<uint8_t> packRows(ArrayRef<int32_t> codes, int64_t rows, int64_t cou
     }
   return packed;
 }
+
+/// The int32 values of a constant (MatMulNBits' g_idx), dense or a blob.
+std::optional<std::vector<int32_t>> readConstantInt32s(Value value) {
+  auto constant = definedBy<onnx::ConstantOp>(value);
+  if (!constant || !constant.getValue().getElementType().isInteger(32)) return std::nullopt;
+  if (auto ints = onnx::getConstantInts(value))
+    return std::vector<int32_t>(ints->begin(), ints->end());
+  FailureOr<ArrayRef<char>> bytes = resourceBytes(cast<ElementsAttr>(constant.getValue()));
+  if (failed(bytes) || bytes->size() % 4) return std::nullopt;
+  std::vector<int32_t> values(bytes->size() / 4);
+  std::memcpy(values.data(), bytes->data(), bytes->size());
+  return values;
+}
+
+/// The order that sorts the input features by quantisation group, when
+/// g_idx (act-order) scatters the groups: feature order[i] goes to column i,
+/// so that each block of `block` columns is one group. Empty when g_idx is
+/// the plain order (k / block); failure when it is not a constant whose
+/// groups hold `block` features each (the last one the rest).
+FailureOr<std::vector<int32_t>> groupOrder(Value gIdx, int64_t k, int64_t block) {
+  auto groups = readConstantInt32s(gIdx);
+  if (!groups || static_cast<int64_t>(groups->size()) != k) return failure();
+  int64_t blocks = llvm::divideCeil(k, block);
+  std::vector<int64_t> sizes(blocks, 0);
+  bool plain = true;
+  for (int64_t i = 0; i < k; ++i) {
+    int32_t group = (*groups)[i];
+    if (group < 0 || group >= blocks) return failure();
+    ++sizes[group];
+    plain &= group == i / block;
+  }
+  for (int64_t b = 0; b < blocks; ++b)
+    if (sizes[b] != std::min(block, k - b * block)) return failure();
+  if (plain) return std::vector<int32_t>();
+  std::vector<int32_t> order(k);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return (*groups)[a] < (*groups)[b]; });
+  return order;
+}
+
+/// MatMulNBits' packed codes [N][blocks][block * bits / 8] with the columns
+/// of each row in `order` (column i takes column order[i]'s code).
+std::optional<std::vector<uint8_t>> reorderColumns(Value codes, int64_t n, int64_t k,
+                                                   int64_t blocks, int64_t block, int64_t bits,
+                                                   ArrayRef<int32_t> order) {
+  auto constant = definedBy<onnx::ConstantOp>(codes);
+  if (!constant) return std::nullopt;
+  std::vector<char> storage;
+  auto bytes = elementsBytes(constant.getValue(), storage);
+  int64_t rowBytes = blocks * block * bits / 8;
+  if (failed(bytes) || static_cast<int64_t>(bytes->size()) != n * rowBytes) return std::nullopt;
+  auto codeAt = [&](int64_t row, int64_t column) -> int32_t {
+    auto byte = static_cast<uint8_t>((*bytes)[row * rowBytes + column * bits / 8]);
+    return bits == 8 ? byte : (column % 2 ? byte >> 4 : byte & 0xF);
+  };
+  std::vector<int32_t> reordered(n * blocks * block, 0);
+  for (int64_t row = 0; row < n; ++row)
+    for (int64_t column = 0; column < k; ++column)
+      reordered[row * blocks * block + column] = codeAt(row, order[column]);
+  return packRows(reordered, n, blocks * block, bits, rowBytes);
+}
+
+/// What of a MatMulNBits' g_idx llmc does not compute, named; nullopt when
+/// it has none or a usable one.
+std::optional<std::string> featureOf(onnx::MatMulNBitsOp op) {
+  if (isNone(op.getGIdx())) return std::nullopt;
+  auto order = groupOrder(op.getGIdx(), op.getK(), op.getBlockSize());
+  if (failed(order))
+    return std::string("a g_idx that is not a constant grouping block_size input features per "
+                       "scale");
+  Value zeroPoints = optionalOperand(op.getZeroPoints());
+  if (!order->empty() && zeroPoints &&
+      cast<ShapedType>(zeroPoints.getType()).getElementType().isInteger(8))
+    return std::string("act-order (g_idx) with packed uint8 zero points (onnxruntime ignores "
+                       "them with g_idx, using 2^(bits-1): the file means two things)");
+  return std::nullopt;
+}
+
+/// MatMulNBits: a linear layer over a block-quantised [N, K] weight. With
+/// act-order (a g_idx that scatters the groups) the weight's columns are
+/// sorted by group and the input reordered to match (llm.permute_features).
+struct RaiseMatMulNBits : OpRewritePattern<onnx::MatMulNBitsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::MatMulNBitsOp op, PatternRewriter &rewriter) const override {
+    if (auto feature = featureOf(op)) return rewriter.notifyMatchFailure(op, *feature);
+    Type element = cast<ShapedType>(op.getA().getType()).getElementType();
+    int64_t n = op.getN(), k = op.getK(), block = op.getBlockSize(), bits = op.getBits();
+    Location loc = op.getLoc();
+    Value input = op.getA(), codes = op.getB();
+    std::vector<int32_t> order;
+    if (!isNone(op.getGIdx())) order = *groupOrder(op.getGIdx(), k, block);
+    if (!order.empty()) {
+      int64_t blocks = llvm::divideCeil(k, block);
+      auto packed = reorderColumns(codes, n, k, blocks, block, bits, order);
+      if (!packed) return rewriter.notifyMatchFailure(op, "B is not a constant of packed codes");
+      codes = createBytesConstant(rewriter, loc, {n, blocks, block * bits / 8}, *packed);
+      auto indexType = RankedTensorType::get({k}, rewriter.getI32Type());
+      Value indices = onnx::ConstantOp::create(
+          rewriter, loc, indexType, DenseElementsAttr::get(indexType, ArrayRef<int32_t>(order)));
+      input = llm::PermuteFeaturesOp::create(rewriter, loc, input.getType(), input, indices);
+    }
+    auto weightType = RankedTensorType::get({n, k}, element);
+    Value weight = llm::DequantizeOp::create(rewriter, loc, weightType, codes, op.getScales(),
+                                             optionalOperand(op.getZeroPoints()),
+                                             op.getBitsAttr(), op.getBlockSizeAttr());
+    auto linear = llm::LinearOp::create(rewriter, loc, op.getType(), input, weight,
+                                        optionalOperand(op.getBias()));
+    linear.setTransposeWeight(true);
+    rewriter.replaceOp(op, linear);
+    return success();
+  }
+};
 
 /// MatMul(A, DequantizeLinear(codes [K, N], scales [K/block, N], zero points))
 /// with blocks along K: an llm.linear over the weight transposed to [N, K]
@@ -181,6 +278,11 @@ struct RaiseBlockDequantizedMatMul : OpRewritePattern<onnx::MatMulOp> {
 };
 
 } // namespace
+
+std::optional<std::string> unsupportedQuantizationFeature(Operation *op) {
+  if (auto matmul = dyn_cast<onnx::MatMulNBitsOp>(op)) return featureOf(matmul);
+  return std::nullopt;
+}
 
 void populateQuantizedLinearPatterns(RewritePatternSet &patterns) {
   patterns.add<RaiseQuantizedEmbedding, RaiseMatMulNBits, RaiseBlockDequantizedMatMul>(

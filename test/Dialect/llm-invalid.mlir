@@ -192,3 +192,19 @@ func.func @int32_pool(%q: tensor<?x2x16xf32>, %pool: tensor<1x?x2x2x16x16xi32>, 
   %a = llm.paged_attention %q, %pool, %tables, %lens, %lens {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xi32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
   return %a : tensor<?x2x16xf32>
 }
+
+// -----
+
+func.func @permute_features_short_indices(%x: tensor<?x32xf32>, %order: tensor<16xi32>) -> tensor<?x32xf32> {
+  // expected-error @+1 {{indices must hold one index per feature}}
+  %p = llm.permute_features %x, %order : (tensor<?x32xf32>, tensor<16xi32>) -> tensor<?x32xf32>
+  return %p : tensor<?x32xf32>
+}
+
+// -----
+
+func.func @permute_features_i64_indices(%x: tensor<?x32xf32>, %order: tensor<32xi64>) -> tensor<?x32xf32> {
+  // expected-error @+1 {{indices must be i32}}
+  %p = llm.permute_features %x, %order : (tensor<?x32xf32>, tensor<32xi64>) -> tensor<?x32xf32>
+  return %p : tensor<?x32xf32>
+}

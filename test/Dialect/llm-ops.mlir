@@ -69,6 +69,13 @@ func.func @int8_pool(%pool: tensor<1x?x2x2x16x20xi8>, %q: tensor<?x4x16xf32>, %k
   return %a : tensor<?x4x16xf32>
 }
 
+// CHECK-LABEL: func.func @permute_features
+// CHECK: llm.permute_features %{{.*}}, %{{.*}} : (tensor<?x?x32xf32>, tensor<32xi32>) -> tensor<?x?x32xf32>
+func.func @permute_features(%x: tensor<?x?x32xf32>, %order: tensor<32xi32>) -> tensor<?x?x32xf32> {
+  %p = llm.permute_features %x, %order : (tensor<?x?x32xf32>, tensor<32xi32>) -> tensor<?x?x32xf32>
+  return %p : tensor<?x?x32xf32>
+}
+
 // A per-head norm (Qwen3's q_norm): a weight of one head's length normalises
 // each head of the projection on its own.
 // CHECK-LABEL: func.func @per_head_norm

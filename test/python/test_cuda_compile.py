@@ -186,3 +186,16 @@ def test_exporter_features_compile_for_cuda(tmp_path, export):
                           "--target", "cuda:sm_90")
     assert result.returncode == 0, result.stderr
     check_artifact(tmp_path / "model.llmc", "sm_90", "bf16")
+
+
+def test_act_order_is_refused_for_cuda_by_name(tmp_path):
+    """GPTQ act-order reorders each layer's input (llm.permute_features): a CPU kernel only."""
+    quantized = tmp_path / "quantized" / "model.onnx"
+    subprocess.run([str(LLMC), "quantize", str(EXPORTS / "optimum/llama-gqa/model.onnx"), "-o",
+                    str(quantized), "--method", "gptq", "--act-order", "--symmetric",
+                    "--group-size", "16", "--quiet"], check=True)
+    result = compile_cuda(quantized, tmp_path / "model.llmc", "--target", "cuda:sm_90")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"llmc: error: {quantized}: 'llm.permute_features' op (GPTQ act-order) has no CUDA "
+        "kernel yet; the CPU target runs it"]

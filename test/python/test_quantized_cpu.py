@@ -156,10 +156,25 @@ def test_gptq_reconstructs_correlated_inputs_better_than_rtn():
     reference = x @ weight.T
     for bits in (4, 8):
         rtn = quantize_rtn(weight, bits, 32, symmetric=False).dequantize()
-        gptq = quantize_gptq(weight, hessian, bits, 32, symmetric=False).dequantize()
         rtn_error = np.linalg.norm(x @ rtn.T - reference)
-        gptq_error = np.linalg.norm(x @ gptq.T - reference)
-        assert gptq_error < 0.8 * rtn_error, (bits, gptq_error, rtn_error)
+        for act_order in (False, True):
+            q = quantize_gptq(weight, hessian, bits, 32, symmetric=act_order, act_order=act_order)
+            assert (q.group_index is not None) == act_order
+            gptq_error = np.linalg.norm(x @ q.dequantize().T - reference)
+            assert gptq_error < 0.8 * rtn_error, (bits, act_order, gptq_error, rtn_error)
+
+
+def test_act_order_groups_each_hold_a_block_of_inputs_in_energy_order():
+    rng = np.random.default_rng(4)
+    energy = rng.permutation(np.arange(1, 81, dtype=np.float64))
+    x = rng.standard_normal((1024, 80)) * np.sqrt(energy)
+    weight = rng.standard_normal((8, 80)).astype(np.float32)
+    hessian = 2.0 * x.T @ x / len(x)
+    q = quantize_gptq(weight, hessian, 4, 32, act_order=True)
+    # 80 inputs in groups of 32: the 32 of most energy, the next 32, then the last 16.
+    assert np.bincount(q.group_index).tolist() == [32, 32, 16]
+    order = np.argsort(-np.diag(hessian), kind="stable")
+    assert q.group_index[order].tolist() == (np.arange(80) // 32).tolist()
 
 
 @pytest.mark.parametrize("method", ["awq", "gptq"])
@@ -203,6 +218,47 @@ def test_llmc_quantize_output_runs_in_onnxruntime_and_llmc_alike(family, method,
         assert compare(llmc_model, output) == ""
     finally:
         llmc_model.close()
+
+
+@pytest.mark.parametrize("family,group_size", [("llama-gqa", 16), ("phi2", 32)])
+def test_act_order_stays_packed_and_matches_onnxruntime(family, group_size, tmp_path):
+    """GPTQ act-order writes MatMulNBits with a g_idx that scatters the groups; llmc sorts
+    each weight's columns by group (so it stays packed) and reorders the layer's input."""
+    source = EXPORTS_DIR / "optimum" / family / "model.onnx"
+    output = tmp_path / "quantized" / "model.onnx"
+    subprocess.run([str(LLMC), "quantize", str(source), "-o", str(output), "--method", "gptq",
+                    "--act-order", "--symmetric", "--group-size", str(group_size), "--quiet"],
+                   check=True)
+    model = onnx.load(str(output))
+    initializers = {tensor.name: tensor for tensor in model.graph.initializer}
+    g_idx = [onnx.numpy_helper.to_array(initializers[node.input[4]])
+             for node in model.graph.node if node.op_type == "MatMulNBits"]
+    assert g_idx and all(np.any(g != np.arange(len(g)) // group_size) for g in g_idx)
+    packed = compile_model(output, tmp_path / "packed.llmc")
+    widened = compile_model(output, tmp_path / "widened.llmc", f"--pass-pipeline={WIDENED_PIPELINE}")
+    assert (packed / "weights.bin").stat().st_size < 0.7 * (widened / "weights.bin").stat().st_size
+    for step, (ours, reference) in enumerate(zip(*ragged_steps(packed, widened))):
+        assert np.array_equal(ours, reference), f"step {step}: packed logits differ"
+    llmc_model = Model(packed, num_kv_blocks=NUM_KV_BLOCKS)
+    try:
+        assert compare(llmc_model, output) == ""
+    finally:
+        llmc_model.close()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--method", "rtn", "--act-order"], "act-order is GPTQ's: use it with method gptq"),
+    (["--method", "gptq", "--act-order"],
+     "act-order needs symmetric groups: onnxruntime ignores MatMulNBits' zero points when "
+     "g_idx is given"),
+    (["--method", "gptq", "--act-order", "--symmetric", "--bits", "8"],
+     "act-order is 4-bit: onnxruntime runs MatMulNBits with g_idx at 2 and 4 bits only")])
+def test_llmc_quantize_refuses_act_order_where_it_does_not_apply(args, message, tmp_path):
+    result = subprocess.run([str(LLMC), "quantize", str(EXPORTS_DIR / "optimum/llama-gqa/model.onnx"),
+                             "-o", str(tmp_path / "out" / "model.onnx"), *args],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [f"llmc quantize: error: {message}"]
 
 
 def _gathers_of_constants(model: onnx.ModelProto) -> set[str]:

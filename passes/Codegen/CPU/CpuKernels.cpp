@@ -241,6 +241,22 @@ LogicalResult lowerGatherRows(StepLowering &step, llm::GatherRowsOp op, ArrayRef
   return success();
 }
 
+LogicalResult lowerPermuteFeatures(StepLowering &step, llm::PermuteFeaturesOp op,
+                                   ArrayRef<Value> operands, Value output) {
+  SmallVector<Value> args{operands[0], operands[1], output};
+  step.callKernel(op.getLoc(), "permute_features", kernelKey(op, args), args,
+                  [&](KernelBuilder &kb, ValueRange params) {
+    Value in = params[0], indices = params[1], out = params[2];
+    kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
+      kb.forEach(kb.index(0), kb.index(staticDim(out, 1)), [&](Value col) {
+        Value source = kb.toIndex(kb.load(indices, {col}));
+        kb.store(kb.load(in, {row, source}), out, {row, col});
+      });
+    });
+  });
+  return success();
+}
+
 LogicalResult lowerSplitQkv(StepLowering &step, llm::SplitQkvOp op, ArrayRef<Value> operands,
                             ArrayRef<Value> outputs) {
   SmallVector<Value> args{operands[0]};

@@ -124,6 +124,9 @@ mlir::LogicalResult lowerRope(StepLowering &step, mlir::Operation *op,
                               llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 mlir::LogicalResult lowerGatherRows(StepLowering &step, llm::GatherRowsOp op,
                                     llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+/// out[r, i] = in[r, indices[i]].
+mlir::LogicalResult lowerPermuteFeatures(StepLowering &step, llm::PermuteFeaturesOp op,
+                                         llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 mlir::LogicalResult lowerSplitQkv(StepLowering &step, llm::SplitQkvOp op,
                                   llvm::ArrayRef<mlir::Value> operands,
                                   llvm::ArrayRef<mlir::Value> outputs);

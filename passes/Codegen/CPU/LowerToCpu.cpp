@@ -107,6 +107,14 @@ private:
         .Case([&](llm::SplitQkvOp split) {
           return cpu::lowerSplitQkv(step, split, operands, outputs);
         })
+        .Case([&](llm::PermuteFeaturesOp permute) -> LogicalResult {
+          auto constant = permute.getIndices().getDefiningOp<llm::ConstantOp>();
+          auto indices = constant ? dyn_cast<ElementsAttr>(constant.getValue()) : nullptr;
+          if (!indices) return op->emitOpError("has indices that are not a constant");
+          Value &placed = refs[permute.getIndices()];
+          if (!placed) placed = weightView(constant, indices, "i32");
+          return cpu::lowerPermuteFeatures(step, permute, {operands[0], placed}, outputs[0]);
+        })
         .Case<llm::RmsNormOp, llm::LayerNormOp>(
             [&](Operation *norm) { return cpu::lowerNorm(step, norm, operands, outputs[0]); })
         .Case<llm::AddRmsNormOp, llm::AddLayerNormOp>(
@@ -129,8 +137,10 @@ private:
     return memref::SubViewOp::create(b, loc, input, offsets, sizes, strides);
   }
 
-  /// The generated kernels read a quantised embedding table packed.
+  /// The generated kernels read a quantised embedding table packed, and a
+  /// permutation's i32 indices as they are.
   bool placesOwnOperand(Operation *op, unsigned operandNumber) override {
+    if (isa<llm::PermuteFeaturesOp>(op)) return operandNumber == 1;
     if (auto embedding = dyn_cast<llm::EmbeddingOp>(op))
       return operandNumber == 0 && packQuantized && !embedding.getTransposeTable() &&
              embedding.getTable().getDefiningOp<llm::DequantizeOp>();

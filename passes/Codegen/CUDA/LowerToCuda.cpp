@@ -266,6 +266,9 @@ private:
   /// Weights are stored in the storage type, rotary tables in f32.
   FailureOr<cuda::TensorRef> placeWeight(Value value, Operation *user,
                                          unsigned operandNumber) override {
+    if (isa<llm::PermuteFeaturesOp>(user))
+      return user->emitOpError("(GPTQ act-order) has no CUDA kernel yet; the CPU target runs it"),
+             failure();
     auto data = codegen::weightConstant(value, "CUDA");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());

@@ -29,7 +29,7 @@ __all__ = ["METHODS", "QuantizedWeight", "pack_codes", "quantize_model", "quanti
 
 
 def quantize_model(model: onnx.ModelProto, model_path: Path, method: str = "rtn", bits: int = 4,
-                   block_size: int = 32, symmetric: bool = True,
+                   block_size: int = 32, symmetric: bool = True, act_order: bool = False,
                    calibration: Path = DEFAULT_TEXT, say=None, progress=None
                    ) -> tuple[onnx.ModelProto, int]:
     """The model (loaded from `model_path`, whose folder holds its tokenizer.json for
@@ -37,6 +37,16 @@ def quantize_model(model: onnx.ModelProto, model_path: Path, method: str = "rtn"
     `say(message)` reports the stages, `progress(stage, done, total)` the work in each."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
+    if act_order and method != "gptq":
+        raise ValueError("act-order is GPTQ's: use it with method gptq")
+    if act_order and bits != 4:
+        # onnxruntime (1.31) runs MatMulNBits with g_idx at 2 and 4 bits only.
+        raise ValueError("act-order is 4-bit: onnxruntime runs MatMulNBits with g_idx at 2 "
+                         "and 4 bits only")
+    if act_order and not symmetric:
+        # With g_idx, onnxruntime (1.31) ignores packed zero points and uses 2^(bits-1).
+        raise ValueError("act-order needs symmetric groups: onnxruntime ignores MatMulNBits' "
+                         "zero points when g_idx is given")
     graph = ModelGraph(model)
     sites = graph.sites(bits, block_size)
     matmuls = [site for site in sites if not site.is_gather]
@@ -60,7 +70,7 @@ def quantize_model(model: onnx.ModelProto, model_path: Path, method: str = "rtn"
     for index, site in enumerate(sites, start=1):
         if method == "gptq" and not site.is_gather:
             quantized.append(quantize_gptq(site.weight, stats[site.input].hessian(), bits,
-                                           block_size, symmetric))
+                                           block_size, symmetric, act_order))
         else:
             quantized.append(quantize_rtn(site.weight, bits, block_size, symmetric))
         if progress:

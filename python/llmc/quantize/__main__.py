@@ -1,5 +1,5 @@
 """llmc quantize (or python -m llmc.quantize) MODEL.onnx -o OUT.onnx [--method rtn|awq|gptq] [--bits 4|8]
-    [--group-size 32] [--symmetric] [--calibration FILE] [--quiet]
+    [--group-size 32] [--symmetric] [--act-order] [--calibration FILE] [--quiet]
 
 Every MatMul by a constant weight (an initializer [K, N], or the Transpose of one [N, K]: a
 tied LM head) becomes com.microsoft MatMulNBits, and the embedding's Gather becomes
@@ -8,7 +8,9 @@ the weights packed. OUT.onnx's weights go to OUT.onnx.data beside it; the other 
 MODEL's folder (config, tokenizer) are copied along. A weight is cut along its input into
 groups of --group-size, each with a scale and (unless --symmetric) a zero point: the layout
 of llmc/quantize/blocks.py. --method awq and gptq calibrate on --calibration (a text file;
-llmc/quantize/calibration.txt by default) with the model's tokenizer.json.
+llmc/quantize/calibration.txt by default) with the model's tokenizer.json. --act-order
+(GPTQ) quantizes each weight's inputs in order of decreasing activation energy and groups
+them in that order, recorded in MatMulNBits' g_idx.
 """
 from __future__ import annotations
 
@@ -34,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group-size", type=int, default=32)
     parser.add_argument("--symmetric", action="store_true",
                         help="no zero points (the default zero point 2^(bits-1))")
+    parser.add_argument("--act-order", action="store_true",
+                        help="GPTQ: quantize and group the inputs by decreasing Hessian "
+                             "diagonal (MatMulNBits' g_idx)")
     parser.add_argument("--calibration", type=Path, default=DEFAULT_TEXT,
                         help="text to calibrate AWQ and GPTQ on")
     parser.add_argument("--quiet", action="store_true")
@@ -64,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     try:
         model, count = quantize_model(model, args.model, args.method, args.bits, args.group_size,
-                                      args.symmetric, args.calibration, say, progress)
+                                      args.symmetric, args.act_order, args.calibration, say,
+                                      progress)
     except ValueError as error:
         return fail(str(error))
     if count == 0:
@@ -80,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             if not target.exists():
                 shutil.copy(companion, target)
     size = (args.output.parent / data).stat().st_size
-    say(f"{count} weights to {args.bits} bits ({args.method}, groups of {args.group_size}, "
+    method = args.method + (" act-order" if args.act_order else "")
+    say(f"{count} weights to {args.bits} bits ({method}, groups of {args.group_size}, "
         f"{'symmetric' if args.symmetric else 'with zero points'}) in "
         f"{time.monotonic() - start:.1f} s; wrote {args.output} ({size / 1e6:.1f} MB of data)")
     return 0

@@ -27,6 +27,9 @@ class QuantizedWeight:
     in_features: int  # K
     block_size: int
     bits: int = 4
+    # int32 [K]: the group (scale and zero point) of each input feature, MatMulNBits' g_idx;
+    # None: feature k is in group k // block_size. GPTQ's act-order scatters the groups.
+    group_index: np.ndarray | None = None
 
     @property
     def out_features(self) -> int:
@@ -45,6 +48,10 @@ class QuantizedWeight:
 
     def dequantize(self) -> np.ndarray:
         """The float32 weight [N, K] the quantized operators compute with."""
+        if self.group_index is not None:
+            codes = self.levels().reshape(self.out_features, -1)[:, :self.in_features]
+            zeros = self.block_zero_points()[:, self.group_index].astype(np.float32)
+            return (codes.astype(np.float32) - zeros) * self.scales[:, self.group_index]
         q = self.levels().astype(np.float32) - self.block_zero_points()[..., None]
         w = q * self.scales[..., None]
         return w.reshape(self.out_features, -1)[:, :self.in_features]

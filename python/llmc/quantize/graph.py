@@ -122,6 +122,10 @@ class ModelGraph:
             if q.zero_points is not None:
                 new_initializers.append(numpy_helper.from_array(q.zero_points, names[2]))
                 inputs.append(names[2])
+            if q.group_index is not None:
+                g_idx = f"{prefix}_g_idx"
+                new_initializers.append(numpy_helper.from_array(q.group_index, g_idx))
+                inputs += [""] * (4 - len(inputs)) + [g_idx]
             if site.is_gather:
                 replaced[id(node)] = helper.make_node(
                     "GatherBlockQuantized", inputs, list(node.output), name=node.name,

@@ -204,11 +204,54 @@ func.func @matmul_nbits(%x: tensor<1x3x64xf32>) -> tensor<1x3x8xf32> {
 
 // -----
 
-// Near miss: act-order (g_idx) quantisation is not block-wise.
-// CHECK-LABEL: func.func @matmul_nbits_g_idx
+// Act-order: g_idx scatters the groups over the input features. The codes'
+// columns are sorted by group (column i takes feature order[i]'s code:
+// 0, 2, ..., 30, then 1, 3, ..., 31) so that each block is one group, and the
+// input is reordered the same way.
+// CHECK-LABEL: func.func @matmul_nbits_act_order
+//  CHECK-SAME:   (%[[X:.*]]: tensor<1x3x32xf32>)
+//       CHECK:   %[[B:.*]] = llm.constant dense_resource<[[BLOB:repacked[_0-9]*]]> : tensor<1x2x16xui8>
+//       CHECK:   %[[ORDER:.*]] = llm.constant dense<[0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31]> : tensor<32xi32>
+//       CHECK:   %[[XP:.*]] = llm.permute_features %[[X]], %[[ORDER]]
+//       CHECK:   %[[W:.*]] = llm.dequantize %[[B]], %{{.*}} {bits = 8 : i64, block_size = 16 : i64}
+//       CHECK:   llm.linear %[[XP]], %[[W]] {transpose_weight}
+//       CHECK:   [[BLOB]]: "0x0100000000020406080A0C0E10121416181A1C1E01030507090B0D0F11131517191B1D1F"
+func.func @matmul_nbits_act_order(%x: tensor<1x3x32xf32>) -> tensor<1x3x1xf32> {
+  %none = onnx.None
+  %b = onnx.Constant dense<[[[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15],[16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31]]]> : tensor<1x2x16xui8>
+  %scales = onnx.Constant dense<0.5> : tensor<1x2xf32>
+  %g = onnx.Constant dense<[0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1]> : tensor<32xi32>
+  %y = onnx.MatMulNBits %x, %b, %scales, %none, %g, %none {K = 32 : i64, N = 1 : i64, bits = 8 : i64, block_size = 16 : i64}
+      : (tensor<1x3x32xf32>, tensor<1x2x16xui8>, tensor<1x2xf32>, none, tensor<32xi32>, none) -> tensor<1x3x1xf32>
+  return %y : tensor<1x3x1xf32>
+}
+
+// -----
+
+// A g_idx in the plain order (feature k in group k / block_size) changes nothing.
+// CHECK-LABEL: func.func @matmul_nbits_plain_g_idx
+//   CHECK-NOT:   llm.permute_features
+//       CHECK:   llm.linear
+func.func @matmul_nbits_plain_g_idx(%x: tensor<1x3x32xf32>) -> tensor<1x3x1xf32> {
+  %none = onnx.None
+  %b = onnx.Constant dense<17> : tensor<1x2x16xui8>
+  %scales = onnx.Constant dense<0.5> : tensor<1x2xf32>
+  %g = onnx.Constant dense<[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]> : tensor<32xi32>
+  %y = onnx.MatMulNBits %x, %b, %scales, %none, %g, %none {K = 32 : i64, N = 1 : i64, bits = 8 : i64, block_size = 16 : i64}
+      : (tensor<1x3x32xf32>, tensor<1x2x16xui8>, tensor<1x2xf32>, none, tensor<32xi32>, none) -> tensor<1x3x1xf32>
+  return %y : tensor<1x3x1xf32>
+}
+
+// -----
+
+// Near misses: a g_idx that is not a constant, or whose groups do not hold
+// block_size features each, or that comes with packed zero points (which
+// onnxruntime ignores when g_idx is given).
+// CHECK-LABEL: func.func @matmul_nbits_g_idx_input
 //   CHECK-NOT:   llm.dequantize
 //       CHECK:   onnx.MatMulNBits
-func.func @matmul_nbits_g_idx(%x: tensor<1x3x64xf32>, %g: tensor<64xi32>) -> tensor<1x3x8xf32> {
+// ERROR: error: onnx ops not raised to llm: onnx.MatMulNBits x1; a g_idx that is not a constant grouping block_size input features per scale is not supported
+func.func @matmul_nbits_g_idx_input(%x: tensor<1x3x64xf32>, %g: tensor<64xi32>) -> tensor<1x3x8xf32> {
   %none = onnx.None
   %b = onnx.Constant dense<17> : tensor<8x2x16xui8>
   %scales = onnx.Constant dense<0.5> : tensor<8x2xf32>
@@ -218,6 +261,35 @@ func.func @matmul_nbits_g_idx(%x: tensor<1x3x64xf32>, %g: tensor<64xi32>) -> ten
 }
 
 // -----
+
+// ERROR: error: onnx ops not raised to llm: onnx.MatMulNBits x1; a g_idx that is not a constant grouping block_size input features per scale is not supported
+// CHECK-LABEL: func.func @matmul_nbits_uneven_groups
+//       CHECK:   onnx.MatMulNBits
+func.func @matmul_nbits_uneven_groups(%x: tensor<1x3x32xf32>) -> tensor<1x3x1xf32> {
+  %none = onnx.None
+  %b = onnx.Constant dense<17> : tensor<1x2x16xui8>
+  %scales = onnx.Constant dense<0.5> : tensor<1x2xf32>
+  %g = onnx.Constant dense<0> : tensor<32xi32>
+  %y = onnx.MatMulNBits %x, %b, %scales, %none, %g, %none {K = 32 : i64, N = 1 : i64, bits = 8 : i64, block_size = 16 : i64}
+      : (tensor<1x3x32xf32>, tensor<1x2x16xui8>, tensor<1x2xf32>, none, tensor<32xi32>, none) -> tensor<1x3x1xf32>
+  return %y : tensor<1x3x1xf32>
+}
+
+// -----
+
+// ERROR: error: onnx ops not raised to llm: onnx.MatMulNBits x1; act-order (g_idx) with packed uint8 zero points (onnxruntime ignores them with g_idx, using 2^(bits-1): the file means two things) is not supported
+// CHECK-LABEL: func.func @matmul_nbits_act_order_zero_points
+//       CHECK:   onnx.MatMulNBits
+func.func @matmul_nbits_act_order_zero_points(%x: tensor<1x3x32xf32>) -> tensor<1x3x1xf32> {
+  %none = onnx.None
+  %b = onnx.Constant dense<17> : tensor<1x2x16xui8>
+  %scales = onnx.Constant dense<0.5> : tensor<1x2xf32>
+  %zeros = onnx.Constant dense<136> : tensor<1x1xui8>
+  %g = onnx.Constant dense<[0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1,0,1]> : tensor<32xi32>
+  %y = onnx.MatMulNBits %x, %b, %scales, %zeros, %g, %none {K = 32 : i64, N = 1 : i64, bits = 8 : i64, block_size = 16 : i64}
+      : (tensor<1x3x32xf32>, tensor<1x2x16xui8>, tensor<1x2xf32>, tensor<1x1xui8>, tensor<32xi32>, none) -> tensor<1x3x1xf32>
+  return %y : tensor<1x3x1xf32>
+}
 
 // MatMul by a blocked DequantizeLinear (onnxruntime's QDQ form): the weight
 // transposed to [N, K] in MatMulNBits' layout, under the same llm.dequantize.

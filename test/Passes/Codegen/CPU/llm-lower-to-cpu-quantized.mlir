@@ -158,3 +158,38 @@ func.func @f16_scales(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<
   %15 = llm.logits %14, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
   return %15 : tensor<?x64xf32>
 }
+
+// -----
+
+// Act-order (llm.permute_features before a packed matmul): the i32 indices
+// go to weights.bin as they are, and a kernel reorders each row's features.
+// CHECK-LABEL: module attributes
+//  CHECK-SAME:   {dtype = "i32", name = "{{.*}}", offset = {{[0-9]+}} : i64, value = dense<[1, 0, 3, 2, {{.*}}]> : tensor<32xi32>}
+//       CHECK: call @llmc_permute_features_{{[0-9]+}}(%{{.*}}, %{{.*}}, %{{.*}}) : (memref<?x32xf32>, memref<32xi32>, memref<?x32xf32>) -> ()
+//       CHECK: func.func private @llmc_permute_features_{{[0-9]+}}(%[[IN:.*]]: memref<?x32xf32>, %[[INDICES:.*]]: memref<32xi32>, %[[OUT:.*]]: memref<?x32xf32>)
+//       CHECK:   %[[INDEX:.*]] = memref.load %[[INDICES]][%{{.*}}] : memref<32xi32>
+//       CHECK:   %[[SOURCE:.*]] = arith.index_cast %[[INDEX]] : i32 to index
+//       CHECK:   memref.load %[[IN]][%{{.*}}, %[[SOURCE]]]
+// WIDENED-LABEL: module attributes
+//       WIDENED: call @llmc_permute_features_
+// INT8-LABEL: module attributes
+//       INT8: call @llmc_permute_features_
+func.func @act_order(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %order = llm.constant dense<[1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14, 17, 16, 19, 18, 21, 20, 23, 22, 25, 24, 27, 26, 29, 28, 31, 30]> : tensor<32xi32>
+  %pq = llm.constant dense<130> : tensor<32x2x16xui8>
+  %ps = llm.constant dense<2.500000e-01> : tensor<32x2xf32>
+  %proj = llm.dequantize %pq, %ps {bits = 8 : i64, block_size = 16 : i64} : (tensor<32x2x16xui8>, tensor<32x2xf32>) -> tensor<32x32xf32>
+  %head = llm.constant dense<1.250000e-01> : tensor<64x32xf32>
+  %5 = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %p = llm.permute_features %5, %order {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x32xf32>, tensor<32xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %p, %proj {llmc.workspace_offsets = array<i64: 1024>, transpose_weight} : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  %7 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %11 = llm.paged_kv_write %arg7, %8, %8, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %7, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 2048>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %15 = llm.logits %14, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
+}
