@@ -235,15 +235,43 @@ mlir::ElementsAttr packedBlob(const std::vector<int8_t> &values, llvm::ArrayRef<
 mlir::ElementsAttr packedBlob(const std::vector<float> &values, llvm::ArrayRef<int64_t> shape,
                               llvm::StringRef name, mlir::MLIRContext *context);
 
+/// Field indices of LlmcCpuHostApi (include/llmc/Runtime/StepABI.h).
+constexpr int32_t kApiContext = 2;
+constexpr int32_t kApiSgemm = 3;
+constexpr int32_t kApiParallelFor = 4;
+
+/// Host services and memrefs as the LLVM dialect sees them (CpuParallel.cpp).
+mlir::LLVM::LLVMPointerType llvmPointerType(mlir::OpBuilder &b);
+mlir::Value constantI64(mlir::OpBuilder &b, mlir::Location loc, int64_t value);
+/// Loads field `index` (a pointer) of the step's LlmcCpuHostApi.
+mlir::Value hostApiField(StepLowering &step, mlir::Location loc, int32_t index);
+/// The address of a memref's first element as an !llvm.ptr. Views of the
+/// workspace and of the weights, and the step's inputs, have offset 0, so the
+/// aligned pointer is it.
+mlir::Value pointerTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref);
+/// Whether the generated code can address `memref` from a bare pointer
+/// (row-major, no strides of a view).
+bool isContiguous(mlir::Value memref);
+
+/// Builds a kernel's work for tasks [begin, end) given its buffers (as the
+/// kernel's memrefs).
+using TasksBody = llvm::function_ref<void(KernelBuilder &, mlir::ValueRange buffers,
+                                          mlir::Value begin, mlir::Value end)>;
+/// Runs the kernel `name` (identified by `key`) over `numTasks` (an index)
+/// independent tasks on the runtime's threads (api->parallel_for). The
+/// buffers must be contiguous; their addresses and dynamic sizes reach the
+/// threads through a closure on the step's stack.
+void runParallel(StepLowering &step, mlir::Location loc, llvm::StringRef name,
+                 const std::string &key, llvm::ArrayRef<mlir::Value> buffers,
+                 mlir::Value numTasks, TasksBody body);
+
 /// Builds a kernel's loops over output columns [begin, end) given its
 /// buffers (runOverColumns' `buffers`, as the kernel's memrefs).
 using ColumnsBody = llvm::function_ref<void(KernelBuilder &, mlir::ValueRange buffers,
                                             mlir::Value begin, mlir::Value end)>;
 /// Runs a kernel over `columns` output columns on the runtime's threads
-/// (api->parallel_for), in tasks of 64 columns: each task's `begin` is a
-/// multiple of 64. The step stores the buffers' addresses in a closure on
-/// its stack; the task function rebuilds the memrefs, whose one dynamic dim
-/// (the leading one) is `buffers.front()`'s row count. `key` names the kernel.
+/// (runParallel), in tasks of 64 columns: each task's `begin` is a multiple
+/// of 64. `key` names the kernel.
 void runOverColumns(StepLowering &step, mlir::Location loc, llvm::ArrayRef<mlir::Value> buffers,
                     int64_t columns, const std::string &key, ColumnsBody body);
 

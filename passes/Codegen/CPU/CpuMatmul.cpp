@@ -21,72 +21,15 @@ namespace llmc::cpu {
 
 namespace {
 
-/// Field indices of LlmcCpuHostApi (include/llmc/Runtime/StepABI.h).
-constexpr int32_t kApiContext = 2;
-constexpr int32_t kApiSgemm = 3;
-constexpr int32_t kApiParallelFor = 4;
-
 /// Output columns of one parallel_for task of the generated matmul: enough
 /// work to amortise a task, few enough that two threads share a 576-wide layer.
 constexpr int64_t kColumnsPerTask = 64;
-
-LLVM::LLVMPointerType pointerType(OpBuilder &b) { return LLVM::LLVMPointerType::get(b.getContext()); }
-
-/// Loads field `index` (a pointer) of the host API table.
-Value loadApiField(StepLowering &step, Location loc, int32_t index) {
-  OpBuilder &b = step.b;
-  auto ptr = pointerType(b);
-  auto apiType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), {b.getI32Type(), b.getI32Type(), ptr, ptr, ptr});
-  Value address =
-      LLVM::GEPOp::create(b, loc, ptr, apiType, step.api, ArrayRef<LLVM::GEPArg>{0, index});
-  return LLVM::LoadOp::create(b, loc, ptr, address);
-}
-
-Value constantI64(OpBuilder &b, Location loc, int64_t value) {
-  return LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(value));
-}
-
-/// A memref of `type` over the row-major data at `pointer`, its dynamic
-/// leading dim `rows`: the descriptor the LLVM lowering of memrefs uses,
-/// built by hand because the data arrives as a raw pointer.
-Value memrefAt(OpBuilder &b, Location loc, MemRefType type, Value pointer, Value rows) {
-  auto i64 = b.getI64Type();
-  int64_t rank = type.getRank();
-  auto dims = LLVM::LLVMArrayType::get(i64, rank);
-  auto descriptorType =
-      LLVM::LLVMStructType::getLiteral(b.getContext(), {pointerType(b), pointerType(b), i64, dims, dims});
-  Value descriptor = LLVM::PoisonOp::create(b, loc, descriptorType);
-  auto insert = [&](Value value, ArrayRef<int64_t> position) {
-    descriptor = LLVM::InsertValueOp::create(b, loc, descriptor, value, position);
-  };
-  insert(pointer, {0});
-  insert(pointer, {1});
-  insert(constantI64(b, loc, 0), {2});
-  int64_t stride = 1;
-  for (int64_t dim = rank - 1; dim >= 0; --dim) {
-    int64_t size = type.getDimSize(dim);
-    insert(ShapedType::isDynamic(size) ? rows : constantI64(b, loc, size), {3, dim});
-    insert(constantI64(b, loc, stride), {4, dim});
-    stride *= ShapedType::isDynamic(size) ? 1 : size;
-  }
-  return UnrealizedConversionCastOp::create(b, loc, type, descriptor).getResult(0);
-}
-
-/// The address of a memref's first element as an !llvm.ptr. Views of the
-/// workspace and of the weights have offset 0, so the aligned pointer is it.
-Value pointerTo(OpBuilder &b, Location loc, Value memref) {
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, b.getIndexType(), memref);
-  Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
-  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
-                                  ValueRange{integer});
-}
 
 /// api->sgemm(api->context, m, n, k, a, k, w, ldw, transposed, out, n).
 void callSgemm(StepLowering &step, Location loc, Value input, Value weight, bool transposed,
                Value output, int64_t n, int64_t k) {
   OpBuilder &b = step.b;
-  auto ptr = pointerType(b);
+  auto ptr = llvmPointerType(b);
   auto i32 = b.getI32Type(), i64 = b.getI64Type();
   Value rows = arith::IndexCastOp::create(b, loc, i64, memref::DimOp::create(b, loc, input, 0));
   Value bTransposed = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(transposed));
@@ -94,7 +37,7 @@ void callSgemm(StepLowering &step, Location loc, Value input, Value weight, bool
                                                {ptr, i64, i64, i64, ptr, i64, ptr, i64, i32, ptr, i64});
   LLVM::CallOp::create(
       b, loc, sgemmType,
-      ValueRange{loadApiField(step, loc, kApiSgemm), loadApiField(step, loc, kApiContext), rows,
+      ValueRange{hostApiField(step, loc, kApiSgemm), hostApiField(step, loc, kApiContext), rows,
                  constantI64(b, loc, n), constantI64(b, loc, k), pointerTo(b, loc, input),
                  constantI64(b, loc, k), pointerTo(b, loc, weight),
                  constantI64(b, loc, transposed ? k : n), bTransposed, pointerTo(b, loc, output),
@@ -261,65 +204,14 @@ void buildMatmulColumns(KernelBuilder &kb, Value x, WeightReader &w, Value out, 
 
 void runOverColumns(StepLowering &step, Location loc, ArrayRef<Value> buffers, int64_t columns,
                     const std::string &key, ColumnsBody body) {
-  OpBuilder &b = step.b;
-  auto ptr = pointerType(b);
-  Type i64 = b.getI64Type(), index = b.getIndexType();
-  SmallVector<Type> kernelTypes = llvm::map_to_vector(buffers, [](Value v) { return v.getType(); });
-  kernelTypes.append({index, index});
-  func::FuncOp tiles = step.getOrCreateKernel(
-      loc, "matmul", key, kernelTypes, [&](KernelBuilder &kb, ValueRange params) {
-        body(kb, params.drop_back(2), params[params.size() - 2], params.back());
-      });
-
-  // The closure: the buffers' addresses, then the number of rows.
-  SmallVector<Type> closureFields(buffers.size(), ptr);
-  closureFields.push_back(i64);
-  auto closureType = LLVM::LLVMStructType::getLiteral(b.getContext(), closureFields);
-  int32_t rowsField = buffers.size();
-  func::FuncOp task = step.getOrCreateKernel(
-      loc, "matmul_task", key + "/task", {ptr, i64, i64}, [&](KernelBuilder &kb, ValueRange params) {
-        OpBuilder &tb = kb.builder();
-        auto field = [&](int32_t position, Type type) -> Value {
-          Value address = LLVM::GEPOp::create(tb, loc, ptr, closureType, params[0],
-                                              ArrayRef<LLVM::GEPArg>{0, position});
-          return LLVM::LoadOp::create(tb, loc, type, address);
-        };
-        Value rows = field(rowsField, i64);
-        SmallVector<Value> args;
-        for (int32_t position = 0; position < rowsField; ++position)
-          args.push_back(memrefAt(tb, loc, cast<MemRefType>(buffers[position].getType()),
-                                  field(position, ptr), rows));
-        Value tile = constantI64(tb, loc, kColumnsPerTask);
-        Value begin = LLVM::MulOp::create(tb, loc, params[1], tile);
-        Value end = LLVM::MulOp::create(tb, loc, params[2], tile);
-        end = LLVM::SMinOp::create(tb, loc, end, constantI64(tb, loc, columns));
-        args.push_back(arith::IndexCastOp::create(tb, loc, index, begin));
-        args.push_back(arith::IndexCastOp::create(tb, loc, index, end));
-        func::CallOp::create(tb, loc, tiles, args);
-      });
-
-  Value closure = LLVM::AllocaOp::create(b, loc, ptr, closureType, constantI64(b, loc, 1));
-  Value rows =
-      arith::IndexCastOp::create(b, loc, i64, memref::DimOp::create(b, loc, buffers.front(), 0));
-  SmallVector<Value> fields = llvm::map_to_vector(buffers, [&](Value buffer) {
-    return pointerTo(b, loc, buffer);
-  });
-  fields.push_back(rows);
-  for (auto [position, value] : llvm::enumerate(fields)) {
-    Value address = LLVM::GEPOp::create(b, loc, ptr, closureType, closure,
-                                        ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(position)});
-    LLVM::StoreOp::create(b, loc, value, address);
-  }
-  Value taskValue = func::ConstantOp::create(b, loc, task.getFunctionType(),
-                                             FlatSymbolRefAttr::get(task.getSymNameAttr()));
-  Value taskPointer = UnrealizedConversionCastOp::create(b, loc, ptr, taskValue).getResult(0);
-  auto parallelForType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
-                                                     {ptr, i64, ptr, ptr});
-  LLVM::CallOp::create(b, loc, parallelForType,
-                       ValueRange{loadApiField(step, loc, kApiParallelFor),
-                                  loadApiField(step, loc, kApiContext),
-                                  constantI64(b, loc, llvm::divideCeil(columns, kColumnsPerTask)),
-                                  taskPointer, closure});
+  Value tasks = arith::ConstantIndexOp::create(step.b, loc, llvm::divideCeil(columns, kColumnsPerTask));
+  runParallel(step, loc, "matmul", key, buffers, tasks,
+              [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
+                Value tile = kb.index(kColumnsPerTask);
+                Value begin = kb.mulIndex(firstTask, tile);
+                Value end = kb.minIndex(kb.mulIndex(lastTask, tile), kb.index(columns));
+                body(kb, params, begin, end);
+              });
 }
 
 namespace {
@@ -359,12 +251,6 @@ void applyEpilogueInPlace(StepLowering &step, Location loc, Value output, const 
       });
     });
   });
-}
-
-/// Whether the generated code can address `memref` from a bare pointer.
-bool isContiguous(Value memref) {
-  auto type = cast<MemRefType>(memref.getType());
-  return type.getLayout().isIdentity();
 }
 
 } // namespace
