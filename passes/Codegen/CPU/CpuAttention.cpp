@@ -3,7 +3,9 @@
 // Paged attention walks a sequence's blocks through its block table and
 // keeps an online softmax (running max, running sum, rescaled accumulator):
 // one pass over the keys, O(head_dim) extra memory per query row whatever the
-// context length, as flash attention does.
+// context length, as flash attention does. Its tasks, one per (sequence,
+// query head), run on the runtime's threads; each block's weights come from
+// a polynomial exp the vectoriser widens.
 //
 // An int8 pool (--kv-cache-dtype int8) holds each row as codes followed by
 // the row's f32 scale. Attention reads the codes and applies the scales to
@@ -186,27 +188,33 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   std::optional<int64_t> window = op.getSlidingWindow();
   std::optional<float> softcap;
   if (auto cap = op.getSoftcap()) softcap = cap->convertToFloat();
-  step.callKernel(op.getLoc(), "paged_attention", kernelKey(op, args), args,
-                  [&](KernelBuilder &kb, ValueRange params) {
+  int64_t headDimSize = llm::cachedHeadDim(cast<MemRefType>(args[1].getType()));
+  int64_t heads = cast<MemRefType>(args[0].getType()).getDimSize(1) / headDimSize;
+
+  // One task per (sequence, query head): all of that head's rows of that
+  // sequence, so a task's work does not depend on how the others are split.
+  auto body = [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
     Value query = params[0], blockTables = params[2];
     Value contextLens = params[3], cuSeqlens = params[4], out = params[5];
     CachedRows rows(params[1]);
-    int64_t heads = cast<MemRefType>(query.getType()).getDimSize(1) / rows.headDim;
     int64_t group = heads / rows.kvHeads;
     OpBuilder &b = kb.builder();
-    // The rescaled sum of values of one query row; allocated once per call.
-    Value accumulator = memref::AllocaOp::create(
-        b, kb.location(), MemRefType::get({rows.headDim}, b.getF32Type()));
+    Location loc = kb.location();
+    // A row's rescaled sum of values, and one block's scores then weights.
+    Value accumulator = memref::AllocaOp::create(b, loc, MemRefType::get({rows.headDim}, b.getF32Type()));
+    Value weights = memref::AllocaOp::create(b, loc, MemRefType::get({rows.blockSize}, b.getF32Type()));
     Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
     Value headDim = kb.index(rows.headDim), blockSize = kb.index(rows.blockSize);
     Value scaleValue = kb.f32(scale);
-    Value sequences = kb.subIndex(kb.dim(cuSeqlens, 0), one);
-    kb.forEach(zero, sequences, [&](Value seq) {
+    kb.forEach(firstTask, lastTask, [&](Value task) {
+      Value seq = kb.divIndex(task, kb.index(heads)), head = kb.remIndex(task, kb.index(heads));
       Value first = kb.toIndex(kb.load(cuSeqlens, {seq}));
       Value last = kb.toIndex(kb.load(cuSeqlens, {kb.addIndex(seq, one)}));
       Value contextLen = kb.toIndex(kb.load(contextLens, {seq}));
       // Row `first + i` sits at position contextLen - qLen + i.
       Value startPosition = kb.subIndex(contextLen, kb.subIndex(last, first));
+      Value kvHead = kb.divIndex(head, kb.index(group));
+      Value qBase = kb.mulIndex(head, headDim);
       kb.forEach(first, last, [&](Value row) {
         Value visible = kb.addIndex(kb.addIndex(startPosition, kb.subIndex(row, first)), one);
         Value blocks = kb.divIndex(kb.addIndex(visible, kb.subIndex(blockSize, one)), blockSize);
@@ -214,56 +222,83 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
         // before the one holding that key are never read.
         Value firstKey = window ? kb.maxIndex(zero, kb.subIndex(visible, kb.index(*window))) : zero;
         Value firstBlock = kb.divIndex(firstKey, blockSize);
-        kb.forEach(zero, kb.index(heads), [&](Value head) {
-          Value kvHead = kb.divIndex(head, kb.index(group));
-          Value qBase = kb.mulIndex(head, headDim);
-          kb.forEach(zero, headDim, [&](Value d) { kb.store(kb.f32(0.0), accumulator, {d}); });
-          // Running (max, sum) over the blocks, then over each block's slots.
-          Value negInf = kb.f32(-std::numeric_limits<float>::infinity());
-          auto blockLoop = scf::ForOp::create(
-              b, kb.location(), firstBlock, blocks, one, ValueRange{negInf, kb.f32(0.0)},
-              [&](OpBuilder &, Location, Value blockIndex, ValueRange state) {
-                Value block = kb.toIndex(kb.load(blockTables, {seq, blockIndex}));
-                Value begin = kb.mulIndex(blockIndex, blockSize);
-                Value count = kb.minIndex(blockSize, kb.subIndex(visible, begin));
-                Value firstSlot = kb.maxIndex(zero, kb.subIndex(firstKey, begin));
-                auto slotLoop = scf::ForOp::create(
-                    b, kb.location(), firstSlot, count, one, state,
-                    [&](OpBuilder &, Location, Value slot, ValueRange running) {
-                      SmallVector<Value> keyRow{layerIndex, block, zero, kvHead, slot};
-                      SmallVector<Value> valueRow{layerIndex, block, one, kvHead, slot};
-                      Value dot = kb.reduce(zero, headDim, kb.f32(0.0), [&](Value d, Value acc) {
-                        Value q = kb.load(query, {row, kb.addIndex(qBase, d)});
-                        return kb.add(acc, kb.mul(q, rows.element(kb, keyRow, d)));
-                      });
-                      if (Value keyScale = rows.scale(kb, keyRow)) dot = kb.mul(dot, keyScale);
-                      Value score = kb.mul(dot, scaleValue);
-                      if (softcap)
-                        score = kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap))));
-                      Value maxSoFar = kb.max(running[0], score);
-                      Value correction = kb.exp(kb.sub(running[0], maxSoFar));
-                      Value weight = kb.exp(kb.sub(score, maxSoFar));
-                      Value sum = kb.add(kb.mul(running[1], correction), weight);
-                      Value valueWeight = weight;
-                      if (Value valueScale = rows.scale(kb, valueRow))
-                        valueWeight = kb.mul(weight, valueScale);
-                      kb.forEach(zero, headDim, [&](Value d) {
-                        Value v = rows.element(kb, valueRow, d);
-                        Value acc = kb.load(accumulator, {d});
-                        kb.store(kb.add(kb.mul(acc, correction), kb.mul(valueWeight, v)),
-                                 accumulator, {d});
-                      });
-                      scf::YieldOp::create(b, kb.location(), ValueRange{maxSoFar, sum});
-                    });
-                scf::YieldOp::create(b, kb.location(), slotLoop.getResults());
+        kb.forEach(zero, headDim, [&](Value d) { kb.store(kb.f32(0.0), accumulator, {d}); });
+        // Online softmax a block at a time: the block's scores, their max, the
+        // running (max, sum) and accumulator rescaled once, then the block's
+        // weights (a vectorisable exp) times its values.
+        Value negInf = kb.f32(-std::numeric_limits<float>::infinity());
+        auto blockLoop = scf::ForOp::create(
+            b, loc, firstBlock, blocks, one, ValueRange{negInf, kb.f32(0.0)},
+            [&](OpBuilder &, Location, Value blockIndex, ValueRange running) {
+              Value block = kb.toIndex(kb.load(blockTables, {seq, blockIndex}));
+              Value begin = kb.mulIndex(blockIndex, blockSize);
+              Value count = kb.minIndex(blockSize, kb.subIndex(visible, begin));
+              Value firstSlot = kb.maxIndex(zero, kb.subIndex(firstKey, begin));
+              auto keyRow = [&](Value slot) {
+                return SmallVector<Value>{layerIndex, block, zero, kvHead, slot};
+              };
+              auto valueRow = [&](Value slot) {
+                return SmallVector<Value>{layerIndex, block, one, kvHead, slot};
+              };
+              kb.forEach(firstSlot, count, [&](Value slot) {
+                Value dot = kb.reduce(zero, headDim, kb.f32(0.0), [&](Value d, Value acc) {
+                  Value q = kb.load(query, {row, kb.addIndex(qBase, d)});
+                  return kb.add(acc, kb.mul(q, rows.element(kb, keyRow(slot), d)));
+                });
+                if (Value keyScale = rows.scale(kb, keyRow(slot))) dot = kb.mul(dot, keyScale);
+                Value score = kb.mul(dot, scaleValue);
+                if (softcap)
+                  score = kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap))));
+                kb.store(score, weights, {slot});
               });
-          Value sum = blockLoop.getResult(1);
-          kb.forEach(zero, headDim, [&](Value d) {
-            kb.store(kb.div(kb.load(accumulator, {d}), sum), out, {row, kb.addIndex(qBase, d)});
-          });
+              Value blockMax = kb.reduce(firstSlot, count, negInf, [&](Value slot, Value acc) {
+                return kb.max(acc, kb.load(weights, {slot}));
+              });
+              Value maxSoFar = kb.max(running[0], blockMax);
+              Value correction = kb.expPolynomial(kb.sub(running[0], maxSoFar));
+              Value blockSum = kb.reduce(firstSlot, count, kb.f32(0.0), [&](Value slot, Value acc) {
+                Value weight = kb.expPolynomial(kb.sub(kb.load(weights, {slot}), maxSoFar));
+                kb.store(weight, weights, {slot});
+                return kb.add(acc, weight);
+              });
+              Value sum = kb.add(kb.mul(running[1], correction), blockSum);
+              kb.forEach(zero, headDim, [&](Value d) {
+                kb.store(kb.mul(kb.load(accumulator, {d}), correction), accumulator, {d});
+              });
+              kb.forEach(firstSlot, count, [&](Value slot) {
+                Value weight = kb.load(weights, {slot});
+                if (Value valueScale = rows.scale(kb, valueRow(slot)))
+                  weight = kb.mul(weight, valueScale);
+                kb.forEach(zero, headDim, [&](Value d) {
+                  Value v = rows.element(kb, valueRow(slot), d);
+                  kb.store(kb.add(kb.load(accumulator, {d}), kb.mul(weight, v)), accumulator, {d});
+                });
+              });
+              scf::YieldOp::create(b, loc, ValueRange{maxSoFar, sum});
+            });
+        Value sum = blockLoop.getResult(1);
+        kb.forEach(zero, headDim, [&](Value d) {
+          kb.store(kb.div(kb.load(accumulator, {d}), sum), out, {row, kb.addIndex(qBase, d)});
         });
       });
     });
+  };
+
+  std::string key = kernelKey(op, args);
+  OpBuilder &b = step.b;
+  Location loc = op.getLoc();
+  Value sequences = arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, args[4], 0),
+                                          arith::ConstantIndexOp::create(b, loc, 1));
+  Value tasks = arith::MulIOp::create(b, loc, sequences, arith::ConstantIndexOp::create(b, loc, heads));
+  if (llvm::all_of(args, isContiguous)) {
+    runParallel(step, loc, "paged_attention", key, args, tasks, body);
+    return success();
+  }
+  // A query that is a column range of another tensor (Q of a joined QKV
+  // product, unrotated) is not addressable from a bare pointer: one thread.
+  step.callKernel(loc, "paged_attention", key, args, [&](KernelBuilder &kb, ValueRange params) {
+    Value sequences = kb.subIndex(kb.dim(params[4], 0), kb.index(1));
+    body(kb, params, kb.index(0), kb.mulIndex(sequences, kb.index(heads)));
   });
   return success();
 }

@@ -76,6 +76,30 @@ Value KernelBuilder::div(Value a, Value c) { return arith::DivFOp::create(b, loc
 Value KernelBuilder::max(Value a, Value c) { return arith::MaximumFOp::create(b, loc, a, c, fastMath(b)); }
 Value KernelBuilder::neg(Value a) { return arith::NegFOp::create(b, loc, a, fastMath(b)); }
 Value KernelBuilder::exp(Value a) { return math::ExpOp::create(b, loc, a); }
+Value KernelBuilder::expPolynomial(Value a) {
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  auto constant = [&](float value) { return this->f32(value); };
+  auto fma = [&](Value x, Value y, Value z) { return math::FmaOp::create(b, loc, x, y, z); };
+  Value x = arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, a, constant(-87.33654f)), constant(88.37626f));
+  // x = n ln2 + r, |r| <= ln2 / 2; ln2 split in two so that n * the first is exact.
+  Value n = math::RoundEvenOp::create(b, loc, arith::MulFOp::create(b, loc, x, constant(1.44269504f)));
+  Value r = fma(n, constant(-0.693359375f), x);
+  r = fma(n, constant(2.12194440e-4f), r);
+  Value p = constant(1.9875691500e-4f);
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
+                  5.0000001201e-1f})
+    p = fma(p, r, constant(c));
+  // e^r = 1 + r + r^2 p(r).
+  Value y = arith::AddFOp::create(b, loc, fma(arith::MulFOp::create(b, loc, r, r), p, r),
+                                  constant(1.0f));
+  // 2^n from its exponent bits.
+  Value exponent = arith::AddIOp::create(b, loc, arith::FPToSIOp::create(b, loc, i32, n),
+                                         arith::ConstantIntOp::create(b, loc, i32, 127));
+  Value bits = arith::ShLIOp::create(b, loc, exponent, arith::ConstantIntOp::create(b, loc, i32, 23));
+  return arith::MulFOp::create(b, loc, y, arith::BitcastOp::create(b, loc, f32, bits));
+}
+
 Value KernelBuilder::sqrt(Value a) { return math::SqrtOp::create(b, loc, a); }
 Value KernelBuilder::cos(Value a) { return math::CosOp::create(b, loc, a); }
 Value KernelBuilder::sin(Value a) { return math::SinOp::create(b, loc, a); }

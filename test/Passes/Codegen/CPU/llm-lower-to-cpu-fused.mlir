@@ -14,7 +14,7 @@
 //       CHECK:   %[[K:.*]] = memref.subview %[[QKV]][0, 32] [%{{.*}}, 16] [1, 1] : memref<?x64xf32> to memref<?x16xf32, strided<[64, 1], offset: 32>>
 //       CHECK:   %[[V:.*]] = memref.subview %[[QKV]][0, 48] [%{{.*}}, 16]
 //       CHECK:   call @llmc_rope_paged_kv_write_{{[0-9]+}}(%{{.*}}, %[[Q]], %[[K]], %[[V]],
-//       CHECK:   call @llmc_paged_attention_
+//       CHECK:   constant @llmc_paged_attention_task_
 //       CHECK:   call @llmc_add_rms_norm_{{[0-9]+}}(%{{.*}}, %{{.*}}, %{{.*}}, %[[SUM:.*]], %[[NORMED:.*]]) :
 // The gated GEMM reads the normed rows through the host API's parallel_for.
 //       CHECK:   llvm.getelementptr %{{.*}}[0, 4]

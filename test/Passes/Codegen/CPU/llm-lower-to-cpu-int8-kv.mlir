@@ -6,7 +6,7 @@
 // CHECK-LABEL: func.func @llmc_step
 //  CHECK-SAME:   memref<1x?x2x1x16x20xi8>
 //       CHECK:   call @llmc_rope_paged_kv_write_
-//       CHECK:   call @llmc_paged_attention_
+//       CHECK:   constant @llmc_paged_attention_task_
 // The write rotates a key into a row buffer, then quantises it: the row's
 // absolute maximum, codes rounded half to even and clamped to +-127, and the
 // scale stored as 4 bytes after the codes.
@@ -28,7 +28,7 @@
 //       CHECK:   %[[KWORD:.*]] = vector.bitcast %[[KBYTES]] : vector<4xi8> to vector<1xf32>
 //       CHECK:   %[[KSCALE:.*]] = vector.extract %[[KWORD]][0]
 //       CHECK:   arith.mulf %{{.*}}, %[[KSCALE]]
-//       CHECK:   math.exp
+//       CHECK:   math.roundeven
 //       CHECK:   vector.load %{{.*}} : memref<1x?x2x1x16x20xi8>, vector<4xi8>
 //       CHECK:   arith.sitofp %{{.*}} : i8 to f32
 func.func @int8_pool(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x20xi8> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {

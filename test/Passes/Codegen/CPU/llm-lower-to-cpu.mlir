@@ -19,7 +19,11 @@
 //       CHECK:   llvm.call %{{.*}} : !llvm.ptr, (!llvm.ptr, i64, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, i32, !llvm.ptr, i64) -> ()
 //       CHECK:   call @llmc_rope_
 //       CHECK:   call @llmc_paged_kv_write_{{[0-9]+}}(%[[POOL]],
-//       CHECK:   call @llmc_paged_attention_{{[0-9]+}}(%{{.*}}, %[[POOL]],
+// Attention runs on the runtime's threads: parallel_for (field 4 of the
+// API) calls its task function over (sequence, head) tasks.
+//       CHECK:   %[[ATTENTION:.*]] = constant @llmc_paged_attention_task_{{[0-9]+}}
+//       CHECK:   llvm.getelementptr %[[API]][0, 4]
+//       CHECK:   llvm.call %{{.*}} : !llvm.ptr, (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr) -> ()
 //       CHECK:   call @llmc_gather_rows_
 //       CHECK:   %[[HEADPTR:.*]] = memref.extract_aligned_pointer_as_index %[[LOGITS]]
 //       CHECK:   llvm.call
@@ -27,9 +31,17 @@
 // Kernels are private loop nests with internal linkage.
 //       CHECK:   func.func private @llmc_embedding_{{[0-9]+}}({{.*}}) attributes {llvm.linkage = #llvm.linkage<internal>}
 //       CHECK:     scf.for
-//       CHECK:   func.func private @llmc_paged_attention_
+//       CHECK:   func.func private @llmc_paged_attention_{{[0-9]+}}({{.*}}, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
 //       CHECK:     memref.alloca() : memref<16xf32>
-//       CHECK:     math.exp
+//       CHECK:     scf.for %{{.*}} = %[[FIRST]] to %[[LAST]]
+// A block's weights: exp as a polynomial (no libm call), 2^n from its bits.
+//   CHECK-NOT:     math.exp
+//       CHECK:     math.roundeven
+//       CHECK:     math.fma
+//       CHECK:     arith.shli
+//       CHECK:     arith.bitcast %{{.*}} : i32 to f32
+//       CHECK:   func.func private @llmc_paged_attention_task_{{[0-9]+}}(%{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64)
+//       CHECK:     call @llmc_paged_attention_
 // The generated matmul runs over column tiles on the runtime's threads: the
 // step passes a task function and a closure to parallel_for (field 4 of the
 // host API); the task rebuilds the memrefs from the closure's pointers.
