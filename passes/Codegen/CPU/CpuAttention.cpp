@@ -36,13 +36,16 @@ struct CachedRows {
     int8 = llm::isInt8KvPool(type);
   }
 
-  /// Element `d` of a row, as f32: the value, or for int8 the code (the
-  /// caller applies the scale).
-  Value element(KernelBuilder &kb, ValueRange row, Value d) const {
+  /// Elements [d, d + lanes) of a row as an f32 vector: the values, or for
+  /// int8 the codes (the caller applies the scale).
+  Value chunk(KernelBuilder &kb, ValueRange row, int64_t d, VectorType type) const {
+    OpBuilder &b = kb.builder();
     SmallVector<Value> indices(row);
-    indices.push_back(d);
-    Value loaded = kb.load(pool, indices);
-    return int8 ? kb.toF32(loaded) : loaded;
+    indices.push_back(kb.index(d));
+    if (!int8) return vector::LoadOp::create(b, kb.location(), type, pool, indices);
+    auto codes = VectorType::get(type.getShape(), b.getI8Type());
+    Value loaded = vector::LoadOp::create(b, kb.location(), codes, pool, indices);
+    return arith::SIToFPOp::create(b, kb.location(), type, loaded);
   }
 
   /// The scale of an int8 row; null for an f32 pool.
@@ -200,11 +203,17 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     int64_t group = heads / rows.kvHeads;
     OpBuilder &b = kb.builder();
     Location loc = kb.location();
-    // A row's rescaled sum of values, and one block's scores then weights.
-    Value accumulator = memref::AllocaOp::create(b, loc, MemRefType::get({rows.headDim}, b.getF32Type()));
+    // A head's row is `chunks` vectors of `lanes` f32, kept in registers.
+    int64_t lanes = std::min<int64_t>(kLanes, rows.headDim & -rows.headDim);
+    int64_t chunks = rows.headDim / lanes;
+    auto vectorType = VectorType::get({lanes}, b.getF32Type());
+    auto splat = [&](Value scalar) { return vector::BroadcastOp::create(b, loc, vectorType, scalar); };
+    auto fastMathFlags = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
+    auto fastMath = arith::FastMathFlagsAttr::get(b.getContext(), fastMathFlags);
+    // One block's scores, then its softmax weights.
     Value weights = memref::AllocaOp::create(b, loc, MemRefType::get({rows.blockSize}, b.getF32Type()));
     Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
-    Value headDim = kb.index(rows.headDim), blockSize = kb.index(rows.blockSize);
+    Value blockSize = kb.index(rows.blockSize);
     Value scaleValue = kb.f32(scale);
     kb.forEach(firstTask, lastTask, [&](Value task) {
       Value seq = kb.divIndex(task, kb.index(heads)), head = kb.remIndex(task, kb.index(heads));
@@ -214,7 +223,8 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
       // Row `first + i` sits at position contextLen - qLen + i.
       Value startPosition = kb.subIndex(contextLen, kb.subIndex(last, first));
       Value kvHead = kb.divIndex(head, kb.index(group));
-      Value qBase = kb.mulIndex(head, headDim);
+      Value qBase = kb.mulIndex(head, kb.index(rows.headDim));
+      auto column = [&](int64_t c) { return kb.addIndex(qBase, kb.index(c * lanes)); };
       kb.forEach(first, last, [&](Value row) {
         Value visible = kb.addIndex(kb.addIndex(startPosition, kb.subIndex(row, first)), one);
         Value blocks = kb.divIndex(kb.addIndex(visible, kb.subIndex(blockSize, one)), blockSize);
@@ -222,30 +232,37 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
         // before the one holding that key are never read.
         Value firstKey = window ? kb.maxIndex(zero, kb.subIndex(visible, kb.index(*window))) : zero;
         Value firstBlock = kb.divIndex(firstKey, blockSize);
-        kb.forEach(zero, headDim, [&](Value d) { kb.store(kb.f32(0.0), accumulator, {d}); });
-        // Online softmax a block at a time: the block's scores, their max, the
-        // running (max, sum) and accumulator rescaled once, then the block's
+        SmallVector<Value> q;
+        for (int64_t c = 0; c < chunks; ++c)
+          q.push_back(vector::LoadOp::create(b, loc, vectorType, query, ValueRange{row, column(c)}));
+        // Online softmax a block at a time: the block's scores, their max, one
+        // rescale of the running (max, sum, accumulator), then the block's
         // weights (a vectorisable exp) times its values.
         Value negInf = kb.f32(-std::numeric_limits<float>::infinity());
+        SmallVector<Value> initial{negInf, kb.f32(0.0)};
+        Value zeros = arith::ConstantOp::create(b, loc, vectorType,
+                                                DenseElementsAttr::get(vectorType, 0.0f));
+        initial.append(chunks, zeros);
         auto blockLoop = scf::ForOp::create(
-            b, loc, firstBlock, blocks, one, ValueRange{negInf, kb.f32(0.0)},
+            b, loc, firstBlock, blocks, one, initial,
             [&](OpBuilder &, Location, Value blockIndex, ValueRange running) {
               Value block = kb.toIndex(kb.load(blockTables, {seq, blockIndex}));
               Value begin = kb.mulIndex(blockIndex, blockSize);
               Value count = kb.minIndex(blockSize, kb.subIndex(visible, begin));
               Value firstSlot = kb.maxIndex(zero, kb.subIndex(firstKey, begin));
-              auto keyRow = [&](Value slot) {
-                return SmallVector<Value>{layerIndex, block, zero, kvHead, slot};
-              };
-              auto valueRow = [&](Value slot) {
-                return SmallVector<Value>{layerIndex, block, one, kvHead, slot};
+              auto cachedRow = [&](Value kv, Value slot) {
+                return SmallVector<Value>{layerIndex, block, kv, kvHead, slot};
               };
               kb.forEach(firstSlot, count, [&](Value slot) {
-                Value dot = kb.reduce(zero, headDim, kb.f32(0.0), [&](Value d, Value acc) {
-                  Value q = kb.load(query, {row, kb.addIndex(qBase, d)});
-                  return kb.add(acc, kb.mul(q, rows.element(kb, keyRow(slot), d)));
-                });
-                if (Value keyScale = rows.scale(kb, keyRow(slot))) dot = kb.mul(dot, keyScale);
+                Value sums = zeros;
+                for (int64_t c = 0; c < chunks; ++c) {
+                  Value keys = rows.chunk(kb, cachedRow(zero, slot), c * lanes, vectorType);
+                  sums = vector::FMAOp::create(b, loc, q[c], keys, sums);
+                }
+                Value dot = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sums,
+                                                        fastMathFlags);
+                if (Value keyScale = rows.scale(kb, cachedRow(zero, slot)))
+                  dot = kb.mul(dot, keyScale);
                 Value score = kb.mul(dot, scaleValue);
                 if (softcap)
                   score = kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap))));
@@ -262,24 +279,33 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                 return kb.add(acc, weight);
               });
               Value sum = kb.add(kb.mul(running[1], correction), blockSum);
-              kb.forEach(zero, headDim, [&](Value d) {
-                kb.store(kb.mul(kb.load(accumulator, {d}), correction), accumulator, {d});
-              });
-              kb.forEach(firstSlot, count, [&](Value slot) {
-                Value weight = kb.load(weights, {slot});
-                if (Value valueScale = rows.scale(kb, valueRow(slot)))
-                  weight = kb.mul(weight, valueScale);
-                kb.forEach(zero, headDim, [&](Value d) {
-                  Value v = rows.element(kb, valueRow(slot), d);
-                  kb.store(kb.add(kb.load(accumulator, {d}), kb.mul(weight, v)), accumulator, {d});
-                });
-              });
-              scf::YieldOp::create(b, loc, ValueRange{maxSoFar, sum});
+              SmallVector<Value> rescaled;
+              for (Value acc : running.drop_front(2))
+                rescaled.push_back(arith::MulFOp::create(b, loc, acc, splat(correction), fastMath));
+              auto slotLoop = scf::ForOp::create(
+                  b, loc, firstSlot, count, one, rescaled,
+                  [&](OpBuilder &, Location, Value slot, ValueRange accumulators) {
+                    Value weight = kb.load(weights, {slot});
+                    if (Value valueScale = rows.scale(kb, cachedRow(one, slot)))
+                      weight = kb.mul(weight, valueScale);
+                    Value weightSplat = splat(weight);
+                    SmallVector<Value> next;
+                    for (int64_t c = 0; c < chunks; ++c) {
+                      Value values = rows.chunk(kb, cachedRow(one, slot), c * lanes, vectorType);
+                      next.push_back(
+                          vector::FMAOp::create(b, loc, weightSplat, values, accumulators[c]));
+                    }
+                    scf::YieldOp::create(b, loc, next);
+                  });
+              SmallVector<Value> state{maxSoFar, sum};
+              llvm::append_range(state, slotLoop.getResults());
+              scf::YieldOp::create(b, loc, state);
             });
-        Value sum = blockLoop.getResult(1);
-        kb.forEach(zero, headDim, [&](Value d) {
-          kb.store(kb.div(kb.load(accumulator, {d}), sum), out, {row, kb.addIndex(qBase, d)});
-        });
+        Value sum = splat(blockLoop.getResult(1));
+        for (int64_t c = 0; c < chunks; ++c) {
+          Value normalised = arith::DivFOp::create(b, loc, blockLoop.getResult(2 + c), sum, fastMath);
+          vector::StoreOp::create(b, loc, normalised, out, ValueRange{row, column(c)});
+        }
       });
     });
   };
