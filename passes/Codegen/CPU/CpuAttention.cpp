@@ -4,8 +4,9 @@
 // keeps an online softmax (running max, running sum, rescaled accumulator):
 // one pass over the keys, O(head_dim) extra memory per query row whatever the
 // context length, as flash attention does. Its tasks, one per (sequence,
-// query head), run on the runtime's threads; each block's weights come from
-// a polynomial exp the vectoriser widens.
+// KV head) for the query heads that share it, run on the runtime's threads;
+// rows are vectors in registers, and each block's weights come from a
+// polynomial exp the vectoriser widens.
 //
 // An int8 pool (--kv-cache-dtype int8) holds each row as codes followed by
 // the row's f32 scale. Attention reads the codes and applies the scales to
@@ -194,13 +195,17 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   int64_t headDimSize = llm::cachedHeadDim(cast<MemRefType>(args[1].getType()));
   int64_t heads = cast<MemRefType>(args[0].getType()).getDimSize(1) / headDimSize;
 
-  // One task per (sequence, query head): all of that head's rows of that
-  // sequence, so a task's work does not depend on how the others are split.
+  CachedRows shape(args[1]);
+  int64_t group = heads / shape.kvHeads;
+
+  // One task per (sequence, KV head): all rows of that sequence for the
+  // query heads that share the KV head (a GQA group), so each cached row is
+  // loaded once for the group, and a task's work does not depend on how the
+  // others are split.
   auto body = [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
     Value query = params[0], blockTables = params[2];
     Value contextLens = params[3], cuSeqlens = params[4], out = params[5];
     CachedRows rows(params[1]);
-    int64_t group = heads / rows.kvHeads;
     OpBuilder &b = kb.builder();
     Location loc = kb.location();
     // A head's row is `chunks` vectors of `lanes` f32, kept in registers.
@@ -210,21 +215,28 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     auto splat = [&](Value scalar) { return vector::BroadcastOp::create(b, loc, vectorType, scalar); };
     auto fastMathFlags = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
     auto fastMath = arith::FastMathFlagsAttr::get(b.getContext(), fastMathFlags);
-    // One block's scores, then its softmax weights.
-    Value weights = memref::AllocaOp::create(b, loc, MemRefType::get({rows.blockSize}, b.getF32Type()));
+    // One block's scores, then its softmax weights, per head of the group.
+    Value weights = memref::AllocaOp::create(
+        b, loc, MemRefType::get({group, rows.blockSize}, b.getF32Type()));
     Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
     Value blockSize = kb.index(rows.blockSize);
     Value scaleValue = kb.f32(scale);
+    Value negInf = kb.f32(-std::numeric_limits<float>::infinity());
+    Value zeros =
+        arith::ConstantOp::create(b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
     kb.forEach(firstTask, lastTask, [&](Value task) {
-      Value seq = kb.divIndex(task, kb.index(heads)), head = kb.remIndex(task, kb.index(heads));
+      Value seq = kb.divIndex(task, kb.index(rows.kvHeads));
+      Value kvHead = kb.remIndex(task, kb.index(rows.kvHeads));
       Value first = kb.toIndex(kb.load(cuSeqlens, {seq}));
       Value last = kb.toIndex(kb.load(cuSeqlens, {kb.addIndex(seq, one)}));
       Value contextLen = kb.toIndex(kb.load(contextLens, {seq}));
       // Row `first + i` sits at position contextLen - qLen + i.
       Value startPosition = kb.subIndex(contextLen, kb.subIndex(last, first));
-      Value kvHead = kb.divIndex(head, kb.index(group));
-      Value qBase = kb.mulIndex(head, kb.index(rows.headDim));
-      auto column = [&](int64_t c) { return kb.addIndex(qBase, kb.index(c * lanes)); };
+      // Query head kvHead * group + g, feature c * lanes of it.
+      Value groupBase = kb.mulIndex(kvHead, kb.index(group * rows.headDim));
+      auto column = [&](int64_t g, int64_t c) {
+        return kb.addIndex(groupBase, kb.index(g * rows.headDim + c * lanes));
+      };
       kb.forEach(first, last, [&](Value row) {
         Value visible = kb.addIndex(kb.addIndex(startPosition, kb.subIndex(row, first)), one);
         Value blocks = kb.divIndex(kb.addIndex(visible, kb.subIndex(blockSize, one)), blockSize);
@@ -232,17 +244,18 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
         // before the one holding that key are never read.
         Value firstKey = window ? kb.maxIndex(zero, kb.subIndex(visible, kb.index(*window))) : zero;
         Value firstBlock = kb.divIndex(firstKey, blockSize);
-        SmallVector<Value> q;
-        for (int64_t c = 0; c < chunks; ++c)
-          q.push_back(vector::LoadOp::create(b, loc, vectorType, query, ValueRange{row, column(c)}));
+        SmallVector<SmallVector<Value>> q(group);
+        for (int64_t g = 0; g < group; ++g)
+          for (int64_t c = 0; c < chunks; ++c)
+            q[g].push_back(
+                vector::LoadOp::create(b, loc, vectorType, query, ValueRange{row, column(g, c)}));
         // Online softmax a block at a time: the block's scores, their max, one
-        // rescale of the running (max, sum, accumulator), then the block's
-        // weights (a vectorisable exp) times its values.
-        Value negInf = kb.f32(-std::numeric_limits<float>::infinity());
-        SmallVector<Value> initial{negInf, kb.f32(0.0)};
-        Value zeros = arith::ConstantOp::create(b, loc, vectorType,
-                                                DenseElementsAttr::get(vectorType, 0.0f));
-        initial.append(chunks, zeros);
+        // rescale of each head's running (max, sum, accumulator), then the
+        // block's weights (a vectorisable exp) times its values. The state is
+        // every head's max, then every head's sum, then every head's chunks.
+        SmallVector<Value> initial(group, negInf);
+        initial.append(group, kb.f32(0.0));
+        initial.append(group * chunks, zeros);
         auto blockLoop = scf::ForOp::create(
             b, loc, firstBlock, blocks, one, initial,
             [&](OpBuilder &, Location, Value blockIndex, ValueRange running) {
@@ -254,57 +267,75 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                 return SmallVector<Value>{layerIndex, block, kv, kvHead, slot};
               };
               kb.forEach(firstSlot, count, [&](Value slot) {
-                Value sums = zeros;
-                for (int64_t c = 0; c < chunks; ++c) {
-                  Value keys = rows.chunk(kb, cachedRow(zero, slot), c * lanes, vectorType);
-                  sums = vector::FMAOp::create(b, loc, q[c], keys, sums);
+                SmallVector<Value> keys;
+                for (int64_t c = 0; c < chunks; ++c)
+                  keys.push_back(rows.chunk(kb, cachedRow(zero, slot), c * lanes, vectorType));
+                Value keyScale = rows.scale(kb, cachedRow(zero, slot));
+                for (int64_t g = 0; g < group; ++g) {
+                  Value sums = zeros;
+                  for (int64_t c = 0; c < chunks; ++c)
+                    sums = vector::FMAOp::create(b, loc, q[g][c], keys[c], sums);
+                  Value dot = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sums,
+                                                          fastMathFlags);
+                  if (keyScale) dot = kb.mul(dot, keyScale);
+                  Value score = kb.mul(dot, scaleValue);
+                  if (softcap)
+                    score = kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap))));
+                  kb.store(score, weights, {kb.index(g), slot});
                 }
-                Value dot = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sums,
-                                                        fastMathFlags);
-                if (Value keyScale = rows.scale(kb, cachedRow(zero, slot)))
-                  dot = kb.mul(dot, keyScale);
-                Value score = kb.mul(dot, scaleValue);
-                if (softcap)
-                  score = kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap))));
-                kb.store(score, weights, {slot});
               });
-              Value blockMax = kb.reduce(firstSlot, count, negInf, [&](Value slot, Value acc) {
-                return kb.max(acc, kb.load(weights, {slot}));
-              });
-              Value maxSoFar = kb.max(running[0], blockMax);
-              Value correction = kb.expPolynomial(kb.sub(running[0], maxSoFar));
-              Value blockSum = kb.reduce(firstSlot, count, kb.f32(0.0), [&](Value slot, Value acc) {
-                Value weight = kb.expPolynomial(kb.sub(kb.load(weights, {slot}), maxSoFar));
-                kb.store(weight, weights, {slot});
-                return kb.add(acc, weight);
-              });
-              Value sum = kb.add(kb.mul(running[1], correction), blockSum);
+              SmallVector<Value> maxima, sums, corrections;
+              for (int64_t g = 0; g < group; ++g) {
+                Value head = kb.index(g);
+                Value blockMax = kb.reduce(firstSlot, count, negInf, [&](Value slot, Value acc) {
+                  return kb.max(acc, kb.load(weights, {head, slot}));
+                });
+                Value maxSoFar = kb.max(running[g], blockMax);
+                Value blockSum = kb.reduce(firstSlot, count, kb.f32(0.0), [&](Value slot, Value acc) {
+                  Value weight = kb.expPolynomial(kb.sub(kb.load(weights, {head, slot}), maxSoFar));
+                  kb.store(weight, weights, {head, slot});
+                  return kb.add(acc, weight);
+                });
+                Value correction = kb.expPolynomial(kb.sub(running[g], maxSoFar));
+                maxima.push_back(maxSoFar);
+                sums.push_back(kb.add(kb.mul(running[group + g], correction), blockSum));
+                corrections.push_back(splat(correction));
+              }
               SmallVector<Value> rescaled;
-              for (Value acc : running.drop_front(2))
-                rescaled.push_back(arith::MulFOp::create(b, loc, acc, splat(correction), fastMath));
+              for (int64_t g = 0; g < group; ++g)
+                for (int64_t c = 0; c < chunks; ++c)
+                  rescaled.push_back(arith::MulFOp::create(
+                      b, loc, running[2 * group + g * chunks + c], corrections[g], fastMath));
               auto slotLoop = scf::ForOp::create(
                   b, loc, firstSlot, count, one, rescaled,
                   [&](OpBuilder &, Location, Value slot, ValueRange accumulators) {
-                    Value weight = kb.load(weights, {slot});
-                    if (Value valueScale = rows.scale(kb, cachedRow(one, slot)))
-                      weight = kb.mul(weight, valueScale);
-                    Value weightSplat = splat(weight);
+                    SmallVector<Value> values;
+                    for (int64_t c = 0; c < chunks; ++c)
+                      values.push_back(rows.chunk(kb, cachedRow(one, slot), c * lanes, vectorType));
+                    Value valueScale = rows.scale(kb, cachedRow(one, slot));
                     SmallVector<Value> next;
-                    for (int64_t c = 0; c < chunks; ++c) {
-                      Value values = rows.chunk(kb, cachedRow(one, slot), c * lanes, vectorType);
-                      next.push_back(
-                          vector::FMAOp::create(b, loc, weightSplat, values, accumulators[c]));
+                    for (int64_t g = 0; g < group; ++g) {
+                      Value weight = kb.load(weights, {kb.index(g), slot});
+                      if (valueScale) weight = kb.mul(weight, valueScale);
+                      Value weightSplat = splat(weight);
+                      for (int64_t c = 0; c < chunks; ++c)
+                        next.push_back(vector::FMAOp::create(b, loc, weightSplat, values[c],
+                                                             accumulators[g * chunks + c]));
                     }
                     scf::YieldOp::create(b, loc, next);
                   });
-              SmallVector<Value> state{maxSoFar, sum};
+              SmallVector<Value> state(maxima);
+              llvm::append_range(state, sums);
               llvm::append_range(state, slotLoop.getResults());
               scf::YieldOp::create(b, loc, state);
             });
-        Value sum = splat(blockLoop.getResult(1));
-        for (int64_t c = 0; c < chunks; ++c) {
-          Value normalised = arith::DivFOp::create(b, loc, blockLoop.getResult(2 + c), sum, fastMath);
-          vector::StoreOp::create(b, loc, normalised, out, ValueRange{row, column(c)});
+        for (int64_t g = 0; g < group; ++g) {
+          Value sum = splat(blockLoop.getResult(group + g));
+          for (int64_t c = 0; c < chunks; ++c) {
+            Value normalised = arith::DivFOp::create(
+                b, loc, blockLoop.getResult(2 * group + g * chunks + c), sum, fastMath);
+            vector::StoreOp::create(b, loc, normalised, out, ValueRange{row, column(g, c)});
+          }
         }
       });
     });
@@ -315,7 +346,8 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   Location loc = op.getLoc();
   Value sequences = arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, args[4], 0),
                                           arith::ConstantIndexOp::create(b, loc, 1));
-  Value tasks = arith::MulIOp::create(b, loc, sequences, arith::ConstantIndexOp::create(b, loc, heads));
+  Value tasks =
+      arith::MulIOp::create(b, loc, sequences, arith::ConstantIndexOp::create(b, loc, shape.kvHeads));
   if (llvm::all_of(args, isContiguous)) {
     runParallel(step, loc, "paged_attention", key, args, tasks, body);
     return success();
@@ -324,7 +356,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   // product, unrotated) is not addressable from a bare pointer: one thread.
   step.callKernel(loc, "paged_attention", key, args, [&](KernelBuilder &kb, ValueRange params) {
     Value sequences = kb.subIndex(kb.dim(params[4], 0), kb.index(1));
-    body(kb, params, kb.index(0), kb.mulIndex(sequences, kb.index(heads)));
+    body(kb, params, kb.index(0), kb.mulIndex(sequences, kb.index(shape.kvHeads)));
   });
   return success();
 }

@@ -25,20 +25,24 @@
 //       CHECK: func.func private @llmc_paged_attention_{{[0-9]+}}
 //       CHECK:   %[[KCODES:.*]] = vector.load %{{.*}} : memref<1x?x2x1x16x20xi8>, vector<16xi8>
 //       CHECK:   %[[K:.*]] = arith.sitofp %[[KCODES]] : vector<16xi8> to vector<16xf32>
-//       CHECK:   vector.fma %{{.*}}, %[[K]], %{{.*}} : vector<16xf32>
-//       CHECK:   %[[DOT:.*]] = vector.reduction <add>
 //       CHECK:   %[[KBYTES:.*]] = vector.load %{{.*}} : memref<1x?x2x1x16x20xi8>, vector<4xi8>
 //       CHECK:   %[[KWORD:.*]] = vector.bitcast %[[KBYTES]] : vector<4xi8> to vector<1xf32>
 //       CHECK:   %[[KSCALE:.*]] = vector.extract %[[KWORD]][0]
+//       CHECK:   vector.fma %{{.*}}, %[[K]], %{{.*}} : vector<16xf32>
+//       CHECK:   %[[DOT:.*]] = vector.reduction <add>
 //       CHECK:   arith.mulf %[[DOT]], %[[KSCALE]]
+// The other query head of the GQA group (2 heads, 1 KV head) reuses the
+// loaded keys.
+//   CHECK-NOT:   vector<16xi8>
+//       CHECK:   vector.fma %{{.*}}, %[[K]], %{{.*}} : vector<16xf32>
 //       CHECK:   math.roundeven
+//       CHECK:   %[[VCODES:.*]] = vector.load %{{.*}} : memref<1x?x2x1x16x20xi8>, vector<16xi8>
+//       CHECK:   %[[V:.*]] = arith.sitofp %[[VCODES]] : vector<16xi8> to vector<16xf32>
 //       CHECK:   %[[VBYTES:.*]] = vector.load %{{.*}} : memref<1x?x2x1x16x20xi8>, vector<4xi8>
 //       CHECK:   %[[VWORD:.*]] = vector.bitcast %[[VBYTES]] : vector<4xi8> to vector<1xf32>
 //       CHECK:   %[[VSCALE:.*]] = vector.extract %[[VWORD]][0]
 //       CHECK:   %[[WEIGHT:.*]] = arith.mulf %{{.*}}, %[[VSCALE]]
 //       CHECK:   %[[SPLAT:.*]] = vector.broadcast %[[WEIGHT]] : f32 to vector<16xf32>
-//       CHECK:   %[[VCODES:.*]] = vector.load %{{.*}} : memref<1x?x2x1x16x20xi8>, vector<16xi8>
-//       CHECK:   %[[V:.*]] = arith.sitofp %[[VCODES]] : vector<16xi8> to vector<16xf32>
 //       CHECK:   vector.fma %[[SPLAT]], %[[V]], %{{.*}} : vector<16xf32>
 func.func @int8_pool(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x20xi8> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>

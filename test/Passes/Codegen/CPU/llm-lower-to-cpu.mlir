@@ -32,7 +32,7 @@
 //       CHECK:   func.func private @llmc_embedding_{{[0-9]+}}({{.*}}) attributes {llvm.linkage = #llvm.linkage<internal>}
 //       CHECK:     scf.for
 //       CHECK:   func.func private @llmc_paged_attention_{{[0-9]+}}({{.*}}, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
-//       CHECK:     memref.alloca() : memref<16xf32>
+//       CHECK:     memref.alloca() : memref<1x16xf32>
 //       CHECK:     scf.for %{{.*}} = %[[FIRST]] to %[[LAST]]
 // A block's weights: exp as a polynomial (no libm call), 2^n from its bits.
 //   CHECK-NOT:     math.exp
