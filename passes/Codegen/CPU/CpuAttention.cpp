@@ -23,6 +23,10 @@ using namespace mlir;
 namespace llmc::cpu {
 
 namespace {
+/// Attention tasks per (sequence, KV head): a prefill's rows are dealt out
+/// among them. A decode row leaves all but one empty, which costs a few loads.
+constexpr int64_t kRowStrides = 4;
+
 /// The cached rows of a [layers, blocks, 2, kv_heads, block_size, row] pool,
 /// f32 or int8 (codes, then the row's scale in the last 4 bytes).
 struct CachedRows {
@@ -198,10 +202,11 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   CachedRows shape(args[1]);
   int64_t group = heads / shape.kvHeads;
 
-  // One task per (sequence, KV head): all rows of that sequence for the
-  // query heads that share the KV head (a GQA group), so each cached row is
-  // loaded once for the group, and a task's work does not depend on how the
-  // others are split.
+  // One task per (sequence, KV head, row offset): every kRowStrides-th row of
+  // that sequence from the offset (rows interleaved, so causal rows of every
+  // length share the threads evenly) for the query heads that share the KV
+  // head (a GQA group), so each cached row is loaded once for the group. A
+  // task's work does not depend on how the others are split.
   auto body = [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
     Value query = params[0], blockTables = params[2];
     Value contextLens = params[3], cuSeqlens = params[4], out = params[5];
@@ -225,8 +230,9 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     Value zeros =
         arith::ConstantOp::create(b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
     kb.forEach(firstTask, lastTask, [&](Value task) {
-      Value seq = kb.divIndex(task, kb.index(rows.kvHeads));
-      Value kvHead = kb.remIndex(task, kb.index(rows.kvHeads));
+      Value seq = kb.divIndex(task, kb.index(rows.kvHeads * kRowStrides));
+      Value kvHead = kb.remIndex(kb.divIndex(task, kb.index(kRowStrides)), kb.index(rows.kvHeads));
+      Value rowOffset = kb.remIndex(task, kb.index(kRowStrides));
       Value first = kb.toIndex(kb.load(cuSeqlens, {seq}));
       Value last = kb.toIndex(kb.load(cuSeqlens, {kb.addIndex(seq, one)}));
       Value contextLen = kb.toIndex(kb.load(contextLens, {seq}));
@@ -237,7 +243,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
       auto column = [&](int64_t g, int64_t c) {
         return kb.addIndex(groupBase, kb.index(g * rows.headDim + c * lanes));
       };
-      kb.forEach(first, last, [&](Value row) {
+      kb.forEach(kb.addIndex(first, rowOffset), last, [&](Value row) {
         Value visible = kb.addIndex(kb.addIndex(startPosition, kb.subIndex(row, first)), one);
         Value blocks = kb.divIndex(kb.addIndex(visible, kb.subIndex(blockSize, one)), blockSize);
         // A sliding window starts at the row's position - window + 1: the blocks
@@ -337,7 +343,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
             vector::StoreOp::create(b, loc, normalised, out, ValueRange{row, column(g, c)});
           }
         }
-      });
+      }, kRowStrides);
     });
   };
 
@@ -346,8 +352,8 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   Location loc = op.getLoc();
   Value sequences = arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, args[4], 0),
                                           arith::ConstantIndexOp::create(b, loc, 1));
-  Value tasks =
-      arith::MulIOp::create(b, loc, sequences, arith::ConstantIndexOp::create(b, loc, shape.kvHeads));
+  Value tasks = arith::MulIOp::create(
+      b, loc, sequences, arith::ConstantIndexOp::create(b, loc, shape.kvHeads * kRowStrides));
   if (llvm::all_of(args, isContiguous)) {
     runParallel(step, loc, "paged_attention", key, args, tasks, body);
     return success();
@@ -356,7 +362,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   // product, unrotated) is not addressable from a bare pointer: one thread.
   step.callKernel(loc, "paged_attention", key, args, [&](KernelBuilder &kb, ValueRange params) {
     Value sequences = kb.subIndex(kb.dim(params[4], 0), kb.index(1));
-    body(kb, params, kb.index(0), kb.mulIndex(sequences, kb.index(shape.kvHeads)));
+    body(kb, params, kb.index(0), kb.mulIndex(sequences, kb.index(shape.kvHeads * kRowStrides)));
   });
   return success();
 }

@@ -32,8 +32,9 @@ Value KernelBuilder::toF32(Value integer) {
   return arith::SIToFPOp::create(b, loc, b.getF32Type(), integer);
 }
 
-void KernelBuilder::forEach(Value lower, Value upper, function_ref<void(Value)> body) {
-  scf::ForOp::create(b, loc, lower, upper, index(1), ValueRange{},
+void KernelBuilder::forEach(Value lower, Value upper, function_ref<void(Value)> body,
+                            int64_t step) {
+  scf::ForOp::create(b, loc, lower, upper, index(step), ValueRange{},
                      [&](OpBuilder &nested, Location, Value iv, ValueRange) {
                        OpBuilder::InsertionGuard guard(b);
                        b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());

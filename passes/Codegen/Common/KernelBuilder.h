@@ -36,8 +36,9 @@ public:
   mlir::Value toIndex(mlir::Value integer);
   mlir::Value toF32(mlir::Value integer);
 
-  /// for (iv = lower; iv < upper; ++iv) body(iv)
-  void forEach(mlir::Value lower, mlir::Value upper, llvm::function_ref<void(mlir::Value)> body);
+  /// for (iv = lower; iv < upper; iv += step) body(iv)
+  void forEach(mlir::Value lower, mlir::Value upper, llvm::function_ref<void(mlir::Value)> body,
+               int64_t step = 1);
   /// acc = init; for (iv...) acc = body(iv, acc); returns acc.
   mlir::Value reduce(mlir::Value lower, mlir::Value upper, mlir::Value init,
                      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> body);
