@@ -285,6 +285,24 @@ private:
   DenseMap<Value, std::optional<cpu::Int8Weight>> int8Refs;
 };
 
+/// Every scalar f32 math.exp of the kernels (SiLU and GELU bodies, softcaps)
+/// as KernelBuilder::expPolynomial: inline arithmetic the vectoriser widens,
+/// where LLVM would call libm's expf once per value. Attention's weights use
+/// it already; one exp everywhere keeps every fused form computing the same
+/// bits.
+void expandExp(ModuleOp module) {
+  SmallVector<math::ExpOp> exps;
+  module.walk([&](math::ExpOp exp) {
+    if (exp.getType().isF32()) exps.push_back(exp);
+  });
+  for (math::ExpOp exp : exps) {
+    OpBuilder b(exp);
+    codegen::KernelBuilder kb(b, exp.getLoc());
+    exp.replaceAllUsesWith(kb.expPolynomial(exp.getOperand()));
+    exp.erase();
+  }
+}
+
 struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
   using LlmLowerToCpuPassBase::LlmLowerToCpuPassBase;
 
@@ -351,6 +369,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     module->setAttr("llmc.matmul", b.getStringAttr(matmul));
     module->setAttr("llmc.kv_dtype", b.getStringAttr(kvDtype));
     model.erase();
+    expandExp(module);
     return success();
   }
 };
