@@ -196,10 +196,8 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   std::optional<int64_t> window = op.getSlidingWindow();
   std::optional<float> softcap;
   if (auto cap = op.getSoftcap()) softcap = cap->convertToFloat();
-  int64_t headDimSize = llm::cachedHeadDim(cast<MemRefType>(args[1].getType()));
-  int64_t heads = cast<MemRefType>(args[0].getType()).getDimSize(1) / headDimSize;
-
   CachedRows shape(args[1]);
+  int64_t heads = cast<MemRefType>(args[0].getType()).getDimSize(1) / shape.headDim;
   int64_t group = heads / shape.kvHeads;
 
   // One task per (sequence, KV head, row offset): every kRowStrides-th row of
