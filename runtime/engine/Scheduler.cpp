@@ -34,11 +34,14 @@ void Scheduler::remove(Sequence *sequence) {
   running.erase(std::remove(running.begin(), running.end(), sequence), running.end());
   waiting.erase(std::remove(waiting.begin(), waiting.end(), sequence), waiting.end());
   blocks.release(sequence->blocks);
-  if (sequence->swapped) {
-    freeSwapSlots.insert(freeSwapSlots.end(), sequence->swapped->slots.begin(),
-                         sequence->swapped->slots.end());
-    sequence->swapped.reset();
-  }
+  releaseSwapSlots(*sequence);
+}
+
+void Scheduler::releaseSwapSlots(Sequence &sequence) {
+  if (!sequence.swapped) return;
+  const std::vector<int64_t> &slots = sequence.swapped->slots;
+  freeSwapSlots.insert(freeSwapSlots.end(), slots.begin(), slots.end());
+  sequence.swapped.reset();
 }
 
 void Scheduler::insertWaiting(Sequence *sequence) {
@@ -111,8 +114,7 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, SchedulerOutput &o
       output.swapIns.push_back({sequence->blocks.table[i], slots[i]});
     // The engine copies the slots in before anything could take them again:
     // no step both preempts and admits.
-    freeSwapSlots.insert(freeSwapSlots.end(), slots.begin(), slots.end());
-    sequence->swapped.reset();
+    releaseSwapSlots(*sequence);
   } else {
     blocks.recordPrefixLookup(static_cast<int64_t>(sequence->tokens.size()), cached);
   }

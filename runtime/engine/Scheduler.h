@@ -122,6 +122,8 @@ private:
   /// Gives a swapped sequence fresh blocks for its swapped ones, and back
   /// the tokens they hold; false, changing nothing, when blocks are short.
   bool takeSwappedBlocks(Sequence &sequence);
+  /// Returns a swapped sequence's slots to the free list and forgets them.
+  void releaseSwapSlots(Sequence &sequence);
   /// Inserts into `waiting` by arrival (preempted sequences keep their place).
   void insertWaiting(Sequence *sequence);
   /// Tries to admit the oldest waiting sequence; false when it does not fit.

@@ -135,10 +135,9 @@ bool EngineFlags::consume(const std::string &name, const std::string &value) {
   } else if (name == "--swap-space") {
     // A bare number is GiB, as vLLM's --swap-space; 0 turns swapping off.
     bool bare = !value.empty() && value.find_first_not_of("0123456789.") == std::string::npos;
-    engine.swapSpaceBytes = value == "0"  ? 0
-                            : bare        ? static_cast<int64_t>(parseNumber(value, name, 0, 1e6) *
-                                                          1024 * 1024 * 1024)
-                                          : parseBytes(value, name);
+    engine.swapSpaceBytes =
+        bare ? static_cast<int64_t>(parseNumber(value, name, 0, 1e6) * 1024 * 1024 * 1024)
+             : parseBytes(value, name);
   } else
     return false;
   return true;
