@@ -3,10 +3,12 @@
 // Paged attention walks a sequence's blocks through its block table and
 // keeps an online softmax (running max, running sum, rescaled accumulator):
 // one pass over the keys, O(head_dim) extra memory per query row whatever the
-// context length, as flash attention does. Its tasks, one per (sequence,
-// KV head) for the query heads that share it, run on the runtime's threads;
+// context length, as flash attention does. Its tasks, per (sequence, KV
+// head) for the query heads that share it, run on the runtime's threads;
 // rows are vectors in registers, and each block's weights come from a
-// polynomial exp the vectoriser widens.
+// polynomial exp the vectoriser widens. A decode row's keys are split among
+// tasks (split-KV) and a combine kernel folds the parts, in the order a
+// prefill task folds the same parts, so the bits do not depend on the path.
 //
 // An int8 pool (--kv-cache-dtype int8) holds each row as codes followed by
 // the row's f32 scale. Attention reads the codes and applies the scales to
@@ -24,8 +26,11 @@ namespace llmc::cpu {
 
 namespace {
 /// Attention tasks per (sequence, KV head): a prefill's rows are dealt out
-/// among them. A decode row leaves all but one empty, which costs a few loads.
-constexpr int64_t kRowStrides = 4;
+/// among them, a decode row's keys are cut into as many ranges.
+constexpr int64_t kSplits = 4;
+/// The fewest keys a range holds: shorter contexts are cut into fewer
+/// ranges, whose partial states would cost more than they save.
+constexpr int64_t kMinRangeKeys = 64;
 
 /// The cached rows of a [layers, blocks, 2, kv_heads, block_size, row] pool,
 /// f32 or int8 (codes, then the row's scale in the last 4 bytes).
@@ -185,9 +190,133 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
   return success();
 }
 
+namespace {
+/// The online-softmax state of one query row for the query heads of a GQA
+/// group, flat so that it can be a loop's iter_args: every head's running
+/// max, then every head's running sum, then every head's `chunks`
+/// accumulator vectors.
+struct SoftmaxState {
+  int64_t group, chunks;
+  VectorType vectorType;
+
+  Value &max(MutableArrayRef<Value> state, int64_t g) const { return state[g]; }
+  Value &sum(MutableArrayRef<Value> state, int64_t g) const { return state[group + g]; }
+  Value &accumulator(MutableArrayRef<Value> state, int64_t g, int64_t c) const {
+    return state[2 * group + g * chunks + c];
+  }
+
+  /// The state of no keys: max -inf, sum 0, accumulators 0.
+  SmallVector<Value> empty(KernelBuilder &kb) const {
+    OpBuilder &b = kb.builder();
+    Value zeros = arith::ConstantOp::create(b, kb.location(), vectorType,
+                                            DenseElementsAttr::get(vectorType, 0.0f));
+    SmallVector<Value> state(group, kb.f32(-std::numeric_limits<float>::infinity()));
+    state.append(group, kb.f32(0.0));
+    state.append(group * chunks, zeros);
+    return state;
+  }
+
+  /// The state of two adjacent key ranges from each one's: rescaled to the
+  /// larger max and added. Ops without fast-math flags, fma where a product
+  /// is added: the bits are the same wherever this is emitted, which is what
+  /// lets a row folded in one task equal one folded from stored parts.
+  /// `right` must have seen a key; `left` may be empty (its max -inf then
+  /// gives it weight 0, and the result is `right` bit for bit).
+  SmallVector<Value> combine(KernelBuilder &kb, ArrayRef<Value> left, ArrayRef<Value> right) const {
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
+    SmallVector<Value> state(left);
+    for (int64_t g = 0; g < group; ++g) {
+      Value both = arith::MaximumFOp::create(b, loc, left[g], right[g]);
+      Value leftScale = kb.expPolynomial(arith::SubFOp::create(b, loc, left[g], both));
+      Value rightScale = kb.expPolynomial(arith::SubFOp::create(b, loc, right[g], both));
+      max(state, g) = both;
+      sum(state, g) = math::FmaOp::create(
+          b, loc, left[group + g], leftScale,
+          arith::MulFOp::create(b, loc, right[group + g], rightScale));
+      Value leftSplat = vector::BroadcastOp::create(b, loc, vectorType, leftScale);
+      Value rightSplat = vector::BroadcastOp::create(b, loc, vectorType, rightScale);
+      for (int64_t c = 0; c < chunks; ++c) {
+        int64_t at = 2 * group + g * chunks + c;
+        accumulator(state, g, c) = vector::FMAOp::create(
+            b, loc, left[at], leftSplat, arith::MulFOp::create(b, loc, right[at], rightSplat));
+      }
+    }
+    return state;
+  }
+
+  /// Stores each head's attention output, accumulator / sum, at `column(g, c)`
+  /// of `row`.
+  void finish(KernelBuilder &kb, ArrayRef<Value> state, Value out, Value row,
+              function_ref<Value(int64_t, int64_t)> column) const {
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
+    for (int64_t g = 0; g < group; ++g) {
+      Value sum = vector::BroadcastOp::create(b, loc, vectorType, state[group + g]);
+      for (int64_t c = 0; c < chunks; ++c) {
+        Value normalised = arith::DivFOp::create(b, loc, state[2 * group + g * chunks + c], sum);
+        vector::StoreOp::create(b, loc, normalised, out, ValueRange{row, column(g, c)});
+      }
+    }
+  }
+
+  /// Floats one stored state takes per query head: its accumulator, its
+  /// max, its sum.
+  int64_t storedFloats() const { return chunks * vectorType.getNumElements() + 2; }
+
+  /// Stores `state` at column `base` of `row` of `parts`, or loads it back.
+  void store(KernelBuilder &kb, ArrayRef<Value> state, Value parts, Value row, Value base) const {
+    OpBuilder &b = kb.builder();
+    int64_t lanes = vectorType.getNumElements();
+    for (int64_t g = 0; g < group; ++g) {
+      Value head = kb.addIndex(base, kb.index(g * storedFloats()));
+      for (int64_t c = 0; c < chunks; ++c)
+        vector::StoreOp::create(b, kb.location(), state[2 * group + g * chunks + c], parts,
+                                ValueRange{row, kb.addIndex(head, kb.index(c * lanes))});
+      kb.store(state[g], parts, {row, kb.addIndex(head, kb.index(chunks * lanes))});
+      kb.store(state[group + g], parts, {row, kb.addIndex(head, kb.index(chunks * lanes + 1))});
+    }
+  }
+  SmallVector<Value> load(KernelBuilder &kb, Value parts, Value row, Value base) const {
+    OpBuilder &b = kb.builder();
+    int64_t lanes = vectorType.getNumElements();
+    SmallVector<Value> state(2 * group + group * chunks);
+    for (int64_t g = 0; g < group; ++g) {
+      Value head = kb.addIndex(base, kb.index(g * storedFloats()));
+      for (int64_t c = 0; c < chunks; ++c)
+        accumulator(state, g, c) = vector::LoadOp::create(
+            b, kb.location(), vectorType, parts,
+            ValueRange{row, kb.addIndex(head, kb.index(c * lanes))});
+      max(state, g) = kb.load(parts, {row, kb.addIndex(head, kb.index(chunks * lanes))});
+      sum(state, g) = kb.load(parts, {row, kb.addIndex(head, kb.index(chunks * lanes + 1))});
+    }
+    return state;
+  }
+};
+
+/// A row's visible keys, cut into kSplits ranges of whole blocks. The cut
+/// depends on the row's own context only (never on the batch or on how many
+/// rows its sequence has in the step), so a row's bits do not either.
+struct KeyRanges {
+  Value firstBlock, blocks, perRange;
+
+  KeyRanges(KernelBuilder &kb, Value firstBlock, Value blocks, int64_t minBlocks)
+      : firstBlock(firstBlock), blocks(blocks) {
+    Value count = kb.subIndex(blocks, firstBlock);
+    Value even = kb.divIndex(kb.addIndex(count, kb.index(kSplits - 1)), kb.index(kSplits));
+    perRange = kb.maxIndex(even, kb.index(minBlocks));
+  }
+  /// Blocks [begin, end) of range `r`; empty when begin >= end.
+  std::pair<Value, Value> range(KernelBuilder &kb, Value r) const {
+    Value begin = kb.addIndex(firstBlock, kb.mulIndex(r, perRange));
+    return {begin, kb.minIndex(blocks, kb.addIndex(begin, perRange))};
+  }
+};
+} // namespace
+
 LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                                   ArrayRef<Value> operands, Value output) {
-  // query, pool, block_tables, context_lens, cu_seqlens_q, output
+  // query, pool, block_tables, context_lens, cu_seqlens_q, output, parts
   if (!op.getCuSeqlensQ()) return op.emitOpError("is not ragged: run llm-ragged-batching first");
   SmallVector<Value> args(operands);
   args.push_back(output);
@@ -199,22 +328,44 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   CachedRows shape(args[1]);
   int64_t heads = cast<MemRefType>(args[0].getType()).getDimSize(1) / shape.headDim;
   int64_t group = heads / shape.kvHeads;
+  // A head's row is `chunks` vectors of `lanes` f32, kept in registers.
+  int64_t lanes = std::min<int64_t>(kLanes, shape.headDim & -shape.headDim);
+  SoftmaxState softmax{group, shape.headDim / lanes,
+                       VectorType::get({lanes}, step.b.getF32Type())};
+  int64_t minRangeBlocks = std::max<int64_t>(1, kMinRangeKeys / shape.blockSize);
 
-  // One task per (sequence, KV head, row offset): every kRowStrides-th row of
-  // that sequence from the offset (rows interleaved, so causal rows of every
-  // length share the threads evenly) for the query heads that share the KV
-  // head (a GQA group), so each cached row is loaded once for the group. A
-  // task's work does not depend on how the others are split.
+  // The decode rows' partial states, [sequences, (KV head, range, head of
+  // the group) x state], in the scratch.
+  int64_t partsPerSequence = shape.kvHeads * kSplits * group * softmax.storedFloats();
+  args.push_back(step.scratchView(op.getLoc(), step.b.getF32Type(), partsPerSequence,
+                                  step.numSeqs, 0));
+  step.clobberScratch(step.maxSeqs * partsPerSequence * 4);
+
+  /// Where query head kvHead * group + g, feature c * lanes of it, sits.
+  auto columnOf = [&](KernelBuilder &kb, Value kvHead) {
+    Value groupBase = kb.mulIndex(kvHead, kb.index(group * shape.headDim));
+    return [&kb, groupBase, &shape, lanes](int64_t g, int64_t c) {
+      return kb.addIndex(groupBase, kb.index(g * shape.headDim + c * lanes));
+    };
+  };
+
+  // One task per (sequence, KV head, split) for the query heads that share
+  // the KV head (a GQA group), so each cached row is loaded once for the
+  // group. A sequence of several rows (a prefill) gives a task every
+  // kSplits-th row from the split (rows interleaved, so causal rows of every
+  // length share the threads evenly), whose key ranges the task folds in
+  // turn. A sequence of one row (a decode) gives a task one key range of
+  // that row, whose state it stores for the combine kernel, so a long
+  // context keeps every thread busy at batch 1. Either way a row is its
+  // ranges' states folded left to right by the same combine.
   auto body = [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
     Value query = params[0], blockTables = params[2];
-    Value contextLens = params[3], cuSeqlens = params[4], out = params[5];
+    Value contextLens = params[3], cuSeqlens = params[4], out = params[5], parts = params[6];
     CachedRows rows(params[1]);
     OpBuilder &b = kb.builder();
     Location loc = kb.location();
-    // A head's row is `chunks` vectors of `lanes` f32, kept in registers.
-    int64_t lanes = std::min<int64_t>(kLanes, rows.headDim & -rows.headDim);
-    int64_t chunks = rows.headDim / lanes;
-    auto vectorType = VectorType::get({lanes}, b.getF32Type());
+    VectorType vectorType = softmax.vectorType;
+    int64_t chunks = softmax.chunks;
     auto splat = [&](Value scalar) { return vector::BroadcastOp::create(b, loc, vectorType, scalar); };
     auto fastMathFlags = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
     auto fastMath = arith::FastMathFlagsAttr::get(b.getContext(), fastMathFlags);
@@ -222,126 +373,184 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     Value weights = memref::AllocaOp::create(
         b, loc, MemRefType::get({group, rows.blockSize}, b.getF32Type()));
     Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
-    Value blockSize = kb.index(rows.blockSize);
+    Value blockSize = kb.index(rows.blockSize), splits = kb.index(kSplits);
     Value scaleValue = kb.f32(scale);
     Value negInf = kb.f32(-std::numeric_limits<float>::infinity());
     Value zeros =
         arith::ConstantOp::create(b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
     kb.forEach(firstTask, lastTask, [&](Value task) {
-      Value seq = kb.divIndex(task, kb.index(rows.kvHeads * kRowStrides));
-      Value kvHead = kb.remIndex(kb.divIndex(task, kb.index(kRowStrides)), kb.index(rows.kvHeads));
-      Value rowOffset = kb.remIndex(task, kb.index(kRowStrides));
+      Value seq = kb.divIndex(task, kb.index(rows.kvHeads * kSplits));
+      Value kvHead = kb.remIndex(kb.divIndex(task, splits), kb.index(rows.kvHeads));
+      Value split = kb.remIndex(task, splits);
       Value first = kb.toIndex(kb.load(cuSeqlens, {seq}));
       Value last = kb.toIndex(kb.load(cuSeqlens, {kb.addIndex(seq, one)}));
       Value contextLen = kb.toIndex(kb.load(contextLens, {seq}));
+      Value decode = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           kb.subIndex(last, first), one);
+      auto choose = [&](Value ifDecode, Value otherwise) {
+        return arith::SelectOp::create(b, loc, decode, ifDecode, otherwise).getResult();
+      };
       // Row `first + i` sits at position contextLen - qLen + i.
       Value startPosition = kb.subIndex(contextLen, kb.subIndex(last, first));
-      // Query head kvHead * group + g, feature c * lanes of it.
-      Value groupBase = kb.mulIndex(kvHead, kb.index(group * rows.headDim));
-      auto column = [&](int64_t g, int64_t c) {
-        return kb.addIndex(groupBase, kb.index(g * rows.headDim + c * lanes));
-      };
-      kb.forEach(kb.addIndex(first, rowOffset), last, [&](Value row) {
+      auto column = columnOf(kb, kvHead);
+      Value partsBase = kb.mulIndex(kb.addIndex(kb.mulIndex(kvHead, splits), split),
+                                    kb.index(group * softmax.storedFloats()));
+      kb.forEach(choose(first, kb.addIndex(first, split)), last, [&](Value row) {
         Value visible = kb.addIndex(kb.addIndex(startPosition, kb.subIndex(row, first)), one);
         Value blocks = kb.divIndex(kb.addIndex(visible, kb.subIndex(blockSize, one)), blockSize);
         // A sliding window starts at the row's position - window + 1: the blocks
         // before the one holding that key are never read.
         Value firstKey = window ? kb.maxIndex(zero, kb.subIndex(visible, kb.index(*window))) : zero;
-        Value firstBlock = kb.divIndex(firstKey, blockSize);
+        KeyRanges ranges(kb, kb.divIndex(firstKey, blockSize), blocks, minRangeBlocks);
         SmallVector<SmallVector<Value>> q(group);
         for (int64_t g = 0; g < group; ++g)
           for (int64_t c = 0; c < chunks; ++c)
             q[g].push_back(
                 vector::LoadOp::create(b, loc, vectorType, query, ValueRange{row, column(g, c)}));
-        // Online softmax a block at a time: the block's scores, their max, one
-        // rescale of each head's running (max, sum, accumulator), then the
-        // block's weights (a vectorisable exp) times its values. The state is
-        // every head's max, then every head's sum, then every head's chunks.
-        SmallVector<Value> initial(group, negInf);
-        initial.append(group, kb.f32(0.0));
-        initial.append(group * chunks, zeros);
-        auto blockLoop = scf::ForOp::create(
-            b, loc, firstBlock, blocks, one, initial,
-            [&](OpBuilder &, Location, Value blockIndex, ValueRange running) {
-              Value block = kb.toIndex(kb.load(blockTables, {seq, blockIndex}));
-              Value begin = kb.mulIndex(blockIndex, blockSize);
-              Value count = kb.minIndex(blockSize, kb.subIndex(visible, begin));
-              Value firstSlot = kb.maxIndex(zero, kb.subIndex(firstKey, begin));
-              auto cachedRow = [&](Value kv, Value slot) {
-                return SmallVector<Value>{layerIndex, block, kv, kvHead, slot};
-              };
-              kb.forEach(firstSlot, count, [&](Value slot) {
-                SmallVector<Value> keys;
-                for (int64_t c = 0; c < chunks; ++c)
-                  keys.push_back(rows.chunk(kb, cachedRow(zero, slot), c * lanes, vectorType));
-                Value keyScale = rows.scale(kb, cachedRow(zero, slot));
-                for (int64_t g = 0; g < group; ++g) {
-                  Value sums = zeros;
+
+        // Online softmax over blocks [beginBlock, endBlock) a block at a time:
+        // the block's scores, their max, one rescale of each head's running
+        // (max, sum, accumulator), then the block's weights (a vectorisable
+        // exp) times its values.
+        auto rangeState = [&](Value beginBlock, Value endBlock) {
+          auto blockLoop = scf::ForOp::create(
+              b, loc, beginBlock, endBlock, one, softmax.empty(kb),
+              [&](OpBuilder &, Location, Value blockIndex, ValueRange running) {
+                Value block = kb.toIndex(kb.load(blockTables, {seq, blockIndex}));
+                Value begin = kb.mulIndex(blockIndex, blockSize);
+                Value count = kb.minIndex(blockSize, kb.subIndex(visible, begin));
+                Value firstSlot = kb.maxIndex(zero, kb.subIndex(firstKey, begin));
+                auto cachedRow = [&](Value kv, Value slot) {
+                  return SmallVector<Value>{layerIndex, block, kv, kvHead, slot};
+                };
+                kb.forEach(firstSlot, count, [&](Value slot) {
+                  SmallVector<Value> keys;
                   for (int64_t c = 0; c < chunks; ++c)
-                    sums = vector::FMAOp::create(b, loc, q[g][c], keys[c], sums);
-                  Value dot = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sums,
-                                                          fastMathFlags);
-                  if (keyScale) dot = kb.mul(dot, keyScale);
-                  Value score = kb.mul(dot, scaleValue);
-                  if (softcap)
-                    score = kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap))));
-                  kb.store(score, weights, {kb.index(g), slot});
-                }
-              });
-              SmallVector<Value> maxima, sums, corrections;
-              for (int64_t g = 0; g < group; ++g) {
-                Value head = kb.index(g);
-                Value blockMax = kb.reduce(firstSlot, count, negInf, [&](Value slot, Value acc) {
-                  return kb.max(acc, kb.load(weights, {head, slot}));
-                });
-                Value maxSoFar = kb.max(running[g], blockMax);
-                Value blockSum = kb.reduce(firstSlot, count, kb.f32(0.0), [&](Value slot, Value acc) {
-                  Value weight = kb.expPolynomial(kb.sub(kb.load(weights, {head, slot}), maxSoFar));
-                  kb.store(weight, weights, {head, slot});
-                  return kb.add(acc, weight);
-                });
-                Value correction = kb.expPolynomial(kb.sub(running[g], maxSoFar));
-                maxima.push_back(maxSoFar);
-                sums.push_back(kb.add(kb.mul(running[group + g], correction), blockSum));
-                corrections.push_back(splat(correction));
-              }
-              SmallVector<Value> rescaled;
-              for (int64_t g = 0; g < group; ++g)
-                for (int64_t c = 0; c < chunks; ++c)
-                  rescaled.push_back(arith::MulFOp::create(
-                      b, loc, running[2 * group + g * chunks + c], corrections[g], fastMath));
-              auto slotLoop = scf::ForOp::create(
-                  b, loc, firstSlot, count, one, rescaled,
-                  [&](OpBuilder &, Location, Value slot, ValueRange accumulators) {
-                    SmallVector<Value> values;
+                    keys.push_back(rows.chunk(kb, cachedRow(zero, slot), c * lanes, vectorType));
+                  Value keyScale = rows.scale(kb, cachedRow(zero, slot));
+                  for (int64_t g = 0; g < group; ++g) {
+                    Value sums = zeros;
                     for (int64_t c = 0; c < chunks; ++c)
-                      values.push_back(rows.chunk(kb, cachedRow(one, slot), c * lanes, vectorType));
-                    Value valueScale = rows.scale(kb, cachedRow(one, slot));
-                    SmallVector<Value> next;
-                    for (int64_t g = 0; g < group; ++g) {
-                      Value weight = kb.load(weights, {kb.index(g), slot});
-                      if (valueScale) weight = kb.mul(weight, valueScale);
-                      Value weightSplat = splat(weight);
-                      for (int64_t c = 0; c < chunks; ++c)
-                        next.push_back(vector::FMAOp::create(b, loc, weightSplat, values[c],
-                                                             accumulators[g * chunks + c]));
-                    }
-                    scf::YieldOp::create(b, loc, next);
+                      sums = vector::FMAOp::create(b, loc, q[g][c], keys[c], sums);
+                    Value dot = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                                            sums, fastMathFlags);
+                    if (keyScale) dot = kb.mul(dot, keyScale);
+                    Value score = kb.mul(dot, scaleValue);
+                    if (softcap)
+                      score = kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap))));
+                    kb.store(score, weights, {kb.index(g), slot});
+                  }
+                });
+                SmallVector<Value> maxima, sums, corrections;
+                for (int64_t g = 0; g < group; ++g) {
+                  Value head = kb.index(g);
+                  Value blockMax = kb.reduce(firstSlot, count, negInf, [&](Value slot, Value acc) {
+                    return kb.max(acc, kb.load(weights, {head, slot}));
                   });
-              SmallVector<Value> state(maxima);
-              llvm::append_range(state, sums);
-              llvm::append_range(state, slotLoop.getResults());
-              scf::YieldOp::create(b, loc, state);
+                  Value maxSoFar = kb.max(running[g], blockMax);
+                  Value blockSum =
+                      kb.reduce(firstSlot, count, kb.f32(0.0), [&](Value slot, Value acc) {
+                        Value weight =
+                            kb.expPolynomial(kb.sub(kb.load(weights, {head, slot}), maxSoFar));
+                        kb.store(weight, weights, {head, slot});
+                        return kb.add(acc, weight);
+                      });
+                  Value correction = kb.expPolynomial(kb.sub(running[g], maxSoFar));
+                  maxima.push_back(maxSoFar);
+                  sums.push_back(kb.add(kb.mul(running[group + g], correction), blockSum));
+                  corrections.push_back(splat(correction));
+                }
+                SmallVector<Value> rescaled;
+                for (int64_t g = 0; g < group; ++g)
+                  for (int64_t c = 0; c < chunks; ++c)
+                    rescaled.push_back(arith::MulFOp::create(
+                        b, loc, running[2 * group + g * chunks + c], corrections[g], fastMath));
+                auto slotLoop = scf::ForOp::create(
+                    b, loc, firstSlot, count, one, rescaled,
+                    [&](OpBuilder &, Location, Value slot, ValueRange accumulators) {
+                      SmallVector<Value> values;
+                      for (int64_t c = 0; c < chunks; ++c)
+                        values.push_back(
+                            rows.chunk(kb, cachedRow(one, slot), c * lanes, vectorType));
+                      Value valueScale = rows.scale(kb, cachedRow(one, slot));
+                      SmallVector<Value> next;
+                      for (int64_t g = 0; g < group; ++g) {
+                        Value weight = kb.load(weights, {kb.index(g), slot});
+                        if (valueScale) weight = kb.mul(weight, valueScale);
+                        Value weightSplat = splat(weight);
+                        for (int64_t c = 0; c < chunks; ++c)
+                          next.push_back(vector::FMAOp::create(b, loc, weightSplat, values[c],
+                                                               accumulators[g * chunks + c]));
+                      }
+                      scf::YieldOp::create(b, loc, next);
+                    });
+                SmallVector<Value> state(maxima);
+                llvm::append_range(state, sums);
+                llvm::append_range(state, slotLoop.getResults());
+                scf::YieldOp::create(b, loc, state);
+              });
+          return SmallVector<Value>(blockLoop.getResults());
+        };
+
+        // A decode task takes its split's range, a prefill row all of them.
+        Value firstRange = choose(split, zero);
+        Value lastRange = choose(kb.addIndex(split, one), splits);
+        auto rangeLoop = scf::ForOp::create(
+            b, loc, firstRange, lastRange, one, softmax.empty(kb),
+            [&](OpBuilder &, Location, Value r, ValueRange running) {
+              auto [begin, end] = ranges.range(kb, r);
+              auto seen = scf::IfOp::create(
+                  b, loc, kb.lessThan(begin, end),
+                  [&](OpBuilder &, Location) {
+                    scf::YieldOp::create(b, loc,
+                                         softmax.combine(kb, SmallVector<Value>(running),
+                                                         rangeState(begin, end)));
+                  },
+                  [&](OpBuilder &, Location) { scf::YieldOp::create(b, loc, running); });
+              scf::YieldOp::create(b, loc, seen.getResults());
             });
-        for (int64_t g = 0; g < group; ++g) {
-          Value sum = splat(blockLoop.getResult(group + g));
-          for (int64_t c = 0; c < chunks; ++c) {
-            Value normalised = arith::DivFOp::create(
-                b, loc, blockLoop.getResult(2 * group + g * chunks + c), sum, fastMath);
-            vector::StoreOp::create(b, loc, normalised, out, ValueRange{row, column(g, c)});
-          }
+        SmallVector<Value> state(rangeLoop.getResults());
+        kb.ifThen(decode, [&] { softmax.store(kb, state, parts, seq, partsBase); });
+        Value prefill = arith::XOrIOp::create(b, loc, decode, arith::ConstantIntOp::create(b, loc, 1, 1));
+        kb.ifThen(prefill, [&] { softmax.finish(kb, state, out, row, column); });
+      }, kSplits);
+    });
+  };
+
+  // The combine kernel: one task per (sequence, KV head) folds a decode
+  // row's stored range states left to right, as a prefill task folds them.
+  auto combineBody = [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
+    Value contextLens = params[3], cuSeqlens = params[4], out = params[5], parts = params[6];
+    Value zero = kb.index(0), one = kb.index(1);
+    Value blockSize = kb.index(shape.blockSize);
+    kb.forEach(firstTask, lastTask, [&](Value task) {
+      Value seq = kb.divIndex(task, kb.index(shape.kvHeads));
+      Value kvHead = kb.remIndex(task, kb.index(shape.kvHeads));
+      Value first = kb.toIndex(kb.load(cuSeqlens, {seq}));
+      Value last = kb.toIndex(kb.load(cuSeqlens, {kb.addIndex(seq, one)}));
+      kb.ifThen(arith::CmpIOp::create(kb.builder(), kb.location(), arith::CmpIPredicate::eq,
+                                      kb.subIndex(last, first), one),
+                [&] {
+        Value visible = kb.toIndex(kb.load(contextLens, {seq}));
+        Value blocks = kb.divIndex(kb.addIndex(visible, kb.subIndex(blockSize, one)), blockSize);
+        Value firstKey = window ? kb.maxIndex(zero, kb.subIndex(visible, kb.index(*window))) : zero;
+        KeyRanges ranges(kb, kb.divIndex(firstKey, blockSize), blocks, minRangeBlocks);
+        SmallVector<Value> state = softmax.empty(kb);
+        for (int64_t r = 0; r < kSplits; ++r) {
+          auto [begin, end] = ranges.range(kb, kb.index(r));
+          Value base = kb.mulIndex(kb.addIndex(kb.mulIndex(kvHead, kb.index(kSplits)), kb.index(r)),
+                                   kb.index(group * softmax.storedFloats()));
+          auto seen = scf::IfOp::create(
+              kb.builder(), kb.location(), kb.lessThan(begin, end),
+              [&](OpBuilder &, Location) {
+                scf::YieldOp::create(kb.builder(), kb.location(),
+                                     softmax.combine(kb, state, softmax.load(kb, parts, seq, base)));
+              },
+              [&](OpBuilder &, Location) { scf::YieldOp::create(kb.builder(), kb.location(), state); });
+          state.assign(seen.getResults().begin(), seen.getResults().end());
         }
-      }, kRowStrides);
+        softmax.finish(kb, state, out, first, columnOf(kb, kvHead));
+      });
     });
   };
 
@@ -350,17 +559,22 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   Location loc = op.getLoc();
   Value sequences = arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, args[4], 0),
                                           arith::ConstantIndexOp::create(b, loc, 1));
-  Value tasks = arith::MulIOp::create(
-      b, loc, sequences, arith::ConstantIndexOp::create(b, loc, shape.kvHeads * kRowStrides));
+  auto times = [&](int64_t factor) {
+    return arith::MulIOp::create(b, loc, sequences, arith::ConstantIndexOp::create(b, loc, factor))
+        .getResult();
+  };
   if (llvm::all_of(args, isContiguous)) {
-    runParallel(step, loc, "paged_attention", key, args, tasks, body);
+    runParallel(step, loc, "paged_attention", key, args, times(shape.kvHeads * kSplits), body);
+    runParallel(step, loc, "paged_attention_combine", key + "/combine", args,
+                times(shape.kvHeads), combineBody);
     return success();
   }
   // A query that is a column range of another tensor (Q of a joined QKV
   // product, unrotated) is not addressable from a bare pointer: one thread.
   step.callKernel(loc, "paged_attention", key, args, [&](KernelBuilder &kb, ValueRange params) {
     Value sequences = kb.subIndex(kb.dim(params[4], 0), kb.index(1));
-    body(kb, params, kb.index(0), kb.mulIndex(sequences, kb.index(shape.kvHeads * kRowStrides)));
+    body(kb, params, kb.index(0), kb.mulIndex(sequences, kb.index(shape.kvHeads * kSplits)));
+    combineBody(kb, params, kb.index(0), kb.mulIndex(sequences, kb.index(shape.kvHeads)));
   });
   return success();
 }

@@ -70,12 +70,20 @@ public:
   int64_t scratchBytes = 0;
   /// The most rows an activation has (max_num_batched_tokens, max_num_seqs).
   int64_t maxRows = 0;
+  /// The most sequences a step has (max_num_seqs).
+  int64_t maxSeqs = 0;
 
   /// A [rows, cols] view of `element`s of the scratch at byte `offset`.
   mlir::Value scratchView(mlir::Location loc, mlir::Type element, int64_t cols, mlir::Value rows,
                           int64_t offset);
   /// Records that a kernel uses the first `bytes` of the scratch.
   void useScratch(int64_t bytes) { scratchBytes = std::max(scratchBytes, bytes); }
+  /// Records that a kernel overwrites the first `bytes` of the scratch with
+  /// data of its own: the quantised rows it held are gone.
+  void clobberScratch(int64_t bytes) {
+    useScratch(bytes);
+    scratchHolds = {};
+  }
   /// The int8 rows of `input` the scratch holds, quantised by blocks of
   /// `blockSize`; null views when it holds another input's.
   QuantizedRows quantizedRows(mlir::Value input, int64_t blockSize, int64_t blocks) const;

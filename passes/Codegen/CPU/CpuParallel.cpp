@@ -107,7 +107,7 @@ void runParallel(StepLowering &step, Location loc, StringRef name, const std::st
         for (auto [position, buffer] : llvm::enumerate(buffers)) {
           auto type = cast<MemRefType>(buffer.getType());
           SmallVector<Value> sizes;
-          for (int64_t i = 0; i < type.getNumDynamicDims(); ++i) sizes.push_back(field(sizeField++, i64));
+          for (int64_t i = 0, n = type.getNumDynamicDims(); i < n; ++i) sizes.push_back(field(sizeField++, i64));
           args.push_back(memrefAt(tb, loc, type, field(position, ptr), sizes));
         }
         args.push_back(arith::IndexCastOp::create(tb, loc, index, params[1]));

@@ -356,6 +356,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     step.workspace = body->getArgument(types.size() - 2);
     step.scratchOffset = llvm::alignTo(info->workspaceBytes, 64);
     step.maxRows = std::max(info->maxNumBatchedTokens, info->maxNumSeqs);
+    step.maxSeqs = info->maxNumSeqs;
     CpuStepWalker walker(step, body->getArgument(types.size() - 3), step.workspace,
                          body->getArgument(types.size() - 1), packQuantized, int8Activations);
     for (auto [index, input] : llvm::enumerate(modelInputs))

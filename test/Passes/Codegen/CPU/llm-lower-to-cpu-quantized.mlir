@@ -44,10 +44,10 @@
 // With int8-activations the matmuls' weights are packed per tile of 16
 // columns ([tiles, blocks, 16 * block * bits / 8] codes, [tiles, blocks, 16]
 // scales and zero points; the gather keeps its own layout), each input's rows
-// are quantised into scratch past the planned workspace (which grows from
-// 3072 bytes), and the products are vpdpbusd.
+// are quantised into scratch past the planned workspace of 3072 bytes (which
+// attention's decode states, larger, size here), and the products are vpdpbusd.
 // INT8-LABEL: module attributes
-//  INT8-SAME:   workspace_bytes = 3456
+//  INT8-SAME:   workspace_bytes = 4224
 //  INT8-SAME:   value = dense_resource<{{[a-z_0-9]+}}> : tensor<64x16xi8>
 //  INT8-SAME:   value = dense_resource<{{[a-z_0-9]+}}> : tensor<2x2x256xi8>
 //  INT8-SAME:   value = dense_resource<{{[a-z_0-9]+}}> : tensor<2x2x16xf32>

@@ -6,7 +6,7 @@
 // at the offsets listed in llmc.weights, ops calls of kernels; the logits
 // head writes the step's output.
 // The manifest's record of the model and the step (llmc/Artifact/StepInfo.h).
-// CHECK:       module attributes {llmc.kv_dtype = "f32", llmc.matmul = "blas", llmc.step_info = {block_size = 16 : i64, head_dim = 16 : i64, hidden_size = 32 : i64, max_num_batched_tokens = 8 : i64, max_num_seqs = 2 : i64, max_positions = 0 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, num_layers = 1 : i64, vocab_size = 64 : i64, workspace_bytes = 3072 : i64}
+// CHECK:       module attributes {llmc.kv_dtype = "f32", llmc.matmul = "blas", llmc.step_info = {block_size = 16 : i64, head_dim = 16 : i64, hidden_size = 32 : i64, max_num_batched_tokens = 8 : i64, max_num_seqs = 2 : i64, max_positions = 0 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, num_layers = 1 : i64, vocab_size = 64 : i64, workspace_bytes = 4224 : i64}
 //  CHECK-SAME:   llmc.weights = [{name = "weight0", offset = 0 : i64, value = dense<5.000000e-01> : tensor<64x32xf32>}, {name = "weight1", offset = 8192 : i64
 // CHECK-LABEL: func.func @llmc_step
 //  CHECK-SAME:   (%[[API:.*]]: !llvm.ptr, %[[TOK:[^:]*]]: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?x?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %[[POOL:[^:]*]]: memref<1x?x2x2x16x16xf32>, %[[W:[^:]*]]: memref<?xi8>, %[[WS:[^:]*]]: memref<?xi8>, %[[LOGITS:[^:]*]]: memref<?x64xf32>)
@@ -20,8 +20,15 @@
 //       CHECK:   call @llmc_rope_
 //       CHECK:   call @llmc_paged_kv_write_{{[0-9]+}}(%[[POOL]],
 // Attention runs on the runtime's threads: parallel_for (field 4 of the
-// API) calls its task function over (sequence, head) tasks.
+// API) calls its task function over (sequence, KV head, split) tasks, then
+// the combine kernel's over (sequence, KV head). A decode row's key ranges
+// leave their partial states in the scratch past the planned 3072 bytes:
+// 2 sequences x 2 KV heads x 4 ranges x (16 + 2) floats.
+//       CHECK:   %[[PARTS:.*]] = memref.view %[[WS]][%c3072][%{{.*}}] : memref<?xi8> to memref<?x144xf32>
 //       CHECK:   %[[ATTENTION:.*]] = constant @llmc_paged_attention_task_{{[0-9]+}}
+//       CHECK:   llvm.getelementptr %[[API]][0, 4]
+//       CHECK:   llvm.call %{{.*}} : !llvm.ptr, (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr) -> ()
+//       CHECK:   constant @llmc_paged_attention_combine_task_{{[0-9]+}}
 //       CHECK:   llvm.getelementptr %[[API]][0, 4]
 //       CHECK:   llvm.call %{{.*}} : !llvm.ptr, (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr) -> ()
 //       CHECK:   call @llmc_gather_rows_
@@ -42,6 +49,13 @@
 //       CHECK:     arith.bitcast %{{.*}} : i32 to f32
 //       CHECK:   func.func private @llmc_paged_attention_task_{{[0-9]+}}(%{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64)
 //       CHECK:     call @llmc_paged_attention_
+// The combine kernel folds a decode row's stored range states: vector.fma
+// with no fast-math flags, then the division by the sum.
+//       CHECK:   func.func private @llmc_paged_attention_combine_{{[0-9]+}}({{.*}}, %{{.*}}: memref<?x144xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:     vector.load %{{.*}} : memref<?x144xf32>, vector<16xf32>
+//       CHECK:     vector.fma %{{.*}} : vector<16xf32>
+//       CHECK:     arith.divf %{{.*}} : vector<16xf32>
+//       CHECK:     vector.store
 // The generated matmul runs over column tiles on the runtime's threads: the
 // step passes a task function and a closure to parallel_for (field 4 of the
 // host API); the task rebuilds the memrefs from the closure's pointers.
