@@ -393,6 +393,12 @@ def Llm_PagedKvWriteOp : Llm_Op<"paged_kv_write"> {
     scale = max|x| / 127 and codes round_half_even(x / scale) (all 0 for a
     row of zeros), and read back as code * scale: one scale per token and
     KV head, so that writing a token never rescales what is cached.
+
+    How the rows of one block's [block_size, row] tile (one layer, K or V,
+    KV head) lie in its bytes is the target lowering's choice, as long as
+    its write and its attention agree: the runtime only moves whole blocks.
+    The CPU target transposes the keys ([head_dim, block_size], then for
+    int8 the block_size scales).
   }];
   let arguments = (ins Llm_Tensor:$kv_pool, Llm_Tensor:$key, Llm_Tensor:$value,
                    Llm_Tensor:$slot_mapping, I64Attr:$layer);

@@ -33,7 +33,11 @@ constexpr int64_t kSplits = 4;
 constexpr int64_t kMinRangeKeys = 64;
 
 /// The cached rows of a [layers, blocks, 2, kv_heads, block_size, row] pool,
-/// f32 or int8 (codes, then the row's scale in the last 4 bytes).
+/// f32 or int8. A block's values are rows (for int8: codes, then the row's
+/// scale in the last 4 bytes). Its keys are transposed: the [block_size, row]
+/// tile holds feature d of every slot together, [head_dim, block_size] (for
+/// int8: codes, then the block_size scales), so attention computes a
+/// block's scores with one vector fma per feature and no horizontal sum.
 struct CachedRows {
   Value pool;
   int64_t kvHeads, blockSize, headDim;
@@ -46,41 +50,120 @@ struct CachedRows {
     int8 = llm::isInt8KvPool(type);
   }
 
-  /// Elements [d, d + lanes) of a row as an f32 vector: the values, or for
-  /// int8 the codes (the caller applies the scale).
+  /// Elements [d, d + lanes) of a value row as an f32 vector: the values, or
+  /// for int8 the codes (the caller applies the scale).
   Value chunk(KernelBuilder &kb, ValueRange row, int64_t d, VectorType type) const {
-    OpBuilder &b = kb.builder();
     SmallVector<Value> indices(row);
     indices.push_back(kb.index(d));
-    if (!int8) return vector::LoadOp::create(b, kb.location(), type, pool, indices);
-    auto codes = VectorType::get(type.getShape(), b.getI8Type());
-    Value loaded = vector::LoadOp::create(b, kb.location(), codes, pool, indices);
-    return arith::SIToFPOp::create(b, kb.location(), type, loaded);
+    return widened(kb, pool, indices, type);
   }
 
-  /// The scale of an int8 row; null for an f32 pool.
+  /// The scale of an int8 value row; null for an f32 pool.
   Value scale(KernelBuilder &kb, ValueRange row) const {
     if (!int8) return nullptr;
-    OpBuilder &b = kb.builder();
     SmallVector<Value> indices(row);
     indices.push_back(kb.index(headDim));
-    Value bytes = vector::LoadOp::create(b, kb.location(), scaleBytesType(b), pool, indices);
-    Value word = vector::BitCastOp::create(b, kb.location(), scaleWordType(b), bytes);
-    return vector::ExtractOp::create(b, kb.location(), word, ArrayRef<int64_t>{0});
+    Value scales = scalesAt(kb, pool, indices, 1);
+    return vector::ExtractOp::create(kb.builder(), kb.location(), scales, ArrayRef<int64_t>{0});
   }
 
-  /// Writes a row, element `d` of which is `read(d)`: stored as is, or for
-  /// int8 quantised by the row's absolute maximum (llm.paged_kv_write says
-  /// how). `read` is called twice per element then: it must be cheap.
-  void write(KernelBuilder &kb, ValueRange row, function_ref<Value(Value)> read) const {
-    Value zero = kb.index(0), last = kb.index(headDim);
+  /// Writes a value row, element `d` of which is `read(d)`.
+  void writeValue(KernelBuilder &kb, ValueRange row, function_ref<Value(Value)> read) const {
     auto at = [&](Value d) {
       SmallVector<Value> indices(row);
       indices.push_back(d);
       return indices;
     };
+    write(kb, read, [&](Value d, Value element) { kb.store(element, pool, at(d)); },
+          [&](Value scale) { storeScale(kb, scale, pool, at(kb.index(headDim))); });
+  }
+
+  /// The keys' tiles: the pool with each [block_size, row] tile flat.
+  Value keyTiles(KernelBuilder &kb) const {
+    SmallVector<ReassociationIndices> dims{{0}, {1}, {2}, {3}, {4, 5}};
+    return memref::CollapseShapeOp::create(kb.builder(), kb.location(), pool, dims);
+  }
+
+  /// Feature d of the keys in slots [slot, slot + lanes) of a key tile
+  /// (`tile` = layer, block, 0, head of `tiles`) as an f32 vector: the keys,
+  /// or for int8 their codes.
+  Value keyLanes(KernelBuilder &kb, Value tiles, ValueRange tile, Value d, int64_t slot,
+                 VectorType type) const {
+    SmallVector<Value> indices(tile);
+    indices.push_back(kb.addIndex(kb.mulIndex(d, kb.index(blockSize)), kb.index(slot)));
+    return widened(kb, tiles, indices, type);
+  }
+
+  /// The scales of the int8 keys in slots [slot, slot + lanes); null for f32.
+  Value keyScales(KernelBuilder &kb, Value tiles, ValueRange tile, int64_t slot,
+                  int64_t lanes) const {
+    if (!int8) return nullptr;
+    SmallVector<Value> indices(tile);
+    indices.push_back(kb.index(headDim * blockSize + slot * llm::kInt8KvScaleBytes));
+    return scalesAt(kb, tiles, indices, lanes);
+  }
+
+  /// Writes the key in `slot` of a key tile, feature `d` of which is `read(d)`.
+  void writeKey(KernelBuilder &kb, Value tiles, ValueRange tile, Value slot,
+                function_ref<Value(Value)> read) const {
+    auto at = [&](Value offset) {
+      SmallVector<Value> indices(tile);
+      indices.push_back(offset);
+      return indices;
+    };
+    write(
+        kb, read,
+        [&](Value d, Value element) {
+          kb.store(element, tiles, at(kb.addIndex(kb.mulIndex(d, kb.index(blockSize)), slot)));
+        },
+        [&](Value scale) {
+          Value first = kb.index(headDim * blockSize);
+          storeScale(kb, scale, tiles,
+                     at(kb.addIndex(first, kb.mulIndex(slot, kb.index(llm::kInt8KvScaleBytes)))));
+        });
+  }
+
+private:
+  /// Elements of `memref` from `indices` on as an f32 vector of `type`
+  /// (int8 codes converted, not scaled).
+  Value widened(KernelBuilder &kb, Value memref, ValueRange indices, VectorType type) const {
+    OpBuilder &b = kb.builder();
+    if (!int8) return vector::LoadOp::create(b, kb.location(), type, memref, indices);
+    auto codes = VectorType::get(type.getShape(), b.getI8Type());
+    Value loaded = vector::LoadOp::create(b, kb.location(), codes, memref, indices);
+    return arith::SIToFPOp::create(b, kb.location(), type, loaded);
+  }
+
+  /// `count` f32 scales from the bytes at `indices`.
+  static Value scalesAt(KernelBuilder &kb, Value memref, ValueRange indices, int64_t count) {
+    OpBuilder &b = kb.builder();
+    auto bytes = VectorType::get({count * llm::kInt8KvScaleBytes}, b.getI8Type());
+    Value loaded = vector::LoadOp::create(b, kb.location(), bytes, memref, indices);
+    return vector::BitCastOp::create(b, kb.location(), VectorType::get({count}, b.getF32Type()),
+                                     loaded);
+  }
+
+  static void storeScale(KernelBuilder &kb, Value scale, Value memref, ValueRange indices) {
+    OpBuilder &b = kb.builder();
+    Value word = vector::BroadcastOp::create(b, kb.location(),
+                                             VectorType::get({1}, b.getF32Type()), scale);
+    auto bytes = VectorType::get({llm::kInt8KvScaleBytes}, b.getI8Type());
+    vector::StoreOp::create(b, kb.location(),
+                            vector::BitCastOp::create(b, kb.location(), bytes, word), memref,
+                            indices);
+  }
+
+  /// Writes one cached row, element `d` of which is `read(d)`, through
+  /// `store(d, element)`: as is, or for int8 quantised by the row's
+  /// absolute maximum (llm.paged_kv_write says how), the scale through
+  /// `storeRowScale`. `read` is called twice per element then: it must be
+  /// cheap.
+  void write(KernelBuilder &kb, function_ref<Value(Value)> read,
+             function_ref<void(Value, Value)> store,
+             function_ref<void(Value)> storeRowScale) const {
+    Value zero = kb.index(0), last = kb.index(headDim);
     if (!int8) {
-      kb.forEach(zero, last, [&](Value d) { kb.store(read(d), pool, at(d)); });
+      kb.forEach(zero, last, [&](Value d) { store(d, read(d)); });
       return;
     }
     OpBuilder &b = kb.builder();
@@ -96,18 +179,10 @@ struct CachedRows {
       Value rounded = math::RoundEvenOp::create(b, loc, kb.div(read(d), divisor));
       Value clamped = arith::MinimumFOp::create(
           b, loc, arith::MaximumFOp::create(b, loc, rounded, kb.f32(-127.0)), kb.f32(127.0));
-      kb.store(arith::FPToSIOp::create(b, loc, b.getI8Type(), clamped), pool, at(d));
+      store(d, arith::FPToSIOp::create(b, loc, b.getI8Type(), clamped));
     });
-    Value word = vector::BroadcastOp::create(b, loc, scaleWordType(b), scale);
-    Value bytes = vector::BitCastOp::create(b, loc, scaleBytesType(b), word);
-    vector::StoreOp::create(b, loc, bytes, pool, at(last));
+    storeRowScale(scale);
   }
-
-private:
-  static VectorType scaleBytesType(OpBuilder &b) {
-    return VectorType::get({llm::kInt8KvScaleBytes}, b.getI8Type());
-  }
-  static VectorType scaleWordType(OpBuilder &b) { return VectorType::get({1}, b.getF32Type()); }
 };
 } // namespace
 
@@ -119,6 +194,7 @@ LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
                   [&](KernelBuilder &kb, ValueRange params) {
     Value keys = params[1], values = params[2], slots = params[3];
     CachedRows rows(params[0]);
+    Value tiles = rows.keyTiles(kb);
     Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
     Value blockSize = kb.index(rows.blockSize), headDim = kb.index(rows.headDim);
     kb.forEach(zero, kb.dim(keys, 0), [&](Value token) {
@@ -128,10 +204,12 @@ LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
         Value block = kb.divIndex(slot, blockSize), offset = kb.remIndex(slot, blockSize);
         kb.forEach(zero, kb.index(rows.kvHeads), [&](Value head) {
           Value base = kb.mulIndex(head, headDim);
-          for (auto [kv, source] : {std::pair(zero, keys), std::pair(one, values)})
-            rows.write(kb, {layerIndex, block, kv, head, offset}, [&, source = source](Value d) {
-              return kb.load(source, {token, kb.addIndex(base, d)});
-            });
+          rows.writeKey(kb, tiles, {layerIndex, block, zero, head}, offset, [&](Value d) {
+            return kb.load(keys, {token, kb.addIndex(base, d)});
+          });
+          rows.writeValue(kb, {layerIndex, block, one, head, offset}, [&](Value d) {
+            return kb.load(values, {token, kb.addIndex(base, d)});
+          });
         });
       });
     });
@@ -153,6 +231,7 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
     Value query = params[1], keys = params[2], values = params[3];
     Value slots = params[4], positions = params[5], out = params.back();
     CachedRows rows(params[0]);
+    Value tiles = rows.keyTiles(kb);
     Rotation rotation{rows.headDim, halfRotary, interleaved, cached ? Value() : params[6],
                       cached ? params[6] : Value(), cached ? params[7] : Value()};
     int64_t heads = cast<MemRefType>(out.getType()).getDimSize(1) / rows.headDim;
@@ -179,10 +258,10 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
               kb, rotation, position,
               [&](Value i) { return kb.load(keys, {token, kb.addIndex(base, i)}); },
               [&](Value i, Value value) { kb.store(value, rotatedKey, {i}); });
-          rows.write(kb, {layerIndex, block, zero, head, offset},
-                     [&](Value d) { return kb.load(rotatedKey, {d}); });
-          rows.write(kb, {layerIndex, block, one, head, offset},
-                     [&](Value d) { return kb.load(values, {token, kb.addIndex(base, d)}); });
+          rows.writeKey(kb, tiles, {layerIndex, block, zero, head}, offset,
+                        [&](Value d) { return kb.load(rotatedKey, {d}); });
+          rows.writeValue(kb, {layerIndex, block, one, head, offset},
+                          [&](Value d) { return kb.load(values, {token, kb.addIndex(base, d)}); });
         });
       });
     });
@@ -376,8 +455,15 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     Value blockSize = kb.index(rows.blockSize), splits = kb.index(kSplits);
     Value scaleValue = kb.f32(scale);
     Value negInf = kb.f32(-std::numeric_limits<float>::infinity());
-    Value zeros =
-        arith::ConstantOp::create(b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+    Value tiles = rows.keyTiles(kb);
+    // Scores are vectors of a block's slots; enough interleaved sums over the
+    // features that the group's fmas keep four chains in flight.
+    int64_t scoreLanes = std::min<int64_t>(kLanes, rows.blockSize & -rows.blockSize);
+    auto scoreType = VectorType::get({scoreLanes}, b.getF32Type());
+    Value scoreZeros =
+        arith::ConstantOp::create(b, loc, scoreType, DenseElementsAttr::get(scoreType, 0.0f));
+    int64_t partials = 1;
+    while (partials * group < 4 && rows.headDim % (2 * partials) == 0) partials *= 2;
     kb.forEach(firstTask, lastTask, [&](Value task) {
       Value seq = kb.divIndex(task, kb.index(rows.kvHeads * kSplits));
       Value kvHead = kb.remIndex(kb.divIndex(task, splits), kb.index(rows.kvHeads));
@@ -402,11 +488,6 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
         // before the one holding that key are never read.
         Value firstKey = window ? kb.maxIndex(zero, kb.subIndex(visible, kb.index(*window))) : zero;
         KeyRanges ranges(kb, kb.divIndex(firstKey, blockSize), blocks, minRangeBlocks);
-        SmallVector<SmallVector<Value>> q(group);
-        for (int64_t g = 0; g < group; ++g)
-          for (int64_t c = 0; c < chunks; ++c)
-            q[g].push_back(
-                vector::LoadOp::create(b, loc, vectorType, query, ValueRange{row, column(g, c)}));
 
         // Online softmax over blocks [beginBlock, endBlock) a block at a time:
         // the block's scores, their max, one rescale of each head's running
@@ -423,24 +504,51 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                 auto cachedRow = [&](Value kv, Value slot) {
                   return SmallVector<Value>{layerIndex, block, kv, kvHead, slot};
                 };
-                kb.forEach(firstSlot, count, [&](Value slot) {
-                  SmallVector<Value> keys;
-                  for (int64_t c = 0; c < chunks; ++c)
-                    keys.push_back(rows.chunk(kb, cachedRow(zero, slot), c * lanes, vectorType));
-                  Value keyScale = rows.scale(kb, cachedRow(zero, slot));
+                // The block's scores, `scoreLanes` slots a vector: per feature
+                // d, the keys' feature d (a row of the transposed tile) times
+                // each head's q[d], in `partials` interleaved sums over d so
+                // that enough fmas are in flight.
+                SmallVector<Value> tile{layerIndex, block, zero, kvHead};
+                for (int64_t v = 0; v < rows.blockSize / scoreLanes; ++v) {
+                  auto features = scf::ForOp::create(
+                      b, loc, zero, kb.index(rows.headDim), kb.index(partials),
+                      SmallVector<Value>(group * partials, scoreZeros),
+                      [&](OpBuilder &, Location, Value d, ValueRange sums) {
+                        SmallVector<Value> next(sums);
+                        for (int64_t p = 0; p < partials; ++p) {
+                          Value feature = kb.addIndex(d, kb.index(p));
+                          Value keys =
+                              rows.keyLanes(kb, tiles, tile, feature, v * scoreLanes, scoreType);
+                          for (int64_t g = 0; g < group; ++g) {
+                            Value q = kb.load(query, {row, kb.addIndex(column(g, 0), feature)});
+                            next[g * partials + p] = vector::FMAOp::create(
+                                b, loc, vector::BroadcastOp::create(b, loc, scoreType, q), keys,
+                                sums[g * partials + p]);
+                          }
+                        }
+                        scf::YieldOp::create(b, loc, next);
+                      });
+                  Value keyScales = rows.keyScales(kb, tiles, tile, v * scoreLanes, scoreLanes);
                   for (int64_t g = 0; g < group; ++g) {
-                    Value sums = zeros;
-                    for (int64_t c = 0; c < chunks; ++c)
-                      sums = vector::FMAOp::create(b, loc, q[g][c], keys[c], sums);
-                    Value dot = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                                            sums, fastMathFlags);
-                    if (keyScale) dot = kb.mul(dot, keyScale);
-                    Value score = kb.mul(dot, scaleValue);
-                    if (softcap)
-                      score = kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap))));
-                    kb.store(score, weights, {kb.index(g), slot});
+                    Value scores = features.getResult(g * partials);
+                    for (int64_t p = 1; p < partials; ++p)
+                      scores = arith::AddFOp::create(b, loc, scores,
+                                                     features.getResult(g * partials + p), fastMath);
+                    if (keyScales) scores = arith::MulFOp::create(b, loc, scores, keyScales, fastMath);
+                    scores = arith::MulFOp::create(
+                        b, loc, scores, vector::BroadcastOp::create(b, loc, scoreType, scaleValue),
+                        fastMath);
+                    vector::StoreOp::create(b, loc, scores, weights,
+                                            ValueRange{kb.index(g), kb.index(v * scoreLanes)});
                   }
-                });
+                }
+                if (softcap)
+                  for (int64_t g = 0; g < group; ++g)
+                    kb.forEach(firstSlot, count, [&](Value slot) {
+                      Value score = kb.load(weights, {kb.index(g), slot});
+                      kb.store(kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap)))),
+                               weights, {kb.index(g), slot});
+                    });
                 SmallVector<Value> maxima, sums, corrections;
                 for (int64_t g = 0; g < group; ++g) {
                   Value head = kb.index(g);

@@ -38,9 +38,24 @@
 // Kernels are private loop nests with internal linkage.
 //       CHECK:   func.func private @llmc_embedding_{{[0-9]+}}({{.*}}) attributes {llvm.linkage = #llvm.linkage<internal>}
 //       CHECK:     scf.for
+// A block's keys are written transposed: feature d of slot s at d * 16 + s
+// of the block's flat [16, 16] tile; values stay rows.
+//       CHECK:   func.func private @llmc_paged_kv_write_{{[0-9]+}}(%[[KVPOOL:[^:]*]]: memref<1x?x2x2x16x16xf32>
+//       CHECK:     %[[KTILES:.*]] = memref.collapse_shape %[[KVPOOL]] {{\[}}[0], [1], [2], [3], [4, 5]] : memref<1x?x2x2x16x16xf32> into memref<1x?x2x2x256xf32>
+//       CHECK:     %[[KEY:.*]] = memref.load %{{.*}} : memref<?x32xf32>
+//       CHECK:     %[[AT:.*]] = arith.muli %{{.*}}, %c16{{.*}} : index
+//       CHECK:     %[[AT2:.*]] = arith.addi %[[AT]], %{{.*}} : index
+//       CHECK:     memref.store %[[KEY]], %[[KTILES]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[AT2]]]
+//       CHECK:     memref.store %{{.*}}, %[[KVPOOL]]
 //       CHECK:   func.func private @llmc_paged_attention_{{[0-9]+}}({{.*}}, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
 //       CHECK:     memref.alloca() : memref<1x16xf32>
 //       CHECK:     scf.for %{{.*}} = %[[FIRST]] to %[[LAST]]
+// A block's 16 scores are one vector: per feature, the keys' row of the
+// transposed tile times the query's feature, in 4 interleaved sums (one
+// query head per KV head).
+//       CHECK:     scf.for %{{.*}} step %c4{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+//       CHECK:       vector.load %{{.*}} : memref<1x?x2x2x256xf32>, vector<16xf32>
+//       CHECK:       vector.fma
 // A block's weights: exp as a polynomial (no libm call), 2^n from its bits.
 //   CHECK-NOT:     math.exp
 //       CHECK:     math.roundeven
