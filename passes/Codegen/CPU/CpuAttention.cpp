@@ -32,8 +32,8 @@ constexpr int64_t kSplits = 4;
 /// ranges, whose partial states would cost more than they save.
 constexpr int64_t kMinRangeKeys = 64;
 
-/// The cached rows of a [layers, blocks, 2, kv_heads, block_size, row] pool,
-/// f32 or int8. A block's values are rows (for int8: codes, then the row's
+/// The cached rows of one layer's [blocks, 2, kv_heads, block_size, row]
+/// view of the pool (layerBlocks), f32 or int8. A block's values are rows (for int8: codes, then the row's
 /// scale in the last 4 bytes). Its keys are transposed: the [block_size, row]
 /// tile holds feature d of every slot together, [head_dim, block_size] (for
 /// int8: codes, then the block_size scales), so attention computes a
@@ -44,8 +44,8 @@ struct CachedRows {
   bool int8;
   explicit CachedRows(Value pool) : pool(pool) {
     auto type = cast<MemRefType>(pool.getType());
-    kvHeads = type.getDimSize(3);
-    blockSize = type.getDimSize(4);
+    kvHeads = type.getDimSize(2);
+    blockSize = type.getDimSize(3);
     headDim = llm::cachedHeadDim(type);
     int8 = llm::isInt8KvPool(type);
   }
@@ -78,14 +78,14 @@ struct CachedRows {
           [&](Value scale) { storeScale(kb, scale, pool, at(kb.index(headDim))); });
   }
 
-  /// The keys' tiles: the pool with each [block_size, row] tile flat.
+  /// The keys' tiles: the blocks with each [block_size, row] tile flat.
   Value keyTiles(KernelBuilder &kb) const {
-    SmallVector<ReassociationIndices> dims{{0}, {1}, {2}, {3}, {4, 5}};
+    SmallVector<ReassociationIndices> dims{{0}, {1}, {2}, {3, 4}};
     return memref::CollapseShapeOp::create(kb.builder(), kb.location(), pool, dims);
   }
 
   /// Feature d of the keys in slots [slot, slot + lanes) of a key tile
-  /// (`tile` = layer, block, 0, head of `tiles`) as an f32 vector: the keys,
+  /// (`tile` = block, 0, head of `tiles`) as an f32 vector: the keys,
   /// or for int8 their codes.
   Value keyLanes(KernelBuilder &kb, Value tiles, ValueRange tile, Value d, int64_t slot,
                  VectorType type) const {
@@ -184,18 +184,35 @@ private:
     storeRowScale(scale);
   }
 };
+
+/// The blocks of layer `layer` of a [layers, blocks, 2, kv_heads, block_size,
+/// row] pool as a [blocks, 2, kv_heads, block_size, row] memref over the same
+/// memory: every layer calls the same kernels, each with its own view.
+Value layerBlocks(StepLowering &step, Location loc, Value pool, int64_t layer) {
+  OpBuilder &b = step.b;
+  auto type = cast<MemRefType>(pool.getType());
+  auto layerType = MemRefType::get(type.getShape().drop_front(), type.getElementType());
+  int64_t blockBytes = type.getElementTypeBitWidth() / 8;
+  for (int64_t size : type.getShape().drop_front(2)) blockBytes *= size;
+  Value blocks = arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                            memref::DimOp::create(b, loc, pool, 1));
+  Value offset = LLVM::MulOp::create(b, loc, blocks, constantI64(b, loc, layer * blockBytes));
+  Value address = LLVM::GEPOp::create(b, loc, llvmPointerType(b), b.getI8Type(),
+                                      pointerTo(b, loc, pool), ArrayRef<LLVM::GEPArg>{offset});
+  return memrefAt(b, loc, layerType, address, {blocks});
+}
 } // namespace
 
 LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
                                 ArrayRef<Value> operands) {
-  SmallVector<Value> args{operands[0], operands[1], operands[2], operands[3]};
-  int64_t layer = op.getLayer();
-  step.callKernel(op.getLoc(), "paged_kv_write", kernelKey(op, args), args,
+  SmallVector<Value> args{layerBlocks(step, op.getLoc(), operands[0], op.getLayer()), operands[1],
+                          operands[2], operands[3]};
+  step.callKernel(op.getLoc(), "paged_kv_write", kernelKey(op, args, {"layer"}), args,
                   [&](KernelBuilder &kb, ValueRange params) {
     Value keys = params[1], values = params[2], slots = params[3];
     CachedRows rows(params[0]);
     Value tiles = rows.keyTiles(kb);
-    Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
+    Value zero = kb.index(0), one = kb.index(1);
     Value blockSize = kb.index(rows.blockSize), headDim = kb.index(rows.headDim);
     kb.forEach(zero, kb.dim(keys, 0), [&](Value token) {
       Value slot = kb.toIndex(kb.load(slots, {token}));
@@ -204,10 +221,10 @@ LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
         Value block = kb.divIndex(slot, blockSize), offset = kb.remIndex(slot, blockSize);
         kb.forEach(zero, kb.index(rows.kvHeads), [&](Value head) {
           Value base = kb.mulIndex(head, headDim);
-          rows.writeKey(kb, tiles, {layerIndex, block, zero, head}, offset, [&](Value d) {
+          rows.writeKey(kb, tiles, {block, zero, head}, offset, [&](Value d) {
             return kb.load(keys, {token, kb.addIndex(base, d)});
           });
-          rows.writeValue(kb, {layerIndex, block, one, head, offset}, [&](Value d) {
+          rows.writeValue(kb, {block, one, head, offset}, [&](Value d) {
             return kb.load(values, {token, kb.addIndex(base, d)});
           });
         });
@@ -222,11 +239,11 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
   // pool, q, k, v, slots, positions, then inv_freq or the cos and sin caches.
   bool cached = static_cast<bool>(op.getCosCache());
   SmallVector<Value> args(operands);
+  args[0] = layerBlocks(step, op.getLoc(), args[0], op.getLayer());
   args.push_back(rotatedQuery);
-  int64_t layer = op.getLayer();
   bool interleaved = op.getInterleaved();
   int64_t halfRotary = cast<MemRefType>(args[6].getType()).getShape().back();
-  step.callKernel(op.getLoc(), "rope_paged_kv_write", kernelKey(op, args), args,
+  step.callKernel(op.getLoc(), "rope_paged_kv_write", kernelKey(op, args, {"layer"}), args,
                   [&](KernelBuilder &kb, ValueRange params) {
     Value query = params[1], keys = params[2], values = params[3];
     Value slots = params[4], positions = params[5], out = params.back();
@@ -235,7 +252,7 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
     Rotation rotation{rows.headDim, halfRotary, interleaved, cached ? Value() : params[6],
                       cached ? params[6] : Value(), cached ? params[7] : Value()};
     int64_t heads = cast<MemRefType>(out.getType()).getDimSize(1) / rows.headDim;
-    Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
+    Value zero = kb.index(0), one = kb.index(1);
     Value blockSize = kb.index(rows.blockSize), headDim = kb.index(rows.headDim);
     // The rotated key of one head: an int8 row is quantised from all of it.
     Value rotatedKey = memref::AllocaOp::create(
@@ -258,9 +275,9 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
               kb, rotation, position,
               [&](Value i) { return kb.load(keys, {token, kb.addIndex(base, i)}); },
               [&](Value i, Value value) { kb.store(value, rotatedKey, {i}); });
-          rows.writeKey(kb, tiles, {layerIndex, block, zero, head}, offset,
+          rows.writeKey(kb, tiles, {block, zero, head}, offset,
                         [&](Value d) { return kb.load(rotatedKey, {d}); });
-          rows.writeValue(kb, {layerIndex, block, one, head, offset},
+          rows.writeValue(kb, {block, one, head, offset},
                           [&](Value d) { return kb.load(values, {token, kb.addIndex(base, d)}); });
         });
       });
@@ -398,8 +415,8 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   // query, pool, block_tables, context_lens, cu_seqlens_q, output, parts
   if (!op.getCuSeqlensQ()) return op.emitOpError("is not ragged: run llm-ragged-batching first");
   SmallVector<Value> args(operands);
+  args[1] = layerBlocks(step, op.getLoc(), args[1], op.getLayer());
   args.push_back(output);
-  int64_t layer = op.getLayer();
   double scale = op.getScale().convertToFloat();
   std::optional<int64_t> window = op.getSlidingWindow();
   std::optional<float> softcap;
@@ -451,7 +468,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     // One block's scores, then its softmax weights, per head of the group.
     Value weights = memref::AllocaOp::create(
         b, loc, MemRefType::get({group, rows.blockSize}, b.getF32Type()));
-    Value zero = kb.index(0), one = kb.index(1), layerIndex = kb.index(layer);
+    Value zero = kb.index(0), one = kb.index(1);
     Value blockSize = kb.index(rows.blockSize), splits = kb.index(kSplits);
     Value scaleValue = kb.f32(scale);
     Value negInf = kb.f32(-std::numeric_limits<float>::infinity());
@@ -502,13 +519,13 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                 Value count = kb.minIndex(blockSize, kb.subIndex(visible, begin));
                 Value firstSlot = kb.maxIndex(zero, kb.subIndex(firstKey, begin));
                 auto cachedRow = [&](Value kv, Value slot) {
-                  return SmallVector<Value>{layerIndex, block, kv, kvHead, slot};
+                  return SmallVector<Value>{block, kv, kvHead, slot};
                 };
                 // The block's scores, `scoreLanes` slots a vector: per feature
                 // d, the keys' feature d (a row of the transposed tile) times
                 // each head's q[d], in `partials` interleaved sums over d so
                 // that enough fmas are in flight.
-                SmallVector<Value> tile{layerIndex, block, zero, kvHead};
+                SmallVector<Value> tile{block, zero, kvHead};
                 for (int64_t v = 0; v < rows.blockSize / scoreLanes; ++v) {
                   auto features = scf::ForOp::create(
                       b, loc, zero, kb.index(rows.headDim), kb.index(partials),
@@ -662,7 +679,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     });
   };
 
-  std::string key = kernelKey(op, args);
+  std::string key = kernelKey(op, args, {"layer"});
   OpBuilder &b = step.b;
   Location loc = op.getLoc();
   Value sequences = arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, args[4], 0),

@@ -257,6 +257,11 @@ mlir::Value hostApiField(StepLowering &step, mlir::Location loc, int32_t index);
 /// workspace and of the weights, and the step's inputs, have offset 0, so the
 /// aligned pointer is it.
 mlir::Value pointerTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref);
+/// A memref of `type` over the row-major data at `pointer`, its dynamic dims
+/// `sizes` (i64) in order: the descriptor the LLVM lowering of memrefs uses,
+/// built by hand because the data arrives as a raw pointer.
+mlir::Value memrefAt(mlir::OpBuilder &b, mlir::Location loc, mlir::MemRefType type,
+                     mlir::Value pointer, mlir::ValueRange sizes);
 /// Whether the generated code can address `memref` from a bare pointer
 /// (row-major, no strides of a view).
 bool isContiguous(mlir::Value memref);

@@ -14,11 +14,30 @@ using namespace mlir;
 
 namespace llmc::cpu {
 
-namespace {
+LLVM::LLVMPointerType llvmPointerType(OpBuilder &b) {
+  return LLVM::LLVMPointerType::get(b.getContext());
+}
 
-/// A memref of `type` over the row-major data at `pointer`, its dynamic dims
-/// `sizes` in order: the descriptor the LLVM lowering of memrefs uses, built
-/// by hand because the data arrives as a raw pointer.
+Value constantI64(OpBuilder &b, Location loc, int64_t value) {
+  return LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(value));
+}
+
+Value hostApiField(StepLowering &step, Location loc, int32_t index) {
+  OpBuilder &b = step.b;
+  auto ptr = llvmPointerType(b);
+  auto apiType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), {b.getI32Type(), b.getI32Type(), ptr, ptr, ptr});
+  Value address =
+      LLVM::GEPOp::create(b, loc, ptr, apiType, step.api, ArrayRef<LLVM::GEPArg>{0, index});
+  return LLVM::LoadOp::create(b, loc, ptr, address);
+}
+
+Value pointerTo(OpBuilder &b, Location loc, Value memref) {
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, b.getIndexType(), memref);
+  Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(b, loc, llvmPointerType(b), ValueRange{integer});
+}
+
 Value memrefAt(OpBuilder &b, Location loc, MemRefType type, Value pointer, ValueRange sizes) {
   auto i64 = b.getI64Type();
   int64_t rank = type.getRank();
@@ -44,32 +63,6 @@ Value memrefAt(OpBuilder &b, Location loc, MemRefType type, Value pointer, Value
     stride = LLVM::MulOp::create(b, loc, stride, extents[dim]);
   }
   return UnrealizedConversionCastOp::create(b, loc, type, descriptor).getResult(0);
-}
-
-} // namespace
-
-LLVM::LLVMPointerType llvmPointerType(OpBuilder &b) {
-  return LLVM::LLVMPointerType::get(b.getContext());
-}
-
-Value constantI64(OpBuilder &b, Location loc, int64_t value) {
-  return LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(value));
-}
-
-Value hostApiField(StepLowering &step, Location loc, int32_t index) {
-  OpBuilder &b = step.b;
-  auto ptr = llvmPointerType(b);
-  auto apiType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), {b.getI32Type(), b.getI32Type(), ptr, ptr, ptr});
-  Value address =
-      LLVM::GEPOp::create(b, loc, ptr, apiType, step.api, ArrayRef<LLVM::GEPArg>{0, index});
-  return LLVM::LoadOp::create(b, loc, ptr, address);
-}
-
-Value pointerTo(OpBuilder &b, Location loc, Value memref) {
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, b.getIndexType(), memref);
-  Value integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
-  return LLVM::IntToPtrOp::create(b, loc, llvmPointerType(b), ValueRange{integer});
 }
 
 bool isContiguous(Value memref) {

@@ -149,15 +149,24 @@ void describeBody(Region &region, llvm::raw_ostream &os) {
 }
 } // namespace
 
-std::string kernelKey(Operation *op, TypeRange argTypes) {
+std::string kernelKey(Operation *op, TypeRange argTypes, ArrayRef<StringRef> ignored) {
   std::string name;
   llvm::raw_string_ostream os(name);
   // Inherent attributes only: the planned offsets do not change the code.
-  os << op->getName() << op->getPropertiesAsAttribute();
+  Attribute properties = op->getPropertiesAsAttribute();
+  if (auto dictionary = dyn_cast_or_null<DictionaryAttr>(properties); dictionary && !ignored.empty()) {
+    SmallVector<NamedAttribute> kept;
+    for (NamedAttribute attribute : dictionary)
+      if (!llvm::is_contained(ignored, attribute.getName().strref())) kept.push_back(attribute);
+    properties = DictionaryAttr::get(op->getContext(), kept);
+  }
+  os << op->getName() << properties;
   for (Region &region : op->getRegions()) describeBody(region, os);
   return kernelKey(name, argTypes);
 }
 
-std::string kernelKey(Operation *op, ValueRange args) { return kernelKey(op, args.getTypes()); }
+std::string kernelKey(Operation *op, ValueRange args, ArrayRef<StringRef> ignored) {
+  return kernelKey(op, args.getTypes(), ignored);
+}
 
 } // namespace llmc::codegen

@@ -81,12 +81,15 @@ private:
 };
 
 /// What identifies a kernel: the op's name and attributes and the types it
-/// is called with.
-std::string kernelKey(mlir::Operation *op, mlir::ValueRange args);
+/// is called with. Attributes named in `ignored` are left out: the kernel
+/// takes what they say as an argument.
+std::string kernelKey(mlir::Operation *op, mlir::ValueRange args,
+                      llvm::ArrayRef<llvm::StringRef> ignored = {});
 /// The same for kernels that are not one op's: a name and the argument types.
 std::string kernelKey(llvm::StringRef name, mlir::ValueRange args);
 /// The same from argument types (kernels that are not called from IR).
-std::string kernelKey(mlir::Operation *op, mlir::TypeRange argTypes);
+std::string kernelKey(mlir::Operation *op, mlir::TypeRange argTypes,
+                      llvm::ArrayRef<llvm::StringRef> ignored = {});
 std::string kernelKey(llvm::StringRef name, mlir::TypeRange argTypes);
 
 } // namespace llmc::codegen

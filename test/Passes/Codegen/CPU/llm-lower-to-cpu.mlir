@@ -18,7 +18,10 @@
 //       CHECK:   llvm.getelementptr %[[API]][0, 3]
 //       CHECK:   llvm.call %{{.*}} : !llvm.ptr, (!llvm.ptr, i64, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, i32, !llvm.ptr, i64) -> ()
 //       CHECK:   call @llmc_rope_
-//       CHECK:   call @llmc_paged_kv_write_{{[0-9]+}}(%[[POOL]],
+// Each layer's kernels take a view of its blocks (see @two_layers).
+//       CHECK:   memref.extract_aligned_pointer_as_index %[[POOL]]
+//       CHECK:   %[[LAYER:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?x2x2x16x16xf32>
+//       CHECK:   call @llmc_paged_kv_write_{{[0-9]+}}(%[[LAYER]],
 // Attention runs on the runtime's threads: parallel_for (field 4 of the
 // API) calls its task function over (sequence, KV head, split) tasks, then
 // the combine kernel's over (sequence, KV head). A decode row's key ranges
@@ -40,12 +43,12 @@
 //       CHECK:     scf.for
 // A block's keys are written transposed: feature d of slot s at d * 16 + s
 // of the block's flat [16, 16] tile; values stay rows.
-//       CHECK:   func.func private @llmc_paged_kv_write_{{[0-9]+}}(%[[KVPOOL:[^:]*]]: memref<1x?x2x2x16x16xf32>
-//       CHECK:     %[[KTILES:.*]] = memref.collapse_shape %[[KVPOOL]] {{\[}}[0], [1], [2], [3], [4, 5]] : memref<1x?x2x2x16x16xf32> into memref<1x?x2x2x256xf32>
+//       CHECK:   func.func private @llmc_paged_kv_write_{{[0-9]+}}(%[[KVPOOL:[^:]*]]: memref<?x2x2x16x16xf32>
+//       CHECK:     %[[KTILES:.*]] = memref.collapse_shape %[[KVPOOL]] {{\[}}[0], [1], [2], [3, 4]] : memref<?x2x2x16x16xf32> into memref<?x2x2x256xf32>
 //       CHECK:     %[[KEY:.*]] = memref.load %{{.*}} : memref<?x32xf32>
 //       CHECK:     %[[AT:.*]] = arith.muli %{{.*}}, %c16{{.*}} : index
 //       CHECK:     %[[AT2:.*]] = arith.addi %[[AT]], %{{.*}} : index
-//       CHECK:     memref.store %[[KEY]], %[[KTILES]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[AT2]]]
+//       CHECK:     memref.store %[[KEY]], %[[KTILES]][%{{.*}}, %{{.*}}, %{{.*}}, %[[AT2]]]
 //       CHECK:     memref.store %{{.*}}, %[[KVPOOL]]
 //       CHECK:   func.func private @llmc_paged_attention_{{[0-9]+}}({{.*}}, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
 //       CHECK:     memref.alloca() : memref<1x16xf32>
@@ -54,7 +57,7 @@
 // transposed tile times the query's feature, in 4 interleaved sums (one
 // query head per KV head).
 //       CHECK:     scf.for %{{.*}} step %c4{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-//       CHECK:       vector.load %{{.*}} : memref<1x?x2x2x256xf32>, vector<16xf32>
+//       CHECK:       vector.load %{{.*}} : memref<?x2x2x256xf32>, vector<16xf32>
 //       CHECK:       vector.fma
 // A block's weights: exp as a polynomial (no libm call), 2^n from its bits.
 //   CHECK-NOT:     math.exp
@@ -164,6 +167,37 @@ func.func @windowed_softcapped(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1
   %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
   %15 = llm.logits %14, %4 : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
   return %15 : tensor<?x64xf32>
+}
+
+// -----
+
+// Every layer calls the same KV-write and attention kernels, each on its own
+// [blocks, 2, kv_heads, 16, 16] view of the pool, layer x blocks x 4096 bytes
+// in: one kernel of each, whatever the number of layers.
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   llvm.mlir.constant(0 : i64)
+//       CHECK:   %[[LAYER0:.*]] = builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<5 x i64>, array<5 x i64>)> to memref<?x2x2x16x16xf32>
+//       CHECK:   call @llmc_paged_kv_write_[[WRITE:[0-9]+]](%[[LAYER0]],
+//       CHECK:   constant @llmc_paged_attention_task_[[ATTENTION:[0-9]+]]
+//       CHECK:   llvm.mlir.constant(4096 : i64)
+//       CHECK:   %[[LAYER1:.*]] = builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<5 x i64>, array<5 x i64>)> to memref<?x2x2x16x16xf32>
+//       CHECK:   call @llmc_paged_kv_write_[[WRITE]](%[[LAYER1]],
+//       CHECK:   constant @llmc_paged_attention_task_[[ATTENTION]]
+//       CHECK:   func.func private @llmc_paged_kv_write_
+//   CHECK-NOT:   func.func private @llmc_paged_kv_write_
+func.func @two_layers(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<2x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
+  %x = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %q = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %pool0 = llm.paged_kv_write %arg7, %q, %q, %arg5 {layer = 0 : i64} : (tensor<2x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<2x?x2x2x16x16xf32>
+  %a0 = llm.paged_attention %q, %pool0, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 1024>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<2x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %pool1 = llm.paged_kv_write %pool0, %a0, %a0, %arg5 {layer = 1 : i64} : (tensor<2x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<2x?x2x2x16x16xf32>
+  %a1 = llm.paged_attention %a0, %pool1, %arg4, %arg3, %arg2 {layer = 1 : i64, llmc.workspace_offsets = array<i64: 2048>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<2x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %m = llm.merge_heads %a1 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %g = llm.gather_rows %m, %arg6 {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %logits = llm.logits %g, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
 }
 
 // -----
