@@ -336,13 +336,16 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
   if (epilogue.body) key = kernelKey(epilogue.body->getParentOp(), buffers) + "/" + key;
   int64_t partTiles = columns / 16;
   runOverColumns(step, loc, buffers, columns, key,
-                 [&](KernelBuilder &kb, ValueRange params, Value begin, Value end) {
+                 [&](KernelBuilder &kb, ValueRange params, const OutputBlock &block) {
     QuantizedRows x{params[0], params[2], params[3]};
     Value out = params[1];
     WeightParams w{params[4], params[5], weight.zeroPoints ? params[6] : Value()};
     auto epilogueParams = EpilogueParams::in(epilogue, params.drop_front(4 + weightBuffers.size()));
-    Value rowCount = kb.dim(out, 0);
-    Value tiledRowsEnd = kb.mulIndex(kb.divIndex(rowCount, kb.index(kTileRows)), kb.index(kTileRows));
+    Value begin = block.begin, end = block.end, rowCount = block.rowEnd;
+    Value tiledRowsEnd = kb.addIndex(
+        block.rowBegin,
+        kb.mulIndex(kb.divIndex(kb.subIndex(rowCount, block.rowBegin), kb.index(kTileRows)),
+                    kb.index(kTileRows)));
     Value firstTile = kb.divIndex(begin, kb.index(16));
     Value lastTile = kb.divIndex(kb.addIndex(end, kb.index(15)), kb.index(16));
     forEach(kb, firstTile, lastTile, 1, [&](Value tile) {
@@ -359,7 +362,7 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
           });
         }
       };
-      forEach(kb, kb.index(0), tiledRowsEnd, kTileRows, [&](Value row) {
+      forEach(kb, block.rowBegin, tiledRowsEnd, kTileRows, [&](Value row) {
         emitInt8Tile(kb, weight, w, x, tile, row, kTileRows, parts, partTiles, finish);
       });
       forEach(kb, tiledRowsEnd, rowCount, 1, [&](Value row) {

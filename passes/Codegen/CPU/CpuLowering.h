@@ -278,13 +278,21 @@ void runParallel(StepLowering &step, mlir::Location loc, llvm::StringRef name,
                  const std::string &key, llvm::ArrayRef<mlir::Value> buffers,
                  mlir::Value numTasks, TasksBody body);
 
-/// Builds a kernel's loops over output columns [begin, end) given its
-/// buffers (runOverColumns' `buffers`, as the kernel's memrefs).
+/// The output block one matmul task computes: rows [rowBegin, rowEnd) of
+/// columns [begin, end).
+struct OutputBlock {
+  mlir::Value rowBegin, rowEnd, begin, end;
+};
+/// Builds a kernel's loops over one OutputBlock given its buffers
+/// (runOverColumns' `buffers`, as the kernel's memrefs).
 using ColumnsBody = llvm::function_ref<void(KernelBuilder &, mlir::ValueRange buffers,
-                                            mlir::Value begin, mlir::Value end)>;
-/// Runs a kernel over `columns` output columns on the runtime's threads
-/// (runParallel), in tasks of 64 columns: each task's `begin` is a multiple
-/// of 64. `key` names the kernel.
+                                            const OutputBlock &block)>;
+/// Runs a kernel over `columns` output columns of the rows of `buffers[1]`
+/// (the output) on the runtime's threads (runParallel), in tasks of 64
+/// columns by 32 rows: each task's `begin` is a multiple of 64 and its
+/// `rowBegin` of 32, and a task's neighbours share its columns (its weight
+/// rows stay in cache). Many rows of few columns (a small model's prefill)
+/// still give every thread work. `key` names the kernel.
 void runOverColumns(StepLowering &step, mlir::Location loc, llvm::ArrayRef<mlir::Value> buffers,
                     int64_t columns, const std::string &key, ColumnsBody body);
 

@@ -24,6 +24,9 @@ namespace {
 /// Output columns of one parallel_for task of the generated matmul: enough
 /// work to amortise a task, few enough that two threads share a 576-wide layer.
 constexpr int64_t kColumnsPerTask = 64;
+/// Rows of one task: a decode batch of up to 32 sequences is one task per
+/// column range, as is reading the weights once needs; more rows split.
+constexpr int64_t kRowsPerTask = 32;
 
 /// api->sgemm(api->context, m, n, k, a, k, w, ldw, transposed, out, n).
 void callSgemm(StepLowering &step, Location loc, Value input, Value weight, bool transposed,
@@ -59,6 +62,48 @@ Value sumLanes(OpBuilder &b, Location loc, Value vector) {
     vector = arith::AddFOp::create(b, loc, half(0), half(width));
   }
   return vector::ExtractOp::create(b, loc, vector, ArrayRef<int64_t>{0});
+}
+
+/// sumLanes of each of `vectors`, bit for bit, with a tile's vectors packed
+/// together: at each width the halves of two vectors (or of the groups of
+/// lanes each already holds) are shuffled into one vector of low halves and
+/// one of high halves and added, so up to 16 sums take 4 levels of
+/// shuffles and adds instead of 16 times 4. Every lane is the sum of the
+/// same two values sumLanes adds, in the same order.
+SmallVector<Value> sumLanesOfEach(OpBuilder &b, Location loc, ArrayRef<Value> vectors) {
+  SmallVector<Value> sums;
+  for (size_t first = 0; first < vectors.size(); first += kLanes) {
+    SmallVector<Value> level(vectors.begin() + first,
+                             vectors.begin() + std::min(vectors.size(), first + kLanes));
+    size_t count = level.size();
+    if (count == 1) {
+      sums.push_back(sumLanes(b, loc, level[0]));
+      continue;
+    }
+    for (int64_t width = kLanes / 2; width >= 1; width /= 2) {
+      // Each vector holds groups of 2 * width lanes, one per output.
+      int64_t groups = kLanes / (2 * width);
+      auto halves = [&](int64_t offset) {
+        SmallVector<int64_t> mask;
+        for (int64_t source = 0; source < 2; ++source)
+          for (int64_t group = 0; group < groups; ++group)
+            for (int64_t lane = 0; lane < width; ++lane)
+              mask.push_back(source * kLanes + group * 2 * width + offset + lane);
+        return mask;
+      };
+      SmallVector<Value> next;
+      for (size_t i = 0; i < level.size(); i += 2) {
+        Value left = level[i], right = i + 1 < level.size() ? level[i + 1] : level[i];
+        Value low = vector::ShuffleOp::create(b, loc, left, right, halves(0));
+        Value high = vector::ShuffleOp::create(b, loc, left, right, halves(width));
+        next.push_back(arith::AddFOp::create(b, loc, low, high));
+      }
+      level = std::move(next);
+    }
+    for (size_t i = 0; i < count; ++i)
+      sums.push_back(vector::ExtractOp::create(b, loc, level[0], ArrayRef<int64_t>{int64_t(i)}));
+  }
+  return sums;
 }
 
 /// What to do with the sums of one output element (row, col): one sum per
@@ -135,12 +180,13 @@ void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value c
     acc = forCarrying(kb, spansEnd, vectorEnd, kLanes, acc, [&](Value i, ValueRange carried) {
             return accumulate(i, kLanes, carried);
           }).getResults();
+  SmallVector<Value> laneSums = sumLanesOfEach(b, loc, acc);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       Value r_ = rowAt(r), c_ = kb.addIndex(col, kb.index(c));
       SmallVector<Value> sums;
       for (int64_t part = 0; part < parts; ++part) {
-        Value sum = sumLanes(b, loc, acc[slot(r, c, part)]);
+        Value sum = laneSums[slot(r, c, part)];
         Value wRow = weightRow(c, part);
         sums.push_back(kb.reduce(kb.index(vectorEnd), kb.index(k), sum, [&](Value i, Value total) {
           return math::FmaOp::create(b, loc, kb.load(x, {r_, i}), w.scalar(wRow, i), total);
@@ -159,12 +205,12 @@ void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value c
 /// once, the memory-bound case. Every output sums in the same order
 /// whatever the rows and the column range, so a row's result depends
 /// neither on the batch nor on the threads.
-void buildMatmulColumns(KernelBuilder &kb, Value x, WeightReader &w, Value out, Value begin,
-                        Value end, int64_t k, int64_t n, const Epilogue &epilogue,
+void buildMatmulColumns(KernelBuilder &kb, Value x, WeightReader &w, Value out,
+                        const OutputBlock &block, int64_t k, int64_t n, const Epilogue &epilogue,
                         const EpilogueParams &epilogueParams) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  Value rows = kb.dim(out, 0);
+  Value begin = block.begin, end = block.end, rows = block.rowEnd;
   int64_t parts = epilogue.gated ? 2 : 1;
   int64_t tileColumns = kTileColumns / parts;
   auto finish = [&](Value row, Value col, ArrayRef<Value> sums) {
@@ -189,14 +235,14 @@ void buildMatmulColumns(KernelBuilder &kb, Value x, WeightReader &w, Value out, 
     emitDotTile(kb, x, w, row, col, tileRows, cols, parts, n, k, finish);
   };
   Value tiledColumnsEnd = roundDown(begin, end, tileColumns);
-  Value tiledRowsEnd = roundDown(kb.index(0), rows, kTileRows);
+  Value tiledRowsEnd = roundDown(block.rowBegin, rows, kTileRows);
   stepping(begin, tiledColumnsEnd, tileColumns, [&](Value col) {
-    stepping(kb.index(0), tiledRowsEnd, kTileRows,
+    stepping(block.rowBegin, tiledRowsEnd, kTileRows,
              [&](Value row) { tile(row, col, kTileRows, tileColumns); });
     stepping(tiledRowsEnd, rows, 1, [&](Value row) { tile(row, col, 1, tileColumns); });
   });
   stepping(tiledColumnsEnd, end, 1, [&](Value col) {
-    stepping(kb.index(0), rows, 1, [&](Value row) { tile(row, col, 1, 1); });
+    stepping(block.rowBegin, rows, 1, [&](Value row) { tile(row, col, 1, 1); });
   });
 }
 
@@ -204,13 +250,29 @@ void buildMatmulColumns(KernelBuilder &kb, Value x, WeightReader &w, Value out, 
 
 void runOverColumns(StepLowering &step, Location loc, ArrayRef<Value> buffers, int64_t columns,
                     const std::string &key, ColumnsBody body) {
-  Value tasks = arith::ConstantIndexOp::create(step.b, loc, llvm::divideCeil(columns, kColumnsPerTask));
+  OpBuilder &b = step.b;
+  auto rowChunks = [](KernelBuilder &kb, Value rows) {
+    return kb.divIndex(kb.addIndex(rows, kb.index(kRowsPerTask - 1)), kb.index(kRowsPerTask));
+  };
+  KernelBuilder stepBuilder(b, loc);
+  Value tasks = stepBuilder.mulIndex(
+      stepBuilder.index(llvm::divideCeil(columns, kColumnsPerTask)),
+      rowChunks(stepBuilder, memref::DimOp::create(b, loc, buffers[1], 0)));
   runParallel(step, loc, "matmul", key, buffers, tasks,
               [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
-                Value tile = kb.index(kColumnsPerTask);
-                Value begin = kb.mulIndex(firstTask, tile);
-                Value end = kb.minIndex(kb.mulIndex(lastTask, tile), kb.index(columns));
-                body(kb, params, begin, end);
+                // Task t is column range t / chunks, row chunk t % chunks.
+                Value rows = kb.dim(params[1], 0), chunks = rowChunks(kb, rows);
+                kb.forEach(firstTask, lastTask, [&](Value task) {
+                  Value columnTask = kb.divIndex(task, chunks);
+                  Value rowBegin = kb.mulIndex(kb.remIndex(task, chunks), kb.index(kRowsPerTask));
+                  Value begin = kb.mulIndex(columnTask, kb.index(kColumnsPerTask));
+                  OutputBlock block{
+                      rowBegin, kb.minIndex(kb.addIndex(rowBegin, kb.index(kRowsPerTask)), rows),
+                      begin,
+                      kb.minIndex(kb.addIndex(begin, kb.index(kColumnsPerTask)),
+                                  kb.index(columns))};
+                  body(kb, params, block);
+                });
               });
 }
 
@@ -227,12 +289,12 @@ void generateMatmul(StepLowering &step, Location loc, Value input, const MatmulW
   llvm::append_range(buffers, epilogueOperands(epilogue));
   int64_t columns = epilogue.gated ? n / 2 : n;
   runOverColumns(step, loc, buffers, columns, key,
-                 [&](KernelBuilder &kb, ValueRange params, Value begin, Value end) {
+                 [&](KernelBuilder &kb, ValueRange params, const OutputBlock &block) {
                    auto epilogueParams =
                        EpilogueParams::in(epilogue, params.drop_front(2 + weightBuffers.size()));
                    MatmulWeight packed = weight.withBuffers(params.slice(2, weightBuffers.size()));
                    WeightReader reader(kb, packed);
-                   buildMatmulColumns(kb, params[0], reader, params[1], begin, end, k, columns,
+                   buildMatmulColumns(kb, params[0], reader, params[1], block, k, columns,
                                       epilogue, epilogueParams);
                  });
 }
