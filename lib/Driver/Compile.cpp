@@ -326,8 +326,12 @@ int runCompile(const CompileOptions &options) {
   } else if (target != "cpu") {
     error() << "unknown target '" << target << "': use cpu, cuda or cuda:sm_XX\n";
     return 1;
-  } else if (options.dtype) {
-    error() << "--dtype applies to --target cuda; the CPU target computes in f32\n";
+  } else if (options.dtype && *options.dtype != "bf16") {
+    error() << "--dtype " << *options.dtype
+            << " is for --target cuda; the CPU target stores weights as f32 (default) or bf16\n";
+    return 1;
+  } else if (options.dtype && options.matmul != "generated") {
+    error() << "--dtype bf16 needs the generated matmul: sgemm reads f32 weights\n";
     return 1;
   }
   if (options.int8Activations) {
@@ -400,6 +404,7 @@ int runCompile(const CompileOptions &options) {
   step.maxNumSeqs = options.maxNumSeqs;
   step.matmul = options.matmul;
   step.int8Activations = options.int8Activations;
+  if (!cuda && options.dtype) step.cpuWeightDtype = *options.dtype;
   step.optLevel = optLevel;
   if (cuda) {
     step.target = "cuda";

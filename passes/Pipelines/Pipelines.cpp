@@ -114,6 +114,7 @@ LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &op
   LlmLowerToCpuPassOptions lowering;
   lowering.matmul = options.matmul;
   lowering.int8Activations = options.int8Activations;
+  lowering.weightDtype = options.cpuWeightDtype;
   pm.addPass(createLlmLowerToCpuPass(lowering));
   return success();
 }

@@ -35,6 +35,8 @@ struct StepPipelineOptions {
   std::string matmul = "generated";
   /// CPU: multiply quantised weights by int8-quantised activations (VNNI).
   bool int8Activations = false;
+  /// CPU: how the generated matmul stores f32 weights, f32 or bf16.
+  std::string cpuWeightDtype = "f32";
   /// What llm-lower-* lowers to: cpu, or cuda for `cudaArch` storing `dtype`.
   std::string target = "cpu";
   std::string cudaArch = "sm_80";

@@ -179,7 +179,7 @@ void storeOutput(KernelBuilder &kb, const Epilogue &epilogue, const EpiloguePara
 /// out[r, :] += bias, by a kernel of its own.
 void addBias(StepLowering &step, mlir::Location loc, mlir::Value bias, mlir::Value output);
 
-/// A weight [out, in] as the generated kernels read it: f32 rows, or
+/// A weight [out, in] as the generated kernels read it: f32 or bf16 rows, or
 /// block-quantised codes that stay packed in weights.bin and are dequantised
 /// in registers (CpuQuantized.cpp has the layout).
 struct MatmulWeight {
@@ -192,6 +192,8 @@ struct MatmulWeight {
   mlir::Value zeroPoints;
   int64_t bits = 32;
   int64_t blockSize = 0;
+  /// `values` holds bf16 bit patterns (i16 [out, in]), widened as loaded.
+  bool bf16 = false;
 
   bool isQuantized() const { return static_cast<bool>(scales); }
   /// The memrefs a kernel takes for the weight, in argument order.

@@ -44,7 +44,7 @@ MatmulWeight MatmulWeight::withBuffers(ValueRange params) const {
 }
 
 std::string MatmulWeight::key() const {
-  if (!isQuantized()) return "f32";
+  if (!isQuantized()) return bf16 ? "bf16" : "f32";
   return "q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "");
 }
 
@@ -81,9 +81,28 @@ static Value dequantize(OpBuilder &b, Location loc, Value code, Value zeroPoint,
   return arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, widened, zeroPoint), scale);
 }
 
+/// f32 values from bf16 bit patterns (i16, scalar or vector): the pattern
+/// is the high half of the f32's.
+static Value widenBf16(OpBuilder &b, Location loc, Value bits) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  if (auto vectorType = dyn_cast<VectorType>(bits.getType())) {
+    i32 = VectorType::get(vectorType.getShape(), i32);
+    f32 = VectorType::get(vectorType.getShape(), f32);
+  }
+  Value wide = arith::ExtUIOp::create(b, loc, i32, bits);
+  TypedAttr shift = b.getI32IntegerAttr(16);
+  if (auto vectorType = dyn_cast<VectorType>(i32)) shift = DenseElementsAttr::get(vectorType, shift);
+  Value sixteen = arith::ConstantOp::create(b, loc, shift);
+  return arith::BitcastOp::create(b, loc, f32, arith::ShLIOp::create(b, loc, wide, sixteen));
+}
+
 Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
+  if (weight.bf16)
+    return widenBf16(b, loc,
+                     vector::LoadOp::create(b, loc, VectorType::get({kLanes}, b.getI16Type()),
+                                            weight.values, ValueRange{row, col}));
   if (!weight.isQuantized())
     return vector::LoadOp::create(b, loc, VectorType::get({kLanes}, b.getF32Type()), weight.values,
                                   ValueRange{row, col});
@@ -108,6 +127,7 @@ Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {
 }
 
 Value WeightReader::scalar(Value row, Value col) {
+  if (weight.bf16) return widenBf16(kb.builder(), kb.location(), kb.load(weight.values, {row, col}));
   if (!weight.isQuantized()) return kb.load(weight.values, {row, col});
   OpBuilder &b = kb.builder();
   Location loc = kb.location();

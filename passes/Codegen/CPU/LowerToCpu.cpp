@@ -46,11 +46,12 @@ class CpuStepWalker final : public codegen::StepWalker<Value, Value> {
 public:
   /// `packQuantized`: keep quantised weights packed (the generated matmul
   /// only); `int8Activations`: multiply those with int8-quantised rows.
+  /// `bf16Weights`: store the generated matmul's f32 weights as bf16.
   CpuStepWalker(cpu::StepLowering &step, Value weights, Value workspace, Value logits,
-                bool packQuantized, bool int8Activations)
+                bool packQuantized, bool int8Activations, bool bf16Weights)
       : step(step), weightsArg(weights), workspaceArg(workspace), logits(logits),
         packQuantized(packQuantized && step.generatedMatmul),
-        int8Activations(int8Activations) {}
+        int8Activations(int8Activations), bf16Weights(bf16Weights && step.generatedMatmul) {}
 
   /// Gives the step's input `value` the memref `memref`.
   void setInput(Value value, Value memref) { refs[value] = memref; }
@@ -167,6 +168,11 @@ private:
       auto packed = packedWeightOf(weightValue);
       if (failed(packed)) return failure();
       weight = *packed;
+    } else if (bf16Weights) {
+      auto values = bf16WeightOf(weightValue, flip);
+      if (failed(values)) return failure();
+      weight.values = *values;
+      weight.bf16 = true;
     } else {
       auto values = flip ? transposedWeightOf(weightValue) : refOf(weightValue, op, 1);
       if (failed(values)) return failure();
@@ -234,6 +240,33 @@ private:
   /// one contiguous weight row per output, so weights.bin stores them so.
   FailureOr<Value> transposedWeightOf(Value value) {
     if (Value known = transposedRefs.lookup(value)) return known;
+    auto data = transposedData(value);
+    if (failed(data)) return failure();
+    return transposedRefs[value] = weightView(value.getDefiningOp(), *data);
+  }
+
+  /// An [out, in] f32 weight (`flip`: transposed from [in, out]) stored as
+  /// bf16 and viewed as its i16 bit patterns.
+  FailureOr<Value> bf16WeightOf(Value value, bool flip) {
+    if (Value known = bf16Refs.lookup(value)) return known;
+    auto data = flip ? transposedData(value) : codegen::weightConstant(value, "CPU");
+    if (failed(data)) return failure();
+    auto type = cast<ShapedType>(data->getType());
+    if (!type.getElementType().isF32())
+      return value.getDefiningOp()->emitOpError("is a matmul weight of ")
+                 << type.getElementType() << "; bf16 storage rounds f32 weights",
+             failure();
+    Operation *def = value.getDefiningOp();
+    int64_t placed = weightLayout.place(def, *data, type.getNumElements() * 2, "bf16");
+    Value offset = arith::ConstantIndexOp::create(step.b, def->getLoc(), placed);
+    auto viewType = MemRefType::get(type.getShape(), step.b.getI16Type());
+    return bf16Refs[value] =
+               memref::ViewOp::create(step.b, def->getLoc(), viewType, weightsArg, offset,
+                                      ValueRange{});
+  }
+
+  /// The data of an [in, out] weight transposed to [out, in].
+  FailureOr<ElementsAttr> transposedData(Value value) {
     auto data = codegen::weightConstant(value, "CPU");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());
@@ -247,10 +280,9 @@ private:
     for (int64_t row = 0; row < rows; ++row)
       for (int64_t col = 0; col < cols; ++col) transposed[col * rows + row] = source[row * cols + col];
     auto transposedType = RankedTensorType::get({cols, rows}, type.getElementType());
-    auto attr = cast<ElementsAttr>(DenseResourceElementsAttr::get(
+    return cast<ElementsAttr>(DenseResourceElementsAttr::get(
         transposedType, "transposed",
         HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(transposed))));
-    return transposedRefs[value] = weightView(value.getDefiningOp(), attr);
   }
 
   /// Places `data` in weights.bin (its bytes as they are; the manifest
@@ -279,8 +311,8 @@ private:
 
   cpu::StepLowering &step;
   Value weightsArg, workspaceArg, logits;
-  bool packQuantized, int8Activations;
-  DenseMap<Value, Value> transposedRefs;
+  bool packQuantized, int8Activations, bf16Weights;
+  DenseMap<Value, Value> transposedRefs, bf16Refs;
   DenseMap<Value, cpu::MatmulWeight> packedRefs;
   DenseMap<Value, std::optional<cpu::Int8Weight>> int8Refs;
 };
@@ -310,6 +342,14 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     ModuleOp module = getOperation();
     if (matmul != "blas" && matmul != "generated") {
       module.emitError("matmul must be blas or generated, not '") << matmul << "'";
+      return signalPassFailure();
+    }
+    if (weightDtype != "f32" && weightDtype != "bf16") {
+      module.emitError("weight-dtype must be f32 or bf16, not '") << weightDtype << "'";
+      return signalPassFailure();
+    }
+    if (weightDtype == "bf16" && matmul != "generated") {
+      module.emitError("weight-dtype=bf16 needs the generated matmul: sgemm reads f32 weights");
       return signalPassFailure();
     }
     func::FuncOp model = abi::findPlannedStep(module);
@@ -358,7 +398,8 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     step.maxRows = std::max(info->maxNumBatchedTokens, info->maxNumSeqs);
     step.maxSeqs = info->maxNumSeqs;
     CpuStepWalker walker(step, body->getArgument(types.size() - 3), step.workspace,
-                         body->getArgument(types.size() - 1), packQuantized, int8Activations);
+                         body->getArgument(types.size() - 1), packQuantized, int8Activations,
+                         weightDtype == "bf16");
     for (auto [index, input] : llvm::enumerate(modelInputs))
       walker.setInput(input, body->getArgument(index + 1));
     if (failed(walker.walk(model))) return failure();

@@ -47,6 +47,12 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     sequence's logits do not depend on the rest of the batch; `blas` calls
     the runtime's sgemm through the host API table (OpenBLAS), faster for
     long prefills but not batch-invariant (bench/RESULTS.md).
+    With `weight-dtype=bf16` the generated matmul's f32 weights (linear
+    layers and the logits head; not the embedding table, norms or biases)
+    are stored in weights.bin as bf16, rounded to nearest even, and widened
+    to f32 as they are loaded: half the bytes a decode step streams, and
+    the product of the f32 activations and the rounded weights computed in
+    f32 exactly as the f32 path computes it.
     Only f32 models are lowered; other element types are refused by name.
   }];
   let options = [
@@ -56,6 +62,9 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
            "Keep block-quantised weights packed for the generated kernels (else widen to f32)">,
     Option<"int8Activations", "int8-activations", "bool", /*default=*/"false",
            "Multiply packed quantised weights by int8-quantised activations (AVX512-VNNI)">,
+    Option<"weightDtype", "weight-dtype", "std::string", /*default=*/"\"f32\"",
+           "How the generated matmul stores f32 weights in weights.bin: f32, or bf16 "
+           "(rounded to nearest even, widened to f32 in registers)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",

@@ -1,0 +1,44 @@
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=bf16})' | FileCheck %s
+// RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=bf16 matmul=blas})' 2>&1 | FileCheck %s --check-prefix=BLAS
+// RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=f16})' 2>&1 | FileCheck %s --check-prefix=F16
+
+// weight-dtype=bf16: the generated matmul's weights go to weights.bin as
+// bf16 (2 bytes each: the [32, 32] linear at 8192, the next weight 2048
+// bytes on) and the kernels view them as i16; a loaded vector is widened to
+// f32 (the bf16 bits are the high half of the f32's) before the same f32
+// fmas. The embedding table and the rope frequencies stay f32.
+// CHECK-LABEL: module attributes
+//  CHECK-SAME:   {name = "weight0", offset = 0 : i64, value = dense<5.000000e-01> : tensor<64x32xf32>}
+//  CHECK-SAME:   {dtype = "bf16", name = "weight1", offset = 8192 : i64, value = dense_resource<transposed> : tensor<32x32xf32>}
+//  CHECK-SAME:   {name = "weight2", offset = 10240 : i64
+//  CHECK-SAME:   {dtype = "bf16", name = "weight3"
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   memref.view %{{.*}}[%c8192][] : memref<?xi8> to memref<32x32xi16>
+//       CHECK:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %[[W:.*]]: memref<32x32xi16>
+//       CHECK:     %[[BITS:.*]] = vector.load %[[W]][%{{.*}}, %{{.*}}] : memref<32x32xi16>, vector<16xi16>
+//       CHECK:     %[[WIDE:.*]] = arith.extui %[[BITS]] : vector<16xi16> to vector<16xi32>
+//       CHECK:     %[[HIGH:.*]] = arith.shli %[[WIDE]], %{{.*}} : vector<16xi32>
+//       CHECK:     %[[VALUES:.*]] = arith.bitcast %[[HIGH]] : vector<16xi32> to vector<16xf32>
+//       CHECK:     vector.fma %{{.*}}, %[[VALUES]], %{{.*}} : vector<16xf32>
+
+// sgemm reads f32 weights; f16 is not a CPU storage type.
+// BLAS: error: weight-dtype=bf16 needs the generated matmul: sgemm reads f32 weights
+// F16: error: weight-dtype must be f32 or bf16, not 'f16'
+func.func @paged(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %2 = llm.constant dense<1.000000e+00> : tensor<8xf32>
+  %3 = llm.constant dense<1.000000e-01> : tensor<32x32xf32>
+  %4 = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
+  %5 = llm.embedding %1, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %3 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  %7 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %9 = llm.rope %7, %arg1, %2 {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
+  %10 = llm.rope %8, %arg1, %2 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
+  %11 = llm.paged_kv_write %arg7, %10, %8, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %9, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 0>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %15 = llm.logits %14, %4 : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
+}

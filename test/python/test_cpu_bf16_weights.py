@@ -1,0 +1,126 @@
+"""bf16 weight storage on the CPU (`llmc compile --dtype bf16`).
+
+The generated matmul's f32 weights (linear layers and the logits head) are stored in
+weights.bin as bf16, rounded to nearest even, and widened to f32 as they are loaded; the
+activations and the arithmetic stay f32. So the artifact must compute exactly what the f32
+artifact computes on the same model with those weights rounded. Checked on a real export
+(optimum's Llama with GQA), whose MatMul weights a copy of the file holds rounded with numpy:
+
+  * the bf16 artifact's logits equal, bit for bit, those of the f32 artifact of the rounded
+    file over a ragged batch of prefills and decodes, and match onnxruntime on the rounded
+    file;
+  * they differ from the unrounded model's by about bf16's rounding, not more;
+  * weights.bin stores those weights in half the bytes, and the manifest says bf16;
+  * --dtype f16 and --dtype bf16 with --matmul blas are refused on the CPU.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from llmc.testing.ort_reference import OrtDecoder
+from test_exporters import EXPORTS_DIR, LLMC, seeded_prompts
+from test_quantized_cpu import compile_model, ragged_steps
+
+EXPORT = EXPORTS_DIR / "optimum/llama-gqa/model.onnx"
+MAX_REL_ERROR = 1e-4
+
+
+def rounded_to_bf16(values: np.ndarray) -> np.ndarray:
+    """f32 values rounded to bf16 (to nearest, ties to even) and back to f32."""
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def write_rounded_copy(source, destination) -> int:
+    """Writes `source` with every MatMul weight initializer rounded to bf16; returns how
+    many it rounded."""
+    model = onnx.load(source)
+    initializers = {tensor.name: tensor for tensor in model.graph.initializer}
+    identities = {node.output[0]: node.input[0] for node in model.graph.node
+                  if node.op_type == "Identity"}
+    names = set()
+    for node in model.graph.node:
+        if node.op_type == "MatMul":
+            name = node.input[1]
+            while name in identities:
+                name = identities[name]
+            if name in initializers:
+                names.add(name)
+    for name in names:
+        tensor = initializers[name]
+        tensor.CopyFrom(numpy_helper.from_array(rounded_to_bf16(numpy_helper.to_array(tensor)),
+                                                name))
+    onnx.save(model, destination)
+    return len(names)
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("bf16")
+    rounded = directory / "rounded.onnx"
+    assert write_rounded_copy(EXPORT, rounded) >= 2 * 7 + 1  # 2 layers of 7, the head
+    return {
+        "bf16": compile_model(EXPORT, directory / "bf16.llmc", "--dtype", "bf16"),
+        "f32": compile_model(EXPORT, directory / "f32.llmc"),
+        "rounded": compile_model(rounded, directory / "rounded.llmc"),
+        "rounded.onnx": rounded,
+    }
+
+
+def test_bf16_weights_compute_the_rounded_model_exactly(artifacts):
+    ours, rounded = ragged_steps(artifacts["bf16"], artifacts["rounded"])
+    for step, (mine, reference) in enumerate(zip(ours, rounded)):
+        assert np.array_equal(mine, reference), (
+            f"step {step}: max |bf16 - rounded f32| {np.abs(mine - reference).max():.3g}")
+
+
+def test_bf16_weights_match_onnxruntime_on_the_rounded_file(artifacts):
+    ours, _ = ragged_steps(artifacts["bf16"], artifacts["rounded"])
+    prompts = seeded_prompts(512)
+    decoder = OrtDecoder(artifacts["rounded.onnx"])
+    logits, generation = decoder.prefill(prompts)
+    reference = [logits[np.arange(len(prompts)), generation.prompts.last_positions()]]
+    for step in range(1, 4):
+        reference.append(decoder.decode(generation, ours[step - 1].argmax(axis=-1)))
+    for step, (mine, theirs) in enumerate(zip(ours, reference)):
+        error = float(np.abs(mine - theirs).max() / np.abs(theirs).max())
+        assert error < MAX_REL_ERROR, f"step {step}: relative error {error:.3g}"
+
+
+def test_bf16_weights_stay_close_to_f32(artifacts):
+    ours, f32 = ragged_steps(artifacts["bf16"], artifacts["f32"])
+    for step, (mine, reference) in enumerate(zip(ours, f32)):
+        error = float(np.abs(mine - reference).max() / np.abs(reference).max())
+        assert 0 < error < 0.05, f"step {step}: relative error {error:.3g}"
+
+
+def test_bf16_weights_take_half_the_bytes(artifacts):
+    manifest = json.loads((artifacts["bf16"] / "manifest.json").read_text())
+    f32_manifest = json.loads((artifacts["f32"] / "manifest.json").read_text())
+    stored = [entry for entry in manifest["weights"]["tensors"] if entry["dtype"] == "bf16"]
+    assert len(stored) >= 8
+    for entry in stored:
+        assert entry["nbytes"] == 2 * int(np.prod(entry["shape"]))
+    bf16_bytes = (artifacts["bf16"] / "weights.bin").stat().st_size
+    f32_bytes = (artifacts["f32"] / "weights.bin").stat().st_size
+    assert bf16_bytes < 0.75 * f32_bytes, f"{bf16_bytes} vs {f32_bytes} bytes"
+    assert not any(entry["dtype"] == "bf16" for entry in f32_manifest["weights"]["tensors"])
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--dtype", "f16"], "the CPU target stores weights as f32 (default) or bf16"),
+    (["--dtype", "bf16", "--matmul", "blas"], "--dtype bf16 needs the generated matmul"),
+])
+def test_unsupported_cpu_dtypes_are_refused(args, message, tmp_path):
+    result = subprocess.run([str(LLMC), "compile", str(EXPORT), "-o", str(tmp_path / "x.llmc"),
+                             "--quiet", *args], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert not (tmp_path / "x.llmc").exists()
