@@ -10,7 +10,8 @@ tokenized with the model's tokenizer and cut into windows of --window tokens, ea
 empty cache with the logits of every position: by onnxruntime on each ONNX file (MatMulNBits
 at accuracy_level 0: the exact product, which llmc's default CPU path computes bit for bit
 as the widened weights), and by llmc (one token a step) for what only llmc computes: the fp32
-model with the int8 KV cache (--kv-cache-dtype int8), and the rtn file with
+model with the int8 KV cache (--kv-cache-dtype int8), with bf16 weights (--dtype bf16) and
+with bf16 weights and activations (--bf16-activations), and the rtn file with
 --int8-activations, alone and with the int8 KV cache. Per variant:
 the perplexity of the text's next tokens and the mean KL divergence KL(fp32 || variant) of
 the next-token distributions, over every position of every window. Progress goes to stderr.
@@ -123,6 +124,11 @@ def main() -> int:
     int8_kv = ["--kv-cache-dtype", "int8"]
     results["fp32, llmc int8 KV cache"] = llmc_scores(DEFAULT_MODEL, "fp32-int8-kv", int8_kv,
                                                       windows, reference, args.quiet)
+    results["fp32, llmc --dtype bf16"] = llmc_scores(DEFAULT_MODEL, "fp32-bf16", ["--dtype", "bf16"],
+                                                     windows, reference, args.quiet)
+    results["fp32, llmc bf16 weights + act."] = llmc_scores(
+        DEFAULT_MODEL, "fp32-bf16-act", ["--dtype", "bf16", "--bf16-activations"], windows,
+        reference, args.quiet)
     shape = f"w{args.bits}-g{args.group_size}{'-sym' if args.symmetric else ''}"
     for method in METHODS:
         quantized = WORK / f"{shape}-{method}" / "model.onnx"

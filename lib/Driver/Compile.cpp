@@ -346,6 +346,18 @@ int runCompile(const CompileOptions &options) {
       return 1;
     }
   }
+  if (options.bf16Activations) {
+    if (cuda || !options.dtype) {
+      error() << "--bf16-activations multiplies the CPU target's bf16 weights: add --dtype bf16\n";
+      return 1;
+    }
+    CpuTargetInfo host = detectHostCpu();
+    if (!llvm::StringRef(host.features).contains("+avx512bf16")) {
+      error() << "--bf16-activations needs a CPU with AVX512_BF16; this one (" << host.cpu
+              << ") has none\n";
+      return 1;
+    }
+  }
   if (options.kvCacheDtype != "auto" && options.kvCacheDtype != "int8") {
     error() << "unknown --kv-cache-dtype '" << options.kvCacheDtype << "': use auto or int8\n";
     return 1;
@@ -405,6 +417,7 @@ int runCompile(const CompileOptions &options) {
   step.matmul = options.matmul;
   step.int8Activations = options.int8Activations;
   if (!cuda && options.dtype) step.cpuWeightDtype = *options.dtype;
+  step.bf16Activations = options.bf16Activations;
   step.optLevel = optLevel;
   if (cuda) {
     step.target = "cuda";

@@ -115,6 +115,7 @@ LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &op
   lowering.matmul = options.matmul;
   lowering.int8Activations = options.int8Activations;
   lowering.weightDtype = options.cpuWeightDtype;
+  lowering.bf16Activations = options.bf16Activations;
   pm.addPass(createLlmLowerToCpuPass(lowering));
   return success();
 }

@@ -37,6 +37,8 @@ struct StepPipelineOptions {
   bool int8Activations = false;
   /// CPU: how the generated matmul stores f32 weights, f32 or bf16.
   std::string cpuWeightDtype = "f32";
+  /// CPU: bf16 products (AVX512_BF16) with those weights.
+  bool bf16Activations = false;
   /// What llm-lower-* lowers to: cpu, or cuda for `cudaArch` storing `dtype`.
   std::string target = "cpu";
   std::string cudaArch = "sm_80";

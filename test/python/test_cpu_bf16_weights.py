@@ -12,6 +12,11 @@ artifact computes on the same model with those weights rounded. Checked on a rea
   * they differ from the unrounded model's by about bf16's rounding, not more;
   * weights.bin stores those weights in half the bytes, and the manifest says bf16;
   * --dtype f16 and --dtype bf16 with --matmul blas are refused on the CPU.
+
+With --bf16-activations each matmul input row is rounded to bf16 too and AVX512_BF16 adds
+products of bf16 pairs: not exact, so its logits must stay within a few percent of the bf16
+weights' and differ from them, and a prompt's logits must be bit-identical alone and in a
+batch. It needs --dtype bf16.
 """
 from __future__ import annotations
 
@@ -23,12 +28,16 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
+from llmc.runtime import Model
 from llmc.testing.ort_reference import OrtDecoder
-from test_exporters import EXPORTS_DIR, LLMC, seeded_prompts
+from llmc.testing.paged import PagedRunner
+from test_exporters import EXPORTS_DIR, LLMC, NUM_KV_BLOCKS, seeded_prompts
 from test_quantized_cpu import compile_model, ragged_steps
 
 EXPORT = EXPORTS_DIR / "optimum/llama-gqa/model.onnx"
 MAX_REL_ERROR = 1e-4
+HAS_AVX512_BF16 = "avx512_bf16" in open("/proc/cpuinfo").read()
+needs_avx512_bf16 = pytest.mark.skipif(not HAS_AVX512_BF16, reason="the CPU has no AVX512_BF16")
 
 
 def rounded_to_bf16(values: np.ndarray) -> np.ndarray:
@@ -66,7 +75,10 @@ def artifacts(tmp_path_factory):
     directory = tmp_path_factory.mktemp("bf16")
     rounded = directory / "rounded.onnx"
     assert write_rounded_copy(EXPORT, rounded) >= 2 * 7 + 1  # 2 layers of 7, the head
+    products = (compile_model(EXPORT, directory / "products.llmc", "--dtype", "bf16",
+                              "--bf16-activations") if HAS_AVX512_BF16 else None)
     return {
+        "products": products,
         "bf16": compile_model(EXPORT, directory / "bf16.llmc", "--dtype", "bf16"),
         "f32": compile_model(EXPORT, directory / "f32.llmc"),
         "rounded": compile_model(rounded, directory / "rounded.llmc"),
@@ -114,9 +126,32 @@ def test_bf16_weights_take_half_the_bytes(artifacts):
     assert not any(entry["dtype"] == "bf16" for entry in f32_manifest["weights"]["tensors"])
 
 
+@needs_avx512_bf16
+def test_bf16_products_stay_close_to_bf16_weights(artifacts):
+    ours, widened = ragged_steps(artifacts["products"], artifacts["bf16"])
+    for step, (mine, reference) in enumerate(zip(ours, widened)):
+        error = float(np.abs(mine - reference).max() / np.abs(reference).max())
+        assert 0 < error < 0.05, f"step {step}: relative error {error:.3g}"
+
+
+@needs_avx512_bf16
+def test_bf16_products_do_not_depend_on_the_batch(artifacts):
+    model = Model(artifacts["products"], num_kv_blocks=NUM_KV_BLOCKS)
+    try:
+        prompts = seeded_prompts(model.vocab_size)
+        _, together = PagedRunner(model).greedy(prompts, 4)
+        for seq, prompt in enumerate(prompts):
+            _, alone = PagedRunner(model).greedy([prompt], 4)
+            for step, (mine, batched) in enumerate(zip(alone, together)):
+                assert np.array_equal(mine[0], batched[seq]), f"prompt {seq}, step {step}"
+    finally:
+        model.close()
+
+
 @pytest.mark.parametrize("args,message", [
     (["--dtype", "f16"], "the CPU target stores weights as f32 (default) or bf16"),
     (["--dtype", "bf16", "--matmul", "blas"], "--dtype bf16 needs the generated matmul"),
+    (["--bf16-activations"], "--bf16-activations multiplies the CPU target's bf16 weights"),
 ])
 def test_unsupported_cpu_dtypes_are_refused(args, message, tmp_path):
     result = subprocess.run([str(LLMC), "compile", str(EXPORT), "-o", str(tmp_path / "x.llmc"),

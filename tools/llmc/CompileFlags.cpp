@@ -67,6 +67,11 @@ cl::opt<bool> int8Activations(
              "(AVX512-VNNI integer products, as llama.cpp; not exact) instead of the exact f32 "
              "product"),
     cl::cat(compileCategory));
+cl::opt<bool> bf16Activations(
+    "bf16-activations",
+    cl::desc("CPU, with --dtype bf16: multiply the bf16 weights by activations rounded to bf16 "
+             "(AVX512_BF16 pair products, f32 sums; not exact) instead of widening the weights"),
+    cl::cat(compileCategory));
 cl::opt<bool> summary("summary", cl::desc("Print a per-layer op summary (to stderr when the IR goes to stdout)"),
                       cl::cat(compileCategory));
 cl::opt<bool> keepWeights("keep-weights",
@@ -134,6 +139,7 @@ int runCompileCommand() {
   options.maxNumSeqs = maxNumSeqs;
   options.matmul = matmul;
   options.int8Activations = int8Activations;
+  options.bf16Activations = bf16Activations;
   options.optLevel = given<unsigned>(optLevel);
   options.passPlugins = passPlugins;
   options.insertPasses = insertPasses;

@@ -194,6 +194,9 @@ struct MatmulWeight {
   int64_t blockSize = 0;
   /// `values` holds bf16 bit patterns (i16 [out, in]), widened as loaded.
   bool bf16 = false;
+  /// With `bf16`: products of bf16 pairs (AVX512_BF16 vdpbf16ps, f32
+  /// accumulation) with the activations rounded to bf16, 32 of k a step.
+  bool bf16Products = false;
 
   bool isQuantized() const { return static_cast<bool>(scales); }
   /// The memrefs a kernel takes for the weight, in argument order.
@@ -221,8 +224,13 @@ public:
   /// Columns [col, col + 16) of row `row`, col a multiple of 16, with the
   /// blockState of their block.
   mlir::Value vector(mlir::Value row, mlir::Value col, llvm::ArrayRef<mlir::Value> state);
+  /// Columns [col, col + 32) of row `row` of a bf16Products weight as the
+  /// vdpbf16ps operand (32 bf16, lane i the pair 2i, 2i + 1).
+  mlir::Value pairs(mlir::Value row, mlir::Value col);
   /// The value at (row, col).
   mlir::Value scalar(mlir::Value row, mlir::Value col);
+  /// Whether products take bf16 pairs (MatmulWeight::bf16Products).
+  bool productsOfPairs() const { return weight.bf16Products; }
 
 private:
   KernelBuilder &kb;

@@ -126,6 +126,27 @@ scf::ForOp forCarrying(KernelBuilder &kb, int64_t lower, int64_t upper, int64_t 
       });
 }
 
+/// x[row, at:at+32] rounded to bf16 (to nearest even) as a vdpbf16ps
+/// operand: vcvtne2ps2bf16 puts its second operand in the low half.
+Value bf16Pairs(OpBuilder &b, Location loc, Value x, Value row, Value at) {
+  auto f32s = VectorType::get({kLanes}, b.getF32Type());
+  Value high = arith::AddIOp::create(b, loc, at, arith::ConstantIndexOp::create(b, loc, kLanes));
+  Value low = vector::LoadOp::create(b, loc, f32s, x, ValueRange{row, at});
+  Value upper = vector::LoadOp::create(b, loc, f32s, x, ValueRange{row, high});
+  return LLVM::CallIntrinsicOp::create(b, loc, VectorType::get({2 * kLanes}, b.getBF16Type()),
+                                       b.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
+                                       ValueRange{upper, low})
+      .getResult(0);
+}
+
+/// acc + the products of the bf16 pairs in each lane (vdpbf16ps).
+Value dotPairs(OpBuilder &b, Location loc, Value acc, Value x, Value w) {
+  return LLVM::CallIntrinsicOp::create(b, loc, acc.getType(),
+                                       b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
+                                       ValueRange{acc, x, w})
+      .getResult(0);
+}
+
 /// The sums of `rows` x `cols` outputs starting at (row, col), handed to
 /// `finish`: every output accumulates x[r, i:i+16] * w[c, i:i+16] in one
 /// vector register over i = 0, 16, ... (fused multiply-adds), sums its
@@ -135,7 +156,10 @@ scf::ForOp forCarrying(KernelBuilder &kb, int64_t lower, int64_t upper, int64_t 
 /// `parts` = 2 an output has two sums, over weight rows c and c + partStride
 /// (the gate and up halves of a gated product). The vectors are read a
 /// WeightReader span at a time (a quantised block, whose scale every
-/// vector of it shares), which does not change the order of the sums.
+/// vector of it shares), which does not change the order of the sums. A
+/// bf16Products weight takes 32 of k a step instead: each lane adds the
+/// products of a pair of bf16 activations and weights (vdpbf16ps), the
+/// activations rounded per row; k is then a multiple of 32.
 void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value col, int64_t rows,
                  int64_t cols, int64_t parts, int64_t partStride, int64_t k, FinishOutput finish) {
   OpBuilder &b = kb.builder();
@@ -154,6 +178,21 @@ void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value c
     for (int64_t c = 0; c < cols; ++c)
       for (int64_t part = 0; part < parts; ++part) states.push_back(w.blockState(weightRow(c, part), i));
     SmallVector<Value> next(acc.begin(), acc.end());
+    if (w.productsOfPairs()) {
+      for (int64_t offset = 0; offset < span; offset += 2 * kLanes) {
+        Value at = kb.addIndex(i, kb.index(offset));
+        SmallVector<Value> xs, ws;
+        for (int64_t r = 0; r < rows; ++r) xs.push_back(bf16Pairs(b, loc, x, rowAt(r), at));
+        for (int64_t c = 0; c < cols; ++c)
+          for (int64_t part = 0; part < parts; ++part) ws.push_back(w.pairs(weightRow(c, part), at));
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            for (int64_t part = 0; part < parts; ++part)
+              next[slot(r, c, part)] =
+                  dotPairs(b, loc, next[slot(r, c, part)], xs[r], ws[c * parts + part]);
+      }
+      return next;
+    }
     for (int64_t offset = 0; offset < span; offset += kLanes) {
       Value at = kb.addIndex(i, kb.index(offset));
       SmallVector<Value> xs, ws;

@@ -44,11 +44,22 @@ MatmulWeight MatmulWeight::withBuffers(ValueRange params) const {
 }
 
 std::string MatmulWeight::key() const {
-  if (!isQuantized()) return bf16 ? "bf16" : "f32";
+  if (!isQuantized()) return bf16Products ? "bf16dot" : bf16 ? "bf16" : "f32";
   return "q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "");
 }
 
-int64_t WeightReader::span() const { return weight.isQuantized() ? weight.blockSize : kLanes; }
+int64_t WeightReader::span() const {
+  if (weight.bf16Products) return 2 * kLanes;
+  return weight.isQuantized() ? weight.blockSize : kLanes;
+}
+
+Value WeightReader::pairs(Value row, Value col) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Value bits = vector::LoadOp::create(b, loc, VectorType::get({2 * kLanes}, b.getI16Type()),
+                                      weight.values, ValueRange{row, col});
+  return arith::BitcastOp::create(b, loc, VectorType::get({2 * kLanes}, b.getBF16Type()), bits);
+}
 
 /// The zero point of (row, block) as f32: the stored byte, or the
 /// symmetric 2^(bits-1).

@@ -46,12 +46,14 @@ class CpuStepWalker final : public codegen::StepWalker<Value, Value> {
 public:
   /// `packQuantized`: keep quantised weights packed (the generated matmul
   /// only); `int8Activations`: multiply those with int8-quantised rows.
-  /// `bf16Weights`: store the generated matmul's f32 weights as bf16.
+  /// `bf16Weights`: store the generated matmul's f32 weights as bf16;
+  /// `bf16Products`: multiply those by activations rounded to bf16.
   CpuStepWalker(cpu::StepLowering &step, Value weights, Value workspace, Value logits,
-                bool packQuantized, bool int8Activations, bool bf16Weights)
+                bool packQuantized, bool int8Activations, bool bf16Weights, bool bf16Products)
       : step(step), weightsArg(weights), workspaceArg(workspace), logits(logits),
         packQuantized(packQuantized && step.generatedMatmul),
-        int8Activations(int8Activations), bf16Weights(bf16Weights && step.generatedMatmul) {}
+        int8Activations(int8Activations), bf16Weights(bf16Weights && step.generatedMatmul),
+        bf16Products(bf16Products) {}
 
   /// Gives the step's input `value` the memref `memref`.
   void setInput(Value value, Value memref) { refs[value] = memref; }
@@ -173,6 +175,8 @@ private:
       if (failed(values)) return failure();
       weight.values = *values;
       weight.bf16 = true;
+      int64_t k = cast<MemRefType>(input.getType()).getDimSize(1);
+      weight.bf16Products = bf16Products && k % 32 == 0;
     } else {
       auto values = flip ? transposedWeightOf(weightValue) : refOf(weightValue, op, 1);
       if (failed(values)) return failure();
@@ -311,7 +315,7 @@ private:
 
   cpu::StepLowering &step;
   Value weightsArg, workspaceArg, logits;
-  bool packQuantized, int8Activations, bf16Weights;
+  bool packQuantized, int8Activations, bf16Weights, bf16Products;
   DenseMap<Value, Value> transposedRefs, bf16Refs;
   DenseMap<Value, cpu::MatmulWeight> packedRefs;
   DenseMap<Value, std::optional<cpu::Int8Weight>> int8Refs;
@@ -346,6 +350,10 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     }
     if (weightDtype != "f32" && weightDtype != "bf16") {
       module.emitError("weight-dtype must be f32 or bf16, not '") << weightDtype << "'";
+      return signalPassFailure();
+    }
+    if (bf16Activations && weightDtype != "bf16") {
+      module.emitError("bf16-activations multiplies bf16 weights: add weight-dtype=bf16");
       return signalPassFailure();
     }
     if (weightDtype == "bf16" && matmul != "generated") {
@@ -399,7 +407,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     step.maxSeqs = info->maxNumSeqs;
     CpuStepWalker walker(step, body->getArgument(types.size() - 3), step.workspace,
                          body->getArgument(types.size() - 1), packQuantized, int8Activations,
-                         weightDtype == "bf16");
+                         weightDtype == "bf16", bf16Activations);
     for (auto [index, input] : llvm::enumerate(modelInputs))
       walker.setInput(input, body->getArgument(index + 1));
     if (failed(walker.walk(model))) return failure();

@@ -52,7 +52,13 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     are stored in weights.bin as bf16, rounded to nearest even, and widened
     to f32 as they are loaded: half the bytes a decode step streams, and
     the product of the f32 activations and the rounded weights computed in
-    f32 exactly as the f32 path computes it.
+    f32 exactly as the f32 path computes it. `bf16-activations` adds
+    AVX512_BF16 products: each matmul input row is rounded to bf16 (to
+    nearest even) and vdpbf16ps adds the products of 32 bf16 pairs per
+    instruction into f32 lanes, twice the products of an f32 fma, summed
+    in the same order whatever the rows (batch-invariant, not exact).
+    Matmuls whose inner dimension is not a multiple of 32 keep f32
+    products.
     Only f32 models are lowered; other element types are refused by name.
   }];
   let options = [
@@ -65,6 +71,9 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     Option<"weightDtype", "weight-dtype", "std::string", /*default=*/"\"f32\"",
            "How the generated matmul stores f32 weights in weights.bin: f32, or bf16 "
            "(rounded to nearest even, widened to f32 in registers)">,
+    Option<"bf16Activations", "bf16-activations", "bool", /*default=*/"false",
+           "With weight-dtype=bf16: multiply bf16 pairs (AVX512_BF16), the activations "
+           "rounded to bf16 per row, where the inner dimension is a multiple of 32">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
