@@ -3,7 +3,7 @@ same ONNX file, with the same thread count, in one run on one machine.
 
     PYTHONPATH=python .venv/bin/python bench/cpu_throughput.py [MODEL.onnx] \
         [--threads N] [--prompt-tokens 128] [--decode-tokens 64] [--repeat 3] \
-        [--opt-levels 2] [--json]
+        [--opt-levels 2] [--bf16] [--json]
 
 llmc: the model is compiled with `llmc compile` (into a temporary directory) and run step by
 step through the runtime's C API (llmc.runtime.Model.step): one prefill step of the prompt,
@@ -11,7 +11,9 @@ then one decode step per token. onnxruntime: an InferenceSession with intra_op_n
 threads, the prompt in one call, then one call per token with the KV cache fed back. Both are
 greedy; the figures are the median of --repeat runs. With --opt-levels 0,2 the model is
 compiled at each fusion level (llmc compile -O<n>) and each is measured, interleaved with
-onnxruntime in every round. Progress goes to stderr.
+onnxruntime in every round. With --bf16, the -O2 model is also compiled with --dtype bf16
+(bf16 weights widened to f32) and with --dtype bf16 --bf16-activations (AVX512_BF16 products)
+and measured the same way. Progress goes to stderr.
 """
 from __future__ import annotations
 
@@ -80,6 +82,8 @@ def main() -> int:
     parser.add_argument("--matmul", choices=["generated", "blas"], default="generated")
     parser.add_argument("--opt-levels", default="2",
                         help="comma-separated fusion levels to compile and measure (0-3)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="also measure --dtype bf16, with and without --bf16-activations")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args()
@@ -92,24 +96,30 @@ def main() -> int:
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         blocks = (args.prompt_tokens + args.decode_tokens) // 16 + 2
+        variants = {("llmc" if levels == [2] else f"llmc -O{level}"): [f"-O{level}"]
+                    for level in levels}
+        if args.bf16:
+            variants["llmc bf16"] = ["--dtype", "bf16"]
+            variants["llmc bf16+act"] = ["--dtype", "bf16", "--bf16-activations"]
         models = {}
-        for level in levels:
-            artifact = Path(tmp) / f"model-O{level}.llmc"
-            progress(f"compiling {args.model} (-O{level}, matmul={args.matmul})", args.quiet)
+        for index, (key, flags) in enumerate(variants.items()):
+            artifact = Path(tmp) / f"model-{index}.llmc"
+            progress(f"compiling {args.model} ({' '.join(flags)}, matmul={args.matmul})",
+                     args.quiet)
             subprocess.run([str(LLMC), "compile", str(args.model), "-o", str(artifact), "--quiet",
-                            f"-O{level}", f"--matmul={args.matmul}"], check=True)
-            models[level] = Model(artifact, num_threads=args.threads, num_kv_blocks=blocks)
-        name = {level: "llmc" if levels == [2] else f"llmc -O{level}" for level in levels}
-        prompt = rng.integers(0, models[levels[0]].vocab_size, args.prompt_tokens).tolist()
+                            *flags, f"--matmul={args.matmul}"], check=True)
+            models[key] = Model(artifact, num_threads=args.threads, num_kv_blocks=blocks)
+        prompt = rng.integers(0, next(iter(models.values())).vocab_size,
+                              args.prompt_tokens).tolist()
         options = ort.SessionOptions()
         options.intra_op_num_threads = args.threads
         decoder = OrtDecoder(args.model, session_options=options)
 
-        runs = {**{name[level]: [] for level in levels}, "onnxruntime": []}
+        runs = {**{key: [] for key in models}, "onnxruntime": []}
         for index in range(args.repeat):
-            for level in levels:
-                progress(f"run {index + 1}/{args.repeat}: {name[level]}", args.quiet)
-                runs[name[level]].append(run_llmc(models[level], prompt, args.decode_tokens))
+            for key, model in models.items():
+                progress(f"run {index + 1}/{args.repeat}: {key}", args.quiet)
+                runs[key].append(run_llmc(model, prompt, args.decode_tokens))
             progress(f"run {index + 1}/{args.repeat}: onnxruntime", args.quiet)
             runs["onnxruntime"].append(run_onnxruntime(decoder, prompt, args.decode_tokens))
         for model in models.values():

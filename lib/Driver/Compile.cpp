@@ -103,6 +103,15 @@ private:
 /// `llmc: error: ` on stderr.
 llvm::raw_ostream &error() { return llvm::WithColor::error(llvm::errs(), "llmc"); }
 
+/// Whether the host CPU has LLVM feature `feature` (`name` to users); if
+/// not, says that `flag` needs it.
+bool hostHas(llvm::StringRef feature, llvm::StringRef name, llvm::StringRef flag) {
+  CpuTargetInfo host = detectHostCpu();
+  if (llvm::StringRef(host.features).contains(feature)) return true;
+  error() << flag << " needs a CPU with " << name << "; this one (" << host.cpu << ") has none\n";
+  return false;
+}
+
 /// A pass pipeline parser's message on one line: the parser prints
 /// "MLIR Textual PassPipeline Parser:1:5: error: MESSAGE", then the pipeline
 /// and a caret under the column; the message alone is what the user needs.
@@ -339,24 +348,14 @@ int runCompile(const CompileOptions &options) {
       error() << "--int8-activations applies to the CPU target's generated matmul\n";
       return 1;
     }
-    CpuTargetInfo host = detectHostCpu();
-    if (!llvm::StringRef(host.features).contains("+avx512vnni")) {
-      error() << "--int8-activations needs a CPU with AVX512-VNNI; this one (" << host.cpu
-              << ") has none\n";
-      return 1;
-    }
+    if (!hostHas("+avx512vnni", "AVX512-VNNI", "--int8-activations")) return 1;
   }
   if (options.bf16Activations) {
     if (cuda || !options.dtype) {
       error() << "--bf16-activations multiplies the CPU target's bf16 weights: add --dtype bf16\n";
       return 1;
     }
-    CpuTargetInfo host = detectHostCpu();
-    if (!llvm::StringRef(host.features).contains("+avx512bf16")) {
-      error() << "--bf16-activations needs a CPU with AVX512_BF16; this one (" << host.cpu
-              << ") has none\n";
-      return 1;
-    }
+    if (!hostHas("+avx512bf16", "AVX512_BF16", "--bf16-activations")) return 1;
   }
   if (options.kvCacheDtype != "auto" && options.kvCacheDtype != "int8") {
     error() << "unknown --kv-cache-dtype '" << options.kvCacheDtype << "': use auto or int8\n";
