@@ -126,17 +126,53 @@ scf::ForOp forCarrying(KernelBuilder &kb, int64_t lower, int64_t upper, int64_t 
       });
 }
 
-/// x[row, at:at+32] rounded to bf16 (to nearest even) as a vdpbf16ps
-/// operand: vcvtne2ps2bf16 puts its second operand in the low half.
+/// Rows of a matmul input rounded to bf16 in one task: a decode batch is
+/// one task, a prefill splits.
+constexpr int64_t kRoundedRowsPerTask = 32;
+
+/// rounded[r, :] = input[r, :] rounded to bf16 (to nearest even), as bit
+/// patterns, 32 at a time (vcvtne2ps2bf16 puts its second operand in the
+/// low half); k is a multiple of 32. Every row once, whatever the tiles
+/// that read it.
+void roundRowsToBf16(StepLowering &step, Location loc, Value input, Value rounded, int64_t k) {
+  OpBuilder &b = step.b;
+  KernelBuilder stepBuilder(b, loc);
+  Value rows = memref::DimOp::create(b, loc, input, 0);
+  Value tasks = stepBuilder.divIndex(
+      stepBuilder.addIndex(rows, stepBuilder.index(kRoundedRowsPerTask - 1)),
+      stepBuilder.index(kRoundedRowsPerTask));
+  SmallVector<Value> buffers{input, rounded};
+  runParallel(step, loc, "round_rows_bf16", kernelKey("round_rows_bf16", buffers), buffers, tasks,
+              [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
+    OpBuilder &kbb = kb.builder();
+    Location kloc = kb.location();
+    auto f32s = VectorType::get({kLanes}, kbb.getF32Type());
+    Value end = kb.minIndex(kb.mulIndex(lastTask, kb.index(kRoundedRowsPerTask)),
+                            kb.dim(params[0], 0));
+    kb.forEach(kb.mulIndex(firstTask, kb.index(kRoundedRowsPerTask)), end, [&](Value row) {
+      kb.forEach(kb.index(0), kb.index(k), [&](Value at) {
+        Value low = vector::LoadOp::create(kbb, kloc, f32s, params[0], ValueRange{row, at});
+        Value high = vector::LoadOp::create(kbb, kloc, f32s, params[0],
+                                            ValueRange{row, kb.addIndex(at, kb.index(kLanes))});
+        Value pairs =
+            LLVM::CallIntrinsicOp::create(kbb, kloc, VectorType::get({2 * kLanes}, kbb.getBF16Type()),
+                                          kbb.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
+                                          ValueRange{high, low})
+                .getResult(0);
+        Value bits = arith::BitcastOp::create(
+            kbb, kloc, VectorType::get({2 * kLanes}, kbb.getI16Type()), pairs);
+        vector::StoreOp::create(kbb, kloc, bits, params[1], ValueRange{row, at});
+      }, 2 * kLanes);
+    });
+  });
+}
+
+/// x[row, at:at+32] of rows rounded by roundRowsToBf16, as a vdpbf16ps
+/// operand.
 Value bf16Pairs(OpBuilder &b, Location loc, Value x, Value row, Value at) {
-  auto f32s = VectorType::get({kLanes}, b.getF32Type());
-  Value high = arith::AddIOp::create(b, loc, at, arith::ConstantIndexOp::create(b, loc, kLanes));
-  Value low = vector::LoadOp::create(b, loc, f32s, x, ValueRange{row, at});
-  Value upper = vector::LoadOp::create(b, loc, f32s, x, ValueRange{row, high});
-  return LLVM::CallIntrinsicOp::create(b, loc, VectorType::get({2 * kLanes}, b.getBF16Type()),
-                                       b.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
-                                       ValueRange{upper, low})
-      .getResult(0);
+  Value bits = vector::LoadOp::create(b, loc, VectorType::get({2 * kLanes}, b.getI16Type()), x,
+                                      ValueRange{row, at});
+  return arith::BitcastOp::create(b, loc, VectorType::get({2 * kLanes}, b.getBF16Type()), bits);
 }
 
 /// acc + the products of the bf16 pairs in each lane (vdpbf16ps).
@@ -158,8 +194,8 @@ Value dotPairs(OpBuilder &b, Location loc, Value acc, Value x, Value w) {
 /// WeightReader span at a time (a quantised block, whose scale every
 /// vector of it shares), which does not change the order of the sums. A
 /// bf16Products weight takes 32 of k a step instead: each lane adds the
-/// products of a pair of bf16 activations and weights (vdpbf16ps), the
-/// activations rounded per row; k is then a multiple of 32.
+/// products of a pair of bf16 activations and weights (vdpbf16ps); `x` is
+/// then the rows rounded by roundRowsToBf16 and k a multiple of 32.
 void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value col, int64_t rows,
                  int64_t cols, int64_t parts, int64_t partStride, int64_t k, FinishOutput finish) {
   OpBuilder &b = kb.builder();
@@ -227,9 +263,11 @@ void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value c
       for (int64_t part = 0; part < parts; ++part) {
         Value sum = laneSums[slot(r, c, part)];
         Value wRow = weightRow(c, part);
-        sums.push_back(kb.reduce(kb.index(vectorEnd), kb.index(k), sum, [&](Value i, Value total) {
-          return math::FmaOp::create(b, loc, kb.load(x, {r_, i}), w.scalar(wRow, i), total);
-        }));
+        if (vectorEnd < k) // the k % 16 products past the last whole vector
+          sum = kb.reduce(kb.index(vectorEnd), kb.index(k), sum, [&](Value i, Value total) {
+            return math::FmaOp::create(b, loc, kb.load(x, {r_, i}), w.scalar(wRow, i), total);
+          });
+        sums.push_back(sum);
       }
       finish(r_, c_, sums);
     }
@@ -366,6 +404,15 @@ LogicalResult lowerMatmul(StepLowering &step, Location loc, Value input, const M
   if (!llvm::all_of(buffers, isContiguous))
     return emitError(loc, "a matmul operand is a strided view (a column range of another "
                           "tensor); the CPU matmul reads contiguous rows only");
+  if (weight.bf16Products) {
+    // The rows rounded once into the scratch, not once per tile that reads them.
+    Value rows = memref::DimOp::create(step.b, loc, input, 0);
+    Value rounded = step.scratchView(loc, step.b.getI16Type(), k, rows, 0);
+    step.clobberScratch(llvm::alignTo(step.maxRows * k * 2, 64));
+    roundRowsToBf16(step, loc, input, rounded, k);
+    input = rounded;
+    buffers[0] = rounded;
+  }
   SmallVector<Value> keyed{input};
   llvm::append_range(keyed, weight.buffers());
   keyed.push_back(output);

@@ -54,8 +54,8 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     the product of the f32 activations and the rounded weights computed in
     f32 exactly as the f32 path computes it. `bf16-activations` adds
     AVX512_BF16 products: each matmul input row is rounded to bf16 (to
-    nearest even) and vdpbf16ps adds the products of 32 bf16 pairs per
-    instruction into f32 lanes, twice the products of an f32 fma, summed
+    nearest even) once, into the scratch, and vdpbf16ps adds the products
+    of 32 bf16 pairs per instruction into f32 lanes, twice the products of an f32 fma, summed
     in the same order whatever the rows (batch-invariant, not exact).
     Matmuls whose inner dimension is not a multiple of 32 keep f32
     products.

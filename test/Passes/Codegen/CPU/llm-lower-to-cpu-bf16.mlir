@@ -23,16 +23,24 @@
 //       CHECK:     %[[VALUES:.*]] = arith.bitcast %[[HIGH]] : vector<16xi32> to vector<16xf32>
 //       CHECK:     vector.fma %{{.*}}, %[[VALUES]], %{{.*}} : vector<16xf32>
 
-// bf16-activations: a tile rounds each input row's 32 values of k to bf16
-// pairs once (vcvtne2ps2bf16: the second operand, k..k+15, is the low half)
-// and adds the pair products into f32 lanes (vdpbf16ps), k a multiple of 32.
-//       PRODUCTS: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %[[W:.*]]: memref<32x32xi16>
-//       PRODUCTS:   %[[LOW:.*]] = vector.load %{{.*}} : memref<?x32xf32>, vector<16xf32>
-//       PRODUCTS:   %[[HIGH:.*]] = vector.load %{{.*}} : memref<?x32xf32>, vector<16xf32>
-//       PRODUCTS:   %[[X:.*]] = llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"(%[[HIGH]], %[[LOW]]) : (vector<16xf32>, vector<16xf32>) -> vector<32xbf16>
+// bf16-activations: a matmul's input rows are rounded to bf16 once, into the
+// scratch past the planned 3072 bytes (round_rows_bf16: vcvtne2ps2bf16 on
+// 32 values, its second operand, k..k+15, the low half), and the tiles add
+// the products of bf16 pairs into f32 lanes (vdpbf16ps), k a multiple of 32.
+//       PRODUCTS: %[[ROUNDED:.*]] = memref.view %{{.*}}[%c3072][%{{.*}}] : memref<?xi8> to memref<?x32xi16>
+//       PRODUCTS: constant @llmc_round_rows_bf16_task_{{[0-9]+}}
+//       PRODUCTS: func.func private @llmc_round_rows_bf16_{{[0-9]+}}(%[[IN:.*]]: memref<?x32xf32>, %[[OUT:.*]]: memref<?x32xi16>
+//       PRODUCTS:   %[[LOW:.*]] = vector.load %[[IN]][%{{.*}}, %{{.*}}] : memref<?x32xf32>, vector<16xf32>
+//       PRODUCTS:   %[[HIGH:.*]] = vector.load %[[IN]][%{{.*}}, %{{.*}}] : memref<?x32xf32>, vector<16xf32>
+//       PRODUCTS:   %[[PAIRED:.*]] = llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"(%[[HIGH]], %[[LOW]]) : (vector<16xf32>, vector<16xf32>) -> vector<32xbf16>
+//       PRODUCTS:   %[[STORED:.*]] = arith.bitcast %[[PAIRED]] : vector<32xbf16> to vector<32xi16>
+//       PRODUCTS:   vector.store %[[STORED]], %[[OUT]]
+//       PRODUCTS: func.func private @llmc_matmul_{{[0-9]+}}(%[[X:.*]]: memref<?x32xi16>, %{{.*}}: memref<?x32xf32>, %[[W:.*]]: memref<32x32xi16>
+//       PRODUCTS:   %[[XBITS:.*]] = vector.load %[[X]][%{{.*}}, %{{.*}}] : memref<?x32xi16>, vector<32xi16>
+//       PRODUCTS:   %[[XPAIRS:.*]] = arith.bitcast %[[XBITS]] : vector<32xi16> to vector<32xbf16>
 //       PRODUCTS:   %[[BITS:.*]] = vector.load %[[W]][%{{.*}}, %{{.*}}] : memref<32x32xi16>, vector<32xi16>
 //       PRODUCTS:   %[[PAIRS:.*]] = arith.bitcast %[[BITS]] : vector<32xi16> to vector<32xbf16>
-//       PRODUCTS:   llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%{{.*}}, %[[X]], %[[PAIRS]]) : (vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>
+//       PRODUCTS:   llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%{{.*}}, %[[XPAIRS]], %[[PAIRS]]) : (vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>
 
 // sgemm reads f32 weights; f16 is not a CPU storage type; bf16 products
 // need bf16 weights.
