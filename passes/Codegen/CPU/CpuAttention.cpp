@@ -295,11 +295,11 @@ struct SoftmaxState {
   int64_t group, chunks;
   VectorType vectorType;
 
-  Value &max(MutableArrayRef<Value> state, int64_t g) const { return state[g]; }
-  Value &sum(MutableArrayRef<Value> state, int64_t g) const { return state[group + g]; }
-  Value &accumulator(MutableArrayRef<Value> state, int64_t g, int64_t c) const {
-    return state[2 * group + g * chunks + c];
-  }
+  /// Where head g's max, sum and accumulator vector c sit in a state.
+  int64_t maxAt(int64_t g) const { return g; }
+  int64_t sumAt(int64_t g) const { return group + g; }
+  int64_t accumulatorAt(int64_t g, int64_t c) const { return 2 * group + g * chunks + c; }
+  int64_t size() const { return 2 * group + group * chunks; }
 
   /// The state of no keys: max -inf, sum 0, accumulators 0.
   SmallVector<Value> empty(KernelBuilder &kb) const {
@@ -321,24 +321,39 @@ struct SoftmaxState {
   SmallVector<Value> combine(KernelBuilder &kb, ArrayRef<Value> left, ArrayRef<Value> right) const {
     OpBuilder &b = kb.builder();
     Location loc = kb.location();
-    SmallVector<Value> state(left);
+    SmallVector<Value> state(size());
     for (int64_t g = 0; g < group; ++g) {
-      Value both = arith::MaximumFOp::create(b, loc, left[g], right[g]);
-      Value leftScale = kb.expPolynomial(arith::SubFOp::create(b, loc, left[g], both));
-      Value rightScale = kb.expPolynomial(arith::SubFOp::create(b, loc, right[g], both));
-      max(state, g) = both;
-      sum(state, g) = math::FmaOp::create(
-          b, loc, left[group + g], leftScale,
-          arith::MulFOp::create(b, loc, right[group + g], rightScale));
+      Value both = arith::MaximumFOp::create(b, loc, left[maxAt(g)], right[maxAt(g)]);
+      Value leftScale = kb.expPolynomial(arith::SubFOp::create(b, loc, left[maxAt(g)], both));
+      Value rightScale = kb.expPolynomial(arith::SubFOp::create(b, loc, right[maxAt(g)], both));
+      state[maxAt(g)] = both;
+      state[sumAt(g)] = math::FmaOp::create(
+          b, loc, left[sumAt(g)], leftScale,
+          arith::MulFOp::create(b, loc, right[sumAt(g)], rightScale));
       Value leftSplat = vector::BroadcastOp::create(b, loc, vectorType, leftScale);
       Value rightSplat = vector::BroadcastOp::create(b, loc, vectorType, rightScale);
       for (int64_t c = 0; c < chunks; ++c) {
-        int64_t at = 2 * group + g * chunks + c;
-        accumulator(state, g, c) = vector::FMAOp::create(
+        int64_t at = accumulatorAt(g, c);
+        state[at] = vector::FMAOp::create(
             b, loc, left[at], leftSplat, arith::MulFOp::create(b, loc, right[at], rightSplat));
       }
     }
     return state;
+  }
+
+  /// `running` folded with the state of blocks [begin, end) that `part`
+  /// builds, or `running` as it is when the range is empty.
+  SmallVector<Value> foldRange(KernelBuilder &kb, ValueRange running, Value begin, Value end,
+                               function_ref<SmallVector<Value>()> part) const {
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
+    auto seen = scf::IfOp::create(
+        b, loc, kb.lessThan(begin, end),
+        [&](OpBuilder &, Location) {
+          scf::YieldOp::create(b, loc, combine(kb, SmallVector<Value>(running), part()));
+        },
+        [&](OpBuilder &, Location) { scf::YieldOp::create(b, loc, running); });
+    return SmallVector<Value>(seen.getResults());
   }
 
   /// Stores each head's attention output, accumulator / sum, at `column(g, c)`
@@ -348,9 +363,9 @@ struct SoftmaxState {
     OpBuilder &b = kb.builder();
     Location loc = kb.location();
     for (int64_t g = 0; g < group; ++g) {
-      Value sum = vector::BroadcastOp::create(b, loc, vectorType, state[group + g]);
+      Value sum = vector::BroadcastOp::create(b, loc, vectorType, state[sumAt(g)]);
       for (int64_t c = 0; c < chunks; ++c) {
-        Value normalised = arith::DivFOp::create(b, loc, state[2 * group + g * chunks + c], sum);
+        Value normalised = arith::DivFOp::create(b, loc, state[accumulatorAt(g, c)], sum);
         vector::StoreOp::create(b, loc, normalised, out, ValueRange{row, column(g, c)});
       }
     }
@@ -360,6 +375,13 @@ struct SoftmaxState {
   /// max, its sum.
   int64_t storedFloats() const { return chunks * vectorType.getNumElements() + 2; }
 
+  /// Where the stored state of KV head `kvHead`'s key range `range` starts
+  /// in a sequence's row of the parts: [KV head, range, head of the group].
+  Value partsColumn(KernelBuilder &kb, Value kvHead, Value range) const {
+    return kb.mulIndex(kb.addIndex(kb.mulIndex(kvHead, kb.index(kSplits)), range),
+                       kb.index(group * storedFloats()));
+  }
+
   /// Stores `state` at column `base` of `row` of `parts`, or loads it back.
   void store(KernelBuilder &kb, ArrayRef<Value> state, Value parts, Value row, Value base) const {
     OpBuilder &b = kb.builder();
@@ -367,24 +389,24 @@ struct SoftmaxState {
     for (int64_t g = 0; g < group; ++g) {
       Value head = kb.addIndex(base, kb.index(g * storedFloats()));
       for (int64_t c = 0; c < chunks; ++c)
-        vector::StoreOp::create(b, kb.location(), state[2 * group + g * chunks + c], parts,
+        vector::StoreOp::create(b, kb.location(), state[accumulatorAt(g, c)], parts,
                                 ValueRange{row, kb.addIndex(head, kb.index(c * lanes))});
-      kb.store(state[g], parts, {row, kb.addIndex(head, kb.index(chunks * lanes))});
-      kb.store(state[group + g], parts, {row, kb.addIndex(head, kb.index(chunks * lanes + 1))});
+      kb.store(state[maxAt(g)], parts, {row, kb.addIndex(head, kb.index(chunks * lanes))});
+      kb.store(state[sumAt(g)], parts, {row, kb.addIndex(head, kb.index(chunks * lanes + 1))});
     }
   }
   SmallVector<Value> load(KernelBuilder &kb, Value parts, Value row, Value base) const {
     OpBuilder &b = kb.builder();
     int64_t lanes = vectorType.getNumElements();
-    SmallVector<Value> state(2 * group + group * chunks);
+    SmallVector<Value> state(size());
     for (int64_t g = 0; g < group; ++g) {
       Value head = kb.addIndex(base, kb.index(g * storedFloats()));
       for (int64_t c = 0; c < chunks; ++c)
-        accumulator(state, g, c) = vector::LoadOp::create(
+        state[accumulatorAt(g, c)] = vector::LoadOp::create(
             b, kb.location(), vectorType, parts,
             ValueRange{row, kb.addIndex(head, kb.index(c * lanes))});
-      max(state, g) = kb.load(parts, {row, kb.addIndex(head, kb.index(chunks * lanes))});
-      sum(state, g) = kb.load(parts, {row, kb.addIndex(head, kb.index(chunks * lanes + 1))});
+      state[maxAt(g)] = kb.load(parts, {row, kb.addIndex(head, kb.index(chunks * lanes))});
+      state[sumAt(g)] = kb.load(parts, {row, kb.addIndex(head, kb.index(chunks * lanes + 1))});
     }
     return state;
   }
@@ -394,10 +416,18 @@ struct SoftmaxState {
 /// depends on the row's own context only (never on the batch or on how many
 /// rows its sequence has in the step), so a row's bits do not either.
 struct KeyRanges {
-  Value firstBlock, blocks, perRange;
+  /// The row sees keys [firstKey, visible), in blocks [firstBlock, blocks).
+  Value visible, blocks, firstKey, firstBlock, perRange;
 
-  KeyRanges(KernelBuilder &kb, Value firstBlock, Value blocks, int64_t minBlocks)
-      : firstBlock(firstBlock), blocks(blocks) {
+  KeyRanges(KernelBuilder &kb, Value visible, int64_t blockSize, std::optional<int64_t> window,
+            int64_t minBlocks)
+      : visible(visible) {
+    Value zero = kb.index(0), size = kb.index(blockSize);
+    blocks = kb.divIndex(kb.addIndex(visible, kb.subIndex(size, kb.index(1))), size);
+    // A sliding window starts at the row's position - window + 1: the blocks
+    // before the one holding that key are never read.
+    firstKey = window ? kb.maxIndex(zero, kb.subIndex(visible, kb.index(*window))) : zero;
+    firstBlock = kb.divIndex(firstKey, size);
     Value count = kb.subIndex(blocks, firstBlock);
     Value even = kb.divIndex(kb.addIndex(count, kb.index(kSplits - 1)), kb.index(kSplits));
     perRange = kb.maxIndex(even, kb.index(minBlocks));
@@ -496,15 +526,11 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
       // Row `first + i` sits at position contextLen - qLen + i.
       Value startPosition = kb.subIndex(contextLen, kb.subIndex(last, first));
       auto column = columnOf(kb, kvHead);
-      Value partsBase = kb.mulIndex(kb.addIndex(kb.mulIndex(kvHead, splits), split),
-                                    kb.index(group * softmax.storedFloats()));
+      Value partsBase = softmax.partsColumn(kb, kvHead, split);
       kb.forEach(choose(first, kb.addIndex(first, split)), last, [&](Value row) {
         Value visible = kb.addIndex(kb.addIndex(startPosition, kb.subIndex(row, first)), one);
-        Value blocks = kb.divIndex(kb.addIndex(visible, kb.subIndex(blockSize, one)), blockSize);
-        // A sliding window starts at the row's position - window + 1: the blocks
-        // before the one holding that key are never read.
-        Value firstKey = window ? kb.maxIndex(zero, kb.subIndex(visible, kb.index(*window))) : zero;
-        KeyRanges ranges(kb, kb.divIndex(firstKey, blockSize), blocks, minRangeBlocks);
+        KeyRanges ranges(kb, visible, rows.blockSize, window, minRangeBlocks);
+        Value firstKey = ranges.firstKey;
 
         // Online softmax over blocks [beginBlock, endBlock) a block at a time:
         // the block's scores, their max, one rescale of each head's running
@@ -572,7 +598,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                   Value blockMax = kb.reduce(firstSlot, count, negInf, [&](Value slot, Value acc) {
                     return kb.max(acc, kb.load(weights, {head, slot}));
                   });
-                  Value maxSoFar = kb.max(running[g], blockMax);
+                  Value maxSoFar = kb.max(running[softmax.maxAt(g)], blockMax);
                   Value blockSum =
                       kb.reduce(firstSlot, count, kb.f32(0.0), [&](Value slot, Value acc) {
                         Value weight =
@@ -580,16 +606,16 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                         kb.store(weight, weights, {head, slot});
                         return kb.add(acc, weight);
                       });
-                  Value correction = kb.expPolynomial(kb.sub(running[g], maxSoFar));
+                  Value correction = kb.expPolynomial(kb.sub(running[softmax.maxAt(g)], maxSoFar));
                   maxima.push_back(maxSoFar);
-                  sums.push_back(kb.add(kb.mul(running[group + g], correction), blockSum));
+                  sums.push_back(kb.add(kb.mul(running[softmax.sumAt(g)], correction), blockSum));
                   corrections.push_back(splat(correction));
                 }
                 SmallVector<Value> rescaled;
                 for (int64_t g = 0; g < group; ++g)
                   for (int64_t c = 0; c < chunks; ++c)
                     rescaled.push_back(arith::MulFOp::create(
-                        b, loc, running[2 * group + g * chunks + c], corrections[g], fastMath));
+                        b, loc, running[softmax.accumulatorAt(g, c)], corrections[g], fastMath));
                 auto slotLoop = scf::ForOp::create(
                     b, loc, firstSlot, count, one, rescaled,
                     [&](OpBuilder &, Location, Value slot, ValueRange accumulators) {
@@ -624,15 +650,9 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
             b, loc, firstRange, lastRange, one, softmax.empty(kb),
             [&](OpBuilder &, Location, Value r, ValueRange running) {
               auto [begin, end] = ranges.range(kb, r);
-              auto seen = scf::IfOp::create(
-                  b, loc, kb.lessThan(begin, end),
-                  [&](OpBuilder &, Location) {
-                    scf::YieldOp::create(b, loc,
-                                         softmax.combine(kb, SmallVector<Value>(running),
-                                                         rangeState(begin, end)));
-                  },
-                  [&](OpBuilder &, Location) { scf::YieldOp::create(b, loc, running); });
-              scf::YieldOp::create(b, loc, seen.getResults());
+              scf::YieldOp::create(b, loc, softmax.foldRange(kb, running, begin, end, [&] {
+                                     return rangeState(begin, end);
+                                   }));
             });
         SmallVector<Value> state(rangeLoop.getResults());
         kb.ifThen(decode, [&] { softmax.store(kb, state, parts, seq, partsBase); });
@@ -646,8 +666,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   // row's stored range states left to right, as a prefill task folds them.
   auto combineBody = [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
     Value contextLens = params[3], cuSeqlens = params[4], out = params[5], parts = params[6];
-    Value zero = kb.index(0), one = kb.index(1);
-    Value blockSize = kb.index(shape.blockSize);
+    Value one = kb.index(1);
     kb.forEach(firstTask, lastTask, [&](Value task) {
       Value seq = kb.divIndex(task, kb.index(shape.kvHeads));
       Value kvHead = kb.remIndex(task, kb.index(shape.kvHeads));
@@ -656,23 +675,15 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
       kb.ifThen(arith::CmpIOp::create(kb.builder(), kb.location(), arith::CmpIPredicate::eq,
                                       kb.subIndex(last, first), one),
                 [&] {
-        Value visible = kb.toIndex(kb.load(contextLens, {seq}));
-        Value blocks = kb.divIndex(kb.addIndex(visible, kb.subIndex(blockSize, one)), blockSize);
-        Value firstKey = window ? kb.maxIndex(zero, kb.subIndex(visible, kb.index(*window))) : zero;
-        KeyRanges ranges(kb, kb.divIndex(firstKey, blockSize), blocks, minRangeBlocks);
+        // A decode row sees its whole context.
+        KeyRanges ranges(kb, kb.toIndex(kb.load(contextLens, {seq})), shape.blockSize, window,
+                         minRangeBlocks);
         SmallVector<Value> state = softmax.empty(kb);
         for (int64_t r = 0; r < kSplits; ++r) {
           auto [begin, end] = ranges.range(kb, kb.index(r));
-          Value base = kb.mulIndex(kb.addIndex(kb.mulIndex(kvHead, kb.index(kSplits)), kb.index(r)),
-                                   kb.index(group * softmax.storedFloats()));
-          auto seen = scf::IfOp::create(
-              kb.builder(), kb.location(), kb.lessThan(begin, end),
-              [&](OpBuilder &, Location) {
-                scf::YieldOp::create(kb.builder(), kb.location(),
-                                     softmax.combine(kb, state, softmax.load(kb, parts, seq, base)));
-              },
-              [&](OpBuilder &, Location) { scf::YieldOp::create(kb.builder(), kb.location(), state); });
-          state.assign(seen.getResults().begin(), seen.getResults().end());
+          Value base = softmax.partsColumn(kb, kvHead, kb.index(r));
+          state = softmax.foldRange(kb, state, begin, end,
+                                    [&] { return softmax.load(kb, parts, seq, base); });
         }
         softmax.finish(kb, state, out, first, columnOf(kb, kvHead));
       });
