@@ -260,13 +260,7 @@ private:
       return value.getDefiningOp()->emitOpError("is a matmul weight of ")
                  << type.getElementType() << "; bf16 storage rounds f32 weights",
              failure();
-    Operation *def = value.getDefiningOp();
-    int64_t placed = weightLayout.place(def, *data, type.getNumElements() * 2, "bf16");
-    Value offset = arith::ConstantIndexOp::create(step.b, def->getLoc(), placed);
-    auto viewType = MemRefType::get(type.getShape(), step.b.getI16Type());
-    return bf16Refs[value] =
-               memref::ViewOp::create(step.b, def->getLoc(), viewType, weightsArg, offset,
-                                      ValueRange{});
+    return bf16Refs[value] = weightView(value.getDefiningOp(), *data, "bf16");
   }
 
   /// The data of an [in, out] weight transposed to [out, in].
@@ -289,15 +283,18 @@ private:
         HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(transposed))));
   }
 
-  /// Places `data` in weights.bin (its bytes as they are; the manifest
-  /// calls them `dtype`) and views it from the step.
+  /// Places `data` in weights.bin (its bytes as they are, or for `dtype`
+  /// bf16 rounded by the artifact writer; the manifest calls them `dtype`)
+  /// and views it from the step.
   Value weightView(Operation *def, ElementsAttr data, StringRef dtype = {}) {
     auto type = cast<ShapedType>(data.getType());
-    int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    // f32 data stored as bf16: the writer rounds it, the kernels read the bits.
+    Type element = dtype == "bf16" ? step.b.getI16Type() : type.getElementType();
+    int64_t bytes = type.getNumElements() * element.getIntOrFloatBitWidth() / 8;
     int64_t placed = weightLayout.place(def, data, bytes, dtype);
     Value offset = arith::ConstantIndexOp::create(step.b, def->getLoc(), placed);
-    return memref::ViewOp::create(step.b, def->getLoc(), memrefLike(type), weightsArg, offset,
-                                  ValueRange{});
+    return memref::ViewOp::create(step.b, def->getLoc(), MemRefType::get(type.getShape(), element),
+                                  weightsArg, offset, ValueRange{});
   }
 
   FailureOr<Value> workspaceView(Operation *op, Value result, int64_t offset, int64_t features,
