@@ -207,6 +207,11 @@ struct MatmulWeight {
   std::string key() const;
 };
 
+/// Elements [col, col + 32) of row `row` of a [rows, cols] i16 memref of
+/// bf16 bit patterns, as a vdpbf16ps operand (vector<32xbf16>).
+mlir::Value loadBf16Pairs(mlir::OpBuilder &b, mlir::Location loc, mlir::Value bits,
+                          mlir::Value row, mlir::Value col);
+
 /// The weight values of a MatmulWeight inside a kernel. Reads whole vectors
 /// of 16 along a row and single values; a quantised read dequantises as
 /// (code - zero_point) * scale in f32, rounded once, which is the value the

@@ -167,13 +167,6 @@ void roundRowsToBf16(StepLowering &step, Location loc, Value input, Value rounde
   });
 }
 
-/// x[row, at:at+32] of rows rounded by roundRowsToBf16, as a vdpbf16ps
-/// operand.
-Value bf16Pairs(OpBuilder &b, Location loc, Value x, Value row, Value at) {
-  Value bits = vector::LoadOp::create(b, loc, VectorType::get({2 * kLanes}, b.getI16Type()), x,
-                                      ValueRange{row, at});
-  return arith::BitcastOp::create(b, loc, VectorType::get({2 * kLanes}, b.getBF16Type()), bits);
-}
 
 /// acc + the products of the bf16 pairs in each lane (vdpbf16ps).
 Value dotPairs(OpBuilder &b, Location loc, Value acc, Value x, Value w) {
@@ -218,7 +211,7 @@ void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value c
       for (int64_t offset = 0; offset < span; offset += 2 * kLanes) {
         Value at = kb.addIndex(i, kb.index(offset));
         SmallVector<Value> xs, ws;
-        for (int64_t r = 0; r < rows; ++r) xs.push_back(bf16Pairs(b, loc, x, rowAt(r), at));
+        for (int64_t r = 0; r < rows; ++r) xs.push_back(loadBf16Pairs(b, loc, x, rowAt(r), at));
         for (int64_t c = 0; c < cols; ++c)
           for (int64_t part = 0; part < parts; ++part) ws.push_back(w.pairs(weightRow(c, part), at));
         for (int64_t r = 0; r < rows; ++r)

@@ -53,12 +53,14 @@ int64_t WeightReader::span() const {
   return weight.isQuantized() ? weight.blockSize : kLanes;
 }
 
+Value loadBf16Pairs(OpBuilder &b, Location loc, Value bits, Value row, Value col) {
+  Value loaded = vector::LoadOp::create(b, loc, VectorType::get({2 * kLanes}, b.getI16Type()),
+                                        bits, ValueRange{row, col});
+  return arith::BitcastOp::create(b, loc, VectorType::get({2 * kLanes}, b.getBF16Type()), loaded);
+}
+
 Value WeightReader::pairs(Value row, Value col) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.location();
-  Value bits = vector::LoadOp::create(b, loc, VectorType::get({2 * kLanes}, b.getI16Type()),
-                                      weight.values, ValueRange{row, col});
-  return arith::BitcastOp::create(b, loc, VectorType::get({2 * kLanes}, b.getBF16Type()), bits);
+  return loadBf16Pairs(kb.builder(), kb.location(), weight.values, row, col);
 }
 
 /// The zero point of (row, block) as f32: the stored byte, or the
