@@ -3,7 +3,7 @@ same ONNX file, with the same thread count, in one run on one machine.
 
     PYTHONPATH=python .venv/bin/python bench/cpu_throughput.py [MODEL.onnx] \
         [--threads N] [--prompt-tokens 128] [--decode-tokens 64] [--repeat 3] \
-        [--opt-levels 2] [--bf16] [--json]
+        [--opt-levels 2] [--bf16] [--vllm] [--json]
 
 llmc: the model is compiled with `llmc compile` (into a temporary directory) and run step by
 step through the runtime's C API (llmc.runtime.Model.step): one prefill step of the prompt,
@@ -13,7 +13,9 @@ greedy; the figures are the median of --repeat runs. With --opt-levels 0,2 the m
 compiled at each fusion level (llmc compile -O<n>) and each is measured, interleaved with
 onnxruntime in every round. With --bf16, the -O2 model is also compiled with --dtype bf16
 (bf16 weights widened to f32) and with --dtype bf16 --bf16-activations (AVX512_BF16 products)
-and measured the same way. Progress goes to stderr.
+and measured the same way. With --vllm, vLLM's CPU backend runs the same prompt after the
+others (bench/vllm_runner.py in .venv-vllm, float32, the same threads and repeats; see
+bench/peers.py). Progress goes to stderr.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ import onnxruntime as ort
 
 from llmc.runtime import Model
 from llmc.testing.ort_reference import OrtDecoder
+from peers import run_vllm, vllm_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT / "models" / "smollm2-135m" / "model.onnx"
@@ -84,12 +87,17 @@ def main() -> int:
                         help="comma-separated fusion levels to compile and measure (0-3)")
     parser.add_argument("--bf16", action="store_true",
                         help="also measure --dtype bf16, with and without --bf16-activations")
+    parser.add_argument("--vllm", action="store_true",
+                        help="also measure vLLM's CPU backend (.venv-vllm)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args()
     if not args.model.exists():
         print(f"cpu_throughput: {args.model} not found (run scripts/run-default-model.sh)",
               file=sys.stderr)
+        return 1
+    if args.vllm and (why := vllm_missing()):
+        print(f"cpu_throughput: --vllm: {why}", file=sys.stderr)
         return 1
 
     levels = [int(level) for level in args.opt_levels.split(",")]
@@ -133,7 +141,15 @@ def main() -> int:
         decode = statistics.median(t[1] for t in times)
         result[key] = {"prefill_tokens_per_s": args.prompt_tokens / prefill,
                        "decode_tokens_per_s": args.decode_tokens / decode}
-    for key in runs:
+    measured = list(runs)
+    if args.vllm:
+        progress("vLLM", args.quiet)
+        vllm = run_vllm(["--prompt-tokens", str(args.prompt_tokens), "--decode-tokens",
+                         str(args.decode_tokens), "--repeat", str(args.repeat)], args.threads)
+        result["vllm"] = {"prefill_tokens_per_s": vllm["prefill_tok_s"],
+                          "decode_tokens_per_s": vllm["decode_tok_s"], "version": vllm["vllm"]}
+        measured.append("vllm")
+    for key in measured:
         if key == "onnxruntime":
             continue
         for metric in ("prefill_tokens_per_s", "decode_tokens_per_s"):
@@ -145,7 +161,7 @@ def main() -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(f"{'':14}{'prefill tok/s':>15}{'decode tok/s (batch 1)':>25}{'vs onnxruntime':>20}")
-    for key in runs:
+    for key in measured:
         figures = result[key]
         ratios = ("" if key == "onnxruntime" else
                   f"{figures['prefill_tokens_per_s_ratio']:.2f}x / "

@@ -4,7 +4,7 @@ requests one after another, and onnxruntime one after another, on one workload.
     PYTHONPATH=python .venv/bin/python bench/engine_throughput.py \
         [--artifact build/smollm2-135m.llmc] [--onnx models/smollm2-135m/model.onnx] \
         [--num-prompts 32] [--input-len-range 32:128] [--output-len-range 64:256] [--seed 0] \
-        [--threads N] [--json] [--record]
+        [--threads N] [--vllm] [--json] [--record]
 
 The workload is generated once by `llmc bench throughput --dump-workload` (uniformly random
 prompt and output lengths, uniformly random token ids) and every run reads that file:
@@ -12,6 +12,8 @@ prompt and output lengths, uniformly random token ids) and every run reads that 
 `--max-concurrency 1`, then onnxruntime (an InferenceSession with intra_op_num_threads equal
 to llmc's threads, through python/llmc/testing/ort_reference.py's OrtDecoder) running each
 request alone: its prompt in one call, then one call per token with the KV cache fed back.
+With --vllm, vLLM's CPU backend also runs the workload with every request submitted at once
+(bench/vllm_runner.py in .venv-vllm, float32, the same threads; see bench/peers.py).
 All greedy, no stop tokens: each request generates exactly its max_tokens. Each run starts
 with an unmeasured warm-up request. --record appends a row to bench/RESULTS.md. Progress goes
 to stderr.
@@ -33,6 +35,7 @@ import numpy as np
 import onnxruntime as ort
 
 from llmc.testing.ort_reference import OrtDecoder
+from peers import run_vllm, vllm_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 LLMC = ROOT / "build" / "bin" / "llmc"
@@ -143,8 +146,8 @@ Greedy, no stop tokens: each request generates exactly its max_tokens. TTFT is t
 a request's submission to its first token (queueing included), TPOT the mean time per
 further token.
 
-| date | machine | threads | workload | llmc concurrent out tok/s | llmc sequential out tok/s | ort sequential out tok/s | concurrent / sequential | concurrent / ort | TTFT p50 ms (conc / seq / ort) | TPOT p50 ms (conc / seq / ort) |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| date | machine | threads | workload | llmc concurrent out tok/s | llmc sequential out tok/s | ort sequential out tok/s | concurrent / sequential | concurrent / ort | TTFT p50 ms (conc / seq / ort) | TPOT p50 ms (conc / seq / ort) | vLLM concurrent out tok/s | concurrent / vLLM |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 """
 
 
@@ -153,10 +156,13 @@ def table_row(result: dict) -> str:
     ttft = " / ".join(f"{run['ttft_ms']['p50']:.0f}" for run in runs)
     tpot = " / ".join(f"{run['tpot_ms']['p50']:.1f}" for run in runs)
     out = [f"{run['output_tokens_per_s']:.1f}" for run in runs]
+    vllm = (f"{result['vllm']['output_tokens_per_s']:.1f} "
+            f"| {result['concurrent_over_vllm']:.2f}x" if "vllm" in result else "— | —")
     return (f"| {result['date']} | {result['machine']} | {result['threads']} "
             f"| {result['workload']} | {out[0]} | {out[1]} | {out[2]} "
             f"| {result['concurrent_over_sequential']:.2f}x "
-            f"| {result['concurrent_over_onnxruntime']:.2f}x | {ttft} | {tpot} |")
+            f"| {result['concurrent_over_onnxruntime']:.2f}x | {ttft} | {tpot} "
+            f"| {vllm} |")
 
 
 def record(result: dict) -> None:
@@ -187,6 +193,8 @@ def main() -> int:
     parser.add_argument("--output-len-range", default="64:256")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--vllm", action="store_true",
+                        help="also run vLLM's CPU backend on the workload (.venv-vllm)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--record", action="store_true",
@@ -198,6 +206,9 @@ def main() -> int:
         if not path.exists():
             print(f"engine_throughput: {path} not found ({hint})", file=sys.stderr)
             return 1
+    if args.vllm and (why := vllm_missing()):
+        print(f"engine_throughput: --vllm: {why}", file=sys.stderr)
+        return 1
 
     with tempfile.TemporaryDirectory() as tmp:
         workload = Path(tmp) / "workload.jsonl"
@@ -211,6 +222,9 @@ def main() -> int:
         concurrent = llmc_bench(args.artifact, workload, args.threads, args.num_prompts)
         progress("llmc: one request at a time", args.quiet)
         sequential = llmc_bench(args.artifact, workload, args.threads, 1)
+        if args.vllm:
+            progress(f"vLLM: {args.num_prompts} requests at once", args.quiet)
+            vllm = run_vllm(["--workload", str(workload)], args.threads)
     progress("onnxruntime: one request at a time", args.quiet)
     reference = onnxruntime_bench(args.onnx, requests, args.threads, args.quiet)
 
@@ -226,6 +240,10 @@ def main() -> int:
         "concurrent_over_onnxruntime":
             concurrent["output_tokens_per_s"] / reference["output_tokens_per_s"],
     }
+    if args.vllm:
+        result["vllm"] = vllm
+        result["concurrent_over_vllm"] = (concurrent["output_tokens_per_s"]
+                                          / vllm["output_tokens_per_s"])
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -236,9 +254,13 @@ def main() -> int:
             print(f"{name:28}{run['output_tokens_per_s']:>11.1f}"
                   f"{run['total_tokens_per_s']:>13.1f}{run['ttft_ms']['p50']:>13.1f}"
                   f"{run['tpot_ms']['p50']:>13.1f}")
+        if args.vllm:
+            print(f"{'vLLM, all at once':28}{vllm['output_tokens_per_s']:>11.1f}"
+                  f"{vllm['total_tokens_per_s']:>13.1f}")
         print(f"output tok/s: all at once / one at a time "
               f"{result['concurrent_over_sequential']:.2f}x, "
-              f"/ onnxruntime {result['concurrent_over_onnxruntime']:.2f}x")
+              f"/ onnxruntime {result['concurrent_over_onnxruntime']:.2f}x"
+              + (f", / vLLM {result['concurrent_over_vllm']:.2f}x" if args.vllm else ""))
     if args.record:
         record(result)
         progress(f"recorded in {RESULTS.relative_to(ROOT)}", args.quiet)

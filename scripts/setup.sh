@@ -8,7 +8,9 @@
 #                                     # scripts/make-exporter-fixtures.sh; several GB
 #   bash scripts/setup.sh llama-cpp   # also .venv-llamacpp (llama-cpp-python, llama.cpp built
 #                                     # from source for this CPU), for bench/llamacpp_runner.py
-#   bash scripts/setup.sh exporters llama-cpp   # both
+#   bash scripts/setup.sh vllm        # also .venv-vllm (vLLM's CPU backend, PyPI's torch) and
+#                                     # tcmalloc, for bench/vllm_runner.py; several GB
+#   bash scripts/setup.sh exporters llama-cpp   # options combine
 #
 # System packages come from apt (LLVM/MLIR 22 from the configured apt sources), Python
 # packages from requirements.txt into .venv (installed with --no-deps: the file is a
@@ -31,6 +33,8 @@ PACKAGES=(
   libpcre2-dev libicu-dev                                  # tokenizer: regexes, Unicode data
   libboost-dev                                             # server: Boost.Beast/Asio (headers)
 )
+# vLLM's CPU backend wants tcmalloc preloaded (its docs' LD_PRELOAD); bench/ preloads it.
+[[ $OPTIONS == *" vllm "* ]] && PACKAGES+=(libgoogle-perftools4)
 missing=()
 for pkg in "${PACKAGES[@]}"; do
   if ! dpkg -s "$pkg" 2>/dev/null | grep -q '^Status: install ok installed'; then
@@ -97,6 +101,20 @@ if [[ $OPTIONS == *" llama-cpp "* ]]; then
     log "installing $requirements into .venv-llamacpp (builds llama.cpp)"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
       --no-cache-dir -r "$requirements"
+    echo "$want" > "$venv/.requirements.sha256"
+  fi
+fi
+
+# --- vLLM venv (opt-in) --------------------------------------------------------------
+if [[ $OPTIONS == *" vllm "* ]]; then
+  venv=$ROOT/.venv-vllm
+  requirements=bench/requirements-vllm.txt
+  [[ -x $venv/bin/python ]] || { log "creating .venv-vllm"; python3 -m venv "$venv"; }
+  want=$(sha256sum "$requirements" | cut -d' ' -f1)
+  have=$(cat "$venv/.requirements.sha256" 2>/dev/null || true)
+  if [[ $want != "$have" ]]; then
+    log "installing $requirements into .venv-vllm"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$requirements"
     echo "$want" > "$venv/.requirements.sha256"
   fi
 fi
