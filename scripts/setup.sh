@@ -26,7 +26,7 @@ log() { echo "setup: $*"; }
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # MLIR 22, FileCheck, not, split-file
   libprotobuf-dev protobuf-compiler                        # the importer's onnx.proto
-  cmake ninja-build ccache g++                             # the build
+  cmake ninja-build ccache g++ curl                        # the build; xgrammar's download
   python3 python3-venv                                     # the project venv
   libgtest-dev                                             # C++ unit tests
   libopenblas-dev nlohmann-json3-dev                       # runtime: CPU GEMMs, manifest.json
@@ -66,6 +66,35 @@ if [[ $want != "$have" ]]; then
   log "installing requirements.txt into .venv"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r requirements.txt
   echo "$want" > "$STAMP"
+fi
+
+# --- xgrammar (structured outputs) ---------------------------------------------------
+# The engine's grammar-constrained decoding uses xgrammar's C++ core, built here as a static
+# library from the sources in its PyPI sdist (pinned and hash-checked; never committed) and
+# installed into .deps/xgrammar, where CMakeLists.txt finds it. Its Python bindings are not
+# built (their config.cmake is replaced), nor its -Werror and LTO flags kept.
+XGRAMMAR_VERSION=0.2.8
+XGRAMMAR_SHA256=8305646fd2b319d6c3003f51a1665e54cbbe9cba1fb636bc41d0b46434ccbb80
+XGRAMMAR_URL=https://files.pythonhosted.org/packages/03/0f/29f521535729be740779c2c98b630ef6607cf28be9b669895dd2b821ff63/xgrammar-$XGRAMMAR_VERSION.tar.gz
+XGRAMMAR=$ROOT/.deps/xgrammar
+if [[ $(cat "$XGRAMMAR/.version" 2>/dev/null || true) != "$XGRAMMAR_VERSION" ]]; then
+  log "building xgrammar $XGRAMMAR_VERSION (C++ core) into .deps/xgrammar"
+  work=$ROOT/.deps/xgrammar-work
+  rm -rf "$work" "$XGRAMMAR"
+  mkdir -p "$work/build"
+  curl -fsSL "$XGRAMMAR_URL" -o "$work/xgrammar.tar.gz"
+  echo "$XGRAMMAR_SHA256  $work/xgrammar.tar.gz" | sha256sum -c --quiet -
+  tar -C "$work" -xzf "$work/xgrammar.tar.gz"
+  echo 'set(XGRAMMAR_BUILD_PYTHON_BINDINGS OFF)' >"$work/build/config.cmake"
+  cmake -S "$work/xgrammar-$XGRAMMAR_VERSION" -B "$work/build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="-Wno-error -fno-lto" \
+    -DCMAKE_INSTALL_PREFIX="$XGRAMMAR" >"$work/configure.log" 2>&1 \
+    || { cat "$work/configure.log" >&2; exit 1; }
+  ninja -C "$work/build" install >"$work/build.log" 2>&1 || { tail -50 "$work/build.log" >&2; exit 1; }
+  # Its license and notice travel with the library.
+  cp "$work/xgrammar-$XGRAMMAR_VERSION"/{LICENSE,NOTICE} "$XGRAMMAR/"
+  echo "$XGRAMMAR_VERSION" >"$XGRAMMAR/.version"
+  rm -rf "$work"
 fi
 
 # --- exporter venvs (opt-in) ---------------------------------------------------------

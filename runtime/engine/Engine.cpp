@@ -137,12 +137,15 @@ void Engine::addRequest(RequestId id, std::vector<int32_t> prompt, const Request
   auto first = std::make_unique<Sequence>(id, 0, nextArrival++, prompt,
                                           SequenceSampler(sampling, 0, prompt));
   first->pendingForks = options.n - 1;
+  if (options.grammar)
+    first->grammar = std::make_unique<structured::GrammarMatcher>(options.grammar);
   scheduler.addWaiting(first.get());
   request.samples.push_back(std::move(first));
   requests.emplace(id, std::move(request));
 }
 
 std::vector<StepOutput> Engine::abort(RequestId id) {
+  waitForMasks();
   std::vector<StepOutput> outputs;
   auto found = requests.find(id);
   if (found == requests.end()) return outputs;
@@ -193,6 +196,10 @@ void Engine::forkSamples(Request &request, Sequence &parent) {
     auto child = std::make_unique<Sequence>(parent.request, index, parent.arrival, parent.tokens,
                                             SequenceSampler(sampling, 0, std::move(prompt)));
     child->blocks = blocks.fork(parent.blocks);
+    // Forks happen before the parent's first token: a fresh matcher is where
+    // the parent's stands.
+    if (request.options.grammar)
+      child->grammar = std::make_unique<structured::GrammarMatcher>(request.options.grammar);
     scheduler.addForked(child.get(), previous);
     previous = child.get();
     request.samples.push_back(std::move(child));
@@ -202,19 +209,41 @@ void Engine::forkSamples(Request &request, Sequence &parent) {
 
 void Engine::sampleNext(Request &request, Sequence &sequence, const float *row,
                         std::vector<StepOutput> &outputs) {
-  SampledToken sampled = sequence.sampler.sample(row, model.config().vocabSize);
+  int64_t vocabSize = model.config().vocabSize;
+  structured::GrammarMatcher *grammar = sequence.grammar.get();
+  if (grammar) {
+    // A sequence's first mask is computed here; later ones beside the step.
+    if (!grammar->maskReady()) {
+      auto start = std::chrono::steady_clock::now();
+      grammar->computeMask();
+      ++counters.grammarMasks;
+      counters.grammarMaskSeconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    maskedRow.assign(row, row + vocabSize);
+    grammar->applyMask(maskedRow.data(), vocabSize);
+    row = maskedRow.data();
+  }
+  SampledToken sampled = sequence.sampler.sample(row, vocabSize);
   sequence.tokens.push_back(sampled.token);
   ++counters.generatedTokens;
   const RequestOptions &options = request.options;
   FinishReason reason = FinishReason::None;
-  if (std::find(options.stopTokenIds.begin(), options.stopTokenIds.end(), sampled.token) !=
-      options.stopTokenIds.end())
+  // The grammar is done once it accepts a stop token (whether or not the
+  // request stops at them), or if it allows nothing more.
+  if (grammar && (!grammar->accept(sampled.token) || grammar->terminated()))
+    reason = FinishReason::Stop;
+  else if (std::find(options.stopTokenIds.begin(), options.stopTokenIds.end(), sampled.token) !=
+           options.stopTokenIds.end())
     reason = FinishReason::Stop;
   else if (sequence.numOutput() == options.maxTokens ||
            static_cast<int64_t>(sequence.tokens.size()) >= modelLen)
     reason = FinishReason::Length;
   outputs.push_back({sequence.request, sequence.sampleIndex, std::move(sampled), reason});
-  if (reason != FinishReason::None) finish(sequence);
+  if (reason != FinishReason::None)
+    finish(sequence);
+  else if (grammar)
+    nextMasks.push_back(grammar);
 }
 
 void Engine::finish(Sequence &sequence) {
@@ -234,6 +263,7 @@ std::vector<StepOutput> Engine::step() {
     StepBatchArrays arrays = buildBatch(plan);
     logits.resize(plan.chunks.size() * static_cast<size_t>(vocabSize));
     model.step(arrays.view(), logits.data());
+    waitForMasks();
   } catch (...) {
     dropAll();
     throw;
@@ -258,6 +288,8 @@ std::vector<StepOutput> Engine::step() {
     for (size_t i = firstSample; i < request.samples.size(); ++i)
       sampleNext(request, *request.samples[i], logitsRow, outputs);
   }
+  if (!nextMasks.empty()) startMasks(std::move(nextMasks));
+  nextMasks.clear();
   // A request leaves when its last sample has finished.
   for (const StepOutput &output : outputs) {
     auto found = requests.find(output.request);
@@ -292,7 +324,30 @@ void Engine::moveBlocks(const SchedulerOutput &plan) {
   for (const BlockCopy &copy : plan.copies) pool.copyBlock(copy.from, copy.to);
 }
 
+void Engine::startMasks(std::vector<structured::GrammarMatcher *> matchers) {
+  counters.grammarMasks += static_cast<int64_t>(matchers.size());
+  pendingMasks = std::async(std::launch::async, [matchers = std::move(matchers)] {
+    auto start = std::chrono::steady_clock::now();
+    for (structured::GrammarMatcher *matcher : matchers) matcher->computeMask();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+}
+
+void Engine::waitForMasks() {
+  if (!pendingMasks.valid()) return;
+  auto start = std::chrono::steady_clock::now();
+  double seconds = pendingMasks.get();
+  counters.grammarMaskSeconds += seconds;
+  counters.grammarWaitSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 void Engine::dropAll() {
+  // The masks' matchers go with their sequences; a failure there no longer matters.
+  if (pendingMasks.valid()) {
+    pendingMasks.wait();
+    pendingMasks = {};
+  }
   for (auto &[id, request] : requests)
     for (auto &sample : request.samples)
       if (sample->status != SequenceStatus::Finished) scheduler.remove(sample.get());

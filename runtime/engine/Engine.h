@@ -18,6 +18,10 @@
 // - A sequence's tokens do not depend on the batch it runs in, on
 //   preemption (it is recomputed with the same sampler state) or on prefix
 //   caching.
+// - A request with a grammar samples only tokens its grammar allows, and
+//   ends (Stop) when the grammar has accepted a stop token. The mask for a
+//   sequence's next token is computed on another thread while the next
+//   model step runs.
 // - When a request ends, its blocks are free (or cached and evictable).
 //
 //===----------------------------------------------------------------------===//
@@ -31,9 +35,11 @@
 #include "runtime/engine/Sampler.h"
 #include "runtime/engine/Scheduler.h"
 #include "runtime/engine/Sequence.h"
+#include "runtime/structured/Grammar.h"
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -71,6 +77,8 @@ struct RequestOptions {
   std::vector<int32_t> stopTokenIds;
   /// Parallel samples of the prompt.
   int32_t n = 1;
+  /// Constrains every sample's output (structured outputs); null: none.
+  std::shared_ptr<const structured::CompiledGrammar> grammar;
 };
 
 /// What one step produced for one sample: a new token, an end, or both.
@@ -109,6 +117,11 @@ struct EngineStats {
   double prefillStepSeconds = 0;
   double decodeStepSeconds = 0;
   int64_t decodeStepTokens = 0;
+  /// Grammar masks computed, the time computing them (on any thread) and the
+  /// time step() waited for the ones computed beside the model step.
+  int64_t grammarMasks = 0;
+  double grammarMaskSeconds = 0;
+  double grammarWaitSeconds = 0;
 };
 
 class Engine {
@@ -163,6 +176,11 @@ private:
   /// all its samples have.
   void finish(Sequence &sequence);
   void dropAll();
+  /// Starts computing the next-token masks of `matchers` on another thread.
+  void startMasks(std::vector<structured::GrammarMatcher *> matchers);
+  /// Waits for the masks startMasks() began; before anything reads a mask or
+  /// frees a sequence.
+  void waitForMasks();
 
   /// Does the plan's swaps and copy-on-write copies, in the order
   /// SchedulerOutput gives.
@@ -177,6 +195,12 @@ private:
   uint64_t nextArrival = 0;
   std::unordered_map<RequestId, Request> requests;
   std::vector<float> logits;
+  /// A logits row with a grammar's mask applied.
+  std::vector<float> maskedRow;
+  /// The matchers that need a mask before the next step samples them.
+  std::vector<structured::GrammarMatcher *> nextMasks;
+  /// The masks being computed beside the model step; yields their seconds.
+  std::future<double> pendingMasks;
   EngineStats counters;
 };
 

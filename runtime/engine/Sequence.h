@@ -10,8 +10,10 @@
 
 #include "runtime/engine/BlockManager.h"
 #include "runtime/engine/Sampler.h"
+#include "runtime/structured/Grammar.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -45,6 +47,8 @@ struct Sequence {
   /// cache or are written by the step being built.
   SequenceBlocks blocks;
   SequenceSampler sampler;
+  /// Where its output stands in the request's grammar; null without one.
+  std::unique_ptr<structured::GrammarMatcher> grammar;
   /// Samples still to fork off when the first token is sampled (n - 1).
   int32_t pendingForks = 0;
   SequenceStatus status = SequenceStatus::Waiting;

@@ -149,6 +149,15 @@ std::string ServerMetrics::render(const AsyncEngineStats &stats) const {
          static_cast<double>(engine.numSwapSlotsUsed));
   metric(out, "llmc_swap_blocks_total", "gauge", "KV blocks the swap space holds (--swap-space).",
          static_cast<double>(engine.numSwapSlots));
+  metric(out, "llmc_grammar_masks_total", "counter",
+         "Next-token masks computed for requests with an output constraint.",
+         static_cast<double>(engine.grammarMasks));
+  metric(out, "llmc_grammar_mask_seconds_total", "counter",
+         "Time spent computing those masks (mostly beside the model step).",
+         engine.grammarMaskSeconds);
+  metric(out, "llmc_grammar_wait_seconds_total", "counter",
+         "Time engine steps waited for masks computed beside the model step.",
+         engine.grammarWaitSeconds);
 
   std::lock_guard<std::mutex> lock(mutex);
   metric(out, "llmc_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",

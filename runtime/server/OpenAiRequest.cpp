@@ -161,6 +161,68 @@ std::vector<std::string> readStop(const Fields &fields) {
   return strings;
 }
 
+/// OpenAI's response_format: {"type": "text" | "json_object" | "json_schema"},
+/// the last with {"json_schema": {"name": ..., "schema": {...}, "strict": ...}}.
+std::optional<structured::GrammarSpec> readResponseFormat(const json &format) {
+  using Kind = structured::GrammarSpec::Kind;
+  const char *field = "response_format";
+  if (!format.is_object() || !format.contains("type") || !format["type"].is_string())
+    Fields::fail(field, "must be an object with a string 'type'");
+  std::string type = format["type"].get<std::string>();
+  if (type == "text") return std::nullopt;
+  if (type == "json_object") return structured::GrammarSpec{Kind::JsonObject, {}, {}, field};
+  if (type != "json_schema")
+    Fields::fail(field, "type must be 'text', 'json_object' or 'json_schema', not '" + type + "'");
+  auto spec = format.find("json_schema");
+  if (spec == format.end() || !spec->is_object())
+    Fields::fail(field, "of type 'json_schema' needs a 'json_schema' object");
+  auto schema = spec->find("schema");
+  if (schema == spec->end() || !(schema->is_object() || schema->is_boolean()))
+    Fields::fail(field, "'json_schema' needs a 'schema' (a JSON schema object)");
+  return structured::GrammarSpec{Kind::JsonSchema, schema->dump(), {}, field};
+}
+
+/// The output constraint: response_format or one of vLLM's guided_* fields.
+std::optional<structured::GrammarSpec> readGrammar(const Fields &fields) {
+  using Kind = structured::GrammarSpec::Kind;
+  std::optional<structured::GrammarSpec> spec;
+  auto take = [&](structured::GrammarSpec next) {
+    if (spec)
+      Fields::fail(next.field, "cannot be combined with '" + spec->field +
+                                   "': give one output constraint");
+    spec = std::move(next);
+  };
+  if (const json *format = fields.find("response_format"))
+    if (auto parsed = readResponseFormat(*format)) take(std::move(*parsed));
+  if (const json *schema = fields.find("guided_json")) {
+    // vLLM takes the schema as an object or as its JSON text.
+    if (schema->is_string()) {
+      json parsed = json::parse(schema->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded()) Fields::fail("guided_json", "is not valid JSON");
+      take({Kind::JsonSchema, parsed.dump(), {}, "guided_json"});
+    } else if (schema->is_object() || schema->is_boolean()) {
+      take({Kind::JsonSchema, schema->dump(), {}, "guided_json"});
+    } else {
+      Fields::fail("guided_json", "must be a JSON schema (an object or its text)");
+    }
+  }
+  if (fields.find("guided_regex"))
+    take({Kind::Regex, fields.string("guided_regex"), {}, "guided_regex"});
+  if (const json *choices = fields.find("guided_choice")) {
+    if (!choices->is_array() || choices->empty())
+      Fields::fail("guided_choice", "must be a non-empty list of strings");
+    std::vector<std::string> strings;
+    for (const json &choice : *choices) {
+      if (!choice.is_string()) Fields::fail("guided_choice", "must be a non-empty list of strings");
+      strings.push_back(choice.get<std::string>());
+    }
+    take({Kind::Choice, {}, std::move(strings), "guided_choice"});
+  }
+  if (fields.find("guided_grammar"))
+    take({Kind::Ebnf, fields.string("guided_grammar"), {}, "guided_grammar"});
+  return spec;
+}
+
 } // namespace
 
 GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
@@ -176,7 +238,7 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   else
     request.prompts = readPrompts(fields);
 
-  for (const char *name : {"tools", "functions", "response_format", "audio", "modalities"})
+  for (const char *name : {"tools", "functions", "audio", "modalities"})
     fields.unsupported(name, json());
   fields.unsupported("echo", false);
   fields.unsupported("suffix", "");
@@ -224,6 +286,7 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
     options.stopTokenIds = tokenIds(*ids, "stop_token_ids");
   }
   request.ignoreEos = fields.flag("ignore_eos", false);
+  request.grammar = readGrammar(fields);
 
   request.stream = fields.flag("stream", false);
   if (const json *streamOptions = fields.find("stream_options")) {

@@ -6,13 +6,16 @@
 // that llmc does not serve (echo, best_of, suffix, tools, ...) are refused
 // rather than silently ignored; unknown fields are ignored, as vLLM does.
 // vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos and
-// stop_token_ids are accepted too.
+// stop_token_ids are accepted too, and its structured-output fields
+// guided_json, guided_regex, guided_choice and guided_grammar beside
+// OpenAI's response_format.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_SERVER_OPENAIREQUEST_H
 #define LLMC_RUNTIME_SERVER_OPENAIREQUEST_H
 
 #include "runtime/engine/Engine.h"
+#include "runtime/structured/Grammar.h"
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +51,9 @@ struct GenerationRequest {
   bool includeUsage = false;
   /// Return logprobs, with this many top alternatives per token.
   std::optional<int32_t> logprobs;
+  /// What the output is constrained to (response_format, guided_*), compiled
+  /// into options.grammar by the server.
+  std::optional<structured::GrammarSpec> grammar;
 };
 
 /// Parses a request body; `maxModelLen` bounds max_tokens.

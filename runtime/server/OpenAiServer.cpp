@@ -189,6 +189,16 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
   if (!served.tokenizer && (hasText || !request.stop.empty() || request.logprobs))
     throw ApiError(400, "this model has no tokenizer: give prompts as token ids, without stop "
                         "strings or logprobs");
+  if (request.grammar) {
+    if (!served.grammars)
+      throw ApiError(400, "this model has no tokenizer: '" + request.grammar->field +
+                              "' cannot be followed", request.grammar->field);
+    try {
+      request.options.grammar = served.grammars->compile(*request.grammar);
+    } catch (const structured::GrammarError &error) {
+      throw ApiError(400, error.what(), error.field);
+    }
+  }
   if (!request.ignoreEos)
     request.options.stopTokenIds.insert(request.options.stopTokenIds.end(),
                                         served.eosTokenIds.begin(), served.eosTokenIds.end());

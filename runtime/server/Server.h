@@ -32,6 +32,9 @@ struct ServedModel {
   std::string bosToken, eosToken;
   /// Generation stops at these tokens unless a request says ignore_eos.
   std::vector<int32_t> eosTokenIds;
+  /// Compiles requests' output constraints; null without a tokenizer (then
+  /// constrained requests are refused).
+  structured::GrammarCompiler *grammars = nullptr;
   /// The id /v1/models lists and requests name.
   std::string name;
 };

@@ -6,6 +6,7 @@
 // is wrong changes the tokens.
 //
 //===----------------------------------------------------------------------===//
+#include "ByteVocabulary.h"
 #include "TestArtifact.h"
 
 #include "runtime/engine/Engine.h"
@@ -344,3 +345,89 @@ TEST_F(EngineTest, SizesTheKvCacheFromABudget) {
   EXPECT_THROW(Model::open(artifact->dir(), options), Error);
 }
 } // namespace
+
+/// Requests whose output must be one of a grammar's strings, over the byte
+/// vocabulary (ids 0..255 are bytes, 256 the end of sequence).
+class EngineGrammarTest : public EngineTest {
+protected:
+  static constexpr int64_t kByteVocab = 260;
+
+  std::unique_ptr<Model> openByteModel(int64_t numKvBlocks) {
+    TestArtifactSpec spec;
+    spec.vocabSize = kByteVocab;
+    return open(numKvBlocks, spec);
+  }
+
+  RequestOptions constrained(const std::vector<std::string> &choices, float temperature,
+                             int32_t n = 1) {
+    const auto &vocabulary = llmc::test::ByteVocabulary::get();
+    static structured::GrammarCompiler compiler(*vocabulary.tokenizer, vocabulary.json,
+                                                kByteVocab, {llmc::test::kByteEos});
+    RequestOptions options;
+    options.maxTokens = 32;
+    options.n = n;
+    options.sampling.temperature = temperature;
+    options.stopTokenIds = {llmc::test::kByteEos};
+    options.grammar = compiler.compile({structured::GrammarSpec::Kind::Choice, {}, choices, "c"});
+    return options;
+  }
+
+  static std::string text(const std::vector<int32_t> &tokens) {
+    std::string bytes;
+    for (int32_t token : tokens)
+      if (token < 256) bytes.push_back(static_cast<char>(token));
+    return bytes;
+  }
+};
+
+TEST_F(EngineGrammarTest, EverySampleIsAChoiceEndedByTheStopToken) {
+  auto model = openByteModel(64);
+  Engine engine(*model, {});
+  std::vector<std::string> choices = {"alpha", "beta", "be", "gamma"};
+  // Greedy, sampled, and n = 3 samples forked at the first token.
+  std::vector<std::vector<int32_t>> prompts = {{1, 2, 3}, {7}};
+  for (float temperature : {0.0f, 1.0f}) {
+    for (const Completion &completion :
+         runToCompletion(engine, prompts, constrained(choices, temperature, 3))) {
+      ASSERT_EQ(completion.size(), 3u);
+      for (const std::vector<int32_t> &tokens : completion) {
+        EXPECT_EQ(tokens.back(), llmc::test::kByteEos);
+        EXPECT_NE(std::find(choices.begin(), choices.end(), text(tokens)), choices.end())
+            << text(tokens);
+      }
+    }
+  }
+  EngineStats stats = engine.stats();
+  EXPECT_GT(stats.grammarMasks, 0);
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+}
+
+TEST_F(EngineGrammarTest, AbortAndShutdownWhileMasksAreComputed) {
+  auto model = openByteModel(64);
+  auto engine = std::make_unique<Engine>(*model, EngineConfig{});
+  engine->addRequest(1, {1, 2}, constrained({"abcdefgh"}, 1.0f));
+  engine->addRequest(2, {3}, constrained({"abcdefgh"}, 1.0f));
+  // Each step leaves the next masks computing on another thread.
+  engine->step();
+  EXPECT_EQ(engine->abort(1).size(), 1u);
+  engine->step();
+  engine.reset();
+}
+
+TEST_F(EngineGrammarTest, APreemptedConstrainedSequenceKeepsItsTokens) {
+  std::vector<std::string> choices = {"abcdefghijklmnop", "abcdefghijklmnoq"};
+  auto solo = [&](int64_t blocks) {
+    auto model = openByteModel(blocks);
+    Engine engine(*model, {});
+    std::vector<std::vector<int32_t>> prompts = {{1, 2, 3, 4, 5}, {6, 7, 8}, {9}};
+    auto completions = runToCompletion(engine, prompts, constrained(choices, 1.0f));
+    return std::make_pair(firstSamples(completions), engine.stats().numPreemptions);
+  };
+  auto [roomy, noPreemptions] = solo(64);
+  auto [tight, preemptions] = solo(9);
+  EXPECT_EQ(noPreemptions, 0);
+  EXPECT_GT(preemptions, 0);
+  EXPECT_EQ(roomy, tight);
+  for (const auto &tokens : tight)
+    EXPECT_NE(std::find(choices.begin(), choices.end(), text(tokens)), choices.end());
+}

@@ -126,6 +126,46 @@ TEST(OpenAiRequest, ChatMessagesAndItsOwnFields) {
             "tools");
 }
 
+TEST(OpenAiRequest, OutputConstraints) {
+  using Kind = structured::GrammarSpec::Kind;
+  EXPECT_FALSE(completion(R"({"prompt": "x", "response_format": {"type": "text"}})").grammar);
+  auto object = completion(R"({"prompt": "x", "response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(object.grammar);
+  EXPECT_EQ(object.grammar->kind, Kind::JsonObject);
+  EXPECT_EQ(object.grammar->field, "response_format");
+  auto schema = completion(R"({"prompt": "x", "response_format": {"type": "json_schema",
+      "json_schema": {"name": "a", "schema": {"type": "integer"}, "strict": true}}})");
+  ASSERT_TRUE(schema.grammar);
+  EXPECT_EQ(schema.grammar->kind, Kind::JsonSchema);
+  EXPECT_EQ(json::parse(schema.grammar->source), json::parse(R"({"type": "integer"})"));
+  // vLLM's guided_json takes the schema's text too.
+  auto text = completion(R"({"prompt": "x", "guided_json": "{\"type\": \"string\"}"})");
+  EXPECT_EQ(json::parse(text.grammar->source), json::parse(R"({"type": "string"})"));
+  EXPECT_EQ(text.grammar->field, "guided_json");
+  auto choice = completion(R"({"prompt": "x", "guided_choice": ["a", "b c"]})");
+  EXPECT_EQ(choice.grammar->kind, Kind::Choice);
+  EXPECT_EQ(choice.grammar->choices, (std::vector<std::string>{"a", "b c"}));
+  EXPECT_EQ(completion(R"({"prompt": "x", "guided_regex": "a+"})").grammar->kind, Kind::Regex);
+  EXPECT_EQ(completion(R"({"prompt": "x", "guided_grammar": "root ::= \"a\""})").grammar->kind,
+            Kind::Ebnf);
+
+  Endpoint plain = Endpoint::Completions;
+  EXPECT_EQ(faultOf(plain, R"({"prompt": "x", "response_format": {"type": "yaml"}})"),
+            "response_format");
+  EXPECT_EQ(faultOf(plain, R"({"prompt": "x", "response_format": "json"})"), "response_format");
+  EXPECT_EQ(faultOf(plain, R"({"prompt": "x", "response_format": {"type": "json_schema"}})"),
+            "response_format");
+  EXPECT_EQ(faultOf(plain, R"({"prompt": "x", "guided_json": "{no"})"), "guided_json");
+  EXPECT_EQ(faultOf(plain, R"({"prompt": "x", "guided_json": 3})"), "guided_json");
+  EXPECT_EQ(faultOf(plain, R"({"prompt": "x", "guided_choice": []})"), "guided_choice");
+  EXPECT_EQ(faultOf(plain, R"({"prompt": "x", "guided_choice": ["a", 1]})"), "guided_choice");
+  EXPECT_EQ(faultOf(plain, R"({"prompt": "x", "guided_regex": 5})"), "guided_regex");
+  // One constraint a request: the second one named is the fault.
+  EXPECT_EQ(faultOf(plain, R"({"prompt": "x", "response_format": {"type": "json_object"},
+                               "guided_regex": "a"})"),
+            "guided_regex");
+}
+
 TEST(OpenAiError, BodyAndTypeFollowOpenAi) {
   auto body = ApiError(429, "busy", {}, "rate_limit_exceeded").body();
   EXPECT_EQ(body["error"]["message"], "busy");

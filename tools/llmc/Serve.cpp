@@ -144,6 +144,9 @@ int runServe(const std::vector<std::string> &args) {
         throw Error("the chat template cannot be run: " + std::string(error.what()));
       }
     }
+    std::string tokenizerJson = artifact->tokenizerFile().empty()
+                                    ? std::string()
+                                    : readTextFile(artifact->tokenizerFile(), "tokenizer");
     runtime::Model model(std::move(artifact), command->engine.model);
     std::cerr << "llmc serve: " << model.kvCacheSummary() << "\n";
 
@@ -155,6 +158,12 @@ int runServe(const std::vector<std::string> &args) {
     served.eosTokenIds = runtime::tokenizer::endOfSequenceIds(text.config, text.tokenizer.get(),
                                                               model.config().vocabSize);
     served.name = command->modelName;
+    std::unique_ptr<runtime::structured::GrammarCompiler> grammars;
+    if (text.tokenizer) {
+      grammars = std::make_unique<runtime::structured::GrammarCompiler>(
+          *text.tokenizer, tokenizerJson, model.config().vocabSize, served.eosTokenIds);
+      served.grammars = grammars.get();
+    }
     if (!served.chatTemplate)
       std::cerr << "llmc serve: the model has no chat template: /v1/chat/completions is off\n";
 

@@ -1,0 +1,124 @@
+//===- GrammarTest.cpp - structured outputs: grammars and matchers --------===//
+#include "ByteVocabulary.h"
+
+#include "runtime/structured/Grammar.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+
+using namespace llmc::runtime;
+using namespace llmc::runtime::structured;
+using nlohmann::json;
+
+namespace {
+
+constexpr int32_t kEos = llmc::test::kByteEos;
+/// Past the tokenizer's ids: a model vocabulary padded beyond it.
+constexpr int64_t kVocabSize = 260;
+
+GrammarCompiler makeCompiler(std::vector<int32_t> stopTokenIds = {kEos}) {
+  const auto &vocabulary = llmc::test::ByteVocabulary::get();
+  return GrammarCompiler(*vocabulary.tokenizer, vocabulary.json, kVocabSize,
+                         std::move(stopTokenIds));
+}
+
+/// The tokens the matcher's mask allows now.
+std::vector<int32_t> allowed(GrammarMatcher &matcher) {
+  matcher.computeMask();
+  std::vector<float> logits(kVocabSize, 0.0f);
+  matcher.applyMask(logits.data(), kVocabSize);
+  std::vector<int32_t> tokens;
+  for (int32_t id = 0; id < kVocabSize; ++id)
+    if (!std::isinf(logits[id])) tokens.push_back(id);
+  return tokens;
+}
+
+void acceptText(GrammarMatcher &matcher, const std::string &text) {
+  for (unsigned char byte : text) ASSERT_TRUE(matcher.accept(byte)) << "at '" << byte << "'";
+}
+
+} // namespace
+
+TEST(Grammar, ChoiceAllowsExactlyTheChoicesThenTheStopToken) {
+  GrammarCompiler compiler = makeCompiler();
+  GrammarMatcher matcher(compiler.compile({GrammarSpec::Kind::Choice, {}, {"yes", "no"}, "c"}));
+  EXPECT_EQ(allowed(matcher), (std::vector<int32_t>{'n', 'y'}));
+  EXPECT_FALSE(matcher.accept('x'));
+  acceptText(matcher, "ye");
+  EXPECT_EQ(allowed(matcher), (std::vector<int32_t>{'s'}));
+  acceptText(matcher, "s");
+  EXPECT_EQ(allowed(matcher), (std::vector<int32_t>{kEos}));
+  EXPECT_FALSE(matcher.terminated());
+  EXPECT_TRUE(matcher.accept(kEos));
+  EXPECT_TRUE(matcher.terminated());
+}
+
+TEST(Grammar, WithoutStopTokensACompleteOutputTerminates) {
+  GrammarCompiler compiler = makeCompiler({});
+  GrammarMatcher matcher(compiler.compile({GrammarSpec::Kind::Choice, {}, {"ok"}, "c"}));
+  acceptText(matcher, "o");
+  EXPECT_FALSE(matcher.terminated());
+  acceptText(matcher, "k");
+  EXPECT_TRUE(matcher.terminated());
+}
+
+TEST(Grammar, JsonSchemaStartsWithTheObjectAndFollowsItsProperties) {
+  GrammarCompiler compiler = makeCompiler();
+  json schema = {{"type", "object"},
+                 {"properties", {{"n", {{"type", "integer"}}}}},
+                 {"required", {"n"}},
+                 {"additionalProperties", false}};
+  GrammarMatcher matcher(compiler.compile({GrammarSpec::Kind::JsonSchema, schema.dump(), {}, "s"}));
+  EXPECT_EQ(allowed(matcher), (std::vector<int32_t>{'{'}));
+  acceptText(matcher, "{\"n\": ");
+  std::vector<int32_t> next = allowed(matcher);
+  EXPECT_TRUE(std::count(next.begin(), next.end(), '7'));
+  EXPECT_TRUE(std::count(next.begin(), next.end(), '-'));
+  EXPECT_FALSE(std::count(next.begin(), next.end(), '"'));
+  EXPECT_FALSE(std::count(next.begin(), next.end(), kEos));
+  acceptText(matcher, "42}");
+  EXPECT_EQ(allowed(matcher), (std::vector<int32_t>{kEos}));
+}
+
+TEST(Grammar, RegexAndEbnf) {
+  GrammarCompiler compiler = makeCompiler();
+  GrammarMatcher digits(compiler.compile({GrammarSpec::Kind::Regex, "[0-9]{2}", {}, "r"}));
+  std::vector<int32_t> first = allowed(digits);
+  EXPECT_EQ(first.size(), 10u);
+  EXPECT_EQ(first.front(), '0');
+  GrammarMatcher ebnf(
+      compiler.compile({GrammarSpec::Kind::Ebnf, "root ::= \"a\" root | \"b\"", {}, "g"}));
+  EXPECT_EQ(allowed(ebnf), (std::vector<int32_t>{'a', 'b'}));
+  acceptText(ebnf, "aab");
+  EXPECT_EQ(allowed(ebnf), (std::vector<int32_t>{kEos}));
+}
+
+TEST(Grammar, IdsPastTheTokenizerAndSpecialTokensAreNeverAllowed) {
+  GrammarCompiler compiler = makeCompiler();
+  GrammarMatcher matcher(compiler.compile({GrammarSpec::Kind::JsonObject, {}, {}, "f"}));
+  std::vector<int32_t> tokens = allowed(matcher);
+  EXPECT_FALSE(tokens.empty());
+  for (int32_t id : tokens) EXPECT_LT(id, kEos);
+}
+
+TEST(Grammar, UncompilableConstraintsNameTheirField) {
+  GrammarCompiler compiler = makeCompiler();
+  auto fieldOfError = [&](GrammarSpec spec) -> std::string {
+    try {
+      compiler.compile(spec);
+    } catch (const GrammarError &error) {
+      EXPECT_NE(std::string(error.what()).find(spec.field), std::string::npos) << error.what();
+      return error.field;
+    }
+    return "";
+  };
+  EXPECT_EQ(fieldOfError({GrammarSpec::Kind::JsonSchema, "{\"type\": 7}", {}, "guided_json"}),
+            "guided_json");
+  EXPECT_EQ(fieldOfError({GrammarSpec::Kind::Regex, "(ab", {}, "guided_regex"}), "guided_regex");
+  EXPECT_EQ(fieldOfError({GrammarSpec::Kind::Ebnf, "root ::= ", {}, "guided_grammar"}),
+            "guided_grammar");
+  EXPECT_EQ(fieldOfError({GrammarSpec::Kind::Choice, {}, {}, "guided_choice"}), "guided_choice");
+}
