@@ -50,6 +50,85 @@ SequenceSampler::SequenceSampler(const SamplingParams &params, uint64_t seed,
                                  std::vector<int32_t> promptTokens)
     : sampling(params), rng(params.seed.value_or(seed)), promptTokens(std::move(promptTokens)) {}
 
+int32_t SequenceSampler::draw(int64_t vocabSize) {
+  // Softmax at the temperature (unnormalised; sums in double). Float exps: a
+  // row is 50k-250k of them per token.
+  float maxScore = *std::max_element(scores.begin(), scores.begin() + vocabSize);
+  float inverseTemperature = 1.0f / sampling.temperature;
+  probs.resize(vocabSize);
+  for (int64_t i = 0; i < vocabSize; ++i)
+    probs[i] = std::exp((scores[i] - maxScore) * inverseTemperature);
+  auto moreLikely = [this](int32_t a, int32_t b) {
+    return probs[a] != probs[b] ? probs[a] > probs[b] : a < b;
+  };
+
+  bool filtered = (sampling.topK > 0 && sampling.topK < vocabSize) || sampling.topP < 1 ||
+                  sampling.minP > 0;
+  if (!filtered) {
+    // Every token is a candidate: one pass in id order, no sort.
+    double total = std::accumulate(probs.begin(), probs.end(), 0.0,
+                                   [](double sum, float p) { return sum + p; });
+    double left = std::uniform_real_distribution<double>(0.0, total)(rng);
+    int32_t lastPossible = 0;
+    for (int64_t i = 0; i < vocabSize; ++i) {
+      if (probs[i] == 0) continue;
+      lastPossible = static_cast<int32_t>(i);
+      left -= probs[i];
+      if (left < 0) return lastPossible;
+    }
+    return lastPossible; // rounding left a sliver past the last token
+  }
+
+  // The filters, in vLLM's order: top_k, top_p, min_p. Only top_p needs the
+  // candidates sorted, and only as far as its share reaches.
+  order.resize(vocabSize);
+  std::iota(order.begin(), order.end(), 0);
+  int64_t kept = vocabSize;
+  if (sampling.topK > 0 && sampling.topK < vocabSize) {
+    kept = sampling.topK;
+    std::nth_element(order.begin(), order.begin() + kept - 1, order.end(), moreLikely);
+  }
+  // top_p is a share of what top_k kept, as in vLLM.
+  double total = 0;
+  for (int64_t i = 0; i < kept; ++i) total += probs[order[i]];
+  if (sampling.minP > 0) {
+    // Only tokens at least min_p times the most likely one can stay.
+    int32_t best = *std::min_element(order.begin(), order.begin() + kept, moreLikely);
+    double threshold = sampling.minP * probs[best];
+    kept = std::partition(order.begin(), order.begin() + kept,
+                          [&](int32_t token) { return probs[token] >= threshold; }) -
+           order.begin();
+  }
+  if (sampling.topP < 1) {
+    // The smallest head of the order holding top_p's share: sort a head of
+    // 64 candidates, growing it 4x until it does.
+    int64_t sorted = std::min<int64_t>(kept, 64);
+    while (true) {
+      if (sorted < kept)
+        std::nth_element(order.begin(), order.begin() + sorted - 1, order.begin() + kept,
+                         moreLikely);
+      std::sort(order.begin(), order.begin() + sorted, moreLikely);
+      double head = 0;
+      for (int64_t i = 0; i < sorted; ++i) head += probs[order[i]];
+      if (sorted == kept || head >= sampling.topP * total) break;
+      sorted = std::min<int64_t>(kept, sorted * 4);
+    }
+    double cumulative = 0;
+    int64_t needed = 0;
+    while (needed < sorted && cumulative < sampling.topP * total)
+      cumulative += probs[order[needed++]];
+    kept = std::max<int64_t>(needed, 1);
+  }
+  double keptTotal = 0;
+  for (int64_t i = 0; i < kept; ++i) keptTotal += probs[order[i]];
+  double left = std::uniform_real_distribution<double>(0.0, keptTotal)(rng);
+  for (int64_t i = 0; i < kept; ++i) {
+    left -= probs[order[i]];
+    if (left < 0) return order[i];
+  }
+  return order[kept - 1];
+}
+
 SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize) {
   scores.assign(logits, logits + vocabSize);
   if (sampling.repetitionPenalty != 1.0f) {
@@ -63,48 +142,8 @@ SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize) {
   for (const auto &[token, count] : outputCounts)
     scores[token] -= sampling.frequencyPenalty * count + sampling.presencePenalty;
 
-  int32_t chosen;
-  if (sampling.temperature == 0) {
-    chosen = argmax(scores.data(), vocabSize);
-  } else {
-    // Softmax at the temperature, then the filters on the sorted candidates.
-    float maxScore = *std::max_element(scores.begin(), scores.end());
-    std::vector<double> probs(vocabSize);
-    for (int64_t i = 0; i < vocabSize; ++i)
-      probs[i] = std::exp((double(scores[i]) - maxScore) / sampling.temperature);
-    order.resize(vocabSize);
-    std::iota(order.begin(), order.end(), 0);
-    int64_t kept = sampling.topK > 0 ? std::min<int64_t>(sampling.topK, vocabSize) : vocabSize;
-    auto moreLikely = [&](int32_t a, int32_t b) {
-      return probs[a] != probs[b] ? probs[a] > probs[b] : a < b;
-    };
-    std::partial_sort(order.begin(), order.begin() + kept, order.end(), moreLikely);
-    if (sampling.topP < 1) {
-      // top_p is a share of what top_k kept, as in vLLM.
-      double total = 0;
-      for (int64_t i = 0; i < kept; ++i) total += probs[order[i]];
-      double cumulative = 0;
-      int64_t needed = 0;
-      while (needed < kept && cumulative < sampling.topP * total)
-        cumulative += probs[order[needed++]];
-      kept = std::max<int64_t>(needed, 1);
-    }
-    if (sampling.minP > 0) {
-      double threshold = sampling.minP * probs[order[0]];
-      while (kept > 1 && probs[order[kept - 1]] < threshold) --kept;
-    }
-    double keptTotal = 0;
-    for (int64_t i = 0; i < kept; ++i) keptTotal += probs[order[i]];
-    double draw = std::uniform_real_distribution<double>(0.0, keptTotal)(rng);
-    chosen = order[kept - 1];
-    for (int64_t i = 0; i < kept; ++i) {
-      draw -= probs[order[i]];
-      if (draw < 0) {
-        chosen = order[i];
-        break;
-      }
-    }
-  }
+  int32_t chosen = sampling.temperature == 0 ? argmax(scores.data(), vocabSize)
+                                             : draw(vocabSize);
   ++outputCounts[chosen];
 
   SampledToken result;

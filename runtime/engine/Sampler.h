@@ -73,12 +73,16 @@ public:
   const SamplingParams &params() const { return sampling; }
 
 private:
+  /// A token drawn from `scores` at the temperature, through the filters.
+  int32_t draw(int64_t vocabSize);
+
   SamplingParams sampling;
   std::mt19937_64 rng;
   std::vector<int32_t> promptTokens;
   std::unordered_map<int32_t, int32_t> outputCounts;
   /// Scratch, reused across calls.
   std::vector<float> scores;
+  std::vector<float> probs;
   std::vector<int32_t> order;
 };
 

@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
 
 namespace llmc::runtime {
 namespace {
@@ -61,6 +65,44 @@ TEST(SamplerTest, FiltersLeaveOnlyTheMostLikelyTokens) {
   SamplingParams minP;
   minP.minP = 0.4; // 0.3 >= 0.4 * 0.6 stays, 0.1 goes
   for (int32_t token : draw(minP, 1, logits, 500)) EXPECT_NE(token, 0);
+}
+
+TEST(SamplerTest, FiltersOverALargeVocabularyKeepExactlyTheirCandidates) {
+  // 1000 tokens, token i with probability proportional to 1000 - i (ids
+  // shuffled), so that top_p = 0.5 needs the 294 most likely: past the
+  // sampler's first sorted head of 64.
+  std::vector<int32_t> rank(1000);
+  std::iota(rank.begin(), rank.end(), 0);
+  std::shuffle(rank.begin(), rank.end(), std::mt19937(5));
+  std::vector<double> probabilities(1000);
+  for (int32_t token = 0; token < 1000; ++token) probabilities[token] = 1000 - rank[token];
+  auto logits = logitsOf(probabilities);
+  auto maxRankDrawn = [&](const SamplingParams &params) {
+    int32_t worst = 0;
+    for (int32_t token : draw(params, 3, logits, 10000)) worst = std::max(worst, rank[token]);
+    return worst;
+  };
+  SamplingParams topP;
+  topP.topP = 0.5; // ranks 0..293 reach half of the mass (500500)
+  EXPECT_EQ(maxRankDrawn(topP), 293);
+  SamplingParams topKThenTopP;
+  topKThenTopP.topK = 100;
+  topKThenTopP.topP = 0.5; // half of what the top 100 hold: ranks 0..48
+  EXPECT_EQ(maxRankDrawn(topKThenTopP), 48);
+  SamplingParams minP;
+  minP.minP = 0.9; // at least 900 of 1000: ranks 0..100
+  EXPECT_EQ(maxRankDrawn(minP), 100);
+  SamplingParams topK;
+  topK.topK = 10;
+  EXPECT_EQ(maxRankDrawn(topK), 9);
+}
+
+TEST(SamplerTest, NeverDrawsAMaskedToken) {
+  std::vector<float> logits(5000, -std::numeric_limits<float>::infinity());
+  logits[4321] = 1.0f;
+  logits[17] = 0.5f;
+  SamplingParams params;
+  for (int32_t token : draw(params, 9, logits, 300)) EXPECT_TRUE(token == 4321 || token == 17);
 }
 
 TEST(SamplerTest, PenaltiesDiscourageRepeatedTokens) {
