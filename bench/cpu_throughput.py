@@ -35,16 +35,13 @@ import onnxruntime as ort
 
 from llmc.runtime import Model
 from llmc.testing.ort_reference import OrtDecoder
+from common import progress
 from peers import run_vllm, vllm_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT / "models" / "smollm2-135m" / "model.onnx"
 LLMC = ROOT / "build" / "bin" / "llmc"
 
-
-def progress(message: str, quiet: bool) -> None:
-    if not quiet:
-        print(f"  {message}", file=sys.stderr, flush=True)
 
 
 def run_llmc(model: Model, prompt: list[int], decode_tokens: int) -> tuple[float, float]:

@@ -24,7 +24,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ import numpy as np
 import onnxruntime as ort
 
 from llmc.testing.ort_reference import OrtDecoder
+from common import machine, progress
 from peers import run_vllm, vllm_missing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,10 +42,6 @@ LLMC = ROOT / "build" / "bin" / "llmc"
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Serving engine throughput: 32 concurrent requests vs one after another"
 
-
-def progress(message: str, quiet: bool) -> None:
-    if not quiet:
-        print(f"  {message}", file=sys.stderr, flush=True)
 
 
 def llmc_bench(artifact: Path, workload: Path, threads: int, concurrency: int) -> dict:
@@ -111,24 +107,6 @@ def onnxruntime_bench(onnx_path: Path, requests: list[dict], threads: int,
             "total_tokens_per_s": (input_tokens + output_tokens) / duration,
             "ttft_ms": percentiles(ttft), "tpot_ms": percentiles(tpot),
             "itl_ms": percentiles(itl), "onnxruntime": ort.__version__}
-
-
-def machine() -> str:
-    """The CPU model, the number of CPUs this process may use and the memory."""
-    model = platform.machine()
-    memory = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                memory = f", {round(int(line.split()[1]) / 2**20)} GiB"
-                break
-    except OSError:
-        pass
-    return f"{len(os.sched_getaffinity(0))}-CPU {model}{memory}"
 
 
 def section_text() -> str:

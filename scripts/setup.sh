@@ -72,12 +72,16 @@ fi
 # The engine's grammar-constrained decoding uses xgrammar's C++ core, built here as a static
 # library from the sources in its PyPI sdist (pinned and hash-checked; never committed) and
 # installed into .deps/xgrammar, where CMakeLists.txt finds it. Its Python bindings are not
-# built (their config.cmake is replaced), nor its -Werror and LTO flags kept.
+# built (their config.cmake is replaced), nor its -Werror and LTO flags kept. One fix is
+# applied: 0.2.8 lets a JSON-schema string with minLength/maxLength hold raw control
+# characters (invalid JSON); its character class gets U+0000-U+001F excluded, as the
+# unbounded strings' has. The stamp names the fix, so that a fixed build replaces an old one.
 XGRAMMAR_VERSION=0.2.8
+XGRAMMAR_STAMP=$XGRAMMAR_VERSION+bounded-string-controls
 XGRAMMAR_SHA256=8305646fd2b319d6c3003f51a1665e54cbbe9cba1fb636bc41d0b46434ccbb80
 XGRAMMAR_URL=https://files.pythonhosted.org/packages/03/0f/29f521535729be740779c2c98b630ef6607cf28be9b669895dd2b821ff63/xgrammar-$XGRAMMAR_VERSION.tar.gz
 XGRAMMAR=$ROOT/.deps/xgrammar
-if [[ $(cat "$XGRAMMAR/.version" 2>/dev/null || true) != "$XGRAMMAR_VERSION" ]]; then
+if [[ $(cat "$XGRAMMAR/.version" 2>/dev/null || true) != "$XGRAMMAR_STAMP" ]]; then
   log "building xgrammar $XGRAMMAR_VERSION (C++ core) into .deps/xgrammar"
   work=$ROOT/.deps/xgrammar-work
   rm -rf "$work" "$XGRAMMAR"
@@ -85,6 +89,15 @@ if [[ $(cat "$XGRAMMAR/.version" 2>/dev/null || true) != "$XGRAMMAR_VERSION" ]];
   curl -fsSL "$XGRAMMAR_URL" -o "$work/xgrammar.tar.gz"
   echo "$XGRAMMAR_SHA256  $work/xgrammar.tar.gz" | sha256sum -c --quiet -
   tar -C "$work" -xzf "$work/xgrammar.tar.gz"
+  python3 - "$work/xgrammar-$XGRAMMAR_VERSION/cpp/json_schema_converter.cc" <<'PY'
+import sys
+path = sys.argv[1]
+text = open(path).read()
+bounded = r"""AddCharacterClass({{'"', '"'}, {'\\', '\\'}, {'\r', '\r'}, {'\n', '\n'}}, true)"""
+if text.count(bounded) != 1:
+    sys.exit("setup: xgrammar's bounded-string character class is not where 0.2.8 has it")
+open(path, "w").write(text.replace(bounded, bounded.replace("({", "({{0, 0x1f}, ", 1)))
+PY
   echo 'set(XGRAMMAR_BUILD_PYTHON_BINDINGS OFF)' >"$work/build/config.cmake"
   cmake -S "$work/xgrammar-$XGRAMMAR_VERSION" -B "$work/build" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="-Wno-error -fno-lto" \
@@ -93,7 +106,7 @@ if [[ $(cat "$XGRAMMAR/.version" 2>/dev/null || true) != "$XGRAMMAR_VERSION" ]];
   ninja -C "$work/build" install >"$work/build.log" 2>&1 || { tail -50 "$work/build.log" >&2; exit 1; }
   # Its license and notice travel with the library.
   cp "$work/xgrammar-$XGRAMMAR_VERSION"/{LICENSE,NOTICE} "$XGRAMMAR/"
-  echo "$XGRAMMAR_VERSION" >"$XGRAMMAR/.version"
+  echo "$XGRAMMAR_STAMP" >"$XGRAMMAR/.version"
   rm -rf "$work"
 fi
 

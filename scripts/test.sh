@@ -58,10 +58,10 @@ stage "every lit test under ASan + UBSan (build-asan/test: importer, bad input, 
 stage "runtime unit tests under ASan + UBSan"
 build-asan/bin/llmc-unit-tests --gtest_brief=1 || failed+=("unit (sanitizers)")
 
-stage "ONNX backend node tests, fixture raising, the server and structured outputs under ASan + UBSan"
+stage "ONNX backend node tests, fixture raising, the server, structured outputs and tool calls under ASan + UBSan"
 LLMC_BUILD_DIR=build-asan PYTHONPATH=python .venv/bin/python -m pytest \
   test/python/test_onnx_node_tests.py test/python/test_raise.py test/python/test_server.py \
-  test/python/test_structured_outputs.py \
+  test/python/test_structured_outputs.py test/python/test_tool_calls.py \
   -q -p no:cacheprovider \
   || failed+=("pytest (sanitizers)")
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace llmc::runtime::server {
 namespace {
@@ -143,6 +144,21 @@ json readMessages(const Fields &fields) {
     } else if (!content->is_string()) {
       Fields::fail("messages", "content must be a string or a list of text parts");
     }
+    // OpenAI sends a call's arguments as JSON text; chat templates print them
+    // as objects (transformers and vLLM parse them first).
+    if (copy.contains("tool_calls") && copy["tool_calls"].is_array())
+      for (json &call : copy["tool_calls"]) {
+        json *arguments = call.contains("function") && call["function"].is_object() &&
+                                  call["function"].contains("arguments")
+                              ? &call["function"]["arguments"]
+                              : nullptr;
+        if (arguments && arguments->is_string()) {
+          json parsed = json::parse(arguments->get<std::string>(), nullptr, false);
+          if (parsed.is_discarded())
+            Fields::fail("messages", "a tool call's arguments must be JSON");
+          *arguments = std::move(parsed);
+        }
+      }
     conversation.push_back(std::move(copy));
   }
   return conversation;
@@ -223,6 +239,86 @@ std::optional<structured::GrammarSpec> readGrammar(const Fields &fields) {
   return spec;
 }
 
+/// tools: a list of {"type": "function", "function": {"name", "description",
+/// "parameters"}}.
+json readTools(const Fields &fields) {
+  const json *tools = fields.find("tools");
+  if (!tools) return nullptr;
+  if (!tools->is_array()) Fields::fail("tools", "must be a list of tools");
+  for (const json &tool : *tools) {
+    if (!tool.is_object() || tool.value("type", "") != "function" || !tool.contains("function") ||
+        !tool["function"].is_object())
+      Fields::fail("tools", "must hold {\"type\": \"function\", \"function\": {...}} objects");
+    const json &function = tool["function"];
+    if (!function.contains("name") || !function["name"].is_string() ||
+        function["name"].get<std::string>().empty())
+      Fields::fail("tools", "each function needs a 'name'");
+    if (function.contains("parameters") && !function["parameters"].is_object())
+      Fields::fail("tools", "a function's 'parameters' must be a JSON schema object");
+  }
+  return tools->empty() ? json() : *tools;
+}
+
+/// A function's parameters schema ({"type": "object"} when it gives none).
+json parametersOf(const json &tool) {
+  const json &function = tool["function"];
+  return function.contains("parameters") ? function["parameters"]
+                                         : json{{"type", "object"}};
+}
+
+/// tool_choice, and the grammar of the call it requires: vLLM's outputs for
+/// these modes, a list of {"name", "parameters"} (required) or the named
+/// function's arguments.
+void readToolChoice(const Fields &fields, GenerationRequest &request) {
+  using ToolChoice = GenerationRequest::ToolChoice;
+  const json *choice = fields.find("tool_choice");
+  if (request.tools.is_null()) {
+    if (choice && *choice != "none") Fields::fail("tool_choice", "needs 'tools'");
+    return;
+  }
+  request.toolChoice = ToolChoice::Auto;
+  if (choice && choice->is_string()) {
+    std::string mode = choice->get<std::string>();
+    if (mode == "none") request.toolChoice = ToolChoice::None;
+    else if (mode == "required") request.toolChoice = ToolChoice::Required;
+    else if (mode != "auto")
+      Fields::fail("tool_choice", "must be 'none', 'auto', 'required' or a named function");
+  } else if (choice) {
+    if (!choice->is_object() || choice->value("type", "") != "function" ||
+        !choice->contains("function") || !(*choice)["function"].is_object() ||
+        !(*choice)["function"].contains("name") || !(*choice)["function"]["name"].is_string())
+      Fields::fail("tool_choice", "must be 'none', 'auto', 'required' or "
+                                  "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+    request.toolChoice = ToolChoice::Named;
+    request.toolFunction = (*choice)["function"]["name"].get<std::string>();
+  }
+  bool parallel = fields.flag("parallel_tool_calls", true);
+  using Kind = structured::GrammarSpec::Kind;
+  if (request.toolChoice == ToolChoice::Named) {
+    for (const json &tool : request.tools)
+      if (tool["function"]["name"] == request.toolFunction) {
+        request.grammar = {Kind::JsonSchema, parametersOf(tool).dump(), {}, "tool_choice"};
+        request.toolCallFormat = ToolCallFormat::Named;
+        return;
+      }
+    Fields::fail("tool_choice", "names '" + request.toolFunction + "', which is not in 'tools'");
+  }
+  if (request.toolChoice == ToolChoice::Required) {
+    json alternatives = json::array();
+    for (const json &tool : request.tools)
+      alternatives.push_back({{"type", "object"},
+                              {"properties",
+                               {{"name", {{"type", "string"}, {"enum", {tool["function"]["name"]}}}},
+                                {"parameters", parametersOf(tool)}}},
+                              {"required", {"name", "parameters"}},
+                              {"additionalProperties", false}});
+    json schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"anyOf", alternatives}}}};
+    if (!parallel) schema["maxItems"] = 1;
+    request.grammar = {Kind::JsonSchema, schema.dump(), {}, "tool_choice"};
+    request.toolCallFormat = ToolCallFormat::Required;
+  }
+}
+
 } // namespace
 
 GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
@@ -238,8 +334,9 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   else
     request.prompts = readPrompts(fields);
 
-  for (const char *name : {"tools", "functions", "audio", "modalities"})
+  for (const char *name : {"functions", "audio", "modalities"})
     fields.unsupported(name, json());
+  if (!chat) fields.unsupported("tools", json());
   fields.unsupported("echo", false);
   fields.unsupported("suffix", "");
   fields.unsupported("best_of", fields.find("n") ? *fields.find("n") : json(1));
@@ -287,6 +384,19 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   }
   request.ignoreEos = fields.flag("ignore_eos", false);
   request.grammar = readGrammar(fields);
+  if (chat) {
+    request.tools = readTools(fields);
+    std::optional<structured::GrammarSpec> constraint = std::exchange(request.grammar, std::nullopt);
+    readToolChoice(fields, request);
+    if (constraint && request.grammar)
+      Fields::fail("tool_choice", "'required' or a named function cannot be combined with '" +
+                                      constraint->field + "'");
+    if (constraint) request.grammar = std::move(constraint);
+    if (const json *kwargs = fields.find("chat_template_kwargs")) {
+      if (!kwargs->is_object()) Fields::fail("chat_template_kwargs", "must be an object");
+      request.templateKwargs = *kwargs;
+    }
+  }
 
   request.stream = fields.flag("stream", false);
   if (const json *streamOptions = fields.find("stream_options")) {

@@ -5,7 +5,8 @@
 // does; any fault is an ApiError (400) naming the field. Fields of OpenAI's
 // that llmc does not serve (echo, best_of, suffix, tools, ...) are refused
 // rather than silently ignored; unknown fields are ignored, as vLLM does.
-// vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos and
+// Chat requests may carry tools (tools, tool_choice, parallel_tool_calls) and
+// chat_template_kwargs. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos and
 // stop_token_ids are accepted too, and its structured-output fields
 // guided_json, guided_regex, guided_choice and guided_grammar beside
 // OpenAI's response_format.
@@ -15,6 +16,7 @@
 #define LLMC_RUNTIME_SERVER_OPENAIREQUEST_H
 
 #include "runtime/engine/Engine.h"
+#include "runtime/server/ToolCalls.h"
 #include "runtime/structured/Grammar.h"
 
 #include <nlohmann/json.hpp>
@@ -51,9 +53,25 @@ struct GenerationRequest {
   bool includeUsage = false;
   /// Return logprobs, with this many top alternatives per token.
   std::optional<int32_t> logprobs;
-  /// What the output is constrained to (response_format, guided_*), compiled
-  /// into options.grammar by the server.
+  /// What the output is constrained to (response_format, guided_*, or the
+  /// call that tool_choice requires), compiled into options.grammar by the
+  /// server.
   std::optional<structured::GrammarSpec> grammar;
+
+  /// Chat: the tools as given (for the chat template); null when none.
+  nlohmann::ordered_json tools;
+  enum class ToolChoice { None, Auto, Required, Named };
+  ToolChoice toolChoice = ToolChoice::None;
+  /// tool_choice Named: the function.
+  std::string toolFunction;
+  /// How the output's tool calls are read: set here for Required and Named,
+  /// by the server (from the model's format) for Auto; nullopt: no calls.
+  std::optional<ToolCallFormat> toolCallFormat;
+  /// The model's own format (set by the server): Mistral's templates take
+  /// back only ids of 9 characters.
+  std::optional<ToolCallFormat> modelToolCallFormat;
+  /// chat_template_kwargs: more variables for the chat template.
+  nlohmann::ordered_json templateKwargs = nlohmann::ordered_json::object();
 };
 
 /// Parses a request body; `maxModelLen` bounds max_tokens.

@@ -1,25 +1,16 @@
 //===- OpenAiResponse.cpp - the response bodies of the OpenAI API ---------===//
 #include "runtime/server/OpenAiResponse.h"
 
+#include "runtime/server/RandomId.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
+#include <cctype>
 #include <chrono>
-#include <cstdio>
-#include <random>
 
 namespace llmc::runtime::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-/// "cmpl-" or "chatcmpl-" and 24 random hex digits, as OpenAI's ids look.
-std::string responseId(bool chat) {
-  static thread_local std::mt19937_64 random{std::random_device{}()};
-  char digits[32];
-  std::snprintf(digits, sizeof digits, "%016llx%08llx", (unsigned long long)random(),
-                (unsigned long long)(random() & 0xffffffffu));
-  return std::string(chat ? "chatcmpl-" : "cmpl-") + digits;
-}
 
 json bytesOf(const std::string &text) {
   json bytes = json::array();
@@ -45,12 +36,24 @@ const char *finishReasonText(FinishReason reason) {
 ResponseBuilder::ResponseBuilder(const GenerationRequest &request, std::string modelName,
                                  size_t numChoices, const tokenizer::Tokenizer *tokenizer)
     : chat(request.endpoint == Endpoint::ChatCompletions), stream(request.stream),
-      withLogprobs(request.logprobs.has_value()), id(responseId(chat)),
+      withLogprobs(request.logprobs.has_value()), id(randomId(chat ? "chatcmpl-" : "cmpl-")),
       model(std::move(modelName)),
       created(std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count()),
-      tokenizer(tokenizer), choices(numChoices) {}
+      tokenizer(tokenizer), choices(numChoices) {
+  if (!request.toolCallFormat) return;
+  bool mistralIds = request.modelToolCallFormat == ToolCallFormat::Mistral;
+  for (Choice &choice : choices)
+    choice.toolCalls.emplace(*request.toolCallFormat, request.toolFunction, mistralIds);
+  std::string_view marker = toolCallMarker(*request.toolCallFormat);
+  if (!tokenizer || marker.empty()) return;
+  std::optional<int32_t> id = tokenizer->tokenToId(marker);
+  if (id && !tokenizer->decodingToken(*id, /*skipSpecialTokens=*/true)) {
+    toolMarkerToken = *id;
+    toolMarker = marker;
+  }
+}
 
 std::string ResponseBuilder::tokenText(int32_t token) const {
   return tokenizer->decode({token}, /*skipSpecialTokens=*/false);
@@ -106,7 +109,31 @@ json ResponseBuilder::usage() const {
           {"total_tokens", promptTokens + completionTokens}};
 }
 
-json ResponseBuilder::add(size_t index, const StreamEvent &event) {
+json ResponseBuilder::finishReasonOf(const Choice &choice) {
+  if (!choice.finishReason) return nullptr;
+  if (std::string_view(choice.finishReason) == "stop" && choice.toolCalls &&
+      !choice.toolCalls->calls().empty())
+    return "tool_calls";
+  return choice.finishReason;
+}
+
+std::vector<json> ResponseBuilder::toolCallDeltas(Choice &choice, const StreamEvent &event) {
+  std::string text = event.text;
+  if (event.token && event.token->token == toolMarkerToken) text = toolMarker + text;
+  ToolCallParser::Delta delta = choice.toolCalls->add(text);
+  if (event.last()) {
+    ToolCallParser::Delta rest = choice.toolCalls->finish();
+    delta.content += rest.content;
+    for (json &call : rest.toolCalls) delta.toolCalls.push_back(std::move(call));
+  }
+  std::vector<json> deltas;
+  if (!delta.content.empty()) deltas.push_back({{"content", delta.content}});
+  for (json &call : delta.toolCalls)
+    deltas.push_back({{"tool_calls", json::array({std::move(call)})}});
+  return deltas;
+}
+
+std::vector<json> ResponseBuilder::add(size_t index, const StreamEvent &event) {
   Choice &choice = choices.at(index);
   json logprobs;
   if (event.token) {
@@ -121,29 +148,62 @@ json ResponseBuilder::add(size_t index, const StreamEvent &event) {
       choice.stopReason = event.token->token;
   }
   choice.text += event.text; // streamed too: the text offsets of logprobs count it
+  std::vector<json> deltas;
+  if (choice.toolCalls)
+    deltas = toolCallDeltas(choice, event);
+  else if (!event.text.empty())
+    deltas.push_back({{chat ? "content" : "text", event.text}});
   if (!stream) {
     if (!logprobs.is_null()) appendLogprobs(choice.logprobs, logprobs);
-    return nullptr;
+    return {};
   }
-  if (event.text.empty() && logprobs.is_null() && !choice.finishReason && choice.roleSent)
-    return nullptr;
+  if (deltas.empty()) {
+    if (logprobs.is_null() && !choice.finishReason && (choice.roleSent || !chat)) return {};
+    deltas.push_back(!chat ? json{{"text", ""}}
+                     : choice.roleSent ? json::object()
+                                       : json{{"content", ""}});
+  }
 
-  json entry = {{"index", index}};
-  if (chat) {
-    json delta = json::object();
-    if (!choice.roleSent) delta["role"] = "assistant";
-    if (!event.text.empty() || !choice.roleSent) delta["content"] = event.text;
-    choice.roleSent = true;
-    entry["delta"] = std::move(delta);
-  } else {
-    entry["text"] = event.text;
+  std::vector<json> chunks;
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    json entry = {{"index", index}};
+    if (chat) {
+      json delta = json::object();
+      if (!choice.roleSent) delta["role"] = "assistant";
+      choice.roleSent = true;
+      delta.update(deltas[i]);
+      entry["delta"] = std::move(delta);
+    } else {
+      entry["text"] = deltas[i]["text"];
+    }
+    entry["logprobs"] = i == 0 ? std::move(logprobs) : json();
+    bool last = i + 1 == deltas.size();
+    entry["finish_reason"] = last ? finishReasonOf(choice) : json();
+    if (last && choice.finishReason) entry["stop_reason"] = choice.stopReason;
+    json chunk = envelope();
+    chunk["choices"] = json::array({std::move(entry)});
+    chunks.push_back(std::move(chunk));
   }
-  entry["logprobs"] = std::move(logprobs);
-  entry["finish_reason"] = choice.finishReason ? json(choice.finishReason) : json();
-  if (choice.finishReason) entry["stop_reason"] = choice.stopReason;
-  json chunk = envelope();
-  chunk["choices"] = json::array({std::move(entry)});
-  return chunk;
+  return chunks;
+}
+
+json ResponseBuilder::message(const Choice &choice) {
+  json message = {{"role", "assistant"}, {"content", choice.text}};
+  if (!choice.toolCalls || choice.toolCalls->calls().empty()) return message;
+  // The text around the calls, if any, is the content.
+  std::string_view content = choice.toolCalls->content();
+  while (!content.empty() && std::isspace(static_cast<unsigned char>(content.front())))
+    content.remove_prefix(1);
+  while (!content.empty() && std::isspace(static_cast<unsigned char>(content.back())))
+    content.remove_suffix(1);
+  message["content"] = content.empty() ? json() : json(std::string(content));
+  json calls = json::array();
+  for (const ToolCall &call : choice.toolCalls->calls())
+    calls.push_back({{"id", call.id},
+                     {"type", "function"},
+                     {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  message["tool_calls"] = std::move(calls);
+  return message;
 }
 
 json ResponseBuilder::usageChunk() const {
@@ -161,11 +221,11 @@ json ResponseBuilder::response() const {
     const Choice &choice = choices[i];
     json entry = {{"index", i}};
     if (chat)
-      entry["message"] = {{"role", "assistant"}, {"content", choice.text}};
+      entry["message"] = message(choice);
     else
       entry["text"] = choice.text;
     entry["logprobs"] = choice.logprobs;
-    entry["finish_reason"] = choice.finishReason ? json(choice.finishReason) : json();
+    entry["finish_reason"] = finishReasonOf(choice);
     entry["stop_reason"] = choice.stopReason;
     list.push_back(std::move(entry));
   }

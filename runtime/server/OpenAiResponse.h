@@ -3,7 +3,9 @@
 // Builds what /v1/completions and /v1/chat/completions send back from the
 // engine's events: one chunk per event when streaming (OpenAI's
 // `text_completion` / `chat.completion.chunk` objects, the chat role first,
-// the usage last when asked), or the whole response at the end.
+// the usage last when asked), or the whole response at the end. A chat
+// request with tools has its choices' tool calls read out of their text
+// (ToolCalls.h) and sent as OpenAI's tool_calls, streamed as deltas.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_SERVER_OPENAIRESPONSE_H
@@ -14,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,9 +35,9 @@ public:
   ResponseBuilder(const GenerationRequest &request, std::string modelName, size_t numChoices,
                   const tokenizer::Tokenizer *tokenizer);
 
-  /// Takes the event of choice `index`; returns its streamed chunk, or null
-  /// when it carries nothing to send.
-  nlohmann::ordered_json add(size_t index, const StreamEvent &event);
+  /// Takes the event of choice `index`; returns its streamed chunks (none
+  /// when it carries nothing to send).
+  std::vector<nlohmann::ordered_json> add(size_t index, const StreamEvent &event);
   void addPromptTokens(int64_t count) { promptTokens += count; }
   int64_t numPromptTokens() const { return promptTokens; }
 
@@ -51,7 +54,18 @@ private:
     nlohmann::ordered_json stopReason;
     nlohmann::ordered_json logprobs; // accumulated when not streaming
     bool roleSent = false;
+    /// Reads the tool calls of a chat request with tools.
+    std::optional<ToolCallParser> toolCalls;
   };
+
+  /// The finish_reason a choice reports: "tool_calls" when it stopped after
+  /// calling tools.
+  static nlohmann::ordered_json finishReasonOf(const Choice &choice);
+  /// A chat choice's message: its content, and its tool calls when it made some.
+  static nlohmann::ordered_json message(const Choice &choice);
+  /// Feeds an event's text to the choice's tool-call parser: its chunks'
+  /// deltas (content, then tool calls), with `logprobs` on the first.
+  std::vector<nlohmann::ordered_json> toolCallDeltas(Choice &choice, const StreamEvent &event);
 
   nlohmann::ordered_json envelope() const;
   nlohmann::ordered_json usage() const;
@@ -69,6 +83,10 @@ private:
   std::string model;
   int64_t created;
   const tokenizer::Tokenizer *tokenizer;
+  /// The special token that starts the format's calls (Mistral's
+  /// [TOOL_CALLS]), which decoding leaves out of the text; -1 when none.
+  int32_t toolMarkerToken = -1;
+  std::string toolMarker;
   std::vector<Choice> choices;
   int64_t promptTokens = 0;
 };

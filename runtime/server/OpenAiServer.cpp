@@ -96,13 +96,16 @@ void OpenAiServer::checkModel(const std::string &model) const {
                    "model", "model_not_found");
 }
 
-std::string OpenAiServer::applyChatTemplate(const nlohmann::ordered_json &messages) const {
+std::string OpenAiServer::applyChatTemplate(const GenerationRequest &request) const {
   if (!served.chatTemplate)
     throw ApiError(400, "this model has no chat template: use /v1/completions");
-  nlohmann::ordered_json context = {{"messages", messages},
-                  {"add_generation_prompt", true},
-                  {"bos_token", served.bosToken},
-                  {"eos_token", served.eosToken}};
+  // chat_template_kwargs first: the request's own variables win, as in vLLM.
+  nlohmann::ordered_json context = request.templateKwargs;
+  context["messages"] = request.messages;
+  context["add_generation_prompt"] = true;
+  context["bos_token"] = served.bosToken;
+  context["eos_token"] = served.eosToken;
+  if (!request.tools.is_null()) context["tools"] = request.tools;
   try {
     return served.chatTemplate->render(context);
   } catch (const chat::ChatTemplateError &error) {
@@ -183,7 +186,15 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
   GenerationRequest request = parseGenerationRequest(endpoint, body, engine.maxModelLen());
   checkModel(request.model);
   bool chat = endpoint == Endpoint::ChatCompletions;
-  if (chat) request.prompts.emplace_back().text = applyChatTemplate(request.messages);
+  request.modelToolCallFormat = served.toolCallFormat;
+  if (request.toolChoice == GenerationRequest::ToolChoice::Auto) {
+    if (!served.toolCallFormat)
+      throw ApiError(400, "tool_choice 'auto' needs a tool-call format: this model's chat template "
+                          "writes none llmc reads; start the server with --tool-call-parser",
+                     "tool_choice");
+    request.toolCallFormat = served.toolCallFormat;
+  }
+  if (chat) request.prompts.emplace_back().text = applyChatTemplate(request);
   bool hasText = false;
   for (const PromptInput &prompt : request.prompts) hasText |= prompt.text.has_value();
   if (!served.tokenizer && (hasText || !request.stop.empty() || request.logprobs))
@@ -264,13 +275,14 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
         for (RequestId id : ids) engine.abort(id);
         continue;
       }
-      json chunk = builder.add(prompt * samples + event.index, event);
+      std::vector<json> eventChunks = builder.add(prompt * samples + event.index, event);
       if (event.last()) {
         --openSamples[prompt];
         --unfinished;
         if (!finishReason) finishReason = finishReasonText(event.finishReason);
       }
-      if (request.stream && !failure && !chunk.is_null()) chunks.push_back(chunk.dump());
+      if (request.stream && !failure)
+        for (const json &chunk : eventChunks) chunks.push_back(chunk.dump());
     }
     if (chunks.empty() || exchange.clientGone()) continue;
     if (!streaming) {

@@ -46,7 +46,9 @@ private:
   nlohmann::ordered_json modelList() const;
   void checkApiKey(const HttpRequest &request) const;
   void checkModel(const std::string &model) const;
-  std::string applyChatTemplate(const nlohmann::ordered_json &messages) const;
+  /// The chat prompt: the messages, tools and chat_template_kwargs through the
+  /// model's chat template.
+  std::string applyChatTemplate(const GenerationRequest &request) const;
 
   AsyncEngine &engine;
   const ServedModel &served;

@@ -13,6 +13,7 @@
 
 #include "runtime/chat/ChatTemplate.h"
 #include "runtime/engine/AsyncEngine.h"
+#include "runtime/server/ToolCalls.h"
 
 #include <cstdint>
 #include <functional>
@@ -35,6 +36,9 @@ struct ServedModel {
   /// Compiles requests' output constraints; null without a tokenizer (then
   /// constrained requests are refused).
   structured::GrammarCompiler *grammars = nullptr;
+  /// How the model writes tool calls (from its chat template, or
+  /// --tool-call-parser); nullopt: tool_choice "auto" is refused.
+  std::optional<ToolCallFormat> toolCallFormat;
   /// The id /v1/models lists and requests name.
   std::string name;
 };

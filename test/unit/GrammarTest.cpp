@@ -83,6 +83,21 @@ TEST(Grammar, JsonSchemaStartsWithTheObjectAndFollowsItsProperties) {
   EXPECT_EQ(allowed(matcher), (std::vector<int32_t>{kEos}));
 }
 
+TEST(Grammar, JsonStringsNeverHoldRawControlCharacters) {
+  GrammarCompiler compiler = makeCompiler();
+  // Bounded and unbounded strings alike (xgrammar 0.2.8's bounded ones did,
+  // until scripts/setup.sh fixed its character class).
+  for (const char *bound : {"", R"(, "maxLength": 8)"}) {
+    std::string schema = std::string(R"({"type": "string")") + bound + "}";
+    GrammarMatcher matcher(compiler.compile({GrammarSpec::Kind::JsonSchema, schema, {}, "s"}));
+    acceptText(matcher, "\"a");
+    std::vector<int32_t> next = allowed(matcher);
+    for (int32_t control = 0; control < 0x20; ++control)
+      EXPECT_FALSE(std::count(next.begin(), next.end(), control)) << bound << " " << control;
+    EXPECT_TRUE(std::count(next.begin(), next.end(), 'b'));
+  }
+}
+
 TEST(Grammar, RegexAndEbnf) {
   GrammarCompiler compiler = makeCompiler();
   GrammarMatcher digits(compiler.compile({GrammarSpec::Kind::Regex, "[0-9]{2}", {}, "r"}));

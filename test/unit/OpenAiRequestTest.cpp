@@ -122,8 +122,74 @@ TEST(OpenAiRequest, ChatMessagesAndItsOwnFields) {
             "top_logprobs");
   EXPECT_EQ(faultOf(chat, R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})"),
             "messages");
-  EXPECT_EQ(faultOf(chat, R"({"messages": [{"role": "user", "content": "x"}], "tools": []})"),
+  EXPECT_EQ(faultOf(chat, R"({"messages": [{"role": "user", "content": "x"}], "functions": []})"),
+            "functions");
+}
+
+TEST(OpenAiRequest, ToolsAndToolChoice) {
+  using ToolChoice = GenerationRequest::ToolChoice;
+  auto chatWith = [](const std::string &fields) {
+    return parseGenerationRequest(
+        Endpoint::ChatCompletions,
+        json::parse(R"({"messages": [{"role": "user", "content": "x"}], )" + fields + "}"),
+        kMaxModelLen);
+  };
+  std::string tools = R"("tools": [{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+      {"type": "function", "function": {"name": "now"}}])";
+  GenerationRequest automatic = chatWith(tools);
+  EXPECT_EQ(automatic.toolChoice, ToolChoice::Auto);
+  EXPECT_FALSE(automatic.grammar);
+  EXPECT_FALSE(automatic.toolCallFormat); // the server sets the model's
+  EXPECT_EQ(automatic.tools.size(), 2u);
+
+  GenerationRequest named =
+      chatWith(tools + R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})");
+  EXPECT_EQ(named.toolChoice, ToolChoice::Named);
+  EXPECT_EQ(named.toolFunction, "get_weather");
+  EXPECT_EQ(named.toolCallFormat, ToolCallFormat::Named);
+  ASSERT_TRUE(named.grammar);
+  EXPECT_EQ(json::parse(named.grammar->source)["properties"]["city"]["type"], "string");
+
+  GenerationRequest required =
+      chatWith(tools + R"(, "tool_choice": "required", "parallel_tool_calls": false)");
+  ASSERT_TRUE(required.grammar);
+  json schema = json::parse(required.grammar->source);
+  EXPECT_EQ(schema["type"], "array");
+  EXPECT_EQ(schema["minItems"], 1);
+  EXPECT_EQ(schema["maxItems"], 1);
+  EXPECT_EQ(schema["items"]["anyOf"][1]["properties"]["name"]["enum"][0], "now");
+  EXPECT_EQ(schema["items"]["anyOf"][1]["properties"]["parameters"]["type"], "object");
+
+  EXPECT_EQ(chatWith(tools + R"(, "tool_choice": "none")").toolChoice, ToolChoice::None);
+  // A call's arguments come as JSON text and go to the template as an object.
+  GenerationRequest history = chatWith(R"("messages": [{"role": "assistant", "content": null,
+      "tool_calls": [{"id": "a", "type": "function",
+                      "function": {"name": "f", "arguments": "{\"x\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "a", "content": "2"}])");
+  EXPECT_EQ(history.messages[0]["tool_calls"][0]["function"]["arguments"]["x"], 1);
+  EXPECT_EQ(chatWith(R"("chat_template_kwargs": {"enable_thinking": false})")
+                .templateKwargs["enable_thinking"],
+            false);
+
+  Endpoint chat = Endpoint::ChatCompletions;
+  std::string message = R"({"messages": [{"role": "user", "content": "x"}], )";
+  EXPECT_EQ(faultOf(chat, message + R"("tools": [{"type": "function"}]})"), "tools");
+  EXPECT_EQ(faultOf(chat, message + R"("tools": [{"type": "retrieval", "function": {}}]})"),
             "tools");
+  EXPECT_EQ(faultOf(chat, message + R"("tool_choice": "required"})"), "tool_choice");
+  EXPECT_EQ(faultOf(chat, message + tools + R"(, "tool_choice": "sometimes"})"), "tool_choice");
+  EXPECT_EQ(faultOf(chat, message + tools +
+                              R"(, "tool_choice": {"type": "function", "function": {"name": "x"}}})"),
+            "tool_choice");
+  EXPECT_EQ(faultOf(chat, message + tools +
+                              R"(, "tool_choice": "required", "guided_regex": "a"})"),
+            "tool_choice");
+  EXPECT_EQ(faultOf(chat, message + R"("chat_template_kwargs": 3})"), "chat_template_kwargs");
+  EXPECT_EQ(faultOf(chat, R"({"messages": [{"role": "assistant", "tool_calls": [{"function":
+                              {"name": "f", "arguments": "{oops"}}]}]})"),
+            "messages");
+  EXPECT_EQ(faultOf(Endpoint::Completions, R"({"prompt": "x", )" + tools + "}"), "tools");
 }
 
 TEST(OpenAiRequest, OutputConstraints) {

@@ -42,6 +42,8 @@ constexpr const char *kUsage =
     "  --served-model-name NAME   the model id of /v1/models (default: the artifact's\n"
     "                             directory name without .llmc)\n"
     "  --chat-template FILE       a Jinja chat template to use instead of the artifact's\n"
+    "  --tool-call-parser NAME    how the model writes tool calls: hermes, llama3_json or\n"
+    "                             mistral (default: read off the chat template)\n"
     "  --max-pending-requests N   requests accepted and unfinished at most; more get 429\n"
     "                             (default 4096)\n"
     "  --max-body-bytes SIZE      larger request bodies get 413 (default 16MiB)\n"
@@ -58,6 +60,7 @@ struct ServeCommand {
   runtime::AsyncEngineConfig asyncEngine;
   runtime::server::ServerOptions server;
   std::string modelName;
+  std::optional<runtime::server::ToolCallFormat> toolCallFormat;
 };
 
 /// The artifact's directory name without ".llmc" (and without a trailing slash).
@@ -95,6 +98,11 @@ std::optional<ServeCommand> parseArguments(const std::vector<std::string> &args)
       command.modelName = value;
     } else if (name == "--chat-template") {
       command.chatTemplateFile = value;
+    } else if (name == "--tool-call-parser") {
+      command.toolCallFormat = runtime::server::toolCallFormatNamed(value);
+      if (!command.toolCallFormat)
+        throw Error("--tool-call-parser must be hermes, llama3_json or mistral, not '" + value +
+                    "'");
     } else if (name == "--max-pending-requests") {
       command.asyncEngine.maxPendingRequests = static_cast<size_t>(parseInteger(value, name, 1));
     } else if (name == "--max-body-bytes") {
@@ -158,6 +166,9 @@ int runServe(const std::vector<std::string> &args) {
     served.eosTokenIds = runtime::tokenizer::endOfSequenceIds(text.config, text.tokenizer.get(),
                                                               model.config().vocabSize);
     served.name = command->modelName;
+    served.toolCallFormat = command->toolCallFormat;
+    if (!served.toolCallFormat && text.config.chatTemplate)
+      served.toolCallFormat = runtime::server::detectToolCallFormat(*text.config.chatTemplate);
     std::unique_ptr<runtime::structured::GrammarCompiler> grammars;
     if (text.tokenizer) {
       grammars = std::make_unique<runtime::structured::GrammarCompiler>(
