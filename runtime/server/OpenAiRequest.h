@@ -70,6 +70,11 @@ struct GenerationRequest {
   /// The model's own format (set by the server): Mistral's templates take
   /// back only ids of 9 characters.
   std::optional<ToolCallFormat> modelToolCallFormat;
+  /// A reasoning model's chat, unless tool_choice forces a call (set by the
+  /// server): its <think> text is reasoning_content; `startsThinking` when
+  /// the prompt opened the <think> block.
+  bool reasoning = false;
+  bool startsThinking = false;
   /// chat_template_kwargs: more variables for the chat template.
   nlohmann::ordered_json templateKwargs = nlohmann::ordered_json::object();
 };

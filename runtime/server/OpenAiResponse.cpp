@@ -42,10 +42,16 @@ ResponseBuilder::ResponseBuilder(const GenerationRequest &request, std::string m
                   std::chrono::system_clock::now().time_since_epoch())
                   .count()),
       tokenizer(tokenizer), choices(numChoices) {
-  if (!request.toolCallFormat) return;
   bool mistralIds = request.modelToolCallFormat == ToolCallFormat::Mistral;
-  for (Choice &choice : choices)
-    choice.toolCalls.emplace(*request.toolCallFormat, request.toolFunction, mistralIds);
+  for (Choice &choice : choices) {
+    if (request.toolCallFormat)
+      choice.toolCalls.emplace(*request.toolCallFormat, request.toolFunction, mistralIds);
+    if (!request.reasoning) continue;
+    choice.reasoning.emplace(request.startsThinking);
+    if (request.toolCallFormat == ToolCallFormat::Hermes)
+      choice.reasoningToolCalls.emplace(ToolCallFormat::Hermes, "", mistralIds);
+  }
+  if (!request.toolCallFormat) return;
   std::string_view marker = toolCallMarker(*request.toolCallFormat);
   if (!tokenizer || marker.empty()) return;
   std::optional<int32_t> id = tokenizer->tokenToId(marker);
@@ -109,27 +115,74 @@ json ResponseBuilder::usage() const {
           {"total_tokens", promptTokens + completionTokens}};
 }
 
+std::vector<ToolCall> ResponseBuilder::callsOf(const Choice &choice) {
+  std::vector<ToolCall> calls;
+  for (const std::optional<ToolCallParser> *parser : {&choice.reasoningToolCalls, &choice.toolCalls})
+    if (*parser) calls.insert(calls.end(), (*parser)->calls().begin(), (*parser)->calls().end());
+  return calls;
+}
+
 json ResponseBuilder::finishReasonOf(const Choice &choice) {
   if (!choice.finishReason) return nullptr;
-  if (std::string_view(choice.finishReason) == "stop" && choice.toolCalls &&
-      !choice.toolCalls->calls().empty())
+  if (std::string_view(choice.finishReason) == "stop" && !callsOf(choice).empty())
     return "tool_calls";
   return choice.finishReason;
 }
 
-std::vector<json> ResponseBuilder::toolCallDeltas(Choice &choice, const StreamEvent &event) {
+namespace {
+/// Moves a parser's tool-call deltas into `deltas`, their indices renumbered
+/// into the choice's (`index` maps the parser's calls to the choice's).
+void takeCalls(std::vector<json> &calls, std::vector<size_t> &index, size_t &numCalls,
+               std::vector<json> &deltas) {
+  for (json &call : calls) {
+    size_t local = call["index"];
+    if (call.contains("id")) index.push_back(numCalls++);
+    call["index"] = index.at(local);
+    deltas.push_back({{"tool_calls", json::array({std::move(call)})}});
+  }
+}
+} // namespace
+
+std::vector<json> ResponseBuilder::chatDeltas(Choice &choice, const StreamEvent &event) {
   std::string text = event.text;
   if (event.token && event.token->token == toolMarkerToken) text = toolMarker + text;
-  ToolCallParser::Delta delta = choice.toolCalls->add(text);
+  ReasoningSplitter::Split split{{}, std::move(text)};
+  if (choice.reasoning) {
+    split = choice.reasoning->add(split.content);
+    if (event.last()) {
+      ReasoningSplitter::Split rest = choice.reasoning->finish();
+      split.reasoning += rest.reasoning;
+      split.content += rest.content;
+    }
+  }
+  std::vector<json> deltas;
+  if (choice.reasoningToolCalls) {
+    ToolCallParser::Delta delta = choice.reasoningToolCalls->add(split.reasoning);
+    if (event.last()) {
+      ToolCallParser::Delta rest = choice.reasoningToolCalls->finish();
+      delta.content += rest.content;
+      for (json &call : rest.toolCalls) delta.toolCalls.push_back(std::move(call));
+    }
+    split.reasoning = std::move(delta.content);
+    if (!split.reasoning.empty()) deltas.push_back({{"reasoning_content", split.reasoning}});
+    takeCalls(delta.toolCalls, choice.reasoningCallIndex, choice.numCallsSent, deltas);
+  } else if (!split.reasoning.empty()) {
+    deltas.push_back({{"reasoning_content", split.reasoning}});
+  }
+  choice.reasoningText += split.reasoning;
+  if (!choice.toolCalls) {
+    choice.content += split.content;
+    if (!split.content.empty()) deltas.push_back({{"content", split.content}});
+    return deltas;
+  }
+  ToolCallParser::Delta delta = choice.toolCalls->add(split.content);
   if (event.last()) {
     ToolCallParser::Delta rest = choice.toolCalls->finish();
     delta.content += rest.content;
     for (json &call : rest.toolCalls) delta.toolCalls.push_back(std::move(call));
   }
-  std::vector<json> deltas;
   if (!delta.content.empty()) deltas.push_back({{"content", delta.content}});
-  for (json &call : delta.toolCalls)
-    deltas.push_back({{"tool_calls", json::array({std::move(call)})}});
+  takeCalls(delta.toolCalls, choice.contentCallIndex, choice.numCallsSent, deltas);
   return deltas;
 }
 
@@ -149,10 +202,10 @@ std::vector<json> ResponseBuilder::add(size_t index, const StreamEvent &event) {
   }
   choice.text += event.text; // streamed too: the text offsets of logprobs count it
   std::vector<json> deltas;
-  if (choice.toolCalls)
-    deltas = toolCallDeltas(choice, event);
+  if (chat)
+    deltas = chatDeltas(choice, event);
   else if (!event.text.empty())
-    deltas.push_back({{chat ? "content" : "text", event.text}});
+    deltas.push_back({{"text", event.text}});
   if (!stream) {
     if (!logprobs.is_null()) appendLogprobs(choice.logprobs, logprobs);
     return {};
@@ -188,21 +241,26 @@ std::vector<json> ResponseBuilder::add(size_t index, const StreamEvent &event) {
 }
 
 json ResponseBuilder::message(const Choice &choice) {
-  json message = {{"role", "assistant"}, {"content", choice.text}};
-  if (!choice.toolCalls || choice.toolCalls->calls().empty()) return message;
+  std::vector<ToolCall> calls = callsOf(choice);
+  std::string content = choice.toolCalls ? choice.toolCalls->content() : choice.content;
+  json message = {{"role", "assistant"}, {"content", content}};
+  if (choice.reasoning)
+    message["reasoning_content"] =
+        choice.reasoningText.empty() ? json() : json(choice.reasoningText);
+  if (calls.empty()) return message;
   // The text around the calls, if any, is the content.
-  std::string_view content = choice.toolCalls->content();
-  while (!content.empty() && std::isspace(static_cast<unsigned char>(content.front())))
-    content.remove_prefix(1);
-  while (!content.empty() && std::isspace(static_cast<unsigned char>(content.back())))
-    content.remove_suffix(1);
-  message["content"] = content.empty() ? json() : json(std::string(content));
-  json calls = json::array();
-  for (const ToolCall &call : choice.toolCalls->calls())
-    calls.push_back({{"id", call.id},
-                     {"type", "function"},
-                     {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
-  message["tool_calls"] = std::move(calls);
+  std::string_view around = content;
+  while (!around.empty() && std::isspace(static_cast<unsigned char>(around.front())))
+    around.remove_prefix(1);
+  while (!around.empty() && std::isspace(static_cast<unsigned char>(around.back())))
+    around.remove_suffix(1);
+  message["content"] = around.empty() ? json() : json(std::string(around));
+  json list = json::array();
+  for (const ToolCall &call : calls)
+    list.push_back({{"id", call.id},
+                    {"type", "function"},
+                    {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  message["tool_calls"] = std::move(list);
   return message;
 }
 

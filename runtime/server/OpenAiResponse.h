@@ -5,7 +5,8 @@
 // `text_completion` / `chat.completion.chunk` objects, the chat role first,
 // the usage last when asked), or the whole response at the end. A chat
 // request with tools has its choices' tool calls read out of their text
-// (ToolCalls.h) and sent as OpenAI's tool_calls, streamed as deltas.
+// (ToolCalls.h) and sent as OpenAI's tool_calls, streamed as deltas; a
+// reasoning model's <think> text goes to reasoning_content (Reasoning.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_SERVER_OPENAIRESPONSE_H
@@ -13,6 +14,7 @@
 
 #include "runtime/engine/AsyncEngine.h"
 #include "runtime/server/OpenAiRequest.h"
+#include "runtime/server/Reasoning.h"
 
 #include <nlohmann/json.hpp>
 
@@ -56,16 +58,28 @@ private:
     bool roleSent = false;
     /// Reads the tool calls of a chat request with tools.
     std::optional<ToolCallParser> toolCalls;
+    /// A reasoning model's: splits off the <think> text, and reads the
+    /// (Hermes) calls written inside it, which are calls all the same.
+    std::optional<ReasoningSplitter> reasoning;
+    std::optional<ToolCallParser> reasoningToolCalls;
+    std::string reasoningText;
+    /// The answer's text, apart from the reasoning.
+    std::string content;
+    /// The streamed index of each call of reasoningToolCalls and toolCalls.
+    std::vector<size_t> reasoningCallIndex, contentCallIndex;
+    size_t numCallsSent = 0;
   };
 
   /// The finish_reason a choice reports: "tool_calls" when it stopped after
   /// calling tools.
   static nlohmann::ordered_json finishReasonOf(const Choice &choice);
+  /// Every call a choice made, those inside its reasoning first.
+  static std::vector<ToolCall> callsOf(const Choice &choice);
   /// A chat choice's message: its content, and its tool calls when it made some.
   static nlohmann::ordered_json message(const Choice &choice);
-  /// Feeds an event's text to the choice's tool-call parser: its chunks'
-  /// deltas (content, then tool calls), with `logprobs` on the first.
-  std::vector<nlohmann::ordered_json> toolCallDeltas(Choice &choice, const StreamEvent &event);
+  /// A chat event's text through the choice's reasoning splitter and
+  /// tool-call parsers: its chunks' deltas (reasoning, content, tool calls).
+  std::vector<nlohmann::ordered_json> chatDeltas(Choice &choice, const StreamEvent &event);
 
   nlohmann::ordered_json envelope() const;
   nlohmann::ordered_json usage() const;

@@ -4,6 +4,7 @@
 #include "runtime/server/ApiError.h"
 #include "runtime/server/Mailbox.h"
 #include "runtime/server/OpenAiResponse.h"
+#include "runtime/server/Reasoning.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 namespace llmc::runtime::server {
@@ -194,7 +195,16 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
                      "tool_choice");
     request.toolCallFormat = served.toolCallFormat;
   }
-  if (chat) request.prompts.emplace_back().text = applyChatTemplate(request);
+  if (chat) {
+    request.prompts.emplace_back().text = applyChatTemplate(request);
+    // The calls tool_choice forces are JSON, not thinking; an output under a
+    // grammar starts where the grammar does, not inside a block the prompt opened.
+    using ToolChoice = GenerationRequest::ToolChoice;
+    request.reasoning = served.reasoning && request.toolChoice != ToolChoice::Required &&
+                        request.toolChoice != ToolChoice::Named;
+    request.startsThinking = request.reasoning && !request.grammar &&
+                             promptOpensThinking(*request.prompts[0].text);
+  }
   bool hasText = false;
   for (const PromptInput &prompt : request.prompts) hasText |= prompt.text.has_value();
   if (!served.tokenizer && (hasText || !request.stop.empty() || request.logprobs))

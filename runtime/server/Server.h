@@ -39,6 +39,9 @@ struct ServedModel {
   /// How the model writes tool calls (from its chat template, or
   /// --tool-call-parser); nullopt: tool_choice "auto" is refused.
   std::optional<ToolCallFormat> toolCallFormat;
+  /// A reasoning model (its template writes <think> blocks, or
+  /// --reasoning-parser): chat answers carry reasoning_content.
+  bool reasoning = false;
   /// The id /v1/models lists and requests name.
   std::string name;
 };

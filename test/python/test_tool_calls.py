@@ -12,7 +12,8 @@ are random, so what it calls is forced:
     string makes the model write a call in that format, which must come back as tool_calls.
 
 Each streamed and not; the streamed deltas (id and name first, then argument fragments) must
-add up to the same calls. The calls then go back into the conversation with the tool's
+add up to the same calls. With a Qwen3-style template, <think> text is reasoning_content and a
+call written inside it still comes back as a call. The calls then go back into the conversation with the tool's
 result and render through the template again. Refusals: tool_choice "auto" on a template
 with no known format, and a named function that is not offered, are 400s.
 """
@@ -28,7 +29,7 @@ import pytest
 
 from llmc.testing.server import Server, compile_chat_model
 from llmc.tokenizer import Tokenizer
-from test_chat_template import LLAMA3_1, MISTRAL_V0_3, QWEN2_5, REFERENCE
+from test_chat_template import LLAMA3_1, MISTRAL_V0_3, QWEN2_5, QWEN3_STYLE, REFERENCE
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = Path(os.environ.get("LLMC_BUILD_DIR", ROOT / "build")) / "bin" / "llmc"
@@ -197,3 +198,49 @@ def test_refusals(artifact):
         calls, _, reason = calls_of(client, False, tool_choice="required")
         assert reason == "tool_calls"
         check_calls(calls, "hermes")
+
+
+@pytest.fixture(scope="module")
+def reasoning_server(artifact, tmp_path_factory):
+    """A Qwen3-style template: <think> blocks and Hermes calls."""
+    template = tmp_path_factory.mktemp("qwen3") / "chat_template.jinja"
+    template.write_text(QWEN3_STYLE)
+    with Server(LLMC, artifact, "--chat-template", str(template), "--threads", "1") as server:
+        yield server
+
+
+def reasoning_of(client: openai.OpenAI, stream: bool, output: str):
+    """(reasoning_content, content, calls, finish_reason) of an output forced to `output`."""
+    kwargs = {"model": "", "messages": QUESTION, "tools": TOOLS, "max_tokens": 200,
+              "extra_body": {"guided_choice": [output]}}
+    if not stream:
+        choice = client.chat.completions.create(**kwargs).choices[0]
+        calls = [(call.function.name, json.loads(call.function.arguments))
+                 for call in choice.message.tool_calls or []]
+        return (choice.message.model_extra.get("reasoning_content"), choice.message.content,
+                calls, choice.finish_reason)
+    reasoning, content, calls, reason = "", "", [], None
+    for chunk in client.chat.completions.create(stream=True, **kwargs):
+        choice = chunk.choices[0]
+        reasoning += (choice.delta.model_extra or {}).get("reasoning_content") or ""
+        content += choice.delta.content or ""
+        for delta in choice.delta.tool_calls or []:
+            if delta.id:
+                calls.append([delta.function.name, delta.function.arguments or ""])
+            else:
+                calls[delta.index][1] += delta.function.arguments
+        reason = choice.finish_reason or reason
+    return (reasoning or None, content or None,
+            [(name, json.loads(arguments)) for name, arguments in calls], reason)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_thinking_is_reasoning_content(reasoning_server, stream):
+    client = client_of(reasoning_server)
+    assert reasoning_of(client, stream, "<think>\nThey want the weather.\n</think>\n\nSunny.") \
+        == ("\nThey want the weather.\n", "Sunny.", [], "stop")
+    # A call written while thinking is a call all the same.
+    assert reasoning_of(client, stream, "<think>\nI will look.\n" + NATIVE_CALLS["hermes"] +
+                        "\n</think>\n\n") == (
+        "\nI will look.", None, [("get_weather", {"city": "Paris", "unit": "celsius"})],
+        "tool_calls")

@@ -15,6 +15,7 @@
 
 #include "runtime/core/Artifact.h"
 #include "runtime/core/Error.h"
+#include "runtime/server/Reasoning.h"
 #include "runtime/server/Server.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/tokenizer/TokenizerConfig.h"
@@ -44,6 +45,9 @@ constexpr const char *kUsage =
     "  --chat-template FILE       a Jinja chat template to use instead of the artifact's\n"
     "  --tool-call-parser NAME    how the model writes tool calls: hermes, llama3_json or\n"
     "                             mistral (default: read off the chat template)\n"
+    "  --reasoning-parser NAME    deepseek_r1 or qwen3: <think> text is reasoning_content;\n"
+    "                             none: it is content (default: on when the chat template\n"
+    "                             writes <think> blocks)\n"
     "  --max-pending-requests N   requests accepted and unfinished at most; more get 429\n"
     "                             (default 4096)\n"
     "  --max-body-bytes SIZE      larger request bodies get 413 (default 16MiB)\n"
@@ -61,6 +65,7 @@ struct ServeCommand {
   runtime::server::ServerOptions server;
   std::string modelName;
   std::optional<runtime::server::ToolCallFormat> toolCallFormat;
+  std::optional<bool> reasoning;
 };
 
 /// The artifact's directory name without ".llmc" (and without a trailing slash).
@@ -98,6 +103,10 @@ std::optional<ServeCommand> parseArguments(const std::vector<std::string> &args)
       command.modelName = value;
     } else if (name == "--chat-template") {
       command.chatTemplateFile = value;
+    } else if (name == "--reasoning-parser") {
+      if (value != "deepseek_r1" && value != "qwen3" && value != "none")
+        throw Error("--reasoning-parser must be deepseek_r1, qwen3 or none, not '" + value + "'");
+      command.reasoning = value != "none";
     } else if (name == "--tool-call-parser") {
       command.toolCallFormat = runtime::server::toolCallFormatNamed(value);
       if (!command.toolCallFormat)
@@ -169,6 +178,8 @@ int runServe(const std::vector<std::string> &args) {
     served.toolCallFormat = command->toolCallFormat;
     if (!served.toolCallFormat && text.config.chatTemplate)
       served.toolCallFormat = runtime::server::detectToolCallFormat(*text.config.chatTemplate);
+    served.reasoning = command->reasoning.value_or(
+        text.config.chatTemplate && runtime::server::templateThinks(*text.config.chatTemplate));
     std::unique_ptr<runtime::structured::GrammarCompiler> grammars;
     if (text.tokenizer) {
       grammars = std::make_unique<runtime::structured::GrammarCompiler>(
