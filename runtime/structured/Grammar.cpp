@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <regex>
 #include <thread>
 
 namespace llmc::runtime::structured {
@@ -55,12 +56,45 @@ std::string choiceGrammar(const std::vector<std::string> &choices) {
   return grammar;
 }
 
-/// xgrammar's messages start with the exception's kind; the client needs the
-/// reason only.
+/// xgrammar's messages start with a time and its source file and line; the
+/// client needs the reason only.
 std::string reason(const std::exception &error) {
-  std::string message = error.what();
+  static const std::regex kLocation(R"(^\[[^\]]*\]\s+\S+:[0-9]+:\s*)");
+  std::string message = std::regex_replace(error.what(), kLocation, "");
   while (!message.empty() && message.back() == '\n') message.pop_back();
   return message;
+}
+
+/// Refuses, by name, the JSON schema keywords that xgrammar 0.2.8 ignores
+/// (it would then allow outputs the schema rejects), walking every
+/// subschema. Unknown "format"s stay allowed: JSON Schema makes format an
+/// annotation unless a validator opts in.
+void checkSchemaKeywords(const nlohmann::json &schema, const std::string &field) {
+  if (!schema.is_object()) return;
+  static const char *const kIgnored[] = {"not",         "if",          "then",
+                                         "else",        "dependentRequired",
+                                         "dependentSchemas", "uniqueItems", "contains",
+                                         "minContains", "maxContains", "multipleOf"};
+  for (const char *keyword : kIgnored)
+    if (schema.contains(keyword))
+      throw GrammarError("'" + field + "' uses the JSON schema keyword '" + keyword +
+                             "', which structured outputs do not enforce",
+                         field);
+  bool bounded = schema.contains("minLength") || schema.contains("maxLength");
+  if (bounded && (schema.contains("pattern") || schema.contains("format")))
+    throw GrammarError("'" + field + "' combines minLength/maxLength with '" +
+                           (schema.contains("pattern") ? "pattern" : "format") +
+                           "', which structured outputs do not enforce together",
+                       field);
+  for (const char *single : {"additionalProperties", "items", "propertyNames",
+                             "unevaluatedProperties", "unevaluatedItems"})
+    if (schema.contains(single)) checkSchemaKeywords(schema[single], field);
+  for (const char *list : {"items", "prefixItems", "anyOf", "oneOf", "allOf"})
+    if (schema.contains(list) && schema[list].is_array())
+      for (const nlohmann::json &subschema : schema[list]) checkSchemaKeywords(subschema, field);
+  for (const char *map : {"properties", "patternProperties", "$defs", "definitions"})
+    if (schema.contains(map) && schema[map].is_object())
+      for (const nlohmann::json &subschema : schema[map]) checkSchemaKeywords(subschema, field);
 }
 
 } // namespace
@@ -94,6 +128,7 @@ std::shared_ptr<const CompiledGrammar> GrammarCompiler::compile(const GrammarSpe
       case Kind::JsonObject:
         return impl->compiler.CompileBuiltinJSONGrammar();
       case Kind::JsonSchema:
+        checkSchemaKeywords(nlohmann::json::parse(spec.source, nullptr, false), spec.field);
         // No whitespace beyond ", " and ": ": a model cannot stall in a run of
         // blanks, and the output is what json.dumps would print.
         return impl->compiler.CompileJSONSchema(spec.source, /*any_whitespace=*/false);

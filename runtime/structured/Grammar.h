@@ -9,8 +9,11 @@
 //
 // Contract:
 // - GrammarCompiler::compile() throws GrammarError, naming the request field,
-//   for a constraint xgrammar cannot compile; it caches what it compiled, so
-//   a schema is compiled once however many requests carry it.
+//   for a constraint xgrammar cannot compile, and for a JSON schema keyword
+//   it would not enforce (not, if/then/else, uniqueItems, contains,
+//   multipleOf, dependentRequired/Schemas; minLength/maxLength with pattern
+//   or format), named; it caches what it compiled, so a schema is compiled
+//   once however many requests carry it.
 // - A matcher's mask allows a token only if the text so far followed by the
 //   token is a prefix of a string of the grammar; once that text is a
 //   complete string, the stop tokens given to the compiler are allowed too,

@@ -8,7 +8,8 @@ grammar alone must make its output valid. The schemas bound every string, array 
 so that even the random model's output is complete well within max_tokens. Checked too:
 streaming (the pieces add up to a valid document), n > 1, /v1/completions, and that an
 output constraint the server cannot compile, or two at once, is one 400 naming the field,
-after which the server goes on serving.
+after which the server goes on serving; so is a schema keyword the grammar would not enforce
+(uniqueItems), rather than an output that ignores it.
 """
 from __future__ import annotations
 
@@ -179,6 +180,7 @@ def test_regex_choice_and_grammar(client):
     ({"response_format": {"type": "xml"}}, "response_format"),
     ({"guided_json": "{not json"}, "guided_json"),
     ({"guided_regex": "(ab"}, "guided_regex"),
+    ({"guided_json": {"type": "array", "uniqueItems": True}}, "guided_json"),
     ({"guided_choice": []}, "guided_choice"),
     ({"guided_grammar": "root ::= "}, "guided_grammar"),
     ({"guided_json": {"type": "object"}, "guided_regex": "a+"}, "guided_regex"),

@@ -137,3 +137,31 @@ TEST(Grammar, UncompilableConstraintsNameTheirField) {
             "guided_grammar");
   EXPECT_EQ(fieldOfError({GrammarSpec::Kind::Choice, {}, {}, "guided_choice"}), "guided_choice");
 }
+
+TEST(Grammar, SchemaKeywordsThatWouldNotBeEnforcedAreRefusedByName) {
+  GrammarCompiler compiler = makeCompiler();
+  auto refusal = [&](const std::string &schema) -> std::string {
+    try {
+      compiler.compile({GrammarSpec::Kind::JsonSchema, schema, {}, "response_format"});
+    } catch (const GrammarError &error) {
+      return error.what();
+    }
+    return "";
+  };
+  for (const char *keyword : {"not", "uniqueItems", "multipleOf", "dependentRequired", "if"}) {
+    // Anywhere in the schema: nested under properties, items, anyOf or $defs.
+    std::string nested = std::string(R"({"type": "object", "properties": {"a": {"anyOf": [
+        {"type": "array", "items": {"$ref": "#/$defs/x"}}]}}, "$defs": {"x": {")") + keyword +
+                         R"(": 1}}})";
+    EXPECT_NE(refusal(nested).find(std::string("'") + keyword + "'"), std::string::npos)
+        << keyword << ": " << refusal(nested);
+  }
+  // A property may be named like a keyword.
+  EXPECT_EQ(refusal(R"({"type": "object", "properties": {"not": {"type": "integer"}}})"), "");
+  EXPECT_NE(refusal(R"({"type": "string", "pattern": "a+", "maxLength": 3})").find("maxLength"),
+            std::string::npos);
+  // xgrammar's own errors, without its source location.
+  std::string message = refusal(R"({"type": "string", "pattern": "(a"})");
+  EXPECT_EQ(message.find(".cc:"), std::string::npos) << message;
+  EXPECT_NE(message.find("'response_format' cannot be compiled"), std::string::npos);
+}
