@@ -72,9 +72,11 @@ struct LlmPlanMemoryPass : impl::LlmPlanMemoryPassBase<LlmPlanMemoryPass> {
       order[&op] = index++;
       if (needsNoBuffer(&op)) continue;
       if (isView(&op)) {
+        // A copy of the index: inserting the results may grow the map.
         auto source = bufferOf.find(op.getOperand(0));
-        if (source != bufferOf.end())
-          for (Value result : op.getResults()) bufferOf[result] = source->second;
+        if (source == bufferOf.end()) continue;
+        unsigned buffer = source->second;
+        for (Value result : op.getResults()) bufferOf[result] = buffer;
         continue;
       }
       for (Value result : op.getResults()) {
@@ -85,10 +87,13 @@ struct LlmPlanMemoryPass : impl::LlmPlanMemoryPassBase<LlmPlanMemoryPass> {
         buffers.push_back({result, *bytes, order[&op], order[&op]});
       }
     }
-    // A buffer lives until the last use of any value that is (a view of) it.
+    // A buffer lives until the last use of any value that is (a view of) it;
+    // a use inside a nested region counts at its top-level op.
+    Block &body = func.getBody().front();
     for (auto [value, buffer] : bufferOf)
       for (Operation *user : value.getUsers())
-        buffers[buffer].lastUse = std::max(buffers[buffer].lastUse, order[user]);
+        if (Operation *top = body.findAncestorOpInBlock(*user))
+          buffers[buffer].lastUse = std::max(buffers[buffer].lastUse, order.lookup(top));
 
     int64_t workspaceBytes = assignOffsets(buffers);
     annotate(func, buffers, bufferOf);
