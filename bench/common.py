@@ -1,5 +1,5 @@
-"""What the bench scripts that run in the project's venv share: progress lines and the
-machine's name for RESULTS.md rows."""
+"""What the bench scripts that run in the project's venv share: progress lines, the
+machine's name for RESULTS.md rows, and appending those rows."""
 from __future__ import annotations
 
 import os
@@ -30,3 +30,21 @@ def machine() -> str:
     except OSError:
         pass
     return f"{len(os.sched_getaffinity(0))}-CPU {model}{memory}"
+
+
+def record_rows(results: Path, section: str, section_text: str, rows: list[str]) -> None:
+    """Appends table rows after the last row of `section` (its heading line) in `results`;
+    a missing section is created at the end from `section_text` (heading, text and header)."""
+    text = results.read_text()
+    block = "".join(row + "\n" for row in rows)
+    if section not in text:
+        results.write_text(text.rstrip("\n") + "\n\n" + section_text + block)
+        return
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.rstrip("\n") == section)
+    # After the last table row before the next section.
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
+               len(lines))
+    table = [i for i in range(start, end) if lines[i].startswith("|")]
+    lines.insert(table[-1] + 1 if table else end, block)
+    results.write_text("".join(lines))

@@ -34,7 +34,7 @@ import numpy as np
 import onnxruntime as ort
 
 from llmc.testing.ort_reference import OrtDecoder
-from common import machine, progress
+from common import machine, progress, record_rows
 from peers import run_vllm, vllm_missing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,24 +143,6 @@ def table_row(result: dict) -> str:
             f"| {vllm} |")
 
 
-def record(result: dict) -> None:
-    """Appends the row to the section's table, creating the section at the end if needed."""
-    text = RESULTS.read_text()
-    row = table_row(result) + "\n"
-    if SECTION not in text:
-        RESULTS.write_text(text.rstrip("\n") + "\n\n" + section_text() + row)
-        return
-    lines = text.splitlines(keepends=True)
-    start = next(i for i, line in enumerate(lines) if line.rstrip("\n") == SECTION)
-    # After the last table row before the next section.
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-               len(lines))
-    rows = [i for i in range(start, end) if lines[i].startswith("|")]
-    at = rows[-1] + 1 if rows else end
-    lines.insert(at, row)
-    RESULTS.write_text("".join(lines))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--artifact", type=Path, default=ROOT / "build" / "smollm2-135m.llmc")
@@ -240,7 +222,7 @@ def main() -> int:
               f"/ onnxruntime {result['concurrent_over_onnxruntime']:.2f}x"
               + (f", / vLLM {result['concurrent_over_vllm']:.2f}x" if args.vllm else ""))
     if args.record:
-        record(result)
+        record_rows(RESULTS, SECTION, section_text(), [table_row(result)])
         progress(f"recorded in {RESULTS.relative_to(ROOT)}", args.quiet)
     return 0
 

@@ -30,7 +30,7 @@ import jsonschema
 import openai
 
 from llmc.testing.server import Server
-from common import machine, progress
+from common import machine, progress, record_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 LLMC = ROOT / "build" / "bin" / "llmc"
@@ -122,21 +122,6 @@ def table_rows(result: dict) -> list[str]:
     return rows
 
 
-def record(result: dict) -> None:
-    text = RESULTS.read_text()
-    rows = "".join(row + "\n" for row in table_rows(result))
-    if SECTION not in text:
-        RESULTS.write_text(text.rstrip("\n") + "\n\n" + section_text() + rows)
-        return
-    lines = text.splitlines(keepends=True)
-    start = next(i for i, line in enumerate(lines) if line.rstrip("\n") == SECTION)
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
-               len(lines))
-    table = [i for i in range(start, end) if lines[i].startswith("|")]
-    lines.insert(table[-1] + 1 if table else end, rows)
-    RESULTS.write_text("".join(lines))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--artifact", type=Path, default=ROOT / "build" / "smollm2-135m.llmc")
@@ -171,7 +156,7 @@ def main() -> int:
     else:
         print("\n".join(table_rows(result)))
     if args.record:
-        record(result)
+        record_rows(RESULTS, SECTION, section_text(), table_rows(result))
         progress(f"recorded in {RESULTS.relative_to(ROOT)}", args.quiet)
     return 0
 
