@@ -6,6 +6,13 @@
 
 namespace llmc::runtime {
 
+size_t partialMatchAtEnd(std::string_view text, std::string_view marker) {
+  if (marker.empty()) return 0;
+  for (size_t length = std::min(marker.size() - 1, text.size()); length > 0; --length)
+    if (text.substr(text.size() - length) == marker.substr(0, length)) return length;
+  return 0;
+}
+
 StopStringMatcher::StopStringMatcher(std::vector<std::string> stopStrings) {
   for (std::string &stop : stopStrings)
     if (!stop.empty()) stops.push_back(std::move(stop));
@@ -34,14 +41,7 @@ StopStringMatcher::Result StopStringMatcher::add(std::string_view piece) {
   // starts where a stop string's first byte does, so never inside a UTF-8
   // character.
   size_t keep = 0;
-  for (const std::string &stop : stops) {
-    size_t longest = std::min(stop.size() - 1, text.size());
-    for (size_t length = longest; length > keep; --length)
-      if (text.compare(text.size() - length, length, stop, 0, length) == 0) {
-        keep = length;
-        break;
-      }
-  }
+  for (const std::string &stop : stops) keep = std::max(keep, partialMatchAtEnd(text, stop));
   heldBack = text.substr(text.size() - keep);
   text.resize(text.size() - keep);
   return {std::move(text), std::nullopt};

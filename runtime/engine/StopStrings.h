@@ -16,6 +16,11 @@
 
 namespace llmc::runtime {
 
+/// The length of the longest end of `text` that is the beginning of
+/// `marker` but not all of it: what a stream holds back until it knows
+/// whether the marker follows.
+size_t partialMatchAtEnd(std::string_view text, std::string_view marker);
+
 class StopStringMatcher {
 public:
   /// Empty strings are ignored.

@@ -1,10 +1,10 @@
 //===- OpenAiResponse.cpp - the response bodies of the OpenAI API ---------===//
 #include "runtime/server/OpenAiResponse.h"
 
+#include "runtime/server/Blanks.h"
 #include "runtime/server/RandomId.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
-#include <cctype>
 #include <chrono>
 
 namespace llmc::runtime::server {
@@ -249,11 +249,7 @@ json ResponseBuilder::message(const Choice &choice) {
         choice.reasoningText.empty() ? json() : json(choice.reasoningText);
   if (calls.empty()) return message;
   // The text around the calls, if any, is the content.
-  std::string_view around = content;
-  while (!around.empty() && std::isspace(static_cast<unsigned char>(around.front())))
-    around.remove_prefix(1);
-  while (!around.empty() && std::isspace(static_cast<unsigned char>(around.back())))
-    around.remove_suffix(1);
+  std::string_view around = trimBlanks(content);
   message["content"] = around.empty() ? json() : json(std::string(around));
   json list = json::array();
   for (const ToolCall &call : calls)

@@ -1,27 +1,14 @@
 //===- Reasoning.cpp - a reasoning model's <think> text, apart ------------===//
 #include "runtime/server/Reasoning.h"
 
-#include <algorithm>
+#include "runtime/engine/StopStrings.h"
+#include "runtime/server/Blanks.h"
 
 namespace llmc::runtime::server {
 namespace {
 
 constexpr std::string_view kOpen = "<think>";
 constexpr std::string_view kClose = "</think>";
-
-bool isSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-std::string_view trimLeft(std::string_view text) {
-  while (!text.empty() && isSpace(text.front())) text.remove_prefix(1);
-  return text;
-}
-
-/// The length of the longest end of `text` that `tag` starts with.
-size_t partialTagAtEnd(std::string_view text, std::string_view tag) {
-  for (size_t length = std::min(text.size(), tag.size() - 1); length > 0; --length)
-    if (tag.substr(0, length) == text.substr(text.size() - length)) return length;
-  return 0;
-}
 
 } // namespace
 
@@ -31,7 +18,7 @@ bool templateThinks(std::string_view chatTemplate) {
 }
 
 bool promptOpensThinking(std::string_view prompt) {
-  while (!prompt.empty() && isSpace(prompt.back())) prompt.remove_suffix(1);
+  prompt = trimTrailingBlanks(prompt);
   return prompt.size() >= kOpen.size() && prompt.substr(prompt.size() - kOpen.size()) == kOpen;
 }
 
@@ -39,7 +26,7 @@ ReasoningSplitter::Split ReasoningSplitter::add(std::string_view text) {
   pending += text;
   Split split;
   if (atStart) {
-    std::string_view head = trimLeft(pending);
+    std::string_view head = trimLeadingBlanks(pending);
     if (head.size() < kOpen.size() && kOpen.substr(0, head.size()) == head) return split;
     atStart = false;
     if (head.substr(0, kOpen.size()) == kOpen) {
@@ -50,7 +37,7 @@ ReasoningSplitter::Split ReasoningSplitter::add(std::string_view text) {
   if (thinking) {
     size_t close = pending.find(kClose);
     if (close == std::string::npos) {
-      size_t keep = pending.size() - partialTagAtEnd(pending, kClose);
+      size_t keep = pending.size() - partialMatchAtEnd(pending, kClose);
       split.reasoning = pending.substr(0, keep);
       pending.erase(0, keep);
       return split;
@@ -62,7 +49,7 @@ ReasoningSplitter::Split ReasoningSplitter::add(std::string_view text) {
   }
   if (afterThinking) {
     // The answer starts after the blank lines that follow </think>.
-    pending.erase(0, pending.size() - trimLeft(pending).size());
+    pending.erase(0, pending.size() - trimLeadingBlanks(pending).size());
     if (pending.empty()) return split;
     afterThinking = false;
   }

@@ -1,6 +1,8 @@
 //===- ToolCalls.cpp - tool calls out of generated text -------------------===//
 #include "runtime/server/ToolCalls.h"
 
+#include "runtime/engine/StopStrings.h"
+#include "runtime/server/Blanks.h"
 #include "runtime/server/RandomId.h"
 
 #include <random>
@@ -24,21 +26,6 @@ std::string toolCallId(bool mistral) {
   std::string id;
   for (int i = 0; i < 9; ++i) id += kAlphabet[random() % (sizeof kAlphabet - 1)];
   return id;
-}
-
-bool isSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && isSpace(text.front())) text.remove_prefix(1);
-  while (!text.empty() && isSpace(text.back())) text.remove_suffix(1);
-  return text;
-}
-
-/// The length of the longest end of `text` that `marker` starts with.
-size_t partialMarkerAtEnd(std::string_view text, std::string_view marker) {
-  for (size_t length = std::min(text.size(), marker.size() - 1); length > 0; --length)
-    if (marker.substr(0, length) == text.substr(text.size() - length)) return length;
-  return 0;
 }
 
 /// A call object {"name": string, <argumentsKey>: object}; nullopt otherwise.
@@ -126,12 +113,12 @@ void ToolCallParser::emitCall(ToolCall call, Delta &delta) {
 
 ToolCallParser::Delta ToolCallParser::releaseContent(bool atEnd) {
   Delta delta;
-  size_t held = atEnd ? 0 : partialMarkerAtEnd(pending, toolCallMarker(format));
+  size_t held = atEnd ? 0 : partialMatchAtEnd(pending, toolCallMarker(format));
   // Blanks before a call are not content: hold them until text follows.
   size_t end = pending.size() - held;
   if (!atEnd)
-    while (end > 0 && isSpace(pending[end - 1])) --end;
-  else if (!toolCalls.empty() && trim(pending).empty())
+    while (end > 0 && isBlank(pending[end - 1])) --end;
+  else if (!toolCalls.empty() && trimBlanks(pending).empty())
     end = 0, pending.clear();
   delta.content = pending.substr(0, end);
   pending.erase(0, end);
@@ -143,15 +130,15 @@ bool ToolCallParser::parseWhole(const std::string &text, Delta &delta) {
   std::vector<ToolCall> calls;
   if (format == ToolCallFormat::Llama3Json) {
     for (std::string_view part : topLevelParts(text)) {
-      json object = json::parse(trim(part), nullptr, /*allow_exceptions=*/false);
+      json object = json::parse(trimBlanks(part), nullptr, /*allow_exceptions=*/false);
       std::optional<ToolCall> call = callOf(object, "parameters");
       if (!call) call = callOf(object, "arguments");
       if (!call) return false;
       calls.push_back(std::move(*call));
     }
   } else {
-    std::string_view body = trim(text);
-    if (format == ToolCallFormat::Mistral) body = trim(body.substr(kMistralMarker.size()));
+    std::string_view body = trimBlanks(text);
+    if (format == ToolCallFormat::Mistral) body = trimBlanks(body.substr(kMistralMarker.size()));
     json list = json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (!list.is_array() || list.empty()) return false;
     const char *key = format == ToolCallFormat::Required ? "parameters" : "arguments";
@@ -171,7 +158,7 @@ void ToolCallParser::parseHermes(Delta &delta, bool atEnd) {
     if (open == std::string::npos) return;
     // Content before the call; blanks right before it are dropped.
     std::string before = pending.substr(0, open);
-    while (!before.empty() && isSpace(before.back())) before.pop_back();
+    before.resize(trimTrailingBlanks(before).size());
     delta.content += before;
     contentText += before;
     pending.erase(0, open);
@@ -179,7 +166,7 @@ void ToolCallParser::parseHermes(Delta &delta, bool atEnd) {
     if (close == std::string::npos && !atEnd) return; // the call is still coming
     size_t bodyEnd = close == std::string::npos ? pending.size() : close;
     size_t callEnd = close == std::string::npos ? pending.size() : close + kHermesClose.size();
-    json object = json::parse(trim(std::string_view(pending).substr(
+    json object = json::parse(trimBlanks(std::string_view(pending).substr(
                                   kHermesOpen.size(), bodyEnd - kHermesOpen.size())),
                               nullptr, /*allow_exceptions=*/false);
     if (std::optional<ToolCall> call = callOf(object, "arguments")) {
@@ -213,7 +200,7 @@ ToolCallParser::Delta ToolCallParser::add(std::string_view text) {
   case ToolCallFormat::Llama3Json:
   case ToolCallFormat::Mistral: {
     if (!started) {
-      std::string_view head = trim(pending);
+      std::string_view head = trimBlanks(pending);
       if (head.empty()) return delta;
       bool maybeCall = format == ToolCallFormat::Llama3Json
                            ? head.front() == '{'
