@@ -110,55 +110,47 @@ PY
   rm -rf "$work"
 fi
 
-# --- exporter venvs (opt-in) ---------------------------------------------------------
-# Each exporter pins its own transformers, so each has a venv of its own, installed from a
-# complete pinned closure (scripts/exporters/requirements-<name>.txt) like .venv.
+# --- opt-in venvs -----------------------------------------------------------------------
+# install_venv NAME REQUIREMENTS [STAMP [PIP_ARGS...]]: makes .venv-NAME and installs
+# REQUIREMENTS, a complete pinned closure, with --no-deps whenever it changed since the last
+# install: a hash of the file (and of STAMP, what else the install depends on) is kept in the
+# venv, as .venv keeps its own.
+install_venv() {
+  local name=$1 requirements=$2 stamp=${3:-}
+  shift $(($# < 3 ? $# : 3))
+  local venv=$ROOT/.venv-$name want have
+  [[ -x $venv/bin/python ]] || { log "creating .venv-$name"; python3 -m venv "$venv"; }
+  if [[ -n $stamp ]]; then
+    want=$(cat "$requirements" - <<<"$stamp" | sha256sum | cut -d' ' -f1)
+  else
+    want=$(sha256sum "$requirements" | cut -d' ' -f1)
+  fi
+  have=$(cat "$venv/.requirements.sha256" 2>/dev/null || true)
+  if [[ $want != "$have" ]]; then
+    log "installing $requirements into .venv-$name"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps "$@" \
+      -r "$requirements"
+    echo "$want" > "$venv/.requirements.sha256"
+  fi
+}
+
+# Each exporter pins its own transformers, so each has a venv of its own.
 if [[ $OPTIONS == *" exporters "* ]]; then
   for name in optimum genai; do
-    venv=$ROOT/.venv-$name
-    requirements=scripts/exporters/requirements-$name.txt
-    [[ -x $venv/bin/python ]] || { log "creating .venv-$name"; python3 -m venv "$venv"; }
-    want=$(sha256sum "$requirements" | cut -d' ' -f1)
-    have=$(cat "$venv/.requirements.sha256" 2>/dev/null || true)
-    if [[ $want != "$have" ]]; then
-      log "installing $requirements into .venv-$name"
-      "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$requirements"
-      echo "$want" > "$venv/.requirements.sha256"
-    fi
+    install_venv "$name" "scripts/exporters/requirements-$name.txt"
   done
 fi
 
-# --- llama.cpp venv (opt-in) ---------------------------------------------------------
 # llama-cpp-python compiles llama.cpp while it installs (several minutes): for the host CPU
 # (GGML_NATIVE), with OpenMP threads. The stamp covers CMAKE_ARGS too, so changing them rebuilds,
 # and pip's cache is off so that it cannot hand back a wheel built with other CMAKE_ARGS.
 if [[ $OPTIONS == *" llama-cpp "* ]]; then
-  venv=$ROOT/.venv-llamacpp
-  requirements=bench/requirements-llamacpp.txt
   export CMAKE_ARGS="-DGGML_NATIVE=ON -DGGML_OPENMP=ON"
-  [[ -x $venv/bin/python ]] || { log "creating .venv-llamacpp"; python3 -m venv "$venv"; }
-  want=$(cat "$requirements" - <<<"$CMAKE_ARGS" | sha256sum | cut -d' ' -f1)
-  have=$(cat "$venv/.requirements.sha256" 2>/dev/null || true)
-  if [[ $want != "$have" ]]; then
-    log "installing $requirements into .venv-llamacpp (builds llama.cpp)"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
-      --no-cache-dir -r "$requirements"
-    echo "$want" > "$venv/.requirements.sha256"
-  fi
+  install_venv llamacpp bench/requirements-llamacpp.txt "$CMAKE_ARGS" --no-cache-dir
 fi
 
-# --- vLLM venv (opt-in) --------------------------------------------------------------
 if [[ $OPTIONS == *" vllm "* ]]; then
-  venv=$ROOT/.venv-vllm
-  requirements=bench/requirements-vllm.txt
-  [[ -x $venv/bin/python ]] || { log "creating .venv-vllm"; python3 -m venv "$venv"; }
-  want=$(sha256sum "$requirements" | cut -d' ' -f1)
-  have=$(cat "$venv/.requirements.sha256" 2>/dev/null || true)
-  if [[ $want != "$have" ]]; then
-    log "installing $requirements into .venv-vllm"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$requirements"
-    echo "$want" > "$venv/.requirements.sha256"
-  fi
+  install_venv vllm bench/requirements-vllm.txt
 fi
 
 # --- build/ ----------------------------------------------------------------------------
