@@ -141,6 +141,20 @@ void takeCalls(std::vector<json> &calls, std::vector<size_t> &index, size_t &num
     deltas.push_back({{"tool_calls", json::array({std::move(call)})}});
   }
 }
+
+/// `text` through `parser` (all of it content without one), and at the end of
+/// the output what the parser held back.
+ToolCallParser::Delta feed(std::optional<ToolCallParser> &parser, const std::string &text,
+                           bool last) {
+  if (!parser) return {text, {}};
+  ToolCallParser::Delta delta = parser->add(text);
+  if (last) {
+    ToolCallParser::Delta rest = parser->finish();
+    delta.content += rest.content;
+    for (json &call : rest.toolCalls) delta.toolCalls.push_back(std::move(call));
+  }
+  return delta;
+}
 } // namespace
 
 std::vector<json> ResponseBuilder::chatDeltas(Choice &choice, const StreamEvent &event) {
@@ -156,33 +170,14 @@ std::vector<json> ResponseBuilder::chatDeltas(Choice &choice, const StreamEvent 
     }
   }
   std::vector<json> deltas;
-  if (choice.reasoningToolCalls) {
-    ToolCallParser::Delta delta = choice.reasoningToolCalls->add(split.reasoning);
-    if (event.last()) {
-      ToolCallParser::Delta rest = choice.reasoningToolCalls->finish();
-      delta.content += rest.content;
-      for (json &call : rest.toolCalls) delta.toolCalls.push_back(std::move(call));
-    }
-    split.reasoning = std::move(delta.content);
-    if (!split.reasoning.empty()) deltas.push_back({{"reasoning_content", split.reasoning}});
-    takeCalls(delta.toolCalls, choice.reasoningCallIndex, choice.numCallsSent, deltas);
-  } else if (!split.reasoning.empty()) {
-    deltas.push_back({{"reasoning_content", split.reasoning}});
-  }
-  choice.reasoningText += split.reasoning;
-  if (!choice.toolCalls) {
-    choice.content += split.content;
-    if (!split.content.empty()) deltas.push_back({{"content", split.content}});
-    return deltas;
-  }
-  ToolCallParser::Delta delta = choice.toolCalls->add(split.content);
-  if (event.last()) {
-    ToolCallParser::Delta rest = choice.toolCalls->finish();
-    delta.content += rest.content;
-    for (json &call : rest.toolCalls) delta.toolCalls.push_back(std::move(call));
-  }
-  if (!delta.content.empty()) deltas.push_back({{"content", delta.content}});
-  takeCalls(delta.toolCalls, choice.contentCallIndex, choice.numCallsSent, deltas);
+  ToolCallParser::Delta thinking = feed(choice.reasoningToolCalls, split.reasoning, event.last());
+  if (!thinking.content.empty()) deltas.push_back({{"reasoning_content", thinking.content}});
+  takeCalls(thinking.toolCalls, choice.reasoningCallIndex, choice.numCallsSent, deltas);
+  choice.reasoningText += thinking.content;
+  ToolCallParser::Delta answer = feed(choice.toolCalls, split.content, event.last());
+  if (!answer.content.empty()) deltas.push_back({{"content", answer.content}});
+  takeCalls(answer.toolCalls, choice.contentCallIndex, choice.numCallsSent, deltas);
+  choice.content += answer.content;
   return deltas;
 }
 
@@ -242,14 +237,13 @@ std::vector<json> ResponseBuilder::add(size_t index, const StreamEvent &event) {
 
 json ResponseBuilder::message(const Choice &choice) {
   std::vector<ToolCall> calls = callsOf(choice);
-  std::string content = choice.toolCalls ? choice.toolCalls->content() : choice.content;
-  json message = {{"role", "assistant"}, {"content", content}};
+  json message = {{"role", "assistant"}, {"content", choice.content}};
   if (choice.reasoning)
     message["reasoning_content"] =
         choice.reasoningText.empty() ? json() : json(choice.reasoningText);
   if (calls.empty()) return message;
   // The text around the calls, if any, is the content.
-  std::string_view around = trimBlanks(content);
+  std::string_view around = trimBlanks(choice.content);
   message["content"] = around.empty() ? json() : json(std::string(around));
   json list = json::array();
   for (const ToolCall &call : calls)

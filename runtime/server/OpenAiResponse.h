@@ -63,7 +63,7 @@ private:
     std::optional<ReasoningSplitter> reasoning;
     std::optional<ToolCallParser> reasoningToolCalls;
     std::string reasoningText;
-    /// The answer's text, apart from the reasoning.
+    /// The answer's text: apart from the reasoning, and outside the tool calls.
     std::string content;
     /// The streamed index of each call of reasoningToolCalls and toolCalls.
     std::vector<size_t> reasoningCallIndex, contentCallIndex;

@@ -122,7 +122,6 @@ ToolCallParser::Delta ToolCallParser::releaseContent(bool atEnd) {
     end = 0, pending.clear();
   delta.content = pending.substr(0, end);
   pending.erase(0, end);
-  contentText += delta.content;
   return delta;
 }
 
@@ -160,7 +159,6 @@ void ToolCallParser::parseHermes(Delta &delta, bool atEnd) {
     std::string before = pending.substr(0, open);
     before.resize(trimTrailingBlanks(before).size());
     delta.content += before;
-    contentText += before;
     pending.erase(0, open);
     size_t close = pending.find(kHermesClose);
     if (close == std::string::npos && !atEnd) return; // the call is still coming
@@ -173,7 +171,6 @@ void ToolCallParser::parseHermes(Delta &delta, bool atEnd) {
       emitCall(std::move(*call), delta);
     } else {
       delta.content += pending.substr(0, callEnd); // not a call: the model's text
-      contentText += pending.substr(0, callEnd);
     }
     pending.erase(0, callEnd);
   }
@@ -202,10 +199,10 @@ ToolCallParser::Delta ToolCallParser::add(std::string_view text) {
     if (!started) {
       std::string_view head = trimBlanks(pending);
       if (head.empty()) return delta;
+      std::string_view start = head.substr(0, kMistralMarker.size());
       bool maybeCall = format == ToolCallFormat::Llama3Json
                            ? head.front() == '{'
-                           : kMistralMarker.substr(0, std::min(head.size(), kMistralMarker.size())) ==
-                                 head.substr(0, std::min(head.size(), kMistralMarker.size()));
+                           : kMistralMarker.substr(0, start.size()) == start;
       if (format == ToolCallFormat::Mistral && maybeCall && head.size() < kMistralMarker.size())
         return delta; // could still become the marker
       started = true;

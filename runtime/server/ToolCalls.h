@@ -75,10 +75,9 @@ public:
   /// The end of the text: whatever was held back.
   Delta finish();
 
-  /// The calls read so far, and the content outside them (the whole text when
-  /// no call was well-formed).
+  /// The calls read so far (the content outside them is what add() and
+  /// finish() returned as content).
   const std::vector<ToolCall> &calls() const { return toolCalls; }
-  const std::string &content() const { return contentText; }
 
 private:
   /// Content that cannot be the start of a call: all of `pending` unless
@@ -101,7 +100,6 @@ private:
   bool holdingCall = false;
   bool started = false;
   std::vector<ToolCall> toolCalls;
-  std::string contentText;
 };
 
 } // namespace llmc::runtime::server
