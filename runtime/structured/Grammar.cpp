@@ -71,10 +71,9 @@ std::string reason(const std::exception &error) {
 /// annotation unless a validator opts in.
 void checkSchemaKeywords(const nlohmann::json &schema, const std::string &field) {
   if (!schema.is_object()) return;
-  static const char *const kIgnored[] = {"not",         "if",          "then",
-                                         "else",        "dependentRequired",
-                                         "dependentSchemas", "uniqueItems", "contains",
-                                         "minContains", "maxContains", "multipleOf"};
+  static const char *const kIgnored[] = {
+      "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
+      "uniqueItems", "contains", "minContains", "maxContains", "multipleOf"};
   for (const char *keyword : kIgnored)
     if (schema.contains(keyword))
       throw GrammarError("'" + field + "' uses the JSON schema keyword '" + keyword +
