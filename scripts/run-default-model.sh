@@ -25,7 +25,7 @@ build() {
 }
 
 echo "== building llmc"
-build llmc llmc_runtime_c
+build llmc _native
 
 MODEL_DIR=models/smollm2-135m
 if [[ ! -f $MODEL_DIR/model.onnx || ! -f $MODEL_DIR/model.onnx_data || ! -f $MODEL_DIR/tokenizer.json ]]; then

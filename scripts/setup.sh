@@ -27,7 +27,7 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # MLIR 22, FileCheck, not, split-file
   libprotobuf-dev protobuf-compiler                        # the importer's onnx.proto
   cmake ninja-build ccache g++ curl                        # the build; xgrammar's download
-  python3 python3-venv                                     # the project venv
+  python3 python3-venv python3-dev                         # the project venv; the bindings
   libgtest-dev                                             # C++ unit tests
   libopenblas-dev nlohmann-json3-dev                       # runtime: CPU GEMMs, manifest.json
   libpcre2-dev libicu-dev                                  # tokenizer: regexes, Unicode data

@@ -1,0 +1,228 @@
+//===- ServingBindings.cpp - the serving engine behind llmc.LLM -----------===//
+//
+// LLMEngine loads an artifact with its tokenizer, special tokens and chat
+// template, and runs an AsyncEngine over it: the model steps on the engine's
+// own thread while Python submits requests and polls for their events. The
+// events of every request gather in one queue; poll() waits for them with
+// the GIL released, so Python threads (and asyncio's loop) run meanwhile.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/chat/ChatTemplate.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/engine/AsyncEngine.h"
+#include "runtime/engine/EngineJson.h"
+#include "runtime/python/Bindings.h"
+#include "runtime/python/ModelOptions.h"
+#include "runtime/python/PyJson.h"
+#include "runtime/tokenizer/Tokenizer.h"
+#include "runtime/tokenizer/TokenizerConfig.h"
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nb = nanobind;
+using namespace llmc::runtime;
+using tokenizer::Tokenizer;
+using tokenizer::TokenizerConfig;
+
+namespace llmc::python {
+namespace {
+
+/// Events from the engine's output thread, waiting for poll().
+class EventQueue {
+public:
+  void push(const StreamEvent &event) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      events.push_back(event);
+    }
+    ready.notify_one();
+  }
+
+  /// Everything queued, after waiting up to `timeoutSeconds` for something.
+  std::deque<StreamEvent> take(double timeoutSeconds) {
+    std::unique_lock<std::mutex> lock(mutex);
+    ready.wait_for(lock, std::chrono::duration<double>(timeoutSeconds),
+                   [&] { return !events.empty(); });
+    return std::exchange(events, {});
+  }
+
+private:
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<StreamEvent> events;
+};
+
+/// UTF-8 text as a str; the engine's text is whole characters, and a stray
+/// byte becomes U+FFFD rather than an exception in the poll loop.
+nb::str text(const std::string &utf8) {
+  return nb::steal<nb::str>(PyUnicode_DecodeUTF8(utf8.data(), utf8.size(), "replace"));
+}
+
+nb::dict eventToPython(const StreamEvent &event) {
+  nb::dict result;
+  result["request"] = event.request;
+  result["index"] = event.index;
+  if (event.token) {
+    result["token"] = event.token->token;
+    result["logprob"] = event.token->logprob;
+    nb::list top;
+    for (const TokenLogprob &entry : event.token->topLogprobs)
+      top.append(nb::make_tuple(entry.token, entry.logprob));
+    result["top_logprobs"] = top;
+  } else {
+    result["token"] = nb::none();
+    result["logprob"] = nb::none();
+    result["top_logprobs"] = nb::list();
+  }
+  result["text"] = text(event.text);
+  result["finish_reason"] = event.finishReason == FinishReason::None
+                                ? nb::object(nb::none())
+                                : nb::object(nb::str(finishReasonName(event.finishReason)));
+  result["stop_string"] =
+      event.stopString ? nb::object(text(*event.stopString)) : nb::object(nb::none());
+  result["num_prompt_tokens"] = event.numPromptTokens;
+  result["error"] = text(event.error);
+  result["rejected"] = event.rejected;
+  return result;
+}
+
+class LLMEngine {
+public:
+  LLMEngine(const std::string &artifactDir, const ModelOptions &modelOptions,
+            const AsyncEngineConfig &engineConfig) {
+    std::unique_ptr<Artifact> artifact = Artifact::load(artifactDir);
+    if (!artifact->tokenizerFile().empty())
+      tokenizer = Tokenizer::fromFile(artifact->tokenizerFile());
+    if (!artifact->tokenizerConfigFile().empty())
+      config = TokenizerConfig::load(artifact->tokenizerConfigFile());
+    if (config.chatTemplate) {
+      try {
+        chatTemplate = chat::ChatTemplate::parse(*config.chatTemplate);
+      } catch (const chat::ChatTemplateError &error) {
+        chatTemplateError = std::string("the chat template cannot be run: ") + error.what();
+      }
+    } else {
+      chatTemplateError = "the model has no chat template (tokenizer_config.json has none)";
+    }
+    model = std::make_shared<Model>(std::move(artifact), modelOptions);
+    eosTokenIds = tokenizer::endOfSequenceIds(config, tokenizer.get(), model->config().vocabSize);
+    engine = std::make_unique<AsyncEngine>(*model, tokenizer.get(), engineConfig);
+  }
+
+  RequestId submit(std::vector<int32_t> prompt, const nlohmann::json &options,
+                   std::vector<std::string> stop, bool detokenize) {
+    if ((detokenize || !stop.empty()) && !tokenizer)
+      throw RequestError("the model has no tokenizer: it takes no text, stop strings or "
+                         "detokenized outputs");
+    AsyncRequest request;
+    request.promptIds = std::move(prompt);
+    request.options = requestOptionsFromJson(options);
+    request.detokenize = detokenize;
+    request.stopStrings = std::move(stop);
+    request.onEvent = [queue = events](const StreamEvent &event) { queue->push(event); };
+    return engine->submit(std::move(request));
+  }
+
+  nb::list poll(double timeoutSeconds) {
+    std::deque<StreamEvent> taken;
+    {
+      nb::gil_scoped_release release;
+      taken = events->take(timeoutSeconds);
+    }
+    nb::list list;
+    for (const StreamEvent &event : taken) list.append(eventToPython(event));
+    return list;
+  }
+
+  std::shared_ptr<Model> model;
+  std::shared_ptr<Tokenizer> tokenizer;
+  TokenizerConfig config;
+  std::optional<chat::ChatTemplate> chatTemplate;
+  std::string chatTemplateError;
+  std::vector<int32_t> eosTokenIds;
+  /// Shared with the engine's callbacks, which may outlive a poll.
+  std::shared_ptr<EventQueue> events = std::make_shared<EventQueue>();
+  /// Last: stopped and joined before the rest goes.
+  std::unique_ptr<AsyncEngine> engine;
+};
+} // namespace
+
+void bindServing(nb::module_ &module) {
+  nb::class_<LLMEngine>(module, "LLMEngine",
+                        "An artifact served by the engine on its own threads: submit() requests "
+                        "of token ids, poll() their events")
+      .def(
+          "__init__",
+          [](LLMEngine *self, const std::string &artifactDir, nb::dict engineArgs,
+             int64_t numThreads, int64_t numKvBlocks, int64_t kvCacheBytes,
+             double memoryFraction) {
+            AsyncEngineConfig config;
+            config.engine = engineConfigFromJson(toJson<nlohmann::json>(engineArgs));
+            ModelOptions options = modelOptions(numThreads, numKvBlocks, kvCacheBytes,
+                                                memoryFraction, config.engine.maxModelLen);
+            nb::gil_scoped_release release;
+            new (self) LLMEngine(artifactDir, options, config);
+          },
+          nb::arg("artifact_dir"), nb::arg("engine_args"), nb::arg("num_threads") = 0,
+          nb::arg("num_kv_blocks") = 0, nb::arg("kv_cache_bytes") = 0,
+          nb::arg("memory_fraction") = 0.0)
+      .def(
+          "submit",
+          [](LLMEngine &self, std::vector<int32_t> prompt, nb::dict options,
+             std::vector<std::string> stop, bool detokenize) {
+            return self.submit(std::move(prompt), toJson<nlohmann::json>(options),
+                               std::move(stop), detokenize);
+          },
+          nb::arg("prompt_ids"), nb::arg("options"), nb::arg("stop"), nb::arg("detokenize"),
+          "Queues a request; returns its id. Raises LlmcRequestError for one the engine refuses.")
+      .def("poll", &LLMEngine::poll, nb::arg("timeout"),
+           "The events since the last poll, after waiting up to `timeout` seconds for one: "
+           "dicts of request, index, token, logprob, top_logprobs, text, finish_reason, "
+           "stop_string, num_prompt_tokens, error, rejected")
+      .def(
+          "abort", [](LLMEngine &self, uint64_t id) { self.engine->abort(id); }, nb::arg("id"),
+          nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "shutdown", [](LLMEngine &self, bool drain) { self.engine->shutdown(drain); },
+          nb::arg("drain"), nb::call_guard<nb::gil_scoped_release>())
+      .def("stats",
+           [](const LLMEngine &self) {
+             AsyncEngineStats stats = self.engine->stats();
+             nb::dict result = nb::cast<nb::dict>(fromJson(toJson(stats.engine)));
+             result["num_pending_requests"] = stats.numPendingRequests;
+             return result;
+           })
+      .def("render_chat",
+           [](const LLMEngine &self, nb::dict context) {
+             if (!self.chatTemplate) throw Error(self.chatTemplateError);
+             nlohmann::ordered_json variables = toJson<nlohmann::ordered_json>(context);
+             variables["bos_token"] = self.config.bosToken.value_or("");
+             variables["eos_token"] = self.config.eosToken.value_or("");
+             nb::gil_scoped_release release;
+             return self.chatTemplate->render(variables);
+           },
+           nb::arg("context"),
+           "The prompt of a conversation: `context` (messages, add_generation_prompt, tools, "
+           "...) through the model's chat template, with its bos_token and eos_token")
+      .def_prop_ro("tokenizer", [](const LLMEngine &self) { return self.tokenizer; })
+      .def_prop_ro("eos_token_ids", [](const LLMEngine &self) { return self.eosTokenIds; })
+      .def_prop_ro("max_model_len", [](const LLMEngine &self) { return self.engine->maxModelLen(); })
+      .def_prop_ro("max_num_seqs", [](const LLMEngine &self) { return self.engine->maxNumSeqs(); })
+      .def_prop_ro("vocab_size", [](const LLMEngine &self) { return self.model->config().vocabSize; })
+      .def_prop_ro("kv_cache_summary",
+                   [](const LLMEngine &self) { return self.model->kvCacheSummary(); });
+}
+
+} // namespace llmc::python
