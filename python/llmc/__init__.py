@@ -1,8 +1,31 @@
 """llmc: a compiler and runtime for serving decoder-only LLMs from ONNX.
 
-Python side: compile() (`llmc compile` as a function, llmc.compiler), test-model builders
-(llmc.testing), model converters (llmc.convert).
+    from llmc import LLM, SamplingParams
+    llm = LLM("models/smollm2-135m/model.onnx")
+    llm.generate(["Hello"], SamplingParams(temperature=0))[0].outputs[0].text
+
+Serving: LLM (offline batches), AsyncLLM (streaming, asyncio), SamplingParams,
+RequestOutput. Compiling: compile() (`llmc compile` as a function, llmc.compiler). Lower
+layers: llmc.runtime.Model (model steps), llmc.engine.Engine (the engine stepped by hand),
+llmc.tokenizer, llmc.chat_template. Test-model builders: llmc.testing; converters:
+llmc.convert.
 """
 from .compiler import CompileError, compile
+from .errors import LlmcRequestError, LlmcRuntimeError
+from .outputs import CompletionOutput, Logprob, RequestOutput
+from .sampling_params import SamplingParams
 
-__all__ = ["CompileError", "compile"]
+
+def __getattr__(name: str):
+    # LLM and AsyncLLM load the native runtime; `import llmc` for compile() does not need it.
+    if name == "LLM":
+        from .llm import LLM
+        return LLM
+    if name == "AsyncLLM":
+        from .async_llm import AsyncLLM
+        return AsyncLLM
+    raise AttributeError(f"module 'llmc' has no attribute {name!r}")
+
+
+__all__ = ["AsyncLLM", "CompileError", "CompletionOutput", "LLM", "LlmcRequestError",
+           "LlmcRuntimeError", "Logprob", "RequestOutput", "SamplingParams", "compile"]

@@ -16,9 +16,13 @@ message when it fails.
 """
 from __future__ import annotations
 
+import codecs
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
+import threading
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence, Union
 
@@ -54,7 +58,8 @@ class LlmcNotFoundError(CompileError):
 
 def find_llmc() -> Path:
     """The llmc executable: $LLMC_BIN, else bin/llmc of the build tree next to this package
-    ($LLMC_BUILD_DIR, or build/ of the checkout), else `llmc` on PATH."""
+    ($LLMC_BUILD_DIR, or build/ of the checkout), else the one `pip install` put beside this
+    Python's scripts, else `llmc` on PATH."""
     explicit = os.environ.get("LLMC_BIN")
     if explicit:
         path = Path(explicit)
@@ -67,6 +72,9 @@ def find_llmc() -> Path:
     candidate = build / "bin" / "llmc"
     if candidate.is_file() and os.access(candidate, os.X_OK):
         return candidate
+    installed = Path(sysconfig.get_path("scripts")) / "llmc"  # pip install's console command
+    if installed.is_file() and os.access(installed, os.X_OK):
+        return installed
     on_path = shutil.which("llmc")
     if on_path:
         return Path(on_path)
@@ -143,10 +151,33 @@ def compile(model: PathLike, output: PathLike | None = None, *, opt_level: int =
         command.append("--quiet")
     command.extend(str(arg) for arg in extra_args)
 
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise CompileError(_error_message(result.stderr, result.returncode), result.returncode,
-                           result.stderr, command)
+    returncode, stdout, stderr = _run(command, show_progress=not quiet)
+    if returncode != 0:
+        raise CompileError(_error_message(stderr, returncode), returncode, stderr, command)
     if output is None:
-        return result.stdout
+        return stdout
     return Path(output)
+
+
+def _run(command: list[str], show_progress: bool) -> tuple[int, str, str]:
+    """Runs llmc: (exit status, stdout, stderr). With show_progress, stderr (llmc's progress
+    and messages) also goes to this process's stderr as it comes."""
+    if not show_progress:
+        result = subprocess.run(command, capture_output=True, text=True)
+        return result.returncode, result.stdout, result.stderr
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stderr = bytearray()
+
+    def forward() -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while chunk := os.read(process.stderr.fileno(), 4096):
+            stderr.extend(chunk)
+            sys.stderr.write(decoder.decode(chunk))
+            sys.stderr.flush()
+
+    forwarder = threading.Thread(target=forward, daemon=True)
+    forwarder.start()
+    stdout = process.stdout.read()
+    returncode = process.wait()
+    forwarder.join()
+    return returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace")

@@ -1,0 +1,138 @@
+"""AsyncLLM: streaming generation for asyncio applications, with vLLM's API.
+
+    from llmc import AsyncLLM, SamplingParams
+    llm = AsyncLLM("model.llmc")
+    async for output in llm.generate("Hello", SamplingParams(max_tokens=32), "request-0"):
+        print(output.outputs[0].text)           # the text so far; output.finished at the end
+    llm.shutdown()
+
+Each yielded RequestOutput holds everything generated so far (vLLM's cumulative outputs).
+Leaving the loop early, or cancelling its task, aborts the request and frees its KV blocks.
+One thread polls the engine for every request's events and hands them to the request's
+event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import threading
+from typing import AsyncIterator, Optional, Union
+
+from llmc.engine_args import open_engine
+from llmc.errors import LlmcRuntimeError
+from llmc.outputs import RequestOutput, RequestState
+from llmc.prompts import max_tokens, normalize
+from llmc.sampling_params import SamplingParams
+from llmc.tokenizer import Tokenizer
+
+_POLL_SECONDS = 0.05
+
+
+class AsyncLLM:
+    """The engine arguments are LLM's (llmc.llm.LLM)."""
+
+    def __init__(self, model: Union[str, os.PathLike], **engine_args):
+        defaults = dict(max_num_seqs=None, max_num_batched_tokens=None, max_model_len=None,
+                        gpu_memory_utilization=None, kv_cache_memory=None, num_kv_blocks=None,
+                        enable_prefix_caching=True, swap_space=0, seed=0, num_threads=None,
+                        opt_level=2, quiet=False)
+        unknown = set(engine_args) - set(defaults)
+        if unknown:
+            raise TypeError(f"AsyncLLM got unknown engine arguments: {', '.join(sorted(unknown))}")
+        self.artifact, self._engine = open_engine(model, **{**defaults, **engine_args})
+        native_tokenizer = self._engine.tokenizer
+        self._tokenizer = Tokenizer.wrap(native_tokenizer) if native_tokenizer else None
+        self._request_ids = itertools.count()
+        # Guards _streams and _engine_ids: a request is entered there in the same critical
+        # section as its submit(), so the poller never sees an event it cannot route.
+        self._lock = threading.Lock()
+        self._streams: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Queue]] = {}
+        self._engine_ids: dict[str, int] = {}
+        self._running = True
+        self._poller = threading.Thread(target=self._poll, name="llmc-async-poller", daemon=True)
+        self._poller.start()
+
+    def get_tokenizer(self) -> Optional[Tokenizer]:
+        return self._tokenizer
+
+    async def generate(self, prompt, sampling_params: Optional[SamplingParams] = None,
+                       request_id: Optional[str] = None) -> AsyncIterator[RequestOutput]:
+        """Yields the request's RequestOutput each time it has new tokens, the last one with
+        finished=True. Raises LlmcRequestError for a request the engine refuses."""
+        if not self._running:
+            raise LlmcRuntimeError("the AsyncLLM is shut down")
+        batch = normalize(prompt, self._tokenizer)
+        if len(batch) != 1:
+            raise ValueError("AsyncLLM.generate takes one prompt; call it once per prompt")
+        one = batch[0]
+        params = sampling_params or SamplingParams()
+        request_id = request_id if request_id is not None else str(next(self._request_ids))
+        options = params.engine_options(max_tokens(params, one, self._engine.max_model_len),
+                                        self._engine.eos_token_ids)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+        with self._lock:
+            if request_id in self._engine_ids:
+                raise ValueError(f"request {request_id!r} is already running")
+            engine_id = self._engine.submit(one.token_ids, options, params.stop_strings,
+                                            self._tokenizer is not None)
+            self._streams[engine_id] = (loop, queue)
+            self._engine_ids[request_id] = engine_id
+        state = RequestState(request_id, one.text, one.token_ids, params, self._decode_token)
+        try:
+            while not state.finished:
+                events = await queue.get()
+                while not queue.empty():
+                    events.extend(queue.get_nowait())
+                for event in events:
+                    state.apply(event)
+                if state.error is not None:
+                    raise state.error
+                yield state.output()
+        finally:
+            with self._lock:
+                self._streams.pop(engine_id, None)
+                self._engine_ids.pop(request_id, None)
+            if not state.finished:
+                self._engine.abort(engine_id)
+
+    async def abort(self, request_id: str) -> None:
+        """Ends a running request: its generate() yields the samples with
+        finish_reason "abort" and stops."""
+        with self._lock:
+            engine_id = self._engine_ids.get(request_id)
+        if engine_id is not None:
+            self._engine.abort(engine_id)
+
+    def shutdown(self) -> None:
+        """Aborts what runs and stops the engine's threads."""
+        if not self._running:
+            return
+        self._running = False
+        self._poller.join()
+        self._engine.shutdown(False)
+
+    def _decode_token(self, token: int) -> Optional[str]:
+        return self._tokenizer.decode([token], skip_special_tokens=False) \
+            if self._tokenizer else None
+
+    def _poll(self) -> None:
+        while self._running:
+            events = self._engine.poll(_POLL_SECONDS)
+            if not events:
+                continue
+            by_request: dict[int, list[dict]] = {}
+            for event in events:
+                by_request.setdefault(event["request"], []).append(event)
+            with self._lock:
+                targets = [(self._streams.get(engine_id), batch)
+                           for engine_id, batch in by_request.items()]
+            for target, batch in targets:
+                if target is None:
+                    continue  # its generate() has returned
+                loop, queue = target
+                try:
+                    loop.call_soon_threadsafe(queue.put_nowait, batch)
+                except RuntimeError:
+                    pass  # its event loop is closed

@@ -1,0 +1,68 @@
+"""The engine arguments LLM and AsyncLLM take, with vLLM's names, turned into what
+llmc._native.LLMEngine is made with."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Optional, Union
+
+from llmc.model_cache import resolve_model
+from llmc.native import native
+
+_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+
+
+def parse_bytes(value: Union[int, str], name: str) -> int:
+    """An int of bytes, or text such as "2GiB" or "512 MiB"."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", value)
+        if match and match.group(2).lower() in _UNITS:
+            size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+            if size > 0:
+                return size
+    raise ValueError(f"{name} must be a positive number of bytes or a size such as '2GiB', "
+                     f"got {value!r}")
+
+
+def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int],
+                max_num_batched_tokens: Optional[int], max_model_len: Optional[int],
+                gpu_memory_utilization: Optional[float], kv_cache_memory: Union[None, int, str],
+                num_kv_blocks: Optional[int], enable_prefix_caching: bool, swap_space: float,
+                seed: int, num_threads: Optional[int], opt_level: int,
+                quiet: bool) -> tuple[Path, "native.LLMEngine"]:
+    """The artifact (compiled from ONNX when needed) and the engine serving it."""
+    sizes = [gpu_memory_utilization, kv_cache_memory, num_kv_blocks]
+    if sum(size is not None for size in sizes) > 1:
+        raise ValueError("give at most one of gpu_memory_utilization, kv_cache_memory and "
+                         "num_kv_blocks: each sets the KV cache's size")
+    if gpu_memory_utilization is not None and not 0 < gpu_memory_utilization <= 1:
+        raise ValueError(f"gpu_memory_utilization must be in (0, 1], got "
+                         f"{gpu_memory_utilization!r}")
+    for name, value in (("max_num_seqs", max_num_seqs),
+                        ("max_num_batched_tokens", max_num_batched_tokens),
+                        ("max_model_len", max_model_len), ("num_kv_blocks", num_kv_blocks),
+                        ("num_threads", num_threads)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                  or value < 1):
+            raise ValueError(f"{name} must be None or an int >= 1, got {value!r}")
+    if not isinstance(swap_space, (int, float)) or swap_space < 0:
+        raise ValueError(f"swap_space must be >= 0 GiB, got {swap_space!r}")
+    artifact = resolve_model(model, opt_level=opt_level, quiet=quiet)
+    engine_args = {"enable_prefix_caching": bool(enable_prefix_caching),
+                   "swap_space": float(swap_space), "seed": int(seed)}
+    for name, value in (("max_num_seqs", max_num_seqs),
+                        ("max_num_batched_tokens", max_num_batched_tokens),
+                        ("max_model_len", max_model_len)):
+        if value is not None:
+            engine_args[name] = value
+    engine = native.LLMEngine(
+        str(artifact), engine_args, num_threads=num_threads or 0,
+        num_kv_blocks=num_kv_blocks or 0,
+        kv_cache_bytes=0 if kv_cache_memory is None else parse_bytes(kv_cache_memory,
+                                                                     "kv_cache_memory"),
+        memory_fraction=gpu_memory_utilization or 0.0)
+    return artifact, engine

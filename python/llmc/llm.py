@@ -1,0 +1,195 @@
+"""LLM: offline batched generation with vLLM's API.
+
+    from llmc import LLM, SamplingParams
+    llm = LLM("models/smollm2-135m/model.onnx")     # compiled once, then from the cache
+    outputs = llm.generate(["Hello, my name is"], SamplingParams(temperature=0, max_tokens=32))
+    print(outputs[0].outputs[0].text)
+    llm.chat([{"role": "user", "content": "Hi!"}], SamplingParams(max_tokens=64))
+
+The engine runs on its own threads (continuous batching over the paged KV cache); generate()
+submits every prompt, waits for their tokens with the GIL released, and shows a progress
+bar over the requests unless use_tqdm=False.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections import deque
+from typing import Optional, Union
+
+from tqdm.auto import tqdm
+
+from llmc.engine_args import open_engine
+from llmc.errors import LlmcRuntimeError
+from llmc.outputs import RequestOutput, RequestState
+from llmc.prompts import Prompt, max_tokens, normalize, params_for
+from llmc.sampling_params import SamplingParams
+from llmc.tokenizer import Tokenizer
+
+# Requests submitted at once; the rest wait in Python (the engine refuses more than 4096).
+_MAX_IN_FLIGHT = 1024
+_POLL_SECONDS = 0.05
+
+
+class LLM:
+    """A model served in this process.
+
+    model: a compiled artifact directory, an .onnx file, or a directory holding model.onnx
+    (compiled at opt_level on first use and cached; see llmc.model_cache).
+    Engine arguments (vLLM's names): max_num_seqs, max_num_batched_tokens, max_model_len,
+    enable_prefix_caching, swap_space (GiB of host memory for preempted sequences' KV
+    blocks), seed (for requests that carry none). The KV cache's size: at most one of
+    gpu_memory_utilization (a fraction of the memory left after the weights), kv_cache_memory
+    (bytes, or text such as "2GiB") and num_kv_blocks; none: 1 GiB on the CPU, 0.9 of free
+    memory on a GPU. num_threads: CPU threads (None: one per hardware thread). quiet: no
+    compile progress on stderr.
+    """
+
+    def __init__(self, model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] = None,
+                 max_num_batched_tokens: Optional[int] = None,
+                 max_model_len: Optional[int] = None,
+                 gpu_memory_utilization: Optional[float] = None,
+                 kv_cache_memory: Union[None, int, str] = None,
+                 num_kv_blocks: Optional[int] = None, enable_prefix_caching: bool = True,
+                 swap_space: float = 0, seed: int = 0, num_threads: Optional[int] = None,
+                 opt_level: int = 2, quiet: bool = False):
+        self.artifact, self._engine = open_engine(
+            model, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+            max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+            kv_cache_memory=kv_cache_memory, num_kv_blocks=num_kv_blocks,
+            enable_prefix_caching=enable_prefix_caching, swap_space=swap_space, seed=seed,
+            num_threads=num_threads, opt_level=opt_level, quiet=quiet)
+        native_tokenizer = self._engine.tokenizer
+        self._tokenizer = Tokenizer.wrap(native_tokenizer) if native_tokenizer else None
+        self._request_ids = itertools.count()
+
+    @property
+    def max_model_len(self) -> int:
+        return self._engine.max_model_len
+
+    def get_tokenizer(self) -> Optional[Tokenizer]:
+        return self._tokenizer
+
+    def stats(self) -> dict:
+        """The engine's counters: steps, tokens computed and cached, preemptions, ..."""
+        return self._engine.stats()
+
+    def shutdown(self) -> None:
+        """Stops the engine's threads (also when the LLM is garbage-collected)."""
+        if self._engine is not None:
+            self._engine.shutdown(False)
+            self._engine = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.shutdown()
+
+    def generate(self, prompts, sampling_params: Union[None, SamplingParams,
+                                                       list[SamplingParams]] = None,
+                 *, use_tqdm: bool = True) -> list[RequestOutput]:
+        """Completes each prompt (text, token ids, or a list of either; see llmc.prompts)
+        and returns their RequestOutputs in the prompts' order."""
+        batch = normalize(prompts, self._tokenizer)
+        return self._run(batch, params_for(sampling_params, len(batch)), use_tqdm)
+
+    def chat(self, messages, sampling_params: Union[None, SamplingParams,
+                                                    list[SamplingParams]] = None,
+             *, use_tqdm: bool = True, chat_template_kwargs: Optional[dict] = None,
+             add_generation_prompt: bool = True, tools: Optional[list[dict]] = None
+             ) -> list[RequestOutput]:
+        """Answers a conversation (a list of {"role", "content"} messages) or a list of them,
+        through the model's chat template as `llmc serve`'s /v1/chat/completions does."""
+        conversations = messages if messages and isinstance(messages[0], list) else [messages]
+        batch = [self._chat_prompt(conversation, chat_template_kwargs, add_generation_prompt,
+                                   tools) for conversation in conversations]
+        return self._run(batch, params_for(sampling_params, len(batch)), use_tqdm)
+
+    def _chat_prompt(self, conversation: list[dict], chat_template_kwargs: Optional[dict],
+                     add_generation_prompt: bool, tools: Optional[list[dict]]) -> Prompt:
+        if self._tokenizer is None:
+            raise ValueError("this model has no tokenizer: chat needs one")
+        context = dict(chat_template_kwargs or {})
+        context["messages"] = conversation
+        context["add_generation_prompt"] = add_generation_prompt
+        if tools is not None:
+            context["tools"] = tools
+        text = self._live().render_chat(context)
+        # The template wrote the special tokens (BOS) itself.
+        return Prompt(text, self._tokenizer.encode(text, add_special_tokens=False))
+
+    def _live(self):
+        if self._engine is None:
+            raise LlmcRuntimeError("the LLM is shut down")
+        return self._engine
+
+    def _decode_token(self, token: int) -> Optional[str]:
+        return self._tokenizer.decode([token], skip_special_tokens=False) \
+            if self._tokenizer else None
+
+    def _run(self, batch: list[Prompt], params: list[SamplingParams],
+             use_tqdm: bool) -> list[RequestOutput]:
+        engine = self._live()
+        results: list[Optional[RequestOutput]] = [None] * len(batch)
+        waiting = deque(range(len(batch)))
+        running: dict[int, tuple[int, RequestState]] = {}
+        bar = _Progress(len(batch), use_tqdm)
+        try:
+            while waiting or running:
+                while waiting and len(running) < _MAX_IN_FLIGHT:
+                    index = waiting.popleft()
+                    engine_id = self._submit(engine, batch[index], params[index])
+                    running[engine_id] = (index, RequestState(
+                        str(next(self._request_ids)), batch[index].text,
+                        batch[index].token_ids, params[index], self._decode_token))
+                for event in engine.poll(_POLL_SECONDS):
+                    entry = running.get(event["request"])
+                    if entry is None:
+                        continue  # a request an earlier, interrupted call aborted
+                    index, state = entry
+                    state.apply(event)
+                    if state.error is not None:
+                        raise state.error
+                    if state.finished:
+                        del running[event["request"]]
+                        results[index] = state.output()
+                        bar.finished(results[index])
+        finally:
+            bar.close()
+            for engine_id in running:
+                engine.abort(engine_id)
+        return results
+
+    def _submit(self, engine, prompt: Prompt, params: SamplingParams) -> int:
+        options = params.engine_options(max_tokens(params, prompt, engine.max_model_len),
+                                        engine.eos_token_ids)
+        return engine.submit(prompt.token_ids, options, params.stop_strings,
+                             self._tokenizer is not None)
+
+
+class _Progress:
+    """vLLM's bar: requests done, with the input and output tokens per second so far."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.bar = tqdm(total=total, desc="Processed prompts", unit="it",
+                        dynamic_ncols=True) if enabled and total else None
+        self.start = time.perf_counter()
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    def finished(self, output: RequestOutput) -> None:
+        if self.bar is None:
+            return
+        self.input_tokens += len(output.prompt_token_ids)
+        self.output_tokens += sum(len(sample.token_ids) for sample in output.outputs)
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        self.bar.set_postfix_str(f"est. speed input: {self.input_tokens / elapsed:.2f} toks/s, "
+                                 f"output: {self.output_tokens / elapsed:.2f} toks/s",
+                                 refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -1,0 +1,108 @@
+"""What generation returns, in vLLM's shapes: RequestOutput holds a prompt and its
+CompletionOutputs (one per sample); RequestState builds them from the engine's events."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from llmc.errors import LlmcRequestError, LlmcRuntimeError
+from llmc.sampling_params import SamplingParams
+
+
+@dataclass
+class Logprob:
+    """A token's log-probability under the model's distribution, its rank there (1: the
+    most likely; None when the chosen token is not among the top `logprobs`) and its text."""
+    logprob: float
+    rank: Optional[int] = None
+    decoded_token: Optional[str] = None
+
+
+@dataclass
+class CompletionOutput:
+    """One sample. finish_reason: "stop" (a stop string, a stop token or end of sequence),
+    "length" (max_tokens or max_model_len) or "abort"; None while it runs. stop_reason: the
+    stop string or token id that ended it. logprobs: one dict {token id: Logprob} per
+    generated token, when SamplingParams.logprobs is set (then also cumulative_logprob)."""
+    index: int
+    text: str
+    token_ids: list[int]
+    cumulative_logprob: Optional[float]
+    logprobs: Optional[list[dict[int, Logprob]]]
+    finish_reason: Optional[str] = None
+    stop_reason: int | str | None = None
+
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+
+@dataclass
+class RequestOutput:
+    request_id: str
+    prompt: Optional[str]
+    prompt_token_ids: list[int]
+    outputs: list[CompletionOutput]
+    finished: bool
+    prompt_logprobs: None = field(default=None)
+
+
+class RequestState:
+    """A request in flight: applies its events (llmc._native.LLMEngine.poll) and makes its
+    RequestOutput. `decode_token` gives a token's text, for logprobs."""
+
+    def __init__(self, request_id: str, prompt: Optional[str], prompt_token_ids: list[int],
+                 params: SamplingParams, decode_token: Callable[[int], str]):
+        self.request_id = request_id
+        self.prompt = prompt
+        self.prompt_token_ids = prompt_token_ids
+        self.params = params
+        self.decode_token = decode_token
+        want_logprobs = params.logprobs is not None
+        self.samples = [CompletionOutput(index=i, text="", token_ids=[],
+                                         cumulative_logprob=0.0 if want_logprobs else None,
+                                         logprobs=[] if want_logprobs else None)
+                        for i in range(params.n)]
+        self.error: Optional[LlmcRuntimeError] = None
+
+    @property
+    def finished(self) -> bool:
+        return self.error is not None or all(s.finished() for s in self.samples)
+
+    def apply(self, event: dict) -> None:
+        if event["error"]:
+            error_type = LlmcRequestError if event["rejected"] else LlmcRuntimeError
+            self.error = error_type(event["error"])
+            return
+        sample = self.samples[event["index"]]
+        token = event["token"]
+        if token is not None:
+            sample.token_ids.append(token)
+            if sample.logprobs is not None:
+                sample.cumulative_logprob += event["logprob"]
+                sample.logprobs.append(self._logprobs(token, event))
+        sample.text += event["text"]
+        if event["finish_reason"] is not None:
+            sample.finish_reason = event["finish_reason"]
+            if event["stop_string"] is not None:
+                sample.stop_reason = event["stop_string"]
+                if self.params.include_stop_str_in_output:
+                    sample.text += event["stop_string"]
+            elif (sample.finish_reason == "stop" and sample.token_ids
+                  and sample.token_ids[-1] in self.params.stop_token_ids):
+                sample.stop_reason = sample.token_ids[-1]
+
+    def _logprobs(self, token: int, event: dict) -> dict[int, Logprob]:
+        entries = {}
+        for rank, (top_token, logprob) in enumerate(event["top_logprobs"], start=1):
+            entries[top_token] = Logprob(logprob, rank, self.decode_token(top_token))
+        if token not in entries:
+            entries[token] = Logprob(event["logprob"], None, self.decode_token(token))
+        return entries
+
+    def output(self) -> RequestOutput:
+        """A snapshot: later events do not change it."""
+        samples = [CompletionOutput(s.index, s.text, list(s.token_ids), s.cumulative_logprob,
+                                    None if s.logprobs is None else list(s.logprobs),
+                                    s.finish_reason, s.stop_reason) for s in self.samples]
+        return RequestOutput(self.request_id, self.prompt, list(self.prompt_token_ids),
+                             samples, self.finished)

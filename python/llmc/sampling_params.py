@@ -1,0 +1,95 @@
+"""SamplingParams: how each request is sampled and when it stops, with vLLM's names and
+defaults. Values out of range raise ValueError when the object is made."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass
+class SamplingParams:
+    """n: samples per prompt. temperature: 0 is greedy. top_p, top_k (0 or -1: all),
+    min_p: filters. seed: makes a request's samples reproducible. max_tokens: tokens per
+    sample (None: up to the model's max_model_len). stop: strings that end a sample (left
+    out of its text unless include_stop_str_in_output). stop_token_ids: tokens that end a
+    sample (kept in its token_ids). presence_penalty, frequency_penalty (OpenAI's) and
+    repetition_penalty (transformers'). logprobs: return the chosen token's logprob and
+    this many most likely ones at each position. ignore_eos: run past the model's
+    end-of-sequence tokens."""
+
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    seed: Optional[int] = None
+    max_tokens: Optional[int] = 16
+    stop: Union[None, str, list[str]] = None
+    stop_token_ids: Optional[list[int]] = None
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    logprobs: Optional[int] = None
+    ignore_eos: bool = False
+    include_stop_str_in_output: bool = False
+    stop_strings: list[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _check(_is_int(self.n) and self.n >= 1, f"n must be an int >= 1, got {self.n!r}")
+        _check(_is_number(self.temperature) and self.temperature >= 0,
+               f"temperature must be >= 0, got {self.temperature!r}")
+        _check(_is_number(self.top_p) and 0 < self.top_p <= 1,
+               f"top_p must be in (0, 1], got {self.top_p!r}")
+        _check(_is_int(self.top_k) and (self.top_k >= 0 or self.top_k == -1),
+               f"top_k must be -1, 0 (all tokens) or a positive int, got {self.top_k!r}")
+        _check(_is_number(self.min_p) and 0 <= self.min_p <= 1,
+               f"min_p must be in [0, 1], got {self.min_p!r}")
+        _check(self.seed is None or (_is_int(self.seed) and 0 <= self.seed < 2**64),
+               f"seed must be None or an int in [0, 2**64), got {self.seed!r}")
+        _check(self.max_tokens is None or (_is_int(self.max_tokens) and self.max_tokens >= 1),
+               f"max_tokens must be None or an int >= 1, got {self.max_tokens!r}")
+        for name in ("presence_penalty", "frequency_penalty"):
+            value = getattr(self, name)
+            _check(_is_number(value) and -2 <= value <= 2,
+                   f"{name} must be in [-2, 2], got {value!r}")
+        _check(_is_number(self.repetition_penalty) and self.repetition_penalty > 0,
+               f"repetition_penalty must be > 0, got {self.repetition_penalty!r}")
+        _check(self.logprobs is None or (_is_int(self.logprobs) and self.logprobs >= 0),
+               f"logprobs must be None or an int >= 0, got {self.logprobs!r}")
+        stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+        _check(all(isinstance(s, str) and s for s in stop),
+               f"stop must be a non-empty string or a list of them, got {self.stop!r}")
+        self.stop_strings = stop
+        ids = list(self.stop_token_ids or [])
+        _check(all(_is_int(i) and i >= 0 for i in ids),
+               f"stop_token_ids must be a list of token ids, got {self.stop_token_ids!r}")
+        self.stop_token_ids = ids
+
+    def engine_options(self, max_tokens: int, eos_token_ids: list[int]) -> dict:
+        """The engine's request options (EngineJson.h's names) for a prompt that may
+        generate `max_tokens` tokens at most."""
+        options = {"n": self.n, "max_tokens": max_tokens, "temperature": float(self.temperature),
+                   "top_p": float(self.top_p), "top_k": self.top_k, "min_p": float(self.min_p),
+                   "presence_penalty": float(self.presence_penalty),
+                   "frequency_penalty": float(self.frequency_penalty),
+                   "repetition_penalty": float(self.repetition_penalty),
+                   "stop_token_ids": self.stop_token_ids
+                   + ([] if self.ignore_eos else list(eos_token_ids))}
+        if self.seed is not None:
+            options["seed"] = self.seed
+        if self.logprobs is not None:
+            options["logprobs"] = self.logprobs
+        return options
