@@ -5,7 +5,9 @@
 #   2. the runtime's GoogleTest unit tests (build/bin/llmc-unit-tests);
 #   3. pytest over test/python (fixture builder, GGUF converter, raising of every fixture
 #      and the default model, ONNX backend node tests, CPU parity with onnxruntime);
-#   4. the sanitizer job: build-asan/ (ASan + UBSan) builds llmc, llmc-opt, the runtime and
+#   4. the pip package: `pip install .` into a fresh venv and the Python API tests against
+#      it (scripts/test-wheel.sh);
+#   5. the sanitizer job: build-asan/ (ASan + UBSan) builds llmc, llmc-opt, the runtime and
 #      its unit tests, and the whole lit suite, the unit tests, the ONNX backend node tests,
 #      the fixture raising and the server tests (test_server.py) run against them.
 #
@@ -40,6 +42,9 @@ build/bin/llmc-unit-tests --gtest_brief=1 || failed+=("unit")
 
 stage "pytest (test/python)"
 PYTHONPATH=python .venv/bin/python -m pytest test/python -q || failed+=("pytest")
+
+stage "the pip package (scripts/test-wheel.sh: pip install . into a fresh venv, the Python API tests against it)"
+bash scripts/test-wheel.sh || failed+=("wheel")
 
 stage "sanitizer build (build-asan/: ASan + UBSan, llmc, llmc-opt, runtime, unit tests)"
 if [[ ! -f build-asan/build.ninja ]]; then
