@@ -4,7 +4,9 @@
 #   bin/llmc                      the compiler and runtime, linked against the static LLVM
 #                                 and MLIR archives instead of libLLVM.so/libMLIR.so (those
 #                                 two are 250 MB; the static link keeps only what llmc uses)
-#   lib/libllmc_runtime_c.so      the C runtime the Python package loads
+#   python/llmc/_native*.so       the runtime's Python module, built for the GPU image's
+#                                 python3 (3.12) with $LLMC_BUNDLE_PYTHON, else python3.12
+#                                 on PATH or pyenv's, in build-gpu-python/
 #   deps/*.so*                    the shared libraries both need beyond glibc, libstdc++, zlib,
 #                                 zstd and CUDA's NVRTC (ICU, PCRE2, OpenBLAS, protobuf-lite)
 #
@@ -19,11 +21,11 @@ output=$(realpath -m "${1:-build/gpu-bundle/llmc-gpu.tar.xz}")
 LLVM_LIB=/usr/lib/llvm-22/lib
 
 [[ -f build/build.ninja ]] || { echo "gpu-bundle: build/ is not configured (scripts/setup.sh)" >&2; exit 1; }
-ninja -C build llmc llmc_runtime_c >/dev/null
+ninja -C build llmc >/dev/null
 
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
-mkdir -p "$staging/bin" "$staging/lib" "$staging/deps"
+mkdir -p "$staging/bin" "$staging/python/llmc" "$staging/deps"
 
 # The link of build/bin/llmc, with libLLVM.so/libMLIR.so and the static MLIR archives that
 # ninja names replaced by every static LLVM and MLIR archive in one group at the end (the
@@ -42,16 +44,39 @@ strip "$staging/bin/llmc"
 if ldd "$staging/bin/llmc" | grep -q -e libLLVM -e libMLIR; then
   echo "gpu-bundle: bin/llmc still needs libLLVM/libMLIR" >&2; exit 1
 fi
-cp build/lib/libllmc_runtime_c.so "$staging/lib/"
-strip "$staging/lib/libllmc_runtime_c.so"
+# The native module for the GPU image's interpreter: a build tree of its own, configured with
+# that Python and a venv of it holding nanobind; beside build/, so ccache reuses its objects.
+export CCACHE_BASEDIR=$PWD
+bundle_python=
+for candidate in ${LLMC_BUNDLE_PYTHON:-python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12}; do
+  if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
+    bundle_python=$candidate; break
+  fi
+done
+[[ -n $bundle_python ]] \
+  || { echo "gpu-bundle: no Python 3.12 to build the module for the GPU image with (set LLMC_BUNDLE_PYTHON)" >&2; exit 1; }
+venv=build-gpu-python/venv
+[[ -x $venv/bin/python ]] || "$bundle_python" -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check nanobind=="$(
+  sed -n 's/^nanobind==//p' requirements.txt)"
+if [[ ! -f build-gpu-python/build.ninja ]]; then
+  cmake -S . -B build-gpu-python -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPython3_EXECUTABLE="$PWD/.venv/bin/python" -DPython_EXECUTABLE="$PWD/$venv/bin/python" \
+    >build-gpu-python/cmake-configure.log 2>&1 \
+    || { cat build-gpu-python/cmake-configure.log >&2; exit 1; }
+fi
+echo "gpu-bundle: building the native module for $("$venv/bin/python" -V)"
+ninja -C build-gpu-python _native >/dev/null
+cp build-gpu-python/python/llmc/_native*.so "$staging/python/llmc/"
+strip "$staging"/python/llmc/_native*.so
 
 # Shared libraries a CUDA machine's image does not promise: everything ldd resolves that is
 # not part of glibc, the compiler's runtime, zlib/zstd or CUDA.
-ldd "$staging/bin/llmc" "$staging/lib/libllmc_runtime_c.so" | awk '/=> \// {print $3}' | sort -u \
+ldd "$staging/bin/llmc" "$staging"/python/llmc/_native*.so | awk '/=> \// {print $3}' | sort -u \
   | grep -v -E '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libz|libzstd|libnvrtc)\.so' \
   | while read -r library; do cp -L "$library" "$staging/deps/"; done
 
 mkdir -p "$(dirname "$output")"
 echo "gpu-bundle: compressing ($(du -sh "$staging" | cut -f1))"
-tar -C "$staging" -cf - bin lib deps | xz -T0 -9 >"$output"
+tar -C "$staging" -cf - bin python deps | xz -T0 -9 >"$output"
 echo "gpu-bundle: $output ($(du -h "$output" | cut -f1)): $(ls "$staging/deps" | tr '\n' ' ')"

@@ -86,13 +86,13 @@ cuda_library_dirs() {  # the folders holding NVRTC and cuBLASLt, ':'-separated
   find "${roots[@]}" \( -name 'libnvrtc.so.1[0-9]' -o -name 'libcublasLt.so.1[0-9]' \) \
       -printf '%h\n' 2>/dev/null | sort -u | paste -sd:
 }
-unpack_bundle() {  # unpack_bundle FILE: bin/llmc and lib/ into build/, its deps on the path
+unpack_bundle() {  # unpack_bundle FILE: bin/llmc and python/llmc/ into build/, its deps on the path
   local unpacked=build/gpu-bundle/unpacked
-  rm -rf "$unpacked" && mkdir -p "$unpacked" build/bin build/lib
+  rm -rf "$unpacked" && mkdir -p "$unpacked" build/bin build/python/llmc
   "$PYTHON" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
     "$1" "$unpacked" || die "cannot unpack $1"
   cp "$unpacked/bin/llmc" build/bin/llmc
-  cp "$unpacked/lib/libllmc_runtime_c.so" build/lib/
+  cp "$unpacked"/python/llmc/_native*.so build/python/llmc/
   export LD_LIBRARY_PATH="$PWD/$unpacked/deps:$(cuda_library_dirs)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   if [[ -z ${CUDA_HOME:-} && ! -d /usr/local/cuda/include ]] && command -v nvcc >/dev/null; then
     CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
@@ -107,8 +107,8 @@ if [[ -n ${LLMC_BUNDLE:-} ]]; then
   unpack_bundle "$LLMC_BUNDLE"
   build_result="from $LLMC_BUNDLE"
 elif [[ ${LLMC_SKIP_BUILD:-0} == 1 ]]; then
-  [[ -x build/bin/llmc && -f build/lib/libllmc_runtime_c.so ]] \
-    || die "LLMC_SKIP_BUILD=1, but build/ has no bin/llmc or lib/libllmc_runtime_c.so"
+  [[ -x build/bin/llmc ]] && compgen -G "build/python/llmc/_native*.so" >/dev/null \
+    || die "LLMC_SKIP_BUILD=1, but build/ has no bin/llmc or python/llmc/_native*.so"
   build_result="skipped (LLMC_SKIP_BUILD=1)"
 else
   stage "building build/"
