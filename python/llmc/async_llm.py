@@ -26,7 +26,7 @@ from llmc.prompts import max_tokens, normalize
 from llmc.sampling_params import SamplingParams
 from llmc.tokenizer import Tokenizer
 
-_POLL_SECONDS = 0.05
+_POLL_SECONDS = 0.2
 
 
 class AsyncLLM:

@@ -29,7 +29,7 @@ from llmc.tokenizer import Tokenizer
 
 # Requests submitted at once; the rest wait in Python (the engine refuses more than 4096).
 _MAX_IN_FLIGHT = 1024
-_POLL_SECONDS = 0.05
+_POLL_SECONDS = 0.2
 
 
 class LLM:

@@ -244,8 +244,10 @@ void AsyncEngine::deliver(const Output &output) {
 }
 
 void AsyncEngine::outputLoop() {
-  while (std::optional<std::vector<Output>> batch = outputs.pop())
+  while (std::optional<std::vector<Output>> batch = outputs.pop()) {
     for (const Output &output : *batch) deliver(output);
+    if (config.onStepDelivered) config.onStepDelivered();
+  }
 }
 
 } // namespace llmc::runtime

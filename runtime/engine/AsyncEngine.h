@@ -97,6 +97,11 @@ struct AsyncEngineConfig {
   size_t maxPendingRequests = 4096;
   /// Step results waiting for the output thread, at most.
   size_t outputQueueSteps = 1024;
+  /// Called on the output thread after the events of one engine step (or of
+  /// one batch of refusals and aborts) have all been delivered, so that a
+  /// consumer gathering events from many requests wakes once per step rather
+  /// than once per event.
+  std::function<void()> onStepDelivered;
 };
 
 /// A snapshot of the engine's counters after its latest step.

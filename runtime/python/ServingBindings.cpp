@@ -39,16 +39,17 @@ using tokenizer::TokenizerConfig;
 namespace llmc::python {
 namespace {
 
-/// Events from the engine's output thread, waiting for poll().
+/// Events from the engine's output thread, waiting for poll(). The waiter is
+/// woken once per step (stepDelivered), not per event: on a machine with few
+/// cores, each wake of the Python thread takes time from the model's threads.
 class EventQueue {
 public:
   void push(const StreamEvent &event) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      events.push_back(event);
-    }
-    ready.notify_one();
+    std::lock_guard<std::mutex> lock(mutex);
+    events.push_back(event);
   }
+
+  void stepDelivered() { ready.notify_one(); }
 
   /// Everything queued, after waiting up to `timeoutSeconds` for something.
   std::deque<StreamEvent> take(double timeoutSeconds) {
@@ -101,7 +102,7 @@ nb::dict eventToPython(const StreamEvent &event) {
 class LLMEngine {
 public:
   LLMEngine(const std::string &artifactDir, const ModelOptions &modelOptions,
-            const AsyncEngineConfig &engineConfig) {
+            AsyncEngineConfig engineConfig) {
     std::unique_ptr<Artifact> artifact = Artifact::load(artifactDir);
     if (!artifact->tokenizerFile().empty())
       tokenizer = Tokenizer::fromFile(artifact->tokenizerFile());
@@ -118,6 +119,7 @@ public:
     }
     model = std::make_shared<Model>(std::move(artifact), modelOptions);
     eosTokenIds = tokenizer::endOfSequenceIds(config, tokenizer.get(), model->config().vocabSize);
+    engineConfig.onStepDelivered = [queue = events] { queue->stepDelivered(); };
     engine = std::make_unique<AsyncEngine>(*model, tokenizer.get(), engineConfig);
   }
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -221,3 +222,35 @@ TEST_F(AsyncEngineTest, ShutdownWithoutDrainAbortsWhatIsPending) {
   EXPECT_EQ(engine.stats().engine.numKvBlocksHeld, 0);
 }
 } // namespace
+
+TEST_F(AsyncEngineTest, OnStepDeliveredFollowsEachStepsEvents) {
+  // Markers in the order the output thread makes them: 'e' an event, 's' the hook.
+  std::mutex mutex;
+  std::string markers;
+  AsyncEngineConfig config;
+  config.onStepDelivered = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    markers += 's';
+  };
+  AsyncEngine engine(*model, nullptr, config);
+  // Four samples step together: each step delivers four events.
+  Collector collector(4);
+  AsyncRequest work = request({1, 3}, 6, collector);
+  work.options.n = 4;
+  work.onEvent = [&, inner = std::move(work.onEvent)](const StreamEvent &event) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      markers += 'e';
+    }
+    inner(event);
+  };
+  engine.submit(std::move(work));
+  collector.wait();
+  engine.shutdown(true);
+  EXPECT_EQ(std::count(markers.begin(), markers.end(), 'e'), 4 * 6) << markers;
+  EXPECT_EQ(markers.back(), 's') << markers;
+  // One call per step, after the step's events.
+  EXPECT_EQ(std::count(markers.begin(), markers.end(), 's'), engine.stats().engine.numSteps)
+      << markers;
+  EXPECT_EQ(markers.find("ss"), std::string::npos) << markers;
+}
