@@ -33,14 +33,7 @@ class AsyncLLM:
     """The engine arguments are LLM's (llmc.llm.LLM)."""
 
     def __init__(self, model: Union[str, os.PathLike], **engine_args):
-        defaults = dict(max_num_seqs=None, max_num_batched_tokens=None, max_model_len=None,
-                        gpu_memory_utilization=None, kv_cache_memory=None, num_kv_blocks=None,
-                        enable_prefix_caching=True, swap_space=0, seed=0, num_threads=None,
-                        opt_level=2, quiet=False)
-        unknown = set(engine_args) - set(defaults)
-        if unknown:
-            raise TypeError(f"AsyncLLM got unknown engine arguments: {', '.join(sorted(unknown))}")
-        self.artifact, self._engine = open_engine(model, **{**defaults, **engine_args})
+        self.artifact, self._engine = open_engine(model, **engine_args)
         native_tokenizer = self._engine.tokenizer
         self._tokenizer = Tokenizer.wrap(native_tokenizer) if native_tokenizer else None
         self._request_ids = itertools.count()

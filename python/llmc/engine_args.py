@@ -28,13 +28,16 @@ def parse_bytes(value: Union[int, str], name: str) -> int:
                      f"got {value!r}")
 
 
-def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int],
-                max_num_batched_tokens: Optional[int], max_model_len: Optional[int],
-                gpu_memory_utilization: Optional[float], kv_cache_memory: Union[None, int, str],
-                num_kv_blocks: Optional[int], enable_prefix_caching: bool, swap_space: float,
-                seed: int, num_threads: Optional[int], opt_level: int,
-                quiet: bool) -> tuple[Path, "native.LLMEngine"]:
-    """The artifact (compiled from ONNX when needed) and the engine serving it."""
+def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] = None,
+                max_num_batched_tokens: Optional[int] = None,
+                max_model_len: Optional[int] = None,
+                gpu_memory_utilization: Optional[float] = None,
+                kv_cache_memory: Union[None, int, str] = None,
+                num_kv_blocks: Optional[int] = None, enable_prefix_caching: bool = True,
+                swap_space: float = 0, seed: int = 0, num_threads: Optional[int] = None,
+                opt_level: int = 2, quiet: bool = False) -> tuple[Path, "native.LLMEngine"]:
+    """The artifact (compiled from ONNX when needed) and the engine serving it. The
+    arguments and their defaults are LLM's (llmc.llm), which AsyncLLM takes too."""
     sizes = [gpu_memory_utilization, kv_cache_memory, num_kv_blocks]
     if sum(size is not None for size in sizes) > 1:
         raise ValueError("give at most one of gpu_memory_utilization, kv_cache_memory and "
