@@ -1,9 +1,13 @@
 """What the bench scripts that run in the project's venv share: progress lines, the
-machine's name for RESULTS.md rows, and appending those rows."""
+machine's name for RESULTS.md rows, appending those rows, and the synthetic serving
+workload."""
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 
@@ -48,3 +52,28 @@ def record_rows(results: Path, section: str, section_text: str, rows: list[str])
     table = [i for i in range(start, end) if lines[i].startswith("|")]
     lines.insert(table[-1] + 1 if table else end, block)
     results.write_text("".join(lines))
+
+
+def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the serving workload (`llmc bench throughput --dump-workload`)."""
+    parser.add_argument("--num-prompts", type=int, default=32)
+    parser.add_argument("--input-len-range", default="32:128")
+    parser.add_argument("--output-len-range", default="64:256")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def workload_name(args: argparse.Namespace) -> str:
+    return (f"{args.num_prompts} requests, prompts {args.input_len_range}, "
+            f"outputs {args.output_len_range} tokens, seed {args.seed}")
+
+
+def dump_workload(llmc: Path, artifact: Path, args: argparse.Namespace,
+                  path: Path) -> list[dict]:
+    """Writes the workload to `path` (uniformly random prompt and output lengths and token
+    ids) and returns its requests: {"prompt_ids", "max_tokens"} each."""
+    subprocess.run([str(llmc), "bench", "throughput", str(artifact), "--quiet",
+                    "--num-prompts", str(args.num_prompts),
+                    "--input-len-range", args.input_len_range,
+                    "--output-len-range", args.output_len_range, "--seed", str(args.seed),
+                    "--dump-workload", str(path)], check=True)
+    return [json.loads(line) for line in path.read_text().splitlines()]

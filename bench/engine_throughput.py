@@ -34,7 +34,8 @@ import numpy as np
 import onnxruntime as ort
 
 from llmc.testing.ort_reference import OrtDecoder
-from common import machine, progress, record_rows
+from common import (add_workload_arguments, dump_workload, machine, progress, record_rows,
+                    workload_name)
 from peers import run_vllm, vllm_missing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,10 +149,7 @@ def main() -> int:
     parser.add_argument("--artifact", type=Path, default=ROOT / "build" / "smollm2-135m.llmc")
     parser.add_argument("--onnx", type=Path,
                         default=ROOT / "models" / "smollm2-135m" / "model.onnx")
-    parser.add_argument("--num-prompts", type=int, default=32)
-    parser.add_argument("--input-len-range", default="32:128")
-    parser.add_argument("--output-len-range", default="64:256")
-    parser.add_argument("--seed", type=int, default=0)
+    add_workload_arguments(parser)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--vllm", action="store_true",
                         help="also run vLLM's CPU backend on the workload (.venv-vllm)")
@@ -172,12 +170,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         workload = Path(tmp) / "workload.jsonl"
-        subprocess.run([str(LLMC), "bench", "throughput", str(args.artifact), "--quiet",
-                        "--num-prompts", str(args.num_prompts),
-                        "--input-len-range", args.input_len_range,
-                        "--output-len-range", args.output_len_range, "--seed", str(args.seed),
-                        "--dump-workload", str(workload)], check=True)
-        requests = [json.loads(line) for line in workload.read_text().splitlines()]
+        requests = dump_workload(LLMC, args.artifact, args, workload)
         progress(f"llmc: {args.num_prompts} requests at once", args.quiet)
         concurrent = llmc_bench(args.artifact, workload, args.threads, args.num_prompts)
         progress("llmc: one request at a time", args.quiet)
@@ -191,8 +184,7 @@ def main() -> int:
     result = {
         "date": datetime.date.today().isoformat(), "machine": machine(),
         "threads": args.threads,
-        "workload": f"{args.num_prompts} requests, prompts {args.input_len_range}, "
-                    f"outputs {args.output_len_range} tokens, seed {args.seed}",
+        "workload": workload_name(args),
         "llmc_concurrent": concurrent, "llmc_sequential": sequential,
         "onnxruntime": reference,
         "concurrent_over_sequential":

@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import machine, progress, record_rows
+from common import (add_workload_arguments, dump_workload, machine, progress, record_rows,
+                    workload_name)
 from peers import run_vllm, vllm_missing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,10 +74,7 @@ engine driven from C++ (`llmc bench throughput`), and with --vllm through `vllm.
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--artifact", type=Path, default=ROOT / "build" / "smollm2-135m.llmc")
-    parser.add_argument("--num-prompts", type=int, default=32)
-    parser.add_argument("--input-len-range", default="32:128")
-    parser.add_argument("--output-len-range", default="64:256")
-    parser.add_argument("--seed", type=int, default=0)
+    add_workload_arguments(parser)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--vllm", action="store_true", help="also run vLLM's LLM.generate")
     parser.add_argument("--json", action="store_true")
@@ -93,12 +91,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         workload = Path(tmp) / "workload.jsonl"
-        subprocess.run([str(LLMC), "bench", "throughput", str(args.artifact), "--quiet",
-                        "--num-prompts", str(args.num_prompts),
-                        "--input-len-range", args.input_len_range,
-                        "--output-len-range", args.output_len_range, "--seed", str(args.seed),
-                        "--dump-workload", str(workload)], check=True)
-        requests = [json.loads(line) for line in workload.read_text().splitlines()]
+        requests = dump_workload(LLMC, args.artifact, args, workload)
         progress("llmc.LLM.generate", args.quiet)
         ours = python_api(args.artifact, requests, args.threads)
         progress("llmc bench throughput (the C++ engine)", args.quiet)
@@ -110,8 +103,7 @@ def main() -> int:
 
     result = {"date": datetime.date.today().isoformat(), "machine": machine(),
               "threads": args.threads,
-              "workload": f"{args.num_prompts} requests, prompts {args.input_len_range}, "
-                          f"outputs {args.output_len_range} tokens, seed {args.seed}",
+              "workload": workload_name(args),
               "llmc_llm": ours, "cpp_engine": cpp,
               "llm_over_cpp": ours["output_tokens_per_s"] / cpp["output_tokens_per_s"]}
     if vllm:
