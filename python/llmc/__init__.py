@@ -13,7 +13,7 @@ llmc.convert.
 from .compiler import CompileError, compile
 from .errors import LlmcRequestError, LlmcRuntimeError
 from .outputs import CompletionOutput, Logprob, RequestOutput
-from .sampling_params import SamplingParams
+from .sampling_params import SamplingParams, StructuredOutputsParams
 
 
 def __getattr__(name: str):
@@ -28,4 +28,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["AsyncLLM", "CompileError", "CompletionOutput", "LLM", "LlmcRequestError",
-           "LlmcRuntimeError", "Logprob", "RequestOutput", "SamplingParams", "compile"]
+           "LlmcRuntimeError", "Logprob", "RequestOutput", "SamplingParams", "StructuredOutputsParams", "compile"]

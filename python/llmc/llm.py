@@ -166,7 +166,7 @@ class LLM:
         options = params.engine_options(max_tokens(params, prompt, engine.max_model_len),
                                         engine.eos_token_ids)
         return engine.submit(prompt.token_ids, options, params.stop_strings,
-                             self._tokenizer is not None)
+                             self._tokenizer is not None, params.grammar_spec())
 
 
 class _Progress:

@@ -2,6 +2,7 @@
 defaults. Values out of range raise ValueError when the object is made."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -20,6 +21,49 @@ def _is_number(value) -> bool:
 
 
 @dataclass
+class StructuredOutputsParams:
+    """Constrains every sample's text (vLLM's structured outputs); set exactly one: json (a
+    JSON schema, as a dict or text), json_object (any JSON document, as vLLM's), regex, choice (one of
+    these strings) or grammar (an EBNF grammar, xgrammar's GBNF: the start rule is root).
+    The engine compiles it against the model's vocabulary (xgrammar) and masks the logits;
+    what it cannot enforce is refused by name (docs/serving.md, "Structured outputs")."""
+
+    json: Union[None, str, dict] = None
+    regex: Optional[str] = None
+    choice: Optional[list[str]] = None
+    grammar: Optional[str] = None
+    json_object: Optional[bool] = None
+
+    def __post_init__(self) -> None:
+        given = [name for name in ("json", "regex", "choice", "grammar", "json_object")
+                 if getattr(self, name) not in (None, False)]
+        _check(len(given) == 1, "structured_outputs needs exactly one of json, regex, choice, "
+                                f"grammar and json_object, got {given or 'none'}")
+        _check(self.json is None or isinstance(self.json, (str, dict)),
+               "structured_outputs.json must be a JSON schema as a dict or text")
+        for name in ("regex", "grammar"):
+            value = getattr(self, name)
+            _check(value is None or (isinstance(value, str) and value),
+                   f"structured_outputs.{name} must be a non-empty string")
+        _check(self.choice is None or (len(self.choice) > 0 and all(
+            isinstance(c, str) for c in self.choice)),
+               "structured_outputs.choice must be a non-empty list of strings")
+
+    def spec(self) -> dict:
+        """The engine's form of the constraint (runtime/python/ServingBindings.cpp)."""
+        if self.json is not None:
+            source = self.json if isinstance(self.json, str) else json.dumps(self.json)
+            return {"kind": "json_schema", "source": source}
+        if self.regex is not None:
+            return {"kind": "regex", "source": self.regex}
+        if self.choice is not None:
+            return {"kind": "choice", "choices": list(self.choice)}
+        if self.grammar is not None:
+            return {"kind": "ebnf", "source": self.grammar}
+        return {"kind": "json_object"}
+
+
+@dataclass
 class SamplingParams:
     """n: samples per prompt. temperature: 0 is greedy. top_p, top_k (0 or -1: all),
     min_p: filters. seed: makes a request's samples reproducible. max_tokens: tokens per
@@ -28,7 +72,8 @@ class SamplingParams:
     sample (kept in its token_ids). presence_penalty, frequency_penalty (OpenAI's) and
     repetition_penalty (transformers'). logprobs: return the chosen token's logprob and
     this many most likely ones at each position. ignore_eos: run past the model's
-    end-of-sequence tokens."""
+    end-of-sequence tokens. structured_outputs: a StructuredOutputsParams that every
+    sample's text follows."""
 
     n: int = 1
     temperature: float = 1.0
@@ -45,6 +90,7 @@ class SamplingParams:
     logprobs: Optional[int] = None
     ignore_eos: bool = False
     include_stop_str_in_output: bool = False
+    structured_outputs: Optional[StructuredOutputsParams] = None
     stop_strings: list[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -77,6 +123,13 @@ class SamplingParams:
         _check(all(_is_int(i) and i >= 0 for i in ids),
                f"stop_token_ids must be a list of token ids, got {self.stop_token_ids!r}")
         self.stop_token_ids = ids
+        _check(self.structured_outputs is None
+               or isinstance(self.structured_outputs, StructuredOutputsParams),
+               "structured_outputs must be a StructuredOutputsParams")
+
+    def grammar_spec(self) -> Optional[dict]:
+        """The constraint in the engine's form, or None."""
+        return self.structured_outputs.spec() if self.structured_outputs else None
 
     def engine_options(self, max_tokens: int, eos_token_ids: list[int]) -> dict:
         """The engine's request options (EngineJson.h's names) for a prompt that may

@@ -8,6 +8,7 @@
 #include "runtime/core/Error.h"
 #include "runtime/engine/Engine.h"
 #include "runtime/python/Bindings.h"
+#include "runtime/structured/Grammar.h"
 
 namespace nb = nanobind;
 
@@ -27,6 +28,8 @@ NB_MODULE(_native, module) {
       std::rethrow_exception(error);
     } catch (const llmc::runtime::RequestError &requestError) {
       raise("LlmcRequestError", requestError.what());
+    } catch (const llmc::runtime::structured::GrammarError &grammarError) {
+      raise("LlmcRequestError", grammarError.what());
     } catch (const llmc::runtime::Error &runtimeError) {
       raise("LlmcRuntimeError", runtimeError.what());
     }

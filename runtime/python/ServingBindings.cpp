@@ -14,6 +14,7 @@
 #include "runtime/python/Bindings.h"
 #include "runtime/python/ModelOptions.h"
 #include "runtime/python/PyJson.h"
+#include "runtime/structured/Grammar.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/tokenizer/TokenizerConfig.h"
 
@@ -22,9 +23,11 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,6 +72,33 @@ private:
 /// byte becomes U+FFFD rather than an exception in the poll loop.
 nb::str text(const std::string &utf8) {
   return nb::steal<nb::str>(PyUnicode_DecodeUTF8(utf8.data(), utf8.size(), "replace"));
+}
+
+/// A structured-output constraint from SamplingParams.structured_outputs, as
+/// Python's StructuredOutputsParams.spec() gives it: {"kind", "source",
+/// "choices"} with kind one of json_object, json_schema, regex, choice, ebnf.
+structured::GrammarSpec grammarSpec(const nlohmann::json &spec) {
+  using Kind = structured::GrammarSpec::Kind;
+  static const std::pair<const char *, Kind> kinds[] = {
+      {"json_object", Kind::JsonObject}, {"json_schema", Kind::JsonSchema},
+      {"regex", Kind::Regex}, {"choice", Kind::Choice}, {"ebnf", Kind::Ebnf}};
+  structured::GrammarSpec grammar;
+  grammar.field = "structured_outputs";
+  const std::string kind = spec.value("kind", "");
+  auto found = std::find_if(std::begin(kinds), std::end(kinds),
+                            [&](const auto &entry) { return kind == entry.first; });
+  if (found == std::end(kinds)) throw RequestError("structured_outputs: unknown kind '" + kind + "'");
+  grammar.kind = found->second;
+  grammar.source = spec.value("source", "");
+  grammar.choices = spec.value("choices", std::vector<std::string>());
+  return grammar;
+}
+
+/// The text of a file the artifact carries.
+std::string readFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw Error(path + ": cannot open");
+  return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
 }
 
 nb::dict eventToPython(const StreamEvent &event) {
@@ -117,20 +147,28 @@ public:
     } else {
       chatTemplateError = "the model has no chat template (tokenizer_config.json has none)";
     }
+    std::string tokenizerJson =
+        tokenizer ? readFile(artifact->tokenizerFile()) : std::string();
     model = std::make_shared<Model>(std::move(artifact), modelOptions);
     eosTokenIds = tokenizer::endOfSequenceIds(config, tokenizer.get(), model->config().vocabSize);
+    if (tokenizer)
+      grammars = std::make_unique<structured::GrammarCompiler>(
+          *tokenizer, tokenizerJson, model->config().vocabSize, eosTokenIds);
     engineConfig.onStepDelivered = [queue = events] { queue->stepDelivered(); };
     engine = std::make_unique<AsyncEngine>(*model, tokenizer.get(), engineConfig);
   }
 
   RequestId submit(std::vector<int32_t> prompt, const nlohmann::json &options,
-                   std::vector<std::string> stop, bool detokenize) {
-    if ((detokenize || !stop.empty()) && !tokenizer)
-      throw RequestError("the model has no tokenizer: it takes no text, stop strings or "
-                         "detokenized outputs");
+                   std::vector<std::string> stop, bool detokenize,
+                   const std::optional<nlohmann::json> &grammar) {
+    if ((detokenize || !stop.empty() || grammar) && !tokenizer)
+      throw RequestError("the model has no tokenizer: it takes no text, stop strings, "
+                         "structured outputs or detokenized outputs");
     AsyncRequest request;
     request.promptIds = std::move(prompt);
     request.options = requestOptionsFromJson(options);
+    // Compiled here, on the caller's thread (the GIL released), and cached.
+    if (grammar) request.options.grammar = grammars->compile(grammarSpec(*grammar));
     request.detokenize = detokenize;
     request.stopStrings = std::move(stop);
     request.onEvent = [queue = events](const StreamEvent &event) { queue->push(event); };
@@ -154,6 +192,8 @@ public:
   std::optional<chat::ChatTemplate> chatTemplate;
   std::string chatTemplateError;
   std::vector<int32_t> eosTokenIds;
+  /// Null without a tokenizer.
+  std::unique_ptr<structured::GrammarCompiler> grammars;
   /// Shared with the engine's callbacks, which may outlive a poll.
   std::shared_ptr<EventQueue> events = std::make_shared<EventQueue>();
   /// Last: stopped and joined before the rest goes.
@@ -183,12 +223,17 @@ void bindServing(nb::module_ &module) {
       .def(
           "submit",
           [](LLMEngine &self, std::vector<int32_t> prompt, nb::dict options,
-             std::vector<std::string> stop, bool detokenize) {
-            return self.submit(std::move(prompt), toJson<nlohmann::json>(options),
-                               std::move(stop), detokenize);
+             std::vector<std::string> stop, bool detokenize, std::optional<nb::dict> grammar) {
+            nlohmann::json settings = toJson<nlohmann::json>(options);
+            std::optional<nlohmann::json> spec;
+            if (grammar) spec = toJson<nlohmann::json>(*grammar);
+            nb::gil_scoped_release release;
+            return self.submit(std::move(prompt), settings, std::move(stop), detokenize, spec);
           },
           nb::arg("prompt_ids"), nb::arg("options"), nb::arg("stop"), nb::arg("detokenize"),
-          "Queues a request; returns its id. Raises LlmcRequestError for one the engine refuses.")
+          nb::arg("grammar").none() = nb::none(),
+          "Queues a request; returns its id. `grammar` ({kind, source, choices}) constrains "
+          "its output. Raises LlmcRequestError for one the engine refuses.")
       .def("poll", &LLMEngine::poll, nb::arg("timeout"),
            "The events since the last poll, after waiting up to `timeout` seconds for one: "
            "dicts of request, index, token, logprob, top_logprobs, text, finish_reason, "

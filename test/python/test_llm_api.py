@@ -3,9 +3,10 @@
 Checked against outside references on the same artifact: greedy text equals `llmc run`'s,
 and chat equals `llmc serve`'s /v1/chat/completions through the openai client. Also: the
 ONNX model is compiled once and then taken from the cache; token-id and dict prompts; n=4
-sampling reproducible by seed; stop strings and stop tokens; logprobs; a 64-prompt batch in
-one call whose outputs do not depend on the batch; AsyncLLM streaming and aborting; every
-bad parameter raises ValueError and the LLM goes on working.
+sampling reproducible by seed; stop strings and stop tokens; logprobs; structured outputs
+(JSON schema, JSON, regex, choice, grammar) validated; a 64-prompt batch in one call whose
+outputs do not depend on the batch; AsyncLLM streaming and aborting; every bad parameter
+raises ValueError and the LLM goes on working.
 
 scripts/test-wheel.sh runs this file again against the package `pip install .` put in a
 fresh venv (LLMC_TEST_INSTALLED=1 checks that the installed package is the one imported).
@@ -15,16 +16,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import openai
 import pytest
 
 import llmc
 import llmc.model_cache
-from llmc import LLM, AsyncLLM, LlmcRequestError, SamplingParams
+from llmc import LLM, AsyncLLM, LlmcRequestError, SamplingParams, StructuredOutputsParams
 from llmc.compiler import find_llmc
 from llmc.model_cache import resolve_model
 from llmc.testing.server import Server, default_model_dir
@@ -186,6 +189,58 @@ def test_logprobs(llm):
     assert sample.cumulative_logprob == pytest.approx(total, abs=1e-4)
     plain = llm.generate(PROMPTS[0], GREEDY, use_tqdm=False)[0].outputs[0]
     assert plain.logprobs is None and plain.cumulative_logprob is None
+
+
+PERSON = {"type": "object", "additionalProperties": False, "required": ["name", "age", "tags"],
+          "properties": {"name": {"type": "string", "maxLength": 24},
+                         "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                         "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]},
+                                  "maxItems": 3}}}
+
+
+def test_structured_outputs_follow_their_constraint(llm):
+    ask = [{"role": "user", "content": "Describe a person as JSON."}]
+
+    def sample(constraint: StructuredOutputsParams, n: int = 1, seed: int = 1,
+               messages: list[dict] = ask):
+        params = SamplingParams(n=n, temperature=0.8, seed=seed, max_tokens=96,
+                                structured_outputs=constraint)
+        (output,) = llm.chat(messages, params, use_tqdm=False)
+        assert all(s.finish_reason == "stop" for s in output.outputs), output.outputs
+        return [s.text for s in output.outputs]
+
+    for text in sample(StructuredOutputsParams(json=PERSON), n=3):
+        jsonschema.validate(json.loads(text), PERSON)
+    jsonschema.validate(json.loads(sample(StructuredOutputsParams(
+        json=json.dumps(PERSON)))[0]), PERSON)
+    # Any JSON document; this prompt and seed give one that ends within max_tokens.
+    json.loads(sample(StructuredOutputsParams(json_object=True), seed=0, messages=[
+        {"role": "user", "content": "Reply with a JSON object holding your name."}])[0])
+    assert all(text in ("yes", "no", "maybe")
+               for text in sample(StructuredOutputsParams(choice=["yes", "no", "maybe"]), n=3))
+    assert re.fullmatch(r"[0-9]{3}-[0-9]{4}",
+                        sample(StructuredOutputsParams(regex=r"[0-9]{3}-[0-9]{4}"))[0])
+    assert sample(StructuredOutputsParams(grammar='root ::= "up" | "down"'))[0] in ("up", "down")
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({}, "exactly one"), ({"regex": "a", "choice": ["a"]}, "exactly one"),
+    ({"choice": []}, "non-empty list"), ({"choice": [1]}, "choice"), ({"json": 3}, "json"),
+])
+def test_bad_structured_outputs_params_raise_value_error(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        StructuredOutputsParams(**arguments)
+
+
+@pytest.mark.parametrize("constraint, message", [
+    (StructuredOutputsParams(json={"type": "object", "not": {"required": ["a"]}}), "'not'"),
+    (StructuredOutputsParams(json="{not json"), "structured_outputs"),
+    (StructuredOutputsParams(grammar="root ::= undefined_rule"), "structured_outputs"),
+])
+def test_constraints_the_engine_cannot_enforce_are_refused(llm, constraint, message):
+    with pytest.raises(LlmcRequestError, match=message):
+        llm.generate(PROMPTS[0], SamplingParams(structured_outputs=constraint), use_tqdm=False)
+    assert texts(llm.generate(PROMPTS[:1], GREEDY, use_tqdm=False))[0]
 
 
 def test_chat_equals_the_servers_chat_completions(llm):
