@@ -134,8 +134,12 @@ public:
   LLMEngine(const std::string &artifactDir, const ModelOptions &modelOptions,
             AsyncEngineConfig engineConfig) {
     std::unique_ptr<Artifact> artifact = Artifact::load(artifactDir);
-    if (!artifact->tokenizerFile().empty())
-      tokenizer = Tokenizer::fromFile(artifact->tokenizerFile());
+    // Read once: the tokenizer and the grammar compiler both take its text.
+    std::string tokenizerJson;
+    if (!artifact->tokenizerFile().empty()) {
+      tokenizerJson = readFile(artifact->tokenizerFile());
+      tokenizer = Tokenizer::fromJson(tokenizerJson, artifact->tokenizerFile());
+    }
     if (!artifact->tokenizerConfigFile().empty())
       config = TokenizerConfig::load(artifact->tokenizerConfigFile());
     if (config.chatTemplate) {
@@ -147,8 +151,6 @@ public:
     } else {
       chatTemplateError = "the model has no chat template (tokenizer_config.json has none)";
     }
-    std::string tokenizerJson =
-        tokenizer ? readFile(artifact->tokenizerFile()) : std::string();
     model = std::make_shared<Model>(std::move(artifact), modelOptions);
     eosTokenIds = tokenizer::endOfSequenceIds(config, tokenizer.get(), model->config().vocabSize);
     if (tokenizer)
