@@ -3,10 +3,14 @@
 // Every CPU matmul kernel (generated f32 or quantised, int8 activations, the
 // in-place pass after sgemm) ends an output element the same way: the bias
 // added to each accumulator, the epilogue's body (cloned scalar ops) run on
-// them and the extras read at the element, then the store.
+// them and the extras read at the element, then the store. The panel matmul
+// ends 16 elements at once, the body cloned on vectors.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 
@@ -43,6 +47,76 @@ void storeOutput(KernelBuilder &kb, const Epilogue &epilogue, const EpiloguePara
     result = llm::inlineScalarBody(kb.builder(), *epilogue.body, scalars);
   }
   kb.store(result, out, {row, col});
+}
+
+/// Whether `body` computes the same lane by lane on vectors: every op
+/// elementwise (arith and math) or a constant, on ints and floats.
+static bool isElementwiseBody(Region &body) {
+  auto scalar = [](Type type) { return type.isIntOrFloat(); };
+  for (Operation &op : body.front().without_terminator()) {
+    if (!isa<arith::ConstantOp>(op) && !OpTrait::hasElementwiseMappableTraits(&op)) return false;
+    if (!llvm::all_of(op.getOperandTypes(), scalar) || !llvm::all_of(op.getResultTypes(), scalar))
+      return false;
+  }
+  return true;
+}
+
+/// `body` cloned on vectors of kLanes (isElementwiseBody): each op takes the
+/// vectors of its scalars' lanes, constants become splats.
+static Value inlineVectorBody(OpBuilder &b, Location loc, Region &body, ValueRange vectors) {
+  Block &block = body.front();
+  IRMapping mapping;
+  mapping.map(block.getArguments(), vectors);
+  auto vectorOf = [](Type scalar) { return VectorType::get({kLanes}, scalar); };
+  for (Operation &op : block.without_terminator()) {
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      auto type = vectorOf(constant.getType());
+      mapping.map(constant.getResult(),
+                  arith::ConstantOp::create(b, loc, type,
+                                            DenseElementsAttr::get(type, constant.getValue())));
+      continue;
+    }
+    Operation *clone = b.clone(op, mapping);
+    for (OpResult result : clone->getResults()) result.setType(vectorOf(result.getType()));
+  }
+  return mapping.lookupOrDefault(block.getTerminator()->getOperand(0));
+}
+
+void storeOutputVector(KernelBuilder &kb, const Epilogue &epilogue, const EpilogueParams &params,
+                       Value out, Value row, Value col, ArrayRef<Value> sums, int64_t partStride,
+                       int64_t lanes) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto f32s = VectorType::get({kLanes}, b.getF32Type());
+  auto load = [&](Value memref, ValueRange indices) {
+    return vector::LoadOp::create(b, loc, f32s, memref, indices).getResult();
+  };
+  bool f32Extras = llvm::all_of(params.extras, [](Value extra) {
+    return cast<MemRefType>(extra.getType()).getElementType().isF32();
+  });
+  if (lanes < kLanes || (epilogue.body && !(f32Extras && isElementwiseBody(*epilogue.body)))) {
+    for (int64_t lane = 0; lane < lanes; ++lane) {
+      SmallVector<Value> laneSums;
+      for (Value sum : sums)
+        laneSums.push_back(vector::ExtractOp::create(b, loc, sum, ArrayRef<int64_t>{lane}));
+      storeOutput(kb, epilogue, params, out, row, kb.addIndex(col, kb.index(lane)), laneSums,
+                  partStride);
+    }
+    return;
+  }
+  Value result = sums.front();
+  if (epilogue.body) {
+    SmallVector<Value> vectors;
+    for (auto [part, acc] : llvm::enumerate(sums)) {
+      Value column = kb.addIndex(col, kb.index(static_cast<int64_t>(part) * partStride));
+      vectors.push_back(params.bias ? kb.add(acc, load(params.bias, {column})) : acc);
+    }
+    for (Value extra : params.extras)
+      vectors.push_back(cast<MemRefType>(extra.getType()).getRank() == 1 ? load(extra, {col})
+                                                                         : load(extra, {row, col}));
+    result = inlineVectorBody(b, loc, *epilogue.body, vectors);
+  }
+  vector::StoreOp::create(b, loc, result, out, ValueRange{row, col});
 }
 
 void addBias(StepLowering &step, Location loc, Value bias, Value output) {

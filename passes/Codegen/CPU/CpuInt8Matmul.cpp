@@ -335,7 +335,7 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
   std::string key = kernelKey("matmul_int8", buffers) + "/" + weight.key();
   if (epilogue.body) key = kernelKey(epilogue.body->getParentOp(), buffers) + "/" + key;
   int64_t partTiles = columns / 16;
-  runOverColumns(step, loc, buffers, columns, key,
+  runOverColumns(step, loc, buffers, columns, kColumnsPerTask, key,
                  [&](KernelBuilder &kb, ValueRange params, const OutputBlock &block) {
     QuantizedRows x{params[0], params[2], params[3]};
     Value out = params[1];

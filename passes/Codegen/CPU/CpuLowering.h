@@ -176,6 +176,13 @@ struct EpilogueParams {
 void storeOutput(KernelBuilder &kb, const Epilogue &epilogue, const EpilogueParams &params,
                  mlir::Value out, mlir::Value row, mlir::Value col,
                  llvm::ArrayRef<mlir::Value> sums, int64_t partStride);
+/// storeOutput of the elements (row, col + lane) of the first `lanes` lanes
+/// of vector sums: the body runs on vectors when all 16 lanes are stored
+/// and every op of it is elementwise (the same arithmetic lane by lane),
+/// else once per lane.
+void storeOutputVector(KernelBuilder &kb, const Epilogue &epilogue, const EpilogueParams &params,
+                       mlir::Value out, mlir::Value row, mlir::Value col,
+                       llvm::ArrayRef<mlir::Value> sums, int64_t partStride, int64_t lanes);
 /// out[r, :] += bias, by a kernel of its own.
 void addBias(StepLowering &step, mlir::Location loc, mlir::Value bias, mlir::Value output);
 
@@ -197,6 +204,9 @@ struct MatmulWeight {
   /// With `bf16`: products of bf16 pairs (AVX512_BF16 vdpbf16ps, f32
   /// accumulation) with the activations rounded to bf16, 32 of k a step.
   bool bf16Products = false;
+  /// `values` is f32 in panels (packPanels), 1-D: the outer-product matmul
+  /// of CpuPanelMatmul.cpp reads it.
+  bool panels = false;
 
   bool isQuantized() const { return static_cast<bool>(scales); }
   /// The memrefs a kernel takes for the weight, in argument order.
@@ -303,13 +313,38 @@ struct OutputBlock {
 using ColumnsBody = llvm::function_ref<void(KernelBuilder &, mlir::ValueRange buffers,
                                             const OutputBlock &block)>;
 /// Runs a kernel over `columns` output columns of the rows of `buffers[1]`
-/// (the output) on the runtime's threads (runParallel), in tasks of 64
-/// columns by 32 rows: each task's `begin` is a multiple of 64 and its
-/// `rowBegin` of 32, and a task's neighbours share its columns (its weight
-/// rows stay in cache). Many rows of few columns (a small model's prefill)
-/// still give every thread work. `key` names the kernel.
+/// (the output) on the runtime's threads (runParallel), in tasks of
+/// `columnsPerTask` columns by 32 rows: each task's `begin` is a multiple of
+/// `columnsPerTask` and its `rowBegin` of 32, and a task's neighbours share
+/// its columns (its weight rows stay in cache). Many rows of few columns (a
+/// small model's prefill) still give every thread work. `key` names the
+/// kernel.
 void runOverColumns(StepLowering &step, mlir::Location loc, llvm::ArrayRef<mlir::Value> buffers,
-                    int64_t columns, const std::string &key, ColumnsBody body);
+                    int64_t columns, int64_t columnsPerTask, const std::string &key,
+                    ColumnsBody body);
+/// Output columns of the generated matmul's tasks over [out, in] rows.
+constexpr int64_t kColumnsPerTask = 64;
+
+/// Output columns of a panel of a packed f32 weight (CpuPanelMatmul.cpp):
+/// three vectors, one task's columns.
+constexpr int64_t kPanelColumns = 48;
+/// An f32 weight [out, in] (`outIn`) or [in, out] in panels: for each run of
+/// kPanelColumns output columns (the last may be narrower, padded with
+/// zeros to whole vectors), k = 0 .. in-1 one after the other, each k the
+/// run's columns of every part. With `parts` = 2 (a gated weight: gate
+/// rows, then up rows) output column c has weight rows c and c + out / 2. A
+/// panel's offset is its first column times in * parts.
+std::vector<float> packPanels(const float *weight, int64_t out, int64_t in, bool outIn,
+                              int64_t parts);
+/// Hands the vector sums of outputs (row, col + lane), one per part, of
+/// which the first `lanes` lanes are outputs.
+using VectorFinish = llvm::function_ref<void(mlir::Value row, mlir::Value col,
+                                             llvm::ArrayRef<mlir::Value> sums, int64_t lanes)>;
+/// output = epilogue(input * weight) for a `panels` weight, as outer
+/// products over the runtime's threads.
+void generatePanelMatmul(StepLowering &step, mlir::Location loc, mlir::Value input,
+                         const MatmulWeight &weight, mlir::Value output, int64_t k,
+                         const Epilogue &epilogue, const std::string &key);
 
 /// A block-quantised weight [out, in] in the int8-activation matmul's
 /// layout (CpuInt8Matmul.cpp): codes per tile of 16 output columns, scales

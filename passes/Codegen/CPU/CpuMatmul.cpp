@@ -1,12 +1,13 @@
 //===- CpuMatmul.cpp - matrix products: BLAS or generated loops -----------===//
 //
 // The one place that decides how `x * W` runs on the CPU. `generated` (the
-// default) emits register-tiled vector loops: at batch 1 they run at the
-// memory floor and beat OpenBLAS 0.3.21, whose small-matrix kernels also
-// round a row differently depending on how many rows a call has, which
-// would make a sequence's logits depend on the batch. `blas`
-// calls the runtime's sgemm through the host API table (the runtime owns the
-// BLAS threads), faster for long prefills. bench/RESULTS.md has the figures.
+// default) emits register-tiled vector loops: outer products over a panel
+// weight (CpuPanelMatmul.cpp), else the dot-product tiles below over [out,
+// in] rows. Both sum each output in one order whatever the batch, where
+// OpenBLAS 0.3.21's small-matrix kernels round a row differently depending
+// on how many rows a call has, which would make a sequence's logits depend
+// on the batch. `blas` calls the runtime's sgemm through the host API table
+// (the runtime owns the BLAS threads). bench/RESULTS.md has the figures.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
@@ -21,9 +22,6 @@ namespace llmc::cpu {
 
 namespace {
 
-/// Output columns of one parallel_for task of the generated matmul: enough
-/// work to amortise a task, few enough that two threads share a 576-wide layer.
-constexpr int64_t kColumnsPerTask = 64;
 /// Rows of one task: a decode batch of up to 32 sequences is one task per
 /// column range, as is reading the weights once needs; more rows split.
 constexpr int64_t kRowsPerTask = 32;
@@ -319,14 +317,14 @@ void buildMatmulColumns(KernelBuilder &kb, Value x, WeightReader &w, Value out,
 } // namespace
 
 void runOverColumns(StepLowering &step, Location loc, ArrayRef<Value> buffers, int64_t columns,
-                    const std::string &key, ColumnsBody body) {
+                    int64_t columnsPerTask, const std::string &key, ColumnsBody body) {
   OpBuilder &b = step.b;
   auto rowChunks = [](KernelBuilder &kb, Value rows) {
     return kb.divIndex(kb.addIndex(rows, kb.index(kRowsPerTask - 1)), kb.index(kRowsPerTask));
   };
   KernelBuilder stepBuilder(b, loc);
   Value tasks = stepBuilder.mulIndex(
-      stepBuilder.index(llvm::divideCeil(columns, kColumnsPerTask)),
+      stepBuilder.index(llvm::divideCeil(columns, columnsPerTask)),
       rowChunks(stepBuilder, memref::DimOp::create(b, loc, buffers[1], 0)));
   runParallel(step, loc, "matmul", key, buffers, tasks,
               [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
@@ -335,11 +333,11 @@ void runOverColumns(StepLowering &step, Location loc, ArrayRef<Value> buffers, i
                 kb.forEach(firstTask, lastTask, [&](Value task) {
                   Value columnTask = kb.divIndex(task, chunks);
                   Value rowBegin = kb.mulIndex(kb.remIndex(task, chunks), kb.index(kRowsPerTask));
-                  Value begin = kb.mulIndex(columnTask, kb.index(kColumnsPerTask));
+                  Value begin = kb.mulIndex(columnTask, kb.index(columnsPerTask));
                   OutputBlock block{
                       rowBegin, kb.minIndex(kb.addIndex(rowBegin, kb.index(kRowsPerTask)), rows),
                       begin,
-                      kb.minIndex(kb.addIndex(begin, kb.index(kColumnsPerTask)),
+                      kb.minIndex(kb.addIndex(begin, kb.index(columnsPerTask)),
                                   kb.index(columns))};
                   body(kb, params, block);
                 });
@@ -358,7 +356,7 @@ void generateMatmul(StepLowering &step, Location loc, Value input, const MatmulW
   llvm::append_range(buffers, weightBuffers);
   llvm::append_range(buffers, epilogueOperands(epilogue));
   int64_t columns = epilogue.gated ? n / 2 : n;
-  runOverColumns(step, loc, buffers, columns, key,
+  runOverColumns(step, loc, buffers, columns, kColumnsPerTask, key,
                  [&](KernelBuilder &kb, ValueRange params, const OutputBlock &block) {
                    auto epilogueParams =
                        EpilogueParams::in(epilogue, params.drop_front(2 + weightBuffers.size()));
@@ -390,8 +388,8 @@ void applyEpilogueInPlace(StepLowering &step, Location loc, Value output, const 
 LogicalResult lowerMatmul(StepLowering &step, Location loc, Value input, const MatmulWeight &weight,
                           bool transposed, Value output, const Epilogue &epilogue) {
   auto weightType = cast<MemRefType>(weight.values.getType());
-  int64_t k = weightType.getDimSize(transposed ? 1 : 0), n = weightType.getDimSize(transposed ? 0 : 1);
-  if (weight.isQuantized()) k = cast<MemRefType>(input.getType()).getDimSize(1);
+  int64_t k = cast<MemRefType>(input.getType()).getDimSize(1);
+  int64_t n = weight.panels ? 0 : weightType.getDimSize(transposed ? 0 : 1);
   SmallVector<Value> buffers{input, output};
   llvm::append_range(buffers, epilogueOperands(epilogue));
   if (!llvm::all_of(buffers, isContiguous))
@@ -411,7 +409,9 @@ LogicalResult lowerMatmul(StepLowering &step, Location loc, Value input, const M
   keyed.push_back(output);
   std::string key = kernelKey("matmul", keyed) + "/" + weight.key();
   if (epilogue.body) key = kernelKey(epilogue.body->getParentOp(), buffers) + "/" + key;
-  if (step.generatedMatmul) {
+  if (weight.panels) {
+    generatePanelMatmul(step, loc, input, weight, output, k, epilogue, key);
+  } else if (step.generatedMatmul) {
     if (!transposed)
       return emitError(loc, "the generated matmul takes weights stored [out, in]");
     generateMatmul(step, loc, input, weight, output, n, k, epilogue, key);

@@ -44,7 +44,7 @@ MatmulWeight MatmulWeight::withBuffers(ValueRange params) const {
 }
 
 std::string MatmulWeight::key() const {
-  if (!isQuantized()) return bf16Products ? "bf16dot" : bf16 ? "bf16" : "f32";
+  if (!isQuantized()) return bf16Products ? "bf16dot" : bf16 ? "bf16" : panels ? "panels" : "f32";
   return "q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "");
 }
 

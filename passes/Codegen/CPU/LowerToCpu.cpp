@@ -178,7 +178,13 @@ private:
       int64_t k = cast<MemRefType>(input.getType()).getDimSize(1);
       weight.bf16Products = bf16Products && k % 32 == 0;
     } else {
-      auto values = flip ? transposedWeightOf(weightValue) : refOf(weightValue, op, 1);
+      // Panels where nothing else reads the weight (a tied embedding table does).
+      FailureOr<Value> values = Value();
+      if (step.generatedMatmul && weightValue.hasOneUse())
+        values = panelWeightOf(weightValue, transposed, epilogue.gated ? 2 : 1);
+      if (failed(values)) return failure();
+      weight.panels = static_cast<bool>(*values);
+      if (!weight.panels) values = flip ? transposedWeightOf(weightValue) : refOf(weightValue, op, 1);
       if (failed(values)) return failure();
       weight.values = *values;
     }
@@ -247,6 +253,27 @@ private:
     auto data = transposedData(value);
     if (failed(data)) return failure();
     return transposedRefs[value] = weightView(value.getDefiningOp(), *data);
+  }
+
+  /// An f32 weight [out, in] (`outIn`) or [in, out] that only its matmul
+  /// reads, stored in panels (cpu::packPanels) for the outer-product matmul;
+  /// null if its data is not 2-D f32.
+  FailureOr<Value> panelWeightOf(Value value, bool outIn, int64_t parts) {
+    auto data = codegen::weightConstant(value, "CPU");
+    if (failed(data)) return failure();
+    auto type = cast<ShapedType>(data->getType());
+    std::vector<char> storage;
+    auto bytes = elementsBytes(*data, storage);
+    if (failed(bytes) || type.getRank() != 2 || !type.getElementType().isF32()) return Value();
+    int64_t out = type.getDimSize(outIn ? 0 : 1), in = type.getDimSize(outIn ? 1 : 0);
+    std::vector<float> panels = cpu::packPanels(reinterpret_cast<const float *>(bytes->data()),
+                                                out, in, outIn, parts);
+    auto panelsType = RankedTensorType::get({static_cast<int64_t>(panels.size())},
+                                            type.getElementType());
+    return weightView(value.getDefiningOp(),
+                      cast<ElementsAttr>(DenseResourceElementsAttr::get(
+                          panelsType, "panels",
+                          HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(panels)))));
   }
 
   /// An [out, in] f32 weight (`flip`: transposed from [in, out]) stored as
@@ -318,7 +345,7 @@ private:
   DenseMap<Value, std::optional<cpu::Int8Weight>> int8Refs;
 };
 
-/// Every scalar f32 math.exp of the kernels (SiLU and GELU bodies, softcaps)
+/// Every f32 math.exp of the kernels, scalar or vector, (SiLU and GELU bodies, softcaps)
 /// as KernelBuilder::expPolynomial: inline arithmetic the vectoriser widens,
 /// where LLVM would call libm's expf once per value. Attention's weights use
 /// it already; one exp everywhere keeps every fused form computing the same
@@ -326,7 +353,7 @@ private:
 void expandExp(ModuleOp module) {
   SmallVector<math::ExpOp> exps;
   module.walk([&](math::ExpOp exp) {
-    if (exp.getType().isF32()) exps.push_back(exp);
+    if (getElementTypeOrSelf(exp.getType()).isF32()) exps.push_back(exp);
   });
   for (math::ExpOp exp : exps) {
     OpBuilder b(exp);

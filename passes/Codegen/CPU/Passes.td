@@ -41,12 +41,17 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     must have AVX512-VNNI (`llmc compile --int8-activations` checks).
 
     Matrix products use the `matmul` strategy: `generated` (the default)
-    emits register-tiled vector loops (4 rows x 4 columns of outputs share
-    each load) that read each weight row once per call and sum every
-    output in the same order whatever the number of rows, so that a
-    sequence's logits do not depend on the rest of the batch; `blas` calls
-    the runtime's sgemm through the host API table (OpenBLAS), faster for
-    long prefills but not batch-invariant (bench/RESULTS.md).
+    emits register-tiled vector loops that read each weight once per call
+    and sum every output in the same order whatever the number of rows, so
+    that a sequence's logits do not depend on the rest of the batch. An f32
+    weight that only its matmul reads, with whole vectors of output
+    columns, is stored in panels of 48 columns, k after k, and multiplied
+    as outer products (8 rows x 48 columns of accumulators, x[r, k]
+    broadcast; CpuPanelMatmul.cpp); other weights (a tied embedding table's
+    logits head, bf16 and quantised weights) keep [out, in] rows and
+    dot-product tiles of 4 x 4 outputs. `blas` calls the runtime's sgemm
+    through the host API table (OpenBLAS), not batch-invariant
+    (bench/RESULTS.md).
     With `weight-dtype=bf16` the generated matmul's f32 weights (linear
     layers and the logits head; not the embedding table, norms or biases)
     are stored in weights.bin as bf16, rounded to nearest even, and widened

@@ -78,8 +78,19 @@ Value KernelBuilder::max(Value a, Value c) { return arith::MaximumFOp::create(b,
 Value KernelBuilder::neg(Value a) { return arith::NegFOp::create(b, loc, a, fastMath(b)); }
 Value KernelBuilder::exp(Value a) { return math::ExpOp::create(b, loc, a); }
 Value KernelBuilder::expPolynomial(Value a) {
-  Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  auto constant = [&](float value) { return this->f32(value); };
+  // Scalars or vectors alike: constants take the shape of `a`.
+  auto vectorType = dyn_cast<VectorType>(a.getType());
+  auto shaped = [&](Type element) -> Type {
+    return vectorType ? VectorType::get(vectorType.getShape(), element) : element;
+  };
+  Type f32 = shaped(b.getF32Type()), i32 = shaped(b.getI32Type());
+  auto constantOf = [&](Type type, Attribute value) -> Value {
+    if (auto vector = dyn_cast<VectorType>(type))
+      return arith::ConstantOp::create(b, loc, vector, DenseElementsAttr::get(vector, value));
+    return arith::ConstantOp::create(b, loc, cast<TypedAttr>(value));
+  };
+  auto constant = [&](float value) { return constantOf(f32, b.getF32FloatAttr(value)); };
+  auto integer = [&](int32_t value) { return constantOf(i32, b.getI32IntegerAttr(value)); };
   auto fma = [&](Value x, Value y, Value z) { return math::FmaOp::create(b, loc, x, y, z); };
   Value x = arith::MinimumFOp::create(
       b, loc, arith::MaximumFOp::create(b, loc, a, constant(-87.33654f)), constant(88.37626f));
@@ -95,9 +106,8 @@ Value KernelBuilder::expPolynomial(Value a) {
   Value y = arith::AddFOp::create(b, loc, fma(arith::MulFOp::create(b, loc, r, r), p, r),
                                   constant(1.0f));
   // 2^n from its exponent bits.
-  Value exponent = arith::AddIOp::create(b, loc, arith::FPToSIOp::create(b, loc, i32, n),
-                                         arith::ConstantIntOp::create(b, loc, i32, 127));
-  Value bits = arith::ShLIOp::create(b, loc, exponent, arith::ConstantIntOp::create(b, loc, i32, 23));
+  Value exponent = arith::AddIOp::create(b, loc, arith::FPToSIOp::create(b, loc, i32, n), integer(127));
+  Value bits = arith::ShLIOp::create(b, loc, exponent, integer(23));
   return arith::MulFOp::create(b, loc, y, arith::BitcastOp::create(b, loc, f32, bits));
 }
 

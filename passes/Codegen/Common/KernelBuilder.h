@@ -58,7 +58,8 @@ public:
   /// exp(a) in f32 arithmetic the loop vectoriser can widen (no libm call):
   /// 2^n * p(r) after Cody-Waite reduction, Cephes' degree-6 polynomial, a
   /// few ulp from expf; inputs below -87.3 give FLT_MIN, not 0. Built
-  /// without fast-math flags so that every caller gets the same bits.
+  /// without fast-math flags so that every caller gets the same bits. `a`
+  /// may be a vector: the same arithmetic lane by lane.
   mlir::Value expPolynomial(mlir::Value a);
   mlir::Value sqrt(mlir::Value a);
   mlir::Value cos(mlir::Value a);

@@ -82,7 +82,8 @@
 //       GENERATED:   %[[TASKPTR:.*]] = builtin.unrealized_conversion_cast %[[TASK]] : (!llvm.ptr, i64, i64) -> () to !llvm.ptr
 //       GENERATED:   llvm.getelementptr %{{.*}}[0, 4]
 //       GENERATED:   llvm.call %{{.*}}(%{{.*}}, %{{.*}}, %[[TASKPTR]], %{{.*}}) : !llvm.ptr, (!llvm.ptr, i64, !llvm.ptr, !llvm.ptr) -> ()
-//       GENERATED:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<32x32xf32>, %{{.*}}: index, %{{.*}}: index)
+// The weight only the matmul reads is packed in panels (1-D).
+//       GENERATED:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<1024xf32>, %{{.*}}: index, %{{.*}}: index)
 //       GENERATED:   func.func private @llmc_matmul_task_{{[0-9]+}}(%{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64)
 //       GENERATED:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<?x32xf32>
 //       GENERATED:     call @llmc_matmul_
@@ -113,8 +114,8 @@ func.func @paged(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32
 //       CHECK:   func.func private @llmc_epilogue_{{[0-9]+}}(%{{.*}}: memref<?x64xf32>, %{{.*}}: memref<64xf32>)
 //       CHECK:     arith.divf %{{.*}}, %{{.*}} : f32
 // GENERATED-LABEL: func.func @llmc_step
-//       GENERATED:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<64x32xf32>, %{{.*}}: memref<64xf32>, %{{.*}}: index, %{{.*}}: index)
-//       GENERATED:     arith.divf %{{.*}}, %{{.*}} : f32
+//       GENERATED:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<2048xf32>, %{{.*}}: memref<64xf32>, %{{.*}}: index, %{{.*}}: index)
+//       GENERATED:     arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
 func.func @scaled_logits(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %2 = llm.constant dense<1.000000e+00> : tensor<8xf32>

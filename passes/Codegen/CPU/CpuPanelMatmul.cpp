@@ -1,0 +1,167 @@
+//===- CpuPanelMatmul.cpp - f32 matmul over weights packed in panels ------===//
+//
+// The generated f32 matmul for weights only matmuls read. llm-lower-to-cpu
+// stores such a weight in panels of 48 output columns, each panel its
+// columns for k = 0, 1, ... one after the other, so a kernel streams a panel
+// front to back. A tile of 8 rows x 48 columns keeps 24 accumulators in
+// registers; each k loads the panel's 3 vectors once and broadcasts each
+// row's x[r, k] (an outer product), 24 fmas for 11 loads and no sums across
+// lanes. Every output sums x[r, k] * w[k, c] over k = 0, 1, ... in one fma
+// chain, whatever the tile, the rows and the threads: a row's result does
+// not depend on the batch. Weights also read elsewhere (a tied embedding
+// table) keep the [out, in] rows of CpuMatmul.cpp's dot-product tiles.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Codegen/CPU/CpuLowering.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+
+namespace llmc::cpu {
+
+namespace {
+
+/// Vectors of 16 columns in a whole panel.
+constexpr int64_t kPanelVectors = kPanelColumns / kLanes;
+
+/// The tiles' rows, largest first: 8 rows x 3 vectors (24 accumulators and
+/// 3 weight vectors of the 32 registers), 4 x 3 x 2 when gated (the gate and
+/// up halves); smaller tiles take the rows past the last whole one.
+SmallVector<int64_t> tileRows(int64_t parts) {
+  return parts == 1 ? SmallVector<int64_t>{8, 4, 1} : SmallVector<int64_t>{4, 2, 1};
+}
+
+/// The vector sums of `rows` x `vectors` x 16 outputs from (row, col), col
+/// the first column of a panel of `vectors` vectors per part, handed to
+/// `finish` a vector (one per part) at a time; the last vector has
+/// `lastLanes` outputs.
+void emitPanelTile(KernelBuilder &kb, Value x, Value panels, Value row, Value col, int64_t rows,
+                   int64_t vectors, int64_t lastLanes, int64_t parts, int64_t k,
+                   VectorFinish finish) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
+  int64_t stride = parts * vectors * kLanes;
+  Value base = kb.mulIndex(col, kb.index(k * parts));
+  auto slot = [&](int64_t r, int64_t part, int64_t v) { return (r * parts + part) * vectors + v; };
+  Value zeros = arith::ConstantOp::create(b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+  SmallVector<Value> acc(rows * parts * vectors, zeros);
+  auto loop = scf::ForOp::create(
+      b, loc, kb.index(0), kb.index(k), kb.index(1), acc,
+      [&](OpBuilder &nested, Location, Value i, ValueRange carried) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+        Value at = kb.addIndex(base, kb.mulIndex(i, kb.index(stride)));
+        SmallVector<Value> ws;
+        for (int64_t v = 0; v < parts * vectors; ++v)
+          ws.push_back(vector::LoadOp::create(b, loc, vectorType, panels,
+                                              ValueRange{kb.addIndex(at, kb.index(v * kLanes))}));
+        SmallVector<Value> next(carried.begin(), carried.end());
+        for (int64_t r = 0; r < rows; ++r) {
+          Value xr = kb.load(x, {kb.addIndex(row, kb.index(r)), i});
+          Value broadcast = vector::BroadcastOp::create(b, loc, vectorType, xr);
+          for (int64_t part = 0; part < parts; ++part)
+            for (int64_t v = 0; v < vectors; ++v)
+              next[slot(r, part, v)] = vector::FMAOp::create(b, loc, broadcast,
+                                                             ws[part * vectors + v],
+                                                             next[slot(r, part, v)]);
+        }
+        scf::YieldOp::create(b, loc, next);
+      });
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t v = 0; v < vectors; ++v) {
+      SmallVector<Value> sums;
+      for (int64_t part = 0; part < parts; ++part)
+        sums.push_back(loop.getResult(slot(r, part, v)));
+      finish(kb.addIndex(row, kb.index(r)), kb.addIndex(col, kb.index(v * kLanes)), sums,
+             v + 1 == vectors ? lastLanes : kLanes);
+    }
+}
+
+/// out[rows of `block`, panel at block.begin] through the tiles of
+/// tileRows, the panel `vectors` vectors wide, `lastLanes` of the last.
+void buildPanelBlock(KernelBuilder &kb, Value x, Value panels, const OutputBlock &block,
+                     int64_t vectors, int64_t lastLanes, int64_t parts, int64_t k,
+                     VectorFinish finish) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Value row = block.rowBegin;
+  for (int64_t rows : tileRows(parts)) {
+    // Whole tiles of `rows` from `row`; the next size starts where they end.
+    Value count = kb.divIndex(kb.subIndex(block.rowEnd, row), kb.index(rows));
+    Value end = kb.addIndex(row, kb.mulIndex(count, kb.index(rows)));
+    scf::ForOp::create(b, loc, row, end, kb.index(rows), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value tileRow, ValueRange) {
+                         OpBuilder::InsertionGuard guard(b);
+                         b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+                         emitPanelTile(kb, x, panels, tileRow, block.begin, rows, vectors,
+                                       lastLanes, parts, k, finish);
+                         scf::YieldOp::create(b, loc);
+                       });
+    row = end;
+  }
+}
+
+} // namespace
+
+std::vector<float> packPanels(const float *weight, int64_t out, int64_t in, bool outIn,
+                              int64_t parts) {
+  int64_t columns = out / parts;
+  std::vector<float> panels(llvm::alignTo(columns, kLanes) * in * parts, 0.0f);
+  auto at = [&](int64_t o, int64_t i) { return outIn ? weight[o * in + i] : weight[i * out + o]; };
+  for (int64_t begin = 0; begin < columns; begin += kPanelColumns) {
+    int64_t width = std::min(kPanelColumns, columns - begin);
+    int64_t padded = llvm::alignTo(width, kLanes);
+    float *panel = panels.data() + begin * in * parts;
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t part = 0; part < parts; ++part)
+        for (int64_t c = 0; c < width; ++c)
+          panel[(i * parts + part) * padded + c] = at(part * columns + begin + c, i);
+  }
+  return panels;
+}
+
+void generatePanelMatmul(StepLowering &step, Location loc, Value input, const MatmulWeight &weight,
+                         Value output, int64_t k, const Epilogue &epilogue, const std::string &key) {
+  int64_t parts = epilogue.gated ? 2 : 1;
+  int64_t columns = cast<MemRefType>(output.getType()).getDimSize(1);
+  int64_t lastColumns = columns % kPanelColumns;
+  int64_t lastVectors = llvm::divideCeil(lastColumns, kLanes);
+  int64_t lastLanes = lastColumns % kLanes ? lastColumns % kLanes : kLanes;
+  SmallVector<Value> buffers{input, output, weight.values};
+  llvm::append_range(buffers, epilogueOperands(epilogue));
+  runOverColumns(step, loc, buffers, columns, kPanelColumns, key,
+                 [&](KernelBuilder &kb, ValueRange params, const OutputBlock &block) {
+    auto epilogueParams = EpilogueParams::in(epilogue, params.drop_front(3));
+    auto finish = [&](Value row, Value col, ArrayRef<Value> sums, int64_t lanes) {
+      storeOutputVector(kb, epilogue, epilogueParams, params[1], row, col, sums, columns, lanes);
+    };
+    auto panel = [&](int64_t vectors, int64_t lanes) {
+      buildPanelBlock(kb, params[0], params[2], block, vectors, lanes, parts, k, finish);
+    };
+    if (lastVectors == 0) return panel(kPanelVectors, kLanes);
+    // Only the last panel is narrower.
+    OpBuilder &b = kb.builder();
+    Value whole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        kb.subIndex(block.end, block.begin),
+                                        kb.index(kPanelColumns));
+    scf::IfOp::create(
+        b, loc, whole,
+        [&](OpBuilder &nested, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+          panel(kPanelVectors, kLanes);
+          scf::YieldOp::create(b, loc);
+        },
+        [&](OpBuilder &nested, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+          panel(lastVectors, lastLanes);
+          scf::YieldOp::create(b, loc);
+        });
+  });
+}
+
+} // namespace llmc::cpu
