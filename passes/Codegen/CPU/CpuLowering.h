@@ -204,8 +204,8 @@ struct MatmulWeight {
   /// With `bf16`: products of bf16 pairs (AVX512_BF16 vdpbf16ps, f32
   /// accumulation) with the activations rounded to bf16, 32 of k a step.
   bool bf16Products = false;
-  /// `values` is f32 in panels (packPanels), 1-D: the outer-product matmul
-  /// of CpuPanelMatmul.cpp reads it.
+  /// `values` is in panels (packPanels), 1-D, f32 or with `bf16` its bf16
+  /// bit patterns: the outer-product matmul of CpuPanelMatmul.cpp reads it.
   bool panels = false;
 
   bool isQuantized() const { return static_cast<bool>(scales); }
@@ -221,6 +221,10 @@ struct MatmulWeight {
 /// bf16 bit patterns, as a vdpbf16ps operand (vector<32xbf16>).
 mlir::Value loadBf16Pairs(mlir::OpBuilder &b, mlir::Location loc, mlir::Value bits,
                           mlir::Value row, mlir::Value col);
+
+/// f32 values from bf16 bit patterns (i16, scalar or vector): the pattern
+/// is the high half of the f32's.
+mlir::Value widenBf16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value bits);
 
 /// The weight values of a MatmulWeight inside a kernel. Reads whole vectors
 /// of 16 along a row and single values; a quantised read dequantises as

@@ -1,15 +1,16 @@
 //===- CpuPanelMatmul.cpp - f32 matmul over weights packed in panels ------===//
 //
 // The generated f32 matmul for weights only matmuls read. llm-lower-to-cpu
-// stores such a weight in panels of 48 output columns, each panel its
-// columns for k = 0, 1, ... one after the other, so a kernel streams a panel
-// front to back. A tile of 8 rows x 48 columns keeps 24 accumulators in
+// stores such a weight (f32, or bf16 widened as loaded) in panels of 48
+// output columns, each panel its columns for k = 0, 1, ... one after the
+// other, so a kernel streams a panel front to back. A tile of 8 rows x 48 columns keeps 24 accumulators in
 // registers; each k loads the panel's 3 vectors once and broadcasts each
 // row's x[r, k] (an outer product), 24 fmas for 11 loads and no sums across
 // lanes. Every output sums x[r, k] * w[k, c] over k = 0, 1, ... in one fma
 // chain, whatever the tile, the rows and the threads: a row's result does
 // not depend on the batch. Weights also read elsewhere (a tied embedding
-// table) keep the [out, in] rows of CpuMatmul.cpp's dot-product tiles.
+// table), quantised weights and products of bf16 pairs keep the [out, in]
+// rows of CpuMatmul.cpp's dot-product tiles.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
@@ -43,6 +44,13 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, Value row, Value co
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto vectorType = VectorType::get({kLanes}, b.getF32Type());
+  // bf16 panels (i16 bit patterns) are widened as they are loaded.
+  bool bf16 = cast<MemRefType>(panels.getType()).getElementType().isInteger(16);
+  auto loadWeights = [&](Value at) -> Value {
+    if (!bf16) return vector::LoadOp::create(b, loc, vectorType, panels, ValueRange{at});
+    return widenBf16(b, loc, vector::LoadOp::create(b, loc, VectorType::get({kLanes}, b.getI16Type()),
+                                                    panels, ValueRange{at}));
+  };
   int64_t stride = parts * vectors * kLanes;
   Value base = kb.mulIndex(col, kb.index(k * parts));
   auto slot = [&](int64_t r, int64_t part, int64_t v) { return (r * parts + part) * vectors + v; };
@@ -56,8 +64,7 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, Value row, Value co
         Value at = kb.addIndex(base, kb.mulIndex(i, kb.index(stride)));
         SmallVector<Value> ws;
         for (int64_t v = 0; v < parts * vectors; ++v)
-          ws.push_back(vector::LoadOp::create(b, loc, vectorType, panels,
-                                              ValueRange{kb.addIndex(at, kb.index(v * kLanes))}));
+          ws.push_back(loadWeights(kb.addIndex(at, kb.index(v * kLanes))));
         SmallVector<Value> next(carried.begin(), carried.end());
         for (int64_t r = 0; r < rows; ++r) {
           Value xr = kb.load(x, {kb.addIndex(row, kb.index(r)), i});

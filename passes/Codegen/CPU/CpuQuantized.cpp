@@ -44,7 +44,8 @@ MatmulWeight MatmulWeight::withBuffers(ValueRange params) const {
 }
 
 std::string MatmulWeight::key() const {
-  if (!isQuantized()) return bf16Products ? "bf16dot" : bf16 ? "bf16" : panels ? "panels" : "f32";
+  if (!isQuantized())
+    return std::string(bf16Products ? "bf16dot" : bf16 ? "bf16" : "f32") + (panels ? "panels" : "");
   return "q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "");
 }
 
@@ -94,9 +95,7 @@ static Value dequantize(OpBuilder &b, Location loc, Value code, Value zeroPoint,
   return arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, widened, zeroPoint), scale);
 }
 
-/// f32 values from bf16 bit patterns (i16, scalar or vector): the pattern
-/// is the high half of the f32's.
-static Value widenBf16(OpBuilder &b, Location loc, Value bits) {
+Value widenBf16(OpBuilder &b, Location loc, Value bits) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   if (auto vectorType = dyn_cast<VectorType>(bits.getType())) {
     i32 = VectorType::get(vectorType.getShape(), i32);

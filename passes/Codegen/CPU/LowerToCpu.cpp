@@ -150,9 +150,10 @@ private:
     return StepWalker::placesOwnOperand(op, operandNumber);
   }
 
-  /// A linear layer or the logits head. The generated matmul takes its
-  /// weights [out, in]: an [in, out] weight is transposed at compile time,
-  /// and a quantised [out, in] one is kept packed.
+  /// A linear layer or the logits head. The generated matmul takes a weight
+  /// only it reads in panels, others [out, in]: an [in, out] weight is
+  /// transposed at compile time, and a quantised [out, in] one is kept
+  /// packed.
   LogicalResult lowerMatmul(Operation *op, Value weightValue, bool transposed, Value input,
                             Value output, const cpu::Epilogue &epilogue) {
     cpu::MatmulWeight weight;
@@ -170,21 +171,23 @@ private:
       auto packed = packedWeightOf(weightValue);
       if (failed(packed)) return failure();
       weight = *packed;
-    } else if (bf16Weights) {
-      auto values = bf16WeightOf(weightValue, flip);
-      if (failed(values)) return failure();
-      weight.values = *values;
-      weight.bf16 = true;
-      int64_t k = cast<MemRefType>(input.getType()).getDimSize(1);
-      weight.bf16Products = bf16Products && k % 32 == 0;
     } else {
-      // Panels where nothing else reads the weight (a tied embedding table does).
+      int64_t k = cast<MemRefType>(input.getType()).getDimSize(1);
+      weight.bf16 = bf16Weights;
+      weight.bf16Products = bf16Weights && bf16Products && k % 32 == 0;
+      // Panels where nothing else reads the weight (a tied embedding table
+      // does); products of bf16 pairs keep [out, in] rows, and a widened
+      // quantised weight the rows of its packed form, whose sums it equals.
       FailureOr<Value> values = Value();
-      if (step.generatedMatmul && weightValue.hasOneUse())
-        values = panelWeightOf(weightValue, transposed, epilogue.gated ? 2 : 1);
+      if (step.generatedMatmul && weightValue.hasOneUse() && !weight.bf16Products &&
+          !weightValue.getDefiningOp<llm::DequantizeOp>())
+        values = panelWeightOf(weightValue, transposed, epilogue.gated ? 2 : 1, weight.bf16);
       if (failed(values)) return failure();
       weight.panels = static_cast<bool>(*values);
-      if (!weight.panels) values = flip ? transposedWeightOf(weightValue) : refOf(weightValue, op, 1);
+      if (!weight.panels)
+        values = weight.bf16 ? bf16WeightOf(weightValue, flip)
+                 : flip      ? transposedWeightOf(weightValue)
+                             : refOf(weightValue, op, 1);
       if (failed(values)) return failure();
       weight.values = *values;
     }
@@ -256,9 +259,9 @@ private:
   }
 
   /// An f32 weight [out, in] (`outIn`) or [in, out] that only its matmul
-  /// reads, stored in panels (cpu::packPanels) for the outer-product matmul;
-  /// null if its data is not 2-D f32.
-  FailureOr<Value> panelWeightOf(Value value, bool outIn, int64_t parts) {
+  /// reads, stored in panels (cpu::packPanels) for the outer-product matmul,
+  /// rounded to bf16 if `bf16`; null if its data is not 2-D f32.
+  FailureOr<Value> panelWeightOf(Value value, bool outIn, int64_t parts, bool bf16) {
     auto data = codegen::weightConstant(value, "CPU");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());
@@ -273,7 +276,8 @@ private:
     return weightView(value.getDefiningOp(),
                       cast<ElementsAttr>(DenseResourceElementsAttr::get(
                           panelsType, "panels",
-                          HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(panels)))));
+                          HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(panels)))),
+                      bf16 ? "bf16" : "");
   }
 
   /// An [out, in] f32 weight (`flip`: transposed from [in, out]) stored as
