@@ -329,13 +329,14 @@ void runOverColumns(StepLowering &step, mlir::Location loc, llvm::ArrayRef<mlir:
 /// Output columns of the generated matmul's tasks over [out, in] rows.
 constexpr int64_t kColumnsPerTask = 64;
 
-/// Output columns of a panel of a packed f32 weight (CpuPanelMatmul.cpp):
-/// three vectors, one task's columns.
-constexpr int64_t kPanelColumns = 48;
+/// Output columns of a panel of a packed weight (CpuPanelMatmul.cpp): three
+/// vectors, one task's columns; one vector of each part when gated (`parts`
+/// 2), whose tiles take both parts of a vector at once.
+constexpr int64_t panelColumns(int64_t parts) { return parts == 1 ? 48 : 16; }
 /// An f32 weight [out, in] (`outIn`) or [in, out] in panels: for each run of
-/// kPanelColumns output columns (the last may be narrower, padded with
-/// zeros to whole vectors), k = 0 .. in-1 one after the other, each k the
-/// run's columns of every part. With `parts` = 2 (a gated weight: gate
+/// panelColumns(parts) output columns (the last may be narrower, padded
+/// with zeros to whole vectors), k = 0 .. in-1 one after the other, each k
+/// the run's columns of every part. With `parts` = 2 (a gated weight: gate
 /// rows, then up rows) output column c has weight rows c and c + out / 2. A
 /// panel's offset is its first column times in * parts.
 std::vector<float> packPanels(const float *weight, int64_t out, int64_t in, bool outIn,
@@ -344,6 +345,10 @@ std::vector<float> packPanels(const float *weight, int64_t out, int64_t in, bool
 /// which the first `lanes` lanes are outputs.
 using VectorFinish = llvm::function_ref<void(mlir::Value row, mlir::Value col,
                                              llvm::ArrayRef<mlir::Value> sums, int64_t lanes)>;
+/// llm.embedding over a table kept in panels (packPanels) for the logits
+/// head it is tied to: token t's row is the head's output column t.
+mlir::LogicalResult lowerPanelEmbedding(StepLowering &step, llm::EmbeddingOp op,
+                                        mlir::Value panels, mlir::Value ids, mlir::Value output);
 /// output = epilogue(input * weight) for a `panels` weight, as outer
 /// products over the runtime's threads.
 void generatePanelMatmul(StepLowering &step, mlir::Location loc, mlir::Value input,

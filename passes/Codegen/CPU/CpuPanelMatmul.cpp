@@ -1,16 +1,18 @@
 //===- CpuPanelMatmul.cpp - f32 matmul over weights packed in panels ------===//
 //
-// The generated f32 matmul for weights only matmuls read. llm-lower-to-cpu
-// stores such a weight (f32, or bf16 widened as loaded) in panels of 48
-// output columns, each panel its columns for k = 0, 1, ... one after the
-// other, so a kernel streams a panel front to back. A tile of 8 rows x 48 columns keeps 24 accumulators in
-// registers; each k loads the panel's 3 vectors once and broadcasts each
+// The generated matmul for f32 weights that only matmuls read (and
+// embeddings, for a tied table). llm-lower-to-cpu stores such a weight (f32,
+// or bf16 widened as loaded) in panels of 48 output columns, each panel its
+// columns for k = 0, 1, ... one after the other, so a kernel streams a
+// panel front to back. A tile of 8 rows x 48 columns keeps 24 accumulators
+// in registers; each k loads the panel's 3 vectors once and broadcasts each
 // row's x[r, k] (an outer product), 24 fmas for 11 loads and no sums across
 // lanes. Every output sums x[r, k] * w[k, c] over k = 0, 1, ... in one fma
 // chain, whatever the tile, the rows and the threads: a row's result does
-// not depend on the batch. Weights also read elsewhere (a tied embedding
-// table), quantised weights and products of bf16 pairs keep the [out, in]
-// rows of CpuMatmul.cpp's dot-product tiles.
+// not depend on the batch. A tied embedding table is stored once, in its
+// logits head's panels, and the embedding gathers from them. Quantised
+// weights and products of bf16 pairs keep the [out, in] rows of
+// CpuMatmul.cpp's dot-product tiles.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
@@ -24,20 +26,13 @@ namespace llmc::cpu {
 
 namespace {
 
-/// Vectors of 16 columns in a whole panel.
-constexpr int64_t kPanelVectors = kPanelColumns / kLanes;
+/// The tiles' rows, largest first; smaller tiles take the rows past the
+/// last whole one.
+constexpr int64_t kTileRows[] = {8, 4, 1};
 
-/// The tiles' rows, largest first: 8 rows x 3 vectors (24 accumulators and
-/// 3 weight vectors of the 32 registers), 4 x 3 x 2 when gated (the gate and
-/// up halves); smaller tiles take the rows past the last whole one.
-SmallVector<int64_t> tileRows(int64_t parts) {
-  return parts == 1 ? SmallVector<int64_t>{8, 4, 1} : SmallVector<int64_t>{4, 2, 1};
-}
-
-/// The vector sums of `rows` x `vectors` x 16 outputs from (row, col), col
-/// the first column of a panel of `vectors` vectors per part, handed to
-/// `finish` a vector (one per part) at a time; the last vector has
-/// `lastLanes` outputs.
+/// The vector sums of `rows` rows from `row` of a panel of `vectors`
+/// vectors per part starting at column `col`, handed to `finish` a vector
+/// (one sum per part) at a time; the last vector has `lastLanes` outputs.
 void emitPanelTile(KernelBuilder &kb, Value x, Value panels, Value row, Value col, int64_t rows,
                    int64_t vectors, int64_t lastLanes, int64_t parts, int64_t k,
                    VectorFinish finish) {
@@ -65,6 +60,15 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, Value row, Value co
         SmallVector<Value> ws;
         for (int64_t v = 0; v < parts * vectors; ++v)
           ws.push_back(loadWeights(kb.addIndex(at, kb.index(v * kLanes))));
+        // The next panel's same k into L2 while this one is computed: a
+        // decode batch's first tile would otherwise wait on DRAM.
+        Value size = kb.index(cast<MemRefType>(panels.getType()).getNumElements());
+        int64_t elementBytes = bf16 ? 2 : 4;
+        for (int64_t offset = 0; offset < stride * elementBytes; offset += 64) {
+          Value ahead = kb.addIndex(at, kb.index(k * stride + offset / elementBytes));
+          memref::PrefetchOp::create(b, loc, panels, ValueRange{kb.minIndex(ahead, kb.subIndex(size, kb.index(1)))},
+                                     /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
+        }
         SmallVector<Value> next(carried.begin(), carried.end());
         for (int64_t r = 0; r < rows; ++r) {
           Value xr = kb.load(x, {kb.addIndex(row, kb.index(r)), i});
@@ -87,15 +91,18 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, Value row, Value co
     }
 }
 
-/// out[rows of `block`, panel at block.begin] through the tiles of
-/// tileRows, the panel `vectors` vectors wide, `lastLanes` of the last.
+/// out[rows of `block`, panel at block.begin] through tiles of kTileRows
+/// rows, the panel `vectors` vectors wide, `lastLanes` of the last. A tile
+/// takes the whole panel: 8 x 3 vectors (24 accumulators and 3 weight
+/// vectors of the 32 registers), or 8 x 1 x 2 parts when gated (4 x 3 x 2
+/// reads twice the panel bytes per fma and ran at half the speed).
 void buildPanelBlock(KernelBuilder &kb, Value x, Value panels, const OutputBlock &block,
                      int64_t vectors, int64_t lastLanes, int64_t parts, int64_t k,
                      VectorFinish finish) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Value row = block.rowBegin;
-  for (int64_t rows : tileRows(parts)) {
+  for (int64_t rows : kTileRows) {
     // Whole tiles of `rows` from `row`; the next size starts where they end.
     Value count = kb.divIndex(kb.subIndex(block.rowEnd, row), kb.index(rows));
     Value end = kb.addIndex(row, kb.mulIndex(count, kb.index(rows)));
@@ -118,28 +125,58 @@ std::vector<float> packPanels(const float *weight, int64_t out, int64_t in, bool
   int64_t columns = out / parts;
   std::vector<float> panels(llvm::alignTo(columns, kLanes) * in * parts, 0.0f);
   auto at = [&](int64_t o, int64_t i) { return outIn ? weight[o * in + i] : weight[i * out + o]; };
-  for (int64_t begin = 0; begin < columns; begin += kPanelColumns) {
-    int64_t width = std::min(kPanelColumns, columns - begin);
+  int64_t panel = panelColumns(parts);
+  for (int64_t begin = 0; begin < columns; begin += panel) {
+    int64_t width = std::min(panel, columns - begin);
     int64_t padded = llvm::alignTo(width, kLanes);
-    float *panel = panels.data() + begin * in * parts;
+    float *start = panels.data() + begin * in * parts;
     for (int64_t i = 0; i < in; ++i)
       for (int64_t part = 0; part < parts; ++part)
         for (int64_t c = 0; c < width; ++c)
-          panel[(i * parts + part) * padded + c] = at(part * columns + begin + c, i);
+          start[(i * parts + part) * padded + c] = at(part * columns + begin + c, i);
   }
   return panels;
+}
+
+LogicalResult lowerPanelEmbedding(StepLowering &step, llm::EmbeddingOp op, Value panels, Value ids,
+                                  Value output) {
+  auto tableType = cast<ShapedType>(op.getTable().getType());
+  int64_t vocab = tableType.getDimSize(op.getTransposeTable() ? 1 : 0);
+  int64_t hidden = cast<MemRefType>(output.getType()).getDimSize(1);
+  SmallVector<Value> args{panels, ids, output};
+  step.callKernel(op.getLoc(), "panel_embedding", kernelKey(op, args), args,
+                  [&](KernelBuilder &kb, ValueRange params) {
+    Value out = params[2];
+    kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
+      // Column `id` of its panel: the panel's first column, its width (the
+      // last one's padded to whole vectors), then one value per k.
+      Value id = kb.toIndex(kb.load(params[1], {row}));
+      int64_t panel = panelColumns(1);
+      Value begin = kb.mulIndex(kb.divIndex(id, kb.index(panel)), kb.index(panel));
+      Value rest = kb.subIndex(kb.index(vocab), begin);
+      Value padded = kb.mulIndex(kb.divIndex(kb.addIndex(rest, kb.index(kLanes - 1)), kb.index(kLanes)),
+                                 kb.index(kLanes));
+      Value width = kb.minIndex(padded, kb.index(panel));
+      Value at = kb.addIndex(kb.mulIndex(begin, kb.index(hidden)), kb.subIndex(id, begin));
+      kb.forEach(kb.index(0), kb.index(hidden), [&](Value col) {
+        kb.store(kb.load(params[0], {kb.addIndex(at, kb.mulIndex(col, width))}), out, {row, col});
+      });
+    });
+  });
+  return success();
 }
 
 void generatePanelMatmul(StepLowering &step, Location loc, Value input, const MatmulWeight &weight,
                          Value output, int64_t k, const Epilogue &epilogue, const std::string &key) {
   int64_t parts = epilogue.gated ? 2 : 1;
   int64_t columns = cast<MemRefType>(output.getType()).getDimSize(1);
-  int64_t lastColumns = columns % kPanelColumns;
+  int64_t panelWidth = panelColumns(parts), panelVectors = panelWidth / kLanes;
+  int64_t lastColumns = columns % panelWidth;
   int64_t lastVectors = llvm::divideCeil(lastColumns, kLanes);
   int64_t lastLanes = lastColumns % kLanes ? lastColumns % kLanes : kLanes;
   SmallVector<Value> buffers{input, output, weight.values};
   llvm::append_range(buffers, epilogueOperands(epilogue));
-  runOverColumns(step, loc, buffers, columns, kPanelColumns, key,
+  runOverColumns(step, loc, buffers, columns, panelWidth, key,
                  [&](KernelBuilder &kb, ValueRange params, const OutputBlock &block) {
     auto epilogueParams = EpilogueParams::in(epilogue, params.drop_front(3));
     auto finish = [&](Value row, Value col, ArrayRef<Value> sums, int64_t lanes) {
@@ -148,18 +185,18 @@ void generatePanelMatmul(StepLowering &step, Location loc, Value input, const Ma
     auto panel = [&](int64_t vectors, int64_t lanes) {
       buildPanelBlock(kb, params[0], params[2], block, vectors, lanes, parts, k, finish);
     };
-    if (lastVectors == 0) return panel(kPanelVectors, kLanes);
+    if (lastVectors == 0) return panel(panelVectors, kLanes);
     // Only the last panel is narrower.
     OpBuilder &b = kb.builder();
     Value whole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         kb.subIndex(block.end, block.begin),
-                                        kb.index(kPanelColumns));
+                                        kb.index(panelWidth));
     scf::IfOp::create(
         b, loc, whole,
         [&](OpBuilder &nested, Location) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
-          panel(kPanelVectors, kLanes);
+          panel(panelVectors, kLanes);
           scf::YieldOp::create(b, loc);
         },
         [&](OpBuilder &nested, Location) {

@@ -95,6 +95,13 @@ private:
           return cpu::lowerPagedAttention(step, attention, operands, outputs[0]);
         })
         .Case([&](llm::EmbeddingOp embedding) -> LogicalResult {
+          if (sharesPanels(embedding.getTable())) {
+            auto panels = panelWeightOf(embedding.getTable(), !embedding.getTransposeTable(), 1,
+                                        /*bf16=*/false);
+            if (failed(panels)) return failure();
+            if (!*panels) return embedding.emitOpError("has a table without 2-D f32 data");
+            return cpu::lowerPanelEmbedding(step, embedding, *panels, operands[1], outputs[0]);
+          }
           if (!placesOwnOperand(op, 0))
             return cpu::lowerEmbedding(step, embedding, operands, outputs[0]);
           auto table = packedWeightOf(embedding.getTable());
@@ -145,10 +152,40 @@ private:
   bool placesOwnOperand(Operation *op, unsigned operandNumber) override {
     if (isa<llm::PermuteFeaturesOp>(op)) return operandNumber == 1;
     if (auto embedding = dyn_cast<llm::EmbeddingOp>(op))
-      return operandNumber == 0 && packQuantized && !embedding.getTransposeTable() &&
-             embedding.getTable().getDefiningOp<llm::DequantizeOp>();
+      return operandNumber == 0 &&
+             ((packQuantized && !embedding.getTransposeTable() &&
+               embedding.getTable().getDefiningOp<llm::DequantizeOp>()) ||
+              sharesPanels(embedding.getTable()));
     return StepWalker::placesOwnOperand(op, operandNumber);
   }
+
+  /// Whether `weight` is read only by `matmul` (as its weight) and by
+  /// embeddings (as their table): a tied embedding table and its logits
+  /// head.
+  static bool onlyEmbeddingsBeside(Value weight, Operation *matmul) {
+    return llvm::all_of(weight.getUses(), [&](OpOperand &use) {
+      Operation *user = use.getOwner();
+      if (user == matmul) return use.getOperandNumber() == 1;
+      return isa<llm::EmbeddingOp>(user) && use.getOperandNumber() == 0;
+    });
+  }
+
+  /// The matmul of a table that f32 storage keeps once, in panels, for the
+  /// matmul and the embeddings alike (a tied logits head); null if none.
+  Operation *panelHeadOf(Value table) const {
+    if (!step.generatedMatmul || bf16Weights || table.getDefiningOp<llm::DequantizeOp>())
+      return nullptr;
+    auto type = dyn_cast<RankedTensorType>(table.getType());
+    if (!type || type.getRank() != 2 || !type.getElementType().isF32()) return nullptr;
+    Operation *head = nullptr;
+    for (Operation *user : table.getUsers()) {
+      if (isa<llm::EmbeddingOp>(user)) continue;
+      if (head || !isa<llm::LinearOp, llm::LogitsOp>(user)) return nullptr;
+      head = user;
+    }
+    return head && onlyEmbeddingsBeside(table, head) ? head : nullptr;
+  }
+  bool sharesPanels(Value table) const { return panelHeadOf(table) != nullptr; }
 
   /// A linear layer or the logits head. The generated matmul takes a weight
   /// only it reads in panels, others [out, in]: an [in, out] weight is
@@ -175,12 +212,13 @@ private:
       int64_t k = cast<MemRefType>(input.getType()).getDimSize(1);
       weight.bf16 = bf16Weights;
       weight.bf16Products = bf16Weights && bf16Products && k % 32 == 0;
-      // Panels where nothing else reads the weight (a tied embedding table
-      // does); products of bf16 pairs keep [out, in] rows, and a widened
+      // Panels where only embeddings read the weight beside this matmul (a
+      // tied table: f32 storage shares the panels with them, bf16 has its
+      // own copy); products of bf16 pairs keep [out, in] rows, and a widened
       // quantised weight the rows of its packed form, whose sums it equals.
       FailureOr<Value> values = Value();
-      if (step.generatedMatmul && weightValue.hasOneUse() && !weight.bf16Products &&
-          !weightValue.getDefiningOp<llm::DequantizeOp>())
+      if (step.generatedMatmul && onlyEmbeddingsBeside(weightValue, op) &&
+          !weight.bf16Products && !weightValue.getDefiningOp<llm::DequantizeOp>())
         values = panelWeightOf(weightValue, transposed, epilogue.gated ? 2 : 1, weight.bf16);
       if (failed(values)) return failure();
       weight.panels = static_cast<bool>(*values);
@@ -262,6 +300,7 @@ private:
   /// reads, stored in panels (cpu::packPanels) for the outer-product matmul,
   /// rounded to bf16 if `bf16`; null if its data is not 2-D f32.
   FailureOr<Value> panelWeightOf(Value value, bool outIn, int64_t parts, bool bf16) {
+    if (Value known = panelRefs.lookup(value)) return known;
     auto data = codegen::weightConstant(value, "CPU");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());
@@ -273,7 +312,7 @@ private:
                                                 out, in, outIn, parts);
     auto panelsType = RankedTensorType::get({static_cast<int64_t>(panels.size())},
                                             type.getElementType());
-    return weightView(value.getDefiningOp(),
+    return panelRefs[value] = weightView(value.getDefiningOp(),
                       cast<ElementsAttr>(DenseResourceElementsAttr::get(
                           panelsType, "panels",
                           HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(panels)))),
@@ -344,7 +383,7 @@ private:
   cpu::StepLowering &step;
   Value weightsArg, workspaceArg, logits;
   bool packQuantized, int8Activations, bf16Weights, bf16Products;
-  DenseMap<Value, Value> transposedRefs, bf16Refs;
+  DenseMap<Value, Value> transposedRefs, bf16Refs, panelRefs;
   DenseMap<Value, cpu::MatmulWeight> packedRefs;
   DenseMap<Value, std::optional<cpu::Int8Weight>> int8Refs;
 };

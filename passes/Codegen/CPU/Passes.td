@@ -47,8 +47,9 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     weight that only its matmul reads, with whole vectors of output
     columns, is stored in panels of 48 columns, k after k, and multiplied
     as outer products (8 rows x 48 columns of accumulators, x[r, k]
-    broadcast; CpuPanelMatmul.cpp); other weights (a tied embedding table's
-    logits head, quantised weights, bf16 pairs) keep [out, in] rows and
+    broadcast; CpuPanelMatmul.cpp); an embedding table tied to the logits
+    head is stored once, in the head's panels, and the embedding gathers
+    from them. Quantised weights and bf16 pairs keep [out, in] rows and
     dot-product tiles of 4 x 4 outputs. `blas` calls the runtime's sgemm
     through the host API table (OpenBLAS), not batch-invariant
     (bench/RESULTS.md).

@@ -1,25 +1,31 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-plan-memory{max-num-batched-tokens=8 max-num-seqs=2}),llm-lower-to-cpu)' | FileCheck %s
 
 // A weight only its matmul reads is stored in panels of 48 columns (1-D)
-// and multiplied as outer products: each k loads the panel's 3 vectors and
-// broadcasts x[r, k] of 8 rows into 24 accumulators, then 4 rows and 1 row
-// take the rest. The tied table (embedding and logits) keeps its [out, in]
-// rows and the dot-product tiles.
+// and multiplied as outer products: each k prefetches the next panel's
+// row, loads the panel's 3 vectors and broadcasts x[r, k] of 8 rows into 24
+// accumulators, then 4 rows and 1 row take the rest. The tied table of the
+// embedding and the logits head is stored once, in panels: the embedding
+// gathers a token's column from them.
 // CHECK-LABEL: func.func @llmc_step
-//       CHECK:   memref.view %{{.*}} : memref<?xi8> to memref<64x32xf32>
+//       CHECK:   %[[TABLE:.*]] = memref.view %{{.*}} : memref<?xi8> to memref<2048xf32>
+//       CHECK:   call @llmc_panel_embedding_{{[0-9]+}}(%[[TABLE]],
 //       CHECK:   memref.view %{{.*}} : memref<?xi8> to memref<3072xf32>
-//       CHECK:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x96xf32>, %[[PANELS:.*]]: memref<3072xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:   func.func private @llmc_panel_embedding_{{[0-9]+}}(%[[PANELS:.*]]: memref<2048xf32>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x32xf32>)
+//       CHECK:     memref.load %[[PANELS]]
+//       CHECK:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x96xf32>, %[[W:.*]]: memref<3072xf32>, %{{.*}}: index, %{{.*}}: index)
 //       CHECK:     scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-//   CHECK-COUNT-3:   vector.load %[[PANELS]][%{{.*}}] : memref<3072xf32>, vector<16xf32>
+//   CHECK-COUNT-3:   vector.load %[[W]][%{{.*}}] : memref<3072xf32>, vector<16xf32>
+//   CHECK-COUNT-3:   memref.prefetch %[[W]][%{{.*}}], read, locality<2>, data : memref<3072xf32>
 //       CHECK:       %[[X:.*]] = memref.load %{{.*}} : memref<?x32xf32>
 //       CHECK:       %[[B:.*]] = vector.broadcast %[[X]] : f32 to vector<16xf32>
 //       CHECK:       vector.fma %[[B]], %{{.*}} : vector<16xf32>
 //       CHECK:     vector.store %{{.*}} : memref<?x96xf32>, vector<16xf32>
 //       CHECK:     scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 //       CHECK:     scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// The logits head reads the table's rows: lanes summed by shuffles.
-//       CHECK:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<64x32xf32>
-//       CHECK:     vector.shuffle
+// The logits head reads the table's panels.
+//       CHECK:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<2048xf32>
+//   CHECK-NOT:     vector.shuffle
+//       CHECK:     vector.broadcast
 func.func @panels(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %w = llm.constant dense<1.000000e-01> : tensor<32x96xf32>
@@ -64,13 +70,13 @@ func.func @last_panel(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<
 
 // -----
 
-// A gated product: each panel holds 48 gate then 48 up columns per k, a
-// tile of 4 rows keeps 4 x 3 x 2 accumulators, and silu(gate) * up runs on
+// A gated product: its panels are 16 columns, each k the 16 gate then the
+// 16 up columns, a tile 8 rows x 1 vector x 2 parts; silu(gate) * up runs on
 // the vectors (the exp as the inline polynomial).
 // CHECK-LABEL: func.func @llmc_step
 //       CHECK:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x48xf32>, %{{.*}}: memref<3072xf32>
-//       CHECK:     scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-//   CHECK-COUNT-6:   vector.load
+//       CHECK:     scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+//   CHECK-COUNT-2:   vector.load
 //   CHECK-NOT:     math.exp
 //       CHECK:     math.roundeven %{{.*}} : vector<16xf32>
 //       CHECK:     arith.divf %{{.*}} : vector<16xf32>
