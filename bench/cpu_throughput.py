@@ -9,7 +9,8 @@ llmc: the model is compiled with `llmc compile` (into a temporary directory) and
 step through the runtime's C API (llmc.runtime.Model.step): one prefill step of the prompt,
 then one decode step per token. onnxruntime: an InferenceSession with intra_op_num_threads =
 threads, the prompt in one call, then one call per token with the KV cache fed back. Both are
-greedy; the figures are the median of --repeat runs. With --opt-levels 0,2 the model is
+greedy; the figures are the median of --repeat runs, each after 0.2 s idle (onnxruntime's
+threads spin after a run). With --opt-levels 0,2 the model is
 compiled at each fusion level (llmc compile -O<n>) and each is measured, interleaved with
 onnxruntime in every round. With --bf16, the -O2 model is also compiled with --dtype bf16
 (bf16 weights widened to f32) and with --dtype bf16 --bf16-activations (AVX512_BF16 products)
@@ -41,6 +42,10 @@ from peers import run_vllm, vllm_missing
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT / "models" / "smollm2-135m" / "model.onnx"
 LLMC = ROOT / "build" / "bin" / "llmc"
+# Seconds each engine waits before its run for the other's threads to go idle: onnxruntime's
+# spin for tens of milliseconds after a Run and took a core from an llmc prefill right after
+# it (1,300 tokens/s against 1,700 alone).
+SETTLE_SECONDS = 0.2
 
 
 
@@ -124,8 +129,10 @@ def main() -> int:
         for index in range(args.repeat):
             for key, model in models.items():
                 progress(f"run {index + 1}/{args.repeat}: {key}", args.quiet)
+                time.sleep(SETTLE_SECONDS)
                 runs[key].append(run_llmc(model, prompt, args.decode_tokens))
             progress(f"run {index + 1}/{args.repeat}: onnxruntime", args.quiet)
+            time.sleep(SETTLE_SECONDS)
             runs["onnxruntime"].append(run_onnxruntime(decoder, prompt, args.decode_tokens))
         for model in models.values():
             model.close()

@@ -62,11 +62,11 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, Value row, Value co
           ws.push_back(loadWeights(kb.addIndex(at, kb.index(v * kLanes))));
         // The next panel's same k into L2 while this one is computed: a
         // decode batch's first tile would otherwise wait on DRAM.
-        Value size = kb.index(cast<MemRefType>(panels.getType()).getNumElements());
+        Value last = kb.index(cast<MemRefType>(panels.getType()).getNumElements() - 1);
         int64_t elementBytes = bf16 ? 2 : 4;
         for (int64_t offset = 0; offset < stride * elementBytes; offset += 64) {
           Value ahead = kb.addIndex(at, kb.index(k * stride + offset / elementBytes));
-          memref::PrefetchOp::create(b, loc, panels, ValueRange{kb.minIndex(ahead, kb.subIndex(size, kb.index(1)))},
+          memref::PrefetchOp::create(b, loc, panels, ValueRange{kb.minIndex(ahead, last)},
                                      /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
         }
         SmallVector<Value> next(carried.begin(), carried.end());
