@@ -243,8 +243,8 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
   args.push_back(rotatedQuery);
   bool interleaved = op.getInterleaved();
   int64_t halfRotary = cast<MemRefType>(args[6].getType()).getShape().back();
-  step.callKernel(op.getLoc(), "rope_paged_kv_write", kernelKey(op, args, {"layer"}), args,
-                  [&](KernelBuilder &kb, ValueRange params) {
+  runOverRows(step, op.getLoc(), "rope_paged_kv_write", kernelKey(op, args, {"layer"}), args,
+              args.size() - 1, [&](KernelBuilder &kb, ValueRange params, Value begin, Value end) {
     Value query = params[1], keys = params[2], values = params[3];
     Value slots = params[4], positions = params[5], out = params.back();
     CachedRows rows(params[0]);
@@ -257,7 +257,7 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
     // The rotated key of one head: an int8 row is quantised from all of it.
     Value rotatedKey = memref::AllocaOp::create(
         kb.builder(), kb.location(), MemRefType::get({rows.headDim}, kb.builder().getF32Type()));
-    kb.forEach(zero, kb.dim(out, 0), [&](Value token) {
+    kb.forEach(begin, end, [&](Value token) {
       Value position = kb.load(positions, {token});
       kb.forEach(zero, kb.index(heads), [&](Value head) {
         Value base = kb.mulIndex(head, headDim);
@@ -699,14 +699,14 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     return arith::MulIOp::create(b, loc, sequences, arith::ConstantIndexOp::create(b, loc, factor))
         .getResult();
   };
-  if (llvm::all_of(args, isContiguous)) {
+  if (llvm::all_of(args, isAddressable)) {
     runParallel(step, loc, "paged_attention", key, args, times(shape.kvHeads * kSplits), body);
     runParallel(step, loc, "paged_attention_combine", key + "/combine", args,
                 times(shape.kvHeads), combineBody);
     return success();
   }
-  // A query that is a column range of another tensor (Q of a joined QKV
-  // product, unrotated) is not addressable from a bare pointer: one thread.
+  // A view with a dynamic layout is not addressable from a bare pointer: one
+  // thread.
   step.callKernel(loc, "paged_attention", key, args, [&](KernelBuilder &kb, ValueRange params) {
     Value sequences = kb.subIndex(kb.dim(params[4], 0), kb.index(1));
     body(kb, params, kb.index(0), kb.mulIndex(sequences, kb.index(shape.kvHeads * kSplits)));

@@ -111,10 +111,10 @@ LogicalResult lowerScalarFunction(StepLowering &step, llm::ScalarFunctionOpInter
   args.push_back(output);
   StringRef name = op->getName().stripDialect();
   bool failedScalar = false;
-  step.callKernel(op->getLoc(), name, kernelKey(op, args), args,
-                  [&](KernelBuilder &kb, ValueRange params) {
+  runOverRows(step, op->getLoc(), name, kernelKey(op, args), args, args.size() - 1,
+              [&](KernelBuilder &kb, ValueRange params, Value begin, Value end) {
                     Value out = params.back();
-                    kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
+                    kb.forEach(begin, end, [&](Value row) {
                       kb.forEach(kb.index(0), kb.index(staticDim(out, 1)), [&](Value col) {
                         SmallVector<Value> values;
                         for (Value in : params.drop_back())
@@ -138,10 +138,12 @@ LogicalResult lowerNorm(StepLowering &step, Operation *op, ArrayRef<Value> opera
   SmallVector<Value> args(operands);
   bool hasBias = args.size() == 3;
   args.push_back(output);
-  step.callKernel(op->getLoc(), op->getName().stripDialect(), kernelKey(op, args), args,
-                  [&, epsilon = epsilon, layer = layer](KernelBuilder &kb, ValueRange params) {
+  runOverRows(step, op->getLoc(), op->getName().stripDialect(), kernelKey(op, args), args,
+              args.size() - 1,
+              [&, epsilon = epsilon, layer = layer](KernelBuilder &kb, ValueRange params,
+                                                    Value begin, Value end) {
     Value bias = hasBias ? params[2] : Value();
-    kb.forEach(kb.index(0), kb.dim(params.back(), 0), [&](Value row) {
+    kb.forEach(begin, end, [&](Value row) {
       emitNormRow(kb, params[0], params[1], bias, params.back(), row, layer, epsilon);
     });
   });
@@ -155,12 +157,14 @@ LogicalResult lowerAddNorm(StepLowering &step, Operation *op, ArrayRef<Value> op
   SmallVector<Value> args(operands);
   bool hasBias = args.size() == 4;
   args.append(outputs.begin(), outputs.end());
-  step.callKernel(op->getLoc(), op->getName().stripDialect(), kernelKey(op, args), args,
-                  [&, epsilon = epsilon, layer = layer](KernelBuilder &kb, ValueRange params) {
+  runOverRows(step, op->getLoc(), op->getName().stripDialect(), kernelKey(op, args), args,
+              args.size() - 1,
+              [&, epsilon = epsilon, layer = layer](KernelBuilder &kb, ValueRange params,
+                                                    Value begin, Value end) {
     Value lhs = params[0], rhs = params[1], weight = params[2];
     Value bias = hasBias ? params[3] : Value();
     Value sum = params[params.size() - 2], normed = params.back();
-    kb.forEach(kb.index(0), kb.dim(normed, 0), [&](Value row) {
+    kb.forEach(begin, end, [&](Value row) {
       // The sum is stored, then normalised from memory exactly as an
       // unfused norm reads its input: the same rounding, the same loop.
       kb.forEach(kb.index(0), kb.index(staticDim(normed, 1)), [&](Value col) {

@@ -291,9 +291,11 @@ mlir::Value pointerTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref
 /// built by hand because the data arrives as a raw pointer.
 mlir::Value memrefAt(mlir::OpBuilder &b, mlir::Location loc, mlir::MemRefType type,
                      mlir::Value pointer, mlir::ValueRange sizes);
-/// Whether the generated code can address `memref` from a bare pointer
-/// (row-major, no strides of a view).
+/// Whether `memref` is row-major with no strides of a view.
 bool isContiguous(mlir::Value memref);
+/// Whether the generated code can address `memref` from a bare pointer: its
+/// layout (a view's offset and strides) is static.
+bool isAddressable(mlir::Value memref);
 
 /// Builds a kernel's work for tasks [begin, end) given its buffers (as the
 /// kernel's memrefs).
@@ -301,11 +303,21 @@ using TasksBody = llvm::function_ref<void(KernelBuilder &, mlir::ValueRange buff
                                           mlir::Value begin, mlir::Value end)>;
 /// Runs the kernel `name` (identified by `key`) over `numTasks` (an index)
 /// independent tasks on the runtime's threads (api->parallel_for). The
-/// buffers must be contiguous; their addresses and dynamic sizes reach the
-/// threads through a closure on the step's stack.
+/// buffers must be addressable (isAddressable); their addresses and dynamic
+/// sizes reach the threads through a closure on the step's stack.
 void runParallel(StepLowering &step, mlir::Location loc, llvm::StringRef name,
                  const std::string &key, llvm::ArrayRef<mlir::Value> buffers,
                  mlir::Value numTasks, TasksBody body);
+/// Rows of one task of runOverRows: a decode batch of up to 8 sequences is
+/// one task, run on the calling thread.
+constexpr int64_t kRowsPerRowTask = 8;
+/// Runs a kernel over the rows of `buffers[rowsOf]` (dim 0) on the
+/// runtime's threads, in tasks of kRowsPerRowTask rows: `body` gets the
+/// kernel's buffers and rows [begin, end). Rows must be independent. A
+/// buffer that is not addressable runs the kernel on the calling thread.
+void runOverRows(StepLowering &step, mlir::Location loc, llvm::StringRef name,
+                 const std::string &key, llvm::ArrayRef<mlir::Value> buffers, unsigned rowsOf,
+                 TasksBody body);
 
 /// The output block one matmul task computes: rows [rowBegin, rowEnd) of
 /// columns [begin, end).

@@ -50,15 +50,22 @@ Value memrefAt(OpBuilder &b, Location loc, MemRefType type, Value pointer, Value
   };
   insert(pointer, {0});
   insert(pointer, {1});
-  insert(constantI64(b, loc, 0), {2});
   SmallVector<Value> extents;
   for (int64_t dim = 0, dynamic = 0; dim < rank; ++dim) {
     int64_t size = type.getDimSize(dim);
     extents.push_back(ShapedType::isDynamic(size) ? sizes[dynamic++] : constantI64(b, loc, size));
   }
+  for (int64_t dim = 0; dim < rank; ++dim) insert(extents[dim], {3, dim});
+  if (!type.getLayout().isIdentity()) {
+    // A view with a static layout: its offset and strides from the type.
+    auto [strides, offset] = type.getStridesAndOffset();
+    insert(constantI64(b, loc, offset), {2});
+    for (int64_t dim = 0; dim < rank; ++dim) insert(constantI64(b, loc, strides[dim]), {4, dim});
+    return UnrealizedConversionCastOp::create(b, loc, type, descriptor).getResult(0);
+  }
+  insert(constantI64(b, loc, 0), {2});
   Value stride = constantI64(b, loc, 1);
   for (int64_t dim = rank - 1; dim >= 0; --dim) {
-    insert(extents[dim], {3, dim});
     insert(stride, {4, dim});
     stride = LLVM::MulOp::create(b, loc, stride, extents[dim]);
   }
@@ -69,8 +76,18 @@ bool isContiguous(Value memref) {
   return cast<MemRefType>(memref.getType()).getLayout().isIdentity();
 }
 
+bool isAddressable(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (type.getLayout().isIdentity()) return true;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset))) return false;
+  return !ShapedType::isDynamic(offset) && llvm::none_of(strides, ShapedType::isDynamic);
+}
+
 void runParallel(StepLowering &step, Location loc, StringRef name, const std::string &key,
                  ArrayRef<Value> buffers, Value numTasks, TasksBody body) {
+  assert(llvm::all_of(buffers, isAddressable) && "a kernel buffer's layout is not static");
   OpBuilder &b = step.b;
   auto ptr = llvmPointerType(b);
   Type i64 = b.getI64Type(), index = b.getIndexType();
@@ -135,6 +152,32 @@ void runParallel(StepLowering &step, Location loc, StringRef name, const std::st
                        ValueRange{hostApiField(step, loc, kApiParallelFor),
                                   hostApiField(step, loc, kApiContext), tasks, taskPointer,
                                   closure});
+}
+
+void runOverRows(StepLowering &step, Location loc, StringRef name, const std::string &key,
+                 ArrayRef<Value> buffers, unsigned rowsOf, TasksBody body) {
+  auto addressable = [](Value buffer) {
+    return isAddressable(buffer) && cast<MemRefType>(buffer.getType()).getRank() > 0;
+  };
+  if (!llvm::all_of(buffers, addressable)) {
+    // A view with a dynamic layout is not addressable from a bare pointer,
+    // nor is a scalar (rank 0) through memrefAt's descriptor.
+    step.callKernel(loc, name, key, buffers, [&](KernelBuilder &kb, ValueRange params) {
+      body(kb, params, kb.index(0), kb.dim(params[rowsOf], 0));
+    });
+    return;
+  }
+  auto chunks = [](KernelBuilder &kb, Value rows) {
+    return kb.divIndex(kb.addIndex(rows, kb.index(kRowsPerRowTask - 1)), kb.index(kRowsPerRowTask));
+  };
+  KernelBuilder stepBuilder(step.b, loc);
+  Value tasks = chunks(stepBuilder, memref::DimOp::create(step.b, loc, buffers[rowsOf], 0));
+  runParallel(step, loc, name, key, buffers, tasks,
+              [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
+                Value rows = kb.dim(params[rowsOf], 0);
+                Value end = kb.minIndex(kb.mulIndex(lastTask, kb.index(kRowsPerRowTask)), rows);
+                body(kb, params, kb.mulIndex(firstTask, kb.index(kRowsPerRowTask)), end);
+              });
 }
 
 } // namespace llmc::cpu

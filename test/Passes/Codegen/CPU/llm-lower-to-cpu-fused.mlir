@@ -13,13 +13,22 @@
 //       CHECK:   %[[Q:.*]] = memref.subview %[[QKV]][0, 0] [%{{.*}}, 32] [1, 1] : memref<?x64xf32> to memref<?x32xf32, strided<[64, 1]>>
 //       CHECK:   %[[K:.*]] = memref.subview %[[QKV]][0, 32] [%{{.*}}, 16] [1, 1] : memref<?x64xf32> to memref<?x16xf32, strided<[64, 1], offset: 32>>
 //       CHECK:   %[[V:.*]] = memref.subview %[[QKV]][0, 48] [%{{.*}}, 16]
-//       CHECK:   call @llmc_rope_paged_kv_write_{{[0-9]+}}(%{{.*}}, %[[Q]], %[[K]], %[[V]],
+// Rope + KV write runs over token rows on the runtime's threads: the views
+// reach the tasks as their base pointers (the layout is in the type).
+//       CHECK:   memref.extract_aligned_pointer_as_index %[[Q]]
+//       CHECK:   memref.extract_aligned_pointer_as_index %[[K]]
+//       CHECK:   memref.extract_aligned_pointer_as_index %[[V]]
+//       CHECK:   constant @llmc_rope_paged_kv_write_task_
 //       CHECK:   constant @llmc_paged_attention_task_
-//       CHECK:   call @llmc_add_rms_norm_{{[0-9]+}}(%{{.*}}, %{{.*}}, %{{.*}}, %[[SUM:.*]], %[[NORMED:.*]]) :
+//       CHECK:   constant @llmc_add_rms_norm_task_
 // The gated GEMM reads the normed rows through the host API's parallel_for.
 //       CHECK:   llvm.getelementptr %{{.*}}[0, 4]
 //       CHECK:   call @llmc_gather_rows_
 //       CHECK:   return
+// The rope task rebuilds each view from its base pointer with the offset
+// and strides of its type.
+//       CHECK:   func.func private @llmc_rope_paged_kv_write_task_
+//       CHECK:     builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<?x16xf32, strided<[64, 1], offset: 32>>
 // Its tile kernel computes two sums per output (gate and up rows of the
 // weight) and applies silu(gate) * up before the store; the exp is the
 // inline polynomial (no libm call).

@@ -5,7 +5,7 @@
 // CHECK:       module attributes {llmc.kv_dtype = "int8"
 // CHECK-LABEL: func.func @llmc_step
 //  CHECK-SAME:   memref<1x?x2x1x16x20xi8>
-//       CHECK:   call @llmc_rope_paged_kv_write_
+//       CHECK:   constant @llmc_rope_paged_kv_write_task_
 //       CHECK:   constant @llmc_paged_attention_task_
 // The write rotates a key into a row buffer, then quantises it: the row's
 // absolute maximum, codes rounded half to even and clamped to +-127. A
