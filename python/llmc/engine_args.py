@@ -36,8 +36,8 @@ def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] =
                 num_kv_blocks: Optional[int] = None, enable_prefix_caching: bool = True,
                 swap_space: float = 0, seed: int = 0, num_threads: Optional[int] = None,
                 opt_level: int = 2, quiet: bool = False) -> tuple[Path, "native.LLMEngine"]:
-    """The artifact (compiled from ONNX when needed) and the engine serving it. The
-    arguments and their defaults are LLM's (llmc.llm), which AsyncLLM takes too."""
+    """The artifact (compiled from ONNX when needed) and the engine serving it. LLM and
+    AsyncLLM pass their engine arguments here; llmc.llm's LLM documents them."""
     sizes = [gpu_memory_utilization, kv_cache_memory, num_kv_blocks]
     if sum(size is not None for size in sizes) > 1:
         raise ValueError("give at most one of gpu_memory_utilization, kv_cache_memory and "

@@ -46,20 +46,8 @@ class LLM:
     compile progress on stderr.
     """
 
-    def __init__(self, model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] = None,
-                 max_num_batched_tokens: Optional[int] = None,
-                 max_model_len: Optional[int] = None,
-                 gpu_memory_utilization: Optional[float] = None,
-                 kv_cache_memory: Union[None, int, str] = None,
-                 num_kv_blocks: Optional[int] = None, enable_prefix_caching: bool = True,
-                 swap_space: float = 0, seed: int = 0, num_threads: Optional[int] = None,
-                 opt_level: int = 2, quiet: bool = False):
-        self.artifact, self._engine = open_engine(
-            model, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-            max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
-            kv_cache_memory=kv_cache_memory, num_kv_blocks=num_kv_blocks,
-            enable_prefix_caching=enable_prefix_caching, swap_space=swap_space, seed=seed,
-            num_threads=num_threads, opt_level=opt_level, quiet=quiet)
+    def __init__(self, model: Union[str, os.PathLike], **engine_args):
+        self.artifact, self._engine = open_engine(model, **engine_args)
         native_tokenizer = self._engine.tokenizer
         self._tokenizer = Tokenizer.wrap(native_tokenizer) if native_tokenizer else None
         self._request_ids = itertools.count()
