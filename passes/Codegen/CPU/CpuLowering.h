@@ -338,7 +338,8 @@ using ColumnsBody = llvm::function_ref<void(KernelBuilder &, mlir::ValueRange bu
 void runOverColumns(StepLowering &step, mlir::Location loc, llvm::ArrayRef<mlir::Value> buffers,
                     int64_t columns, int64_t columnsPerTask, const std::string &key,
                     ColumnsBody body);
-/// Output columns of the generated matmul's tasks over [out, in] rows.
+/// Output columns of the generated matmul's tasks over [out, in] rows: enough
+/// work to amortise a task, few enough that two threads share a 576-wide layer.
 constexpr int64_t kColumnsPerTask = 64;
 
 /// Output columns of a panel of a packed weight (CpuPanelMatmul.cpp): three

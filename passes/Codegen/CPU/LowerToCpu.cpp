@@ -170,22 +170,21 @@ private:
     });
   }
 
-  /// The matmul of a table that f32 storage keeps once, in panels, for the
-  /// matmul and the embeddings alike (a tied logits head); null if none.
-  Operation *panelHeadOf(Value table) const {
+  /// Whether f32 storage keeps `table` once, in panels, for one matmul and
+  /// the embeddings alike (a tied logits head).
+  bool sharesPanels(Value table) const {
     if (!step.generatedMatmul || bf16Weights || table.getDefiningOp<llm::DequantizeOp>())
-      return nullptr;
+      return false;
     auto type = dyn_cast<RankedTensorType>(table.getType());
-    if (!type || type.getRank() != 2 || !type.getElementType().isF32()) return nullptr;
+    if (!type || type.getRank() != 2 || !type.getElementType().isF32()) return false;
     Operation *head = nullptr;
     for (Operation *user : table.getUsers()) {
       if (isa<llm::EmbeddingOp>(user)) continue;
-      if (head || !isa<llm::LinearOp, llm::LogitsOp>(user)) return nullptr;
+      if (head || !isa<llm::LinearOp, llm::LogitsOp>(user)) return false;
       head = user;
     }
-    return head && onlyEmbeddingsBeside(table, head) ? head : nullptr;
+    return head && onlyEmbeddingsBeside(table, head);
   }
-  bool sharesPanels(Value table) const { return panelHeadOf(table) != nullptr; }
 
   /// A linear layer or the logits head. The generated matmul takes a weight
   /// only it reads in panels, others [out, in]: an [in, out] weight is
