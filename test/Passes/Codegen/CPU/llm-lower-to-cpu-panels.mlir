@@ -1,8 +1,10 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-plan-memory{max-num-batched-tokens=8 max-num-seqs=2}),llm-lower-to-cpu)' | FileCheck %s
 
 // A weight only its matmul reads is stored in panels of 48 columns (1-D)
-// and multiplied as outer products: each k prefetches the next panel's
-// row, loads the panel's 3 vectors and broadcasts x[r, k] of 8 rows into 24
+// and multiplied as outer products: each k loads the panel's 3 vectors,
+// prefetches 3 lines of the next panel (at progress x 16 / rows of the
+// block, the division a multiply by 2^32 / rows and a shift, so the block's
+// tiles share the panel) and broadcasts x[r, k] of 8 rows into 24
 // accumulators, then 4 rows and 1 row take the rest. The tied table of the
 // embedding and the logits head is stored once, in panels: the embedding
 // gathers a token's column from them.
@@ -15,7 +17,13 @@
 //       CHECK:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x96xf32>, %[[W:.*]]: memref<3072xf32>, %{{.*}}: index, %{{.*}}: index)
 //       CHECK:     scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 //   CHECK-COUNT-3:   vector.load %[[W]][%{{.*}}] : memref<3072xf32>, vector<16xf32>
-//   CHECK-COUNT-3:   memref.prefetch %[[W]][%{{.*}}], read, locality<2>, data : memref<3072xf32>
+//       CHECK:       arith.shrui %{{.*}}, %c32
+//       CHECK:       memref.prefetch %[[W]][%{{.*}}], read, locality<2>, data : memref<3072xf32>
+//       CHECK:       arith.shrui %{{.*}}, %c32
+//       CHECK:       memref.prefetch %[[W]][%{{.*}}], read, locality<2>, data : memref<3072xf32>
+//       CHECK:       arith.shrui %{{.*}}, %c32
+//       CHECK:       memref.prefetch %[[W]][%{{.*}}], read, locality<2>, data : memref<3072xf32>
+//   CHECK-NOT:       memref.prefetch
 //       CHECK:       %[[X:.*]] = memref.load %{{.*}} : memref<?x32xf32>
 //       CHECK:       %[[B:.*]] = vector.broadcast %[[X]] : f32 to vector<16xf32>
 //       CHECK:       vector.fma %[[B]], %{{.*}} : vector<16xf32>
