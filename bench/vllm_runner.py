@@ -3,10 +3,11 @@ batch-1 decode throughput. Run by .venv-vllm's Python (bash scripts/setup.sh vll
 nothing but what that venv holds:
 
     .venv-vllm/bin/python bench/vllm_runner.py --model HF_DIR [--threads 2] \
-        [--workload FILE] [--prompt-tokens 128] [--decode-tokens 64] [--repeat 3] [--json]
+        [--dtype float32|bfloat16] [--workload FILE] [--prompt-tokens 128] \
+        [--decode-tokens 64] [--repeat 3] [--json]
 
 HF_DIR is a transformers directory of the model (bench/engine_throughput.py writes the default
-model's with scripts/exporters/default_model.py). The model runs in float32 through
+model's with scripts/exporters/default_model.py). The model runs in --dtype (float32) through
 `vllm.LLM` with VLLM_CPU_OMP_THREADS_BIND pinning --threads OpenMP threads, prefix caching
 off (the runs repeat one prompt), and tcmalloc and libiomp5 preloaded as vLLM's CPU guide
 says.
@@ -67,6 +68,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True, help="transformers directory")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
+                        help="the weights', activations' and KV cache's type")
     parser.add_argument("--workload", type=Path, help="llmc bench --dump-workload file")
     parser.add_argument("--prompt-tokens", type=int, default=128)
     parser.add_argument("--decode-tokens", type=int, default=64)
@@ -86,14 +89,14 @@ def main() -> int:
     requests = ([json.loads(line) for line in args.workload.read_text().splitlines()]
                 if args.workload else [])
     progress(f"loading {args.model} into vLLM {vllm.__version__}")
-    llm = vllm.LLM(model=str(args.model), dtype="float32", seed=0,
+    llm = vllm.LLM(model=str(args.model), dtype=args.dtype, seed=0,
                    max_num_seqs=max(1, len(requests)), max_model_len=2048,
                    enable_prefix_caching=False)  # repeated prompts must be computed again
     vocab = llm.get_tokenizer().vocab_size
     prompt = np.random.default_rng(0).integers(0, vocab, args.prompt_tokens).tolist()
     seconds(llm, [prompt[:16]], [4])  # warm-up
 
-    result = {"vllm": vllm.__version__, "threads": args.threads}
+    result = {"vllm": vllm.__version__, "threads": args.threads, "dtype": args.dtype}
     if requests:
         progress(f"{len(requests)} requests at once")
         duration = seconds(llm, [r["prompt_ids"] for r in requests],

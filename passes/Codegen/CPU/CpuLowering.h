@@ -205,7 +205,8 @@ struct MatmulWeight {
   /// accumulation) with the activations rounded to bf16, 32 of k a step.
   bool bf16Products = false;
   /// `values` is in panels (packPanels), 1-D, f32 or with `bf16` its bf16
-  /// bit patterns: the outer-product matmul of CpuPanelMatmul.cpp reads it.
+  /// bit patterns (in pairs of k with `bf16Products`): the outer-product
+  /// matmul of CpuPanelMatmul.cpp reads it.
   bool panels = false;
 
   bool isQuantized() const { return static_cast<bool>(scales); }
@@ -221,6 +222,11 @@ struct MatmulWeight {
 /// bf16 bit patterns, as a vdpbf16ps operand (vector<32xbf16>).
 mlir::Value loadBf16Pairs(mlir::OpBuilder &b, mlir::Location loc, mlir::Value bits,
                           mlir::Value row, mlir::Value col);
+
+/// acc (vector<16xf32>) + the products of the bf16 pairs in each lane of
+/// `x` and `w` (vector<32xbf16>): AVX512_BF16 vdpbf16ps.
+mlir::Value dotPairs(mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc, mlir::Value x,
+                     mlir::Value w);
 
 /// f32 values from bf16 bit patterns (i16, scalar or vector): the pattern
 /// is the high half of the f32's.
@@ -351,9 +357,12 @@ constexpr int64_t panelColumns(int64_t parts) { return parts == 1 ? 48 : 16; }
 /// with zeros to whole vectors), k = 0 .. in-1 one after the other, each k
 /// the run's columns of every part. With `parts` = 2 (a gated weight: gate
 /// rows, then up rows) output column c has weight rows c and c + out / 2. A
-/// panel's offset is its first column times in * parts.
+/// panel's offset is its first column times in * parts. With `pairs` (for
+/// products of bf16 pairs; `in` even) k advances two at a time, each column
+/// its values for k and k + 1 side by side: a vector of 16 columns is the
+/// vdpbf16ps operand of 32 bf16.
 std::vector<float> packPanels(const float *weight, int64_t out, int64_t in, bool outIn,
-                              int64_t parts);
+                              int64_t parts, bool pairs = false);
 /// Hands the vector sums of outputs (row, col + lane), one per part, of
 /// which the first `lanes` lanes are outputs.
 using VectorFinish = llvm::function_ref<void(mlir::Value row, mlir::Value col,

@@ -166,14 +166,6 @@ void roundRowsToBf16(StepLowering &step, Location loc, Value input, Value rounde
 }
 
 
-/// acc + the products of the bf16 pairs in each lane (vdpbf16ps).
-Value dotPairs(OpBuilder &b, Location loc, Value acc, Value x, Value w) {
-  return LLVM::CallIntrinsicOp::create(b, loc, acc.getType(),
-                                       b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
-                                       ValueRange{acc, x, w})
-      .getResult(0);
-}
-
 /// The sums of `rows` x `cols` outputs starting at (row, col), handed to
 /// `finish`: every output accumulates x[r, i:i+16] * w[c, i:i+16] in one
 /// vector register over i = 0, 16, ... (fused multiply-adds), sums its
@@ -315,6 +307,13 @@ void buildMatmulColumns(KernelBuilder &kb, Value x, WeightReader &w, Value out,
 }
 
 } // namespace
+
+Value dotPairs(OpBuilder &b, Location loc, Value acc, Value x, Value w) {
+  return LLVM::CallIntrinsicOp::create(b, loc, acc.getType(),
+                                       b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
+                                       ValueRange{acc, x, w})
+      .getResult(0);
+}
 
 void runOverColumns(StepLowering &step, Location loc, ArrayRef<Value> buffers, int64_t columns,
                     int64_t columnsPerTask, const std::string &key, ColumnsBody body) {

@@ -10,9 +10,11 @@
 // lanes. Every output sums x[r, k] * w[k, c] over k = 0, 1, ... in one fma
 // chain, whatever the tile, the rows and the threads: a row's result does
 // not depend on the batch. A tied embedding table is stored once, in its
-// logits head's panels, and the embedding gathers from them. Quantised
-// weights and products of bf16 pairs keep the [out, in] rows of
-// CpuMatmul.cpp's dot-product tiles.
+// logits head's panels, and the embedding gathers from them. Products of
+// bf16 pairs (--bf16-activations) use panels of pairs of k: each step
+// broadcasts a row's pair of rounded x and adds 32 products a vector with
+// vdpbf16ps, one chain over the pairs in order. Quantised weights keep the
+// [out, in] rows of CpuMatmul.cpp's dot-product tiles.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
@@ -33,49 +35,76 @@ constexpr int64_t kTileRows[] = {8, 4, 1};
 /// The vector sums of `rows` rows from `row` of `block`'s panel (`vectors`
 /// vectors per part from column block.begin), handed to `finish` a vector
 /// (one sum per part) at a time; the last vector has `lastLanes` outputs.
+/// With `pairs`, `x` holds the rows rounded to bf16 (roundRowsToBf16) and
+/// the panel pairs of k (packPanels): a step takes two of k, each vector
+/// one vdpbf16ps with the row's pair broadcast.
 void emitPanelTile(KernelBuilder &kb, Value x, Value panels, const OutputBlock &block, Value row,
                    int64_t rows, int64_t vectors, int64_t lastLanes, int64_t parts, int64_t k,
-                   VectorFinish finish) {
+                   bool pairs, VectorFinish finish) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto vectorType = VectorType::get({kLanes}, b.getF32Type());
-  // bf16 panels (i16 bit patterns) are widened as they are loaded.
+  auto pairsType = VectorType::get({2 * kLanes}, b.getBF16Type());
+  // bf16 panels (i16 bit patterns) are widened as they are loaded, or with
+  // pairs taken as they are.
   bool bf16 = cast<MemRefType>(panels.getType()).getElementType().isInteger(16);
+  int64_t perVector = pairs ? 2 * kLanes : kLanes;
   auto loadWeights = [&](Value at) -> Value {
     if (!bf16) return vector::LoadOp::create(b, loc, vectorType, panels, ValueRange{at});
-    return widenBf16(b, loc, vector::LoadOp::create(b, loc, VectorType::get({kLanes}, b.getI16Type()),
-                                                    panels, ValueRange{at}));
+    Value bits = vector::LoadOp::create(b, loc, VectorType::get({perVector}, b.getI16Type()),
+                                        panels, ValueRange{at});
+    return pairs ? arith::BitcastOp::create(b, loc, pairsType, bits) : widenBf16(b, loc, bits);
   };
-  int64_t stride = parts * vectors * kLanes;
+  // x[r, k] in every lane, or the pair x[r, 2i], x[r, 2i + 1] in every pair.
+  auto broadcastRow = [&](Value r, Value i) -> Value {
+    if (!pairs)
+      return vector::BroadcastOp::create(b, loc, vectorType, kb.load(x, {r, i}));
+    Value pair = vector::LoadOp::create(b, loc, VectorType::get({2}, b.getI16Type()), x,
+                                        ValueRange{r, kb.mulIndex(i, kb.index(2))});
+    Value word = vector::ExtractOp::create(
+        b, loc, vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()), pair),
+        ArrayRef<int64_t>{0});
+    Value words = vector::BroadcastOp::create(b, loc, VectorType::get({kLanes}, b.getI32Type()),
+                                              word);
+    return vector::BitCastOp::create(b, loc, pairsType, words);
+  };
+  auto multiplyAdd = [&](Value xs, Value ws, Value acc) -> Value {
+    return pairs ? dotPairs(b, loc, acc, xs, ws) : vector::FMAOp::create(b, loc, xs, ws, acc);
+  };
+  // A step's elements of the panel: every part's vectors for its k (pair).
+  int64_t steps = pairs ? k / 2 : k;
+  int64_t stride = parts * vectors * perVector;
   Value base = kb.mulIndex(block.begin, kb.index(k * parts));
   // The block's tiles prefetch the next panel into L2 between them, each
   // its share in step with its progress: were each tile to fetch all of it,
   // the block's first tile would ask DRAM for a panel in a tile's time and
   // wait on it, its others for nothing (4 tiles of 8 rows that did so ran
-  // 15-20% slower in a standalone loop). Progress counts `prefetches` per k per row; the
-  // share's element offset is progress x elementsPerPrefetch / blockRows,
-  // divided as a multiply by 2^32 / blockRows and a shift.
+  // 15-20% slower in a standalone loop). Progress counts `prefetches` per
+  // step per row; the share's element offset is progress x
+  // elementsPerPrefetch / blockRows, the division a multiply by
+  // 2^32 / blockRows and a shift.
   int64_t elementBytes = bf16 ? 2 : 4;
   int64_t prefetches = llvm::divideCeil(stride * elementBytes, 64);
   int64_t elementsPerPrefetch = stride / prefetches;
   Value blockRows = kb.subIndex(block.rowEnd, block.rowBegin);
   Value reciprocal = kb.divIndex(
       kb.addIndex(kb.index(int64_t(1) << 32), kb.subIndex(blockRows, kb.index(1))), blockRows);
-  Value progressBefore = kb.mulIndex(kb.subIndex(row, block.rowBegin), kb.index(k * prefetches));
-  Value nextPanel = kb.addIndex(base, kb.index(k * stride));
+  Value progressBefore =
+      kb.mulIndex(kb.subIndex(row, block.rowBegin), kb.index(steps * prefetches));
+  Value nextPanel = kb.addIndex(base, kb.index(steps * stride));
   Value last = kb.index(cast<MemRefType>(panels.getType()).getNumElements() - 1);
   auto slot = [&](int64_t r, int64_t part, int64_t v) { return (r * parts + part) * vectors + v; };
   Value zeros = arith::ConstantOp::create(b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
   SmallVector<Value> acc(rows * parts * vectors, zeros);
   auto loop = scf::ForOp::create(
-      b, loc, kb.index(0), kb.index(k), kb.index(1), acc,
+      b, loc, kb.index(0), kb.index(steps), kb.index(1), acc,
       [&](OpBuilder &nested, Location, Value i, ValueRange carried) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
         Value at = kb.addIndex(base, kb.mulIndex(i, kb.index(stride)));
         SmallVector<Value> ws;
         for (int64_t v = 0; v < parts * vectors; ++v)
-          ws.push_back(loadWeights(kb.addIndex(at, kb.index(v * kLanes))));
+          ws.push_back(loadWeights(kb.addIndex(at, kb.index(v * perVector))));
         for (int64_t p = 0; p < prefetches; ++p) {
           Value progress = kb.addIndex(
               progressBefore,
@@ -90,13 +119,11 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, const OutputBlock &
         }
         SmallVector<Value> next(carried.begin(), carried.end());
         for (int64_t r = 0; r < rows; ++r) {
-          Value xr = kb.load(x, {kb.addIndex(row, kb.index(r)), i});
-          Value broadcast = vector::BroadcastOp::create(b, loc, vectorType, xr);
+          Value broadcast = broadcastRow(kb.addIndex(row, kb.index(r)), i);
           for (int64_t part = 0; part < parts; ++part)
             for (int64_t v = 0; v < vectors; ++v)
-              next[slot(r, part, v)] = vector::FMAOp::create(b, loc, broadcast,
-                                                             ws[part * vectors + v],
-                                                             next[slot(r, part, v)]);
+              next[slot(r, part, v)] =
+                  multiplyAdd(broadcast, ws[part * vectors + v], next[slot(r, part, v)]);
         }
         scf::YieldOp::create(b, loc, next);
       });
@@ -116,7 +143,7 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, const OutputBlock &
 /// vectors of the 32 registers), or 8 x 1 x 2 parts when gated (4 x 3 x 2
 /// reads twice the panel bytes per fma and ran at half the speed).
 void buildPanelBlock(KernelBuilder &kb, Value x, Value panels, const OutputBlock &block,
-                     int64_t vectors, int64_t lastLanes, int64_t parts, int64_t k,
+                     int64_t vectors, int64_t lastLanes, int64_t parts, int64_t k, bool pairs,
                      VectorFinish finish) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -130,7 +157,7 @@ void buildPanelBlock(KernelBuilder &kb, Value x, Value panels, const OutputBlock
                          OpBuilder::InsertionGuard guard(b);
                          b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
                          emitPanelTile(kb, x, panels, block, tileRow, rows, vectors, lastLanes,
-                                       parts, k, finish);
+                                       parts, k, pairs, finish);
                          scf::YieldOp::create(b, loc);
                        });
     row = end;
@@ -140,7 +167,8 @@ void buildPanelBlock(KernelBuilder &kb, Value x, Value panels, const OutputBlock
 } // namespace
 
 std::vector<float> packPanels(const float *weight, int64_t out, int64_t in, bool outIn,
-                              int64_t parts) {
+                              int64_t parts, bool pairs) {
+  assert((!pairs || in % 2 == 0) && "pairs of k need an even k");
   int64_t columns = out / parts;
   std::vector<float> panels(llvm::alignTo(columns, kLanes) * in * parts, 0.0f);
   auto at = [&](int64_t o, int64_t i) { return outIn ? weight[o * in + i] : weight[i * out + o]; };
@@ -149,10 +177,16 @@ std::vector<float> packPanels(const float *weight, int64_t out, int64_t in, bool
     int64_t width = std::min(panel, columns - begin);
     int64_t padded = llvm::alignTo(width, kLanes);
     float *start = panels.data() + begin * in * parts;
+    // Element (i, part, c): k = i's row of the part's columns, or with pairs
+    // the pair's row, column c's two values side by side.
+    auto offset = [&](int64_t i, int64_t part, int64_t c) {
+      if (!pairs) return (i * parts + part) * padded + c;
+      return ((i / 2 * parts + part) * padded + c) * 2 + i % 2;
+    };
     for (int64_t i = 0; i < in; ++i)
       for (int64_t part = 0; part < parts; ++part)
         for (int64_t c = 0; c < width; ++c)
-          start[(i * parts + part) * padded + c] = at(part * columns + begin + c, i);
+          start[offset(i, part, c)] = at(part * columns + begin + c, i);
   }
   return panels;
 }
@@ -202,7 +236,8 @@ void generatePanelMatmul(StepLowering &step, Location loc, Value input, const Ma
       storeOutputVector(kb, epilogue, epilogueParams, params[1], row, col, sums, columns, lanes);
     };
     auto panel = [&](int64_t vectors, int64_t lanes) {
-      buildPanelBlock(kb, params[0], params[2], block, vectors, lanes, parts, k, finish);
+      buildPanelBlock(kb, params[0], params[2], block, vectors, lanes, parts, k,
+                      weight.bf16Products, finish);
     };
     if (lastVectors == 0) return panel(panelVectors, kLanes);
     // Only the last panel is narrower.

@@ -213,12 +213,14 @@ private:
       weight.bf16Products = bf16Weights && bf16Products && k % 32 == 0;
       // Panels where only embeddings read the weight beside this matmul (a
       // tied table: f32 storage shares the panels with them, bf16 has its
-      // own copy); products of bf16 pairs keep [out, in] rows, and a widened
-      // quantised weight the rows of its packed form, whose sums it equals.
+      // own copy), in pairs of k for products of bf16 pairs; a widened
+      // quantised weight keeps the rows of its packed form, whose sums it
+      // equals.
       FailureOr<Value> values = Value();
       if (step.generatedMatmul && onlyEmbeddingsBeside(weightValue, op) &&
-          !weight.bf16Products && !weightValue.getDefiningOp<llm::DequantizeOp>())
-        values = panelWeightOf(weightValue, transposed, epilogue.gated ? 2 : 1, weight.bf16);
+          !weightValue.getDefiningOp<llm::DequantizeOp>())
+        values = panelWeightOf(weightValue, transposed, epilogue.gated ? 2 : 1, weight.bf16,
+                               weight.bf16Products);
       if (failed(values)) return failure();
       weight.panels = static_cast<bool>(*values);
       if (!weight.panels)
@@ -297,8 +299,10 @@ private:
 
   /// An f32 weight [out, in] (`outIn`) or [in, out] that only its matmul
   /// reads, stored in panels (cpu::packPanels) for the outer-product matmul,
-  /// rounded to bf16 if `bf16`; null if its data is not 2-D f32.
-  FailureOr<Value> panelWeightOf(Value value, bool outIn, int64_t parts, bool bf16) {
+  /// rounded to bf16 if `bf16`, in pairs of k for `pairs`; null if its
+  /// data is not 2-D f32.
+  FailureOr<Value> panelWeightOf(Value value, bool outIn, int64_t parts, bool bf16,
+                                 bool pairs = false) {
     if (Value known = panelRefs.lookup(value)) return known;
     auto data = codegen::weightConstant(value, "CPU");
     if (failed(data)) return failure();
@@ -308,7 +312,7 @@ private:
     if (failed(bytes) || type.getRank() != 2 || !type.getElementType().isF32()) return Value();
     int64_t out = type.getDimSize(outIn ? 0 : 1), in = type.getDimSize(outIn ? 1 : 0);
     std::vector<float> panels = cpu::packPanels(reinterpret_cast<const float *>(bytes->data()),
-                                                out, in, outIn, parts);
+                                                out, in, outIn, parts, pairs);
     auto panelsType = RankedTensorType::get({static_cast<int64_t>(panels.size())},
                                             type.getElementType());
     return panelRefs[value] = weightView(value.getDefiningOp(),

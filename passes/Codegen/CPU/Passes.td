@@ -49,8 +49,8 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     as outer products (8 rows x 48 columns of accumulators, x[r, k]
     broadcast; CpuPanelMatmul.cpp); an embedding table tied to the logits
     head is stored once, in the head's panels, and the embedding gathers
-    from them. Quantised weights and bf16 pairs keep [out, in] rows and
-    dot-product tiles of 4 x 4 outputs. `blas` calls the runtime's sgemm
+    from them. Quantised weights keep [out, in] rows and dot-product tiles
+    of 4 x 4 outputs. `blas` calls the runtime's sgemm
     through the host API table (OpenBLAS), not batch-invariant
     (bench/RESULTS.md).
     With `weight-dtype=bf16` the generated matmul's f32 weights (linear
@@ -60,9 +60,11 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     the product of the f32 activations and the rounded weights computed in
     f32 exactly as the f32 path computes it. `bf16-activations` adds
     AVX512_BF16 products: each matmul input row is rounded to bf16 (to
-    nearest even) once, into the scratch, and vdpbf16ps adds the products
-    of 32 bf16 pairs per instruction into f32 lanes, twice the products of an f32 fma, summed
-    in the same order whatever the rows (batch-invariant, not exact).
+    nearest even) once, into the scratch, the weight's panels hold pairs
+    of k, and vdpbf16ps adds the products of 32 bf16 pairs per instruction
+    into f32 lanes (a row's pair broadcast), twice the products of an f32
+    fma, summed in the same order whatever the rows (batch-invariant, not
+    exact).
     Matmuls whose inner dimension is not a multiple of 32 keep f32
     products.
     Only f32 models are lowered; other element types are refused by name.

@@ -25,8 +25,10 @@
 
 // bf16-activations: a matmul's input rows are rounded to bf16 once, into the
 // scratch past the planned 3072 bytes (round_rows_bf16: vcvtne2ps2bf16 on
-// 32 values, its second operand, k..k+15, the low half), and the tiles add
-// the products of bf16 pairs into f32 lanes (vdpbf16ps), k a multiple of 32.
+// 32 values, its second operand, k..k+15, the low half); the weight's
+// panels hold pairs of k (each column's k and k + 1 side by side), and each
+// step of the tiles broadcasts a row's pair of x to every lane and adds the
+// products of the bf16 pairs into f32 lanes (vdpbf16ps), k a multiple of 32.
 //       PRODUCTS: %[[ROUNDED:.*]] = memref.view %{{.*}}[%c3072][%{{.*}}] : memref<?xi8> to memref<?x32xi16>
 //       PRODUCTS: constant @llmc_round_rows_bf16_task_{{[0-9]+}}
 //       PRODUCTS: func.func private @llmc_round_rows_bf16_{{[0-9]+}}(%[[IN:.*]]: memref<?x32xf32>, %[[OUT:.*]]: memref<?x32xi16>
@@ -35,11 +37,14 @@
 //       PRODUCTS:   %[[PAIRED:.*]] = llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"(%[[HIGH]], %[[LOW]]) : (vector<16xf32>, vector<16xf32>) -> vector<32xbf16>
 //       PRODUCTS:   %[[STORED:.*]] = arith.bitcast %[[PAIRED]] : vector<32xbf16> to vector<32xi16>
 //       PRODUCTS:   vector.store %[[STORED]], %[[OUT]]
-//       PRODUCTS: func.func private @llmc_matmul_{{[0-9]+}}(%[[X:.*]]: memref<?x32xi16>, %{{.*}}: memref<?x32xf32>, %[[W:.*]]: memref<32x32xi16>
-//       PRODUCTS:   %[[XBITS:.*]] = vector.load %[[X]][%{{.*}}, %{{.*}}] : memref<?x32xi16>, vector<32xi16>
-//       PRODUCTS:   %[[XPAIRS:.*]] = arith.bitcast %[[XBITS]] : vector<32xi16> to vector<32xbf16>
-//       PRODUCTS:   %[[BITS:.*]] = vector.load %[[W]][%{{.*}}, %{{.*}}] : memref<32x32xi16>, vector<32xi16>
+//       PRODUCTS: func.func private @llmc_matmul_{{[0-9]+}}(%[[X:.*]]: memref<?x32xi16>, %{{.*}}: memref<?x32xf32>, %[[W:.*]]: memref<1024xi16>
+//       PRODUCTS:   %[[BITS:.*]] = vector.load %[[W]][%{{.*}}] : memref<1024xi16>, vector<32xi16>
 //       PRODUCTS:   %[[PAIRS:.*]] = arith.bitcast %[[BITS]] : vector<32xi16> to vector<32xbf16>
+//       PRODUCTS:   %[[XPAIR:.*]] = vector.load %[[X]][%{{.*}}, %{{.*}}] : memref<?x32xi16>, vector<2xi16>
+//       PRODUCTS:   %[[XWORD:.*]] = vector.bitcast %[[XPAIR]] : vector<2xi16> to vector<1xi32>
+//       PRODUCTS:   %[[XSCALAR:.*]] = vector.extract %[[XWORD]][0] : i32 from vector<1xi32>
+//       PRODUCTS:   %[[XWORDS:.*]] = vector.broadcast %[[XSCALAR]] : i32 to vector<16xi32>
+//       PRODUCTS:   %[[XPAIRS:.*]] = vector.bitcast %[[XWORDS]] : vector<16xi32> to vector<32xbf16>
 //       PRODUCTS:   llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%{{.*}}, %[[XPAIRS]], %[[PAIRS]]) : (vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>
 
 // sgemm reads f32 weights; f16 is not a CPU storage type; bf16 products
