@@ -4,7 +4,7 @@ requests one after another, and onnxruntime one after another, on one workload.
     PYTHONPATH=python .venv/bin/python bench/engine_throughput.py \
         [--artifact build/smollm2-135m.llmc] [--onnx models/smollm2-135m/model.onnx] \
         [--num-prompts 32] [--input-len-range 32:128] [--output-len-range 64:256] [--seed 0] \
-        [--threads N] [--vllm] [--json] [--record]
+        [--threads N] [--vllm [--vllm-dtype float32|bfloat16]] [--json] [--record]
 
 The workload is generated once by `llmc bench throughput --dump-workload` (uniformly random
 prompt and output lengths, uniformly random token ids) and every run reads that file:
@@ -13,7 +13,9 @@ prompt and output lengths, uniformly random token ids) and every run reads that 
 to llmc's threads, through python/llmc/testing/ort_reference.py's OrtDecoder) running each
 request alone: its prompt in one call, then one call per token with the KV cache fed back.
 With --vllm, vLLM's CPU backend also runs the workload with every request submitted at once
-(bench/vllm_runner.py in .venv-vllm, float32, the same threads; see bench/peers.py).
+(bench/vllm_runner.py in .venv-vllm, float32 or --vllm-dtype, the same threads; see
+bench/peers.py): with bfloat16 (its weights, activations and KV cache), compare an artifact
+compiled with --dtype bf16 --bf16-activations.
 All greedy, no stop tokens: each request generates exactly its max_tokens. Each run starts
 with an unmeasured warm-up request. --record appends a row to bench/RESULTS.md. Progress goes
 to stderr.
@@ -135,8 +137,12 @@ def table_row(result: dict) -> str:
     ttft = " / ".join(f"{run['ttft_ms']['p50']:.0f}" for run in runs)
     tpot = " / ".join(f"{run['tpot_ms']['p50']:.1f}" for run in runs)
     out = [f"{run['output_tokens_per_s']:.1f}" for run in runs]
-    vllm = (f"{result['vllm']['output_tokens_per_s']:.1f} "
-            f"| {result['concurrent_over_vllm']:.2f}x" if "vllm" in result else "— | —")
+    vllm = "— | —"
+    if "vllm" in result:
+        dtype = result["vllm"]["dtype"]
+        vllm = (f"{result['vllm']['output_tokens_per_s']:.1f}"
+                f"{'' if dtype == 'float32' else f' ({dtype})'} "
+                f"| {result['concurrent_over_vllm']:.2f}x")
     return (f"| {result['date']} | {result['machine']} | {result['threads']} "
             f"| {result['workload']} | {out[0]} | {out[1]} | {out[2]} "
             f"| {result['concurrent_over_sequential']:.2f}x "
@@ -153,6 +159,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--vllm", action="store_true",
                         help="also run vLLM's CPU backend on the workload (.venv-vllm)")
+    parser.add_argument("--vllm-dtype", choices=["float32", "bfloat16"], default="float32",
+                        help="vLLM's dtype (bfloat16: against an artifact compiled with "
+                             "--dtype bf16 --bf16-activations)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument("--record", action="store_true",
@@ -177,7 +186,8 @@ def main() -> int:
         sequential = llmc_bench(args.artifact, workload, args.threads, 1)
         if args.vllm:
             progress(f"vLLM: {args.num_prompts} requests at once", args.quiet)
-            vllm = run_vllm(["--workload", str(workload)], args.threads)
+            vllm = run_vllm(["--workload", str(workload), "--dtype", args.vllm_dtype],
+                            args.threads)
     progress("onnxruntime: one request at a time", args.quiet)
     reference = onnxruntime_bench(args.onnx, requests, args.threads, args.quiet)
 
