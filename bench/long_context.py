@@ -12,7 +12,8 @@ llama.cpp through llama-cpp-python (`.venv-llamacpp`, bench/llamacpp_runner.py, 
 model's GGUF dequantized to F32) runs L prompt tokens and D decode steps the same way. The
 context's share of llmc's decode step is (TPOT(L) - TPOT(shortest)) / TPOT(L): attention over
 the cached tokens and what else grows with them. The KV bytes a decode step reads are L x
-layers x 2 x kv_heads x head_dim x 4 (f32; head_dim + 4 with the int8 cache); their floor is that over the rate at which the
+layers x 2 x kv_heads x head_dim x 4 (f32; x 2 with the bf16 cache, head_dim + 4 with the int8
+cache); their floor is that over the rate at which the
 shortest context's step streams the weights (weights.bin / TPOT). Progress goes to stderr.
 """
 from __future__ import annotations
@@ -80,9 +81,11 @@ def main() -> int:
         return 1
     manifest = json.loads((args.artifact / "manifest.json").read_text())
     model = manifest["model"]
-    # A cached row: head_dim f32, or with the int8 cache head_dim codes and a 4-byte scale.
-    row_bytes = (model["head_dim"] + 4 if manifest["step"]["kv_dtype"] == "int8"
-                 else model["head_dim"] * 4)
+    # A cached row: head_dim f32 or bf16, or with the int8 cache head_dim codes and a 4-byte
+    # scale.
+    head_dim = model["head_dim"]
+    row_bytes = {"f32": 4 * head_dim, "bf16": 2 * head_dim,
+                 "int8": head_dim + 4}[manifest["step"]["kv_dtype"]]
     kv_bytes_per_token = model["num_layers"] * 2 * model["num_kv_heads"] * row_bytes
     weights_bytes = manifest["weights"]["size"]
     contexts = [int(c) for c in args.contexts.split(",")]

@@ -357,16 +357,18 @@ int runCompile(const CompileOptions &options) {
     }
     if (!hostHas("+avx512bf16", "AVX512_BF16", "--bf16-activations")) return 1;
   }
-  if (options.kvCacheDtype != "auto" && options.kvCacheDtype != "int8") {
-    error() << "unknown --kv-cache-dtype '" << options.kvCacheDtype << "': use auto or int8\n";
+  if (options.kvCacheDtype != "auto" && options.kvCacheDtype != "bf16" &&
+      options.kvCacheDtype != "int8") {
+    error() << "unknown --kv-cache-dtype '" << options.kvCacheDtype
+            << "': use auto, bf16 or int8\n";
     return 1;
   }
-  if (options.kvCacheDtype == "int8" && cuda) {
-    error() << "--kv-cache-dtype int8 applies to the CPU target; the CUDA target caches K/V in "
-               "its --dtype\n";
+  if (options.kvCacheDtype != "auto" && cuda) {
+    error() << "--kv-cache-dtype " << options.kvCacheDtype
+            << " applies to the CPU target; the CUDA target caches K/V in its --dtype\n";
     return 1;
   }
-  if (options.kvCacheDtype == "int8" && graph) {
+  if (options.kvCacheDtype != "auto" && graph) {
     error() << "--kv-cache-dtype applies to the paged step; --emit=" << emitName(emit)
             << " has no KV cache\n";
     return 1;

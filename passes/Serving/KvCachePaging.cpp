@@ -89,8 +89,9 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
 
   LogicalResult page(func::FuncOp func) {
     if (blockSize <= 0) return func.emitError("block-size must be positive");
-    if (kvCacheDtype != "auto" && kvCacheDtype != "int8")
-      return func.emitError("kv-cache-dtype must be auto or int8, not '") << kvCacheDtype << "'";
+    if (kvCacheDtype != "auto" && kvCacheDtype != "bf16" && kvCacheDtype != "int8")
+      return func.emitError("kv-cache-dtype must be auto, bf16 or int8, not '")
+             << kvCacheDtype << "'";
     SmallVector<Layer> layers;
     if (failed(collectLayers(func, layers))) return failure();
 
@@ -130,14 +131,14 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     if (failed(firstShape)) return failure();
     auto [kvHeads, headDim] = *firstShape;
     Type kvType = cast<ShapedType>(layers.front().newKeys.getType()).getElementType();
-    bool int8 = kvCacheDtype == "int8";
-    if (int8 && !kvType.isF32())
+    bool int8 = kvCacheDtype == "int8", bf16 = kvCacheDtype == "bf16";
+    if ((int8 || bf16) && !kvType.isF32())
       return layers.front().attention.emitOpError("caches ")
-             << kvType << " keys; an int8 KV cache quantizes f32 keys and values";
+             << kvType << " keys; the " << kvCacheDtype << " KV cache stores f32 keys and values";
     int64_t row = int8 ? headDim + llm::kInt8KvScaleBytes : headDim;
+    Type poolElement = int8 ? builder.getI8Type() : bf16 ? builder.getBF16Type() : kvType;
     auto poolType = RankedTensorType::get(
-        {static_cast<int64_t>(layers.size()), dynamic, 2, kvHeads, blockSize, row},
-        int8 ? builder.getI8Type() : kvType);
+        {static_cast<int64_t>(layers.size()), dynamic, 2, kvHeads, blockSize, row}, poolElement);
 
     Value tokens = abi::addInput(func, abi::kTokens, RankedTensorType::get({batch, seq}, i32));
     Value positions = abi::addInput(func, abi::kPositions, RankedTensorType::get({batch, seq}, i32));

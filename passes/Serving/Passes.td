@@ -37,9 +37,10 @@ def LlmKvCachePagingPass : Pass<"llm-kv-cache-paging", "mlir::func::FuncOp"> {
       `context_lens`; layers are numbered in program order;
     - the past_key_values inputs and present outputs disappear, and one
       `kv_pool` input [layers, num_blocks, 2, kv_heads, block_size,
-      head_dim] takes their place: of the K/V type, or with
-      `kv-cache-dtype=int8` of i8 with head_dim + 4 bytes per row (the
-      int8 codes and their f32 scale);
+      head_dim] takes their place: of the K/V type, with
+      `kv-cache-dtype=bf16` of bf16 (f32 keys and values rounded as they
+      are written), or with `kv-cache-dtype=int8` of i8 with head_dim + 4
+      bytes per row (the int8 codes and their f32 scale);
     - the token ids and positions become i32 inputs (positions derived
       inside the graph from attention_mask are replaced by them), and
       attention_mask goes: padding is what context_lens leaves out.
@@ -48,15 +49,17 @@ def LlmKvCachePagingPass : Pass<"llm-kv-cache-paging", "mlir::func::FuncOp"> {
     block_tables, slot_mapping, kv_pool) as [batch, seq]-shaped tensors and
     returns the logits; `llm-ragged-batching` makes it ragged. The pass
     fails, naming the op, when attention is not causal, when an input it
-    removes is still read by something else, or when the function returns
-    anything but the logits and the present K/V.
+    removes is still read by something else, when the function returns
+    anything but the logits and the present K/V, or when a bf16 or int8
+    cache would store keys that are not f32.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"16",
            "Tokens per KV block">,
     Option<"kvCacheDtype", "kv-cache-dtype", "std::string", /*default=*/"\"auto\"",
-           "The pool's element type: auto (the model's K/V type) or int8 (codes "
-           "and a per-row scale, see llm.paged_kv_write)">,
+           "The pool's element type: auto (the model's K/V type), bf16 (f32 K/V "
+           "rounded to nearest even) or int8 (codes and a per-row scale, see "
+           "llm.paged_kv_write)">,
   ];
   let dependentDialects = ["::llmc::llm::LlmDialect"];
 }

@@ -198,9 +198,9 @@ StepConfig parseStepConfig(const json &manifest, const TargetConfig &target) {
     if (kvDtype != target.dtype)
       throw Error("manifest.json: step.kv_dtype '" + kvDtype + "' is not the target's dtype '" +
                   target.dtype + "'");
-  } else if (kvDtype != "f32" && kvDtype != "int8")
+  } else if (kvDtype != "f32" && kvDtype != "bf16" && kvDtype != "int8")
     throw Error("manifest.json: step.kv_dtype '" + kvDtype +
-                "' is not supported by this runtime (f32 or int8)");
+                "' is not supported by this runtime (f32, bf16 or int8)");
   config.kvDtype = kvDtype;
   return config;
 }

@@ -52,7 +52,7 @@ struct StepConfig {
   int64_t maxNumSeqs = 0;
   int64_t workspaceBytes = 0;
   int64_t blockSize = 0;
-  /// The KV cache's element type: f32 or int8 (cpu), bf16 or f16 (cuda).
+  /// The KV cache's element type: f32, bf16 or int8 (cpu), bf16 or f16 (cuda).
   std::string kvDtype;
 };
 

@@ -50,9 +50,10 @@ cl::opt<int64_t> blockSize("block-size", cl::desc("Tokens per KV-cache block"), 
                            cl::cat(compileCategory));
 cl::opt<std::string> kvCacheDtype(
     "kv-cache-dtype",
-    cl::desc("CPU: the KV cache's element type: auto (the model's, default) or int8 (codes with "
-             "an f32 scale per token and KV head: 3.8x the tokens per byte of f32 at head_dim "
-             "64; not exact)"),
+    cl::desc("CPU: the KV cache's element type: auto (the model's, default), bf16 (rounded to "
+             "nearest even: 2x the tokens per byte of f32; not exact) or int8 (codes with an f32 "
+             "scale per token and KV head: 3.8x the tokens per byte of f32 at head_dim 64; not "
+             "exact)"),
     cl::init("auto"), cl::cat(compileCategory));
 cl::opt<int64_t> maxNumBatchedTokens("max-num-batched-tokens",
                                      cl::desc("Most tokens one step carries (sizes the workspace)"),

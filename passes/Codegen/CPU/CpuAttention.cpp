@@ -10,8 +10,9 @@
 // tasks (split-KV) and a combine kernel folds the parts, in the order a
 // prefill task folds the same parts, so the bits do not depend on the path.
 //
-// An int8 pool (--kv-cache-dtype int8) holds each row as codes followed by
-// the row's f32 scale. Attention reads the codes and applies the scales to
+// A bf16 pool (--kv-cache-dtype bf16) holds the rows rounded to nearest
+// even, widened as attention loads them. An int8 pool (--kv-cache-dtype
+// int8) holds each row as codes followed by the row's f32 scale. Attention reads the codes and applies the scales to
 // what they multiply: a key's scale to its dot product, a value's to its
 // softmax weight, so no row is ever dequantised into memory.
 //
@@ -33,21 +34,22 @@ constexpr int64_t kSplits = 4;
 constexpr int64_t kMinRangeKeys = 64;
 
 /// The cached rows of one layer's [blocks, 2, kv_heads, block_size, row]
-/// view of the pool (layerBlocks), f32 or int8. A block's values are rows (for int8: codes, then the row's
-/// scale in the last 4 bytes). Its keys are transposed: the [block_size, row]
+/// view of the pool (layerBlocks), f32, bf16 or int8. A block's values are
+/// rows (for int8: codes, then the row's scale in the last 4 bytes). Its keys are transposed: the [block_size, row]
 /// tile holds feature d of every slot together, [head_dim, block_size] (for
 /// int8: codes, then the block_size scales), so attention computes a
 /// block's scores with one vector fma per feature and no horizontal sum.
 struct CachedRows {
   Value pool;
   int64_t kvHeads, blockSize, headDim;
-  bool int8;
+  bool int8, bf16;
   explicit CachedRows(Value pool) : pool(pool) {
     auto type = cast<MemRefType>(pool.getType());
     kvHeads = type.getDimSize(2);
     blockSize = type.getDimSize(3);
     headDim = llm::cachedHeadDim(type);
     int8 = llm::isInt8KvPool(type);
+    bf16 = type.getElementType().isBF16();
   }
 
   /// Elements [d, d + lanes) of a value row as an f32 vector: the values, or
@@ -125,9 +127,17 @@ struct CachedRows {
 
 private:
   /// Elements of `memref` from `indices` on as an f32 vector of `type`
-  /// (int8 codes converted, not scaled).
+  /// (bf16 widened; int8 codes converted, not scaled).
   Value widened(KernelBuilder &kb, Value memref, ValueRange indices, VectorType type) const {
     OpBuilder &b = kb.builder();
+    if (bf16) {
+      Value loaded = vector::LoadOp::create(
+          b, kb.location(), VectorType::get(type.getShape(), b.getBF16Type()), memref, indices);
+      return widenBf16(b, kb.location(),
+                       arith::BitcastOp::create(
+                           b, kb.location(), VectorType::get(type.getShape(), b.getI16Type()),
+                           loaded));
+    }
     if (!int8) return vector::LoadOp::create(b, kb.location(), type, memref, indices);
     auto codes = VectorType::get(type.getShape(), b.getI8Type());
     Value loaded = vector::LoadOp::create(b, kb.location(), codes, memref, indices);
@@ -154,16 +164,19 @@ private:
   }
 
   /// Writes one cached row, element `d` of which is `read(d)`, through
-  /// `store(d, element)`: as is, or for int8 quantised by the row's
-  /// absolute maximum (llm.paged_kv_write says how), the scale through
-  /// `storeRowScale`. `read` is called twice per element then: it must be
-  /// cheap.
+  /// `store(d, element)`: as is, rounded for bf16, or for int8 quantised by
+  /// the row's absolute maximum (llm.paged_kv_write says how), the scale
+  /// through `storeRowScale`. `read` is called twice per element then: it
+  /// must be cheap.
   void write(KernelBuilder &kb, function_ref<Value(Value)> read,
              function_ref<void(Value, Value)> store,
              function_ref<void(Value)> storeRowScale) const {
     Value zero = kb.index(0), last = kb.index(headDim);
     if (!int8) {
-      kb.forEach(zero, last, [&](Value d) { store(d, read(d)); });
+      kb.forEach(zero, last, [&](Value d) {
+        Value element = read(d);
+        store(d, bf16 ? roundToBf16(kb.builder(), kb.location(), element) : element);
+      });
       return;
     }
     OpBuilder &b = kb.builder();

@@ -232,6 +232,10 @@ mlir::Value dotPairs(mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc, ml
 /// is the high half of the f32's.
 mlir::Value widenBf16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value bits);
 
+/// A scalar f32 rounded to bf16, to nearest even (a NaN stays a quiet
+/// NaN), in integer arithmetic: any x86-64 CPU, with or without AVX512_BF16.
+mlir::Value roundToBf16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value);
+
 /// The weight values of a MatmulWeight inside a kernel. Reads whole vectors
 /// of 16 along a row and single values; a quantised read dequantises as
 /// (code - zero_point) * scale in f32, rounded once, which is the value the

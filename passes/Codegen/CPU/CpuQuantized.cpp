@@ -108,6 +108,23 @@ Value widenBf16(OpBuilder &b, Location loc, Value bits) {
   return arith::BitcastOp::create(b, loc, f32, arith::ShLIOp::create(b, loc, wide, sixteen));
 }
 
+Value roundToBf16(OpBuilder &b, Location loc, Value value) {
+  Type i32 = b.getI32Type();
+  auto constant = [&](int64_t c) { return arith::ConstantIntOp::create(b, loc, i32, c); };
+  Value bits = arith::BitcastOp::create(b, loc, i32, value);
+  Value high = arith::ShRUIOp::create(b, loc, bits, constant(16));
+  // Adding 0x7fff and the kept half's lowest bit rounds ties to even.
+  Value odd = arith::AndIOp::create(b, loc, high, constant(1));
+  Value rounded = arith::ShRUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, bits, arith::AddIOp::create(b, loc, odd, constant(0x7fff))),
+      constant(16));
+  Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, value, value);
+  Value quietNan = arith::OrIOp::create(b, loc, high, constant(0x40));
+  Value chosen = arith::SelectOp::create(b, loc, isNan, quietNan, rounded);
+  Value half = arith::TruncIOp::create(b, loc, b.getI16Type(), chosen);
+  return arith::BitcastOp::create(b, loc, b.getBF16Type(), half);
+}
+
 Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();

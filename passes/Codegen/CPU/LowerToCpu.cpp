@@ -447,10 +447,14 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
       BlockArgument input = abi::findInput(model, role);
       if (!input) return model.emitError("has no '") << role << "' input";
       auto tensor = cast<RankedTensorType>(input.getType());
-      if (role == abi::kKvPool && !tensor.getElementType().isF32() && !llm::isInt8KvPool(tensor))
-        return model.emitError("has a ")
-               << tensor.getElementType() << " KV cache; the CPU target caches f32 or int8";
-      if (role == abi::kKvPool && llm::isInt8KvPool(tensor)) kvDtype = "int8";
+      if (role == abi::kKvPool) {
+        Type element = tensor.getElementType();
+        if (!element.isF32() && !element.isBF16() && !llm::isInt8KvPool(tensor))
+          return model.emitError("has a ")
+                 << element << " KV cache; the CPU target caches f32, bf16 or int8";
+        if (element.isBF16()) kvDtype = "bf16";
+        if (llm::isInt8KvPool(tensor)) kvDtype = "int8";
+      }
       modelInputs.push_back(input);
       types.push_back(memrefLike(tensor));
     }

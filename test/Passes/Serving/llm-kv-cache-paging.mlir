@@ -1,9 +1,10 @@
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-kv-cache-paging{block-size=16}))' | FileCheck %s
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-kv-cache-paging{block-size=32}))' | FileCheck %s --check-prefix=BLOCK32
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-kv-cache-paging{kv-cache-dtype=int8}))' | FileCheck %s --check-prefix=INT8
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(llm-kv-cache-paging{kv-cache-dtype=bf16}))' | FileCheck %s --check-prefix=BF16
 // RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-kv-cache-paging{kv-cache-dtype=int4}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADTYPE
 
-// BADTYPE: error: kv-cache-dtype must be auto or int8, not 'int4'
+// BADTYPE: error: kv-cache-dtype must be auto, bf16 or int8, not 'int4'
 
 // One layer with a KV cache in and out (optimum's past_key_values/present):
 // the pool replaces both, attention_mask goes, the positions become an i32
@@ -27,6 +28,11 @@
 //  INT8-SAME:   %[[POOL:[^:]*]]: tensor<1x?x2x2x16x20xi8> {llmc.abi = "kv_pool"}
 //      INT8:   llm.paged_kv_write %[[POOL]], %{{.*}} : (tensor<1x?x2x2x16x20xi8>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi32>) -> tensor<1x?x2x2x16x20xi8>
 //      INT8:   llm.paged_attention %{{.*}} : (tensor<?x2x?x16xf32>, tensor<1x?x2x2x16x20xi8>,
+// The bf16 cache: rows of 16 bf16, written from the f32 keys and values.
+// BF16-LABEL: func.func @cached
+//  BF16-SAME:   %[[POOL:[^:]*]]: tensor<1x?x2x2x16x16xbf16> {llmc.abi = "kv_pool"}
+//      BF16:   llm.paged_kv_write %[[POOL]], %{{.*}} : (tensor<1x?x2x2x16x16xbf16>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi32>) -> tensor<1x?x2x2x16x16xbf16>
+//      BF16:   llm.paged_attention %{{.*}} : (tensor<?x2x?x16xf32>, tensor<1x?x2x2x16x16xbf16>,
 func.func @cached(%ids: tensor<?x?xi64> {onnx.name = "input_ids"}, %mask: tensor<?x?xi64> {onnx.name = "attention_mask"},
                   %positions: tensor<?x?xi64> {onnx.name = "position_ids"},
                   %past_k: tensor<?x2x?x16xf32>, %past_v: tensor<?x2x?x16xf32>)

@@ -99,8 +99,8 @@ func.func @unfused_write(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tens
 
 // -----
 
-// A half-precision pool is the CUDA target's; the CPU caches f32 or int8.
-// expected-error @+1 {{has a 'f16' KV cache; the CPU target caches f32 or int8}}
+// A half-precision pool is the CUDA target's; the CPU caches f32, bf16 or int8.
+// expected-error @+1 {{has a 'f16' KV cache; the CPU target caches f32, bf16 or int8}}
 func.func @half_pool(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf16> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %head = llm.constant dense<2.000000e-01> : tensor<32x64xf32>

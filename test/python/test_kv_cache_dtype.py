@@ -1,17 +1,19 @@
-"""The int8 KV cache (`llmc compile --kv-cache-dtype int8`) on the CPU.
+"""The KV cache's other types on the CPU (`llmc compile --kv-cache-dtype bf16|int8`).
 
-Each cached row (one token, one KV head) is stored as int8 codes and its f32 scale
-(max|x| / 127); attention applies a key's scale to its dot product and a value's to its
-softmax weight. Checked on real exporters' files, against the same model with the f32 cache:
+bf16 stores each cached key and value rounded to bf16 (to nearest even), half the bytes of
+f32; attention widens them as it loads them. int8 stores each cached row (one token, one KV
+head) as int8 codes and its f32 scale (max|x| / 127); attention applies a key's scale to its
+dot product and a value's to its softmax weight. Checked on real exporters' files, against the
+same model with the f32 cache:
 
   * the logits of a ragged batch of prefills and decodes stay within a few percent of the
-    f32 cache's, and differ from them (the codes are really what attention reads), with
-    rotary embeddings fused into the write (Llama, partial rotary Phi-2), a learned position
-    embedding and an unfused write (GPT-2), softcapping and a sliding window (Gemma 2), and
-    quantised weights (genai int4 Qwen3);
-  * a prompt's logits alone and in a batch are bit-identical (each row is quantised alone);
-  * the runtime sizes the cache by bytes, so the same memory holds (head_dim + 4) / (4 *
-    head_dim) of the blocks' bytes: more tokens;
+    f32 cache's, and differ from them (the stored rows are really what attention reads),
+    with rotary embeddings fused into the write (Llama, partial rotary Phi-2), a learned
+    position embedding and an unfused write (GPT-2), softcapping and a sliding window
+    (Gemma 2), and quantised weights (genai int4 Qwen3);
+  * a prompt's logits alone and in a batch are bit-identical (each row is stored alone);
+  * the runtime sizes the cache by bytes, so the same memory holds more blocks: 2x for bf16,
+    4 * head_dim / (head_dim + 4) for int8;
   * the compiler refuses a type it does not know and the CUDA target by name.
 """
 from __future__ import annotations
@@ -30,25 +32,28 @@ from test_quantized_cpu import compile_model, ragged_steps
 
 EXPORTS = ["optimum/llama-gqa", "optimum/phi2", "optimum/gpt2", "optimum/gemma2",
            "genai-int4/qwen3"]
-MAX_REL_ERROR = 0.05  # keys and values rounded to 8 bits per row: about 1% on these models
+DTYPES = ["bf16", "int8"]
+MAX_REL_ERROR = 0.05  # keys and values rounded to 8 bits: about 1% on these models
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("export", EXPORTS)
-def test_int8_cache_stays_close_to_the_f32_cache(export, tmp_path):
+def test_cache_stays_close_to_the_f32_cache(export, dtype, tmp_path):
     onnx_path = EXPORTS_DIR / export / "model.onnx"
     f32 = compile_model(onnx_path, tmp_path / "f32.llmc")
-    int8 = compile_model(onnx_path, tmp_path / "int8.llmc", "--kv-cache-dtype", "int8")
-    manifest = json.loads((int8 / "manifest.json").read_text())
-    assert manifest["step"]["kv_dtype"] == "int8"
-    for step, (ours, reference) in enumerate(zip(*ragged_steps(int8, f32))):
+    cached = compile_model(onnx_path, tmp_path / f"{dtype}.llmc", "--kv-cache-dtype", dtype)
+    manifest = json.loads((cached / "manifest.json").read_text())
+    assert manifest["step"]["kv_dtype"] == dtype
+    for step, (ours, reference) in enumerate(zip(*ragged_steps(cached, f32))):
         error = float(np.abs(ours - reference).max() / np.abs(reference).max())
         assert error < MAX_REL_ERROR, f"step {step}: relative error {error:.3g}"
         assert not np.array_equal(ours, reference), f"step {step}: the f32 cache's logits"
 
 
-def test_int8_cache_does_not_depend_on_the_batch(tmp_path):
-    artifact = compile_model(EXPORTS_DIR / "optimum/llama-gqa/model.onnx", tmp_path / "int8.llmc",
-                             "--kv-cache-dtype", "int8")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cache_does_not_depend_on_the_batch(dtype, tmp_path):
+    artifact = compile_model(EXPORTS_DIR / "optimum/llama-gqa/model.onnx",
+                             tmp_path / f"{dtype}.llmc", "--kv-cache-dtype", dtype)
     model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
     try:
         prompts = seeded_prompts(model.vocab_size)
@@ -76,20 +81,26 @@ def kv_blocks(artifact, memory: str) -> int:
     return int(re.search(r"KV cache: (\d+) blocks", result.stderr).group(1))
 
 
-def test_the_same_memory_holds_more_int8_blocks(tmp_path):
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_same_memory_holds_more_blocks(dtype, tmp_path):
     onnx_path = EXPORTS_DIR / "optimum/llama-gqa/model.onnx"
     f32 = compile_model(onnx_path, tmp_path / "f32.llmc")
-    int8 = compile_model(onnx_path, tmp_path / "int8.llmc", "--kv-cache-dtype", "int8")
+    cached = compile_model(onnx_path, tmp_path / f"{dtype}.llmc", "--kv-cache-dtype", dtype)
     head_dim = json.loads((f32 / "manifest.json").read_text())["model"]["head_dim"]
-    f32_blocks, int8_blocks = kv_blocks(f32, "4MiB"), kv_blocks(int8, "4MiB")
-    # A row is 4 * head_dim bytes in f32, head_dim codes + a 4-byte scale in int8.
-    assert int8_blocks == (f32_blocks * 4 * head_dim) // (head_dim + 4)
+    f32_blocks, blocks = kv_blocks(f32, "4MiB"), kv_blocks(cached, "4MiB")
+    # A row is 4 * head_dim bytes in f32, 2 * head_dim in bf16, head_dim codes and a
+    # 4-byte scale in int8.
+    row_bytes = {"bf16": 2 * head_dim, "int8": head_dim + 4}[dtype]
+    assert blocks == (f32_blocks * 4 * head_dim) // row_bytes
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--kv-cache-dtype", "int4"], "unknown --kv-cache-dtype 'int4': use auto or int8"),
+    (["--kv-cache-dtype", "int4"], "unknown --kv-cache-dtype 'int4': use auto, bf16 or int8"),
     (["--kv-cache-dtype", "int8", "--target", "cuda"],
      "--kv-cache-dtype int8 applies to the CPU target; the CUDA target caches K/V in its "
+     "--dtype"),
+    (["--kv-cache-dtype", "bf16", "--target", "cuda"],
+     "--kv-cache-dtype bf16 applies to the CPU target; the CUDA target caches K/V in its "
      "--dtype"),
     (["--kv-cache-dtype", "int8", "--emit", "graph"],
      "--kv-cache-dtype applies to the paged step; --emit=graph has no KV cache")])
