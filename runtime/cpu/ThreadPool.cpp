@@ -43,7 +43,8 @@ struct ThreadPool::Loop {
   void *closure;
   std::atomic<int64_t> nextChunk{0};
   std::atomic<int64_t> chunksDone{0};
-  int activeWorkers = 0; // guarded by the pool's mutex
+  /// Changed under the pool's mutex; read without it by the issuer's spin.
+  std::atomic<int> activeWorkers{0};
 };
 
 ThreadPool::ThreadPool(unsigned numThreads) {
@@ -124,7 +125,13 @@ void ThreadPool::parallelFor(int64_t n, ChunkFn body, void *closure) {
   runChunks(loop);
   insideParallelFor = false;
 
-  spinUntil([&] { return loop.chunksDone.load(std::memory_order_acquire) == numChunks; });
+  // Spin until the workers have left the loop too: a worker leaves just after
+  // its last chunk, and an issuer that slept on loopDone for it would wait
+  // for a wake-up through the kernel, tens of microseconds a loop.
+  spinUntil([&] {
+    return loop.chunksDone.load(std::memory_order_acquire) == numChunks &&
+           loop.activeWorkers.load(std::memory_order_acquire) == 0;
+  });
   std::unique_lock<std::mutex> lock(mutex);
   // No worker may register on the loop once it is done.
   loopDone.wait(lock, [&] {
