@@ -63,6 +63,10 @@ public:
   const Artifact &artifact() const { return *loaded; }
   /// Host threads a step runs on (one for a GPU's: the host only packs inputs).
   unsigned numThreads() const { return executor->numThreads(); }
+  /// body(i) for i in [0, n) on those threads (StepExecutor::parallelFor).
+  void parallelFor(int64_t n, const std::function<void(int64_t)> &body) {
+    executor->parallelFor(n, body);
+  }
   KvBlockPool &kvPool() { return executor->kvPool(); }
   const KvBlockPool &kvPool() const { return executor->kvPool(); }
   /// One line for the start-up log: the KV cache's blocks, size and where

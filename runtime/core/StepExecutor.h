@@ -15,6 +15,7 @@
 #include "runtime/core/StepBatch.h"
 
 #include <cstdint>
+#include <functional>
 
 namespace llmc::runtime {
 
@@ -26,6 +27,12 @@ public:
   virtual KvBlockPool &kvPool() = 0;
   /// Host threads a step runs on.
   virtual unsigned numThreads() const = 0;
+  /// Runs body(i) for i in [0, n) on those threads, between steps (the
+  /// engine's per-sequence work); in any order, so body(i) must not depend
+  /// on another i. Here one after the other.
+  virtual void parallelFor(int64_t n, const std::function<void(int64_t)> &body) {
+    for (int64_t i = 0; i < n; ++i) body(i);
+  }
   /// The most positions one sequence of a step may have beyond the KV
   /// cache's own limit (a GPU's block tables); 0 when there is none.
   virtual int64_t maxSequenceLength() const = 0;

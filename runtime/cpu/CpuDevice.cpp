@@ -22,11 +22,19 @@ void sgemm(void *context, int64_t m, int64_t n, int64_t k, const float *a, int64
               static_cast<blasint>(ldc));
 }
 
-void parallelFor(void *context, int64_t n, void (*body)(void *closure, int64_t begin, int64_t end),
-                 void *closure) {
+void poolParallelFor(void *context, int64_t n,
+                     void (*body)(void *closure, int64_t begin, int64_t end), void *closure) {
   static_cast<ThreadPool *>(context)->parallelFor(n, body, closure);
 }
 } // namespace
+
+void CpuDevice::parallelFor(int64_t n, const std::function<void(int64_t)> &body) {
+  auto each = [](void *closure, int64_t begin, int64_t end) {
+    const auto &call = *static_cast<const std::function<void(int64_t)> *>(closure);
+    for (int64_t i = begin; i < end; ++i) call(i);
+  };
+  pool.parallelFor(n, each, const_cast<std::function<void(int64_t)> *>(&body));
+}
 
 CpuDevice::CpuDevice(unsigned numThreads) : pool(numThreads) {
   openblas_set_num_threads(static_cast<int>(pool.numThreads()));
@@ -34,7 +42,7 @@ CpuDevice::CpuDevice(unsigned numThreads) : pool(numThreads) {
   api.reserved = 0;
   api.context = &pool;
   api.sgemm = sgemm;
-  api.parallel_for = parallelFor;
+  api.parallel_for = poolParallelFor;
 }
 
 } // namespace llmc::runtime

@@ -5,6 +5,8 @@
 #include "llmc/Runtime/StepABI.h"
 #include "runtime/cpu/ThreadPool.h"
 
+#include <functional>
+
 namespace llmc::runtime {
 
 /// The host CPU: a thread pool, and the LlmcCpuHostApi table that lends it
@@ -19,6 +21,8 @@ public:
   CpuDevice &operator=(const CpuDevice &) = delete;
 
   unsigned numThreads() const { return pool.numThreads(); }
+  /// body(i) for i in [0, n) over the pool.
+  void parallelFor(int64_t n, const std::function<void(int64_t)> &body);
   /// The table to pass to the step function; valid while the device lives.
   const LlmcCpuHostApi *hostApi() const { return &api; }
 

@@ -21,6 +21,9 @@ public:
 
   KvBlockPool &kvPool() override { return pool; }
   unsigned numThreads() const override { return cpu.numThreads(); }
+  void parallelFor(int64_t n, const std::function<void(int64_t)> &body) override {
+    cpu.parallelFor(n, body);
+  }
   int64_t maxSequenceLength() const override { return 0; }
   void step(const StepBatch &batch, float *logits) override;
 

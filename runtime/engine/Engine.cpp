@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <string>
 
 namespace llmc::runtime {
@@ -207,9 +208,27 @@ void Engine::forkSamples(Request &request, Sequence &parent) {
   parent.pendingForks = 0;
 }
 
-void Engine::sampleNext(Request &request, Sequence &sequence, const float *row,
-                        std::vector<StepOutput> &outputs) {
+void Engine::drawTokens(std::vector<Draw> &draws) {
   int64_t vocabSize = model.config().vocabSize;
+  std::vector<std::exception_ptr> failures(draws.size());
+  model.parallelFor(static_cast<int64_t>(draws.size()), [&](int64_t i) {
+    Draw &draw = draws[i];
+    if (draw.sequence->grammar) return;
+    try {
+      draw.token = draw.sequence->sampler.sample(draw.logits, vocabSize);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr &failure : failures)
+    if (failure) std::rethrow_exception(failure);
+}
+
+void Engine::sampleNext(Draw &draw, std::vector<StepOutput> &outputs) {
+  int64_t vocabSize = model.config().vocabSize;
+  Request &request = *draw.request;
+  Sequence &sequence = *draw.sequence;
+  const float *row = draw.logits;
   structured::GrammarMatcher *grammar = sequence.grammar.get();
   if (grammar) {
     // A sequence's first mask is computed here; later ones beside the step.
@@ -224,7 +243,8 @@ void Engine::sampleNext(Request &request, Sequence &sequence, const float *row,
     grammar->applyMask(maskedRow.data(), vocabSize);
     row = maskedRow.data();
   }
-  SampledToken sampled = sequence.sampler.sample(row, vocabSize);
+  SampledToken sampled =
+      draw.token ? std::move(*draw.token) : sequence.sampler.sample(row, vocabSize);
   sequence.tokens.push_back(sampled.token);
   ++counters.generatedTokens;
   const RequestOptions &options = request.options;
@@ -270,6 +290,7 @@ std::vector<StepOutput> Engine::step() {
   }
 
   bool carriesPrompt = false;
+  std::vector<Draw> draws;
   for (size_t row = 0; row < plan.chunks.size(); ++row) {
     const ScheduledChunk &chunk = plan.chunks[row];
     Sequence &sequence = *chunk.sequence;
@@ -284,10 +305,12 @@ std::vector<StepOutput> Engine::step() {
     // Forks first: the other samples draw their first token from the same row.
     size_t firstSample = request.samples.size();
     if (sequence.pendingForks > 0) forkSamples(request, sequence);
-    sampleNext(request, sequence, logitsRow, outputs);
+    draws.push_back({&request, &sequence, logitsRow, std::nullopt});
     for (size_t i = firstSample; i < request.samples.size(); ++i)
-      sampleNext(request, *request.samples[i], logitsRow, outputs);
+      draws.push_back({&request, request.samples[i].get(), logitsRow, std::nullopt});
   }
+  drawTokens(draws);
+  for (Draw &draw : draws) sampleNext(draw, outputs);
   if (!nextMasks.empty()) startMasks(std::move(nextMasks));
   nextMasks.clear();
   // A request leaves when its last sample has finished.

@@ -168,10 +168,21 @@ private:
   StepBatchArrays buildBatch(const SchedulerOutput &plan) const;
   /// Creates the request's other samples at its first token.
   void forkSamples(Request &request, Sequence &parent);
-  /// Samples the next token of `sequence` from `logits` and ends it when it
-  /// must; appends the output.
-  void sampleNext(Request &request, Sequence &sequence, const float *logits,
-                  std::vector<StepOutput> &outputs);
+  /// A sample to draw from a step's logits row.
+  struct Draw {
+    Request *request;
+    Sequence *sequence;
+    const float *logits;
+    /// Drawn beside the others, for a sequence without a grammar.
+    std::optional<SampledToken> token;
+  };
+  /// Draws the tokens of the draws without a grammar over the model's
+  /// threads: each sequence's sampler (its random generator, its counts)
+  /// is its own, so the tokens are those of a draw one after the other.
+  void drawTokens(std::vector<Draw> &draws);
+  /// Takes the next token of a draw (drawing it now for a grammar's
+  /// sequence) and ends the sequence when it must; appends the output.
+  void sampleNext(Draw &draw, std::vector<StepOutput> &outputs);
   /// Ends a sample (its output carries the reason); the request goes when
   /// all its samples have.
   void finish(Sequence &sequence);

@@ -22,10 +22,25 @@ void require(bool condition, const std::string &message) {
 } // namespace
 
 int32_t argmax(const float *values, int64_t count) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < count; ++i)
-    if (values[i] > values[best]) best = i;
-  return static_cast<int32_t>(best);
+  // The largest value in 8 independent running maxima (one dependent
+  // compare per element would bound the loop by its latency), then its
+  // first index. Only `>` compares, as a plain scan's would: a NaN never
+  // becomes the maximum unless it is values[0], which then stays the answer.
+  constexpr int64_t kLanes = 8;
+  float lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, values[0]);
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes)
+    for (int64_t lane = 0; lane < kLanes; ++lane)
+      if (values[i + lane] > lanes[lane]) lanes[lane] = values[i + lane];
+  float best = values[0];
+  for (float lane : lanes)
+    if (lane > best) best = lane;
+  for (; i < count; ++i)
+    if (values[i] > best) best = values[i];
+  for (int64_t at = 0; at < count; ++at)
+    if (values[at] == best) return static_cast<int32_t>(at);
+  return 0;
 }
 
 void SamplingParams::validate(int64_t vocabSize) const {
@@ -130,6 +145,14 @@ int32_t SequenceSampler::draw(int64_t vocabSize) {
 }
 
 SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize) {
+  // Greedy without penalties reads the row as it is: no copy of the scores.
+  bool penalised = sampling.repetitionPenalty != 1.0f || sampling.frequencyPenalty != 0 ||
+                   sampling.presencePenalty != 0;
+  if (sampling.temperature == 0 && !penalised) {
+    int32_t chosen = argmax(logits, vocabSize);
+    ++outputCounts[chosen];
+    return withLogprobs(chosen, logits, vocabSize);
+  }
   scores.assign(logits, logits + vocabSize);
   if (sampling.repetitionPenalty != 1.0f) {
     std::unordered_set<int32_t> seen(promptTokens.begin(), promptTokens.end());
@@ -145,7 +168,11 @@ SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize) {
   int32_t chosen = sampling.temperature == 0 ? argmax(scores.data(), vocabSize)
                                              : draw(vocabSize);
   ++outputCounts[chosen];
+  return withLogprobs(chosen, logits, vocabSize);
+}
 
+SampledToken SequenceSampler::withLogprobs(int32_t chosen, const float *logits,
+                                           int64_t vocabSize) {
   SampledToken result;
   result.token = chosen;
   if (!sampling.logprobs) return result;

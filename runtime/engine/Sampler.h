@@ -75,6 +75,8 @@ public:
 private:
   /// A token drawn from `scores` at the temperature, through the filters.
   int32_t draw(int64_t vocabSize);
+  /// `chosen` with its logprob and the top logprobs the parameters ask for.
+  SampledToken withLogprobs(int32_t chosen, const float *logits, int64_t vocabSize);
 
   SamplingParams sampling;
   std::mt19937_64 rng;

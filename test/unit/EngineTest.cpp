@@ -146,6 +146,35 @@ TEST_F(EngineTest, SixtyFourConcurrentRequestsEachGiveTheirSoloTokens) {
   }
 }
 
+TEST_F(EngineTest, SeededSamplesDrawnTogetherAreThoseDrawnAlone) {
+  // The samplers of a step's sequences draw on the model's two threads: each
+  // sequence must still get the tokens of its own seeded generator.
+  TestArtifactSpec spec;
+  spec.maxNumSeqs = 16;
+  spec.maxNumBatchedTokens = 64;
+  auto model = open(128, spec);
+  std::mt19937 random(11);
+  std::vector<std::vector<int32_t>> prompts(12);
+  for (auto &prompt : prompts) {
+    prompt.resize(1 + random() % 20);
+    for (int32_t &token : prompt) token = int32_t(random() % kVocab);
+  }
+  RequestOptions options;
+  options.maxTokens = 10;
+  options.n = 2;
+  options.sampling.temperature = 8; // flat enough that the seed decides
+  options.sampling.seed = 1234;
+  Engine engine(*model, {});
+  auto together = runToCompletion(engine, prompts, options);
+  bool varied = false;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Engine solo(*model, {});
+    EXPECT_EQ(runToCompletion(solo, {prompts[i]}, options)[0], together[i]) << "prompt " << i;
+    varied |= together[i][0] != toyContinuation(prompts[i], 10, kVocab);
+  }
+  EXPECT_TRUE(varied) << "every sample was the toy's greedy continuation";
+}
+
 TEST_F(EngineTest, ParallelSamplesShareThePromptAndCopyOnWrite) {
   auto model = open(32);
   std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6}; // a block and a half
