@@ -23,6 +23,17 @@ using llmc::test::toyContinuation;
 namespace {
 constexpr int64_t kVocab = 64;
 
+/// `count` prompts of 1 to `maxLength` random tokens.
+std::vector<std::vector<int32_t>> randomPrompts(size_t count, uint32_t maxLength, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::vector<std::vector<int32_t>> prompts(count);
+  for (auto &prompt : prompts) {
+    prompt.resize(1 + random() % maxLength);
+    for (int32_t &token : prompt) token = int32_t(random() % kVocab);
+  }
+  return prompts;
+}
+
 RequestOptions greedy(int64_t maxTokens) {
   RequestOptions options;
   options.maxTokens = maxTokens;
@@ -130,12 +141,7 @@ TEST_F(EngineTest, SixtyFourConcurrentRequestsEachGiveTheirSoloTokens) {
   spec.maxNumSeqs = 16;
   spec.maxNumBatchedTokens = 64;
   auto model = open(96, spec);
-  std::mt19937 random(7);
-  std::vector<std::vector<int32_t>> prompts(64);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    prompts[i].resize(1 + random() % 40);
-    for (int32_t &token : prompts[i]) token = int32_t(random() % kVocab);
-  }
+  std::vector<std::vector<int32_t>> prompts = randomPrompts(64, 40, 7);
   Engine engine(*model, {});
   auto together = firstSamples(runToCompletion(engine, prompts, greedy(9)));
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -153,12 +159,7 @@ TEST_F(EngineTest, SeededSamplesDrawnTogetherAreThoseDrawnAlone) {
   spec.maxNumSeqs = 16;
   spec.maxNumBatchedTokens = 64;
   auto model = open(128, spec);
-  std::mt19937 random(11);
-  std::vector<std::vector<int32_t>> prompts(12);
-  for (auto &prompt : prompts) {
-    prompt.resize(1 + random() % 20);
-    for (int32_t &token : prompt) token = int32_t(random() % kVocab);
-  }
+  std::vector<std::vector<int32_t>> prompts = randomPrompts(12, 20, 11);
   RequestOptions options;
   options.maxTokens = 10;
   options.n = 2;
