@@ -270,12 +270,14 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
     // The rotated key of one head: an int8 row is quantised from all of it.
     Value rotatedKey = memref::AllocaOp::create(
         kb.builder(), kb.location(), MemRefType::get({rows.headDim}, kb.builder().getF32Type()));
+    TokenRotation tokenRotation(kb, rotation);
     kb.forEach(begin, end, [&](Value token) {
-      Value position = kb.load(positions, {token});
+      Value position = tokenRotation.at(kb, kb.load(positions, {token}));
       kb.forEach(zero, kb.index(heads), [&](Value head) {
         Value base = kb.mulIndex(head, headDim);
         emitRotatedHead(
-            kb, rotation, position, [&](Value i) { return kb.load(query, {token, kb.addIndex(base, i)}); },
+            kb, tokenRotation.rotation, position,
+            [&](Value i) { return kb.load(query, {token, kb.addIndex(base, i)}); },
             [&](Value i, Value value) { kb.store(value, out, {token, kb.addIndex(base, i)}); });
       });
       Value slot = kb.toIndex(kb.load(slots, {token}));
@@ -285,7 +287,7 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
         kb.forEach(zero, kb.index(rows.kvHeads), [&](Value head) {
           Value base = kb.mulIndex(head, headDim);
           emitRotatedHead(
-              kb, rotation, position,
+              kb, tokenRotation.rotation, position,
               [&](Value i) { return kb.load(keys, {token, kb.addIndex(base, i)}); },
               [&](Value i, Value value) { kb.store(value, rotatedKey, {i}); });
           rows.writeKey(kb, tiles, {block, zero, head}, offset,

@@ -203,6 +203,28 @@ void emitRotatedHead(KernelBuilder &kb, const Rotation &rotation, Value position
              [&](Value i) { write(i, read(i)); });
 }
 
+TokenRotation::TokenRotation(KernelBuilder &kb, const Rotation &given)
+    : rotation(given), given(given) {
+  if (given.cosCache) return;
+  OpBuilder &b = kb.builder();
+  auto table = MemRefType::get({1, given.halfRotary}, b.getF32Type());
+  rotation.invFreq = Value();
+  rotation.cosCache = memref::AllocaOp::create(b, kb.location(), table);
+  rotation.sinCache = memref::AllocaOp::create(b, kb.location(), table);
+}
+
+Value TokenRotation::at(KernelBuilder &kb, Value position) {
+  if (given.cosCache) return position;
+  Value row = kb.index(0);
+  kb.forEach(kb.index(0), kb.index(given.halfRotary), [&](Value i) {
+    Value angle = kb.mul(kb.toF32(position), kb.load(given.invFreq, {i}));
+    kb.store(kb.cos(angle), rotation.cosCache, {row, i});
+    kb.store(kb.sin(angle), rotation.sinCache, {row, i});
+  });
+  return arith::ConstantOp::create(kb.builder(), kb.location(),
+                                   kb.builder().getIntegerAttr(position.getType(), 0));
+}
+
 LogicalResult lowerRope(StepLowering &step, Operation *op, ArrayRef<Value> operands, Value output) {
   auto cached = dyn_cast<llm::RopeCachedOp>(op);
   bool interleaved = cached ? cached.getInterleaved() : cast<llm::RopeOp>(op).getInterleaved();
@@ -216,12 +238,13 @@ LogicalResult lowerRope(StepLowering &step, Operation *op, ArrayRef<Value> opera
     Rotation rotation{headDim, halfRotary, interleaved, cached ? Value() : params[2],
                       cached ? params[2] : Value(), cached ? params[3] : Value()};
     int64_t heads = staticDim(out, 1) / headDim;
+    TokenRotation token(kb, rotation);
     kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
-      Value position = kb.load(positions, {row});
+      Value position = token.at(kb, kb.load(positions, {row}));
       kb.forEach(kb.index(0), kb.index(heads), [&](Value head) {
         Value base = kb.mulIndex(head, kb.index(headDim));
         emitRotatedHead(
-            kb, rotation, position,
+            kb, token.rotation, position,
             [&](Value i) { return kb.load(x, {row, kb.addIndex(base, i)}); },
             [&](Value i, Value value) { kb.store(value, out, {row, kb.addIndex(base, i)}); });
       });

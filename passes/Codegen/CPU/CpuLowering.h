@@ -116,6 +116,24 @@ void emitRotatedHead(KernelBuilder &kb, const Rotation &rotation, mlir::Value po
                      llvm::function_ref<mlir::Value(mlir::Value)> read,
                      llvm::function_ref<void(mlir::Value, mlir::Value)> write);
 
+/// What every head of one token rotates by. With inverse frequencies, a
+/// token's cos and sin are computed once, into one-row tables that its heads
+/// read as a cached rotation's row 0 (the same arithmetic, so the same bits
+/// as computing them per head); cos/sin caches are read as they are.
+class TokenRotation {
+public:
+  /// Makes the tables (allocas) where `given` has inverse frequencies.
+  TokenRotation(KernelBuilder &kb, const Rotation &given);
+  /// Prepares the token at `position`; returns the position its heads pass
+  /// to emitRotatedHead with `rotation`.
+  mlir::Value at(KernelBuilder &kb, mlir::Value position);
+
+  Rotation rotation;
+
+private:
+  Rotation given;
+};
+
 /// Lowers one llm op, given the memrefs of its operands (null for none) and
 /// of its result. Fails with an error on the op for what is not supported.
 mlir::LogicalResult lowerScalarFunction(StepLowering &step, llm::ScalarFunctionOpInterface op,

@@ -10,8 +10,22 @@
 // CHECK:       module attributes {llmc.kv_dtype = "bf16"
 // CHECK-LABEL: func.func @llmc_step
 //  CHECK-SAME:   memref<1x?x2x1x16x16xbf16>
+// A token's cos and sin are computed once, into one-row tables, and each of
+// its heads (2 query heads, 1 key head) reads them.
 //       CHECK: func.func private @llmc_rope_paged_kv_write_{{[0-9]+}}(%[[POOL:[^:]*]]: memref<?x2x1x16x16xbf16>
 //       CHECK:   %[[TILES:.*]] = memref.collapse_shape %[[POOL]] {{\[}}[0], [1], [2], [3, 4]] : memref<?x2x1x16x16xbf16> into memref<?x2x1x256xbf16>
+//       CHECK:   %[[COS:.*]] = memref.alloca() : memref<1x8xf32>
+//       CHECK:   %[[SIN:.*]] = memref.alloca() : memref<1x8xf32>
+//       CHECK:   math.cos
+//       CHECK:   memref.store %{{.*}}, %[[COS]]
+//       CHECK:   math.sin
+//       CHECK:   memref.store %{{.*}}, %[[SIN]]
+//   CHECK-NOT:   math.cos
+//       CHECK:   memref.load %[[COS]]
+//       CHECK:   memref.load %[[SIN]]
+//   CHECK-NOT:   math.cos
+//       CHECK:   memref.load %[[COS]]
+//   CHECK-NOT:   math.cos
 //       CHECK:   %[[BITS:.*]] = arith.bitcast %[[KEY:.*]] : f32 to i32
 //       CHECK:   arith.addi %{{.*}}, %c32767_i32 : i32
 //       CHECK:   %[[NAN:.*]] = arith.cmpf uno, %[[KEY]], %[[KEY]] : f32
