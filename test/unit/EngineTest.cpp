@@ -34,6 +34,14 @@ std::vector<std::vector<int32_t>> randomPrompts(size_t count, uint32_t maxLength
   return prompts;
 }
 
+/// Steps of up to 16 sequences and 64 tokens.
+TestArtifactSpec sixteenSequences() {
+  TestArtifactSpec spec;
+  spec.maxNumSeqs = 16;
+  spec.maxNumBatchedTokens = 64;
+  return spec;
+}
+
 RequestOptions greedy(int64_t maxTokens) {
   RequestOptions options;
   options.maxTokens = maxTokens;
@@ -137,10 +145,7 @@ TEST_F(EngineTest, PreemptsWhenBlocksRunOutAndStillGeneratesTheSameTokens) {
 }
 
 TEST_F(EngineTest, SixtyFourConcurrentRequestsEachGiveTheirSoloTokens) {
-  TestArtifactSpec spec;
-  spec.maxNumSeqs = 16;
-  spec.maxNumBatchedTokens = 64;
-  auto model = open(96, spec);
+  auto model = open(96, sixteenSequences());
   std::vector<std::vector<int32_t>> prompts = randomPrompts(64, 40, 7);
   Engine engine(*model, {});
   auto together = firstSamples(runToCompletion(engine, prompts, greedy(9)));
@@ -155,10 +160,7 @@ TEST_F(EngineTest, SixtyFourConcurrentRequestsEachGiveTheirSoloTokens) {
 TEST_F(EngineTest, SeededSamplesDrawnTogetherAreThoseDrawnAlone) {
   // The samplers of a step's sequences draw on the model's two threads: each
   // sequence must still get the tokens of its own seeded generator.
-  TestArtifactSpec spec;
-  spec.maxNumSeqs = 16;
-  spec.maxNumBatchedTokens = 64;
-  auto model = open(128, spec);
+  auto model = open(128, sixteenSequences());
   std::vector<std::vector<int32_t>> prompts = randomPrompts(12, 20, 11);
   RequestOptions options;
   options.maxTokens = 10;

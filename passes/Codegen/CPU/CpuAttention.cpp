@@ -12,9 +12,10 @@
 //
 // A bf16 pool (--kv-cache-dtype bf16) holds the rows rounded to nearest
 // even, widened as attention loads them. An int8 pool (--kv-cache-dtype
-// int8) holds each row as codes followed by the row's f32 scale. Attention reads the codes and applies the scales to
-// what they multiply: a key's scale to its dot product, a value's to its
-// softmax weight, so no row is ever dequantised into memory.
+// int8) holds each row as codes followed by the row's f32 scale. Attention
+// reads the codes and applies the scales to what they multiply: a key's
+// scale to its dot product, a value's to its softmax weight, so no row is
+// ever dequantised into memory.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
@@ -35,10 +36,11 @@ constexpr int64_t kMinRangeKeys = 64;
 
 /// The cached rows of one layer's [blocks, 2, kv_heads, block_size, row]
 /// view of the pool (layerBlocks), f32, bf16 or int8. A block's values are
-/// rows (for int8: codes, then the row's scale in the last 4 bytes). Its keys are transposed: the [block_size, row]
-/// tile holds feature d of every slot together, [head_dim, block_size] (for
-/// int8: codes, then the block_size scales), so attention computes a
-/// block's scores with one vector fma per feature and no horizontal sum.
+/// rows (for int8: codes, then the row's scale in the last 4 bytes). Its
+/// keys are transposed: the [block_size, row] tile holds feature d of every
+/// slot together, [head_dim, block_size] (for int8: codes, then the
+/// block_size scales), so attention computes a block's scores with one
+/// vector fma per feature and no horizontal sum.
 struct CachedRows {
   Value pool;
   int64_t kvHeads, blockSize, headDim;

@@ -204,8 +204,8 @@ void emitRotatedHead(KernelBuilder &kb, const Rotation &rotation, Value position
 }
 
 TokenRotation::TokenRotation(KernelBuilder &kb, const Rotation &given)
-    : rotation(given), given(given) {
-  if (given.cosCache) return;
+    : rotation(given), invFreq(given.invFreq) {
+  if (!invFreq) return;
   OpBuilder &b = kb.builder();
   auto table = MemRefType::get({1, given.halfRotary}, b.getF32Type());
   rotation.invFreq = Value();
@@ -214,10 +214,10 @@ TokenRotation::TokenRotation(KernelBuilder &kb, const Rotation &given)
 }
 
 Value TokenRotation::at(KernelBuilder &kb, Value position) {
-  if (given.cosCache) return position;
+  if (!invFreq) return position;
   Value row = kb.index(0);
-  kb.forEach(kb.index(0), kb.index(given.halfRotary), [&](Value i) {
-    Value angle = kb.mul(kb.toF32(position), kb.load(given.invFreq, {i}));
+  kb.forEach(kb.index(0), kb.index(rotation.halfRotary), [&](Value i) {
+    Value angle = kb.mul(kb.toF32(position), kb.load(invFreq, {i}));
     kb.store(kb.cos(angle), rotation.cosCache, {row, i});
     kb.store(kb.sin(angle), rotation.sinCache, {row, i});
   });

@@ -131,7 +131,8 @@ public:
   Rotation rotation;
 
 private:
-  Rotation given;
+  /// The given inverse frequencies; null for cos/sin caches.
+  mlir::Value invFreq;
 };
 
 /// Lowers one llm op, given the memrefs of its operands (null for none) and

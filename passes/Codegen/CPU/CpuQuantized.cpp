@@ -115,9 +115,9 @@ Value roundToBf16(OpBuilder &b, Location loc, Value value) {
   Value high = arith::ShRUIOp::create(b, loc, bits, constant(16));
   // Adding 0x7fff and the kept half's lowest bit rounds ties to even.
   Value odd = arith::AndIOp::create(b, loc, high, constant(1));
-  Value rounded = arith::ShRUIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, bits, arith::AddIOp::create(b, loc, odd, constant(0x7fff))),
-      constant(16));
+  Value increment = arith::AddIOp::create(b, loc, odd, constant(0x7fff));
+  Value rounded = arith::ShRUIOp::create(b, loc, arith::AddIOp::create(b, loc, bits, increment),
+                                         constant(16));
   Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, value, value);
   Value quietNan = arith::OrIOp::create(b, loc, high, constant(0x40));
   Value chosen = arith::SelectOp::create(b, loc, isNan, quietNan, rounded);
