@@ -28,9 +28,11 @@ namespace llmc::cpu {
 
 namespace {
 
-/// The tiles' rows, largest first; smaller tiles take the rows past the
-/// last whole one.
-constexpr int64_t kTileRows[] = {8, 4, 1};
+/// The tiles' rows, largest first: whole tiles of 8, then one tile of the
+/// rows left over, so every row count below 8 reads the panel once (2 rows
+/// as 1-row tiles read it twice: a 2-sequence decode step took longer than a
+/// 4-sequence one).
+constexpr int64_t kTileRows[] = {8, 7, 6, 5, 4, 3, 2, 1};
 
 /// The vector sums of `rows` rows from `row` of `block`'s panel (`vectors`
 /// vectors per part from column block.begin), handed to `finish` a vector

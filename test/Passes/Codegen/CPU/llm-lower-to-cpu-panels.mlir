@@ -5,7 +5,9 @@
 // prefetches 3 lines of the next panel (at progress x 16 / rows of the
 // block, the division a multiply by 2^32 / rows and a shift, so the block's
 // tiles share the panel) and broadcasts x[r, k] of 8 rows into 24
-// accumulators, then 4 rows and 1 row take the rest. The tied table of the
+// accumulators; one tile of 1 to 7 rows takes the rows left over (with 2
+// rows, a 2-row tile reads the panel once where two 1-row tiles read it
+// twice). The tied table of the
 // embedding and the logits head is stored once, in panels: the embedding
 // gathers a token's column from them.
 // CHECK-LABEL: func.func @llmc_step
@@ -28,7 +30,8 @@
 //       CHECK:       %[[B:.*]] = vector.broadcast %[[X]] : f32 to vector<16xf32>
 //       CHECK:       vector.fma %[[B]], %{{.*}} : vector<16xf32>
 //       CHECK:     vector.store %{{.*}} : memref<?x96xf32>, vector<16xf32>
-//       CHECK:     scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+//       CHECK:     scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+//       CHECK:     scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 //       CHECK:     scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // The logits head reads the table's panels.
 //       CHECK:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<2048xf32>
