@@ -16,6 +16,10 @@ namespace llmc::runtime {
 /// vector the generated code loads), as the step ABI asks of the KV pool and
 /// the workspace. It is an anonymous mapping: pages are zero and become
 /// resident when first touched, so a large KV cache costs only what is used.
+/// It asks for transparent huge pages: attention reads the pool a few KB per
+/// block from blocks anywhere in it, and with 4 KB pages nearly every block
+/// missed the TLB (a 32-sequence decode step at 600 tokens of context took
+/// 6% longer).
 class AlignedBuffer {
 public:
   static constexpr size_t kAlignment = 64;
@@ -28,6 +32,7 @@ public:
     if (mapped == MAP_FAILED)
       throw Error("cannot allocate " + std::to_string(bytes) + " bytes of host memory");
     memory = mapped; // page-aligned, so 64-byte aligned
+    ::madvise(mapped, bytes, MADV_HUGEPAGE); // advice: ignored where unsupported
   }
   ~AlignedBuffer() {
     if (memory) ::munmap(memory, size);
