@@ -22,6 +22,8 @@
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <numeric>
+
 using namespace mlir;
 
 namespace llmc::cpu {
@@ -609,20 +611,51 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                       kb.store(kb.mul(kb.f32(*softcap), kb.tanh(kb.div(score, kb.f32(*softcap)))),
                                weights, {kb.index(g), slot});
                     });
+                // Each head's block max, weights and their sum, a score
+                // vector at a time; the slots outside [firstSlot, count)
+                // are masked to -inf for the max and to weight 0.
+                auto laneType = VectorType::get({scoreLanes}, b.getI32Type());
+                auto toLanes = [&](Value slot) {
+                  return vector::BroadcastOp::create(
+                      b, loc, laneType, arith::IndexCastOp::create(b, loc, b.getI32Type(), slot));
+                };
+                Value firstLanes = toLanes(firstSlot), countLanes = toLanes(count);
+                SmallVector<Value> visibleLanes;
+                for (int64_t v = 0; v < rows.blockSize / scoreLanes; ++v) {
+                  SmallVector<int32_t> slots(scoreLanes);
+                  std::iota(slots.begin(), slots.end(), int32_t(v * scoreLanes));
+                  Value slotLanes = arith::ConstantOp::create(
+                      b, loc, laneType, DenseElementsAttr::get(laneType, ArrayRef<int32_t>(slots)));
+                  visibleLanes.push_back(arith::AndIOp::create(
+                      b, loc,
+                      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, slotLanes, firstLanes),
+                      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, slotLanes, countLanes)));
+                }
+                Value negInfs = vector::BroadcastOp::create(b, loc, scoreType, negInf);
                 SmallVector<Value> maxima, sums, corrections;
                 for (int64_t g = 0; g < group; ++g) {
-                  Value head = kb.index(g);
-                  Value blockMax = kb.reduce(firstSlot, count, negInf, [&](Value slot, Value acc) {
-                    return kb.max(acc, kb.load(weights, {head, slot}));
-                  });
+                  SmallVector<Value> scores;
+                  Value largest;
+                  for (auto [v, visible] : llvm::enumerate(visibleLanes)) {
+                    Value loaded = vector::LoadOp::create(
+                        b, loc, scoreType, weights, ValueRange{kb.index(g), kb.index(v * scoreLanes)});
+                    scores.push_back(arith::SelectOp::create(b, loc, visible, loaded, negInfs));
+                    largest = largest ? kb.max(largest, scores.back()) : scores.back();
+                  }
+                  Value blockMax =
+                      vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, largest);
                   Value maxSoFar = kb.max(running[softmax.maxAt(g)], blockMax);
-                  Value blockSum =
-                      kb.reduce(firstSlot, count, kb.f32(0.0), [&](Value slot, Value acc) {
-                        Value weight =
-                            kb.expPolynomial(kb.sub(kb.load(weights, {head, slot}), maxSoFar));
-                        kb.store(weight, weights, {head, slot});
-                        return kb.add(acc, weight);
-                      });
+                  Value maxLanes = vector::BroadcastOp::create(b, loc, scoreType, maxSoFar);
+                  Value total;
+                  for (auto [v, visible] : llvm::enumerate(visibleLanes)) {
+                    Value weight = arith::SelectOp::create(
+                        b, loc, visible, kb.expPolynomial(kb.sub(scores[v], maxLanes)), scoreZeros);
+                    vector::StoreOp::create(b, loc, weight, weights,
+                                            ValueRange{kb.index(g), kb.index(v * scoreLanes)});
+                    total = total ? kb.add(total, weight) : weight;
+                  }
+                  Value blockSum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                                               total, fastMathFlags);
                   Value correction = kb.expPolynomial(kb.sub(running[softmax.maxAt(g)], maxSoFar));
                   maxima.push_back(maxSoFar);
                   sums.push_back(kb.add(kb.mul(running[softmax.sumAt(g)], correction), blockSum));

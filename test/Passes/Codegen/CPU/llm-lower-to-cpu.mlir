@@ -59,12 +59,21 @@
 //       CHECK:     scf.for %{{.*}} step %c4{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 //       CHECK:       vector.load %{{.*}} : memref<?x2x2x256xf32>, vector<16xf32>
 //       CHECK:       vector.fma
-// A block's weights: exp as a polynomial (no libm call), 2^n from its bits.
+// A block's weights, a vector of its 16 scores at a time: slots outside the
+// visible range masked (-inf for the max, 0 for the weight), the max and the
+// sum reduced across lanes, exp as a polynomial (no libm call), 2^n from its
+// bits.
+//       CHECK:     %[[VISIBLE:.*]] = arith.andi %{{.*}}, %{{.*}} : vector<16xi1>
+//       CHECK:     %[[MASKED:.*]] = arith.select %[[VISIBLE]], %{{.*}}, %{{.*}} : vector<16xi1>, vector<16xf32>
+//       CHECK:     vector.reduction <maximumf>, %[[MASKED]] : vector<16xf32> into f32
 //   CHECK-NOT:     math.exp
-//       CHECK:     math.roundeven
+//       CHECK:     math.roundeven %{{.*}} : vector<16xf32>
 //       CHECK:     math.fma
-//       CHECK:     arith.shli
-//       CHECK:     arith.bitcast %{{.*}} : i32 to f32
+//       CHECK:     arith.shli %{{.*}} : vector<16xi32>
+//       CHECK:     arith.bitcast %{{.*}} : vector<16xi32> to vector<16xf32>
+//       CHECK:     %[[WEIGHT:.*]] = arith.select %[[VISIBLE]], %{{.*}}, %{{.*}} : vector<16xi1>, vector<16xf32>
+//       CHECK:     vector.store %[[WEIGHT]], %{{.*}} : memref<1x16xf32>, vector<16xf32>
+//       CHECK:     vector.reduction <add>, %[[WEIGHT]] fastmath<reassoc,contract> : vector<16xf32> into f32
 //       CHECK:   func.func private @llmc_paged_attention_task_{{[0-9]+}}(%{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64)
 //       CHECK:     call @llmc_paged_attention_
 // The combine kernel folds a decode row's stored range states: vector.fma
