@@ -7,9 +7,6 @@
 
 namespace llmc::runtime {
 namespace {
-/// More chunks than threads, so that uneven chunks even out.
-constexpr int64_t kChunksPerThread = 4;
-
 /// Set on pool threads and while the caller runs a loop: a nested parallelFor
 /// then runs inline instead of waiting on the pool it occupies.
 thread_local bool insideParallelFor = false;
@@ -38,19 +35,38 @@ bool spinUntil(Ready ready) {
 /// waits until they have all left it.
 struct ThreadPool::Loop {
   int64_t n;
-  int64_t numChunks;
   ChunkFn body;
   void *closure;
-  std::atomic<int64_t> nextChunk{0};
-  std::atomic<int64_t> chunksDone{0};
+  std::atomic<int64_t> indicesDone{0};
   /// Changed under the pool's mutex; read without it by the issuer's spin.
   std::atomic<int> activeWorkers{0};
 };
 
+namespace {
+uint64_t packRange(uint64_t front, uint64_t back) { return front << 32 | back; }
+uint64_t frontOf(uint64_t range) { return range >> 32; }
+uint64_t backOf(uint64_t range) { return range & 0xffffffffu; }
+
+/// Takes the first index of `share` (fromBack: the last), or -1 when it is empty.
+int64_t take(std::atomic<uint64_t> &share, bool fromBack) {
+  uint64_t range = share.load(std::memory_order_relaxed);
+  for (;;) {
+    uint64_t front = frontOf(range), back = backOf(range);
+    if (front >= back) return -1;
+    uint64_t taken = fromBack ? packRange(front, back - 1) : packRange(front + 1, back);
+    if (share.compare_exchange_weak(range, taken, std::memory_order_acq_rel,
+                                    std::memory_order_relaxed))
+      return static_cast<int64_t>(fromBack ? back - 1 : front);
+  }
+}
+} // namespace
+
 ThreadPool::ThreadPool(unsigned numThreads) {
   if (numThreads == 0) numThreads = std::max(1u, std::thread::hardware_concurrency());
+  shares = std::make_unique<Share[]>(numThreads);
   workers.reserve(numThreads - 1);
-  for (unsigned i = 1; i < numThreads; ++i) workers.emplace_back([this] { workerMain(); });
+  for (unsigned slot = 1; slot < numThreads; ++slot)
+    workers.emplace_back([this, slot] { workerMain(slot); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -62,19 +78,18 @@ ThreadPool::~ThreadPool() {
   for (std::thread &worker : workers) worker.join();
 }
 
-void ThreadPool::runChunks(Loop &loop) {
-  for (;;) {
-    int64_t chunk = loop.nextChunk.fetch_add(1, std::memory_order_relaxed);
-    if (chunk >= loop.numChunks) return;
-    // Balanced bounds: chunk sizes differ by at most one.
-    int64_t begin = loop.n * chunk / loop.numChunks;
-    int64_t end = loop.n * (chunk + 1) / loop.numChunks;
-    loop.body(loop.closure, begin, end);
-    loop.chunksDone.fetch_add(1, std::memory_order_acq_rel);
+int64_t ThreadPool::runShares(Loop &loop, unsigned slot) {
+  unsigned threads = numThreads();
+  int64_t ran = 0;
+  for (unsigned k = 0; k < threads; ++k) {
+    std::atomic<uint64_t> &share = shares[(slot + k) % threads].range;
+    for (int64_t index; (index = take(share, /*fromBack=*/k != 0)) >= 0; ++ran)
+      loop.body(loop.closure, index, index + 1);
   }
+  return ran;
 }
 
-void ThreadPool::workerMain() {
+void ThreadPool::workerMain(unsigned slot) {
   insideParallelFor = true;
   uint64_t seenGeneration = 0;
   for (;;) {
@@ -90,7 +105,7 @@ void ThreadPool::workerMain() {
       loop = currentLoop;
       ++loop->activeWorkers;
     }
-    runChunks(*loop);
+    loop->indicesDone.fetch_add(runShares(*loop, slot), std::memory_order_acq_rel);
     {
       std::lock_guard<std::mutex> lock(mutex);
       --loop->activeWorkers;
@@ -101,8 +116,9 @@ void ThreadPool::workerMain() {
 
 void ThreadPool::parallelFor(int64_t n, ChunkFn body, void *closure) {
   if (n <= 0) return;
-  int64_t numChunks = std::min<int64_t>(n, kChunksPerThread * numThreads());
-  if (workers.empty() || numChunks == 1 || insideParallelFor) {
+  unsigned threads = numThreads();
+  // Shares pack 32-bit indices; no step has 2^32 tasks.
+  if (workers.empty() || n == 1 || insideParallelFor || n > int64_t(UINT32_MAX)) {
     body(closure, 0, n);
     return;
   }
@@ -110,11 +126,14 @@ void ThreadPool::parallelFor(int64_t n, ChunkFn body, void *closure) {
   std::lock_guard<std::mutex> submitLock(submitMutex);
   Loop loop;
   loop.n = n;
-  loop.numChunks = numChunks;
   loop.body = body;
   loop.closure = closure;
   {
     std::lock_guard<std::mutex> lock(mutex);
+    // Balanced contiguous shares: sizes differ by at most one.
+    for (unsigned t = 0; t < threads; ++t)
+      shares[t].range.store(packRange(uint64_t(n * t / threads), uint64_t(n * (t + 1) / threads)),
+                            std::memory_order_relaxed);
     currentLoop = &loop;
     ++loopGeneration;
     publishedGeneration.store(loopGeneration, std::memory_order_release);
@@ -122,22 +141,20 @@ void ThreadPool::parallelFor(int64_t n, ChunkFn body, void *closure) {
   wakeWorkers.notify_all();
 
   insideParallelFor = true;
-  runChunks(loop);
+  loop.indicesDone.fetch_add(runShares(loop, 0), std::memory_order_acq_rel);
   insideParallelFor = false;
 
   // Spin until the workers have left the loop too: a worker leaves just after
-  // its last chunk, and an issuer that slept on loopDone for it would wait
+  // its last index, and an issuer that slept on loopDone for it would wait
   // for a wake-up through the kernel, tens of microseconds a loop.
-  spinUntil([&] {
-    return loop.chunksDone.load(std::memory_order_acquire) == numChunks &&
+  auto finished = [&] {
+    return loop.indicesDone.load(std::memory_order_acquire) == n &&
            loop.activeWorkers.load(std::memory_order_acquire) == 0;
-  });
+  };
+  spinUntil(finished);
   std::unique_lock<std::mutex> lock(mutex);
   // No worker may register on the loop once it is done.
-  loopDone.wait(lock, [&] {
-    return loop.chunksDone.load(std::memory_order_acquire) == numChunks &&
-           loop.activeWorkers == 0;
-  });
+  loopDone.wait(lock, finished);
   currentLoop = nullptr;
 }
 

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <random>
+#include <thread>
 #include <vector>
 
 using namespace llmc::runtime;
@@ -46,6 +48,30 @@ TEST(ThreadPool, RunsManyLoopsInARow) {
     });
     ASSERT_EQ(sum.load(), 64 * 63 / 2);
   }
+}
+
+// The caller's share starts at index 0, which here waits for every other
+// index: only a worker that takes the caller's indices from the back once its
+// own share is done can finish them.
+TEST(ThreadPool, AThreadDoneWithItsShareTakesTheRestOfAnother) {
+  ThreadPool pool(2);
+  constexpr int64_t n = 64;
+  std::atomic<int64_t> othersDone{0};
+  bool waited = false;
+  pool.parallelFor(n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (i != 0) {
+        ++othersDone;
+        continue;
+      }
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (othersDone.load() < n - 1 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::yield();
+      waited = othersDone.load() == n - 1;
+    }
+  });
+  EXPECT_TRUE(waited);
+  EXPECT_EQ(othersDone.load(), n - 1);
 }
 
 TEST(ThreadPool, NestedLoopsRunInline) {
