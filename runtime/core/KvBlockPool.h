@@ -55,6 +55,9 @@ public:
   virtual void copyToHost(int64_t from, void *host, int64_t bytes) = 0;
   /// Copies `bytes` bytes from `host` to byte offset `to` of the pool.
   virtual void copyFromHost(const void *host, int64_t to, int64_t bytes) = 0;
+  /// Backs all of the pool's memory now, where it would be backed a page at
+  /// a time as blocks are first written. Device memory is backed already.
+  virtual void makeResident() {}
 };
 
 /// The KV cache as the engine sees it, indexed by block id: its shape, and
@@ -70,6 +73,8 @@ public:
   const KvCacheShape &shape() const { return cacheShape; }
   int64_t numBlocks() const { return cacheShape.numBlocks; }
   int64_t blockSize() const { return cacheShape.blockSize; }
+  /// Backs all of the cache's memory now (KvBlockStorage::makeResident).
+  void makeResident() { storage.makeResident(); }
   /// Copies block `from` into block `to` in every layer (copy-on-write).
   /// Throws Error for an id outside the pool.
   void copyBlock(BlockId from, BlockId to);

@@ -18,6 +18,7 @@ public:
   void copyBytes(int64_t from, int64_t to, int64_t bytes) override;
   void copyToHost(int64_t from, void *host, int64_t bytes) override;
   void copyFromHost(const void *host, int64_t to, int64_t bytes) override;
+  void makeResident() override { memory.makeResident(); }
 
 private:
   AlignedBuffer memory;

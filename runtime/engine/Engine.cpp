@@ -97,7 +97,11 @@ Engine::Engine(Model &model, const EngineConfig &config)
       blocks(model.kvPool().numBlocks(), model.kvPool().blockSize(), config.enablePrefixCaching),
       swapSpace(makeSwapSpace(model, config.swapSpaceBytes)),
       scheduler(blocks, schedulerLimits(model, config), swapPolicy(model, swapSpace.get())),
-      modelLen(resolveModelLen(model, config.maxModelLen)), defaultSeed(config.seed) {}
+      modelLen(resolveModelLen(model, config.maxModelLen)), defaultSeed(config.seed) {
+  // As vLLM and llama.cpp allocate theirs: the cache is all backed before the
+  // first request, so no step waits on a page fault of a block it writes.
+  model.kvPool().makeResident();
+}
 
 Engine::~Engine() { dropAll(); }
 

@@ -22,9 +22,9 @@ std::string hugePageMode() {
   return line.substr(open + 1, close - open - 1);
 }
 
-/// The "THPeligible" line of the mapping that starts at `address` in
-/// /proc/self/smaps: 1 when the kernel may back it with huge pages.
-int hugePageEligible(const void *address) {
+/// The value of field `format` (e.g. "Rss: %ld") of the mapping that starts
+/// at `address` in /proc/self/smaps; -1 when there is none.
+long smapsField(const void *address, const char *format) {
   std::ifstream smaps("/proc/self/smaps");
   std::string line;
   bool inMapping = false;
@@ -34,8 +34,8 @@ int hugePageEligible(const void *address) {
       inMapping = start == reinterpret_cast<uintptr_t>(address);
       continue;
     }
-    int eligible = 0;
-    if (inMapping && std::sscanf(line.c_str(), "THPeligible: %d", &eligible) == 1) return eligible;
+    long value = 0;
+    if (inMapping && std::sscanf(line.c_str(), format, &value) == 1) return value;
   }
   return -1;
 }
@@ -56,9 +56,22 @@ TEST(AlignedBuffer, AsksForHugePages) {
   std::string mode = hugePageMode();
   if (mode.empty() || mode == "never") GTEST_SKIP() << "transparent huge pages are off";
   AlignedBuffer buffer(16 << 20);
-  int eligible = hugePageEligible(buffer.data());
+  // THPeligible: 1 when the kernel may back the mapping with huge pages.
+  long eligible = smapsField(buffer.data(), "THPeligible: %ld");
   if (eligible < 0) GTEST_SKIP() << "/proc/self/smaps has no THPeligible line";
   EXPECT_EQ(eligible, 1);
+}
+
+TEST(AlignedBuffer, MakeResidentBacksEveryPage) {
+  constexpr size_t bytes = 8 << 20;
+  AlignedBuffer buffer(bytes);
+  long before = smapsField(buffer.data(), "Rss: %ld kB");
+  if (before < 0) GTEST_SKIP() << "/proc/self/smaps is not readable";
+  EXPECT_EQ(before, 0);
+  buffer.makeResident();
+  EXPECT_EQ(smapsField(buffer.data(), "Rss: %ld kB"), long(bytes / 1024));
+  const auto *data = static_cast<const unsigned char *>(buffer.data());
+  for (size_t i = 0; i < bytes; i += 4096) ASSERT_EQ(data[i], 0);
 }
 
 TEST(AlignedBuffer, EmptyHoldsNothing) {
