@@ -29,11 +29,9 @@ void poolParallelFor(void *context, int64_t n,
 } // namespace
 
 void CpuDevice::parallelFor(int64_t n, const std::function<void(int64_t)> &body) {
-  auto each = [](void *closure, int64_t begin, int64_t end) {
-    const auto &call = *static_cast<const std::function<void(int64_t)> *>(closure);
-    for (int64_t i = begin; i < end; ++i) call(i);
-  };
-  pool.parallelFor(n, each, const_cast<std::function<void(int64_t)> *>(&body));
+  pool.parallelFor(n, [&body](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(i);
+  });
 }
 
 CpuDevice::CpuDevice(unsigned numThreads) : pool(numThreads) {
