@@ -23,10 +23,11 @@
 //       CHECK:   %[[LAYER:.*]] = builtin.unrealized_conversion_cast %{{.*}} to memref<?x2x2x16x16xf32>
 //       CHECK:   call @llmc_paged_kv_write_{{[0-9]+}}(%[[LAYER]],
 // Attention runs on the runtime's threads: parallel_for (field 4 of the
-// API) calls its task function over (sequence, KV head, split) tasks, then
-// the combine kernel's over (sequence, KV head). A decode row's key ranges
-// leave their partial states in the scratch past the planned 3072 bytes:
-// 2 sequences x 2 KV heads x 4 ranges x (16 + 2) floats.
+// API) calls its task function over (sequence, run of KV heads, split)
+// tasks, then the combine kernel's over (sequence, run of KV heads); both KV
+// heads make one run here. A decode row's key ranges leave their partial
+// states in the scratch past the planned 3072 bytes: 2 sequences x 1 run x
+// 4 ranges x 2 query heads x (16 + 2) floats.
 //       CHECK:   %[[PARTS:.*]] = memref.view %[[WS]][%c3072][%{{.*}}] : memref<?xi8> to memref<?x144xf32>
 //       CHECK:   %[[ATTENTION:.*]] = constant @llmc_paged_attention_task_{{[0-9]+}}
 //       CHECK:   llvm.getelementptr %[[API]][0, 4]
@@ -51,14 +52,22 @@
 //       CHECK:     memref.store %[[KEY]], %[[KTILES]][%{{.*}}, %{{.*}}, %{{.*}}, %[[AT2]]]
 //       CHECK:     memref.store %{{.*}}, %[[KVPOOL]]
 //       CHECK:   func.func private @llmc_paged_attention_{{[0-9]+}}({{.*}}, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
-//       CHECK:     memref.alloca() : memref<1x16xf32>
+//       CHECK:     memref.alloca() : memref<2x16xf32>
 //       CHECK:     scf.for %{{.*}} = %[[FIRST]] to %[[LAST]]
+// A decode task carries the state of both KV heads' query heads through the
+// blocks, and reads a block in address order: head 0's key tile, head 1's,
+// then head 0's value rows, head 1's.
+//       CHECK:     %[[HEAD0:.*]] = arith.addi %[[FIRSTHEAD:.*]], %c0{{.*}} : index
+//       CHECK:     %[[HEAD1:.*]] = arith.addi %[[FIRSTHEAD]], %c1{{.*}} : index
+//       CHECK:     scf.for {{.*}} -> (f32, f32, f32, f32, vector<16xf32>, vector<16xf32>)
 // A block's 16 scores are one vector: per feature, the keys' row of the
 // transposed tile times the query's feature, in 4 interleaved sums (one
 // query head per KV head).
-//       CHECK:     scf.for %{{.*}} step %c4{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-//       CHECK:       vector.load %{{.*}} : memref<?x2x2x256xf32>, vector<16xf32>
-//       CHECK:       vector.fma
+//       CHECK:       scf.for %{{.*}} step %c4{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+//       CHECK:         vector.load %[[TILES:.*]][%[[BLOCK:.*]], %c0, %[[HEAD0]], %{{.*}}] : memref<?x2x2x256xf32>, vector<16xf32>
+//       CHECK:         vector.fma
+//       CHECK:       scf.for %{{.*}} step %c4{{.*}} iter_args
+//       CHECK:         vector.load %[[TILES]][%[[BLOCK]], %c0, %[[HEAD1]], %{{.*}}] : memref<?x2x2x256xf32>, vector<16xf32>
 // A block's weights, a vector of its 16 scores at a time: slots outside the
 // visible range masked (-inf for the max, 0 for the weight), the max and the
 // sum reduced across lanes, exp as a polynomial (no libm call), 2^n from its
@@ -72,8 +81,18 @@
 //       CHECK:     arith.shli %{{.*}} : vector<16xi32>
 //       CHECK:     arith.bitcast %{{.*}} : vector<16xi32> to vector<16xf32>
 //       CHECK:     %[[WEIGHT:.*]] = arith.select %[[VISIBLE]], %{{.*}}, %{{.*}} : vector<16xi1>, vector<16xf32>
-//       CHECK:     vector.store %[[WEIGHT]], %{{.*}} : memref<1x16xf32>, vector<16xf32>
+//       CHECK:     vector.store %[[WEIGHT]], %{{.*}} : memref<2x16xf32>, vector<16xf32>
 //       CHECK:     vector.reduction <add>, %[[WEIGHT]] fastmath<reassoc,contract> : vector<16xf32> into f32
+//       CHECK:       scf.for
+//       CHECK:         vector.load %{{.*}}[%[[BLOCK]], %c1, %[[HEAD0]], %{{.*}}, %{{.*}}] : memref<?x2x2x16x16xf32>, vector<16xf32>
+//       CHECK:       scf.for
+//       CHECK:         vector.load %{{.*}}[%[[BLOCK]], %c1, %[[HEAD1]], %{{.*}}, %{{.*}}] : memref<?x2x2x16x16xf32>, vector<16xf32>
+// A prefill task takes every 4th row, one KV head of the run after the
+// other, with the state of that head's query heads.
+//       CHECK:     arith.xori
+//       CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c2
+//       CHECK:       scf.for %{{.*}} step %c4
+//       CHECK:         scf.for {{.*}} -> (f32, f32, vector<16xf32>)
 //       CHECK:   func.func private @llmc_paged_attention_task_{{[0-9]+}}(%{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64)
 //       CHECK:     call @llmc_paged_attention_
 // The combine kernel folds a decode row's stored range states: vector.fma
@@ -238,4 +257,42 @@ module {
     %1 = tensor.cast %0 : tensor<2x64xf32> to tensor<?x64xf32>
     return %1 : tensor<?x64xf32>
   }
+}
+
+// -----
+
+// A task reads as many KV heads as its query heads' accumulators allow (64
+// vectors): here each KV head has 48 query heads of one vector, so a run is
+// one KV head, and the 2 KV heads make 2 runs: (sequence, run, split) tasks
+// and a block's scores in a [48, 16] buffer. The parts hold 2 runs x 4
+// ranges x 48 heads x (16 + 2) floats a sequence.
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   memref.view %{{.*}} : memref<?xi8> to memref<?x6912xf32>
+//       CHECK:   arith.muli %{{.*}}, %c8{{.*}} : index
+//       CHECK:   constant @llmc_paged_attention_task_{{[0-9]+}}
+//       CHECK:   arith.muli %{{.*}}, %c2{{.*}} : index
+//       CHECK:   constant @llmc_paged_attention_combine_task_{{[0-9]+}}
+//       CHECK:   func.func private @llmc_paged_attention_
+//       CHECK:     memref.alloca() : memref<48x16xf32>
+//       CHECK:     scf.for {{.*}} -> (f32, {{.*}}, vector<16xf32>)
+//   CHECK-NOT:     memref.alloca
+//       CHECK:     vector.load %{{.*}} : memref<?x2x2x256xf32>, vector<16xf32>
+//   CHECK-NOT:     vector.load %{{.*}} : memref<?x2x2x256xf32>, vector<16xf32>
+//       CHECK:     vector.load %{{.*}} : memref<?x2x2x16x16xf32>, vector<16xf32>
+//       CHECK:   func.func private @llmc_paged_attention_task_
+// GENERATED-LABEL: func.func @llmc_step
+func.func @many_query_heads(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 100352 : i64} {
+  %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %3 = llm.constant dense<1.000000e-01> : tensor<32x1536xf32>
+  %4 = llm.constant dense<2.000000e-01> : tensor<1536x64xf32>
+  %5 = llm.embedding %1, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %3 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<32x1536xf32>) -> tensor<?x1536xf32>
+  %7 = llm.split_heads %6 {num_heads = 96 : i64} : (tensor<?x1536xf32>) -> tensor<?x96x16xf32>
+  %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %11 = llm.paged_kv_write %arg7, %8, %8, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %7, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 50176>, scale = 2.500000e-01 : f32} : (tensor<?x96x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x96x16xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x96x16xf32>) -> tensor<?x1536xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x1536xf32>, tensor<?xi32>) -> tensor<?x1536xf32>
+  %15 = llm.logits %14, %4 : (tensor<?x1536xf32>, tensor<1536x64xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
 }
