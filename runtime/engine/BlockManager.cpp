@@ -12,13 +12,12 @@ BlockManager::BlockManager(int64_t numBlocks, int64_t blockSize, bool enablePref
     : tokensPerBlock(blockSize), prefixCaching(enablePrefixCaching), refCounts(numBlocks, 0) {
   if (numBlocks <= 0 || blockSize <= 0)
     throw Error("the KV cache needs at least one block of at least one token");
-  // Hand out low ids first: the back of the list is taken next.
-  for (int64_t block = numBlocks - 1; block >= 0; --block)
-    freeList.push_back(static_cast<BlockId>(block));
+  isFree.assign(numBlocks, 1);
+  numFree = numBlocks;
 }
 
 int64_t BlockManager::numAvailable() const {
-  return static_cast<int64_t>(freeList.size() + evictable.size());
+  return numFree + static_cast<int64_t>(evictable.size());
 }
 
 uint64_t BlockManager::hashBlock(uint64_t parent, const int32_t *tokens) const {
@@ -36,10 +35,31 @@ uint64_t BlockManager::hashBlock(uint64_t parent, const int32_t *tokens) const {
   return hash;
 }
 
-std::optional<BlockId> BlockManager::takeBlock() {
-  if (!freeList.empty()) {
-    BlockId block = freeList.back();
-    freeList.pop_back();
+BlockId BlockManager::startOfFreeRun() const {
+  int64_t bestStart = 0, bestLength = 0;
+  for (int64_t block = 0, blocks = numBlocks(); block < blocks;) {
+    if (!isFree[block]) {
+      ++block;
+      continue;
+    }
+    int64_t start = block;
+    while (block < blocks && isFree[block]) ++block;
+    if (block - start > bestLength) {
+      bestStart = start;
+      bestLength = block - start;
+    }
+  }
+  // A run at the pool's start has no sequence before it to leave room for.
+  return static_cast<BlockId>(bestStart == 0 ? 0 : bestStart + bestLength / 2);
+}
+
+std::optional<BlockId> BlockManager::takeBlock(std::optional<BlockId> previous) {
+  if (numFree > 0) {
+    BlockId block = previous && *previous + 1 < numBlocks() && isFree[*previous + 1]
+                        ? *previous + 1
+                        : startOfFreeRun();
+    isFree[block] = 0;
+    --numFree;
     return block;
   }
   if (evictable.empty()) return std::nullopt;
@@ -67,7 +87,8 @@ void BlockManager::drop(BlockId block) {
   if (--refCounts[block] > 0) return;
   auto entry = cached.find(block);
   if (entry == cached.end()) {
-    freeList.push_back(block);
+    isFree[block] = 1;
+    ++numFree;
     return;
   }
   entry->second.evictablePosition = evictable.insert(evictable.end(), block);
@@ -118,7 +139,9 @@ bool BlockManager::appendSlots(SequenceBlocks &seq, const std::vector<int32_t> &
   if (numNewTokens > 0 && seq.numTokens % tokensPerBlock != 0 &&
       refCounts[seq.table.back()] > 1) {
     BlockId shared = seq.table.back();
-    BlockId copy = *takeBlock();
+    std::optional<BlockId> previous;
+    if (seq.table.size() > 1) previous = seq.table[seq.table.size() - 2];
+    BlockId copy = *takeBlock(previous);
     hold(copy);
     drop(shared);
     seq.table.back() = copy;
@@ -126,7 +149,7 @@ bool BlockManager::appendSlots(SequenceBlocks &seq, const std::vector<int32_t> &
   }
   while (static_cast<int64_t>(seq.table.size()) <
          blocksFor(seq.numTokens + numNewTokens, tokensPerBlock)) {
-    BlockId block = *takeBlock();
+    BlockId block = *takeBlock(lastBlock(seq));
     hold(block);
     seq.table.push_back(block);
   }
@@ -163,7 +186,7 @@ bool BlockManager::allocateBlocks(SequenceBlocks &seq, int64_t numBlocks) {
   if (!seq.table.empty()) throw Error("allocateBlocks is for a sequence without blocks");
   if (numBlocks > numAvailable()) return false;
   for (int64_t i = 0; i < numBlocks; ++i) {
-    BlockId block = *takeBlock();
+    BlockId block = *takeBlock(lastBlock(seq));
     hold(block);
     seq.table.push_back(block);
   }

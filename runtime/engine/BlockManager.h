@@ -102,9 +102,22 @@ public:
   void release(SequenceBlocks &seq);
 
 private:
-  /// A block from the free list, else the least recently released cached
-  /// block (dropped from the cache); nothing when neither exists.
-  std::optional<BlockId> takeBlock();
+  /// A free block to follow `previous` in a block table (none: the table's
+  /// first), else the least recently released cached block (dropped from the
+  /// cache); nothing when neither exists. The free block is the one after
+  /// `previous` when that one is free, so a sequence's blocks sit one after
+  /// another and attention streams them (a 32-sequence decode step at 200
+  /// tokens of context took 7% longer with every block table shuffled);
+  /// else startOfFreeRun().
+  std::optional<BlockId> takeBlock(std::optional<BlockId> previous);
+  /// Where a block table that cannot go on where it is starts anew: in the
+  /// middle of the longest run of free blocks, which leaves the sequence
+  /// before the run as much room to grow as the new one (at the start of the
+  /// run when it begins the pool).
+  BlockId startOfFreeRun() const;
+  static std::optional<BlockId> lastBlock(const SequenceBlocks &seq) {
+    return seq.table.empty() ? std::nullopt : std::optional<BlockId>(seq.table.back());
+  }
   void hold(BlockId block);
   void drop(BlockId block);
   /// Registers a block that just filled up under its hash, if caching.
@@ -115,7 +128,9 @@ private:
   int64_t tokensPerBlock;
   bool prefixCaching;
   std::vector<int32_t> refCounts;
-  std::vector<BlockId> freeList;
+  /// Per block, whether it is free; numFree of them are.
+  std::vector<uint8_t> isFree;
+  int64_t numFree = 0;
   /// Cached blocks by hash, and each cached block's hash and tokens (to
   /// rule out hash collisions on lookup).
   std::unordered_map<uint64_t, BlockId> cachedByHash;

@@ -36,6 +36,37 @@ TEST(BlockManagerTest, AllocatesWholeBlocksAndWastesOnlyTheLastOne) {
   EXPECT_TRUE(seq.table.empty());
 }
 
+TEST(BlockManagerTest, SequencesAdmittedTogetherEachGrowIntoTheBlockAfterTheirLast) {
+  BlockManager blocks(16, 4, false);
+  std::vector<BlockCopy> copies;
+  auto tokens = range(0, 16);
+  SequenceBlocks first, second;
+  ASSERT_TRUE(blocks.appendSlots(first, tokens, 8, copies));
+  // The second starts in the middle of the free run [2, 16), not at block 2.
+  ASSERT_TRUE(blocks.appendSlots(second, tokens, 8, copies));
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(blocks.appendSlots(first, tokens, 4, copies));
+    ASSERT_TRUE(blocks.appendSlots(second, tokens, 4, copies));
+  }
+  EXPECT_EQ(first.table, (std::vector<BlockId>{0, 1, 2, 3}));
+  EXPECT_EQ(second.table, (std::vector<BlockId>{9, 10, 11, 12}));
+}
+
+TEST(BlockManagerTest, ATableWhoseNextBlockIsTakenGoesOnInTheLongestFreeRun) {
+  BlockManager blocks(10, 1, false);
+  std::vector<BlockCopy> copies;
+  auto tokens = range(0, 10);
+  SequenceBlocks first, second;
+  ASSERT_TRUE(blocks.appendSlots(first, tokens, 2, copies));  // 0, 1
+  ASSERT_TRUE(blocks.appendSlots(second, tokens, 3, copies)); // 6, 7, 8: the middle of [2, 10)
+  ASSERT_TRUE(blocks.appendSlots(first, tokens, 5, copies));  // 2 to 5, then 6 is taken
+  EXPECT_EQ(first.table, (std::vector<BlockId>{0, 1, 2, 3, 4, 5, 9}));
+  blocks.release(second);
+  SequenceBlocks third;
+  ASSERT_TRUE(blocks.allocateBlocks(third, 2)); // the middle of [6, 9)
+  EXPECT_EQ(third.table, (std::vector<BlockId>{7, 8}));
+}
+
 TEST(BlockManagerTest, RefusesWithoutChangingAnythingWhenBlocksRunOut) {
   BlockManager blocks(2, 4, false);
   SequenceBlocks seq;
