@@ -35,7 +35,7 @@ uint64_t BlockManager::hashBlock(uint64_t parent, const int32_t *tokens) const {
   return hash;
 }
 
-BlockId BlockManager::startOfFreeRun() const {
+BlockId BlockManager::newRunStart() const {
   int64_t bestStart = 0, bestLength = 0;
   for (int64_t block = 0, blocks = numBlocks(); block < blocks;) {
     if (!isFree[block]) {
@@ -57,7 +57,7 @@ std::optional<BlockId> BlockManager::takeBlock(std::optional<BlockId> previous) 
   if (numFree > 0) {
     BlockId block = previous && *previous + 1 < numBlocks() && isFree[*previous + 1]
                         ? *previous + 1
-                        : startOfFreeRun();
+                        : newRunStart();
     isFree[block] = 0;
     --numFree;
     return block;
