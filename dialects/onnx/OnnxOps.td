@@ -435,6 +435,9 @@ def Onnx_GroupQueryAttentionOp : Onnx_PureOp<"GroupQueryAttention"> {
     value are none); past_key/past_value are [batch, kv_num_heads, past,
     head_size]. seqlens_k holds each sequence's total length minus one, so
     the true length comes from it, not from the past tensor's shape.
+    With local_window_size L > 0 the query at position p sees the L keys
+    p - L + 1 .. p; sliding_window_cache = 1 keeps that layer's past as a ring
+    of the last L keys (onnxruntime-genai's Gemma-2), a storage choice only.
   }];
   let arguments = (ins Onnx_Tensor:$query, Onnx_OptTensor:$key, Onnx_OptTensor:$value,
                    Onnx_OptTensor:$past_key, Onnx_OptTensor:$past_value,
@@ -449,6 +452,7 @@ def Onnx_GroupQueryAttentionOp : Onnx_PureOp<"GroupQueryAttention"> {
                    DefaultValuedAttr<F32Attr, "0.0">:$softcap,
                    DefaultValuedAttr<Onnx_IntAttr, "-1">:$local_window_size,
                    DefaultValuedAttr<Onnx_IntAttr, "0">:$smooth_softmax,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$sliding_window_cache,
                    DefaultValuedAttr<Onnx_IntAttr, "-1">:$qk_output);
   let results = (outs Onnx_Tensor:$output, Onnx_Tensor:$present_key,
                       Onnx_Tensor:$present_value, Onnx_Tensor:$output_qk);

@@ -55,6 +55,7 @@ struct AttentionParts {
   Value pastKey, pastValue; ///< none without a cache
   MaskInfo mask;            ///< the raw [batch, total] mask (or none), causal, window
   std::optional<float> scale;
+  std::optional<double> softcap = std::nullopt;
 };
 
 /// Replaces a fused attention op, whose results are (output, present_key,
@@ -70,7 +71,7 @@ void replaceWithAttention(PatternRewriter &rewriter, Operation *op, const Attent
   Value values = appendToCache(parts.pastValue, parts.v, op->getResult(2).getType());
   float factor = parts.scale.value_or(1.0f / std::sqrt(float(dimOf(parts.q, 3))));
   Value out = createAttention(rewriter, loc, headsOutputType(parts.q, values), parts.q, keys,
-                              values, parts.mask, factor, /*softcap=*/std::nullopt);
+                              values, parts.mask, factor, parts.softcap);
   if (rankOf(parts.originalQuery) != 4)
     out = llm::MergeHeadsOp::create(rewriter, loc, op->getResult(0).getType(), out);
   rewriter.replaceOp(op, {out, keys, values, out});
@@ -99,15 +100,10 @@ std::optional<std::string> featureOf(onnx::AttentionOp op) {
   if (!op.getQkMatmulOutput().use_empty()) return std::string("the attention scores as an output");
   return std::nullopt;
 }
-/// GroupQueryAttention's softcap and local window are not raised: the genai
-/// builder writes them for a KV buffer shared across steps (onnxruntime refuses
-/// a past shorter than the window), so no reference checks their semantics.
 std::optional<std::string> featureOf(onnx::GroupQueryAttentionOp op) {
-  if (float softcap = op.getSoftcap().convertToFloat(); softcap != 0.0f)
-    return softcapping(softcap);
-  if (op.getLocalWindowSize() != -1)
-    return "sliding-window attention (a window of " + std::to_string(op.getLocalWindowSize()) +
-           " tokens)";
+  if (int64_t window = op.getLocalWindowSize(); window == 0 || window < -1)
+    return "a local window of " + std::to_string(window) + " tokens";
+  if (op.getSoftcap().isNegative()) return softcapping(op.getSoftcap().convertToFloat());
   if (op.getSmoothSoftmax() || !isNone(op.getHeadSink()))
     return std::string("attention sinks (smooth_softmax, head_sink)");
   if (!isNone(op.getAttentionBias())) return std::string("an additive attention bias");
@@ -207,9 +203,16 @@ struct RaiseGroupQueryAttention : OpRewritePattern<onnx::GroupQueryAttentionOp> 
     MaskInfo mask;
     mask.attentionMask = attentionMask;
     mask.causal = true;
+    // local_window_size L lets the query at position p see the L keys p - L + 1
+    // .. p (onnxruntime 1.31; earlier releases saw L + 1). The paged cache holds
+    // every key, so a sliding_window_cache (the past kept as a ring of the last
+    // L keys) changes only storage.
+    if (int64_t window = op.getLocalWindowSize(); window > 0) mask.slidingWindow = window;
+    std::optional<double> softcap;
+    if (!op.getSoftcap().isZero()) softcap = op.getSoftcap().convertToDouble();
     replaceWithAttention(rewriter, op,
                          {query, q, k, v, op.getPastKey(), op.getPastValue(), mask,
-                          nonZeroScale(op.getScale())});
+                          nonZeroScale(op.getScale()), softcap});
     return success();
   }
 };

@@ -4,7 +4,10 @@ Handles every style's inputs: position_ids = cumsum(attention_mask) - 1 where th
 them, an empty past (zero-length sequence axis) for prefill, `use_cache_branch` for optimum's
 merged decoder. Prompts of different lengths are padded on the left, except for models with
 GroupQueryAttention, which reads each sequence's length from the mask and needs the valid
-tokens first (right padding).
+tokens first (right padding). A GroupQueryAttention layer with `sliding_window_cache` (the genai
+builder's Gemma-2) keeps its past as a ring of the window's last keys: its empty past is that
+ring, zeroed, and prompts of different lengths are prefilled one at a time, as onnxruntime
+refuses them padded together there.
 
     logits = prefill_and_decode("model.onnx", [[1, 2, 3], [4, 5]], steps=8)
     tokens = greedy("model.onnx", [[1, 2, 3], [4, 5]], steps=8)
@@ -111,9 +114,16 @@ class OrtDecoder:
         self.past_dtype = np.float16 if past.type == "tensor(float16)" else np.float32
         self.takes_position_ids = signature.POSITION_IDS in inputs
         self.merged = signature.USE_CACHE_BRANCH in inputs
-        graph_ops = {node.op_type for node in
-                     onnx.load(str(model_path), load_external_data=False).graph.node}
+        nodes = onnx.load(str(model_path), load_external_data=False).graph.node
+        graph_ops = {node.op_type for node in nodes}
         self.padding_side = "right" if "GroupQueryAttention" in graph_ops else "left"
+        # past input name -> the ring's length, for the layers that keep a sliding-window cache.
+        self.ring_lengths = {}
+        for node in nodes:
+            attributes = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            if node.op_type == "GroupQueryAttention" and attributes.get("sliding_window_cache"):
+                for past_name in node.input[3:5]:
+                    self.ring_lengths[past_name] = attributes["local_window_size"]
 
     def feeds(self, input_ids: np.ndarray, attention_mask: np.ndarray,
               past: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
@@ -121,8 +131,9 @@ class OrtDecoder:
         input_ids = np.asarray(input_ids, dtype=np.int64)
         batch, seq = input_ids.shape
         if past is None:
-            empty = np.zeros((batch, self.kv_heads, 0, self.head_dim), dtype=self.past_dtype)
-            past = {name: empty for name in self.past_names}
+            past = {name: np.zeros((batch, self.kv_heads, self.ring_lengths.get(name, 0),
+                                    self.head_dim), dtype=self.past_dtype)
+                    for name in self.past_names}
         feeds = {signature.INPUT_IDS: input_ids,
                  signature.ATTENTION_MASK: np.asarray(attention_mask, dtype=np.int64), **past}
         if self.takes_position_ids:
@@ -148,7 +159,28 @@ class OrtDecoder:
         """Run the padded prompts; logits [batch, longest, vocab] (see Generation.prompts for
         where each prompt's tokens are)."""
         padded = pad(prompts, self.padding_side)
+        if self.ring_lengths and len(set(padded.lengths)) > 1:
+            return self.prefill_one_at_a_time(padded)
         logits, present = self.forward(padded.input_ids, padded.attention_mask)
+        return logits, Generation(padded, padded.attention_mask, present)
+
+    def prefill_one_at_a_time(self, padded: PaddedPrompts) -> tuple[np.ndarray, Generation]:
+        """prefill() of right-padded prompts, each run alone: the logits and the present KV
+        put together as one padded batch would have them."""
+        runs = [self.forward(padded.input_ids[i:i + 1, padded.positions(i)],
+                             padded.attention_mask[i:i + 1, padded.positions(i)])
+                for i in range(len(padded.lengths))]
+        logits = np.zeros((len(runs), padded.input_ids.shape[1], runs[0][0].shape[2]),
+                          dtype=runs[0][0].dtype)
+        for i, (run_logits, _) in enumerate(runs):
+            logits[i, padded.positions(i)] = run_logits[0]
+        present = {}
+        for name in self.past_names:
+            caches = [run_present[name] for _, run_present in runs]
+            longest = max(cache.shape[2] for cache in caches)
+            present[name] = np.concatenate(
+                [np.pad(cache, ((0, 0), (0, 0), (0, longest - cache.shape[2]), (0, 0)))
+                 for cache in caches])
         return logits, Generation(padded, padded.attention_mask, present)
 
     def decode(self, generation: Generation, tokens) -> np.ndarray:

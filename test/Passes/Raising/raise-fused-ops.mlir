@@ -42,13 +42,13 @@ func.func @group_query_attention(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>
 
 // -----
 
-// Near miss: a sliding window is attention llm.attention cannot express yet;
-// the error names it.
-// CHECK-LABEL: func.func @group_query_attention_local_window
-//   CHECK-NOT:   llm.attention
-//       CHECK:   onnx.GroupQueryAttention
-// ERROR: error: onnx ops not raised to llm: {{.*}}onnx.GroupQueryAttention x1; sliding-window attention (a window of 4 tokens) is not supported
-func.func @group_query_attention_local_window(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
+// Gemma-2's local layer as the genai builder writes it: a window of 4 keys
+// (local_window_size), the logit softcap, and the past kept as a ring of the
+// window's keys (sliding_window_cache), which the paged cache makes moot.
+// CHECK-LABEL: func.func @group_query_attention_local_window_softcap
+//       CHECK:   llm.attention {{.*}} {causal, scale = 2.500000e-01 : f32, sliding_window = 4 : i64, softcap = 5.000000e+01 : f32}
+//   CHECK-NOT:   onnx.GroupQueryAttention
+func.func @group_query_attention_local_window_softcap(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
     %past_k: tensor<1x2x4x16xf32>, %past_v: tensor<1x2x4x16xf32>,
     %mask: tensor<1x7xi64> {onnx.name = "attention_mask"}) -> tensor<1x3x128xf32> {
   %none = onnx.None
@@ -57,7 +57,7 @@ func.func @group_query_attention_local_window(%q: tensor<1x3x128xf32>, %k: tenso
   %sum = onnx.ReduceSum %mask, %axes {keepdims = 0 : i64} : (tensor<1x7xi64>, tensor<1xi64>) -> tensor<1xi64>
   %seqlens = onnx.Cast %sum {to = 6 : i64} : (tensor<1xi64>) -> tensor<1xi32>
   %out, %pk, %pv, %qk = onnx.GroupQueryAttention %q, %k, %v, %past_k, %past_v, %seqlens, %total, %none, %none, %none, %none, %none
-      {kv_num_heads = 2 : i64, num_heads = 8 : i64, local_window_size = 4 : i64}
+      {kv_num_heads = 2 : i64, num_heads = 8 : i64, local_window_size = 4 : i64, softcap = 50.0 : f32, sliding_window_cache = 1 : i64}
       : (tensor<1x3x128xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>, tensor<1xi32>, tensor<1xi32>, none, none, none, none, none)
       -> (tensor<1x3x128xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>, tensor<*xf32>)
   return %out : tensor<1x3x128xf32>
@@ -114,12 +114,13 @@ func.func @attention_op_window(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32
 
 // -----
 
-// Gemma-2's attention logit softcap, as the genai builder writes it: refused
-// by name.
-// CHECK-LABEL: func.func @group_query_attention_softcap
+// Near miss: a local window of 0 tokens has no meaning llm.attention can
+// give it; the error names it.
+// CHECK-LABEL: func.func @group_query_attention_empty_window
+//   CHECK-NOT:   llm.attention
 //       CHECK:   onnx.GroupQueryAttention
-// ERROR: error: onnx ops not raised to llm: {{.*}}onnx.GroupQueryAttention x1; attention logit softcapping (softcap 50) is not supported
-func.func @group_query_attention_softcap(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
+// ERROR: error: onnx ops not raised to llm: {{.*}}onnx.GroupQueryAttention x1; a local window of 0 tokens is not supported
+func.func @group_query_attention_empty_window(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
     %past_k: tensor<1x2x4x16xf32>, %past_v: tensor<1x2x4x16xf32>,
     %mask: tensor<1x7xi64> {onnx.name = "attention_mask"}) -> tensor<1x3x128xf32> {
   %none = onnx.None
@@ -128,7 +129,7 @@ func.func @group_query_attention_softcap(%q: tensor<1x3x128xf32>, %k: tensor<1x3
   %sum = onnx.ReduceSum %mask, %axes {keepdims = 0 : i64} : (tensor<1x7xi64>, tensor<1xi64>) -> tensor<1xi64>
   %seqlens = onnx.Cast %sum {to = 6 : i64} : (tensor<1xi64>) -> tensor<1xi32>
   %out, %pk, %pv, %qk = onnx.GroupQueryAttention %q, %k, %v, %past_k, %past_v, %seqlens, %total, %none, %none, %none, %none, %none
-      {kv_num_heads = 2 : i64, num_heads = 8 : i64, softcap = 50.0 : f32}
+      {kv_num_heads = 2 : i64, num_heads = 8 : i64, local_window_size = 0 : i64}
       : (tensor<1x3x128xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>, tensor<1xi32>, tensor<1xi32>, none, none, none, none, none)
       -> (tensor<1x3x128xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>, tensor<*xf32>)
   return %out : tensor<1x3x128xf32>
