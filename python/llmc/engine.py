@@ -24,7 +24,8 @@ from llmc.runtime import Model
 class Engine:
     """Requests over one model. Settings (all optional): max_num_seqs,
     max_num_batched_tokens, max_model_len, enable_prefix_caching, seed, swap_space
-    (GiB of host memory for preempted sequences' KV blocks). The model serves one engine
+    (GiB of host memory for preempted sequences' KV blocks), speculative_config (vLLM's:
+    {"method": "ngram", "num_speculative_tokens": K, ...}). The model serves one engine
     at a time."""
 
     def __init__(self, model: Model, **config):

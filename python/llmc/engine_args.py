@@ -34,7 +34,8 @@ def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] =
                 gpu_memory_utilization: Optional[float] = None,
                 kv_cache_memory: Union[None, int, str] = None,
                 num_kv_blocks: Optional[int] = None, enable_prefix_caching: bool = True,
-                swap_space: float = 0, seed: int = 0, num_threads: Optional[int] = None,
+                swap_space: float = 0, seed: int = 0,
+                speculative_config: Optional[dict] = None, num_threads: Optional[int] = None,
                 opt_level: int = 2, quiet: bool = False) -> tuple[Path, "native.LLMEngine"]:
     """The artifact (compiled from ONNX when needed) and the engine serving it. LLM and
     AsyncLLM pass their engine arguments here; llmc.llm's LLM documents them."""
@@ -54,6 +55,10 @@ def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] =
             raise ValueError(f"{name} must be None or an int >= 1, got {value!r}")
     if not isinstance(swap_space, (int, float)) or swap_space < 0:
         raise ValueError(f"swap_space must be >= 0 GiB, got {swap_space!r}")
+    if speculative_config is not None and not isinstance(speculative_config, dict):
+        raise ValueError(f"speculative_config must be None or a dict such as "
+                         f"{{'method': 'ngram', 'num_speculative_tokens': 4}}, got "
+                         f"{speculative_config!r}")
     artifact = resolve_model(model, opt_level=opt_level, quiet=quiet)
     engine_args = {"enable_prefix_caching": bool(enable_prefix_caching),
                    "swap_space": float(swap_space), "seed": int(seed)}
@@ -62,6 +67,8 @@ def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] =
                         ("max_model_len", max_model_len)):
         if value is not None:
             engine_args[name] = value
+    if speculative_config is not None:
+        engine_args["speculative_config"] = speculative_config
     engine = native.LLMEngine(
         str(artifact), engine_args, num_threads=num_threads or 0,
         num_kv_blocks=num_kv_blocks or 0,

@@ -39,7 +39,9 @@ class LLM:
     (compiled at opt_level on first use and cached; see llmc.model_cache).
     Engine arguments (vLLM's names): max_num_seqs, max_num_batched_tokens, max_model_len,
     enable_prefix_caching, swap_space (GiB of host memory for preempted sequences' KV
-    blocks), seed (for requests that carry none). The KV cache's size: at most one of
+    blocks), seed (for requests that carry none), speculative_config (speculative decoding by
+    prompt lookup: {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4,
+    "prompt_lookup_min": 2}). The KV cache's size: at most one of
     gpu_memory_utilization (a fraction of the memory left after the weights), kv_cache_memory
     (bytes, or text such as "2GiB") and num_kv_blocks; none: 1 GiB on the CPU, 0.9 of free
     memory on a GPU. num_threads: CPU threads (None: one per hardware thread). quiet: no

@@ -131,8 +131,10 @@ int64_t BlockManager::blocksNeeded(const SequenceBlocks &seq, int64_t numNewToke
 }
 
 bool BlockManager::appendSlots(SequenceBlocks &seq, const std::vector<int32_t> &tokens,
-                               int64_t numNewTokens, std::vector<BlockCopy> &copies) {
-  if (numNewTokens < 0 || static_cast<int64_t>(tokens.size()) < seq.numTokens + numNewTokens)
+                               int64_t numNewTokens, std::vector<BlockCopy> &copies,
+                               int64_t numDraftTokens) {
+  if (numNewTokens < 0 || numDraftTokens < 0 || numDraftTokens > numNewTokens ||
+      static_cast<int64_t>(tokens.size()) < seq.numTokens + numNewTokens - numDraftTokens)
     throw Error("appendSlots: fewer token ids than slots");
   if (blocksNeeded(seq, numNewTokens) > numAvailable()) return false;
 
@@ -153,28 +155,45 @@ bool BlockManager::appendSlots(SequenceBlocks &seq, const std::vector<int32_t> &
     hold(block);
     seq.table.push_back(block);
   }
-  int64_t firstNewFull = seq.numTokens / tokensPerBlock;
   seq.numTokens += numNewTokens;
-  for (int64_t i = firstNewFull; i < seq.numTokens / tokensPerBlock; ++i)
-    cacheFullBlock(seq, seq.table[i], tokens, i * tokensPerBlock);
+  cacheFullBlocks(seq, tokens, seq.numTokens - numDraftTokens);
   return true;
 }
 
-void BlockManager::cacheFullBlock(SequenceBlocks &seq, BlockId block,
-                                  const std::vector<int32_t> &tokens, int64_t firstToken) {
+void BlockManager::rollBack(SequenceBlocks &seq, const std::vector<int32_t> &tokens,
+                            int64_t numTokens) {
+  if (numTokens < 0 || numTokens > seq.numTokens ||
+      static_cast<int64_t>(tokens.size()) < numTokens)
+    throw Error("rollBack: " + std::to_string(numTokens) + " tokens kept of " +
+                std::to_string(seq.numTokens));
+  // The dropped blocks held only draft tokens written this step: private, never hashed.
+  while (static_cast<int64_t>(seq.table.size()) > blocksFor(numTokens, tokensPerBlock)) {
+    drop(seq.table.back());
+    seq.table.pop_back();
+  }
+  seq.numTokens = numTokens;
+  cacheFullBlocks(seq, tokens, numTokens);
+}
+
+void BlockManager::cacheFullBlocks(SequenceBlocks &seq, const std::vector<int32_t> &tokens,
+                                   int64_t numTokens) {
   if (!prefixCaching) return;
-  uint64_t parent = seq.fullBlockHashes.empty() ? 0 : seq.fullBlockHashes.back();
-  uint64_t hash = hashBlock(parent, tokens.data() + firstToken);
-  seq.fullBlockHashes.push_back(hash);
-  // Another block may already hold the same tokens (computed concurrently);
-  // the first one stays the cached one and this one is freed as usual.
-  if (cachedByHash.count(hash) || cached.count(block)) return;
-  cachedByHash.emplace(hash, block);
-  cached.emplace(block, CachedBlock{hash,
-                                    std::vector<int32_t>(tokens.begin() + firstToken,
-                                                         tokens.begin() + firstToken +
-                                                             tokensPerBlock),
-                                    std::nullopt});
+  for (int64_t i = static_cast<int64_t>(seq.fullBlockHashes.size());
+       i < numTokens / tokensPerBlock; ++i) {
+    BlockId block = seq.table[i];
+    const int32_t *blockTokens = tokens.data() + i * tokensPerBlock;
+    uint64_t parent = seq.fullBlockHashes.empty() ? 0 : seq.fullBlockHashes.back();
+    uint64_t hash = hashBlock(parent, blockTokens);
+    seq.fullBlockHashes.push_back(hash);
+    // Another block may already hold the same tokens (computed concurrently);
+    // the first one stays the cached one and this one is freed as usual.
+    if (cachedByHash.count(hash) || cached.count(block)) continue;
+    cachedByHash.emplace(hash, block);
+    cached.emplace(block, CachedBlock{hash,
+                                      std::vector<int32_t>(blockTokens,
+                                                           blockTokens + tokensPerBlock),
+                                      std::nullopt});
+  }
 }
 
 SequenceBlocks BlockManager::fork(const SequenceBlocks &parent) {

@@ -82,12 +82,19 @@ public:
 
   /// Gives the next `numNewTokens` tokens of the sequence slots: new blocks
   /// as the table needs them, and a private copy of a shared last block
-  /// that is about to be written (added to `copies`). `tokens` are the
-  /// sequence's token ids so far, at least seq.numTokens + numNewTokens of
-  /// them: blocks that fill up are hashed from them. Returns false, and
-  /// changes nothing, when not enough blocks are available.
+  /// that is about to be written (added to `copies`). The last
+  /// `numDraftTokens` of them are speculative: `tokens` (the sequence's
+  /// token ids so far) holds all the others, and the blocks that fill up
+  /// with those are hashed from them; a block that holds a draft token is
+  /// hashed once rollBack() has kept it. Returns false, and changes
+  /// nothing, when not enough blocks are available.
   bool appendSlots(SequenceBlocks &seq, const std::vector<int32_t> &tokens, int64_t numNewTokens,
-                   std::vector<BlockCopy> &copies);
+                   std::vector<BlockCopy> &copies, int64_t numDraftTokens = 0);
+
+  /// After a speculative step: keeps the sequence's first `numTokens` slots
+  /// (at most seq.numTokens), releases the blocks past them and hashes the
+  /// blocks they fill, from `tokens`.
+  void rollBack(SequenceBlocks &seq, const std::vector<int32_t> &tokens, int64_t numTokens);
 
   /// A child sharing every block of `parent` (each block's count goes up).
   SequenceBlocks fork(const SequenceBlocks &parent);
@@ -120,9 +127,10 @@ private:
   }
   void hold(BlockId block);
   void drop(BlockId block);
-  /// Registers a block that just filled up under its hash, if caching.
-  void cacheFullBlock(SequenceBlocks &seq, BlockId block, const std::vector<int32_t> &tokens,
-                      int64_t firstToken);
+  /// Registers, if caching, the blocks of `seq` that the first `numTokens`
+  /// of `tokens` fill and that have no hash yet, under their hashes.
+  void cacheFullBlocks(SequenceBlocks &seq, const std::vector<int32_t> &tokens,
+                       int64_t numTokens);
   uint64_t hashBlock(uint64_t parent, const int32_t *tokens) const;
 
   int64_t tokensPerBlock;

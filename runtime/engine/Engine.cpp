@@ -97,7 +97,9 @@ Engine::Engine(Model &model, const EngineConfig &config)
       blocks(model.kvPool().numBlocks(), model.kvPool().blockSize(), config.enablePrefixCaching),
       swapSpace(makeSwapSpace(model, config.swapSpaceBytes)),
       scheduler(blocks, schedulerLimits(model, config), swapPolicy(model, swapSpace.get())),
-      modelLen(resolveModelLen(model, config.maxModelLen)), defaultSeed(config.seed) {
+      modelLen(resolveModelLen(model, config.maxModelLen)), defaultSeed(config.seed),
+      speculative(config.speculative) {
+  speculative.validate();
   // As vLLM and llama.cpp allocate theirs: the cache is all backed before the
   // first request, so no step waits on a page fault of a block it writes.
   model.kvPool().makeResident();
@@ -164,31 +166,61 @@ std::vector<StepOutput> Engine::abort(RequestId id) {
   return outputs;
 }
 
+void Engine::proposeDrafts() {
+  for (auto &[id, request] : requests)
+    for (auto &sample : request.samples) {
+      Sequence &sequence = *sample;
+      sequence.draft.clear();
+      if (!speculative.enabled() || sequence.status != SequenceStatus::Running ||
+          sequence.numPending() != 1 || sequence.grammar || sequence.pendingForks > 0)
+        continue;
+      // Room for the draft and the token after it, in max_tokens and in the
+      // positions (the last draft token's K/V is written at tokens.size() - 1 + draft).
+      int64_t room = std::min({speculative.numSpeculativeTokens,
+                               request.options.maxTokens - sequence.numOutput() - 1,
+                               modelLen - static_cast<int64_t>(sequence.tokens.size())});
+      sequence.draft = proposeNgramDraft(sequence.tokens, speculative, room);
+    }
+}
+
 StepBatchArrays Engine::buildBatch(const SchedulerOutput &plan) const {
   int64_t blockSize = blocks.blockSize();
   StepBatchArrays arrays;
   arrays.cuSeqlensQ.push_back(0);
+  // The block table of each sequence the step computes, in order.
+  std::vector<const std::vector<BlockId> *> tables;
   size_t width = 1;
+  auto addToken = [&](const Sequence &sequence, int32_t token, int64_t position) {
+    arrays.tokens.push_back(token);
+    arrays.positions.push_back(static_cast<int32_t>(position));
+    arrays.slotMapping.push_back(slotOf(sequence.blocks.table, position, blockSize));
+  };
+  auto endSequence = [&](const Sequence &sequence, int64_t contextLen) {
+    arrays.cuSeqlensQ.push_back(static_cast<int32_t>(arrays.tokens.size()));
+    arrays.contextLens.push_back(static_cast<int32_t>(contextLen));
+    arrays.logitsIndices.push_back(static_cast<int32_t>(arrays.tokens.size() - 1));
+    tables.push_back(&sequence.blocks.table);
+  };
   for (const ScheduledChunk &chunk : plan.chunks) {
     const Sequence &sequence = *chunk.sequence;
-    for (int64_t position = chunk.start; position < chunk.start + chunk.numTokens; ++position) {
-      arrays.tokens.push_back(sequence.tokens[position]);
-      arrays.positions.push_back(static_cast<int32_t>(position));
-      arrays.slotMapping.push_back(slotOf(sequence.blocks.table, position, blockSize));
+    int64_t end = chunk.start + chunk.numTokens - chunk.numDraft;
+    for (int64_t position = chunk.start; position < end; ++position)
+      addToken(sequence, sequence.tokens[position], position);
+    endSequence(sequence, end);
+    // Each draft token sees the tokens before it, whose K/V the step writes
+    // before any attention reads the cache.
+    for (int64_t i = 0; i < chunk.numDraft; ++i) {
+      addToken(sequence, sequence.draft[i], end + i);
+      endSequence(sequence, end + i + 1);
     }
-    arrays.cuSeqlensQ.push_back(static_cast<int32_t>(arrays.tokens.size()));
-    arrays.contextLens.push_back(static_cast<int32_t>(chunk.start + chunk.numTokens));
-    arrays.logitsIndices.push_back(static_cast<int32_t>(arrays.tokens.size() - 1));
     width = std::max(width, sequence.blocks.table.size());
   }
   // Rows are padded with block 0, which the step never reads: it reads a
   // sequence's first context_len positions only.
   arrays.maxBlocksPerSeq = static_cast<int64_t>(width);
-  arrays.blockTables.assign(plan.chunks.size() * width, 0);
-  for (size_t row = 0; row < plan.chunks.size(); ++row) {
-    const std::vector<BlockId> &table = plan.chunks[row].sequence->blocks.table;
-    std::copy(table.begin(), table.end(), arrays.blockTables.begin() + row * width);
-  }
+  arrays.blockTables.assign(tables.size() * width, 0);
+  for (size_t row = 0; row < tables.size(); ++row)
+    std::copy(tables[row]->begin(), tables[row]->end(), arrays.blockTables.begin() + row * width);
   return arrays;
 }
 
@@ -270,6 +302,33 @@ void Engine::sampleNext(Draw &draw, std::vector<StepOutput> &outputs) {
     nextMasks.push_back(grammar);
 }
 
+void Engine::verifyDraft(const ScheduledChunk &chunk, const float *rows,
+                         std::vector<StepOutput> &outputs) {
+  int64_t vocabSize = model.config().vocabSize;
+  Sequence &sequence = *chunk.sequence;
+  Request &request = requests.at(sequence.request);
+  // The K/V the step wrote for the sequence's own tokens are kept; a draft
+  // token's, once the token before it has drawn it.
+  int64_t keep = chunk.start + chunk.numTokens - chunk.numDraft;
+  counters.draftTokens += chunk.numDraft;
+  for (int64_t row = 0; row <= chunk.numDraft; ++row) {
+    std::optional<int32_t> draft;
+    if (row < chunk.numDraft) draft = sequence.draft[row];
+    const float *logitsRow = rows + row * vocabSize;
+    Draw draw{&request, &sequence, logitsRow,
+              sequence.sampler.sample(logitsRow, vocabSize, draft)};
+    bool accepted = draft && draw.token->token == *draft;
+    sampleNext(draw, outputs);
+    if (!accepted) break;
+    ++counters.acceptedDraftTokens;
+    if (sequence.status == SequenceStatus::Finished) break;
+    ++keep;
+  }
+  sequence.draft.clear();
+  if (sequence.status != SequenceStatus::Finished)
+    blocks.rollBack(sequence.blocks, sequence.tokens, keep);
+}
+
 void Engine::finish(Sequence &sequence) {
   scheduler.remove(&sequence);
   sequence.status = SequenceStatus::Finished;
@@ -279,13 +338,14 @@ void Engine::finish(Sequence &sequence) {
 std::vector<StepOutput> Engine::step() {
   std::vector<StepOutput> outputs;
   auto start = std::chrono::steady_clock::now();
+  proposeDrafts();
   SchedulerOutput plan = scheduler.schedule();
   if (plan.empty()) return outputs;
   int64_t vocabSize = model.config().vocabSize;
   try {
     moveBlocks(plan);
     StepBatchArrays arrays = buildBatch(plan);
-    logits.resize(plan.chunks.size() * static_cast<size_t>(vocabSize));
+    logits.resize(arrays.contextLens.size() * static_cast<size_t>(vocabSize));
     model.step(arrays.view(), logits.data());
     waitForMasks();
   } catch (...) {
@@ -295,9 +355,17 @@ std::vector<StepOutput> Engine::step() {
 
   bool carriesPrompt = false;
   std::vector<Draw> draws;
-  for (size_t row = 0; row < plan.chunks.size(); ++row) {
-    const ScheduledChunk &chunk = plan.chunks[row];
+  // Chunks with a draft, and the first of their logits rows.
+  std::vector<std::pair<const ScheduledChunk *, size_t>> speculated;
+  size_t nextRow = 0;
+  for (const ScheduledChunk &chunk : plan.chunks) {
+    size_t row = nextRow;
+    nextRow += 1 + chunk.numDraft;
     Sequence &sequence = *chunk.sequence;
+    if (chunk.numDraft > 0) {
+      speculated.push_back({&chunk, row});
+      continue;
+    }
     int64_t promptPart =
         std::max<int64_t>(0, std::min(sequence.promptLen, chunk.start + chunk.numTokens) -
                                  chunk.start);
@@ -315,6 +383,8 @@ std::vector<StepOutput> Engine::step() {
   }
   drawTokens(draws);
   for (Draw &draw : draws) sampleNext(draw, outputs);
+  for (const auto &[chunk, row] : speculated)
+    verifyDraft(*chunk, logits.data() + row * vocabSize, outputs);
   if (!nextMasks.empty()) startMasks(std::move(nextMasks));
   nextMasks.clear();
   // A request leaves when its last sample has finished.

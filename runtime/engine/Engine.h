@@ -17,7 +17,12 @@
 //   Length (max_tokens, or max_model_len reached) or Abort.
 // - A sequence's tokens do not depend on the batch it runs in, on
 //   preemption (it is recomputed with the same sampler state) or on prefix
-//   caching.
+//   caching. With speculative decoding, greedy tokens are those without
+//   it; sampled ones follow the same distribution, but how many draft
+//   tokens a step had room for changes which are drawn.
+// - With speculative decoding a step may give a sample several tokens (a
+//   StepOutput each, in order); a draft token's K/V stays in the cache only
+//   once it is accepted.
 // - A request with a grammar samples only tokens its grammar allows, and
 //   ends (Stop) when the grammar has accepted a stop token. The mask for a
 //   sequence's next token is computed on another thread while the next
@@ -32,6 +37,7 @@
 #include "runtime/core/KvSwapSpace.h"
 #include "runtime/core/Model.h"
 #include "runtime/engine/BlockManager.h"
+#include "runtime/engine/NgramProposer.h"
 #include "runtime/engine/Sampler.h"
 #include "runtime/engine/Scheduler.h"
 #include "runtime/engine/Sequence.h"
@@ -67,6 +73,8 @@ struct EngineConfig {
   int64_t swapSpaceBytes = 0;
   /// Seeds the samplers of requests that carry no seed (mixed with the id).
   uint64_t seed = 0;
+  /// Draft tokens by prompt lookup, verified in the step (off by default).
+  SpeculativeConfig speculative;
 };
 
 struct RequestOptions {
@@ -113,7 +121,8 @@ struct EngineStats {
   int64_t numKvBlocks = 0;
   int64_t numKvBlocksHeld = 0;
   /// Wall-clock time in step(), split by whether the step carried prompt
-  /// tokens, and the tokens of the steps that did not.
+  /// tokens, and the tokens the steps that did not computed (draft tokens
+  /// included).
   double prefillStepSeconds = 0;
   double decodeStepSeconds = 0;
   int64_t decodeStepTokens = 0;
@@ -122,6 +131,10 @@ struct EngineStats {
   int64_t grammarMasks = 0;
   double grammarMaskSeconds = 0;
   double grammarWaitSeconds = 0;
+  /// Speculative decoding: draft tokens the steps verified, and of those
+  /// the ones accepted (each saved a step of its sequence).
+  int64_t draftTokens = 0;
+  int64_t acceptedDraftTokens = 0;
 };
 
 class Engine {
@@ -164,7 +177,11 @@ private:
   };
 
   void validate(const std::vector<int32_t> &prompt, const RequestOptions &options) const;
-  /// The batch arrays of a schedule.
+  /// Sets every running sequence's draft for the next step (empty where it
+  /// does not speculate).
+  void proposeDrafts();
+  /// The batch arrays of a schedule. A chunk with a draft runs as one
+  /// sequence per draft token after its own, each with its logits row.
   StepBatchArrays buildBatch(const SchedulerOutput &plan) const;
   /// Creates the request's other samples at its first token.
   void forkSamples(Request &request, Sequence &parent);
@@ -183,6 +200,11 @@ private:
   /// Takes the next token of a draw (drawing it now for a grammar's
   /// sequence) and ends the sequence when it must; appends the output.
   void sampleNext(Draw &draw, std::vector<StepOutput> &outputs);
+  /// Samples a chunk's rows against its draft, from `rows` (one per draft
+  /// token and one after): tokens up to the first that differs from the
+  /// draft, which is the last; keeps the accepted draft tokens' K/V.
+  void verifyDraft(const ScheduledChunk &chunk, const float *rows,
+                   std::vector<StepOutput> &outputs);
   /// Ends a sample (its output carries the reason); the request goes when
   /// all its samples have.
   void finish(Sequence &sequence);
@@ -203,6 +225,7 @@ private:
   Scheduler scheduler;
   int64_t modelLen;
   uint64_t defaultSeed;
+  SpeculativeConfig speculative;
   uint64_t nextArrival = 0;
   std::unordered_map<RequestId, Request> requests;
   std::vector<float> logits;

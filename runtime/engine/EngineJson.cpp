@@ -53,6 +53,22 @@ public:
     }
   }
 
+  void readString(const char *key, std::string &into) {
+    asked.insert(key);
+    auto found = object.find(key);
+    if (found == object.end() || found->is_null()) return;
+    if (!found->is_string()) throw ErrorType(std::string(what) + ": " + key + " must be a string");
+    into = found->get<std::string>();
+  }
+
+  /// The nested object at `key`; null when absent or null.
+  const json *readObject(const char *key) {
+    asked.insert(key);
+    auto found = object.find(key);
+    if (found == object.end() || found->is_null()) return nullptr;
+    return &*found;
+  }
+
   /// Throws for a key no read asked about.
   void finish() const {
     for (const auto &entry : object.items())
@@ -80,7 +96,25 @@ EngineConfig engineConfigFromJson(const json &object) {
   fields.read("swap_space", swapGiB);
   if (!(swapGiB >= 0 && swapGiB < 1e9)) throw Error("engine config: swap_space must be >= 0 GiB");
   config.swapSpaceBytes = static_cast<int64_t>(swapGiB * 1024 * 1024 * 1024);
+  if (const json *speculative = fields.readObject("speculative_config"))
+    config.speculative = speculativeConfigFromJson(*speculative);
   fields.finish();
+  return config;
+}
+
+SpeculativeConfig speculativeConfigFromJson(const json &object) {
+  SpeculativeConfig config;
+  Fields<Error> fields(object, "speculative_config");
+  std::string method = "ngram";
+  fields.readString("method", method);
+  if (method != "ngram")
+    throw Error("speculative_config: method \"" + method +
+                "\" is not supported (llmc proposes drafts by prompt lookup: \"ngram\")");
+  fields.read("num_speculative_tokens", config.numSpeculativeTokens);
+  fields.read("prompt_lookup_max", config.promptLookupMax);
+  fields.read("prompt_lookup_min", config.promptLookupMin);
+  fields.finish();
+  config.validate();
   return config;
 }
 
@@ -140,7 +174,9 @@ json toJson(const EngineStats &stats) {
           {"num_kv_blocks_held", stats.numKvBlocksHeld},
           {"prefill_step_seconds", stats.prefillStepSeconds},
           {"decode_step_seconds", stats.decodeStepSeconds},
-          {"decode_step_tokens", stats.decodeStepTokens}};
+          {"decode_step_tokens", stats.decodeStepTokens},
+          {"draft_tokens", stats.draftTokens},
+          {"accepted_draft_tokens", stats.acceptedDraftTokens}};
 }
 
 } // namespace llmc::runtime

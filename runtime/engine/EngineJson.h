@@ -15,8 +15,13 @@
 namespace llmc::runtime {
 
 /// {"max_num_seqs", "max_num_batched_tokens", "max_model_len",
-///  "enable_prefix_caching", "seed"}, all optional. Throws Error.
+///  "enable_prefix_caching", "seed", "swap_space", "speculative_config"}, all
+/// optional. Throws Error.
 EngineConfig engineConfigFromJson(const nlohmann::json &object);
+
+/// vLLM's speculative_config: {"method": "ngram", "num_speculative_tokens",
+/// "prompt_lookup_max", "prompt_lookup_min"}. Throws Error.
+SpeculativeConfig speculativeConfigFromJson(const nlohmann::json &object);
 
 /// {"max_tokens", "n", "temperature", "top_k", "top_p", "min_p",
 ///  "repetition_penalty", "presence_penalty", "frequency_penalty", "seed",

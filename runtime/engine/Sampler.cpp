@@ -65,7 +65,7 @@ SequenceSampler::SequenceSampler(const SamplingParams &params, uint64_t seed,
                                  std::vector<int32_t> promptTokens)
     : sampling(params), rng(params.seed.value_or(seed)), promptTokens(std::move(promptTokens)) {}
 
-int32_t SequenceSampler::draw(int64_t vocabSize) {
+int32_t SequenceSampler::draw(int64_t vocabSize, std::optional<int32_t> draft) {
   // Softmax at the temperature (unnormalised; sums in double). Float exps: a
   // row is 50k-250k of them per token.
   float maxScore = *std::max_element(scores.begin(), scores.begin() + vocabSize);
@@ -83,15 +83,7 @@ int32_t SequenceSampler::draw(int64_t vocabSize) {
     // Every token is a candidate: one pass in id order, no sort.
     double total = std::accumulate(probs.begin(), probs.end(), 0.0,
                                    [](double sum, float p) { return sum + p; });
-    double left = std::uniform_real_distribution<double>(0.0, total)(rng);
-    int32_t lastPossible = 0;
-    for (int64_t i = 0; i < vocabSize; ++i) {
-      if (probs[i] == 0) continue;
-      lastPossible = static_cast<int32_t>(i);
-      left -= probs[i];
-      if (left < 0) return lastPossible;
-    }
-    return lastPossible; // rounding left a sliver past the last token
+    return pick(nullptr, vocabSize, total, draft);
   }
 
   // The filters, in vLLM's order: top_k, top_p, min_p. Only top_p needs the
@@ -136,15 +128,37 @@ int32_t SequenceSampler::draw(int64_t vocabSize) {
   }
   double keptTotal = 0;
   for (int64_t i = 0; i < kept; ++i) keptTotal += probs[order[i]];
-  double left = std::uniform_real_distribution<double>(0.0, keptTotal)(rng);
-  for (int64_t i = 0; i < kept; ++i) {
-    left -= probs[order[i]];
-    if (left < 0) return order[i];
-  }
-  return order[kept - 1];
+  return pick(order.data(), kept, keptTotal, draft);
 }
 
-SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize) {
+int32_t SequenceSampler::pick(const int32_t *tokens, int64_t count, double total,
+                              std::optional<int32_t> draft) {
+  auto tokenAt = [tokens](int64_t i) { return tokens ? tokens[i] : static_cast<int32_t>(i); };
+  // A draft the filters dropped has probability 0: it is simply not drawn.
+  bool draftIsCandidate = draft && (!tokens || std::find(tokens, tokens + count, *draft) !=
+                                                   tokens + count);
+  if (draftIsCandidate && probs[*draft] > 0) {
+    if (std::uniform_real_distribution<double>(0.0, total)(rng) < probs[*draft]) return *draft;
+    // Rejected: the next token is drawn from the distribution without it.
+    total -= probs[*draft];
+  } else {
+    draftIsCandidate = false;
+  }
+  double left = std::uniform_real_distribution<double>(0.0, total)(rng);
+  int32_t lastPossible = tokenAt(count - 1);
+  for (int64_t i = 0; i < count; ++i) {
+    int32_t token = tokenAt(i);
+    if (probs[token] == 0 || (draftIsCandidate && token == *draft)) continue;
+    lastPossible = token;
+    left -= probs[token];
+    if (left < 0) return token;
+  }
+  return lastPossible; // rounding left a sliver past the last candidate
+}
+
+
+SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize,
+                                     std::optional<int32_t> draft) {
   // Greedy without penalties reads the row as it is: no copy of the scores.
   bool penalised = sampling.repetitionPenalty != 1.0f || sampling.frequencyPenalty != 0 ||
                    sampling.presencePenalty != 0;
@@ -166,7 +180,7 @@ SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize) {
     scores[token] -= sampling.frequencyPenalty * count + sampling.presencePenalty;
 
   int32_t chosen = sampling.temperature == 0 ? argmax(scores.data(), vocabSize)
-                                             : draw(vocabSize);
+                                             : draw(vocabSize, draft);
   ++outputCounts[chosen];
   return withLogprobs(chosen, logits, vocabSize);
 }

@@ -68,13 +68,23 @@ public:
   SequenceSampler(const SamplingParams &params, uint64_t seed, std::vector<int32_t> promptTokens);
 
   /// The next token from `logits` (vocabSize values); records it as output.
-  SampledToken sample(const float *logits, int64_t vocabSize);
+  /// With a `draft` token (speculative decoding), the token drawn is the
+  /// draft with its probability p(draft) under the sampling distribution p,
+  /// else a token from p without the draft: the tokens follow p all the same
+  /// (greedy: the most likely token either way).
+  SampledToken sample(const float *logits, int64_t vocabSize,
+                      std::optional<int32_t> draft = std::nullopt);
 
   const SamplingParams &params() const { return sampling; }
 
 private:
-  /// A token drawn from `scores` at the temperature, through the filters.
-  int32_t draw(int64_t vocabSize);
+  /// A token drawn from `scores` at the temperature, through the filters;
+  /// with a draft, as sample() says.
+  int32_t draw(int64_t vocabSize, std::optional<int32_t> draft);
+  /// Of the candidates `tokens` (weights in `probs`, `total` their sum): the
+  /// draft with its probability, else a draw from the others.
+  int32_t pick(const int32_t *tokens, int64_t count, double total,
+               std::optional<int32_t> draft);
   /// `chosen` with its logprob and the top logprobs the parameters ask for.
   SampledToken withLogprobs(int32_t chosen, const float *logits, int64_t vocabSize);
 

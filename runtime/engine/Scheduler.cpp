@@ -128,6 +128,18 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, SchedulerOutput &o
   return true;
 }
 
+int64_t Scheduler::draftTokensToRun(size_t index, int64_t budget, int64_t seqCount) const {
+  const Sequence &sequence = *running[index];
+  if (sequence.draft.empty() || sequence.numPending() != 1) return 0;
+  int64_t later = static_cast<int64_t>(running.size() - index - 1);
+  int64_t numDraft = std::min({static_cast<int64_t>(sequence.draft.size()), budget - 1 - later,
+                               stepLimits.maxNumSeqs - seqCount});
+  while (numDraft > 0 &&
+         blocks.blocksNeeded(sequence.blocks, 1 + numDraft) > blocks.numAvailable() - later)
+    --numDraft;
+  return std::max<int64_t>(numDraft, 0);
+}
+
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput output;
   int64_t budget = stepLimits.maxNumBatchedTokens;
@@ -141,6 +153,18 @@ SchedulerOutput Scheduler::schedule() {
     Sequence *sequence = running[i];
     int64_t count = std::min(sequence->numPending(), budget);
     int64_t start = sequence->numComputed();
+    int64_t numDraft = draftTokensToRun(i, budget, seqCount);
+    if (numDraft > 0) {
+      if (!blocks.appendSlots(sequence->blocks, sequence->tokens, count + numDraft, output.copies,
+                              numDraft))
+        throw Error("the scheduler lost the blocks it counted for a draft");
+      output.chunks.push_back({sequence, start, count + numDraft, numDraft});
+      output.numTokens += count + numDraft;
+      budget -= count + numDraft;
+      seqCount += numDraft;
+      ++i;
+      continue;
+    }
     bool preemptedItself = false;
     while (!blocks.appendSlots(sequence->blocks, sequence->tokens, count, output.copies)) {
       Sequence *victim = running.back();

@@ -5,7 +5,11 @@
 // token budget (max_num_batched_tokens) and max_num_seqs:
 //
 // 1. Running sequences, in admission order. A decoding sequence runs its
-//    one new token; a prefilling one (a long prompt, or a recompute after
+//    one new token, and the tokens of its draft (speculative decoding) that
+//    fit in what the step has to spare: budget, sequences and blocks beyond
+//    one token and one block for each running sequence after it (a draft
+//    never preempts, and each of its tokens counts as a sequence, as the
+//    step computes it as one); a prefilling one (a long prompt, or a recompute after
 //    preemption) runs as much as the budget leaves (chunked prefill). As a
 //    sequence is admitted only with the budget the running ones leave, the
 //    sequences that were decoding when a long prompt arrived are ahead of
@@ -60,14 +64,18 @@ struct BlockSwap {
   int64_t slot;
 };
 
-/// A sequence's part of a step: tokens[start, start + numTokens).
+/// A sequence's part of a step: tokens[start, start + numTokens), the last
+/// numDraft of them the first tokens of its draft (each needs a logits row).
 struct ScheduledChunk {
   Sequence *sequence;
   int64_t start;
   int64_t numTokens;
+  int64_t numDraft = 0;
   /// Whether this chunk reaches the end of the sequence's tokens, so that
   /// its logits row is sampled.
-  bool samples() const { return start + numTokens == static_cast<int64_t>(sequence->tokens.size()); }
+  bool samples() const {
+    return start + numTokens - numDraft == static_cast<int64_t>(sequence->tokens.size());
+  }
 };
 
 struct SchedulerOutput {
@@ -128,6 +136,8 @@ private:
   void insertWaiting(Sequence *sequence);
   /// Tries to admit the oldest waiting sequence; false when it does not fit.
   bool admitNext(int64_t &budget, int64_t &seqCount, SchedulerOutput &output);
+  /// How many of running[index]'s draft tokens the step can spare room for.
+  int64_t draftTokensToRun(size_t index, int64_t budget, int64_t seqCount) const;
 
   BlockManager &blocks;
   SchedulerLimits stepLimits;

@@ -49,6 +49,9 @@ struct Sequence {
   SequenceSampler sampler;
   /// Where its output stands in the request's grammar; null without one.
   std::unique_ptr<structured::GrammarMatcher> grammar;
+  /// Tokens proposed to follow `tokens` (speculative decoding), for the next
+  /// step to verify; the engine sets them before each step.
+  std::vector<int32_t> draft;
   /// Samples still to fork off when the first token is sampled (n - 1).
   int32_t pendingForks = 0;
   SequenceStatus status = SequenceStatus::Waiting;

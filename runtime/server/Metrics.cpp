@@ -149,6 +149,12 @@ std::string ServerMetrics::render(const AsyncEngineStats &stats) const {
          static_cast<double>(engine.numSwapSlotsUsed));
   metric(out, "llmc_swap_blocks_total", "gauge", "KV blocks the swap space holds (--swap-space).",
          static_cast<double>(engine.numSwapSlots));
+  metric(out, "llmc_spec_decode_draft_tokens_total", "counter",
+         "Draft tokens verified by speculative decoding (--speculative-config).",
+         static_cast<double>(engine.draftTokens));
+  metric(out, "llmc_spec_decode_accepted_tokens_total", "counter",
+         "Of those, the ones accepted: each saved a model step of its request.",
+         static_cast<double>(engine.acceptedDraftTokens));
   metric(out, "llmc_grammar_masks_total", "counter",
          "Next-token masks computed for requests with an output constraint.",
          static_cast<double>(engine.grammarMasks));

@@ -156,6 +156,38 @@ TEST(BlockManagerTest, PrefixCacheReusesFullBlocksButNeverTheWholePrompt) {
   EXPECT_EQ(blocks.matchPrefix(fourth, other), 0);
 }
 
+TEST(BlockManagerTest, DraftSlotsAreCachedOnlyOnceKept) {
+  BlockManager blocks(8, 4, true);
+  std::vector<BlockCopy> copies;
+  SequenceBlocks seq;
+  auto tokens = range(0, 3);
+  ASSERT_TRUE(blocks.appendSlots(seq, tokens, 3, copies));
+  // Position 3 holds the sequence's last token, 4..9 a draft of 6 tokens:
+  // the first block fills with known tokens, the second and third with draft ones.
+  tokens.push_back(3);
+  ASSERT_TRUE(blocks.appendSlots(seq, tokens, 7, copies, /*numDraftTokens=*/6));
+  EXPECT_EQ(seq.numTokens, 10);
+  EXPECT_EQ(seq.table.size(), 3u);
+  EXPECT_EQ(seq.fullBlockHashes.size(), 1u);
+  EXPECT_EQ(blocks.numAvailable(), 5);
+
+  // Four draft tokens were accepted, and a fifth token drawn after them.
+  for (int32_t token : {4, 5, 6, 7, 42}) tokens.push_back(token);
+  blocks.rollBack(seq, tokens, 8);
+  EXPECT_EQ(seq.numTokens, 8);
+  EXPECT_EQ(seq.table.size(), 2u); // the third block held rejected draft tokens only
+  EXPECT_EQ(seq.fullBlockHashes.size(), 2u);
+  EXPECT_EQ(blocks.numAvailable(), 6);
+  blocks.release(seq);
+
+  // The kept block is cached under its tokens; a rejected draft never was.
+  SequenceBlocks same;
+  EXPECT_EQ(blocks.matchPrefix(same, range(0, 9)), 8);
+  SequenceBlocks beyond;
+  EXPECT_EQ(blocks.matchPrefix(beyond, range(0, 13)), 8);
+  EXPECT_THROW(blocks.rollBack(same, range(0, 9), 9), Error);
+}
+
 TEST(BlockManagerTest, EvictsTheLeastRecentlyReleasedTailFirst) {
   BlockManager blocks(3, 2, true);
   std::vector<BlockCopy> copies;

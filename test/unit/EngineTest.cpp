@@ -49,6 +49,15 @@ RequestOptions greedy(int64_t maxTokens) {
   return options;
 }
 
+/// Drafts of up to `tokens` tokens, from suffixes of 1 to 3 tokens.
+EngineConfig speculating(int64_t tokens) {
+  EngineConfig config;
+  config.speculative.numSpeculativeTokens = tokens;
+  config.speculative.promptLookupMin = 1;
+  config.speculative.promptLookupMax = 3;
+  return config;
+}
+
 class EngineTest : public ::testing::Test {
 protected:
   /// Block size 4; 16 tokens and 4 sequences per step unless `spec` says otherwise.
@@ -260,6 +269,103 @@ TEST_F(EngineTest, APromptWithACachedPrefixComputesOnlyTheRest) {
   Engine plain(*model, uncached);
   runToCompletion(plain, {first, second}, greedy(4));
   EXPECT_EQ(plain.stats().promptTokensComputed, int64_t(first.size() + second.size()));
+}
+
+TEST_F(EngineTest, SpeculationKeepsTheGreedyTokensInFewerSteps) {
+  // The toy's continuations end in runs of 0 that drafts predict, after
+  // tokens that drafts miss: both acceptance and rollback run.
+  // Blocks enough to keep every sequence's blocks cached after it ends.
+  auto model = open(512, sixteenSequences());
+  std::vector<std::vector<int32_t>> prompts = randomPrompts(24, 30, 3);
+  Engine plain(*model, {});
+  runToCompletion(plain, prompts, greedy(20));
+  Engine engine(*model, speculating(4));
+  auto outputs = firstSamples(runToCompletion(engine, prompts, greedy(20)));
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(outputs[i], toyContinuation(prompts[i], 20, kVocab)) << "prompt " << i;
+  EngineStats stats = engine.stats();
+  EXPECT_GT(stats.acceptedDraftTokens, 0);
+  EXPECT_LT(stats.acceptedDraftTokens, stats.draftTokens) << "no draft was ever rejected";
+  EXPECT_LT(stats.numSteps, plain.stats().numSteps);
+  EXPECT_EQ(stats.generatedTokens, 24 * 20);
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+
+  // The blocks that accepted drafts filled are in the prefix cache under
+  // their tokens: prompts that run on from the outputs continue them exactly.
+  std::vector<std::vector<int32_t>> longer;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    longer.push_back(prompts[i]);
+    longer.back().insert(longer.back().end(), outputs[i].begin(), outputs[i].end());
+  }
+  int64_t cachedBefore = engine.stats().cachedPromptTokens;
+  auto more = firstSamples(runToCompletion(engine, longer, greedy(6)));
+  for (size_t i = 0; i < longer.size(); ++i)
+    EXPECT_EQ(more[i], toyContinuation(longer[i], 6, kVocab)) << "prompt " << i;
+  EXPECT_GT(engine.stats().cachedPromptTokens, cachedBefore);
+}
+
+TEST_F(EngineTest, SpeculationStopsAtAStopTokenOrMaxTokensInsideADraft) {
+  auto model = open(64, sixteenSequences());
+  Engine engine(*model, speculating(6));
+  // The toy continues this prompt with 16 32 0 0 ...: after the 16, the
+  // draft is the 32 0 32 16 ... that followed it in the prompt, and the 0 ends it.
+  std::vector<int32_t> prompt = {16, 32, 0, 32};
+  std::vector<int32_t> full = toyContinuation(prompt, 16, kVocab);
+  ASSERT_EQ(std::vector<int32_t>(full.begin(), full.begin() + 3), (std::vector<int32_t>{16, 32, 0}));
+  RequestOptions stopping = greedy(16);
+  stopping.stopTokenIds = {0};
+  std::vector<int32_t> stopped;
+  engine.addRequest(0, prompt, stopping);
+  FinishReason reason = FinishReason::None;
+  while (engine.hasUnfinished())
+    for (const StepOutput &output : engine.step()) {
+      EXPECT_EQ(reason, FinishReason::None) << "an output after the end";
+      stopped.push_back(output.token->token);
+      reason = output.finishReason;
+    }
+  EXPECT_EQ(stopped, std::vector<int32_t>(full.begin(), full.begin() + 3));
+  EXPECT_EQ(reason, FinishReason::Stop);
+  EXPECT_EQ(engine.stats().acceptedDraftTokens, 2);
+  EXPECT_EQ(engine.stats().numSteps, 2);
+
+  // Zeros continue zeros: 6-token drafts, accepted, cut at max_tokens.
+  std::vector<int32_t> zeros = {0, 0, 0};
+  auto exact = firstSamples(runToCompletion(engine, {zeros}, greedy(11)));
+  EXPECT_EQ(exact[0], std::vector<int32_t>(11, 0));
+  EXPECT_EQ(engine.stats().numSteps, 2 + 3); // the prefill, then 1 + 7 + 3 tokens
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+}
+
+TEST_F(EngineTest, SpeculationUnderPreemptionStillGeneratesTheSameTokens) {
+  auto model = open(6);
+  Engine engine(*model, speculating(3));
+  std::vector<std::vector<int32_t>> prompts = {{1, 2, 3, 4, 5}, {6, 7}, {8, 9, 10}, {11}};
+  auto outputs = firstSamples(runToCompletion(engine, prompts, greedy(14)));
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(outputs[i], toyContinuation(prompts[i], 14, kVocab)) << "prompt " << i;
+  EXPECT_GE(engine.stats().numPreemptions, 1);
+  EXPECT_GT(engine.stats().acceptedDraftTokens, 0);
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+}
+
+TEST_F(EngineTest, SpeculationWithSeededSamplingIsReproducible) {
+  // 8 sequences of 16: the other 8 are there for draft tokens.
+  auto model = open(128, sixteenSequences());
+  std::vector<std::vector<int32_t>> prompts = randomPrompts(4, 20, 5);
+  RequestOptions options;
+  options.maxTokens = 12;
+  options.n = 2;
+  options.sampling.temperature = 0.5f;
+  options.sampling.seed = 99;
+  options.sampling.logprobs = 2;
+  Engine first(*model, speculating(4));
+  auto tokens = runToCompletion(first, prompts, options);
+  Engine second(*model, speculating(4));
+  EXPECT_EQ(runToCompletion(second, prompts, options), tokens);
+  for (const Completion &completion : tokens)
+    for (const std::vector<int32_t> &sample : completion) EXPECT_EQ(sample.size(), 12u);
+  EXPECT_GT(first.stats().draftTokens, 0);
+  EXPECT_EQ(first.blockManager().numHeld(), 0);
 }
 
 TEST_F(EngineTest, AbortFreesTheBlocksAtOnce) {

@@ -53,6 +53,48 @@ TEST(SamplerTest, SamplesInProportionToTheProbabilities) {
   EXPECT_NEAR(frequency[2], 0.2, 0.02);
 }
 
+/// The frequencies of `count` tokens each drawn against `draft` by a fresh
+/// step of one sampler.
+std::vector<double> frequenciesAgainstDraft(SamplingParams params, const std::vector<float> &logits,
+                                            int32_t draft, int count) {
+  SequenceSampler sampler(params, 5, {});
+  std::vector<double> frequency(logits.size(), 0);
+  for (int i = 0; i < count; ++i)
+    frequency[sampler.sample(logits.data(), logits.size(), draft).token] += 1.0 / count;
+  return frequency;
+}
+
+TEST(SamplerTest, ADraftTokenLeavesTheDistributionAsItIs) {
+  // Accepted with its probability, else drawn from the rest: each token
+  // still comes with its own probability, whichever token is the draft.
+  auto logits = logitsOf({0.5, 0.3, 0.2});
+  for (int32_t draft = 0; draft < 3; ++draft) {
+    std::vector<double> frequency = frequenciesAgainstDraft({}, logits, draft, 20000);
+    EXPECT_NEAR(frequency[0], 0.5, 0.02) << "draft " << draft;
+    EXPECT_NEAR(frequency[1], 0.3, 0.02) << "draft " << draft;
+    EXPECT_NEAR(frequency[2], 0.2, 0.02) << "draft " << draft;
+  }
+  // Through the filters too: top_k 2 keeps 0.5 and 0.3 (5/8 and 3/8), and a
+  // draft it dropped is never drawn.
+  SamplingParams topK;
+  topK.topK = 2;
+  for (int32_t draft : {1, 2}) {
+    std::vector<double> frequency = frequenciesAgainstDraft(topK, logits, draft, 20000);
+    EXPECT_NEAR(frequency[0], 0.625, 0.02) << "draft " << draft;
+    EXPECT_NEAR(frequency[1], 0.375, 0.02) << "draft " << draft;
+    EXPECT_EQ(frequency[2], 0) << "draft " << draft;
+  }
+}
+
+TEST(SamplerTest, GreedyIgnoresTheDraft) {
+  SamplingParams params;
+  params.temperature = 0;
+  SequenceSampler sampler(params, 1, {});
+  std::vector<float> logits = {0.1f, 2.0f, 1.0f};
+  EXPECT_EQ(sampler.sample(logits.data(), logits.size(), 2).token, 1);
+  EXPECT_EQ(sampler.sample(logits.data(), logits.size(), 1).token, 1);
+}
+
 TEST(SamplerTest, FiltersLeaveOnlyTheMostLikelyTokens) {
   auto logits = logitsOf({0.1, 0.6, 0.3});
   SamplingParams topK;

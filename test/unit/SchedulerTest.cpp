@@ -226,4 +226,34 @@ TEST_F(SchedulerTest, RefusesLimitsThatCannotWork) {
   EXPECT_THROW(Scheduler(blocks, {8, 4}), Error);
   EXPECT_THROW(Scheduler(blocks, {4, 16}, SwapPolicy{-1, 0}), Error);
 }
+TEST_F(SchedulerTest, ADraftTakesOnlyWhatTheStepHasToSpare) {
+  BlockManager blocks(64, 4, false);
+  Scheduler scheduler(blocks, {4, 10});
+  Sequence *first = add(scheduler, 3);
+  add(scheduler, 3);
+  sampleAll(scheduler.schedule());
+  first->draft = std::vector<int32_t>(8, 1);
+  // Budget 10 leaves 8 beyond the two decoding tokens, but max_num_seqs 4
+  // leaves room for two draft tokens only, each run as a sequence of its own.
+  SchedulerOutput step = scheduler.schedule();
+  EXPECT_EQ(chunks(step), (Chunks{{0, 3}, {1, 1}}));
+  EXPECT_EQ(step.chunks[0].numDraft, 2);
+  EXPECT_TRUE(step.chunks[0].samples());
+  EXPECT_EQ(first->numComputed(), 6);
+}
+
+TEST_F(SchedulerTest, ADraftNeverPreempts) {
+  // Two blocks of 4: the sequence holds one; a draft of 6 would need a third.
+  BlockManager blocks(2, 4, false);
+  Scheduler scheduler(blocks, {8, 16});
+  Sequence *sequence = add(scheduler, 3);
+  sampleAll(scheduler.schedule());
+  sequence->draft = std::vector<int32_t>(6, 1);
+  SchedulerOutput step = scheduler.schedule();
+  EXPECT_TRUE(step.preempted.empty());
+  ASSERT_EQ(step.chunks.size(), 1u);
+  EXPECT_EQ(step.chunks[0].numDraft, 4); // positions 3 to 7: the blocks there are
+  EXPECT_EQ(blocks.numAvailable(), 0);
+}
+
 } // namespace

@@ -274,6 +274,8 @@ void printJson(const BenchOptions &options, const BenchResult &result) {
   engine["prefill_step_s"] = result.engine.prefillStepSeconds;
   engine["decode_step_s"] = result.engine.decodeStepSeconds;
   engine["kv_blocks"] = result.engine.numKvBlocks;
+  engine["draft_tokens"] = result.engine.draftTokens;
+  engine["accepted_draft_tokens"] = result.engine.acceptedDraftTokens;
   engine["max_num_seqs"] = result.maxNumSeqs;
   engine["max_model_len"] = result.maxModelLen;
   report["engine"] = std::move(engine);
@@ -293,6 +295,12 @@ void printTable(const BenchResult &result) {
               100 * result.engine.prefixCache.hitRate(),
               static_cast<long long>(result.engine.numKvBlocks),
               static_cast<long long>(result.maxNumSeqs), static_cast<long long>(result.maxModelLen));
+  if (result.engine.draftTokens > 0)
+    std::printf("  speculative decoding: %lld of %lld draft tokens accepted (%.1f%%)\n",
+                static_cast<long long>(result.engine.acceptedDraftTokens),
+                static_cast<long long>(result.engine.draftTokens),
+                100.0 * double(result.engine.acceptedDraftTokens) /
+                    double(result.engine.draftTokens));
 }
 
 /// Runs `llmc bench throughput` with the arguments after "throughput".

@@ -2,6 +2,7 @@
 #include "EngineFlags.h"
 
 #include "runtime/core/Error.h"
+#include "runtime/engine/EngineJson.h"
 
 #include <cctype>
 #include <cmath>
@@ -23,7 +24,10 @@ const char *const kEngineFlagsUsage =
     "  --enable-prefix-caching on|off   reuse the KV blocks of shared prompt prefixes (on)\n"
     "  --swap-space GIB             host memory for preempted sequences' KV blocks, in GiB\n"
     "                               as vLLM (4) or with a unit (512MiB); a preemption swaps\n"
-    "                               when that costs less than recomputing (default 0: recompute)\n";
+    "                               when that costs less than recomputing (default 0: recompute)\n"
+    "  --speculative-config JSON    speculative decoding by prompt lookup, as vLLM's:\n"
+    "                               '{\"method\": \"ngram\", \"num_speculative_tokens\": 4,\n"
+    "                               \"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}' (off)\n";
 
 Argument readArgument(const std::vector<std::string> &args, size_t &i,
                       std::initializer_list<std::string_view> flags) {
@@ -138,6 +142,15 @@ bool EngineFlags::consume(const std::string &name, const std::string &value) {
     engine.swapSpaceBytes =
         bare ? static_cast<int64_t>(parseNumber(value, name, 0, 1e6) * 1024 * 1024 * 1024)
              : parseBytes(value, name);
+  } else if (name == "--speculative-config") {
+    nlohmann::json parsed;
+    try {
+      parsed = nlohmann::json::parse(value);
+    } catch (const nlohmann::json::exception &) {
+      throw Error(name + " must be a JSON object such as '{\"method\": \"ngram\", "
+                         "\"num_speculative_tokens\": 4}', not '" + value + "'");
+    }
+    engine.speculative = runtime::speculativeConfigFromJson(parsed);
   } else
     return false;
   return true;

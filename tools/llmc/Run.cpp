@@ -213,9 +213,10 @@ struct Speeds {
 
 Speeds speeds(const runtime::EngineStats &stats) {
   int64_t prefillTokens = stats.computedTokens - stats.decodeStepTokens;
-  return {prefillTokens, stats.decodeStepTokens,
-          perSecond(prefillTokens, stats.prefillStepSeconds),
-          perSecond(stats.decodeStepTokens, stats.decodeStepSeconds)};
+  // Decode steps computed every draft token; the rejected ones gave no token.
+  int64_t decodeTokens = stats.decodeStepTokens - (stats.draftTokens - stats.acceptedDraftTokens);
+  return {prefillTokens, decodeTokens, perSecond(prefillTokens, stats.prefillStepSeconds),
+          perSecond(decodeTokens, stats.decodeStepSeconds)};
 }
 
 void printOutputs(const RunOptions &options, const TextSupport &text,
