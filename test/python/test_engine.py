@@ -10,6 +10,8 @@ The model is the optimum-style GQA fixture, compiled once. Checked:
     peak), computes the prompt once, and gives the tokens of 4 requests with seeds s..s+3;
   * prefix caching: a second request sharing a 512-token prefix computes only the rest
     (counted in prompt tokens computed) and gives the same tokens as without the cache;
+  * speculative decoding by prompt lookup: greedy tokens equal those without it, draft tokens
+    are accepted, every block is freed, and seeded samples are reproducible;
   * abort frees a request's blocks at once, and a bad request is an error, not a crash.
 
 Greedy tokens of the engine against onnxruntime's are checked in test_cpu_parity.py
@@ -165,6 +167,56 @@ def test_a_shared_prefix_is_computed_once(large):
     assert stats["prompt_tokens_computed"] - before == 21
     assert stats["cached_prompt_tokens"] == 512
     assert tokens == expected
+
+
+SPECULATIVE = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1}
+
+
+def test_speculative_decoding_keeps_the_greedy_tokens(large):
+    # Random prompts, and prompts that repeat a span: the random-weight model's greedy
+    # continuations repeat themselves too, so drafts are both accepted and rejected.
+    prompts = random_prompts(12, (4, 60), seed=6, vocab_size=large.vocab_size)
+    prompts += [prompt * 3 for prompt in random_prompts(4, (5, 12), seed=7,
+                                                        vocab_size=large.vocab_size)]
+    with Engine(large) as engine:
+        expected, _ = run(engine, prompts, max_tokens=40, temperature=0)
+    with Engine(large, speculative_config=SPECULATIVE) as engine:
+        tokens, _ = run(engine, prompts, max_tokens=40, temperature=0)
+        stats = engine.stats()
+    assert tokens == expected
+    assert 0 < stats["accepted_draft_tokens"] < stats["draft_tokens"], stats
+    assert stats["num_kv_blocks_held"] == 0
+    # Alone, a request whose drafts are accepted takes fewer steps than tokens.
+    with Engine(large, speculative_config=SPECULATIVE) as engine:
+        engine.generate([prompts[-1]], max_tokens=40, temperature=0)
+        stats = engine.stats()
+    assert stats["num_steps"] == 40 - stats["accepted_draft_tokens"], stats
+    assert stats["accepted_draft_tokens"] > 0, stats
+
+
+def test_speculative_decoding_with_seeded_sampling_is_reproducible(large):
+    prompts = [prompt * 2 for prompt in random_prompts(6, (5, 20), seed=8,
+                                                       vocab_size=large.vocab_size)]
+    sampling = dict(max_tokens=24, temperature=0.7, seed=11, n=2, logprobs=1)
+    runs = []
+    for _ in range(2):
+        with Engine(large, speculative_config=SPECULATIVE) as engine:
+            runs.append(run(engine, prompts, **sampling)[0])
+            assert engine.stats()["draft_tokens"] > 0
+            assert engine.stats()["num_kv_blocks_held"] == 0
+    assert runs[0] == runs[1]
+    assert all(len(sample) == 24 for request in runs[0] for sample in request)
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"method": "eagle"}, 'method "eagle" is not supported'),
+    ({"num_speculative_tokens": -1}, "num_speculative_tokens must not be negative"),
+    ({"prompt_lookup_min": 0}, "prompt_lookup_min must be at least 1"),
+    ({"draft_model": "x"}, 'unknown key "draft_model"'),
+])
+def test_bad_speculative_configs_are_errors(large, config, message):
+    with pytest.raises(LlmcRuntimeError, match=message):
+        Engine(large, speculative_config=config)
 
 
 def test_abort_frees_the_blocks_at_once(large):

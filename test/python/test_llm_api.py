@@ -5,7 +5,8 @@ and chat equals `llmc serve`'s /v1/chat/completions through the openai client. A
 ONNX model is compiled once and then taken from the cache; token-id and dict prompts; n=4
 sampling reproducible by seed; stop strings and stop tokens; logprobs; structured outputs
 (JSON schema, JSON, regex, choice, grammar) validated; a 64-prompt batch in one call whose
-outputs do not depend on the batch; AsyncLLM streaming and aborting; every bad parameter
+outputs do not depend on the batch; speculative decoding (speculative_config, and `llmc
+serve --speculative-config` streaming) giving the greedy text of decoding without it; AsyncLLM streaming and aborting; every bad parameter
 raises ValueError and the LLM goes on working.
 
 scripts/test-wheel.sh runs this file again against the package `pip install .` put in a
@@ -259,6 +260,41 @@ def test_chat_equals_the_servers_chat_completions(llm):
     assert ours[0].prompt.startswith("<|im_start|>")
     assert llm.chat(MESSAGES, GREEDY, use_tqdm=False)[0].outputs[0].text == \
         texts(llm.chat([MESSAGES], GREEDY, use_tqdm=False))[0]
+
+
+SPECULATIVE = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1}
+# Text the model goes on to copy from its prompt: drafts by prompt lookup are accepted.
+COPYING = ("Repeat the list exactly.\nList: apples, pears, plums, cherries, grapes, lemons, "
+           "limes, figs, dates, kiwis.\nRepeated list: apples,")
+
+
+def test_speculative_decoding_keeps_the_greedy_text(llm):
+    params = SamplingParams(temperature=0, max_tokens=32)
+    prompts = [COPYING] + PROMPTS
+    expected = llm.generate(prompts, params, use_tqdm=False)
+    with LLM(llm.artifact, num_threads=2, kv_cache_memory="256MiB", quiet=True,
+             speculative_config=SPECULATIVE) as speculating:
+        outputs = speculating.generate(prompts, params, use_tqdm=False)
+        stats = speculating.stats()
+    assert [o.outputs[0].token_ids for o in outputs] == \
+        [o.outputs[0].token_ids for o in expected]
+    assert stats["accepted_draft_tokens"] > 0, stats
+
+
+def test_the_server_streams_speculated_tokens_in_order(llm):
+    """A step can give a request several tokens: streamed, they make the greedy text."""
+    expected = texts(llm.generate([COPYING], SamplingParams(temperature=0, max_tokens=32,
+                                                            ignore_eos=True), use_tqdm=False))[0]
+    with Server(find_llmc(), llm.artifact, "--threads", "1", "--kv-blocks", "256",
+                "--speculative-config", json.dumps(SPECULATIVE)) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+        chunks = client.completions.create(model=server.model, prompt=COPYING, max_tokens=32,
+                                           temperature=0, stream=True,
+                                           extra_body={"ignore_eos": True})
+        streamed = "".join(chunk.choices[0].text for chunk in chunks if chunk.choices)
+        metrics = server.metrics()
+    assert streamed == expected
+    assert metrics["llmc_spec_decode_accepted_tokens_total"] > 0, metrics
 
 
 def test_a_64_prompt_batch_in_one_call(llm, capfd):
