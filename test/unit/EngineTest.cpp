@@ -311,7 +311,8 @@ TEST_F(EngineTest, SpeculationStopsAtAStopTokenOrMaxTokensInsideADraft) {
   // draft is the 32 0 32 16 ... that followed it in the prompt, and the 0 ends it.
   std::vector<int32_t> prompt = {16, 32, 0, 32};
   std::vector<int32_t> full = toyContinuation(prompt, 16, kVocab);
-  ASSERT_EQ(std::vector<int32_t>(full.begin(), full.begin() + 3), (std::vector<int32_t>{16, 32, 0}));
+  ASSERT_EQ(std::vector<int32_t>(full.begin(), full.begin() + 3),
+            (std::vector<int32_t>{16, 32, 0}));
   RequestOptions stopping = greedy(16);
   stopping.stopTokenIds = {0};
   std::vector<int32_t> stopped;
