@@ -73,7 +73,8 @@ LLMC_RUNTIME_API int llmc_runtime_generate(LlmcRuntimeModel *model, int64_t num_
 typedef struct LlmcEngine LlmcEngine;
 
 /* config_json: {"max_num_seqs", "max_num_batched_tokens", "max_model_len",
- * "enable_prefix_caching", "seed"}, all optional (NULL = {}). */
+ * "enable_prefix_caching", "seed", "swap_space", "speculative_config"}, all
+ * optional (NULL = {}); runtime/engine/EngineJson.h says what each holds. */
 LLMC_RUNTIME_API LlmcEngine *llmc_engine_new(LlmcRuntimeModel *model, const char *config_json,
                                              char *err, size_t err_size);
 LLMC_RUNTIME_API void llmc_engine_free(LlmcEngine *engine);
