@@ -38,6 +38,9 @@ SchedulerLimits schedulerLimits(const Model &model, const EngineConfig &config) 
     throw Error("max_num_seqs " + str(seqs) + " is more than max_num_batched_tokens " +
                 str(limits.maxNumBatchedTokens));
   limits.maxNumSeqs = std::min(seqs, limits.maxNumBatchedTokens);
+  // Draft tokens run as rows of their own, up to what the step was compiled for.
+  limits.maxStepRows = std::max(limits.maxNumSeqs, std::min(model.stepConfig().maxNumSeqs,
+                                                            limits.maxNumBatchedTokens));
   return limits;
 }
 

@@ -13,6 +13,9 @@ Scheduler::Scheduler(BlockManager &blocks, const SchedulerLimits &limits, const 
     throw Error("the scheduler needs 1 <= max_num_seqs <= max_num_batched_tokens, got " +
                 std::to_string(limits.maxNumSeqs) + " and " +
                 std::to_string(limits.maxNumBatchedTokens));
+  if (stepLimits.maxStepRows == 0) stepLimits.maxStepRows = limits.maxNumSeqs;
+  if (stepLimits.maxStepRows < limits.maxNumSeqs)
+    throw Error("a step must have rows for max_num_seqs sequences");
   if (swap.numSlots < 0) throw Error("the swap space must not be negative");
   // Hand out low slots first: the back of the list is taken next.
   for (int64_t slot = swap.numSlots - 1; slot >= 0; --slot) freeSwapSlots.push_back(slot);
@@ -92,9 +95,12 @@ bool Scheduler::takeSwappedBlocks(Sequence &sequence) {
   return true;
 }
 
-bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, SchedulerOutput &output) {
+bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t draftRows,
+                          SchedulerOutput &output) {
   Sequence *sequence = waiting.front();
-  if (seqCount + sequence->seqCount() > stepLimits.maxNumSeqs) return false;
+  if (seqCount + sequence->seqCount() > stepLimits.maxNumSeqs ||
+      seqCount + draftRows + sequence->seqCount() > stepLimits.maxStepRows)
+    return false;
   bool swapped = sequence->swapped.has_value();
   int64_t cached = 0;
   if (swapped) {
@@ -128,12 +134,12 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, SchedulerOutput &o
   return true;
 }
 
-int64_t Scheduler::draftTokensToRun(size_t index, int64_t budget, int64_t seqCount) const {
+int64_t Scheduler::draftTokensToRun(size_t index, int64_t budget, int64_t rows) const {
   const Sequence &sequence = *running[index];
   if (sequence.draft.empty() || sequence.numPending() != 1) return 0;
   int64_t later = static_cast<int64_t>(running.size() - index - 1);
   int64_t numDraft = std::min({static_cast<int64_t>(sequence.draft.size()), budget - 1 - later,
-                               stepLimits.maxNumSeqs - seqCount});
+                               stepLimits.maxStepRows - rows});
   while (numDraft > 0 &&
          blocks.blocksNeeded(sequence.blocks, 1 + numDraft) > blocks.numAvailable() - later)
     --numDraft;
@@ -145,6 +151,8 @@ SchedulerOutput Scheduler::schedule() {
   int64_t budget = stepLimits.maxNumBatchedTokens;
   int64_t seqCount = 0;
   for (const Sequence *sequence : running) seqCount += sequence->seqCount();
+  // The step's rows taken by draft tokens; every sequence counted takes one too.
+  int64_t draftRows = 0;
 
   // A sequence is admitted with the budget the running ones leave, so a
   // prefilling sequence runs behind every sequence that was decoding when it
@@ -153,7 +161,7 @@ SchedulerOutput Scheduler::schedule() {
     Sequence *sequence = running[i];
     int64_t count = std::min(sequence->numPending(), budget);
     int64_t start = sequence->numComputed();
-    int64_t numDraft = draftTokensToRun(i, budget, seqCount);
+    int64_t numDraft = draftTokensToRun(i, budget, seqCount + draftRows);
     if (numDraft > 0) {
       if (!blocks.appendSlots(sequence->blocks, sequence->tokens, count + numDraft, output.copies,
                               numDraft))
@@ -161,7 +169,7 @@ SchedulerOutput Scheduler::schedule() {
       output.chunks.push_back({sequence, start, count + numDraft, numDraft});
       output.numTokens += count + numDraft;
       budget -= count + numDraft;
-      seqCount += numDraft;
+      draftRows += numDraft;
       ++i;
       continue;
     }
@@ -185,7 +193,7 @@ SchedulerOutput Scheduler::schedule() {
 
   // A step that had to preempt admits nobody: the blocks are short.
   if (output.preempted.empty())
-    while (!waiting.empty() && budget > 0 && admitNext(budget, seqCount, output)) {
+    while (!waiting.empty() && budget > 0 && admitNext(budget, seqCount, draftRows, output)) {
     }
   return output;
 }

@@ -7,9 +7,10 @@
 // 1. Running sequences, in admission order. A decoding sequence runs its
 //    one new token, and the tokens of its draft (speculative decoding) that
 //    fit in what the step has to spare: budget, sequences and blocks beyond
-//    one token and one block for each running sequence after it (a draft
-//    never preempts, and each of its tokens counts as a sequence, as the
-//    step computes it as one); a prefilling one (a long prompt, or a recompute after
+//    one token and one block for each running sequence after it, and step
+//    rows beyond max_num_seqs (a draft never preempts, and each of its
+//    tokens is a row of the step, which computes it as a sequence); a
+//    prefilling one (a long prompt, or a recompute after
 //    preemption) runs as much as the budget leaves (chunked prefill). As a
 //    sequence is admitted only with the budget the running ones leave, the
 //    sequences that were decoding when a long prompt arrived are ahead of
@@ -46,6 +47,9 @@ namespace llmc::runtime {
 struct SchedulerLimits {
   int64_t maxNumSeqs = 1;
   int64_t maxNumBatchedTokens = 1;
+  /// The sequences a step computes, draft tokens' included (the artifact's
+  /// max_num_seqs); 0: maxNumSeqs.
+  int64_t maxStepRows = 0;
 };
 
 /// Preemption by swapping: the host slots there are (0: always recompute)
@@ -134,10 +138,13 @@ private:
   void releaseSwapSlots(Sequence &sequence);
   /// Inserts into `waiting` by arrival (preempted sequences keep their place).
   void insertWaiting(Sequence *sequence);
-  /// Tries to admit the oldest waiting sequence; false when it does not fit.
-  bool admitNext(int64_t &budget, int64_t &seqCount, SchedulerOutput &output);
-  /// How many of running[index]'s draft tokens the step can spare room for.
-  int64_t draftTokensToRun(size_t index, int64_t budget, int64_t seqCount) const;
+  /// Tries to admit the oldest waiting sequence; false when it does not fit
+  /// (in the step's rows too, `draftRows` of them taken by drafts).
+  bool admitNext(int64_t &budget, int64_t &seqCount, int64_t draftRows,
+                 SchedulerOutput &output);
+  /// How many of running[index]'s draft tokens the step can spare room for,
+  /// with `rows` of it taken.
+  int64_t draftTokensToRun(size_t index, int64_t budget, int64_t rows) const;
 
   BlockManager &blocks;
   SchedulerLimits stepLimits;

@@ -242,6 +242,21 @@ TEST_F(SchedulerTest, ADraftTakesOnlyWhatTheStepHasToSpare) {
   EXPECT_EQ(first->numComputed(), 6);
 }
 
+TEST_F(SchedulerTest, DraftRowsAreTheStepsNotMaxNumSeqs) {
+  // max_num_seqs 1 of a step compiled for 6 sequences: one request runs, and
+  // its draft takes up to 5 more rows.
+  BlockManager blocks(64, 4, false);
+  Scheduler scheduler(blocks, {1, 16, 6});
+  Sequence *first = add(scheduler, 3);
+  add(scheduler, 2);
+  sampleAll(scheduler.schedule());
+  first->draft = std::vector<int32_t>(8, 1);
+  SchedulerOutput step = scheduler.schedule();
+  EXPECT_EQ(chunks(step), (Chunks{{0, 6}}));
+  EXPECT_EQ(step.chunks[0].numDraft, 5);
+  EXPECT_EQ(scheduler.numWaiting(), 1u);
+}
+
 TEST_F(SchedulerTest, ADraftNeverPreempts) {
   // Two blocks of 4: the sequence holds one; a draft of 6 would need a third.
   BlockManager blocks(2, 4, false);
