@@ -10,6 +10,8 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace llmc::llm {
@@ -152,6 +154,9 @@ LogicalResult RopeOp::verify() {
   if (failed(verifyRotaryLayout(*this, getInput(), getPositions())) ||
       failed(expectRank(*this, getInvFreq(), 1, "inv_freq")))
     return failure();
+  if (auto scale = getScale(); scale && !(scale->convertToFloat() > 0.0f &&
+                                          std::isfinite(scale->convertToFloat())))
+    return emitOpError("scale must be positive and finite");
   return verifyRotaryWidth(*this, getInput(), dimOf(getInvFreq(), 0));
 }
 

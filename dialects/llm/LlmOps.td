@@ -312,9 +312,12 @@ def Llm_RopeOp : Llm_Op<"rope", [Llm_TokenWiseHeads]> {
     [tokens, heads, head_dim] and [tokens] in the ragged form; inv_freq is
     [rotary_dim/2]. The first rotary_dim features are rotated in
     halves (rotate_half, as Hugging Face does) or in interleaved pairs.
+    With `scale` s, cos and sin are s cos and s sin (transformers'
+    attention_scaling of YaRN and LongRoPE), so the output is s times the
+    rotation.
   }];
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$positions, Llm_Tensor:$inv_freq,
-                   UnitAttr:$interleaved);
+                   UnitAttr:$interleaved, OptionalAttr<F32Attr>:$scale);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
 }

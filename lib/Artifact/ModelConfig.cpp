@@ -9,6 +9,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace llmc {
@@ -42,18 +44,32 @@ llvm::Expected<std::optional<int64_t>> positiveLength(const llvm::json::Value *v
   return length;
 }
 
-/// config.json's rope_scaling, when it is of a type the compiled model would not
-/// compute. Linear and Llama-3 scaling change the frequencies, which the export
-/// holds as constants; dynamic NTK scaling changes them only past
-/// max_position_embeddings, which bounds max_positions. YaRN and LongRoPE also
-/// scale cos/sin or switch tables with the length.
-llvm::Error checkRopeScaling(const llvm::json::Object &config) {
+/// The positions config.json's rope_scaling lets the export be run at (none:
+/// max_position_embeddings), or an error when it is of a type the compiled
+/// model would not compute. Linear, Llama-3 and YaRN scaling change the
+/// frequencies, which the export holds as constants (YaRN also scales cos and
+/// sin, which raising takes as llm.rope's scale); dynamic NTK scaling changes
+/// them only past max_position_embeddings, which bounds max_positions.
+/// LongRoPE switches from its short factors to its long ones past
+/// original_max_position_embeddings, a switch the export traced one side of
+/// (the short, for its short inputs): the model is run up to that length.
+llvm::Expected<std::optional<int64_t>> ropeScalingLimit(const llvm::json::Object &config) {
   const llvm::json::Object *scaling = config.getObject("rope_scaling");
-  if (!scaling) return llvm::Error::success();
+  if (!scaling) return std::nullopt;
   std::optional<llvm::StringRef> type = scaling->getString("rope_type");
   if (!type) type = scaling->getString("type");
-  if (!type || llvm::is_contained({"default", "linear", "dynamic", "llama3"}, *type))
-    return llvm::Error::success();
+  if (!type || llvm::is_contained({"default", "linear", "dynamic", "llama3", "yarn"}, *type))
+    return std::nullopt;
+  if (llvm::is_contained({"longrope", "su"}, *type)) {
+    const llvm::json::Value *original = scaling->get("original_max_position_embeddings");
+    if (!original) original = config.get("original_max_position_embeddings");
+    if (!original)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "config.json's rope_scaling '%s' has no "
+                                     "original_max_position_embeddings",
+                                     type->str().c_str());
+    return positiveLength(original, "config.json's original_max_position_embeddings");
+  }
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "config.json's rope_scaling '%s' is not supported",
                                  type->str().c_str());
@@ -70,14 +86,20 @@ llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
     if (!object)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "config.json is not a JSON object");
-    if (llvm::Error unsupported = checkRopeScaling(*object)) return std::move(unsupported);
+    auto ropeLimit = ropeScalingLimit(*object);
+    if (!ropeLimit) return ropeLimit.takeError();
     for (llvm::StringRef field : {"max_position_embeddings", "n_positions"})
       if (const llvm::json::Value *value = object->get(field)) {
         auto length = positiveLength(value, ("config.json's " + field).str());
         if (!length) return length.takeError();
         found.maxPositionEmbeddings = *length;
+        if (*ropeLimit) found.maxPositionEmbeddings = std::min(**length, **ropeLimit);
         return found;
       }
+    if (*ropeLimit) {
+      found.maxPositionEmbeddings = *ropeLimit;
+      return found;
+    }
   }
   auto genai = readBeside(modelPath, "genai_config.json");
   if (!genai) return genai.takeError();

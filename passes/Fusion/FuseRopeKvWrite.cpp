@@ -39,7 +39,8 @@ struct Rotation {
 /// The rotation that defines `value`, if any.
 std::optional<Rotation> rotationOf(Value value) {
   Operation *def = value.getDefiningOp();
-  if (auto rope = dyn_cast_or_null<llm::RopeOp>(def))
+  // rope_paged_kv_write has no scale: a scaled rope (YaRN, LongRoPE) stays unfused.
+  if (auto rope = dyn_cast_or_null<llm::RopeOp>(def); rope && !rope.getScale())
     return Rotation{def, rope.getInput(), rope.getPositions(), rope.getInvFreq(), nullptr, nullptr,
                     rope.getInterleaved()};
   if (auto rope = dyn_cast_or_null<llm::RopeCachedOp>(def))

@@ -66,8 +66,8 @@ def LlmFuseRopeKvWritePass : Pass<"llm-fuse-rope-kv-write", "mlir::func::FuncOp"
     frequencies (or caches) and interleaving, and replaces the three ops
     with `llm.rope_paged_kv_write`: the rotated keys go straight into their
     cache slots and never exist as an activation. Layers whose query is
-    not rotated like the key, or whose rotated key has other users, are
-    left alone.
+    not rotated like the key, whose rotated key has other users, or whose
+    rope is scaled (`llm.rope`'s scale: YaRN, LongRoPE) are left alone.
   }];
   let dependentDialects = ["::llmc::llm::LlmDialect"];
 }

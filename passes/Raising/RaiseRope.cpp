@@ -49,20 +49,24 @@ struct RopeTables {
   Value positions;
   Value invFreq;            ///< [rotary_dim/2], for llm.rope
   Value cosCache, sinCache; ///< [max_pos, rotary_dim/2], for llm.rope_cached
+  double scale = 1.0;       ///< what cos and sin are multiplied by (llm.rope's scale)
 };
 
-/// Peels Unsqueeze(axis 1), Mul-by-1.0 (transformers' attention_scaling) and
-/// the Cast to a half-precision model's type (its tables are computed in f32)
-/// from a cos/sin operand broadcast over heads.
-Value peelBroadcast(Value table) {
+/// Peels Unsqueeze(axis 1), the Mul by a scalar constant (transformers'
+/// attention_scaling: 1, or YaRN's and LongRoPE's factor, returned in
+/// `scale`) and the Cast to a half-precision model's type (its tables are
+/// computed in f32) from a cos/sin operand broadcast over heads.
+Value peelBroadcast(Value table, double &scale) {
   if (auto unsqueeze = definedBy<onnx::UnsqueezeOp>(table)) {
     if (!isSingleAxis(unsqueeze.getAxes(), 1, rankOf(unsqueeze.getData()) + 1)) return nullptr;
     table = unsqueeze.getData();
   }
   table = skipCasts(table);
+  scale = 1.0;
   if (auto mul = definedBy<onnx::MulOp>(table)) {
-    if (isConstantScalar(mul.getB(), 1.0)) table = mul.getA();
-    else if (isConstantScalar(mul.getA(), 1.0)) table = mul.getB();
+    std::optional<double> b = constantScalar(mul.getB()), a = constantScalar(mul.getA());
+    if (b && *b > 0) table = mul.getA(), scale = *b;
+    else if (a && *a > 0) table = mul.getB(), scale = *a;
     else return nullptr;
   }
   return skipCasts(table);
@@ -126,9 +130,11 @@ FailureOr<RopeTables> analyseAngles(Value freqs, OpBuilder &builder, Location lo
 
 /// Finds what cos and sin are computed from. Both must come from one source.
 FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Location loc) {
-  cos = peelBroadcast(cos);
-  sin = peelBroadcast(sin);
-  if (!cos || !sin) return failure();
+  double cosScale = 1.0, sinScale = 1.0;
+  cos = peelBroadcast(cos, cosScale);
+  sin = peelBroadcast(sin, sinScale);
+  // A rotation scales cos and sin alike; anything else is not one.
+  if (!cos || !sin || cosScale != sinScale) return failure();
 
   // Computed: Cos(emb), Sin(emb), emb = Concat(freqs, freqs, -1).
   auto cosOp = definedBy<onnx::CosOp>(cos);
@@ -138,7 +144,9 @@ FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Lo
     auto emb = definedBy<onnx::ConcatOp>(cosOp.getX());
     if (!emb || emb.getInputs().size() != 2 || emb.getInputs()[0] != emb.getInputs()[1])
       return failure();
-    return analyseAngles(emb.getInputs()[0], builder, loc);
+    FailureOr<RopeTables> tables = analyseAngles(emb.getInputs()[0], builder, loc);
+    if (succeeded(tables)) tables->scale = cosScale;
+    return tables;
   }
 
   // Cached: Gather(cache[max_pos, d], position_ids) with cache = cat(t, t).
@@ -160,7 +168,8 @@ FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Lo
       const float *row = full->data() + r * width;
       // Only a cat(t, t) cache is rotate_half's: both halves must agree.
       if (!std::equal(row, row + width / 2, row + width / 2)) return failure();
-      half.insert(half.end(), row, row + width / 2);
+      for (const float *value = row; value != row + width / 2; ++value)
+        half.push_back(float(*value * cosScale));
     }
     *slot = createF32Constant(builder, loc, {rows, width / 2}, half);
   }
@@ -187,15 +196,19 @@ struct RaiseDecomposedRope : OpRewritePattern<onnx::AddOp> {
             return rewriter.notifyMatchFailure(root, "cos/sin are not computed from inv_freq "
                                                      "and positions, nor gathered from caches");
           Location loc = fusedLocOf({root, lhs, rhs});
-          Value rope = tables->invFreq
-                           ? llm::RopeOp::create(rewriter, loc, root.getType(), x,
-                                                 tables->positions, tables->invFreq)
-                                 .getResult()
-                           : llm::RopeCachedOp::create(rewriter, loc, root.getType(), x,
-                                                       tables->positions, tables->cosCache,
-                                                       tables->sinCache)
-                                 .getResult();
-          rewriter.replaceOp(root, rope);
+          if (!tables->invFreq) {
+            // Cached tables were scaled as they were read.
+            rewriter.replaceOp(root, llm::RopeCachedOp::create(rewriter, loc, root.getType(), x,
+                                                               tables->positions,
+                                                               tables->cosCache,
+                                                               tables->sinCache));
+            return success();
+          }
+          FloatAttr scale;
+          if (tables->scale != 1.0) scale = rewriter.getF32FloatAttr(tables->scale);
+          rewriter.replaceOp(root, llm::RopeOp::create(rewriter, loc, root.getType(), x,
+                                                       tables->positions, tables->invFreq,
+                                                       /*interleaved=*/UnitAttr(), scale));
           return success();
         }
       }
@@ -264,10 +277,10 @@ struct RaiseRotaryEmbedding : OpRewritePattern<onnx::RotaryEmbeddingOp> {
       FailureOr<RopeTables> tables = analyseAngles(cos.getX(), rewriter, op.getLoc());
       if (failed(tables))
         return rewriter.notifyMatchFailure(op, "the angles are not positions x inv_freq");
-      auto rope = llm::RopeOp::create(rewriter, op.getLoc(), op.getType(), op.getX(),
-                                      tables->positions, tables->invFreq);
-      if (op.getInterleaved()) rope.setInterleaved(true);
-      rewriter.replaceOp(op, rope);
+      UnitAttr interleaved = op.getInterleaved() ? rewriter.getUnitAttr() : UnitAttr();
+      rewriter.replaceOp(op, llm::RopeOp::create(rewriter, op.getLoc(), op.getType(), op.getX(),
+                                                 tables->positions, tables->invFreq,
+                                                 interleaved, /*scale=*/FloatAttr()));
       return success();
     }
     FailureOr<int64_t> heads = ropeHeads(op.getX(), op.getCosCache(), op.getNumHeads(),

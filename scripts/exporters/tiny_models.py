@@ -52,6 +52,16 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "olmo2": ("Olmo2Config", dict(num_key_value_heads=4)),
     # Layers without rope (every fourth by default: the second of two here).
     "smollm3": ("SmolLM3Config", dict(num_key_value_heads=2, no_rope_layer_interval=2)),
+    # YaRN: scaled frequencies, and cos/sin times its attention factor.
+    "qwen2-yarn": ("Qwen2Config", dict(num_key_value_heads=2, rope_scaling={
+        "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64})),
+    # LongRoPE (Phi-3.5, Phi-4-mini): per-frequency short factors up to
+    # original_max_position_embeddings, long ones past it, and cos/sin times a factor.
+    "phi3-longrope": ("Phi3Config", dict(
+        num_key_value_heads=4, pad_token_id=0, original_max_position_embeddings=64,
+        rope_scaling={"type": "longrope",
+                      "short_factor": [1.0, 1.1, 1.2, 1.5, 2.0, 3.0, 4.0, 5.0],
+                      "long_factor": [1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0]})),
     # Parallel residual (attention and MLP read the same norm), partial rotary, gelu_new.
     # Two heads of 32: onnxruntime's GroupQueryAttention wants rotary caches a multiple of 8 wide.
     "phi2": ("PhiConfig", dict(num_attention_heads=2, num_key_value_heads=2,

@@ -14,6 +14,7 @@ when it differs from what this run found (LLMC_UPDATE_SUPPORTED_MODELS=1 rewrite
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -256,3 +257,20 @@ def test_generation_config_ends_generation(tmp_path):
     other = next(token for token in range(3, 512) if token not in free)
     (export / "generation_config.json").write_text('{"eos_token_id": [%d, %d]}' % (other, stop))
     assert run() == free[:4]
+
+
+@pytest.mark.parametrize("family, max_positions", [("phi3-longrope", 64), ("qwen2-yarn", 256)])
+def test_rope_scaling_bounds_the_positions(tmp_path, family, max_positions):
+    """LongRoPE's export holds its short factors, up to original_max_position_embeddings (64
+    here): the artifact stops there, and the engine refuses a prompt that reaches it. YaRN's
+    frequencies hold to max_position_embeddings."""
+    artifact = tmp_path / "model.llmc"
+    subprocess.run([str(LLMC), "compile", str(EXPORTS_DIR / "optimum" / family / "model.onnx"),
+                    "-o", str(artifact), "--quiet"], check=True)
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    assert manifest["model"]["max_positions"] == max_positions
+    too_long = ",".join(["5"] * max_positions)
+    result = subprocess.run([str(LLMC), "run", str(artifact), "--prompt-ids", too_long,
+                             "--max-tokens", "1"], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert f"max_model_len is {max_positions}" in result.stderr, result.stderr

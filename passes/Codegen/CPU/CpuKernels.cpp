@@ -204,11 +204,12 @@ void emitRotatedHead(KernelBuilder &kb, const Rotation &rotation, Value position
 }
 
 TokenRotation::TokenRotation(KernelBuilder &kb, const Rotation &given)
-    : rotation(given), invFreq(given.invFreq) {
+    : rotation(given), invFreq(given.invFreq), scale(given.scale) {
   if (!invFreq) return;
   OpBuilder &b = kb.builder();
   auto table = MemRefType::get({1, given.halfRotary}, b.getF32Type());
   rotation.invFreq = Value();
+  rotation.scale = 1.0; // the tables hold it
   rotation.cosCache = memref::AllocaOp::create(b, kb.location(), table);
   rotation.sinCache = memref::AllocaOp::create(b, kb.location(), table);
 }
@@ -218,8 +219,9 @@ Value TokenRotation::at(KernelBuilder &kb, Value position) {
   Value row = kb.index(0);
   kb.forEach(kb.index(0), kb.index(rotation.halfRotary), [&](Value i) {
     Value angle = kb.mul(kb.toF32(position), kb.load(invFreq, {i}));
-    kb.store(kb.cos(angle), rotation.cosCache, {row, i});
-    kb.store(kb.sin(angle), rotation.sinCache, {row, i});
+    auto scaled = [&](Value value) { return scale == 1.0 ? value : kb.mul(value, kb.f32(scale)); };
+    kb.store(scaled(kb.cos(angle)), rotation.cosCache, {row, i});
+    kb.store(scaled(kb.sin(angle)), rotation.sinCache, {row, i});
   });
   return arith::ConstantOp::create(kb.builder(), kb.location(),
                                    kb.builder().getIntegerAttr(position.getType(), 0));
@@ -228,6 +230,8 @@ Value TokenRotation::at(KernelBuilder &kb, Value position) {
 LogicalResult lowerRope(StepLowering &step, Operation *op, ArrayRef<Value> operands, Value output) {
   auto cached = dyn_cast<llm::RopeCachedOp>(op);
   bool interleaved = cached ? cached.getInterleaved() : cast<llm::RopeOp>(op).getInterleaved();
+  std::optional<APFloat> scaleAttr = cached ? std::nullopt : cast<llm::RopeOp>(op).getScale();
+  double scale = scaleAttr ? scaleAttr->convertToDouble() : 1.0;
   int64_t headDim = cast<ShapedType>(op->getResult(0).getType()).getShape().back();
   SmallVector<Value> args(operands.begin(), operands.end());
   args.push_back(output);
@@ -236,7 +240,7 @@ LogicalResult lowerRope(StepLowering &step, Operation *op, ArrayRef<Value> opera
                   [&](KernelBuilder &kb, ValueRange params) {
     Value x = params[0], positions = params[1], out = params.back();
     Rotation rotation{headDim, halfRotary, interleaved, cached ? Value() : params[2],
-                      cached ? params[2] : Value(), cached ? params[3] : Value()};
+                      cached ? params[2] : Value(), cached ? params[3] : Value(), scale};
     int64_t heads = staticDim(out, 1) / headDim;
     TokenRotation token(kb, rotation);
     kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {

@@ -133,6 +133,8 @@ public:
 private:
   /// The given inverse frequencies; null for cos/sin caches.
   mlir::Value invFreq;
+  /// What their cos and sin are multiplied by.
+  double scale;
 };
 
 /// Lowers one llm op, given the memrefs of its operands (null for none) and

@@ -330,6 +330,9 @@ LogicalResult lowerRope(StepContext &step, Operation *op, ArrayRef<std::optional
                         const TensorRef &output) {
   auto cached = dyn_cast<llm::RopeCachedOp>(op);
   bool interleaved = cached ? cached.getInterleaved() : cast<llm::RopeOp>(op).getInterleaved();
+  if (!cached && cast<llm::RopeOp>(op).getScale())
+    return op->emitError("a scaled rotary embedding (YaRN's or LongRoPE's attention scaling) "
+                         "is not supported on the CUDA target yet");
   int64_t headDim = cast<ShapedType>(op->getResult(0).getType()).getShape().back();
   auto refs = required(op, operands);
   if (failed(refs)) return failure();

@@ -28,6 +28,10 @@ void emitRotatedPair(KernelBuilder &kb, const Rotation &rotation, Value position
     Value angle = kb.mul(kb.toF32(position), kb.load(rotation.invFreq, {i}));
     cosine = kb.cos(angle);
     sine = kb.sin(angle);
+    if (rotation.scale != 1.0) {
+      cosine = kb.mul(cosine, kb.f32(rotation.scale));
+      sine = kb.mul(sine, kb.f32(rotation.scale));
+    }
   }
   // rotate_half pairs feature i with i + rotary/2; interleaved, 2i with 2i+1.
   Value first = rotation.interleaved ? kb.mulIndex(i, kb.index(2)) : i;

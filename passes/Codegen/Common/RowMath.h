@@ -25,6 +25,9 @@ struct Rotation {
   int64_t halfRotary = 0; // rotary_dim / 2
   bool interleaved = false;
   mlir::Value invFreq, cosCache, sinCache; // one form or the other
+  /// What cos and sin computed from invFreq are multiplied by (llm.rope's
+  /// scale); cos/sin tables hold theirs already.
+  double scale = 1.0;
 };
 
 /// Rotates rotary pair `i` of one head at `position`: features (i, i +

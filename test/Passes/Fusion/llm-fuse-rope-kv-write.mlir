@@ -63,3 +63,20 @@ func.func @not_fused(%pool: tensor<3x?x2x2x16x16xf32>, %q: tensor<?x4x16xf32>, %
   %a2 = llm.paged_attention %qr2, %p2, %tables, %lens, %cu {layer = 2 : i64, scale = 0.25 : f32} : (tensor<?x4x16xf32>, tensor<3x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x16xf32>
   return %a0, %a1, %a2, %kr1 : tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>, tensor<?x2x16xf32>
 }
+
+// -----
+
+// Not fused: a scaled rope (YaRN's, LongRoPE's attention factor), which the
+// fused op does not carry, stays as it is.
+// CHECK-LABEL: func.func @scaled
+//   CHECK-NOT:   llm.rope_paged_kv_write
+//       CHECK:   llm.rope %{{.*}} {scale = 1.250000e+00 : f32}
+//       CHECK:   llm.paged_kv_write
+func.func @scaled(%pool: tensor<1x?x2x2x16x16xf32>, %q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %pos: tensor<?xi32>, %slots: tensor<?xi32>, %tables: tensor<?x?xi32>, %lens: tensor<?xi32>, %cu: tensor<?xi32>) -> tensor<?x4x16xf32> {
+  %freq = llm.constant dense<1.0> : tensor<8xf32>
+  %qr = llm.rope %q, %pos, %freq {scale = 1.25 : f32} : (tensor<?x4x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x4x16xf32>
+  %kr = llm.rope %k, %pos, %freq {scale = 1.25 : f32} : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
+  %p = llm.paged_kv_write %pool, %kr, %v, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %a = llm.paged_attention %qr, %p, %tables, %lens, %cu {layer = 0 : i64, scale = 0.25 : f32} : (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x16xf32>
+  return %a : tensor<?x4x16xf32>
+}

@@ -344,6 +344,82 @@ func.func @rope(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor<1x2x3x
 
 // -----
 
+// YaRN's and LongRoPE's rope: cos and sin times the same attention factor,
+// which llm.rope keeps as its scale.
+// CHECK-LABEL: func.func @rope_scaled
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<1x2x3x8xf32>, %[[P:[^:]*]]: tensor<1x3xi64>)
+//       CHECK:   %[[R:.*]] = llm.rope %[[X]], %[[P]], %{{.*}} {scale = 1.250000e+00 : f32}
+//       CHECK:   return %[[R]]
+func.func @rope_scaled(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor<1x2x3x8xf32> {
+  %inv = onnx.Constant dense<[[[1.0], [0.1], [0.01], [0.001]]]> : tensor<1x4x1xf32>
+  %cscale = onnx.Constant dense<1.25> : tensor<f32>
+  %sscale = onnx.Constant dense<1.25> : tensor<f32>
+  %a1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %a3 = onnx.Constant dense<[3]> : tensor<1xi64>
+  %s1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %zero = onnx.Constant dense<[0]> : tensor<1xi64>
+  %four = onnx.Constant dense<[4]> : tensor<1xi64>
+  %end = onnx.Constant dense<[9223372036854775807]> : tensor<1xi64>
+  %pu = onnx.Unsqueeze %pos, %a1 : (tensor<1x3xi64>, tensor<1xi64>) -> tensor<1x1x3xi64>
+  %pf = onnx.Cast %pu {to = 1 : i64} : (tensor<1x1x3xi64>) -> tensor<1x1x3xf32>
+  %mm = onnx.MatMul %inv, %pf : (tensor<1x4x1xf32>, tensor<1x1x3xf32>) -> tensor<1x4x3xf32>
+  %freqs = onnx.Transpose %mm {perm = array<i64: 0, 2, 1>} : (tensor<1x4x3xf32>) -> tensor<1x3x4xf32>
+  %emb = onnx.Concat %freqs, %freqs {axis = -1 : i64} : (tensor<1x3x4xf32>, tensor<1x3x4xf32>) -> tensor<1x3x8xf32>
+  %c0 = onnx.Cos %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %s0 = onnx.Sin %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %c = onnx.Mul %c0, %cscale : (tensor<1x3x8xf32>, tensor<f32>) -> tensor<1x3x8xf32>
+  %s = onnx.Mul %s0, %sscale : (tensor<1x3x8xf32>, tensor<f32>) -> tensor<1x3x8xf32>
+  %cu = onnx.Unsqueeze %c, %a1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %su = onnx.Unsqueeze %s, %a1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %first = onnx.Slice %x, %zero, %four, %a3, %s1 : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %second = onnx.Slice %x, %four, %end, %a3, %s1 : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %neg = onnx.Neg %second : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %rot = onnx.Concat %neg, %first {axis = -1 : i64} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x8xf32>
+  %xc = onnx.Mul %x, %cu : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %rs = onnx.Mul %rot, %su : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %y = onnx.Add %xc, %rs : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
+  return %y : tensor<1x2x3x8xf32>
+}
+
+// -----
+
+// Near miss: cos and sin scaled by different factors are not a rotation.
+// CHECK-LABEL: func.func @rope_scaled_apart
+//   CHECK-NOT:   llm.rope
+//       CHECK:   onnx.Cos
+func.func @rope_scaled_apart(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor<1x2x3x8xf32> {
+  %inv = onnx.Constant dense<[[[1.0], [0.1], [0.01], [0.001]]]> : tensor<1x4x1xf32>
+  %cscale = onnx.Constant dense<1.25> : tensor<f32>
+  %sscale = onnx.Constant dense<1.5> : tensor<f32>
+  %a1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %a3 = onnx.Constant dense<[3]> : tensor<1xi64>
+  %s1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %zero = onnx.Constant dense<[0]> : tensor<1xi64>
+  %four = onnx.Constant dense<[4]> : tensor<1xi64>
+  %end = onnx.Constant dense<[9223372036854775807]> : tensor<1xi64>
+  %pu = onnx.Unsqueeze %pos, %a1 : (tensor<1x3xi64>, tensor<1xi64>) -> tensor<1x1x3xi64>
+  %pf = onnx.Cast %pu {to = 1 : i64} : (tensor<1x1x3xi64>) -> tensor<1x1x3xf32>
+  %mm = onnx.MatMul %inv, %pf : (tensor<1x4x1xf32>, tensor<1x1x3xf32>) -> tensor<1x4x3xf32>
+  %freqs = onnx.Transpose %mm {perm = array<i64: 0, 2, 1>} : (tensor<1x4x3xf32>) -> tensor<1x3x4xf32>
+  %emb = onnx.Concat %freqs, %freqs {axis = -1 : i64} : (tensor<1x3x4xf32>, tensor<1x3x4xf32>) -> tensor<1x3x8xf32>
+  %c0 = onnx.Cos %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %s0 = onnx.Sin %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %c = onnx.Mul %c0, %cscale : (tensor<1x3x8xf32>, tensor<f32>) -> tensor<1x3x8xf32>
+  %s = onnx.Mul %s0, %sscale : (tensor<1x3x8xf32>, tensor<f32>) -> tensor<1x3x8xf32>
+  %cu = onnx.Unsqueeze %c, %a1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %su = onnx.Unsqueeze %s, %a1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %first = onnx.Slice %x, %zero, %four, %a3, %s1 : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %second = onnx.Slice %x, %four, %end, %a3, %s1 : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %neg = onnx.Neg %second : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %rot = onnx.Concat %neg, %first {axis = -1 : i64} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x8xf32>
+  %xc = onnx.Mul %x, %cu : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %rs = onnx.Mul %rot, %su : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %y = onnx.Add %xc, %rs : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
+  return %y : tensor<1x2x3x8xf32>
+}
+
+// -----
+
 // Near miss: rotate_half with the halves not negated is not rope.
 // CHECK-LABEL: func.func @rope_unnegated
 //   CHECK-NOT:   llm.rope
