@@ -170,11 +170,13 @@ std::vector<StepOutput> Engine::abort(RequestId id) {
 }
 
 void Engine::proposeDrafts() {
+  // Without speculation no draft is ever set: nothing to clear either.
+  if (!speculative.enabled()) return;
   for (auto &[id, request] : requests)
     for (auto &sample : request.samples) {
       Sequence &sequence = *sample;
       sequence.draft.clear();
-      if (!speculative.enabled() || sequence.status != SequenceStatus::Running ||
+      if (sequence.status != SequenceStatus::Running ||
           sequence.numPending() != 1 || sequence.grammar || sequence.pendingForks > 0)
         continue;
       // Room for the draft and the token after it, in max_tokens and in the

@@ -156,7 +156,6 @@ int32_t SequenceSampler::pick(const int32_t *tokens, int64_t count, double total
   return lastPossible; // rounding left a sliver past the last candidate
 }
 
-
 SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize,
                                      std::optional<int32_t> draft) {
   // Greedy without penalties reads the row as it is: no copy of the scores.

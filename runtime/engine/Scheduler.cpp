@@ -161,20 +161,14 @@ SchedulerOutput Scheduler::schedule() {
     Sequence *sequence = running[i];
     int64_t count = std::min(sequence->numPending(), budget);
     int64_t start = sequence->numComputed();
+    // A draft only takes blocks counted as available: it never preempts.
     int64_t numDraft = draftTokensToRun(i, budget, seqCount + draftRows);
-    if (numDraft > 0) {
-      if (!blocks.appendSlots(sequence->blocks, sequence->tokens, count + numDraft, output.copies,
-                              numDraft))
-        throw Error("the scheduler lost the blocks it counted for a draft");
-      output.chunks.push_back({sequence, start, count + numDraft, numDraft});
-      output.numTokens += count + numDraft;
-      budget -= count + numDraft;
-      draftRows += numDraft;
-      ++i;
-      continue;
-    }
+    if (numDraft > 0 && !blocks.appendSlots(sequence->blocks, sequence->tokens,
+                                            count + numDraft, output.copies, numDraft))
+      throw Error("the scheduler lost the blocks it counted for a draft");
     bool preemptedItself = false;
-    while (!blocks.appendSlots(sequence->blocks, sequence->tokens, count, output.copies)) {
+    while (numDraft == 0 &&
+           !blocks.appendSlots(sequence->blocks, sequence->tokens, count, output.copies)) {
       Sequence *victim = running.back();
       seqCount -= victim->seqCount();
       preempt(victim, output);
@@ -185,9 +179,10 @@ SchedulerOutput Scheduler::schedule() {
     }
     // Only the newest sequence preempts itself: nothing runs behind it.
     if (preemptedItself) break;
-    output.chunks.push_back({sequence, start, count});
-    output.numTokens += count;
-    budget -= count;
+    output.chunks.push_back({sequence, start, count + numDraft, numDraft});
+    output.numTokens += count + numDraft;
+    budget -= count + numDraft;
+    draftRows += numDraft;
     ++i;
   }
 

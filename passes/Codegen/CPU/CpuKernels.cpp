@@ -219,9 +219,8 @@ Value TokenRotation::at(KernelBuilder &kb, Value position) {
   Value row = kb.index(0);
   kb.forEach(kb.index(0), kb.index(rotation.halfRotary), [&](Value i) {
     Value angle = kb.mul(kb.toF32(position), kb.load(invFreq, {i}));
-    auto scaled = [&](Value value) { return scale == 1.0 ? value : kb.mul(value, kb.f32(scale)); };
-    kb.store(scaled(kb.cos(angle)), rotation.cosCache, {row, i});
-    kb.store(scaled(kb.sin(angle)), rotation.sinCache, {row, i});
+    kb.store(scaledBy(kb, kb.cos(angle), scale), rotation.cosCache, {row, i});
+    kb.store(scaledBy(kb, kb.sin(angle), scale), rotation.sinCache, {row, i});
   });
   return arith::ConstantOp::create(kb.builder(), kb.location(),
                                    kb.builder().getIntegerAttr(position.getType(), 0));

@@ -16,6 +16,10 @@ std::pair<double, bool> normKind(Operation *op) {
   return {cast<llm::LayerNormOp>(op).getEpsilon().convertToFloat(), true};
 }
 
+Value scaledBy(KernelBuilder &kb, Value value, double scale) {
+  return scale == 1.0 ? value : kb.mul(value, kb.f32(scale));
+}
+
 void emitRotatedPair(KernelBuilder &kb, const Rotation &rotation, Value position, Value i,
                      function_ref<Value(Value)> read, function_ref<void(Value, Value)> write) {
   int64_t half = rotation.halfRotary;
@@ -26,12 +30,8 @@ void emitRotatedPair(KernelBuilder &kb, const Rotation &rotation, Value position
     sine = kb.load(rotation.sinCache, {p, i});
   } else {
     Value angle = kb.mul(kb.toF32(position), kb.load(rotation.invFreq, {i}));
-    cosine = kb.cos(angle);
-    sine = kb.sin(angle);
-    if (rotation.scale != 1.0) {
-      cosine = kb.mul(cosine, kb.f32(rotation.scale));
-      sine = kb.mul(sine, kb.f32(rotation.scale));
-    }
+    cosine = scaledBy(kb, kb.cos(angle), rotation.scale);
+    sine = scaledBy(kb, kb.sin(angle), rotation.scale);
   }
   // rotate_half pairs feature i with i + rotary/2; interleaved, 2i with 2i+1.
   Value first = rotation.interleaved ? kb.mulIndex(i, kb.index(2)) : i;

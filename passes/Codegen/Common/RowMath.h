@@ -30,6 +30,10 @@ struct Rotation {
   double scale = 1.0;
 };
 
+/// `value` (a cos or sin computed from inverse frequencies) times a rotation's
+/// scale; `value` itself when the scale is 1.
+mlir::Value scaledBy(KernelBuilder &kb, mlir::Value value, double scale);
+
 /// Rotates rotary pair `i` of one head at `position`: features (i, i +
 /// rotary/2), or (2i, 2i + 1) when interleaved.
 void emitRotatedPair(KernelBuilder &kb, const Rotation &rotation, mlir::Value position,
