@@ -18,7 +18,8 @@
 # tests, torch and transformers for the benchmark, torch for the profile). LLMC_PYTEST_ARGS
 # adds arguments to the tests' pytest (on the GPU machines lent for checks: "-n 8 --timeout
 # 150 --timeout-method thread", pytest-xdist and pytest-timeout, so that a crash or a hang
-# costs one test, not the run). LLMC_BUILD_LOCK=FILE serialises the build with other builds
+# costs one test, not the run); LLMC_BENCH_ARGS adds arguments to bench/gpu_bench.py (say
+# "--repeat 2" to fit a short lease). LLMC_BUILD_LOCK=FILE serialises the build with other builds
 # of the tree (flock), as in test.sh. Logs, the benchmark's JSON and the profile's CSV go to
 # build/gpu-check/. Exits non-zero if any stage fails.
 set -euo pipefail
@@ -144,7 +145,8 @@ fi
 if ((run_bench)); then
   stage "GPU benchmark (bench/gpu_bench.py, figures in $OUT/bench.json)"
   start=$SECONDS
-  if PYTHONPATH=python "$PYTHON" bench/gpu_bench.py --json "$OUT/bench.json" \
+  # shellcheck disable=SC2086  # LLMC_BENCH_ARGS is a list of words
+  if PYTHONPATH=python "$PYTHON" bench/gpu_bench.py --json "$OUT/bench.json" ${LLMC_BENCH_ARGS:-} \
       | tee "$OUT/bench.txt"; then
     bench_result="ok ($((SECONDS - start)) s)"
   else

@@ -231,8 +231,6 @@ GemmStep parseGemm(const json &value, const std::string &where, DType storageDty
   std::optional<DType> parsed = parseDType(dDtype);
   if (!parsed) fail(child(where, kDDtypeKey), "'" + dDtype + "' is not bf16, f16 or f32");
   gemm.dDtype = *parsed;
-  if (const json *bias = optionalField(value, kBiasKey))
-    gemm.bias = parseLocation(*bias, child(where, kBiasKey));
   if (optionalField(value, kBetaKey)) gemm.beta = numberField(value, where, kBetaKey);
   if (const json *c = optionalField(value, kCKey)) {
     gemm.c = parseLocation(*c, child(where, kCKey));
@@ -243,6 +241,13 @@ GemmStep parseGemm(const json &value, const std::string &where, DType storageDty
                       ", the storage dtype (cuBLASLt reads C in D's type)");
   } else if (gemm.beta != 0) {
     fail(child(where, kBetaKey), "must be 0 when c is null");
+  }
+  if (const json *bias = optionalField(value, kBiasKey)) {
+    gemm.bias = parseLocation(*bias, child(where, kBiasKey));
+    // cuBLASLt reads the bias in D's type; the plan stores it in the storage dtype.
+    if (gemm.dDtype != storageDtype)
+      fail(where, std::string("a gemm with a bias must have d_dtype ") + dtypeName(storageDtype) +
+                      ", the storage dtype (cuBLASLt reads the bias in D's type)");
   }
   return gemm;
 }

@@ -208,6 +208,10 @@ TEST(CudaStepPlan, RefusesBadArgumentsAndGemms) {
   ASSERT_TRUE(gemm.c.has_value());
   EXPECT_EQ(gemm.ldc, 1536);
   EXPECT_EQ(gemm.beta, 1.0f);
+  plan = docsPlan();
+  plan["steps"][1]["bias"] = {{"buffer", "weights"}, {"offset", 0}};
+  plan["steps"][1]["d_dtype"] = "f32";
+  EXPECT_PLAN_ERROR(plan, "steps[1]: a gemm with a bias must have d_dtype bf16");
 }
 
 TEST(CudaStepPlan, ChecksLocationsAgainstTheBuffers) {

@@ -460,7 +460,11 @@ LogicalResult lowerEpilogue(StepContext &step, Operation *op, const EpilogueRefs
         scalars.push_back(hasBias ? kb.add(acc, loadF32(kb, params[1], {column})) : acc);
       }
       for (Value extra : extras) scalars.push_back(loadBroadcast(kb, extra, rt.row, col));
-      stores.store(llm::inlineScalarBody(kb.builder(), *epilogue.body, scalars), out, {rt.row, col});
+      // No body (a logits head with only a bias): the biased product itself.
+      Value result = epilogue.body->empty()
+                         ? scalars.front()
+                         : llm::inlineScalarBody(kb.builder(), *epilogue.body, scalars);
+      stores.store(result, out, {rt.row, col});
     });
   });
   return success();

@@ -161,7 +161,8 @@ mlir::LogicalResult lowerPagedKvWrite(StepContext &step, mlir::Operation *op,
                                       llvm::ArrayRef<std::optional<TensorRef>> operands,
                                       llvm::ArrayRef<TensorRef> outputs);
 /// What a matmul's epilogue applies to its f32 product: the bias, then
-/// `body` on `accumulators` product columns per result column and the extras.
+/// `body` on `accumulators` product columns per result column and the extras;
+/// an empty `body` (one accumulator, no extras) passes the biased product through.
 struct EpilogueRefs {
   mlir::Region *body;
   unsigned accumulators;

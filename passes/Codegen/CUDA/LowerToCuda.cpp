@@ -119,9 +119,11 @@ private:
         })
         .Case([&](llm::LogitsOp head) {
           auto bias = codegen::loweredOperand(head.getBiasMutable(), operands);
-          if (head.getEpilogue().empty())
+          // cuBLASLt's bias is D's type, f32 for logits, where ours is stored in the
+          // storage type: a biased head adds it in the epilogue kernel instead.
+          if (head.getEpilogue().empty() && !bias)
             return lowerMatmul(op, head.getWeight(), head.getTransposeWeight(), *operands[0],
-                               bias, logitsRef);
+                               std::nullopt, logitsRef);
           return lowerThroughScratch(op, head.getWeight(), head.getTransposeWeight(),
                                      cast<ShapedType>(head.getType()).getShape().back(),
                                      *operands[0],

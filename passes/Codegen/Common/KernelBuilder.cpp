@@ -142,6 +142,7 @@ namespace {
 /// they compute the same: every value is named by the block argument or
 /// the op (in order) that defines it.
 void describeBody(Region &region, llvm::raw_ostream &os) {
+  if (region.empty()) return; // an op's optional region left out (a logits head's epilogue)
   DenseMap<Value, std::string> names;
   for (BlockArgument argument : region.front().getArguments())
     names[argument] = "a" + std::to_string(argument.getArgNumber());

@@ -154,6 +154,41 @@ func.func @wide(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32>
 
 // -----
 
+// A logits head with a bias: cuBLASLt takes a bias in D's type, f32 for the logits, and ours is
+// stored bf16, so the product goes to f32 scratch and an epilogue kernel adds the bias.
+// CHECK-LABEL: module attributes
+//       CHECK:   kernel = "gather_rows_3"
+//  CHECK-SAME:   bias, c, d = {buffer = "workspace", offset = {{[0-9]+}} : i64}, d_dtype = "f32", k = 32 : i64
+//  CHECK-SAME:   m = "seqs", n = 8 : i64, op = "gemm"
+//  CHECK-SAME:   {memref = {buffer = "logits", offset = 0 : i64}, sizes = ["seqs", 8], strides = [8, 1]}], block = [256, 1, 1], grid = ["seqs", 1, 1], kernel = "epilogue_4"
+//   CHECK-NOT:   op = "gemm"
+//       CHECK:   gpu.func @epilogue_4(%{{.*}}: memref<?x8xf32>, %{{.*}}: memref<8xbf16>, %{{.*}}: memref<?x8xf32>)
+//       CHECK:     arith.extf %{{.*}} : bf16 to f32
+//       CHECK:     arith.addf
+func.func @biased_head(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x8xf32> {
+  %table = llm.constant dense<5.000000e-01> : tensor<8x4096xf32>
+  %g = llm.constant dense<1.000000e+00> : tensor<4096xf32>
+  %wqkv = llm.constant dense<1.000000e-01> : tensor<4096x64xf32>
+  %freq = llm.constant dense<1.000000e+00> : tensor<8xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<32x8xf32>
+  %bias = llm.constant dense<1.000000e+00> : tensor<8xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<8x4096xf32>, tensor<?xi32>) -> tensor<?x4096xf32>
+  %n = llm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x4096xf32>, tensor<4096xf32>) -> tensor<?x4096xf32>
+  %qkv = llm.linear %n, %wqkv : (tensor<?x4096xf32>, tensor<4096x64xf32>) -> tensor<?x64xf32>
+  %parts:3 = llm.split %qkv {sizes = array<i64: 32, 16, 16>} : (tensor<?x64xf32>) -> (tensor<?x32xf32>, tensor<?x16xf32>, tensor<?x16xf32>)
+  %q = llm.split_heads %parts#0 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %k = llm.split_heads %parts#1 {num_heads = 1 : i64} : (tensor<?x16xf32>) -> tensor<?x1x16xf32>
+  %v = llm.split_heads %parts#2 {num_heads = 1 : i64} : (tensor<?x16xf32>) -> tensor<?x1x16xf32>
+  %rq, %pool = llm.rope_paged_kv_write %arg7, %q, %k, %v, %arg5, %arg1 inv_freq(%freq) {layer = 0 : i64} : (tensor<1x?x2x1x16x16xf32>, tensor<?x2x16xf32>, tensor<?x1x16xf32>, tensor<?x1x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<8xf32>) -> (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>)
+  %a = llm.paged_attention %rq, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %rows = llm.gather_rows %m, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %logits = llm.logits %rows, %head bias(%bias) : (tensor<?x32xf32>, tensor<32x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return %logits : tensor<?x8xf32>
+}
+
+// -----
+
 // expected-error @+1 {{no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first}}
 module {
   func.func @dense(%x: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
