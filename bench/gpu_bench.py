@@ -17,8 +17,9 @@ What runs, in this order:
      (2 x 8192^3 FLOPs); each the mean of 10 after warm-up;
   2. llmc, stepping llmc.runtime.Model directly: per batch size, that many random 128-token
      prompts prefilled (steps of at most max_num_batched_tokens tokens), then 128 greedy decode
-     steps of which only the Model.step calls are timed (not the host argmax); and one random
-     2048-token prompt prefilled in one step;
+     steps through Model.step_greedy (the argmax on the GPU; only the token ids come back, as
+     the serving engine's greedy steps do), those calls timed; and one random 2048-token prompt
+     prefilled in one step;
   3. transformers: LlamaForCausalLM from a LlamaConfig of the same shape, random init, bf16,
      attn_implementation="sdpa", on the same prompts: one forward over the prompts, then a loop
      of forwards over past_key_values (its DynamicCache) with the greedy argmax on the GPU,
@@ -229,12 +230,12 @@ def llmc_decode_seconds(model: Model, prompts: np.ndarray, decode_tokens: int) -
     for step in range(decode_tokens):
         positions = np.full(batch, length + step, dtype=np.int32)
         slot_mapping = slots(tables, rows, positions)
+        arrays = (tokens, positions, cu_seqlens_q, positions + 1, tables, slot_mapping, rows)
         start = time.perf_counter()
-        logits = model.step(tokens, positions, cu_seqlens_q, positions + 1, tables, slot_mapping,
-                            rows)
+        tokens = model.step_greedy(*arrays)
         seconds += time.perf_counter() - start
-        tokens = logits.argmax(axis=-1)
-    if not np.isfinite(logits).all():
+    # The last step again, for its logits: the tokens above are their argmax.
+    if not np.isfinite(model.step(*arrays)).all():
         raise SystemExit(f"gpu_bench: llmc's decode logits at batch {batch} are not finite")
     return seconds
 

@@ -71,8 +71,8 @@ def decode_step(model: Model, tables: np.ndarray, tokens: np.ndarray, position: 
     batch = len(tokens)
     rows = np.arange(batch)
     positions = np.full(batch, position, dtype=np.int32)
-    return model.step(tokens, positions, np.arange(batch + 1, dtype=np.int32), positions + 1,
-                      tables, slots(tables, rows, positions), rows).argmax(axis=-1).astype(np.int32)
+    return model.step_greedy(tokens, positions, np.arange(batch + 1, dtype=np.int32),
+                             positions + 1, tables, slots(tables, rows, positions), rows)
 
 
 def run_workload(artifact: Path, workload: str, batch: int, prefill_tokens: int) -> None:
@@ -98,7 +98,8 @@ def run_workload(artifact: Path, workload: str, batch: int, prefill_tokens: int)
 
 
 def decode_wall_seconds(artifact: Path, batch: int) -> float:
-    """Median wall seconds of a decode step with CUDA graphs (the steps' own Model.step calls)."""
+    """Median wall seconds of a decode step with CUDA graphs (the steps' own Model.step_greedy
+    calls: the argmax on the GPU, the token ids back)."""
     blocks = batch * -(-(PROMPT_TOKENS + WALL_STEPS + DECODE_STEPS + 1) // BLOCK_SIZE)
     with Model(artifact, num_kv_blocks=blocks) as model:
         tables, tokens = decode_setup(model, batch)

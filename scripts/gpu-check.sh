@@ -6,21 +6,24 @@
 #      onnxruntime; the engine's graphs, preemption and copy-on-write; the real exporters' files;
 #   4. runs the GPU benchmark, bench/gpu_bench.py (llmc against the GPU's limits and against
 #      transformers on a ~1.1B-parameter Llama);
-#   5. on request, profiles a step (bench/gpu_profile.py: each kernel's GPU time under ncu);
-#   6. prints a summary table last.
+#   5. measures serving, bench/gpu_serve.py (`llmc bench serve` against `llmc serve` on that
+#      model, 64 and 256 streams);
+#   6. on request, profiles a step (bench/gpu_profile.py: each kernel's GPU time under ncu);
+#   7. prints a summary table last.
 #
-#   bash scripts/gpu-check.sh [tests] [bench] [profile]   # tests and bench unless named
+#   bash scripts/gpu-check.sh [tests] [bench] [serve] [profile]   # all but profile unless named
 #
 # LLMC_BUNDLE=FILE takes llmc from FILE, made by scripts/gpu-bundle.sh on a machine that can
 # build it, instead of building: for GPU machines without LLVM/MLIR 22. LLMC_SKIP_BUILD=1 uses
 # build/ as it is. LLMC_PYTHON=PATH picks the Python (default: the first of .venv/bin/python
 # and python3 that has what the stages need: numpy, onnx and onnxruntime, pytest for the
-# tests, torch and transformers for the benchmark, torch for the profile). LLMC_PYTEST_ARGS
+# tests, torch and transformers for the benchmark, tokenizers for serving, torch for the
+# profile). LLMC_PYTEST_ARGS
 # adds arguments to the tests' pytest (on the GPU machines lent for checks: "-n 8 --timeout
 # 150 --timeout-method thread", pytest-xdist and pytest-timeout, so that a crash or a hang
 # costs one test, not the run); LLMC_BENCH_ARGS adds arguments to bench/gpu_bench.py (say
 # "--repeat 2" to fit a short lease). LLMC_BUILD_LOCK=FILE serialises the build with other builds
-# of the tree (flock), as in test.sh. Logs, the benchmark's JSON and the profile's CSV go to
+# of the tree (flock), as in test.sh. Logs, the benchmarks' JSON and the profile's CSV go to
 # build/gpu-check/. Exits non-zero if any stage fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -33,16 +36,20 @@ stage() { echo; echo "== $* ($(date +%T))"; }
 # --- stages ---------------------------------------------------------------------------------
 run_tests=0
 run_bench=0
+run_serve=0
 run_profile=0
 for arg in "$@"; do
   case $arg in
     tests) run_tests=1 ;;
     bench) run_bench=1 ;;
+    serve) run_serve=1 ;;
     profile) run_profile=1 ;;
-    *) die "unknown argument '$arg' (expected: tests, bench, profile)" ;;
+    *) die "unknown argument '$arg' (expected: tests, bench, serve, profile)" ;;
   esac
 done
-if ((!run_tests && !run_bench && !run_profile)); then run_tests=1; run_bench=1; fi
+if ((!run_tests && !run_bench && !run_serve && !run_profile)); then
+  run_tests=1; run_bench=1; run_serve=1
+fi
 
 # --- the GPU --------------------------------------------------------------------------------
 command -v nvidia-smi >/dev/null \
@@ -60,6 +67,7 @@ echo "gpu-check: $gpu"
 modules=(numpy onnx onnxruntime)
 if ((run_tests)); then modules+=(pytest); fi
 if ((run_bench)); then modules+=(torch transformers); fi
+if ((run_serve)); then modules+=(tokenizers); fi
 if ((run_profile)); then modules+=(torch); fi
 missing_modules() {  # missing_modules PYTHON: the modules it cannot import, space-separated
   "$1" -c 'import importlib.util, sys
@@ -124,6 +132,7 @@ mkdir -p "$OUT"
 failed=()
 tests_result="not run"
 bench_result="not run"
+serve_result="not run"
 profile_result="not run"
 
 # --- tests ----------------------------------------------------------------------------------
@@ -155,6 +164,19 @@ if ((run_bench)); then
   fi
 fi
 
+# --- serving --------------------------------------------------------------------------------
+if ((run_serve)); then
+  stage "serving benchmark (bench/gpu_serve.py, figures in $OUT/serve.json)"
+  start=$SECONDS
+  if PYTHONPATH=python "$PYTHON" bench/gpu_serve.py --json "$OUT/serve.json" \
+      | tee "$OUT/serve.txt"; then
+    serve_result="ok ($((SECONDS - start)) s)"
+  else
+    serve_result="FAILED ($((SECONDS - start)) s)"
+    failed+=("serve")
+  fi
+fi
+
 # --- profile --------------------------------------------------------------------------------
 if ((run_profile)); then
   stage "profile (bench/gpu_profile.py, ncu's CSV in $OUT/ncu)"
@@ -172,10 +194,14 @@ fi
 echo
 echo "== gpu-check summary"
 printf '%-8s %s\n' gpu "$gpu" build "$build_result" tests "$tests_result" bench "$bench_result" \
-  profile "$profile_result"
+  serve "$serve_result" profile "$profile_result"
 if [[ $bench_result == ok* ]]; then
   echo
   cat "$OUT/bench.txt"
+fi
+if [[ $serve_result == ok* ]]; then
+  echo
+  cat "$OUT/serve.txt"
 fi
 echo
 if ((${#failed[@]})); then

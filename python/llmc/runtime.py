@@ -68,15 +68,37 @@ class Model:
              logits_indices) -> np.ndarray:
         """One model step over a ragged, paged batch (see StepABI.h); returns
         the [N, vocab] float32 logits. The caller picks the KV block ids."""
-        arrays = [_int32_array(values, name, ndim) for values, name, ndim in (
-            (tokens, "tokens", 1), (positions, "positions", 1),
-            (cu_seqlens_q, "cu_seqlens_q", 1), (context_lens, "context_lens", 1),
-            (block_tables, "block_tables", 2), (slot_mapping, "slot_mapping", 1),
-            (logits_indices, "logits_indices", 1))]
+        arrays = self._step_arrays(tokens, positions, cu_seqlens_q, context_lens, block_tables,
+                                   slot_mapping, logits_indices)
         model = self.native()
         logits = np.empty((len(arrays[3]), model.vocab_size), dtype=np.float32)
         model.step(*arrays, logits)
         return logits
+
+    @staticmethod
+    def _step_arrays(tokens, positions, cu_seqlens_q, context_lens, block_tables, slot_mapping,
+                     logits_indices) -> list[np.ndarray]:
+        return [_int32_array(values, name, ndim) for values, name, ndim in (
+            (tokens, "tokens", 1), (positions, "positions", 1),
+            (cu_seqlens_q, "cu_seqlens_q", 1), (context_lens, "context_lens", 1),
+            (block_tables, "block_tables", 2), (slot_mapping, "slot_mapping", 1),
+            (logits_indices, "logits_indices", 1))]
+
+    def step_greedy(self, tokens, positions, cu_seqlens_q, context_lens, block_tables,
+                    slot_mapping, logits_indices) -> np.ndarray:
+        """step(), but returns each sequence's greedy token ([N] int32, the lowest index of its
+        largest logit) instead of the logits: on a GPU it is picked there, and only the ids
+        come back."""
+        arrays = self._step_arrays(tokens, positions, cu_seqlens_q, context_lens, block_tables,
+                                   slot_mapping, logits_indices)
+        next_tokens = np.empty(len(arrays[3]), dtype=np.int32)
+        self.native().step_greedy(*arrays, next_tokens)
+        return next_tokens
+
+    @property
+    def greedy_on_device(self) -> bool:
+        """Whether step_greedy picks the tokens on the GPU (a cuda artifact)."""
+        return self.native().greedy_on_device
 
     def generate(self, prompts: list[list[int]], max_tokens: int = 16,
                  stop_token_ids: list[int] | None = None) -> list[list[int]]:

@@ -81,6 +81,12 @@ public:
   /// logits. Throws Error, before running anything, when the batch breaks the
   /// step's limits or would index outside the KV cache or the vocabulary.
   void step(const StepBatch &batch, float *logits);
+  /// Runs the step as step() does and writes each sequence's greedy token
+  /// (runtime/core/Argmax.h) to `tokens`: picked on the GPU where the
+  /// executor can (greedyOnDevice()), so that [numSeqs] ids come back
+  /// instead of [numSeqs, vocabSize] logits; from host logits elsewhere.
+  void stepGreedy(const StepBatch &batch, int32_t *tokens);
+  bool greedyOnDevice() const { return executor->greedyOnDevice(); }
 
 private:
   void validate(const StepBatch &batch) const;

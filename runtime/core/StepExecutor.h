@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace llmc::runtime {
 
@@ -39,6 +40,17 @@ public:
   /// Runs a batch Model::validate accepted and writes [numSeqs, vocabSize]
   /// f32 logits to host memory. Not reentrant: one step at a time.
   virtual void step(const StepBatch &batch, float *logits) = 0;
+  /// Runs a batch as step() does and writes each sequence's greedy token
+  /// (runtime/core/Argmax.h's argmax of its [vocabSize] logits row) to
+  /// `tokens`. Here from host logits, the rows over the threads.
+  virtual void stepGreedy(const StepBatch &batch, int64_t vocabSize, int32_t *tokens);
+  /// Whether stepGreedy picks the tokens where the logits are (a GPU), so
+  /// that only [numSeqs] ids come back.
+  virtual bool greedyOnDevice() const { return false; }
+
+private:
+  /// stepGreedy's logits on the host.
+  std::vector<float> greedyLogits;
 };
 
 } // namespace llmc::runtime

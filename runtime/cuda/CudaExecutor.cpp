@@ -1,6 +1,7 @@
 //===- CudaExecutor.cpp - load a cuda artifact, run its steps on the GPU --===//
 #include "runtime/cuda/CudaExecutor.h"
 
+#include "llmc/Runtime/StepPlanSchema.h"
 #include "runtime/core/Error.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaGemm.h"
@@ -138,6 +139,11 @@ struct CudaExecutor::DeviceState {
   std::vector<CUfunction> functions;
   Owned<CUdeviceptr> weights, workspace, logits, gemmWorkspace;
   Owned<void *> hostLogits;
+  /// The argmax kernel and the greedy tokens it writes, device and host;
+  /// null where the attention module has no such kernel.
+  CUfunction argmax = nullptr;
+  Owned<CUdeviceptr> tokens;
+  Owned<void *> hostTokens;
   KvCacheShape kvShape;
   Owned<CUdeviceptr> kvPool;
   std::optional<StepInputLayout> inputLayout;
@@ -207,6 +213,12 @@ CudaExecutor::DeviceState::DeviceState(const CudaExecutor &executor, int64_t max
     int64_t &shared = sharedBytes[found->second];
     shared = std::max(shared, launch->sharedBytes);
   }
+  if (loaded.count(Module::Attention)) {
+    CUresult result =
+        driver.cuModuleGetFunction(&argmax, loaded.at(Module::Attention), stepplan::kArgmaxKernel);
+    if (result == CUDA_ERROR_NOT_FOUND) argmax = nullptr; // an artifact from before it
+    else driver.check(result, std::string("the attention module's ") + stepplan::kArgmaxKernel);
+  }
   for (const auto &[key, function] : kernels) {
     int64_t shared = sharedBytes[function];
     if (shared <= kDefaultSharedBytes) continue;
@@ -232,6 +244,11 @@ CudaExecutor::DeviceState::DeviceState(const CudaExecutor &executor, int64_t max
   int64_t logitsBytes = limits.maxNumSeqs * config.vocabSize * int64_t(sizeof(float));
   logits = allocateDevice(driver, logitsBytes, "the logits");
   hostLogits = allocatePinned(driver, logitsBytes, "the logits");
+  if (argmax) {
+    int64_t tokensBytes = limits.maxNumSeqs * int64_t(sizeof(int32_t));
+    tokens = allocateDevice(driver, tokensBytes, "the greedy tokens");
+    hostTokens = allocatePinned(driver, tokensBytes, "the greedy tokens");
+  }
   gemmWorkspace = allocateDevice(driver, CudaGemms::kWorkspaceBytes, "cuBLASLt's workspace");
 
   // The KV pool takes its share of what is left.
@@ -387,8 +404,7 @@ void CudaExecutor::captureGraph(int64_t batchSize, const SymbolValues &symbols) 
   state->graphs.emplace(batchSize, Owned<CUgraphExec>(executable, driver.cuGraphExecDestroy));
 }
 
-void CudaExecutor::step(const StepBatch &batch, float *logits) {
-  ScopedContext current(driver, context.get());
+void CudaExecutor::enqueueStep(const StepBatch &batch) {
   DeviceState &device = *state;
   CUstream stream = device.stream.get();
 
@@ -417,7 +433,13 @@ void CudaExecutor::step(const StepBatch &batch, float *logits) {
     // steps after it.
     if (graphSize > 0) captureGraph(graphSize, symbols);
   }
+}
 
+void CudaExecutor::step(const StepBatch &batch, float *logits) {
+  ScopedContext current(driver, context.get());
+  enqueueStep(batch);
+  DeviceState &device = *state;
+  CUstream stream = device.stream.get();
   // The real sequences' rows only: a padded graph's dummies come after them.
   size_t logitsBytes =
       static_cast<size_t>(batch.numSeqs * artifact.model().vocabSize) * sizeof(float);
@@ -426,6 +448,31 @@ void CudaExecutor::step(const StepBatch &batch, float *logits) {
       "copying the logits from the GPU (cuMemcpyDtoHAsync)");
   driver.check(driver.cuStreamSynchronize(stream), "running the step on the GPU");
   std::memcpy(logits, device.hostLogits.get(), logitsBytes);
+}
+
+bool CudaExecutor::greedyOnDevice() const { return state->argmax != nullptr; }
+
+void CudaExecutor::stepGreedy(const StepBatch &batch, int64_t vocabSize, int32_t *tokens) {
+  if (!greedyOnDevice()) {
+    StepExecutor::stepGreedy(batch, vocabSize, tokens);
+    return;
+  }
+  ScopedContext current(driver, context.get());
+  enqueueStep(batch);
+  DeviceState &device = *state;
+  CUstream stream = device.stream.get();
+  // The logits rows of the real sequences, one block each.
+  CUdeviceptr logits = device.logits.get(), out = device.tokens.get();
+  int vocab = static_cast<int>(vocabSize);
+  void *params[] = {&logits, &vocab, &out};
+  driver.check(driver.cuLaunchKernel(device.argmax, static_cast<unsigned>(batch.numSeqs), 1, 1,
+                                     stepplan::kArgmaxThreads, 1, 1, 0, stream, params, nullptr),
+               std::string(stepplan::kArgmaxKernel) + ": cuLaunchKernel");
+  size_t tokensBytes = static_cast<size_t>(batch.numSeqs) * sizeof(int32_t);
+  driver.check(driver.cuMemcpyDtoHAsync(device.hostTokens.get(), out, tokensBytes, stream),
+               "copying the greedy tokens from the GPU (cuMemcpyDtoHAsync)");
+  driver.check(driver.cuStreamSynchronize(stream), "running the step on the GPU");
+  std::memcpy(tokens, device.hostTokens.get(), tokensBytes);
 }
 
 } // namespace llmc::runtime::cuda

@@ -65,6 +65,11 @@ public:
   /// step padded to a graph batch size, and from its size's second step on
   /// as a CUDA graph) and copies the logits back.
   void step(const StepBatch &batch, float *logits) override;
+  /// step() up to the logits, then the argmax kernel over them: [numSeqs]
+  /// ids come back. From host logits where the artifact's attention module
+  /// has no argmax kernel (compiled by an llmc from before it).
+  void stepGreedy(const StepBatch &batch, int64_t vocabSize, int32_t *tokens) override;
+  bool greedyOnDevice() const override;
 private:
   struct DeviceState;
 
@@ -96,6 +101,9 @@ private:
   /// be reused at once (a swap-in).
   void copyKvFromHost(const void *host, int64_t to, int64_t bytes);
 
+  /// Copies the step's inputs to the GPU and enqueues the step (its graph,
+  /// or the plan), leaving the logits on the device.
+  void enqueueStep(const StepBatch &batch);
   /// Enqueues every step of the plan on the stream.
   void runPlan(const SymbolValues &symbols);
   /// Captures the plan for decode steps of `batchSize` sequences as a CUDA

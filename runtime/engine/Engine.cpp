@@ -249,12 +249,22 @@ void Engine::forkSamples(Request &request, Sequence &parent) {
   parent.pendingForks = 0;
 }
 
+bool Engine::picksArgmaxOnly(const SchedulerOutput &plan) const {
+  for (const ScheduledChunk &chunk : plan.chunks) {
+    const Sequence &sequence = *chunk.sequence;
+    if (chunk.numDraft > 0) return false;
+    // The request's other samples (forks) share its sampling parameters.
+    if (chunk.samples() && (sequence.grammar || !sequence.sampler.picksArgmax())) return false;
+  }
+  return true;
+}
+
 void Engine::drawTokens(std::vector<Draw> &draws) {
   int64_t vocabSize = model.config().vocabSize;
   std::vector<std::exception_ptr> failures(draws.size());
   model.parallelFor(static_cast<int64_t>(draws.size()), [&](int64_t i) {
     Draw &draw = draws[i];
-    if (draw.sequence->grammar) return;
+    if (draw.sequence->grammar || draw.token) return;
     try {
       draw.token = draw.sequence->sampler.sample(draw.logits, vocabSize);
     } catch (...) {
@@ -347,11 +357,19 @@ std::vector<StepOutput> Engine::step() {
   SchedulerOutput plan = scheduler.schedule();
   if (plan.empty()) return outputs;
   int64_t vocabSize = model.config().vocabSize;
+  // A step of greedy sequences asks for their tokens, not the logits: a GPU
+  // picks them there and brings back [seqs] ids.
+  bool greedyStep = picksArgmaxOnly(plan);
   try {
     moveBlocks(plan);
     StepBatchArrays arrays = buildBatch(plan);
-    logits.resize(arrays.contextLens.size() * static_cast<size_t>(vocabSize));
-    model.step(arrays.view(), logits.data());
+    if (greedyStep) {
+      greedyTokens.resize(arrays.contextLens.size());
+      model.stepGreedy(arrays.view(), greedyTokens.data());
+    } else {
+      logits.resize(arrays.contextLens.size() * static_cast<size_t>(vocabSize));
+      model.step(arrays.view(), logits.data());
+    }
     waitForMasks();
   } catch (...) {
     dropAll();
@@ -378,13 +396,17 @@ std::vector<StepOutput> Engine::step() {
     carriesPrompt |= promptPart > 0;
     if (!chunk.samples()) continue;
     Request &request = requests.at(sequence.request);
-    const float *logitsRow = logits.data() + row * vocabSize;
+    auto drawOf = [&](Sequence *sample) -> Draw {
+      if (greedyStep)
+        return {&request, sample, nullptr, sample->sampler.sampleArgmax(greedyTokens[row])};
+      return {&request, sample, logits.data() + row * vocabSize, std::nullopt};
+    };
     // Forks first: the other samples draw their first token from the same row.
     size_t firstSample = request.samples.size();
     if (sequence.pendingForks > 0) forkSamples(request, sequence);
-    draws.push_back({&request, &sequence, logitsRow, std::nullopt});
+    draws.push_back(drawOf(&sequence));
     for (size_t i = firstSample; i < request.samples.size(); ++i)
-      draws.push_back({&request, request.samples[i].get(), logitsRow, std::nullopt});
+      draws.push_back(drawOf(request.samples[i].get()));
   }
   drawTokens(draws);
   for (Draw &draw : draws) sampleNext(draw, outputs);

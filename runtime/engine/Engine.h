@@ -185,15 +185,21 @@ private:
   StepBatchArrays buildBatch(const SchedulerOutput &plan) const;
   /// Creates the request's other samples at its first token.
   void forkSamples(Request &request, Sequence &parent);
+  /// Whether every sequence that samples in `plan` takes the argmax of its
+  /// logits row alone (greedy, no penalties, logprobs, grammar or draft), so
+  /// that the step may bring back token ids instead (Model::stepGreedy).
+  bool picksArgmaxOnly(const SchedulerOutput &plan) const;
   /// A sample to draw from a step's logits row.
   struct Draw {
     Request *request;
     Sequence *sequence;
+    /// Null where the step brought back tokens (a greedy step).
     const float *logits;
-    /// Drawn beside the others, for a sequence without a grammar.
+    /// Drawn beside the others (or picked by a greedy step), for a
+    /// sequence without a grammar.
     std::optional<SampledToken> token;
   };
-  /// Draws the tokens of the draws without a grammar over the model's
+  /// Draws the tokens of the draws without a grammar or a token over the model's
   /// threads: each sequence's sampler (its random generator, its counts)
   /// is its own, so the tokens are those of a draw one after the other.
   void drawTokens(std::vector<Draw> &draws);
@@ -229,6 +235,8 @@ private:
   uint64_t nextArrival = 0;
   std::unordered_map<RequestId, Request> requests;
   std::vector<float> logits;
+  /// A greedy step's tokens, one per sequence (Model::stepGreedy).
+  std::vector<int32_t> greedyTokens;
   /// A logits row with a grammar's mask applied.
   std::vector<float> maskedRow;
   /// The matchers that need a mask before the next step samples them.

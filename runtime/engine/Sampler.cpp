@@ -21,28 +21,6 @@ void require(bool condition, const std::string &message) {
 
 } // namespace
 
-int32_t argmax(const float *values, int64_t count) {
-  // The largest value in 8 independent running maxima (one dependent
-  // compare per element would bound the loop by its latency), then its
-  // first index. Only `>` compares, as a plain scan's would: a NaN never
-  // becomes the maximum unless it is values[0], which then stays the answer.
-  constexpr int64_t kLanes = 8;
-  float lanes[kLanes];
-  std::fill(lanes, lanes + kLanes, values[0]);
-  int64_t i = 0;
-  for (; i + kLanes <= count; i += kLanes)
-    for (int64_t lane = 0; lane < kLanes; ++lane)
-      if (values[i + lane] > lanes[lane]) lanes[lane] = values[i + lane];
-  float best = values[0];
-  for (float lane : lanes)
-    if (lane > best) best = lane;
-  for (; i < count; ++i)
-    if (values[i] > best) best = values[i];
-  for (int64_t at = 0; at < count; ++at)
-    if (values[at] == best) return static_cast<int32_t>(at);
-  return 0;
-}
-
 void SamplingParams::validate(int64_t vocabSize) const {
   require(std::isfinite(temperature) && temperature >= 0,
           "temperature must be a number >= 0, got " + std::to_string(temperature));
@@ -156,12 +134,28 @@ int32_t SequenceSampler::pick(const int32_t *tokens, int64_t count, double total
   return lastPossible; // rounding left a sliver past the last candidate
 }
 
+bool SequenceSampler::picksArgmax() const {
+  return sampling.temperature == 0 && !penalised() && !sampling.logprobs;
+}
+
+SampledToken SequenceSampler::sampleArgmax(int32_t token) {
+  if (!picksArgmax())
+    throw Error("sampleArgmax: these sampling parameters do not pick the argmax alone");
+  ++outputCounts[token];
+  SampledToken result;
+  result.token = token;
+  return result;
+}
+
+bool SequenceSampler::penalised() const {
+  return sampling.repetitionPenalty != 1.0f || sampling.frequencyPenalty != 0 ||
+         sampling.presencePenalty != 0;
+}
+
 SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize,
                                      std::optional<int32_t> draft) {
   // Greedy without penalties reads the row as it is: no copy of the scores.
-  bool penalised = sampling.repetitionPenalty != 1.0f || sampling.frequencyPenalty != 0 ||
-                   sampling.presencePenalty != 0;
-  if (sampling.temperature == 0 && !penalised) {
+  if (sampling.temperature == 0 && !penalised()) {
     int32_t chosen = argmax(logits, vocabSize);
     ++outputCounts[chosen];
     return withLogprobs(chosen, logits, vocabSize);

@@ -10,6 +10,8 @@
 #ifndef LLMC_RUNTIME_ENGINE_SAMPLER_H
 #define LLMC_RUNTIME_ENGINE_SAMPLER_H
 
+#include "runtime/core/Argmax.h"
+
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -75,9 +77,19 @@ public:
   SampledToken sample(const float *logits, int64_t vocabSize,
                       std::optional<int32_t> draft = std::nullopt);
 
+  /// Whether sample() takes the argmax of the logits row as it is and
+  /// returns nothing else (greedy, without penalties or logprobs), so that
+  /// the GPU may pick the token (Model::stepGreedy).
+  bool picksArgmax() const;
+  /// What sample() returns when the argmax of the row is `token`, picked
+  /// elsewhere; records it as output. Only where picksArgmax().
+  SampledToken sampleArgmax(int32_t token);
+
   const SamplingParams &params() const { return sampling; }
 
 private:
+  /// Whether a repetition, presence or frequency penalty changes the scores.
+  bool penalised() const;
   /// A token drawn from `scores` at the temperature, through the filters;
   /// with a draft, as sample() says.
   int32_t draw(int64_t vocabSize, std::optional<int32_t> draft);
@@ -97,9 +109,6 @@ private:
   std::vector<float> probs;
   std::vector<int32_t> order;
 };
-
-/// The index of the largest of `values`; the lowest such index on ties.
-int32_t argmax(const float *values, int64_t count);
 
 } // namespace llmc::runtime
 

@@ -23,6 +23,7 @@ namespace {
 using IdArray = nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using TableArray = nb::ndarray<const int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using LogitsArray = nb::ndarray<float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using NextTokenArray = nb::ndarray<int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 /// Checks that `array` has `expected` entries; the step reads that many.
 void checkLength(const char *name, size_t length, int64_t expected) {
@@ -31,10 +32,11 @@ void checkLength(const char *name, size_t length, int64_t expected) {
                 " entries, expected " + str(expected));
 }
 
-/// One ragged, paged step (StepABI.h) into `logits` ([N, vocab] float32).
-void step(Model &model, IdArray tokens, IdArray positions, IdArray cuSeqlensQ,
-          IdArray contextLens, TableArray blockTables, IdArray slotMapping,
-          IdArray logitsIndices, LogitsArray logits) {
+/// The step batch over the arrays of one ragged, paged step (StepABI.h),
+/// their lengths checked against each other.
+StepBatch stepBatch(const IdArray &tokens, const IdArray &positions, const IdArray &cuSeqlensQ,
+                    const IdArray &contextLens, const TableArray &blockTables,
+                    const IdArray &slotMapping, const IdArray &logitsIndices) {
   const int64_t numTokens = static_cast<int64_t>(tokens.shape(0));
   const int64_t numSeqs = static_cast<int64_t>(contextLens.shape(0));
   checkLength("positions", positions.shape(0), numTokens);
@@ -42,8 +44,6 @@ void step(Model &model, IdArray tokens, IdArray positions, IdArray cuSeqlensQ,
   checkLength("cu_seqlens_q", cuSeqlensQ.shape(0), numSeqs + 1);
   checkLength("logits_indices", logitsIndices.shape(0), numSeqs);
   checkLength("block_tables", blockTables.shape(0), numSeqs);
-  checkLength("logits", logits.shape(0), numSeqs);
-  checkLength("the logits' rows", logits.shape(1), model.config().vocabSize);
   StepBatch batch;
   batch.numTokens = numTokens;
   batch.numSeqs = numSeqs;
@@ -55,8 +55,31 @@ void step(Model &model, IdArray tokens, IdArray positions, IdArray cuSeqlensQ,
   batch.blockTables = blockTables.data();
   batch.slotMapping = slotMapping.data();
   batch.logitsIndices = logitsIndices.data();
+  return batch;
+}
+
+/// One step into `logits` ([N, vocab] float32).
+void step(Model &model, IdArray tokens, IdArray positions, IdArray cuSeqlensQ,
+          IdArray contextLens, TableArray blockTables, IdArray slotMapping,
+          IdArray logitsIndices, LogitsArray logits) {
+  StepBatch batch = stepBatch(tokens, positions, cuSeqlensQ, contextLens, blockTables,
+                              slotMapping, logitsIndices);
+  checkLength("logits", logits.shape(0), batch.numSeqs);
+  checkLength("the logits' rows", logits.shape(1), model.config().vocabSize);
   nb::gil_scoped_release release;
   model.step(batch, logits.data());
+}
+
+/// One step's greedy tokens into `next` ([N] int32), picked on the GPU where
+/// the model runs on one (Model::stepGreedy).
+void stepGreedy(Model &model, IdArray tokens, IdArray positions, IdArray cuSeqlensQ,
+                IdArray contextLens, TableArray blockTables, IdArray slotMapping,
+                IdArray logitsIndices, NextTokenArray next) {
+  StepBatch batch = stepBatch(tokens, positions, cuSeqlensQ, contextLens, blockTables,
+                              slotMapping, logitsIndices);
+  checkLength("next", next.shape(0), batch.numSeqs);
+  nb::gil_scoped_release release;
+  model.stepGreedy(batch, next.data());
 }
 
 /// Greedy generation through a fresh engine: each prompt's generated ids.
@@ -117,6 +140,10 @@ void bindModel(nb::module_ &module) {
       .def("step", &step, nb::arg("tokens"), nb::arg("positions"), nb::arg("cu_seqlens_q"),
            nb::arg("context_lens"), nb::arg("block_tables"), nb::arg("slot_mapping"),
            nb::arg("logits_indices"), nb::arg("logits"))
+      .def("step_greedy", &stepGreedy, nb::arg("tokens"), nb::arg("positions"),
+           nb::arg("cu_seqlens_q"), nb::arg("context_lens"), nb::arg("block_tables"),
+           nb::arg("slot_mapping"), nb::arg("logits_indices"), nb::arg("next"))
+      .def_prop_ro("greedy_on_device", &Model::greedyOnDevice)
       .def("generate", &generate, nb::arg("prompts"), nb::arg("max_tokens"),
            nb::arg("stop_token_ids"), nb::call_guard<nb::gil_scoped_release>());
 

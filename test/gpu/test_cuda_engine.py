@@ -137,3 +137,40 @@ def test_parallel_samples_copy_their_shared_block_on_the_device(large):
     failures = [f"sample {i}: {problem}" for i, sample in enumerate(samples)
                 if (problem := parted_other_than_at_a_tie(sample, single[0]))]
     assert not failures, "\n".join(failures)
+
+
+def test_greedy_steps_pick_the_argmax_on_the_gpu(artifact):
+    """Model.step_greedy picks each sequence's token on the GPU: the argmax of the logits the
+    same step gives through Model.step (run first, into the same KV slots), for a prefill of
+    three prompts and eight decode steps (CUDA graphs from the second on). Where a row's top
+    two logits are within rounding of each other, either token may come back."""
+    with Model(artifact, num_kv_blocks=64) as model:
+        assert model.greedy_on_device
+        block = model.block_size
+        prompts = seeded_prompts(model.vocab_size, (11, 27, 4), seed=5)
+        lengths = np.array([len(p) for p in prompts])
+        width = 4  # blocks per sequence: room for every prompt and its decode steps
+        tables = np.arange(len(prompts) * width, dtype=np.int32).reshape(len(prompts), width)
+
+        def slots(seq: int, positions) -> list[int]:
+            return [int(tables[seq, p // block]) * block + p % block for p in positions]
+
+        tokens = [t for p in prompts for t in p]
+        positions = [i for n in lengths for i in range(n)]
+        cu_seqlens = np.concatenate([[0], np.cumsum(lengths)])
+        arrays = (tokens, positions, cu_seqlens, lengths, tables,
+                  [s for seq, n in enumerate(lengths) for s in slots(seq, range(n))],
+                  cu_seqlens[1:] - 1)
+        for step in range(9):
+            logits = model.step(*arrays)
+            picked = model.step_greedy(*arrays)
+            top2 = np.sort(logits, axis=-1)[:, -2:]
+            decided = top2[:, 1] - top2[:, 0] > 1e-3 * np.abs(top2[:, 1])
+            assert decided.any()
+            assert (picked[decided] == logits.argmax(axis=-1)[decided]).all(), (
+                f"step {step}: {picked.tolist()} against {logits.argmax(axis=-1).tolist()}")
+            assert ((picked >= 0) & (picked < model.vocab_size)).all()
+            context = lengths + step + 1
+            arrays = (picked, context - 1, np.arange(len(prompts) + 1), context, tables,
+                      [slots(seq, [c - 1])[0] for seq, c in enumerate(context)],
+                      np.arange(len(prompts)))

@@ -158,3 +158,50 @@ def test_attention_matches_float64_reference(compiled, sequences):
     error = np.abs(got - expected)
     worst = np.unravel_index(error.argmax(), error.shape)
     assert error.max() <= tolerance, f"error {error.max():.4g} at (row, head, d) {worst}"
+
+
+@pytest.fixture(scope="module")
+def argmax_kernels(tmp_path_factory):
+    """The NVRTC source of one artifact: every one carries the greedy argmax kernel."""
+    work = tmp_path_factory.mktemp("argmax")
+    model = write_variant("gqa", work / "onnx", num_layers=1)
+    out = work / "model.llmc"
+    subprocess.run([str(LLMC), "compile", str(model), "-o", str(out), "--quiet", "--target",
+                    "cuda:sm_80"], check=True, timeout=600)
+    return EmulatedKernels((out / "attention.cu").read_text(), work)
+
+
+def host_argmax(row: np.ndarray) -> int:
+    """runtime/core/Argmax.h's answer: a scan that takes a value only if it is larger."""
+    best, index = row[0], 0
+    for i, value in enumerate(row):
+        if value > best:
+            best, index = value, i
+    return index
+
+
+@pytest.mark.parametrize("threads", [256, 32])
+def test_argmax_rows_is_the_host_argmax(argmax_kernels, threads):
+    """One block a row, as CudaExecutor::stepGreedy launches it: each row's token is the
+    host's argmax, ties, NaNs and infinities included."""
+    vocab = 1000  # not a multiple of the block
+    rng = np.random.default_rng(11)
+    rows = [rng.standard_normal(vocab).astype(np.float32) for _ in range(6)]
+    tie = np.zeros(vocab, np.float32)
+    tie[[300, 700, 999]] = 5.0  # the lowest index of a tie, in different warps
+    nan_first = rng.standard_normal(vocab).astype(np.float32)
+    nan_first[0] = np.nan  # a row that starts with NaN: index 0
+    nans = rng.standard_normal(vocab).astype(np.float32)
+    nans[nans > 1.0] = np.nan  # NaNs elsewhere are never the largest
+    infinities = np.full(vocab, -np.inf, np.float32)  # all -inf: index 0
+    positive_inf = rng.standard_normal(vocab).astype(np.float32)
+    positive_inf[[513, 514]] = np.inf
+    last = np.full(vocab, -1.0, np.float32)
+    last[-1] = 0.0
+    rows += [tie, nan_first, nans, infinities, positive_inf, last,
+             np.full(vocab, np.nan, np.float32)]
+    logits = np.stack(rows)
+    tokens = np.full(len(rows), -7, np.int32)  # poisoned: every row must be written
+    argmax_kernels.launch("llmc_argmax_rows", (len(rows), 1, 1), (threads, 1, 1), logits, vocab,
+                          tokens)
+    assert tokens.tolist() == [host_argmax(row) for row in logits]

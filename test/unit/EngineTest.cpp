@@ -166,6 +166,37 @@ TEST_F(EngineTest, SixtyFourConcurrentRequestsEachGiveTheirSoloTokens) {
   }
 }
 
+TEST_F(EngineTest, GreedyRequestsBesideSampledOnesKeepTheirTokens) {
+  // Steps of greedy sequences alone ask the model for their tokens
+  // (Model::stepGreedy); a sampled or logprobs request in the step makes it
+  // bring back the logits, from which the greedy ones still take the argmax.
+  auto model = open(128, sixteenSequences());
+  std::vector<std::vector<int32_t>> prompts = randomPrompts(6, 20, 5);
+  // The sampled request leaves after 4 tokens and the logprobs one after 8:
+  // the last steps are greedy alone.
+  RequestOptions sampled = greedy(4), withLogprobs = greedy(8);
+  sampled.sampling.temperature = 8;
+  sampled.sampling.seed = 99;
+  withLogprobs.sampling.logprobs = 2;
+  Engine engine(*model, {});
+  for (size_t i = 0; i < prompts.size(); ++i)
+    engine.addRequest(i, prompts[i], i == 1 ? sampled : i == 4 ? withLogprobs : greedy(12));
+  std::vector<std::vector<int32_t>> tokens(prompts.size());
+  std::vector<size_t> withTopLogprobs(prompts.size());
+  while (engine.hasUnfinished())
+    for (const StepOutput &output : engine.step()) {
+      if (!output.token) continue;
+      tokens[output.request].push_back(output.token->token);
+      withTopLogprobs[output.request] += output.token->topLogprobs.size() == 2;
+    }
+  for (size_t i : {0, 2, 3, 5})
+    EXPECT_EQ(tokens[i], toyContinuation(prompts[i], 12, kVocab)) << "prompt " << i;
+  EXPECT_EQ(tokens[4], toyContinuation(prompts[4], 8, kVocab));
+  EXPECT_EQ(tokens[1].size(), 4u);
+  EXPECT_EQ(withTopLogprobs[4], 8u);
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+}
+
 TEST_F(EngineTest, SeededSamplesDrawnTogetherAreThoseDrawnAlone) {
   // The samplers of a step's sequences draw on the model's two threads: each
   // sequence must still get the tokens of its own seeded generator.

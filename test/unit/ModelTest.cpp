@@ -1,6 +1,7 @@
 //===- ModelTest.cpp - Model::step over the toy step function -------------===//
 #include "TestArtifact.h"
 
+#include "runtime/core/Argmax.h"
 #include "runtime/core/Error.h"
 #include "runtime/core/Model.h"
 
@@ -86,6 +87,22 @@ TEST_F(ModelTest, StepWritesOneLogitsRowPerSequence) {
   decode.logitsIndices = {0};
   model->step(decode.view(), logits.data());
   EXPECT_EQ(logits[30], bias[30] + 1.0f);
+}
+
+TEST_F(ModelTest, StepGreedyGivesEachSequencesArgmax) {
+  Batch batch = twoPromptPrefill();
+  std::vector<float> logits(2 * 64);
+  model->step(batch.view(), logits.data());
+  std::vector<int32_t> expected{argmax(logits.data(), 64), argmax(logits.data() + 64, 64)};
+  // The same prefill again, into the same slots: the same logits.
+  std::vector<int32_t> tokens(2, -1);
+  model->stepGreedy(batch.view(), tokens.data());
+  EXPECT_EQ(tokens, expected);
+  EXPECT_EQ(tokens, (std::vector<int32_t>{15, 30}));
+  EXPECT_FALSE(model->greedyOnDevice());
+  Batch tooMany = twoPromptPrefill();
+  tooMany.logitsIndices = {4, 7};
+  EXPECT_THROW(model->stepGreedy(tooMany.view(), tokens.data()), Error);
 }
 
 TEST_F(ModelTest, RefusesBatchesBeyondTheLimits) {

@@ -147,6 +147,24 @@ TEST(SamplerTest, NeverDrawsAMaskedToken) {
   for (int32_t token : draw(params, 9, logits, 300)) EXPECT_TRUE(token == 4321 || token == 17);
 }
 
+TEST(SamplerTest, OnlyPlainGreedyPicksTheArgmaxAlone) {
+  SamplingParams params;
+  params.temperature = 0;
+  EXPECT_TRUE(SequenceSampler(params, 1, {}).picksArgmax());
+  SamplingParams withLogprobs = params, penalised = params, sampled = params;
+  withLogprobs.logprobs = 0;
+  penalised.presencePenalty = 0.5f;
+  sampled.temperature = 0.7f;
+  for (const SamplingParams &other : {withLogprobs, penalised, sampled}) {
+    SequenceSampler sampler(other, 1, {});
+    EXPECT_FALSE(sampler.picksArgmax());
+    EXPECT_THROW(sampler.sampleArgmax(3), Error);
+  }
+  // The token picked elsewhere counts as output, as sample()'s would.
+  SequenceSampler sampler(params, 1, {});
+  EXPECT_EQ(sampler.sampleArgmax(2).token, 2);
+}
+
 TEST(SamplerTest, PenaltiesDiscourageRepeatedTokens) {
   SamplingParams params;
   params.temperature = 0;

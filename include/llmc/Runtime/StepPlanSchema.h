@@ -35,6 +35,11 @@ inline constexpr const char *kGemmOp = "gemm";
 inline constexpr const char *kModuleKey = "module";
 inline constexpr const char *kKernelsModule = "kernels";     ///< kernels.ptx/.cubin
 inline constexpr const char *kAttentionModule = "attention"; ///< attention.cu, by NVRTC
+/// The attention module's kernel that the runtime launches after a step of
+/// greedy sequences, (logits, vocab, tokens) over one block a logits row:
+/// outside the plan (passes/Codegen/CUDA/attention/Argmax.cuh).
+inline constexpr const char *kArgmaxKernel = "llmc_argmax_rows";
+inline constexpr int kArgmaxThreads = 256;
 inline constexpr const char *kKernelKey = "kernel";
 inline constexpr const char *kGridKey = "grid";
 inline constexpr const char *kBlockKey = "block";

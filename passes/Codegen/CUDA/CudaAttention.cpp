@@ -59,8 +59,10 @@ constexpr int64_t kMmaMaxHeadDim = 128;
 int64_t mmaTileKeys(int64_t paddedHeadDim) { return paddedHeadDim <= 64 ? 64 : 32; }
 
 /// The kernels' CUDA C++, embedded by the build (cmake/EmbedText.cmake) from
-/// attention/: kDevicePrelude (Prelude.cuh), kCommonSource (Common.cuh) and
-/// kConfigSource (Config.cuh.in, the template of one config).
+/// attention/: kDevicePrelude (Prelude.cuh), kCommonSource (Common.cuh),
+/// kConfigSource (Config.cuh.in, the template of one config) and kArgmaxSource
+/// (Argmax.cuh, the greedy token of each logits row, which the runtime
+/// launches after a step of greedy sequences).
 #include "passes/Codegen/CUDA/AttentionSource.h.inc"
 
 /// The row stride of a [rows, features] tensor with unit feature stride.
@@ -127,6 +129,7 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
                             kPrefillTileM, kPrefillTileK, kDecodeBlocks, kMmaMaxHeadDim)
                   .str();
     source += kCommonSource;
+    source += kArgmaxSource;
   }
   if (source.find(config + "_prefill(") == std::string::npos) {
     char scaleLiteral[32]; // exact: a hexadecimal float literal
