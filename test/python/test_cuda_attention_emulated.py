@@ -180,15 +180,15 @@ def host_argmax(row: np.ndarray) -> int:
     return index
 
 
-@pytest.mark.parametrize("threads", [256, 32])
+@pytest.mark.parametrize("threads", [1024, 32])
 def test_argmax_rows_is_the_host_argmax(argmax_kernels, threads):
     """One block a row, as CudaExecutor::stepGreedy launches it: each row's token is the
     host's argmax, ties, NaNs and infinities included."""
-    vocab = 1000  # not a multiple of the block
+    vocab = 9000  # not a multiple of the block, nor of its 8 loads a thread
     rng = np.random.default_rng(11)
     rows = [rng.standard_normal(vocab).astype(np.float32) for _ in range(6)]
     tie = np.zeros(vocab, np.float32)
-    tie[[300, 700, 999]] = 5.0  # the lowest index of a tie, in different warps
+    tie[[300, 700, 999, 3372, 8999]] = 5.0  # the lowest of a tie: other warps, other loads
     nan_first = rng.standard_normal(vocab).astype(np.float32)
     nan_first[0] = np.nan  # a row that starts with NaN: index 0
     nans = rng.standard_normal(vocab).astype(np.float32)

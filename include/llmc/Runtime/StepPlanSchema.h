@@ -39,7 +39,7 @@ inline constexpr const char *kAttentionModule = "attention"; ///< attention.cu, 
 /// greedy sequences, (logits, vocab, tokens) over one block a logits row:
 /// outside the plan (passes/Codegen/CUDA/attention/Argmax.cuh).
 inline constexpr const char *kArgmaxKernel = "llmc_argmax_rows";
-inline constexpr int kArgmaxThreads = 256;
+inline constexpr int kArgmaxThreads = 1024;
 inline constexpr const char *kKernelKey = "kernel";
 inline constexpr const char *kGridKey = "grid";
 inline constexpr const char *kBlockKey = "block";

@@ -17,14 +17,27 @@ __device__ __forceinline__ void argmax_take(float &best, int &best_index, float 
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+/// A block of up to 1024 threads a row. Each thread loads UNROLL values
+/// before comparing any, so that a batch-1 step's one block keeps many loads
+/// in flight instead of waiting on one at a time.
+extern "C" __global__ void __launch_bounds__(1024)
 llmc_argmax_rows(const float *logits, int vocab, int *tokens) {
+  constexpr int UNROLL = 8;
   const float *row = logits + (long long)blockIdx.x * vocab;
   float best = 0.f;
   int best_index = -1;
-  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
-    const float value = row[i];
-    if (value == value) argmax_take(best, best_index, value, i); // not NaN
+  for (int first = threadIdx.x; first < vocab; first += UNROLL * blockDim.x) {
+    float values[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int i = first + u * blockDim.x;
+      values[u] = i < vocab ? row[i] : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int i = first + u * blockDim.x;
+      if (i < vocab && values[u] == values[u]) argmax_take(best, best_index, values[u], i);
+    }
   }
   for (int offset = 16; offset > 0; offset >>= 1) {
     const float value = __shfl_xor_sync(0xffffffffu, best, offset);
