@@ -53,7 +53,8 @@ llmc_argmax_rows(const float *logits, int vocab, int *tokens) {
   }
   __syncthreads();
   if (threadIdx.x != 0) return;
-  for (int w = 1; w < (int)(blockDim.x + 31) / 32; ++w) argmax_take(best, best_index, s_best[w], s_index[w]);
+  for (int w = 1; w < (int)(blockDim.x + 31) / 32; ++w)
+    argmax_take(best, best_index, s_best[w], s_index[w]);
   const float first = row[0];
   tokens[blockIdx.x] = first != first || best_index < 0 ? 0 : best_index;
 }
