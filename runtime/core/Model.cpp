@@ -1,7 +1,6 @@
 //===- Model.cpp - a loaded artifact: validated steps on its executor -----===//
 #include "runtime/core/Model.h"
 
-#include "runtime/core/Argmax.h"
 #include "runtime/core/Error.h"
 #include "runtime/cpu/CpuExecutor.h"
 #ifdef LLMC_HAVE_CUDA
@@ -205,14 +204,6 @@ void Model::step(const StepBatch &batch, float *logits) {
 void Model::stepGreedy(const StepBatch &batch, int32_t *tokens) {
   validate(batch);
   executor->stepGreedy(batch, config().vocabSize, tokens);
-}
-
-void StepExecutor::stepGreedy(const StepBatch &batch, int64_t vocabSize, int32_t *tokens) {
-  greedyLogits.resize(static_cast<size_t>(batch.numSeqs * vocabSize));
-  step(batch, greedyLogits.data());
-  parallelFor(batch.numSeqs, [&](int64_t seq) {
-    tokens[seq] = argmax(greedyLogits.data() + seq * vocabSize, vocabSize);
-  });
 }
 
 } // namespace llmc::runtime
