@@ -243,7 +243,8 @@ def test_positions_outside_a_cached_rope_table_are_an_error(zoo):
 
 
 def test_bad_step_input_is_an_error(zoo):
-    """Bad step() arguments are LlmcRuntimeErrors, and the model still runs afterwards."""
+    """Bad step() and step_greedy() arguments are LlmcRuntimeErrors, and the model still runs
+    afterwards."""
     name = "optimum-gqa"
     model = zoo.model(name)
     vocab, block_size = model.vocab_size, model.block_size
@@ -273,8 +274,14 @@ def test_bad_step_input_is_an_error(zoo):
     with pytest.raises(LlmcRuntimeError, match="is negative"):
         model.step(**dict(one_sequence([1, 2]), positions=[0, -100000000]))
 
-    # Still usable: the same prompt gives onnxruntime's prefill logits.
+    with pytest.raises(LlmcRuntimeError, match="outside the vocabulary"):
+        model.step_greedy(**one_sequence([1, vocab, 2]))
+
+    # Still usable: the same prompt gives onnxruntime's prefill logits, and step_greedy (on the
+    # CPU, from the same logits) their argmax.
     prompt = zoo.prompts(name)[0]
     logits = model.step(**one_sequence(prompt))
     ref_logits, generation = OrtDecoder(zoo.onnx(name)).prefill([prompt])
     assert relative_error(logits[0], ref_logits[0, -1]) < MAX_REL_ERROR
+    assert not model.greedy_on_device
+    assert model.step_greedy(**one_sequence(prompt)).tolist() == [int(logits[0].argmax())]
