@@ -18,12 +18,11 @@
 # build/ as it is. LLMC_PYTHON=PATH picks the Python (default: the first of .venv/bin/python
 # and python3 that has what the stages need: numpy, onnx and onnxruntime, pytest for the
 # tests, torch and transformers for the benchmark, tokenizers for serving, torch for the
-# profile). LLMC_PYTEST_ARGS
-# adds arguments to the tests' pytest (on the GPU machines lent for checks: "-n 8 --timeout
-# 150 --timeout-method thread", pytest-xdist and pytest-timeout, so that a crash or a hang
-# costs one test, not the run); LLMC_BENCH_ARGS adds arguments to bench/gpu_bench.py (say
-# "--repeat 2" to fit a short lease). LLMC_BUILD_LOCK=FILE serialises the build with other builds
-# of the tree (flock), as in test.sh. Logs, the benchmarks' JSON and the profile's CSV go to
+# profile). LLMC_PYTEST_ARGS adds arguments to the tests' pytest (on the GPU machines lent for
+# checks: "-n 8 --timeout 150 --timeout-method thread", pytest-xdist and pytest-timeout, so
+# that a crash or a hang costs one test, not the run); LLMC_BENCH_ARGS adds arguments to
+# bench/gpu_bench.py (say "--repeat 2" to fit a short lease). LLMC_BUILD_LOCK=FILE serialises
+# the build with other builds of the tree (flock), as in test.sh. Logs, the benchmarks' JSON and the profile's CSV go to
 # build/gpu-check/. Exits non-zero if any stage fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -150,44 +149,33 @@ if ((run_tests)); then
   tests_result+=": $(tail -n1 "$OUT/pytest.log") ($((SECONDS - start)) s)"
 fi
 
-# --- benchmark ------------------------------------------------------------------------------
+# --- benchmarks and profile ----------------------------------------------------------------
+# run_bench_script NAME SCRIPT ARGS...: runs bench/SCRIPT with ARGS, its table to
+# $OUT/NAME.txt; sets NAME_result to "ok (N s)" or "FAILED (N s)" and adds a failure to failed.
+run_bench_script() {
+  local name=$1 script=$2 outcome start=$SECONDS
+  shift 2
+  if PYTHONPATH=python "$PYTHON" "bench/$script" "$@" | tee "$OUT/$name.txt"; then
+    outcome="ok"
+  else
+    outcome="FAILED"
+    failed+=("$name")
+  fi
+  printf -v "${name}_result" '%s (%d s)' "$outcome" $((SECONDS - start))
+}
+
 if ((run_bench)); then
   stage "GPU benchmark (bench/gpu_bench.py, figures in $OUT/bench.json)"
-  start=$SECONDS
   # shellcheck disable=SC2086  # LLMC_BENCH_ARGS is a list of words
-  if PYTHONPATH=python "$PYTHON" bench/gpu_bench.py --json "$OUT/bench.json" ${LLMC_BENCH_ARGS:-} \
-      | tee "$OUT/bench.txt"; then
-    bench_result="ok ($((SECONDS - start)) s)"
-  else
-    bench_result="FAILED ($((SECONDS - start)) s)"
-    failed+=("bench")
-  fi
+  run_bench_script bench gpu_bench.py --json "$OUT/bench.json" ${LLMC_BENCH_ARGS:-}
 fi
-
-# --- serving --------------------------------------------------------------------------------
 if ((run_serve)); then
   stage "serving benchmark (bench/gpu_serve.py, figures in $OUT/serve.json)"
-  start=$SECONDS
-  if PYTHONPATH=python "$PYTHON" bench/gpu_serve.py --json "$OUT/serve.json" \
-      | tee "$OUT/serve.txt"; then
-    serve_result="ok ($((SECONDS - start)) s)"
-  else
-    serve_result="FAILED ($((SECONDS - start)) s)"
-    failed+=("serve")
-  fi
+  run_bench_script serve gpu_serve.py --json "$OUT/serve.json"
 fi
-
-# --- profile --------------------------------------------------------------------------------
 if ((run_profile)); then
   stage "profile (bench/gpu_profile.py, ncu's CSV in $OUT/ncu)"
-  start=$SECONDS
-  if PYTHONPATH=python "$PYTHON" bench/gpu_profile.py --csv-dir "$OUT/ncu" \
-      | tee "$OUT/profile.txt"; then
-    profile_result="ok ($((SECONDS - start)) s)"
-  else
-    profile_result="FAILED ($((SECONDS - start)) s)"
-    failed+=("profile")
-  fi
+  run_bench_script profile gpu_profile.py --csv-dir "$OUT/ncu"
 fi
 
 # --- summary --------------------------------------------------------------------------------
