@@ -76,6 +76,8 @@ FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
   BlockArgument positions = abi::findInput(model, abi::kPositions);
   model.walk([&](Operation *op) {
     if (auto rope = dyn_cast<llm::RopeCachedOp>(op)) bound(rope.getCosCache(), 0);
+    if (auto fused = dyn_cast<llm::RopePagedKvWriteOp>(op); fused && fused.getCosCache())
+      bound(fused.getCosCache(), 0);
     if (auto embedding = dyn_cast<llm::EmbeddingOp>(op); embedding && positions &&
                                                          embedding.getIds() == positions)
       bound(embedding.getTable(), embedding.getTransposeTable() ? 1 : 0);
