@@ -19,6 +19,7 @@
 #include "dialects/onnx/OnnxDialect.h"
 #include "llmc/Artifact/ArtifactWriter.h"
 #include "llmc/Artifact/ModelConfig.h"
+#include "llmc/Artifact/StepInfo.h"
 #include "llmc/Artifact/GraphLibrary.h"
 #include "llmc/Import/OnnxImporter.h"
 #include "passes/Fusion/FusionReport.h"
@@ -257,16 +258,33 @@ std::string pipelineStage(const CompileOptions &options, unsigned optLevel) {
   if (!options.insertPasses.empty()) stage += ", with the inserted passes";
   return stage;
 }
+/// Bounds the manifest's max_positions by --max-model-len; an error when the
+/// model holds fewer positions than that.
+LogicalResult boundPositions(ModuleOp module, int64_t maxModelLen) {
+  FailureOr<StepInfo> info = getStepInfo(module);
+  if (failed(info)) return failure();
+  if (info->maxPositions && info->maxPositions < maxModelLen)
+    return module.emitError("--max-model-len ")
+           << maxModelLen << " is more than the " << info->maxPositions
+           << " positions the model holds (its rotary tables, position embeddings or "
+              "config)",
+           failure();
+  info->maxPositions = maxModelLen;
+  setStepInfo(module, *info);
+  return success();
+}
+
 /// The planned step of `imported` (cloned) at `options`' level and at -O0,
 /// compared by printFusionReport.
 LogicalResult printFusionReportOf(ModuleOp imported, const StepPipelineOptions &options,
-                                  bool allowLeftovers, bool json, llvm::raw_ostream &os) {
+                                  const RaisingPipelineOptions &raising, bool json,
+                                  llvm::raw_ostream &os) {
   auto plannedStep = [&](unsigned level) -> FailureOr<std::vector<StepSegment>> {
     OwningOpRef<ModuleOp> module = imported.clone();
     StepPipelineOptions atLevel = options;
     atLevel.optLevel = level;
     PassManager pm(imported.getContext());
-    buildRaisingPipeline(pm, allowLeftovers);
+    buildRaisingPipeline(pm, raising);
     std::string errors;
     llvm::raw_string_ostream errorStream(errors);
     if (failed(addExtensionPasses(pm, atLevel, "after-raising", errorStream)) ||
@@ -310,6 +328,11 @@ int runCompile(const CompileOptions &options) {
   // Every usage error before the import, which takes a while on a real model.
   if (directory && outputPath == "-") {
     error() << "this output is a directory: give -o DIR\n";
+    return 1;
+  }
+  if (options.maxModelLen && *options.maxModelLen <= 0) {
+    error() << "--max-model-len must be a positive number of tokens, not "
+            << *options.maxModelLen << "\n";
     return 1;
   }
   bool cuda = StringRef(target).starts_with("cuda");
@@ -426,6 +449,9 @@ int runCompile(const CompileOptions &options) {
     step.dtype = cudaTarget.dtype;
   }
   if (failed(parseInsertPasses(emit, insertPasses, step.extensions))) return 1;
+  RaisingPipelineOptions raising;
+  raising.allowLeftovers = options.allowLeftovers;
+  raising.maxPositions = options.maxModelLen.value_or(0);
 
   DialectRegistry registry;
   registry.insert<onnx::OnnxDialect, llm::LlmDialect, func::FuncDialect>();
@@ -453,7 +479,7 @@ int runCompile(const CompileOptions &options) {
   if (options.dumpFusionReport) {
     progress.stage("fusion report: the step at -O0 and -O" + std::to_string(optLevel));
     bool irOnStdout = emit != EmitKind::Artifact && outputPath == "-";
-    if (failed(printFusionReportOf(*module, step, options.allowLeftovers, options.json,
+    if (failed(printFusionReportOf(*module, step, raising, options.json,
                                    irOnStdout ? llvm::errs() : llvm::outs())))
       return 1;
   }
@@ -480,7 +506,7 @@ int runCompile(const CompileOptions &options) {
     buildGraphPipeline(pm);
     progress.stage("lowering the graph to loops");
   } else {
-    buildRaisingPipeline(pm, options.allowLeftovers);
+    buildRaisingPipeline(pm, raising);
     // The pipelines were parsed once above: these cannot fail but for a bug.
     if (failed(addExtensionPasses(pm, step, "after-raising", pipelineErrorStream))) {
       error() << oneLine(pipelineErrors) << "\n";
@@ -524,6 +550,7 @@ int runCompile(const CompileOptions &options) {
     } else {
       auto stage = [&](llvm::StringRef what) { progress.stage(what); };
       if (failed(applyExporterConfig(*module, *exporterConfig)) ||
+          (options.maxModelLen && failed(boundPositions(*module, *options.maxModelLen))) ||
           failed(copyTokenizerFiles(*module, inputPath, outputPath)))
         return 1;
       // The resident weights, what weights.bin maps (quantised weights stay

@@ -1,7 +1,7 @@
 //===- Passes.td - Onnx passes -----------------------------*- tablegen -*-===//
 //
-// Onnx dialect clean-up after import: half precision widened to f32, shapes
-// inferred, shape subgraphs folded.
+// Onnx dialect clean-up after import: half precision widened to f32, LongRoPE's
+// length switch resolved, shapes inferred, shape subgraphs folded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +48,41 @@ def OnnxPromoteToF32Pass : Pass<"onnx-promote-to-f32", "mlir::func::FuncOp"> {
     then sees an f32 graph; the CUDA target narrows to its `--dtype` again
     when it places the weights. An f32 model is unchanged.
   }];
+}
+
+def OnnxSelectRopeTablesPass : Pass<"onnx-select-rope-tables", "mlir::func::FuncOp"> {
+  let summary = "Resolve LongRoPE's switch between short and long rotary tables";
+  let description = [{
+    The genai builder writes LongRoPE (Phi-3 and Phi-4 mini) as two pairs of
+    cos/sin tables and an `If` on the total sequence length, dim 1 of the
+    graph input `attention_mask`, being greater than
+    original_max_position_embeddings, C: a run over at most C tokens rotates
+    with the short factors, a longer one with the long factors, at every
+    position. A paged step serves sequences of every length from one table,
+    so the switch is resolved once, for the longest sequence the compiled
+    model serves (`max-positions`), as vLLM and llama.cpp resolve it:
+
+    - unset, or at most C: no run reaches the switch, and the short tables
+      are exact. Unset, the short tables must hold at most C rows: they then
+      bound the compiled model's positions.
+    - more than C: the long tables, at every length. A sequence longer than
+      C computes what onnxruntime computes on the same file; a shorter one
+      rotates with the long factors where onnxruntime would use the short.
+
+    The condition becomes a constant, and onnx-shape-inference folds the If
+    to its branch. Only this form is resolved: `Greater(Gather(Shape(
+    attention_mask), 1), C)` whose every use is an If whose branches yield
+    constants, and whose results are only the cos and sin
+    tables of rotary embeddings (GroupQueryAttention, RotaryEmbedding,
+    com.microsoft.RotaryEmbedding). Any other If stays, for raising to refuse
+    by name; why a candidate was left is printed under
+    `-debug-only=onnx-select-rope-tables`.
+  }];
+  let options = [
+    Option<"maxPositions", "max-positions", "int64_t", /*default=*/"0",
+           "The longest sequence the compiled model serves (0: what its tables hold)">,
+  ];
+  let dependentDialects = ["::llmc::onnx::OnnxDialect"];
 }
 
 #endif // LLMC_PASSES_ONNX_PASSES

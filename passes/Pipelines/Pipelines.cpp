@@ -46,12 +46,15 @@ struct FusionPipelineOptions : public PassPipelineOptions<FusionPipelineOptions>
 };
 } // namespace
 
-void buildRaisingPipeline(OpPassManager &pm, bool allowLeftovers) {
+void buildRaisingPipeline(OpPassManager &pm, const RaisingPipelineOptions &options) {
   OpPassManager &func = pm.nest<func::FuncOp>();
   func.addPass(createOnnxPromoteToF32Pass());
+  OnnxSelectRopeTablesPassOptions ropeTables;
+  ropeTables.maxPositions = options.maxPositions;
+  func.addPass(createOnnxSelectRopeTablesPass(ropeTables));
   func.addPass(createOnnxShapeInferencePass());
   RaiseOnnxToLlmPassOptions raiseOptions;
-  raiseOptions.allowLeftovers = allowLeftovers;
+  raiseOptions.allowLeftovers = options.allowLeftovers;
   func.addPass(createRaiseOnnxToLlmPass(raiseOptions));
   func.addPass(createCSEPass());
   func.addPass(createCanonicalizerPass());
@@ -168,7 +171,8 @@ void registerPipelines() {
         buildFusionPipeline(pm.nest<func::FuncOp>(), fusion.optLevel, fusion.gated);
       });
   PassPipelineRegistration<>("llmc-raise",
-                             "Shape inference, folding and raising: onnx dialect in, llm dialect out",
+                             "LongRoPE's table switch, shape inference, folding and raising: onnx "
+                             "dialect in, llm dialect out",
                              [](OpPassManager &pm) { buildRaisingPipeline(pm); });
   PassPipelineRegistration<>("llmc-graph",
                              "A whole onnx graph of fixed shapes to bufferized loops "

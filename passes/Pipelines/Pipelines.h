@@ -13,8 +13,17 @@
 
 namespace llmc {
 
+/// Options of the raising pipeline.
+struct RaisingPipelineOptions {
+  /// Keep the onnx ops no pattern raised instead of failing.
+  bool allowLeftovers = false;
+  /// The longest sequence the compiled model serves (0: what its tables
+  /// hold); it decides LongRoPE's table switch (onnx-select-rope-tables).
+  int64_t maxPositions = 0;
+};
+
 /// Adds the import clean-up and raising passes: onnx ops in, llm ops out.
-void buildRaisingPipeline(mlir::OpPassManager &pm, bool allowLeftovers = false);
+void buildRaisingPipeline(mlir::OpPassManager &pm, const RaisingPipelineOptions &options = {});
 
 /// The places in the default pipeline where passes from outside it (a
 /// plugin's, or any registered pass) may run, in pipeline order:

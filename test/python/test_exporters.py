@@ -74,8 +74,8 @@ def widen_tensor(tensor: onnx.TensorProto) -> onnx.TensorProto:
 
 
 def widen_half_types(graph: onnx.GraphProto) -> bool:
-    """Makes every f16/bf16 of `graph` f32 in place (types, initializers, Cast targets and
-    tensor attributes); whether there was any."""
+    """Makes every f16/bf16 of `graph` and its subgraphs (an If's branches) f32 in place
+    (types, initializers, Cast targets and tensor attributes); whether there was any."""
     widened = False
     for index, tensor in enumerate(graph.initializer):
         if tensor.data_type in HALF_TYPES:
@@ -93,6 +93,8 @@ def widen_half_types(graph: onnx.GraphProto) -> bool:
             elif attribute.type == onnx.AttributeProto.TENSOR and attribute.t.data_type in HALF_TYPES:
                 attribute.t.CopyFrom(widen_tensor(attribute.t))
                 widened = True
+            elif attribute.type == onnx.AttributeProto.GRAPH:
+                widened = widen_half_types(attribute.g) or widened
     return widened
 
 
@@ -143,9 +145,10 @@ def reference_steps(onnx_path: Path, prompts: list[list[int]]) -> list[np.ndarra
     return steps
 
 
-def compare(model: Model, onnx_path: Path) -> str:
-    """'' if `model` computes what onnxruntime computes on `onnx_path`; else what differs."""
-    prompts = seeded_prompts(model.vocab_size)
+def compare(model: Model, onnx_path: Path, prompts: list[list[int]] | None = None) -> str:
+    """'' if `model` computes what onnxruntime computes on `onnx_path` (for `prompts`, by
+    default the seeded ones); else what differs."""
+    prompts = prompts or seeded_prompts(model.vocab_size)
     reference = reference_steps(onnx_path, prompts)
 
     runner = PagedRunner(model)
@@ -259,13 +262,17 @@ def test_generation_config_ends_generation(tmp_path):
     assert run() == free[:4]
 
 
-@pytest.mark.parametrize("family, max_positions", [("phi3-longrope", 64), ("qwen2-yarn", 256)])
-def test_rope_scaling_bounds_the_positions(tmp_path, family, max_positions):
-    """LongRoPE's export holds its short factors, up to original_max_position_embeddings (64
-    here): the artifact stops there, and the engine refuses a prompt that reaches it. YaRN's
-    frequencies hold to max_position_embeddings."""
+@pytest.mark.parametrize("export, max_positions", [("optimum/phi3-longrope", 64),
+                                                   ("genai-fp32/phi3-longrope", 64),
+                                                   ("optimum/qwen2-yarn", 256)])
+def test_rope_scaling_bounds_the_positions(tmp_path, export, max_positions):
+    """LongRoPE's short factors hold up to original_max_position_embeddings (64 here): the
+    artifact stops there, and the engine refuses a prompt that reaches it. optimum's export
+    traced the short factors alone; the genai builder's switches to its long tables past 64,
+    and takes its short ones without --max-model-len. YaRN's frequencies hold to
+    max_position_embeddings."""
     artifact = tmp_path / "model.llmc"
-    subprocess.run([str(LLMC), "compile", str(EXPORTS_DIR / "optimum" / family / "model.onnx"),
+    subprocess.run([str(LLMC), "compile", str(EXPORTS_DIR / export / "model.onnx"),
                     "-o", str(artifact), "--quiet"], check=True)
     manifest = json.loads((artifact / "manifest.json").read_text())
     assert manifest["model"]["max_positions"] == max_positions
@@ -274,3 +281,44 @@ def test_rope_scaling_bounds_the_positions(tmp_path, family, max_positions):
                              "--max-tokens", "1"], capture_output=True, text=True)
     assert result.returncode != 0
     assert f"max_model_len is {max_positions}" in result.stderr, result.stderr
+
+
+# Each longer than the genai LongRoPE export's original_max_position_embeddings (64).
+LONG_PROMPT_LENGTHS = (70, 90, 65)
+
+
+@pytest.mark.parametrize("exporter", ["genai-fp32", "genai-fp16", "genai-int4"])
+def test_genai_longrope_past_the_switch(tmp_path, exporter):
+    """The genai builder's LongRoPE rotates a run longer than 64 tokens with its long tables,
+    at every position. Compiled with --max-model-len past 64, the artifact takes the long
+    tables at every length (as vLLM and llama.cpp do): prompts longer than 64 compute what
+    onnxruntime computes on the same file, over the prefill, 32 decode steps and 32 greedy
+    tokens."""
+    onnx_path = EXPORTS_DIR / exporter / "phi3-longrope" / "model.onnx"
+    artifact = tmp_path / "model.llmc"
+    subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet",
+                    "--max-model-len", "200"], check=True)
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    assert manifest["model"]["max_positions"] == 200
+    reference, _ = exact_reference(onnx_path, tmp_path / "reference")
+    model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
+    try:
+        rng = np.random.default_rng(1234)
+        prompts = [rng.integers(3, model.vocab_size, size=n).tolist()
+                   for n in LONG_PROMPT_LENGTHS]
+        assert compare(model, reference, prompts) == ""
+    finally:
+        model.close()
+
+
+def test_compile_refuses_a_max_model_len_past_the_export(tmp_path):
+    """optimum's LongRoPE export holds its short factors alone, 64 positions: a longer
+    --max-model-len is one error, not long factors the file does not have."""
+    result = subprocess.run([str(LLMC), "compile",
+                             str(EXPORTS_DIR / "optimum" / "phi3-longrope" / "model.onnx"),
+                             "-o", str(tmp_path / "model.llmc"), "--quiet",
+                             "--max-model-len", "65"], capture_output=True, text=True)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("llmc: error: "), result.stderr
+    assert "--max-model-len 65 is more than the 64 positions the model holds" in lines[0]

@@ -60,6 +60,13 @@ cl::opt<int64_t> maxNumBatchedTokens("max-num-batched-tokens",
                                      cl::init(2048), cl::cat(compileCategory));
 cl::opt<int64_t> maxNumSeqs("max-num-seqs", cl::desc("Most sequences one step carries"),
                             cl::init(256), cl::cat(compileCategory));
+cl::opt<int64_t> maxModelLen(
+    "max-model-len",
+    cl::desc("Longest sequence, prompt and output, the artifact serves (default: what the "
+             "model holds). A genai LongRoPE export rotates with its long factors at every "
+             "length when this is more than original_max_position_embeddings, with the "
+             "short ones (exact) otherwise"),
+    cl::cat(compileCategory));
 cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or generated"),
                             cl::init("generated"), cl::cat(compileCategory));
 cl::opt<bool> int8Activations(
@@ -138,6 +145,7 @@ int runCompileCommand() {
   options.kvCacheDtype = kvCacheDtype;
   options.maxNumBatchedTokens = maxNumBatchedTokens;
   options.maxNumSeqs = maxNumSeqs;
+  options.maxModelLen = given<int64_t>(maxModelLen);
   options.matmul = matmul;
   options.int8Activations = int8Activations;
   options.bf16Activations = bf16Activations;

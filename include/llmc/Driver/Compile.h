@@ -36,9 +36,11 @@ struct CompileOptions {
   std::string kvCacheDtype = "auto";     ///< the KV cache's type: auto (the model's) or int8
   int64_t maxNumBatchedTokens = 2048;    ///< most tokens one step carries
   int64_t maxNumSeqs = 256;              ///< most sequences one step carries
+  /// Longest sequence the artifact serves (nullopt: what the model holds).
+  std::optional<int64_t> maxModelLen;
   std::string matmul = "generated";      ///< CPU matrix products: generated or blas
-  bool int8Activations = false;
-  bool bf16Activations = false;          ///< CPU: bf16 weights times bf16-rounded activations          ///< CPU: quantised weights times int8 activations
+  bool int8Activations = false;          ///< CPU: quantised weights times int8 activations
+  bool bf16Activations = false;          ///< CPU: bf16 weights times bf16-rounded activations
   std::optional<unsigned> optLevel;      ///< fusion level 0..3 (default 2)
   std::vector<std::string> passPlugins;  ///< plugin libraries to load first
   std::vector<std::string> insertPasses; ///< POINT=PIPELINE, at the extension points
