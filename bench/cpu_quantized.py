@@ -1,20 +1,23 @@
-"""Quantized weights on the CPU: llmc at fp32, W8 and W4 next to onnxruntime on the same ONNX
-files and llama.cpp at F32, Q8_0 and Q4_0 on the same weights, in one run on one machine.
+"""Narrow weights on the CPU: llmc at fp32, f16, bf16, W8 and W4 next to onnxruntime on the
+same ONNX files and llama.cpp at F32, F16, BF16, Q8_0 and Q4_0 on the same weights, in one run
+on one machine.
 
     PYTHONPATH=python .venv/bin/python bench/cpu_quantized.py [--threads 2] \
         [--prompt-tokens 128] [--decode-tokens 64] [--repeat 3] [--group-size 32] \
-        [--no-llama-cpp] [--json] [--quiet]
+        [--variants fp32,f16,bf16,W8,W4] [--no-llama-cpp] [--json] [--quiet]
 
 The default model's ONNX (models/smollm2-135m, f32: SmolLM2-135M-Instruct's Q4_1 GGUF
 dequantized) is quantized by llmc.quantize (round to nearest, symmetric, groups of
 --group-size: the shape of llama.cpp's Q8_0 and Q4_0) into build/bench-quantized/, then each
 of fp32, W8 and W4 is compiled with `llmc compile` (-O2; W8 and W4 also with
---int8-activations) and measured as bench/cpu_throughput.py measures (a --prompt-tokens
+--int8-activations; f16 and bf16 are the fp32 file compiled with --dtype f16 and --dtype
+bf16, its weights rounded and widened to f32 in registers, bf16 also with
+--bf16-activations) and measured as bench/cpu_throughput.py measures (a --prompt-tokens
 prefill step, then --decode-tokens greedy steps at batch 1; median of --repeat), beside
 onnxruntime on the same file (MatMulNBits at accuracy_level 0,
 its exact f32 product). llama.cpp runs through llama-cpp-python in its own venv (bash
 scripts/setup.sh llama-cpp; bench/llamacpp_runner.py), on the default model's GGUF
-requantized by llama.cpp to F32, Q8_0 and Q4_0 (its Q4_0 keeps the tied embedding and
+requantized by llama.cpp to F32, F16, BF16, Q8_0 and Q4_0 (its Q4_0 keeps the tied embedding and
 output at Q8_0). Bytes: llmc's weights.bin, the ONNX weights, the GGUF file. Progress goes
 to stderr.
 """
@@ -38,10 +41,15 @@ from llmc.testing.ort_reference import OrtDecoder
 
 WORK = ROOT / "build" / "bench-quantized"
 LLAMA_CPP_PYTHON = ROOT / ".venv-llamacpp" / "bin" / "python"
-# llmc's variant -> (bits, llama.cpp's quantization of the same size).
-VARIANTS = {"fp32": (None, "f32"), "W8": (8, "q8_0"), "W4": (4, "q4_0")}
 # llmc's ways of running a quantized model: the exact product, and int8 activations.
 LLMC_MODES = {"llmc": [], "llmc int8-act": ["--int8-activations"]}
+# llmc's variant -> (bits of the ONNX file's weights (None: f32), llama.cpp's quantization of
+# the same size, llmc's ways of compiling it).
+VARIANTS = {"fp32": (None, "f32", {"llmc": []}),
+            "f16": (None, "f16", {"llmc": ["--dtype", "f16"]}),
+            "bf16": (None, "bf16", {"llmc": ["--dtype", "bf16"],
+                                    "llmc bf16-act": ["--dtype", "bf16", "--bf16-activations"]}),
+            "W8": (8, "q8_0", LLMC_MODES), "W4": (4, "q4_0", LLMC_MODES)}
 
 
 def say(message: str, quiet: bool) -> None:
@@ -89,11 +97,18 @@ def main() -> int:
     parser.add_argument("--decode-tokens", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--group-size", type=int, default=32)
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="comma-separated variants to measure")
     parser.add_argument("--no-llama-cpp", action="store_true",
                         help="leave llama.cpp out (no .venv-llamacpp)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args()
+    variants = args.variants.split(",")
+    if unknown := [variant for variant in variants if variant not in VARIANTS]:
+        print(f"cpu_quantized: unknown variants {unknown}: use {', '.join(VARIANTS)}",
+              file=sys.stderr)
+        return 1
     if not DEFAULT_MODEL.exists():
         print(f"cpu_quantized: {DEFAULT_MODEL} not found (run scripts/run-default-model.sh)",
               file=sys.stderr)
@@ -109,9 +124,9 @@ def main() -> int:
     blocks = (args.prompt_tokens + args.decode_tokens) // 16 + 2
     options = ort.SessionOptions()
     options.intra_op_num_threads = args.threads
-    for variant, (bits, quant) in VARIANTS.items():
+    for variant in variants:
+        bits, quant, modes = VARIANTS[variant]
         onnx_path = quantized_model(bits, args.group_size, args.quiet)
-        modes = {"llmc": []} if bits is None else LLMC_MODES
         models = {}
         for mode, flags in modes.items():
             artifact = WORK / f"{variant}-{mode.replace(' ', '-')}.llmc"

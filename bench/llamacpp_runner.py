@@ -2,7 +2,7 @@
 llama-cpp-python's low-level API. Run by .venv-llamacpp's Python (bash scripts/setup.sh
 llama-cpp); it imports nothing but what that venv holds:
 
-    .venv-llamacpp/bin/python bench/llamacpp_runner.py --gguf PATH [--quant f32|q8_0|q4_0|asis] \
+    .venv-llamacpp/bin/python bench/llamacpp_runner.py --gguf PATH [--quant f32|f16|bf16|q8_0|q4_0|asis] \
         [--work DIR] [--threads 2] [--prompt-tokens 128] [--decode-tokens 64] [--repeat 3] [--json]
 
 The default model's GGUF is what `llmc.convert.gguf.default_gguf_path()` returns. --quant
@@ -30,7 +30,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FTYPES = {"f32": llama_cpp.LLAMA_FTYPE_ALL_F32, "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0,
+FTYPES = {"f32": llama_cpp.LLAMA_FTYPE_ALL_F32, "f16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16,
+          "bf16": llama_cpp.LLAMA_FTYPE_MOSTLY_BF16, "q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0,
           "q4_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0}
 
 

@@ -358,12 +358,13 @@ int runCompile(const CompileOptions &options) {
   } else if (target != "cpu") {
     error() << "unknown target '" << target << "': use cpu, cuda or cuda:sm_XX\n";
     return 1;
-  } else if (options.dtype && *options.dtype != "bf16") {
+  } else if (options.dtype && !llvm::is_contained({"f32", "bf16", "f16"}, *options.dtype)) {
     error() << "--dtype " << *options.dtype
-            << " is for --target cuda; the CPU target stores weights as f32 (default) or bf16\n";
+            << ": the CPU target stores weights as f32, bf16 or f16\n";
     return 1;
-  } else if (options.dtype && options.matmul != "generated") {
-    error() << "--dtype bf16 needs the generated matmul: sgemm reads f32 weights\n";
+  } else if (options.dtype && *options.dtype != "f32" && options.matmul != "generated") {
+    error() << "--dtype " << *options.dtype
+            << " needs the generated matmul: sgemm reads f32 weights\n";
     return 1;
   }
   if (options.int8Activations) {
@@ -374,7 +375,7 @@ int runCompile(const CompileOptions &options) {
     if (!hostHas("+avx512vnni", "AVX512-VNNI", "--int8-activations")) return 1;
   }
   if (options.bf16Activations) {
-    if (cuda || !options.dtype) {
+    if (cuda || options.dtype.value_or("") != "bf16") {
       error() << "--bf16-activations multiplies the CPU target's bf16 weights: add --dtype bf16\n";
       return 1;
     }
@@ -440,7 +441,11 @@ int runCompile(const CompileOptions &options) {
   step.maxNumSeqs = options.maxNumSeqs;
   step.matmul = options.matmul;
   step.int8Activations = options.int8Activations;
-  if (!cuda && options.dtype) step.cpuWeightDtype = *options.dtype;
+  // On the CPU, without --dtype, each matmul weight takes the narrowest type
+  // that holds its values exactly (a half-precision export's, widened by
+  // onnx-promote-to-f32, narrows back).
+  if (!cuda) step.cpuWeightDtype = options.dtype.value_or(
+                 options.matmul == "generated" ? "auto" : "f32");
   step.bf16Activations = options.bf16Activations;
   step.optLevel = optLevel;
   if (cuda) {

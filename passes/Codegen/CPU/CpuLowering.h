@@ -207,7 +207,7 @@ void storeOutputVector(KernelBuilder &kb, const Epilogue &epilogue, const Epilog
 /// out[r, :] += bias, by a kernel of its own.
 void addBias(StepLowering &step, mlir::Location loc, mlir::Value bias, mlir::Value output);
 
-/// A weight [out, in] as the generated kernels read it: f32 or bf16 rows, or
+/// A weight [out, in] as the generated kernels read it: f32, bf16 or f16 rows, or
 /// block-quantised codes that stay packed in weights.bin and are dequantised
 /// in registers (CpuQuantized.cpp has the layout).
 struct MatmulWeight {
@@ -220,13 +220,14 @@ struct MatmulWeight {
   mlir::Value zeroPoints;
   int64_t bits = 32;
   int64_t blockSize = 0;
-  /// `values` holds bf16 bit patterns (i16 [out, in]), widened as loaded.
-  bool bf16 = false;
-  /// With `bf16`: products of bf16 pairs (AVX512_BF16 vdpbf16ps, f32
+  /// `values` holds the f32 weights rounded to a half type, widened as
+  /// loaded (widenHalf): bf16 bit patterns (i16 [out, in]) or f16.
+  bool half = false;
+  /// With bf16 `half`: products of bf16 pairs (AVX512_BF16 vdpbf16ps, f32
   /// accumulation) with the activations rounded to bf16, 32 of k a step.
   bool bf16Products = false;
-  /// `values` is in panels (packPanels), 1-D, f32 or with `bf16` its bf16
-  /// bit patterns (in pairs of k with `bf16Products`): the outer-product
+  /// `values` is in panels (packPanels), 1-D, f32 or with `half` its half
+  /// values (in pairs of k with `bf16Products`): the outer-product
   /// matmul of CpuPanelMatmul.cpp reads it.
   bool panels = false;
 
@@ -252,6 +253,17 @@ mlir::Value dotPairs(mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc, ml
 /// f32 values from bf16 bit patterns (i16, scalar or vector): the pattern
 /// is the high half of the f32's.
 mlir::Value widenBf16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value bits);
+
+/// Whether an f32 value is one of f16's (finite), so storing it as f16 is
+/// exact.
+bool isF16Value(float value);
+/// Whether an f32 value is one of bf16's (finite): its low 16 bits are 0.
+bool isBf16Value(float value);
+
+/// f32 values from the loaded elements of a half-precision weight (scalar
+/// or vector), exactly: bf16 bit patterns (i16) by widenBf16, f16 by
+/// conversion (vcvtph2ps).
+mlir::Value widenHalf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value loaded);
 
 /// A scalar f32 rounded to bf16, to nearest even (a NaN stays a quiet
 /// NaN), in integer arithmetic: any x86-64 CPU, with or without AVX512_BF16.

@@ -47,15 +47,17 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, const OutputBlock &
   Location loc = kb.location();
   auto vectorType = VectorType::get({kLanes}, b.getF32Type());
   auto pairsType = VectorType::get({2 * kLanes}, b.getBF16Type());
-  // bf16 panels (i16 bit patterns) are widened as they are loaded, or with
-  // pairs taken as they are.
-  bool bf16 = cast<MemRefType>(panels.getType()).getElementType().isInteger(16);
+  // Half panels (bf16 bit patterns, i16, or f16) are widened as they are
+  // loaded, or with pairs taken as they are.
+  Type stored = cast<MemRefType>(panels.getType()).getElementType();
+  bool half = !stored.isF32();
   int64_t perVector = pairs ? 2 * kLanes : kLanes;
   auto loadWeights = [&](Value at) -> Value {
-    if (!bf16) return vector::LoadOp::create(b, loc, vectorType, panels, ValueRange{at});
-    Value bits = vector::LoadOp::create(b, loc, VectorType::get({perVector}, b.getI16Type()),
-                                        panels, ValueRange{at});
-    return pairs ? arith::BitcastOp::create(b, loc, pairsType, bits) : widenBf16(b, loc, bits);
+    if (!half) return vector::LoadOp::create(b, loc, vectorType, panels, ValueRange{at});
+    Value loaded = vector::LoadOp::create(b, loc, VectorType::get({perVector}, stored), panels,
+                                          ValueRange{at});
+    return pairs ? arith::BitcastOp::create(b, loc, pairsType, loaded)
+                 : widenHalf(b, loc, loaded);
   };
   // x[r, k] in every lane, or the pair x[r, 2i], x[r, 2i + 1] in every pair.
   auto broadcastRow = [&](Value r, Value i) -> Value {
@@ -85,7 +87,7 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, const OutputBlock &
   // step per row; the share's element offset is progress x
   // elementsPerPrefetch / blockRows, the division a multiply by
   // 2^32 / blockRows and a shift.
-  int64_t elementBytes = bf16 ? 2 : 4;
+  int64_t elementBytes = half ? 2 : 4;
   int64_t prefetches = llvm::divideCeil(stride * elementBytes, 64);
   int64_t elementsPerPrefetch = stride / prefetches;
   Value blockRows = kb.subIndex(block.rowEnd, block.rowBegin);

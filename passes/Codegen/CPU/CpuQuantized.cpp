@@ -23,6 +23,9 @@
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/bit.h"
+
+#include <algorithm>
 
 using namespace mlir;
 
@@ -45,7 +48,7 @@ MatmulWeight MatmulWeight::withBuffers(ValueRange params) const {
 
 std::string MatmulWeight::key() const {
   if (!isQuantized())
-    return std::string(bf16Products ? "bf16dot" : bf16 ? "bf16" : "f32") + (panels ? "panels" : "");
+    return std::string(bf16Products ? "bf16dot" : half ? "half" : "f32") + (panels ? "panels" : "");
   return "q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "");
 }
 
@@ -108,6 +111,32 @@ Value widenBf16(OpBuilder &b, Location loc, Value bits) {
   return arith::BitcastOp::create(b, loc, f32, arith::ShLIOp::create(b, loc, wide, sixteen));
 }
 
+bool isF16Value(float value) {
+  uint32_t magnitude = llvm::bit_cast<uint32_t>(value) & 0x7fffffffu;
+  if (magnitude == 0) return true;
+  int exponent = static_cast<int>(magnitude >> 23) - 127;
+  // Past f16's largest finite value, or below its smallest subnormal, 2^-24.
+  if (exponent > 15 || exponent < -24) return false;
+  // f16 keeps 10 of f32's 23 fraction bits for normals (exponent >= -14),
+  // one fewer per step below.
+  int droppedBits = 13 + std::max(0, -14 - exponent);
+  return (magnitude & ((uint32_t(1) << droppedBits) - 1)) == 0;
+}
+
+bool isBf16Value(float value) {
+  uint32_t bits = llvm::bit_cast<uint32_t>(value);
+  return (bits & 0xffffu) == 0 && (bits & 0x7f800000u) != 0x7f800000u;
+}
+
+Value widenHalf(OpBuilder &b, Location loc, Value loaded) {
+  Type element = getElementTypeOrSelf(loaded.getType());
+  if (element.isInteger(16)) return widenBf16(b, loc, loaded);
+  Type f32 = b.getF32Type();
+  if (auto vectorType = dyn_cast<VectorType>(loaded.getType()))
+    f32 = VectorType::get(vectorType.getShape(), f32);
+  return arith::ExtFOp::create(b, loc, f32, loaded);
+}
+
 Value roundToBf16(OpBuilder &b, Location loc, Value value) {
   Type i32 = b.getI32Type();
   auto constant = [&](int64_t c) { return arith::ConstantIntOp::create(b, loc, i32, c); };
@@ -128,10 +157,12 @@ Value roundToBf16(OpBuilder &b, Location loc, Value value) {
 Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  if (weight.bf16)
-    return widenBf16(b, loc,
-                     vector::LoadOp::create(b, loc, VectorType::get({kLanes}, b.getI16Type()),
+  if (weight.half) {
+    Type stored = cast<MemRefType>(weight.values.getType()).getElementType();
+    return widenHalf(b, loc,
+                     vector::LoadOp::create(b, loc, VectorType::get({kLanes}, stored),
                                             weight.values, ValueRange{row, col}));
+  }
   if (!weight.isQuantized())
     return vector::LoadOp::create(b, loc, VectorType::get({kLanes}, b.getF32Type()), weight.values,
                                   ValueRange{row, col});
@@ -156,7 +187,7 @@ Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {
 }
 
 Value WeightReader::scalar(Value row, Value col) {
-  if (weight.bf16) return widenBf16(kb.builder(), kb.location(), kb.load(weight.values, {row, col}));
+  if (weight.half) return widenHalf(kb.builder(), kb.location(), kb.load(weight.values, {row, col}));
   if (!weight.isQuantized()) return kb.load(weight.values, {row, col});
   OpBuilder &b = kb.builder();
   Location loc = kb.location();

@@ -46,13 +46,16 @@ class CpuStepWalker final : public codegen::StepWalker<Value, Value> {
 public:
   /// `packQuantized`: keep quantised weights packed (the generated matmul
   /// only); `int8Activations`: multiply those with int8-quantised rows.
-  /// `bf16Weights`: store the generated matmul's f32 weights as bf16;
-  /// `bf16Products`: multiply those by activations rounded to bf16.
+  /// `weightDtype`: how the generated matmul stores its f32 weights, f32,
+  /// rounded to bf16 or f16, or auto (storageOf); `bf16Products`: multiply
+  /// bf16 ones by activations rounded to bf16.
   CpuStepWalker(cpu::StepLowering &step, Value weights, Value workspace, Value logits,
-                bool packQuantized, bool int8Activations, bool bf16Weights, bool bf16Products)
+                bool packQuantized, bool int8Activations, StringRef weightDtype,
+                bool bf16Products)
       : step(step), weightsArg(weights), workspaceArg(workspace), logits(logits),
         packQuantized(packQuantized && step.generatedMatmul),
-        int8Activations(int8Activations), bf16Weights(bf16Weights && step.generatedMatmul),
+        int8Activations(int8Activations),
+        weightDtype(step.generatedMatmul ? weightDtype.str() : "f32"),
         bf16Products(bf16Products) {}
 
   /// Gives the step's input `value` the memref `memref`.
@@ -172,8 +175,9 @@ private:
 
   /// Whether f32 storage keeps `table` once, in panels, for one matmul and
   /// the embeddings alike (a tied logits head).
-  bool sharesPanels(Value table) const {
-    if (!step.generatedMatmul || bf16Weights || table.getDefiningOp<llm::DequantizeOp>())
+  bool sharesPanels(Value table) {
+    if (!step.generatedMatmul || table.getDefiningOp<llm::DequantizeOp>() ||
+        storageOf(table) != "f32")
       return false;
     auto type = dyn_cast<RankedTensorType>(table.getType());
     if (!type || type.getRank() != 2 || !type.getElementType().isF32()) return false;
@@ -209,22 +213,23 @@ private:
       weight = *packed;
     } else {
       int64_t k = cast<MemRefType>(input.getType()).getDimSize(1);
-      weight.bf16 = bf16Weights;
-      weight.bf16Products = bf16Weights && bf16Products && k % 32 == 0;
+      StringRef storage = storageOf(weightValue);
+      weight.half = storage != "f32";
+      weight.bf16Products = storage == "bf16" && bf16Products && k % 32 == 0;
       // Panels where only embeddings read the weight beside this matmul (a
-      // tied table: f32 storage shares the panels with them, bf16 has its
-      // own copy), in pairs of k for products of bf16 pairs; a widened
+      // tied table: f32 storage shares the panels with them, half storage
+      // has its own copy), in pairs of k for products of bf16 pairs; a widened
       // quantised weight keeps the rows of its packed form, whose sums it
       // equals.
       FailureOr<Value> values = Value();
       if (step.generatedMatmul && onlyEmbeddingsBeside(weightValue, op) &&
           !weightValue.getDefiningOp<llm::DequantizeOp>())
-        values = panelWeightOf(weightValue, transposed, epilogue.gated ? 2 : 1, weight.bf16,
+        values = panelWeightOf(weightValue, transposed, epilogue.gated ? 2 : 1,
                                weight.bf16Products);
       if (failed(values)) return failure();
       weight.panels = static_cast<bool>(*values);
       if (!weight.panels)
-        values = weight.bf16 ? bf16WeightOf(weightValue, flip)
+        values = weight.half ? halfWeightOf(weightValue, flip)
                  : flip      ? transposedWeightOf(weightValue)
                              : refOf(weightValue, op, 1);
       if (failed(values)) return failure();
@@ -299,10 +304,9 @@ private:
 
   /// An f32 weight [out, in] (`outIn`) or [in, out] that only its matmul
   /// reads, stored in panels (cpu::packPanels) for the outer-product matmul,
-  /// rounded to bf16 if `bf16`, in pairs of k for `pairs`; null if its
-  /// data is not 2-D f32.
-  FailureOr<Value> panelWeightOf(Value value, bool outIn, int64_t parts, bool bf16,
-                                 bool pairs = false) {
+  /// in its storageOf type, in pairs of k for `pairs`; null if its data is
+  /// not 2-D f32.
+  FailureOr<Value> panelWeightOf(Value value, bool outIn, int64_t parts, bool pairs) {
     if (Value known = panelRefs.lookup(value)) return known;
     auto data = codegen::weightConstant(value, "CPU");
     if (failed(data)) return failure();
@@ -319,21 +323,22 @@ private:
                       cast<ElementsAttr>(DenseResourceElementsAttr::get(
                           panelsType, "panels",
                           HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(panels)))),
-                      bf16 ? "bf16" : "");
+                      storageOf(value));
   }
 
-  /// An [out, in] f32 weight (`flip`: transposed from [in, out]) stored as
-  /// bf16 and viewed as its i16 bit patterns.
-  FailureOr<Value> bf16WeightOf(Value value, bool flip) {
-    if (Value known = bf16Refs.lookup(value)) return known;
+  /// An [out, in] f32 weight (`flip`: transposed from [in, out]) stored in
+  /// its storageOf type, a half type.
+  FailureOr<Value> halfWeightOf(Value value, bool flip) {
+    if (Value known = halfRefs.lookup(value)) return known;
     auto data = flip ? transposedData(value) : codegen::weightConstant(value, "CPU");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());
     if (!type.getElementType().isF32())
       return value.getDefiningOp()->emitOpError("is a matmul weight of ")
-                 << type.getElementType() << "; bf16 storage rounds f32 weights",
+                 << type.getElementType() << "; " << storageOf(value)
+                 << " storage rounds f32 weights",
              failure();
-    return bf16Refs[value] = weightView(value.getDefiningOp(), *data, "bf16");
+    return halfRefs[value] = weightView(value.getDefiningOp(), *data, storageOf(value));
   }
 
   /// The data of an [in, out] weight transposed to [out, in].
@@ -357,12 +362,16 @@ private:
   }
 
   /// Places `data` in weights.bin (its bytes as they are, or for `dtype`
-  /// bf16 rounded by the artifact writer; the manifest calls them `dtype`)
-  /// and views it from the step.
+  /// bf16 or f16 rounded by the artifact writer; the manifest calls them
+  /// `dtype`) and views it from the step.
   Value weightView(Operation *def, ElementsAttr data, StringRef dtype = {}) {
     auto type = cast<ShapedType>(data.getType());
-    // f32 data stored as bf16: the writer rounds it, the kernels read the bits.
-    Type element = dtype == "bf16" ? step.b.getI16Type() : type.getElementType();
+    if (dtype == "f32") dtype = {};
+    // f32 data stored as bf16 or f16: the writer rounds it, the kernels read
+    // bf16's bits (i16) or the f16 values.
+    Type element = dtype == "bf16" ? step.b.getI16Type()
+                   : dtype == "f16" ? step.b.getF16Type()
+                                    : type.getElementType();
     int64_t bytes = type.getNumElements() * element.getIntOrFloatBitWidth() / 8;
     int64_t placed = weightLayout.place(def, data, bytes, dtype);
     Value offset = arith::ConstantIndexOp::create(step.b, def->getLoc(), placed);
@@ -383,10 +392,37 @@ private:
         .getResult();
   }
 
+  /// How the generated matmul stores `weight`: weightDtype, or for auto the
+  /// half type that holds every value of an f32 constant exactly (f16
+  /// first), else f32. Exact either way: a half-precision export, which
+  /// onnx-promote-to-f32 widened, narrows back, even where its exporter
+  /// left a weight f32 that holds f16 values (optimum's fp16 attention
+  /// output projections).
+  StringRef storageOf(Value weight) {
+    if (weightDtype != "auto") return weightDtype;
+    if (auto known = exactStorage.find(weight); known != exactStorage.end())
+      return known->second;
+    StringRef storage = "f32";
+    auto constant = weight.getDefiningOp<llm::ConstantOp>();
+    auto data = constant ? dyn_cast<ElementsAttr>(constant.getValue()) : ElementsAttr();
+    std::vector<char> buffer;
+    FailureOr<ArrayRef<char>> bytes = failure();
+    if (data && data.getElementType().isF32()) bytes = elementsBytes(data, buffer);
+    if (succeeded(bytes)) {
+      ArrayRef<float> values(reinterpret_cast<const float *>(bytes->data()), bytes->size() / 4);
+      if (llvm::all_of(values, cpu::isF16Value)) storage = "f16";
+      else if (llvm::all_of(values, cpu::isBf16Value)) storage = "bf16";
+    }
+    return exactStorage[weight] = storage;
+  }
+
   cpu::StepLowering &step;
   Value weightsArg, workspaceArg, logits;
-  bool packQuantized, int8Activations, bf16Weights, bf16Products;
-  DenseMap<Value, Value> transposedRefs, bf16Refs, panelRefs;
+  bool packQuantized, int8Activations;
+  std::string weightDtype;
+  bool bf16Products;
+  DenseMap<Value, Value> transposedRefs, halfRefs, panelRefs;
+  DenseMap<Value, StringRef> exactStorage;
   DenseMap<Value, cpu::MatmulWeight> packedRefs;
   DenseMap<Value, std::optional<cpu::Int8Weight>> int8Refs;
 };
@@ -418,16 +454,18 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
       module.emitError("matmul must be blas or generated, not '") << matmul << "'";
       return signalPassFailure();
     }
-    if (weightDtype != "f32" && weightDtype != "bf16") {
-      module.emitError("weight-dtype must be f32 or bf16, not '") << weightDtype << "'";
+    if (!llvm::is_contained({"f32", "bf16", "f16", "auto"}, weightDtype)) {
+      module.emitError("weight-dtype must be f32, bf16, f16 or auto, not '")
+          << weightDtype << "'";
       return signalPassFailure();
     }
     if (bf16Activations && weightDtype != "bf16") {
       module.emitError("bf16-activations multiplies bf16 weights: add weight-dtype=bf16");
       return signalPassFailure();
     }
-    if (weightDtype == "bf16" && matmul != "generated") {
-      module.emitError("weight-dtype=bf16 needs the generated matmul: sgemm reads f32 weights");
+    if (weightDtype != "f32" && weightDtype != "auto" && matmul != "generated") {
+      module.emitError("weight-dtype=")
+          << weightDtype << " needs the generated matmul: sgemm reads f32 weights";
       return signalPassFailure();
     }
     func::FuncOp model = abi::findPlannedStep(module);
@@ -481,7 +519,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     step.maxSeqs = info->maxNumSeqs;
     CpuStepWalker walker(step, body->getArgument(types.size() - 3), step.workspace,
                          body->getArgument(types.size() - 1), packQuantized, int8Activations,
-                         weightDtype == "bf16", bf16Activations);
+                         weightDtype, bf16Activations);
     for (auto [index, input] : llvm::enumerate(modelInputs))
       walker.setInput(input, body->getArgument(index + 1));
     if (failed(walker.walk(model))) return failure();

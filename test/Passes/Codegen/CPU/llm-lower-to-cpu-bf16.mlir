@@ -1,6 +1,5 @@
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=bf16})' | FileCheck %s
 // RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=bf16 matmul=blas})' 2>&1 | FileCheck %s --check-prefix=BLAS
-// RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=f16})' 2>&1 | FileCheck %s --check-prefix=F16
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=bf16 bf16-activations=true})' | FileCheck %s --check-prefix=PRODUCTS
 // RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{bf16-activations=true})' 2>&1 | FileCheck %s --check-prefix=NOWEIGHTS
 
@@ -47,11 +46,9 @@
 //       PRODUCTS:   %[[XPAIRS:.*]] = vector.bitcast %[[XWORDS]] : vector<16xi32> to vector<32xbf16>
 //       PRODUCTS:   llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%{{.*}}, %[[XPAIRS]], %[[PAIRS]]) : (vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>
 
-// sgemm reads f32 weights; f16 is not a CPU storage type; bf16 products
-// need bf16 weights.
+// sgemm reads f32 weights; bf16 products need bf16 weights.
 // NOWEIGHTS: error: bf16-activations multiplies bf16 weights: add weight-dtype=bf16
 // BLAS: error: weight-dtype=bf16 needs the generated matmul: sgemm reads f32 weights
-// F16: error: weight-dtype must be f32 or bf16, not 'f16'
 func.func @paged(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %2 = llm.constant dense<1.000000e+00> : tensor<8xf32>

@@ -1,0 +1,111 @@
+"""f16 weight storage on the CPU: a half-precision export keeps its own weights, and
+`llmc compile --dtype f16` rounds an f32 model's.
+
+The generated matmul's weights (linear layers and the logits head) are stored in weights.bin
+as f16 and widened to f32 as they are loaded (vcvtph2ps); the activations and the arithmetic
+stay f32. Widening an f16 value to f32 is exact, so:
+
+  * an fp16 export (optimum's `--dtype fp16` Llama with GQA) compiles to f16 storage by
+    default, in about half the bytes of `--dtype f32`, the attention output projections too,
+    which the exporter left f32 holding f16 values, and its logits equal, bit for bit,
+    those of the same file compiled with its weights widened (`--dtype f32`), over a ragged
+    batch of prefills and decodes (test_exporters checks the same file against onnxruntime);
+  * `--dtype f16` on an f32 export computes exactly what the f32 artifact computes on a copy
+    whose MatMul weights numpy rounded to f16, and differs from the unrounded model's by
+    about f16's rounding, not more;
+  * `--dtype f16` with `--matmul blas` is refused, and `--matmul blas` on the fp16 export
+    widens its weights instead.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from test_cpu_bf16_weights import matmul_weight_names
+from test_exporters import EXPORTS_DIR, LLMC
+from test_quantized_cpu import compile_model, ragged_steps
+
+F32_EXPORT = EXPORTS_DIR / "optimum/llama-gqa/model.onnx"
+F16_EXPORT = EXPORTS_DIR / "optimum-fp16/llama-gqa/model.onnx"
+
+
+def stored_dtypes(artifact) -> dict[str, int]:
+    """How many weights.bin entries the manifest lists per dtype."""
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    counts: dict[str, int] = {}
+    for entry in manifest["weights"]["tensors"]:
+        counts[entry["dtype"]] = counts.get(entry["dtype"], 0) + 1
+    return counts
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("f16")
+    model = onnx.load(F32_EXPORT)
+    initializers = {tensor.name: tensor for tensor in model.graph.initializer}
+    names = matmul_weight_names(model)
+    assert len(names) >= 2 * 7 + 1  # 2 layers of 7, the head
+    for name in names:
+        values = numpy_helper.to_array(initializers[name]).astype(np.float16).astype(np.float32)
+        initializers[name].CopyFrom(numpy_helper.from_array(values, name))
+    rounded = directory / "rounded.onnx"
+    onnx.save(model, rounded)
+    return {
+        "export": compile_model(F16_EXPORT, directory / "export.llmc"),
+        "export widened": compile_model(F16_EXPORT, directory / "widened.llmc", "--dtype", "f32"),
+        "f16": compile_model(F32_EXPORT, directory / "f16.llmc", "--dtype", "f16"),
+        "f32": compile_model(F32_EXPORT, directory / "f32.llmc"),
+        "rounded": compile_model(rounded, directory / "rounded.llmc"),
+    }
+
+
+def test_an_fp16_export_keeps_f16_weights(artifacts):
+    kept, widened = artifacts["export"], artifacts["export widened"]
+    # 2 layers of 4 matmuls at -O2 (q/k/v and gate/up joined), and the head.
+    assert stored_dtypes(kept).get("f16", 0) == 2 * 4 + 1
+    manifest = json.loads((kept / "manifest.json").read_text())
+    dtypes = {entry["name"]: entry["dtype"] for entry in manifest["weights"]["tensors"]}
+    f32_in_the_file = [tensor.name for tensor in onnx.load(F16_EXPORT).graph.initializer
+                       if tensor.data_type == onnx.TensorProto.FLOAT and len(tensor.dims) == 2]
+    assert f32_in_the_file and all(dtypes[name] == "f16" for name in f32_in_the_file)
+    assert "f16" not in stored_dtypes(widened)
+    kept_bytes = (kept / "weights.bin").stat().st_size
+    widened_bytes = (widened / "weights.bin").stat().st_size
+    assert kept_bytes < 0.75 * widened_bytes, f"{kept_bytes} vs {widened_bytes} bytes"
+
+
+def test_f16_weights_compute_the_widened_export_exactly(artifacts):
+    ours, widened = ragged_steps(artifacts["export"], artifacts["export widened"])
+    for step, (mine, reference) in enumerate(zip(ours, widened)):
+        assert np.array_equal(mine, reference), (
+            f"step {step}: max |f16 - widened| {np.abs(mine - reference).max():.3g}")
+
+
+def test_f16_weights_compute_the_rounded_model_exactly(artifacts):
+    ours, rounded = ragged_steps(artifacts["f16"], artifacts["rounded"])
+    for step, (mine, reference) in enumerate(zip(ours, rounded)):
+        assert np.array_equal(mine, reference), (
+            f"step {step}: max |f16 - rounded f32| {np.abs(mine - reference).max():.3g}")
+
+
+def test_f16_weights_stay_close_to_f32(artifacts):
+    ours, f32 = ragged_steps(artifacts["f16"], artifacts["f32"])
+    for step, (mine, reference) in enumerate(zip(ours, f32)):
+        error = float(np.abs(mine - reference).max() / np.abs(reference).max())
+        assert 0 < error < 0.01, f"step {step}: relative error {error:.3g}"
+
+
+def test_f16_storage_needs_the_generated_matmul(tmp_path):
+    result = subprocess.run([str(LLMC), "compile", str(F32_EXPORT), "-o", str(tmp_path / "x.llmc"),
+                             "--quiet", "--dtype", "f16", "--matmul", "blas"],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "--dtype f16 needs the generated matmul" in result.stderr
+    assert not (tmp_path / "x.llmc").exists()
+    blas = compile_model(F16_EXPORT, tmp_path / "blas.llmc", "--matmul", "blas")
+    assert "f16" not in stored_dtypes(blas)
