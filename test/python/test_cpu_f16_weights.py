@@ -10,6 +10,8 @@ stay f32. Widening an f16 value to f32 is exact, so:
     which the exporter left f32 holding f16 values, and its logits equal, bit for bit,
     those of the same file compiled with its weights widened (`--dtype f32`), over a ragged
     batch of prefills and decodes (test_exporters checks the same file against onnxruntime);
+  * so does the genai builder's fp16 Llama with tied embeddings, whose embedding gathers
+    from the logits head's f16 panels: one f16 copy of the table, no f32 one;
   * `--dtype f16` on an f32 export computes exactly what the f32 artifact computes on a copy
     whose MatMul weights numpy rounded to f16, and differs from the unrounded model's by
     about f16's rounding, not more;
@@ -32,6 +34,7 @@ from test_quantized_cpu import compile_model, ragged_steps
 
 F32_EXPORT = EXPORTS_DIR / "optimum/llama-gqa/model.onnx"
 F16_EXPORT = EXPORTS_DIR / "optimum-fp16/llama-gqa/model.onnx"
+TIED_F16_EXPORT = EXPORTS_DIR / "genai-fp16/llama-tied/model.onnx"
 
 
 def stored_dtypes(artifact) -> dict[str, int]:
@@ -58,6 +61,9 @@ def artifacts(tmp_path_factory):
     return {
         "export": compile_model(F16_EXPORT, directory / "export.llmc"),
         "export widened": compile_model(F16_EXPORT, directory / "widened.llmc", "--dtype", "f32"),
+        "tied": compile_model(TIED_F16_EXPORT, directory / "tied.llmc"),
+        "tied widened": compile_model(TIED_F16_EXPORT, directory / "tied-widened.llmc",
+                                      "--dtype", "f32"),
         "f16": compile_model(F32_EXPORT, directory / "f16.llmc", "--dtype", "f16"),
         "f32": compile_model(F32_EXPORT, directory / "f32.llmc"),
         "rounded": compile_model(rounded, directory / "rounded.llmc"),
@@ -79,8 +85,17 @@ def test_an_fp16_export_keeps_f16_weights(artifacts):
     assert kept_bytes < 0.75 * widened_bytes, f"{kept_bytes} vs {widened_bytes} bytes"
 
 
-def test_f16_weights_compute_the_widened_export_exactly(artifacts):
-    ours, widened = ragged_steps(artifacts["export"], artifacts["export widened"])
+def test_a_tied_table_is_kept_once_in_f16(artifacts):
+    manifest = json.loads((artifacts["tied"] / "manifest.json").read_text())
+    vocab_by_hidden = 512 * 64
+    tables = [entry for entry in manifest["weights"]["tensors"]
+              if int(np.prod(entry["shape"])) == vocab_by_hidden]
+    assert [entry["dtype"] for entry in tables] == ["f16"], tables
+
+
+@pytest.mark.parametrize("export", ["export", "tied"])
+def test_f16_weights_compute_the_widened_export_exactly(artifacts, export):
+    ours, widened = ragged_steps(artifacts[export], artifacts[f"{export} widened"])
     for step, (mine, reference) in enumerate(zip(ours, widened)):
         assert np.array_equal(mine, reference), (
             f"step {step}: max |f16 - widened| {np.abs(mine - reference).max():.3g}")

@@ -405,7 +405,8 @@ std::vector<float> packPanels(const float *weight, int64_t out, int64_t in, bool
 using VectorFinish = llvm::function_ref<void(mlir::Value row, mlir::Value col,
                                              llvm::ArrayRef<mlir::Value> sums, int64_t lanes)>;
 /// llm.embedding over a table kept in panels (packPanels) for the logits
-/// head it is tied to: token t's row is the head's output column t.
+/// head it is tied to: token t's row is the head's output column t (half
+/// panels widened as read).
 mlir::LogicalResult lowerPanelEmbedding(StepLowering &step, llm::EmbeddingOp op,
                                         mlir::Value panels, mlir::Value ids, mlir::Value output);
 /// output = epilogue(input * weight) for a `panels` weight, as outer

@@ -215,8 +215,10 @@ LogicalResult lowerPanelEmbedding(StepLowering &step, llm::EmbeddingOp op, Value
                                  kb.index(kLanes));
       Value width = kb.minIndex(padded, kb.index(panel));
       Value at = kb.addIndex(kb.mulIndex(begin, kb.index(hidden)), kb.subIndex(id, begin));
+      bool half = !cast<MemRefType>(params[0].getType()).getElementType().isF32();
       kb.forEach(kb.index(0), kb.index(hidden), [&](Value col) {
-        kb.store(kb.load(params[0], {kb.addIndex(at, kb.mulIndex(col, width))}), out, {row, col});
+        Value value = kb.load(params[0], {kb.addIndex(at, kb.mulIndex(col, width))});
+        kb.store(half ? widenHalf(kb.builder(), kb.location(), value) : value, out, {row, col});
       });
     });
   });

@@ -100,7 +100,7 @@ private:
         .Case([&](llm::EmbeddingOp embedding) -> LogicalResult {
           if (sharesPanels(embedding.getTable())) {
             auto panels = panelWeightOf(embedding.getTable(), !embedding.getTransposeTable(), 1,
-                                        /*bf16=*/false);
+                                        /*pairs=*/false);
             if (failed(panels)) return failure();
             if (!*panels) return embedding.emitOpError("has a table without 2-D f32 data");
             return cpu::lowerPanelEmbedding(step, embedding, *panels, operands[1], outputs[0]);
@@ -173,11 +173,14 @@ private:
     });
   }
 
-  /// Whether f32 storage keeps `table` once, in panels, for one matmul and
-  /// the embeddings alike (a tied logits head).
+  /// Whether `table` is kept once, in panels, for one matmul and the
+  /// embeddings alike (a tied logits head): in f32, or in a half type that
+  /// holds it exactly (rounded, the embeddings' output would change) and not
+  /// in pairs of k.
   bool sharesPanels(Value table) {
-    if (!step.generatedMatmul || table.getDefiningOp<llm::DequantizeOp>() ||
-        storageOf(table) != "f32")
+    if (!step.generatedMatmul || table.getDefiningOp<llm::DequantizeOp>()) return false;
+    StringRef storage = storageOf(table);
+    if (storage != "f32" && (!holdsExactly(table, storage) || (storage == "bf16" && bf16Products)))
       return false;
     auto type = dyn_cast<RankedTensorType>(table.getType());
     if (!type || type.getRank() != 2 || !type.getElementType().isF32()) return false;
@@ -217,8 +220,7 @@ private:
       weight.half = storage != "f32";
       weight.bf16Products = storage == "bf16" && bf16Products && k % 32 == 0;
       // Panels where only embeddings read the weight beside this matmul (a
-      // tied table: f32 storage shares the panels with them, half storage
-      // has its own copy), in pairs of k for products of bf16 pairs; a widened
+      // tied table: sharesPanels), in pairs of k for products of bf16 pairs; a widened
       // quantised weight keeps the rows of its packed form, whose sums it
       // equals.
       FailureOr<Value> values = Value();
@@ -393,27 +395,37 @@ private:
   }
 
   /// How the generated matmul stores `weight`: weightDtype, or for auto the
-  /// half type that holds every value of an f32 constant exactly (f16
-  /// first), else f32. Exact either way: a half-precision export, which
-  /// onnx-promote-to-f32 widened, narrows back, even where its exporter
-  /// left a weight f32 that holds f16 values (optimum's fp16 attention
-  /// output projections).
+  /// half type that holds it exactly (f16 first), else f32. Exact either
+  /// way: a half-precision export, which onnx-promote-to-f32 widened,
+  /// narrows back, even where its exporter left a weight f32 that holds f16
+  /// values (optimum's fp16 attention output projections).
   StringRef storageOf(Value weight) {
     if (weightDtype != "auto") return weightDtype;
-    if (auto known = exactStorage.find(weight); known != exactStorage.end())
-      return known->second;
-    StringRef storage = "f32";
-    auto constant = weight.getDefiningOp<llm::ConstantOp>();
-    auto data = constant ? dyn_cast<ElementsAttr>(constant.getValue()) : ElementsAttr();
-    std::vector<char> buffer;
-    FailureOr<ArrayRef<char>> bytes = failure();
-    if (data && data.getElementType().isF32()) bytes = elementsBytes(data, buffer);
-    if (succeeded(bytes)) {
-      ArrayRef<float> values(reinterpret_cast<const float *>(bytes->data()), bytes->size() / 4);
-      if (llvm::all_of(values, cpu::isF16Value)) storage = "f16";
-      else if (llvm::all_of(values, cpu::isBf16Value)) storage = "bf16";
+    if (holdsExactly(weight, "f16")) return "f16";
+    return holdsExactly(weight, "bf16") ? "bf16" : "f32";
+  }
+
+  /// Whether every value of `weight`, an f32 constant, is one of `dtype`'s
+  /// (f32: any weight).
+  bool holdsExactly(Value weight, StringRef dtype) {
+    if (dtype == "f32") return true;
+    auto known = halfValued.find(weight);
+    if (known == halfValued.end()) {
+      HalfValued found;
+      auto constant = weight.getDefiningOp<llm::ConstantOp>();
+      auto data = constant ? dyn_cast<ElementsAttr>(constant.getValue()) : ElementsAttr();
+      std::vector<char> buffer;
+      FailureOr<ArrayRef<char>> bytes = failure();
+      if (data && data.getElementType().isF32()) bytes = elementsBytes(data, buffer);
+      if (succeeded(bytes)) {
+        ArrayRef<float> values(reinterpret_cast<const float *>(bytes->data()),
+                               bytes->size() / 4);
+        found.f16 = llvm::all_of(values, cpu::isF16Value);
+        found.bf16 = llvm::all_of(values, cpu::isBf16Value);
+      }
+      known = halfValued.try_emplace(weight, found).first;
     }
-    return exactStorage[weight] = storage;
+    return dtype == "f16" ? known->second.f16 : known->second.bf16;
   }
 
   cpu::StepLowering &step;
@@ -422,7 +434,11 @@ private:
   std::string weightDtype;
   bool bf16Products;
   DenseMap<Value, Value> transposedRefs, halfRefs, panelRefs;
-  DenseMap<Value, StringRef> exactStorage;
+  /// Per f32 constant weight, whether f16 and bf16 hold all its values.
+  struct HalfValued {
+    bool f16 = false, bf16 = false;
+  };
+  DenseMap<Value, HalfValued> halfValued;
   DenseMap<Value, cpu::MatmulWeight> packedRefs;
   DenseMap<Value, std::optional<cpu::Int8Weight>> int8Refs;
 };

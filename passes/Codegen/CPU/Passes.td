@@ -54,13 +54,16 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     through the host API table (OpenBLAS), not batch-invariant
     (bench/RESULTS.md).
     With `weight-dtype=bf16` or `f16` the generated matmul's f32 weights
-    (linear layers and the logits head; not the embedding table, norms or
-    biases) are stored in weights.bin as bf16 or f16, rounded to nearest
+    (linear layers and the logits head; not norms or biases, nor the
+    embedding table unless it is tied to the head and the half type holds
+    it exactly) are stored in weights.bin as bf16 or f16, rounded to nearest
     even, and widened to f32 as they are loaded (f16 by vcvtph2ps): half
-    the bytes a decode step streams, exact for weights that were f16 (or
-    bf16) before onnx-promote-to-f32 widened them, and
-    the product of the f32 activations and the rounded weights computed in
-    f32 exactly as the f32 path computes it. `bf16-activations` adds
+    the bytes a decode step streams, and the product of the f32
+    activations and the rounded weights computed in f32 exactly as the f32
+    path computes it. `weight-dtype=auto` stores each weight in the first
+    of f16, bf16 and f32 that holds all its values, so nothing is rounded:
+    a half-precision export, which onnx-promote-to-f32 widened, narrows
+    back. `bf16-activations` adds
     AVX512_BF16 products: each matmul input row is rounded to bf16 (to
     nearest even) once, into the scratch, the weight's panels hold pairs
     of k, and vdpbf16ps adds the products of 32 bf16 pairs per instruction
@@ -79,8 +82,10 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     Option<"int8Activations", "int8-activations", "bool", /*default=*/"false",
            "Multiply packed quantised weights by int8-quantised activations (AVX512-VNNI)">,
     Option<"weightDtype", "weight-dtype", "std::string", /*default=*/"\"f32\"",
-           "How the generated matmul stores f32 weights in weights.bin: f32, or bf16 or "
-           "f16 (rounded to nearest even, widened to f32 in registers)">,
+           "How the generated matmul stores f32 weights in weights.bin: f32, bf16 or f16 "
+           "(rounded to nearest even, widened to f32 in registers), or auto (each weight "
+           "in the first of f16, bf16 and f32 that holds it exactly; llmc compile's "
+           "default)">,
     Option<"bf16Activations", "bf16-activations", "bool", /*default=*/"false",
            "With weight-dtype=bf16: multiply bf16 pairs (AVX512_BF16), the activations "
            "rounded to bf16 per row, where the inner dimension is a multiple of 32">,

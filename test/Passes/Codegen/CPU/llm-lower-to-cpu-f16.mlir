@@ -1,7 +1,7 @@
-// RUN: llmc-opt %s -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=f16})' | FileCheck %s
-// RUN: llmc-opt %s -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=auto})' | FileCheck %s --check-prefix=AUTO
-// RUN: llmc-opt %s -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=auto matmul=blas})' | FileCheck %s --check-prefix=BLAS
-// RUN: not llmc-opt %s --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=f8})' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=f16})' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=auto})' | FileCheck %s --check-prefix=AUTO
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=auto matmul=blas})' | FileCheck %s --check-prefix=BLAS
+// RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=f8})' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 
 // weight-dtype=f16: the generated matmul's weights go to weights.bin as f16
 // (2 bytes each: the [32, 32] linear's panels at 8192, the next weight 2048
@@ -50,4 +50,27 @@ func.func @paged(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32
   %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
   %15 = llm.logits %14, %4 : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
   return %15 : tensor<?x64xf32>
+}
+
+// -----
+
+// A tied table that f16 does not hold exactly: the head's panels are rounded
+// to f16, and the embedding keeps its own f32 table, so its output is the
+// table's own values.
+// CHECK-LABEL: module attributes
+//  CHECK-SAME:   {name = "weight0", offset = 0 : i64, value = dense<1.000000e-01> : tensor<64x32xf32>}
+//  CHECK-SAME:   {dtype = "f16", name = "weight1", offset = 8192 : i64, value = dense_resource<panels> : tensor<2048xf32>}
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   call @llmc_embedding_{{[0-9]+}}({{.*}}) : (memref<64x32xf32>
+//   CHECK-NOT:   call @llmc_panel_embedding
+func.func @tied_rounded(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %table = llm.constant dense<1.000000e-01> : tensor<64x32xf32>
+  %x = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %h = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %pool = llm.paged_kv_write %arg7, %h, %h, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %a = llm.paged_attention %h, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 1024>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %rows = llm.gather_rows %m, %arg6 {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %logits = llm.logits %rows, %table {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
 }

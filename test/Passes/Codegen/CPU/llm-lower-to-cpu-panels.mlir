@@ -1,4 +1,5 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-plan-memory{max-num-batched-tokens=8 max-num-seqs=2}),llm-lower-to-cpu)' | FileCheck %s
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-plan-memory{max-num-batched-tokens=8 max-num-seqs=2}),llm-lower-to-cpu{weight-dtype=auto})' | FileCheck %s --check-prefix=AUTO
 
 // A weight only its matmul reads is stored in panels of 48 columns (1-D)
 // and multiplied as outer products: each k loads the panel's 3 vectors,
@@ -37,6 +38,16 @@
 //       CHECK:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<2048xf32>
 //   CHECK-NOT:     vector.shuffle
 //       CHECK:     vector.broadcast
+// A table that f16 holds exactly (weight-dtype=auto) is kept once too, in f16
+// panels, which the embedding widens as it reads them; the linear's 0.1,
+// not an f16 value, stays f32.
+// AUTO-LABEL: func.func @llmc_step
+//       AUTO:   %[[TABLE:.*]] = memref.view %{{.*}} : memref<?xi8> to memref<2048xf16>
+//       AUTO:   call @llmc_panel_embedding_{{[0-9]+}}(%[[TABLE]],
+//       AUTO:   memref.view %{{.*}} : memref<?xi8> to memref<3072xf32>
+//       AUTO:   func.func private @llmc_panel_embedding_{{[0-9]+}}(%[[PANELS:.*]]: memref<2048xf16>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x32xf32>)
+//       AUTO:     %[[HALF:.*]] = memref.load %[[PANELS]]
+//       AUTO:     arith.extf %[[HALF]] : f16 to f32
 func.func @panels(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %w = llm.constant dense<1.000000e-01> : tensor<32x96xf32>
