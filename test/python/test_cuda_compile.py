@@ -151,12 +151,16 @@ def test_bad_targets_are_one_clear_error(onnx_dir, tmp_path, target, message):
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_dtype_is_for_cuda_only(onnx_dir, tmp_path):
+def test_dtype_is_checked_per_target(onnx_dir, tmp_path):
+    """The CPU stores matmul weights as f32, bf16 or f16; CUDA stores everything as bf16 or
+    f16. Anything else is one error."""
     model = write_fixture(*MODELS["optimum-gqa"], onnx_dir)
-    result = compile_cuda(model, tmp_path / "out", "--dtype", "f16")
-    assert result.returncode == 1 and "--target cuda" in result.stderr
-    result = compile_cuda(model, tmp_path / "out", "--target", "cuda:sm_80", "--dtype", "fp8")
-    assert result.returncode == 1 and "bf16 or f16" in result.stderr
+    result = compile_cuda(model, tmp_path / "out", "--dtype", "fp8")
+    assert result.returncode == 1
+    assert "the CPU target stores weights as f32, bf16 or f16" in result.stderr
+    for dtype in ("fp8", "f32"):
+        result = compile_cuda(model, tmp_path / "out", "--target", "cuda:sm_80", "--dtype", dtype)
+        assert result.returncode == 1 and "bf16 or f16" in result.stderr
 
 
 def test_a_cuda_artifact_without_a_gpu_is_one_clear_error(onnx_dir, tmp_path):
