@@ -6,7 +6,8 @@ as f16 and widened to f32 as they are loaded (vcvtph2ps); the activations and th
 stay f32. Widening an f16 value to f32 is exact, so:
 
   * an fp16 export (optimum's `--dtype fp16` Llama with GQA) compiles to f16 storage by
-    default, in about half the bytes of `--dtype f32`, the attention output projections too,
+    default, in about half the bytes of `--dtype f32`, its embedding table (gathered and
+    widened) and the attention output projections too,
     which the exporter left f32 holding f16 values, and its logits equal, bit for bit,
     those of the same file compiled with its weights widened (`--dtype f32`), over a ragged
     batch of prefills and decodes (test_exporters checks the same file against onnxruntime);
@@ -72,10 +73,12 @@ def artifacts(tmp_path_factory):
 
 def test_an_fp16_export_keeps_f16_weights(artifacts):
     kept, widened = artifacts["export"], artifacts["export widened"]
-    # 2 layers of 4 matmuls at -O2 (q/k/v and gate/up joined), and the head.
-    assert stored_dtypes(kept).get("f16", 0) == 2 * 4 + 1
+    # 2 layers of 4 matmuls at -O2 (q/k/v and gate/up joined), the head and the embedding
+    # table.
+    assert stored_dtypes(kept).get("f16", 0) == 2 * 4 + 1 + 1
     manifest = json.loads((kept / "manifest.json").read_text())
     dtypes = {entry["name"]: entry["dtype"] for entry in manifest["weights"]["tensors"]}
+    assert dtypes["model.embed_tokens.weight"] == "f16"
     f32_in_the_file = [tensor.name for tensor in onnx.load(F16_EXPORT).graph.initializer
                        if tensor.data_type == onnx.TensorProto.FLOAT and len(tensor.dims) == 2]
     assert f32_in_the_file and all(dtypes[name] == "f16" for name in f32_in_the_file)

@@ -105,6 +105,15 @@ private:
             if (!*panels) return embedding.emitOpError("has a table without 2-D f32 data");
             return cpu::lowerPanelEmbedding(step, embedding, *panels, operands[1], outputs[0]);
           }
+          if (halfTable(embedding)) {
+            Value &table = halfTables[embedding.getTable()];
+            if (!table) {
+              auto constant = embedding.getTable().getDefiningOp<llm::ConstantOp>();
+              table = weightView(constant, cast<ElementsAttr>(constant.getValue()),
+                                 storageOf(embedding.getTable()));
+            }
+            return cpu::lowerEmbedding(step, embedding, {table, operands[1]}, outputs[0]);
+          }
           if (!placesOwnOperand(op, 0))
             return cpu::lowerEmbedding(step, embedding, operands, outputs[0]);
           auto table = packedWeightOf(embedding.getTable());
@@ -150,16 +159,29 @@ private:
     return memref::SubViewOp::create(b, loc, input, offsets, sizes, strides);
   }
 
-  /// The generated kernels read a quantised embedding table packed, and a
-  /// permutation's i32 indices as they are.
+  /// The generated kernels read a quantised embedding table packed, a
+  /// shared or half one as they place it, and a permutation's i32 indices as
+  /// they are.
   bool placesOwnOperand(Operation *op, unsigned operandNumber) override {
     if (isa<llm::PermuteFeaturesOp>(op)) return operandNumber == 1;
     if (auto embedding = dyn_cast<llm::EmbeddingOp>(op))
       return operandNumber == 0 &&
              ((packQuantized && !embedding.getTransposeTable() &&
                embedding.getTable().getDefiningOp<llm::DequantizeOp>()) ||
-              sharesPanels(embedding.getTable()));
+              sharesPanels(embedding.getTable()) || halfTable(embedding));
     return StepWalker::placesOwnOperand(op, operandNumber);
+  }
+
+  /// Whether `embedding` gathers from its own table stored in the matmul
+  /// weights' half type, which holds it exactly (a table the head does not
+  /// share panels with): the rows it gathers are the table's, in half the
+  /// bytes.
+  bool halfTable(llm::EmbeddingOp embedding) {
+    Value table = embedding.getTable();
+    if (!step.generatedMatmul || !table.getDefiningOp<llm::ConstantOp>() || sharesPanels(table))
+      return false;
+    StringRef storage = storageOf(table);
+    return storage != "f32" && holdsExactly(table, storage);
   }
 
   /// Whether `weight` is read only by `matmul` (as its weight) and by
@@ -433,7 +455,7 @@ private:
   bool packQuantized, int8Activations;
   std::string weightDtype;
   bool bf16Products;
-  DenseMap<Value, Value> transposedRefs, halfRefs, panelRefs;
+  DenseMap<Value, Value> transposedRefs, halfRefs, panelRefs, halfTables;
   /// Per f32 constant weight, whether f16 and bf16 hold all its values.
   struct HalfValued {
     bool f16 = false, bf16 = false;

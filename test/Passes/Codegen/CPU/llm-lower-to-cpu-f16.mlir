@@ -4,17 +4,23 @@
 // RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=f8})' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 
 // weight-dtype=f16: the generated matmul's weights go to weights.bin as f16
-// (2 bytes each: the [32, 32] linear's panels at 8192, the next weight 2048
+// (2 bytes each: the [32, 32] linear's panels at 4096, the next weight 2048
 // bytes on), viewed as f16, and a loaded vector is converted to f32
-// (vcvtph2ps) before the same f32 fmas. The embedding table and the rope
-// frequencies stay f32.
+// (vcvtph2ps) before the same f32 fmas. The embedding table, whose 0.5 f16
+// holds exactly, is stored as f16 too (4096 bytes), and the embedding widens
+// each value it gathers; the rope frequencies stay f32.
 // CHECK-LABEL: module attributes
-//  CHECK-SAME:   {name = "weight0", offset = 0 : i64, value = dense<5.000000e-01> : tensor<64x32xf32>}
-//  CHECK-SAME:   {dtype = "f16", name = "weight1", offset = 8192 : i64, value = dense_resource<panels> : tensor<1024xf32>}
-//  CHECK-SAME:   {name = "weight2", offset = 10240 : i64
+//  CHECK-SAME:   {dtype = "f16", name = "weight0", offset = 0 : i64, value = dense<5.000000e-01> : tensor<64x32xf32>}
+//  CHECK-SAME:   {dtype = "f16", name = "weight1", offset = 4096 : i64, value = dense_resource<panels> : tensor<1024xf32>}
+//  CHECK-SAME:   {name = "weight2", offset = 6144 : i64
 //  CHECK-SAME:   {dtype = "f16", name = "weight3"
 // CHECK-LABEL: func.func @llmc_step
-//       CHECK:   memref.view %{{.*}}[%c8192][] : memref<?xi8> to memref<1024xf16>
+//       CHECK:   %[[TABLE:.*]] = memref.view %{{.*}}[%{{.*}}][] : memref<?xi8> to memref<64x32xf16>
+//       CHECK:   call @llmc_embedding_{{[0-9]+}}(%[[TABLE]],
+//       CHECK:   memref.view %{{.*}}[%c4096][] : memref<?xi8> to memref<1024xf16>
+//       CHECK:   func.func private @llmc_embedding_{{[0-9]+}}(%[[T:.*]]: memref<64x32xf16>
+//       CHECK:     %[[H:.*]] = memref.load %[[T]]
+//       CHECK:     arith.extf %[[H]] : f16 to f32
 //       CHECK:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %[[W:.*]]: memref<1024xf16>
 //       CHECK:     %[[HALVES:.*]] = vector.load %[[W]][%{{.*}}] : memref<1024xf16>, vector<16xf16>
 //       CHECK:     %[[VALUES:.*]] = arith.extf %[[HALVES]] : vector<16xf16> to vector<16xf32>
@@ -22,10 +28,10 @@
 
 // weight-dtype=auto: each weight in the half type that holds all its values
 // exactly, f16 first: the linear's 0.0999755859375 is an f16 (not a bf16),
-// the head's 2^-26 a bf16 (below f16's smallest subnormal); the embedding
-// table stays f32. With sgemm every weight stays f32.
+// the head's 2^-26 a bf16 (below f16's smallest subnormal), the embedding
+// table's 0.5 an f16. With sgemm every weight stays f32.
 // AUTO-LABEL: module attributes
-//  AUTO-SAME:   {name = "weight0", offset = 0 : i64, value = dense<5.000000e-01> : tensor<64x32xf32>}
+//  AUTO-SAME:   {dtype = "f16", name = "weight0", offset = 0 : i64, value = dense<5.000000e-01> : tensor<64x32xf32>}
 //  AUTO-SAME:   {dtype = "f16", name = "weight1"
 //  AUTO-SAME:   {dtype = "bf16", name = "weight3"
 // AUTO-LABEL: func.func @llmc_step
