@@ -2,8 +2,9 @@
 llama-cpp-python's low-level API. Run by .venv-llamacpp's Python (bash scripts/setup.sh
 llama-cpp); it imports nothing but what that venv holds:
 
-    .venv-llamacpp/bin/python bench/llamacpp_runner.py --gguf PATH [--quant f32|f16|bf16|q8_0|q4_0|asis] \
-        [--work DIR] [--threads 2] [--prompt-tokens 128] [--decode-tokens 64] [--repeat 3] [--json]
+    .venv-llamacpp/bin/python bench/llamacpp_runner.py --gguf PATH \
+        [--quant f32|f16|bf16|q8_0|q4_0|asis] [--work DIR] [--threads 2] [--prompt-tokens 128] \
+        [--decode-tokens 64] [--repeat 3] [--json]
 
 The default model's GGUF is what `llmc.convert.gguf.default_gguf_path()` returns. --quant
 other than asis first requantizes the file with llama_model_quantize into --work (default

@@ -187,7 +187,8 @@ Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {
 }
 
 Value WeightReader::scalar(Value row, Value col) {
-  if (weight.half) return widenHalf(kb.builder(), kb.location(), kb.load(weight.values, {row, col}));
+  if (weight.half)
+    return widenHalf(kb.builder(), kb.location(), kb.load(weight.values, {row, col}));
   if (!weight.isQuantized()) return kb.load(weight.values, {row, col});
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
