@@ -22,8 +22,8 @@
 # checks: "-n 8 --timeout 150 --timeout-method thread", pytest-xdist and pytest-timeout, so
 # that a crash or a hang costs one test, not the run); LLMC_BENCH_ARGS adds arguments to
 # bench/gpu_bench.py (say "--repeat 2" to fit a short lease). LLMC_BUILD_LOCK=FILE serialises
-# the build with other builds of the tree (flock), as in test.sh. Logs, the benchmarks' JSON and the profile's CSV go to
-# build/gpu-check/. Exits non-zero if any stage fails.
+# the build with other builds of the tree (flock), as in test.sh. Logs, the benchmarks' JSON
+# and the profile's CSV go to build/gpu-check/. Exits non-zero if any stage fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CCACHE_BASEDIR="$PWD"

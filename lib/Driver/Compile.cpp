@@ -258,6 +258,7 @@ std::string pipelineStage(const CompileOptions &options, unsigned optLevel) {
   if (!options.insertPasses.empty()) stage += ", with the inserted passes";
   return stage;
 }
+
 /// Bounds the manifest's max_positions by --max-model-len; an error when the
 /// model holds fewer positions than that.
 LogicalResult boundPositions(ModuleOp module, int64_t maxModelLen) {

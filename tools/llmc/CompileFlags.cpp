@@ -45,8 +45,9 @@ cl::opt<std::string> dtype("dtype",
                            cl::desc("CUDA: the storage type of weights, activations and the KV "
                                     "cache, bf16 (default) or f16. CPU: how the matmul weights "
                                     "are stored, f32, bf16 or f16, widened to f32 in registers "
-                                    "(default: the model's own, f16 or bf16 for a half-precision "
-                                    "export, else f32)"),
+                                    "(default: each in the first of f16, bf16 and f32 that holds "
+                                    "all its values exactly, so a half-precision export keeps "
+                                    "its own)"),
                            cl::init("bf16"), cl::cat(compileCategory));
 cl::opt<int64_t> blockSize("block-size", cl::desc("Tokens per KV-cache block"), cl::init(16),
                            cl::cat(compileCategory));

@@ -183,13 +183,11 @@ LogicalResult lowerEmbedding(StepLowering &step, llm::EmbeddingOp op, ArrayRef<V
   step.callKernel(op.getLoc(), "embedding", kernelKey(op, args), args,
                   [&](KernelBuilder &kb, ValueRange params) {
     Value table = params[0], ids = params[1], out = params[2];
-    bool half = !cast<MemRefType>(table.getType()).getElementType().isF32();
     kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
       Value id = kb.toIndex(kb.load(ids, {row}));
       kb.forEach(kb.index(0), kb.index(staticDim(out, 1)), [&](Value col) {
         Value value = transposed ? kb.load(table, {col, id}) : kb.load(table, {id, col});
-        if (half) value = widenHalf(kb.builder(), kb.location(), value);
-        kb.store(value, out, {row, col});
+        kb.store(widenWeight(kb.builder(), kb.location(), value), out, {row, col});
       });
     });
   });

@@ -211,7 +211,8 @@ void addBias(StepLowering &step, mlir::Location loc, mlir::Value bias, mlir::Val
 /// block-quantised codes that stay packed in weights.bin and are dequantised
 /// in registers (CpuQuantized.cpp has the layout).
 struct MatmulWeight {
-  /// f32 [out, in]; or the codes, i8 [out, bytes per row].
+  /// f32 [out, in], or rounded to f16 or bf16 (its bit patterns, i16),
+  /// widened as loaded (widenWeight); or the codes, i8 [out, bytes per row].
   mlir::Value values;
   /// f32 [out, blocks]; null for an f32 weight.
   mlir::Value scales;
@@ -220,14 +221,11 @@ struct MatmulWeight {
   mlir::Value zeroPoints;
   int64_t bits = 32;
   int64_t blockSize = 0;
-  /// `values` holds the f32 weights rounded to a half type, widened as
-  /// loaded (widenHalf): bf16 bit patterns (i16 [out, in]) or f16.
-  bool half = false;
-  /// With bf16 `half`: products of bf16 pairs (AVX512_BF16 vdpbf16ps, f32
+  /// With bf16 `values`: products of bf16 pairs (AVX512_BF16 vdpbf16ps, f32
   /// accumulation) with the activations rounded to bf16, 32 of k a step.
   bool bf16Products = false;
-  /// `values` is in panels (packPanels), 1-D, f32 or with `half` its half
-  /// values (in pairs of k with `bf16Products`): the outer-product
+  /// `values` is in panels (packPanels), 1-D, of its element type (in pairs
+  /// of k with `bf16Products`): the outer-product
   /// matmul of CpuPanelMatmul.cpp reads it.
   bool panels = false;
 
@@ -260,10 +258,10 @@ bool isF16Value(float value);
 /// Whether an f32 value is one of bf16's (finite): its low 16 bits are 0.
 bool isBf16Value(float value);
 
-/// f32 values from the loaded elements of a half-precision weight (scalar
-/// or vector), exactly: bf16 bit patterns (i16) by widenBf16, f16 by
+/// f32 values from the loaded elements of a weight (scalar or vector),
+/// exactly: f32 as they are, bf16 bit patterns (i16) by widenBf16, f16 by
 /// conversion (vcvtph2ps).
-mlir::Value widenHalf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value loaded);
+mlir::Value widenWeight(mlir::OpBuilder &b, mlir::Location loc, mlir::Value loaded);
 
 /// A scalar f32 rounded to bf16, to nearest even (a NaN stays a quiet
 /// NaN), in integer arithmetic: any x86-64 CPU, with or without AVX512_BF16.

@@ -47,17 +47,15 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, const OutputBlock &
   Location loc = kb.location();
   auto vectorType = VectorType::get({kLanes}, b.getF32Type());
   auto pairsType = VectorType::get({2 * kLanes}, b.getBF16Type());
-  // Half panels (bf16 bit patterns, i16, or f16) are widened as they are
+  // Panels of f32, f16 or bf16 bit patterns (i16) are widened as they are
   // loaded, or with pairs taken as they are.
   Type stored = cast<MemRefType>(panels.getType()).getElementType();
-  bool half = !stored.isF32();
   int64_t perVector = pairs ? 2 * kLanes : kLanes;
   auto loadWeights = [&](Value at) -> Value {
-    if (!half) return vector::LoadOp::create(b, loc, vectorType, panels, ValueRange{at});
     Value loaded = vector::LoadOp::create(b, loc, VectorType::get({perVector}, stored), panels,
                                           ValueRange{at});
     return pairs ? arith::BitcastOp::create(b, loc, pairsType, loaded)
-                 : widenHalf(b, loc, loaded);
+                 : widenWeight(b, loc, loaded);
   };
   // x[r, k] in every lane, or the pair x[r, 2i], x[r, 2i + 1] in every pair.
   auto broadcastRow = [&](Value r, Value i) -> Value {
@@ -87,7 +85,7 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, const OutputBlock &
   // step per row; the share's element offset is progress x
   // elementsPerPrefetch / blockRows, the division a multiply by
   // 2^32 / blockRows and a shift.
-  int64_t elementBytes = half ? 2 : 4;
+  int64_t elementBytes = stored.getIntOrFloatBitWidth() / 8;
   int64_t prefetches = llvm::divideCeil(stride * elementBytes, 64);
   int64_t elementsPerPrefetch = stride / prefetches;
   Value blockRows = kb.subIndex(block.rowEnd, block.rowBegin);
@@ -215,10 +213,9 @@ LogicalResult lowerPanelEmbedding(StepLowering &step, llm::EmbeddingOp op, Value
                                  kb.index(kLanes));
       Value width = kb.minIndex(padded, kb.index(panel));
       Value at = kb.addIndex(kb.mulIndex(begin, kb.index(hidden)), kb.subIndex(id, begin));
-      bool half = !cast<MemRefType>(params[0].getType()).getElementType().isF32();
       kb.forEach(kb.index(0), kb.index(hidden), [&](Value col) {
         Value value = kb.load(params[0], {kb.addIndex(at, kb.mulIndex(col, width))});
-        kb.store(half ? widenHalf(kb.builder(), kb.location(), value) : value, out, {row, col});
+        kb.store(widenWeight(kb.builder(), kb.location(), value), out, {row, col});
       });
     });
   });

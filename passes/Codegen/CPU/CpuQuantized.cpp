@@ -48,7 +48,7 @@ MatmulWeight MatmulWeight::withBuffers(ValueRange params) const {
 
 std::string MatmulWeight::key() const {
   if (!isQuantized())
-    return std::string(bf16Products ? "bf16dot" : half ? "half" : "f32") + (panels ? "panels" : "");
+    return std::string(bf16Products ? "bf16dot" : "dense") + (panels ? "panels" : "");
   return "q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "");
 }
 
@@ -128,8 +128,9 @@ bool isBf16Value(float value) {
   return (bits & 0xffffu) == 0 && (bits & 0x7f800000u) != 0x7f800000u;
 }
 
-Value widenHalf(OpBuilder &b, Location loc, Value loaded) {
+Value widenWeight(OpBuilder &b, Location loc, Value loaded) {
   Type element = getElementTypeOrSelf(loaded.getType());
+  if (element.isF32()) return loaded;
   if (element.isInteger(16)) return widenBf16(b, loc, loaded);
   Type f32 = b.getF32Type();
   if (auto vectorType = dyn_cast<VectorType>(loaded.getType()))
@@ -157,15 +158,12 @@ Value roundToBf16(OpBuilder &b, Location loc, Value value) {
 Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  if (weight.half) {
+  if (!weight.isQuantized()) {
     Type stored = cast<MemRefType>(weight.values.getType()).getElementType();
-    return widenHalf(b, loc,
-                     vector::LoadOp::create(b, loc, VectorType::get({kLanes}, stored),
-                                            weight.values, ValueRange{row, col}));
+    return widenWeight(b, loc,
+                       vector::LoadOp::create(b, loc, VectorType::get({kLanes}, stored),
+                                              weight.values, ValueRange{row, col}));
   }
-  if (!weight.isQuantized())
-    return vector::LoadOp::create(b, loc, VectorType::get({kLanes}, b.getF32Type()), weight.values,
-                                  ValueRange{row, col});
   auto bytes = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
   Value codes;
   if (weight.bits == 8) {
@@ -187,9 +185,8 @@ Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {
 }
 
 Value WeightReader::scalar(Value row, Value col) {
-  if (weight.half)
-    return widenHalf(kb.builder(), kb.location(), kb.load(weight.values, {row, col}));
-  if (!weight.isQuantized()) return kb.load(weight.values, {row, col});
+  if (!weight.isQuantized())
+    return widenWeight(kb.builder(), kb.location(), kb.load(weight.values, {row, col}));
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Value code;

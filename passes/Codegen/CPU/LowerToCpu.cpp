@@ -239,12 +239,11 @@ private:
     } else {
       int64_t k = cast<MemRefType>(input.getType()).getDimSize(1);
       StringRef storage = storageOf(weightValue);
-      weight.half = storage != "f32";
       weight.bf16Products = storage == "bf16" && bf16Products && k % 32 == 0;
       // Panels where only embeddings read the weight beside this matmul (a
-      // tied table: sharesPanels), in pairs of k for products of bf16 pairs; a widened
-      // quantised weight keeps the rows of its packed form, whose sums it
-      // equals.
+      // tied table: sharesPanels), in pairs of k for products of bf16 pairs;
+      // a widened quantised weight keeps the rows of its packed form, whose
+      // sums it equals.
       FailureOr<Value> values = Value();
       if (step.generatedMatmul && onlyEmbeddingsBeside(weightValue, op) &&
           !weightValue.getDefiningOp<llm::DequantizeOp>())
@@ -253,9 +252,9 @@ private:
       if (failed(values)) return failure();
       weight.panels = static_cast<bool>(*values);
       if (!weight.panels)
-        values = weight.half ? halfWeightOf(weightValue, flip)
-                 : flip      ? transposedWeightOf(weightValue)
-                             : refOf(weightValue, op, 1);
+        values = storage != "f32" ? halfWeightOf(weightValue, flip)
+                 : flip             ? transposedWeightOf(weightValue)
+                                    : refOf(weightValue, op, 1);
       if (failed(values)) return failure();
       weight.values = *values;
     }
