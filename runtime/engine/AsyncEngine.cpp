@@ -22,34 +22,49 @@ AsyncEngine::AsyncEngine(Model &model, const tokenizer::Tokenizer *tokenizer,
 AsyncEngine::~AsyncEngine() { shutdown(false); }
 
 RequestId AsyncEngine::submit(AsyncRequest request) {
-  if ((request.text || request.detokenize) && !tokenizer)
-    throw RequestError("this model has no tokenizer: give the prompt as token ids");
-  if (!request.stopStrings.empty() && !request.detokenize)
-    throw RequestError("stop strings need a detokenized request");
-  RequestId id;
+  std::vector<AsyncRequest> one;
+  one.push_back(std::move(request));
+  return submit(std::move(one)).front();
+}
+
+std::vector<RequestId> AsyncEngine::submit(std::vector<AsyncRequest> requests) {
+  for (const AsyncRequest &request : requests) {
+    if ((request.text || request.detokenize) && !tokenizer)
+      throw RequestError("this model has no tokenizer: give the prompt as token ids");
+    if (!request.stopStrings.empty() && !request.detokenize)
+      throw RequestError("stop strings need a detokenized request");
+  }
+  Submission submission;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (!accepting) throw QueueFullError("the engine is shutting down");
-    if (streams.size() >= config.maxPendingRequests)
+    if (streams.size() + requests.size() > config.maxPendingRequests)
       throw QueueFullError("the engine has " + std::to_string(streams.size()) +
-                           " pending requests, its limit; retry later");
-    id = nextId++;
-    Stream stream;
-    stream.onEvent = std::move(request.onEvent);
-    stream.unfinishedSamples = std::max<int32_t>(request.options.n, 1);
-    stream.numPromptTokens = static_cast<int64_t>(request.promptIds.size());
-    if (request.detokenize)
-      for (int32_t i = 0; i < stream.unfinishedSamples; ++i) {
-        SampleText &sample = stream.samples.emplace_back();
-        sample.decoder = std::make_unique<tokenizer::IncrementalDecoder>(*tokenizer);
-        if (!request.stopStrings.empty()) sample.stops.emplace(request.stopStrings);
-      }
-    streams.emplace(id, std::move(stream));
+                           " pending requests and takes at most " +
+                           std::to_string(config.maxPendingRequests) + ", not " +
+                           std::to_string(requests.size()) + " more; retry later");
+    for (AsyncRequest &request : requests) {
+      RequestId id = nextId++;
+      Stream stream;
+      stream.onEvent = std::move(request.onEvent);
+      stream.unfinishedSamples = std::max<int32_t>(request.options.n, 1);
+      stream.numPromptTokens = static_cast<int64_t>(request.promptIds.size());
+      if (request.detokenize)
+        for (int32_t i = 0; i < stream.unfinishedSamples; ++i) {
+          SampleText &sample = stream.samples.emplace_back();
+          sample.decoder = std::make_unique<tokenizer::IncrementalDecoder>(*tokenizer);
+          if (!request.stopStrings.empty()) sample.stops.emplace(request.stopStrings);
+        }
+      streams.emplace(id, std::move(stream));
+      submission.emplace_back(id, std::move(request));
+    }
     snapshot.numPendingRequests = static_cast<int64_t>(streams.size());
   }
+  std::vector<RequestId> ids;
+  for (const auto &entry : submission) ids.push_back(entry.first);
   // Cannot block for long: there is room for every pending request.
-  submitted.push({id, std::move(request)});
-  return id;
+  if (!submission.empty()) submitted.push(std::move(submission));
+  return ids;
 }
 
 void AsyncEngine::abort(RequestId id) {
@@ -88,10 +103,12 @@ AsyncEngineStats AsyncEngine::stats() const {
 }
 
 void AsyncEngine::tokenizeLoop() {
-  while (std::optional<std::pair<RequestId, AsyncRequest>> item = submitted.pop()) {
-    auto &[id, request] = *item;
-    AddCommand add{id, std::move(request.promptIds), std::move(request.options), {}};
-    if (request.text) {
+  while (std::optional<Submission> submission = submitted.pop()) {
+    AddCommands adds;
+    for (auto &[id, request] : *submission) {
+      AddCommand &add = adds.emplace_back(
+          AddCommand{id, std::move(request.promptIds), std::move(request.options), {}});
+      if (!request.text) continue;
       try {
         add.prompt = tokenizer->encode(*request.text, request.addSpecialTokens);
       } catch (const std::exception &error) {
@@ -102,7 +119,7 @@ void AsyncEngine::tokenizeLoop() {
       if (found != streams.end())
         found->second.numPromptTokens = static_cast<int64_t>(add.prompt.size());
     }
-    commands.push(std::move(add));
+    commands.push(std::move(adds));
   }
   commands.push(StopCommand{});
 }
@@ -121,17 +138,21 @@ bool AsyncEngine::apply(Command command, std::vector<Output> &results) {
     inEngine.erase(abort->id);
     return true;
   }
-  AddCommand &add = std::get<AddCommand>(command);
+  for (AddCommand &add : std::get<AddCommands>(command)) this->add(add, results);
+  return true;
+}
+
+void AsyncEngine::add(AddCommand &add, std::vector<Output> &results) {
   addedBelow = add.id + 1;
   if (earlyAborts.erase(add.id)) {
     for (int32_t i = 0; i < std::max<int32_t>(add.options.n, 1); ++i)
       results.push_back({add.id, StepOutput{add.id, i, std::nullopt, FinishReason::Abort}, {},
                          false});
-    return true;
+    return;
   }
   if (!add.error.empty()) {
     results.push_back({add.id, std::nullopt, add.error, true});
-    return true;
+    return;
   }
   try {
     engine->addRequest(add.id, std::move(add.prompt), add.options);
@@ -139,7 +160,6 @@ bool AsyncEngine::apply(Command command, std::vector<Output> &results) {
   } catch (const RequestError &error) {
     results.push_back({add.id, std::nullopt, error.what(), true});
   }
-  return true;
 }
 
 void AsyncEngine::engineLoop() {

@@ -33,6 +33,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -124,6 +125,11 @@ public:
   /// Queues a request and returns its id; throws QueueFullError (nothing
   /// queued) when too many are pending or the engine is shutting down.
   RequestId submit(AsyncRequest request);
+  /// Queues the requests as one: the engine adds them all before its next
+  /// step, so they are scheduled as if they had come at once (an offline
+  /// batch, the prompts of one API call). All or none: a refusal of any
+  /// (RequestError, QueueFullError) queues none. Their ids, in order.
+  std::vector<RequestId> submit(std::vector<AsyncRequest> requests);
   /// Ends a request now (its samples end with FinishReason::Abort and their
   /// blocks are freed); nothing for an id that is not pending.
   void abort(RequestId id);
@@ -138,17 +144,21 @@ public:
   int64_t maxNumSeqs() const { return engine->maxNumSeqs(); }
 
 private:
+  /// The requests of one submit() call, in order.
+  using Submission = std::vector<std::pair<RequestId, AsyncRequest>>;
   struct AddCommand {
     RequestId id;
     std::vector<int32_t> prompt;
     RequestOptions options;
     std::string error; // the tokenizer's, when encoding failed
   };
+  /// One submission's requests, added to the engine together.
+  using AddCommands = std::vector<AddCommand>;
   struct AbortCommand {
     RequestId id;
   };
   struct StopCommand {};
-  using Command = std::variant<AddCommand, AbortCommand, StopCommand>;
+  using Command = std::variant<AddCommands, AbortCommand, StopCommand>;
   /// What the engine thread hands the output thread.
   struct Output {
     RequestId id;
@@ -176,6 +186,7 @@ private:
   void outputLoop();
   /// Runs one command on the engine thread; false for StopCommand.
   bool apply(Command command, std::vector<Output> &outputs);
+  void add(AddCommand &add, std::vector<Output> &outputs);
   void deliver(const Output &output);
   /// Fills in the event's text from the sample's decoder and stop strings;
   /// false when the sample has already ended at a stop string.
@@ -185,7 +196,7 @@ private:
   const AsyncEngineConfig config;
 
   std::unique_ptr<Engine> engine; // stepped on the engine thread only
-  BoundedQueue<std::pair<RequestId, AsyncRequest>> submitted;
+  BoundedQueue<Submission> submitted;
   BoundedQueue<Command> commands;
   BoundedQueue<std::vector<Output>> outputs;
 

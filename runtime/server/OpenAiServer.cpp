@@ -227,10 +227,9 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
   const size_t samples = static_cast<size_t>(request.options.n);
   const size_t numPrompts = request.prompts.size();
   auto mailbox = std::make_shared<Mailbox<PromptEvent>>(exchange.executor());
-  std::vector<RequestId> ids;
-  std::optional<ApiError> refusal;
-  for (size_t i = 0; i < numPrompts && !refusal; ++i) {
-    AsyncRequest work;
+  std::vector<AsyncRequest> works;
+  for (size_t i = 0; i < numPrompts; ++i) {
+    AsyncRequest &work = works.emplace_back();
     work.text = std::move(request.prompts[i].text);
     work.promptIds = std::move(request.prompts[i].ids);
     work.addSpecialTokens = !chat; // the template wrote them
@@ -242,17 +241,15 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
       timer->observe(event);
       mailbox->put({i, event});
     };
-    try {
-      ids.push_back(engine.submit(std::move(work)));
-    } catch (const QueueFullError &error) {
-      refusal = ApiError(429, error.what(), {}, "rate_limit_exceeded");
-    } catch (const RequestError &error) {
-      refusal = ApiError(400, error.what());
-    }
   }
-  if (refusal) {
-    for (RequestId id : ids) engine.abort(id);
-    throw *refusal;
+  // The prompts go in one submission: all run, or the request is refused.
+  std::vector<RequestId> ids;
+  try {
+    ids = engine.submit(std::move(works));
+  } catch (const QueueFullError &error) {
+    throw ApiError(429, error.what(), {}, "rate_limit_exceeded");
+  } catch (const RequestError &error) {
+    throw ApiError(400, error.what());
   }
   {
     std::lock_guard<std::mutex> lock(mutex);

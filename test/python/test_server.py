@@ -324,6 +324,10 @@ def test_a_body_over_the_limit_is_413(server, client):
 
 def test_a_full_queue_is_429_with_retry_after(artifact):
     with Server(LLMC, artifact, "--max-pending-requests", "1", "--threads", "1") as server:
+        # A request's prompts are taken all or none.
+        status, _, payload = post(server, "/v1/completions", {"prompt": ["x", "y"]})
+        assert status == 429, payload
+        assert "takes at most 1, not 2 more" in json.loads(payload)["error"]["message"]
         hold = threading.Thread(target=post, args=(server, "/v1/completions", {
             "prompt": "x", "max_tokens": 2000, "ignore_eos": True}))
         hold.start()

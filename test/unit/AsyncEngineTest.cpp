@@ -202,6 +202,42 @@ TEST_F(AsyncEngineTest, AStopStringEndsTheSampleBeforeItAndFreesItsBlocks) {
   EXPECT_EQ(engine.stats().numPendingRequests, 0);
 }
 
+TEST_F(AsyncEngineTest, ASubmissionIsAllOrNoneAndStartsInOneStep) {
+  AsyncEngineConfig config;
+  config.maxPendingRequests = 3;
+  AsyncEngine engine(*model, nullptr, config);
+  Collector unused;
+  std::vector<AsyncRequest> tooMany;
+  for (int i = 0; i < 4; ++i) tooMany.push_back(request({i + 1}, 1, unused));
+  EXPECT_THROW(engine.submit(std::move(tooMany)), QueueFullError);
+  std::vector<AsyncRequest> oneBad;
+  oneBad.push_back(request({1}, 1, unused));
+  oneBad.push_back(request({2}, 1, unused));
+  oneBad.back().detokenize = true; // this engine has no tokenizer
+  EXPECT_THROW(engine.submit(std::move(oneBad)), RequestError);
+  EXPECT_EQ(engine.stats().numPendingRequests, 0);
+
+  // Three two-token prompts fit one step (16 tokens, 4 sequences): added
+  // together, they prefill together and finish after 4 steps.
+  std::vector<std::unique_ptr<Collector>> collectors;
+  std::vector<AsyncRequest> batch;
+  for (int i = 0; i < 3; ++i) {
+    collectors.push_back(std::make_unique<Collector>());
+    batch.push_back(request({2 * i + 1, 2 * i + 2}, 4, *collectors.back()));
+  }
+  std::vector<RequestId> ids = engine.submit(std::move(batch));
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(ids[1], ids[0] + 1);
+  EXPECT_EQ(ids[2], ids[0] + 2);
+  for (int i = 0; i < 3; ++i) {
+    collectors[i]->wait();
+    EXPECT_EQ(collectors[i]->tokens[0], toyContinuation({2 * i + 1, 2 * i + 2}, 4, 64)) << i;
+  }
+  engine.shutdown(true);
+  EXPECT_EQ(engine.stats().engine.numSteps, 4);
+  EXPECT_EQ(engine.stats().engine.numKvBlocksHeld, 0);
+}
+
 TEST_F(AsyncEngineTest, ShutdownWithoutDrainAbortsWhatIsPending) {
   AsyncEngineConfig config;
   config.maxPendingRequests = 3;
