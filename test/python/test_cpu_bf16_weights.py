@@ -1,10 +1,11 @@
 """bf16 weight storage on the CPU (`llmc compile --dtype bf16`).
 
-The generated matmul's f32 weights (linear layers and the logits head) are stored in
-weights.bin as bf16, rounded to nearest even, and widened to f32 as they are loaded; the
-activations and the arithmetic stay f32. So the artifact must compute exactly what the f32
-artifact computes on the same model with those weights rounded. Checked on a real export
-(optimum's Llama with GQA), whose MatMul weights a copy of the file holds rounded with numpy:
+The generated matmul's f32 weights (linear layers and the logits head) and the embedding
+table are stored in weights.bin as bf16, rounded to nearest even, and widened to f32 as they
+are loaded; the activations and the arithmetic stay f32. So the artifact must compute
+exactly what the f32 artifact computes on the same model with those weights rounded. Checked
+on a real export (optimum's Llama with GQA), whose MatMul weights and embedding table a copy
+of the file holds rounded with numpy:
 
   * the bf16 artifact's logits equal, bit for bit, those of the f32 artifact of the rounded
     file over a ragged batch of prefills and decodes, and match onnxruntime on the rounded
@@ -47,32 +48,35 @@ def rounded_to_bf16(values: np.ndarray) -> np.ndarray:
     return rounded.astype(np.uint32).view(np.float32)
 
 
-def matmul_weight_names(model: onnx.ModelProto) -> set[str]:
-    """The initializers that MatMul nodes take as their weight (through Identity nodes)."""
-    initializers = {tensor.name for tensor in model.graph.initializer}
+def stored_weight_names(model: onnx.ModelProto) -> set[str]:
+    """The initializers that `--dtype` stores in a half type: the weights MatMul nodes take
+    (through Identity nodes) and the tables Gather nodes read rows of."""
+    initializers = {tensor.name: tensor for tensor in model.graph.initializer}
     identities = {node.output[0]: node.input[0] for node in model.graph.node
                   if node.op_type == "Identity"}
     names = set()
     for node in model.graph.node:
-        if node.op_type == "MatMul":
-            name = node.input[1]
-            while name in identities:
-                name = identities[name]
-            if name in initializers:
-                names.add(name)
+        if node.op_type not in ("MatMul", "Gather"):
+            continue
+        name = node.input[1 if node.op_type == "MatMul" else 0]
+        while name in identities:
+            name = identities[name]
+        tensor = initializers.get(name)
+        if tensor is not None and (node.op_type == "MatMul" or len(tensor.dims) == 2):
+            names.add(name)
     return names
 
 
-def write_rounded_copy(source, destination) -> int:
-    """Writes `source` with every MatMul weight initializer rounded to bf16; returns how
-    many it rounded."""
+def write_rounded_copy(source, destination, rounded_to=None) -> int:
+    """Writes `source` with every stored weight initializer rounded (to bf16 unless
+    `rounded_to` says otherwise); returns how many it rounded."""
+    rounded_to = rounded_to or rounded_to_bf16
     model = onnx.load(source)
     initializers = {tensor.name: tensor for tensor in model.graph.initializer}
-    names = matmul_weight_names(model)
+    names = stored_weight_names(model)
     for name in names:
         tensor = initializers[name]
-        tensor.CopyFrom(numpy_helper.from_array(rounded_to_bf16(numpy_helper.to_array(tensor)),
-                                                name))
+        tensor.CopyFrom(numpy_helper.from_array(rounded_to(numpy_helper.to_array(tensor)), name))
     onnx.save(model, destination)
     return len(names)
 
@@ -81,7 +85,8 @@ def write_rounded_copy(source, destination) -> int:
 def artifacts(tmp_path_factory):
     directory = tmp_path_factory.mktemp("bf16")
     rounded = directory / "rounded.onnx"
-    assert write_rounded_copy(EXPORT, rounded) >= 2 * 7 + 1  # 2 layers of 7, the head
+    # 2 layers of 7, the head and the embedding table.
+    assert write_rounded_copy(EXPORT, rounded) == 2 * 7 + 2
     products = (compile_model(EXPORT, directory / "products.llmc", "--dtype", "bf16",
                               "--bf16-activations") if HAS_AVX512_BF16 else None)
     return {

@@ -14,8 +14,9 @@ stay f32. Widening an f16 value to f32 is exact, so:
   * so does the genai builder's fp16 Llama with tied embeddings, whose embedding gathers
     from the logits head's f16 panels: one f16 copy of the table, no f32 one;
   * `--dtype f16` on an f32 export computes exactly what the f32 artifact computes on a copy
-    whose MatMul weights numpy rounded to f16, and differs from the unrounded model's by
-    about f16's rounding, not more;
+    whose MatMul weights and embedding table numpy rounded to f16, and differs from the
+    unrounded model's by about f16's rounding, not more; on the genai builder's f32 Llama
+    with tied embeddings too, whose rounded table is kept once, in the head's f16 panels;
   * `--dtype f16` with `--matmul blas` is refused, and `--matmul blas` on the fp16 export
     widens its weights instead.
 """
@@ -27,15 +28,19 @@ import subprocess
 import numpy as np
 import onnx
 import pytest
-from onnx import numpy_helper
 
-from test_cpu_bf16_weights import matmul_weight_names
+from test_cpu_bf16_weights import write_rounded_copy
 from test_exporters import EXPORTS_DIR, LLMC
 from test_quantized_cpu import compile_model, ragged_steps
 
 F32_EXPORT = EXPORTS_DIR / "optimum/llama-gqa/model.onnx"
 F16_EXPORT = EXPORTS_DIR / "optimum-fp16/llama-gqa/model.onnx"
 TIED_F16_EXPORT = EXPORTS_DIR / "genai-fp16/llama-tied/model.onnx"
+TIED_F32_EXPORT = EXPORTS_DIR / "genai-fp32/llama-tied/model.onnx"
+
+
+def rounded_to_f16(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.float16).astype(np.float32)
 
 
 def stored_dtypes(artifact) -> dict[str, int]:
@@ -50,15 +55,10 @@ def stored_dtypes(artifact) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def artifacts(tmp_path_factory):
     directory = tmp_path_factory.mktemp("f16")
-    model = onnx.load(F32_EXPORT)
-    initializers = {tensor.name: tensor for tensor in model.graph.initializer}
-    names = matmul_weight_names(model)
-    assert len(names) >= 2 * 7 + 1  # 2 layers of 7, the head
-    for name in names:
-        values = numpy_helper.to_array(initializers[name]).astype(np.float16).astype(np.float32)
-        initializers[name].CopyFrom(numpy_helper.from_array(values, name))
-    rounded = directory / "rounded.onnx"
-    onnx.save(model, rounded)
+    rounded, tied_rounded = directory / "rounded.onnx", directory / "tied-rounded.onnx"
+    # 2 layers of 7, the head and the embedding table.
+    assert write_rounded_copy(F32_EXPORT, rounded, rounded_to_f16) == 2 * 7 + 2
+    assert write_rounded_copy(TIED_F32_EXPORT, tied_rounded, rounded_to_f16) >= 2 * 4 + 1
     return {
         "export": compile_model(F16_EXPORT, directory / "export.llmc"),
         "export widened": compile_model(F16_EXPORT, directory / "widened.llmc", "--dtype", "f32"),
@@ -68,6 +68,8 @@ def artifacts(tmp_path_factory):
         "f16": compile_model(F32_EXPORT, directory / "f16.llmc", "--dtype", "f16"),
         "f32": compile_model(F32_EXPORT, directory / "f32.llmc"),
         "rounded": compile_model(rounded, directory / "rounded.llmc"),
+        "tied f16": compile_model(TIED_F32_EXPORT, directory / "tied-f16.llmc", "--dtype", "f16"),
+        "tied rounded": compile_model(tied_rounded, directory / "tied-rounded.llmc"),
     }
 
 
@@ -88,8 +90,9 @@ def test_an_fp16_export_keeps_f16_weights(artifacts):
     assert kept_bytes < 0.75 * widened_bytes, f"{kept_bytes} vs {widened_bytes} bytes"
 
 
-def test_a_tied_table_is_kept_once_in_f16(artifacts):
-    manifest = json.loads((artifacts["tied"] / "manifest.json").read_text())
+@pytest.mark.parametrize("tied", ["tied", "tied f16"])
+def test_a_tied_table_is_kept_once_in_f16(artifacts, tied):
+    manifest = json.loads((artifacts[tied] / "manifest.json").read_text())
     vocab_by_hidden = 512 * 64
     tables = [entry for entry in manifest["weights"]["tensors"]
               if int(np.prod(entry["shape"])) == vocab_by_hidden]
@@ -104,8 +107,9 @@ def test_f16_weights_compute_the_widened_export_exactly(artifacts, export):
             f"step {step}: max |f16 - widened| {np.abs(mine - reference).max():.3g}")
 
 
-def test_f16_weights_compute_the_rounded_model_exactly(artifacts):
-    ours, rounded = ragged_steps(artifacts["f16"], artifacts["rounded"])
+@pytest.mark.parametrize("model", ["", "tied "])
+def test_f16_weights_compute_the_rounded_model_exactly(artifacts, model):
+    ours, rounded = ragged_steps(artifacts[f"{model}f16"], artifacts[f"{model}rounded"])
     for step, (mine, reference) in enumerate(zip(ours, rounded)):
         assert np.array_equal(mine, reference), (
             f"step {step}: max |f16 - rounded f32| {np.abs(mine - reference).max():.3g}")

@@ -172,16 +172,15 @@ private:
     return StepWalker::placesOwnOperand(op, operandNumber);
   }
 
-  /// Whether `embedding` gathers from its own table stored in the matmul
-  /// weights' half type, which holds it exactly (a table the head does not
-  /// share panels with): the rows it gathers are the table's, in half the
-  /// bytes.
+  /// Whether `embedding` gathers from its own table stored in a half type (a
+  /// table the head does not share panels with), as storageOf says: one that
+  /// holds it exactly under auto, the one asked for otherwise (a table is a
+  /// weight: `--dtype f16` rounds it, as vLLM's and llama.cpp's f16 do).
   bool halfTable(llm::EmbeddingOp embedding) {
     Value table = embedding.getTable();
     if (!step.generatedMatmul || !table.getDefiningOp<llm::ConstantOp>() || sharesPanels(table))
       return false;
-    StringRef storage = storageOf(table);
-    return storage != "f32" && holdsExactly(table, storage);
+    return storageOf(table) != "f32";
   }
 
   /// Whether `weight` is read only by `matmul` (as its weight) and by
@@ -196,14 +195,11 @@ private:
   }
 
   /// Whether `table` is kept once, in panels, for one matmul and the
-  /// embeddings alike (a tied logits head): in f32, or in a half type that
-  /// holds it exactly (rounded, the embeddings' output would change) and not
-  /// in pairs of k.
+  /// embeddings alike (a tied logits head), in its storageOf type: any but
+  /// bf16 in pairs of k, which the embeddings cannot gather from.
   bool sharesPanels(Value table) {
     if (!step.generatedMatmul || table.getDefiningOp<llm::DequantizeOp>()) return false;
-    StringRef storage = storageOf(table);
-    if (storage != "f32" && (!holdsExactly(table, storage) || (storage == "bf16" && bf16Products)))
-      return false;
+    if (storageOf(table) == "bf16" && bf16Products) return false;
     auto type = dyn_cast<RankedTensorType>(table.getType());
     if (!type || type.getRank() != 2 || !type.getElementType().isF32()) return false;
     Operation *head = nullptr;

@@ -54,9 +54,8 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     through the host API table (OpenBLAS), not batch-invariant
     (bench/RESULTS.md).
     With `weight-dtype=bf16` or `f16` the generated matmul's f32 weights
-    (linear layers and the logits head; not norms or biases, nor an
-    embedding table unless the half type holds it exactly) are stored in
-    weights.bin as bf16 or f16, rounded to nearest
+    (linear layers, the logits head and embedding tables; not norms or
+    biases) are stored in weights.bin as bf16 or f16, rounded to nearest
     even, and widened to f32 as they are loaded (f16 by vcvtph2ps): half
     the bytes a decode step streams, and the product of the f32
     activations and the rounded weights computed in f32 exactly as the f32

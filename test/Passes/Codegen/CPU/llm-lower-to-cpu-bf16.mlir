@@ -4,18 +4,20 @@
 // RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{bf16-activations=true})' 2>&1 | FileCheck %s --check-prefix=NOWEIGHTS
 
 // weight-dtype=bf16: the generated matmul's weights go to weights.bin as
-// bf16 (2 bytes each: the [32, 32] linear's panels at 8192, the next weight
+// bf16 (2 bytes each: the [32, 32] linear's panels at 4096, the next weight
 // 2048 bytes on) and the kernels view them as i16; a loaded vector is
 // widened to f32 (the bf16 bits are the high half of the f32's) before the
-// same f32 fmas. The embedding table (0.3, which bf16 does not hold exactly)
-// and the rope frequencies stay f32.
+// same f32 fmas. The embedding table is a weight too: its 0.3, which bf16
+// does not hold exactly, is rounded (4096 bytes at 0). The rope frequencies
+// stay f32.
 // CHECK-LABEL: module attributes
-//  CHECK-SAME:   {name = "weight0", offset = 0 : i64, value = dense<3.000000e-01> : tensor<64x32xf32>}
-//  CHECK-SAME:   {dtype = "bf16", name = "weight1", offset = 8192 : i64, value = dense_resource<panels> : tensor<1024xf32>}
-//  CHECK-SAME:   {name = "weight2", offset = 10240 : i64
+//  CHECK-SAME:   {dtype = "bf16", name = "weight0", offset = 0 : i64, value = dense<3.000000e-01> : tensor<64x32xf32>}
+//  CHECK-SAME:   {dtype = "bf16", name = "weight1", offset = 4096 : i64, value = dense_resource<panels> : tensor<1024xf32>}
+//  CHECK-SAME:   {name = "weight2", offset = 6144 : i64
 //  CHECK-SAME:   {dtype = "bf16", name = "weight3"
 // CHECK-LABEL: func.func @llmc_step
-//       CHECK:   memref.view %{{.*}}[%c8192][] : memref<?xi8> to memref<1024xi16>
+//       CHECK:   memref.view %{{.*}}[%c0{{.*}}][] : memref<?xi8> to memref<64x32xi16>
+//       CHECK:   memref.view %{{.*}}[%c4096][] : memref<?xi8> to memref<1024xi16>
 //       CHECK:   func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %[[W:.*]]: memref<1024xi16>
 //       CHECK:     %[[BITS:.*]] = vector.load %[[W]][%{{.*}}] : memref<1024xi16>, vector<16xi16>
 //       CHECK:     %[[WIDE:.*]] = arith.extui %[[BITS]] : vector<16xi16> to vector<16xi32>

@@ -60,15 +60,20 @@ func.func @paged(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32
 
 // -----
 
-// A tied table that f16 does not hold exactly: the head's panels are rounded
-// to f16, and the embedding keeps its own f32 table, so its output is the
-// table's own values.
+// A tied table that f16 does not hold exactly: weight-dtype=f16 rounds it
+// (a table is a weight), once, in the head's f16 panels, which the embedding
+// gathers from. auto keeps it in f32 panels, shared the same way.
 // CHECK-LABEL: module attributes
-//  CHECK-SAME:   {name = "weight0", offset = 0 : i64, value = dense<1.000000e-01> : tensor<64x32xf32>}
-//  CHECK-SAME:   {dtype = "f16", name = "weight1", offset = 8192 : i64, value = dense_resource<panels> : tensor<2048xf32>}
+//  CHECK-SAME:   [{dtype = "f16", name = "weight0", offset = 0 : i64, value = dense_resource<panels> : tensor<2048xf32>}
+//   CHECK-NOT:   name = "weight1"
 // CHECK-LABEL: func.func @llmc_step
-//       CHECK:   call @llmc_embedding_{{[0-9]+}}({{.*}}) : (memref<64x32xf32>
-//   CHECK-NOT:   call @llmc_panel_embedding
+//       CHECK:   call @llmc_panel_embedding_{{[0-9]+}}({{.*}}) : (memref<2048xf16>
+//   CHECK-NOT:   call @llmc_embedding_
+// AUTO-LABEL: module attributes
+//  AUTO-SAME:   [{name = "weight0", offset = 0 : i64, value = dense_resource<panels> : tensor<2048xf32>}
+//   AUTO-NOT:   name = "weight1"
+// AUTO-LABEL: func.func @llmc_step
+//       AUTO:   call @llmc_panel_embedding_{{[0-9]+}}({{.*}}) : (memref<2048xf32>
 func.func @tied_rounded(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %table = llm.constant dense<1.000000e-01> : tensor<64x32xf32>
   %x = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
