@@ -34,6 +34,10 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "qwen2": ("Qwen2Config", dict(num_key_value_heads=2)),
     "qwen3": ("Qwen3Config", dict(num_key_value_heads=2, head_dim=16)),
     "mistral": ("MistralConfig", dict(num_key_value_heads=2, head_dim=32, sliding_window=None)),
+    # A sliding window on every layer (Mistral 7B v0.1's 4096, here 20 keys): a block that
+    # falls out of it is out of every layer's.
+    "mistral-window": ("MistralConfig", dict(num_key_value_heads=2, head_dim=32,
+                                             sliding_window=20)),
     "phi3": ("Phi3Config", dict(num_key_value_heads=4, pad_token_id=0)),
     "gemma": ("GemmaConfig", dict(num_key_value_heads=1, head_dim=16)),
     "stablelm": ("StableLmConfig", dict(num_key_value_heads=4, partial_rotary_factor=0.25)),
