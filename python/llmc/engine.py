@@ -9,6 +9,7 @@
                 ...                            # top_logprobs, finish_reason
         engine.generate([[1, 2, 3], [7]], max_tokens=8, temperature=0)   # all at once
         engine.stats()                         # steps, tokens computed/cached, preemptions...
+        engine.max_model_len                   # the longest sequence it serves
 
 The synchronous core that llmc.LLM runs on its own threads; tests drive it step by step.
 Settings and options have vLLM's names; errors come back as LlmcRuntimeError (a refused
@@ -61,6 +62,11 @@ class Engine:
 
     def has_unfinished(self) -> bool:
         return self._native().has_unfinished()
+
+    @property
+    def max_model_len(self) -> int:
+        """The longest sequence (prompt and output) the engine serves."""
+        return self._native().max_model_len
 
     def stats(self) -> dict:
         return self._native().stats()

@@ -179,6 +179,8 @@ ModelConfig parseModelConfig(const json &manifest, const TargetConfig &target) {
   config.headDim = integerField(model, "model", "head_dim", 1);
   if (model.contains("max_positions"))
     config.maxPositions = integerField(model, "model", "max_positions", 0);
+  if (model.contains("attention_window"))
+    config.attentionWindow = integerField(model, "model", "attention_window", 0);
   return config;
 }
 

@@ -42,6 +42,9 @@ struct ModelConfig {
   int64_t headDim = 0;
   /// Positions must be below this (the rows of a cached rotary table); 0: no bound.
   int64_t maxPositions = 0;
+  /// The keys a query sees at most, when every layer has a sliding window;
+  /// 0: some layer sees every key.
+  int64_t attentionWindow = 0;
 };
 
 /// manifest.json's "step": the limits and needs of the step function.

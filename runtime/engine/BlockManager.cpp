@@ -141,9 +141,7 @@ bool BlockManager::appendSlots(SequenceBlocks &seq, const std::vector<int32_t> &
   if (numNewTokens > 0 && seq.numTokens % tokensPerBlock != 0 &&
       refCounts[seq.table.back()] > 1) {
     BlockId shared = seq.table.back();
-    std::optional<BlockId> previous;
-    if (seq.table.size() > 1) previous = seq.table[seq.table.size() - 2];
-    BlockId copy = *takeBlock(previous);
+    BlockId copy = *takeBlock(heldBlock(seq, static_cast<int64_t>(seq.table.size()) - 2));
     hold(copy);
     drop(shared);
     seq.table.back() = copy;
@@ -196,14 +194,29 @@ void BlockManager::cacheFullBlocks(SequenceBlocks &seq, const std::vector<int32_
   }
 }
 
+int64_t BlockManager::releaseOutOfWindow(SequenceBlocks &seq, int64_t firstVisibleToken) {
+  // Never the block the next token goes to: a window of one key still
+  // sees the token itself.
+  int64_t outOfWindow = std::min(firstVisibleToken, seq.numTokens) / tokensPerBlock;
+  int64_t released = 0;
+  for (; seq.numReleased < outOfWindow; ++seq.numReleased, ++released) {
+    drop(seq.table[seq.numReleased]);
+    seq.table[seq.numReleased] = kReleasedBlock;
+  }
+  return released;
+}
+
 SequenceBlocks BlockManager::fork(const SequenceBlocks &parent) {
-  for (BlockId block : parent.table) hold(block);
+  for (int64_t i = parent.numReleased; i < static_cast<int64_t>(parent.table.size()); ++i)
+    hold(parent.table[i]);
   return parent;
 }
 
-bool BlockManager::allocateBlocks(SequenceBlocks &seq, int64_t numBlocks) {
+bool BlockManager::allocateBlocks(SequenceBlocks &seq, int64_t numBlocks, int64_t numReleased) {
   if (!seq.table.empty()) throw Error("allocateBlocks is for a sequence without blocks");
   if (numBlocks > numAvailable()) return false;
+  seq.table.assign(numReleased, kReleasedBlock);
+  seq.numReleased = numReleased;
   for (int64_t i = 0; i < numBlocks; ++i) {
     BlockId block = *takeBlock(lastBlock(seq));
     hold(block);
@@ -214,7 +227,8 @@ bool BlockManager::allocateBlocks(SequenceBlocks &seq, int64_t numBlocks) {
 
 void BlockManager::release(SequenceBlocks &seq) {
   // The tail first: it is evicted before the prefix other requests may share.
-  for (auto block = seq.table.rbegin(); block != seq.table.rend(); ++block) drop(*block);
+  for (int64_t i = static_cast<int64_t>(seq.table.size()) - 1; i >= seq.numReleased; --i)
+    drop(seq.table[i]);
   seq = SequenceBlocks();
 }
 

@@ -13,6 +13,10 @@
 //   prefill. A cached block nobody holds stays cached until its memory is
 //   needed; such blocks are evicted least recently released first.
 //
+// - with a sliding window on every layer, the blocks that fall out of it
+//   are given back as the sequence grows (releaseOutOfWindow): their table
+//   entries become kReleasedBlock, always a prefix of the table.
+//
 // Contract: every block is in exactly one of three states: held (ref count
 // > 0), free, or cached-unheld (ref count 0, evictable). numAvailable()
 // counts the last two. Nothing here throws on exhaustion: operations that
@@ -33,14 +37,21 @@
 
 namespace llmc::runtime {
 
+/// The table entry of a block given back because no later query sees it.
+inline constexpr BlockId kReleasedBlock = -1;
+
 /// A sequence's view of the cache: its block table and how many of its
 /// tokens have a slot. The tokens themselves live with the sequence.
 struct SequenceBlocks {
+  /// The first numReleased entries are kReleasedBlock; the others held.
   std::vector<BlockId> table;
+  int64_t numReleased = 0;
   /// Tokens that have a slot (written or about to be written by a step).
   int64_t numTokens = 0;
   /// Hash of each full block of the table, in order (prefix caching).
   std::vector<uint64_t> fullBlockHashes;
+
+  int64_t numHeld() const { return static_cast<int64_t>(table.size()) - numReleased; }
 };
 
 /// A block copy the caller must do before the step that writes `to`.
@@ -96,13 +107,21 @@ public:
   /// blocks they fill, from `tokens`.
   void rollBack(SequenceBlocks &seq, const std::vector<int32_t> &tokens, int64_t numTokens);
 
-  /// A child sharing every block of `parent` (each block's count goes up).
+  /// Gives back the sequence's blocks that hold only tokens before
+  /// `firstVisibleToken`, the first key a query of its next steps can see
+  /// (a sliding window's start): each is dropped like a released block
+  /// (cached ones stay cached, evictable) and its entry becomes
+  /// kReleasedBlock. Returns how many it gave back.
+  int64_t releaseOutOfWindow(SequenceBlocks &seq, int64_t firstVisibleToken);
+
+  /// A child sharing every held block of `parent` (each block's count goes up).
   SequenceBlocks fork(const SequenceBlocks &parent);
 
-  /// Gives a sequence without blocks `numBlocks` private blocks, for a
-  /// swap-in to fill (the caller sets numTokens). Returns false, and
-  /// changes nothing, when not enough blocks are available.
-  bool allocateBlocks(SequenceBlocks &seq, int64_t numBlocks);
+  /// Gives a sequence without blocks `numReleased` released entries, then
+  /// `numBlocks` private blocks, for a swap-in to fill (the caller sets
+  /// numTokens). Returns false, and changes nothing, when not enough blocks
+  /// are available.
+  bool allocateBlocks(SequenceBlocks &seq, int64_t numBlocks, int64_t numReleased = 0);
 
   /// Releases the sequence's blocks (most recent last into the eviction
   /// order, so a prefix outlives its tail) and empties `seq`.
@@ -122,8 +141,15 @@ private:
   /// before the run as much room to grow as the new one (at the start of the
   /// run when it begins the pool).
   BlockId newRunStart() const;
+  /// The held block at `index` of the table; none for a released entry or
+  /// an index before the table.
+  static std::optional<BlockId> heldBlock(const SequenceBlocks &seq, int64_t index) {
+    return index >= seq.numReleased && index < static_cast<int64_t>(seq.table.size())
+               ? std::optional<BlockId>(seq.table[index])
+               : std::nullopt;
+  }
   static std::optional<BlockId> lastBlock(const SequenceBlocks &seq) {
-    return seq.table.empty() ? std::nullopt : std::optional<BlockId>(seq.table.back());
+    return heldBlock(seq, static_cast<int64_t>(seq.table.size()) - 1);
   }
   void hold(BlockId block);
   void drop(BlockId block);

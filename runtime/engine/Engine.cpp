@@ -41,15 +41,23 @@ SchedulerLimits schedulerLimits(const Model &model, const EngineConfig &config) 
   // Draft tokens run as rows of their own, up to what the step was compiled for.
   limits.maxStepRows = std::max(limits.maxNumSeqs, std::min(model.stepConfig().maxNumSeqs,
                                                             limits.maxNumBatchedTokens));
+  limits.attentionWindow = model.config().attentionWindow;
   return limits;
 }
 
 /// The longest sequence: the model's positions, the whole KV cache and what
-/// the model was loaded for (a GPU's block tables) cap it.
-int64_t resolveModelLen(const Model &model, int64_t requested) {
+/// the model was loaded for (a GPU's block tables) cap it. With a sliding
+/// window on every layer a sequence holds at most its window's blocks and a
+/// step's: a cache that holds those serves every position the model has.
+int64_t resolveModelLen(const Model &model, const SchedulerLimits &step, int64_t requested) {
   if (requested < 0) throw Error("max_model_len must not be negative");
-  int64_t capacity = model.kvPool().numBlocks() * model.kvPool().blockSize();
+  int64_t numBlocks = model.kvPool().numBlocks(), blockSize = model.kvPool().blockSize();
+  int64_t capacity = numBlocks * blockSize;
   int64_t positions = model.config().maxPositions;
+  int64_t window = step.attentionWindow;
+  if (window > 0 && positions > 0 &&
+      numBlocks > blocksFor(window - 1 + step.maxNumBatchedTokens, blockSize))
+    capacity = std::max(capacity, positions);
   int64_t loaded = model.maxSequenceLength();
   std::pair<int64_t, std::string> limits[] = {
       {capacity, " positions the KV cache holds (" + str(model.kvPool().numBlocks()) + " blocks of " +
@@ -100,7 +108,7 @@ Engine::Engine(Model &model, const EngineConfig &config)
       blocks(model.kvPool().numBlocks(), model.kvPool().blockSize(), config.enablePrefixCaching),
       swapSpace(makeSwapSpace(model, config.swapSpaceBytes)),
       scheduler(blocks, schedulerLimits(model, config), swapPolicy(model, swapSpace.get())),
-      modelLen(resolveModelLen(model, config.maxModelLen)), defaultSeed(config.seed),
+      modelLen(resolveModelLen(model, scheduler.limits(), config.maxModelLen)), defaultSeed(config.seed),
       speculative(config.speculative) {
   speculative.validate();
   // As vLLM and llama.cpp allocate theirs: the cache is all backed before the
@@ -220,12 +228,14 @@ StepBatchArrays Engine::buildBatch(const SchedulerOutput &plan) const {
     }
     width = std::max(width, sequence.blocks.table.size());
   }
-  // Rows are padded with block 0, which the step never reads: it reads a
-  // sequence's first context_len positions only.
+  // Rows are padded with block 0, and so are the entries of blocks given
+  // back: the step reads a row's positions below context_len, and from its
+  // window's first key on.
   arrays.maxBlocksPerSeq = static_cast<int64_t>(width);
   arrays.blockTables.assign(tables.size() * width, 0);
   for (size_t row = 0; row < tables.size(); ++row)
-    std::copy(tables[row]->begin(), tables[row]->end(), arrays.blockTables.begin() + row * width);
+    std::replace_copy(tables[row]->begin(), tables[row]->end(),
+                      arrays.blockTables.begin() + row * width, kReleasedBlock, BlockId(0));
   return arrays;
 }
 

@@ -56,8 +56,15 @@ void Scheduler::insertWaiting(Sequence *sequence) {
   waiting.insert(later, sequence);
 }
 
+void Scheduler::releaseOutOfWindow(Sequence &sequence) {
+  // The query at position p sees the keys from p - window + 1 on.
+  if (stepLimits.attentionWindow > 0)
+    blocks.releaseOutOfWindow(sequence.blocks,
+                              sequence.numComputed() - stepLimits.attentionWindow + 1);
+}
+
 bool Scheduler::swapPays(const Sequence &sequence) const {
-  int64_t numBlocks = static_cast<int64_t>(sequence.blocks.table.size());
+  int64_t numBlocks = sequence.blocks.numHeld();
   if (numBlocks == 0 || numBlocks > static_cast<int64_t>(freeSwapSlots.size())) return false;
   return double(numBlocks) * swap.blockRoundTripSeconds <
          double(sequence.numComputed()) * recomputeSecondsPerToken;
@@ -71,10 +78,12 @@ void Scheduler::preempt(Sequence *sequence, SchedulerOutput &output) {
     Sequence::SwappedBlocks saved;
     saved.numTokens = sequence->blocks.numTokens;
     saved.fullBlockHashes = sequence->blocks.fullBlockHashes;
-    for (BlockId block : sequence->blocks.table) {
+    saved.numReleased = sequence->blocks.numReleased;
+    const std::vector<BlockId> &table = sequence->blocks.table;
+    for (auto block = table.begin() + saved.numReleased; block != table.end(); ++block) {
       saved.slots.push_back(freeSwapSlots.back());
       freeSwapSlots.pop_back();
-      output.swapOuts.push_back({block, saved.slots.back()});
+      output.swapOuts.push_back({*block, saved.slots.back()});
     }
     sequence->swapped = std::move(saved);
     ++swapPreemptions;
@@ -88,7 +97,8 @@ void Scheduler::preempt(Sequence *sequence, SchedulerOutput &output) {
 
 bool Scheduler::takeSwappedBlocks(Sequence &sequence) {
   Sequence::SwappedBlocks &saved = *sequence.swapped;
-  if (!blocks.allocateBlocks(sequence.blocks, static_cast<int64_t>(saved.slots.size())))
+  if (!blocks.allocateBlocks(sequence.blocks, static_cast<int64_t>(saved.slots.size()),
+                             saved.numReleased))
     return false;
   sequence.blocks.numTokens = saved.numTokens;
   sequence.blocks.fullBlockHashes = saved.fullBlockHashes;
@@ -108,6 +118,8 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t draftRows,
     cached = sequence->numComputed();
   } else {
     cached = blocks.matchPrefix(sequence->blocks, sequence->tokens);
+    // A long cached prefix keeps only its window.
+    releaseOutOfWindow(*sequence);
   }
   int64_t count = std::min(sequence->numPending(), budget);
   if (!blocks.appendSlots(sequence->blocks, sequence->tokens, count, output.copies)) {
@@ -117,7 +129,7 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t draftRows,
   if (swapped) {
     const std::vector<int64_t> &slots = sequence->swapped->slots;
     for (size_t i = 0; i < slots.size(); ++i)
-      output.swapIns.push_back({sequence->blocks.table[i], slots[i]});
+      output.swapIns.push_back({sequence->blocks.table[sequence->blocks.numReleased + i], slots[i]});
     // The engine copies the slots in before anything could take them again:
     // no step both preempts and admits.
     releaseSwapSlots(*sequence);
@@ -159,6 +171,7 @@ SchedulerOutput Scheduler::schedule() {
   // arrived: those keep their token per step while its chunks take the rest.
   for (size_t i = 0; i < running.size() && budget > 0;) {
     Sequence *sequence = running[i];
+    releaseOutOfWindow(*sequence);
     int64_t count = std::min(sequence->numPending(), budget);
     int64_t start = sequence->numComputed();
     // A draft only takes blocks counted as available: it never preempts.

@@ -50,6 +50,9 @@ struct SchedulerLimits {
   /// The sequences a step computes, draft tokens' included (the artifact's
   /// max_num_seqs); 0: maxNumSeqs.
   int64_t maxStepRows = 0;
+  /// The keys a query sees at most when every layer has a sliding window
+  /// (0: no window): a sequence's blocks before its window are given back.
+  int64_t attentionWindow = 0;
 };
 
 /// Preemption by swapping: the host slots there are (0: always recompute)
@@ -136,6 +139,9 @@ private:
   bool takeSwappedBlocks(Sequence &sequence);
   /// Returns a swapped sequence's slots to the free list and forgets them.
   void releaseSwapSlots(Sequence &sequence);
+  /// Gives back the sequence's blocks that no query from its next token on
+  /// sees (with an attention window).
+  void releaseOutOfWindow(Sequence &sequence);
   /// Inserts into `waiting` by arrival (preempted sequences keep their place).
   void insertWaiting(Sequence *sequence);
   /// Tries to admit the oldest waiting sequence; false when it does not fit

@@ -58,10 +58,12 @@ struct Sequence {
   /// Times this sequence was preempted (its blocks freed; recomputed or
   /// swapped back in later).
   int32_t numPreemptions = 0;
-  /// While swapped out: the swap slots holding its blocks, in table order,
-  /// and the tokens and block hashes those blocks carry.
+  /// While swapped out: the swap slots holding its held blocks, in table
+  /// order after the numReleased given back, and the tokens and block hashes
+  /// those blocks carry.
   struct SwappedBlocks {
     std::vector<int64_t> slots;
+    int64_t numReleased = 0;
     int64_t numTokens = 0;
     std::vector<uint64_t> fullBlockHashes;
   };

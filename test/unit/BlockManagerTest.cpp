@@ -220,6 +220,50 @@ TEST(BlockManagerTest, ReleasingTwiceIsAnError) {
 /// tokens back from its blocks (so copy-on-write and prefix hits are right),
 /// every block's count must equal the tables holding it, and no block may be
 /// both available and held, or leak.
+TEST(BlockManagerTest, BlocksOutOfTheWindowAreGivenBackAndStayCached) {
+  BlockManager blocks(8, 4, true);
+  std::vector<BlockCopy> copies;
+  auto tokens = range(0, 14);
+  SequenceBlocks seq;
+  ASSERT_TRUE(blocks.appendSlots(seq, tokens, 14, copies)); // blocks 0..3, the last partly
+  std::vector<BlockId> table = seq.table;
+  // The next query (position 14) with a window of 6 sees keys 9..14: blocks
+  // 0 and 1 hold only earlier ones.
+  EXPECT_EQ(blocks.releaseOutOfWindow(seq, 14 - 6 + 1), 2);
+  EXPECT_EQ(seq.table, (std::vector<BlockId>{kReleasedBlock, kReleasedBlock, table[2], table[3]}));
+  EXPECT_EQ(seq.numReleased, 2);
+  EXPECT_EQ(seq.numHeld(), 2);
+  EXPECT_EQ(blocks.refCount(table[0]), 0);
+  EXPECT_EQ(blocks.numAvailable(), 6);
+  EXPECT_EQ(blocks.releaseOutOfWindow(seq, 9), 0); // nothing more, nothing twice
+  // A window of one key still keeps the block the next token goes into.
+  EXPECT_EQ(blocks.releaseOutOfWindow(seq, 100), 1);
+  EXPECT_EQ(seq.table[3], table[3]);
+
+  // The given-back blocks stay in the prefix cache: a new prompt reuses them.
+  SequenceBlocks again;
+  EXPECT_EQ(blocks.matchPrefix(again, range(0, 10)), 8);
+  EXPECT_EQ(again.table, (std::vector<BlockId>{table[0], table[1]}));
+
+  // A fork shares only the held blocks; releasing skips the given-back ones.
+  SequenceBlocks child = blocks.fork(seq);
+  EXPECT_EQ(blocks.refCount(table[3]), 2);
+  blocks.release(child);
+  blocks.release(seq);
+  blocks.release(again);
+  EXPECT_EQ(blocks.numAvailable(), 8);
+
+  // A swap-in lays the given-back entries before its fresh blocks.
+  SequenceBlocks swappedIn;
+  ASSERT_TRUE(blocks.allocateBlocks(swappedIn, 2, 3));
+  EXPECT_EQ(swappedIn.numReleased, 3);
+  ASSERT_EQ(swappedIn.table.size(), 5u);
+  EXPECT_EQ(swappedIn.table[2], kReleasedBlock);
+  EXPECT_NE(swappedIn.table[3], kReleasedBlock);
+  blocks.release(swappedIn);
+  EXPECT_EQ(blocks.numAvailable(), 8);
+}
+
 TEST(BlockManagerTest, RandomOperationsKeepEveryInvariant) {
   constexpr int64_t kNumBlocks = 64, kBlockSize = 4;
   BlockManager blocks(kNumBlocks, kBlockSize, true);
@@ -240,7 +284,9 @@ TEST(BlockManagerTest, RandomOperationsKeepEveryInvariant) {
   for (int i = 0; i < 4; ++i) prefixes.push_back(range(1000 * i, 4 * kBlockSize));
 
   auto expectReadsBack = [&](const Sequence &seq) {
-    for (int64_t i = 0; i < seq.blocks.numTokens; ++i) {
+    for (int64_t i = 0; i < seq.blocks.numReleased; ++i)
+      ASSERT_EQ(seq.blocks.table[i], kReleasedBlock);
+    for (int64_t i = seq.blocks.numReleased * kBlockSize; i < seq.blocks.numTokens; ++i) {
       BlockId block = seq.blocks.table[i / kBlockSize];
       ASSERT_EQ(contents[block][i % kBlockSize], seq.tokens[i]) << "position " << i;
     }
@@ -248,7 +294,8 @@ TEST(BlockManagerTest, RandomOperationsKeepEveryInvariant) {
   auto expectCountsMatch = [&] {
     std::vector<int32_t> held(kNumBlocks, 0);
     for (auto &entry : live)
-      for (BlockId block : entry.second.blocks.table) ++held[block];
+      for (BlockId block : entry.second.blocks.table)
+        if (block != kReleasedBlock) ++held[block];
     int64_t numHeld = 0;
     for (BlockId block = 0; block < kNumBlocks; ++block) {
       ASSERT_EQ(blocks.refCount(block), held[block]) << "block " << block;
@@ -309,6 +356,9 @@ TEST(BlockManagerTest, RandomOperationsKeepEveryInvariant) {
       if (parent.blocks.numTokens != int64_t(parent.tokens.size())) continue;
       Sequence child{parent.tokens, blocks.fork(parent.blocks)};
       live.emplace(nextId++, std::move(child));
+    } else if (kind < 9) { // its sliding window moves on
+      Sequence &seq = std::next(live.begin(), uniform(0, int64_t(live.size()) - 1))->second;
+      blocks.releaseOutOfWindow(seq.blocks, seq.blocks.numTokens - uniform(0, 3 * kBlockSize));
     } else {
       releaseRandom();
     }

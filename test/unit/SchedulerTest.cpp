@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 
 using namespace llmc::runtime;
@@ -218,6 +219,65 @@ TEST_F(SchedulerTest, RemovingASwappedSequenceFreesItsSlots) {
   EXPECT_EQ(scheduler.numSwapSlotsUsed(), 1);
   EXPECT_FALSE(sequences[3]->swapped.has_value());
   EXPECT_EQ(scheduler.numWaiting(), 1u);
+}
+
+TEST_F(SchedulerTest, AWindowedSequenceOutgrowsThePoolWithoutPreemption) {
+  // 4 blocks of 4 hold 16 tokens. With a window of 5 a decode step keeps the
+  // blocks of positions p - 4 .. p: at most 2; without one the sequence
+  // preempts itself once it has filled the pool.
+  for (int64_t window : {5, 0}) {
+    sequences.clear();
+    BlockManager blocks(4, 4, false);
+    SchedulerLimits limits{1, 8};
+    limits.attentionWindow = window;
+    Scheduler scheduler(blocks, limits);
+    Sequence *sequence = add(scheduler, 6);
+    int64_t mostHeld = 0;
+    for (int step = 0; step < 40 && scheduler.numPreemptions() == 0; ++step) {
+      sampleAll(scheduler.schedule());
+      mostHeld = std::max(mostHeld, blocks.numHeld());
+    }
+    if (window) {
+      EXPECT_EQ(scheduler.numPreemptions(), 0);
+      EXPECT_EQ(sequence->numComputed(), 6 + 39);
+      EXPECT_EQ(mostHeld, 2);
+      EXPECT_EQ(sequence->blocks.numReleased, (6 + 39 - 5 + 1) / 4);
+    } else {
+      EXPECT_EQ(scheduler.numPreemptions(), 1);
+      EXPECT_EQ(mostHeld, 4);
+    }
+  }
+}
+
+TEST_F(SchedulerTest, ASwappedSequenceComesBackWithoutItsGivenBackBlocks) {
+  BlockManager blocks(3, 4, false);
+  SchedulerLimits limits{2, 16};
+  limits.attentionWindow = 2;
+  Scheduler scheduler(blocks, limits, SwapPolicy{8, /*blockRoundTripSeconds=*/1e-6});
+  scheduler.setRecomputeSecondsPerToken(1e-3);
+  Sequence *older = add(scheduler, 3);
+  Sequence *newer = add(scheduler, 7);
+  sampleAll(scheduler.schedule()); // 1 + 2 blocks
+  sampleAll(scheduler.schedule()); // the newer one's first block falls out of its window
+  EXPECT_EQ(newer->blocks.numReleased, 1);
+  // Each wants a block for its next position: one is left, the newer one swaps out.
+  SchedulerOutput third = scheduler.schedule();
+  EXPECT_EQ(chunks(third), (Chunks{{0, 1}}));
+  ASSERT_TRUE(newer->swapped.has_value());
+  EXPECT_EQ(newer->swapped->numReleased, 1);
+  ASSERT_EQ(third.swapOuts.size(), 1u);
+  sampleAll(third);
+
+  scheduler.remove(older);
+  SchedulerOutput fourth = scheduler.schedule();
+  EXPECT_EQ(chunks(fourth), (Chunks{{1, 1}}));
+  EXPECT_EQ(fourth.chunks[0].start, 8);
+  ASSERT_EQ(fourth.swapIns.size(), 1u);
+  EXPECT_EQ(newer->blocks.numReleased, 1);
+  EXPECT_EQ(newer->blocks.table[0], kReleasedBlock);
+  EXPECT_EQ(fourth.swapIns[0].block, newer->blocks.table[1]);
+  EXPECT_EQ(fourth.swapIns[0].slot, third.swapOuts[0].slot);
+  EXPECT_EQ(newer->blocks.numHeld(), 2);
 }
 
 TEST_F(SchedulerTest, RefusesLimitsThatCannotWork) {

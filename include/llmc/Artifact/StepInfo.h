@@ -26,6 +26,9 @@ struct StepInfo {
           headDim = 0;
   /// The positions cached rotary tables hold; 0 when nothing bounds them.
   int64_t maxPositions = 0;
+  /// The keys a query sees at most when every layer has a sliding window
+  /// (the widest one); 0 when some layer sees every key.
+  int64_t attentionWindow = 0;
   // manifest.json "step"
   int64_t maxNumBatchedTokens = 0, maxNumSeqs = 0, workspaceBytes = 0, blockSize = 0;
 };
@@ -42,6 +45,7 @@ inline constexpr StepInfoField kStepInfoModelFields[] = {
     {"num_heads", &StepInfo::numHeads},     {"num_layers", &StepInfo::numLayers},
     {"num_kv_heads", &StepInfo::numKvHeads}, {"head_dim", &StepInfo::headDim},
     {"max_positions", &StepInfo::maxPositions},
+    {"attention_window", &StepInfo::attentionWindow},
 };
 
 /// The fields of the manifest's "step" entry.

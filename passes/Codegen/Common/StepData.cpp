@@ -59,9 +59,16 @@ FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
   model.walk([&](llm::EmbeddingOp embedding) {
     info.hiddenSize = cast<ShapedType>(embedding.getType()).getShape().back();
   });
+  // A block out of the widest window is out of every layer's: the runtime
+  // gives it back. One layer without a window keeps every block.
+  bool everyLayerWindowed = true;
   model.walk([&](llm::PagedAttentionOp attention) {
     info.numHeads = cast<ShapedType>(attention.getType()).getDimSize(1);
+    std::optional<int64_t> window = attention.getSlidingWindow();
+    everyLayerWindowed &= window.has_value();
+    info.attentionWindow = std::max(info.attentionWindow, window.value_or(0));
   });
+  if (!everyLayerWindowed) info.attentionWindow = 0;
   if (!info.hiddenSize || !info.numHeads)
     return model.emitError("has no ") << (info.hiddenSize ? "llm.paged_attention" : "llm.embedding")
                                       << ": the manifest needs the model's "

@@ -6,7 +6,7 @@
 // at the offsets listed in llmc.weights, ops calls of kernels; the logits
 // head writes the step's output.
 // The manifest's record of the model and the step (llmc/Artifact/StepInfo.h).
-// CHECK:       module attributes {llmc.kv_dtype = "f32", llmc.matmul = "blas", llmc.step_info = {block_size = 16 : i64, head_dim = 16 : i64, hidden_size = 32 : i64, max_num_batched_tokens = 8 : i64, max_num_seqs = 2 : i64, max_positions = 0 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, num_layers = 1 : i64, vocab_size = 64 : i64, workspace_bytes = 4224 : i64}
+// CHECK:       module attributes {llmc.kv_dtype = "f32", llmc.matmul = "blas", llmc.step_info = {attention_window = 0 : i64, block_size = 16 : i64, head_dim = 16 : i64, hidden_size = 32 : i64, max_num_batched_tokens = 8 : i64, max_num_seqs = 2 : i64, max_positions = 0 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, num_layers = 1 : i64, vocab_size = 64 : i64, workspace_bytes = 4224 : i64}
 //  CHECK-SAME:   llmc.weights = [{name = "weight0", offset = 0 : i64, value = dense<5.000000e-01> : tensor<64x32xf32>}, {name = "weight1", offset = 8192 : i64
 // CHECK-LABEL: func.func @llmc_step
 //  CHECK-SAME:   (%[[API:.*]]: !llvm.ptr, %[[TOK:[^:]*]]: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?x?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %[[POOL:[^:]*]]: memref<1x?x2x2x16x16xf32>, %[[W:[^:]*]]: memref<?xi8>, %[[WS:[^:]*]]: memref<?xi8>, %[[LOGITS:[^:]*]]: memref<?x64xf32>)
@@ -173,7 +173,11 @@ func.func @scaled_logits(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tens
 
 // A sliding window starts each row's walk over the blocks at the window's
 // first key (a max with 0 of position + 1 - window); a softcap caps each
-// score with tanh before the online softmax.
+// score with tanh before the online softmax. Every layer (the one) has a
+// window: the manifest's attention_window says the widest, so the runtime
+// gives back the blocks out of it.
+// CHECK-LABEL: module attributes
+//  CHECK-SAME:   llmc.step_info = {attention_window = 4 : i64,
 // CHECK-LABEL: func.func @llmc_step
 //       CHECK:   func.func private @llmc_paged_attention_
 //       CHECK:     arith.maxsi
@@ -193,6 +197,34 @@ func.func @windowed_softcapped(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1
   %11 = llm.paged_kv_write %arg7, %10, %8, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
   %12 = llm.paged_attention %9, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 0>, scale = 2.500000e-01 : f32, sliding_window = 4 : i64, softcap = 3.000000e+01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
   %13 = llm.merge_heads %12 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %15 = llm.logits %14, %4 : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
+}
+
+// -----
+
+// One layer sees every key: no block is out of every window, and
+// attention_window is 0.
+// CHECK-LABEL: module attributes
+//  CHECK-SAME:   llmc.step_info = {attention_window = 0 : i64,
+// CHECK-LABEL: func.func @llmc_step
+// GENERATED-LABEL: func.func @llmc_step
+func.func @one_layer_unwindowed(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<2x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %2 = llm.constant dense<1.000000e+00> : tensor<8xf32>
+  %3 = llm.constant dense<1.000000e-01> : tensor<32x32xf32>
+  %4 = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
+  %5 = llm.embedding %1, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %3 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  %7 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %9 = llm.rope %7, %arg1, %2 {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
+  %10 = llm.rope %8, %arg1, %2 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
+  %11 = llm.paged_kv_write %arg7, %10, %8, %arg5 {layer = 0 : i64} : (tensor<2x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<2x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %9, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 0>, scale = 2.500000e-01 : f32, sliding_window = 4 : i64, softcap = 3.000000e+01 : f32} : (tensor<?x2x16xf32>, tensor<2x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %16 = llm.paged_attention %9, %11, %arg4, %arg3, %arg2 {layer = 1 : i64, llmc.workspace_offsets = array<i64: 0>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<2x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %13 = llm.merge_heads %16 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
   %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
   %15 = llm.logits %14, %4 : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
   return %15 : tensor<?x64xf32>
