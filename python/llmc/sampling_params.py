@@ -70,10 +70,12 @@ class SamplingParams:
     sample (None: up to the model's max_model_len). stop: strings that end a sample (left
     out of its text unless include_stop_str_in_output). stop_token_ids: tokens that end a
     sample (kept in its token_ids). presence_penalty, frequency_penalty (OpenAI's) and
-    repetition_penalty (transformers'). logprobs: return the chosen token's logprob and
-    this many most likely ones at each position. ignore_eos: run past the model's
-    end-of-sequence tokens. structured_outputs: a StructuredOutputsParams that every
-    sample's text follows."""
+    repetition_penalty (transformers'). logit_bias: {token id: bias in [-100, 100]} added
+    to the logits (OpenAI's). min_tokens: no stop token (end-of-sequence included) or stop
+    string ends a sample before this many tokens (vLLM's). logprobs: return the chosen
+    token's logprob and this many most likely ones at each position. ignore_eos: run past
+    the model's end-of-sequence tokens. structured_outputs: a StructuredOutputsParams that
+    every sample's text follows."""
 
     n: int = 1
     temperature: float = 1.0
@@ -87,6 +89,8 @@ class SamplingParams:
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
+    logit_bias: Optional[dict[int, float]] = None
+    min_tokens: int = 0
     logprobs: Optional[int] = None
     ignore_eos: bool = False
     include_stop_str_in_output: bool = False
@@ -115,6 +119,16 @@ class SamplingParams:
                f"repetition_penalty must be > 0, got {self.repetition_penalty!r}")
         _check(self.logprobs is None or (_is_int(self.logprobs) and self.logprobs >= 0),
                f"logprobs must be None or an int >= 0, got {self.logprobs!r}")
+        bias = dict(self.logit_bias or {})
+        _check(all(_is_int(token) and token >= 0 and _is_number(value) and -100 <= value <= 100
+                   for token, value in bias.items()),
+               f"logit_bias must map token ids to biases in [-100, 100], got {self.logit_bias!r}")
+        self.logit_bias = bias
+        _check(_is_int(self.min_tokens) and self.min_tokens >= 0,
+               f"min_tokens must be an int >= 0, got {self.min_tokens!r}")
+        _check(self.max_tokens is None or self.min_tokens <= self.max_tokens,
+               f"min_tokens ({self.min_tokens}) must not be more than max_tokens "
+               f"({self.max_tokens})")
         stop = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
         _check(all(isinstance(s, str) and s for s in stop),
                f"stop must be a non-empty string or a list of them, got {self.stop!r}")
@@ -145,4 +159,9 @@ class SamplingParams:
             options["seed"] = self.seed
         if self.logprobs is not None:
             options["logprobs"] = self.logprobs
+        if self.logit_bias:
+            options["logit_bias"] = {str(token): float(bias)
+                                     for token, bias in self.logit_bias.items()}
+        if self.min_tokens:
+            options["min_tokens"] = self.min_tokens
         return options

@@ -54,6 +54,7 @@ std::vector<RequestId> AsyncEngine::submit(std::vector<AsyncRequest> requests) {
           SampleText &sample = stream.samples.emplace_back();
           sample.decoder = std::make_unique<tokenizer::IncrementalDecoder>(*tokenizer);
           if (!request.stopStrings.empty()) sample.stops.emplace(request.stopStrings);
+          sample.unmatchedTokens = request.options.sampling.minTokens;
         }
       streams.emplace(id, std::move(stream));
       submission.emplace_back(id, std::move(request));
@@ -204,7 +205,9 @@ bool AsyncEngine::addText(SampleText &sample, StreamEvent &event) {
   std::string text;
   if (event.token) text = sample.decoder->add(event.token->token);
   if (event.last()) text += sample.decoder->finish();
-  if (!sample.stops) {
+  bool unmatched = event.token && sample.unmatchedTokens > 0;
+  if (unmatched) --sample.unmatchedTokens;
+  if (!sample.stops || unmatched) {
     event.text = std::move(text);
     return true;
   }

@@ -170,6 +170,9 @@ private:
   struct SampleText {
     std::unique_ptr<tokenizer::IncrementalDecoder> decoder;
     std::optional<StopStringMatcher> stops;
+    /// The first tokens, whose text no stop string may end the sample in
+    /// (vLLM's min_tokens).
+    int64_t unmatchedTokens = 0;
     /// Ended by a stop string while the engine still runs it.
     bool stopped = false;
   };

@@ -137,6 +137,9 @@ void Engine::validate(const std::vector<int32_t> &prompt, const RequestOptions &
   for (int32_t token : options.stopTokenIds)
     if (token < 0 || token >= vocabSize)
       throw RequestError("stop token id " + str(token) + " is outside the vocabulary");
+  if (options.sampling.minTokens > options.maxTokens)
+    throw RequestError("min_tokens (" + str(options.sampling.minTokens) +
+                       ") must not be more than max_tokens (" + str(options.maxTokens) + ")");
   try {
     options.sampling.validate(vocabSize);
   } catch (const Error &error) {
@@ -152,8 +155,8 @@ void Engine::addRequest(RequestId id, std::vector<int32_t> prompt, const Request
   request.seed = options.sampling.seed.value_or(mixSeed(defaultSeed, id));
   SamplingParams sampling = options.sampling;
   sampling.seed = request.seed;
-  auto first = std::make_unique<Sequence>(id, 0, nextArrival++, prompt,
-                                          SequenceSampler(sampling, 0, prompt));
+  auto first = std::make_unique<Sequence>(
+      id, 0, nextArrival++, prompt, SequenceSampler(sampling, 0, prompt, options.stopTokenIds));
   first->pendingForks = options.n - 1;
   if (options.grammar)
     first->grammar = std::make_unique<structured::GrammarMatcher>(options.grammar);
@@ -245,8 +248,9 @@ void Engine::forkSamples(Request &request, Sequence &parent) {
     SamplingParams sampling = request.options.sampling;
     sampling.seed = request.seed + static_cast<uint64_t>(index);
     std::vector<int32_t> prompt(parent.tokens.begin(), parent.tokens.begin() + parent.promptLen);
-    auto child = std::make_unique<Sequence>(parent.request, index, parent.arrival, parent.tokens,
-                                            SequenceSampler(sampling, 0, std::move(prompt)));
+    auto child = std::make_unique<Sequence>(
+        parent.request, index, parent.arrival, parent.tokens,
+        SequenceSampler(sampling, 0, std::move(prompt), request.options.stopTokenIds));
     child->blocks = blocks.fork(parent.blocks);
     // Forks happen before the parent's first token: a fresh matcher is where
     // the parent's stands.

@@ -1,6 +1,8 @@
 //===- EngineJson.cpp - the engine's settings and results as JSON ---------===//
 #include "runtime/engine/EngineJson.h"
 
+#include <algorithm>
+#include <climits>
 #include <string>
 #include <unordered_set>
 
@@ -59,6 +61,10 @@ public:
     if (found == object.end() || found->is_null()) return;
     if (!found->is_string()) throw ErrorType(std::string(what) + ": " + key + " must be a string");
     into = found->get<std::string>();
+  }
+
+  void readLogitBias(const char *key, std::vector<std::pair<int32_t, float>> &into) {
+    if (const json *bias = readObject(key)) into = logitBiasFromJson(*bias);
   }
 
   /// The nested object at `key`; null when absent or null.
@@ -134,8 +140,32 @@ RequestOptions requestOptionsFromJson(const json &object) {
   fields.readOptional("seed", sampling.seed);
   fields.readOptional("logprobs", sampling.logprobs);
   fields.readIds("stop_token_ids", options.stopTokenIds);
+  fields.readLogitBias("logit_bias", sampling.logitBias);
+  fields.read("min_tokens", sampling.minTokens);
   fields.finish();
   return options;
+}
+
+std::vector<std::pair<int32_t, float>> logitBiasFromJson(const json &object) {
+  if (!object.is_object())
+    throw RequestError("logit_bias must be an object of token ids and their biases");
+  std::vector<std::pair<int32_t, float>> bias;
+  for (const auto &[key, value] : object.items()) {
+    // A token id in decimal, as OpenAI's clients write the keys.
+    size_t end = 0;
+    long long token = -1;
+    try {
+      token = std::stoll(key, &end);
+    } catch (const std::exception &) {
+    }
+    if (key.empty() || end != key.size() || token < 0 || token > INT32_MAX)
+      throw RequestError("logit_bias: \"" + key + "\" is not a token id");
+    if (!value.is_number())
+      throw RequestError("logit_bias: the bias of token " + key + " must be a number");
+    bias.push_back({static_cast<int32_t>(token), value.get<float>()});
+  }
+  std::sort(bias.begin(), bias.end());
+  return bias;
 }
 
 json toJson(const StepOutput &output) {

@@ -25,8 +25,14 @@ SpeculativeConfig speculativeConfigFromJson(const nlohmann::json &object);
 
 /// {"max_tokens", "n", "temperature", "top_k", "top_p", "min_p",
 ///  "repetition_penalty", "presence_penalty", "frequency_penalty", "seed",
-///  "logprobs", "stop_token_ids"}, all optional. Throws RequestError.
+///  "logprobs", "stop_token_ids", "logit_bias", "min_tokens"}, all optional.
+/// Throws RequestError.
 RequestOptions requestOptionsFromJson(const nlohmann::json &object);
+
+/// OpenAI's logit_bias, {"token id": bias, ...}, as (token, bias) pairs in
+/// token order; throws RequestError saying what is not one. The ranges are
+/// SamplingParams::validate's to check.
+std::vector<std::pair<int32_t, float>> logitBiasFromJson(const nlohmann::json &object);
 
 /// {"request", "index", "token", "logprob", "top_logprobs": [[id, logprob]...],
 ///  "finish_reason"}: token and logprob are null for an output without a

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <unordered_set>
@@ -37,11 +38,22 @@ void SamplingParams::validate(int64_t vocabSize) const {
     require(*logprobs >= 0 && *logprobs <= std::min<int64_t>(kMaxLogprobs, vocabSize),
             "logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "], got " +
                 std::to_string(*logprobs));
+  for (const auto &[token, bias] : logitBias) {
+    require(token >= 0 && token < vocabSize,
+            "logit_bias: token " + std::to_string(token) + " is outside the vocabulary (0 to " +
+                std::to_string(vocabSize - 1) + ")");
+    require(bias >= -100 && bias <= 100, "logit_bias: the bias of token " +
+                                             std::to_string(token) + " must be in [-100, 100], "
+                                             "got " + std::to_string(bias));
+  }
+  require(minTokens >= 0, "min_tokens must be >= 0, got " + std::to_string(minTokens));
 }
 
 SequenceSampler::SequenceSampler(const SamplingParams &params, uint64_t seed,
-                                 std::vector<int32_t> promptTokens)
-    : sampling(params), rng(params.seed.value_or(seed)), promptTokens(std::move(promptTokens)) {}
+                                 std::vector<int32_t> promptTokens,
+                                 std::vector<int32_t> stopTokenIds)
+    : sampling(params), rng(params.seed.value_or(seed)), promptTokens(std::move(promptTokens)),
+      stopTokenIds(std::move(stopTokenIds)) {}
 
 int32_t SequenceSampler::draw(int64_t vocabSize, std::optional<int32_t> draft) {
   // Softmax at the temperature (unnormalised; sums in double). Float exps: a
@@ -135,29 +147,31 @@ int32_t SequenceSampler::pick(const int32_t *tokens, int64_t count, double total
 }
 
 bool SequenceSampler::picksArgmax() const {
-  return sampling.temperature == 0 && !penalised() && !sampling.logprobs;
+  return sampling.temperature == 0 && !adjustsScores() && !sampling.logprobs;
 }
 
 SampledToken SequenceSampler::sampleArgmax(int32_t token) {
   if (!picksArgmax())
     throw Error("sampleArgmax: these sampling parameters do not pick the argmax alone");
   ++outputCounts[token];
+  ++numSampled;
   SampledToken result;
   result.token = token;
   return result;
 }
 
-bool SequenceSampler::penalised() const {
+bool SequenceSampler::adjustsScores() const {
   return sampling.repetitionPenalty != 1.0f || sampling.frequencyPenalty != 0 ||
-         sampling.presencePenalty != 0;
+         sampling.presencePenalty != 0 || !sampling.logitBias.empty() || holdsStopTokens();
 }
 
 SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize,
                                      std::optional<int32_t> draft) {
-  // Greedy without penalties reads the row as it is: no copy of the scores.
-  if (sampling.temperature == 0 && !penalised()) {
+  // Greedy without adjustments reads the row as it is: no copy of the scores.
+  if (sampling.temperature == 0 && !adjustsScores()) {
     int32_t chosen = argmax(logits, vocabSize);
     ++outputCounts[chosen];
+    ++numSampled;
     return withLogprobs(chosen, logits, vocabSize);
   }
   scores.assign(logits, logits + vocabSize);
@@ -171,10 +185,23 @@ SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize,
   }
   for (const auto &[token, count] : outputCounts)
     scores[token] -= sampling.frequencyPenalty * count + sampling.presencePenalty;
+  for (const auto &[token, bias] : sampling.logitBias) scores[token] += bias;
+  if (holdsStopTokens()) {
+    std::vector<std::pair<int32_t, float>> held;
+    for (int32_t token : stopTokenIds) {
+      held.push_back({token, scores[token]});
+      scores[token] = -std::numeric_limits<float>::infinity();
+    }
+    // A row that allows nothing else (a grammar that must end) keeps them.
+    float best = *std::max_element(scores.begin(), scores.begin() + vocabSize);
+    if (best == -std::numeric_limits<float>::infinity())
+      for (const auto &[token, score] : held) scores[token] = score;
+  }
 
   int32_t chosen = sampling.temperature == 0 ? argmax(scores.data(), vocabSize)
                                              : draw(vocabSize, draft);
   ++outputCounts[chosen];
+  ++numSampled;
   return withLogprobs(chosen, logits, vocabSize);
 }
 

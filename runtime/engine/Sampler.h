@@ -37,6 +37,12 @@ struct SamplingParams {
   float presencePenalty = 0.0f;
   /// ...and this times its count in the output.
   float frequencyPenalty = 0.0f;
+  /// OpenAI's logit_bias: added to a token's score after the penalties
+  /// (-100 bans it in practice, 100 all but forces it).
+  std::vector<std::pair<int32_t, float>> logitBias;
+  /// vLLM's min_tokens: the sampler's stop tokens are not drawn before this
+  /// many output tokens.
+  int64_t minTokens = 0;
   std::optional<uint64_t> seed;
   /// Return the chosen token's logprob and this many most likely tokens'
   /// with each token; nullopt returns none (and skips the log-softmax over
@@ -66,8 +72,10 @@ struct SampledToken {
 /// counts of its output tokens (for the presence and frequency penalties).
 class SequenceSampler {
 public:
-  /// `seed` is used when the parameters carry none.
-  SequenceSampler(const SamplingParams &params, uint64_t seed, std::vector<int32_t> promptTokens);
+  /// `seed` is used when the parameters carry none. `stopTokenIds` are held
+  /// back for the first SamplingParams::minTokens tokens.
+  SequenceSampler(const SamplingParams &params, uint64_t seed, std::vector<int32_t> promptTokens,
+                  std::vector<int32_t> stopTokenIds = {});
 
   /// The next token from `logits` (vocabSize values); records it as output.
   /// With a `draft` token (speculative decoding), the token drawn is the
@@ -88,8 +96,13 @@ public:
   const SamplingParams &params() const { return sampling; }
 
 private:
-  /// Whether a repetition, presence or frequency penalty changes the scores.
-  bool penalised() const;
+  /// Whether anything changes the scores: a repetition, presence or
+  /// frequency penalty, a logit bias, or stop tokens held back.
+  bool adjustsScores() const;
+  /// Whether the stop tokens are held back for the next token.
+  bool holdsStopTokens() const {
+    return numSampled < sampling.minTokens && !stopTokenIds.empty();
+  }
   /// A token drawn from `scores` at the temperature, through the filters;
   /// with a draft, as sample() says.
   int32_t draw(int64_t vocabSize, std::optional<int32_t> draft);
@@ -104,6 +117,8 @@ private:
   std::mt19937_64 rng;
   std::vector<int32_t> promptTokens;
   std::unordered_map<int32_t, int32_t> outputCounts;
+  int64_t numSampled = 0;
+  std::vector<int32_t> stopTokenIds;
   /// Scratch, reused across calls.
   std::vector<float> scores;
   std::vector<float> probs;

@@ -1,6 +1,7 @@
 //===- OpenAiRequest.cpp - the request bodies of the OpenAI API -----------===//
 #include "runtime/server/OpenAiRequest.h"
 
+#include "runtime/engine/EngineJson.h"
 #include "runtime/server/ApiError.h"
 
 #include <cmath>
@@ -94,6 +95,24 @@ std::vector<int32_t> tokenIds(const json &value, const char *name) {
     ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
   }
   return ids;
+}
+
+/// OpenAI's logit_bias: {"token id": bias in [-100, 100]}. The engine checks
+/// the ids against the vocabulary.
+std::vector<std::pair<int32_t, float>> readLogitBias(const Fields &fields) {
+  const json *object = fields.find("logit_bias");
+  if (!object) return {};
+  std::vector<std::pair<int32_t, float>> bias;
+  try {
+    bias = logitBiasFromJson(*object);
+  } catch (const RequestError &error) {
+    throw ApiError(400, error.what(), "logit_bias");
+  }
+  for (const auto &[token, value] : bias)
+    if (!(value >= -100 && value <= 100))
+      Fields::fail("logit_bias", "gives token " + std::to_string(token) + " a bias of " +
+                                     json(value).dump() + ": biases are in [-100, 100]");
+  return bias;
 }
 
 /// OpenAI's prompt: a string, a list of strings, a list of token ids or a
@@ -340,7 +359,6 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   fields.unsupported("echo", false);
   fields.unsupported("suffix", "");
   fields.unsupported("best_of", fields.find("n") ? *fields.find("n") : json(1));
-  fields.unsupported("logit_bias", json::object());
 
   RequestOptions &options = request.options;
   SamplingParams &sampling = options.sampling;
@@ -363,6 +381,9 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   if (std::optional<int64_t> seed = fields.integer("seed", std::numeric_limits<int64_t>::min(),
                                                    std::numeric_limits<int64_t>::max()))
     sampling.seed = static_cast<uint64_t>(*seed);
+  sampling.logitBias = readLogitBias(fields);
+  // vLLM's: the stop tokens (EOS included) wait for this many output tokens.
+  sampling.minTokens = fields.integer("min_tokens", 0, maxModelLen).value_or(0);
 
   // Completions: logprobs is the number of alternatives. Chat: a flag, with
   // top_logprobs the number.

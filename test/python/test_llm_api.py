@@ -160,6 +160,33 @@ def test_stop_token_ids_end_the_sample_with_the_token(llm):
     assert (sample.finish_reason, sample.stop_reason) == ("stop", stop)
 
 
+def test_min_tokens_defers_the_end_of_sequence_and_stop_strings(llm):
+    (answer,) = llm.chat(MESSAGES, SamplingParams(temperature=0, max_tokens=200),
+                         use_tqdm=False)
+    ended = len(answer.outputs[0].token_ids)
+    (longer,) = llm.chat(MESSAGES, SamplingParams(temperature=0, max_tokens=ended + 8,
+                                                  min_tokens=ended + 4), use_tqdm=False)
+    tokens = longer.outputs[0].token_ids
+    assert len(tokens) >= ended + 4
+    assert not set(tokens[:ended + 4]) & set(llm._engine.eos_token_ids)
+    whole = llm.generate(PROMPTS[0], GREEDY, use_tqdm=False)[0].outputs[0]
+    stop = whole.text[8:12]
+    (output,) = llm.generate(PROMPTS[0], SamplingParams(temperature=0, max_tokens=24, stop=stop,
+                                                        min_tokens=20), use_tqdm=False)
+    # The stop string comes again only if the text repeats; it never cuts the first 20 tokens.
+    assert output.outputs[0].text.startswith(whole.text[:12])
+
+
+def test_logit_bias_changes_the_greedy_tokens(llm):
+    tokens = llm.generate(PROMPTS[0], GREEDY, use_tqdm=False)[0].outputs[0].token_ids
+    (banned,) = llm.generate(PROMPTS[0], SamplingParams(
+        temperature=0, max_tokens=4, logit_bias={tokens[0]: -100}), use_tqdm=False)
+    assert banned.outputs[0].token_ids[0] != tokens[0]
+    (forced,) = llm.generate(PROMPTS[0], SamplingParams(
+        temperature=0, max_tokens=4, logit_bias={tokens[3]: 100}), use_tqdm=False)
+    assert forced.outputs[0].token_ids == [tokens[3]] * 4
+
+
 def test_end_of_sequence_stops_unless_ignore_eos(llm):
     (answer,) = llm.chat(MESSAGES, SamplingParams(temperature=0, max_tokens=200),
                          use_tqdm=False)
@@ -319,6 +346,8 @@ def test_a_64_prompt_batch_in_one_call(llm, capfd):
     {"min_p": 1.5}, {"max_tokens": 0}, {"presence_penalty": 2.5}, {"frequency_penalty": -3},
     {"repetition_penalty": 0}, {"logprobs": -1}, {"stop": [""]}, {"stop": [1]},
     {"stop_token_ids": [-1]}, {"seed": -1}, {"n": 1.5}, {"temperature": "hot"},
+    {"logit_bias": {-1: 1}}, {"logit_bias": {3: 101}}, {"logit_bias": {"3": 1}},
+    {"min_tokens": -1}, {"min_tokens": 17, "max_tokens": 16},
 ])
 def test_bad_sampling_params_raise_value_error(arguments):
     with pytest.raises(ValueError):

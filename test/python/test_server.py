@@ -237,6 +237,36 @@ def test_logprobs(client):
     assert len(content) == 3 and all(len(entry.top_logprobs) == 2 for entry in content)
 
 
+def test_logit_bias_bans_and_forces_tokens(client, artifact, tokenizer):
+    prompt = "The quick brown fox"
+    ids = tokenizer.encode(prompt)
+    with Model(artifact, num_threads=1) as model, Engine(model) as engine:
+        greedy = engine.generate([ids], max_tokens=3, temperature=0)[0][0]
+        banned = engine.generate([ids], max_tokens=3, temperature=0,
+                                 logit_bias={str(greedy[0]): -100})[0][0]
+    options = dict(model="chat", prompt=prompt, max_tokens=3, temperature=0,
+                   extra_body={"ignore_eos": True})
+    # The openai client sends the keys as strings, as OpenAI's API has them.
+    text = client.completions.create(**options, logit_bias={str(greedy[0]): -100}).choices[0].text
+    assert banned[0] != greedy[0]
+    assert text == tokenizer.decode(banned)
+    forced = tokenizer.encode(" fox")[-1]
+    text = client.completions.create(**options, logit_bias={str(forced): 100}).choices[0].text
+    assert text == tokenizer.decode([forced] * 3)
+
+
+def test_min_tokens_holds_back_the_stop_tokens(client, artifact, tokenizer):
+    ids = tokenizer.encode("Once upon a time")
+    with Model(artifact, num_threads=1) as model, Engine(model) as engine:
+        greedy = engine.generate([ids], max_tokens=1, temperature=0)[0][0]
+    options = dict(model="chat", prompt=ids, max_tokens=8, temperature=0)
+    stopping = {"stop_token_ids": [greedy[0]], "ignore_eos": True}
+    early = client.completions.create(**options, extra_body=stopping)
+    assert early.usage.completion_tokens == 1 and early.choices[0].finish_reason == "stop"
+    late = client.completions.create(**options, extra_body={**stopping, "min_tokens": 5})
+    assert late.usage.completion_tokens >= 5
+
+
 def test_token_id_prompts_and_a_batch_of_prompts(client, tokenizer):
     ids = tokenizer.encode("Hello there")
     by_ids = client.completions.create(model="chat", prompt=ids, max_tokens=5, temperature=0,
@@ -266,6 +296,10 @@ def test_token_id_prompts_and_a_batch_of_prompts(client, tokenizer):
     ({"prompt": [1, -2]}, 400, "prompt"),
     ({"prompt": "x", "stream_options": {"include_usage": True}}, 400, "stream_options"),
     ({"prompt": "x", "echo": True}, 400, "echo"),
+    ({"prompt": "x", "logit_bias": {"x": 1}}, 400, "logit_bias"),
+    ({"prompt": "x", "logit_bias": {"5": 101}}, 400, "logit_bias"),
+    ({"prompt": "x", "logit_bias": [5]}, 400, "logit_bias"),
+    ({"prompt": "x", "min_tokens": -1}, 400, "min_tokens"),
     ({"prompt": "x", "model": "gpt-4"}, 404, "model"),
 ])
 def test_bad_completion_requests_get_errors(server, client, body, status, param):

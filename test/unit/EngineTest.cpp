@@ -117,6 +117,25 @@ TEST_F(EngineTest, EndsEachSampleWithOneFinishReason) {
   EXPECT_STREQ(finishReasonName(FinishReason::Stop), "stop");
 }
 
+TEST_F(EngineTest, MinTokensHoldsTheStopTokensBackForEverySample) {
+  auto model = open(64);
+  Engine engine(*model, {});
+  std::vector<int32_t> full = toyContinuation({1, 2, 3}, 10, kVocab); // 6 12 24 48 32 ...
+  RequestOptions options = greedy(10);
+  options.stopTokenIds = {full[0], full[2]};
+  options.sampling.minTokens = 4;
+  options.n = 2;
+  auto outputs = runToCompletion(engine, {{1, 2, 3}}, options);
+  for (const std::vector<int32_t> &tokens : outputs[0]) {
+    // Neither stop token in the first four, then the first one drawn ends it.
+    ASSERT_GT(tokens.size(), 4u);
+    for (size_t i = 0; i < 4; ++i)
+      EXPECT_TRUE(tokens[i] != full[0] && tokens[i] != full[2]) << i;
+    EXPECT_TRUE(tokens.size() == 10 || tokens.back() == full[0] || tokens.back() == full[2]);
+  }
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+}
+
 TEST_F(EngineTest, ChunksALongPromptWhileOthersKeepDecoding) {
   auto model = open(64); // 16 tokens per step
   Engine engine(*model, {});
@@ -460,6 +479,12 @@ TEST_F(EngineTest, RefusesRequestsThatCouldNeverRun) {
   RequestOptions hot = greedy(1);
   hot.sampling.topP = 0;
   refused({1}, hot, "top_p must be in (0, 1]");
+  RequestOptions waiting = greedy(2);
+  waiting.sampling.minTokens = 3;
+  refused({1}, waiting, "min_tokens (3) must not be more than max_tokens (2)");
+  RequestOptions biased = greedy(1);
+  biased.sampling.logitBias = {{64, 1.0f}};
+  refused({1}, biased, "logit_bias: token 64 is outside the vocabulary");
   EXPECT_FALSE(engine.hasUnfinished());
 
   engine.addRequest(1, {1}, greedy(1));

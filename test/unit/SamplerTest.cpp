@@ -1,4 +1,4 @@
-//===- SamplerTest.cpp - greedy, seeds, filters, penalties, logprobs ------===//
+//===- SamplerTest.cpp - greedy, seeds, filters, penalties, bias, logprobs ===//
 #include "runtime/engine/Sampler.h"
 
 #include "runtime/core/Error.h"
@@ -151,11 +151,12 @@ TEST(SamplerTest, OnlyPlainGreedyPicksTheArgmaxAlone) {
   SamplingParams params;
   params.temperature = 0;
   EXPECT_TRUE(SequenceSampler(params, 1, {}).picksArgmax());
-  SamplingParams withLogprobs = params, penalised = params, sampled = params;
+  SamplingParams withLogprobs = params, penalised = params, sampled = params, biased = params;
   withLogprobs.logprobs = 0;
   penalised.presencePenalty = 0.5f;
   sampled.temperature = 0.7f;
-  for (const SamplingParams &other : {withLogprobs, penalised, sampled}) {
+  biased.logitBias = {{1, -5.0f}};
+  for (const SamplingParams &other : {withLogprobs, penalised, sampled, biased}) {
     SequenceSampler sampler(other, 1, {});
     EXPECT_FALSE(sampler.picksArgmax());
     EXPECT_THROW(sampler.sampleArgmax(3), Error);
@@ -175,6 +176,51 @@ TEST(SamplerTest, PenaltiesDiscourageRepeatedTokens) {
   params.repetitionPenalty = 1;
   params.frequencyPenalty = 0.2f; // token 0 drops below 1.9 after one use
   EXPECT_EQ(draw(params, 1, logits, 2), (std::vector<int32_t>{0, 1}));
+}
+
+TEST(SamplerTest, ALogitBiasMovesATokensScore) {
+  SamplingParams params;
+  params.temperature = 0;
+  std::vector<float> logits{2.0f, 1.9f, 0.0f, -3.0f};
+  params.logitBias = {{0, -100.0f}};
+  EXPECT_EQ(draw(params, 1, logits, 2), (std::vector<int32_t>{1, 1}));
+  params.logitBias = {{3, 5.5f}};
+  EXPECT_EQ(draw(params, 1, logits, 1)[0], 3);
+  // Sampled too: -100 leaves a token about e^-100 of its weight.
+  params.temperature = 1;
+  params.logitBias = {{0, -100.0f}, {1, -100.0f}};
+  for (int32_t token : draw(params, 3, logits, 200)) EXPECT_TRUE(token == 2 || token == 3);
+  // Logprobs stay the model's own.
+  params.temperature = 0;
+  params.logprobs = 0;
+  params.logitBias = {{3, 50.0f}};
+  SampledToken sampled = SequenceSampler(params, 1, {}).sample(logits.data(), logits.size());
+  EXPECT_EQ(sampled.token, 3);
+  EXPECT_LT(sampled.logprob, -4.0f);
+}
+
+TEST(SamplerTest, MinTokensHoldsTheStopTokensBack) {
+  SamplingParams params;
+  params.temperature = 0;
+  params.minTokens = 2;
+  std::vector<float> logits{2.0f, 1.0f, 0.0f};
+  // Token 0 stops: the first two tokens are the next most likely.
+  SequenceSampler sampler(params, 1, {}, {0, 2});
+  EXPECT_FALSE(sampler.picksArgmax());
+  EXPECT_EQ(sampler.sample(logits.data(), logits.size()).token, 1);
+  EXPECT_EQ(sampler.sample(logits.data(), logits.size()).token, 1);
+  EXPECT_TRUE(sampler.picksArgmax());
+  EXPECT_EQ(sampler.sample(logits.data(), logits.size()).token, 0);
+  // Without stop tokens there is nothing to hold back.
+  EXPECT_TRUE(SequenceSampler(params, 1, {}).picksArgmax());
+  // A row that allows only stop tokens (a grammar that must end) keeps them.
+  float never = -std::numeric_limits<float>::infinity();
+  std::vector<float> onlyStops{never, never, 1.0f};
+  SequenceSampler ending(params, 1, {}, {2});
+  EXPECT_EQ(ending.sample(onlyStops.data(), onlyStops.size()).token, 2);
+  params.temperature = 1;
+  SequenceSampler drawn(params, 5, {}, {0});
+  for (int i = 0; i < 2; ++i) EXPECT_NE(drawn.sample(logits.data(), logits.size()).token, 0);
 }
 
 TEST(SamplerTest, LogprobsAreThoseOfTheModelsDistribution) {
@@ -213,6 +259,11 @@ TEST(SamplerTest, RejectsParametersOutOfRange) {
   invalid([](SamplingParams &p) { p.repetitionPenalty = 0; });
   invalid([](SamplingParams &p) { p.presencePenalty = 3; });
   invalid([](SamplingParams &p) { p.logprobs = 21; });
+  invalid([](SamplingParams &p) { p.logitBias = {{100, 1.0f}}; });
+  invalid([](SamplingParams &p) { p.logitBias = {{-1, 1.0f}}; });
+  invalid([](SamplingParams &p) { p.logitBias = {{3, 101.0f}}; });
+  invalid([](SamplingParams &p) { p.logitBias = {{3, NAN}}; });
+  invalid([](SamplingParams &p) { p.minTokens = -1; });
   SamplingParams fine;
   EXPECT_NO_THROW(fine.validate(100));
 }
