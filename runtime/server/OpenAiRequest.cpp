@@ -428,4 +428,41 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   return request;
 }
 
+TokenizeRequest parseTokenizeRequest(const json &body) {
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  Fields fields(body);
+  TokenizeRequest request;
+  request.model = fields.string("model");
+  bool chat = fields.find("messages") != nullptr;
+  if (chat == (fields.find("prompt") != nullptr))
+    throw ApiError(400, "give either 'prompt' or 'messages'", chat ? "prompt" : "messages");
+  if (chat) {
+    request.messages = readMessages(fields);
+    request.tools = readTools(fields);
+    request.addGenerationPrompt = fields.flag("add_generation_prompt", true);
+    if (const json *kwargs = fields.find("chat_template_kwargs")) {
+      if (!kwargs->is_object()) Fields::fail("chat_template_kwargs", "must be an object");
+      request.templateKwargs = *kwargs;
+    }
+  } else {
+    const json *prompt = fields.find("prompt");
+    if (!prompt->is_string()) Fields::fail("prompt", "must be a string");
+    request.prompt = prompt->get<std::string>();
+  }
+  request.addSpecialTokens = fields.flag("add_special_tokens", !chat);
+  request.returnTokenStrs = fields.flag("return_token_strs", false);
+  return request;
+}
+
+DetokenizeRequest parseDetokenizeRequest(const json &body) {
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  Fields fields(body);
+  DetokenizeRequest request;
+  request.model = fields.string("model");
+  const json *tokens = fields.find("tokens");
+  if (!tokens || !tokens->is_array()) Fields::fail("tokens", "must be a list of token ids");
+  request.tokens = tokenIds(*tokens, "tokens");
+  return request;
+}
+
 } // namespace llmc::runtime::server

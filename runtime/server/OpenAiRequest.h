@@ -2,12 +2,13 @@
 //
 // Reads the JSON body of POST /v1/completions and /v1/chat/completions into
 // what the engine runs, checking each field's type and range as OpenAI's API
-// does; any fault is an ApiError (400) naming the field. Fields of OpenAI's
+// does; any fault is an ApiError (400) naming the field. Also vLLM's
+// POST /tokenize and /detokenize. Fields of OpenAI's
 // that llmc does not serve (echo, best_of, suffix, tools, ...) are refused
 // rather than silently ignored; unknown fields are ignored, as vLLM does.
 // Chat requests may carry tools (tools, tool_choice, parallel_tool_calls) and
-// chat_template_kwargs. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos and
-// stop_token_ids are accepted too, and its structured-output fields
+// chat_template_kwargs. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
+// stop_token_ids and min_tokens are accepted too, and its structured-output fields
 // guided_json, guided_regex, guided_choice and guided_grammar beside
 // OpenAI's response_format.
 //
@@ -82,6 +83,30 @@ struct GenerationRequest {
 /// Parses a request body; `maxModelLen` bounds max_tokens.
 GenerationRequest parseGenerationRequest(Endpoint endpoint, const nlohmann::ordered_json &body,
                                          int64_t maxModelLen);
+
+/// vLLM's POST /tokenize: a prompt, or chat messages that the chat template
+/// renders first.
+struct TokenizeRequest {
+  std::string model;
+  /// The text to encode; nullopt for messages.
+  std::optional<std::string> prompt;
+  nlohmann::ordered_json messages, tools;
+  nlohmann::ordered_json templateKwargs = nlohmann::ordered_json::object();
+  bool addGenerationPrompt = true;
+  /// The tokenizer's BOS template: by default for a prompt, not for
+  /// messages (the chat template writes its own).
+  bool addSpecialTokens = true;
+  /// Also return each token's string (the tokenizer's vocabulary entry).
+  bool returnTokenStrs = false;
+};
+TokenizeRequest parseTokenizeRequest(const nlohmann::ordered_json &body);
+
+/// vLLM's POST /detokenize: token ids back to text.
+struct DetokenizeRequest {
+  std::string model;
+  std::vector<int32_t> tokens;
+};
+DetokenizeRequest parseDetokenizeRequest(const nlohmann::ordered_json &body);
 
 } // namespace llmc::runtime::server
 

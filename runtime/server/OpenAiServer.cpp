@@ -57,6 +57,13 @@ std::string bearerToken(const HttpRequest &request) {
   if (value.substr(0, prefix.size()) != prefix) return {};
   return std::string(value.substr(prefix.size()));
 }
+/// A request's JSON body; 400 when it is not JSON.
+json parseBody(const HttpRequest &request) {
+  json body = json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+  return body;
+}
+
 } // namespace
 
 OpenAiServer::OpenAiServer(AsyncEngine &engine, const ServedModel &served,
@@ -98,21 +105,76 @@ void OpenAiServer::checkModel(const std::string &model) const {
 }
 
 std::string OpenAiServer::applyChatTemplate(const GenerationRequest &request) const {
+  return renderChat(request.messages, request.tools, request.templateKwargs, true);
+}
+
+std::string OpenAiServer::renderChat(const json &messages, const json &tools,
+                                     const json &templateKwargs, bool addGenerationPrompt) const {
   if (!served.chatTemplate)
     throw ApiError(400, "this model has no chat template: use /v1/completions");
   // chat_template_kwargs first: the request's own variables win, as in vLLM.
-  nlohmann::ordered_json context = request.templateKwargs;
-  context["messages"] = request.messages;
-  context["add_generation_prompt"] = true;
+  json context = templateKwargs;
+  context["messages"] = messages;
+  context["add_generation_prompt"] = addGenerationPrompt;
   context["bos_token"] = served.bosToken;
   context["eos_token"] = served.eosToken;
-  if (!request.tools.is_null()) context["tools"] = request.tools;
+  if (!tools.is_null()) context["tools"] = tools;
   try {
     return served.chatTemplate->render(context);
   } catch (const chat::ChatTemplateError &error) {
     throw ApiError(400, std::string("the chat template refused the messages: ") + error.what(),
                    "messages");
   }
+}
+
+const tokenizer::Tokenizer &OpenAiServer::requireTokenizer() const {
+  if (!served.tokenizer) throw ApiError(400, "this model has no tokenizer");
+  return *served.tokenizer;
+}
+
+json OpenAiServer::tokenizerEndpoint(std::string_view target, const HttpRequest &request) const {
+  json body = parseBody(request);
+  return target == "/tokenize" ? tokenize(body) : detokenize(body);
+}
+
+json OpenAiServer::tokenize(const json &body) const {
+  TokenizeRequest request = parseTokenizeRequest(body);
+  checkModel(request.model);
+  const tokenizer::Tokenizer &tokenizer = requireTokenizer();
+  std::string text = request.prompt ? *request.prompt
+                                    : renderChat(request.messages, request.tools,
+                                                 request.templateKwargs,
+                                                 request.addGenerationPrompt);
+  std::vector<int32_t> tokens = tokenizer.encode(text, request.addSpecialTokens);
+  json response = json::object();
+  response["count"] = tokens.size();
+  response["max_model_len"] = engine.maxModelLen();
+  response["tokens"] = tokens;
+  response["token_strs"] = nullptr;
+  if (request.returnTokenStrs) {
+    json strings = json::array();
+    for (int32_t token : tokens) {
+      const std::string *string = tokenizer.decodingToken(token, /*skipSpecialTokens=*/false);
+      strings.push_back(string ? *string : std::string());
+    }
+    response["token_strs"] = std::move(strings);
+  }
+  return response;
+}
+
+json OpenAiServer::detokenize(const json &body) const {
+  DetokenizeRequest request = parseDetokenizeRequest(body);
+  checkModel(request.model);
+  const tokenizer::Tokenizer &tokenizer = requireTokenizer();
+  for (int32_t token : request.tokens)
+    if (token >= tokenizer.idLimit())
+      throw ApiError(400, "token " + std::to_string(token) + " is outside the vocabulary (0 to " +
+                              std::to_string(tokenizer.idLimit() - 1) + ")",
+                     "tokens");
+  // As vLLM (transformers' decode): special tokens are kept.
+  json response = json::object();
+  response["prompt"] = tokenizer.decode(request.tokens, /*skipSpecialTokens=*/false);
+  return response;
 }
 
 json OpenAiServer::modelList() const {
@@ -164,6 +226,13 @@ Task<void> OpenAiServer::route(HttpExchange &exchange) {
     co_await exchange.respond(std::move(response));
     co_return;
   }
+  // vLLM's tokenizer endpoints; like /health, outside /v1 and its API key.
+  if (target == "/tokenize" || target == "/detokenize") {
+    if (!post) throw ApiError(405, "use POST " + std::string(target));
+    HttpResponse response = jsonResponse(tokenizerEndpoint(target, request));
+    co_await exchange.respond(std::move(response));
+    co_return;
+  }
   if (target.substr(0, 4) == "/v1/") checkApiKey(request);
   if (target == "/v1/models") {
     if (!get) throw ApiError(405, "use GET /v1/models");
@@ -181,9 +250,7 @@ Task<void> OpenAiServer::route(HttpExchange &exchange) {
 
 Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
   Clock::time_point arrival = Clock::now();
-  auto body = nlohmann::ordered_json::parse(exchange.request.body(), nullptr,
-                                           /*allow_exceptions=*/false);
-  if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+  json body = parseBody(exchange.request);
   GenerationRequest request = parseGenerationRequest(endpoint, body, engine.maxModelLen());
   checkModel(request.model);
   bool chat = endpoint == Endpoint::ChatCompletions;

@@ -49,6 +49,17 @@ private:
   /// The chat prompt: the messages, tools and chat_template_kwargs through the
   /// model's chat template.
   std::string applyChatTemplate(const GenerationRequest &request) const;
+  std::string renderChat(const nlohmann::ordered_json &messages,
+                         const nlohmann::ordered_json &tools,
+                         const nlohmann::ordered_json &templateKwargs,
+                         bool addGenerationPrompt) const;
+  /// The response of vLLM's POST /tokenize or /detokenize (`target`). Not a
+  /// coroutine: GCC 12 miscompiles JSON temporaries in coroutine frames.
+  nlohmann::ordered_json tokenizerEndpoint(std::string_view target,
+                                           const HttpRequest &request) const;
+  nlohmann::ordered_json tokenize(const nlohmann::ordered_json &body) const;
+  nlohmann::ordered_json detokenize(const nlohmann::ordered_json &body) const;
+  const tokenizer::Tokenizer &requireTokenizer() const;
 
   AsyncEngine &engine;
   const ServedModel &served;

@@ -9,7 +9,9 @@ exercised end to end, fast. Checked:
     engine's own greedy tokens (llmc.engine, same artifact);
   * the chat prompt is the chat template's rendering (its token count equals Jinja2's
     rendering tokenized), n > 1, stop strings (the text ends before the stop, finish_reason
-    "stop"), seeds (same seed, same text), logprobs;
+    "stop"), seeds (same seed, same text), logprobs, logit_bias and min_tokens;
+  * /tokenize and /detokenize give what `tokenizers` gives on the same tokenizer.json (the
+    messages rendered by Jinja2);
   * every bad input gets an OpenAI-style JSON error with its status (400, 401, 404, 413, 429
     with Retry-After) and the server goes on serving;
   * a client that disconnects mid-stream aborts its request: /metrics shows its KV blocks
@@ -30,6 +32,7 @@ from pathlib import Path
 import jinja2
 import openai
 import pytest
+import tokenizers
 
 from llmc.engine import Engine
 from llmc.runtime import Model
@@ -265,6 +268,60 @@ def test_min_tokens_holds_back_the_stop_tokens(client, artifact, tokenizer):
     assert early.usage.completion_tokens == 1 and early.choices[0].finish_reason == "stop"
     late = client.completions.create(**options, extra_body={**stopping, "min_tokens": 5})
     assert late.usage.completion_tokens >= 5
+
+
+def test_tokenize_and_detokenize_are_the_tokenizers(server, artifact):
+    reference = tokenizers.Tokenizer.from_file(str(artifact / "tokenizer.json"))
+    text = "The quick brown fox jumps over the lazy dog."
+    status, _, payload = post(server, "/tokenize", {"prompt": text, "return_token_strs": True},
+                              key=None)  # outside /v1: no API key, as vLLM
+    assert status == 200, payload
+    result = json.loads(payload)
+    encoding = reference.encode(text)
+    assert result["tokens"] == encoding.ids
+    assert result["token_strs"] == encoding.tokens
+    assert result["count"] == len(encoding.ids)
+    models = raw_request(server, "GET", "/v1/models",
+                         headers={"Authorization": f"Bearer {API_KEY}"})[2]
+    assert result["max_model_len"] == json.loads(models)["data"][0]["max_model_len"]
+    status, _, payload = post(server, "/tokenize", {"prompt": text, "add_special_tokens": False})
+    assert json.loads(payload)["tokens"] == reference.encode(text, add_special_tokens=False).ids
+    status, _, payload = post(server, "/detokenize", {"tokens": encoding.ids})
+    assert status == 200, payload
+    assert json.loads(payload)["prompt"] == reference.decode(encoding.ids,
+                                                             skip_special_tokens=False)
+
+
+def test_tokenize_renders_chat_messages(server, artifact):
+    reference = tokenizers.Tokenizer.from_file(str(artifact / "tokenizer.json"))
+    messages = [{"role": "user", "content": "Name a colour."}]
+    config = json.loads((artifact / "tokenizer_config.json").read_text())
+    template = jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(
+        config["chat_template"])
+    for generation_prompt in (True, False):
+        rendered = template.render(messages=messages, add_generation_prompt=generation_prompt,
+                                   bos_token=config["bos_token"], eos_token=config["eos_token"])
+        status, _, payload = post(server, "/tokenize", {
+            "messages": messages, "add_generation_prompt": generation_prompt})
+        assert status == 200, payload
+        assert json.loads(payload)["tokens"] == \
+            reference.encode(rendered, add_special_tokens=False).ids
+
+
+@pytest.mark.parametrize("path, body, param", [
+    ("/tokenize", {}, "messages"),
+    ("/tokenize", {"prompt": "x", "messages": [{"role": "user", "content": "x"}]}, "prompt"),
+    ("/tokenize", {"prompt": 5}, "prompt"),
+    ("/tokenize", {"prompt": "x", "model": "gpt-4"}, "model"),
+    ("/detokenize", {"tokens": "abc"}, "tokens"),
+    ("/detokenize", {"tokens": [1, -2]}, "tokens"),
+    ("/detokenize", {"tokens": [10**9]}, "tokens"),
+])
+def test_bad_tokenizer_requests_get_errors(server, path, body, param):
+    status, _, payload = post(server, path, body)
+    assert status in (400, 404), payload
+    assert json.loads(payload)["error"]["param"] == param
+    assert raw_request(server, "GET", path)[0] == 405
 
 
 def test_token_id_prompts_and_a_batch_of_prompts(client, tokenizer):
