@@ -53,7 +53,8 @@ TEST(OpenAiRequest, SamplingFieldsAndVllmExtensions) {
       R"({"prompt": "x", "max_tokens": 7, "temperature": 0, "top_p": 0.5, "top_k": 3,
           "min_p": 0.1, "presence_penalty": 1.5, "frequency_penalty": -1, "seed": -4,
           "stop": "\n", "stop_token_ids": [9], "ignore_eos": true, "n": 2, "logprobs": 2,
-          "stream": true, "stream_options": {"include_usage": true}})");
+          "stream": true, "stream_options": {"include_usage": true},
+          "logit_bias": {"12": -100, "3": 2.5}, "min_tokens": 4})");
   const SamplingParams &sampling = request.options.sampling;
   EXPECT_EQ(request.options.maxTokens, 7);
   EXPECT_EQ(sampling.temperature, 0.0f);
@@ -70,6 +71,9 @@ TEST(OpenAiRequest, SamplingFieldsAndVllmExtensions) {
   EXPECT_EQ(request.logprobs, 2);
   EXPECT_EQ(sampling.logprobs, 2);
   EXPECT_TRUE(request.stream && request.includeUsage);
+  EXPECT_EQ(sampling.logitBias,
+            (std::vector<std::pair<int32_t, float>>{{3, 2.5f}, {12, -100.0f}}));
+  EXPECT_EQ(sampling.minTokens, 4);
 }
 
 TEST(OpenAiRequest, FaultsNameTheirField) {
@@ -95,6 +99,44 @@ TEST(OpenAiRequest, FaultsNameTheirField) {
   EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "best_of": 3})"), "best_of");
   EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "best_of": 1})"), "");
   EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "unknown_field": 1})"), "");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "logit_bias": {"a": 1}})"), "logit_bias");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "logit_bias": {"-1": 1}})"), "logit_bias");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "logit_bias": {"1": "up"}})"), "logit_bias");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "logit_bias": {"1": -101}})"), "logit_bias");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "min_tokens": 2049})"), "min_tokens");
+}
+
+TEST(OpenAiRequest, TokenizeTakesAPromptOrMessages) {
+  TokenizeRequest prompt = parseTokenizeRequest(json::parse(R"({"prompt": "hi"})"));
+  EXPECT_EQ(prompt.prompt, "hi");
+  EXPECT_TRUE(prompt.addSpecialTokens);
+  EXPECT_FALSE(prompt.returnTokenStrs);
+  TokenizeRequest chat = parseTokenizeRequest(json::parse(
+      R"({"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": false,
+          "return_token_strs": true, "model": "m"})"));
+  EXPECT_FALSE(chat.prompt);
+  EXPECT_EQ(chat.messages.size(), 1u);
+  EXPECT_FALSE(chat.addGenerationPrompt);
+  EXPECT_FALSE(chat.addSpecialTokens); // the chat template writes them
+  EXPECT_TRUE(chat.returnTokenStrs);
+  EXPECT_EQ(chat.model, "m");
+  EXPECT_EQ(parseDetokenizeRequest(json::parse(R"({"tokens": [1, 2]})")).tokens,
+            (std::vector<int32_t>{1, 2}));
+  auto faultOfBody = [](auto parse, const char *body) -> std::string {
+    try {
+      parse(json::parse(body));
+    } catch (const ApiError &error) {
+      return error.param;
+    }
+    return "";
+  };
+  auto tokenize = [](const json &body) { parseTokenizeRequest(body); };
+  auto detokenize = [](const json &body) { parseDetokenizeRequest(body); };
+  EXPECT_EQ(faultOfBody(tokenize, R"({})"), "messages");
+  EXPECT_EQ(faultOfBody(tokenize, R"({"prompt": ["a"]})"), "prompt");
+  EXPECT_EQ(faultOfBody(tokenize, R"({"messages": []})"), "messages");
+  EXPECT_EQ(faultOfBody(detokenize, R"({"tokens": [1.5]})"), "tokens");
+  EXPECT_EQ(faultOfBody(detokenize, R"({})"), "tokens");
 }
 
 TEST(OpenAiRequest, ChatMessagesAndItsOwnFields) {
