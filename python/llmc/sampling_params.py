@@ -72,7 +72,8 @@ class SamplingParams:
     sample (kept in its token_ids). presence_penalty, frequency_penalty (OpenAI's) and
     repetition_penalty (transformers'). logit_bias: {token id: bias in [-100, 100]} added
     to the logits (OpenAI's). min_tokens: no stop token (end-of-sequence included) or stop
-    string ends a sample before this many tokens (vLLM's). logprobs: return the chosen
+    string ends a sample before this many tokens (vLLM's). allowed_token_ids: only these
+    tokens are sampled (vLLM's). logprobs: return the chosen
     token's logprob and this many most likely ones at each position. ignore_eos: run past
     the model's end-of-sequence tokens. structured_outputs: a StructuredOutputsParams that
     every sample's text follows."""
@@ -91,6 +92,7 @@ class SamplingParams:
     repetition_penalty: float = 1.0
     logit_bias: Optional[dict[int, float]] = None
     min_tokens: int = 0
+    allowed_token_ids: Optional[list[int]] = None
     logprobs: Optional[int] = None
     ignore_eos: bool = False
     include_stop_str_in_output: bool = False
@@ -126,6 +128,11 @@ class SamplingParams:
         self.logit_bias = bias
         _check(_is_int(self.min_tokens) and self.min_tokens >= 0,
                f"min_tokens must be an int >= 0, got {self.min_tokens!r}")
+        _check(self.allowed_token_ids is None or (
+            len(self.allowed_token_ids) > 0
+            and all(_is_int(i) and i >= 0 for i in self.allowed_token_ids)),
+               f"allowed_token_ids must be None or a non-empty list of token ids, got "
+               f"{self.allowed_token_ids!r}")
         _check(self.max_tokens is None or self.min_tokens <= self.max_tokens,
                f"min_tokens ({self.min_tokens}) must not be more than max_tokens "
                f"({self.max_tokens})")
@@ -164,4 +171,6 @@ class SamplingParams:
                                      for token, bias in self.logit_bias.items()}
         if self.min_tokens:
             options["min_tokens"] = self.min_tokens
+        if self.allowed_token_ids:
+            options["allowed_token_ids"] = list(self.allowed_token_ids)
         return options

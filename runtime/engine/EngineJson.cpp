@@ -142,6 +142,7 @@ RequestOptions requestOptionsFromJson(const json &object) {
   fields.readIds("stop_token_ids", options.stopTokenIds);
   fields.readLogitBias("logit_bias", sampling.logitBias);
   fields.read("min_tokens", sampling.minTokens);
+  fields.readIds("allowed_token_ids", sampling.allowedTokenIds);
   fields.finish();
   return options;
 }

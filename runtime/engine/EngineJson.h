@@ -25,7 +25,8 @@ SpeculativeConfig speculativeConfigFromJson(const nlohmann::json &object);
 
 /// {"max_tokens", "n", "temperature", "top_k", "top_p", "min_p",
 ///  "repetition_penalty", "presence_penalty", "frequency_penalty", "seed",
-///  "logprobs", "stop_token_ids", "logit_bias", "min_tokens"}, all optional.
+///  "logprobs", "stop_token_ids", "logit_bias", "min_tokens",
+///  "allowed_token_ids"}, all optional.
 /// Throws RequestError.
 RequestOptions requestOptionsFromJson(const nlohmann::json &object);
 

@@ -47,6 +47,10 @@ void SamplingParams::validate(int64_t vocabSize) const {
                                              "got " + std::to_string(bias));
   }
   require(minTokens >= 0, "min_tokens must be >= 0, got " + std::to_string(minTokens));
+  for (int32_t token : allowedTokenIds)
+    require(token >= 0 && token < vocabSize,
+            "allowed_token_ids: token " + std::to_string(token) +
+                " is outside the vocabulary (0 to " + std::to_string(vocabSize - 1) + ")");
 }
 
 SequenceSampler::SequenceSampler(const SamplingParams &params, uint64_t seed,
@@ -162,7 +166,8 @@ SampledToken SequenceSampler::sampleArgmax(int32_t token) {
 
 bool SequenceSampler::adjustsScores() const {
   return sampling.repetitionPenalty != 1.0f || sampling.frequencyPenalty != 0 ||
-         sampling.presencePenalty != 0 || !sampling.logitBias.empty() || holdsStopTokens();
+         sampling.presencePenalty != 0 || !sampling.logitBias.empty() ||
+         !sampling.allowedTokenIds.empty() || holdsStopTokens();
 }
 
 SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize,
@@ -186,6 +191,11 @@ SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize,
   for (const auto &[token, count] : outputCounts)
     scores[token] -= sampling.frequencyPenalty * count + sampling.presencePenalty;
   for (const auto &[token, bias] : sampling.logitBias) scores[token] += bias;
+  if (!sampling.allowedTokenIds.empty()) {
+    probs.assign(vocabSize, -std::numeric_limits<float>::infinity());
+    for (int32_t token : sampling.allowedTokenIds) probs[token] = scores[token];
+    scores.swap(probs);
+  }
   if (holdsStopTokens()) {
     std::vector<std::pair<int32_t, float>> held;
     for (int32_t token : stopTokenIds) {

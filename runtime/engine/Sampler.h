@@ -43,6 +43,8 @@ struct SamplingParams {
   /// vLLM's min_tokens: the sampler's stop tokens are not drawn before this
   /// many output tokens.
   int64_t minTokens = 0;
+  /// vLLM's allowed_token_ids: only these are drawn; empty allows all.
+  std::vector<int32_t> allowedTokenIds;
   std::optional<uint64_t> seed;
   /// Return the chosen token's logprob and this many most likely tokens'
   /// with each token; nullopt returns none (and skips the log-softmax over
@@ -97,7 +99,8 @@ public:
 
 private:
   /// Whether anything changes the scores: a repetition, presence or
-  /// frequency penalty, a logit bias, or stop tokens held back.
+  /// frequency penalty, a logit bias, allowed tokens or stop tokens held
+  /// back.
   bool adjustsScores() const;
   /// Whether the stop tokens are held back for the next token.
   bool holdsStopTokens() const {

@@ -382,6 +382,11 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
                                                    std::numeric_limits<int64_t>::max()))
     sampling.seed = static_cast<uint64_t>(*seed);
   sampling.logitBias = readLogitBias(fields);
+  if (const json *allowed = fields.find("allowed_token_ids")) {
+    if (!allowed->is_array() || allowed->empty())
+      Fields::fail("allowed_token_ids", "must be a non-empty list of token ids");
+    sampling.allowedTokenIds = tokenIds(*allowed, "allowed_token_ids");
+  }
   // vLLM's: the stop tokens (EOS included) wait for this many output tokens.
   sampling.minTokens = fields.integer("min_tokens", 0, maxModelLen).value_or(0);
 
@@ -399,6 +404,7 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   sampling.logprobs = request.logprobs;
 
   request.stop = readStop(fields);
+  request.includeStopStrInOutput = fields.flag("include_stop_str_in_output", false);
   if (const json *ids = fields.find("stop_token_ids")) {
     if (!ids->is_array()) Fields::fail("stop_token_ids", "must be a list of token ids");
     options.stopTokenIds = tokenIds(*ids, "stop_token_ids");

@@ -78,6 +78,8 @@ struct GenerationRequest {
   bool startsThinking = false;
   /// chat_template_kwargs: more variables for the chat template.
   nlohmann::ordered_json templateKwargs = nlohmann::ordered_json::object();
+  /// vLLM's include_stop_str_in_output: keep a matched stop string.
+  bool includeStopStrInOutput = false;
 };
 
 /// Parses a request body; `maxModelLen` bounds max_tokens.

@@ -36,7 +36,8 @@ const char *finishReasonText(FinishReason reason) {
 ResponseBuilder::ResponseBuilder(const GenerationRequest &request, std::string modelName,
                                  size_t numChoices, const tokenizer::Tokenizer *tokenizer)
     : chat(request.endpoint == Endpoint::ChatCompletions), stream(request.stream),
-      withLogprobs(request.logprobs.has_value()), id(randomId(chat ? "chatcmpl-" : "cmpl-")),
+      withLogprobs(request.logprobs.has_value()),
+      includeStopString(request.includeStopStrInOutput), id(randomId(chat ? "chatcmpl-" : "cmpl-")),
       model(std::move(modelName)),
       created(std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
@@ -181,7 +182,13 @@ std::vector<json> ResponseBuilder::chatDeltas(Choice &choice, const StreamEvent 
   return deltas;
 }
 
-std::vector<json> ResponseBuilder::add(size_t index, const StreamEvent &event) {
+std::vector<json> ResponseBuilder::add(size_t index, const StreamEvent &matched) {
+  std::optional<StreamEvent> withStop;
+  if (includeStopString && matched.stopString) {
+    withStop = matched;
+    withStop->text += *matched.stopString;
+  }
+  const StreamEvent &event = withStop ? *withStop : matched;
   Choice &choice = choices.at(index);
   json logprobs;
   if (event.token) {

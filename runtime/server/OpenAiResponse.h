@@ -93,6 +93,8 @@ private:
   bool chat;
   bool stream;
   bool withLogprobs;
+  /// vLLM's include_stop_str_in_output: a matched stop string ends the text.
+  bool includeStopString;
   std::string id;
   std::string model;
   int64_t created;

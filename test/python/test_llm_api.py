@@ -187,6 +187,14 @@ def test_logit_bias_changes_the_greedy_tokens(llm):
     assert forced.outputs[0].token_ids == [tokens[3]] * 4
 
 
+def test_allowed_token_ids_are_the_only_ones_sampled(llm):
+    allowed = [5, 17, 300]
+    (output,) = llm.generate(PROMPTS[0], SamplingParams(
+        n=3, temperature=1.0, seed=3, max_tokens=12, allowed_token_ids=allowed), use_tqdm=False)
+    for sample in output.outputs:
+        assert len(sample.token_ids) == 12 and set(sample.token_ids) <= set(allowed)
+
+
 def test_end_of_sequence_stops_unless_ignore_eos(llm):
     (answer,) = llm.chat(MESSAGES, SamplingParams(temperature=0, max_tokens=200),
                          use_tqdm=False)
@@ -347,7 +355,8 @@ def test_a_64_prompt_batch_in_one_call(llm, capfd):
     {"repetition_penalty": 0}, {"logprobs": -1}, {"stop": [""]}, {"stop": [1]},
     {"stop_token_ids": [-1]}, {"seed": -1}, {"n": 1.5}, {"temperature": "hot"},
     {"logit_bias": {-1: 1}}, {"logit_bias": {3: 101}}, {"logit_bias": {"3": 1}},
-    {"min_tokens": -1}, {"min_tokens": 17, "max_tokens": 16},
+    {"min_tokens": -1}, {"min_tokens": 17, "max_tokens": 16}, {"allowed_token_ids": []},
+    {"allowed_token_ids": [1, -1]},
 ])
 def test_bad_sampling_params_raise_value_error(arguments):
     with pytest.raises(ValueError):

@@ -9,7 +9,8 @@ exercised end to end, fast. Checked:
     engine's own greedy tokens (llmc.engine, same artifact);
   * the chat prompt is the chat template's rendering (its token count equals Jinja2's
     rendering tokenized), n > 1, stop strings (the text ends before the stop, finish_reason
-    "stop"), seeds (same seed, same text), logprobs, logit_bias and min_tokens;
+    "stop"; or kept with include_stop_str_in_output), seeds (same seed, same text),
+    logprobs, logit_bias, min_tokens and allowed_token_ids;
   * /tokenize and /detokenize give what `tokenizers` gives on the same tokenizer.json (the
     messages rendered by Jinja2);
   * every bad input gets an OpenAI-style JSON error with its status (400, 401, 404, 413, 429
@@ -324,6 +325,21 @@ def test_bad_tokenizer_requests_get_errors(server, path, body, param):
     assert raw_request(server, "GET", path)[0] == 405
 
 
+def test_allowed_token_ids_and_the_stop_string_kept(client, tokenizer):
+    allowed = tokenizer.encode(" red green blue", add_special_tokens=False)
+    text = client.completions.create(
+        model="chat", prompt="Colours:", max_tokens=6, temperature=1.0, seed=1,
+        extra_body={"allowed_token_ids": allowed, "ignore_eos": True}).choices[0].text
+    assert set(tokenizer.encode(text, add_special_tokens=False)) <= set(allowed)
+    options = dict(model="chat", prompt="The quick brown fox", max_tokens=24, temperature=0)
+    whole = client.completions.create(**options, extra_body={"ignore_eos": True}).choices[0].text
+    stop = whole[8:12]
+    assert whole.find(stop) == 8
+    kept = client.completions.create(**options, stop=stop, extra_body={
+        "ignore_eos": True, "include_stop_str_in_output": True}).choices[0]
+    assert kept.text == whole[:12] and kept.finish_reason == "stop"
+
+
 def test_token_id_prompts_and_a_batch_of_prompts(client, tokenizer):
     ids = tokenizer.encode("Hello there")
     by_ids = client.completions.create(model="chat", prompt=ids, max_tokens=5, temperature=0,
@@ -357,6 +373,7 @@ def test_token_id_prompts_and_a_batch_of_prompts(client, tokenizer):
     ({"prompt": "x", "logit_bias": {"5": 101}}, 400, "logit_bias"),
     ({"prompt": "x", "logit_bias": [5]}, 400, "logit_bias"),
     ({"prompt": "x", "min_tokens": -1}, 400, "min_tokens"),
+    ({"prompt": "x", "allowed_token_ids": []}, 400, "allowed_token_ids"),
     ({"prompt": "x", "model": "gpt-4"}, 404, "model"),
 ])
 def test_bad_completion_requests_get_errors(server, client, body, status, param):

@@ -199,6 +199,18 @@ TEST(SamplerTest, ALogitBiasMovesATokensScore) {
   EXPECT_LT(sampled.logprob, -4.0f);
 }
 
+TEST(SamplerTest, OnlyAllowedTokensAreDrawn) {
+  SamplingParams params;
+  params.allowedTokenIds = {3, 1};
+  std::vector<float> logits{2.0f, 1.0f, 0.5f, -3.0f};
+  EXPECT_FALSE(SequenceSampler(params, 1, {}).picksArgmax());
+  for (int32_t token : draw(params, 4, logits, 200)) EXPECT_TRUE(token == 1 || token == 3);
+  params.temperature = 0;
+  EXPECT_EQ(draw(params, 1, logits, 1)[0], 1);
+  params.logitBias = {{3, 10.0f}, {0, 100.0f}}; // a bias cannot bring token 0 back
+  EXPECT_EQ(draw(params, 1, logits, 1)[0], 3);
+}
+
 TEST(SamplerTest, MinTokensHoldsTheStopTokensBack) {
   SamplingParams params;
   params.temperature = 0;
@@ -264,6 +276,7 @@ TEST(SamplerTest, RejectsParametersOutOfRange) {
   invalid([](SamplingParams &p) { p.logitBias = {{3, 101.0f}}; });
   invalid([](SamplingParams &p) { p.logitBias = {{3, NAN}}; });
   invalid([](SamplingParams &p) { p.minTokens = -1; });
+  invalid([](SamplingParams &p) { p.allowedTokenIds = {2, 100}; });
   SamplingParams fine;
   EXPECT_NO_THROW(fine.validate(100));
 }
