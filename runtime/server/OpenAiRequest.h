@@ -8,7 +8,8 @@
 // rather than silently ignored; unknown fields are ignored, as vLLM does.
 // Chat requests may carry tools (tools, tool_choice, parallel_tool_calls) and
 // chat_template_kwargs. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
-// stop_token_ids and min_tokens are accepted too, and its structured-output fields
+// stop_token_ids, min_tokens, allowed_token_ids and include_stop_str_in_output are
+// accepted too, and its structured-output fields
 // guided_json, guided_regex, guided_choice and guided_grammar beside
 // OpenAI's response_format.
 //

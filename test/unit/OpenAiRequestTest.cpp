@@ -54,7 +54,8 @@ TEST(OpenAiRequest, SamplingFieldsAndVllmExtensions) {
           "min_p": 0.1, "presence_penalty": 1.5, "frequency_penalty": -1, "seed": -4,
           "stop": "\n", "stop_token_ids": [9], "ignore_eos": true, "n": 2, "logprobs": 2,
           "stream": true, "stream_options": {"include_usage": true},
-          "logit_bias": {"12": -100, "3": 2.5}, "min_tokens": 4})");
+          "logit_bias": {"12": -100, "3": 2.5}, "min_tokens": 4, "allowed_token_ids": [5, 1],
+          "include_stop_str_in_output": true})");
   const SamplingParams &sampling = request.options.sampling;
   EXPECT_EQ(request.options.maxTokens, 7);
   EXPECT_EQ(sampling.temperature, 0.0f);
@@ -74,6 +75,8 @@ TEST(OpenAiRequest, SamplingFieldsAndVllmExtensions) {
   EXPECT_EQ(sampling.logitBias,
             (std::vector<std::pair<int32_t, float>>{{3, 2.5f}, {12, -100.0f}}));
   EXPECT_EQ(sampling.minTokens, 4);
+  EXPECT_EQ(sampling.allowedTokenIds, (std::vector<int32_t>{5, 1}));
+  EXPECT_TRUE(request.includeStopStrInOutput);
 }
 
 TEST(OpenAiRequest, FaultsNameTheirField) {
