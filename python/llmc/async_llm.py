@@ -69,7 +69,8 @@ class AsyncLLM:
             if request_id in self._engine_ids:
                 raise ValueError(f"request {request_id!r} is already running")
             engine_id = self._engine.submit(one.token_ids, options, params.stop_strings,
-                                            self._tokenizer is not None, params.grammar_spec())
+                                            self._tokenizer is not None, params.grammar_spec(),
+                                            skip_special_tokens=params.skip_special_tokens)
             self._streams[engine_id] = (loop, queue)
             self._engine_ids[request_id] = engine_id
         state = RequestState(request_id, one.text, one.token_ids, params, self._decode_token)

@@ -156,7 +156,8 @@ class LLM:
         options = params.engine_options(max_tokens(params, prompt, engine.max_model_len),
                                         engine.eos_token_ids)
         return engine.submit(prompt.token_ids, options, params.stop_strings,
-                             self._tokenizer is not None, params.grammar_spec())
+                             self._tokenizer is not None, params.grammar_spec(),
+                             skip_special_tokens=params.skip_special_tokens)
 
 
 class _Progress:

@@ -73,7 +73,8 @@ class SamplingParams:
     repetition_penalty (transformers'). logit_bias: {token id: bias in [-100, 100]} added
     to the logits (OpenAI's). min_tokens: no stop token (end-of-sequence included) or stop
     string ends a sample before this many tokens (vLLM's). allowed_token_ids: only these
-    tokens are sampled (vLLM's). logprobs: return the chosen
+    tokens are sampled (vLLM's). skip_special_tokens: leave special tokens' text out of the
+    output text (vLLM's; their ids stay in token_ids). logprobs: return the chosen
     token's logprob and this many most likely ones at each position. ignore_eos: run past
     the model's end-of-sequence tokens. structured_outputs: a StructuredOutputsParams that
     every sample's text follows."""
@@ -96,6 +97,7 @@ class SamplingParams:
     logprobs: Optional[int] = None
     ignore_eos: bool = False
     include_stop_str_in_output: bool = False
+    skip_special_tokens: bool = True
     structured_outputs: Optional[StructuredOutputsParams] = None
     stop_strings: list[str] = field(init=False, repr=False)
 
@@ -133,6 +135,8 @@ class SamplingParams:
             and all(_is_int(i) and i >= 0 for i in self.allowed_token_ids)),
                f"allowed_token_ids must be None or a non-empty list of token ids, got "
                f"{self.allowed_token_ids!r}")
+        _check(isinstance(self.skip_special_tokens, bool),
+               f"skip_special_tokens must be a bool, got {self.skip_special_tokens!r}")
         _check(self.max_tokens is None or self.min_tokens <= self.max_tokens,
                f"min_tokens ({self.min_tokens}) must not be more than max_tokens "
                f"({self.max_tokens})")

@@ -52,7 +52,8 @@ std::vector<RequestId> AsyncEngine::submit(std::vector<AsyncRequest> requests) {
       if (request.detokenize)
         for (int32_t i = 0; i < stream.unfinishedSamples; ++i) {
           SampleText &sample = stream.samples.emplace_back();
-          sample.decoder = std::make_unique<tokenizer::IncrementalDecoder>(*tokenizer);
+          sample.decoder = std::make_unique<tokenizer::IncrementalDecoder>(
+              *tokenizer, request.skipSpecialTokens);
           if (!request.stopStrings.empty()) sample.stops.emplace(request.stopStrings);
           sample.unmatchedTokens = request.options.sampling.minTokens;
         }

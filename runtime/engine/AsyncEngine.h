@@ -77,8 +77,10 @@ struct AsyncRequest {
   /// its post-processor says); a chat template writes its own.
   bool addSpecialTokens = true;
   RequestOptions options;
-  /// Give each event the text of its token (needs the tokenizer).
+  /// Give each event the text of its token (needs the tokenizer)...
   bool detokenize = false;
+  /// ... without the text of special tokens (vLLM's skip_special_tokens).
+  bool skipSpecialTokens = true;
   /// Each sample ends before the first of these in its text (needs
   /// `detokenize`).
   std::vector<std::string> stopStrings;

@@ -162,7 +162,7 @@ public:
 
   RequestId submit(std::vector<int32_t> prompt, const nlohmann::json &options,
                    std::vector<std::string> stop, bool detokenize,
-                   const std::optional<nlohmann::json> &grammar) {
+                   const std::optional<nlohmann::json> &grammar, bool skipSpecialTokens) {
     if ((detokenize || !stop.empty() || grammar) && !tokenizer)
       throw RequestError("the model has no tokenizer: it takes no text, stop strings, "
                          "structured outputs or detokenized outputs");
@@ -172,6 +172,7 @@ public:
     // Compiled here, on the caller's thread (the GIL released), and cached.
     if (grammar) request.options.grammar = grammars->compile(grammarSpec(*grammar));
     request.detokenize = detokenize;
+    request.skipSpecialTokens = skipSpecialTokens;
     request.stopStrings = std::move(stop);
     request.onEvent = [queue = events](const StreamEvent &event) { queue->push(event); };
     return engine->submit(std::move(request));
@@ -225,15 +226,17 @@ void bindServing(nb::module_ &module) {
       .def(
           "submit",
           [](LLMEngine &self, std::vector<int32_t> prompt, nb::dict options,
-             std::vector<std::string> stop, bool detokenize, std::optional<nb::dict> grammar) {
+             std::vector<std::string> stop, bool detokenize, std::optional<nb::dict> grammar,
+             bool skipSpecialTokens) {
             nlohmann::json settings = toJson<nlohmann::json>(options);
             std::optional<nlohmann::json> spec;
             if (grammar) spec = toJson<nlohmann::json>(*grammar);
             nb::gil_scoped_release release;
-            return self.submit(std::move(prompt), settings, std::move(stop), detokenize, spec);
+            return self.submit(std::move(prompt), settings, std::move(stop), detokenize, spec,
+                               skipSpecialTokens);
           },
           nb::arg("prompt_ids"), nb::arg("options"), nb::arg("stop"), nb::arg("detokenize"),
-          nb::arg("grammar").none() = nb::none(),
+          nb::arg("grammar").none() = nb::none(), nb::arg("skip_special_tokens") = true,
           "Queues a request; returns its id. `grammar` ({kind, source, choices}) constrains "
           "its output. Raises LlmcRequestError for one the engine refuses.")
       .def("poll", &LLMEngine::poll, nb::arg("timeout"),

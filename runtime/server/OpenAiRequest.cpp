@@ -405,6 +405,7 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
 
   request.stop = readStop(fields);
   request.includeStopStrInOutput = fields.flag("include_stop_str_in_output", false);
+  request.skipSpecialTokens = fields.flag("skip_special_tokens", true);
   if (const json *ids = fields.find("stop_token_ids")) {
     if (!ids->is_array()) Fields::fail("stop_token_ids", "must be a list of token ids");
     options.stopTokenIds = tokenIds(*ids, "stop_token_ids");

@@ -8,8 +8,8 @@
 // rather than silently ignored; unknown fields are ignored, as vLLM does.
 // Chat requests may carry tools (tools, tool_choice, parallel_tool_calls) and
 // chat_template_kwargs. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
-// stop_token_ids, min_tokens, allowed_token_ids and include_stop_str_in_output are
-// accepted too, and its structured-output fields
+// stop_token_ids, min_tokens, allowed_token_ids, include_stop_str_in_output and
+// skip_special_tokens are accepted too, and its structured-output fields
 // guided_json, guided_regex, guided_choice and guided_grammar beside
 // OpenAI's response_format.
 //
@@ -81,6 +81,8 @@ struct GenerationRequest {
   nlohmann::ordered_json templateKwargs = nlohmann::ordered_json::object();
   /// vLLM's include_stop_str_in_output: keep a matched stop string.
   bool includeStopStrInOutput = false;
+  /// vLLM's skip_special_tokens: leave special tokens' text out.
+  bool skipSpecialTokens = true;
 };
 
 /// Parses a request body; `maxModelLen` bounds max_tokens.

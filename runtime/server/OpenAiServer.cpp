@@ -302,6 +302,7 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
     work.addSpecialTokens = !chat; // the template wrote them
     work.options = request.options;
     work.detokenize = served.tokenizer != nullptr;
+    work.skipSpecialTokens = request.skipSpecialTokens;
     work.stopStrings = request.stop;
     auto timer = std::make_shared<TokenTimer>(arrival, request.options.n, metrics);
     work.onEvent = [mailbox, timer, i](const StreamEvent &event) {

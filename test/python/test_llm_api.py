@@ -195,6 +195,16 @@ def test_allowed_token_ids_are_the_only_ones_sampled(llm):
         assert len(sample.token_ids) == 12 and set(sample.token_ids) <= set(allowed)
 
 
+def test_special_tokens_text_only_when_asked(llm):
+    eos = llm._engine.eos_token_ids[0]
+    forced = dict(temperature=0, max_tokens=2, ignore_eos=True, logit_bias={eos: 100})
+    (skipped,) = llm.generate(PROMPTS[0], SamplingParams(**forced), use_tqdm=False)
+    assert skipped.outputs[0].token_ids == [eos, eos] and skipped.outputs[0].text == ""
+    (kept,) = llm.generate(PROMPTS[0], SamplingParams(**forced, skip_special_tokens=False),
+                           use_tqdm=False)
+    assert kept.outputs[0].text == llm._decode_token(eos) * 2 != ""
+
+
 def test_end_of_sequence_stops_unless_ignore_eos(llm):
     (answer,) = llm.chat(MESSAGES, SamplingParams(temperature=0, max_tokens=200),
                          use_tqdm=False)
@@ -356,7 +366,7 @@ def test_a_64_prompt_batch_in_one_call(llm, capfd):
     {"stop_token_ids": [-1]}, {"seed": -1}, {"n": 1.5}, {"temperature": "hot"},
     {"logit_bias": {-1: 1}}, {"logit_bias": {3: 101}}, {"logit_bias": {"3": 1}},
     {"min_tokens": -1}, {"min_tokens": 17, "max_tokens": 16}, {"allowed_token_ids": []},
-    {"allowed_token_ids": [1, -1]},
+    {"allowed_token_ids": [1, -1]}, {"skip_special_tokens": "no"},
 ])
 def test_bad_sampling_params_raise_value_error(arguments):
     with pytest.raises(ValueError):

@@ -340,6 +340,20 @@ def test_allowed_token_ids_and_the_stop_string_kept(client, tokenizer):
     assert kept.text == whole[:12] and kept.finish_reason == "stop"
 
 
+def test_special_tokens_text_only_when_asked(client, artifact, tokenizer):
+    config = json.loads((artifact / "tokenizer_config.json").read_text())
+    eos = tokenizer.encode(config["eos_token"], add_special_tokens=False)
+    assert len(eos) == 1
+    # A bias forces the special end-of-sequence token three times.
+    options = dict(model="chat", prompt="Hi", max_tokens=3, temperature=0,
+                   logit_bias={str(eos[0]): 100})
+    skipped = client.completions.create(**options, extra_body={"ignore_eos": True})
+    assert skipped.choices[0].text == "" and skipped.usage.completion_tokens == 3
+    kept = client.completions.create(**options, extra_body={"ignore_eos": True,
+                                                            "skip_special_tokens": False})
+    assert kept.choices[0].text == config["eos_token"] * 3
+
+
 def test_token_id_prompts_and_a_batch_of_prompts(client, tokenizer):
     ids = tokenizer.encode("Hello there")
     by_ids = client.completions.create(model="chat", prompt=ids, max_tokens=5, temperature=0,
