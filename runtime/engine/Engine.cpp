@@ -108,7 +108,8 @@ Engine::Engine(Model &model, const EngineConfig &config)
       blocks(model.kvPool().numBlocks(), model.kvPool().blockSize(), config.enablePrefixCaching),
       swapSpace(makeSwapSpace(model, config.swapSpaceBytes)),
       scheduler(blocks, schedulerLimits(model, config), swapPolicy(model, swapSpace.get())),
-      modelLen(resolveModelLen(model, scheduler.limits(), config.maxModelLen)), defaultSeed(config.seed),
+      modelLen(resolveModelLen(model, scheduler.limits(), config.maxModelLen)),
+      defaultSeed(config.seed),
       speculative(config.speculative) {
   speculative.validate();
   // As vLLM and llama.cpp allocate theirs: the cache is all backed before the

@@ -128,8 +128,9 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t draftRows,
   }
   if (swapped) {
     const std::vector<int64_t> &slots = sequence->swapped->slots;
+    const SequenceBlocks &taken = sequence->blocks;
     for (size_t i = 0; i < slots.size(); ++i)
-      output.swapIns.push_back({sequence->blocks.table[sequence->blocks.numReleased + i], slots[i]});
+      output.swapIns.push_back({taken.table[taken.numReleased + i], slots[i]});
     // The engine copies the slots in before anything could take them again:
     // no step both preempts and admits.
     releaseSwapSlots(*sequence);

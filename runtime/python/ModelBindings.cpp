@@ -174,7 +174,8 @@ void bindModel(nb::module_ &module) {
            [](SyncEngine &self, uint64_t id) { return outputsToPython(self.engine.abort(id)); },
            nb::arg("id"))
       .def("has_unfinished", [](const SyncEngine &self) { return self.engine.hasUnfinished(); })
-      .def_prop_ro("max_model_len", [](const SyncEngine &self) { return self.engine.maxModelLen(); })
+      .def_prop_ro("max_model_len",
+                   [](const SyncEngine &self) { return self.engine.maxModelLen(); })
       .def("stats", [](const SyncEngine &self) { return fromJson(toJson(self.engine.stats())); });
 }
 

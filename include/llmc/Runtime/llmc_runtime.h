@@ -82,8 +82,8 @@ LLMC_RUNTIME_API void llmc_engine_free(LlmcEngine *engine);
 /* Queues a request under a caller-chosen id. options_json: {"max_tokens", "n",
  * "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "presence_penalty",
  * "frequency_penalty", "seed", "logprobs", "stop_token_ids", "logit_bias" ({"token id":
- * bias}), "min_tokens", "allowed_token_ids"}, all optional. A request that could never run (empty, too long,
- * bad parameters) fails here. */
+ * bias}), "min_tokens", "allowed_token_ids"}, all optional. A request that could never
+ * run (empty, too long, bad parameters) fails here. */
 LLMC_RUNTIME_API int llmc_engine_add_request(LlmcEngine *engine, uint64_t id,
                                              const int32_t *prompt, int64_t prompt_len,
                                              const char *options_json, char *err,
