@@ -22,7 +22,7 @@ from typing import AsyncIterator, Optional, Union
 from llmc.engine_args import open_engine
 from llmc.errors import LlmcRuntimeError
 from llmc.outputs import RequestOutput, RequestState
-from llmc.prompts import max_tokens, normalize
+from llmc.prompts import max_tokens, normalize, truncated
 from llmc.sampling_params import SamplingParams
 from llmc.tokenizer import Tokenizer
 
@@ -58,8 +58,8 @@ class AsyncLLM:
         batch = normalize(prompt, self._tokenizer)
         if len(batch) != 1:
             raise ValueError("AsyncLLM.generate takes one prompt; call it once per prompt")
-        one = batch[0]
         params = sampling_params or SamplingParams()
+        one = truncated(batch[0], params, self._engine.max_model_len)
         request_id = request_id if request_id is not None else str(next(self._request_ids))
         options = params.engine_options(max_tokens(params, one, self._engine.max_model_len),
                                         self._engine.eos_token_ids)

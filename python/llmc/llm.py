@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from llmc.engine_args import open_engine
 from llmc.errors import LlmcRuntimeError
 from llmc.outputs import RequestOutput, RequestState
-from llmc.prompts import Prompt, max_tokens, normalize, params_for
+from llmc.prompts import Prompt, max_tokens, normalize, params_for, truncated
 from llmc.sampling_params import SamplingParams
 from llmc.tokenizer import Tokenizer
 
@@ -122,6 +122,8 @@ class LLM:
     def _run(self, batch: list[Prompt], params: list[SamplingParams],
              use_tqdm: bool) -> list[RequestOutput]:
         engine = self._live()
+        batch = [truncated(prompt, params[index], engine.max_model_len)
+                 for index, prompt in enumerate(batch)]
         results: list[Optional[RequestOutput]] = [None] * len(batch)
         waiting = deque(range(len(batch)))
         running: dict[int, tuple[int, RequestState]] = {}

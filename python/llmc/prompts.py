@@ -61,6 +61,16 @@ def params_for(sampling_params, count: int) -> list[SamplingParams]:
     return params
 
 
+def truncated(prompt: Prompt, params: SamplingParams, max_model_len: int) -> Prompt:
+    """The prompt with only its last truncate_prompt_tokens tokens (-1: max_model_len), as
+    vLLM keeps them; its text stays as given."""
+    keep = params.truncate_prompt_tokens
+    if keep is None:
+        return prompt
+    keep = max_model_len if keep == -1 else keep
+    return Prompt(prompt.text, prompt.token_ids[-keep:])
+
+
 def max_tokens(params: SamplingParams, prompt: Prompt, max_model_len: int) -> int:
     """max_tokens, or with None what the model's length leaves after the prompt."""
     if params.max_tokens is not None:

@@ -74,10 +74,11 @@ class SamplingParams:
     to the logits (OpenAI's). min_tokens: no stop token (end-of-sequence included) or stop
     string ends a sample before this many tokens (vLLM's). allowed_token_ids: only these
     tokens are sampled (vLLM's). skip_special_tokens: leave special tokens' text out of the
-    output text (vLLM's; their ids stay in token_ids). logprobs: return the chosen
-    token's logprob and this many most likely ones at each position. ignore_eos: run past
-    the model's end-of-sequence tokens. structured_outputs: a StructuredOutputsParams that
-    every sample's text follows."""
+    output text (vLLM's; their ids stay in token_ids). truncate_prompt_tokens: keep only
+    the prompt's last k tokens (vLLM's; -1: as many as max_model_len). logprobs: return the
+    chosen token's logprob and this many most likely ones at each position. ignore_eos: run
+    past the model's end-of-sequence tokens. structured_outputs: a StructuredOutputsParams
+    that every sample's text follows."""
 
     n: int = 1
     temperature: float = 1.0
@@ -98,6 +99,7 @@ class SamplingParams:
     ignore_eos: bool = False
     include_stop_str_in_output: bool = False
     skip_special_tokens: bool = True
+    truncate_prompt_tokens: Optional[int] = None
     structured_outputs: Optional[StructuredOutputsParams] = None
     stop_strings: list[str] = field(init=False, repr=False)
 
@@ -135,6 +137,11 @@ class SamplingParams:
             and all(_is_int(i) and i >= 0 for i in self.allowed_token_ids)),
                f"allowed_token_ids must be None or a non-empty list of token ids, got "
                f"{self.allowed_token_ids!r}")
+        _check(self.truncate_prompt_tokens is None or (
+            _is_int(self.truncate_prompt_tokens)
+            and (self.truncate_prompt_tokens >= 1 or self.truncate_prompt_tokens == -1)),
+               f"truncate_prompt_tokens must be None, -1 or an int >= 1, got "
+               f"{self.truncate_prompt_tokens!r}")
         _check(isinstance(self.skip_special_tokens, bool),
                f"skip_special_tokens must be a bool, got {self.skip_special_tokens!r}")
         _check(self.max_tokens is None or self.min_tokens <= self.max_tokens,

@@ -5,6 +5,15 @@
 #include "runtime/tokenizer/Tokenizer.h"
 
 namespace llmc::runtime {
+namespace {
+
+/// Drops all but the last `keep` tokens (0: keeps them all).
+void keepLast(std::vector<int32_t> &prompt, int64_t keep) {
+  if (keep > 0 && static_cast<int64_t>(prompt.size()) > keep)
+    prompt.erase(prompt.begin(), prompt.end() - keep);
+}
+
+} // namespace
 
 AsyncEngine::AsyncEngine(Model &model, const tokenizer::Tokenizer *tokenizer,
                          const AsyncEngineConfig &config)
@@ -44,6 +53,7 @@ std::vector<RequestId> AsyncEngine::submit(std::vector<AsyncRequest> requests) {
                            std::to_string(config.maxPendingRequests) + ", not " +
                            std::to_string(requests.size()) + " more; retry later");
     for (AsyncRequest &request : requests) {
+      keepLast(request.promptIds, request.truncatePromptTokens);
       RequestId id = nextId++;
       Stream stream;
       stream.onEvent = std::move(request.onEvent);
@@ -113,6 +123,7 @@ void AsyncEngine::tokenizeLoop() {
       if (!request.text) continue;
       try {
         add.prompt = tokenizer->encode(*request.text, request.addSpecialTokens);
+        keepLast(add.prompt, request.truncatePromptTokens);
       } catch (const std::exception &error) {
         add.error = std::string("cannot tokenize the prompt: ") + error.what();
       }

@@ -76,6 +76,9 @@ struct AsyncRequest {
   /// Whether encoding `text` adds the tokenizer's special tokens (a BOS, as
   /// its post-processor says); a chat template writes its own.
   bool addSpecialTokens = true;
+  /// Keep only the prompt's last this many tokens (vLLM's
+  /// truncate_prompt_tokens); 0 keeps them all.
+  int64_t truncatePromptTokens = 0;
   RequestOptions options;
   /// Give each event the text of its token (needs the tokenizer)...
   bool detokenize = false;

@@ -406,6 +406,11 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   request.stop = readStop(fields);
   request.includeStopStrInOutput = fields.flag("include_stop_str_in_output", false);
   request.skipSpecialTokens = fields.flag("skip_special_tokens", true);
+  // -1: as many as the model takes, as in vLLM.
+  if (std::optional<int64_t> keep = fields.integer("truncate_prompt_tokens", -1, maxModelLen)) {
+    if (*keep == 0) Fields::fail("truncate_prompt_tokens", "must be -1 or at least 1");
+    request.truncatePromptTokens = *keep == -1 ? maxModelLen : *keep;
+  }
   if (const json *ids = fields.find("stop_token_ids")) {
     if (!ids->is_array()) Fields::fail("stop_token_ids", "must be a list of token ids");
     options.stopTokenIds = tokenIds(*ids, "stop_token_ids");

@@ -8,8 +8,8 @@
 // rather than silently ignored; unknown fields are ignored, as vLLM does.
 // Chat requests may carry tools (tools, tool_choice, parallel_tool_calls) and
 // chat_template_kwargs. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
-// stop_token_ids, min_tokens, allowed_token_ids, include_stop_str_in_output and
-// skip_special_tokens are accepted too, and its structured-output fields
+// stop_token_ids, min_tokens, allowed_token_ids, include_stop_str_in_output,
+// skip_special_tokens and truncate_prompt_tokens are accepted too, and its structured-output fields
 // guided_json, guided_regex, guided_choice and guided_grammar beside
 // OpenAI's response_format.
 //
@@ -83,6 +83,9 @@ struct GenerationRequest {
   bool includeStopStrInOutput = false;
   /// vLLM's skip_special_tokens: leave special tokens' text out.
   bool skipSpecialTokens = true;
+  /// vLLM's truncate_prompt_tokens: keep each prompt's last this many
+  /// tokens; 0 keeps them all.
+  int64_t truncatePromptTokens = 0;
 };
 
 /// Parses a request body; `maxModelLen` bounds max_tokens.

@@ -303,6 +303,7 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
     work.options = request.options;
     work.detokenize = served.tokenizer != nullptr;
     work.skipSpecialTokens = request.skipSpecialTokens;
+    work.truncatePromptTokens = request.truncatePromptTokens;
     work.stopStrings = request.stop;
     auto timer = std::make_shared<TokenTimer>(arrival, request.options.n, metrics);
     work.onEvent = [mailbox, timer, i](const StreamEvent &event) {

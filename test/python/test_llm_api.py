@@ -367,10 +367,21 @@ def test_a_64_prompt_batch_in_one_call(llm, capfd):
     {"logit_bias": {-1: 1}}, {"logit_bias": {3: 101}}, {"logit_bias": {"3": 1}},
     {"min_tokens": -1}, {"min_tokens": 17, "max_tokens": 16}, {"allowed_token_ids": []},
     {"allowed_token_ids": [1, -1]}, {"skip_special_tokens": "no"},
+    {"truncate_prompt_tokens": 0}, {"truncate_prompt_tokens": -2},
 ])
 def test_bad_sampling_params_raise_value_error(arguments):
     with pytest.raises(ValueError):
         SamplingParams(**arguments)
+
+
+def test_truncate_prompt_tokens_keeps_the_prompts_end(llm):
+    long = list(range(3, 3 + llm.max_model_len + 40))
+    (truncated,) = llm.generate([long], SamplingParams(
+        temperature=0, max_tokens=4, truncate_prompt_tokens=16), use_tqdm=False)
+    (kept,) = llm.generate([long[-16:]], SamplingParams(temperature=0, max_tokens=4),
+                           use_tqdm=False)
+    assert truncated.prompt_token_ids == long[-16:]
+    assert truncated.outputs[0].token_ids == kept.outputs[0].token_ids
 
 
 def test_bad_requests_raise_and_the_llm_goes_on(llm):

@@ -10,7 +10,8 @@ exercised end to end, fast. Checked:
   * the chat prompt is the chat template's rendering (its token count equals Jinja2's
     rendering tokenized), n > 1, stop strings (the text ends before the stop, finish_reason
     "stop"; or kept with include_stop_str_in_output), seeds (same seed, same text),
-    logprobs, logit_bias, min_tokens and allowed_token_ids;
+    logprobs, logit_bias, min_tokens, allowed_token_ids, skip_special_tokens and
+    truncate_prompt_tokens;
   * /tokenize and /detokenize give what `tokenizers` gives on the same tokenizer.json (the
     messages rendered by Jinja2);
   * every bad input gets an OpenAI-style JSON error with its status (400, 401, 404, 413, 429
@@ -388,6 +389,8 @@ def test_token_id_prompts_and_a_batch_of_prompts(client, tokenizer):
     ({"prompt": "x", "logit_bias": [5]}, 400, "logit_bias"),
     ({"prompt": "x", "min_tokens": -1}, 400, "min_tokens"),
     ({"prompt": "x", "allowed_token_ids": []}, 400, "allowed_token_ids"),
+    ({"prompt": "x", "truncate_prompt_tokens": 0}, 400, "truncate_prompt_tokens"),
+    ({"prompt": "x", "truncate_prompt_tokens": -2}, 400, "truncate_prompt_tokens"),
     ({"prompt": "x", "model": "gpt-4"}, 404, "model"),
 ])
 def test_bad_completion_requests_get_errors(server, client, body, status, param):
@@ -415,6 +418,23 @@ def test_a_prompt_over_max_model_len_is_400(server, client, stream):
         "prompt": [1] * max_model_len, "max_tokens": 1, "stream": stream})
     assert status == 400, payload
     assert "max_model_len" in json.loads(payload)["error"]["message"]
+
+
+def test_truncate_prompt_tokens_keeps_the_prompts_end(server, client, tokenizer):
+    max_model_len = client.models.list().data[0].model_extra["max_model_len"]
+    long = list(range(3, 3 + max_model_len + 40))
+    options = dict(model="chat", max_tokens=4, temperature=0, extra_body={"ignore_eos": True})
+    kept = client.completions.create(prompt=long[-16:], **options)
+    truncated = client.completions.create(prompt=long, **options | {"extra_body": {
+        "ignore_eos": True, "truncate_prompt_tokens": 16}})
+    assert truncated.usage.prompt_tokens == 16
+    assert truncated.choices[0].text == kept.choices[0].text
+    text = "The quick brown fox " * 40
+    tail = tokenizer.encode(text)[-10:]
+    status, _, payload = post(server, "/v1/completions", {
+        "prompt": text, "max_tokens": 1, "truncate_prompt_tokens": 10})
+    assert status == 200, payload
+    assert json.loads(payload)["usage"]["prompt_tokens"] == len(tail)
 
 
 def test_the_api_key_is_required(server):
