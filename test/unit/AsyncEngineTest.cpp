@@ -238,6 +238,16 @@ TEST_F(AsyncEngineTest, ASubmissionIsAllOrNoneAndStartsInOneStep) {
   EXPECT_EQ(engine.stats().engine.numKvBlocksHeld, 0);
 }
 
+TEST_F(AsyncEngineTest, ATruncatedPromptKeepsItsLastTokens) {
+  AsyncEngine engine(*model, nullptr, {});
+  Collector truncated;
+  AsyncRequest work = request({9, 8, 7, 6, 5}, 4, truncated);
+  work.truncatePromptTokens = 2;
+  engine.submit(std::move(work));
+  truncated.wait();
+  EXPECT_EQ(truncated.tokens[0], toyContinuation({6, 5}, 4, 64));
+}
+
 TEST_F(AsyncEngineTest, ShutdownWithoutDrainAbortsWhatIsPending) {
   AsyncEngineConfig config;
   config.maxPendingRequests = 3;
