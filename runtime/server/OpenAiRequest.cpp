@@ -115,6 +115,14 @@ std::vector<std::pair<int32_t, float>> readLogitBias(const Fields &fields) {
   return bias;
 }
 
+/// vLLM's chat_template_kwargs: more variables for the chat template.
+json readTemplateKwargs(const Fields &fields) {
+  const json *kwargs = fields.find("chat_template_kwargs");
+  if (!kwargs) return json::object();
+  if (!kwargs->is_object()) Fields::fail("chat_template_kwargs", "must be an object");
+  return *kwargs;
+}
+
 /// OpenAI's prompt: a string, a list of strings, a list of token ids or a
 /// list of such lists.
 std::vector<PromptInput> readPrompts(const Fields &fields) {
@@ -425,10 +433,7 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
       Fields::fail("tool_choice", "'required' or a named function cannot be combined with '" +
                                       constraint->field + "'");
     if (constraint) request.grammar = std::move(constraint);
-    if (const json *kwargs = fields.find("chat_template_kwargs")) {
-      if (!kwargs->is_object()) Fields::fail("chat_template_kwargs", "must be an object");
-      request.templateKwargs = *kwargs;
-    }
+    request.templateKwargs = readTemplateKwargs(fields);
   }
 
   request.stream = fields.flag("stream", false);
@@ -452,10 +457,7 @@ TokenizeRequest parseTokenizeRequest(const json &body) {
     request.messages = readMessages(fields);
     request.tools = readTools(fields);
     request.addGenerationPrompt = fields.flag("add_generation_prompt", true);
-    if (const json *kwargs = fields.find("chat_template_kwargs")) {
-      if (!kwargs->is_object()) Fields::fail("chat_template_kwargs", "must be an object");
-      request.templateKwargs = *kwargs;
-    }
+    request.templateKwargs = readTemplateKwargs(fields);
   } else {
     const json *prompt = fields.find("prompt");
     if (!prompt->is_string()) Fields::fail("prompt", "must be a string");

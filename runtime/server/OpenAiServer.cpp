@@ -57,6 +57,7 @@ std::string bearerToken(const HttpRequest &request) {
   if (value.substr(0, prefix.size()) != prefix) return {};
   return std::string(value.substr(prefix.size()));
 }
+
 /// A request's JSON body; 400 when it is not JSON.
 json parseBody(const HttpRequest &request) {
   json body = json::parse(request.body(), nullptr, /*allow_exceptions=*/false);

@@ -44,7 +44,8 @@ cl::opt<std::string> target("target",
 cl::opt<std::string> dtype("dtype",
                            cl::desc("CUDA: the storage type of weights, activations and the KV "
                                     "cache, bf16 (default) or f16. CPU: how the matmul weights "
-                                    "are stored, f32, bf16 or f16, widened to f32 in registers "
+                                    "and embedding tables are stored, f32, bf16 or f16, widened "
+                                    "to f32 in registers "
                                     "(default: each in the first of f16, bf16 and f32 that holds "
                                     "all its values exactly, so a half-precision export keeps "
                                     "its own)"),
