@@ -138,6 +138,10 @@ void Engine::validate(const std::vector<int32_t> &prompt, const RequestOptions &
   for (int32_t token : options.stopTokenIds)
     if (token < 0 || token >= vocabSize)
       throw RequestError("stop token id " + str(token) + " is outside the vocabulary");
+  if (options.promptLogprobs &&
+      (*options.promptLogprobs < 0 || *options.promptLogprobs > kMaxLogprobs))
+    throw RequestError("prompt_logprobs must be in [0, " + str(kMaxLogprobs) + "], got " +
+                       str(*options.promptLogprobs));
   if (options.sampling.minTokens > options.maxTokens)
     throw RequestError("min_tokens (" + str(options.sampling.minTokens) +
                        ") must not be more than max_tokens (" + str(options.maxTokens) + ")");
@@ -159,6 +163,7 @@ void Engine::addRequest(RequestId id, std::vector<int32_t> prompt, const Request
   auto first = std::make_unique<Sequence>(
       id, 0, nextArrival++, prompt, SequenceSampler(sampling, 0, prompt, options.stopTokenIds));
   first->pendingForks = options.n - 1;
+  first->reportsPromptLogprobs = options.promptLogprobs.has_value();
   if (options.grammar)
     first->grammar = std::make_unique<structured::GrammarMatcher>(options.grammar);
   scheduler.addWaiting(first.get());
@@ -221,9 +226,11 @@ StepBatchArrays Engine::buildBatch(const SchedulerOutput &plan) const {
   for (const ScheduledChunk &chunk : plan.chunks) {
     const Sequence &sequence = *chunk.sequence;
     int64_t end = chunk.start + chunk.numTokens - chunk.numDraft;
-    for (int64_t position = chunk.start; position < end; ++position)
+    for (int64_t position = chunk.start; position < end; ++position) {
       addToken(sequence, sequence.tokens[position], position);
-    endSequence(sequence, end);
+      if (chunk.rowPerToken) endSequence(sequence, position + 1);
+    }
+    if (!chunk.rowPerToken) endSequence(sequence, end);
     // Each draft token sees the tokens before it, whose K/V the step writes
     // before any attention reads the cache.
     for (int64_t i = 0; i < chunk.numDraft; ++i) {
@@ -267,7 +274,7 @@ void Engine::forkSamples(Request &request, Sequence &parent) {
 bool Engine::picksArgmaxOnly(const SchedulerOutput &plan) const {
   for (const ScheduledChunk &chunk : plan.chunks) {
     const Sequence &sequence = *chunk.sequence;
-    if (chunk.numDraft > 0) return false;
+    if (chunk.numDraft > 0 || chunk.rowPerToken) return false;
     // The request's other samples (forks) share its sampling parameters.
     if (chunk.samples() && (sequence.grammar || !sequence.sampler.picksArgmax())) return false;
   }
@@ -330,6 +337,28 @@ void Engine::sampleNext(Draw &draw, std::vector<StepOutput> &outputs) {
     finish(sequence);
   else if (grammar)
     nextMasks.push_back(grammar);
+}
+
+void Engine::reportPromptLogprobs(const ScheduledChunk &chunk, const float *rows,
+                                  std::vector<StepOutput> &outputs) {
+  Sequence &sequence = *chunk.sequence;
+  int32_t topCount = *requests.at(sequence.request).options.promptLogprobs;
+  // The row at position p gives the logprob of prompt token p + 1.
+  int64_t from = std::max(chunk.start, sequence.promptRowsReported);
+  int64_t to = std::min(chunk.start + chunk.numTokens, sequence.promptLen - 1);
+  if (from >= to) return;
+  int64_t vocabSize = model.config().vocabSize;
+  StepOutput output{sequence.request, 0, std::nullopt, FinishReason::None, {}};
+  output.promptLogprobs.resize(static_cast<size_t>(to - from));
+  model.parallelFor(to - from, [&](int64_t i) {
+    int64_t position = from + i;
+    std::vector<int32_t> order;
+    output.promptLogprobs[i] =
+        logprobsOf(sequence.tokens[position + 1], rows + (position - chunk.start) * vocabSize,
+                   vocabSize, topCount, order);
+  });
+  sequence.promptRowsReported = to;
+  outputs.push_back(std::move(output));
 }
 
 void Engine::verifyDraft(const ScheduledChunk &chunk, const float *rows,
@@ -398,11 +427,15 @@ std::vector<StepOutput> Engine::step() {
   size_t nextRow = 0;
   for (const ScheduledChunk &chunk : plan.chunks) {
     size_t row = nextRow;
-    nextRow += 1 + chunk.numDraft;
+    nextRow += chunk.numRows();
     Sequence &sequence = *chunk.sequence;
     if (chunk.numDraft > 0) {
       speculated.push_back({&chunk, row});
       continue;
+    }
+    if (chunk.rowPerToken) {
+      reportPromptLogprobs(chunk, logits.data() + row * vocabSize, outputs);
+      row += chunk.numTokens - 1; // the last row is the one sampled
     }
     int64_t promptPart =
         std::max<int64_t>(0, std::min(sequence.promptLen, chunk.start + chunk.numTokens) -

@@ -23,6 +23,9 @@
 // - With speculative decoding a step may give a sample several tokens (a
 //   StepOutput each, in order); a draft token's K/V stays in the cache only
 //   once it is accepted.
+// - A request with prompt logprobs gets them in StepOutputs of their own,
+//   before its first token; each prompt token runs as a query row of the
+//   step (so the rows of a step bound how many a step computes).
 // - A request with a grammar samples only tokens its grammar allows, and
 //   ends (Stop) when the grammar has accepted a stop token. The mask for a
 //   sequence's next token is computed on another thread while the next
@@ -87,14 +90,26 @@ struct RequestOptions {
   int32_t n = 1;
   /// Constrains every sample's output (structured outputs); null: none.
   std::shared_ptr<const structured::CompiledGrammar> grammar;
+  /// vLLM's prompt_logprobs: report each prompt token's logprob given the
+  /// tokens before it, with this many most likely alternatives (up to
+  /// kMaxLogprobs); nullopt: none. The prompt is then computed whole, without
+  /// the prefix cache.
+  std::optional<int32_t> promptLogprobs;
 };
 
-/// What one step produced for one sample: a new token, an end, or both.
+/// What one step produced for one sample: a new token, an end, or both; or,
+/// for a request that asked for them, the logprobs of some of its prompt's
+/// tokens (index 0, no token, no finish reason).
 struct StepOutput {
   RequestId request;
   int32_t index;
   std::optional<SampledToken> token;
   FinishReason finishReason = FinishReason::None;
+  /// Prompt tokens under the model's distribution given the tokens before
+  /// them, in prompt order across a request's outputs: the first entry is
+  /// prompt token 1's (token 0 has no logprob), and every later token's
+  /// comes, before the first sampled token.
+  std::vector<SampledToken> promptLogprobs;
 };
 
 struct EngineStats {
@@ -181,12 +196,14 @@ private:
   /// does not speculate).
   void proposeDrafts();
   /// The batch arrays of a schedule. A chunk with a draft runs as one
-  /// sequence per draft token after its own, each with its logits row.
+  /// sequence per draft token after its own, each with its logits row; a
+  /// row-per-token chunk as one sequence per token.
   StepBatchArrays buildBatch(const SchedulerOutput &plan) const;
   /// Creates the request's other samples at its first token.
   void forkSamples(Request &request, Sequence &parent);
   /// Whether every sequence that samples in `plan` takes the argmax of its
-  /// logits row alone (greedy, no penalties, logprobs, grammar or draft), so
+  /// logits row alone (greedy, no penalties, logprobs, grammar or draft) and
+  /// no chunk reports prompt logprobs, so
   /// that the step may bring back token ids instead (Model::stepGreedy).
   bool picksArgmaxOnly(const SchedulerOutput &plan) const;
   /// A sample to draw from a step's logits row.
@@ -206,6 +223,10 @@ private:
   /// Takes the next token of a draw (drawing it now for a grammar's
   /// sequence) and ends the sequence when it must; appends the output.
   void sampleNext(Draw &draw, std::vector<StepOutput> &outputs);
+  /// The prompt logprobs a row-per-token chunk's logits `rows` give, as an
+  /// output (none when they are all reported already).
+  void reportPromptLogprobs(const ScheduledChunk &chunk, const float *rows,
+                            std::vector<StepOutput> &outputs);
   /// Samples a chunk's rows against its draft, from `rows` (one per draft
   /// token and one after): tokens up to the first that differs from the
   /// draft, which is the last; keeps the accepted draft tokens' K/V.

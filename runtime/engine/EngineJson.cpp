@@ -139,6 +139,7 @@ RequestOptions requestOptionsFromJson(const json &object) {
   fields.read("frequency_penalty", sampling.frequencyPenalty);
   fields.readOptional("seed", sampling.seed);
   fields.readOptional("logprobs", sampling.logprobs);
+  fields.readOptional("prompt_logprobs", options.promptLogprobs);
   fields.readIds("stop_token_ids", options.stopTokenIds);
   fields.readLogitBias("logit_bias", sampling.logitBias);
   fields.read("min_tokens", sampling.minTokens);
@@ -169,18 +170,31 @@ std::vector<std::pair<int32_t, float>> logitBiasFromJson(const json &object) {
   return bias;
 }
 
+namespace {
+/// The top logprobs as [[token, logprob], ...].
+json topLogprobsJson(const SampledToken &token) {
+  json top = json::array();
+  for (const TokenLogprob &entry : token.topLogprobs) top.push_back({entry.token, entry.logprob});
+  return top;
+}
+} // namespace
+
 json toJson(const StepOutput &output) {
   json result = {{"request", output.request}, {"index", output.index}};
   result["token"] = output.token ? json(output.token->token) : json(nullptr);
   result["logprob"] = output.token ? json(output.token->logprob) : json(nullptr);
-  json top = json::array();
-  if (output.token)
-    for (const TokenLogprob &entry : output.token->topLogprobs)
-      top.push_back({entry.token, entry.logprob});
-  result["top_logprobs"] = std::move(top);
+  result["rank"] = output.token ? json(output.token->rank) : json(nullptr);
+  result["top_logprobs"] = output.token ? topLogprobsJson(*output.token) : json::array();
   result["finish_reason"] = output.finishReason == FinishReason::None
                                 ? json(nullptr)
                                 : json(finishReasonName(output.finishReason));
+  json prompt = json::array();
+  for (const SampledToken &entry : output.promptLogprobs)
+    prompt.push_back({{"token", entry.token},
+                      {"logprob", entry.logprob},
+                      {"rank", entry.rank},
+                      {"top_logprobs", topLogprobsJson(entry)}});
+  result["prompt_logprobs"] = std::move(prompt);
   return result;
 }
 

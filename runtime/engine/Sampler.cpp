@@ -13,9 +13,6 @@
 namespace llmc::runtime {
 namespace {
 
-/// OpenAI's limit on returned alternatives.
-constexpr int32_t kMaxLogprobs = 20;
-
 void require(bool condition, const std::string &message) {
   if (!condition) throw Error(message);
 }
@@ -217,18 +214,30 @@ SampledToken SequenceSampler::sample(const float *logits, int64_t vocabSize,
 
 SampledToken SequenceSampler::withLogprobs(int32_t chosen, const float *logits,
                                            int64_t vocabSize) {
-  SampledToken result;
-  result.token = chosen;
-  if (!sampling.logprobs) return result;
   // Logprobs are reported under the model's own distribution, before any
   // penalty or temperature (as vLLM reports them by default).
+  if (sampling.logprobs) return logprobsOf(chosen, logits, vocabSize, *sampling.logprobs, order);
+  SampledToken result;
+  result.token = chosen;
+  return result;
+}
+
+SampledToken logprobsOf(int32_t token, const float *logits, int64_t vocabSize, int32_t topCount,
+                        std::vector<int32_t> &order) {
+  SampledToken result;
+  result.token = token;
   float maxLogit = *std::max_element(logits, logits + vocabSize);
   double sum = 0;
-  for (int64_t i = 0; i < vocabSize; ++i) sum += std::exp(double(logits[i]) - maxLogit);
+  int64_t moreLikely = 0;
+  for (int64_t i = 0; i < vocabSize; ++i) {
+    sum += std::exp(double(logits[i]) - maxLogit);
+    moreLikely += logits[i] > logits[token];
+  }
   double logNormalizer = maxLogit + std::log(sum);
-  result.logprob = float(logits[chosen] - logNormalizer);
-  if (*sampling.logprobs > 0) {
-    int64_t count = std::min<int64_t>(*sampling.logprobs, vocabSize);
+  result.logprob = float(logits[token] - logNormalizer);
+  result.rank = 1 + moreLikely;
+  if (topCount > 0) {
+    int64_t count = std::min<int64_t>(topCount, vocabSize);
     order.resize(vocabSize);
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + count, order.end(), [&](int32_t a, int32_t b) {

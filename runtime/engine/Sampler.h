@@ -21,6 +21,9 @@
 
 namespace llmc::runtime {
 
+/// OpenAI's limit on the alternatives returned per token.
+constexpr int32_t kMaxLogprobs = 20;
+
 struct SamplingParams {
   /// 0 picks the most likely token (greedy, lowest id on ties).
   float temperature = 1.0f;
@@ -66,9 +69,18 @@ struct SampledToken {
   /// log-softmax of the model's raw logits at the chosen token (0 when
   /// SamplingParams::logprobs is nullopt).
   float logprob = 0;
+  /// 1 + the number of tokens more likely than it, as vLLM ranks (0 when
+  /// SamplingParams::logprobs is nullopt).
+  int64_t rank = 0;
   /// The most likely tokens under the same distribution, most likely first.
   std::vector<TokenLogprob> topLogprobs;
 };
+
+/// `token` with its logprob and rank under the log-softmax of `logits`, and
+/// the `topCount` most likely tokens' (lower ids first among equals).
+/// `order` is scratch, reused across calls.
+SampledToken logprobsOf(int32_t token, const float *logits, int64_t vocabSize, int32_t topCount,
+                        std::vector<int32_t> &order);
 
 /// One sequence's sampler: its parameters, its random generator and the
 /// counts of its output tokens (for the presence and frequency penalties).

@@ -105,11 +105,26 @@ bool Scheduler::takeSwappedBlocks(Sequence &sequence) {
   return true;
 }
 
-bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t draftRows,
+ScheduledChunk Scheduler::chunkOf(Sequence *sequence, int64_t count, int64_t spareRows) {
+  ScheduledChunk chunk{sequence, sequence->numComputed(), count};
+  if (!sequence->needsPromptRows()) return chunk;
+  int64_t reported = sequence->promptRowsReported;
+  if (chunk.start < reported) {
+    // Recomputing after a preemption: the rows below were reported already.
+    chunk.numTokens = std::min(count, reported - chunk.start);
+    return chunk;
+  }
+  chunk.rowPerToken = true;
+  chunk.numTokens =
+      std::min({count, 1 + std::max<int64_t>(spareRows, 0), sequence->promptLen - chunk.start});
+  return chunk;
+}
+
+bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t &extraRows,
                           SchedulerOutput &output) {
   Sequence *sequence = waiting.front();
   if (seqCount + sequence->seqCount() > stepLimits.maxNumSeqs ||
-      seqCount + draftRows + sequence->seqCount() > stepLimits.maxStepRows)
+      seqCount + extraRows + sequence->seqCount() > stepLimits.maxStepRows)
     return false;
   bool swapped = sequence->swapped.has_value();
   int64_t cached = 0;
@@ -117,11 +132,16 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t draftRows,
     if (!takeSwappedBlocks(*sequence)) return false;
     cached = sequence->numComputed();
   } else {
-    cached = blocks.matchPrefix(sequence->blocks, sequence->tokens);
+    // Prompt logprobs need the rows of the whole prompt, cached or not.
+    if (!sequence->needsPromptRows())
+      cached = blocks.matchPrefix(sequence->blocks, sequence->tokens);
     // A long cached prefix keeps only its window.
     releaseOutOfWindow(*sequence);
   }
-  int64_t count = std::min(sequence->numPending(), budget);
+  ScheduledChunk chunk =
+      chunkOf(sequence, std::min(sequence->numPending(), budget),
+              stepLimits.maxStepRows - seqCount - extraRows - sequence->seqCount());
+  int64_t count = chunk.numTokens;
   if (!blocks.appendSlots(sequence->blocks, sequence->tokens, count, output.copies)) {
     blocks.release(sequence->blocks);
     return false;
@@ -134,14 +154,15 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t draftRows,
     // The engine copies the slots in before anything could take them again:
     // no step both preempts and admits.
     releaseSwapSlots(*sequence);
-  } else {
+  } else if (!sequence->needsPromptRows()) {
     blocks.recordPrefixLookup(static_cast<int64_t>(sequence->tokens.size()), cached);
   }
   waiting.pop_front();
   sequence->status = SequenceStatus::Running;
   running.push_back(sequence);
   seqCount += sequence->seqCount();
-  output.chunks.push_back({sequence, cached, count});
+  extraRows += chunk.numRows() - 1;
+  output.chunks.push_back(chunk);
   output.numTokens += count;
   budget -= count;
   return true;
@@ -164,8 +185,9 @@ SchedulerOutput Scheduler::schedule() {
   int64_t budget = stepLimits.maxNumBatchedTokens;
   int64_t seqCount = 0;
   for (const Sequence *sequence : running) seqCount += sequence->seqCount();
-  // The step's rows taken by draft tokens; every sequence counted takes one too.
-  int64_t draftRows = 0;
+  // The step's rows taken by draft tokens and prompt rows beyond the one
+  // every sequence counted takes.
+  int64_t extraRows = 0;
 
   // A sequence is admitted with the budget the running ones leave, so a
   // prefilling sequence runs behind every sequence that was decoding when it
@@ -173,10 +195,11 @@ SchedulerOutput Scheduler::schedule() {
   for (size_t i = 0; i < running.size() && budget > 0;) {
     Sequence *sequence = running[i];
     releaseOutOfWindow(*sequence);
-    int64_t count = std::min(sequence->numPending(), budget);
-    int64_t start = sequence->numComputed();
+    ScheduledChunk chunk = chunkOf(sequence, std::min(sequence->numPending(), budget),
+                                   stepLimits.maxStepRows - seqCount - extraRows);
+    int64_t count = chunk.numTokens;
     // A draft only takes blocks counted as available: it never preempts.
-    int64_t numDraft = draftTokensToRun(i, budget, seqCount + draftRows);
+    int64_t numDraft = draftTokensToRun(i, budget, seqCount + extraRows);
     if (numDraft > 0 && !blocks.appendSlots(sequence->blocks, sequence->tokens,
                                             count + numDraft, output.copies, numDraft))
       throw Error("the scheduler lost the blocks it counted for a draft");
@@ -193,16 +216,18 @@ SchedulerOutput Scheduler::schedule() {
     }
     // Only the newest sequence preempts itself: nothing runs behind it.
     if (preemptedItself) break;
-    output.chunks.push_back({sequence, start, count + numDraft, numDraft});
-    output.numTokens += count + numDraft;
-    budget -= count + numDraft;
-    draftRows += numDraft;
+    chunk.numTokens += numDraft;
+    chunk.numDraft = numDraft;
+    output.chunks.push_back(chunk);
+    output.numTokens += chunk.numTokens;
+    budget -= chunk.numTokens;
+    extraRows += chunk.numRows() - 1;
     ++i;
   }
 
   // A step that had to preempt admits nobody: the blocks are short.
   if (output.preempted.empty())
-    while (!waiting.empty() && budget > 0 && admitNext(budget, seqCount, draftRows, output)) {
+    while (!waiting.empty() && budget > 0 && admitNext(budget, seqCount, extraRows, output)) {
     }
   return output;
 }

@@ -11,7 +11,9 @@
 //    rows beyond max_num_seqs (a draft never preempts, and each of its
 //    tokens is a row of the step, which computes it as a sequence); a
 //    prefilling one (a long prompt, or a recompute after
-//    preemption) runs as much as the budget leaves (chunked prefill). As a
+//    preemption) runs as much as the budget leaves (chunked prefill), and
+//    one whose prompt logprobs are asked for runs a row per prompt token,
+//    as many as the step's rows beyond max_num_seqs allow. As a
 //    sequence is admitted only with the budget the running ones leave, the
 //    sequences that were decoding when a long prompt arrived are ahead of
 //    it and keep their token per step: the prompt never stalls them.
@@ -25,8 +27,9 @@
 //    from its tokens.
 // 3. Then waiting sequences, oldest first, while the budget, max_num_seqs
 //    and the blocks allow (none is admitted in a step that preempted). A
-//    new sequence first takes the cached blocks of its prefix; a swapped
-//    one takes fresh blocks for its swapped ones.
+//    new sequence first takes the cached blocks of its prefix (unless it
+//    reports prompt logprobs, which need the prefix's rows); a swapped one
+//    takes fresh blocks for its swapped ones.
 //
 // The scheduler owns no sequence; the engine does, and tells it when one is
 // added, forked or ends.
@@ -73,16 +76,20 @@ struct BlockSwap {
 
 /// A sequence's part of a step: tokens[start, start + numTokens), the last
 /// numDraft of them the first tokens of its draft (each needs a logits row).
+/// With rowPerToken (prompt logprobs) every token has a logits row.
 struct ScheduledChunk {
   Sequence *sequence;
   int64_t start;
   int64_t numTokens;
   int64_t numDraft = 0;
+  bool rowPerToken = false;
   /// Whether this chunk reaches the end of the sequence's tokens, so that
-  /// its logits row is sampled.
+  /// its (last) logits row is sampled.
   bool samples() const {
     return start + numTokens - numDraft == static_cast<int64_t>(sequence->tokens.size());
   }
+  /// The step's rows (sequences, each with a logits row) the chunk takes.
+  int64_t numRows() const { return rowPerToken ? numTokens : 1 + numDraft; }
 };
 
 struct SchedulerOutput {
@@ -145,9 +152,14 @@ private:
   /// Inserts into `waiting` by arrival (preempted sequences keep their place).
   void insertWaiting(Sequence *sequence);
   /// Tries to admit the oldest waiting sequence; false when it does not fit
-  /// (in the step's rows too, `draftRows` of them taken by drafts).
-  bool admitNext(int64_t &budget, int64_t &seqCount, int64_t draftRows,
+  /// (in the step's rows too, `extraRows` of them taken by drafts and
+  /// prompt rows).
+  bool admitNext(int64_t &budget, int64_t &seqCount, int64_t &extraRows,
                  SchedulerOutput &output);
+  /// The sequence's chunk of up to `count` tokens from its numComputed():
+  /// for prompt logprobs, cut where the rows still to report begin, and
+  /// from there a row per token, `spareRows` beyond its own at most.
+  static ScheduledChunk chunkOf(Sequence *sequence, int64_t count, int64_t spareRows);
   /// How many of running[index]'s draft tokens the step can spare room for,
   /// with `rows` of it taken.
   int64_t draftTokensToRun(size_t index, int64_t budget, int64_t rows) const;

@@ -54,6 +54,12 @@ struct Sequence {
   std::vector<int32_t> draft;
   /// Samples still to fork off when the first token is sampled (n - 1).
   int32_t pendingForks = 0;
+  /// Whether the request asked for its prompt's logprobs, and the prompt
+  /// positions whose logits rows have been reported so far. Until they all
+  /// have (positions 0 .. promptLen - 2), each token from there on runs as a
+  /// query row of its own, whose logits row gives the next token's logprob.
+  bool reportsPromptLogprobs = false;
+  int64_t promptRowsReported = 0;
   SequenceStatus status = SequenceStatus::Waiting;
   /// Times this sequence was preempted (its blocks freed; recomputed or
   /// swapped back in later).
@@ -73,8 +79,10 @@ struct Sequence {
   int64_t numComputed() const { return blocks.numTokens; }
   /// Tokens that still need a step: the next step runs tokens[numComputed()...].
   int64_t numPending() const { return static_cast<int64_t>(tokens.size()) - numComputed(); }
-  /// Still computing its prompt (or recomputing after a preemption): the next
-  /// step's logits are not sampled unless they complete it.
+  /// Whether the next step must give some of its tokens a logits row each.
+  bool needsPromptRows() const {
+    return reportsPromptLogprobs && promptRowsReported < promptLen - 1;
+  }
   /// The sequences this one stands for in max_num_seqs (its pending forks too).
   int64_t seqCount() const { return 1 + pendingForks; }
 };

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 using namespace llmc::runtime;
@@ -419,6 +421,99 @@ TEST_F(EngineTest, SpeculationWithSeededSamplingIsReproducible) {
   EXPECT_EQ(first.blockManager().numHeld(), 0);
 }
 
+/// What the toy's logits row at the end of `context` (the bias, plus 1 at
+/// the context's sum) says of `token`, with its `topCount` most likely tokens.
+SampledToken toyLogprobs(const std::vector<int32_t> &context, int32_t token,
+                         const std::vector<float> &bias, int32_t topCount) {
+  std::vector<double> row(bias.begin(), bias.end());
+  int64_t sum = 0;
+  for (int32_t t : context) sum += t;
+  row[sum % kVocab] += 1;
+  double total = 0;
+  for (double logit : row) total += std::exp(logit);
+  SampledToken expected;
+  expected.token = token;
+  expected.logprob = float(row[token] - std::log(total));
+  expected.rank = 1 + std::count_if(row.begin(), row.end(), [&](double v) { return v > row[token]; });
+  std::vector<int32_t> order(kVocab);
+  for (int32_t i = 0; i < kVocab; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+  for (int32_t i = 0; i < topCount; ++i)
+    expected.topLogprobs.push_back({order[i], float(row[order[i]] - std::log(total))});
+  return expected;
+}
+
+/// Checks each prompt token's logprobs (from token 1 on) against the toy's rows.
+void expectToyPromptLogprobs(const std::vector<int32_t> &prompt,
+                             const std::vector<SampledToken> &reported,
+                             const std::vector<float> &bias, int32_t topCount) {
+  ASSERT_EQ(reported.size(), prompt.size() - 1);
+  for (size_t i = 0; i < reported.size(); ++i) {
+    std::vector<int32_t> context(prompt.begin(), prompt.begin() + i + 1);
+    SampledToken expected = toyLogprobs(context, prompt[i + 1], bias, topCount);
+    EXPECT_EQ(reported[i].token, expected.token) << i;
+    EXPECT_NEAR(reported[i].logprob, expected.logprob, 1e-5) << i;
+    EXPECT_EQ(reported[i].rank, expected.rank) << i;
+    ASSERT_EQ(reported[i].topLogprobs.size(), expected.topLogprobs.size()) << i;
+    for (size_t k = 0; k < expected.topLogprobs.size(); ++k) {
+      EXPECT_EQ(reported[i].topLogprobs[k].token, expected.topLogprobs[k].token) << i;
+      EXPECT_NEAR(reported[i].topLogprobs[k].logprob, expected.topLogprobs[k].logprob, 1e-5);
+    }
+  }
+}
+
+TEST_F(EngineTest, PromptLogprobsAreTheRowsOfEveryPromptTokenBeforeItsFirstToken) {
+  auto model = open(64); // 4 rows per step
+  Engine engine(*model, {});
+  engine.addRequest(0, {3, 1}, greedy(12));
+  std::vector<std::vector<int32_t>> tokens(2);
+  tokens[0].push_back(engine.step().at(0).token->token);
+  std::vector<int32_t> prompt(20);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((i * 5 + 2) % kVocab);
+  RequestOptions options = greedy(4);
+  options.promptLogprobs = 2;
+  engine.addRequest(1, prompt, options);
+  std::vector<SampledToken> reported;
+  int64_t steps = 0;
+  while (engine.hasUnfinished()) {
+    ++steps;
+    for (const StepOutput &output : engine.step()) {
+      if (!output.promptLogprobs.empty()) {
+        EXPECT_TRUE(tokens[1].empty()) << "prompt logprobs after the first token";
+        EXPECT_FALSE(output.token);
+        reported.insert(reported.end(), output.promptLogprobs.begin(),
+                        output.promptLogprobs.end());
+      }
+      if (output.token) tokens[output.request].push_back(output.token->token);
+    }
+  }
+  expectToyPromptLogprobs(prompt, reported, artifact->bias(), 2);
+  EXPECT_EQ(tokens[0], toyContinuation({3, 1}, 12, kVocab));
+  EXPECT_EQ(tokens[1], toyContinuation(prompt, 4, kVocab));
+  // Request 0 takes one of the 4 rows: the 20 prompt rows need 7 steps.
+  EXPECT_EQ(steps, 11);
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+}
+
+TEST_F(EngineTest, PromptLogprobsComeOnceEachUnderPreemption) {
+  auto model = open(6); // 6 blocks of 4: preemptions, again and again
+  Engine engine(*model, {});
+  std::vector<std::vector<int32_t>> prompts = {{1, 2, 3, 4, 5, 6, 7}, {6, 7, 8}, {8, 9, 10, 11}};
+  RequestOptions options = greedy(14);
+  options.promptLogprobs = 0;
+  std::vector<std::vector<SampledToken>> reported(prompts.size());
+  auto outputs = firstSamples(runToCompletion(engine, prompts, options, [&](const StepOutput &o) {
+    reported[o.request].insert(reported[o.request].end(), o.promptLogprobs.begin(),
+                               o.promptLogprobs.end());
+  }));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    expectToyPromptLogprobs(prompts[i], reported[i], artifact->bias(), 0);
+    EXPECT_EQ(outputs[i], toyContinuation(prompts[i], 14, kVocab)) << "prompt " << i;
+  }
+  EXPECT_GE(engine.stats().numPreemptions, 1);
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+}
+
 TEST_F(EngineTest, AbortFreesTheBlocksAtOnce) {
   auto model = open(16);
   Engine engine(*model, {});
@@ -485,6 +580,9 @@ TEST_F(EngineTest, RefusesRequestsThatCouldNeverRun) {
   RequestOptions biased = greedy(1);
   biased.sampling.logitBias = {{64, 1.0f}};
   refused({1}, biased, "logit_bias: token 64 is outside the vocabulary");
+  RequestOptions prompted = greedy(1);
+  prompted.promptLogprobs = 21;
+  refused({1}, prompted, "prompt_logprobs must be in [0, 20], got 21");
   EXPECT_FALSE(engine.hasUnfinished());
 
   engine.addRequest(1, {1}, greedy(1));

@@ -197,6 +197,7 @@ TEST(SamplerTest, ALogitBiasMovesATokensScore) {
   SampledToken sampled = SequenceSampler(params, 1, {}).sample(logits.data(), logits.size());
   EXPECT_EQ(sampled.token, 3);
   EXPECT_LT(sampled.logprob, -4.0f);
+  EXPECT_EQ(sampled.rank, 4); // the model's least likely
 }
 
 TEST(SamplerTest, OnlyAllowedTokensAreDrawn) {
@@ -244,6 +245,7 @@ TEST(SamplerTest, LogprobsAreThoseOfTheModelsDistribution) {
   SampledToken sampled = sampler.sample(logits.data(), logits.size());
   EXPECT_EQ(sampled.token, 1);
   EXPECT_NEAR(sampled.logprob, std::log(0.6), 1e-5);
+  EXPECT_EQ(sampled.rank, 1);
   ASSERT_EQ(sampled.topLogprobs.size(), 2u);
   EXPECT_EQ(sampled.topLogprobs[0].token, 1);
   EXPECT_EQ(sampled.topLogprobs[1].token, 2);
@@ -254,7 +256,18 @@ TEST(SamplerTest, LogprobsAreThoseOfTheModelsDistribution) {
   EXPECT_NEAR(chosenOnly.logprob, std::log(0.6), 1e-5);
   EXPECT_TRUE(chosenOnly.topLogprobs.empty());
   params.logprobs.reset(); // none: not computed
-  EXPECT_EQ(SequenceSampler(params, 1, {}).sample(logits.data(), logits.size()).logprob, 0.0f);
+  SampledToken none = SequenceSampler(params, 1, {}).sample(logits.data(), logits.size());
+  EXPECT_EQ(none.logprob, 0.0f);
+  EXPECT_EQ(none.rank, 0);
+
+  // Any token of a row: its rank counts the tokens strictly more likely.
+  std::vector<int32_t> scratch;
+  SampledToken tied = logprobsOf(2, logitsOf({0.3, 0.4, 0.3}).data(), 3, 3, scratch);
+  EXPECT_EQ(tied.rank, 2);
+  EXPECT_NEAR(tied.logprob, std::log(0.3), 1e-5);
+  ASSERT_EQ(tied.topLogprobs.size(), 3u);
+  EXPECT_EQ(tied.topLogprobs[1].token, 0); // the lower id first among equals
+  EXPECT_EQ(tied.topLogprobs[2].token, 2);
 }
 
 TEST(SamplerTest, RejectsParametersOutOfRange) {

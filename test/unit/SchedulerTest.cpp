@@ -32,11 +32,18 @@ protected:
     return sequences.back().get();
   }
 
-  /// What sampling would do after the step: a new token for each sequence
-  /// whose chunk ends at its last token.
+  /// What the engine would do after the step: report the prompt rows of
+  /// row-per-token chunks, and a new token for each sequence whose chunk
+  /// ends at its last token.
   static void sampleAll(const SchedulerOutput &output) {
-    for (const ScheduledChunk &chunk : output.chunks)
-      if (chunk.samples()) chunk.sequence->tokens.push_back(1);
+    for (const ScheduledChunk &chunk : output.chunks) {
+      Sequence &sequence = *chunk.sequence;
+      if (chunk.rowPerToken)
+        sequence.promptRowsReported = std::max(
+            sequence.promptRowsReported,
+            std::min(chunk.start + chunk.numTokens, sequence.promptLen - 1));
+      if (chunk.samples()) sequence.tokens.push_back(1);
+    }
   }
 
   /// The sequences of a step, as indices into `sequences`, with their token counts.
@@ -329,6 +336,73 @@ TEST_F(SchedulerTest, ADraftNeverPreempts) {
   ASSERT_EQ(step.chunks.size(), 1u);
   EXPECT_EQ(step.chunks[0].numDraft, 4); // positions 3 to 7: the blocks there are
   EXPECT_EQ(blocks.numAvailable(), 0);
+}
+
+TEST_F(SchedulerTest, PromptLogprobsRunARowPerTokenInTheRowsTheStepSpares) {
+  // Rows for 4 sequences; a decoding sequence takes one, so the prompt of 7
+  // whose logprobs are asked for runs 3 rows per step, then its last 1.
+  BlockManager blocks(64, 4, false);
+  Scheduler scheduler(blocks, {4, 64});
+  add(scheduler, 2);
+  sampleAll(scheduler.schedule());
+  Sequence *reporting = add(scheduler, 7);
+  reporting->reportsPromptLogprobs = true;
+  SchedulerOutput first = scheduler.schedule();
+  EXPECT_EQ(chunks(first), (Chunks{{0, 1}, {1, 3}}));
+  EXPECT_FALSE(first.chunks[0].rowPerToken);
+  EXPECT_TRUE(first.chunks[1].rowPerToken);
+  EXPECT_EQ(first.chunks[1].numRows(), 3);
+  sampleAll(first);
+  SchedulerOutput second = scheduler.schedule();
+  EXPECT_EQ(chunks(second), (Chunks{{0, 1}, {1, 3}}));
+  sampleAll(second);
+  // Position 6 is the prompt's last: its row is the one sampled.
+  SchedulerOutput third = scheduler.schedule();
+  EXPECT_EQ(chunks(third), (Chunks{{0, 1}, {1, 1}}));
+  EXPECT_TRUE(third.chunks[1].samples());
+  sampleAll(third);
+  EXPECT_EQ(reporting->promptRowsReported, 6);
+  EXPECT_FALSE(reporting->needsPromptRows());
+  // Then it decodes as any other, a row per sequence.
+  SchedulerOutput fourth = scheduler.schedule();
+  EXPECT_EQ(chunks(fourth), (Chunks{{0, 1}, {1, 1}}));
+  EXPECT_FALSE(fourth.chunks[1].rowPerToken);
+}
+
+TEST_F(SchedulerTest, PromptLogprobsSkipTheCacheAndARecomputeReportsNothingTwice) {
+  BlockManager blocks(16, 4, true);
+  Scheduler scheduler(blocks, {8, 64});
+  Sequence *first = add(scheduler, 12);
+  std::vector<int32_t> prompt = first->tokens;
+  scheduler.schedule();
+  scheduler.remove(first);
+  // The same prompt, whose blocks are cached, is computed from position 0.
+  Sequence *second = add(scheduler, 12);
+  second->tokens = prompt;
+  second->reportsPromptLogprobs = true;
+  SchedulerOutput step = scheduler.schedule();
+  ASSERT_EQ(step.chunks.size(), 1u);
+  EXPECT_EQ(step.chunks[0].start, 0);
+  EXPECT_EQ(step.chunks[0].numTokens, 8); // the step's 8 rows
+  EXPECT_TRUE(step.chunks[0].rowPerToken);
+  EXPECT_EQ(blocks.prefixCacheStats().hitBlocks, 0);
+  sampleAll(step);
+  EXPECT_EQ(second->promptRowsReported, 8);
+  // Preempted (its blocks freed, back to waiting), it recomputes the
+  // reported positions 0 to 7 as one chunk, then a row per token.
+  scheduler.remove(second);
+  scheduler.addWaiting(second);
+  SchedulerOutput again = scheduler.schedule();
+  ASSERT_EQ(again.chunks.size(), 1u);
+  EXPECT_EQ(again.chunks[0].numTokens, 8);
+  EXPECT_FALSE(again.chunks[0].rowPerToken);
+  sampleAll(again);
+  SchedulerOutput last = scheduler.schedule();
+  ASSERT_EQ(last.chunks.size(), 1u);
+  EXPECT_EQ(last.chunks[0].start, 8);
+  EXPECT_EQ(last.chunks[0].numTokens, 4);
+  EXPECT_TRUE(last.chunks[0].rowPerToken);
+  EXPECT_TRUE(last.chunks[0].samples());
 }
 
 } // namespace

@@ -82,15 +82,17 @@ LLMC_RUNTIME_API void llmc_engine_free(LlmcEngine *engine);
 /* Queues a request under a caller-chosen id. options_json: {"max_tokens", "n",
  * "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "presence_penalty",
  * "frequency_penalty", "seed", "logprobs", "stop_token_ids", "logit_bias" ({"token id":
- * bias}), "min_tokens", "allowed_token_ids"}, all optional. A request that could never
- * run (empty, too long, bad parameters) fails here. */
+ * bias}), "min_tokens", "allowed_token_ids", "prompt_logprobs"}, all optional. A request
+ * that could never run (empty, too long, bad parameters) fails here. */
 LLMC_RUNTIME_API int llmc_engine_add_request(LlmcEngine *engine, uint64_t id,
                                              const int32_t *prompt, int64_t prompt_len,
                                              const char *options_json, char *err,
                                              size_t err_size);
 
 /* One step. *outputs_json receives a JSON list of {"request", "index", "token",
- * "logprob", "top_logprobs", "finish_reason"}, valid until the next call on the engine. */
+ * "logprob", "rank", "top_logprobs", "finish_reason", "prompt_logprobs"}, valid until the
+ * next call on the engine; "prompt_logprobs" lists {"token", "logprob", "rank",
+ * "top_logprobs"} for prompt tokens, on outputs of their own (token null). */
 LLMC_RUNTIME_API int llmc_engine_step(LlmcEngine *engine, const char **outputs_json, char *err,
                                       size_t err_size);
 
