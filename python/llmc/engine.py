@@ -6,7 +6,8 @@
         engine.add_request(0, [1, 2, 3], max_tokens=8, temperature=0)
         while engine.has_unfinished():
             for output in engine.step():       # dicts: request, index, token, logprob,
-                ...                            # top_logprobs, finish_reason
+                ...                            # rank, top_logprobs, finish_reason,
+                                               # prompt_logprobs
         engine.generate([[1, 2, 3], [7]], max_tokens=8, temperature=0)   # all at once
         engine.stats()                         # steps, tokens computed/cached, preemptions...
         engine.max_model_len                   # the longest sequence it serves
@@ -49,7 +50,10 @@ class Engine:
     def add_request(self, request_id: int, prompt: list[int], **options) -> None:
         """Queues a request. Options (vLLM's names): max_tokens, n, temperature, top_k,
         top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty, seed,
-        logprobs, stop_token_ids."""
+        logprobs, prompt_logprobs, stop_token_ids, logit_bias, min_tokens,
+        allowed_token_ids. With prompt_logprobs, outputs of their own (token None) carry
+        "prompt_logprobs": [{token, logprob, rank, top_logprobs}] for prompt tokens 1, 2,
+        ... in order, before the first token."""
         self._native().add_request(request_id, [int(t) for t in prompt], options)
 
     def step(self) -> list[dict]:

@@ -12,10 +12,14 @@ from llmc.sampling_params import SamplingParams
 @dataclass
 class Logprob:
     """A token's log-probability under the model's distribution, its rank there (1: the
-    most likely; None when the chosen token is not among the top `logprobs`) and its text."""
+    most likely; 1 + the number of tokens more likely) and its text."""
     logprob: float
     rank: Optional[int] = None
     decoded_token: Optional[str] = None
+
+
+# Per position, {token id: Logprob} of the token there and the most likely ones.
+PositionLogprobs = dict[int, Logprob]
 
 
 @dataclass
@@ -28,7 +32,7 @@ class CompletionOutput:
     text: str
     token_ids: list[int]
     cumulative_logprob: Optional[float]
-    logprobs: Optional[list[dict[int, Logprob]]]
+    logprobs: Optional[list[PositionLogprobs]]
     finish_reason: Optional[str] = None
     stop_reason: int | str | None = None
 
@@ -38,12 +42,14 @@ class CompletionOutput:
 
 @dataclass
 class RequestOutput:
+    """prompt_logprobs, when SamplingParams.prompt_logprobs is set: None for the first
+    prompt token, then each token's PositionLogprobs given the tokens before it."""
     request_id: str
     prompt: Optional[str]
     prompt_token_ids: list[int]
     outputs: list[CompletionOutput]
     finished: bool
-    prompt_logprobs: None = field(default=None)
+    prompt_logprobs: Optional[list[Optional[PositionLogprobs]]] = field(default=None)
 
 
 class RequestState:
@@ -62,6 +68,8 @@ class RequestState:
                                          cumulative_logprob=0.0 if want_logprobs else None,
                                          logprobs=[] if want_logprobs else None)
                         for i in range(params.n)]
+        self.prompt_logprobs: Optional[list[Optional[PositionLogprobs]]] = \
+            [None] if params.prompt_logprobs is not None else None
         self.error: Optional[LlmcRuntimeError] = None
 
     @property
@@ -73,13 +81,18 @@ class RequestState:
             error_type = LlmcRequestError if event["rejected"] else LlmcRuntimeError
             self.error = error_type(event["error"])
             return
+        if event["prompt_logprobs"]:  # an event of its own, before the first token's
+            for token, logprob, rank, top in event["prompt_logprobs"]:
+                self.prompt_logprobs.append(self._logprobs(token, logprob, rank, top))
+            return
         sample = self.samples[event["index"]]
         token = event["token"]
         if token is not None:
             sample.token_ids.append(token)
             if sample.logprobs is not None:
                 sample.cumulative_logprob += event["logprob"]
-                sample.logprobs.append(self._logprobs(token, event))
+                sample.logprobs.append(self._logprobs(token, event["logprob"], event["rank"],
+                                                      event["top_logprobs"]))
         sample.text += event["text"]
         if event["finish_reason"] is not None:
             sample.finish_reason = event["finish_reason"]
@@ -91,12 +104,14 @@ class RequestState:
                   and sample.token_ids[-1] in self.params.stop_token_ids):
                 sample.stop_reason = sample.token_ids[-1]
 
-    def _logprobs(self, token: int, event: dict) -> dict[int, Logprob]:
-        entries = {}
-        for rank, (top_token, logprob) in enumerate(event["top_logprobs"], start=1):
-            entries[top_token] = Logprob(logprob, rank, self.decode_token(top_token))
-        if token not in entries:
-            entries[token] = Logprob(event["logprob"], None, self.decode_token(token))
+    def _logprobs(self, token: int, logprob: float, rank: int,
+                  top: list[tuple[int, float]]) -> PositionLogprobs:
+        """As vLLM orders them: the token at the position, then the most likely ones."""
+        entries = {token: Logprob(logprob, rank, self.decode_token(token))}
+        for top_rank, (top_token, top_logprob) in enumerate(top, start=1):
+            if top_token != token:
+                entries[top_token] = Logprob(top_logprob, top_rank,
+                                             self.decode_token(top_token))
         return entries
 
     def output(self) -> RequestOutput:
@@ -104,5 +119,6 @@ class RequestState:
         samples = [CompletionOutput(s.index, s.text, list(s.token_ids), s.cumulative_logprob,
                                     None if s.logprobs is None else list(s.logprobs),
                                     s.finish_reason, s.stop_reason) for s in self.samples]
+        prompt_logprobs = None if self.prompt_logprobs is None else list(self.prompt_logprobs)
         return RequestOutput(self.request_id, self.prompt, list(self.prompt_token_ids),
-                             samples, self.finished)
+                             samples, self.finished, prompt_logprobs)

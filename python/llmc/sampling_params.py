@@ -76,7 +76,9 @@ class SamplingParams:
     tokens are sampled (vLLM's). skip_special_tokens: leave special tokens' text out of the
     output text (vLLM's; their ids stay in token_ids). truncate_prompt_tokens: keep only
     the prompt's last k tokens (vLLM's; -1: as many as max_model_len). logprobs: return the
-    chosen token's logprob and this many most likely ones at each position. ignore_eos: run
+    chosen token's logprob and this many most likely ones at each position. prompt_logprobs:
+    the same for every prompt token but the first, given the tokens before it (vLLM's; the
+    prompt is then computed whole, without the prefix cache). ignore_eos: run
     past the model's end-of-sequence tokens. structured_outputs: a StructuredOutputsParams
     that every sample's text follows."""
 
@@ -96,6 +98,7 @@ class SamplingParams:
     min_tokens: int = 0
     allowed_token_ids: Optional[list[int]] = None
     logprobs: Optional[int] = None
+    prompt_logprobs: Optional[int] = None
     ignore_eos: bool = False
     include_stop_str_in_output: bool = False
     skip_special_tokens: bool = True
@@ -123,8 +126,10 @@ class SamplingParams:
                    f"{name} must be in [-2, 2], got {value!r}")
         _check(_is_number(self.repetition_penalty) and self.repetition_penalty > 0,
                f"repetition_penalty must be > 0, got {self.repetition_penalty!r}")
-        _check(self.logprobs is None or (_is_int(self.logprobs) and self.logprobs >= 0),
-               f"logprobs must be None or an int >= 0, got {self.logprobs!r}")
+        for name in ("logprobs", "prompt_logprobs"):
+            value = getattr(self, name)
+            _check(value is None or (_is_int(value) and value >= 0),
+                   f"{name} must be None or an int >= 0, got {value!r}")
         bias = dict(self.logit_bias or {})
         _check(all(_is_int(token) and token >= 0 and _is_number(value) and -100 <= value <= 100
                    for token, value in bias.items()),
@@ -177,6 +182,8 @@ class SamplingParams:
             options["seed"] = self.seed
         if self.logprobs is not None:
             options["logprobs"] = self.logprobs
+        if self.prompt_logprobs is not None:
+            options["prompt_logprobs"] = self.prompt_logprobs
         if self.logit_bias:
             options["logit_bias"] = {str(token): float(bias)
                                      for token, bias in self.logit_bias.items()}

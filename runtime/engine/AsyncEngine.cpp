@@ -59,6 +59,8 @@ std::vector<RequestId> AsyncEngine::submit(std::vector<AsyncRequest> requests) {
       stream.onEvent = std::move(request.onEvent);
       stream.unfinishedSamples = std::max<int32_t>(request.options.n, 1);
       stream.numPromptTokens = static_cast<int64_t>(request.promptIds.size());
+      stream.returnPromptTokenIds = request.returnPromptTokenIds;
+      if (request.returnPromptTokenIds) stream.promptTokenIds = request.promptIds;
       if (request.detokenize)
         for (int32_t i = 0; i < stream.unfinishedSamples; ++i) {
           SampleText &sample = stream.samples.emplace_back();
@@ -129,8 +131,9 @@ void AsyncEngine::tokenizeLoop() {
       }
       std::lock_guard<std::mutex> lock(mutex);
       auto found = streams.find(id);
-      if (found != streams.end())
-        found->second.numPromptTokens = static_cast<int64_t>(add.prompt.size());
+      if (found == streams.end()) continue;
+      found->second.numPromptTokens = static_cast<int64_t>(add.prompt.size());
+      if (found->second.returnPromptTokenIds) found->second.promptTokenIds = add.prompt;
     }
     commands.push(std::move(adds));
   }
@@ -246,6 +249,9 @@ void AsyncEngine::deliver(const Output &output) {
     Stream &stream = found->second;
     callback = stream.onEvent;
     event.numPromptTokens = stream.numPromptTokens;
+    // The first event takes them; later ones find the vector empty.
+    event.promptTokenIds = std::move(stream.promptTokenIds);
+    stream.promptTokenIds.clear();
     if (output.step && !stream.samples.empty()) sample = &stream.samples.at(output.step->index);
   }
   event.request = output.id;
@@ -255,8 +261,10 @@ void AsyncEngine::deliver(const Output &output) {
     event.index = output.step->index;
     event.token = output.step->token;
     event.finishReason = output.step->finishReason;
+    event.promptLogprobs = output.step->promptLogprobs;
   }
-  if (sample && !addText(*sample, event)) return;
+  // Prompt logprobs come before any text.
+  if (sample && event.promptLogprobs.empty() && !addText(*sample, event)) return;
   if (callback) callback(event);
 
   if (!event.last()) return;

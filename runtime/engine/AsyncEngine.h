@@ -8,7 +8,8 @@
 //                                                                               calls back
 //
 // Any thread may submit() and abort(). Each request's callback runs on the
-// output thread, in order, one StreamEvent per new token of each sample; the
+// output thread, in order, one StreamEvent per new token of each sample
+// (after those of its prompt logprobs, when it asked for them); the
 // last event of a sample has its finishReason set, or `error` for a request
 // that failed as a whole (rejected, or the model failed). Stop strings are
 // matched on the output thread, on the detokenized text: a sample that meets
@@ -49,6 +50,9 @@ struct StreamEvent {
   /// The sample (0 for a request-wide error).
   int32_t index = 0;
   std::optional<SampledToken> token;
+  /// Prompt logprobs (RequestOptions::promptLogprobs), on events of their
+  /// own before the first token's: see StepOutput::promptLogprobs.
+  std::vector<SampledToken> promptLogprobs;
   /// The text the token completes (incremental: never half a character),
   /// when the request asked for text; the rest of the text on the last event.
   std::string text;
@@ -58,6 +62,9 @@ struct StreamEvent {
   std::optional<std::string> stopString;
   /// The prompt's length in tokens (0 on a rejection).
   int64_t numPromptTokens = 0;
+  /// The prompt's tokens as the engine runs them (tokenized, truncated), on
+  /// the request's first event when AsyncRequest::returnPromptTokenIds.
+  std::vector<int32_t> promptTokenIds;
   /// Non-empty on a request's only event when it failed as a whole;
   /// `rejected` tells the caller's fault (a bad request) from the engine's.
   std::string error;
@@ -87,6 +94,8 @@ struct AsyncRequest {
   /// Each sample ends before the first of these in its text (needs
   /// `detokenize`).
   std::vector<std::string> stopStrings;
+  /// Give the request's first event the prompt's token ids (an echo).
+  bool returnPromptTokenIds = false;
   StreamCallback onEvent;
 };
 
@@ -187,6 +196,9 @@ private:
     std::vector<SampleText> samples; // empty without detokenize
     int32_t unfinishedSamples;
     int64_t numPromptTokens = 0;
+    /// The prompt's ids, kept for the first event (returnPromptTokenIds).
+    bool returnPromptTokenIds = false;
+    std::vector<int32_t> promptTokenIds;
   };
 
   void tokenizeLoop();

@@ -101,6 +101,14 @@ std::string readFile(const std::string &path) {
   return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
 }
 
+/// The top logprobs as [(token, logprob), ...].
+nb::list topLogprobs(const SampledToken &token) {
+  nb::list top;
+  for (const TokenLogprob &entry : token.topLogprobs)
+    top.append(nb::make_tuple(entry.token, entry.logprob));
+  return top;
+}
+
 nb::dict eventToPython(const StreamEvent &event) {
   nb::dict result;
   result["request"] = event.request;
@@ -108,15 +116,18 @@ nb::dict eventToPython(const StreamEvent &event) {
   if (event.token) {
     result["token"] = event.token->token;
     result["logprob"] = event.token->logprob;
-    nb::list top;
-    for (const TokenLogprob &entry : event.token->topLogprobs)
-      top.append(nb::make_tuple(entry.token, entry.logprob));
-    result["top_logprobs"] = top;
+    result["rank"] = event.token->rank;
+    result["top_logprobs"] = topLogprobs(*event.token);
   } else {
     result["token"] = nb::none();
     result["logprob"] = nb::none();
+    result["rank"] = nb::none();
     result["top_logprobs"] = nb::list();
   }
+  nb::list prompt;
+  for (const SampledToken &entry : event.promptLogprobs)
+    prompt.append(nb::make_tuple(entry.token, entry.logprob, entry.rank, topLogprobs(entry)));
+  result["prompt_logprobs"] = prompt;
   result["text"] = text(event.text);
   result["finish_reason"] = event.finishReason == FinishReason::None
                                 ? nb::object(nb::none())
@@ -241,8 +252,9 @@ void bindServing(nb::module_ &module) {
           "its output. Raises LlmcRequestError for one the engine refuses.")
       .def("poll", &LLMEngine::poll, nb::arg("timeout"),
            "The events since the last poll, after waiting up to `timeout` seconds for one: "
-           "dicts of request, index, token, logprob, top_logprobs, text, finish_reason, "
-           "stop_string, num_prompt_tokens, error, rejected")
+           "dicts of request, index, token, logprob, rank, top_logprobs, prompt_logprobs "
+           "([(token, logprob, rank, top_logprobs)] for prompt tokens 1, 2, ...), text, "
+           "finish_reason, stop_string, num_prompt_tokens, error, rejected")
       .def(
           "abort", [](LLMEngine &self, uint64_t id) { self.engine->abort(id); }, nb::arg("id"),
           nb::call_guard<nb::gil_scoped_release>())

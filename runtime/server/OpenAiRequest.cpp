@@ -364,17 +364,24 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   for (const char *name : {"functions", "audio", "modalities"})
     fields.unsupported(name, json());
   if (!chat) fields.unsupported("tools", json());
-  fields.unsupported("echo", false);
+  // Chat's echo (vLLM's: the last message) is another thing than completions'.
+  if (chat)
+    fields.unsupported("echo", false);
+  else
+    request.echo = fields.flag("echo", false);
   fields.unsupported("suffix", "");
   fields.unsupported("best_of", fields.find("n") ? *fields.find("n") : json(1));
 
   RequestOptions &options = request.options;
   SamplingParams &sampling = options.sampling;
   options.n = static_cast<int32_t>(fields.integer("n", 1, 128).value_or(1));
-  // Chat: max_completion_tokens is the newer name of max_tokens.
-  std::optional<int64_t> maxTokens = fields.integer("max_tokens", 1, maxModelLen);
+  // Chat: max_completion_tokens is the newer name of max_tokens. An echo may
+  // ask for no token at all: the engine samples one, which is left out.
+  std::optional<int64_t> maxTokens = fields.integer("max_tokens", request.echo ? 0 : 1,
+                                                    maxModelLen);
   if (chat && !maxTokens) maxTokens = fields.integer("max_completion_tokens", 1, maxModelLen);
-  options.maxTokens = maxTokens.value_or(chat ? maxModelLen : 16);
+  request.echoOnly = maxTokens == 0;
+  options.maxTokens = request.echoOnly ? 1 : maxTokens.value_or(chat ? maxModelLen : 16);
 
   sampling.temperature = static_cast<float>(fields.number("temperature", 1.0, 0.0, 2.0));
   sampling.topP = static_cast<float>(fields.number("top_p", 1.0, 1e-9, 1.0));
@@ -410,6 +417,12 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
     request.logprobs = static_cast<int32_t>(*top);
   }
   sampling.logprobs = request.logprobs;
+  // vLLM's prompt_logprobs; an echo with logprobs needs them too, as many.
+  if (std::optional<int64_t> count = fields.integer("prompt_logprobs", 0, 20))
+    request.promptLogprobs = static_cast<int32_t>(*count);
+  options.promptLogprobs = request.promptLogprobs;
+  if (request.echo && request.logprobs && !options.promptLogprobs)
+    options.promptLogprobs = request.logprobs;
 
   request.stop = readStop(fields);
   request.includeStopStrInOutput = fields.flag("include_stop_str_in_output", false);
@@ -442,6 +455,8 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
     if (!streamOptions->is_object()) Fields::fail("stream_options", "must be an object");
     request.includeUsage = Fields(*streamOptions).flag("include_usage", false);
   }
+  if (request.stream && request.promptLogprobs)
+    Fields::fail("prompt_logprobs", "is not supported with 'stream': true");
   return request;
 }
 

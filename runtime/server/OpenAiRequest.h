@@ -4,12 +4,13 @@
 // what the engine runs, checking each field's type and range as OpenAI's API
 // does; any fault is an ApiError (400) naming the field. Also vLLM's
 // POST /tokenize and /detokenize. Fields of OpenAI's
-// that llmc does not serve (echo, best_of, suffix, tools, ...) are refused
+// that llmc does not serve (best_of, suffix, chat's echo, ...) are refused
 // rather than silently ignored; unknown fields are ignored, as vLLM does.
 // Chat requests may carry tools (tools, tool_choice, parallel_tool_calls) and
-// chat_template_kwargs. vLLM's extensions top_k, min_p, repetition_penalty, ignore_eos,
-// stop_token_ids, min_tokens, allowed_token_ids, include_stop_str_in_output,
-// skip_special_tokens and truncate_prompt_tokens are accepted too, and its structured-output fields
+// chat_template_kwargs; completions echo. vLLM's extensions top_k, min_p,
+// repetition_penalty, ignore_eos, stop_token_ids, min_tokens, allowed_token_ids,
+// include_stop_str_in_output, skip_special_tokens, truncate_prompt_tokens and
+// prompt_logprobs are accepted too, and its structured-output fields
 // guided_json, guided_regex, guided_choice and guided_grammar beside
 // OpenAI's response_format.
 //
@@ -55,6 +56,13 @@ struct GenerationRequest {
   bool includeUsage = false;
   /// Return logprobs, with this many top alternatives per token.
   std::optional<int32_t> logprobs;
+  /// vLLM's prompt_logprobs: return the prompt tokens' logprobs, with this
+  /// many top alternatives (not when streaming).
+  std::optional<int32_t> promptLogprobs;
+  /// Completions' echo: each choice's text (and logprobs) starts with the
+  /// prompt's; with max_tokens 0 (echoOnly) it is the prompt alone.
+  bool echo = false;
+  bool echoOnly = false;
   /// What the output is constrained to (response_format, guided_*, or the
   /// call that tool_choice requires), compiled into options.grammar by the
   /// server.

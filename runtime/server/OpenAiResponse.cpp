@@ -34,15 +34,20 @@ const char *finishReasonText(FinishReason reason) {
 }
 
 ResponseBuilder::ResponseBuilder(const GenerationRequest &request, std::string modelName,
-                                 size_t numChoices, const tokenizer::Tokenizer *tokenizer)
+                                 size_t numPrompts, const tokenizer::Tokenizer *tokenizer)
     : chat(request.endpoint == Endpoint::ChatCompletions), stream(request.stream),
       withLogprobs(request.logprobs.has_value()),
-      includeStopString(request.includeStopStrInOutput), id(randomId(chat ? "chatcmpl-" : "cmpl-")),
-      model(std::move(modelName)),
+      withPromptLogprobs(request.promptLogprobs.has_value()), echo(request.echo),
+      echoOnly(request.echoOnly), includeStopString(request.includeStopStrInOutput),
+      id(randomId(chat ? "chatcmpl-" : "cmpl-")), model(std::move(modelName)),
       created(std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count()),
-      tokenizer(tokenizer), choices(numChoices) {
+      tokenizer(tokenizer), prompts(numPrompts),
+      choicesPerPrompt(static_cast<size_t>(request.options.n)),
+      choices(numPrompts * choicesPerPrompt) {
+  for (size_t i = 0; i < numPrompts && i < request.prompts.size(); ++i)
+    if (request.truncatePromptTokens == 0) prompts[i].text = request.prompts[i].text;
   bool mistralIds = request.modelToolCallFormat == ToolCallFormat::Mistral;
   for (Choice &choice : choices) {
     if (request.toolCallFormat)
@@ -88,6 +93,66 @@ json ResponseBuilder::tokenLogprobs(const SampledToken &token, size_t offset) co
           {"token_logprobs", {token.logprob}},
           {"top_logprobs", json::array({std::move(top)})},
           {"text_offset", {offset}}};
+}
+
+std::string ResponseBuilder::echoText(const Prompt &prompt) const {
+  if (prompt.text) return *prompt.text;
+  return tokenizer ? tokenizer->decode(prompt.ids, /*skipSpecialTokens=*/false) : std::string();
+}
+
+json ResponseBuilder::echoLogprobs(const Prompt &prompt) const {
+  json tokens = json::array(), logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  size_t offset = 0;
+  for (size_t i = 0; i < prompt.ids.size(); ++i) {
+    std::string text = tokenText(prompt.ids[i]);
+    tokens.push_back(text);
+    offsets.push_back(offset);
+    offset += text.size();
+    // Token i's logprob is entry i - 1; the first token has none.
+    if (i == 0 || i > prompt.logprobs.size()) {
+      logprobs.push_back(nullptr);
+      top.push_back(nullptr);
+      continue;
+    }
+    const SampledToken &entry = prompt.logprobs[i - 1];
+    logprobs.push_back(entry.logprob);
+    json alternatives = json::object();
+    for (const TokenLogprob &alternative : entry.topLogprobs)
+      alternatives[tokenText(alternative.token)] = alternative.logprob;
+    top.push_back(std::move(alternatives));
+  }
+  json result = json::object();
+  result["tokens"] = std::move(tokens);
+  result["token_logprobs"] = std::move(logprobs);
+  result["top_logprobs"] = std::move(top);
+  result["text_offset"] = std::move(offsets);
+  return result;
+}
+
+json ResponseBuilder::promptLogprobs(const Prompt &prompt) const {
+  json list = json::array();
+  list.push_back(nullptr);
+  auto entryOf = [&](int32_t token, float logprob, int64_t rank) {
+    json entry = json::object();
+    entry["logprob"] = logprob;
+    entry["rank"] = rank;
+    entry["decoded_token"] = tokenText(token);
+    return entry;
+  };
+  for (const SampledToken &token : prompt.logprobs) {
+    // The prompt's token first, then its alternatives, as vLLM orders them.
+    json position = json::object();
+    position[std::to_string(token.token)] = entryOf(token.token, token.logprob, token.rank);
+    for (size_t k = 0; k < token.topLogprobs.size(); ++k) {
+      const TokenLogprob &alternative = token.topLogprobs[k];
+      std::string key = std::to_string(alternative.token);
+      if (!position.contains(key))
+        position[key] = entryOf(alternative.token, alternative.logprob, int64_t(k + 1));
+    }
+    list.push_back(std::move(position));
+  }
+  return list;
 }
 
 void ResponseBuilder::appendLogprobs(json &into, const json &more) {
@@ -182,32 +247,54 @@ std::vector<json> ResponseBuilder::chatDeltas(Choice &choice, const StreamEvent 
   return deltas;
 }
 
-std::vector<json> ResponseBuilder::add(size_t index, const StreamEvent &matched) {
+std::vector<json> ResponseBuilder::add(size_t promptIndex, const StreamEvent &matched) {
+  Prompt &prompt = prompts.at(promptIndex);
+  if (!matched.promptTokenIds.empty()) prompt.ids = matched.promptTokenIds;
+  if (!matched.promptLogprobs.empty()) {
+    prompt.logprobs.insert(prompt.logprobs.end(), matched.promptLogprobs.begin(),
+                           matched.promptLogprobs.end());
+    return {};
+  }
   std::optional<StreamEvent> withStop;
   if (includeStopString && matched.stopString) {
     withStop = matched;
     withStop->text += *matched.stopString;
   }
   const StreamEvent &event = withStop ? *withStop : matched;
+  size_t index = promptIndex * choicesPerPrompt + static_cast<size_t>(event.index);
   Choice &choice = choices.at(index);
+  // The choice's new text: the echo first, with its first token or its end.
+  std::string text;
   json logprobs;
-  if (event.token) {
+  if (echo && !choice.echoed && (event.token || event.last())) {
+    choice.echoed = true;
+    text = echoText(prompt);
+    if (withLogprobs) logprobs = echoLogprobs(prompt);
+  }
+  // An echo alone leaves out the one token the engine sampled.
+  if (event.token && !echoOnly) {
     ++choice.tokens;
-    if (withLogprobs) logprobs = tokenLogprobs(*event.token, choice.text.size());
+    if (withLogprobs)
+      appendLogprobs(logprobs, tokenLogprobs(*event.token, choice.text.size() + text.size()));
   }
   if (const char *reason = finishReasonText(event.finishReason)) {
     choice.finishReason = reason;
-    if (event.stopString)
+    if (echoOnly) {
+      // Nothing was generated: max_tokens 0 is what ended it.
+      if (event.finishReason != FinishReason::Abort) choice.finishReason = "length";
+    } else if (event.stopString) {
       choice.stopReason = *event.stopString;
-    else if (event.finishReason == FinishReason::Stop && event.token)
+    } else if (event.finishReason == FinishReason::Stop && event.token) {
       choice.stopReason = event.token->token;
+    }
   }
-  choice.text += event.text; // streamed too: the text offsets of logprobs count it
+  if (!echoOnly) text += event.text;
+  choice.text += text; // streamed too: the text offsets of logprobs count it
   std::vector<json> deltas;
   if (chat)
     deltas = chatDeltas(choice, event);
-  else if (!event.text.empty())
-    deltas.push_back({{"text", event.text}});
+  else if (!text.empty())
+    deltas.push_back({{"text", text}});
   if (!stream) {
     if (!logprobs.is_null()) appendLogprobs(choice.logprobs, logprobs);
     return {};
@@ -282,9 +369,12 @@ json ResponseBuilder::response() const {
     entry["logprobs"] = choice.logprobs;
     entry["finish_reason"] = finishReasonOf(choice);
     entry["stop_reason"] = choice.stopReason;
+    if (withPromptLogprobs && !chat)
+      entry["prompt_logprobs"] = promptLogprobs(prompts[i / choicesPerPrompt]);
     list.push_back(std::move(entry));
   }
   body["choices"] = std::move(list);
+  if (withPromptLogprobs && chat) body["prompt_logprobs"] = promptLogprobs(prompts.at(0));
   body["usage"] = usage();
   return body;
 }

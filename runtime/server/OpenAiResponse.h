@@ -7,6 +7,9 @@
 // request with tools has its choices' tool calls read out of their text
 // (ToolCalls.h) and sent as OpenAI's tool_calls, streamed as deltas; a
 // reasoning model's <think> text goes to reasoning_content (Reasoning.h).
+// A completion's echo starts each choice with its prompt (and the prompt
+// tokens' logprobs, the first null, when logprobs are asked for); vLLM's
+// prompt_logprobs go in each choice (completions) or beside the choices (chat).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_SERVER_OPENAIRESPONSE_H
@@ -33,13 +36,15 @@ const char *finishReasonText(FinishReason reason);
 
 class ResponseBuilder {
 public:
-  /// `tokenizer` names the tokens of logprobs (which need one).
-  ResponseBuilder(const GenerationRequest &request, std::string modelName, size_t numChoices,
+  /// `request.options.n` choices for each of `numPrompts` prompts, the
+  /// request's text prompts still in it (echoed as given). `tokenizer` names
+  /// the tokens of logprobs (which need one).
+  ResponseBuilder(const GenerationRequest &request, std::string modelName, size_t numPrompts,
                   const tokenizer::Tokenizer *tokenizer);
 
-  /// Takes the event of choice `index`; returns its streamed chunks (none
-  /// when it carries nothing to send).
-  std::vector<nlohmann::ordered_json> add(size_t index, const StreamEvent &event);
+  /// Takes an event of prompt `prompt` (of its choice event.index); returns
+  /// its streamed chunks (none when it carries nothing to send).
+  std::vector<nlohmann::ordered_json> add(size_t prompt, const StreamEvent &event);
   void addPromptTokens(int64_t count) { promptTokens += count; }
   int64_t numPromptTokens() const { return promptTokens; }
 
@@ -49,7 +54,16 @@ public:
   nlohmann::ordered_json response() const;
 
 private:
+  /// What an echo and prompt logprobs need of one prompt.
+  struct Prompt {
+    /// The text to echo as given: a text prompt's, unless truncated.
+    std::optional<std::string> text;
+    std::vector<int32_t> ids;
+    /// The logprobs of tokens 1, 2, ... so far.
+    std::vector<SampledToken> logprobs;
+  };
   struct Choice {
+    bool echoed = false;
     std::string text;
     int64_t tokens = 0;
     const char *finishReason = nullptr;
@@ -88,11 +102,21 @@ private:
   nlohmann::ordered_json tokenLogprobs(const SampledToken &token, size_t offset) const;
   /// Appends one token's logprobs to those of the tokens before it.
   static void appendLogprobs(nlohmann::ordered_json &into, const nlohmann::ordered_json &more);
+  /// The echo of a prompt: its text, and its tokens' logprobs in the
+  /// completions format (offsets from 0; null for the first token).
+  std::string echoText(const Prompt &prompt) const;
+  nlohmann::ordered_json echoLogprobs(const Prompt &prompt) const;
+  /// vLLM's prompt_logprobs: null, then per token {"id": {logprob, rank,
+  /// decoded_token}} for it and its alternatives.
+  nlohmann::ordered_json promptLogprobs(const Prompt &prompt) const;
   std::string tokenText(int32_t id) const;
 
   bool chat;
   bool stream;
   bool withLogprobs;
+  bool withPromptLogprobs;
+  bool echo;
+  bool echoOnly;
   /// vLLM's include_stop_str_in_output: a matched stop string ends the text.
   bool includeStopString;
   std::string id;
@@ -103,6 +127,8 @@ private:
   /// [TOOL_CALLS]), which decoding leaves out of the text; -1 when none.
   int32_t toolMarkerToken = -1;
   std::string toolMarker;
+  std::vector<Prompt> prompts;
+  size_t choicesPerPrompt;
   std::vector<Choice> choices;
   int64_t promptTokens = 0;
 };

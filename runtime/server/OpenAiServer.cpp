@@ -275,9 +275,11 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
   }
   bool hasText = false;
   for (const PromptInput &prompt : request.prompts) hasText |= prompt.text.has_value();
-  if (!served.tokenizer && (hasText || !request.stop.empty() || request.logprobs))
+  if (!served.tokenizer &&
+      (hasText || !request.stop.empty() || request.logprobs || request.promptLogprobs ||
+       request.echo))
     throw ApiError(400, "this model has no tokenizer: give prompts as token ids, without stop "
-                        "strings or logprobs");
+                        "strings, logprobs or echo");
   if (request.grammar) {
     if (!served.grammars)
       throw ApiError(400, "this model has no tokenizer: '" + request.grammar->field +
@@ -294,6 +296,8 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
 
   const size_t samples = static_cast<size_t>(request.options.n);
   const size_t numPrompts = request.prompts.size();
+  // Before the prompts move into the engine's requests: an echo takes their text.
+  ResponseBuilder builder(request, served.name, numPrompts, served.tokenizer);
   auto mailbox = std::make_shared<Mailbox<PromptEvent>>(exchange.executor());
   std::vector<AsyncRequest> works;
   for (size_t i = 0; i < numPrompts; ++i) {
@@ -306,6 +310,7 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
     work.skipSpecialTokens = request.skipSpecialTokens;
     work.truncatePromptTokens = request.truncatePromptTokens;
     work.stopStrings = request.stop;
+    work.returnPromptTokenIds = request.echo;
     auto timer = std::make_shared<TokenTimer>(arrival, request.options.n, metrics);
     work.onEvent = [mailbox, timer, i](const StreamEvent &event) {
       timer->observe(event);
@@ -329,7 +334,6 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
     for (RequestId id : ids) engine.abort(id);
   });
 
-  ResponseBuilder builder(request, served.name, numPrompts * samples, served.tokenizer);
   std::vector<size_t> openSamples(numPrompts, samples);
   std::vector<bool> promptCounted(numPrompts, false);
   size_t unfinished = numPrompts * samples;
@@ -352,7 +356,7 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
         for (RequestId id : ids) engine.abort(id);
         continue;
       }
-      std::vector<json> eventChunks = builder.add(prompt * samples + event.index, event);
+      std::vector<json> eventChunks = builder.add(prompt, event);
       if (event.last()) {
         --openSamples[prompt];
         --unfinished;

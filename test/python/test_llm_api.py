@@ -235,6 +235,37 @@ def test_logprobs(llm):
     assert sample.cumulative_logprob == pytest.approx(total, abs=1e-4)
     plain = llm.generate(PROMPTS[0], GREEDY, use_tqdm=False)[0].outputs[0]
     assert plain.logprobs is None and plain.cumulative_logprob is None
+    assert output.prompt_logprobs is None
+
+
+def test_prompt_logprobs_are_onnxruntimes(llm, model_dir):
+    """vLLM's RequestOutput.prompt_logprobs: None, then per prompt token {token id: Logprob}
+    of it (its rank under the model) and the 2 most likely, as onnxruntime's log-softmax over
+    the same file's logits gives them."""
+    import numpy as np
+    from llmc.testing.ort_reference import OrtDecoder
+
+    (output,) = llm.generate(PROMPTS[1], SamplingParams(temperature=0, max_tokens=2,
+                                                        prompt_logprobs=2), use_tqdm=False)
+    ids = output.prompt_token_ids
+    logits, _ = OrtDecoder(model_dir / "model.onnx").prefill([ids])
+    rows = logits[0].astype(np.float64)
+    reference = rows - rows.max(axis=-1, keepdims=True)
+    reference -= np.log(np.exp(reference).sum(axis=-1, keepdims=True))
+    assert output.prompt_logprobs[0] is None and len(output.prompt_logprobs) == len(ids)
+    tokenizer = llm.get_tokenizer()
+    for position, entries in enumerate(output.prompt_logprobs[1:]):
+        token = ids[position + 1]
+        row = reference[position]
+        assert next(iter(entries)) == token
+        assert entries[token].logprob == pytest.approx(row[token], abs=1e-4)
+        assert entries[token].rank == 1 + int((row > row[token] + 1e-4).sum())
+        assert entries[token].decoded_token == tokenizer.decode([token],
+                                                                skip_special_tokens=False)
+        by_rank = sorted(entries, key=lambda t: entries[t].rank)
+        assert by_rank[:2] == list(np.argsort(-row, kind="stable")[:2])
+    # The sampled tokens' logprobs are untouched; none asked, none given.
+    assert output.outputs[0].logprobs is None
 
 
 PERSON = {"type": "object", "additionalProperties": False, "required": ["name", "age", "tags"],

@@ -12,6 +12,10 @@ exercised end to end, fast. Checked:
     "stop"; or kept with include_stop_str_in_output), seeds (same seed, same text),
     logprobs, logit_bias, min_tokens, allowed_token_ids, skip_special_tokens and
     truncate_prompt_tokens;
+  * echo (streamed too) and vLLM's prompt_logprobs: the prompt tokens' logprobs are the
+    engine's own (llmc.engine, checked against onnxruntime in test_prompt_logprobs.py), and
+    an echo of a completion's own tokens scores them as that completion's logprobs said
+    (lm-eval-harness's loglikelihood request);
   * /tokenize and /detokenize give what `tokenizers` gives on the same tokenizer.json (the
     messages rendered by Jinja2);
   * every bad input gets an OpenAI-style JSON error with its status (400, 401, 404, 413, 429
@@ -242,6 +246,95 @@ def test_logprobs(client):
     assert len(content) == 3 and all(len(entry.top_logprobs) == 2 for entry in content)
 
 
+def engine_prompt_logprobs(artifact, ids: list[int], count: int) -> list[dict]:
+    """The engine's own prompt logprobs (llmc.engine on the same artifact): per prompt token
+    from the second, {token, logprob, rank, top_logprobs}."""
+    with Model(artifact, num_threads=1) as model, Engine(model) as engine:
+        engine.add_request(0, ids, max_tokens=1, temperature=0, prompt_logprobs=count)
+        entries = []
+        while engine.has_unfinished():
+            for output in engine.step():
+                entries += output["prompt_logprobs"]
+    return entries
+
+
+def token_text(tokenizer, token: int) -> str:
+    return tokenizer.decode([token], skip_special_tokens=False)
+
+
+def test_echo_gives_the_prompt_and_its_tokens_logprobs(client, artifact, tokenizer):
+    prompt = "The quick brown fox jumps over"
+    ids = tokenizer.encode(prompt)
+    options = dict(model="chat", max_tokens=3, temperature=0, logprobs=2,
+                   extra_body={"ignore_eos": True})
+    plain = client.completions.create(prompt=prompt, **options).choices[0]
+    echoed = client.completions.create(prompt=prompt, echo=True, **options).choices[0]
+    assert echoed.text == prompt + plain.text
+    logprobs = echoed.logprobs
+    assert logprobs.tokens == [token_text(tokenizer, t) for t in ids] + plain.logprobs.tokens
+    assert logprobs.token_logprobs[0] is None and logprobs.top_logprobs[0] is None
+    assert logprobs.text_offset[:2] == [0, len(token_text(tokenizer, ids[0]))]
+    assert logprobs.token_logprobs[len(ids):] == pytest.approx(plain.logprobs.token_logprobs,
+                                                               abs=1e-5)
+    reference = engine_prompt_logprobs(artifact, ids, 2)
+    assert len(reference) == len(ids) - 1
+    for position, entry in enumerate(reference, start=1):
+        assert logprobs.token_logprobs[position] == pytest.approx(entry["logprob"], abs=1e-6)
+        top = logprobs.top_logprobs[position]
+        assert max(top.values()) == pytest.approx(entry["top_logprobs"][0][1], abs=1e-6)
+        assert token_text(tokenizer, entry["top_logprobs"][0][0]) in top
+
+    # Streamed, the echo comes first and the pieces add up to the same text.
+    stream = client.completions.create(prompt=prompt, echo=True, stream=True, **options)
+    pieces = [chunk.choices[0].text for chunk in stream if chunk.choices]
+    assert pieces[0].startswith(prompt) and "".join(pieces) == echoed.text
+
+
+def test_an_echo_of_its_own_output_scores_it_as_lm_eval_reads_it(client, artifact, tokenizer):
+    """lm-eval-harness's loglikelihood: echo, max_tokens 0, logprobs 1. The continuation's
+    logprobs are those the model gave it when it generated it, each token the top one."""
+    ids = tokenizer.encode("Once upon a time there")
+    with Model(artifact, num_threads=1) as model, Engine(model) as engine:
+        generated = engine.generate([ids], max_tokens=4, temperature=0, logprobs=0)[0][0]
+    plain = client.completions.create(model="chat", prompt=ids, max_tokens=4, temperature=0,
+                                      logprobs=1, extra_body={"ignore_eos": True})
+    scored = client.completions.create(model="chat", prompt=ids + generated, max_tokens=0,
+                                       echo=True, logprobs=1, temperature=0)
+    choice = scored.choices[0]
+    assert choice.text == tokenizer.decode(ids + generated, skip_special_tokens=False)
+    assert choice.finish_reason == "length" and scored.usage.completion_tokens == 0
+    continuation = choice.logprobs.token_logprobs[len(ids):]
+    assert continuation == pytest.approx(plain.choices[0].logprobs.token_logprobs, abs=1e-5)
+    for token, top in zip(generated, choice.logprobs.top_logprobs[len(ids):]):
+        assert max(top, key=top.get) == token_text(tokenizer, token)
+
+
+def test_prompt_logprobs_in_vllms_format(client, artifact, tokenizer):
+    ids = tokenizer.encode("Hello there, how are you")
+    reference = engine_prompt_logprobs(artifact, ids, 2)
+    completion = client.completions.create(model="chat", prompt=ids, max_tokens=2, n=2,
+                                           temperature=0, extra_body={"prompt_logprobs": 2})
+    for choice in completion.choices:
+        positions = choice.model_extra["prompt_logprobs"]
+        assert positions[0] is None and len(positions) == len(ids)
+        for token, position, entry in zip(ids[1:], positions[1:], reference):
+            first = next(iter(position))
+            assert first == str(token)  # the prompt's token, then its alternatives
+            assert position[first]["logprob"] == pytest.approx(entry["logprob"], abs=1e-6)
+            assert position[first]["rank"] == entry["rank"]
+            assert position[first]["decoded_token"] == token_text(tokenizer, token)
+            for rank, (top_token, top_logprob) in enumerate(entry["top_logprobs"], start=1):
+                assert position[str(top_token)]["logprob"] == pytest.approx(top_logprob, abs=1e-6)
+                if top_token != token:
+                    assert position[str(top_token)]["rank"] == rank
+    reply = client.chat.completions.create(model="chat", messages=[{"role": "user",
+                                                                    "content": "Hi"}],
+                                           max_tokens=1, extra_body={"prompt_logprobs": 0})
+    positions = reply.model_extra["prompt_logprobs"]
+    assert positions[0] is None and len(positions) == reply.usage.prompt_tokens
+    assert all(len(position) == 1 for position in positions[1:])
+
+
 def test_logit_bias_bans_and_forces_tokens(client, artifact, tokenizer):
     prompt = "The quick brown fox"
     ids = tokenizer.encode(prompt)
@@ -383,7 +476,10 @@ def test_token_id_prompts_and_a_batch_of_prompts(client, tokenizer):
     ({}, 400, "prompt"),
     ({"prompt": [1, -2]}, 400, "prompt"),
     ({"prompt": "x", "stream_options": {"include_usage": True}}, 400, "stream_options"),
-    ({"prompt": "x", "echo": True}, 400, "echo"),
+    ({"prompt": "x", "echo": "yes"}, 400, "echo"),
+    ({"prompt": "x", "max_tokens": 0}, 400, "max_tokens"),
+    ({"prompt": "x", "prompt_logprobs": 21}, 400, "prompt_logprobs"),
+    ({"prompt": "x", "prompt_logprobs": 1, "stream": True}, 400, "prompt_logprobs"),
     ({"prompt": "x", "logit_bias": {"x": 1}}, 400, "logit_bias"),
     ({"prompt": "x", "logit_bias": {"5": 101}}, 400, "logit_bias"),
     ({"prompt": "x", "logit_bias": [5]}, 400, "logit_bias"),

@@ -248,6 +248,46 @@ TEST_F(AsyncEngineTest, ATruncatedPromptKeepsItsLastTokens) {
   EXPECT_EQ(truncated.tokens[0], toyContinuation({6, 5}, 4, 64));
 }
 
+TEST_F(AsyncEngineTest, PromptTokensAndTheirLogprobsComeFirst) {
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer = toyTokenizer();
+  AsyncEngine engine(*model, tokenizer.get(), {});
+  std::vector<StreamEvent> events;
+  std::promise<void> done;
+  AsyncRequest work;
+  work.promptIds = {9, 8, 7, 6, 5};
+  work.truncatePromptTokens = 4;
+  work.returnPromptTokenIds = true;
+  work.detokenize = true;
+  work.options.maxTokens = 2;
+  work.options.sampling.temperature = 0;
+  work.options.promptLogprobs = 1;
+  work.onEvent = [&](const StreamEvent &event) {
+    events.push_back(event);
+    if (event.last()) done.set_value();
+  };
+  engine.submit(std::move(work));
+  ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  // The prompt as run (truncated) on the first event only; its tokens 1..3's
+  // logprobs, without text, before the two tokens.
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events[0].promptTokenIds, (std::vector<int32_t>{8, 7, 6, 5}));
+  std::vector<int32_t> scored;
+  size_t i = 0;
+  for (; i < events.size() && !events[i].promptLogprobs.empty(); ++i) {
+    EXPECT_FALSE(events[i].token);
+    EXPECT_TRUE(events[i].text.empty());
+    for (const SampledToken &entry : events[i].promptLogprobs) scored.push_back(entry.token);
+  }
+  EXPECT_EQ(scored, (std::vector<int32_t>{7, 6, 5}));
+  std::vector<int32_t> tokens;
+  for (; i < events.size(); ++i) {
+    EXPECT_TRUE(events[i].promptTokenIds.empty());
+    EXPECT_TRUE(events[i].promptLogprobs.empty());
+    if (events[i].token) tokens.push_back(events[i].token->token);
+  }
+  EXPECT_EQ(tokens, toyContinuation({8, 7, 6, 5}, 2, 64));
+}
+
 TEST_F(AsyncEngineTest, ShutdownWithoutDrainAbortsWhatIsPending) {
   AsyncEngineConfig config;
   config.maxPendingRequests = 3;

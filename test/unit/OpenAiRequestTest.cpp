@@ -79,6 +79,36 @@ TEST(OpenAiRequest, SamplingFieldsAndVllmExtensions) {
   EXPECT_TRUE(request.includeStopStrInOutput);
 }
 
+TEST(OpenAiRequest, EchoAndPromptLogprobs) {
+  GenerationRequest echo = completion(R"({"prompt": "x", "echo": true, "logprobs": 2})");
+  EXPECT_TRUE(echo.echo);
+  EXPECT_FALSE(echo.echoOnly);
+  EXPECT_FALSE(echo.promptLogprobs); // not asked for: only the echo's logprobs need them
+  EXPECT_EQ(echo.options.promptLogprobs, 2);
+  EXPECT_FALSE(completion(R"({"prompt": "x", "echo": true})").options.promptLogprobs);
+  // max_tokens 0 echoes the prompt alone; the engine still samples one token.
+  GenerationRequest alone = completion(R"({"prompt": "x", "echo": true, "max_tokens": 0})");
+  EXPECT_TRUE(alone.echoOnly);
+  EXPECT_EQ(alone.options.maxTokens, 1);
+  GenerationRequest vllm = completion(R"({"prompt": "x", "prompt_logprobs": 3, "logprobs": 1})");
+  EXPECT_EQ(vllm.promptLogprobs, 3);
+  EXPECT_EQ(vllm.options.promptLogprobs, 3);
+  EXPECT_FALSE(vllm.echo);
+
+  Endpoint completions = Endpoint::Completions, chat = Endpoint::ChatCompletions;
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "prompt_logprobs": 21})"), "prompt_logprobs");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "prompt_logprobs": 1, "stream": true})"),
+            "prompt_logprobs");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "echo": 1})"), "echo");
+  EXPECT_EQ(faultOf(completions, R"({"prompt": "x", "echo": true, "max_tokens": -1})"),
+            "max_tokens");
+  EXPECT_EQ(faultOf(chat, R"({"messages": [{"role": "user", "content": "x"}], "echo": true})"),
+            "echo");
+  EXPECT_EQ(faultOf(chat, R"({"messages": [{"role": "user", "content": "x"}],
+                              "prompt_logprobs": 0})"),
+            "");
+}
+
 TEST(OpenAiRequest, FaultsNameTheirField) {
   Endpoint completions = Endpoint::Completions;
   EXPECT_EQ(faultOf(completions, R"({"prompt": "x"})"), "");
