@@ -3,8 +3,12 @@
 A cuda artifact's attention.cu (the source NVRTC compiled) is built for the host against
 llmc/testing/cuda_emulation.h and its prefill, decode and combine kernels run as the step
 plan launches them, over a ragged batch of prefill chunks (with and without cached context,
-longer than one tile) and decode rows, with shuffled block tables in the second layer of the
-pool. The result must match attention computed in float64 from the same bf16/f16 inputs.
+longer than one tile) and decode rows, with shuffled block tables in one layer of the pool.
+The result must match attention computed in float64 from the same bf16/f16 inputs. The
+real exporters' Gemma-2 (the genai builder's local layer: a window of 16 keys, a softcap of 50)
+and Mistral (a window of 20) check the windowed kernels: the blocks wholly before a
+sequence's window are NaN, as blocks the engine gave back may hold anything, so a kernel
+that reads one fails.
 What this cannot show (speed, the tensor cores' own rounding, the driver) needs a GPU:
 scripts/gpu-check.sh.
 """
@@ -20,10 +24,12 @@ import pytest
 
 from llmc.testing.cuda_emulation import EmulatedKernels
 from llmc.testing.fixtures import write_variant
+from test_exporters import EXPORTS_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = ROOT / "build" / "bin" / "llmc"
-CONFIG = re.compile(r"attention_d(\d+)_g(\d+)_kv(\d+)_bs(\d+)_(bf16|f16)_s0x([0-9a-f]+)(?:_u)?_prefill")
+CONFIG = re.compile(r"attention_d(\d+)_g(\d+)_kv(\d+)_bs(\d+)_(bf16|f16)_s0x([0-9a-f]+)"
+                    r"(?:_w(\d+))?(?:_c0x([0-9a-f]+))?(?:_u)?_prefill")
 
 # (query rows, context) per sequence: a prompt longer than a tile, decode rows, a chunk
 # after cached context, a two-row chunk, and decode at the first and at a long position.
@@ -31,18 +37,29 @@ SEQUENCES = [(70, 70), (1, 45), (21, 90), (2, 2), (1, 1), (1, 300), (9, 40)]
 # 40 decode rows and a prefill chunk: enough (sequence, KV head) pairs that the decode kernel
 # cuts each context in fewer than its most splits, some of them past a short context.
 MANY_DECODES = [(1, int(c)) for c in np.random.default_rng(7).integers(1, 300, 40)] + [(9, 40)]
-LAYER, NUM_LAYERS = 1, 2
+NUM_LAYERS = 2
 
-# (variant, sizes, dtype, block size): head dims 16, 32, 40 (padded to the MMA's 48) and 20
-# (not whole 16-byte loads), query heads per KV head 4, 1, 3 (a tile of 64 with a spare row)
-# and 4 with one KV head, both storage types; these prefill on mma.sync. Head dim 160 takes
-# the WMMA prefill tile, as head dims past 128 do.
+# Queries of N(0, 2^2) over keys and values of N(0, 1).
+PLAIN_INPUTS = {"query": (0.0, 2.0), "key_mean": 0.0}
+# Gemma-2's local layer (scale 1/4, softcap 50): scaled scores of about 50 +- 12, where the
+# softcap bends them (to about 38 to 42) and the softmax still weighs many keys.
+SOFTCAP_INPUTS = {"query": (12.5, 0.5), "key_mean": 1.0}
+
+# (variant or real export, sizes, dtype, block size, layer, inputs): head dims 16, 32, 40
+# (padded to the MMA's 48) and 20 (not whole 16-byte loads), query heads per KV head 4, 1, 3
+# (a tile of 64 with a spare row) and 4 with one KV head, both storage types; these prefill
+# on mma.sync. Head dim 160 takes the WMMA prefill tile, as head dims past 128 do.
 CASES = {
-    "gqa-bf16": ("gqa", {}, "bf16", 16),
-    "mha-f16": ("mha", {}, "f16", 8),
-    "g3-d40-bf16": ("gqa", {"num_heads": 6, "num_kv_heads": 2, "head_dim": 40}, "bf16", 16),
-    "mqa-d20-f16": ("mqa", {"head_dim": 20}, "f16", 16),
-    "mqa-d160-bf16": ("mqa", {"head_dim": 160}, "bf16", 16),
+    "gqa-bf16": ("gqa", {}, "bf16", 16, 1, PLAIN_INPUTS),
+    "mha-f16": ("mha", {}, "f16", 8, 1, PLAIN_INPUTS),
+    "g3-d40-bf16": ("gqa", {"num_heads": 6, "num_kv_heads": 2, "head_dim": 40}, "bf16", 16, 1,
+                    PLAIN_INPUTS),
+    "mqa-d20-f16": ("mqa", {"head_dim": 20}, "f16", 16, 1, PLAIN_INPUTS),
+    "mqa-d160-bf16": ("mqa", {"head_dim": 160}, "bf16", 16, 1, PLAIN_INPUTS),
+    "gemma2-local-bf16": (EXPORTS_DIR / "genai-fp32/gemma2/model.onnx", {}, "bf16", 16, 0,
+                          SOFTCAP_INPUTS),
+    "mistral-window-f16": (EXPORTS_DIR / "optimum/mistral-window/model.onnx", {}, "f16", 8, 1,
+                           PLAIN_INPUTS),
 }
 
 
@@ -61,40 +78,57 @@ def from_storage(bits: np.ndarray, dtype: str) -> np.ndarray:
 
 @pytest.fixture(scope="module", params=list(CASES))
 def compiled(request, tmp_path_factory):
-    variant, sizes, dtype, block_size = CASES[request.param]
+    """The case's kernels, its launches of layer `layer` and the case itself."""
+    model, sizes, dtype, block_size, layer, inputs = CASES[request.param]
     work = tmp_path_factory.mktemp(request.param)
-    model = write_variant(variant, work / "onnx", num_layers=NUM_LAYERS, **sizes)
+    if isinstance(model, str):
+        model = write_variant(model, work / "onnx", num_layers=NUM_LAYERS, **sizes)
     out = work / "model.llmc"
     subprocess.run([str(LLMC), "compile", str(model), "-o", str(out), "--quiet", "--target", "cuda:sm_80",
                     "--dtype", dtype, f"--block-size={block_size}"], check=True, timeout=600)
     plan = json.loads((out / "step_plan.json").read_text())
-    launches = {}  # prefill and decode of layer LAYER, and a combine (they are all alike)
+    launches = {}  # the layer's prefill, decode and combine
     for entry in plan["steps"]:
         kind = entry.get("kernel", "").rsplit("_", 1)[-1]
-        if entry.get("module") == "attention" and (kind == "combine" or entry["args"][-1] == {"i32": LAYER}):
+        if entry.get("module") == "attention" and (
+                kind == "combine" or entry["args"][-1] == {"i32": layer}):
             launches.setdefault(kind, entry)
+    # The combine of the layer's config: the one launched right after its decode.
+    config = launches["decode"]["kernel"].removesuffix("_decode")
+    launches["combine"] = next(e for e in plan["steps"] if e.get("kernel") == config + "_combine")
     source = (out / "attention.cu").read_text()
-    return EmulatedKernels(source, work), launches
+    return EmulatedKernels(source, work), launches, layer, inputs
 
 
 def grid_of(entry: dict, symbols: dict[str, int]) -> tuple[int, int, int]:
     return tuple(symbols[d] if isinstance(d, str) else d for d in entry["grid"])
 
 
-def reference(query, pool, tables, sequences, heads, group, block_size, scale):
+def first_visible_key(position: int, window: int) -> int:
+    """llm.paged_attention's window: the query at `position` sees the keys above
+    position - window."""
+    return max(0, position - window + 1) if window else 0
+
+
+def reference(query, pool, tables, sequences, heads, group, block_size, scale, layer, window,
+              softcap):
     """float64 causal attention over the paged cache: [tokens, heads, head_dim]."""
     rows = []
     for seq, (q_len, context) in enumerate(sequences):
         slots = np.arange(context)
         blocks = tables[seq][slots // block_size]
-        keys = pool[LAYER, blocks, 0, :, slots % block_size]    # [context, kv heads, D]
-        values = pool[LAYER, blocks, 1, :, slots % block_size]
+        keys = pool[layer, blocks, 0, :, slots % block_size]    # [context, kv heads, D]
+        values = pool[layer, blocks, 1, :, slots % block_size]
         for i in range(q_len):
             visible = context - q_len + i + 1
+            first = first_visible_key(visible - 1, window)
             out = np.empty((heads, query.shape[-1]))
             for head in range(heads):
-                k, v = keys[:visible, head // group], values[:visible, head // group]
+                k = keys[first:visible, head // group]
+                v = values[first:visible, head // group]
                 logits = k @ query[len(rows), head] * scale
+                if softcap:
+                    logits = softcap * np.tanh(logits / softcap)
                 weights = np.exp(logits - logits.max())
                 out[head] = weights @ v / weights.sum()
             rows.append(out)
@@ -103,11 +137,14 @@ def reference(query, pool, tables, sequences, heads, group, block_size, scale):
 
 @pytest.mark.parametrize("sequences", [SEQUENCES, MANY_DECODES], ids=["mixed", "many-decodes"])
 def test_attention_matches_float64_reference(compiled, sequences):
-    kernels, launches = compiled
+    kernels, launches, layer, inputs = compiled
     match = CONFIG.fullmatch(launches["prefill"]["kernel"])
     head_dim, group, kv_heads, block_size = (int(match.group(i)) for i in range(1, 5))
     dtype = match.group(5)
-    scale = float(np.frombuffer(bytes.fromhex(match.group(6).zfill(8)), ">f4")[0])
+    as_float = lambda hex_bits: float(np.frombuffer(bytes.fromhex(hex_bits.zfill(8)), ">f4")[0])
+    scale = as_float(match.group(6))
+    window = int(match.group(7) or 0)
+    softcap = as_float(match.group(8)) if match.group(8) else 0.0
     heads = group * kv_heads
     rng = np.random.default_rng(0)
 
@@ -124,11 +161,21 @@ def test_attention_matches_float64_reference(compiled, sequences):
         tables[seq, :count] = order[used:used + count]
         used += count
 
-    pool_bits = to_storage(rng.standard_normal((NUM_LAYERS, num_blocks, 2, kv_heads, block_size, head_dim)),
-                           dtype)
+    pool = rng.standard_normal((NUM_LAYERS, num_blocks + 1, 2, kv_heads, block_size, head_dim))
+    pool[:, :, 0] += inputs["key_mean"]
+    pool[:, num_blocks] = np.nan
+    pool_bits = to_storage(pool, dtype)
+    # The blocks before a sequence's window may have been given back: they point at the NaN
+    # block (the reference reads only the window, so it never sees them).
+    for seq, (q_len, context) in enumerate(sequences):
+        released = first_visible_key(context - q_len, window) // block_size
+        tables[seq, :released] = num_blocks
+    num_blocks += 1
     # The query is a strided view: its heads are the first columns of a fused q/k/v row.
     q_stride = (heads + 2 * kv_heads) * head_dim
-    query_bits = to_storage(rng.standard_normal((tokens, q_stride)) * 2.0, dtype)
+    query_mean, query_spread = inputs["query"]
+    query_bits = to_storage(query_mean + rng.standard_normal((tokens, q_stride)) * query_spread,
+                            dtype)
     out_stride = heads * head_dim
     out = np.full((tokens, out_stride), 0x7FFF, np.uint16)  # NaN: rows no kernel wrote stay NaN
     splits = launches["decode"]["grid"][2]
@@ -138,7 +185,7 @@ def test_attention_matches_float64_reference(compiled, sequences):
     symbols = {"tokens": tokens, "seqs": len(sequences),
                "prefill_tokens": tokens if max(q for q, _ in sequences) > 1 else 0}
     block = tuple(launches["prefill"]["block"])
-    common = (tables, width, context_lens, cu_seqlens, len(sequences), num_blocks, LAYER)
+    common = (tables, width, context_lens, cu_seqlens, len(sequences), num_blocks, layer)
     kernels.launch(launches["prefill"]["kernel"], grid_of(launches["prefill"], symbols), block,
                    query_bits, q_stride, pool_bits, out, out_stride, *common)
     decode_rows = cu_seqlens[:-1][np.diff(cu_seqlens) == 1]
@@ -150,7 +197,7 @@ def test_attention_matches_float64_reference(compiled, sequences):
 
     query = from_storage(query_bits[:, :heads * head_dim], dtype).reshape(tokens, heads, head_dim)
     expected = reference(query, from_storage(pool_bits, dtype), tables, sequences, heads, group,
-                         block_size, scale)
+                         block_size, scale, layer, window, softcap)
     got = from_storage(out, dtype).reshape(tokens, heads, head_dim)
     assert not np.isnan(got).any(), "rows no kernel wrote"
     # Storage rounding of the output and of the softmax weights P V multiplies by.

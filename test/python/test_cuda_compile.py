@@ -186,12 +186,36 @@ EXPORTS = ROOT / "test" / "exporters"
     # fusion), widened to the storage type: the CUDA target has no quantised kernels yet.
     "ort-int4/llama-gqa",
     "genai-int4/llama-tied",
+    # Sliding windows and softcaps: the attention kernels take them as constants.
+    "genai-fp32/gemma2",  # a window and a softcap on the local layer, a softcap on the other
+    "optimum/mistral-window",
 ])
 def test_exporter_features_compile_for_cuda(tmp_path, export):
     result = compile_cuda(EXPORTS / export / "model.onnx", tmp_path / "model.llmc",
                           "--target", "cuda:sm_90")
     assert result.returncode == 0, result.stderr
     check_artifact(tmp_path / "model.llmc", "sm_90", "bf16")
+
+
+def test_windows_and_softcaps_name_their_attention_configs(tmp_path):
+    """Gemma-2's local and global layers run different attention kernels; a model with a
+    window on every layer says so to the engine (attention_window), which gives back the
+    blocks out of it: the kernels never read them (test_cuda_attention_emulated.py)."""
+    out = tmp_path / "gemma2"
+    assert compile_cuda(EXPORTS / "genai-fp32/gemma2/model.onnx", out,
+                        "--target", "cuda:sm_80").returncode == 0
+    plan = json.loads((out / "step_plan.json").read_text())
+    configs = {step["kernel"].removesuffix("_prefill") for step in plan["steps"]
+               if step.get("kernel", "").endswith("_prefill")}
+    assert len(configs) == 2
+    assert any(c.endswith("_w16_c0x42480000") for c in configs)
+    assert any(c.endswith("_c0x42480000") and "_w" not in c for c in configs)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model"]["attention_window"] == 0  # hybrid: every block is kept
+    out = tmp_path / "mistral"
+    assert compile_cuda(EXPORTS / "optimum/mistral-window/model.onnx", out,
+                        "--target", "cuda:sm_80").returncode == 0
+    assert json.loads((out / "manifest.json").read_text())["model"]["attention_window"] == 20
 
 
 def test_act_order_is_refused_for_cuda_by_name(tmp_path):

@@ -1,10 +1,11 @@
 //===- CudaAttention.cpp - paged attention as CUDA C++ for NVRTC ----------===//
 //
 // Attention is generated as CUDA C++ specialised to the model (head dim,
-// query heads per KV head, KV heads, block size, dtype and scale are
-// constants) and compiled by the target with NVRTC. Every kernel serves all
-// query heads of one KV head, so each K/V vector is loaded once per group
-// (GQA).
+// query heads per KV head, KV heads, block size, dtype, scale, sliding window
+// and softcap are constants) and compiled by the target with NVRTC. Every
+// kernel serves all query heads of one KV head, so each K/V vector is loaded
+// once per group (GQA). A query row with a window reads only its window's
+// keys: the blocks before it may have been given back to the pool.
 //
 // - prefill: sequences with more than one query token (prefill chunks), a
 //   tile of 64 (query row, head) pairs per block on tensor cores, K/V tiles
@@ -27,6 +28,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstdio>
+#include <limits>
 
 using namespace mlir;
 using namespace llmc::stepplan; // the plan's keys, symbols and buffers
@@ -65,6 +67,13 @@ int64_t mmaTileKeys(int64_t paddedHeadDim) { return paddedHeadDim <= 64 ? 64 : 3
 /// launches after a step of greedy sequences).
 #include "passes/Codegen/CUDA/AttentionSource.h.inc"
 
+/// `value` as an exact CUDA float literal (hexadecimal).
+std::string floatLiteral(float value) {
+  char literal[32];
+  std::snprintf(literal, sizeof(literal), "%af", static_cast<double>(value));
+  return literal;
+}
+
 /// The row stride of a [rows, features] tensor with unit feature stride.
 FailureOr<int64_t> rowStride(Operation *op, const TensorRef &ref, StringRef what) {
   auto stride = dyn_cast<IntegerAttr>(ref.strides.front());
@@ -82,12 +91,6 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   // query, pool, block_tables, context_lens, cu_seqlens
   if (operands.size() < 5 || !operands[4])
     return op.emitOpError("is not ragged: run llm-ragged-batching first");
-  if (op.getSlidingWindow())
-    return op.emitOpError("is sliding-window attention, which the CUDA attention kernels do not "
-                          "compute yet");
-  if (op.getSoftcap())
-    return op.emitOpError("softcaps its scores, which the CUDA attention kernels do not compute "
-                          "yet");
   const TensorRef &query = *operands[0], &pool = *operands[1];
   auto poolShape = cast<ShapedType>(op.getKvPool().getType()).getShape();
   int64_t kvHeads = poolShape[3], blockSize = poolShape[4], headDim = poolShape[5];
@@ -117,11 +120,19 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
 
   bool bf16 = step.storageType.isBF16();
   float scale = op.getScale().convertToFloat();
+  int64_t window = op.getSlidingWindow().value_or(0);
+  float softcap = op.getSoftcap() ? op.getSoftcap()->convertToFloat() : 0.0f;
+  if (window < 0 || window > std::numeric_limits<int32_t>::max() || softcap < 0)
+    return op.emitOpError("has a sliding window or softcap out of range");
   // Whether every query row starts 16 bytes aligned (the pool's rows do).
   bool queryAligned = *qStride % 8 == 0 && query.offset % 16 == 0;
-  std::string config = llvm::formatv("attention_d{0}_g{1}_kv{2}_bs{3}_{4}_s{5:x}{6}", headDim, group,
+  // A window or softcap names its configs: Gemma-2's local and global layers differ.
+  std::string config = llvm::formatv("attention_d{0}_g{1}_kv{2}_bs{3}_{4}_s{5:x}", headDim, group,
                                      kvHeads, blockSize, bf16 ? "bf16" : "f16",
-                                     llvm::bit_cast<uint32_t>(scale), queryAligned ? "" : "_u");
+                                     llvm::bit_cast<uint32_t>(scale));
+  if (window) config += llvm::formatv("_w{0}", window).str();
+  if (softcap) config += llvm::formatv("_c{0:x}", llvm::bit_cast<uint32_t>(softcap)).str();
+  if (!queryAligned) config += "_u";
   if (source.empty()) {
     source = kDevicePrelude.str();
     source += llvm::formatv("constexpr int PREFILL_TILE_M = {0}, PREFILL_TILE_K = {1}, "
@@ -131,14 +142,12 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
     source += kCommonSource;
     source += kArgmaxSource;
   }
-  if (source.find(config + "_prefill(") == std::string::npos) {
-    char scaleLiteral[32]; // exact: a hexadecimal float literal
-    std::snprintf(scaleLiteral, sizeof(scaleLiteral), "%af", static_cast<double>(scale));
+  if (source.find(config + "_prefill(") == std::string::npos)
     source += llvm::formatv(kConfigSource.data(), config, headDim, group, kvHeads, blockSize, kSplits,
-                            bf16 ? "true" : "false", scaleLiteral, queryAligned ? "true" : "false",
-                            mmaTileK)
+                            bf16 ? "true" : "false", floatLiteral(scale),
+                            queryAligned ? "true" : "false", mmaTileK, window,
+                            floatLiteral(softcap))
                   .str();
-  }
 
   MLIRContext *context = op.getContext();
   auto dim = [&](int64_t value) { return planDim(context, value); };

@@ -42,16 +42,39 @@ template <int BS> __device__ __forceinline__ int split_chunk(int context, int sp
   return ((context + splits - 1) / splits + BS - 1) / BS * BS;
 }
 
+/// The first key that the query at `position` sees: with a sliding window
+/// of `window` keys (0: none), the keys above position - window, as
+/// llm.paged_attention defines it. Keys before it may sit in blocks the
+/// engine has given back (their table entries are 0): never read them.
+__device__ __forceinline__ int first_visible_key(int position, int window) {
+  return window > 0 ? max(0, position - window + 1) : 0;
+}
+
+/// Where a decode row's splits start: the block of its first visible key,
+/// so that the splits still read whole blocks. The decode and combine
+/// kernels agree on it.
+template <int BS> __device__ __forceinline__ int decode_keys_start(int context, int window) {
+  return first_visible_key(context - 1, window) / BS * BS;
+}
+
+/// A scaled score through Gemma-2's softcap c: c * tanh(s / c); s as it is
+/// when c is 0.
+__device__ __forceinline__ float softcapped(float score, float softcap) {
+  return softcap > 0.f ? softcap * tanhf(score / softcap) : score;
+}
+
 /// Attends the G query heads of KV head `kvh` in query row `row` to keys
 /// [k_begin, k_end) of the sequence whose block table is `table`, then calls
 /// emit(g, d, unnormalised output, running max, running sum) once per
-/// (head, feature) of the block's merged result. CUDA cores: for one query
-/// row a tensor-core tile would be 15/16 padding.
+/// (head, feature) of the block's merged result. Scores are scaled by
+/// `scale`, then softcapped (0: not). CUDA cores: for one query row a
+/// tensor-core tile would be 15/16 padding.
 template <int D, int G, int KVH, int BS, bool BF16, typename Emit>
 __device__ __forceinline__ void attend(const storage_t *__restrict__ query, int q_stride,
                                        const storage_t *__restrict__ layer_pool,
                                        const int *__restrict__ table, int row, int kvh,
-                                       int k_begin, int k_end, float scale, Emit emit) {
+                                       int k_begin, int k_end, float scale, float softcap,
+                                       Emit emit) {
   constexpr int WARPS = 4, PER_LANE = (D + 31) / 32;
   __shared__ float s_q[G][D];
   __shared__ float s_acc[WARPS][G][D];
@@ -97,7 +120,7 @@ __device__ __forceinline__ void attend(const storage_t *__restrict__ query, int 
           int d = lane + 32 * j;
           if (d < D) dot += s_q[g][d] * kf[u][j];
         }
-        dot = warp_sum(dot);
+        dot = softcapped(warp_sum(dot), softcap);
         float m_new = fmaxf(m[g], dot);
         float correction = expf(m[g] - m_new), p = expf(dot - m_new);
         l[g] = l[g] * correction + p;
@@ -187,6 +210,17 @@ __device__ __forceinline__ void stage_kv_tile(storage_t *__restrict__ s_k, stora
   stage_rows<D, DP, STRIDE, TILE_K, D % 8 == 0>(s_v, layer_pool + (long long)KVH * BS * D, key_base);
 }
 
+constexpr float LOG2E = 1.4426950408889634f;
+
+/// A prefill tile's score of a key for a query row, in base 2 for exp2f:
+/// scaled, softcapped, and -inf outside the keys [first, visible) the row
+/// sees. `scale_log2` is scale * LOG2E.
+__device__ __forceinline__ float tile_score(float dot, int key, int first, int visible,
+                                            float scale, float scale_log2, float softcap) {
+  if (key < first || key >= visible) return -INFINITY;
+  return softcap > 0.f ? softcapped(dot * scale, softcap) * LOG2E : dot * scale_log2;
+}
+
 /// Two storage elements as one 32-bit MMA register, `lo` in the low half.
 __device__ __forceinline__ unsigned pack2(storage_t lo, storage_t hi) {
   return (unsigned)lo | ((unsigned)hi << 16);
@@ -205,14 +239,16 @@ __device__ __forceinline__ unsigned word_at(const storage_t *p) {
 /// g = lane / 4 and g + 8 of its warp's 16, columns 2t, 2t + 1 of every
 /// 8-column tile (t = lane % 4); row maxima and sums reduce over the 4 lanes
 /// of a row. Q, K and V are staged in shared memory; V's operand is read
-/// across rows, two 16-bit loads a register.
+/// across rows, two 16-bit loads a register. A row sees the keys of its
+/// `window` (0: all before it); scores are softcapped by `softcap` (0: not).
 template <int D, int G, int KVH, int BS, bool BF16, bool Q_ALIGNED, int TILE_K>
 __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ query, int q_stride,
                                                  const storage_t *__restrict__ layer_pool,
                                                  const int *__restrict__ table,
                                                  storage_t *__restrict__ out, int out_stride,
                                                  int kvh, int q_begin, int q_len, int tile_row,
-                                                 int context, float scale_log2) {
+                                                 int context, float scale, int window,
+                                                 float softcap) {
   constexpr int TILE_M = PREFILL_TILE_M;
   constexpr int ROWS = TILE_M / G;                // query rows per tile
   constexpr int DP = (D + 15) / 16 * 16;          // the head dim padded to the MMA's k
@@ -222,26 +258,31 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
   __shared__ __align__(16) storage_t s_v[TILE_K * STRIDE];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;
+  const float scale_log2 = scale * LOG2E;
 
   stage_q_tile<D, G, DP, STRIDE, Q_ALIGNED>(s_q, query, q_stride, kvh, q_begin, q_len, tile_row);
 
-  // This lane's two rows of the tile: their query rows and how many keys each sees.
-  int visible[2];
+  // This lane's two rows of the tile: their query rows and the keys
+  // [first, visible) each sees.
+  int first[2], visible[2];
   bool valid[2];
   for (int h = 0; h < 2; ++h) {
     const int m = warp * 16 + g + 8 * h, r = tile_row + m / G;
     valid[h] = m < ROWS * G && r < q_len;
     // A query row sees the cache before the chunk and the chunk up to itself.
     visible[h] = valid[h] ? context - q_len + r + 1 : 0;
+    first[h] = first_visible_key(visible[h] - 1, window);
   }
   const int tile_visible = context - q_len + min(q_len, tile_row + ROWS);
+  // The tile's first row sees the earliest key any of its rows sees.
+  const int tile_first = first_visible_key(context - q_len + tile_row, window);
   float o[DP / 8][4];
   for (int n = 0; n < DP / 8; ++n)
     for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
   const storage_t *q_rows = s_q + (warp * 16 + g) * STRIDE;
 
-  for (int k0 = 0; k0 < tile_visible; k0 += TILE_K) {
+  for (int k0 = tile_first; k0 < tile_visible; k0 += TILE_K) {
     stage_kv_tile<D, DP, STRIDE, TILE_K, KVH, BS>(s_k, s_v, layer_pool, table, kvh, k0,
                                                   tile_visible);
     __syncthreads();
@@ -270,7 +311,7 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
         for (int i = 0; i < 2; ++i) {
           const int key = k0 + n * 8 + 2 * t + i;
           float &v = s[n][2 * h + i];
-          v = key < visible[h] ? v * scale_log2 : -INFINITY;
+          v = tile_score(v, key, first[h], visible[h], scale, scale_log2, softcap);
           tile_max = fmaxf(tile_max, v);
         }
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
@@ -334,14 +375,15 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
 /// memory serves the whole group. Each warp owns 16 rows: S = Q K^T and
 /// P V on WMMA 16x16x16, the online softmax in f32 with two lanes per row,
 /// and the output in registers (lane: row lane / 2, 8 columns of each 16).
-/// Q_ALIGNED: query rows start 16 bytes aligned.
+/// Q_ALIGNED: query rows start 16 bytes aligned. `window` and `softcap` as
+/// prefill_tile_mma's.
 template <int D, int G, int KVH, int BS, bool BF16, bool Q_ALIGNED>
 __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query, int q_stride,
                                              const storage_t *__restrict__ layer_pool,
                                              const int *__restrict__ table,
                                              storage_t *__restrict__ out, int out_stride, int kvh,
                                              int q_begin, int q_len, int tile_row, int context,
-                                             float scale_log2) {
+                                             float scale, int window, float softcap) {
   typedef typename mma_type<BF16>::type mma_t;
   constexpr int TILE_M = PREFILL_TILE_M, TILE_K = PREFILL_TILE_K, WARPS = TILE_M / 16;
   constexpr int ROWS = TILE_M / G;              // query rows per tile
@@ -366,9 +408,12 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
   const int my_row = lane >> 1, half = lane & 1, my_m = warp * 16 + my_row;
   const int my_r = tile_row + my_m / G;
   const bool my_valid = my_m < ROWS * G && my_r < q_len;
-  // A query row sees the cache before the chunk and the chunk up to itself.
+  // A query row sees the cache before the chunk and the chunk up to itself,
+  // from its window's first key.
   const int my_visible = my_valid ? context - q_len + my_r + 1 : 0;
+  const int my_first = first_visible_key(my_visible - 1, window);
   const int tile_visible = context - q_len + min(q_len, tile_row + ROWS);
+  const int tile_first = first_visible_key(context - q_len + tile_row, window);
   float o[DP / 16][8];
   for (int n = 0; n < DP / 16; ++n)
     for (int e = 0; e < 8; ++e) o[n][e] = 0.f;
@@ -376,8 +421,9 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
   storage_t *s_k = s_tiles, *s_v = s_tiles + TILE_K * STRIDE;
   storage_t *p_tile = s_p[warp];
   float *scratch = s_scratch[warp];
+  const float scale_log2 = scale * LOG2E;
 
-  for (int k0 = 0; k0 < tile_visible; k0 += TILE_K) {
+  for (int k0 = tile_first; k0 < tile_visible; k0 += TILE_K) {
     stage_kv_tile<D, DP, STRIDE, TILE_K, KVH, BS>(s_k, s_v, layer_pool, table, kvh, k0,
                                                   tile_visible);
     __syncthreads();
@@ -401,7 +447,8 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
     float tile_max = -INFINITY;
     for (int c = 0; c < TILE_K / 2; ++c) {
       const int col = half * (TILE_K / 2) + c;
-      s[c] = k0 + col < my_visible ? scratch[my_row * TILE_K + col] * scale_log2 : -INFINITY;
+      s[c] = tile_score(scratch[my_row * TILE_K + col], k0 + col, my_first, my_visible, scale,
+                        scale_log2, softcap);
       tile_max = fmaxf(tile_max, s[c]);
     }
     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));

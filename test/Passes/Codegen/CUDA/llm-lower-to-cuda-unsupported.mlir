@@ -50,19 +50,3 @@ func.func @per_head_norm(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tens
   %logits = llm.logits %rows, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
   return %logits : tensor<?x64xf32>
 }
-
-// -----
-
-// Sliding-window attention and score softcaps run on the CPU target only.
-func.func @sliding_window(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x32xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
-  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
-  %head = llm.constant dense<2.000000e-01> : tensor<64x32xf32>
-  %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
-  %q = llm.split_heads %x {num_heads = 1 : i64} : (tensor<?x32xf32>) -> tensor<?x1x32xf32>
-  // expected-error @+1 {{is sliding-window attention, which the CUDA attention kernels do not compute yet}}
-  %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 1.7e-01 : f32, sliding_window = 8 : i64} : (tensor<?x1x32xf32>, tensor<1x?x2x1x16x32xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x1x32xf32>
-  %m = llm.merge_heads %a : (tensor<?x1x32xf32>) -> tensor<?x32xf32>
-  %rows = llm.gather_rows %m, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
-  %logits = llm.logits %rows, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
-  return %logits : tensor<?x64xf32>
-}

@@ -189,6 +189,28 @@ func.func @biased_head(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor
 
 // -----
 
+// A sliding window and a softcap (Gemma-2's local layer) name a config of their own, apart
+// from the global layer's: the kernels take them as constants.
+// CHECK-LABEL: module attributes
+//  CHECK-SAME:   llmc.cuda_attention_source = "{{[^"]*}}WINDOW = 8;{{[^"]*}}SOFTCAP = 0x1.9p+5f;
+//  CHECK-SAME:   kernel = "attention_d32_g1_kv1_bs16_bf16_s0x{{[0-9a-f]+}}_w8_c0x42480000_prefill"
+//  CHECK-SAME:   kernel = "attention_d32_g1_kv1_bs16_bf16_s0x{{[0-9a-f]+}}_w8_c0x42480000_decode"
+//  CHECK-SAME:   kernel = "attention_d32_g1_kv1_bs16_bf16_s0x{{[0-9a-f]+}}_prefill"
+func.func @window_and_softcap(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<2x?x2x1x16x32xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<64x32xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %q = llm.split_heads %x {num_heads = 1 : i64} : (tensor<?x32xf32>) -> tensor<?x1x32xf32>
+  %local = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 1.7e-01 : f32, sliding_window = 8 : i64, softcap = 5.0e+01 : f32} : (tensor<?x1x32xf32>, tensor<2x?x2x1x16x32xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x1x32xf32>
+  %global = llm.paged_attention %local, %arg7, %arg4, %arg3, %arg2 {layer = 1 : i64, scale = 1.7e-01 : f32} : (tensor<?x1x32xf32>, tensor<2x?x2x1x16x32xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x1x32xf32>
+  %m = llm.merge_heads %global : (tensor<?x1x32xf32>) -> tensor<?x32xf32>
+  %rows = llm.gather_rows %m, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %logits = llm.logits %rows, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}
+
+// -----
+
 // expected-error @+1 {{no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first}}
 module {
   func.func @dense(%x: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
