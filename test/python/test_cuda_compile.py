@@ -189,6 +189,9 @@ EXPORTS = ROOT / "test" / "exporters"
     # Sliding windows and softcaps: the attention kernels take them as constants.
     "genai-fp32/gemma2",  # a window and a softcap on the local layer, a softcap on the other
     "optimum/mistral-window",
+    # Per-head q/k norms: a block per (row, head).
+    "optimum/qwen3",
+    "optimum/gemma3",
 ])
 def test_exporter_features_compile_for_cuda(tmp_path, export):
     result = compile_cuda(EXPORTS / export / "model.onnx", tmp_path / "model.llmc",

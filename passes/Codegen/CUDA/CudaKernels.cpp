@@ -220,6 +220,18 @@ LogicalResult lowerGatherRows(StepContext &step, llm::GatherRowsOp op,
   return success();
 }
 
+namespace {
+/// `rows` (a plan dimension: an integer, a symbol or a scaled symbol) times
+/// `factor`.
+Attribute timesRows(MLIRContext *context, Attribute rows, int64_t factor) {
+  if (auto value = dyn_cast<IntegerAttr>(rows)) return planDim(context, value.getInt() * factor);
+  if (auto symbol = dyn_cast<StringAttr>(rows)) return planDim(context, symbol.getValue(), factor);
+  auto scaled = cast<ArrayAttr>(rows);
+  return planDim(context, cast<StringAttr>(scaled[0]).getValue(),
+                 cast<IntegerAttr>(scaled[1]).getInt() * factor, cast<IntegerAttr>(scaled[2]).getInt());
+}
+} // namespace
+
 LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional<TensorRef>> operands,
                         ArrayRef<TensorRef> outputs) {
   auto [epsilon, layer] = codegen::normKind(op);
@@ -229,20 +241,34 @@ LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional
   auto rowType = cast<ShapedType>(op->getResult(op->getNumResults() - 1).getType());
   int64_t rowLength = 1;
   for (int64_t dim : rowType.getShape().drop_front()) rowLength *= dim;
-  if (cast<ShapedType>(op->getOperand(inputs - 1).getType()).getDimSize(0) != rowLength)
-    return op->emitOpError("normalises each head on its own (a per-head q/k norm); the CUDA norm "
-                           "kernel normalises whole rows only");
+  // Each run of the weight's length is normalised on its own: a weight
+  // shorter than the row is a per-head norm (Qwen3's and Gemma-3's q/k
+  // norms), each head a row of its own, one block per (row, head).
+  int64_t features = cast<ShapedType>(op->getOperand(inputs - 1).getType()).getDimSize(0);
+  if (features <= 0 || rowLength % features != 0)
+    return op->emitOpError("has a weight whose length does not divide the row's");
+  int64_t heads = rowLength / features;
+  if (heads > 1 && fused)
+    return op->emitOpError("normalises each head on its own after a residual add, which the "
+                           "CUDA norm kernels do not compute");
   auto refs = required(op, operands.take_front(inputs));
   if (failed(refs)) return failure();
   bool hasBias = layer && operands.size() > inputs;
   if (hasBias) refs->push_back(*operands[inputs]);
   refs->append(outputs.begin(), outputs.end());
-  step.launchRows(op->getLoc(), op->getName().stripDialect(), opKey(op), outputs.back().sizes[0], *refs,
+  Attribute rows = timesRows(op->getContext(), outputs.back().sizes[0], heads);
+  step.launchRows(op->getLoc(), op->getName().stripDialect(), opKey(op), rows, *refs,
                   [&, epsilon = epsilon, layer = layer](codegen::KernelBuilder &kb,
                                                         ValueRange params) {
     RowThread rt(kb);
+    // The block's row of the tensors, and where its head's features start.
+    Value row = rt.row, first = kb.index(0);
+    if (heads > 1) {
+      row = kb.divIndex(rt.row, kb.index(heads));
+      first = kb.mulIndex(kb.remIndex(rt.row, kb.index(heads)), kb.index(features));
+    }
+    auto at = [&](Value col) -> SmallVector<Value> { return {row, kb.addIndex(first, col)}; };
     Value normed = params.back();
-    int64_t features = staticDim(normed, 1);
     Value x = params[0], weight = params[inputs - 1];
     Value bias = hasBias ? params[inputs] : Value();
     if (fused) {
@@ -251,23 +277,23 @@ LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional
       // reads back only the features it wrote.
       x = params[params.size() - 2];
       rt.forEach(kb, features, [&](Value col, DeferredStores &stores) {
-        Value sum = kb.add(loadF32(kb, params[0], {rt.row, col}), loadF32(kb, params[1], {rt.row, col}));
-        stores.store(sum, x, {rt.row, col});
+        Value sum = kb.add(loadF32(kb, params[0], at(col)), loadF32(kb, params[1], at(col)));
+        stores.store(sum, x, at(col));
       });
     }
     Value count = kb.f32(features);
     Value mean = kb.f32(0.0);
-    if (layer) mean = kb.div(rt.sum(kb, features, [&](Value col) { return loadF32(kb, x, {rt.row, col}); }), count);
+    if (layer) mean = kb.div(rt.sum(kb, features, [&](Value col) { return loadF32(kb, x, at(col)); }), count);
     Value squares = rt.sum(kb, features, [&](Value col) {
-      Value centred = kb.sub(loadF32(kb, x, {rt.row, col}), mean);
+      Value centred = kb.sub(loadF32(kb, x, at(col)), mean);
       return kb.mul(centred, centred);
     });
     Value inverse = kb.div(kb.f32(1.0), kb.sqrt(kb.add(kb.div(squares, count), kb.f32(epsilon))));
     rt.forEach(kb, features, [&](Value col, DeferredStores &stores) {
-      Value scaled = kb.mul(kb.mul(kb.sub(loadF32(kb, x, {rt.row, col}), mean), inverse),
+      Value scaled = kb.mul(kb.mul(kb.sub(loadF32(kb, x, at(col)), mean), inverse),
                             loadF32(kb, weight, {col}));
       if (bias) scaled = kb.add(scaled, loadF32(kb, bias, {col}));
-      stores.store(scaled, normed, {rt.row, col});
+      stores.store(scaled, normed, at(col));
     });
   });
   return success();

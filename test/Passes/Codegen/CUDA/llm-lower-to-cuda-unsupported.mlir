@@ -35,16 +35,16 @@ func.func @group_of_72(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor
 
 // -----
 
-// A per-head norm (Qwen3's q_norm): the CUDA norm kernel normalises whole rows.
-func.func @per_head_norm(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+// A per-head norm after a residual add has no CUDA kernel (raising makes none).
+func.func @per_head_add_norm(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %g = llm.constant dense<1.500000e+00> : tensor<16xf32>
   %head = llm.constant dense<2.000000e-01> : tensor<64x32xf32>
-  %w = llm.constant dense<1.000000e+00> : tensor<16xf32>
   %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
-  // expected-error @+1 {{normalises each head on its own (a per-head q/k norm); the CUDA norm kernel normalises whole rows only}}
-  %n = llm.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : (tensor<?x32xf32>, tensor<16xf32>) -> tensor<?x32xf32>
+  // expected-error @+1 {{normalises each head on its own after a residual add, which the CUDA norm kernels do not compute}}
+  %s, %n = llm.add_rms_norm %x, %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x32xf32>, tensor<?x32xf32>, tensor<16xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>)
   %q = llm.split_heads %n {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
-  %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.5e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
   %m = llm.merge_heads %a : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
   %rows = llm.gather_rows %m, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
   %logits = llm.logits %rows, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>

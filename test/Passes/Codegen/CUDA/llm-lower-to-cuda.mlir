@@ -211,6 +211,36 @@ func.func @window_and_softcap(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1:
 
 // -----
 
+// A per-head norm (Qwen3's q/k norm: a weight of one head's length): one block per (row,
+// head), each normalising its head's 16 features.
+// CHECK-LABEL: module attributes
+//  CHECK-SAME:   sizes = [16], strides = [1]}, {memref = {buffer = "workspace", offset = {{[0-9]+}} : i64}, sizes = ["tokens", 32], strides = [32, 1]}], block = [256, 1, 1], grid = {{\[}}["tokens", 2, 1], 1, 1], kernel = "rms_norm_1"
+//       CHECK:   gpu.func @rms_norm_1(%[[X:.*]]: memref<?x32xbf16>, %{{.*}}: memref<16xbf16>, %[[OUT:.*]]: memref<?x32xbf16>)
+//       CHECK:     %[[BLOCK:.*]] = gpu.block_id  x
+//       CHECK:     %[[ROW:.*]] = arith.divsi %[[BLOCK]], %c2
+//       CHECK:     %[[HEAD:.*]] = arith.remsi %[[BLOCK]], %c2
+//       CHECK:     %[[FIRST:.*]] = arith.muli %[[HEAD]], %c16
+//       CHECK:     scf.for %[[COL:.*]] = %{{.*}} to %c16
+//       CHECK:       %[[AT:.*]] = arith.addi %[[FIRST]], %[[COL]]
+//       CHECK:       memref.load %[[X]][%[[ROW]], %[[AT]]]
+//       CHECK:     gpu.all_reduce  add
+//       CHECK:     memref.store %{{.*}}, %[[OUT]][%[[ROW]], %{{.*}}]
+func.func @per_head_norm(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %g = llm.constant dense<1.500000e+00> : tensor<16xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<64x32xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %n = llm.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<?x32xf32>, tensor<16xf32>) -> tensor<?x32xf32>
+  %q = llm.split_heads %n {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %rows = llm.gather_rows %m, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %logits = llm.logits %rows, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}
+
+// -----
+
 // expected-error @+1 {{no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first}}
 module {
   func.func @dense(%x: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
