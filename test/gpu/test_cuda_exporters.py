@@ -7,8 +7,7 @@ f16's tolerance of onnxruntime's (test_cuda_parity.py's: 2e-2 of max|ref| per st
 average), and 32 greedy tokens per prompt through Model.generate are onnxruntime's up to a
 near-tie of its logits. The reference is test_exporters.exact_reference's: the file itself,
 or the file with MatMulNBits at accuracy_level 0 and half types widened to f32, which is what
-llmc computes. Exports that the CPU target refuses are refused here too, and some the CPU
-computes are refused by the CUDA target by name (scaled rotary embeddings).
+llmc computes. Exports that the CPU target refuses are refused here too.
 """
 from __future__ import annotations
 

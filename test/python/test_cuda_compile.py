@@ -192,6 +192,9 @@ EXPORTS = ROOT / "test" / "exporters"
     # Per-head q/k norms: a block per (row, head).
     "optimum/qwen3",
     "optimum/gemma3",
+    # Scaled rotary embeddings: YaRN's and LongRoPE's attention factor on cos and sin.
+    "optimum/qwen2-yarn",
+    "optimum/phi3-longrope",
 ])
 def test_exporter_features_compile_for_cuda(tmp_path, export):
     result = compile_cuda(EXPORTS / export / "model.onnx", tmp_path / "model.llmc",

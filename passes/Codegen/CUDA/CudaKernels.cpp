@@ -356,9 +356,10 @@ LogicalResult lowerRope(StepContext &step, Operation *op, ArrayRef<std::optional
                         const TensorRef &output) {
   auto cached = dyn_cast<llm::RopeCachedOp>(op);
   bool interleaved = cached ? cached.getInterleaved() : cast<llm::RopeOp>(op).getInterleaved();
-  if (!cached && cast<llm::RopeOp>(op).getScale())
-    return op->emitError("a scaled rotary embedding (YaRN's or LongRoPE's attention scaling) "
-                         "is not supported on the CUDA target yet");
+  // YaRN's and LongRoPE's attention factor scales cos and sin (cached tables
+  // hold it already), as on the CPU.
+  std::optional<APFloat> scaleAttr = cached ? std::nullopt : cast<llm::RopeOp>(op).getScale();
+  double scale = scaleAttr ? scaleAttr->convertToDouble() : 1.0;
   int64_t headDim = cast<ShapedType>(op->getResult(0).getType()).getShape().back();
   auto refs = required(op, operands);
   if (failed(refs)) return failure();
@@ -369,7 +370,7 @@ LogicalResult lowerRope(StepContext &step, Operation *op, ArrayRef<std::optional
     Value x = params[0], positions = params[1], out = params.back();
     int64_t halfRotary = staticDim(params[2], cached ? 1 : 0);
     codegen::Rotation rotation{headDim, halfRotary, interleaved, cached ? Value() : params[2],
-                               cached ? params[2] : Value(), cached ? params[3] : Value()};
+                               cached ? params[2] : Value(), cached ? params[3] : Value(), scale};
     Value position = kb.load(positions, {rt.row});
     rotateHeads(kb, rt, rotation, staticDim(out, 1) / headDim, position,
                 [&](Value i) { return loadF32(kb, x, {rt.row, i}); },

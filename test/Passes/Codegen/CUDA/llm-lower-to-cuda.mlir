@@ -241,6 +241,30 @@ func.func @per_head_norm(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tens
 
 // -----
 
+// A scaled rotary embedding (YaRN's and LongRoPE's attention factor): cos and sin times the scale.
+// CHECK-LABEL: gpu.func @rope_1
+//       CHECK:   %[[COS:.*]] = math.cos
+//  CHECK-NEXT:   %[[SCALE:.*]] = arith.constant 1.250000e+00 : f32
+//  CHECK-NEXT:   arith.mulf %[[COS]], %[[SCALE]]
+//       CHECK:   %[[SIN:.*]] = math.sin
+//  CHECK-NEXT:   %[[SCALE2:.*]] = arith.constant 1.250000e+00 : f32
+//  CHECK-NEXT:   arith.mulf %[[SIN]], %[[SCALE2]]
+func.func @scaled_rope(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %freq = llm.constant dense<1.000000e+00> : tensor<8xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<64x32xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %h = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %q = llm.rope %h, %arg1, %freq {scale = 1.25 : f32} : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
+  %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %rows = llm.gather_rows %m, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %logits = llm.logits %rows, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}
+
+// -----
+
 // expected-error @+1 {{no ragged step function: run llm-kv-cache-paging and llm-ragged-batching first}}
 module {
   func.func @dense(%x: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
