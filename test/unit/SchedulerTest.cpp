@@ -32,6 +32,18 @@ protected:
     return sequences.back().get();
   }
 
+  /// A waiting sequence whose prompt of `length` tokens a sequence before it
+  /// computed and ended: the prompt's full blocks are in the prefix cache.
+  Sequence *addCachedPrompt(Scheduler &scheduler, int64_t length) {
+    Sequence *first = add(scheduler, length);
+    scheduler.schedule();
+    scheduler.remove(first);
+    Sequence *second = add(scheduler, length);
+    second->tokens = first->tokens;
+    second->sampler = SequenceSampler(SamplingParams(), 0, first->tokens);
+    return second;
+  }
+
   /// What the engine would do after the step: report the prompt rows of
   /// row-per-token chunks, and a new token for each sequence whose chunk
   /// ends at its last token.
@@ -147,13 +159,7 @@ TEST_F(SchedulerTest, PendingForksCountAgainstMaxNumSeqs) {
 TEST_F(SchedulerTest, NewSequencesStartFromTheirCachedPrefix) {
   BlockManager blocks(16, 4, true);
   Scheduler scheduler(blocks, {4, 64});
-  Sequence *first = add(scheduler, 9);
-  std::vector<int32_t> prompt = first->tokens;
-  scheduler.schedule();
-  scheduler.remove(first);
-  Sequence *second = add(scheduler, 9);
-  second->tokens = prompt;
-  second->sampler = SequenceSampler(SamplingParams(), 0, prompt);
+  addCachedPrompt(scheduler, 9);
   SchedulerOutput output = scheduler.schedule();
   ASSERT_EQ(output.chunks.size(), 1u);
   EXPECT_EQ(output.chunks[0].start, 8);
@@ -372,13 +378,8 @@ TEST_F(SchedulerTest, PromptLogprobsRunARowPerTokenInTheRowsTheStepSpares) {
 TEST_F(SchedulerTest, PromptLogprobsSkipTheCacheAndARecomputeReportsNothingTwice) {
   BlockManager blocks(16, 4, true);
   Scheduler scheduler(blocks, {8, 64});
-  Sequence *first = add(scheduler, 12);
-  std::vector<int32_t> prompt = first->tokens;
-  scheduler.schedule();
-  scheduler.remove(first);
-  // The same prompt, whose blocks are cached, is computed from position 0.
-  Sequence *second = add(scheduler, 12);
-  second->tokens = prompt;
+  // A prompt whose blocks are cached is computed from position 0.
+  Sequence *second = addCachedPrompt(scheduler, 12);
   second->reportsPromptLogprobs = true;
   SchedulerOutput step = scheduler.schedule();
   ASSERT_EQ(step.chunks.size(), 1u);
