@@ -423,6 +423,8 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   options.promptLogprobs = request.promptLogprobs;
   if (request.echo && request.logprobs && !options.promptLogprobs)
     options.promptLogprobs = request.logprobs;
+  if (fields.find("return_tokens_as_token_ids"))
+    request.returnTokensAsTokenIds = fields.flag("return_tokens_as_token_ids", false);
 
   request.stop = readStop(fields);
   request.includeStopStrInOutput = fields.flag("include_stop_str_in_output", false);
@@ -453,7 +455,9 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   if (const json *streamOptions = fields.find("stream_options")) {
     if (!request.stream) Fields::fail("stream_options", "is only allowed with 'stream': true");
     if (!streamOptions->is_object()) Fields::fail("stream_options", "must be an object");
-    request.includeUsage = Fields(*streamOptions).flag("include_usage", false);
+    Fields options(*streamOptions);
+    request.includeUsage = options.flag("include_usage", false);
+    request.continuousUsage = request.includeUsage && options.flag("continuous_usage_stats", false);
   }
   if (request.stream && request.promptLogprobs)
     Fields::fail("prompt_logprobs", "is not supported with 'stream': true");

@@ -9,8 +9,9 @@
 // Chat requests may carry tools (tools, tool_choice, parallel_tool_calls) and
 // chat_template_kwargs; completions echo. vLLM's extensions top_k, min_p,
 // repetition_penalty, ignore_eos, stop_token_ids, min_tokens, allowed_token_ids,
-// include_stop_str_in_output, skip_special_tokens, truncate_prompt_tokens and
-// prompt_logprobs are accepted too, and its structured-output fields
+// include_stop_str_in_output, skip_special_tokens, truncate_prompt_tokens,
+// prompt_logprobs, return_tokens_as_token_ids and stream_options'
+// continuous_usage_stats are accepted too, and its structured-output fields
 // guided_json, guided_regex, guided_choice and guided_grammar beside
 // OpenAI's response_format.
 //
@@ -54,6 +55,9 @@ struct GenerationRequest {
   bool ignoreEos = false;
   bool stream = false;
   bool includeUsage = false;
+  /// vLLM's stream_options.continuous_usage_stats (with include_usage): every
+  /// chunk carries its choice's usage so far.
+  bool continuousUsage = false;
   /// Return logprobs, with this many top alternatives per token.
   std::optional<int32_t> logprobs;
   /// vLLM's prompt_logprobs: return the prompt tokens' logprobs, with this
@@ -63,6 +67,10 @@ struct GenerationRequest {
   /// prompt's; with max_tokens 0 (echoOnly) it is the prompt alone.
   bool echo = false;
   bool echoOnly = false;
+  /// vLLM's return_tokens_as_token_ids: logprobs name tokens "token_id:N"
+  /// (text that is not valid UTF-8 on its own stays exact); nullopt: the
+  /// server's default.
+  std::optional<bool> returnTokensAsTokenIds;
   /// What the output is constrained to (response_format, guided_*, or the
   /// call that tool_choice requires), compiled into options.grammar by the
   /// server.

@@ -38,7 +38,9 @@ ResponseBuilder::ResponseBuilder(const GenerationRequest &request, std::string m
     : chat(request.endpoint == Endpoint::ChatCompletions), stream(request.stream),
       withLogprobs(request.logprobs.has_value()),
       withPromptLogprobs(request.promptLogprobs.has_value()), echo(request.echo),
-      echoOnly(request.echoOnly), includeStopString(request.includeStopStrInOutput),
+      echoOnly(request.echoOnly),
+      tokensAsIds(request.returnTokensAsTokenIds.value_or(false)),
+      continuousUsage(request.continuousUsage), includeStopString(request.includeStopStrInOutput),
       id(randomId(chat ? "chatcmpl-" : "cmpl-")), model(std::move(modelName)),
       created(std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
@@ -71,12 +73,16 @@ std::string ResponseBuilder::tokenText(int32_t token) const {
   return tokenizer->decode({token}, /*skipSpecialTokens=*/false);
 }
 
+std::string ResponseBuilder::logprobToken(int32_t token) const {
+  return tokensAsIds ? "token_id:" + std::to_string(token) : tokenText(token);
+}
+
 json ResponseBuilder::tokenLogprobs(const SampledToken &token, size_t offset) const {
-  std::string text = tokenText(token.token);
+  std::string text = logprobToken(token.token);
   if (chat) {
     json top = json::array();
     for (const TokenLogprob &alternative : token.topLogprobs) {
-      std::string alternativeText = tokenText(alternative.token);
+      std::string alternativeText = logprobToken(alternative.token);
       top.push_back({{"token", alternativeText},
                      {"logprob", alternative.logprob},
                      {"bytes", bytesOf(alternativeText)}});
@@ -88,7 +94,7 @@ json ResponseBuilder::tokenLogprobs(const SampledToken &token, size_t offset) co
   }
   json top = json::object();
   for (const TokenLogprob &alternative : token.topLogprobs)
-    top[tokenText(alternative.token)] = alternative.logprob;
+    top[logprobToken(alternative.token)] = alternative.logprob;
   return {{"tokens", {text}},
           {"token_logprobs", {token.logprob}},
           {"top_logprobs", json::array({std::move(top)})},
@@ -105,7 +111,7 @@ json ResponseBuilder::echoLogprobs(const Prompt &prompt) const {
        offsets = json::array();
   size_t offset = 0;
   for (size_t i = 0; i < prompt.ids.size(); ++i) {
-    std::string text = tokenText(prompt.ids[i]);
+    std::string text = logprobToken(prompt.ids[i]);
     tokens.push_back(text);
     offsets.push_back(offset);
     offset += text.size();
@@ -119,7 +125,7 @@ json ResponseBuilder::echoLogprobs(const Prompt &prompt) const {
     logprobs.push_back(entry.logprob);
     json alternatives = json::object();
     for (const TokenLogprob &alternative : entry.topLogprobs)
-      alternatives[tokenText(alternative.token)] = alternative.logprob;
+      alternatives[logprobToken(alternative.token)] = alternative.logprob;
     top.push_back(std::move(alternatives));
   }
   json result = json::object();
@@ -173,12 +179,16 @@ json ResponseBuilder::envelope() const {
           {"model", model}};
 }
 
-json ResponseBuilder::usage() const {
-  int64_t completionTokens = 0;
-  for (const Choice &choice : choices) completionTokens += choice.tokens;
+json ResponseBuilder::usageOf(int64_t promptTokens, int64_t completionTokens) {
   return {{"prompt_tokens", promptTokens},
           {"completion_tokens", completionTokens},
           {"total_tokens", promptTokens + completionTokens}};
+}
+
+json ResponseBuilder::usage() const {
+  int64_t completionTokens = 0;
+  for (const Choice &choice : choices) completionTokens += choice.tokens;
+  return usageOf(promptTokens, completionTokens);
 }
 
 std::vector<ToolCall> ResponseBuilder::callsOf(const Choice &choice) {
@@ -324,6 +334,7 @@ std::vector<json> ResponseBuilder::add(size_t promptIndex, const StreamEvent &ma
     if (last && choice.finishReason) entry["stop_reason"] = choice.stopReason;
     json chunk = envelope();
     chunk["choices"] = json::array({std::move(entry)});
+    if (continuousUsage) chunk["usage"] = usageOf(prompt.numTokens, choice.tokens);
     chunks.push_back(std::move(chunk));
   }
   return chunks;

@@ -45,7 +45,11 @@ public:
   /// Takes an event of prompt `prompt` (of its choice event.index); returns
   /// its streamed chunks (none when it carries nothing to send).
   std::vector<nlohmann::ordered_json> add(size_t prompt, const StreamEvent &event);
-  void addPromptTokens(int64_t count) { promptTokens += count; }
+  /// The length of prompt `prompt` in tokens (once per prompt).
+  void addPromptTokens(size_t prompt, int64_t count) {
+    prompts.at(prompt).numTokens = count;
+    promptTokens += count;
+  }
   int64_t numPromptTokens() const { return promptTokens; }
 
   /// The final chunk of a stream that asked for usage (no choices).
@@ -59,6 +63,7 @@ private:
     /// The text to echo as given: a text prompt's, unless truncated.
     std::optional<std::string> text;
     std::vector<int32_t> ids;
+    int64_t numTokens = 0;
     /// The logprobs of tokens 1, 2, ... so far.
     std::vector<SampledToken> logprobs;
   };
@@ -97,6 +102,8 @@ private:
 
   nlohmann::ordered_json envelope() const;
   nlohmann::ordered_json usage() const;
+  /// OpenAI's usage object.
+  static nlohmann::ordered_json usageOf(int64_t promptTokens, int64_t completionTokens);
   /// The logprobs of the event's token, in the endpoint's format; text
   /// offset `offset` (completions).
   nlohmann::ordered_json tokenLogprobs(const SampledToken &token, size_t offset) const;
@@ -110,6 +117,8 @@ private:
   /// decoded_token}} for it and its alternatives.
   nlohmann::ordered_json promptLogprobs(const Prompt &prompt) const;
   std::string tokenText(int32_t id) const;
+  /// How logprobs name a token: its text, or "token_id:N".
+  std::string logprobToken(int32_t id) const;
 
   bool chat;
   bool stream;
@@ -117,6 +126,8 @@ private:
   bool withPromptLogprobs;
   bool echo;
   bool echoOnly;
+  bool tokensAsIds;
+  bool continuousUsage;
   /// vLLM's include_stop_str_in_output: a matched stop string ends the text.
   bool includeStopString;
   std::string id;

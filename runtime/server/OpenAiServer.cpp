@@ -296,6 +296,8 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
 
   const size_t samples = static_cast<size_t>(request.options.n);
   const size_t numPrompts = request.prompts.size();
+  request.returnTokensAsTokenIds =
+      request.returnTokensAsTokenIds.value_or(options.returnTokensAsTokenIds);
   // Before the prompts move into the engine's requests: an echo takes their text.
   ResponseBuilder builder(request, served.name, numPrompts, served.tokenizer);
   auto mailbox = std::make_shared<Mailbox<PromptEvent>>(exchange.executor());
@@ -345,7 +347,7 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
     std::vector<std::string> chunks;
     for (const auto &[prompt, event] : events) {
       if (!promptCounted[prompt] && event.error.empty()) {
-        builder.addPromptTokens(event.numPromptTokens);
+        builder.addPromptTokens(prompt, event.numPromptTokens);
         promptCounted[prompt] = true;
       }
       if (!event.error.empty()) {

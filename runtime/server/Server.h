@@ -57,6 +57,9 @@ struct ServerOptions {
   std::string apiKey;
   /// After SIGTERM, how long requests in flight may run before they are aborted.
   double shutdownTimeoutSeconds = 30;
+  /// vLLM's --return-tokens-as-token-ids: logprobs name their tokens
+  /// "token_id:N" unless a request says otherwise.
+  bool returnTokensAsTokenIds = false;
 };
 
 /// Serves until SIGTERM or SIGINT. `onListening` is called with the port

@@ -10,8 +10,9 @@ exercised end to end, fast. Checked:
   * the chat prompt is the chat template's rendering (its token count equals Jinja2's
     rendering tokenized), n > 1, stop strings (the text ends before the stop, finish_reason
     "stop"; or kept with include_stop_str_in_output), seeds (same seed, same text),
-    logprobs, logit_bias, min_tokens, allowed_token_ids, skip_special_tokens and
-    truncate_prompt_tokens;
+    logprobs (tokens named by id with return_tokens_as_token_ids), logit_bias, min_tokens,
+    allowed_token_ids, skip_special_tokens, truncate_prompt_tokens and usage in every
+    streamed chunk (continuous_usage_stats);
   * echo (streamed too) and vLLM's prompt_logprobs: the prompt tokens' logprobs are the
     engine's own (llmc.engine, checked against onnxruntime in test_prompt_logprobs.py), and
     an echo of a completion's own tokens scores them as that completion's logprobs said
@@ -333,6 +334,54 @@ def test_prompt_logprobs_in_vllms_format(client, artifact, tokenizer):
     positions = reply.model_extra["prompt_logprobs"]
     assert positions[0] is None and len(positions) == reply.usage.prompt_tokens
     assert all(len(position) == 1 for position in positions[1:])
+
+
+def test_logprobs_name_tokens_by_id_when_asked(server, client, artifact, tokenizer):
+    """vLLM's return_tokens_as_token_ids: "token_id:N" instead of each token's text (a
+    request's field, or the server's --return-tokens-as-token-ids as its default)."""
+    ids = tokenizer.encode("Tokens by id")
+    options = dict(model="chat", prompt=ids, max_tokens=3, temperature=0, logprobs=2, echo=True,
+                   extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
+    by_id = client.completions.create(**options).choices[0]
+    with Model(artifact, num_threads=1) as model, Engine(model) as engine:
+        generated = engine.generate([ids], max_tokens=3, temperature=0)[0][0]
+    assert by_id.logprobs.tokens == [f"token_id:{t}" for t in ids + generated]
+    assert all(key.startswith("token_id:") for top in by_id.logprobs.top_logprobs[1:]
+               for key in top)
+    reply = client.chat.completions.create(
+        model="chat", messages=[{"role": "user", "content": "Hi"}], max_tokens=2,
+        temperature=0, logprobs=True, top_logprobs=1,
+        extra_body={"return_tokens_as_token_ids": True})
+    for entry in reply.choices[0].logprobs.content:
+        assert entry.token.startswith("token_id:") and entry.bytes == list(entry.token.encode())
+        assert entry.top_logprobs[0].token.startswith("token_id:")
+    with Server(LLMC, artifact, "--return-tokens-as-token-ids", "--threads", "1") as flagged:
+        other = openai.OpenAI(base_url=flagged.base_url, api_key="unused", max_retries=0)
+        default = dict(model="chat", prompt=ids, max_tokens=2, temperature=0, logprobs=0)
+        tokens = other.completions.create(
+            **default, extra_body={"ignore_eos": True}).choices[0].logprobs.tokens
+        assert tokens == [f"token_id:{t}" for t in generated[:2]]
+        texts = other.completions.create(**default, extra_body={
+            "ignore_eos": True, "return_tokens_as_token_ids": False}).choices[0].logprobs.tokens
+        assert texts == [token_text(tokenizer, t) for t in generated[:2]]
+
+
+def test_continuous_usage_stats_count_each_choices_tokens(client):
+    stream = client.completions.create(
+        model="chat", prompt="Count these tokens", max_tokens=5, n=2, temperature=0.8, seed=3,
+        stream=True, stream_options={"include_usage": True, "continuous_usage_stats": True},
+        extra_body={"ignore_eos": True})
+    chunks = list(stream)
+    final = chunks[-1].usage
+    assert not chunks[-1].choices and final.completion_tokens == 10
+    counts = {0: [], 1: []}
+    for chunk in chunks[:-1]:
+        usage = chunk.usage
+        assert usage.prompt_tokens == final.prompt_tokens
+        assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+        counts[chunk.choices[0].index].append(usage.completion_tokens)
+    for index, seen in counts.items():
+        assert seen == sorted(seen) and seen[-1] == 5, (index, seen)
 
 
 def test_logit_bias_bans_and_forces_tokens(client, artifact, tokenizer):

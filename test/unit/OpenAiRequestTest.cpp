@@ -109,6 +109,25 @@ TEST(OpenAiRequest, EchoAndPromptLogprobs) {
             "");
 }
 
+TEST(OpenAiRequest, TokenIdsAndContinuousUsage) {
+  EXPECT_FALSE(completion(R"({"prompt": "x"})").returnTokensAsTokenIds);
+  EXPECT_EQ(completion(R"({"prompt": "x", "return_tokens_as_token_ids": true})")
+                .returnTokensAsTokenIds,
+            true);
+  EXPECT_EQ(completion(R"({"prompt": "x", "return_tokens_as_token_ids": false})")
+                .returnTokensAsTokenIds,
+            false);
+  EXPECT_EQ(faultOf(Endpoint::Completions, R"({"prompt": "x", "return_tokens_as_token_ids": 1})"),
+            "return_tokens_as_token_ids");
+  // continuous_usage_stats goes with include_usage, as in vLLM.
+  EXPECT_TRUE(completion(R"({"prompt": "x", "stream": true, "stream_options":
+                             {"include_usage": true, "continuous_usage_stats": true}})")
+                  .continuousUsage);
+  EXPECT_FALSE(completion(R"({"prompt": "x", "stream": true, "stream_options":
+                              {"continuous_usage_stats": true}})")
+                   .continuousUsage);
+}
+
 TEST(OpenAiRequest, FaultsNameTheirField) {
   Endpoint completions = Endpoint::Completions;
   EXPECT_EQ(faultOf(completions, R"({"prompt": "x"})"), "");

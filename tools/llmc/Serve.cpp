@@ -34,8 +34,9 @@ constexpr const char *kUsage =
     "\n"
     "Serves the model with an OpenAI-compatible API until SIGTERM or SIGINT:\n"
     "POST /v1/completions and /v1/chat/completions (\"stream\": true for Server-Sent\n"
-    "Events), GET /v1/models, /health and /metrics (Prometheus). Chat requests go through\n"
-    "the chat template of the artifact's tokenizer_config.json.\n"
+    "Events), GET /v1/models, POST /tokenize and /detokenize, GET /health and /metrics\n"
+    "(Prometheus). Chat requests go through the chat template of the artifact's\n"
+    "tokenizer_config.json.\n"
     "  --host HOST                address to listen on (default 127.0.0.1)\n"
     "  --port PORT                port (default 8000; 0 picks a free one)\n"
     "  --api-key KEY              require 'Authorization: Bearer KEY' on /v1/ (default: the\n"
@@ -54,6 +55,8 @@ constexpr const char *kUsage =
     "  --http-threads N           threads answering connections (default 2)\n"
     "  --shutdown-timeout SECS    after SIGTERM, how long requests in flight may finish\n"
     "                             before they are aborted (default 30)\n"
+    "  --return-tokens-as-token-ids  logprobs name tokens \"token_id:N\" (a request's\n"
+    "                             return_tokens_as_token_ids overrides it)\n"
     "engine:\n"
     "%ENGINE%";
 
@@ -82,7 +85,7 @@ std::optional<ServeCommand> parseArguments(const std::vector<std::string> &args)
   ServeCommand command;
   if (const char *key = std::getenv("LLMC_API_KEY")) command.server.apiKey = key;
   for (size_t i = 0; i < args.size(); ++i) {
-    Argument argument = readArgument(args, i, {"--help", "-h"});
+    Argument argument = readArgument(args, i, {"--help", "-h", "--return-tokens-as-token-ids"});
     const std::string &name = argument.name, &value = argument.value;
     if (argument.positional) {
       if (!command.artifactDir.empty())
@@ -118,6 +121,8 @@ std::optional<ServeCommand> parseArguments(const std::vector<std::string> &args)
       command.server.maxBodyBytes = static_cast<size_t>(parseBytes(value, name));
     } else if (name == "--http-threads") {
       command.server.httpThreads = static_cast<int>(parseInteger(value, name, 1, 256));
+    } else if (name == "--return-tokens-as-token-ids") {
+      command.server.returnTokensAsTokenIds = true;
     } else if (name == "--shutdown-timeout") {
       command.server.shutdownTimeoutSeconds = parseNumber(value, name, 0, 86400);
     } else if (!command.engine.consume(name, value)) {
