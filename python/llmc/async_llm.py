@@ -50,9 +50,11 @@ class AsyncLLM:
         return self._tokenizer
 
     async def generate(self, prompt, sampling_params: Optional[SamplingParams] = None,
-                       request_id: Optional[str] = None) -> AsyncIterator[RequestOutput]:
+                       request_id: Optional[str] = None,
+                       priority: int = 0) -> AsyncIterator[RequestOutput]:
         """Yields the request's RequestOutput each time it has new tokens, the last one with
-        finished=True. Raises LlmcRequestError for a request the engine refuses."""
+        finished=True. priority: lower first, under scheduling_policy "priority". Raises
+        LlmcRequestError for a request the engine refuses."""
         if not self._running:
             raise LlmcRuntimeError("the AsyncLLM is shut down")
         batch = normalize(prompt, self._tokenizer)
@@ -63,6 +65,8 @@ class AsyncLLM:
         request_id = request_id if request_id is not None else str(next(self._request_ids))
         options = params.engine_options(max_tokens(params, one, self._engine.max_model_len),
                                         self._engine.eos_token_ids)
+        if priority:
+            options["priority"] = priority
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
         with self._lock:

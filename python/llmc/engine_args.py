@@ -35,7 +35,8 @@ def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] =
                 kv_cache_memory: Union[None, int, str] = None,
                 num_kv_blocks: Optional[int] = None, enable_prefix_caching: bool = True,
                 swap_space: float = 0, seed: int = 0,
-                speculative_config: Optional[dict] = None, num_threads: Optional[int] = None,
+                speculative_config: Optional[dict] = None, scheduling_policy: str = "fcfs",
+                num_threads: Optional[int] = None,
                 opt_level: int = 2, quiet: bool = False) -> tuple[Path, "native.LLMEngine"]:
     """The artifact (compiled from ONNX when needed) and the engine serving it. LLM and
     AsyncLLM pass their engine arguments here; llmc.llm's LLM documents them."""
@@ -59,9 +60,13 @@ def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] =
         raise ValueError(f"speculative_config must be None or a dict such as "
                          f"{{'method': 'ngram', 'num_speculative_tokens': 4}}, got "
                          f"{speculative_config!r}")
+    if scheduling_policy not in ("fcfs", "priority"):
+        raise ValueError(f"scheduling_policy must be 'fcfs' or 'priority', got "
+                         f"{scheduling_policy!r}")
     artifact = resolve_model(model, opt_level=opt_level, quiet=quiet)
     engine_args = {"enable_prefix_caching": bool(enable_prefix_caching),
-                   "swap_space": float(swap_space), "seed": int(seed)}
+                   "swap_space": float(swap_space), "seed": int(seed),
+                   "scheduling_policy": scheduling_policy}
     for name, value in (("max_num_seqs", max_num_seqs),
                         ("max_num_batched_tokens", max_num_batched_tokens),
                         ("max_model_len", max_model_len)):

@@ -41,7 +41,8 @@ class LLM:
     enable_prefix_caching, swap_space (GiB of host memory for preempted sequences' KV
     blocks), seed (for requests that carry none), speculative_config (speculative decoding by
     prompt lookup: {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4,
-    "prompt_lookup_min": 2}). The KV cache's size: at most one of
+    "prompt_lookup_min": 2}), scheduling_policy ("fcfs", or "priority": generate()'s
+    priorities order the requests, lower first). The KV cache's size: at most one of
     gpu_memory_utilization (a fraction of the memory left after the weights), kv_cache_memory
     (bytes, or text such as "2GiB") and num_kv_blocks; none: 1 GiB on the CPU, 0.9 of free
     memory on a GPU. num_threads: CPU threads (None: one per hardware thread). quiet: no
@@ -79,11 +80,17 @@ class LLM:
 
     def generate(self, prompts, sampling_params: Union[None, SamplingParams,
                                                        list[SamplingParams]] = None,
-                 *, use_tqdm: bool = True) -> list[RequestOutput]:
+                 *, use_tqdm: bool = True,
+                 priority: Optional[list[int]] = None) -> list[RequestOutput]:
         """Completes each prompt (text, token ids, or a list of either; see llmc.prompts)
-        and returns their RequestOutputs in the prompts' order."""
+        and returns their RequestOutputs in the prompts' order. priority: one per prompt,
+        lower first (the LLM's scheduling_policy must be "priority")."""
         batch = normalize(prompts, self._tokenizer)
-        return self._run(batch, params_for(sampling_params, len(batch)), use_tqdm)
+        if priority is not None and (len(priority) != len(batch) or not all(
+                isinstance(p, int) and not isinstance(p, bool) for p in priority)):
+            raise ValueError(f"priority must be a list of {len(batch)} ints, one per prompt")
+        return self._run(batch, params_for(sampling_params, len(batch)), use_tqdm,
+                         priority or [0] * len(batch))
 
     def chat(self, messages, sampling_params: Union[None, SamplingParams,
                                                     list[SamplingParams]] = None,
@@ -95,7 +102,8 @@ class LLM:
         conversations = messages if messages and isinstance(messages[0], list) else [messages]
         batch = [self._chat_prompt(conversation, chat_template_kwargs, add_generation_prompt,
                                    tools) for conversation in conversations]
-        return self._run(batch, params_for(sampling_params, len(batch)), use_tqdm)
+        return self._run(batch, params_for(sampling_params, len(batch)), use_tqdm,
+                         [0] * len(batch))
 
     def _chat_prompt(self, conversation: list[dict], chat_template_kwargs: Optional[dict],
                      add_generation_prompt: bool, tools: Optional[list[dict]]) -> Prompt:
@@ -119,8 +127,8 @@ class LLM:
         return self._tokenizer.decode([token], skip_special_tokens=False) \
             if self._tokenizer else None
 
-    def _run(self, batch: list[Prompt], params: list[SamplingParams],
-             use_tqdm: bool) -> list[RequestOutput]:
+    def _run(self, batch: list[Prompt], params: list[SamplingParams], use_tqdm: bool,
+             priority: list[int]) -> list[RequestOutput]:
         engine = self._live()
         batch = [truncated(prompt, params[index], engine.max_model_len)
                  for index, prompt in enumerate(batch)]
@@ -132,7 +140,8 @@ class LLM:
             while waiting or running:
                 while waiting and len(running) < _MAX_IN_FLIGHT:
                     index = waiting.popleft()
-                    engine_id = self._submit(engine, batch[index], params[index])
+                    engine_id = self._submit(engine, batch[index], params[index],
+                                             priority[index])
                     running[engine_id] = (index, RequestState(
                         str(next(self._request_ids)), batch[index].text,
                         batch[index].token_ids, params[index], self._decode_token))
@@ -154,9 +163,11 @@ class LLM:
                 engine.abort(engine_id)
         return results
 
-    def _submit(self, engine, prompt: Prompt, params: SamplingParams) -> int:
+    def _submit(self, engine, prompt: Prompt, params: SamplingParams, priority: int) -> int:
         options = params.engine_options(max_tokens(params, prompt, engine.max_model_len),
                                         engine.eos_token_ids)
+        if priority:
+            options["priority"] = priority
         return engine.submit(prompt.token_ids, options, params.stop_strings,
                              self._tokenizer is not None, params.grammar_spec(),
                              skip_special_tokens=params.skip_special_tokens)

@@ -107,7 +107,9 @@ Engine::Engine(Model &model, const EngineConfig &config)
     : model(model),
       blocks(model.kvPool().numBlocks(), model.kvPool().blockSize(), config.enablePrefixCaching),
       swapSpace(makeSwapSpace(model, config.swapSpaceBytes)),
-      scheduler(blocks, schedulerLimits(model, config), swapPolicy(model, swapSpace.get())),
+      scheduler(blocks, schedulerLimits(model, config), swapPolicy(model, swapSpace.get()),
+                config.schedulingPolicy),
+      policy(config.schedulingPolicy),
       modelLen(resolveModelLen(model, scheduler.limits(), config.maxModelLen)),
       defaultSeed(config.seed),
       speculative(config.speculative) {
@@ -142,6 +144,10 @@ void Engine::validate(const std::vector<int32_t> &prompt, const RequestOptions &
       (*options.promptLogprobs < 0 || *options.promptLogprobs > kMaxLogprobs))
     throw RequestError("prompt_logprobs must be in [0, " + str(kMaxLogprobs) + "], got " +
                        str(*options.promptLogprobs));
+  if (options.priority != 0 && policy != SchedulingPolicy::Priority)
+    throw RequestError("priority " + str(options.priority) +
+                       " needs the priority scheduling policy (vLLM's scheduling_policy "
+                       "\"priority\"); this engine serves first come, first served");
   if (options.sampling.minTokens > options.maxTokens)
     throw RequestError("min_tokens (" + str(options.sampling.minTokens) +
                        ") must not be more than max_tokens (" + str(options.maxTokens) + ")");
@@ -164,6 +170,7 @@ void Engine::addRequest(RequestId id, std::vector<int32_t> prompt, const Request
       id, 0, nextArrival++, prompt, SequenceSampler(sampling, 0, prompt, options.stopTokenIds));
   first->pendingForks = options.n - 1;
   first->reportsPromptLogprobs = options.promptLogprobs.has_value();
+  first->priority = options.priority;
   if (options.grammar)
     first->grammar = std::make_unique<structured::GrammarMatcher>(options.grammar);
   scheduler.addWaiting(first.get());
@@ -260,6 +267,7 @@ void Engine::forkSamples(Request &request, Sequence &parent) {
         parent.request, index, parent.arrival, parent.tokens,
         SequenceSampler(sampling, 0, std::move(prompt), request.options.stopTokenIds));
     child->blocks = blocks.fork(parent.blocks);
+    child->priority = parent.priority;
     // Forks happen before the parent's first token: a fresh matcher is where
     // the parent's stands.
     if (request.options.grammar)

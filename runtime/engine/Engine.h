@@ -78,6 +78,8 @@ struct EngineConfig {
   uint64_t seed = 0;
   /// Draft tokens by prompt lookup, verified in the step (off by default).
   SpeculativeConfig speculative;
+  /// vLLM's scheduling_policy: first come, first served, or by request priority.
+  SchedulingPolicy schedulingPolicy = SchedulingPolicy::Fcfs;
 };
 
 struct RequestOptions {
@@ -95,6 +97,8 @@ struct RequestOptions {
   /// kMaxLogprobs); nullopt: none. The prompt is then computed whole, without
   /// the prefix cache.
   std::optional<int32_t> promptLogprobs;
+  /// vLLM's priority (lower runs first); only under the priority policy.
+  int64_t priority = 0;
 };
 
 /// What one step produced for one sample: a new token, an end, or both; or,
@@ -250,6 +254,7 @@ private:
   BlockManager blocks;
   std::unique_ptr<KvSwapSpace> swapSpace; // null without swap space
   Scheduler scheduler;
+  SchedulingPolicy policy;
   int64_t modelLen;
   uint64_t defaultSeed;
   SpeculativeConfig speculative;

@@ -104,8 +104,17 @@ EngineConfig engineConfigFromJson(const json &object) {
   config.swapSpaceBytes = static_cast<int64_t>(swapGiB * 1024 * 1024 * 1024);
   if (const json *speculative = fields.readObject("speculative_config"))
     config.speculative = speculativeConfigFromJson(*speculative);
+  std::string policy = "fcfs";
+  fields.readString("scheduling_policy", policy);
+  config.schedulingPolicy = schedulingPolicyNamed(policy);
   fields.finish();
   return config;
+}
+
+SchedulingPolicy schedulingPolicyNamed(const std::string &name) {
+  if (name == "fcfs") return SchedulingPolicy::Fcfs;
+  if (name == "priority") return SchedulingPolicy::Priority;
+  throw Error("scheduling_policy must be \"fcfs\" or \"priority\", not \"" + name + "\"");
 }
 
 SpeculativeConfig speculativeConfigFromJson(const json &object) {
@@ -140,6 +149,7 @@ RequestOptions requestOptionsFromJson(const json &object) {
   fields.readOptional("seed", sampling.seed);
   fields.readOptional("logprobs", sampling.logprobs);
   fields.readOptional("prompt_logprobs", options.promptLogprobs);
+  fields.read("priority", options.priority);
   fields.readIds("stop_token_ids", options.stopTokenIds);
   fields.readLogitBias("logit_bias", sampling.logitBias);
   fields.read("min_tokens", sampling.minTokens);

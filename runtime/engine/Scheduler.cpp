@@ -7,8 +7,9 @@
 
 namespace llmc::runtime {
 
-Scheduler::Scheduler(BlockManager &blocks, const SchedulerLimits &limits, const SwapPolicy &swap)
-    : blocks(blocks), stepLimits(limits), swap(swap) {
+Scheduler::Scheduler(BlockManager &blocks, const SchedulerLimits &limits, const SwapPolicy &swap,
+                     SchedulingPolicy policy)
+    : blocks(blocks), stepLimits(limits), policy(policy), swap(swap) {
   if (limits.maxNumSeqs < 1 || limits.maxNumBatchedTokens < limits.maxNumSeqs)
     throw Error("the scheduler needs 1 <= max_num_seqs <= max_num_batched_tokens, got " +
                 std::to_string(limits.maxNumSeqs) + " and " +
@@ -47,12 +48,16 @@ void Scheduler::releaseSwapSlots(Sequence &sequence) {
   sequence.swapped.reset();
 }
 
+bool Scheduler::runsBefore(const Sequence *a, const Sequence *b) const {
+  if (policy == SchedulingPolicy::Priority && a->priority != b->priority)
+    return a->priority < b->priority;
+  return a->arrival != b->arrival ? a->arrival < b->arrival : a->sampleIndex < b->sampleIndex;
+}
+
 void Scheduler::insertWaiting(Sequence *sequence) {
-  auto later = std::upper_bound(waiting.begin(), waiting.end(), sequence,
-                                [](const Sequence *a, const Sequence *b) {
-                                  return a->arrival != b->arrival ? a->arrival < b->arrival
-                                                                  : a->sampleIndex < b->sampleIndex;
-                                });
+  auto later = std::upper_bound(
+      waiting.begin(), waiting.end(), sequence,
+      [this](const Sequence *a, const Sequence *b) { return runsBefore(a, b); });
   waiting.insert(later, sequence);
 }
 
@@ -159,7 +164,14 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t &extraRows
   }
   waiting.pop_front();
   sequence->status = SequenceStatus::Running;
-  running.push_back(sequence);
+  // First come, first served appends: admission order is the running order.
+  auto at = policy == SchedulingPolicy::Priority
+                ? std::upper_bound(running.begin(), running.end(), sequence,
+                                   [this](const Sequence *a, const Sequence *b) {
+                                     return runsBefore(a, b);
+                                   })
+                : running.end();
+  running.insert(at, sequence);
   seqCount += sequence->seqCount();
   extraRows += chunk.numRows() - 1;
   output.chunks.push_back(chunk);

@@ -25,6 +25,11 @@
 //    costs less than recomputing its tokens (and the space has room), and
 //    swapped back in when it is admitted again; otherwise it is recomputed
 //    from its tokens.
+// Under the priority policy (vLLM's --scheduling-policy priority) "oldest"
+// reads "of the lowest priority value, then oldest": the running sequences
+// are kept in that order, so the one preempted is the lowest priority's
+// newest, and the waiting queue is admitted in that order.
+//
 // 3. Then waiting sequences, oldest first, while the budget, max_num_seqs
 //    and the blocks allow (none is admitted in a step that preempted). A
 //    new sequence first takes the cached blocks of its prefix (unless it
@@ -57,6 +62,9 @@ struct SchedulerLimits {
   /// (0: no window): a sequence's blocks before its window are given back.
   int64_t attentionWindow = 0;
 };
+
+/// Who runs first: first come, first served, or by priority, then arrival.
+enum class SchedulingPolicy { Fcfs, Priority };
 
 /// Preemption by swapping: the host slots there are (0: always recompute)
 /// and what moving one block out and back in costs, to weigh against
@@ -107,7 +115,8 @@ struct SchedulerOutput {
 
 class Scheduler {
 public:
-  Scheduler(BlockManager &blocks, const SchedulerLimits &limits, const SwapPolicy &swap = {});
+  Scheduler(BlockManager &blocks, const SchedulerLimits &limits, const SwapPolicy &swap = {},
+            SchedulingPolicy policy = SchedulingPolicy::Fcfs);
 
   /// Queues a new sequence (status Waiting, no blocks).
   void addWaiting(Sequence *sequence);
@@ -149,7 +158,10 @@ private:
   /// Gives back the sequence's blocks that no query from its next token on
   /// sees (with an attention window).
   void releaseOutOfWindow(Sequence &sequence);
-  /// Inserts into `waiting` by arrival (preempted sequences keep their place).
+  /// Whether `a` goes before `b` in the waiting queue and in the running
+  /// order under the policy (a sample's forks go after it).
+  bool runsBefore(const Sequence *a, const Sequence *b) const;
+  /// Inserts into `waiting` in that order (preempted sequences keep their place).
   void insertWaiting(Sequence *sequence);
   /// Tries to admit the oldest waiting sequence; false when it does not fit
   /// (in the step's rows too, `extraRows` of them taken by drafts and
@@ -166,7 +178,8 @@ private:
 
   BlockManager &blocks;
   SchedulerLimits stepLimits;
-  /// Admission order, oldest first.
+  SchedulingPolicy policy;
+  /// Admission order, oldest first (by priority first under that policy).
   std::vector<Sequence *> running;
   std::deque<Sequence *> waiting;
   int64_t preemptions = 0;

@@ -40,6 +40,9 @@ struct Sequence {
   int32_t sampleIndex;
   /// Admission order (first come, first served); samples of one request share it.
   uint64_t arrival;
+  /// vLLM's request priority: under the priority policy a lower one is
+  /// admitted first and preempted last.
+  int64_t priority = 0;
   /// The prompt, then the generated tokens.
   std::vector<int32_t> tokens;
   int64_t promptLen;

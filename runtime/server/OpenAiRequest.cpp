@@ -423,6 +423,10 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   options.promptLogprobs = request.promptLogprobs;
   if (request.echo && request.logprobs && !options.promptLogprobs)
     options.promptLogprobs = request.logprobs;
+  // vLLM's: lower runs first, under the server's priority scheduling policy.
+  options.priority = fields.integer("priority", std::numeric_limits<int32_t>::min(),
+                                    std::numeric_limits<int32_t>::max())
+                         .value_or(0);
   if (fields.find("return_tokens_as_token_ids"))
     request.returnTokensAsTokenIds = fields.flag("return_tokens_as_token_ids", false);
 

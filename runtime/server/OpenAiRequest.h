@@ -10,7 +10,7 @@
 // chat_template_kwargs; completions echo. vLLM's extensions top_k, min_p,
 // repetition_penalty, ignore_eos, stop_token_ids, min_tokens, allowed_token_ids,
 // include_stop_str_in_output, skip_special_tokens, truncate_prompt_tokens,
-// prompt_logprobs, return_tokens_as_token_ids and stream_options'
+// prompt_logprobs, return_tokens_as_token_ids, priority and stream_options'
 // continuous_usage_stats are accepted too, and its structured-output fields
 // guided_json, guided_regex, guided_choice and guided_grammar beside
 // OpenAI's response_format.

@@ -12,6 +12,7 @@ The model is the optimum-style GQA fixture, compiled once. Checked:
     (counted in prompt tokens computed) and gives the same tokens as without the cache;
   * speculative decoding by prompt lookup: greedy tokens equal those without it, draft tokens
     are accepted, every block is freed, and seeded samples are reproducible;
+  * the priority scheduling policy serves the lowest priority value first;
   * abort frees a request's blocks at once, and a bad request is an error, not a crash.
 
 Greedy tokens of the engine against onnxruntime's are checked in test_cpu_parity.py
@@ -231,8 +232,29 @@ def test_abort_frees_the_blocks_at_once(large):
         assert not engine.has_unfinished()
 
 
+def test_the_priority_policy_serves_the_lowest_value_first(large):
+    """vLLM's scheduling_policy "priority": with room for one sequence a step, requests
+    finish in priority order, not arrival order, each with the tokens it has alone."""
+    prompts = random_prompts(4, (8, 40), seed=9, vocab_size=large.vocab_size)
+    priorities = [3, -2, 7, 0]
+    with Engine(large) as engine:
+        alone, _ = run(engine, prompts, max_tokens=6, temperature=0)
+    with Engine(large, max_num_seqs=1, scheduling_policy="priority") as engine:
+        for i, prompt in enumerate(prompts):
+            engine.add_request(i, prompt, max_tokens=6, temperature=0, priority=priorities[i])
+        finished, tokens = [], [[] for _ in prompts]
+        while engine.has_unfinished():
+            for output in engine.step():
+                tokens[output["request"]].append(output["token"])
+                if output["finish_reason"]:
+                    finished.append(output["request"])
+    assert finished == sorted(range(len(prompts)), key=priorities.__getitem__)
+    assert tokens == [samples[0] for samples in alone]
+
+
 @pytest.mark.parametrize("prompt, options, message", [
     ([], {}, "the prompt is empty"),
+    ([1], {"priority": 1}, "needs the priority scheduling policy"),
     ([1, 10**6], {}, "outside the vocabulary"),
     ([1], {"max_tokens": 0}, "max_tokens must be at least 1"),
     ([1], {"temperature": -1}, "temperature must be a number >= 0"),

@@ -238,6 +238,20 @@ def test_logprobs(llm):
     assert output.prompt_logprobs is None
 
 
+def test_priorities_need_the_priority_policy_and_keep_the_outputs(llm, model_dir):
+    greedy = llm.generate(PROMPTS, GREEDY, use_tqdm=False)
+    with pytest.raises(LlmcRequestError, match="needs the priority scheduling policy"):
+        llm.generate(PROMPTS[0], GREEDY, use_tqdm=False, priority=[1])
+    with pytest.raises(ValueError, match="one per prompt"):
+        llm.generate(PROMPTS, GREEDY, use_tqdm=False, priority=[1])
+    with LLM(model_dir / "model.onnx", num_threads=2, kv_cache_memory="256MiB", quiet=True,
+             scheduling_policy="priority", max_num_seqs=1) as ordered:
+        outputs = ordered.generate(PROMPTS, GREEDY, use_tqdm=False, priority=[2, 0, 1])
+    assert texts(outputs) == texts(greedy)
+    with pytest.raises(ValueError, match="scheduling_policy"):
+        LLM(model_dir / "model.onnx", scheduling_policy="lifo")
+
+
 def test_prompt_logprobs_are_onnxruntimes(llm, model_dir):
     """vLLM's RequestOutput.prompt_logprobs: None, then per prompt token {token id: Logprob}
     of it (its rank under the model) and the 2 most likely, as onnxruntime's log-softmax over

@@ -529,6 +529,9 @@ def test_token_id_prompts_and_a_batch_of_prompts(client, tokenizer):
     ({"prompt": "x", "max_tokens": 0}, 400, "max_tokens"),
     ({"prompt": "x", "prompt_logprobs": 21}, 400, "prompt_logprobs"),
     ({"prompt": "x", "prompt_logprobs": 1, "stream": True}, 400, "prompt_logprobs"),
+    ({"prompt": "x", "priority": "high"}, 400, "priority"),
+    # This server serves first come, first served: a priority is refused, by the engine.
+    ({"prompt": "x", "priority": 1}, 400, None),
     ({"prompt": "x", "logit_bias": {"x": 1}}, 400, "logit_bias"),
     ({"prompt": "x", "logit_bias": {"5": 101}}, 400, "logit_bias"),
     ({"prompt": "x", "logit_bias": [5]}, 400, "logit_bias"),

@@ -514,6 +514,37 @@ TEST_F(EngineTest, PromptLogprobsComeOnceEachUnderPreemption) {
   EXPECT_EQ(engine.blockManager().numHeld(), 0);
 }
 
+TEST_F(EngineTest, UnderThePriorityPolicyTheLowestValueFinishesFirst) {
+  auto model = open(64);
+  EngineConfig config;
+  config.maxNumSeqs = 1; // one request at a time: the order shows
+  config.schedulingPolicy = SchedulingPolicy::Priority;
+  Engine engine(*model, config);
+  std::vector<std::vector<int32_t>> prompts = {{1, 2}, {3}, {4, 5, 6}};
+  std::vector<int64_t> priorities = {2, -1, 0};
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    RequestOptions options = greedy(3);
+    options.priority = priorities[i];
+    engine.addRequest(i, prompts[i], options);
+  }
+  std::vector<RequestId> finished;
+  std::vector<std::vector<int32_t>> tokens(prompts.size());
+  while (engine.hasUnfinished())
+    for (const StepOutput &output : engine.step()) {
+      tokens[output.request].push_back(output.token->token);
+      if (output.finishReason != FinishReason::None) finished.push_back(output.request);
+    }
+  EXPECT_EQ(finished, (std::vector<RequestId>{1, 2, 0}));
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(tokens[i], toyContinuation(prompts[i], 3, kVocab)) << i;
+
+  // First come, first served takes no priority.
+  Engine fcfs(*model, {});
+  RequestOptions prioritised = greedy(1);
+  prioritised.priority = 1;
+  EXPECT_THROW(fcfs.addRequest(0, {1}, prioritised), RequestError);
+}
+
 TEST_F(EngineTest, AbortFreesTheBlocksAtOnce) {
   auto model = open(16);
   Engine engine(*model, {});

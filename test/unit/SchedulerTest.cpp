@@ -20,13 +20,14 @@ namespace {
 class SchedulerTest : public ::testing::Test {
 protected:
   /// A waiting sequence with a prompt of `length` tokens.
-  Sequence *add(Scheduler &scheduler, int64_t length, int32_t forks = 0) {
+  Sequence *add(Scheduler &scheduler, int64_t length, int32_t forks = 0, int64_t priority = 0) {
     std::vector<int32_t> prompt(length);
     for (int64_t i = 0; i < length; ++i) prompt[i] = int32_t(sequences.size() * 100 + i);
     auto sequence = std::make_unique<Sequence>(
         sequences.size(), 0, sequences.size(), prompt,
         SequenceSampler(SamplingParams(), 0, prompt));
     sequence->pendingForks = forks;
+    sequence->priority = priority;
     scheduler.addWaiting(sequence.get());
     sequences.push_back(std::move(sequence));
     return sequences.back().get();
@@ -404,6 +405,54 @@ TEST_F(SchedulerTest, PromptLogprobsSkipTheCacheAndARecomputeReportsNothingTwice
   EXPECT_EQ(last.chunks[0].numTokens, 4);
   EXPECT_TRUE(last.chunks[0].rowPerToken);
   EXPECT_TRUE(last.chunks[0].samples());
+}
+
+TEST_F(SchedulerTest, ThePriorityPolicyAdmitsTheLowestValueFirstAndPreemptsTheHighest) {
+  BlockManager blocks(4, 4, false);
+  Scheduler scheduler(blocks, {2, 16}, {}, SchedulingPolicy::Priority);
+  add(scheduler, 4, 0, /*priority=*/5);
+  add(scheduler, 4, 0, /*priority=*/-1);
+  Sequence *normal = add(scheduler, 4);
+  // Two sequences a step: the lowest values, whatever their arrival.
+  SchedulerOutput first = scheduler.schedule();
+  EXPECT_EQ(chunks(first), (Chunks{{1, 4}, {2, 4}}));
+  sampleAll(first);
+  // Each needs a second block; two are free, so both grow.
+  SchedulerOutput second = scheduler.schedule();
+  EXPECT_EQ(chunks(second), (Chunks{{1, 1}, {2, 1}}));
+  EXPECT_TRUE(second.preempted.empty());
+  for (int i = 0; i < 3; ++i) {
+    sampleAll(second);
+    second = scheduler.schedule();
+  }
+  // At 9 tokens each needs a third block: the higher value (priority 0, the
+  // newer too) gives way, and the urgent one keeps running.
+  sampleAll(second);
+  SchedulerOutput third = scheduler.schedule();
+  ASSERT_EQ(third.preempted.size(), 1u);
+  EXPECT_EQ(third.preempted[0], normal);
+  EXPECT_EQ(chunks(third), (Chunks{{1, 1}}));
+  EXPECT_EQ(scheduler.numWaiting(), 2u);
+}
+
+TEST_F(SchedulerTest, UnderThePriorityPolicyALowerValueRunsAheadOfOlderOnes) {
+  // Running order is the policy's: an urgent sequence admitted later is
+  // scheduled first, and a preemption never picks it over an older one.
+  BlockManager blocks(3, 4, false);
+  Scheduler scheduler(blocks, {4, 16}, {}, SchedulingPolicy::Priority);
+  Sequence *old = add(scheduler, 4);
+  sampleAll(scheduler.schedule());
+  add(scheduler, 4, 0, /*priority=*/-3);
+  SchedulerOutput admitted = scheduler.schedule();
+  EXPECT_EQ(chunks(admitted), (Chunks{{0, 1}, {1, 4}}));
+  sampleAll(admitted);
+  // Three blocks: both need one more, only one is free. The urgent one goes
+  // first and takes it; the older one is preempted (first come, first served
+  // would have preempted the newer, urgent one).
+  SchedulerOutput next = scheduler.schedule();
+  EXPECT_EQ(chunks(next), (Chunks{{1, 1}}));
+  ASSERT_EQ(next.preempted.size(), 1u);
+  EXPECT_EQ(next.preempted[0], old);
 }
 
 } // namespace

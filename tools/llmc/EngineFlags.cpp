@@ -27,7 +27,9 @@ const char *const kEngineFlagsUsage =
     "                               when that costs less than recomputing (default 0: recompute)\n"
     "  --speculative-config JSON    speculative decoding by prompt lookup, as vLLM's:\n"
     "                               '{\"method\": \"ngram\", \"num_speculative_tokens\": 4,\n"
-    "                               \"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}' (off)\n";
+    "                               \"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}' (off)\n"
+    "  --scheduling-policy fcfs|priority   first come, first served, or by each request's\n"
+    "                               priority (lower first), as vLLM's (fcfs)\n";
 
 Argument readArgument(const std::vector<std::string> &args, size_t &i,
                       std::initializer_list<std::string_view> flags) {
@@ -151,6 +153,10 @@ bool EngineFlags::consume(const std::string &name, const std::string &value) {
                          "\"num_speculative_tokens\": 4}', not '" + value + "'");
     }
     engine.speculative = runtime::speculativeConfigFromJson(parsed);
+  } else if (name == "--scheduling-policy") {
+    if (value != "fcfs" && value != "priority")
+      throw Error(name + " must be fcfs or priority, not '" + value + "'");
+    engine.schedulingPolicy = runtime::schedulingPolicyNamed(value);
   } else
     return false;
   return true;

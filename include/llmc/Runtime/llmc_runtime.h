@@ -73,7 +73,8 @@ LLMC_RUNTIME_API int llmc_runtime_generate(LlmcRuntimeModel *model, int64_t num_
 typedef struct LlmcEngine LlmcEngine;
 
 /* config_json: {"max_num_seqs", "max_num_batched_tokens", "max_model_len",
- * "enable_prefix_caching", "seed", "swap_space", "speculative_config"}, all
+ * "enable_prefix_caching", "seed", "swap_space", "speculative_config",
+ * "scheduling_policy"}, all
  * optional (NULL = {}); runtime/engine/EngineJson.h says what each holds. */
 LLMC_RUNTIME_API LlmcEngine *llmc_engine_new(LlmcRuntimeModel *model, const char *config_json,
                                              char *err, size_t err_size);
@@ -82,8 +83,8 @@ LLMC_RUNTIME_API void llmc_engine_free(LlmcEngine *engine);
 /* Queues a request under a caller-chosen id. options_json: {"max_tokens", "n",
  * "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "presence_penalty",
  * "frequency_penalty", "seed", "logprobs", "stop_token_ids", "logit_bias" ({"token id":
- * bias}), "min_tokens", "allowed_token_ids", "prompt_logprobs"}, all optional. A request
- * that could never run (empty, too long, bad parameters) fails here. */
+ * bias}), "min_tokens", "allowed_token_ids", "prompt_logprobs", "priority"}, all optional.
+ * A request that could never run (empty, too long, bad parameters) fails here. */
 LLMC_RUNTIME_API int llmc_engine_add_request(LlmcEngine *engine, uint64_t id,
                                              const int32_t *prompt, int64_t prompt_len,
                                              const char *options_json, char *err,
