@@ -461,9 +461,9 @@ def test_bad_engine_arguments_raise_value_error(llm, arguments, message):
 def test_async_llm_streams_and_aborts(llm):
     greedy = texts(llm.generate(PROMPTS[:2], GREEDY, use_tqdm=False))
 
-    async def collect(engine, prompt, request_id):
+    async def collect(engine, prompt, request_id, **options):
         seen = []
-        async for output in engine.generate(prompt, GREEDY, request_id):
+        async for output in engine.generate(prompt, GREEDY, request_id, **options):
             seen.append(output)
         return seen
 
@@ -480,6 +480,8 @@ def test_async_llm_streams_and_aborts(llm):
                                            collect(engine, PROMPTS[1], "b"), abandon(engine))
             with pytest.raises(LlmcRequestError, match="outside the vocabulary"):
                 await collect(engine, [10**8], "bad")
+            with pytest.raises(LlmcRequestError, match="needs the priority scheduling policy"):
+                await collect(engine, PROMPTS[0], "prioritised", priority=1)
             after = await collect(engine, PROMPTS[0], "after")
             return streams[:2], after
         finally:
