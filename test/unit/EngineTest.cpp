@@ -434,10 +434,12 @@ SampledToken toyLogprobs(const std::vector<int32_t> &context, int32_t token,
   SampledToken expected;
   expected.token = token;
   expected.logprob = float(row[token] - std::log(total));
-  expected.rank = 1 + std::count_if(row.begin(), row.end(), [&](double v) { return v > row[token]; });
+  expected.rank =
+      1 + std::count_if(row.begin(), row.end(), [&](double v) { return v > row[token]; });
   std::vector<int32_t> order(kVocab);
   for (int32_t i = 0; i < kVocab; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return row[a] > row[b]; });
   for (int32_t i = 0; i < topCount; ++i)
     expected.topLogprobs.push_back({order[i], float(row[order[i]] - std::log(total))});
   return expected;

@@ -228,7 +228,8 @@ Attribute timesRows(MLIRContext *context, Attribute rows, int64_t factor) {
   if (auto symbol = dyn_cast<StringAttr>(rows)) return planDim(context, symbol.getValue(), factor);
   auto scaled = cast<ArrayAttr>(rows);
   return planDim(context, cast<StringAttr>(scaled[0]).getValue(),
-                 cast<IntegerAttr>(scaled[1]).getInt() * factor, cast<IntegerAttr>(scaled[2]).getInt());
+                 cast<IntegerAttr>(scaled[1]).getInt() * factor,
+                 cast<IntegerAttr>(scaled[2]).getInt());
 }
 } // namespace
 
@@ -283,7 +284,9 @@ LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional
     }
     Value count = kb.f32(features);
     Value mean = kb.f32(0.0);
-    if (layer) mean = kb.div(rt.sum(kb, features, [&](Value col) { return loadF32(kb, x, at(col)); }), count);
+    if (layer)
+      mean = kb.div(rt.sum(kb, features, [&](Value col) { return loadF32(kb, x, at(col)); }),
+                    count);
     Value squares = rt.sum(kb, features, [&](Value col) {
       Value centred = kb.sub(loadF32(kb, x, at(col)), mean);
       return kb.mul(centred, centred);
