@@ -250,6 +250,8 @@ def test_the_priority_policy_serves_the_lowest_value_first(large):
                     finished.append(output["request"])
     assert finished == sorted(range(len(prompts)), key=priorities.__getitem__)
     assert tokens == [samples[0] for samples in alone]
+    with pytest.raises(LlmcRuntimeError, match='scheduling_policy must be "fcfs" or "priority"'):
+        Engine(large, scheduling_policy="lifo")
 
 
 @pytest.mark.parametrize("prompt, options, message", [
