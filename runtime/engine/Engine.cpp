@@ -109,7 +109,6 @@ Engine::Engine(Model &model, const EngineConfig &config)
       swapSpace(makeSwapSpace(model, config.swapSpaceBytes)),
       scheduler(blocks, schedulerLimits(model, config), swapPolicy(model, swapSpace.get()),
                 config.schedulingPolicy),
-      policy(config.schedulingPolicy),
       modelLen(resolveModelLen(model, scheduler.limits(), config.maxModelLen)),
       defaultSeed(config.seed),
       speculative(config.speculative) {
@@ -144,7 +143,7 @@ void Engine::validate(const std::vector<int32_t> &prompt, const RequestOptions &
       (*options.promptLogprobs < 0 || *options.promptLogprobs > kMaxLogprobs))
     throw RequestError("prompt_logprobs must be in [0, " + str(kMaxLogprobs) + "], got " +
                        str(*options.promptLogprobs));
-  if (options.priority != 0 && policy != SchedulingPolicy::Priority)
+  if (options.priority != 0 && scheduler.policy() != SchedulingPolicy::Priority)
     throw RequestError("priority " + str(options.priority) +
                        " needs the priority scheduling policy (vLLM's scheduling_policy "
                        "\"priority\"); this engine serves first come, first served");
@@ -360,7 +359,8 @@ void Engine::reportPromptLogprobs(const ScheduledChunk &chunk, const float *rows
   output.promptLogprobs.resize(static_cast<size_t>(to - from));
   model.parallelFor(to - from, [&](int64_t i) {
     int64_t position = from + i;
-    std::vector<int32_t> order;
+    // The top-k scratch is a vocabulary long: one per thread, not one per row.
+    thread_local std::vector<int32_t> order;
     output.promptLogprobs[i] =
         logprobsOf(sequence.tokens[position + 1], rows + (position - chunk.start) * vocabSize,
                    vocabSize, topCount, order);

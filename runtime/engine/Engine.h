@@ -254,7 +254,6 @@ private:
   BlockManager blocks;
   std::unique_ptr<KvSwapSpace> swapSpace; // null without swap space
   Scheduler scheduler;
-  SchedulingPolicy policy;
   int64_t modelLen;
   uint64_t defaultSeed;
   SpeculativeConfig speculative;

@@ -9,7 +9,7 @@ namespace llmc::runtime {
 
 Scheduler::Scheduler(BlockManager &blocks, const SchedulerLimits &limits, const SwapPolicy &swap,
                      SchedulingPolicy policy)
-    : blocks(blocks), stepLimits(limits), policy(policy), swap(swap) {
+    : blocks(blocks), stepLimits(limits), schedulingPolicy(policy), swap(swap) {
   if (limits.maxNumSeqs < 1 || limits.maxNumBatchedTokens < limits.maxNumSeqs)
     throw Error("the scheduler needs 1 <= max_num_seqs <= max_num_batched_tokens, got " +
                 std::to_string(limits.maxNumSeqs) + " and " +
@@ -49,7 +49,7 @@ void Scheduler::releaseSwapSlots(Sequence &sequence) {
 }
 
 bool Scheduler::runsBefore(const Sequence *a, const Sequence *b) const {
-  if (policy == SchedulingPolicy::Priority && a->priority != b->priority)
+  if (schedulingPolicy == SchedulingPolicy::Priority && a->priority != b->priority)
     return a->priority < b->priority;
   return a->arrival != b->arrival ? a->arrival < b->arrival : a->sampleIndex < b->sampleIndex;
 }
@@ -165,7 +165,7 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t &extraRows
   waiting.pop_front();
   sequence->status = SequenceStatus::Running;
   // First come, first served appends: admission order is the running order.
-  auto at = policy == SchedulingPolicy::Priority
+  auto at = schedulingPolicy == SchedulingPolicy::Priority
                 ? std::upper_bound(running.begin(), running.end(), sequence,
                                    [this](const Sequence *a, const Sequence *b) {
                                      return runsBefore(a, b);

@@ -142,6 +142,7 @@ public:
   int64_t numSwapSlotsUsed() const { return swap.numSlots - int64_t(freeSwapSlots.size()); }
   int64_t numSwapSlots() const { return swap.numSlots; }
   const SchedulerLimits &limits() const { return stepLimits; }
+  SchedulingPolicy policy() const { return schedulingPolicy; }
 
 private:
   /// Frees the sequence's blocks (swapping them out when that pays) and
@@ -178,7 +179,7 @@ private:
 
   BlockManager &blocks;
   SchedulerLimits stepLimits;
-  SchedulingPolicy policy;
+  SchedulingPolicy schedulingPolicy;
   /// Admission order, oldest first (by priority first under that policy).
   std::vector<Sequence *> running;
   std::deque<Sequence *> waiting;
