@@ -154,8 +154,6 @@ bool EngineFlags::consume(const std::string &name, const std::string &value) {
     }
     engine.speculative = runtime::speculativeConfigFromJson(parsed);
   } else if (name == "--scheduling-policy") {
-    if (value != "fcfs" && value != "priority")
-      throw Error(name + " must be fcfs or priority, not '" + value + "'");
     engine.schedulingPolicy = runtime::schedulingPolicyNamed(value);
   } else
     return false;
