@@ -19,7 +19,8 @@ What runs, in this order:
      prompts prefilled (steps of at most max_num_batched_tokens tokens), then 128 greedy decode
      steps through Model.step_greedy (the argmax on the GPU; only the token ids come back, as
      the serving engine's greedy steps do), those calls timed; and one random 2048-token prompt
-     prefilled in one step;
+     prefilled in one step; then, for the batches of at most 8 sequences, the same decode with
+     LLMC_CUDA_GEMV=0 (every gemm on cuBLASLt instead of the decode GEMV kernel), to compare;
   3. transformers: LlamaForCausalLM from a LlamaConfig of the same shape, random init, bf16,
      attn_implementation="sdpa", on the same prompts: one forward over the prompts, then a loop
      of forwards over past_key_values (its DynamicCache) with the greedy argmax on the GPU,
@@ -46,6 +47,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -71,6 +73,7 @@ ROOFLINE_TARGET = 0.85  # decode at the smallest batch, fraction of the HBM roof
 SPEEDUP_TARGET = 3.0  # decode at SPEEDUP_BATCH, llmc over transformers
 SPEEDUP_BATCH = 64
 PREFILL_TARGET = 0.6  # prefill, fraction of the measured bf16 matmul rate
+GEMV_MAX_ROWS = 8  # decode steps of at most this many sequences run the GEMV kernel
 
 
 def progress(message: str, quiet: bool) -> None:
@@ -303,10 +306,11 @@ def transformers_prefill_seconds(torch, model, prompt: np.ndarray) -> float:
 # --- the run ----------------------------------------------------------------------------------
 
 
-def run_llmc(args, decode_prompts: dict[int, np.ndarray],
-             prefill_prompt: np.ndarray) -> tuple[dict[int, float], float, dict[int, float]]:
+def run_llmc(args, decode_prompts: dict[int, np.ndarray], prefill_prompt: np.ndarray
+             ) -> tuple[dict[int, float], float, dict[int, float], dict[int, float]]:
     """Build (cached) and compile the model, then time llmc: decode seconds per batch, prefill
-    seconds, and decode seconds per batch with the logits brought to the host."""
+    seconds, decode seconds per batch with the logits brought to the host, and decode seconds
+    per batch of at most GEMV_MAX_ROWS with every gemm on cuBLASLt."""
     progress(f"building the {VARIANT} ONNX model in {args.work_dir} (cached after the first run: "
              "the first takes about a minute and ~11 GB of memory)", args.quiet)
     onnx_path = write_variant(VARIANT, args.work_dir / VARIANT)
@@ -330,7 +334,22 @@ def run_llmc(args, decode_prompts: dict[int, np.ndarray],
         progress(f"llmc: prefill of {args.prefill_tokens} tokens", args.quiet)
         prefill = median_of_runs(lambda: llmc_prefill_seconds(model, prefill_prompt),
                                  args.repeat)
-    return decode, prefill, decode_logits_to_host
+    decode_cublas = {}
+    small = {batch: prompts for batch, prompts in decode_prompts.items()
+             if batch <= GEMV_MAX_ROWS}
+    if small:
+        os.environ["LLMC_CUDA_GEMV"] = "0"  # read when the Model is loaded
+        try:
+            with Model(artifact, num_kv_blocks=blocks) as model:
+                for batch, prompts in small.items():
+                    progress(f"llmc: decode at batch {batch}, every gemm on cuBLASLt",
+                             args.quiet)
+                    decode_cublas[batch] = median_of_runs(
+                        lambda: llmc_decode_seconds(model, prompts, args.decode_tokens),
+                        args.repeat)
+        finally:
+            del os.environ["LLMC_CUDA_GEMV"]
+    return decode, prefill, decode_logits_to_host, decode_cublas
 
 
 def run_transformers(args, torch, config: LlamaConfig, decode_prompts: dict[int, np.ndarray],
@@ -353,7 +372,7 @@ def run_transformers(args, torch, config: LlamaConfig, decode_prompts: dict[int,
 
 def figures(args, config: LlamaConfig, limits: dict, llmc: tuple, transformers: tuple) -> dict:
     """Every figure of the run, as --json writes it."""
-    llmc_decode, llmc_prefill_s, llmc_decode_logits_to_host = llmc
+    llmc_decode, llmc_prefill_s, llmc_decode_logits_to_host, llmc_decode_cublas = llmc
     tf_decode, tf_prefill_s, attention = transformers
     bandwidth, peak = limits["hbm_bytes_per_s"], limits["bf16_flops_per_s"]
     decode = []
@@ -370,6 +389,8 @@ def figures(args, config: LlamaConfig, limits: dict, llmc: tuple, transformers: 
             "roofline_tokens_per_s": tokens / floor,
             "llmc_roofline_fraction": floor / llmc_decode[batch],
             "transformers_roofline_fraction": floor / tf_decode[batch]})
+        if batch in llmc_decode_cublas:
+            decode[-1]["llmc_cublas_only_tokens_per_s"] = tokens / llmc_decode_cublas[batch]
     flops = prefill_flops(config, args.prefill_tokens)
     prefill = {"tokens": args.prefill_tokens, "flops": flops,
                "llmc_flops_per_s": flops / llmc_prefill_s,
@@ -431,8 +452,14 @@ def table(result: dict) -> str:
     lines += ["", "llmc decode with the logits brought to the host (Model.step, numpy's argmax): "
               + ", ".join(f"batch {entry['batch']} "
                           f"{entry['llmc_logits_to_host_tokens_per_s']:,.0f}"
-                          for entry in result["decode"]) + " tok/s",
-              f"targets: batch-{roofline['batch']} decode >= {roofline['target']:.0%} of "
+                          for entry in result["decode"]) + " tok/s"]
+    cublas = [entry for entry in result["decode"] if "llmc_cublas_only_tokens_per_s" in entry]
+    if cublas:
+        lines.append("llmc decode with every gemm on cuBLASLt (LLMC_CUDA_GEMV=0): "
+                     + ", ".join(f"batch {entry['batch']} "
+                                 f"{entry['llmc_cublas_only_tokens_per_s']:,.0f}"
+                                 for entry in cublas) + " tok/s")
+    lines += [f"targets: batch-{roofline['batch']} decode >= {roofline['target']:.0%} of "
               f"roofline: {roofline['value']:.0%} ({verdict(roofline)}); "
               f"batch-{speedup['batch']} decode >= {speedup['target']:.0f}x transformers: "
               f"{speedup['value']:.2f}x ({verdict(speedup)}); prefill >= "

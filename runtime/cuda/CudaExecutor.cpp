@@ -213,12 +213,22 @@ CudaExecutor::DeviceState::DeviceState(const CudaExecutor &executor, int64_t max
     int64_t &shared = sharedBytes[found->second];
     shared = std::max(shared, launch->sharedBytes);
   }
-  if (loaded.count(Module::Attention)) {
-    CUresult result =
-        driver.cuModuleGetFunction(&argmax, loaded.at(Module::Attention), stepplan::kArgmaxKernel);
-    if (result == CUDA_ERROR_NOT_FOUND) argmax = nullptr; // an artifact from before it
-    else driver.check(result, std::string("the attention module's ") + stepplan::kArgmaxKernel);
-  }
+  // Kernels the runtime launches outside the plan; an artifact compiled before
+  // one existed runs without it.
+  auto attentionKernel = [&](const char *name) -> CUfunction {
+    if (!loaded.count(Module::Attention)) return nullptr;
+    CUfunction function = nullptr;
+    CUresult result = driver.cuModuleGetFunction(&function, loaded.at(Module::Attention), name);
+    if (result == CUDA_ERROR_NOT_FOUND) return nullptr;
+    driver.check(result, std::string("the attention module's ") + name);
+    return function;
+  };
+  argmax = attentionKernel(stepplan::kArgmaxKernel);
+  DType storageDtype = *parseDType(artifact.target().dtype);
+  // LLMC_CUDA_GEMV=0 runs decode steps' gemms on cuBLASLt too, to compare.
+  const char *useGemv = std::getenv("LLMC_CUDA_GEMV");
+  CUfunction gemv =
+      useGemv && std::string(useGemv) == "0" ? nullptr : attentionKernel(stepplan::kGemvKernel);
   for (const auto &[key, function] : kernels) {
     int64_t shared = sharedBytes[function];
     if (shared <= kDefaultSharedBytes) continue;
@@ -292,8 +302,8 @@ CudaExecutor::DeviceState::DeviceState(const CudaExecutor &executor, int64_t max
   largest.maxQueryLen = limits.maxNumBatchedTokens;
   largest.blockTableWidth = tableWidth;
   largest.numBlocks = kvShape.numBlocks;
-  gemms = std::make_unique<CudaGemms>(cublasLt, plan, *parseDType(artifact.target().dtype),
-                                      addresses, gemmWorkspace.get(), largest);
+  gemms = std::make_unique<CudaGemms>(driver, cublasLt, plan, storageDtype, addresses,
+                                      gemmWorkspace.get(), largest, gemv);
 
   const char *useGraphs = std::getenv("LLMC_CUDA_GRAPHS");
   if (!(useGraphs && std::string(useGraphs) == "0"))

@@ -1,6 +1,7 @@
 //===- CudaGemm.cpp - the step plan's GEMMs on cuBLASLt -------------------===//
 #include "runtime/cuda/CudaGemm.h"
 
+#include "llmc/Runtime/StepPlanSchema.h"
 #include "runtime/core/Error.h"
 
 #include <string>
@@ -52,7 +53,10 @@ struct CudaGemms::Prepared {
   // first = B, second = A (CudaGemm.h); c is null when the step has no C.
   Layout first{nullptr, nullptr}, second{nullptr, nullptr}, c{nullptr, nullptr},
       d{nullptr, nullptr};
-  uint64_t firstAddress = 0, secondAddress = 0, cAddress = 0, dAddress = 0;
+  uint64_t firstAddress = 0, secondAddress = 0, cAddress = 0, dAddress = 0, biasAddress = 0;
+  /// Whether the GEMV kernel can take it (up to kGemvMaxRows rows): B is
+  /// [n, k], and A and B are rows of whole 16-byte vectors.
+  bool gemvFits = false;
   AlgorithmKey key{};
   /// The m the layouts were last set for.
   int64_t m = 0;
@@ -72,10 +76,11 @@ struct CudaGemms::Prepared {
   }
 };
 
-CudaGemms::CudaGemms(const CublasLt &cublasLt, const StepPlan &plan, DType storageDtype,
-                     const PerBuffer<uint64_t> &addresses, CUdeviceptr workspace,
-                     const SymbolValues &limits)
-    : lt(cublasLt), handle(nullptr, cublasLt.cublasLtDestroy), workspace(workspace) {
+CudaGemms::CudaGemms(const CudaDriver &driver, const CublasLt &cublasLt, const StepPlan &plan,
+                     DType storageDtype, const PerBuffer<uint64_t> &addresses,
+                     CUdeviceptr workspace, const SymbolValues &limits, CUfunction gemv)
+    : driver(driver), lt(cublasLt), gemv(gemv), handle(nullptr, cublasLt.cublasLtDestroy),
+      workspace(workspace) {
   cublasLtHandle_t created = nullptr;
   lt.check(lt.cublasLtCreate(&created), "cublasLtCreate");
   handle.reset(created);
@@ -113,7 +118,7 @@ CudaGemms::CudaGemms(const CublasLt &cublasLt, const StepPlan &plan, DType stora
     int32_t transposeSecond = CUBLAS_OP_N;
     setDesc(CUBLASLT_MATMUL_DESC_TRANSA, &transposeFirst, sizeof(transposeFirst));
     setDesc(CUBLASLT_MATMUL_DESC_TRANSB, &transposeSecond, sizeof(transposeSecond));
-    uint64_t biasAddress = 0;
+    uint64_t &biasAddress = p.biasAddress;
     if (gemm->bias) {
       uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
       biasAddress = address(*gemm->bias);
@@ -136,6 +141,8 @@ CudaGemms::CudaGemms(const CublasLt &cublasLt, const StepPlan &plan, DType stora
     p.dAddress = address(gemm->d);
     // Without C, beta is 0 and cuBLASLt reads nothing; D stands in for it.
     p.cAddress = gemm->c ? address(*gemm->c) : p.dAddress;
+    p.gemvFits = gemm->bIsNByK && gemm->k % 8 == 0 && gemm->lda % 8 == 0 &&
+                 gemm->ldb % 8 == 0 && p.firstAddress % 16 == 0 && p.secondAddress % 16 == 0;
 
     p.key = AlgorithmKey{0,
                          gemm->n,
@@ -200,9 +207,27 @@ const cublasLtMatmulAlgo_t &CudaGemms::algorithm(Prepared &p, int64_t mBucket) {
   return algorithms.emplace(key, result.algo).first->second;
 }
 
+void CudaGemms::runGemv(const Prepared &p, int64_t m, CUstream stream) {
+  const GemmStep &gemm = *p.gemm;
+  CUdeviceptr a = p.secondAddress, b = p.firstAddress, d = p.dAddress, bias = p.biasAddress,
+              c = gemm.c ? p.cAddress : 0;
+  int lda = int(gemm.lda), ldb = int(gemm.ldb), ldd = int(gemm.ldd), ldc = int(gemm.ldc);
+  int dIsF32 = gemm.dDtype == DType::F32, rows = int(m), n = int(gemm.n), k = int(gemm.k);
+  float beta = gemm.beta;
+  void *params[] = {&a, &lda, &b, &ldb, &d, &ldd, &dIsF32, &bias, &c, &ldc, &beta, &rows, &n, &k};
+  constexpr int64_t warps = stepplan::kGemvThreads / 32;
+  CUresult result = driver.cuLaunchKernel(gemv, unsigned((gemm.n + warps - 1) / warps), 1, 1,
+                                          stepplan::kGemvThreads, 1, 1, 0, stream, params, nullptr);
+  if (result != CUDA_SUCCESS) driver.check(result, p.where + " (GEMV, m " + str(m) + ")");
+}
+
 void CudaGemms::run(size_t stepIndex, const SymbolValues &symbols, CUstream stream) {
   Prepared &p = *byStep[stepIndex];
   int64_t m = p.gemm->m.resolve(symbols);
+  if (gemv && p.gemvFits && m <= stepplan::kGemvMaxRows) {
+    runGemv(p, m, stream);
+    return;
+  }
   const cublasLtMatmulAlgo_t &chosen = algorithm(p, nextPowerOfTwo(m));
   p.setM(lt, m);
   float alpha = 1, beta = p.gemm->beta;

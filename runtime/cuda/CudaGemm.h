@@ -8,11 +8,16 @@
 // ld = lda), C and D are column-major [n, m] (ld = ldc, ldd), and the bias,
 // of length n, runs along D^T's rows as cuBLASLt's bias epilogue wants.
 //
+// A gemm of a decode step (m up to stepplan::kGemvMaxRows) with B [n, k] runs
+// the attention module's GEMV kernel instead (attention/Gemv.cuh), which reads
+// the weights at nearer the memory's bandwidth than cuBLASLt does at such m.
+//
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_CUDA_CUDAGEMM_H
 #define LLMC_RUNTIME_CUDA_CUDAGEMM_H
 
 #include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/StepPlan.h"
 
 #include <cuda.h>
@@ -37,15 +42,17 @@ public:
 
   /// Prepares every gemm of `plan` and chooses its algorithms for each bucket
   /// of m up to its value at `limits` (the symbols at the model's limits).
-  /// `workspace` is kWorkspaceBytes of device memory.
-  CudaGemms(const CublasLt &cublasLt, const StepPlan &plan, DType storageDtype,
-            const PerBuffer<uint64_t> &addresses, CUdeviceptr workspace,
-            const SymbolValues &limits);
+  /// `workspace` is kWorkspaceBytes of device memory. `gemv` is the GEMV
+  /// kernel of `storageDtype`, or null to run every gemm on cuBLASLt.
+  CudaGemms(const CudaDriver &driver, const CublasLt &cublasLt, const StepPlan &plan,
+            DType storageDtype, const PerBuffer<uint64_t> &addresses, CUdeviceptr workspace,
+            const SymbolValues &limits, CUfunction gemv);
   ~CudaGemms();
   CudaGemms(const CudaGemms &) = delete;
   CudaGemms &operator=(const CudaGemms &) = delete;
 
-  /// Enqueues the gemm of plan step `stepIndex` on `stream`; an m past every
+  /// Enqueues the gemm of plan step `stepIndex` on `stream`: the GEMV kernel
+  /// where it serves the step's m, else cuBLASLt, where an m past every
   /// bucket chosen at load has its algorithm chosen now.
   void run(size_t stepIndex, const SymbolValues &symbols, CUstream stream);
 
@@ -67,8 +74,11 @@ private:
   };
 
   const cublasLtMatmulAlgo_t &algorithm(Prepared &gemm, int64_t mBucket);
+  void runGemv(const Prepared &gemm, int64_t m, CUstream stream);
 
+  const CudaDriver &driver;
   const CublasLt &lt;
+  CUfunction gemv;
   std::unique_ptr<cublasLtContext, decltype(&::cublasLtDestroy)> handle;
   CUdeviceptr workspace;
   /// One per plan step; null for launches.

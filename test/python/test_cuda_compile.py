@@ -100,14 +100,17 @@ def check_artifact(directory: Path, arch: str, dtype: str) -> None:
         else:
             assert step["op"] == "gemm"
             check_dim(step["m"])
-            assert step["n"] > 0 and step["k"] > 0 and step["b_layout"] in ("kn", "nk")
+            # Every matmul weight is stored [n, k] (what the decode GEMV reads).
+            assert step["n"] > 0 and step["k"] > 0 and step["b_layout"] == "nk"
+            assert step["ldb"] == step["k"]
             assert step["d_dtype"] in (dtype, "f32")
             for key in ("a", "b", "d", "bias", "c"):
                 if step[key] is not None:
                     check_location(step[key], sizes)
-    # Every kernel of the modules is launched, by the plan or (the greedy argmax after a step of
-    # greedy sequences) by the runtime: nothing compiled for nothing.
-    launched.add(("attention", "llmc_argmax_rows"))
+    # Every kernel of the modules is launched, by the plan or by the runtime (the greedy argmax
+    # after a step of greedy sequences, the GEMV for decode steps' gemms): nothing compiled for
+    # nothing.
+    launched |= {("attention", "llmc_argmax_rows"), ("attention", "llmc_gemv")}
     assert launched == {(name, kernel) for name, kernels in modules.items() for kernel in kernels}
 
 

@@ -40,6 +40,14 @@ inline constexpr const char *kAttentionModule = "attention"; ///< attention.cu, 
 /// outside the plan (passes/Codegen/CUDA/attention/Argmax.cuh).
 inline constexpr const char *kArgmaxKernel = "llmc_argmax_rows";
 inline constexpr int kArgmaxThreads = 1024;
+/// The attention module's product of at most kGemvMaxRows rows against an
+/// [n, k] weight in the storage type, which the runtime launches for such a
+/// gemm step in place of cuBLASLt (passes/Codegen/CUDA/attention/Gemv.cuh):
+/// (a, lda, b, ldb, d, ldd, d_f32, bias, c, ldc, beta, m, n, k) over blocks of
+/// kGemvThreads threads, a warp an output column.
+inline constexpr const char *kGemvKernel = "llmc_gemv";
+inline constexpr int kGemvThreads = 256;
+inline constexpr int kGemvMaxRows = 8;
 inline constexpr const char *kKernelKey = "kernel";
 inline constexpr const char *kGridKey = "grid";
 inline constexpr const char *kBlockKey = "block";

@@ -316,7 +316,7 @@ private:
   /// one contiguous weight row per output, so weights.bin stores them so.
   FailureOr<Value> transposedWeightOf(Value value) {
     if (Value known = transposedRefs.lookup(value)) return known;
-    auto data = transposedData(value);
+    auto data = codegen::transposedWeightConstant(value, "CPU");
     if (failed(data)) return failure();
     return transposedRefs[value] = weightView(value.getDefiningOp(), *data);
   }
@@ -349,7 +349,8 @@ private:
   /// its storageOf type, a half type.
   FailureOr<Value> halfWeightOf(Value value, bool flip) {
     if (Value known = halfRefs.lookup(value)) return known;
-    auto data = flip ? transposedData(value) : codegen::weightConstant(value, "CPU");
+    auto data = flip ? codegen::transposedWeightConstant(value, "CPU")
+                     : codegen::weightConstant(value, "CPU");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());
     if (!type.getElementType().isF32())
@@ -358,26 +359,6 @@ private:
                  << " storage rounds f32 weights",
              failure();
     return halfRefs[value] = weightView(value.getDefiningOp(), *data, storageOf(value));
-  }
-
-  /// The data of an [in, out] weight transposed to [out, in].
-  FailureOr<ElementsAttr> transposedData(Value value) {
-    auto data = codegen::weightConstant(value, "CPU");
-    if (failed(data)) return failure();
-    auto type = cast<ShapedType>(data->getType());
-    std::vector<char> storage;
-    auto bytes = elementsBytes(*data, storage);
-    if (failed(bytes) || type.getRank() != 2)
-      return value.getDefiningOp()->emitOpError("is a matmul weight without 2-D data"), failure();
-    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-    const auto *source = reinterpret_cast<const float *>(bytes->data());
-    std::vector<float> transposed(rows * cols);
-    for (int64_t row = 0; row < rows; ++row)
-      for (int64_t col = 0; col < cols; ++col) transposed[col * rows + row] = source[row * cols + col];
-    auto transposedType = RankedTensorType::get({cols, rows}, type.getElementType());
-    return cast<ElementsAttr>(DenseResourceElementsAttr::get(
-        transposedType, "transposed",
-        HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(transposed))));
   }
 
   /// Places `data` in weights.bin (its bytes as they are, or for `dtype`

@@ -62,9 +62,10 @@ int64_t mmaTileKeys(int64_t paddedHeadDim) { return paddedHeadDim <= 64 ? 64 : 3
 
 /// The kernels' CUDA C++, embedded by the build (cmake/EmbedText.cmake) from
 /// attention/: kDevicePrelude (Prelude.cuh), kCommonSource (Common.cuh),
-/// kConfigSource (Config.cuh.in, the template of one config) and kArgmaxSource
+/// kConfigSource (Config.cuh.in, the template of one config), kArgmaxSource
 /// (Argmax.cuh, the greedy token of each logits row, which the runtime
-/// launches after a step of greedy sequences).
+/// launches after a step of greedy sequences) and kGemvSource (Gemv.cuh, the
+/// products the runtime launches for decode steps' gemms).
 #include "passes/Codegen/CUDA/AttentionSource.h.inc"
 
 /// `value` as an exact CUDA float literal (hexadecimal).
@@ -136,11 +137,16 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   if (source.empty()) {
     source = kDevicePrelude.str();
     source += llvm::formatv("constexpr int PREFILL_TILE_M = {0}, PREFILL_TILE_K = {1}, "
-                            "DECODE_BLOCKS = {2}, MMA_MAX_HEAD_DIM = {3};\n",
-                            kPrefillTileM, kPrefillTileK, kDecodeBlocks, kMmaMaxHeadDim)
+                            "DECODE_BLOCKS = {2}, MMA_MAX_HEAD_DIM = {3};\n"
+                            "#define GEMV_THREADS {4}\n"
+                            "constexpr int GEMV_WARPS = GEMV_THREADS / 32, GEMV_ROWS = {5};\n"
+                            "constexpr bool GEMV_BF16 = {6};\n",
+                            kPrefillTileM, kPrefillTileK, kDecodeBlocks, kMmaMaxHeadDim,
+                            kGemvThreads, kGemvMaxRows, bf16 ? "true" : "false")
                   .str();
     source += kCommonSource;
     source += kArgmaxSource;
+    source += kGemvSource;
   }
   if (source.find(config + "_prefill(") == std::string::npos)
     source += llvm::formatv(kConfigSource.data(), config, headDim, group, kvHeads, blockSize, kSplits,

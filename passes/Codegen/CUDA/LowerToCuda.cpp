@@ -250,8 +250,8 @@ private:
     gemm.a = input;
     gemm.lda = *lda;
     gemm.b = **weight;
-    gemm.ldb = transposed ? k : n;
-    gemm.bTransposed = transposed;
+    gemm.ldb = k; // placeWeight stored it [n, k]
+    gemm.bTransposed = true;
     gemm.d = output;
     gemm.ldd = *ldd;
     gemm.bias = bias;
@@ -265,17 +265,32 @@ private:
     return success();
   }
 
-  /// Weights are stored in the storage type, rotary tables in f32.
+  /// Whether `operand` of `user` is an [in, out] matmul weight, which is
+  /// stored transposed: every GEMM's B is [n, k] (b_layout "nk"), so that the
+  /// GEMV kernel of decode steps (attention/Gemv.cuh) reads one output's
+  /// weights as one contiguous row, and cuBLASLt runs its TN products.
+  static bool storedTransposed(Operation *user, unsigned operand) {
+    if (operand != 1) return false; // (input, weight, ...)
+    return TypeSwitch<Operation *, bool>(user)
+        .Case<llm::LinearOp, llm::FusedLinearOp, llm::LogitsOp>(
+            [](auto matmul) { return !matmul.getTransposeWeight(); })
+        .Default([](Operation *) { return false; });
+  }
+
+  /// Weights are stored in the storage type, rotary tables in f32; matmul
+  /// weights [n, k] (storedTransposed).
   FailureOr<cuda::TensorRef> placeWeight(Value value, Operation *user,
                                          unsigned operandNumber) override {
     if (isa<llm::PermuteFeaturesOp>(user))
       return user->emitOpError("(GPTQ act-order) has no CUDA kernel yet; the CPU target runs it"),
              failure();
-    auto data = codegen::weightConstant(value, "CUDA");
+    bool transpose = storedTransposed(user, operandNumber);
+    auto data = transpose ? codegen::transposedWeightConstant(value, "CUDA")
+                          : codegen::weightConstant(value, "CUDA");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());
     Type stored = readsRotaryTable(user, operandNumber) ? type.getElementType() : step.storageType;
-    auto &slot = weightRefs[{value, stored}];
+    auto &slot = weightRefs[{value, stored, unsigned(transpose)}];
     if (!slot) slot = placeWeight(value.getDefiningOp(), *data, stored);
     return *slot;
   }
@@ -308,7 +323,8 @@ private:
   StringRef dtype;
   std::string &attentionSource;
   cuda::TensorRef logitsRef;
-  DenseMap<std::pair<Value, Type>, std::optional<cuda::TensorRef>> weightRefs;
+  /// Per (weight, stored type, stored transposed): where weights.bin holds it.
+  DenseMap<std::tuple<Value, Type, unsigned>, std::optional<cuda::TensorRef>> weightRefs;
 };
 
 struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {

@@ -5,7 +5,12 @@
 #include "passes/Serving/StepFunction.h"
 #include "llmc/Support/ElementsData.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <algorithm>
+#include <vector>
 
 using namespace mlir;
 
@@ -30,6 +35,31 @@ FailureOr<ElementsAttr> weightConstant(Value value, StringRef target) {
     return def->emitOpError("is a weight that is not static f32; only f32 models are lowered"),
            failure();
   return data;
+}
+
+FailureOr<ElementsAttr> transposedWeightConstant(Value value, StringRef target) {
+  auto data = weightConstant(value, target);
+  if (failed(data)) return failure();
+  auto type = cast<ShapedType>(data->getType());
+  std::vector<char> storage;
+  auto bytes = elementsBytes(*data, storage);
+  if (failed(bytes) || type.getRank() != 2)
+    return value.getDefiningOp()->emitOpError("is a matmul weight without 2-D data"), failure();
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  const auto *source = reinterpret_cast<const float *>(bytes->data());
+  std::vector<float> transposed(rows * cols);
+  // In tiles, so that neither side strides through memory a float at a time:
+  // a billion-parameter model's weights go through here.
+  constexpr int64_t kTile = 32;
+  for (int64_t row0 = 0; row0 < rows; row0 += kTile)
+    for (int64_t col0 = 0; col0 < cols; col0 += kTile)
+      for (int64_t row = row0; row < std::min(rows, row0 + kTile); ++row)
+        for (int64_t col = col0; col < std::min(cols, col0 + kTile); ++col)
+          transposed[col * rows + row] = source[row * cols + col];
+  auto transposedType = RankedTensorType::get({cols, rows}, type.getElementType());
+  return cast<ElementsAttr>(DenseResourceElementsAttr::get(
+      transposedType, "transposed",
+      HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(transposed))));
 }
 
 FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {

@@ -24,6 +24,11 @@ inline constexpr llvm::StringLiteral kWorkspaceOffsetsAttr = "llmc.workspace_off
 /// The f32 constant data of a weight operand, dequantised if packed; an
 /// error naming `target` ("CPU", "CUDA") for anything else.
 mlir::FailureOr<mlir::ElementsAttr> weightConstant(mlir::Value value, llvm::StringRef target);
+/// weightConstant's data of a 2-D [rows, cols] weight, transposed to
+/// [cols, rows]: an [in, out] matmul weight stored [out, in], so that one
+/// output's weights are one contiguous row. An error for other ranks.
+mlir::FailureOr<mlir::ElementsAttr> transposedWeightConstant(mlir::Value value,
+                                                             llvm::StringRef target);
 /// What the manifest records about the planned step `model`: the limits and
 /// workspace llm-plan-memory set, the KV pool's and the logits' shapes, the
 /// hidden size (llm.embedding), the query heads (llm.paged_attention) and the

@@ -3,8 +3,9 @@
 The attention kernels of a cuda artifact (its attention.cu) compile with the host C++
 compiler against a header that emulates the CUDA features they use (threads as fibers,
 barriers, warp shuffles, WMMA). `EmulatedKernels(source).launch(name, grid, block, *args)`
-runs one kernel; array arguments are numpy arrays, passed by pointer. A fault the emulation
-detects (threads at different barriers, a misaligned WMMA access) raises RuntimeError.
+runs one kernel; array arguments are numpy arrays, passed by pointer, or None for a null
+pointer. A fault the emulation detects (threads at different barriers, a misaligned WMMA
+access) raises RuntimeError.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 HEADER = Path(__file__).with_name("cuda_emulation.h")
-_KERNEL = re.compile(r'extern "C" __global__ void(?: __launch_bounds__\(\d+\))?\s+(\w+)\(([^)]*)\)')
+_KERNEL = re.compile(r'extern "C" __global__ void(?: __launch_bounds__\(\w+\))?\s+(\w+)\(([^)]*)\)')
 
 
 def _parameters(text: str) -> list[tuple[str, str]]:
@@ -86,6 +87,9 @@ class EmulatedKernels:
         values = []
         for (c_type, param), arg in zip(params, args):
             if c_type.endswith("*"):
+                if arg is None:
+                    values.append(None)
+                    continue
                 if not isinstance(arg, np.ndarray) or not arg.flags.c_contiguous:
                     raise TypeError(f"{name}: {param} needs a contiguous numpy array")
                 values.append(arg.ctypes.data)

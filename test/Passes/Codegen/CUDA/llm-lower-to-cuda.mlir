@@ -15,8 +15,9 @@
 // row gather and the logits GEMM into the logits buffer.
 //  CHECK-SAME:   llmc.cuda_plan = [{args = [{memref = {buffer = "weights", offset = 0 : i64}, sizes = [64, 32], strides = [32, 1]}, {memref = {buffer = "tokens", offset = 0 : i64}, sizes = ["tokens"], strides = [1]}, {memref = {buffer = "workspace"
 //  CHECK-SAME:   kernel = "embedding_0", module = "kernels", op = "launch"
-//  CHECK-SAME:   b_layout = "kn", beta = 0 : i64, bias, c, d = {buffer = "workspace"
-//  CHECK-SAME:   d_dtype = "bf16", k = 32 : i64
+// Every matmul weight is stored [n, k], whatever its layout in the graph: ldb is k.
+//  CHECK-SAME:   b_layout = "nk", beta = 0 : i64, bias, c, d = {buffer = "workspace"
+//  CHECK-SAME:   d_dtype = "bf16", k = 32 : i64, lda = {{[0-9]+}} : i64, ldb = 32 : i64
 //  CHECK-SAME:   m = "tokens", n = 64 : i64, op = "gemm"
 // The query part of the fused QKV product is a strided view: row stride 64.
 //  CHECK-SAME:   {memref = {buffer = "workspace", offset = {{[0-9]+}} : i64}, sizes = ["tokens", 32], strides = [64, 1]}
