@@ -1,9 +1,9 @@
 """Decode and prefill speed of llmc's CUDA backend on a ~1.1B-parameter Llama, as fractions of the
 GPU's measured limits and next to Hugging Face transformers on the same GPU, in one process.
 
-    PYTHONPATH=python python3 bench/gpu_bench.py [--work-dir build/gpu-bench] [--batches 1,16,64,256]
-        [--prompt-tokens 128] [--decode-tokens 128] [--prefill-tokens 2048] [--repeat 3]
-        [--json FILE] [--quiet]
+    PYTHONPATH=python python3 bench/gpu_bench.py [--work-dir build/gpu-bench]
+        [--batches 1,8,16,64,256] [--prompt-tokens 128] [--decode-tokens 128]
+        [--prefill-tokens 2048] [--repeat 3] [--json FILE] [--quiet]
 
 The model: the `tinyllama-1b` variant of llmc.testing.fixtures (TinyLlama-1.1B's shape: hidden
 2048, 22 layers, 32 heads, 4 KV heads, intermediate 5632, vocab 32000; 1.10B parameters) with
@@ -20,7 +20,7 @@ What runs, in this order:
      steps through Model.step_greedy (the argmax on the GPU; only the token ids come back, as
      the serving engine's greedy steps do), those calls timed; and one random 2048-token prompt
      prefilled in one step; then, for the batches of at most 8 sequences, the same decode with
-     LLMC_CUDA_GEMV=0 (every gemm on cuBLASLt instead of the decode GEMV kernel), to compare;
+     LLMC_CUDA_GEMV=1 (the gemms on the tensor-core GEMV kernel instead of cuBLASLt), to compare;
   3. transformers: LlamaForCausalLM from a LlamaConfig of the same shape, random init, bf16,
      attn_implementation="sdpa", on the same prompts: one forward over the prompts, then a loop
      of forwards over past_key_values (its DynamicCache) with the greedy argmax on the GPU,
@@ -73,7 +73,7 @@ ROOFLINE_TARGET = 0.85  # decode at the smallest batch, fraction of the HBM roof
 SPEEDUP_TARGET = 3.0  # decode at SPEEDUP_BATCH, llmc over transformers
 SPEEDUP_BATCH = 64
 PREFILL_TARGET = 0.6  # prefill, fraction of the measured bf16 matmul rate
-GEMV_MAX_ROWS = 8  # decode steps of at most this many sequences run the GEMV kernel
+GEMV_MAX_ROWS = 8  # with LLMC_CUDA_GEMV=1, decode steps of at most this many sequences
 
 
 def progress(message: str, quiet: bool) -> None:
@@ -310,7 +310,7 @@ def run_llmc(args, decode_prompts: dict[int, np.ndarray], prefill_prompt: np.nda
              ) -> tuple[dict[int, float], float, dict[int, float], dict[int, float]]:
     """Build (cached) and compile the model, then time llmc: decode seconds per batch, prefill
     seconds, decode seconds per batch with the logits brought to the host, and decode seconds
-    per batch of at most GEMV_MAX_ROWS with every gemm on cuBLASLt."""
+    per batch of at most GEMV_MAX_ROWS with the gemms on the GEMV kernel."""
     progress(f"building the {VARIANT} ONNX model in {args.work_dir} (cached after the first run: "
              "the first takes about a minute and ~11 GB of memory)", args.quiet)
     onnx_path = write_variant(VARIANT, args.work_dir / VARIANT)
@@ -334,22 +334,22 @@ def run_llmc(args, decode_prompts: dict[int, np.ndarray], prefill_prompt: np.nda
         progress(f"llmc: prefill of {args.prefill_tokens} tokens", args.quiet)
         prefill = median_of_runs(lambda: llmc_prefill_seconds(model, prefill_prompt),
                                  args.repeat)
-    decode_cublas = {}
+    decode_gemv = {}
     small = {batch: prompts for batch, prompts in decode_prompts.items()
              if batch <= GEMV_MAX_ROWS}
     if small:
-        os.environ["LLMC_CUDA_GEMV"] = "0"  # read when the Model is loaded
+        os.environ["LLMC_CUDA_GEMV"] = "1"  # read when the Model is loaded
         try:
             with Model(artifact, num_kv_blocks=blocks) as model:
                 for batch, prompts in small.items():
-                    progress(f"llmc: decode at batch {batch}, every gemm on cuBLASLt",
+                    progress(f"llmc: decode at batch {batch}, the gemms on the GEMV kernel",
                              args.quiet)
-                    decode_cublas[batch] = median_of_runs(
+                    decode_gemv[batch] = median_of_runs(
                         lambda: llmc_decode_seconds(model, prompts, args.decode_tokens),
                         args.repeat)
         finally:
             del os.environ["LLMC_CUDA_GEMV"]
-    return decode, prefill, decode_logits_to_host, decode_cublas
+    return decode, prefill, decode_logits_to_host, decode_gemv
 
 
 def run_transformers(args, torch, config: LlamaConfig, decode_prompts: dict[int, np.ndarray],
@@ -372,7 +372,7 @@ def run_transformers(args, torch, config: LlamaConfig, decode_prompts: dict[int,
 
 def figures(args, config: LlamaConfig, limits: dict, llmc: tuple, transformers: tuple) -> dict:
     """Every figure of the run, as --json writes it."""
-    llmc_decode, llmc_prefill_s, llmc_decode_logits_to_host, llmc_decode_cublas = llmc
+    llmc_decode, llmc_prefill_s, llmc_decode_logits_to_host, llmc_decode_gemv = llmc
     tf_decode, tf_prefill_s, attention = transformers
     bandwidth, peak = limits["hbm_bytes_per_s"], limits["bf16_flops_per_s"]
     decode = []
@@ -389,8 +389,8 @@ def figures(args, config: LlamaConfig, limits: dict, llmc: tuple, transformers: 
             "roofline_tokens_per_s": tokens / floor,
             "llmc_roofline_fraction": floor / llmc_decode[batch],
             "transformers_roofline_fraction": floor / tf_decode[batch]})
-        if batch in llmc_decode_cublas:
-            decode[-1]["llmc_cublas_only_tokens_per_s"] = tokens / llmc_decode_cublas[batch]
+        if batch in llmc_decode_gemv:
+            decode[-1]["llmc_gemv_tokens_per_s"] = tokens / llmc_decode_gemv[batch]
     flops = prefill_flops(config, args.prefill_tokens)
     prefill = {"tokens": args.prefill_tokens, "flops": flops,
                "llmc_flops_per_s": flops / llmc_prefill_s,
@@ -453,12 +453,12 @@ def table(result: dict) -> str:
               + ", ".join(f"batch {entry['batch']} "
                           f"{entry['llmc_logits_to_host_tokens_per_s']:,.0f}"
                           for entry in result["decode"]) + " tok/s"]
-    cublas = [entry for entry in result["decode"] if "llmc_cublas_only_tokens_per_s" in entry]
-    if cublas:
-        lines.append("llmc decode with every gemm on cuBLASLt (LLMC_CUDA_GEMV=0): "
+    gemv = [entry for entry in result["decode"] if "llmc_gemv_tokens_per_s" in entry]
+    if gemv:
+        lines.append("llmc decode with the gemms on the GEMV kernel (LLMC_CUDA_GEMV=1): "
                      + ", ".join(f"batch {entry['batch']} "
-                                 f"{entry['llmc_cublas_only_tokens_per_s']:,.0f}"
-                                 for entry in cublas) + " tok/s")
+                                 f"{entry['llmc_gemv_tokens_per_s']:,.0f}"
+                                 for entry in gemv) + " tok/s")
     lines += [f"targets: batch-{roofline['batch']} decode >= {roofline['target']:.0%} of "
               f"roofline: {roofline['value']:.0%} ({verdict(roofline)}); "
               f"batch-{speedup['batch']} decode >= {speedup['target']:.0f}x transformers: "
@@ -481,8 +481,8 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work-dir", type=Path, default=ROOT / "build" / "gpu-bench",
                         help="where the model is built (once) and compiled")
-    parser.add_argument("--batches", type=batch_sizes, default=[1, 16, 64, 256],
-                        help="comma-separated decode batch sizes (default 1,16,64,256)")
+    parser.add_argument("--batches", type=batch_sizes, default=[1, 8, 16, 64, 256],
+                        help="comma-separated decode batch sizes (default 1,8,16,64,256)")
     parser.add_argument("--prompt-tokens", type=int, default=128)
     parser.add_argument("--decode-tokens", type=int, default=128)
     parser.add_argument("--prefill-tokens", type=int, default=2048)

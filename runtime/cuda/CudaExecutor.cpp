@@ -225,10 +225,11 @@ CudaExecutor::DeviceState::DeviceState(const CudaExecutor &executor, int64_t max
   };
   argmax = attentionKernel(stepplan::kArgmaxKernel);
   DType storageDtype = *parseDType(artifact.target().dtype);
-  // LLMC_CUDA_GEMV=0 runs decode steps' gemms on cuBLASLt too, to compare.
+  // LLMC_CUDA_GEMV=1 runs decode steps' gemms on the GEMV kernel: opt-in until
+  // it has been measured faster than cuBLASLt on a GPU (docs/cuda.md).
   const char *useGemv = std::getenv("LLMC_CUDA_GEMV");
   CUfunction gemv =
-      useGemv && std::string(useGemv) == "0" ? nullptr : attentionKernel(stepplan::kGemvKernel);
+      useGemv && std::string(useGemv) == "1" ? attentionKernel(stepplan::kGemvKernel) : nullptr;
   for (const auto &[key, function] : kernels) {
     int64_t shared = sharedBytes[function];
     if (shared <= kDefaultSharedBytes) continue;

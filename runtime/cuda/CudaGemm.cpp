@@ -215,8 +215,8 @@ void CudaGemms::runGemv(const Prepared &p, int64_t m, CUstream stream) {
   int dIsF32 = gemm.dDtype == DType::F32, rows = int(m), n = int(gemm.n), k = int(gemm.k);
   float beta = gemm.beta;
   void *params[] = {&a, &lda, &b, &ldb, &d, &ldd, &dIsF32, &bias, &c, &ldc, &beta, &rows, &n, &k};
-  constexpr int64_t warps = stepplan::kGemvThreads / 32;
-  CUresult result = driver.cuLaunchKernel(gemv, unsigned((gemm.n + warps - 1) / warps), 1, 1,
+  constexpr int64_t columns = stepplan::kGemvColumns;
+  CUresult result = driver.cuLaunchKernel(gemv, unsigned((gemm.n + columns - 1) / columns), 1, 1,
                                           stepplan::kGemvThreads, 1, 1, 0, stream, params, nullptr);
   if (result != CUDA_SUCCESS) driver.check(result, p.where + " (GEMV, m " + str(m) + ")");
 }

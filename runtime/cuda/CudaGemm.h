@@ -8,9 +8,9 @@
 // ld = lda), C and D are column-major [n, m] (ld = ldc, ldd), and the bias,
 // of length n, runs along D^T's rows as cuBLASLt's bias epilogue wants.
 //
-// A gemm of a decode step (m up to stepplan::kGemvMaxRows) with B [n, k] runs
-// the attention module's GEMV kernel instead (attention/Gemv.cuh), which reads
-// the weights at nearer the memory's bandwidth than cuBLASLt does at such m.
+// Given the attention module's GEMV kernel (attention/Gemv.cuh), a gemm of a
+// decode step (m up to stepplan::kGemvMaxRows) with B [n, k] runs on it
+// instead.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_CUDA_CUDAGEMM_H

@@ -17,7 +17,9 @@ fixture and dtype:
     onnxruntime run on each sequence alone;
   * batch invariance, with tolerance: 8 sequences of mixed lengths, batched and each alone,
     fed the same tokens, give logits within the dtype's tolerance of each other, and
-    Model.generate's batched tokens are the alone tokens up to a tie as above.
+    Model.generate's batched tokens are the alone tokens up to a tie as above;
+  * the decode GEMV (opt-in, LLMC_CUDA_GEMV=1: the gemms of steps of at most 8 rows on the
+    tensor-core GEMV kernel instead of cuBLASLt): the logits and mixed-batch checks again.
 
 Tolerances. DESIGN: bf16/fp16 under 2e-2, which f16 meets. bf16 cannot on these fixtures, by its
 format alone: their seeded weights are scaled for sharp attention and wide logits, which
@@ -106,6 +108,16 @@ class CudaZoo(Zoo):
                 f"llmc compile --target cuda --dtype {dtype} {name} failed:\n{result.stderr}")
             self._models[key] = Model(self._artifact(name, dtype), num_kv_blocks=NUM_KV_BLOCKS)
         return self._models[key]
+
+    def gemv_model(self, name: str, dtype: str) -> Model:
+        """The model of (name, dtype) opened again with LLMC_CUDA_GEMV=1, which the runtime
+        reads when it loads a model; the caller closes it."""
+        self.model(name, dtype)  # compiled, or its compile's failure reported
+        os.environ["LLMC_CUDA_GEMV"] = "1"
+        try:
+            return Model(self._artifact(name, dtype), num_kv_blocks=NUM_KV_BLOCKS)
+        finally:
+            del os.environ["LLMC_CUDA_GEMV"]
 
     def release(self, name: str, dtype: str) -> None:
         """Close the model of (name, dtype), if open, and free its GPU memory."""
@@ -202,12 +214,10 @@ def test_greedy_matches_onnxruntime(zoo, case):
                           f"near-tie (band {band:.3g} x max|logit|)\n" + "\n".join(failures))
 
 
-def test_mixed_batch_matches_onnxruntime(zoo, case):
+def mixed_batch_errors(model: Model, onnx_path: Path) -> np.ndarray:
     """A prefill step (two prompts and the first chunk of a third), a mixed step (a decode token
-    for each of the two, the rest of the third prompt) and a decode step: each sequence's logits
-    within the dtype's tolerance of onnxruntime's on that sequence alone."""
-    name, dtype = case
-    model = zoo.model(name, dtype)
+    for each of the two, the rest of the third prompt) and a decode step: [steps, sequences]
+    relative errors against onnxruntime on each sequence alone."""
     prompts = seeded_prompts(model.vocab_size, MIXED_BATCH_LENGTHS, seed=777)
     fed = seeded_prompts(model.vocab_size, (2, 2, 1), seed=778)
     # Per sequence, the tokens each of the three steps appends.
@@ -220,16 +230,41 @@ def test_mixed_batch_matches_onnxruntime(zoo, case):
     ours += [runner._step([seq[step] for seq in chunks]) for step in (1, 2)]
     runner.release()
 
-    decoder = OrtDecoder(zoo.onnx(name))
+    decoder = OrtDecoder(onnx_path)
     errors = np.zeros((len(ours), len(chunks)))
     for seq, seq_chunks in enumerate(chunks):
         ref, _ = decoder.prefill([[token for chunk in seq_chunks for token in chunk]])
         rows = np.cumsum([len(chunk) for chunk in seq_chunks]) - 1  # each step's last token
         for step, row in enumerate(rows):
             errors[step, seq] = relative_error(ours[step][seq], ref[0, row])
+    return errors
+
+
+def test_mixed_batch_matches_onnxruntime(zoo, case):
+    """mixed_batch_errors: each sequence's logits within the dtype's tolerance of
+    onnxruntime's on that sequence alone."""
+    name, dtype = case
+    errors = mixed_batch_errors(zoo.model(name, dtype), zoo.onnx(name))
     problem = tolerance_problem(errors, TOLERANCES[dtype])
     assert not problem, (f"{name} ({dtype}), steps prefill / mixed / decode, sequences of "
                          f"{MIXED_BATCH_LENGTHS} tokens: {problem}")
+
+
+def test_gemv_matches_onnxruntime(zoo, case):
+    """With LLMC_CUDA_GEMV=1 (decode steps' gemms, and the last layer's and the logits' in
+    prefill steps of at most 8 sequences, on the GEMV kernel): the teacher-forced steps and
+    the mixed batch within the dtype's tolerance of onnxruntime."""
+    name, dtype = case
+    model = zoo.gemv_model(name, dtype)
+    try:
+        forced = teacher_forced_errors(model, zoo.prompts(name), zoo.reference(name))
+        mixed = mixed_batch_errors(model, zoo.onnx(name))
+    finally:
+        model.close()
+    for what, errors in (("prefill and teacher-forced decode", forced),
+                         ("the mixed batch's prefill / mixed / decode", mixed)):
+        problem = tolerance_problem(errors, TOLERANCES[dtype])
+        assert not problem, f"{name} ({dtype}) on the GEMV kernel, {what}: {problem}"
 
 
 def test_batch_invariance(zoo, case):

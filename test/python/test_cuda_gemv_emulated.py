@@ -1,11 +1,12 @@
 """The CUDA decode GEMV (attention/Gemv.cuh), run on the CPU (no GPU needed).
 
-A cuda artifact's attention.cu holds `llmc_gemv`, which the runtime launches in place of
-cuBLASLt for gemm steps of at most 8 rows. It runs here through the host emulation
-(llmc/testing/cuda_emulation.h) against the same product in float64 from the same bf16/f16
-inputs: row counts 1 to 8, a k that is not a whole number of the warp's 256-feature chunks,
-A rows wider than k (a strided view), a bias, a residual C, f32 and storage-type outputs. D
-starts as NaN: what the kernel must write is checked written, and what it must not, untouched.
+A cuda artifact's attention.cu holds `llmc_gemv`, the tensor-core product that the runtime
+launches in place of cuBLASLt for gemm steps of at most 8 rows with LLMC_CUDA_GEMV=1. It runs
+here through the host emulation (llmc/testing/cuda_emulation.h, mma.sync in the PTX fragment
+layout) against the same product in float64 from the same bf16/f16 inputs: row counts 1 to 8,
+k split unevenly over the block's warps or looped over, a partial block of columns, A rows
+wider than k (a strided view), a bias, a residual C, f32 and storage-type outputs. D starts as
+NaN: what the kernel must write is checked written, and what it must not, untouched.
 The compiler stores every matmul weight [n, k] for it: the artifact's weights are checked
 against the ONNX file's [k, n] initializers, transposed.
 """
@@ -25,7 +26,7 @@ from llmc.testing.fixtures import write_fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = ROOT / "build" / "bin" / "llmc"
-THREADS, ROWS = 256, 8  # stepplan::kGemvThreads, kGemvMaxRows
+THREADS, COLUMNS, ROWS = 256, 16, 8  # stepplan::kGemvThreads, kGemvColumns, kGemvMaxRows
 
 
 def to_storage(values: np.ndarray, dtype: str) -> np.ndarray:
@@ -59,10 +60,14 @@ def artifact(request, tmp_path_factory):
 
 @pytest.mark.parametrize("m", [1, 3, 8])
 @pytest.mark.parametrize("epilogue", ["plain", "bias", "residual", "f32"])
-def test_gemv_matches_float64(artifact, m, epilogue):
+@pytest.mark.parametrize("k", [264, 4104])
+def test_gemv_matches_float64(artifact, m, epilogue, k):
     _, _, kernels, dtype = artifact
-    rng = np.random.default_rng(m * 10 + len(epilogue))
-    n, k, lda = 19, 264, 280  # 3 blocks, the last partial; k past one 256-feature chunk
+    rng = np.random.default_rng(m * 10 + len(epilogue) + k)
+    # 2 blocks, the second partial (a row of each lane's pair past n). k is not a whole number
+    # of the 8 warps' 32-feature chunks, so one warp's slice is short and the last ones have
+    # none (264), or each warp loops over its slice (4104).
+    n, lda = 19, k + 16
     a = to_storage(rng.normal(size=(m, lda)), dtype)
     b = to_storage(rng.normal(size=(n, k)) / np.sqrt(k), dtype)
     bias = to_storage(rng.normal(size=n), dtype) if epilogue == "bias" else None
@@ -72,7 +77,7 @@ def test_gemv_matches_float64(artifact, m, epilogue):
     d = (np.full((ROWS, ldd), np.nan, np.float32) if d_f32
          else np.full((ROWS, ldd), NAN_BITS[dtype], np.uint16))
     beta = 1.0 if c is not None else 0.0
-    grid = (-(-n // (THREADS // 32)), 1, 1)
+    grid = (-(-n // COLUMNS), 1, 1)
     kernels.launch("llmc_gemv", grid, (THREADS, 1, 1), a, lda, b, k, d, ldd, int(d_f32), bias,
                    c, n, beta, m, n, k)
 

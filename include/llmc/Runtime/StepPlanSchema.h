@@ -44,9 +44,10 @@ inline constexpr int kArgmaxThreads = 1024;
 /// [n, k] weight in the storage type, which the runtime launches for such a
 /// gemm step in place of cuBLASLt (passes/Codegen/CUDA/attention/Gemv.cuh):
 /// (a, lda, b, ldb, d, ldd, d_f32, bias, c, ldc, beta, m, n, k) over blocks of
-/// kGemvThreads threads, a warp an output column.
+/// kGemvThreads threads, kGemvColumns output columns a block.
 inline constexpr const char *kGemvKernel = "llmc_gemv";
 inline constexpr int kGemvThreads = 256;
+inline constexpr int kGemvColumns = 16;
 inline constexpr int kGemvMaxRows = 8;
 inline constexpr const char *kKernelKey = "kernel";
 inline constexpr const char *kGridKey = "grid";

@@ -139,10 +139,11 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
     source += llvm::formatv("constexpr int PREFILL_TILE_M = {0}, PREFILL_TILE_K = {1}, "
                             "DECODE_BLOCKS = {2}, MMA_MAX_HEAD_DIM = {3};\n"
                             "#define GEMV_THREADS {4}\n"
-                            "constexpr int GEMV_WARPS = GEMV_THREADS / 32, GEMV_ROWS = {5};\n"
-                            "constexpr bool GEMV_BF16 = {6};\n",
+                            "constexpr int GEMV_WARPS = GEMV_THREADS / 32, GEMV_ROWS = {5}, "
+                            "GEMV_COLUMNS = {6};\n"
+                            "constexpr bool GEMV_BF16 = {7};\n",
                             kPrefillTileM, kPrefillTileK, kDecodeBlocks, kMmaMaxHeadDim,
-                            kGemvThreads, kGemvMaxRows, bf16 ? "true" : "false")
+                            kGemvThreads, kGemvMaxRows, kGemvColumns, bf16 ? "true" : "false")
                   .str();
     source += kCommonSource;
     source += kArgmaxSource;

@@ -1,67 +1,89 @@
 // Gemv.cuh - the products of decode steps: D[m, n] = A[m, k] . B[n, k]^T
-// (+ bias) (+ beta C) for m up to GEMV_ROWS, in place of cuBLASLt, which ran
-// an H200's batch-1 projections at 1.3-1.9 TB/s of its 4.2 (bench/RESULTS.md).
-// Such a product does 2m flops a weight read once: it is bound by reading B.
-// A warp takes one output column: its lanes stream that column's weight row
-// (contiguous, since the compiler stores every matmul weight [n, k]) 16 bytes
-// at a time, GEMV_UNROLL loads in flight each before any arithmetic, and dot
-// them with the m rows of A, which every warp reads and L1 holds. Sums are f32,
-// as cuBLASLt's; each row's sum does not depend on the other rows, so a
-// sequence's result is the same at any m the kernel serves.
+// (+ bias) (+ beta C) for m up to GEMV_ROWS (8), in place of cuBLASLt, which
+// ran an H200's batch-1 projections at 1.3-1.9 TB/s of its 4.2
+// (bench/RESULTS.md). Such a product reads each weight once for 2m flops: it
+// is bound by reading B, as long as the arithmetic keeps up. On CUDA cores it
+// did not (two versions measured slower than cuBLASLt on an H200, the more so
+// the more rows), so it runs on the tensor cores with the operands swapped:
+// mma.sync m16n8k16 computes D^T[16 columns, 8 rows] += B[16 columns, 16
+// features] . A^T[16 features, 8 rows], A's m rows being the 8 columns of the
+// MMA (rows past m are zeros). Which of a step's 16 features a fragment slot
+// holds does not change the sum, so each lane loads 16 contiguous bytes of its
+// two weight rows and of its A row (8 features) and feeds them to two MMAs.
 //
-// The runtime (runtime/cuda/CudaGemm.cpp) launches it, (n + GEMV_WARPS - 1) /
-// GEMV_WARPS blocks of GEMV_THREADS, for a gemm step whose m is at most
-// GEMV_ROWS and whose k, lda and ldb are multiples of 8 with A and B 16-byte
-// aligned. A, B, bias and C are the model's storage type (GEMV_BF16: bf16,
-// else f16); D is f32 (`d_f32`) or the storage type. bias and c may be null.
+// A block takes GEMV_COLUMNS (16) output columns; its GEMV_WARPS warps split k
+// into slices of whole 32-feature chunks, each with GEMV_UNROLL chunks' loads
+// in flight before its MMAs, and add their partial sums through shared memory
+// in warp order. A row's sums do not involve the other rows, so a sequence's
+// result is the same at any m the kernel serves. f32 accumulation, as
+// cuBLASLt's.
+//
+// The runtime (runtime/cuda/CudaGemm.cpp) launches it, ceil(n / GEMV_COLUMNS)
+// blocks of GEMV_THREADS, for a gemm step whose m is at most GEMV_ROWS and
+// whose k, lda and ldb are multiples of 8 with A and B 16-byte aligned. A, B,
+// bias and C are the model's storage type (GEMV_BF16: bf16, else f16); D is f32
+// (`d_f32`) or the storage type. bias and c may be null.
+
+/// Word `i` (elements 2i, 2i + 1) of eight storage elements.
+__device__ __forceinline__ unsigned word_of(const storage8_t &x, int i) {
+  return pack2(x.v[2 * i], x.v[2 * i + 1]);
+}
 
 template <bool BF16>
 __device__ __forceinline__ void gemv_nk(const storage_t *__restrict__ a, int lda,
                                         const storage_t *__restrict__ b, int ldb, void *d, int ldd,
                                         int d_f32, const storage_t *bias, const storage_t *c,
                                         int ldc, float beta, int m, int n, int k) {
-  constexpr int GEMV_UNROLL = 8, CHUNK = 32 * 8; // a warp's 16-byte loads cover 256 features
-  const int lane = threadIdx.x & 31;
-  const int col = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
-  if (col >= n) return; // a whole warp
-  const storage_t *weights = b + (long long)col * ldb;
-  float acc[GEMV_ROWS];
+  constexpr int CHUNK = 32, UNROLL = 8; // a chunk: 8 features for each of the 4 lanes of a row
+  static_assert(GEMV_ROWS == 8 && GEMV_COLUMNS == 16, "one m16n8k16 tile of D^T per block");
+  static_assert(GEMV_THREADS >= GEMV_COLUMNS * GEMV_ROWS, "a thread per output to add up");
+  __shared__ float s_sums[GEMV_WARPS][GEMV_COLUMNS][GEMV_ROWS];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int n0 = blockIdx.x * GEMV_COLUMNS;
+  const int slice = (k + GEMV_WARPS * CHUNK - 1) / (GEMV_WARPS * CHUNK) * CHUNK;
+  const int begin = warp * slice, end = min(k, begin + slice);
+  // This lane's rows: weight rows n0 + g and n0 + g + 8, A row g.
+  const bool low_ok = n0 + g < n, high_ok = n0 + g + 8 < n, row_ok = g < m;
+  const storage_t *low = b + (long long)(n0 + g) * ldb, *high = low + 8LL * ldb;
+  const storage_t *row = a + (long long)g * lda;
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  for (int first = begin; first < end; first += UNROLL * CHUNK) {
+    storage8_t w_low[UNROLL], w_high[UNROLL], x[UNROLL];
 #pragma unroll
-  for (int r = 0; r < GEMV_ROWS; ++r) acc[r] = 0.f;
-  for (int first = lane * 8; first < k; first += GEMV_UNROLL * CHUNK) {
-    storage8_t w[GEMV_UNROLL];
-#pragma unroll
-    for (int u = 0; u < GEMV_UNROLL; ++u) {
-      const int at = first + u * CHUNK;
-      w[u] = at < k ? *reinterpret_cast<const storage8_t *>(weights + at) : storage8_t{};
+    for (int u = 0; u < UNROLL; ++u) {
+      const int at = first + u * CHUNK + t * 8;
+      const bool in = at < end;
+      w_low[u] = in && low_ok ? *reinterpret_cast<const storage8_t *>(low + at) : storage8_t{};
+      w_high[u] = in && high_ok ? *reinterpret_cast<const storage8_t *>(high + at) : storage8_t{};
+      x[u] = in && row_ok ? *reinterpret_cast<const storage8_t *>(row + at) : storage8_t{};
     }
 #pragma unroll
-    for (int u = 0; u < GEMV_UNROLL; ++u) {
-      const int at = first + u * CHUNK;
-      if (at >= k) break;
-      float wf[8];
+    for (int u = 0; u < UNROLL; ++u) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) wf[j] = to_f32<BF16>(w[u].v[j]);
-#pragma unroll
-      for (int r = 0; r < GEMV_ROWS; ++r) {
-        if (r >= m) break;
-        const storage8_t x = *reinterpret_cast<const storage8_t *>(a + (long long)r * lda + at);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[r] += wf[j] * to_f32<BF16>(x.v[j]);
+      for (int step = 0; step < 2; ++step) { // features 4 step .. 4 step + 3 of the 8
+        const unsigned frag_a[4] = {word_of(w_low[u], 2 * step), word_of(w_high[u], 2 * step),
+                                    word_of(w_low[u], 2 * step + 1),
+                                    word_of(w_high[u], 2 * step + 1)};
+        const unsigned frag_b[2] = {word_of(x[u], 2 * step), word_of(x[u], 2 * step + 1)};
+        mma_16816<BF16>(acc, frag_a, frag_b);
       }
     }
   }
-#pragma unroll
-  for (int r = 0; r < GEMV_ROWS; ++r) {
-    if (r >= m) break;
-    acc[r] = warp_sum(acc[r]);
-    if (lane != r) continue; // lane r writes row r
-    float value = acc[r];
-    if (bias) value += to_f32<BF16>(bias[col]);
-    if (c) value += beta * to_f32<BF16>(c[(long long)r * ldc + col]);
-    if (d_f32) static_cast<float *>(d)[(long long)r * ldd + col] = value;
-    else static_cast<storage_t *>(d)[(long long)r * ldd + col] = from_f32<BF16>(value);
-  }
+  // acc: D^T[g][2t], D^T[g][2t + 1], D^T[g + 8][2t], D^T[g + 8][2t + 1].
+  s_sums[warp][g][2 * t] = acc[0];
+  s_sums[warp][g][2 * t + 1] = acc[1];
+  s_sums[warp][g + 8][2 * t] = acc[2];
+  s_sums[warp][g + 8][2 * t + 1] = acc[3];
+  __syncthreads();
+  if (threadIdx.x >= GEMV_COLUMNS * GEMV_ROWS) return;
+  const int r = threadIdx.x / GEMV_COLUMNS, j = threadIdx.x % GEMV_COLUMNS, col = n0 + j;
+  if (r >= m || col >= n) return;
+  float value = 0.f;
+  for (int w = 0; w < GEMV_WARPS; ++w) value += s_sums[w][j][r];
+  if (bias) value += to_f32<BF16>(bias[col]);
+  if (c) value += beta * to_f32<BF16>(c[(long long)r * ldc + col]);
+  if (d_f32) static_cast<float *>(d)[(long long)r * ldd + col] = value;
+  else static_cast<storage_t *>(d)[(long long)r * ldd + col] = from_f32<BF16>(value);
 }
 
 extern "C" __global__ void __launch_bounds__(GEMV_THREADS)
