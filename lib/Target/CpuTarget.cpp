@@ -16,6 +16,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -49,17 +50,28 @@ namespace {
 
 /// memref/scf/arith/math/func -> llvm dialect.
 LogicalResult lowerToLlvmDialect(ModuleOp module) {
-  PassManager pm(module.getContext());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
+  PassManager toF32(module.getContext());
+  toF32.addPass(createCanonicalizerPass());
+  toF32.addPass(createSCFToControlFlowPass());
+  toF32.addPass(memref::createExpandStridedMetadataPass());
+  toF32.addPass(createLowerAffinePass());
   // f16/bf16 math and arithmetic run in f32, rounded after each op (as numpy
   // and onnxruntime compute them on CPUs without native half arithmetic).
-  pm.addPass(math::createMathExtendToSupportedTypes());
+  toF32.addPass(math::createMathExtendToSupportedTypes());
   arith::ArithEmulateUnsupportedFloatsOptions emulate;
   emulate.sourceTypeStrs = {"f16", "bf16"};
-  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  toF32.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  if (failed(toF32.run(module))) return failure();
+  // bf16 <-> f32 conversions as integer bit operations (rounding to nearest
+  // even): LLVM 22 makes the narrowing a call of __truncsfbf2, which GCC 12's
+  // libgcc (Debian 12's), where the shared object finds it at load, does not
+  // define. Only these patterns: arith-expand would also rewrite the kernels'
+  // min/max ops.
+  RewritePatternSet bf16Conversions(module.getContext());
+  arith::populateExpandBFloat16Patterns(bf16Conversions);
+  if (failed(applyPatternsGreedily(module, std::move(bf16Conversions)))) return failure();
+
+  PassManager pm(module.getContext());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass()); // erf: no LLVM intrinsic
   pm.addPass(createConvertVectorToLLVMPass());
