@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llmc.testing.cuda_emulation import EmulatedKernels
+from llmc.testing.cuda_emulation import EmulatedKernels, from_storage, to_storage
 from llmc.testing.fixtures import write_variant
 from test_exporters import EXPORTS_DIR
 
@@ -61,19 +61,6 @@ CASES = {
     "mistral-window-f16": (EXPORTS_DIR / "optimum/mistral-window/model.onnx", {}, "f16", 8, 1,
                            PLAIN_INPUTS),
 }
-
-
-def to_storage(values: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype == "f16":
-        return values.astype(np.float16).view(np.uint16)
-    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def from_storage(bits: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype == "f16":
-        return bits.view(np.float16).astype(np.float64)
-    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
 @pytest.fixture(scope="module", params=list(CASES))

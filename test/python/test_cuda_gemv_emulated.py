@@ -21,25 +21,12 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from llmc.testing.cuda_emulation import EmulatedKernels
+from llmc.testing.cuda_emulation import EmulatedKernels, from_storage, to_storage
 from llmc.testing.fixtures import write_fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = ROOT / "build" / "bin" / "llmc"
 THREADS, COLUMNS, ROWS = 256, 16, 8  # stepplan::kGemvThreads, kGemvColumns, kGemvMaxRows
-
-
-def to_storage(values: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype == "f16":
-        return values.astype(np.float16).view(np.uint16)
-    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def from_storage(bits: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype == "f16":
-        return bits.view(np.float16).astype(np.float64)
-    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
 NAN_BITS = {"bf16": 0x7FC0, "f16": 0x7E00}

@@ -43,6 +43,22 @@ def _ctype(c_type: str):
     raise ValueError(f"no ctypes type for the kernel parameter type '{c_type}'")
 
 
+def to_storage(values: np.ndarray, dtype: str) -> np.ndarray:
+    """`values` as the kernels' storage_t bits: f16, or bf16 rounded to nearest even (as
+    cvt.rn)."""
+    if dtype == "f16":
+        return values.astype(np.float16).view(np.uint16)
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_storage(bits: np.ndarray, dtype: str) -> np.ndarray:
+    """storage_t bits of `dtype` ("bf16" or "f16") as float64."""
+    if dtype == "f16":
+        return bits.view(np.float16).astype(np.float64)
+    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
 class EmulatedKernels:
     """The kernels of `source`, compiled for the host; each `launch` runs one over a grid."""
 
