@@ -146,7 +146,35 @@ std::pair<Value, int64_t> namedInputDim(Value value, int64_t index) {
 }
 } // namespace
 
+namespace {
+/// canonicalDim and evaluateShapeEntries call each other: a Reshape's dims are
+/// read off its target shape, which exports compute from Shapes of earlier
+/// activations, whose dims lead back through earlier Reshapes. Unmemoised, a
+/// chain of them is walked again on every path through it, exponentially
+/// (optimum's 2-layer GPT-2 took 80 s to raise). Answers are kept for the
+/// outermost call only: the IR does not change during one.
+struct CanonicalDims {
+  DenseMap<std::pair<Value, int64_t>, std::pair<Value, int64_t>> known;
+  int depth = 0;
+};
+thread_local CanonicalDims canonicalDims;
+
+std::pair<Value, int64_t> walkToCanonicalDim(Value value, int64_t index);
+} // namespace
+
 std::pair<Value, int64_t> canonicalDim(Value value, int64_t index) {
+  auto key = std::make_pair(value, index);
+  if (auto found = canonicalDims.known.find(key); found != canonicalDims.known.end())
+    return found->second;
+  ++canonicalDims.depth;
+  std::pair<Value, int64_t> dim = walkToCanonicalDim(value, index);
+  if (--canonicalDims.depth == 0) canonicalDims.known.clear();
+  else canonicalDims.known[key] = dim;
+  return dim;
+}
+
+namespace {
+std::pair<Value, int64_t> walkToCanonicalDim(Value value, int64_t index) {
   while (Operation *op = value.getDefiningOp()) {
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (!type || index >= type.getRank() || !type.isDynamicDim(index)) break;
@@ -222,6 +250,7 @@ std::pair<Value, int64_t> canonicalDim(Value value, int64_t index) {
   }
   return namedInputDim(value, index);
 }
+} // namespace
 
 std::optional<SmallVector<ShapeEntry>> evaluateShapeEntries(Value value) {
   auto known = [](ArrayRef<int64_t> values) {
