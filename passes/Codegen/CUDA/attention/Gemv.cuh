@@ -12,17 +12,18 @@
 // two weight rows and of its A row (8 features) and feeds them to two MMAs.
 //
 // A block takes GEMV_COLUMNS (16) output columns; its GEMV_WARPS warps split k
-// into slices of whole 32-feature chunks, each with GEMV_UNROLL chunks' loads
+// into slices of whole 32-feature chunks, each with UNROLL (8) chunks' loads
 // in flight before its MMAs, and add their partial sums through shared memory
 // in warp order. A row's sums do not involve the other rows, so a sequence's
 // result is the same at any m the kernel serves. f32 accumulation, as
 // cuBLASLt's.
 //
-// The runtime (runtime/cuda/CudaGemm.cpp) launches it, ceil(n / GEMV_COLUMNS)
-// blocks of GEMV_THREADS, for a gemm step whose m is at most GEMV_ROWS and
-// whose k, lda and ldb are multiples of 8 with A and B 16-byte aligned. A, B,
-// bias and C are the model's storage type (GEMV_BF16: bf16, else f16); D is f32
-// (`d_f32`) or the storage type. bias and c may be null.
+// With LLMC_CUDA_GEMV=1 the runtime (runtime/cuda/CudaGemm.cpp) launches it,
+// ceil(n / GEMV_COLUMNS) blocks of GEMV_THREADS, for a gemm step whose m is
+// at most GEMV_ROWS and whose k, lda and ldb are multiples of 8 with A and B
+// 16-byte aligned. A, B, bias and C are the model's storage type (GEMV_BF16:
+// bf16, else f16); D is f32 (`d_f32`) or the storage type. bias and c may be
+// null.
 
 /// Word `i` (elements 2i, 2i + 1) of eight storage elements.
 __device__ __forceinline__ unsigned word_of(const storage8_t &x, int i) {
