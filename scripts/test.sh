@@ -40,8 +40,13 @@ stage "lit tests (build/test)"
 stage "runtime unit tests (build/bin/llmc-unit-tests)"
 build/bin/llmc-unit-tests --gtest_brief=1 || failed+=("unit")
 
+# pytest on both cores: a test file stays on one worker, so its module and session fixtures
+# (compiled models, onnxruntime references) are made once.
+PYTEST_WORKERS=(-n 2 --dist loadfile)
+
 stage "pytest (test/python)"
-PYTHONPATH=python .venv/bin/python -m pytest test/python -q || failed+=("pytest")
+PYTHONPATH=python .venv/bin/python -m pytest test/python -q "${PYTEST_WORKERS[@]}" \
+  || failed+=("pytest")
 
 stage "the pip package (scripts/test-wheel.sh: pip install . into a fresh venv, the Python API tests against it)"
 bash scripts/test-wheel.sh || failed+=("wheel")
@@ -67,7 +72,7 @@ stage "ONNX backend node tests, fixture raising, the server, structured outputs 
 LLMC_BUILD_DIR=build-asan PYTHONPATH=python .venv/bin/python -m pytest \
   test/python/test_onnx_node_tests.py test/python/test_raise.py test/python/test_server.py \
   test/python/test_structured_outputs.py test/python/test_tool_calls.py \
-  -q -p no:cacheprovider \
+  -q -p no:cacheprovider "${PYTEST_WORKERS[@]}" \
   || failed+=("pytest (sanitizers)")
 
 echo

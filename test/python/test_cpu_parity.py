@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ from llmc.runtime import LlmcRuntimeError, Model
 from llmc.testing.fixtures import FIXTURES, fixture_name, write_fixture
 from llmc.testing.ort_reference import OrtDecoder
 from llmc.testing.paged import PagedRunner
+from llmc.testing.server import default_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = Path(os.environ.get("LLMC_BUILD_DIR", ROOT / "build")) / "bin" / "llmc"
@@ -65,11 +65,7 @@ class Zoo:
     def onnx(self, name: str) -> Path:
         if name not in self._onnx:
             if name == DEFAULT:
-                if not DEFAULT_MODEL.exists():
-                    subprocess.run([sys.executable, "-m", "llmc.convert.gguf", "-o",
-                                    str(DEFAULT_MODEL.parent), "--quiet"], check=True,
-                                   env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
-                self._onnx[name] = DEFAULT_MODEL
+                self._onnx[name] = default_model_dir() / DEFAULT_MODEL.name
             else:
                 self._onnx[name] = write_fixture(*MODELS[name], self.directory / "onnx")
         return self._onnx[name]

@@ -4,16 +4,15 @@ no onnx op left (llmc compile exits non-zero when one is left)."""
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from llmc.testing.fixtures import FIXTURES, fixture_name, write_fixture
+from llmc.testing.server import default_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = Path(os.environ.get("LLMC_BUILD_DIR", ROOT / "build")) / "bin" / "llmc"
-DEFAULT_MODEL = ROOT / "models" / "smollm2-135m" / "model.onnx"
 
 # Per decoder layer, the ops every style raises to (repeat_kv only where the
 # export widens K/V itself; rope/position ops differ by style).
@@ -49,10 +48,7 @@ def test_fixture_raises_completely(fixture, tmp_path):
 
 
 def test_default_model_raises_completely():
-    if not DEFAULT_MODEL.exists():
-        subprocess.run([sys.executable, "-m", "llmc.convert.gguf", "-o", str(DEFAULT_MODEL.parent),
-                        "--quiet"], check=True, env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
-    counts = count_ops(compile_to_llm(DEFAULT_MODEL))
+    counts = count_ops(compile_to_llm(default_model_dir() / "model.onnx"))
     assert counts["llm.attention"] == 30
     assert counts["llm.rms_norm"] == 61
     assert counts["llm.linear"] == 30 * 7
