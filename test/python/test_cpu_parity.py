@@ -28,11 +28,11 @@ from llmc.runtime import LlmcRuntimeError, Model
 from llmc.testing.fixtures import FIXTURES, fixture_name, write_fixture
 from llmc.testing.ort_reference import OrtDecoder
 from llmc.testing.paged import PagedRunner
-from llmc.testing.server import default_model_dir
+from llmc.testing.server import DEFAULT_MODEL_DIR, default_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = Path(os.environ.get("LLMC_BUILD_DIR", ROOT / "build")) / "bin" / "llmc"
-DEFAULT_MODEL = ROOT / "models" / "smollm2-135m" / "model.onnx"
+DEFAULT_MODEL = DEFAULT_MODEL_DIR / "model.onnx"
 DEFAULT = "default-smollm2-135m"
 
 MODELS = {fixture_name(*f): f for f in FIXTURES}
