@@ -7,20 +7,20 @@
 
 using namespace llmc::runtime;
 using namespace llmc::runtime::server;
-using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;
 
 namespace {
 
 constexpr int64_t kMaxModelLen = 2048;
 
 GenerationRequest completion(const std::string &body) {
-  return parseGenerationRequest(Endpoint::Completions, json::parse(body), kMaxModelLen);
+  return parseGenerationRequest(Endpoint::Completions, ordered_json::parse(body), kMaxModelLen);
 }
 
 /// The param of the ApiError a body gets (empty when it is accepted).
 std::string faultOf(Endpoint endpoint, const std::string &body) {
   try {
-    parseGenerationRequest(endpoint, json::parse(body), kMaxModelLen);
+    parseGenerationRequest(endpoint, ordered_json::parse(body), kMaxModelLen);
   } catch (const ApiError &error) {
     EXPECT_EQ(error.status, 400);
     return error.param.empty() ? "<none>" : error.param;
@@ -159,11 +159,11 @@ TEST(OpenAiRequest, FaultsNameTheirField) {
 }
 
 TEST(OpenAiRequest, TokenizeTakesAPromptOrMessages) {
-  TokenizeRequest prompt = parseTokenizeRequest(json::parse(R"({"prompt": "hi"})"));
+  TokenizeRequest prompt = parseTokenizeRequest(ordered_json::parse(R"({"prompt": "hi"})"));
   EXPECT_EQ(prompt.prompt, "hi");
   EXPECT_TRUE(prompt.addSpecialTokens);
   EXPECT_FALSE(prompt.returnTokenStrs);
-  TokenizeRequest chat = parseTokenizeRequest(json::parse(
+  TokenizeRequest chat = parseTokenizeRequest(ordered_json::parse(
       R"({"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": false,
           "return_token_strs": true, "model": "m"})"));
   EXPECT_FALSE(chat.prompt);
@@ -172,18 +172,18 @@ TEST(OpenAiRequest, TokenizeTakesAPromptOrMessages) {
   EXPECT_FALSE(chat.addSpecialTokens); // the chat template writes them
   EXPECT_TRUE(chat.returnTokenStrs);
   EXPECT_EQ(chat.model, "m");
-  EXPECT_EQ(parseDetokenizeRequest(json::parse(R"({"tokens": [1, 2]})")).tokens,
+  EXPECT_EQ(parseDetokenizeRequest(ordered_json::parse(R"({"tokens": [1, 2]})")).tokens,
             (std::vector<int32_t>{1, 2}));
   auto faultOfBody = [](auto parse, const char *body) -> std::string {
     try {
-      parse(json::parse(body));
+      parse(ordered_json::parse(body));
     } catch (const ApiError &error) {
       return error.param;
     }
     return "";
   };
-  auto tokenize = [](const json &body) { parseTokenizeRequest(body); };
-  auto detokenize = [](const json &body) { parseDetokenizeRequest(body); };
+  auto tokenize = [](const ordered_json &body) { parseTokenizeRequest(body); };
+  auto detokenize = [](const ordered_json &body) { parseDetokenizeRequest(body); };
   EXPECT_EQ(faultOfBody(tokenize, R"({})"), "messages");
   EXPECT_EQ(faultOfBody(tokenize, R"({"prompt": ["a"]})"), "prompt");
   EXPECT_EQ(faultOfBody(tokenize, R"({"messages": []})"), "messages");
@@ -194,7 +194,7 @@ TEST(OpenAiRequest, TokenizeTakesAPromptOrMessages) {
 TEST(OpenAiRequest, ChatMessagesAndItsOwnFields) {
   GenerationRequest request = parseGenerationRequest(
       Endpoint::ChatCompletions,
-      json::parse(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
+      ordered_json::parse(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
                                                                  {"type": "text", "text": "b"}]},
                                    {"role": "assistant", "content": null}],
                       "logprobs": true, "top_logprobs": 3, "max_completion_tokens": 5})"),
@@ -205,7 +205,7 @@ TEST(OpenAiRequest, ChatMessagesAndItsOwnFields) {
   EXPECT_EQ(request.options.maxTokens, 5);
   // Without max_tokens, chat runs to the end of the context.
   EXPECT_EQ(parseGenerationRequest(Endpoint::ChatCompletions,
-                                   json::parse(R"({"messages": [{"role": "user"}]})"),
+                                   ordered_json::parse(R"({"messages": [{"role": "user"}]})"),
                                    kMaxModelLen)
                 .options.maxTokens,
             kMaxModelLen);
@@ -225,7 +225,7 @@ TEST(OpenAiRequest, ToolsAndToolChoice) {
   auto chatWith = [](const std::string &fields) {
     return parseGenerationRequest(
         Endpoint::ChatCompletions,
-        json::parse(R"({"messages": [{"role": "user", "content": "x"}], )" + fields + "}"),
+        ordered_json::parse(R"({"messages": [{"role": "user", "content": "x"}], )" + fields + "}"),
         kMaxModelLen);
   };
   std::string tools = R"("tools": [{"type": "function", "function": {"name": "get_weather",
@@ -243,12 +243,12 @@ TEST(OpenAiRequest, ToolsAndToolChoice) {
   EXPECT_EQ(named.toolFunction, "get_weather");
   EXPECT_EQ(named.toolCallFormat, ToolCallFormat::Named);
   ASSERT_TRUE(named.grammar);
-  EXPECT_EQ(json::parse(named.grammar->source)["properties"]["city"]["type"], "string");
+  EXPECT_EQ(ordered_json::parse(named.grammar->source)["properties"]["city"]["type"], "string");
 
   GenerationRequest required =
       chatWith(tools + R"(, "tool_choice": "required", "parallel_tool_calls": false)");
   ASSERT_TRUE(required.grammar);
-  json schema = json::parse(required.grammar->source);
+  ordered_json schema = ordered_json::parse(required.grammar->source);
   EXPECT_EQ(schema["type"], "array");
   EXPECT_EQ(schema["minItems"], 1);
   EXPECT_EQ(schema["maxItems"], 1);
@@ -297,10 +297,10 @@ TEST(OpenAiRequest, OutputConstraints) {
       "json_schema": {"name": "a", "schema": {"type": "integer"}, "strict": true}}})");
   ASSERT_TRUE(schema.grammar);
   EXPECT_EQ(schema.grammar->kind, Kind::JsonSchema);
-  EXPECT_EQ(json::parse(schema.grammar->source), json::parse(R"({"type": "integer"})"));
+  EXPECT_EQ(ordered_json::parse(schema.grammar->source), ordered_json::parse(R"({"type": "integer"})"));
   // vLLM's guided_json takes the schema's text too.
   auto text = completion(R"({"prompt": "x", "guided_json": "{\"type\": \"string\"}"})");
-  EXPECT_EQ(json::parse(text.grammar->source), json::parse(R"({"type": "string"})"));
+  EXPECT_EQ(ordered_json::parse(text.grammar->source), ordered_json::parse(R"({"type": "string"})"));
   EXPECT_EQ(text.grammar->field, "guided_json");
   auto choice = completion(R"({"prompt": "x", "guided_choice": ["a", "b c"]})");
   EXPECT_EQ(choice.grammar->kind, Kind::Choice);

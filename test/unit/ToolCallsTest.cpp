@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 using namespace llmc::runtime::server;
-using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;
 
 namespace {
 
@@ -19,7 +19,7 @@ Streamed stream(ToolCallParser &parser, const std::string &text, size_t step = 3
   Streamed out;
   auto take = [&](ToolCallParser::Delta delta) {
     out.content += delta.content;
-    for (const json &call : delta.toolCalls) {
+    for (const ordered_json &call : delta.toolCalls) {
       size_t index = call["index"];
       if (call.contains("id")) {
         EXPECT_EQ(index, out.names.size());

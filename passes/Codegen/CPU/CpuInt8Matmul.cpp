@@ -42,7 +42,7 @@ namespace {
 /// Bytes of one vpdpbusd operand: 16 lanes of 4.
 constexpr int64_t kGroupBytes = 64;
 /// Rows of a register tile: each shares the tile's unpacked weight groups.
-constexpr int64_t kTileRows = 4;
+constexpr int64_t kInt8TileRows = 4;
 
 VectorType vectorOf(int64_t lanes, Type element) { return VectorType::get({lanes}, element); }
 
@@ -344,8 +344,8 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
     Value begin = block.begin, end = block.end, rowCount = block.rowEnd;
     Value tiledRowsEnd = kb.addIndex(
         block.rowBegin,
-        kb.mulIndex(kb.divIndex(kb.subIndex(rowCount, block.rowBegin), kb.index(kTileRows)),
-                    kb.index(kTileRows)));
+        kb.mulIndex(kb.divIndex(kb.subIndex(rowCount, block.rowBegin), kb.index(kInt8TileRows)),
+                    kb.index(kInt8TileRows)));
     Value firstTile = kb.divIndex(begin, kb.index(16));
     Value lastTile = kb.divIndex(kb.addIndex(end, kb.index(15)), kb.index(16));
     forEach(kb, firstTile, lastTile, 1, [&](Value tile) {
@@ -362,8 +362,8 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
           });
         }
       };
-      forEach(kb, block.rowBegin, tiledRowsEnd, kTileRows, [&](Value row) {
-        emitInt8Tile(kb, weight, w, x, tile, row, kTileRows, parts, partTiles, finish);
+      forEach(kb, block.rowBegin, tiledRowsEnd, kInt8TileRows, [&](Value row) {
+        emitInt8Tile(kb, weight, w, x, tile, row, kInt8TileRows, parts, partTiles, finish);
       });
       forEach(kb, tiledRowsEnd, rowCount, 1, [&](Value row) {
         emitInt8Tile(kb, weight, w, x, tile, row, 1, parts, partTiles, finish);

@@ -32,7 +32,7 @@ namespace {
 /// rows left over, so every row count below 8 reads the panel once (2 rows
 /// as 1-row tiles read it twice: a 2-sequence decode step took longer than a
 /// 4-sequence one).
-constexpr int64_t kTileRows[] = {8, 7, 6, 5, 4, 3, 2, 1};
+constexpr int64_t kPanelTileRows[] = {8, 7, 6, 5, 4, 3, 2, 1};
 
 /// The vector sums of `rows` rows from `row` of `block`'s panel (`vectors`
 /// vectors per part from column block.begin), handed to `finish` a vector
@@ -139,7 +139,7 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, const OutputBlock &
     }
 }
 
-/// out[rows of `block`, panel at block.begin] through tiles of kTileRows
+/// out[rows of `block`, panel at block.begin] through tiles of kPanelTileRows
 /// rows, the panel `vectors` vectors wide, `lastLanes` of the last. A tile
 /// takes the whole panel: 8 x 3 vectors (24 accumulators and 3 weight
 /// vectors of the 32 registers), or 8 x 1 x 2 parts when gated (4 x 3 x 2
@@ -150,7 +150,7 @@ void buildPanelBlock(KernelBuilder &kb, Value x, Value panels, const OutputBlock
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Value row = block.rowBegin;
-  for (int64_t rows : kTileRows) {
+  for (int64_t rows : kPanelTileRows) {
     // Whole tiles of `rows` from `row`; the next size starts where they end.
     Value count = kb.divIndex(kb.subIndex(block.rowEnd, row), kb.index(rows));
     Value end = kb.addIndex(row, kb.mulIndex(count, kb.index(rows)));
