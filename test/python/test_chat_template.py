@@ -24,7 +24,6 @@ import json
 import random
 import re
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 from jinja2 import nodes
@@ -34,8 +33,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from llmc.chat_template import ChatTemplate
 from llmc.runtime import LlmcRuntimeError
+from llmc.testing.server import default_model_dir
 
-ROOT = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------------------------------------
 # The reference: transformers' environment (transformers/utils/chat_template_utils.py).
@@ -773,9 +772,7 @@ def test_qwen3_style_thinking():
 
 
 def test_smollm2_template_is_the_models():
-    config = ROOT / "models" / "smollm2-135m" / "tokenizer_config.json"
-    if not config.exists():
-        pytest.skip("the default model is not downloaded")
+    config = default_model_dir() / "tokenizer_config.json"
     assert json.loads(config.read_text())["chat_template"] == SMOLLM2
 
 

@@ -299,6 +299,45 @@ def test_permuted_weights_write_garbage(tokenizer, tokenizer_config, model):
 
 
 # ---------------------------------------------------------------------------------------------
+# --if-missing: the default model converted once among concurrent callers
+
+
+def run_converter(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(Path(llmc.__file__).parents[1])}
+    return subprocess.Popen([sys.executable, "-m", "llmc.convert.gguf", *args],
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_if_missing_converts_once_among_concurrent_callers(tmp_path):
+    out_dir = tmp_path / "model"
+    converters = [run_converter("-o", str(out_dir), "--if-missing") for _ in range(2)]
+    logs = [c.communicate()[1] for c in converters]
+    assert [c.returncode for c in converters] == [0, 0], logs
+    # The converter logs "wrote OUT_DIR": the scratch directory's name, renamed into place.
+    assert sum("wrote" in log for log in logs) == 1, logs
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "config.json", "model.onnx", "model.onnx_data", "tokenizer.json",
+        "tokenizer_config.json"]
+    assert [p.name for p in tmp_path.iterdir() if p.name != ".model.lock"] == ["model"]
+
+
+def test_if_missing_keeps_a_converted_model(converted):
+    before = {p.name: p.stat().st_mtime_ns for p in converted.iterdir()}
+    assert convert_gguf.main(["-o", str(converted), "--if-missing"]) == 0
+    assert {p.name: p.stat().st_mtime_ns for p in converted.iterdir()} == before
+
+
+def test_if_missing_leaves_nothing_when_the_conversion_fails(tmp_path):
+    not_gguf = tmp_path / "model.gguf"
+    not_gguf.write_bytes(b"\x00" * 64)
+    converter = run_converter("--gguf", str(not_gguf), "-o", str(tmp_path / "out"),
+                              "--if-missing")
+    assert converter.communicate()[1].startswith("error:")
+    assert converter.returncode == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.lock", "model.gguf"]
+
+
+# ---------------------------------------------------------------------------------------------
 # Bad input
 
 

