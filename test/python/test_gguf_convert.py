@@ -319,6 +319,7 @@ def test_if_missing_converts_once_among_concurrent_callers(tmp_path):
         "config.json", "model.onnx", "model.onnx_data", "tokenizer.json",
         "tokenizer_config.json"]
     assert [p.name for p in tmp_path.iterdir() if p.name != ".model.lock"] == ["model"]
+    assert out_dir.stat().st_mode & 0o777 == 0o755  # not the scratch directory's 0700
 
 
 def test_if_missing_keeps_a_converted_model(converted):

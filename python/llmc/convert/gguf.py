@@ -390,6 +390,7 @@ def convert_once(gguf_path: Path, out_dir: Path,
         if (out_dir / "model.onnx").exists():  # another process converted it meanwhile
             return False
         scratch = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-", dir=out_dir.parent))
+        scratch.chmod(0o755)  # mkdtemp's 0700 would carry over to the model's directory
         try:
             convert(gguf_path, scratch, log)
             shutil.rmtree(out_dir, ignore_errors=True)
