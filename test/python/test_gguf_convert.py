@@ -352,10 +352,8 @@ def test_non_gguf_file_is_a_clear_error(tmp_path):
 def test_cli_reports_bad_input_without_traceback(tmp_path):
     not_gguf = tmp_path / "model.gguf"
     not_gguf.write_bytes(b"\x00" * 64)
-    env = {**os.environ, "PYTHONPATH": str(Path(llmc.__file__).parents[1])}
-    result = subprocess.run(
-        [sys.executable, "-m", "llmc.convert.gguf", "--gguf", str(not_gguf),
-         "-o", str(tmp_path / "out")], capture_output=True, text=True, env=env)
-    assert result.returncode == 1
-    assert result.stderr == f"error: {not_gguf} is not a GGUF file (it does not start with 'GGUF')\n"
+    converter = run_converter("--gguf", str(not_gguf), "-o", str(tmp_path / "out"))
+    stderr = converter.communicate()[1]
+    assert converter.returncode == 1
+    assert stderr == f"error: {not_gguf} is not a GGUF file (it does not start with 'GGUF')\n"
     assert not (tmp_path / "out").exists()
