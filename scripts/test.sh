@@ -31,6 +31,12 @@ stage() { echo; echo "== $* ($(date +%T))"; }
 
 failed=()
 
+# The kernel cache (llmc compile's compiled code units) starts empty in every run, so the
+# tests measure and exercise cold compiles and never read what an earlier build wrote. Tests
+# share it within a stage; the sanitizer stage has its own, so its compiles run there too.
+fresh_kernel_cache() { rm -rf "$1"; export LLMC_CACHE_DIR="$ROOT/$1"; }
+fresh_kernel_cache build/test-cache
+
 stage "building build/"
 build build
 
@@ -64,6 +70,8 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD
   -DLLMC_ENABLE_SANITIZERS=ON -DPython3_EXECUTABLE="$ROOT/.venv/bin/python" \
   >build-asan/cmake-configure.log 2>&1 || { cat build-asan/cmake-configure.log; exit 1; }
 build build-asan llmc llmc-opt llmc_runtime_c llmc-unit-tests
+
+fresh_kernel_cache build-asan/test-cache
 
 stage "every lit test under ASan + UBSan (build-asan/test: importer, bad input, passes)"
 .venv/bin/lit -sv build-asan/test || failed+=("lit (sanitizers)")

@@ -272,8 +272,10 @@ llvm::json::Value toJson(Attribute attr) {
 
 } // namespace
 
-LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTargetInfo &target,
-                               function_ref<void(StringRef)> stage) {
+FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
+                                           const CpuTargetInfo &target,
+                                           const CodeUnitCache &kernelCache,
+                                           function_ref<void(StringRef)> stage) {
   if (std::error_code ec = llvm::sys::fs::create_directories(directory))
     return module.emitError("cannot create ") << directory << ": " << ec.message();
   auto config = getStepInfo(module);
@@ -298,9 +300,9 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);
-  if (failed(emitCpuSharedObject(module, target, pathOf("kernels.o"), pathOf("kernels.so"))))
-    return failure();
-  llvm::sys::fs::remove(pathOf("kernels.o"));
+  FailureOr<CodeUnitCounts> units =
+      emitCpuSharedObject(module, target, pathOf("kernels.so"), kernelCache);
+  if (failed(units)) return failure();
 
   auto kernels = readSizeAndChecksum(module, pathOf("kernels.so"));
   if (failed(kernels)) return failure();
@@ -320,7 +322,9 @@ LogicalResult writeCpuArtifact(ModuleOp module, StringRef directory, const CpuTa
                                                        {"checksum", kernels->second}}}},
       {"weights", weightsEntry(*weights, std::move(weightIndex))},
   };
-  return writeManifest(module, directory, std::move(manifest), std::move(tokenizerFiles));
+  if (failed(writeManifest(module, directory, std::move(manifest), std::move(tokenizerFiles))))
+    return failure();
+  return *units;
 }
 
 LogicalResult writeCudaArtifact(ModuleOp module, StringRef directory, const CudaTargetInfo &target,

@@ -76,7 +76,8 @@ FailureOr<GraphSignature> readGraphSignature(ModuleOp module) {
 }
 
 LogicalResult writeGraphLibrary(ModuleOp module, const GraphSignature &signature,
-                                StringRef directory, const CpuTargetInfo &target) {
+                                StringRef directory, const CpuTargetInfo &target,
+                                const CodeUnitCache &kernelCache) {
   if (std::error_code ec = llvm::sys::fs::create_directories(directory))
     return module.emitError("cannot create ") << directory << ": " << ec.message();
   auto pathOf = [&](StringRef file) {
@@ -92,9 +93,8 @@ LogicalResult writeGraphLibrary(ModuleOp module, const GraphSignature &signature
   for (unsigned i = 0; i < func.getNumArguments(); ++i) func.removeArgAttr(i, "onnx.name");
   // The C interface takes every memref as a pointer to its descriptor.
   func->setAttr("llvm.emit_c_interface", UnitAttr::get(module.getContext()));
-  if (failed(emitCpuSharedObject(module, target, pathOf("graph.o"), pathOf("graph.so"))))
+  if (failed(emitCpuSharedObject(module, target, pathOf("graph.so"), kernelCache)))
     return failure();
-  llvm::sys::fs::remove(pathOf("graph.o"));
 
   llvm::json::Object description{
       {"format", "llmc-graph"},

@@ -550,9 +550,12 @@ int runCompile(const CompileOptions &options) {
     std::optional<int64_t> weightsBytes;
     TimingScope writeTiming = rootTiming.nest(emit == EmitKind::Graph ? "graph library" : "artifact");
     CpuTargetInfo host = detectHostCpu();
+    CodeUnitCache kernelCache(options.kernelCache ? CodeUnitCache::defaultDirectory()
+                                                  : std::string());
+    std::optional<CodeUnitCounts> codeUnits;
     if (emit == EmitKind::Graph) {
       progress.stage("generating graph.so for " + host.cpu);
-      if (failed(writeGraphLibrary(*module, signature, outputPath, host))) return 1;
+      if (failed(writeGraphLibrary(*module, signature, outputPath, host, kernelCache))) return 1;
     } else {
       auto stage = [&](llvm::StringRef what) { progress.stage(what); };
       if (failed(applyExporterConfig(*module, *exporterConfig)) ||
@@ -563,15 +566,24 @@ int runCompile(const CompileOptions &options) {
       // packed), read before the writer takes the layout off the module.
       if (auto bytes = (*module)->getAttrOfType<IntegerAttr>("llmc.weights_bytes"))
         weightsBytes = bytes.getInt();
-      if (cuda ? failed(writeCudaArtifact(*module, outputPath, cudaTarget, stage))
-               : failed(writeCpuArtifact(*module, outputPath, host, stage)))
-        return 1;
+      if (cuda) {
+        if (failed(writeCudaArtifact(*module, outputPath, cudaTarget, stage))) return 1;
+      } else {
+        FailureOr<CodeUnitCounts> units =
+            writeCpuArtifact(*module, outputPath, host, kernelCache, stage);
+        if (failed(units)) return 1;
+        codeUnits = *units;
+      }
     }
     progress.finish();
     if (!options.quiet) {
+      llvm::SmallVector<std::string> notes;
+      if (weightsBytes) notes.push_back(llvm::formatv("weights {0:f1} MB", *weightsBytes / 1e6));
+      if (codeUnits)
+        notes.push_back(llvm::formatv("{0} code units, {1} from the kernel cache",
+                                      codeUnits->units, codeUnits->fromCache));
       llvm::errs() << "llmc: wrote " << outputPath;
-      if (weightsBytes)
-        llvm::errs() << " (weights " << llvm::format("%.1f", *weightsBytes / 1e6) << " MB)";
+      if (!notes.empty()) llvm::errs() << " (" << llvm::join(notes, "; ") << ")";
       llvm::errs() << "\n";
     }
     return 0;

@@ -1,12 +1,17 @@
 //===- CpuTarget.cpp - the step function as a shared object ---------------===//
 //
-// MLIR lowers the kernels to the LLVM dialect; LLVM optimises them for the
-// host CPU (its features detected, so AVX2/AVX-512 are used where present)
-// and emits an object in-process; the system's compiler driver links it into
-// the kernels.so the runtime loads.
+// MLIR lowers the kernels to the LLVM dialect; the LLVM module is split into
+// code units (a kernel each, and the step), which LLVM optimises for the host
+// CPU (its features detected, so AVX2/AVX-512 are used where present) in
+// parallel, or which come from the kernel cache; the system's compiler
+// driver links their objects into the kernels.so the runtime loads.
 //
 //===----------------------------------------------------------------------===//
 #include "llmc/Target/CpuTarget.h"
+
+#include "CodeUnits.h"
+#include "llmc/Target/CodeUnitCache.h"
+#include "mlir/IR/Threading.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -18,12 +23,17 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -84,6 +94,25 @@ LogicalResult lowerToLlvmDialect(ModuleOp module) {
   return pm.run(module);
 }
 
+/// How a code unit is compiled: the TargetMachine's options and the O3
+/// pipeline below. Part of every cache key: change it with either.
+constexpr llvm::StringLiteral kCodeUnitPipeline = "PIC, CodeGenOptLevel::Aggressive, O3 v1";
+
+std::unique_ptr<llvm::TargetMachine> createTargetMachine(const CpuTargetInfo &target,
+                                                         std::string &error) {
+  llvm::Triple triple(target.triple);
+  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!llvmTarget) {
+    error = "no LLVM target for " + target.triple + ": " + error;
+    return nullptr;
+  }
+  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
+      triple, target.cpu, target.features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!machine) error = "cannot create a target machine for " + target.cpu;
+  return machine;
+}
+
 void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;
@@ -98,10 +127,30 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
 }
 
+/// Optimises a code unit and emits its object file. Runs on any thread: the
+/// unit is read into its own context and compiled by its own machine.
+llvm::Expected<std::string> compileUnit(const CodeUnit &unit, const CpuTargetInfo &target) {
+  llvm::LLVMContext context;
+  auto module = llvm::parseBitcodeFile(llvm::MemoryBufferRef(unit.bitcode, unit.name), context);
+  if (!module) return module.takeError();
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> machine = createTargetMachine(target, error);
+  if (!machine) return llvm::createStringError(error);
+  optimize(**module, *machine);
+  llvm::SmallString<0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("LLVM cannot emit objects for " + target.triple);
+  codegen.run(**module);
+  return std::string(object.str());
+}
+
 } // namespace
 
-LogicalResult emitCpuSharedObject(ModuleOp module, const CpuTargetInfo &target,
-                                  StringRef objectPath, StringRef sharedObjectPath) {
+FailureOr<CodeUnitCounts> emitCpuSharedObject(ModuleOp module, const CpuTargetInfo &target,
+                                              StringRef sharedObjectPath,
+                                              const CodeUnitCache &cache) {
   if (failed(lowerToLlvmDialect(module))) return failure();
 
   registerBuiltinDialectTranslation(*module.getContext());
@@ -113,35 +162,74 @@ LogicalResult emitCpuSharedObject(ModuleOp module, const CpuTargetInfo &target,
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   std::string error;
-  llvm::Triple triple(target.triple);
-  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!llvmTarget) return module.emitError("no LLVM target for ") << target.triple << ": " << error;
-  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
-      triple, target.cpu, target.features, llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
-  if (!machine) return module.emitError("cannot create a target machine for ") << target.cpu;
-  llvmModule->setTargetTriple(triple);
+  std::unique_ptr<llvm::TargetMachine> machine = createTargetMachine(target, error);
+  if (!machine) return module.emitError(error);
+  llvmModule->setTargetTriple(llvm::Triple(target.triple));
   llvmModule->setDataLayout(machine->createDataLayout());
-  optimize(*llvmModule, *machine);
 
-  std::error_code ec;
-  llvm::raw_fd_ostream object(objectPath, ec, llvm::sys::fs::OF_None);
-  if (ec) return module.emitError("cannot write ") << objectPath << ": " << ec.message();
-  llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, object, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return module.emitError("LLVM cannot emit objects for ") << target.triple;
-  codegen.run(*llvmModule);
-  object.close();
+  std::string keyPrefix = llvm::formatv("llmc CPU code unit\nLLVM {0}\n{1}\n{2}\n{3}\n{4}",
+                                        LLVM_VERSION_STRING, target.triple, target.cpu,
+                                        target.features, kCodeUnitPipeline);
+  std::vector<CodeUnit> units = splitIntoCodeUnits(*llvmModule, keyPrefix);
+
+  // Each unit's object: from the cache, else compiled and kept there, or in
+  // a scratch directory when there is no cache or it cannot be written; the
+  // units in parallel.
+  llvm::SmallString<128> scratchDirectory;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("llmc-kernels", scratchDirectory))
+    return module.emitError("cannot create a temporary directory: ") << ec.message();
+  llvm::scope_exit removeScratch([&] { llvm::sys::fs::remove_directories(scratchDirectory); });
+  CodeUnitCache scratch(std::string(scratchDirectory.str()));
+  std::vector<std::string> objects(units.size()), errors(units.size()), notKept(units.size());
+  std::atomic<unsigned> fromCache = 0;
+  (void)failableParallelForEach(module.getContext(), llvm::seq(units.size()), [&](size_t i) {
+    const CodeUnit &unit = units[i];
+    if (std::optional<std::string> kept = cache.find(unit.key)) {
+      objects[i] = std::move(*kept);
+      ++fromCache;
+      return success();
+    }
+    llvm::Expected<std::string> object = compileUnit(unit, target);
+    if (!object) {
+      errors[i] = unit.name + ": " + llvm::toString(object.takeError());
+      return failure();
+    }
+    if (cache.enabled()) {
+      llvm::Expected<std::string> kept = cache.keep(unit.key, *object);
+      if (kept) {
+        objects[i] = std::move(*kept);
+        return success();
+      }
+      notKept[i] = llvm::toString(kept.takeError());
+    }
+    llvm::Expected<std::string> kept = scratch.keep(unit.key, *object);
+    if (!kept) {
+      errors[i] = llvm::toString(kept.takeError());
+      return failure();
+    }
+    objects[i] = std::move(*kept);
+    return success();
+  });
+  for (const std::string &message : errors)
+    if (!message.empty()) return module.emitError("compiling the kernels: ") << message;
+  for (const std::string &message : notKept)
+    if (!message.empty()) {
+      module.emitWarning("the kernel cache is not written: ") << message;
+      break;
+    }
 
   auto driver = llvm::sys::findProgramByName("cc");
   if (!driver)
-    return module.emitError("no C compiler driver (cc) on PATH to link the kernels: install gcc or clang");
-  llvm::SmallVector<StringRef> args{*driver, "-shared", "-o", sharedObjectPath, objectPath, "-lm"};
+    return module.emitError(
+        "no C compiler driver (cc) on PATH to link the kernels: install gcc or clang");
+  llvm::SmallVector<StringRef> args{*driver, "-shared", "-o", sharedObjectPath};
+  for (const std::string &object : objects) args.push_back(object);
+  args.push_back("-lm");
   std::string linkError;
   if (llvm::sys::ExecuteAndWait(*driver, args, std::nullopt, {}, 0, 0, &linkError) != 0)
-    return module.emitError("linking ") << sharedObjectPath << " failed" << (linkError.empty() ? "" : ": ")
-                                        << linkError;
-  return success();
+    return module.emitError("linking ")
+           << sharedObjectPath << " failed" << (linkError.empty() ? "" : ": ") << linkError;
+  return CodeUnitCounts{static_cast<unsigned>(units.size()), fromCache.load()};
 }
 
 } // namespace llmc

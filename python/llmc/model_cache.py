@@ -5,6 +5,8 @@ The cache is $LLMC_CACHE_DIR, else $XDG_CACHE_HOME/llmc, else ~/.cache/llmc; eac
 lives in compiled/<key>/, where the key hashes the llmc executable, the compile options,
 the ONNX file, its external data and the tokenizer files beside it. A compile writes to a
 scratch directory and renames it into place, so an interrupted one leaves nothing behind.
+Beside compiled/, kernels/ is `llmc compile`'s own cache of compiled kernels, which every
+compile shares (--no-kernel-cache leaves it alone).
 """
 from __future__ import annotations
 

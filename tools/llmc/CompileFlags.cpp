@@ -93,6 +93,12 @@ cl::opt<bool> allowLeftovers("allow-leftovers",
                              cl::desc("Keep onnx ops that raising did not handle instead of failing"),
                              cl::cat(compileCategory));
 cl::opt<bool> quiet("quiet", cl::desc("No progress output"), cl::cat(compileCategory));
+cl::opt<bool> noKernelCache(
+    "no-kernel-cache",
+    cl::desc("CPU: compile every kernel, neither reading nor filling the kernel cache "
+             "($LLMC_CACHE_DIR/kernels, else $XDG_CACHE_HOME/llmc/kernels, else "
+             "~/.cache/llmc/kernels)"),
+    cl::cat(compileCategory));
 // -O0 .. -O3, as LLVM's tools spell it (cl::Prefix: the level is glued to -O).
 cl::opt<unsigned> optLevel("O",
                            cl::desc("Fusion level: -O0 none, -O1 horizontal linears, rope + KV "
@@ -163,6 +169,7 @@ int runCompileCommand() {
   options.dumpFusionReport = dumpFusionReport;
   options.keepWeights = keepWeights;
   options.quiet = quiet;
+  options.kernelCache = !noKernelCache;
   options.configurePassManager = mlir::applyPassManagerCLOptions;
   return runCompile(options);
 }

@@ -13,10 +13,12 @@ namespace llmc {
 /// llm-lower-to-cpu produced: weights.bin laid out from its `llmc.weights`
 /// attribute, kernels.so compiled for `target`, and manifest.json last, so
 /// that a directory with a manifest is complete. `stage` is told what
-/// starts (for progress output). Errors are diagnostics on the module.
-mlir::LogicalResult writeCpuArtifact(mlir::ModuleOp module, llvm::StringRef directory,
-                                     const CpuTargetInfo &target,
-                                     llvm::function_ref<void(llvm::StringRef)> stage);
+/// starts (for progress output). The kernels come from `kernelCache` where it
+/// holds them and are kept there. Errors are diagnostics on the module.
+mlir::FailureOr<CodeUnitCounts>
+writeCpuArtifact(mlir::ModuleOp module, llvm::StringRef directory, const CpuTargetInfo &target,
+                 const CodeUnitCache &kernelCache,
+                 llvm::function_ref<void(llvm::StringRef)> stage);
 
 /// Writes a CUDA artifact (docs/cuda.md) from a module that llm-lower-to-cuda
 /// produced: the kernels compiled for `target` (PTX and, where ptxas ran,

@@ -35,9 +35,11 @@ struct GraphSignature {
 mlir::FailureOr<GraphSignature> readGraphSignature(mlir::ModuleOp module);
 
 /// Compiles a module that buildGraphPipeline lowered into DIR/graph.so for
-/// `target` and writes DIR/graph.json. Errors are diagnostics on the module.
+/// `target` (its code from `kernelCache` where it holds it) and writes
+/// DIR/graph.json. Errors are diagnostics on the module.
 mlir::LogicalResult writeGraphLibrary(mlir::ModuleOp module, const GraphSignature &signature,
-                                      llvm::StringRef directory, const CpuTargetInfo &target);
+                                      llvm::StringRef directory, const CpuTargetInfo &target,
+                                      const CodeUnitCache &kernelCache);
 
 } // namespace llmc
 

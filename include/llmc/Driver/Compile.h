@@ -51,6 +51,9 @@ struct CompileOptions {
   bool dumpFusionReport = false;         ///< compare the step at -O0 and the chosen level
   bool keepWeights = false;              ///< print the weight blobs with the IR
   bool quiet = false;                    ///< no progress lines on a terminal
+  /// CPU: take kernels from the kernel cache and keep them there
+  /// (CodeUnitCache::defaultDirectory()); false compiles every one.
+  bool kernelCache = true;
   /// Called on the pass manager before it runs (the command line applies
   /// MLIR's --mlir-* pass-manager options there); a failure stops the run.
   std::function<mlir::LogicalResult(mlir::PassManager &)> configurePassManager;
