@@ -93,7 +93,7 @@ FailureOr<std::string> assemble(ModuleOp module, StringRef ptx, StringRef arch, 
   if (llvm::sys::fs::createTemporaryFile(name, "ptx", input) ||
       llvm::sys::fs::createTemporaryFile(name, "cubin", output))
     return module.emitError("cannot create temporary files for ptxas"), failure();
-  auto cleanup = llvm::make_scope_exit([&] {
+  llvm::scope_exit cleanup([&] {
     llvm::sys::fs::remove(input);
     llvm::sys::fs::remove(output);
   });
@@ -151,7 +151,7 @@ FailureOr<std::string> attentionToPtx(ModuleOp module, StringRef source, StringR
   if (nvrtcCreateProgram(&program, text.c_str(), "llmc_attention.cu", 0, nullptr, nullptr) !=
       NVRTC_SUCCESS)
     return module.emitError("NVRTC could not create a program"), failure();
-  auto destroy = llvm::make_scope_exit([&] { nvrtcDestroyProgram(&program); });
+  llvm::scope_exit destroy([&] { nvrtcDestroyProgram(&program); });
   std::string archFlag = ("--gpu-architecture=compute_" + arch.drop_front(3)).str();
   // The toolkit's headers: the kernels use WMMA (mma.h).
   std::string includeFlag = "-I" + toolkitPath() + "/include";
