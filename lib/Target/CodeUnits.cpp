@@ -113,9 +113,8 @@ std::vector<CodeUnit> splitIntoCodeUnits(llvm::Module &module, llvm::StringRef k
   while (named.size() < plans.size()) {
     bool progressed = false;
     for (auto &[root, plan] : plans) {
-      if (named.contains(root) ||
-          !llvm::all_of(plan.localRootsNamed, [&](llvm::Function *f) { return named.contains(f); }))
-        continue;
+      auto isNamed = [&](llvm::Function *function) { return named.contains(function); };
+      if (isNamed(root) || !llvm::all_of(plan.localRootsNamed, isNamed)) continue;
       named.insert(root);
       progressed = true;
 
