@@ -48,8 +48,9 @@ stage "runtime unit tests (build/bin/llmc-unit-tests)"
 build/bin/llmc-unit-tests --gtest_brief=1 || failed+=("unit")
 
 # pytest on both cores: a test file stays on one worker, so its module and session fixtures
-# (compiled models, onnxruntime references) are made once.
-PYTEST_WORKERS=(-n 2 --dist loadfile)
+# (compiled models, onnxruntime references) are made once; a file that sets XDIST_SHARDS is
+# dealt over the workers (test/python/conftest.py).
+PYTEST_WORKERS=(-n 2 --dist loadgroup)
 
 stage "pytest (test/python)"
 PYTHONPATH=python .venv/bin/python -m pytest test/python -q "${PYTEST_WORKERS[@]}" \

@@ -48,6 +48,8 @@ from llmc.graph import GraphLibrary
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = Path(os.environ.get("LLMC_BUILD_DIR", ROOT / "build")) / "bin" / "llmc"
+# 1,261 independent tests, 4 to 10 minutes on one core: dealt over the workers (conftest.py).
+XDIST_SHARDS = 4
 
 # The operators the importer claims (lib/Import/OpRegistry.cpp), default domain.
 CLAIMED_OPS = """
