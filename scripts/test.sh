@@ -48,9 +48,10 @@ stage "runtime unit tests (build/bin/llmc-unit-tests)"
 build/bin/llmc-unit-tests --gtest_brief=1 || failed+=("unit")
 
 # pytest on both cores: a test file stays on one worker, so its module and session fixtures
-# (compiled models, onnxruntime references) are made once; a file that sets XDIST_SHARDS is
-# dealt over the workers (test/python/conftest.py).
-PYTEST_WORKERS=(-n 2 --dist loadgroup)
+# (compiled models, onnxruntime references) are made once. The sanitizer stage deals the
+# files that set XDIST_SHARDS (the ONNX node tests) over both (test/python/conftest.py):
+# they are most of its work, and kept one worker busy alone for 10 minutes.
+PYTEST_WORKERS=(-n 2 --dist loadfile)
 
 stage "pytest (test/python)"
 PYTHONPATH=python .venv/bin/python -m pytest test/python -q "${PYTEST_WORKERS[@]}" \
@@ -85,7 +86,7 @@ stage "ONNX backend node tests, fixture raising, the server, structured outputs,
 LLMC_BUILD_DIR=build-asan PYTHONPATH=python .venv/bin/python -m pytest \
   test/python/test_onnx_node_tests.py test/python/test_raise.py test/python/test_server.py \
   test/python/test_structured_outputs.py test/python/test_tool_calls.py \
-  test/python/test_kernel_cache.py -q -p no:cacheprovider "${PYTEST_WORKERS[@]}" \
+  test/python/test_kernel_cache.py -q -p no:cacheprovider -n 2 --dist loadgroup \
   || failed+=("pytest (sanitizers)")
 
 echo

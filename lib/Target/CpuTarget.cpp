@@ -40,6 +40,9 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <elf.h>
+#include <link.h>
+
 using namespace mlir;
 
 namespace llmc {
@@ -95,8 +98,41 @@ LogicalResult lowerToLlvmDialect(ModuleOp module) {
 }
 
 /// How a code unit is compiled: the TargetMachine's options and the O3
-/// pipeline below. Part of every cache key: change it with either.
+/// pipeline below. Part of every cache key: change it with either (the build
+/// ID already tells builds apart where the linker writes one).
 constexpr llvm::StringLiteral kCodeUnitPipeline = "PIC, CodeGenOptLevel::Aggressive, O3 v1";
+
+/// The GNU build ID of the running executable (a hash of its contents that
+/// the linker writes into a note), in hex; empty without one. In the cache
+/// key, so that a rebuilt llmc never takes objects that another build made.
+std::string executableBuildId() {
+  std::string id;
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *result) {
+        // The first object listed is the executable itself.
+        for (unsigned i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr) &header = info->dlpi_phdr[i];
+          if (header.p_type != PT_NOTE) continue;
+          auto *at = reinterpret_cast<const char *>(info->dlpi_addr + header.p_vaddr);
+          const char *end = at + header.p_memsz;
+          while (at + sizeof(ElfW(Nhdr)) <= end) {
+            auto *note = reinterpret_cast<const ElfW(Nhdr) *>(at);
+            const char *name = at + sizeof(ElfW(Nhdr));
+            const char *desc = name + llvm::alignTo(note->n_namesz, 4);
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+                llvm::StringRef(name, 3) == "GNU" && desc + note->n_descsz <= end) {
+              *static_cast<std::string *>(result) = llvm::toHex(
+                  llvm::StringRef(desc, note->n_descsz), /*LowerCase=*/true);
+              return 1;
+            }
+            at = desc + llvm::alignTo(note->n_descsz, 4);
+          }
+        }
+        return 1;
+      },
+      &id);
+  return id;
+}
 
 std::unique_ptr<llvm::TargetMachine> createTargetMachine(const CpuTargetInfo &target,
                                                          std::string &error) {
@@ -167,9 +203,11 @@ FailureOr<CodeUnitCounts> emitCpuSharedObject(ModuleOp module, const CpuTargetIn
   llvmModule->setTargetTriple(llvm::Triple(target.triple));
   llvmModule->setDataLayout(machine->createDataLayout());
 
-  std::string keyPrefix = llvm::formatv("llmc CPU code unit\nLLVM {0}\n{1}\n{2}\n{3}\n{4}",
-                                        LLVM_VERSION_STRING, target.triple, target.cpu,
-                                        target.features, kCodeUnitPipeline);
+  static const std::string buildId = executableBuildId();
+  std::string keyPrefix =
+      llvm::formatv("llmc CPU code unit\nllmc build {0}\nLLVM {1}\n{2}\n{3}\n{4}\n{5}", buildId,
+                    LLVM_VERSION_STRING, target.triple, target.cpu, target.features,
+                    kCodeUnitPipeline);
   std::vector<CodeUnit> units = splitIntoCodeUnits(*llvmModule, keyPrefix);
 
   // Each unit's object: from the cache, else compiled and kept there, or in

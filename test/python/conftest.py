@@ -1,4 +1,5 @@
-"""How scripts/test.sh spreads the tests over pytest-xdist's workers (`--dist loadgroup`).
+"""How the sanitizer stage of scripts/test.sh spreads the tests over pytest-xdist's workers
+(`--dist loadgroup`; other runs, with `--dist loadfile`, ignore the groups).
 
 Each test file is a group, so it runs on one worker and its module fixtures (compiled models,
 onnxruntime references) are made once, as `--dist loadfile` would do. A file of many

@@ -4,7 +4,8 @@ The kernels are compiled as code units, each named after its content and kept in
 $LLMC_CACHE_DIR/kernels. A second compile takes every unit from there and writes the same
 kernels.so; another fusion level of the same model shares the kernels it has in common; a
 damaged entry is compiled again; a cache that cannot be written is a warning, not a failure;
-compiles running at once share a directory; --no-kernel-cache neither reads nor writes it.
+compiles running at once share a directory; another llmc build does not read what this one
+wrote; --no-kernel-cache neither reads nor writes it.
 The model is optimum's Llama export (test/exporters/optimum/llama-gqa).
 """
 from __future__ import annotations
@@ -121,6 +122,34 @@ def test_compiles_at_once_share_the_cache(tmp_path, uncached):
     expected = (uncached[0] / "kernels.so").read_bytes()
     for i in range(3):
         assert (tmp_path / f"{i}.llmc" / "kernels.so").read_bytes() == expected
+
+
+def build_id(executable: Path) -> bytes:
+    notes = subprocess.run(["readelf", "-n", str(executable)], capture_output=True, text=True,
+                           check=True).stdout
+    return bytes.fromhex(re.search(r"Build ID: ([0-9a-f]+)", notes).group(1))
+
+
+def test_another_llmc_build_does_not_take_its_objects(tmp_path):
+    """The llmc executable's build ID is part of every key: a copy of the same build reads
+    the cache, a build with another ID compiles everything."""
+    cache = tmp_path / "cache"
+    units, _, _ = compile_model(tmp_path / "first.llmc", cache)
+    data = LLMC.read_bytes()
+    identity = build_id(LLMC)
+    assert data.count(identity) == 1
+    for name, patched in [("same", data), ("other", data.replace(identity, bytes(len(identity))))]:
+        executable = tmp_path / name / "llmc"
+        executable.parent.mkdir()
+        executable.write_bytes(patched)
+        executable.chmod(0o755)
+        result = subprocess.run([str(executable), "compile", str(EXPORT), "-o",
+                                 str(tmp_path / f"{name}.llmc")],
+                                env={**os.environ, "LLMC_CACHE_DIR": str(cache)},
+                                capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        expected = units if name == "same" else 0
+        assert SUMMARY.search(result.stderr).groups() == (str(units), str(expected))
 
 
 def test_kernels_so_exports_only_the_step(uncached):

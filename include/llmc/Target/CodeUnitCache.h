@@ -3,8 +3,9 @@
 // The objects of compiled code units (lib/Target/CodeUnits.h), one file per
 // key in a directory, so that a kernel compiled once (in this model or
 // another with the same shapes) is not compiled again: like ccache, or
-// Triton's kernel cache. The key covers everything the object depends on, so
-// an entry never goes stale; deleting the directory is always safe.
+// Triton's kernel cache. The key covers everything the object depends on (the
+// llmc build among them), so an entry never goes stale; deleting the
+// directory is always safe.
 //
 //===--------------------------------------------------------------------------===//
 #ifndef LLMC_TARGET_CODEUNITCACHE_H
