@@ -34,7 +34,6 @@ public:
   static std::string defaultDirectory();
 
   bool enabled() const { return !directory.empty(); }
-  llvm::StringRef path() const { return directory; }
 
   /// The object file kept under `key`, when there is a whole one.
   std::optional<std::string> find(llvm::StringRef key) const;
