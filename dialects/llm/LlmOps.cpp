@@ -102,6 +102,29 @@ LogicalResult LinearOp::verify() {
                           getOutput());
 }
 
+LogicalResult MoeOp::verify() {
+  for (auto [weight, what] : {std::pair(getGateWeight(), "the gate weight"),
+                              std::pair(getUpWeight(), "the up weight"),
+                              std::pair(getDownWeight(), "the down weight")})
+    if (failed(expectRank(*this, weight, 3, what))) return failure();
+  auto gateType = dyn_cast<RankedTensorType>(getGateWeight().getType());
+  if (!gateType) return success();
+  ArrayRef<int64_t> gate = gateType.getShape();
+  for (Value weight : {getUpWeight(), getDownWeight()})
+    for (auto [dim, size] : llvm::enumerate(gate))
+      if (!compatible(dimOf(weight, dim), size))
+        return emitOpError("the expert weights must all be [experts, intermediate, hidden]");
+  int64_t experts = gate[0], hidden = gate[2];
+  if (!compatible(dimOf(getInput(), -1), hidden) || !compatible(dimOf(getOutput(), -1), hidden))
+    return emitOpError("the input and output rows must be the experts' hidden size ") << hidden;
+  if (!compatible(dimOf(getRouterLogits(), -1), experts))
+    return emitOpError("the router logits must have one column per expert (") << experts << ")";
+  int64_t topK = getTopK();
+  if (topK < 1 || (!ShapedType::isDynamic(experts) && topK > experts))
+    return emitOpError("top_k ") << topK << " must be in [1, " << experts << "]";
+  return success();
+}
+
 LogicalResult SplitHeadsOp::verify() {
   int64_t inRank = rankOf(getInput()), outRank = rankOf(getOutput());
   if (inRank >= 0 && inRank != 2 && inRank != 3)

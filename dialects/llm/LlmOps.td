@@ -149,6 +149,28 @@ def Llm_LinearOp : Llm_Op<"linear", [Llm_RowWise, Llm_TokenWise]> {
   let hasVerifier = 1;
 }
 
+def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise]> {
+  let summary = "a sparse mixture of gated-MLP experts, top_k of them per token";
+  let description = [{
+    For each token row x [hidden] and its router logits r [experts]:
+    p = softmax(r); the top_k experts by p (equal probabilities: the lower
+    expert first) are chosen, with weights w = p[chosen], divided by their
+    sum when `normalize_top_k` (Qwen3-MoE's norm_topk_prob; Mixtral's and
+    gpt-oss's softmax over the top_k logits is the same number);
+    output = sum over the chosen e of w_e * down_e(silu(gate_e(x)) * up_e(x)).
+
+    `gate_weight` and `up_weight` are [experts, intermediate, hidden]: row i
+    of expert e holds the weights of its output i. `down_weight` is
+    [experts, intermediate, hidden]: row i holds what intermediate feature i
+    adds to the output. A token reads only its top_k experts' weights.
+  }];
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$router_logits, Llm_Tensor:$gate_weight,
+                   Llm_Tensor:$up_weight, Llm_Tensor:$down_weight, I64Attr:$top_k,
+                   UnitAttr:$normalize_top_k);
+  let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
+}
+
 def Llm_DequantizeOp : Llm_Op<"dequantize"> {
   let summary = "block-wise dequantisation of a packed integer weight";
   let description = [{

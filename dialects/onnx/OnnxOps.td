@@ -330,6 +330,45 @@ def Onnx_TensorScatterOp : Onnx_PureOp<"TensorScatter"> {
   let results = (outs Onnx_Tensor:$present_cache);
 }
 
+//===----------------------------------------------------------------------===//
+// Routing ops. Exports write a mixture of experts' token routing with these
+// (optimum's Qwen3-MoE: TopK over the router's softmax, OneHot and NonZero
+// to list each expert's tokens, ScatterElements to add its outputs back).
+// The raising folds them into llm.moe; they have no lowering of their own
+// (onnx-lower-to-linalg names them), since NonZero's result shape depends on
+// the data and llmc compiles fixed shapes.
+//===----------------------------------------------------------------------===//
+
+def Onnx_TopKOp : Onnx_PureOp<"TopK"> {
+  let summary = "the k largest (or smallest) entries along an axis, and their indices";
+  let arguments = (ins Onnx_Tensor:$x, Onnx_Tensor:$k,
+                   DefaultValuedAttr<Onnx_IntAttr, "-1">:$axis,
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$largest,
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$sorted);
+  let results = (outs Onnx_Tensor:$values, Onnx_Tensor:$indices);
+}
+
+def Onnx_OneHotOp : Onnx_PureOp<"OneHot"> {
+  let summary = "values[1] where the new axis equals the index, values[0] elsewhere";
+  let arguments = (ins Onnx_Tensor:$indices, Onnx_Tensor:$depth, Onnx_Tensor:$values,
+                   DefaultValuedAttr<Onnx_IntAttr, "-1">:$axis);
+  let results = (outs Onnx_Tensor:$output);
+}
+
+def Onnx_NonZeroOp : Onnx_PureOp<"NonZero"> {
+  let summary = "the indices of the non-zero entries, one column per entry";
+  let arguments = (ins Onnx_Tensor:$x);
+  let results = (outs Onnx_Tensor:$y);
+}
+
+def Onnx_ScatterElementsOp : Onnx_PureOp<"ScatterElements"> {
+  let summary = "write updates at per-element indices along `axis`";
+  let arguments = (ins Onnx_Tensor:$data, Onnx_Tensor:$indices, Onnx_Tensor:$updates,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$axis,
+                   DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs Onnx_Tensor:$output);
+}
+
 def Onnx_ConstantOfShapeOp : Onnx_PureOp<"ConstantOfShape"> {
   let summary = "a tensor of the given shape filled with `value` (0.0f when absent)";
   let arguments = (ins Onnx_Tensor:$input, OptionalAttr<ElementsAttr>:$value);

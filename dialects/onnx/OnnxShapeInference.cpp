@@ -547,6 +547,56 @@ LogicalResult TensorScatterOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   return sameAs(getPastCache(), resultTypes);
 }
 
+LogicalResult TopKOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
+  Type i64 = IntegerType::get(getContext(), 64);
+  auto shape = shapeOf(getX());
+  if (!shape) {
+    resultTypes.push_back(UnrankedTensorType::get(elementTypeOf(getX())));
+    resultTypes.push_back(UnrankedTensorType::get(i64));
+    return success();
+  }
+  auto axis = normalizeAxis(getAxis(), shape->size());
+  if (!axis) return emitOpError("axis out of range");
+  auto k = evaluateShapeTensor(getK());
+  if (k && k->size() != 1) return emitOpError("k must hold one value");
+  int64_t count = k ? k->front() : ShapedType::kDynamic;
+  if (!ShapedType::isDynamic(count) &&
+      (count < 0 || (!ShapedType::isDynamic((*shape)[*axis]) && count > (*shape)[*axis])))
+    return emitOpError("k = ") << count << " is outside [0, " << (*shape)[*axis] << "]";
+  (*shape)[*axis] = count;
+  resultTypes.push_back(RankedTensorType::get(*shape, elementTypeOf(getX())));
+  resultTypes.push_back(RankedTensorType::get(*shape, i64));
+  return success();
+}
+
+LogicalResult OneHotOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
+  Type element = elementTypeOf(getValues());
+  auto shape = shapeOf(getIndices());
+  if (!shape) return resultTypes.push_back(UnrankedTensorType::get(element)), success();
+  auto axis = normalizeAxis(getAxis(), shape->size() + 1);
+  if (!axis) return emitOpError("axis out of range");
+  auto depth = evaluateShapeTensor(getDepth());
+  if (depth && depth->size() != 1) return emitOpError("depth must hold one value");
+  int64_t size = depth ? depth->front() : ShapedType::kDynamic;
+  if (!ShapedType::isDynamic(size) && size < 1) return emitOpError("depth must be positive");
+  shape->insert(shape->begin() + *axis, size);
+  resultTypes.push_back(RankedTensorType::get(*shape, element));
+  return success();
+}
+
+LogicalResult NonZeroOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
+  Type i64 = IntegerType::get(getContext(), 64);
+  auto shape = shapeOf(getX());
+  int64_t rank = shape ? static_cast<int64_t>(shape->size()) : ShapedType::kDynamic;
+  // One row per dim of x, one column per non-zero entry: known only at run time.
+  resultTypes.push_back(RankedTensorType::get({rank, ShapedType::kDynamic}, i64));
+  return success();
+}
+
+LogicalResult ScatterElementsOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
+  return sameAs(getData(), resultTypes);
+}
+
 LogicalResult ConstantOfShapeOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   Type elementType = getValue() ? getValue()->getElementType() : Float32Type::get(getContext());
   auto shape = evaluateShapeTensor(getInput());

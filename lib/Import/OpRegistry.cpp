@@ -92,6 +92,11 @@ const OpSchema kSchemas[] = {
   {"", "GatherND", "onnx.GatherND", 11, 2, 1},
   {"", "ScatterND", "onnx.ScatterND", 11, 3, 1},
   {"", "TensorScatter", "onnx.TensorScatter", 24, 3, 1},
+  // A mixture of experts' routing (OnnxOps.td): imported for the raising only.
+  {"", "TopK", "onnx.TopK", 11, 2, 2},
+  {"", "OneHot", "onnx.OneHot", 11, 3, 1},
+  {"", "NonZero", "onnx.NonZero", 13, 1, 1},
+  {"", "ScatterElements", "onnx.ScatterElements", 11, 3, 1},
   {"", "ConstantOfShape", "onnx.ConstantOfShape", 9, 1, 1},
   {"", "Range", "onnx.Range", 11, 3, 1},
   {"", "Trilu", "onnx.Trilu", 14, 2, 1},

@@ -9,6 +9,8 @@
 // Last, constants become llm.constant, so that the passes after raising see
 // llm ops only.
 //
+// A mixture of experts is raised before all of them (stage 0), whole.
+//
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/Passes.h"
 #include "passes/Raising/RaisePatterns.h"
@@ -35,6 +37,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     raising::proveAttentionMasks(func);
+    raising::raiseMixturesOfExperts(func);
     RewritePatternSet structures(&getContext());
     raising::populateStructurePatterns(structures);
     if (failed(applyPatternsExplained(func, std::move(structures), DEBUG_TYPE)))
@@ -87,6 +90,20 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
       return;
     }
     InFlightDiagnostic diag = func.emitError("onnx ops not raised to llm: ") << list;
+    if (leftovers.contains(onnx::TopKOp::getOperationName())) {
+      // A router's TopK is left only when its mixture of experts was not raised.
+      diag << "; a mixture of experts is not supported in this form";
+      func.walk([&](Operation *op) {
+        if (auto why = op->getAttrOfType<StringAttr>(raising::kMoeUnmatchedAttr)) {
+          diag << ": " << why.getValue();
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+      for (auto &[name, entry] : leftovers)
+        diag.attachNote(entry.second->getLoc()) << "first " << name;
+      return signalPassFailure();
+    }
     // Attention is the structure a user most needs to know why it was missed.
     for (auto &[name, entry] : leftovers) {
       auto feature = raising::unsupportedAttentionFeature(entry.second);

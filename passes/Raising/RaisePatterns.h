@@ -21,6 +21,13 @@
 
 namespace llmc::raising {
 
+/// Stage 0: each sparse mixture-of-experts block optimum writes (its experts'
+/// loop unrolled) -> llm.linear (the router) and llm.moe
+/// (RaiseMixtureOfExperts.cpp). A block that is not recognised keeps its
+/// ops and gets kMoeUnmatchedAttr on its output, with the reason.
+void raiseMixturesOfExperts(mlir::func::FuncOp func);
+inline constexpr llvm::StringLiteral kMoeUnmatchedAttr = "llmc.moe_unmatched";
+
 /// Stage 1: the structures (norms, rope, heads, attention, KV cache, linear).
 void populateStructurePatterns(mlir::RewritePatternSet &patterns);
 /// Stage 2: what joins the structures (bias, logits head, swiglu, residuals).

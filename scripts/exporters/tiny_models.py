@@ -68,6 +68,11 @@ FAMILIES: dict[str, tuple[str, dict]] = {
                       "long_factor": [1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0, 16.0]})),
     # Parallel residual (attention and MLP read the same norm), partial rotary, gelu_new.
     # Two heads of 32: onnxruntime's GroupQueryAttention wants rotary caches a multiple of 8 wide.
+    # A sparse mixture of experts in every layer's MLP: a router picks 2 of 4 experts per
+    # token and weighs their outputs by its softmax, renormalized over the 2.
+    "qwen3-moe": ("Qwen3MoeConfig", dict(num_key_value_heads=2, head_dim=16, num_experts=4,
+                                         num_experts_per_tok=2, moe_intermediate_size=32,
+                                         norm_topk_prob=True)),
     "phi2": ("PhiConfig", dict(num_attention_heads=2, num_key_value_heads=2,
                                partial_rotary_factor=0.5)),
 }

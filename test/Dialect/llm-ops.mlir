@@ -92,3 +92,11 @@ func.func @cache_positions(%mask: tensor<?x?xi64>, %ids: tensor<?x?xi64>) -> ten
   %p = llm.cache_positions %mask, %ids : (tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<1x?xi64>
   return %p : tensor<1x?xi64>
 }
+
+// A mixture of experts: the router's logits beside the stacked expert weights.
+// CHECK-LABEL: func.func @moe
+// CHECK: llm.moe %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {normalize_top_k, top_k = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<?x?x8xf32>
+func.func @moe(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: tensor<4x16x8xf32>) -> tensor<?x?x8xf32> {
+  %y = llm.moe %x, %r, %w, %w, %w {normalize_top_k, top_k = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}

@@ -153,6 +153,9 @@ mlir::LogicalResult lowerRope(StepLowering &step, mlir::Operation *op,
                               llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 mlir::LogicalResult lowerGatherRows(StepLowering &step, llm::GatherRowsOp op,
                                     llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+/// A mixture of experts (CpuMoe.cpp): each row routes itself to its top_k experts.
+mlir::LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op,
+                             llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 /// out[r, i] = in[r, indices[i]].
 mlir::LogicalResult lowerPermuteFeatures(StepLowering &step, llm::PermuteFeaturesOp op,
                                          llvm::ArrayRef<mlir::Value> operands, mlir::Value output);

@@ -137,6 +137,7 @@ private:
           if (!placed) placed = weightView(constant, indices, "i32");
           return cpu::lowerPermuteFeatures(step, permute, {operands[0], placed}, outputs[0]);
         })
+        .Case([&](llm::MoeOp moe) { return cpu::lowerMoe(step, moe, operands, outputs[0]); })
         .Case<llm::RmsNormOp, llm::LayerNormOp>(
             [&](Operation *norm) { return cpu::lowerNorm(step, norm, operands, outputs[0]); })
         .Case<llm::AddRmsNormOp, llm::AddLayerNormOp>(

@@ -328,3 +328,43 @@ func.func @many_query_heads(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: t
   %15 = llm.logits %14, %4 : (tensor<?x1536xf32>, tensor<1536x64xf32>) -> tensor<?x64xf32>
   return %15 : tensor<?x64xf32>
 }
+
+// -----
+
+// A mixture of experts runs its rows as tasks on the runtime's threads. A
+// task keeps each row's picks in two arrays of top_k entries on its stack
+// (allocated once, outside the row loop); a pick is a pass over the 4
+// experts carrying the best logit and expert; a row then reads only its
+// chosen experts' [inter, hidden] rows of the stacked weights.
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   constant @llmc_moe_task_{{[0-9]+}}
+//       CHECK:   llvm.getelementptr %{{.*}}[0, 4]
+//       CHECK:   func.func private @llmc_moe_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %[[ROUTED:[^:]*]]: memref<?x4xf32>, %[[GATE:[^:]*]]: memref<4x8x32xf32>, %{{[^:]*}}: memref<4x8x32xf32>, %[[DOWN:[^:]*]]: memref<4x8x32xf32>, %{{[^:]*}}: memref<?x32xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:     %[[CHOSEN:.*]] = memref.alloca() : memref<2xindex>
+//       CHECK:     memref.alloca() : memref<2xf32>
+//       CHECK:     scf.for
+//       CHECK:       scf.for %{{.*}} = %{{.*}} to %c4{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, index)
+//       CHECK:         memref.load %[[ROUTED]]
+//       CHECK:       memref.store %{{.*}}, %[[CHOSEN]]
+//       CHECK:       %[[EXPERT:.*]] = memref.load %[[CHOSEN]]
+//       CHECK:       memref.load %[[GATE]][%[[EXPERT]], %{{.*}}, %{{.*}}] : memref<4x8x32xf32>
+//       CHECK:       memref.load %[[DOWN]][%[[EXPERT]], %{{.*}}, %{{.*}}] : memref<4x8x32xf32>
+func.func @moe(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %router = llm.constant dense<1.000000e-01> : tensor<32x4xf32>
+  %gate = llm.constant dense<1.000000e-01> : tensor<4x8x32xf32>
+  %up = llm.constant dense<2.000000e-01> : tensor<4x8x32xf32>
+  %down = llm.constant dense<3.000000e-01> : tensor<4x8x32xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
+  %x = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %heads = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %pool = llm.paged_kv_write %arg7, %heads, %heads, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %attention = llm.paged_attention %heads, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 1024>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %merged = llm.merge_heads %attention : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %logits = llm.linear %merged, %router {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<32x4xf32>) -> tensor<?x4xf32>
+  %y = llm.moe %merged, %logits, %gate, %up, %down {llmc.workspace_offsets = array<i64: 2048>, normalize_top_k, top_k = 2 : i64} : (tensor<?x32xf32>, tensor<?x4xf32>, tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<4x8x32xf32>) -> tensor<?x32xf32>
+  %last = llm.gather_rows %y, %arg6 {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
+
