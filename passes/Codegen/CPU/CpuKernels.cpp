@@ -57,10 +57,6 @@ void StepLowering::callKernel(Location loc, StringRef name, const std::string &k
 
 namespace {
 
-int64_t staticDim(Value memref, int64_t dim) {
-  return cast<MemRefType>(memref.getType()).getDimSize(dim);
-}
-
 /// Loads the element of `input` for output element (row, col): inputs are
 /// [rows, features], [features] (the same for every row) or rank 0.
 Value loadBroadcast(KernelBuilder &kb, Value input, Value row, Value col) {

@@ -37,6 +37,7 @@ using codegen::KernelBuilder;
 using codegen::kernelKey;
 using codegen::normKind;
 using codegen::Rotation;
+using codegen::staticDim;
 
 /// Lanes of the f32 vectors the generated matmul computes in (one AVX-512
 /// register).

@@ -1,11 +1,21 @@
-//===- CpuMoe.cpp - llm.moe: routing and the chosen experts, per token ----===//
+//===- CpuMoe.cpp - llm.moe: routing, then experts, then down projections -===//
 //
-// Each token row routes itself: the softmax of its router logits, its top_k
-// experts picked in order of probability (equal ones: the lower expert
-// first), then the chosen experts' gated MLPs accumulated into its output
-// row. A token reads only its own experts' weights, which is what makes a
-// mixture of experts cheap to decode; rows are independent, so the rows run
-// in parallel like any token-wise kernel.
+// Three kernels, each spread over the runtime's threads:
+//
+//   route   (a task per 8 rows)  each row's softmax and its top_k experts
+//           (equal logits: the lower expert first) with their weights, into
+//           the scratch;
+//   experts (a task per expert and run of kInterRun intermediate features)
+//           a[row, slot, i] = weight * silu(gate_e[i] . x) * (up_e[i] . x)
+//           for every row that chose e: the run's weight rows stay in cache
+//           for all of them, and only chosen experts' rows are read;
+//   down    (a task per row and run of kColumnRun output columns)
+//           out[row, c] = sum over slots and i of a[row, slot, i] * down_e[i, c].
+//
+// A decode step of one sequence thus spreads its experts over every thread,
+// and a prefill reads each chosen expert's gate and up rows once per task.
+// Every row is computed by the same loops whatever the batch holds, so a
+// row's result does not depend on its neighbours.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
@@ -15,9 +25,10 @@ using namespace mlir;
 namespace llmc::cpu {
 namespace {
 
-int64_t staticDim(Value memref, int64_t dim) {
-  return cast<MemRefType>(memref.getType()).getDimSize(dim);
-}
+/// Intermediate features of one expert task.
+constexpr int64_t kInterRun = 32;
+/// Output columns of one down task.
+constexpr int64_t kColumnRun = 64;
 
 /// The expert a row picks after (prevLogit, prevExpert) in the order
 /// (logit descending, expert ascending): the best of those after it. The
@@ -53,76 +64,151 @@ std::pair<Value, Value> pickNext(KernelBuilder &kb, Value logits, Value row, int
   return {loop.getResult(0), loop.getResult(1)};
 }
 
-/// out[row] = sum over the row's chosen experts of weight * down(silu(gate(x)) * up(x)).
-/// `chosen` and `weights` ([top_k] index and f32) hold the row's picks.
-void emitMoeRow(KernelBuilder &kb, ValueRange params, Value row, Value chosen, Value weights,
-                bool normalize) {
-  Value x = params[0], logits = params[1], gate = params[2], up = params[3], down = params[4],
-        out = params[5];
-  int64_t experts = staticDim(gate, 0), inter = staticDim(gate, 1), hidden = staticDim(gate, 2);
-  int64_t topK = staticDim(chosen, 0);
+/// Row `row`'s top_k experts into chosen[row, slot] (i32) and their routing
+/// weights into weights[row, slot]: probabilities as onnxruntime's Softmax
+/// computes them, divided by their sum when `normalize`.
+void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Value row,
+               bool normalize) {
+  int64_t experts = staticDim(logits, 1), topK = staticDim(chosen, 1);
   Value zero = kb.index(0);
-
-  // The softmax's max and denominator, as onnxruntime's Softmax computes them.
   Value maxLogit = kb.reduce(zero, kb.index(experts),
                              kb.f32(-std::numeric_limits<double>::infinity()),
                              [&](Value e, Value acc) { return kb.max(acc, kb.load(logits, {row, e})); });
   Value denominator = kb.reduce(zero, kb.index(experts), kb.f32(0.0), [&](Value e, Value acc) {
     return kb.add(acc, kb.exp(kb.sub(kb.load(logits, {row, e}), maxLogit)));
   });
-
-  // The chosen experts and their probabilities, in TopK's order.
+  OpBuilder &b = kb.builder();
   Value prevLogit = kb.f32(std::numeric_limits<double>::infinity()), prevExpert = kb.index(-1);
   Value total = kb.f32(0.0);
-  for (int64_t j = 0; j < topK; ++j) {
+  SmallVector<Value> probabilities;
+  for (int64_t slot = 0; slot < topK; ++slot) {
     auto [logit, expert] = pickNext(kb, logits, row, experts, prevLogit, prevExpert);
     Value probability = kb.div(kb.exp(kb.sub(logit, maxLogit)), denominator);
-    kb.store(expert, chosen, {kb.index(j)});
-    kb.store(probability, weights, {kb.index(j)});
+    kb.store(arith::IndexCastOp::create(b, kb.location(), b.getI32Type(), expert), chosen,
+             {row, kb.index(slot)});
+    probabilities.push_back(probability);
     total = kb.add(total, probability);
     prevLogit = logit, prevExpert = expert;
   }
+  for (auto [slot, probability] : llvm::enumerate(probabilities))
+    kb.store(normalize ? kb.div(probability, total) : probability, weights,
+             {row, kb.index(slot)});
+}
 
-  kb.forEach(zero, kb.index(hidden), [&](Value c) { kb.store(kb.f32(0.0), out, {row, c}); });
-  kb.forEach(zero, kb.index(topK), [&](Value j) {
-    Value expert = kb.load(chosen, {j});
-    Value weight = kb.load(weights, {j});
-    if (normalize) weight = kb.div(weight, total);
-    kb.forEach(zero, kb.index(inter), [&](Value i) {
-      auto dot = [&](Value matrix) {
-        return kb.reduce(zero, kb.index(hidden), kb.f32(0.0), [&](Value h, Value acc) {
-          return kb.add(acc, kb.mul(kb.load(x, {row, h}), kb.load(matrix, {expert, i, h})));
+/// The intermediate features [first, last) of expert `expert` for every row
+/// that chose it: a[row, slot * inter + i].
+void emitExpertRun(KernelBuilder &kb, ValueRange params, Value expert, Value first, Value last) {
+  Value x = params[0], gate = params[1], up = params[2], chosen = params[3], weights = params[4],
+        activations = params[5];
+  int64_t inter = staticDim(gate, 1), hidden = staticDim(gate, 2), topK = staticDim(chosen, 1);
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Value zero = kb.index(0);
+  Value expertId = arith::IndexCastOp::create(b, loc, b.getI32Type(), expert);
+  // Rows outermost: each row's check of its picks is made once per task,
+  // and the run's gate and up rows (2 x kInterRun x hidden) stay in cache
+  // across the rows that chose the expert.
+  kb.forEach(zero, kb.dim(x, 0), [&](Value row) {
+    for (int64_t slot = 0; slot < topK; ++slot) {
+      Value picked = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           kb.load(chosen, {row, kb.index(slot)}), expertId);
+      kb.ifThen(picked, [&] {
+        Value weight = kb.load(weights, {row, kb.index(slot)});
+        kb.forEach(first, last, [&](Value i) {
+          auto dot = [&](Value matrix) {
+            return kb.reduce(zero, kb.index(hidden), kb.f32(0.0), [&](Value h, Value acc) {
+              return kb.add(acc, kb.mul(kb.load(x, {row, h}), kb.load(matrix, {expert, i, h})));
+            });
+          };
+          Value g = dot(gate), u = dot(up);
+          Value silu = kb.div(g, kb.add(kb.f32(1.0), kb.exp(kb.neg(g))));
+          kb.store(kb.mul(weight, kb.mul(silu, u)), activations,
+                   {row, kb.addIndex(kb.index(slot * inter), i)});
         });
-      };
-      Value g = dot(gate), u = dot(up);
-      Value silu = kb.div(g, kb.add(kb.f32(1.0), kb.exp(kb.neg(g))));
-      Value scaled = kb.mul(weight, kb.mul(silu, u));
-      kb.forEach(zero, kb.index(hidden), [&](Value c) {
-        Value sum = kb.add(kb.load(out, {row, c}), kb.mul(scaled, kb.load(down, {expert, i, c})));
-        kb.store(sum, out, {row, c});
+      });
+    }
+  });
+}
+
+/// out[row, c] for c in [first, last): the row's experts' down projections
+/// of their activations.
+void emitDownRun(KernelBuilder &kb, ValueRange params, Value row, Value first, Value last) {
+  Value down = params[0], chosen = params[1], activations = params[2], out = params[3];
+  int64_t inter = staticDim(down, 1), topK = staticDim(chosen, 1);
+  OpBuilder &b = kb.builder();
+  kb.forEach(first, last, [&](Value c) { kb.store(kb.f32(0.0), out, {row, c}); });
+  for (int64_t slot = 0; slot < topK; ++slot) {
+    Value expert = arith::IndexCastOp::create(b, kb.location(), b.getIndexType(),
+                                              kb.load(chosen, {row, kb.index(slot)}));
+    kb.forEach(kb.index(0), kb.index(inter), [&](Value i) {
+      Value a = kb.load(activations, {row, kb.addIndex(kb.index(slot * inter), i)});
+      kb.forEach(first, last, [&](Value c) {
+        kb.store(kb.add(kb.load(out, {row, c}), kb.mul(a, kb.load(down, {expert, i, c}))), out,
+                 {row, c});
       });
     });
-  });
+  }
 }
 
 } // namespace
 
 LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, ArrayRef<Value> operands,
                        Value output) {
-  SmallVector<Value> args(operands);
-  args.push_back(output);
+  Value x = operands[0], logits = operands[1], gate = operands[2], up = operands[3],
+        down = operands[4];
+  int64_t experts = staticDim(gate, 0), inter = staticDim(gate, 1), hidden = staticDim(gate, 2);
   int64_t topK = op.getTopK();
   bool normalize = op.getNormalizeTopK();
-  runOverRows(step, op.getLoc(), "moe", kernelKey(op, args), args, args.size() - 1,
+  Location loc = op.getLoc();
+  OpBuilder &b = step.b;
+
+  // The scratch: the picks [rows, top_k] (i32), their weights and the
+  // experts' activations [rows, top_k x inter].
+  int64_t picksBytes = llvm::alignTo(step.maxRows * topK * 4, 64);
+  Value rows = memref::DimOp::create(b, loc, x, 0);
+  Value chosen = step.scratchView(loc, b.getI32Type(), topK, rows, 0);
+  Value weights = step.scratchView(loc, b.getF32Type(), topK, rows, picksBytes);
+  Value activations = step.scratchView(loc, b.getF32Type(), topK * inter, rows, 2 * picksBytes);
+  step.clobberScratch(2 * picksBytes + step.maxRows * topK * inter * 4);
+
+  SmallVector<Value> routeArgs{logits, chosen, weights};
+  runOverRows(step, loc, "moe_route", kernelKey(op, routeArgs) + "/route", routeArgs, 0,
               [&](KernelBuilder &kb, ValueRange params, Value begin, Value end) {
-                OpBuilder &b = kb.builder();
-                // Outside the row loop: an alloca in a loop grows the stack.
-                Value chosen = memref::AllocaOp::create(
-                    b, kb.location(), MemRefType::get({topK}, b.getIndexType()));
-                Value weights = memref::AllocaOp::create(
-                    b, kb.location(), MemRefType::get({topK}, b.getF32Type()));
                 kb.forEach(begin, end, [&](Value row) {
-                  emitMoeRow(kb, params, row, chosen, weights, normalize);
+                  emitRoute(kb, params[0], params[1], params[2], row, normalize);
+                });
+              });
+
+  // Task t is run t / experts of expert t % experts: a thread's range of
+  // tasks covers every expert, whichever the rows chose.
+  int64_t interRuns = llvm::divideCeil(inter, kInterRun);
+  SmallVector<Value> expertArgs{x, gate, up, chosen, weights, activations};
+  KernelBuilder stepBuilder(b, loc);
+  runParallel(step, loc, "moe_experts", kernelKey(op, expertArgs) + "/experts", expertArgs,
+              stepBuilder.index(experts * interRuns),
+              [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
+                kb.forEach(firstTask, lastTask, [&](Value task) {
+                  Value expert = kb.remIndex(task, kb.index(experts));
+                  Value first = kb.mulIndex(kb.divIndex(task, kb.index(experts)),
+                                            kb.index(kInterRun));
+                  Value last = kb.minIndex(kb.addIndex(first, kb.index(kInterRun)),
+                                           kb.index(inter));
+                  emitExpertRun(kb, params, expert, first, last);
+                });
+              });
+
+  int64_t columnRuns = llvm::divideCeil(hidden, kColumnRun);
+  SmallVector<Value> downArgs{down, chosen, activations, output};
+  runParallel(step, loc, "moe_down", kernelKey(op, downArgs) + "/down", downArgs,
+              stepBuilder.mulIndex(rows, stepBuilder.index(columnRuns)),
+              [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
+                kb.forEach(firstTask, lastTask, [&](Value task) {
+                  Value row = kb.divIndex(task, kb.index(columnRuns));
+                  Value first = kb.mulIndex(kb.remIndex(task, kb.index(columnRuns)),
+                                            kb.index(kColumnRun));
+                  Value last = kb.minIndex(kb.addIndex(first, kb.index(kColumnRun)),
+                                           kb.index(hidden));
+                  emitDownRun(kb, params, row, first, last);
                 });
               });
   return success();

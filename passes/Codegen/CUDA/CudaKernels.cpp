@@ -13,11 +13,9 @@ using namespace mlir;
 
 namespace llmc::cuda {
 
-namespace {
+using codegen::staticDim;
 
-int64_t staticDim(Value memref, int64_t dim) {
-  return cast<MemRefType>(memref.getType()).getDimSize(dim);
-}
+namespace {
 
 /// The element at `indices`, widened to f32 when it is a narrower float.
 Value loadF32(codegen::KernelBuilder &kb, Value memref, ValueRange indices) {

@@ -81,6 +81,11 @@ private:
   mlir::Location loc;
 };
 
+/// The static size of dim `dim` of a memref (kDynamic when it is not).
+inline int64_t staticDim(mlir::Value memref, int64_t dim) {
+  return mlir::cast<mlir::MemRefType>(memref.getType()).getDimSize(dim);
+}
+
 /// What identifies a kernel: the op's name and attributes and the types it
 /// is called with. Attributes named in `ignored` are left out: the kernel
 /// takes what they say as an argument.

@@ -331,24 +331,31 @@ func.func @many_query_heads(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: t
 
 // -----
 
-// A mixture of experts runs its rows as tasks on the runtime's threads. A
-// task keeps each row's picks in two arrays of top_k entries on its stack
-// (allocated once, outside the row loop); a pick is a pass over the 4
-// experts carrying the best logit and expert; a row then reads only its
-// chosen experts' [inter, hidden] rows of the stacked weights.
+// A mixture of experts is three kernels on the runtime's threads, with the
+// picks and the activations in the scratch: route (a pass over the 4
+// experts per pick, carrying the best logit and expert), experts (a task
+// per run of intermediate features and expert: here one run of 8, 4 tasks,
+// each reading its expert's rows for the rows that chose it) and down (a
+// task per row and run of columns, reading each chosen expert's rows).
 // CHECK-LABEL: func.func @llmc_step
-//       CHECK:   constant @llmc_moe_task_{{[0-9]+}}
-//       CHECK:   llvm.getelementptr %{{.*}}[0, 4]
-//       CHECK:   func.func private @llmc_moe_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %[[ROUTED:[^:]*]]: memref<?x4xf32>, %[[GATE:[^:]*]]: memref<4x8x32xf32>, %{{[^:]*}}: memref<4x8x32xf32>, %[[DOWN:[^:]*]]: memref<4x8x32xf32>, %{{[^:]*}}: memref<?x32xf32>, %{{.*}}: index, %{{.*}}: index)
-//       CHECK:     %[[CHOSEN:.*]] = memref.alloca() : memref<2xindex>
-//       CHECK:     memref.alloca() : memref<2xf32>
-//       CHECK:     scf.for
+//       CHECK:   constant @llmc_moe_route_task_{{[0-9]+}}
+//       CHECK:   constant @llmc_moe_experts_task_{{[0-9]+}}
+//  CHECK-NEXT:   builtin.unrealized_conversion_cast
+//  CHECK-NEXT:   arith.index_cast %c4{{.*}} : index to i64
+//       CHECK:   constant @llmc_moe_down_task_{{[0-9]+}}
+//       CHECK:   func.func private @llmc_moe_route_{{[0-9]+}}(%[[LOGITS:[^:]*]]: memref<?x4xf32>, %[[PICKS:[^:]*]]: memref<?x2xi32>, %{{[^:]*}}: memref<?x2xf32>,
 //       CHECK:       scf.for %{{.*}} = %{{.*}} to %c4{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, index)
-//       CHECK:         memref.load %[[ROUTED]]
-//       CHECK:       memref.store %{{.*}}, %[[CHOSEN]]
-//       CHECK:       %[[EXPERT:.*]] = memref.load %[[CHOSEN]]
-//       CHECK:       memref.load %[[GATE]][%[[EXPERT]], %{{.*}}, %{{.*}}] : memref<4x8x32xf32>
-//       CHECK:       memref.load %[[DOWN]][%[[EXPERT]], %{{.*}}, %{{.*}}] : memref<4x8x32xf32>
+//       CHECK:         memref.load %[[LOGITS]]
+//       CHECK:       memref.store %{{.*}}, %[[PICKS]]
+//       CHECK:   func.func private @llmc_moe_experts_{{[0-9]+}}(%{{[^:]*}}: memref<?x32xf32>, %[[GATE:[^:]*]]: memref<4x8x32xf32>, %{{[^:]*}}: memref<4x8x32xf32>, %[[CHOSEN:[^:]*]]: memref<?x2xi32>, %{{[^:]*}}: memref<?x2xf32>, %{{[^:]*}}: memref<?x16xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:     %[[EXPERT:.*]] = arith.remsi %{{.*}}, %c4
+//       CHECK:     %[[ID:.*]] = arith.index_cast %[[EXPERT]] : index to i32
+//       CHECK:       %[[PICK:.*]] = memref.load %[[CHOSEN]]
+//       CHECK:       arith.cmpi eq, %[[PICK]], %[[ID]] : i32
+//       CHECK:       scf.if
+//       CHECK:           memref.load %[[GATE]][%[[EXPERT]], %{{.*}}, %{{.*}}] : memref<4x8x32xf32>
+//       CHECK:   func.func private @llmc_moe_down_{{[0-9]+}}(%[[DOWN:[^:]*]]: memref<4x8x32xf32>, %{{[^:]*}}: memref<?x2xi32>, %{{[^:]*}}: memref<?x16xf32>, %{{[^:]*}}: memref<?x32xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:         memref.load %[[DOWN]]
 func.func @moe(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %router = llm.constant dense<1.000000e-01> : tensor<32x4xf32>
