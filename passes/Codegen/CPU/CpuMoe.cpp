@@ -20,6 +20,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 using namespace mlir;
 
 namespace llmc::cpu {
@@ -27,8 +29,12 @@ namespace {
 
 /// Intermediate features of one expert task.
 constexpr int64_t kInterRun = 32;
-/// Output columns of one down task.
+/// Output columns of one down task: 4 vectors of 16 when the hidden size
+/// is a multiple of it (else scalar loops).
 constexpr int64_t kColumnRun = 64;
+/// Features whose gate and up products one pass over a row computes (when
+/// the hidden size is a multiple of 16 and the intermediate size of this).
+constexpr int64_t kFeatureBlock = 4;
 
 /// The expert a row picks after (prevLogit, prevExpert) in the order
 /// (logit descending, expert ascending): the best of those after it. The
@@ -95,6 +101,45 @@ void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Val
              {row, kb.index(slot)});
 }
 
+/// gate[e, i] . x[row] and up[e, i] . x[row] for the features [first, last)
+/// of an expert, kFeatureBlock features at a time: each 16 values of the row
+/// are loaded once for the 2 x kFeatureBlock vector accumulators. `store`
+/// gets each feature with its two products.
+void emitGateUpBlocks(KernelBuilder &kb, Value x, Value gate, Value up, Value expert, Value row,
+                      Value first, Value last,
+                      llvm::function_ref<void(Value, Value, Value)> store) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
+  Value zeros = arith::ConstantOp::create(b, loc, vectorType,
+                                          DenseElementsAttr::get(vectorType, 0.0f));
+  int64_t hidden = staticDim(gate, 2);
+  kb.forEach(first, last, [&](Value block) {
+    SmallVector<Value> init(2 * kFeatureBlock, zeros);
+    auto loop = scf::ForOp::create(
+        b, loc, kb.index(0), kb.index(hidden), kb.index(kLanes), init,
+        [&](OpBuilder &, Location, Value h, ValueRange accs) {
+          Value xs = vector::LoadOp::create(b, loc, vectorType, x, ValueRange{row, h});
+          SmallVector<Value> next;
+          for (Value matrix : {gate, up})
+            for (int64_t f = 0; f < kFeatureBlock; ++f) {
+              Value feature = kb.addIndex(block, kb.index(f));
+              Value w = vector::LoadOp::create(b, loc, vectorType, matrix,
+                                               ValueRange{expert, feature, h});
+              next.push_back(vector::FMAOp::create(b, loc, xs, w, accs[next.size()]));
+            }
+          scf::YieldOp::create(b, loc, next);
+        });
+    for (int64_t f = 0; f < kFeatureBlock; ++f) {
+      auto sum = [&](int64_t at) {
+        return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                           loop.getResult(at)).getResult();
+      };
+      store(kb.addIndex(block, kb.index(f)), sum(f), sum(kFeatureBlock + f));
+    }
+  }, kFeatureBlock);
+}
+
 /// The intermediate features [first, last) of expert `expert` for every row
 /// that chose it: a[row, slot * inter + i].
 void emitExpertRun(KernelBuilder &kb, ValueRange params, Value expert, Value first, Value last) {
@@ -114,28 +159,72 @@ void emitExpertRun(KernelBuilder &kb, ValueRange params, Value expert, Value fir
                                            kb.load(chosen, {row, kb.index(slot)}), expertId);
       kb.ifThen(picked, [&] {
         Value weight = kb.load(weights, {row, kb.index(slot)});
+        auto store = [&](Value i, Value g, Value u) {
+          Value silu = kb.div(g, kb.add(kb.f32(1.0), kb.exp(kb.neg(g))));
+          kb.store(kb.mul(weight, kb.mul(silu, u)), activations,
+                   {row, kb.addIndex(kb.index(slot * inter), i)});
+        };
+        if (hidden % kLanes == 0 && inter % kFeatureBlock == 0) {
+          emitGateUpBlocks(kb, x, gate, up, expert, row, first, last, store);
+          return;
+        }
         kb.forEach(first, last, [&](Value i) {
           auto dot = [&](Value matrix) {
             return kb.reduce(zero, kb.index(hidden), kb.f32(0.0), [&](Value h, Value acc) {
               return kb.add(acc, kb.mul(kb.load(x, {row, h}), kb.load(matrix, {expert, i, h})));
             });
           };
-          Value g = dot(gate), u = dot(up);
-          Value silu = kb.div(g, kb.add(kb.f32(1.0), kb.exp(kb.neg(g))));
-          kb.store(kb.mul(weight, kb.mul(silu, u)), activations,
-                   {row, kb.addIndex(kb.index(slot * inter), i)});
+          store(i, dot(gate), dot(up));
         });
       });
     }
   });
 }
 
+/// out[row, first + c], c < kColumnRun, with the run's columns in
+/// kColumnRun / 16 vector accumulators through every slot and feature.
+void emitDownVectors(KernelBuilder &kb, ValueRange params, Value row, Value first) {
+  Value down = params[0], chosen = params[1], activations = params[2], out = params[3];
+  int64_t inter = staticDim(down, 1), topK = staticDim(chosen, 1);
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
+  int64_t vectors = kColumnRun / kLanes;
+  auto column = [&](int64_t v) { return kb.addIndex(first, kb.index(v * kLanes)); };
+  SmallVector<Value> accs(vectors, arith::ConstantOp::create(
+                                       b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f)));
+  for (int64_t slot = 0; slot < topK; ++slot) {
+    Value expert = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                              kb.load(chosen, {row, kb.index(slot)}));
+    auto loop = scf::ForOp::create(
+        b, loc, kb.index(0), kb.index(inter), kb.index(1), accs,
+        [&](OpBuilder &, Location, Value i, ValueRange carried) {
+          Value a = kb.load(activations, {row, kb.addIndex(kb.index(slot * inter), i)});
+          Value splat = vector::BroadcastOp::create(b, loc, vectorType, a);
+          SmallVector<Value> next;
+          for (int64_t v = 0; v < vectors; ++v) {
+            Value w = vector::LoadOp::create(b, loc, vectorType, down,
+                                             ValueRange{expert, i, column(v)});
+            next.push_back(vector::FMAOp::create(b, loc, splat, w, carried[v]));
+          }
+          scf::YieldOp::create(b, loc, next);
+        });
+    accs.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  for (int64_t v = 0; v < vectors; ++v)
+    vector::StoreOp::create(b, loc, accs[v], out, ValueRange{row, column(v)});
+}
+
 /// out[row, c] for c in [first, last): the row's experts' down projections
 /// of their activations.
 void emitDownRun(KernelBuilder &kb, ValueRange params, Value row, Value first, Value last) {
   Value down = params[0], chosen = params[1], activations = params[2], out = params[3];
-  int64_t inter = staticDim(down, 1), topK = staticDim(chosen, 1);
+  int64_t inter = staticDim(down, 1), hidden = staticDim(down, 2), topK = staticDim(chosen, 1);
   OpBuilder &b = kb.builder();
+  if (hidden % kColumnRun == 0) {
+    emitDownVectors(kb, params, row, first);
+    return;
+  }
   kb.forEach(first, last, [&](Value c) { kb.store(kb.f32(0.0), out, {row, c}); });
   for (int64_t slot = 0; slot < topK; ++slot) {
     Value expert = arith::IndexCastOp::create(b, kb.location(), b.getIndexType(),

@@ -336,7 +336,8 @@ func.func @many_query_heads(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: t
 // experts per pick, carrying the best logit and expert), experts (a task
 // per run of intermediate features and expert: here one run of 8, 4 tasks,
 // each reading its expert's rows for the rows that chose it) and down (a
-// task per row and run of columns, reading each chosen expert's rows).
+// task per row and run of columns, reading each chosen expert's rows: in
+// scalar loops here, where the hidden size is not a multiple of 64).
 // CHECK-LABEL: func.func @llmc_step
 //       CHECK:   constant @llmc_moe_route_task_{{[0-9]+}}
 //       CHECK:   constant @llmc_moe_experts_task_{{[0-9]+}}
@@ -353,7 +354,10 @@ func.func @many_query_heads(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: t
 //       CHECK:       %[[PICK:.*]] = memref.load %[[CHOSEN]]
 //       CHECK:       arith.cmpi eq, %[[PICK]], %[[ID]] : i32
 //       CHECK:       scf.if
-//       CHECK:           memref.load %[[GATE]][%[[EXPERT]], %{{.*}}, %{{.*}}] : memref<4x8x32xf32>
+// Four features at a time: each 16 values of the row feed 8 accumulators
+// (gate and up of each feature).
+//       CHECK:           scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+//       CHECK:             vector.load %[[GATE]][%[[EXPERT]], %{{.*}}, %{{.*}}] : memref<4x8x32xf32>, vector<16xf32>
 //       CHECK:   func.func private @llmc_moe_down_{{[0-9]+}}(%[[DOWN:[^:]*]]: memref<4x8x32xf32>, %{{[^:]*}}: memref<?x2xi32>, %{{[^:]*}}: memref<?x16xf32>, %{{[^:]*}}: memref<?x32xf32>, %{{.*}}: index, %{{.*}}: index)
 //       CHECK:         memref.load %[[DOWN]]
 func.func @moe(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
