@@ -24,6 +24,11 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
     - split_heads / merge_heads (the Reshape+Transpose around attention);
     - rope (rotate_half Slice/Neg/Concat/Mul/Add with cos/sin computed from
       inv_freq and position_ids, or gathered from caches; RotaryEmbedding);
+    - moe (a sparse mixture of experts as optimum writes Qwen3-MoE: the
+      loop over every expert unrolled, TopK routing, NonZero/ScatterElements
+      per expert), raised whole before the other patterns, its router an
+      llm.linear; a block that fails a check keeps its ops and gets
+      `llmc.moe_unmatched = "why"` on its output, which the error quotes;
     - kv_concat (Concat(past, new) on the sequence axis) and repeat_kv
       (Unsqueeze/Expand/Reshape);
     - attention (MatMul/scale/mask/Softmax/MatMul, with or without the
