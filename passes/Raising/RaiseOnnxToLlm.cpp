@@ -89,39 +89,39 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
       func.emitWarning("onnx ops not raised to llm: ") << list;
       return;
     }
-    InFlightDiagnostic diag = func.emitError("onnx ops not raised to llm: ") << list;
-    if (leftovers.contains(onnx::TopKOp::getOperationName())) {
-      // A router's TopK is left only when its mixture of experts was not raised.
-      diag << "; a mixture of experts is not supported in this form";
-      func.walk([&](Operation *op) {
-        if (auto why = op->getAttrOfType<StringAttr>(raising::kMoeUnmatchedAttr)) {
-          diag << ": " << why.getValue();
-          return WalkResult::interrupt();
-        }
-        return WalkResult::advance();
-      });
-      for (auto &[name, entry] : leftovers)
-        diag.attachNote(entry.second->getLoc()) << "first " << name;
-      return signalPassFailure();
-    }
-    // Attention is the structure a user most needs to know why it was missed.
-    for (auto &[name, entry] : leftovers) {
-      auto feature = raising::unsupportedAttentionFeature(entry.second);
-      if (!feature) feature = raising::unsupportedQuantizationFeature(entry.second);
-      if (feature) {
-        diag << "; " << *feature << " is not supported";
-        break;
-      }
-      std::string why;
-      if (isa<onnx::SoftmaxOp, onnx::AttentionOp, onnx::MultiHeadAttentionOp>(entry.second) &&
-          failed(raising::provenMask(entry.second, why))) {
-        diag << "; attention mask: " << why;
-        break;
-      }
-    }
+    InFlightDiagnostic diag = func.emitError("onnx ops not raised to llm: ") << list
+                              << explainLeftovers(func, leftovers);
     for (auto &[name, entry] : leftovers)
       diag.attachNote(entry.second->getLoc()) << "first " << name;
     signalPassFailure();
+  }
+
+  /// Why the structure a user most needs to know about was not raised: a
+  /// mixture of experts (a router's TopK is left only then), else attention
+  /// and quantization features; "" when none applies.
+  std::string explainLeftovers(
+      func::FuncOp func,
+      const llvm::MapVector<StringRef, std::pair<int, Operation *>> &leftovers) {
+    if (leftovers.contains(onnx::TopKOp::getOperationName())) {
+      std::string why = "; a mixture of experts is not supported in this form";
+      func.walk([&](Operation *op) {
+        auto unmatched = op->getAttrOfType<StringAttr>(raising::kMoeUnmatchedAttr);
+        if (!unmatched) return WalkResult::advance();
+        why += ": " + unmatched.getValue().str();
+        return WalkResult::interrupt();
+      });
+      return why;
+    }
+    for (auto &[name, entry] : leftovers) {
+      auto feature = raising::unsupportedAttentionFeature(entry.second);
+      if (!feature) feature = raising::unsupportedQuantizationFeature(entry.second);
+      if (feature) return "; " + *feature + " is not supported";
+      std::string why;
+      if (isa<onnx::SoftmaxOp, onnx::AttentionOp, onnx::MultiHeadAttentionOp>(entry.second) &&
+          failed(raising::provenMask(entry.second, why)))
+        return "; attention mask: " + why;
+    }
+    return "";
   }
 };
 
