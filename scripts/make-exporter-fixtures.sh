@@ -117,9 +117,9 @@ done
 # GatherBlockQuantized forms users make from an fp32 export, and its QDQ form (blocked
 # DequantizeLinear feeding MatMul) (scripts/exporters/ort_quantize.py).
 declare -A ORT_QUANTIZED=(
-  [ort-int4]="--bits 4 --block-size 32|llama-gqa llama-tied phi2"
+  [ort-int4]="--bits 4 --block-size 32|llama-gqa llama-tied phi2 qwen3-moe"
   [ort-int4-sym]="--bits 4 --block-size 16 --symmetric|llama-tied qwen3"
-  [ort-int8]="--bits 8 --block-size 128 --symmetric|llama-gqa gemma"
+  [ort-int8]="--bits 8 --block-size 128 --symmetric|llama-gqa gemma qwen3-moe"
   [ort-qdq-int4]="--bits 4 --block-size 32 --qdq|llama-gqa qwen3"
   [ort-qdq-int4-sym]="--bits 4 --block-size 16 --symmetric --qdq|llama-tied"
 )

@@ -110,10 +110,13 @@ LogicalResult MoeOp::verify() {
   auto gateType = dyn_cast<RankedTensorType>(getGateWeight().getType());
   if (!gateType) return success();
   ArrayRef<int64_t> gate = gateType.getShape();
-  for (Value weight : {getUpWeight(), getDownWeight()})
-    for (auto [dim, size] : llvm::enumerate(gate))
-      if (!compatible(dimOf(weight, dim), size))
-        return emitOpError("the expert weights must all be [experts, intermediate, hidden]");
+  for (auto [dim, size] : llvm::enumerate(gate))
+    if (!compatible(dimOf(getUpWeight(), dim), size))
+      return emitOpError("the gate and up weights must both be [experts, intermediate, hidden]");
+  SmallVector<int64_t> down{gate[0], gate[2], gate[1]};
+  for (auto [dim, size] : llvm::enumerate(down))
+    if (!compatible(dimOf(getDownWeight(), dim), size))
+      return emitOpError("the down weight must be [experts, hidden, intermediate]");
   int64_t experts = gate[0], hidden = gate[2];
   if (!compatible(dimOf(getInput(), -1), hidden) || !compatible(dimOf(getOutput(), -1), hidden))
     return emitOpError("the input and output rows must be the experts' hidden size ") << hidden;

@@ -159,10 +159,12 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise]> {
     gpt-oss's softmax over the top_k logits is the same number);
     output = sum over the chosen e of w_e * down_e(silu(gate_e(x)) * up_e(x)).
 
-    `gate_weight` and `up_weight` are [experts, intermediate, hidden]: row i
-    of expert e holds the weights of its output i. `down_weight` is
-    [experts, intermediate, hidden]: row i holds what intermediate feature i
-    adds to the output. A token reads only its top_k experts' weights.
+    Each weight is [experts, out, in]: row i of expert e holds the weights
+    of its output i. `gate_weight` and `up_weight` are [experts,
+    intermediate, hidden], `down_weight` [experts, hidden, intermediate]:
+    the layout of a weight quantised in blocks along its inputs, which a
+    weight may be (an llm.dequantize of packed codes stacked by expert: the
+    CPU keeps them packed). A token reads only its top_k experts' weights.
   }];
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$router_logits, Llm_Tensor:$gate_weight,
                    Llm_Tensor:$up_weight, Llm_Tensor:$down_weight, I64Attr:$top_k,
@@ -180,7 +182,8 @@ def Llm_DequantizeOp : Llm_Op<"dequantize"> {
     uint4/int4 tensor [rows, cols]. Each block of `block_size` values along
     a row shares one scale (and one zero point; when absent 2^(bits-1), or 0
     for signed int4 codes). The result is [rows, cols] in the scale's
-    element type.
+    element type; a result [..., rows, cols] stacks such matrices (a mixture
+    of experts' weights), the operands' leading dims stacking them alike.
   }];
   let arguments = (ins Llm_Tensor:$data, Llm_Tensor:$scales, Llm_OptTensor:$zero_points,
                    I64Attr:$bits, I64Attr:$block_size);

@@ -15,15 +15,19 @@
 //           acc = acc + ScatterElements(zeros, tok, y_e)
 //   out     = Reshape(acc, shape of x)
 //
-// The matcher walks back from the final Reshape through the accumulation,
-// checking each link, and replaces the block with llm.linear (the router)
-// and llm.moe. It runs before the other raising stages, which would
+// The router and each expert's projections are MatMuls by constant weights,
+// or MatMulNBits of constant codes (onnxruntime's quantizer, `llmc
+// quantize`). The matcher walks back from the final Reshape through the
+// accumulation, checking each link, and replaces the block with llm.linear
+// (the router) and llm.moe over the experts' weights stacked [experts, out,
+// in] (quantised ones still packed, under one llm.dequantize). It runs before the other raising stages, which would
 // otherwise raise the experts' MatMuls to llm.linear one by one.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/RaisePatterns.h"
 
 #include "dialects/onnx/ShapeHelpers.h"
+#include "llmc/Support/ElementsData.h"
 
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -62,16 +66,66 @@ std::pair<T, Value> operandDefinedBy(Binary op) {
   return {};
 }
 
+/// The router or an expert's projection: a MatMul by a constant [in, out]
+/// weight, or a MatMulNBits of constant codes [out][blocks][block * bits /
+/// 8] with constant scales and uint8 zero points, if any, and without g_idx
+/// or bias.
+struct Projection {
+  Operation *op = nullptr;
+
+  explicit operator bool() const { return op; }
+  onnx::MatMulNBitsOp quantized() const { return dyn_cast_or_null<onnx::MatMulNBitsOp>(op); }
+  Value input() const { return op->getOperand(0); }
+  int64_t inFeatures() const {
+    return quantized() ? quantized().getK() : dimOf(op->getOperand(1), 0);
+  }
+  int64_t outFeatures() const {
+    return quantized() ? quantized().getN() : dimOf(op->getOperand(1), 1);
+  }
+  /// What the projections stacked into one weight must share: f32, or the
+  /// bits, block size and presence of zero points.
+  std::string form() const {
+    auto nbits = quantized();
+    if (!nbits) return "f32";
+    return (Twine(nbits.getBits()) + " bits in blocks of " + Twine(nbits.getBlockSize()) +
+            (isNone(nbits.getZeroPoints()) ? "" : " with zero points"))
+        .str();
+  }
+};
+
+/// The projection that computes `value`, or a null one.
+Projection projectionOf(Value value) {
+  if (auto matmul = definedBy<onnx::MatMulOp>(value))
+    if (isConstant(matmul.getB()) && rankOf(matmul.getB()) == 2) return {matmul};
+  auto nbits = definedBy<onnx::MatMulNBitsOp>(value);
+  if (!nbits || !isConstant(nbits.getB()) || !isConstant(nbits.getScales()) ||
+      !isNone(nbits.getGIdx()) || !isNone(nbits.getBias()))
+    return {};
+  Value zeroPoints = nbits.getZeroPoints();
+  if (!isNone(zeroPoints) &&
+      (!isConstant(zeroPoints) ||
+       !cast<ShapedType>(zeroPoints.getType()).getElementType().isUnsignedInteger(8)))
+    return {};
+  return {nbits};
+}
+
+/// The operand of `mul` a projection computes, and the other.
+std::pair<Projection, Value> projectionOperand(onnx::MulOp mul) {
+  if (Projection lhs = projectionOf(mul.getA())) return {lhs, mul.getB()};
+  if (Projection rhs = projectionOf(mul.getB())) return {rhs, mul.getA()};
+  return {};
+}
+
 /// What one expert's loop iteration reads and computes.
 struct Expert {
   int64_t index = -1;
-  Value gate, up, down; ///< onnx constants: [hidden, inter], [hidden, inter], [inter, hidden]
+  Projection gate, up, down; ///< hidden -> inter, hidden -> inter, inter -> hidden
 };
 
 /// The whole block, as the walk back from its output finds it.
 struct MoeBlock {
   Value input;     ///< x [batch, seq, hidden]
-  Value router;    ///< [hidden, experts] constant
+  Projection router;  ///< hidden -> experts
   int64_t topK = 0;
   bool normalize = false;
   SmallVector<Expert> experts;
@@ -120,9 +174,9 @@ LogicalResult MoeMatcher::match(MoeBlock &block, std::string &why) {
   }
   // Every expert exactly once, so that llm.moe's expert e is the router's column e.
   int64_t count = static_cast<int64_t>(block.experts.size());
-  if (dimOf(block.router, 1) != count)
-    return fail(why, "the router has " + Twine(dimOf(block.router, 1)) + " experts, the block " +
-                         Twine(count));
+  if (block.router.outFeatures() != count)
+    return fail(why, "the router has " + Twine(block.router.outFeatures()) +
+                         " experts, the block " + Twine(count));
   llvm::SmallBitVector seen(count);
   for (const Expert &expert : block.experts) {
     if (expert.index < 0 || expert.index >= count || seen.test(expert.index))
@@ -130,6 +184,15 @@ LogicalResult MoeMatcher::match(MoeBlock &block, std::string &why) {
     seen.set(expert.index);
   }
   llvm::sort(block.experts, [](const Expert &a, const Expert &b) { return a.index < b.index; });
+  // The experts' weights of each projection are stacked into one.
+  const Expert &first = block.experts.front();
+  for (const Expert &expert : block.experts)
+    for (auto [projection, like, name] :
+         {std::tuple(expert.gate, first.gate, "gate"), std::tuple(expert.up, first.up, "up"),
+          std::tuple(expert.down, first.down, "down")})
+      if (projection.form() != like.form())
+        return fail(why, Twine("the experts' ") + name + " projections are not all in one form (" +
+                             like.form() + ", " + projection.form() + ")");
 
   // The output has x's shape: [batch, seq] of the input, then hidden.
   if (rankOf(output) != 3 || !sameDim(output, 0, block.input, 0) ||
@@ -154,16 +217,17 @@ LogicalResult MoeMatcher::matchRouting(onnx::TopKOp found, MoeBlock &block, std:
   auto softmax = definedBy<onnx::SoftmaxOp>(skipCasts(topk.getX()));
   if (!softmax || !isSingleAxisValue(softmax.getAxis(), rank))
     return fail(why, "the routing TopK does not read a softmax over the experts");
-  auto router = definedBy<onnx::MatMulOp>(softmax.getInput());
-  if (!router || !isConstant(router.getB()) || rankOf(router.getB()) != 2)
-    return fail(why, "the router is not a MatMul by a constant weight");
-  auto reshape = definedBy<onnx::ReshapeOp>(router.getA());
+  Projection router = projectionOf(softmax.getInput());
+  if (!router)
+    return fail(why, "the router is not a MatMul by a constant weight, or a MatMulNBits of "
+                     "constant codes without g_idx or bias");
+  auto reshape = definedBy<onnx::ReshapeOp>(router.input());
   if (!reshape || rankOf(reshape.getData()) != 3 || rankOf(reshape) != 2 ||
       dimOf(reshape.getData(), 2) != dimOf(reshape, 1))
     return fail(why, "the router does not read the [batch, seq, hidden] input as rows");
   flatInput = reshape;
   block.input = reshape.getData();
-  block.router = router.getB();
+  block.router = router;
 
   // w, or w / sum(w) (norm_topk_prob).
   routingWeights = topk.getValues();
@@ -219,7 +283,7 @@ LogicalResult MoeMatcher::matchExpert(onnx::ScatterElementsOp scatter, MoeBlock 
     return fail(why, "the routing mask is not of TopK's expert ids");
   if (failed(matchRouting(topkOp, block, why))) return failure();
   auto depth = onnx::getConstantInts(onehot.getDepth());
-  if (!depth || depth->size() != 1 || (*depth)[0] != dimOf(block.router, 1))
+  if (!depth || depth->size() != 1 || (*depth)[0] != block.router.outFeatures())
     return fail(why, "the routing mask's depth is not the router's expert count");
   Value slots = Value();
   for (Operation *user : split->getResult(0).getUsers())
@@ -228,9 +292,10 @@ LogicalResult MoeMatcher::matchExpert(onnx::ScatterElementsOp scatter, MoeBlock 
   // y_e = MLP(rows) * weight[tok * k + slot].
   auto weighted = definedBy<onnx::MulOp>(skipViews(scatter.getUpdates()));
   if (!weighted) return fail(why, "an expert's output is not scaled by its routing weight");
-  auto [down, scale] = operandDefinedBy<onnx::MatMulOp>(weighted);
-  if (!down || !isConstant(down.getB()))
-    return fail(why, "an expert does not end in a MatMul by a constant weight");
+  auto [down, scale] = projectionOperand(weighted);
+  if (!down)
+    return fail(why, "an expert does not end in a MatMul by a constant weight, or a MatMulNBits "
+                     "of constant codes without g_idx or bias");
   auto pickWeight = definedBy<onnx::GatherOp>(skipViews(scale));
   auto flat = pickWeight ? definedBy<onnx::FlattenOp>(pickWeight.getData()) : onnx::FlattenOp();
   auto column = flat ? definedBy<onnx::UnsqueezeOp>(flat.getInput()) : onnx::UnsqueezeOp();
@@ -250,90 +315,154 @@ LogicalResult MoeMatcher::matchExpert(onnx::ScatterElementsOp scatter, MoeBlock 
     return fail(why, "an expert's routing weight is not picked at tok * k + slot");
 
   // down(silu(gate(rows)) * up(rows)), rows = Reshape(Gather(Unsqueeze(xf, 0), tok, 1)).
-  auto product = definedBy<onnx::MulOp>(down.getA());
+  auto product = definedBy<onnx::MulOp>(down.input());
   if (!product) return fail(why, "an expert is not a gated MLP");
-  onnx::MatMulOp gate, up;
+  Projection gate, up;
   for (auto [activated, other] : {std::pair(product.getA(), product.getB()),
                                   std::pair(product.getB(), product.getA())}) {
     auto silu = definedBy<onnx::MulOp>(activated);
     auto [sigmoid, base] = silu ? operandDefinedBy<onnx::SigmoidOp>(silu)
                                 : std::pair<onnx::SigmoidOp, Value>();
     if (!sigmoid || sigmoid.getX() != base) continue;
-    gate = definedBy<onnx::MatMulOp>(base);
-    up = definedBy<onnx::MatMulOp>(other);
+    gate = projectionOf(base);
+    up = projectionOf(other);
     break;
   }
   if (!gate || !up)
-    return fail(why, "an expert is not silu(gate(x)) * up(x): only silu-gated experts are raised");
-  if (gate.getA() != up.getA() || !isConstant(gate.getB()) || !isConstant(up.getB()))
+    return fail(why, "an expert is not silu(gate(x)) * up(x) of two projections: only "
+                     "silu-gated experts are raised");
+  if (gate.input() != up.input())
     return fail(why, "an expert's gate and up projections do not share its rows");
-  auto gather = definedBy<onnx::GatherOp>(skipViews(gate.getA()));
+  auto gather = definedBy<onnx::GatherOp>(skipViews(gate.input()));
   auto batch = gather ? definedBy<onnx::UnsqueezeOp>(gather.getData()) : onnx::UnsqueezeOp();
   if (!gather || gather.getAxis() != 1 || gather.getIndices() != tokens || !batch ||
       batch.getData() != flatInput || !isSingleAxis(batch.getAxes(), 0, 3))
     return fail(why, "an expert does not read the rows of its own tokens");
 
-  int64_t hidden = dimOf(flatInput, 1), inter = dimOf(gate.getB(), 1);
-  for (auto [weight, rows, cols] : {std::tuple(gate.getB(), hidden, inter),
-                                    std::tuple(up.getB(), hidden, inter),
-                                    std::tuple(down.getB(), inter, hidden)})
-    if (rankOf(weight) != 2 || dimOf(weight, 0) != rows || dimOf(weight, 1) != cols ||
-        ShapedType::isDynamic(rows) || ShapedType::isDynamic(cols))
-      return fail(why, "an expert's weights are not [hidden, inter] and [inter, hidden]");
-  expert.gate = gate.getB();
-  expert.up = up.getB();
-  expert.down = down.getB();
+  int64_t hidden = dimOf(flatInput, 1), inter = gate.outFeatures();
+  for (auto [projection, in, out] : {std::tuple(gate, hidden, inter), std::tuple(up, hidden, inter),
+                                     std::tuple(down, inter, hidden)})
+    if (projection.inFeatures() != in || projection.outFeatures() != out ||
+        ShapedType::isDynamic(in) || ShapedType::isDynamic(out))
+      return fail(why, "an expert's projections are not hidden -> inter -> hidden");
+  expert.gate = gate;
+  expert.up = up;
+  expert.down = down;
   return success();
 }
 
-/// The experts' weights stacked [experts, inter, hidden]; `transpose` turns each
-/// [hidden, inter] MatMul weight into [inter, hidden].
-FailureOr<Value> stackExpertWeights(OpBuilder &builder, Location loc, ArrayRef<Value> weights,
-                                    bool transpose) {
-  int64_t rows = dimOf(weights.front(), 0), cols = dimOf(weights.front(), 1);
+/// The bytes of a constant, copied.
+std::optional<std::vector<uint8_t>> readConstantBytes(Value value) {
+  auto constant = definedBy<onnx::ConstantOp>(value);
+  if (!constant) return std::nullopt;
+  std::vector<char> storage;
+  auto bytes = elementsBytes(constant.getValue(), storage);
+  if (failed(bytes)) return std::nullopt;
+  return std::vector<uint8_t>(bytes->begin(), bytes->end());
+}
+
+/// MatMul weights [in, out], each transposed to [out, in] and stacked.
+FailureOr<Value> stackF32(OpBuilder &builder, Location loc, ArrayRef<Projection> projections) {
+  int64_t in = projections.front().inFeatures(), out = projections.front().outFeatures();
   std::vector<float> stacked;
-  stacked.reserve(weights.size() * rows * cols);
-  for (Value weight : weights) {
-    auto data = readConstantFloats(weight);
+  stacked.reserve(projections.size() * in * out);
+  for (const Projection &projection : projections) {
+    auto data = readConstantFloats(projection.op->getOperand(1));
     if (!data) return failure();
-    if (!transpose) {
-      llvm::append_range(stacked, *data);
-      continue;
-    }
-    for (int64_t c = 0; c < cols; ++c)
-      for (int64_t r = 0; r < rows; ++r) stacked.push_back((*data)[r * cols + c]);
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i) stacked.push_back((*data)[i * out + o]);
   }
-  int64_t experts = static_cast<int64_t>(weights.size());
-  SmallVector<int64_t> shape = transpose ? SmallVector<int64_t>{experts, cols, rows}
-                                         : SmallVector<int64_t>{experts, rows, cols};
-  return createF32Constant(builder, loc, shape, stacked);
+  int64_t count = static_cast<int64_t>(projections.size());
+  return createF32Constant(builder, loc, {count, out, in}, stacked);
+}
+
+/// MatMulNBits' codes [out][blocks][bytes], scales [out][blocks] and zero
+/// points [out][blocks, packed to whole bytes] stacked by expert under one
+/// llm.dequantize [experts, out, in]: the codes stay as the export packed them.
+FailureOr<Value> stackQuantized(OpBuilder &builder, Location loc,
+                                ArrayRef<Projection> projections) {
+  onnx::MatMulNBitsOp first = projections.front().quantized();
+  int64_t in = first.getK(), out = first.getN(), bits = first.getBits();
+  int64_t blockSize = first.getBlockSize(), blocks = llvm::divideCeil(in, blockSize);
+  int64_t codeBytes = blockSize * bits / 8, zeroBytes = llvm::divideCeil(blocks * bits, 8);
+  bool hasZeroPoints = !isNone(first.getZeroPoints());
+  std::vector<uint8_t> codes, zeroPoints;
+  std::vector<float> scales;
+  for (const Projection &projection : projections) {
+    onnx::MatMulNBitsOp nbits = projection.quantized();
+    auto expertCodes = readConstantBytes(nbits.getB());
+    auto expertScales = readConstantFloats(nbits.getScales());
+    if (!expertCodes || !expertScales ||
+        static_cast<int64_t>(expertCodes->size()) != out * blocks * codeBytes ||
+        static_cast<int64_t>(expertScales->size()) != out * blocks)
+      return failure();
+    llvm::append_range(codes, *expertCodes);
+    llvm::append_range(scales, *expertScales);
+    if (!hasZeroPoints) continue;
+    auto expertZeros = readConstantBytes(nbits.getZeroPoints());
+    if (!expertZeros || static_cast<int64_t>(expertZeros->size()) != out * zeroBytes)
+      return failure();
+    llvm::append_range(zeroPoints, *expertZeros);
+  }
+  int64_t count = static_cast<int64_t>(projections.size());
+  Value codesValue = createBytesConstant(builder, loc, {count, out, blocks, codeBytes}, codes);
+  Value scalesValue = createF32Constant(builder, loc, {count, out, blocks}, scales);
+  Value zeroValue = hasZeroPoints
+                        ? createBytesConstant(builder, loc, {count, out, zeroBytes}, zeroPoints)
+                        : Value();
+  auto type = RankedTensorType::get({count, out, in}, builder.getF32Type());
+  return llm::DequantizeOp::create(builder, loc, type, codesValue, scalesValue, zeroValue,
+                                   builder.getI64IntegerAttr(bits),
+                                   builder.getI64IntegerAttr(blockSize))
+      .getResult();
+}
+
+/// The experts' projections as one weight [experts, out, in].
+FailureOr<Value> stackProjections(OpBuilder &builder, Location loc,
+                                  ArrayRef<Projection> projections) {
+  if (projections.front().quantized()) return stackQuantized(builder, loc, projections);
+  return stackF32(builder, loc, projections);
+}
+
+/// The router's logits [batch, seq, experts] of `input` as an llm.linear.
+Value createRouter(OpBuilder &builder, Location loc, Value input, const Projection &router) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  int64_t experts = router.outFeatures();
+  auto logitsType = RankedTensorType::get(
+      {inputType.getDimSize(0), inputType.getDimSize(1), experts}, inputType.getElementType());
+  onnx::MatMulNBitsOp nbits = router.quantized();
+  if (!nbits)
+    return llm::LinearOp::create(builder, loc, logitsType, input, router.op->getOperand(1),
+                                 /*bias=*/Value(), /*transpose_weight=*/false);
+  auto weightType = RankedTensorType::get({experts, nbits.getK()}, inputType.getElementType());
+  Value weight = llm::DequantizeOp::create(builder, loc, weightType, nbits.getB(),
+                                           nbits.getScales(),
+                                           optionalOperand(nbits.getZeroPoints()),
+                                           nbits.getBitsAttr(), nbits.getBlockSizeAttr());
+  return llm::LinearOp::create(builder, loc, logitsType, input, weight, /*bias=*/Value(),
+                               /*transpose_weight=*/true);
 }
 
 LogicalResult replaceBlock(IRRewriter &rewriter, onnx::ReshapeOp output, const MoeBlock &block,
                            std::string &why) {
   Location loc = output.getLoc();
   rewriter.setInsertionPoint(output);
-  SmallVector<Value> gates, ups, downs;
+  SmallVector<Projection> gates, ups, downs;
   for (const Expert &expert : block.experts) {
     gates.push_back(expert.gate);
     ups.push_back(expert.up);
     downs.push_back(expert.down);
   }
-  auto gate = stackExpertWeights(rewriter, loc, gates, /*transpose=*/true);
-  auto up = stackExpertWeights(rewriter, loc, ups, /*transpose=*/true);
-  auto down = stackExpertWeights(rewriter, loc, downs, /*transpose=*/false);
+  auto gate = stackProjections(rewriter, loc, gates);
+  auto up = stackProjections(rewriter, loc, ups);
+  auto down = stackProjections(rewriter, loc, downs);
   if (failed(gate) || failed(up) || failed(down)) {
-    why = "the experts' weights are not f32 constants";
+    why = "the experts' weights are not constants of the sizes their projections name";
     return failure();
   }
-  auto inputType = cast<RankedTensorType>(block.input.getType());
-  auto logitsType = RankedTensorType::get(
-      {inputType.getDimSize(0), inputType.getDimSize(1), dimOf(block.router, 1)},
-      inputType.getElementType());
-  Value logits = llm::LinearOp::create(rewriter, loc, logitsType, block.input, block.router,
-                                       /*bias=*/Value(), /*transpose_weight=*/false);
-  Value moe = llm::MoeOp::create(rewriter, loc, inputType, block.input, logits, *gate, *up, *down,
-                                 block.topK, block.normalize);
+  Value logits = createRouter(rewriter, loc, block.input, block.router);
+  Value moe = llm::MoeOp::create(rewriter, loc, block.input.getType(), block.input, logits, *gate,
+                                 *up, *down, block.topK, block.normalize);
   rewriter.replaceOp(output, moe);
   return success();
 }

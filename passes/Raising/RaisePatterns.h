@@ -107,6 +107,10 @@ std::optional<std::vector<float>> readConstantFloats(mlir::Value value);
 mlir::Value createF32Constant(mlir::OpBuilder &builder, mlir::Location loc,
                               llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<float> data);
 
+/// A new uint8 constant of `shape` holding `bytes` (a resource blob).
+mlir::Value createBytesConstant(mlir::OpBuilder &builder, mlir::Location loc,
+                                llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<uint8_t> bytes);
+
 /// The ONNX name of a graph input (its `onnx.name`), or "".
 llvm::StringRef onnxNameOf(mlir::BlockArgument arg);
 

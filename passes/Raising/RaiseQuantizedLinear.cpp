@@ -71,16 +71,6 @@ std::optional<std::vector<int32_t>> readConstantCodes(Value value) {
   return codes;
 }
 
-/// An onnx.constant of uint8 bytes.
-Value createBytesConstant(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape,
-                          ArrayRef<uint8_t> bytes) {
-  auto type = RankedTensorType::get(shape, builder.getIntegerType(8, /*isSigned=*/false));
-  auto &manager = DenseResourceElementsHandle::getManagerInterface(builder.getContext());
-  auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(bytes);
-  auto value = DenseResourceElementsAttr::get(type, manager.insert("repacked", std::move(blob)));
-  return onnx::ConstantOp::create(builder, loc, type, value);
-}
-
 /// Packs codes [rows][count] `bits` wide, low first, each row padded to
 /// `rowBytes` bytes.
 std::vector<uint8_t> packRows(ArrayRef<int32_t> codes, int64_t rows, int64_t count, int64_t bits,

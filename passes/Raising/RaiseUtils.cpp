@@ -70,6 +70,15 @@ Value createF32Constant(OpBuilder &builder, Location loc, ArrayRef<int64_t> shap
   return onnx::ConstantOp::create(builder, loc, type, value);
 }
 
+Value createBytesConstant(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape,
+                          ArrayRef<uint8_t> bytes) {
+  auto type = RankedTensorType::get(shape, builder.getIntegerType(8, /*isSigned=*/false));
+  auto &manager = DenseResourceElementsHandle::getManagerInterface(builder.getContext());
+  auto blob = HeapAsmResourceBlob::allocateAndCopyInferAlign(bytes);
+  auto value = DenseResourceElementsAttr::get(type, manager.insert("repacked", std::move(blob)));
+  return onnx::ConstantOp::create(builder, loc, type, value);
+}
+
 bool hasPerm(onnx::TransposeOp op, ArrayRef<int64_t> perm) {
   return op && op.getPerm() && *op.getPerm() == perm;
 }

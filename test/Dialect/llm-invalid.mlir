@@ -211,32 +211,40 @@ func.func @permute_features_i64_indices(%x: tensor<?x32xf32>, %order: tensor<32x
 
 // -----
 
-func.func @moe_top_k_past_experts(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>) -> tensor<?x8xf32> {
+func.func @moe_top_k_past_experts(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{top_k 5 must be in [1, 4]}}
-  %y = llm.moe %x, %r, %w, %w, %w {top_k = 5 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<?x8xf32>
+  %y = llm.moe %x, %r, %w, %w, %d {top_k = 5 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
 
 // -----
 
-func.func @moe_router_columns(%x: tensor<?x8xf32>, %r: tensor<?x3xf32>, %w: tensor<4x16x8xf32>) -> tensor<?x8xf32> {
+func.func @moe_router_columns(%x: tensor<?x8xf32>, %r: tensor<?x3xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{the router logits must have one column per expert (4)}}
-  %y = llm.moe %x, %r, %w, %w, %w {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x3xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<?x8xf32>
+  %y = llm.moe %x, %r, %w, %w, %d {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x3xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
 
 // -----
 
-func.func @moe_down_weight_transposed(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{the expert weights must all be [experts, intermediate, hidden]}}
-  %y = llm.moe %x, %r, %w, %w, %d {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+func.func @moe_down_weight_not_out_in(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{the down weight must be [experts, hidden, intermediate]}}
+  %y = llm.moe %x, %r, %w, %w, %w {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
 
 // -----
 
-func.func @moe_hidden_size(%x: tensor<?x6xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>) -> tensor<?x6xf32> {
+func.func @moe_up_weight(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %u: tensor<4x12x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{the gate and up weights must both be [experts, intermediate, hidden]}}
+  %y = llm.moe %x, %r, %w, %u, %d {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x12x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @moe_hidden_size(%x: tensor<?x6xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x6xf32> {
   // expected-error @+1 {{the input and output rows must be the experts' hidden size 8}}
-  %y = llm.moe %x, %r, %w, %w, %w {top_k = 2 : i64} : (tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<?x6xf32>
+  %y = llm.moe %x, %r, %w, %w, %d {top_k = 2 : i64} : (tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x6xf32>
   return %y : tensor<?x6xf32>
 }

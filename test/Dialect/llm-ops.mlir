@@ -95,8 +95,17 @@ func.func @cache_positions(%mask: tensor<?x?xi64>, %ids: tensor<?x?xi64>) -> ten
 
 // A mixture of experts: the router's logits beside the stacked expert weights.
 // CHECK-LABEL: func.func @moe
-// CHECK: llm.moe %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {normalize_top_k, top_k = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<?x?x8xf32>
-func.func @moe(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: tensor<4x16x8xf32>) -> tensor<?x?x8xf32> {
-  %y = llm.moe %x, %r, %w, %w, %w {normalize_top_k, top_k = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<?x?x8xf32>
+// CHECK: llm.moe %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {normalize_top_k, top_k = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x?x8xf32>
+func.func @moe(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x?x8xf32> {
+  %y = llm.moe %x, %r, %w, %w, %d {normalize_top_k, top_k = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+
+// CHECK-LABEL: func.func @moe_quantized_experts
+// CHECK: llm.dequantize %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x8x1x8xui8>, tensor<4x8x1xf32>) -> tensor<4x8x16xf32>
+// CHECK: llm.moe
+func.func @moe_quantized_experts(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: tensor<4x16x8xf32>, %codes: tensor<4x8x1x8xui8>, %scales: tensor<4x8x1xf32>) -> tensor<?x?x8xf32> {
+  %down = llm.dequantize %codes, %scales {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x8x1x8xui8>, tensor<4x8x1xf32>) -> tensor<4x8x16xf32>
+  %y = llm.moe %x, %r, %w, %w, %down {top_k = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x?x8xf32>
   return %y : tensor<?x?x8xf32>
 }

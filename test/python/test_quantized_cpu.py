@@ -5,7 +5,8 @@
     to f32 at compile time: the logits are bit-identical to those of the same model compiled
     with llm-lower-to-cpu{pack-quantized=false}, on the real exporters' files (the genai
     builder's int4 and onnxruntime's quantizer at 4 and 8 bits, with and without zero points,
-    uint4 and int4 embeddings), in a ragged batch of prefills and decodes.
+    uint4 and int4 embeddings, a mixture of experts' stacked experts), in a ragged batch of
+    prefills and decodes.
   * llmc.quantize (round to nearest, AWQ, GPTQ; 4 and 8 bits, symmetric or with zero points)
     writes a file onnxruntime runs, which llmc matches (test_exporters.compare); RTN puts
     every value within a step of the weight it quantized (half a step where the codes do not
@@ -35,7 +36,8 @@ from test_exporters import (EXPORTS_DIR, LLMC, NUM_KV_BLOCKS, ROOT, compare, ref
                             seeded_prompts)
 
 QUANTIZED_EXPORTS = ["genai-int4/llama-tied", "genai-int4/phi2", "genai-int4/qwen3",
-                     "ort-int4/llama-gqa", "ort-int4-sym/llama-tied", "ort-int8/gemma"]
+                     "ort-int4/llama-gqa", "ort-int4-sym/llama-tied", "ort-int8/gemma",
+                     "ort-int4/qwen3-moe", "ort-int8/qwen3-moe"]
 WIDENED_PIPELINE = ("builtin.module(llmc-raise,llmc-step{opt-level=2},"
                     "llm-lower-to-cpu{pack-quantized=false})")
 DECODE_STEPS = 4
@@ -198,7 +200,7 @@ def test_calibrated_methods_keep_the_model_close_at_8_bits(method, tmp_path):
                          [("llama-tied", "rtn", 4, 32, True), ("llama-gqa", "rtn", 4, 16, False),
                           ("phi2", "rtn", 8, 32, False), ("qwen3", "rtn", 8, 64, True),
                           ("llama-gqa", "awq", 4, 32, False), ("qwen3", "gptq", 4, 16, True),
-                          ("phi2", "awq", 4, 32, True)])
+                          ("phi2", "awq", 4, 32, True), ("qwen3-moe", "gptq", 4, 32, False)])
 def test_llmc_quantize_output_runs_in_onnxruntime_and_llmc_alike(family, method, bits,
                                                                   group_size, symmetric,
                                                                   tmp_path):

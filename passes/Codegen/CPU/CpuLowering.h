@@ -154,9 +154,6 @@ mlir::LogicalResult lowerRope(StepLowering &step, mlir::Operation *op,
                               llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 mlir::LogicalResult lowerGatherRows(StepLowering &step, llm::GatherRowsOp op,
                                     llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
-/// A mixture of experts (CpuMoe.cpp): each row routes itself to its top_k experts.
-mlir::LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op,
-                             llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 /// out[r, i] = in[r, indices[i]].
 mlir::LogicalResult lowerPermuteFeatures(StepLowering &step, llm::PermuteFeaturesOp op,
                                          llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
@@ -300,6 +297,36 @@ private:
   KernelBuilder &kb;
   const MatmulWeight &weight;
 };
+
+/// What to do with the sums of one output element (row, col): one sum per
+/// part (two when gated).
+using FinishOutput = llvm::function_ref<void(mlir::Value row, mlir::Value col,
+                                             llvm::ArrayRef<mlir::Value> sums)>;
+
+/// The sums of `rows` x `cols` outputs starting at (row, col), handed to
+/// `finish` (CpuMatmul.cpp): every output accumulates x[r, i:i+16] *
+/// w[c, i:i+16] in one vector register over i = 0, 16, ... (fused
+/// multiply-adds), sums its lanes as a fixed tree, then adds the k % 16
+/// remaining products one at a time. A tile shares each loaded x and w
+/// vector among its outputs; the arithmetic of an output is the same
+/// whatever the tile it is in. With `parts` = 2 an output has two sums,
+/// over weight rows c and c + partStride (the gate and up halves of a gated
+/// product). The vectors are read a WeightReader span at a time (a
+/// quantised block, whose scale every vector of it shares), which does not
+/// change the order of the sums. A bf16Products weight takes 32 of k a step
+/// instead: each lane adds the products of a pair of bf16 activations and
+/// weights (vdpbf16ps); `x` is then rows rounded to bf16 and k a multiple
+/// of 32.
+void emitDotTile(KernelBuilder &kb, mlir::Value x, WeightReader &w, mlir::Value row,
+                 mlir::Value col, int64_t rows, int64_t cols, int64_t parts, int64_t partStride,
+                 int64_t k, FinishOutput finish);
+
+/// A mixture of experts (CpuMoe.cpp): each row routes itself to its top_k
+/// experts. `gate`, `up` and `down` are the stacked weights [experts * out,
+/// in] (expert e's output i at row e * out + i).
+mlir::LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, mlir::Value input,
+                             mlir::Value routerLogits, const MatmulWeight &gate,
+                             const MatmulWeight &up, const MatmulWeight &down, mlir::Value output);
 
 /// The packed form of a quantised weight for the generated kernels, or
 /// nullopt when they cannot read it packed (a block size that is not a

@@ -104,10 +104,6 @@ SmallVector<Value> sumLanesOfEach(OpBuilder &b, Location loc, ArrayRef<Value> ve
   return sums;
 }
 
-/// What to do with the sums of one output element (row, col): one sum per
-/// part (two when gated).
-using FinishOutput = function_ref<void(Value row, Value col, ArrayRef<Value> sums)>;
-
 /// An scf.for over [lower, upper) by `step` carrying `inits`, whose body
 /// is built with `kb` (positioned inside it) and returns the next values.
 scf::ForOp forCarrying(KernelBuilder &kb, int64_t lower, int64_t upper, int64_t step,
@@ -166,19 +162,8 @@ void roundRowsToBf16(StepLowering &step, Location loc, Value input, Value rounde
 }
 
 
-/// The sums of `rows` x `cols` outputs starting at (row, col), handed to
-/// `finish`: every output accumulates x[r, i:i+16] * w[c, i:i+16] in one
-/// vector register over i = 0, 16, ... (fused multiply-adds), sums its
-/// lanes with sumLanes, then adds the k % 16 remaining products one at a
-/// time. A tile shares each loaded x and w vector among its outputs; the
-/// arithmetic of an output is the same whatever the tile it is in. With
-/// `parts` = 2 an output has two sums, over weight rows c and c + partStride
-/// (the gate and up halves of a gated product). The vectors are read a
-/// WeightReader span at a time (a quantised block, whose scale every
-/// vector of it shares), which does not change the order of the sums. A
-/// bf16Products weight takes 32 of k a step instead: each lane adds the
-/// products of a pair of bf16 activations and weights (vdpbf16ps); `x` is
-/// then the rows rounded by roundRowsToBf16 and k a multiple of 32.
+} // namespace
+
 void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value col, int64_t rows,
                  int64_t cols, int64_t parts, int64_t partStride, int64_t k, FinishOutput finish) {
   OpBuilder &b = kb.builder();
@@ -255,6 +240,8 @@ void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value c
       finish(r_, c_, sums);
     }
 }
+
+namespace {
 
 /// out[:, begin:end] = x * W[begin:end, :]^T for a weight stored [out, in]
 /// (read through `w`),

@@ -10,12 +10,16 @@
 //           for every row that chose e: the run's weight rows stay in cache
 //           for all of them, and only chosen experts' rows are read;
 //   down    (a task per row and run of kColumnRun output columns)
-//           out[row, c] = sum over slots and i of a[row, slot, i] * down_e[i, c].
+//           out[row, c] = sum over slots of down_e[c] . a[row, slot].
 //
-// A decode step of one sequence thus spreads its experts over every thread,
-// and a prefill reads each chosen expert's gate and up rows once per task.
-// Every row is computed by the same loops whatever the batch holds, so a
-// row's result does not depend on its neighbours.
+// Every product is a dot product of a weight row (f32, or quantised codes
+// kept packed and dequantised in registers: WeightReader) by an activation
+// row, computed by the matmul's dot tiles (emitDotTile), kFeatureBlock
+// outputs a tile. A decode step of one sequence thus spreads its experts
+// over every thread, and a prefill reads each chosen expert's gate and up
+// rows once per task. Every row is computed by the same loops whatever the
+// batch holds, so a row's result does not depend on its neighbours; a
+// quantised weight gives the bits its widened f32 copy gives.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
@@ -29,11 +33,10 @@ namespace {
 
 /// Intermediate features of one expert task.
 constexpr int64_t kInterRun = 32;
-/// Output columns of one down task: 4 vectors of 16 when the hidden size
-/// is a multiple of it (else scalar loops).
+/// Output columns of one down task.
 constexpr int64_t kColumnRun = 64;
-/// Features whose gate and up products one pass over a row computes (when
-/// the hidden size is a multiple of 16 and the intermediate size of this).
+/// Outputs of one dot tile: each activation vector loaded is multiplied by
+/// this many weight rows.
 constexpr int64_t kFeatureBlock = 4;
 
 /// The expert a row picks after (prevLogit, prevExpert) in the order
@@ -101,163 +104,125 @@ void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Val
              {row, kb.index(slot)});
 }
 
-/// gate[e, i] . x[row] and up[e, i] . x[row] for the features [first, last)
-/// of an expert, kFeatureBlock features at a time: each 16 values of the row
-/// are loaded once for the 2 x kFeatureBlock vector accumulators. `store`
-/// gets each feature with its two products.
-void emitGateUpBlocks(KernelBuilder &kb, Value x, Value gate, Value up, Value expert, Value row,
-                      Value first, Value last,
-                      llvm::function_ref<void(Value, Value, Value)> store) {
+/// For c in [first, last): the sums of x[xRow] . w[base + c] over the
+/// first k features, handed to `finish` with c, in dot tiles of
+/// kFeatureBlock weight rows and of one row for the rest.
+void emitDots(KernelBuilder &kb, Value x, Value xRow, WeightReader &w, Value base, Value first,
+              Value last, int64_t k, llvm::function_ref<void(Value, Value)> finish) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
-  Value zeros = arith::ConstantOp::create(b, loc, vectorType,
-                                          DenseElementsAttr::get(vectorType, 0.0f));
-  int64_t hidden = staticDim(gate, 2);
-  kb.forEach(first, last, [&](Value block) {
-    SmallVector<Value> init(2 * kFeatureBlock, zeros);
-    auto loop = scf::ForOp::create(
-        b, loc, kb.index(0), kb.index(hidden), kb.index(kLanes), init,
-        [&](OpBuilder &, Location, Value h, ValueRange accs) {
-          Value xs = vector::LoadOp::create(b, loc, vectorType, x, ValueRange{row, h});
-          SmallVector<Value> next;
-          for (Value matrix : {gate, up})
-            for (int64_t f = 0; f < kFeatureBlock; ++f) {
-              Value feature = kb.addIndex(block, kb.index(f));
-              Value w = vector::LoadOp::create(b, loc, vectorType, matrix,
-                                               ValueRange{expert, feature, h});
-              next.push_back(vector::FMAOp::create(b, loc, xs, w, accs[next.size()]));
-            }
-          scf::YieldOp::create(b, loc, next);
-        });
-    for (int64_t f = 0; f < kFeatureBlock; ++f) {
-      auto sum = [&](int64_t at) {
-        return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                           loop.getResult(at)).getResult();
-      };
-      store(kb.addIndex(block, kb.index(f)), sum(f), sum(kFeatureBlock + f));
-    }
-  }, kFeatureBlock);
+  Value count = arith::SubIOp::create(b, loc, last, first);
+  Value blocksEnd = kb.addIndex(
+      first, kb.mulIndex(kb.divIndex(count, kb.index(kFeatureBlock)), kb.index(kFeatureBlock)));
+  auto tiles = [&](Value from, Value to, int64_t cols) {
+    kb.forEach(from, to, [&](Value c) {
+      emitDotTile(kb, x, w, xRow, kb.addIndex(base, c), /*rows=*/1, cols, /*parts=*/1,
+                  /*partStride=*/0, k, [&](Value, Value col, ArrayRef<Value> sums) {
+                    finish(arith::SubIOp::create(b, loc, col, base), sums[0]);
+                  });
+    }, cols);
+  };
+  tiles(first, blocksEnd, kFeatureBlock);
+  tiles(blocksEnd, last, 1);
 }
 
+/// Kernel buffers: x, chosen, routing weights, activations, then each
+/// weight's buffers.
+struct MoeParams {
+  Value x, chosen, weights, activations;
+  SmallVector<MatmulWeight> matrices;
+
+  static MoeParams in(ValueRange params, ArrayRef<const MatmulWeight *> shapes) {
+    MoeParams unpacked{params[0], params[1], params[2], params[3], {}};
+    size_t at = 4;
+    for (const MatmulWeight *shape : shapes) {
+      size_t count = shape->buffers().size();
+      unpacked.matrices.push_back(shape->withBuffers(params.slice(at, count)));
+      at += count;
+    }
+    return unpacked;
+  }
+};
+
 /// The intermediate features [first, last) of expert `expert` for every row
-/// that chose it: a[row, slot * inter + i].
-void emitExpertRun(KernelBuilder &kb, ValueRange params, Value expert, Value first, Value last) {
-  Value x = params[0], gate = params[1], up = params[2], chosen = params[3], weights = params[4],
-        activations = params[5];
-  int64_t inter = staticDim(gate, 1), hidden = staticDim(gate, 2), topK = staticDim(chosen, 1);
+/// that chose it: a[row * top_k + slot, i], the gate's product stored there
+/// first, then the activation that the up product completes.
+void emitExpertRun(KernelBuilder &kb, MoeParams &params, Value expert, Value first, Value last) {
+  WeightReader gate(kb, params.matrices[0]), up(kb, params.matrices[1]);
+  int64_t hidden = staticDim(params.x, 1), topK = staticDim(params.chosen, 1);
+  int64_t inter = staticDim(params.activations, 1);
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  Value zero = kb.index(0);
   Value expertId = arith::IndexCastOp::create(b, loc, b.getI32Type(), expert);
+  Value base = kb.mulIndex(expert, kb.index(inter));
   // Rows outermost: each row's check of its picks is made once per task,
   // and the run's gate and up rows (2 x kInterRun x hidden) stay in cache
   // across the rows that chose the expert.
-  kb.forEach(zero, kb.dim(x, 0), [&](Value row) {
-    for (int64_t slot = 0; slot < topK; ++slot) {
+  kb.forEach(kb.index(0), kb.dim(params.x, 0), [&](Value row) {
+    kb.forEach(kb.index(0), kb.index(topK), [&](Value slot) {
       Value picked = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                           kb.load(chosen, {row, kb.index(slot)}), expertId);
+                                           kb.load(params.chosen, {row, slot}), expertId);
       kb.ifThen(picked, [&] {
-        Value weight = kb.load(weights, {row, kb.index(slot)});
-        auto store = [&](Value i, Value g, Value u) {
+        Value weight = kb.load(params.weights, {row, slot});
+        Value slotRow = kb.addIndex(kb.mulIndex(row, kb.index(topK)), slot);
+        emitDots(kb, params.x, row, gate, base, first, last, hidden, [&](Value i, Value g) {
+          kb.store(g, params.activations, {slotRow, i});
+        });
+        emitDots(kb, params.x, row, up, base, first, last, hidden, [&](Value i, Value u) {
+          Value g = kb.load(params.activations, {slotRow, i});
           Value silu = kb.div(g, kb.add(kb.f32(1.0), kb.exp(kb.neg(g))));
-          kb.store(kb.mul(weight, kb.mul(silu, u)), activations,
-                   {row, kb.addIndex(kb.index(slot * inter), i)});
-        };
-        if (hidden % kLanes == 0 && inter % kFeatureBlock == 0) {
-          emitGateUpBlocks(kb, x, gate, up, expert, row, first, last, store);
-          return;
-        }
-        kb.forEach(first, last, [&](Value i) {
-          auto dot = [&](Value matrix) {
-            return kb.reduce(zero, kb.index(hidden), kb.f32(0.0), [&](Value h, Value acc) {
-              return kb.add(acc, kb.mul(kb.load(x, {row, h}), kb.load(matrix, {expert, i, h})));
-            });
-          };
-          store(i, dot(gate), dot(up));
+          kb.store(kb.mul(weight, kb.mul(silu, u)), params.activations, {slotRow, i});
         });
       });
-    }
+    });
   });
 }
 
-/// out[row, first + c], c < kColumnRun, with the run's columns in
-/// kColumnRun / 16 vector accumulators through every slot and feature.
-void emitDownVectors(KernelBuilder &kb, ValueRange params, Value row, Value first) {
-  Value down = params[0], chosen = params[1], activations = params[2], out = params[3];
-  int64_t inter = staticDim(down, 1), topK = staticDim(chosen, 1);
+/// out[row, c] for c in [first, last): the sum over the row's slots of its
+/// expert's down rows times the slot's activations, added slot by slot to
+/// zeros.
+void emitDownRun(KernelBuilder &kb, MoeParams &params, Value out, Value row, Value first,
+                 Value last) {
+  WeightReader down(kb, params.matrices[0]);
+  int64_t topK = staticDim(params.chosen, 1), inter = staticDim(params.activations, 1);
+  int64_t hidden = staticDim(out, 1);
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
-  int64_t vectors = kColumnRun / kLanes;
-  auto column = [&](int64_t v) { return kb.addIndex(first, kb.index(v * kLanes)); };
-  SmallVector<Value> accs(vectors, arith::ConstantOp::create(
-                                       b, loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f)));
-  for (int64_t slot = 0; slot < topK; ++slot) {
-    Value expert = arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                              kb.load(chosen, {row, kb.index(slot)}));
-    auto loop = scf::ForOp::create(
-        b, loc, kb.index(0), kb.index(inter), kb.index(1), accs,
-        [&](OpBuilder &, Location, Value i, ValueRange carried) {
-          Value a = kb.load(activations, {row, kb.addIndex(kb.index(slot * inter), i)});
-          Value splat = vector::BroadcastOp::create(b, loc, vectorType, a);
-          SmallVector<Value> next;
-          for (int64_t v = 0; v < vectors; ++v) {
-            Value w = vector::LoadOp::create(b, loc, vectorType, down,
-                                             ValueRange{expert, i, column(v)});
-            next.push_back(vector::FMAOp::create(b, loc, splat, w, carried[v]));
-          }
-          scf::YieldOp::create(b, loc, next);
-        });
-    accs.assign(loop.getResults().begin(), loop.getResults().end());
-  }
-  for (int64_t v = 0; v < vectors; ++v)
-    vector::StoreOp::create(b, loc, accs[v], out, ValueRange{row, column(v)});
-}
-
-/// out[row, c] for c in [first, last): the row's experts' down projections
-/// of their activations.
-void emitDownRun(KernelBuilder &kb, ValueRange params, Value row, Value first, Value last) {
-  Value down = params[0], chosen = params[1], activations = params[2], out = params[3];
-  int64_t inter = staticDim(down, 1), hidden = staticDim(down, 2), topK = staticDim(chosen, 1);
-  OpBuilder &b = kb.builder();
-  if (hidden % kColumnRun == 0) {
-    emitDownVectors(kb, params, row, first);
-    return;
-  }
   kb.forEach(first, last, [&](Value c) { kb.store(kb.f32(0.0), out, {row, c}); });
-  for (int64_t slot = 0; slot < topK; ++slot) {
-    Value expert = arith::IndexCastOp::create(b, kb.location(), b.getIndexType(),
-                                              kb.load(chosen, {row, kb.index(slot)}));
-    kb.forEach(kb.index(0), kb.index(inter), [&](Value i) {
-      Value a = kb.load(activations, {row, kb.addIndex(kb.index(slot * inter), i)});
-      kb.forEach(first, last, [&](Value c) {
-        kb.store(kb.add(kb.load(out, {row, c}), kb.mul(a, kb.load(down, {expert, i, c}))), out,
-                 {row, c});
-      });
-    });
-  }
+  kb.forEach(kb.index(0), kb.index(topK), [&](Value slot) {
+    Value expert = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                              kb.load(params.chosen, {row, slot}));
+    Value slotRow = kb.addIndex(kb.mulIndex(row, kb.index(topK)), slot);
+    emitDots(kb, params.activations, slotRow, down, kb.mulIndex(expert, kb.index(hidden)), first,
+             last, inter, [&](Value c, Value sum) {
+               kb.store(kb.add(kb.load(out, {row, c}), sum), out, {row, c});
+             });
+  });
 }
 
 } // namespace
 
-LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, ArrayRef<Value> operands,
+LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
+                       const MatmulWeight &gate, const MatmulWeight &up, const MatmulWeight &down,
                        Value output) {
-  Value x = operands[0], logits = operands[1], gate = operands[2], up = operands[3],
-        down = operands[4];
-  int64_t experts = staticDim(gate, 0), inter = staticDim(gate, 1), hidden = staticDim(gate, 2);
+  auto gateType = cast<RankedTensorType>(op.getGateWeight().getType());
+  int64_t experts = gateType.getDimSize(0), inter = gateType.getDimSize(1);
+  int64_t hidden = gateType.getDimSize(2);
   int64_t topK = op.getTopK();
   bool normalize = op.getNormalizeTopK();
   Location loc = op.getLoc();
   OpBuilder &b = step.b;
+  KernelBuilder stepBuilder(b, loc);
 
   // The scratch: the picks [rows, top_k] (i32), their weights and the
-  // experts' activations [rows, top_k x inter].
+  // experts' activations [rows * top_k, inter].
   int64_t picksBytes = llvm::alignTo(step.maxRows * topK * 4, 64);
   Value rows = memref::DimOp::create(b, loc, x, 0);
   Value chosen = step.scratchView(loc, b.getI32Type(), topK, rows, 0);
   Value weights = step.scratchView(loc, b.getF32Type(), topK, rows, picksBytes);
-  Value activations = step.scratchView(loc, b.getF32Type(), topK * inter, rows, 2 * picksBytes);
+  Value activations = step.scratchView(loc, b.getF32Type(), inter,
+                                       stepBuilder.mulIndex(rows, stepBuilder.index(topK)),
+                                       2 * picksBytes);
   step.clobberScratch(2 * picksBytes + step.maxRows * topK * inter * 4);
 
   SmallVector<Value> routeArgs{logits, chosen, weights};
@@ -268,36 +233,51 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, ArrayRef<Value> operan
                 });
               });
 
+  auto argsWith = [&](ArrayRef<const MatmulWeight *> matrices) {
+    SmallVector<Value> args{x, chosen, weights, activations};
+    std::string key;
+    for (const MatmulWeight *matrix : matrices) {
+      llvm::append_range(args, matrix->buffers());
+      key += "/" + matrix->key();
+    }
+    return std::pair(args, key);
+  };
+
   // Task t is run t / experts of expert t % experts: a thread's range of
   // tasks covers every expert, whichever the rows chose.
   int64_t interRuns = llvm::divideCeil(inter, kInterRun);
-  SmallVector<Value> expertArgs{x, gate, up, chosen, weights, activations};
-  KernelBuilder stepBuilder(b, loc);
-  runParallel(step, loc, "moe_experts", kernelKey(op, expertArgs) + "/experts", expertArgs,
-              stepBuilder.index(experts * interRuns),
+  SmallVector<const MatmulWeight *> gateUp{&gate, &up};
+  auto [expertArgs, expertKey] = argsWith(gateUp);
+  runParallel(step, loc, "moe_experts", kernelKey(op, expertArgs) + "/experts" + expertKey,
+              expertArgs, stepBuilder.index(experts * interRuns),
               [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
+                MoeParams unpacked = MoeParams::in(params, gateUp);
                 kb.forEach(firstTask, lastTask, [&](Value task) {
                   Value expert = kb.remIndex(task, kb.index(experts));
                   Value first = kb.mulIndex(kb.divIndex(task, kb.index(experts)),
                                             kb.index(kInterRun));
                   Value last = kb.minIndex(kb.addIndex(first, kb.index(kInterRun)),
                                            kb.index(inter));
-                  emitExpertRun(kb, params, expert, first, last);
+                  emitExpertRun(kb, unpacked, expert, first, last);
                 });
               });
 
   int64_t columnRuns = llvm::divideCeil(hidden, kColumnRun);
-  SmallVector<Value> downArgs{down, chosen, activations, output};
-  runParallel(step, loc, "moe_down", kernelKey(op, downArgs) + "/down", downArgs,
+  SmallVector<const MatmulWeight *> downOnly{&down};
+  auto [downArgs, downKey] = argsWith(downOnly);
+  downArgs.push_back(output);
+  runParallel(step, loc, "moe_down", kernelKey(op, downArgs) + "/down" + downKey, downArgs,
               stepBuilder.mulIndex(rows, stepBuilder.index(columnRuns)),
               [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
+                MoeParams unpacked = MoeParams::in(params.drop_back(), downOnly);
+                Value out = params.back();
                 kb.forEach(firstTask, lastTask, [&](Value task) {
                   Value row = kb.divIndex(task, kb.index(columnRuns));
                   Value first = kb.mulIndex(kb.remIndex(task, kb.index(columnRuns)),
                                             kb.index(kColumnRun));
                   Value last = kb.minIndex(kb.addIndex(first, kb.index(kColumnRun)),
                                            kb.index(hidden));
-                  emitDownRun(kb, params, row, first, last);
+                  emitDownRun(kb, unpacked, out, row, first, last);
                 });
               });
   return success();

@@ -137,7 +137,16 @@ private:
           if (!placed) placed = weightView(constant, indices, "i32");
           return cpu::lowerPermuteFeatures(step, permute, {operands[0], placed}, outputs[0]);
         })
-        .Case([&](llm::MoeOp moe) { return cpu::lowerMoe(step, moe, operands, outputs[0]); })
+        .Case([&](llm::MoeOp moe) -> LogicalResult {
+          SmallVector<cpu::MatmulWeight> experts;
+          for (unsigned i : {2u, 3u, 4u}) {
+            auto weight = expertWeightOf(moe, i, operands[i]);
+            if (failed(weight)) return failure();
+            experts.push_back(*weight);
+          }
+          return cpu::lowerMoe(step, moe, operands[0], operands[1], experts[0], experts[1],
+                               experts[2], outputs[0]);
+        })
         .Case<llm::RmsNormOp, llm::LayerNormOp>(
             [&](Operation *norm) { return cpu::lowerNorm(step, norm, operands, outputs[0]); })
         .Case<llm::AddRmsNormOp, llm::AddLayerNormOp>(
@@ -165,6 +174,9 @@ private:
   /// they are.
   bool placesOwnOperand(Operation *op, unsigned operandNumber) override {
     if (isa<llm::PermuteFeaturesOp>(op)) return operandNumber == 1;
+    if (isa<llm::MoeOp>(op))
+      return operandNumber >= 2 && packQuantized &&
+             op->getOperand(operandNumber).getDefiningOp<llm::DequantizeOp>();
     if (auto embedding = dyn_cast<llm::EmbeddingOp>(op))
       return operandNumber == 0 &&
              ((packQuantized && !embedding.getTransposeTable() &&
@@ -296,6 +308,27 @@ private:
       weight.blockSize = packed->blockSize;
     }
     return packedRefs[value] = weight;
+  }
+
+  /// A mixture of experts' stacked weight [experts, out, in] (operand
+  /// `operandNumber` of `moe`, placed as `placed` unless the lowering
+  /// places it) as the [experts * out, in] rows its kernels read: quantised
+  /// codes kept packed, or f32.
+  FailureOr<cpu::MatmulWeight> expertWeightOf(llm::MoeOp moe, unsigned operandNumber,
+                                              Value placed) {
+    Value value = moe->getOperand(operandNumber);
+    cpu::MatmulWeight weight;
+    if (placesOwnOperand(moe, operandNumber)) {
+      auto packed = packedWeightOf(value);
+      if (failed(packed)) return failure();
+      weight = *packed;
+    } else {
+      weight.values = placed;
+    }
+    if (cast<MemRefType>(weight.values.getType()).getRank() == 3)
+      weight.values = memref::CollapseShapeOp::create(
+          step.b, moe.getLoc(), weight.values, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+    return weight;
   }
 
   /// Places a packed weight's codes, scales and zero points (null when it

@@ -40,8 +40,9 @@ FailureOr<BlockQuantized> BlockQuantized::read(llm::DequantizeOp op) {
   view.zeroPointsPresent = static_cast<bool>(op.getZeroPoints());
   auto resultType = dyn_cast<RankedTensorType>(op.getType());
   if (!data || !scales || (view.zeroPointsPresent && !zeroPoints) || !resultType ||
-      !resultType.hasStaticShape() || resultType.getRank() != 2)
-    return op.emitOpError("is only lowered for constant operands and a static 2-D result"),
+      !resultType.hasStaticShape() || resultType.getRank() < 2)
+    return op.emitOpError("is only lowered for constant operands and a static result of 2 or "
+                          "more dims"),
            failure();
   if (!scales.getElementType().isF32())
     return op.emitOpError("has non-f32 scales; only f32 models are lowered"), failure();
@@ -50,8 +51,9 @@ FailureOr<BlockQuantized> BlockQuantized::read(llm::DequantizeOp op) {
   if ((view.bits != 4 && view.bits != 8) || view.blockSize <= 0)
     return op.emitOpError("is only lowered for 4- and 8-bit blocks"), failure();
   view.signedCodes = data.getElementType().isSignlessInteger(4);
-  view.rows = resultType.getDimSize(0);
-  view.cols = resultType.getDimSize(1);
+  // Stacked matrices [..., rows, cols] are one matrix of all their rows.
+  view.cols = resultType.getShape().back();
+  view.rows = resultType.getNumElements() / view.cols;
   view.floatZeroPoints = view.zeroPointsPresent && zeroPoints.getElementType().isF32();
 
   view.storage = std::make_shared<std::vector<std::vector<char>>>(3);
@@ -125,7 +127,8 @@ FailureOr<ElementsAttr> dequantizeConstant(llm::DequantizeOp op) {
   std::vector<float> values(view->rows * view->cols);
   for (int64_t row = 0; row < view->rows; ++row)
     for (int64_t col = 0; col < view->cols; ++col) values[row * view->cols + col] = view->value(row, col);
-  auto type = RankedTensorType::get({view->rows, view->cols}, Float32Type::get(op.getContext()));
+  auto type = RankedTensorType::get(cast<ShapedType>(op.getType()).getShape(),
+                                    Float32Type::get(op.getContext()));
   return cast<ElementsAttr>(DenseResourceElementsAttr::get(
       type, "dequantized", HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(values))));
 }

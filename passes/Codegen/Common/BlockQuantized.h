@@ -26,8 +26,9 @@ namespace llmc::codegen {
 
 class BlockQuantized {
 public:
-  /// Reads the constants of `op`; an error on the op when an operand is not a
-  /// constant, the result not a static 2-D tensor, the scales not f32, the
+  /// Reads the constants of `op` (a result [..., rows, cols] as one matrix
+  /// of all its rows); an error on the op when an operand is not a
+  /// constant, the result not static of rank 2 or more, the scales not f32, the
   /// bits not 4 or 8, or an operand too small for the result.
   static mlir::FailureOr<BlockQuantized> read(llm::DequantizeOp op);
 
@@ -64,8 +65,8 @@ private:
   bool zeroPointsPresent = false, floatZeroPoints = false, signedCodes = false;
 };
 
-/// Unpacks an llm.dequantize of constants into f32 [rows, cols] at compile
-/// time; an error on the op for what BlockQuantized::read refuses.
+/// Unpacks an llm.dequantize of constants into f32 of its result's shape at
+/// compile time; an error on the op for what BlockQuantized::read refuses.
 mlir::FailureOr<mlir::ElementsAttr> dequantizeConstant(llm::DequantizeOp op);
 
 } // namespace llmc::codegen

@@ -59,7 +59,7 @@ func.func @mixture_of_experts(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1:
   %router = llm.constant dense<1.000000e-01> : tensor<32x4xf32>
   %gate = llm.constant dense<1.000000e-01> : tensor<4x8x32xf32>
   %up = llm.constant dense<2.000000e-01> : tensor<4x8x32xf32>
-  %down = llm.constant dense<3.000000e-01> : tensor<4x8x32xf32>
+  %down = llm.constant dense<3.000000e-01> : tensor<4x32x8xf32>
   %head = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
   %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
   %heads = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
@@ -68,7 +68,7 @@ func.func @mixture_of_experts(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1:
   %merged = llm.merge_heads %attention : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
   %logits = llm.linear %merged, %router : (tensor<?x32xf32>, tensor<32x4xf32>) -> tensor<?x4xf32>
   // expected-error @+1 {{has no CUDA lowering}}
-  %y = llm.moe %merged, %logits, %gate, %up, %down {normalize_top_k, top_k = 2 : i64} : (tensor<?x32xf32>, tensor<?x4xf32>, tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<4x8x32xf32>) -> tensor<?x32xf32>
+  %y = llm.moe %merged, %logits, %gate, %up, %down {normalize_top_k, top_k = 2 : i64} : (tensor<?x32xf32>, tensor<?x4xf32>, tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<4x32x8xf32>) -> tensor<?x32xf32>
   %last = llm.gather_rows %y, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
   %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
   return %out : tensor<?x64xf32>
