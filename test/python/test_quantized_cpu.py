@@ -98,13 +98,9 @@ def test_int8_activations_stay_close_to_the_exact_product(export, tmp_path):
         assert not np.array_equal(ours, reference), "the int8 path computed the exact product"
 
 
-@pytest.mark.skipif(not HAS_VNNI, reason="--int8-activations needs AVX512-VNNI")
-@pytest.mark.parametrize("export", ["ort-int4/llama-gqa", "ort-int8/llama-gqa"])
-def test_int8_activations_do_not_depend_on_the_batch(export, tmp_path):
-    """Each row is quantised and summed alone: a prompt's logits alone and in a batch of
-    three (one step of 4-row tiles and single rows) are bit-identical."""
-    artifact = compile_model(EXPORTS_DIR / export / "model.onnx", tmp_path / "int8.llmc",
-                             "--int8-activations")
+def assert_prompts_do_not_depend_on_the_batch(artifact: Path) -> None:
+    """A prompt's logits alone and in a batch of three, at a prefill and a decode step, are
+    bit-identical."""
     model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
     try:
         prompts = seeded_prompts(model.vocab_size)
@@ -121,6 +117,24 @@ def test_int8_activations_do_not_depend_on_the_batch(export, tmp_path):
             assert np.array_equal(second[0], together[1][seq]), f"prompt {seq}: decode"
     finally:
         model.close()
+
+
+@pytest.mark.skipif(not HAS_VNNI, reason="--int8-activations needs AVX512-VNNI")
+@pytest.mark.parametrize("export", ["ort-int4/llama-gqa", "ort-int8/llama-gqa"])
+def test_int8_activations_do_not_depend_on_the_batch(export, tmp_path):
+    """Each row is quantised and summed alone (one step of 4-row tiles and single rows)."""
+    assert_prompts_do_not_depend_on_the_batch(
+        compile_model(EXPORTS_DIR / export / "model.onnx", tmp_path / "int8.llmc",
+                      "--int8-activations"))
+
+
+@pytest.mark.parametrize("export", ["optimum/qwen3-moe", "ort-int4/qwen3-moe"])
+def test_experts_do_not_depend_on_the_batch(export, tmp_path):
+    """A mixture of experts computes an expert's picks in tiles of 4 and single picks,
+    grouped by what the batch chose: a prompt's picks fall in other tiles alone than in a
+    batch, and its logits are the same bits."""
+    assert_prompts_do_not_depend_on_the_batch(
+        compile_model(EXPORTS_DIR / export / "model.onnx", tmp_path / "moe.llmc"))
 
 
 @pytest.mark.parametrize("args,message", [

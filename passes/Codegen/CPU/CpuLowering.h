@@ -320,6 +320,14 @@ using FinishOutput = llvm::function_ref<void(mlir::Value row, mlir::Value col,
 void emitDotTile(KernelBuilder &kb, mlir::Value x, WeightReader &w, mlir::Value row,
                  mlir::Value col, int64_t rows, int64_t cols, int64_t parts, int64_t partStride,
                  int64_t k, FinishOutput finish);
+/// What to do with the sums of output (xRows[r], col) of emitDotTileOfRows.
+using FinishTileOutput =
+    llvm::function_ref<void(int64_t r, mlir::Value col, llvm::ArrayRef<mlir::Value> sums)>;
+/// emitDotTile over the rows `xRows` of x, in any order (a mixture of
+/// experts' rows that chose one expert), with the same arithmetic.
+void emitDotTileOfRows(KernelBuilder &kb, mlir::Value x, llvm::ArrayRef<mlir::Value> xRows,
+                       WeightReader &w, mlir::Value col, int64_t cols, int64_t parts,
+                       int64_t partStride, int64_t k, FinishTileOutput finish);
 
 /// A mixture of experts (CpuMoe.cpp): each row routes itself to its top_k
 /// experts. `gate`, `up` and `down` are the stacked weights [experts * out,

@@ -166,11 +166,21 @@ void roundRowsToBf16(StepLowering &step, Location loc, Value input, Value rounde
 
 void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value col, int64_t rows,
                  int64_t cols, int64_t parts, int64_t partStride, int64_t k, FinishOutput finish) {
+  SmallVector<Value> xRows;
+  for (int64_t r = 0; r < rows; ++r) xRows.push_back(kb.addIndex(row, kb.index(r)));
+  emitDotTileOfRows(kb, x, xRows, w, col, cols, parts, partStride, k,
+                    [&](int64_t r, Value c, ArrayRef<Value> sums) { finish(xRows[r], c, sums); });
+}
+
+void emitDotTileOfRows(KernelBuilder &kb, Value x, ArrayRef<Value> xRows, WeightReader &w,
+                       Value col, int64_t cols, int64_t parts, int64_t partStride, int64_t k,
+                       FinishTileOutput finish) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto vectorType = VectorType::get({kLanes}, b.getF32Type());
   int64_t vectorEnd = k / kLanes * kLanes;
-  auto rowAt = [&](int64_t r) { return kb.addIndex(row, kb.index(r)); };
+  int64_t rows = static_cast<int64_t>(xRows.size());
+  auto rowAt = [&](int64_t r) { return xRows[r]; };
   auto weightRow = [&](int64_t c, int64_t part) {
     return kb.addIndex(col, kb.index(c + part * partStride));
   };
@@ -237,7 +247,7 @@ void emitDotTile(KernelBuilder &kb, Value x, WeightReader &w, Value row, Value c
           });
         sums.push_back(sum);
       }
-      finish(r_, c_, sums);
+      finish(r, c_, sums);
     }
 }
 
