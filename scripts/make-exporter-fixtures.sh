@@ -37,7 +37,7 @@ KEEP=(model.onnx config.json generation_config.json tokenizer.json tokenizer_con
 
 # optimum-onnx: the default export of a decoder with its KV cache, and for some families the
 # same with --dtype fp16.
-OPTIMUM_FP16_FAMILIES="llama-gqa gemma gpt2 phi3 qwen3 stablelm"
+OPTIMUM_FP16_FAMILIES="llama-gqa gemma gpt2 phi3 qwen3 stablelm qwen3-moe"
 for model in "$work"/hf/*/; do
   family=$(basename "$model")
   out=$ROOT/test/exporters/optimum/$family

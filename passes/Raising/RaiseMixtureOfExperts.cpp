@@ -31,6 +31,8 @@
 
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <cstring>
+
 using namespace mlir;
 
 namespace llmc::raising {
@@ -417,9 +419,22 @@ FailureOr<Value> stackQuantized(OpBuilder &builder, Location loc,
       .getResult();
 }
 
-/// The experts' projections as one weight [experts, out, in].
-FailureOr<Value> stackProjections(OpBuilder &builder, Location loc,
-                                  ArrayRef<Projection> projections) {
+/// Where the stacked weight of `first`'s projection across the experts
+/// comes from: its name with the expert's index dropped
+/// ("/model/layers.0/mlp/experts.0/gate_proj/MatMul" ->
+/// ".../mlp/experts/gate_proj/MatMul"), which names it in weights.bin.
+Location stackedLocation(const Projection &first) {
+  auto name = dyn_cast<NameLoc>(first.op->getLoc());
+  if (!name) return first.op->getLoc();
+  std::string stacked = name.getName().str();
+  size_t at = stacked.find("experts.0/");
+  if (at != std::string::npos) stacked.erase(at + strlen("experts"), strlen(".0"));
+  return NameLoc::get(StringAttr::get(first.op->getContext(), stacked), name.getChildLoc());
+}
+
+/// The experts' projections (in expert order) as one weight [experts, out, in].
+FailureOr<Value> stackProjections(OpBuilder &builder, ArrayRef<Projection> projections) {
+  Location loc = stackedLocation(projections.front());
   if (projections.front().quantized()) return stackQuantized(builder, loc, projections);
   return stackF32(builder, loc, projections);
 }
@@ -453,9 +468,9 @@ LogicalResult replaceBlock(IRRewriter &rewriter, onnx::ReshapeOp output, const M
     ups.push_back(expert.up);
     downs.push_back(expert.down);
   }
-  auto gate = stackProjections(rewriter, loc, gates);
-  auto up = stackProjections(rewriter, loc, ups);
-  auto down = stackProjections(rewriter, loc, downs);
+  auto gate = stackProjections(rewriter, gates);
+  auto up = stackProjections(rewriter, ups);
+  auto down = stackProjections(rewriter, downs);
   if (failed(gate) || failed(up) || failed(down)) {
     why = "the experts' weights are not constants of the sizes their projections name";
     return failure();

@@ -17,6 +17,9 @@ stay f32. Widening an f16 value to f32 is exact, so:
     whose MatMul weights and embedding table numpy rounded to f16, and differs from the
     unrounded model's by about f16's rounding, not more; on the genai builder's f32 Llama
     with tied embeddings too, whose rounded table is kept once, in the head's f16 panels;
+  * a mixture of experts' stacked experts are stored the same way: optimum's fp16 Qwen3-MoE
+    keeps them f16 and computes its widened self bit for bit, and `--dtype f16` on the f32
+    export computes the copy whose weights numpy rounded;
   * `--dtype f16` with `--matmul blas` is refused, and `--matmul blas` on the fp16 export
     widens its weights instead.
 """
@@ -37,6 +40,8 @@ F32_EXPORT = EXPORTS_DIR / "optimum/llama-gqa/model.onnx"
 F16_EXPORT = EXPORTS_DIR / "optimum-fp16/llama-gqa/model.onnx"
 TIED_F16_EXPORT = EXPORTS_DIR / "genai-fp16/llama-tied/model.onnx"
 TIED_F32_EXPORT = EXPORTS_DIR / "genai-fp32/llama-tied/model.onnx"
+MOE_F32_EXPORT = EXPORTS_DIR / "optimum/qwen3-moe/model.onnx"
+MOE_F16_EXPORT = EXPORTS_DIR / "optimum-fp16/qwen3-moe/model.onnx"
 
 
 def rounded_to_f16(values: np.ndarray) -> np.ndarray:
@@ -120,6 +125,40 @@ def test_f16_weights_stay_close_to_f32(artifacts):
     for step, (mine, reference) in enumerate(zip(ours, f32)):
         error = float(np.abs(mine - reference).max() / np.abs(reference).max())
         assert 0 < error < 0.01, f"step {step}: relative error {error:.3g}"
+
+
+@pytest.fixture(scope="module")
+def moe_artifacts(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("f16-moe")
+    rounded = directory / "rounded.onnx"
+    # 2 layers of 4 attention projections, the router and 4 experts of 3; the head and the
+    # embedding table.
+    assert write_rounded_copy(MOE_F32_EXPORT, rounded, rounded_to_f16) == 2 * (4 + 1 + 4 * 3) + 2
+    return {
+        "export": compile_model(MOE_F16_EXPORT, directory / "export.llmc"),
+        "export widened": compile_model(MOE_F16_EXPORT, directory / "widened.llmc",
+                                        "--dtype", "f32"),
+        "f16": compile_model(MOE_F32_EXPORT, directory / "f16.llmc", "--dtype", "f16"),
+        "rounded": compile_model(rounded, directory / "rounded.llmc"),
+    }
+
+
+@pytest.mark.parametrize("artifact", ["export", "f16"])
+def test_experts_are_stored_in_f16(moe_artifacts, artifact):
+    manifest = json.loads((moe_artifacts[artifact] / "manifest.json").read_text())
+    experts = [entry for entry in manifest["weights"]["tensors"] if "/experts/" in entry["name"]]
+    # Each layer's gate, up and down projections, stacked [experts, out, in].
+    assert sorted(tuple(entry["shape"]) for entry in experts) == (
+        [(4, 32, 64)] * 4 + [(4, 64, 32)] * 2), experts
+    assert {entry["dtype"] for entry in experts} == {"f16"}
+
+
+@pytest.mark.parametrize("pair", [("export", "export widened"), ("f16", "rounded")])
+def test_f16_experts_compute_their_f32_copy_exactly(moe_artifacts, pair):
+    ours, reference = ragged_steps(moe_artifacts[pair[0]], moe_artifacts[pair[1]])
+    for step, (mine, theirs) in enumerate(zip(ours, reference)):
+        assert np.array_equal(mine, theirs), (
+            f"step {step}: max |f16 - f32 copy| {np.abs(mine - theirs).max():.3g}")
 
 
 def test_f16_storage_needs_the_generated_matmul(tmp_path):

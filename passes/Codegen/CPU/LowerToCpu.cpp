@@ -175,8 +175,8 @@ private:
   bool placesOwnOperand(Operation *op, unsigned operandNumber) override {
     if (isa<llm::PermuteFeaturesOp>(op)) return operandNumber == 1;
     if (isa<llm::MoeOp>(op))
-      return operandNumber >= 2 && packQuantized &&
-             op->getOperand(operandNumber).getDefiningOp<llm::DequantizeOp>();
+      return operandNumber >= 2 && (isPackedExpert(op->getOperand(operandNumber)) ||
+                                    storageOf(op->getOperand(operandNumber)) != "f32");
     if (auto embedding = dyn_cast<llm::EmbeddingOp>(op))
       return operandNumber == 0 &&
              ((packQuantized && !embedding.getTransposeTable() &&
@@ -310,18 +310,27 @@ private:
     return packedRefs[value] = weight;
   }
 
+  /// Whether a mixture of experts' weight is quantised codes kept packed.
+  bool isPackedExpert(Value weight) {
+    return packQuantized && weight.getDefiningOp<llm::DequantizeOp>();
+  }
+
   /// A mixture of experts' stacked weight [experts, out, in] (operand
   /// `operandNumber` of `moe`, placed as `placed` unless the lowering
   /// places it) as the [experts * out, in] rows its kernels read: quantised
-  /// codes kept packed, or f32.
+  /// codes kept packed, or values in their storageOf type.
   FailureOr<cpu::MatmulWeight> expertWeightOf(llm::MoeOp moe, unsigned operandNumber,
                                               Value placed) {
     Value value = moe->getOperand(operandNumber);
     cpu::MatmulWeight weight;
-    if (placesOwnOperand(moe, operandNumber)) {
+    if (isPackedExpert(value)) {
       auto packed = packedWeightOf(value);
       if (failed(packed)) return failure();
       weight = *packed;
+    } else if (placesOwnOperand(moe, operandNumber)) {
+      auto half = halfWeightOf(value, /*flip=*/false);
+      if (failed(half)) return failure();
+      weight.values = *half;
     } else {
       weight.values = placed;
     }
