@@ -26,8 +26,10 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       inv_freq and position_ids, or gathered from caches; RotaryEmbedding);
     - moe (a sparse mixture of experts as optimum writes Qwen3-MoE: the
       loop over every expert unrolled, TopK routing, NonZero/ScatterElements
-      per expert), raised whole before the other patterns, its router an
-      llm.linear; a block that fails a check keeps its ops and gets
+      per expert, each projection a MatMul or a MatMulNBits), raised whole
+      before the other patterns, its router an llm.linear and each
+      projection's experts stacked [experts, out, in] (packed codes under
+      one llm.dequantize); a block that fails a check keeps its ops and gets
       `llmc.moe_unmatched = "why"` on its output, which the error quotes;
     - kv_concat (Concat(past, new) on the sequence axis) and repeat_kv
       (Unsqueeze/Expand/Reshape);
