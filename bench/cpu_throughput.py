@@ -3,7 +3,7 @@ same ONNX file, with the same thread count, in one run on one machine.
 
     PYTHONPATH=python .venv/bin/python bench/cpu_throughput.py [MODEL.onnx] \
         [--threads N] [--prompt-tokens 128] [--decode-tokens 64] [--repeat 3] \
-        [--opt-levels 2] [--f16] [--bf16] [--vllm] [--json]
+        [--opt-levels 2] [--f16] [--bf16] [--int8-activations] [--vllm] [--json]
 
 llmc: the model is compiled with `llmc compile` (into a temporary directory) and run step by
 step through the runtime's C API (llmc.runtime.Model.step): one prefill step of the prompt,
@@ -14,7 +14,9 @@ threads spin after a run). With --opt-levels 0,2 the model is
 compiled at each fusion level (llmc compile -O<n>) and each is measured, interleaved with
 onnxruntime in every round. With --f16, the -O2 model is also compiled with --dtype f16 (f16
 weights widened to f32); with --bf16, with --dtype bf16 (bf16 weights widened to f32) and
-with --dtype bf16 --bf16-activations (AVX512_BF16 products); each is measured the same way. With --vllm, vLLM's CPU backend runs the same prompt after the
+with --dtype bf16 --bf16-activations (AVX512_BF16 products); with --int8-activations (a
+quantized model), with --int8-activations (VNNI products of int8 rows); each is measured
+the same way. With --vllm, vLLM's CPU backend runs the same prompt after the
 others (bench/vllm_runner.py in .venv-vllm, float32, the same threads and repeats; see
 bench/peers.py). Progress goes to stderr.
 """
@@ -88,6 +90,8 @@ def main() -> int:
     parser.add_argument("--opt-levels", default="2",
                         help="comma-separated fusion levels to compile and measure (0-3)")
     parser.add_argument("--f16", action="store_true", help="also measure --dtype f16")
+    parser.add_argument("--int8-activations", action="store_true",
+                        help="also measure --int8-activations (a quantized model)")
     parser.add_argument("--bf16", action="store_true",
                         help="also measure --dtype bf16, with and without --bf16-activations")
     parser.add_argument("--vllm", action="store_true",
@@ -111,6 +115,8 @@ def main() -> int:
                     for level in levels}
         if args.f16:
             variants["llmc f16"] = ["--dtype", "f16"]
+        if args.int8_activations:
+            variants["llmc int8-act"] = ["--int8-activations"]
         if args.bf16:
             variants["llmc bf16"] = ["--dtype", "bf16"]
             variants["llmc bf16+act"] = ["--dtype", "bf16", "--bf16-activations"]

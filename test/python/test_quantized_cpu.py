@@ -120,9 +120,11 @@ def assert_prompts_do_not_depend_on_the_batch(artifact: Path) -> None:
 
 
 @pytest.mark.skipif(not HAS_VNNI, reason="--int8-activations needs AVX512-VNNI")
-@pytest.mark.parametrize("export", ["ort-int4/llama-gqa", "ort-int8/llama-gqa"])
+@pytest.mark.parametrize("export", ["ort-int4/llama-gqa", "ort-int8/llama-gqa",
+                                    "ort-int4/qwen3-moe"])
 def test_int8_activations_do_not_depend_on_the_batch(export, tmp_path):
-    """Each row is quantised and summed alone (one step of 4-row tiles and single rows)."""
+    """Each row is quantised and summed alone (one step of 4-row tiles and single rows; a
+    mixture of experts' picks in tiles grouped by what the batch chose)."""
     assert_prompts_do_not_depend_on_the_batch(
         compile_model(EXPORTS_DIR / export / "model.onnx", tmp_path / "int8.llmc",
                       "--int8-activations"))

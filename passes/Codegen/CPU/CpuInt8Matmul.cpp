@@ -84,11 +84,9 @@ void forEach(KernelBuilder &kb, Value lower, Value upper, int64_t step,
                      });
 }
 
-/// Quantises each row of x [rows, K] to int8 per block of `blockSize`: the
-/// block's scale is its largest magnitude / 127, its codes round(x * 127 /
-/// that) (ties to even), codes past K are 0. K and blockSize are multiples
-/// of 16.
-void buildQuantizeRows(KernelBuilder &kb, Value x, QuantizedRows out, int64_t k, int64_t blockSize) {
+} // namespace
+
+void emitQuantizeRows(KernelBuilder &kb, Value x, QuantizedRows out, int64_t k, int64_t blockSize) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto f32x16 = vectorOf(16, b.getF32Type());
@@ -141,45 +139,37 @@ void buildQuantizeRows(KernelBuilder &kb, Value x, QuantizedRows out, int64_t k,
   });
 }
 
-/// The packed weight's buffers inside a kernel.
-struct WeightParams {
-  Value codes, scales, zeroPoints;
-};
-
-/// The sums of the 16 columns of tile `tile` for rows [row, row + rows) (the
-/// file comment's formula), handed to `finish` per row as one vector of 16
-/// per part. Parts (2 when gated: the gate and up halves) are the tiles
-/// `tile` and `tile + partTiles`.
-void emitInt8Tile(KernelBuilder &kb, const Int8Weight &weight, WeightParams w, QuantizedRows x,
-                  Value tile, Value row, int64_t rows, int64_t parts, int64_t partTiles,
-                  function_ref<void(Value row, ArrayRef<Value> sums)> finish) {
+void emitInt8TileOfRows(KernelBuilder &kb, const Int8Weight &w, QuantizedRows x, Value tile,
+                        ArrayRef<Value> xRows, int64_t parts, int64_t partTiles,
+                        FinishInt8Tile finish) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto i32x16 = vectorOf(16, b.getI32Type());
   auto f32x16 = vectorOf(16, b.getF32Type());
   auto bytes = vectorOf(kGroupBytes, b.getI8Type());
-  int64_t blockSize = weight.blockSize, groups = blockSize / 4;
-  auto rowAt = [&](int64_t r) { return kb.addIndex(row, kb.index(r)); };
+  int64_t blockSize = w.blockSize, groups = blockSize / 4;
+  int64_t rows = static_cast<int64_t>(xRows.size());
+  auto rowAt = [&](int64_t r) { return xRows[r]; };
   auto tileOf = [&](int64_t part) { return kb.addIndex(tile, kb.index(part * partTiles)); };
   auto slot = [&](int64_t r, int64_t part) { return r * parts + part; };
 
   Value zerosF = splat(b, loc, f32x16, b.getF32FloatAttr(0));
   SmallVector<Value> inits(rows * parts, zerosF);
   auto loop = scf::ForOp::create(
-      b, loc, kb.index(0), kb.index(weight.blocks()), kb.index(1), inits,
+      b, loc, kb.index(0), kb.index(w.blocks()), kb.index(1), inits,
       [&](OpBuilder &nested, Location, Value block, ValueRange acc) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
         Value blockStart = kb.mulIndex(block, kb.index(blockSize));
         SmallVector<Value> sums(rows * parts, splat(b, loc, i32x16, b.getI32IntegerAttr(0)));
         // One 64-byte load holds group g (and, for 4 bits, group g + groups / 2).
-        int64_t loads = weight.bits == 4 ? groups / 2 : groups;
+        int64_t loads = w.bits == 4 ? groups / 2 : groups;
         for (int64_t g = 0; g < loads; ++g) {
           SmallVector<std::pair<Value, int64_t>> operands[2]; // per part: (codes, group)
           for (int64_t part = 0; part < parts; ++part) {
             Value packed = vector::LoadOp::create(
                 b, loc, bytes, w.codes, ValueRange{tileOf(part), block, kb.index(g * kGroupBytes)});
-            if (weight.bits == 8) {
+            if (w.bits == 8) {
               operands[part].push_back({packed, g});
               continue;
             }
@@ -221,7 +211,7 @@ void emitInt8Tile(KernelBuilder &kb, const Int8Weight &weight, WeightParams w, Q
                   b, loc, i32x16,
                   arith::MulIOp::create(b, loc, rowSum,
                                         arith::ConstantOp::create(
-                                            b, loc, b.getI32IntegerAttr(1 << (weight.bits - 1)))));
+                                            b, loc, b.getI32IntegerAttr(1 << (w.bits - 1)))));
             Value exact = arith::SubIOp::create(b, loc, sums[slot(r, part)], correction);
             Value rowScale = vector::BroadcastOp::create(b, loc, f32x16,
                                                          kb.load(x.scales, {rowAt(r), block}));
@@ -236,11 +226,9 @@ void emitInt8Tile(KernelBuilder &kb, const Int8Weight &weight, WeightParams w, Q
   for (int64_t r = 0; r < rows; ++r) {
     SmallVector<Value> parted;
     for (int64_t part = 0; part < parts; ++part) parted.push_back(loop.getResult(slot(r, part)));
-    finish(rowAt(r), parted);
+    finish(r, parted);
   }
 }
-
-} // namespace
 
 std::string Int8Weight::key() const {
   return "a8q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "");
@@ -321,8 +309,8 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
     step.callKernel(loc, "quantize_rows",
                     kernelKey("quantize_rows", args) + "/b" + std::to_string(weight.blockSize),
                     args, [&](KernelBuilder &kb, ValueRange params) {
-                      buildQuantizeRows(kb, params[0], {params[1], params[2], params[3]}, k,
-                                        weight.blockSize);
+                      emitQuantizeRows(kb, params[0], {params[1], params[2], params[3]}, k,
+                                       weight.blockSize);
                     });
     step.rememberQuantizedRows(input, weight.blockSize, blocks,
                                {rows.codes, rows.scales, rows.sums});
@@ -339,7 +327,10 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
                  [&](KernelBuilder &kb, ValueRange params, const OutputBlock &block) {
     QuantizedRows x{params[0], params[2], params[3]};
     Value out = params[1];
-    WeightParams w{params[4], params[5], weight.zeroPoints ? params[6] : Value()};
+    Int8Weight w = weight;
+    w.codes = params[4];
+    w.scales = params[5];
+    if (weight.zeroPoints) w.zeroPoints = params[6];
     auto epilogueParams = EpilogueParams::in(epilogue, params.drop_front(4 + weightBuffers.size()));
     Value begin = block.begin, end = block.end, rowCount = block.rowEnd;
     Value tiledRowsEnd = kb.addIndex(
@@ -362,12 +353,15 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
           });
         }
       };
-      forEach(kb, block.rowBegin, tiledRowsEnd, kInt8TileRows, [&](Value row) {
-        emitInt8Tile(kb, weight, w, x, tile, row, kInt8TileRows, parts, partTiles, finish);
-      });
-      forEach(kb, tiledRowsEnd, rowCount, 1, [&](Value row) {
-        emitInt8Tile(kb, weight, w, x, tile, row, 1, parts, partTiles, finish);
-      });
+      auto rowTile = [&](Value row, int64_t rows) {
+        SmallVector<Value> xRows;
+        for (int64_t r = 0; r < rows; ++r) xRows.push_back(kb.addIndex(row, kb.index(r)));
+        emitInt8TileOfRows(kb, w, x, tile, xRows, parts, partTiles,
+                           [&](int64_t r, ArrayRef<Value> sums) { finish(xRows[r], sums); });
+      };
+      forEach(kb, block.rowBegin, tiledRowsEnd, kInt8TileRows,
+              [&](Value row) { rowTile(row, kInt8TileRows); });
+      forEach(kb, tiledRowsEnd, rowCount, 1, [&](Value row) { rowTile(row, 1); });
     });
   });
   if (!epilogue.body && epilogue.bias) addBias(step, loc, epilogue.bias, output);

@@ -329,13 +329,6 @@ void emitDotTileOfRows(KernelBuilder &kb, mlir::Value x, llvm::ArrayRef<mlir::Va
                        WeightReader &w, mlir::Value col, int64_t cols, int64_t parts,
                        int64_t partStride, int64_t k, FinishTileOutput finish);
 
-/// A mixture of experts (CpuMoe.cpp): each row routes itself to its top_k
-/// experts. `gate`, `up` and `down` are the stacked weights [experts * out,
-/// in] (expert e's output i at row e * out + i).
-mlir::LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, mlir::Value input,
-                             mlir::Value routerLogits, const MatmulWeight &gate,
-                             const MatmulWeight &up, const MatmulWeight &down, mlir::Value output);
-
 /// The packed form of a quantised weight for the generated kernels, or
 /// nullopt when they cannot read it packed (a block size that is not a
 /// multiple of 16, float zero points): the caller widens it to f32.
@@ -463,6 +456,23 @@ struct Int8Weight {
   llvm::SmallVector<mlir::Value> buffers() const;
   std::string key() const;
 };
+/// Quantises each row of x [rows, K] to int8 per block of `blockSize`
+/// (CpuInt8Matmul.cpp): the block's scale is its largest magnitude / 127,
+/// its codes round(x * 127 / that) (ties to even), codes past K are 0, and
+/// each block's code sum is kept. K and blockSize are multiples of 16.
+void emitQuantizeRows(KernelBuilder &kb, mlir::Value x, QuantizedRows out, int64_t k,
+                      int64_t blockSize);
+/// What to do with the sums of row xRows[r] of emitInt8TileOfRows: a
+/// vector of 16 columns per part.
+using FinishInt8Tile = llvm::function_ref<void(int64_t r, llvm::ArrayRef<mlir::Value> sums)>;
+/// The sums of the 16 columns of tile `tile` of `weight` (its buffers the
+/// kernel's) for the rows `xRows` of the quantised rows `x`, in a fixed
+/// order per row (vpdpbusd by blocks, each block's integer sum scaled
+/// once). Parts (2 when gated: the gate and up halves) are the tiles `tile`
+/// and `tile + partTiles`.
+void emitInt8TileOfRows(KernelBuilder &kb, const Int8Weight &weight, QuantizedRows x,
+                        mlir::Value tile, llvm::ArrayRef<mlir::Value> xRows, int64_t parts,
+                        int64_t partTiles, FinishInt8Tile finish);
 /// The int8-activation layout of a quantised weight, or nullopt where that
 /// matmul cannot read it (a block size or K not a multiple of 16, float zero
 /// points).
@@ -473,6 +483,20 @@ std::optional<PackedWeight> packForInt8Matmul(const codegen::BlockQuantized &wei
 mlir::LogicalResult lowerInt8Matmul(StepLowering &step, mlir::Location loc, mlir::Value input,
                                     const Int8Weight &weight, mlir::Value output,
                                     const Epilogue &epilogue);
+
+/// A mixture of experts' stacked weight [experts * out, in] (expert e's
+/// output i at row e * out + i) as its kernels read it: `exact` for the dot
+/// tiles, or, with int8 activations, the int8 layout.
+struct ExpertWeight {
+  MatmulWeight exact;
+  std::optional<Int8Weight> int8;
+};
+/// A mixture of experts (CpuMoe.cpp): each row routes itself to its top_k
+/// experts. All three weights have int8 layouts, or none.
+mlir::LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, mlir::Value input,
+                             mlir::Value routerLogits, const ExpertWeight &gate,
+                             const ExpertWeight &up, const ExpertWeight &down,
+                             mlir::Value output);
 
 /// output = epilogue(input * weight); weight [in, out], or [out, in] if
 /// `transposed`. The one place that chooses between BLAS and generated loops;

@@ -109,28 +109,60 @@ void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Val
              {row, kb.index(slot)});
 }
 
-/// For c in [first, last): the sums of x[xRows[r]] . w[base + c] over the
-/// first k features, handed to `finish` with r and c, in dot tiles of
-/// kFeatureBlock weight rows and of one row for the rest.
-void emitDots(KernelBuilder &kb, Value x, ArrayRef<Value> xRows, WeightReader &w, Value base,
-              Value first, Value last, int64_t k,
-              llvm::function_ref<void(int64_t, Value, Value)> finish) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.location();
-  Value count = arith::SubIOp::create(b, loc, last, first);
-  Value blocksEnd = kb.addIndex(
-      first, kb.mulIndex(kb.divIndex(count, kb.index(kFeatureBlock)), kb.index(kFeatureBlock)));
-  auto tiles = [&](Value from, Value to, int64_t cols) {
-    kb.forEach(from, to, [&](Value c) {
-      emitDotTileOfRows(kb, x, xRows, w, kb.addIndex(base, c), cols, /*parts=*/1,
-                        /*partStride=*/0, k, [&](int64_t r, Value col, ArrayRef<Value> sums) {
-                          finish(r, arith::SubIOp::create(b, loc, col, base), sums[0]);
-                        });
-    }, cols);
-  };
-  tiles(first, blocksEnd, kFeatureBlock);
-  tiles(blocksEnd, last, 1);
-}
+/// Receives output (r, c) of a tile of dot products: r the tile's row, c
+/// the weight row less the tile's base, and the sum.
+using FinishDot = llvm::function_ref<void(int64_t, Value, Value)>;
+
+/// One stacked expert weight inside a kernel, multiplying activation rows:
+/// with the exact dot tiles (f32 rows `x`, the weight read through a
+/// WeightReader), or with int8 activations (rows `quantized`, VNNI products
+/// over the weight's int8 layout).
+struct ExpertDots {
+  Value x;
+  const MatmulWeight *exact = nullptr;
+  QuantizedRows quantized;
+  const Int8Weight *int8 = nullptr;
+
+  /// For c in [first, last): the sums of row xRows[r] . w[base + c], handed
+  /// to `finish`. Exact: in dot tiles of kFeatureBlock weight rows and of
+  /// one row for the rest. Int8: in tiles of 16 weight rows (base, first and
+  /// last are multiples of 16).
+  void emit(KernelBuilder &kb, ArrayRef<Value> xRows, Value base, Value first, Value last,
+            FinishDot finish) const {
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
+    if (int8) {
+      Value firstTile = kb.divIndex(kb.addIndex(base, first), kb.index(16));
+      Value lastTile = kb.divIndex(kb.addIndex(base, last), kb.index(16));
+      kb.forEach(firstTile, lastTile, [&](Value tile) {
+        Value tileStart = arith::SubIOp::create(b, loc, kb.mulIndex(tile, kb.index(16)), base);
+        emitInt8TileOfRows(kb, *int8, quantized, tile, xRows, /*parts=*/1, /*partTiles=*/0,
+                           [&](int64_t r, ArrayRef<Value> sums) {
+                             for (int64_t lane = 0; lane < 16; ++lane)
+                               finish(r, kb.addIndex(tileStart, kb.index(lane)),
+                                      vector::ExtractOp::create(b, loc, sums[0],
+                                                                ArrayRef<int64_t>{lane}));
+                           });
+      });
+      return;
+    }
+    WeightReader w(kb, *exact);
+    int64_t k = staticDim(x, 1);
+    Value count = arith::SubIOp::create(b, loc, last, first);
+    Value blocksEnd = kb.addIndex(
+        first, kb.mulIndex(kb.divIndex(count, kb.index(kFeatureBlock)), kb.index(kFeatureBlock)));
+    auto tiles = [&](Value from, Value to, int64_t cols) {
+      kb.forEach(from, to, [&](Value c) {
+        emitDotTileOfRows(kb, x, xRows, w, kb.addIndex(base, c), cols, /*parts=*/1,
+                          /*partStride=*/0, k, [&](int64_t r, Value col, ArrayRef<Value> sums) {
+                            finish(r, arith::SubIOp::create(b, loc, col, base), sums[0]);
+                          });
+      }, cols);
+    };
+    tiles(first, blocksEnd, kFeatureBlock);
+    tiles(blocksEnd, last, 1);
+  }
+};
 
 /// An i32 loaded from `memref` as an index.
 Value loadIndex(KernelBuilder &kb, Value memref, ValueRange indices) {
@@ -201,11 +233,10 @@ void emitPlan(KernelBuilder &kb, const Picks &picks, int64_t experts) {
 /// The intermediate features [first, last) of expert `expert` for the
 /// `rows` picks from order[at]: the gate's products stored first, then the
 /// activations that the up products complete.
-void emitPickTile(KernelBuilder &kb, Value x, const Picks &picks, WeightReader &gate,
-                  WeightReader &up, Value expert, Value at, int64_t rows, Value first,
+void emitPickTile(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate,
+                  const ExpertDots &up, Value expert, Value at, int64_t rows, Value first,
                   Value last) {
-  int64_t hidden = staticDim(x, 1), topK = staticDim(picks.chosen, 1);
-  int64_t inter = staticDim(picks.activations, 1);
+  int64_t topK = staticDim(picks.chosen, 1), inter = staticDim(picks.activations, 1);
   Value zero = kb.index(0);
   SmallVector<Value> xRows, slots, routing;
   for (int64_t r = 0; r < rows; ++r) {
@@ -217,10 +248,10 @@ void emitPickTile(KernelBuilder &kb, Value x, const Picks &picks, WeightReader &
     routing.push_back(kb.load(picks.weights, {row, kb.remIndex(pick, kb.index(topK))}));
   }
   Value base = kb.mulIndex(expert, kb.index(inter));
-  emitDots(kb, x, xRows, gate, base, first, last, hidden, [&](int64_t r, Value i, Value g) {
+  gate.emit(kb, xRows, base, first, last, [&](int64_t r, Value i, Value g) {
     kb.store(g, picks.activations, {slots[r], i});
   });
-  emitDots(kb, x, xRows, up, base, first, last, hidden, [&](int64_t r, Value i, Value u) {
+  up.emit(kb, xRows, base, first, last, [&](int64_t r, Value i, Value u) {
     Value g = kb.load(picks.activations, {slots[r], i});
     Value silu = kb.div(g, kb.add(kb.f32(1.0), kb.exp(kb.neg(g))));
     kb.store(kb.mul(routing[r], kb.mul(silu, u)), picks.activations, {slots[r], i});
@@ -229,9 +260,8 @@ void emitPickTile(KernelBuilder &kb, Value x, const Picks &picks, WeightReader &
 
 /// The features [first, last) of expert `expert` for every pick of it, in
 /// tiles of kRowTile picks and of one for the rest.
-void emitExpertRun(KernelBuilder &kb, Value x, const Picks &picks, const MatmulWeight &gateWeight,
-                   const MatmulWeight &upWeight, Value expert, Value first, Value last) {
-  WeightReader gate(kb, gateWeight), up(kb, upWeight);
+void emitExpertRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate,
+                   const ExpertDots &up, Value expert, Value first, Value last) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Value zero = kb.index(0);
@@ -241,63 +271,163 @@ void emitExpertRun(KernelBuilder &kb, Value x, const Picks &picks, const MatmulW
   Value tilesEnd =
       kb.addIndex(begin, kb.mulIndex(kb.divIndex(count, kb.index(kRowTile)), kb.index(kRowTile)));
   kb.forEach(begin, tilesEnd, [&](Value at) {
-    emitPickTile(kb, x, picks, gate, up, expert, at, kRowTile, first, last);
+    emitPickTile(kb, picks, gate, up, expert, at, kRowTile, first, last);
   }, kRowTile);
   kb.forEach(tilesEnd, end, [&](Value at) {
-    emitPickTile(kb, x, picks, gate, up, expert, at, 1, first, last);
+    emitPickTile(kb, picks, gate, up, expert, at, 1, first, last);
   });
 }
 
 /// out[row, c] for c in [first, last): the sum over the row's slots of its
 /// expert's down rows times the pick's activations, added slot by slot to
 /// zeros.
-void emitDownRun(KernelBuilder &kb, const Picks &picks, const MatmulWeight &downWeight, Value out,
+void emitDownRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &down, Value out,
                  Value row, Value first, Value last) {
-  WeightReader down(kb, downWeight);
-  int64_t topK = staticDim(picks.chosen, 1), inter = staticDim(picks.activations, 1);
-  int64_t hidden = staticDim(out, 1);
+  int64_t topK = staticDim(picks.chosen, 1), hidden = staticDim(out, 1);
   Value zero = kb.index(0);
   kb.forEach(first, last, [&](Value c) { kb.store(kb.f32(0.0), out, {row, c}); });
   kb.forEach(zero, kb.index(topK), [&](Value slot) {
     Value expert = loadIndex(kb, picks.chosen, {row, slot});
     Value pick = kb.addIndex(kb.mulIndex(row, kb.index(topK)), slot);
     Value activations = loadIndex(kb, picks.position, {pick, zero});
-    emitDots(kb, picks.activations, {activations}, down, kb.mulIndex(expert, kb.index(hidden)),
-             first, last, inter, [&](int64_t, Value c, Value sum) {
-               kb.store(kb.add(kb.load(out, {row, c}), sum), out, {row, c});
-             });
+    down.emit(kb, {activations}, kb.mulIndex(expert, kb.index(hidden)), first, last,
+              [&](int64_t, Value c, Value sum) {
+                kb.store(kb.add(kb.load(out, {row, c}), sum), out, {row, c});
+              });
   });
+}
+
+/// A kernel's buffers for expert weights: the rows they multiply (f32
+/// `rows`, or `quantized` in int8 mode), once, then each weight's.
+SmallVector<Value> expertBuffers(ArrayRef<const ExpertWeight *> weights, Value rows,
+                                 QuantizedRows quantized) {
+  SmallVector<Value> buffers;
+  if (weights.front()->int8)
+    buffers = {quantized.codes, quantized.scales, quantized.sums};
+  else if (rows)
+    buffers = {rows};
+  for (const ExpertWeight *weight : weights)
+    llvm::append_range(buffers,
+                       weight->int8 ? weight->int8->buffers() : weight->exact.buffers());
+  return buffers;
+}
+
+/// What distinguishes kernels over these weights beyond their buffers' types.
+std::string expertKey(ArrayRef<const ExpertWeight *> weights) {
+  std::string key;
+  for (const ExpertWeight *weight : weights)
+    key += "/" + (weight->int8 ? weight->int8->key() : weight->exact.key());
+  return key;
+}
+
+/// The expert weights of a kernel, over its expertBuffers parameters.
+struct KernelExperts {
+  SmallVector<MatmulWeight, 2> exact;
+  SmallVector<Int8Weight, 2> int8;
+  SmallVector<ExpertDots, 2> dots;
+
+  /// `rows`: the f32 rows where expertBuffers had none (then `params` holds
+  /// only the weights').
+  KernelExperts(ArrayRef<const ExpertWeight *> weights, ValueRange params, Value rows) {
+    bool quantized = static_cast<bool>(weights.front()->int8);
+    QuantizedRows quantizedRows;
+    if (quantized) {
+      quantizedRows = {params[0], params[1], params[2]};
+      params = params.drop_front(3);
+    } else if (!rows) {
+      rows = params.front();
+      params = params.drop_front();
+    }
+    // The dots point into these: no reallocation past here.
+    exact.reserve(weights.size());
+    int8.reserve(weights.size());
+    for (const ExpertWeight *weight : weights) {
+      ExpertDots dot;
+      if (quantized) {
+        Int8Weight kernelWeight = *weight->int8;
+        kernelWeight.codes = params[0];
+        kernelWeight.scales = params[1];
+        if (kernelWeight.zeroPoints) kernelWeight.zeroPoints = params[2];
+        params = params.drop_front(kernelWeight.buffers().size());
+        int8.push_back(kernelWeight);
+        dot.quantized = quantizedRows;
+        dot.int8 = &int8.back();
+      } else {
+        size_t count = weight->exact.buffers().size();
+        exact.push_back(weight->exact.withBuffers(params.take_front(count)));
+        params = params.drop_front(count);
+        dot.x = rows;
+        dot.exact = &exact.back();
+      }
+      dots.push_back(dot);
+    }
+  }
+};
+
+/// `input` [rows, K] quantised to int8 by blocks of `blockSize` into the
+/// scratch at byte `offset` (on the calling thread); returns the views and
+/// moves `offset` past them.
+QuantizedRows quantizeIntoScratch(StepLowering &step, Location loc, Value input, Value rows,
+                                  int64_t maxRows, int64_t blockSize, int64_t &offset) {
+  OpBuilder &b = step.b;
+  int64_t k = staticDim(input, 1), blocks = llvm::divideCeil(k, blockSize);
+  QuantizedRows quantized;
+  quantized.codes = step.scratchView(loc, b.getI8Type(), blocks * blockSize, rows, offset);
+  offset += llvm::alignTo(maxRows * blocks * blockSize, 64);
+  quantized.scales = step.scratchView(loc, b.getF32Type(), blocks, rows, offset);
+  offset += llvm::alignTo(maxRows * blocks * 4, 64);
+  quantized.sums = step.scratchView(loc, b.getI32Type(), blocks, rows, offset);
+  offset += llvm::alignTo(maxRows * blocks * 4, 64);
+  SmallVector<Value> args{input, quantized.codes, quantized.scales, quantized.sums};
+  step.callKernel(loc, "quantize_rows",
+                  kernelKey("quantize_rows", args) + "/b" + std::to_string(blockSize), args,
+                  [&](KernelBuilder &kb, ValueRange params) {
+                    emitQuantizeRows(kb, params[0], {params[1], params[2], params[3]}, k,
+                                     blockSize);
+                  });
+  return quantized;
 }
 
 } // namespace
 
 LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
-                       const MatmulWeight &gate, const MatmulWeight &up, const MatmulWeight &down,
+                       const ExpertWeight &gate, const ExpertWeight &up, const ExpertWeight &down,
                        Value output) {
   auto gateType = cast<RankedTensorType>(op.getGateWeight().getType());
   int64_t experts = gateType.getDimSize(0), inter = gateType.getDimSize(1);
   int64_t hidden = gateType.getDimSize(2);
   int64_t topK = op.getTopK();
   bool normalize = op.getNormalizeTopK();
+  bool int8 = static_cast<bool>(gate.int8);
   Location loc = op.getLoc();
   OpBuilder &b = step.b;
   KernelBuilder stepBuilder(b, loc);
-
-  // The scratch: the picks, their plan and their activations.
-  int64_t picksBytes = llvm::alignTo(step.maxRows * topK * 4, 64);
-  int64_t offsetsBytes = llvm::alignTo((experts + 1) * 4, 64);
   Value rows = memref::DimOp::create(b, loc, x, 0);
   Value count = stepBuilder.mulIndex(rows, stepBuilder.index(topK));
   Value one = stepBuilder.index(1);
-  Picks picks{step.scratchView(loc, b.getI32Type(), topK, rows, 0),
-              step.scratchView(loc, b.getF32Type(), topK, rows, picksBytes),
-              step.scratchView(loc, b.getI32Type(), 1, count, 2 * picksBytes),
-              step.scratchView(loc, b.getI32Type(), 1, count, 3 * picksBytes),
-              step.scratchView(loc, b.getI32Type(), experts + 1, one, 4 * picksBytes),
-              step.scratchView(loc, b.getI32Type(), experts, one, 4 * picksBytes + offsetsBytes),
-              step.scratchView(loc, b.getF32Type(), inter, count,
-                               4 * picksBytes + 2 * offsetsBytes)};
-  step.clobberScratch(4 * picksBytes + 2 * offsetsBytes + step.maxRows * topK * inter * 4);
+  int64_t maxPicks = step.maxRows * topK;
+
+  // The scratch, in order: x quantised (int8 mode), the picks, their plan,
+  // their activations, the activations quantised (int8 mode).
+  int64_t offset = 0;
+  QuantizedRows quantizedX;
+  if (int8)
+    quantizedX = quantizeIntoScratch(step, loc, x, rows, step.maxRows, gate.int8->blockSize,
+                                     offset);
+  auto take = [&](Type element, int64_t cols, Value viewRows, int64_t bytes) {
+    Value view = step.scratchView(loc, element, cols, viewRows, offset);
+    offset += llvm::alignTo(bytes, 64);
+    return view;
+  };
+  Picks picks;
+  picks.chosen = take(b.getI32Type(), topK, rows, maxPicks * 4);
+  picks.weights = take(b.getF32Type(), topK, rows, maxPicks * 4);
+  picks.order = take(b.getI32Type(), 1, count, maxPicks * 4);
+  picks.position = take(b.getI32Type(), 1, count, maxPicks * 4);
+  picks.offsets = take(b.getI32Type(), experts + 1, one, (experts + 1) * 4);
+  picks.cursor = take(b.getI32Type(), experts, one, experts * 4);
+  picks.activations = take(b.getF32Type(), inter, count, maxPicks * inter * 4);
+  step.clobberScratch(offset);
 
   SmallVector<Value> routeArgs{logits, picks.chosen, picks.weights};
   runOverRows(step, loc, "moe_route", kernelKey(op, routeArgs) + "/route", routeArgs, 0,
@@ -315,46 +445,54 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
   // Task t is run t / experts of expert t % experts: a thread's range of
   // tasks covers every expert, whichever the rows chose.
   int64_t interRuns = llvm::divideCeil(inter, kInterRun);
+  SmallVector<const ExpertWeight *> gateUp{&gate, &up};
   SmallVector<Value> expertArgs = picks.buffers();
-  expertArgs.push_back(x);
-  llvm::append_range(expertArgs, gate.buffers());
-  llvm::append_range(expertArgs, up.buffers());
+  llvm::append_range(expertArgs, expertBuffers(gateUp, x, quantizedX));
   runParallel(step, loc, "moe_experts",
-              kernelKey(op, expertArgs) + "/experts/" + gate.key() + "/" + up.key(), expertArgs,
+              kernelKey(op, expertArgs) + "/experts" + expertKey(gateUp), expertArgs,
               stepBuilder.index(experts * interRuns),
               [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
                 Picks kernelPicks = Picks::in(params);
-                ValueRange weights = params.drop_front(kPicksBuffers + 1);
-                MatmulWeight kernelGate = gate.withBuffers(weights);
-                MatmulWeight kernelUp = up.withBuffers(weights.drop_front(gate.buffers().size()));
+                KernelExperts weights(gateUp, params.drop_front(kPicksBuffers), Value());
+                ArrayRef<ExpertDots> dots = weights.dots;
                 kb.forEach(firstTask, lastTask, [&](Value task) {
                   Value expert = kb.remIndex(task, kb.index(experts));
                   Value first = kb.mulIndex(kb.divIndex(task, kb.index(experts)),
                                             kb.index(kInterRun));
                   Value last = kb.minIndex(kb.addIndex(first, kb.index(kInterRun)),
                                            kb.index(inter));
-                  emitExpertRun(kb, params[kPicksBuffers], kernelPicks, kernelGate, kernelUp,
-                                expert, first, last);
+                  emitExpertRun(kb, kernelPicks, dots[0], dots[1], expert, first, last);
                 });
               });
 
+  QuantizedRows quantizedActivations;
+  if (int8) {
+    quantizedActivations = quantizeIntoScratch(step, loc, picks.activations, count, maxPicks,
+                                               down.int8->blockSize, offset);
+    step.useScratch(offset);
+  }
   int64_t columnRuns = llvm::divideCeil(hidden, kColumnRun);
+  // The down products read the picks' activations (exact) or their
+  // quantised copy.
+  SmallVector<const ExpertWeight *> downOnly{&down};
   SmallVector<Value> downArgs = picks.buffers();
   downArgs.push_back(output);
-  llvm::append_range(downArgs, down.buffers());
-  runParallel(step, loc, "moe_down", kernelKey(op, downArgs) + "/down/" + down.key(), downArgs,
-              stepBuilder.mulIndex(rows, stepBuilder.index(columnRuns)),
+  llvm::append_range(downArgs, expertBuffers(downOnly, Value(), quantizedActivations));
+  runParallel(step, loc, "moe_down", kernelKey(op, downArgs) + "/down" + expertKey(downOnly),
+              downArgs, stepBuilder.mulIndex(rows, stepBuilder.index(columnRuns)),
               [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
                 Picks kernelPicks = Picks::in(params);
                 Value out = params[kPicksBuffers];
-                MatmulWeight kernelDown = down.withBuffers(params.drop_front(kPicksBuffers + 1));
+                KernelExperts weights(downOnly, params.drop_front(kPicksBuffers + 1),
+                                      kernelPicks.activations);
+                ArrayRef<ExpertDots> dots = weights.dots;
                 kb.forEach(firstTask, lastTask, [&](Value task) {
                   Value row = kb.divIndex(task, kb.index(columnRuns));
                   Value first = kb.mulIndex(kb.remIndex(task, kb.index(columnRuns)),
                                             kb.index(kColumnRun));
                   Value last = kb.minIndex(kb.addIndex(first, kb.index(kColumnRun)),
                                            kb.index(hidden));
-                  emitDownRun(kb, kernelPicks, kernelDown, out, row, first, last);
+                  emitDownRun(kb, kernelPicks, dots[0], out, row, first, last);
                 });
               });
   return success();

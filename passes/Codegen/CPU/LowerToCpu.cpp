@@ -138,14 +138,10 @@ private:
           return cpu::lowerPermuteFeatures(step, permute, {operands[0], placed}, outputs[0]);
         })
         .Case([&](llm::MoeOp moe) -> LogicalResult {
-          SmallVector<cpu::MatmulWeight> experts;
-          for (unsigned i : {2u, 3u, 4u}) {
-            auto weight = expertWeightOf(moe, i, operands[i]);
-            if (failed(weight)) return failure();
-            experts.push_back(*weight);
-          }
-          return cpu::lowerMoe(step, moe, operands[0], operands[1], experts[0], experts[1],
-                               experts[2], outputs[0]);
+          auto experts = expertWeightsOf(moe, operands);
+          if (failed(experts)) return failure();
+          return cpu::lowerMoe(step, moe, operands[0], operands[1], (*experts)[0],
+                               (*experts)[1], (*experts)[2], outputs[0]);
         })
         .Case<llm::RmsNormOp, llm::LayerNormOp>(
             [&](Operation *norm) { return cpu::lowerNorm(step, norm, operands, outputs[0]); })
@@ -313,6 +309,46 @@ private:
   /// Whether a mixture of experts' weight is quantised codes kept packed.
   bool isPackedExpert(Value weight) {
     return packQuantized && weight.getDefiningOp<llm::DequantizeOp>();
+  }
+
+  /// Whether a mixture of experts' weight has an int8-activation layout:
+  /// packed codes in blocks of a multiple of 16, whose in and out sizes are
+  /// multiples of 16 (tiles of 16 rows within an expert), without float
+  /// zero points.
+  bool hasInt8Layout(Value weight) {
+    auto dequantize = weight.getDefiningOp<llm::DequantizeOp>();
+    if (!isPackedExpert(weight) || dequantize.getBlockSize() % 16 != 0) return false;
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(weight.getType()).getShape();
+    Value zeroPoints = dequantize.getZeroPoints();
+    return shape[1] % 16 == 0 && shape[2] % 16 == 0 &&
+           !(zeroPoints && cast<ShapedType>(zeroPoints.getType()).getElementType().isF32());
+  }
+
+  /// A mixture of experts' gate, up and down weights as its kernels read
+  /// them: with --int8-activations and where all three have int8 layouts
+  /// (and the gate and up share a block size), those; else each as
+  /// expertWeightOf places it.
+  FailureOr<SmallVector<cpu::ExpertWeight>> expertWeightsOf(llm::MoeOp moe,
+                                                           ArrayRef<Value> operands) {
+    SmallVector<cpu::ExpertWeight> experts(3);
+    Value gate = moe.getGateWeight(), up = moe.getUpWeight(), down = moe.getDownWeight();
+    if (int8Activations && hasInt8Layout(gate) && hasInt8Layout(up) && hasInt8Layout(down) &&
+        gate.getDefiningOp<llm::DequantizeOp>().getBlockSize() ==
+            up.getDefiningOp<llm::DequantizeOp>().getBlockSize()) {
+      for (auto [expert, weight] : llvm::zip(experts, ValueRange{gate, up, down})) {
+        auto int8 = int8WeightOf(weight);
+        if (failed(int8)) return failure();
+        if (!*int8) return moe.emitOpError("has an expert weight without an int8 layout");
+        expert.int8 = **int8;
+      }
+      return experts;
+    }
+    for (unsigned i : {2u, 3u, 4u}) {
+      auto weight = expertWeightOf(moe, i, operands[i]);
+      if (failed(weight)) return failure();
+      experts[i - 2].exact = *weight;
+    }
+    return experts;
   }
 
   /// A mixture of experts' stacked weight [experts, out, in] (operand

@@ -23,8 +23,9 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     attribute (the artifact writer lays weights.bin out from it).
 
     A block-quantised weight (`llm.dequantize` of constants: 4- or 8-bit
-    codes, blocks of a multiple of 16) that a generated matmul or an
-    embedding reads stays packed (`pack-quantized`): weights.bin holds its
+    codes, blocks of a multiple of 16) that a generated matmul, an embedding
+    or a mixture of experts (its stacked experts) reads stays packed
+    (`pack-quantized`): weights.bin holds its
     codes, scales and zero points, and the kernels dequantise 16 values at a
     time in registers with the arithmetic of the compile-time widening, so
     the logits are bit-identical to those of the weights widened to f32.
@@ -37,7 +38,8 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     after another) and multiplies in integers with AVX-512 VNNI (vpdpbusd),
     16 output columns a vector, as llama.cpp does: not exact, but each row
     is computed alone, so the logits do not depend on the batch. The weight
-    is packed per tile of 16 columns for it (CpuInt8Matmul.cpp). The host
+    is packed per tile of 16 columns for it (CpuInt8Matmul.cpp); so are a
+    mixture of experts' when every expert's sizes are multiples of 16. The host
     must have AVX512-VNNI (`llmc compile --int8-activations` checks).
 
     Matrix products use the `matmul` strategy: `generated` (the default)

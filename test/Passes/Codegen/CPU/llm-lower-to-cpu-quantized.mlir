@@ -193,3 +193,52 @@ func.func @act_order(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?
   %15 = llm.logits %14, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
   return %15 : tensor<?x64xf32>
 }
+
+// -----
+
+// A mixture of experts' quantised experts (4-bit codes in blocks of 16, zero
+// points for the gate and up, stacked by expert) stay packed: the experts
+// and down kernels take each weight's codes, scales and zero points as
+// [experts * out, ...] rows and dequantise 16 codes at a time in registers.
+// Widened, they are f32 rows. With int8-activations, x and then the picks'
+// activations are quantised by rows (quantize_rows, on the calling thread),
+// and the weights are in the int8 layout: tiles of 16 rows (2 per expert's
+// gate: 32 rows, 16 features) that vpdpbusd multiplies.
+// CHECK-LABEL: func.func private @llmc_moe_route_
+//       CHECK:   func.func private @llmc_moe_experts_{{[0-9]+}}({{.*}}, %{{[^:]*}}: memref<?x32xf32>, %[[CODES:[^:]*]]: memref<64x16xi8>, %{{[^:]*}}: memref<64x2xf32>, %{{[^:]*}}: memref<64x2xi8>, %{{[^:]*}}: memref<64x16xi8>, %{{[^:]*}}: memref<64x2xf32>, %{{[^:]*}}: memref<64x2xi8>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:               vector.load %[[CODES]][%{{.*}}, %{{.*}}] : memref<64x16xi8>, vector<8xi8>
+//       CHECK:               arith.uitofp %{{.*}} : vector<16xi8> to vector<16xf32>
+//       CHECK:   func.func private @llmc_moe_down_{{[0-9]+}}({{.*}}, %{{[^:]*}}: memref<?x32xf32>, %{{[^:]*}}: memref<128x8xi8>, %{{[^:]*}}: memref<128x1xf32>, %{{.*}}: index, %{{.*}}: index)
+// WIDENED-LABEL: func.func private @llmc_moe_route_
+//       WIDENED:   func.func private @llmc_moe_experts_{{[0-9]+}}({{.*}}, %{{[^:]*}}: memref<?x32xf32>, %{{[^:]*}}: memref<64x32xf32>, %{{[^:]*}}: memref<64x32xf32>, %{{.*}}: index, %{{.*}}: index)
+// INT8-LABEL: module attributes
+//       INT8:   call @llmc_quantize_rows_{{[0-9]+}}(%{{.*}}) : (memref<?x32xf32>, memref<?x32xi8>, memref<?x2xf32>, memref<?x2xi32>) -> ()
+//       INT8:   constant @llmc_moe_experts_task_{{[0-9]+}}
+//       INT8:   call @llmc_quantize_rows_{{[0-9]+}}(%{{.*}}) : (memref<?x16xf32>, memref<?x16xi8>, memref<?x1xf32>, memref<?x1xi32>) -> ()
+//       INT8:   constant @llmc_moe_down_task_{{[0-9]+}}
+//       INT8:   func.func private @llmc_moe_experts_{{[0-9]+}}({{.*}}, %{{[^:]*}}: memref<?x32xi8>, %{{[^:]*}}: memref<?x2xf32>, %{{[^:]*}}: memref<?x2xi32>, %[[GATE:[^:]*]]: memref<4x2x128xi8>, %{{[^:]*}}: memref<4x2x16xf32>, %{{[^:]*}}: memref<4x2x16xi8>, %{{[^:]*}}: memref<4x2x128xi8>, %{{[^:]*}}: memref<4x2x16xf32>, %{{[^:]*}}: memref<4x2x16xi8>, %{{.*}}: index, %{{.*}}: index)
+//       INT8:     vector.load %[[GATE]]
+//       INT8:     llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+func.func @moe_quantized(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %router = llm.constant dense<1.000000e-01> : tensor<32x4xf32>
+  %codes = llm.constant dense<33> : tensor<4x16x2x8xui8>
+  %scales = llm.constant dense<2.500000e-01> : tensor<4x16x2xf32>
+  %zeros = llm.constant dense<119> : tensor<4x16x1xui8>
+  %down_codes = llm.constant dense<33> : tensor<4x32x1x8xui8>
+  %down_scales = llm.constant dense<5.000000e-01> : tensor<4x32x1xf32>
+  %gate = llm.dequantize %codes, %scales, %zeros {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x16x2x8xui8>, tensor<4x16x2xf32>, tensor<4x16x1xui8>) -> tensor<4x16x32xf32>
+  %up = llm.dequantize %codes, %scales, %zeros {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x16x2x8xui8>, tensor<4x16x2xf32>, tensor<4x16x1xui8>) -> tensor<4x16x32xf32>
+  %down = llm.dequantize %down_codes, %down_scales {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x32x1x8xui8>, tensor<4x32x1xf32>) -> tensor<4x32x16xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
+  %x = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %heads = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %pool = llm.paged_kv_write %arg7, %heads, %heads, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %attention = llm.paged_attention %heads, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 1024>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %merged = llm.merge_heads %attention : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %logits = llm.linear %merged, %router {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<32x4xf32>) -> tensor<?x4xf32>
+  %y = llm.moe %merged, %logits, %gate, %up, %down {llmc.workspace_offsets = array<i64: 2048>, normalize_top_k, top_k = 2 : i64} : (tensor<?x32xf32>, tensor<?x4xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x32x16xf32>) -> tensor<?x32xf32>
+  %last = llm.gather_rows %y, %arg6 {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}

@@ -392,38 +392,3 @@ func.func @moe(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> 
   return %out : tensor<?x64xf32>
 }
 
-// -----
-
-// Quantised experts (4-bit codes in blocks of 16, stacked by expert) stay
-// packed: the experts and down kernels take each weight's codes, scales
-// and zero points as [experts * out, ...] rows and dequantise 16 codes at a
-// time in registers.
-// GENERATED-LABEL: func.func @llmc_step
-//       GENERATED:   func.func private @llmc_moe_experts_{{[0-9]+}}({{.*}}, %{{[^:]*}}: memref<?x32xf32>, %[[CODES:[^:]*]]: memref<64x16xi8>, %{{[^:]*}}: memref<64x2xf32>, %{{[^:]*}}: memref<64x2xi8>, %{{[^:]*}}: memref<64x16xi8>, %{{[^:]*}}: memref<64x2xf32>, %{{[^:]*}}: memref<64x2xi8>, %{{.*}}: index, %{{.*}}: index)
-//       GENERATED:               vector.load %[[CODES]][%{{.*}}, %{{.*}}] : memref<64x16xi8>, vector<8xi8>
-//       GENERATED:               arith.uitofp %{{.*}} : vector<16xi8> to vector<16xf32>
-//       GENERATED:   func.func private @llmc_moe_down_{{[0-9]+}}({{.*}}, %{{[^:]*}}: memref<?x32xf32>, %{{[^:]*}}: memref<128x8xi8>, %{{[^:]*}}: memref<128x1xf32>, %{{.*}}: index, %{{.*}}: index)
-func.func @moe_quantized(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
-  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
-  %router = llm.constant dense<1.000000e-01> : tensor<32x4xf32>
-  %codes = llm.constant dense<33> : tensor<4x16x2x8xui8>
-  %scales = llm.constant dense<2.500000e-01> : tensor<4x16x2xf32>
-  %zeros = llm.constant dense<119> : tensor<4x16x1xui8>
-  %down_codes = llm.constant dense<33> : tensor<4x32x1x8xui8>
-  %down_scales = llm.constant dense<5.000000e-01> : tensor<4x32x1xf32>
-  %gate = llm.dequantize %codes, %scales, %zeros {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x16x2x8xui8>, tensor<4x16x2xf32>, tensor<4x16x1xui8>) -> tensor<4x16x32xf32>
-  %up = llm.dequantize %codes, %scales, %zeros {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x16x2x8xui8>, tensor<4x16x2xf32>, tensor<4x16x1xui8>) -> tensor<4x16x32xf32>
-  %down = llm.dequantize %down_codes, %down_scales {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x32x1x8xui8>, tensor<4x32x1xf32>) -> tensor<4x32x16xf32>
-  %head = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
-  %x = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
-  %heads = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
-  %pool = llm.paged_kv_write %arg7, %heads, %heads, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
-  %attention = llm.paged_attention %heads, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 1024>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
-  %merged = llm.merge_heads %attention : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
-  %logits = llm.linear %merged, %router {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<32x4xf32>) -> tensor<?x4xf32>
-  %y = llm.moe %merged, %logits, %gate, %up, %down {llmc.workspace_offsets = array<i64: 2048>, normalize_top_k, top_k = 2 : i64} : (tensor<?x32xf32>, tensor<?x4xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>, tensor<4x32x16xf32>) -> tensor<?x32xf32>
-  %last = llm.gather_rows %y, %arg6 {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
-  %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
-  return %out : tensor<?x64xf32>
-}
-
