@@ -15,13 +15,16 @@
 //   down    (a task per row and run of kColumnRun output columns)
 //           out[row, c] = sum over slots of down_e[c] . a[pick].
 //
-// Every product is a dot product of a weight row (f32, or quantised codes
-// kept packed and dequantised in registers: WeightReader) by an activation
-// row, computed by the matmul's dot tiles (emitDotTileOfRows), whose
-// arithmetic for an output is the same whatever the tile: a row's result
-// does not depend on the batch, and a quantised weight gives the bits its
-// widened f32 copy gives. A decode step of one sequence spreads its experts
-// over every thread.
+// Every product is a dot product of a weight row (f32, f16 or bf16, or
+// quantised codes kept packed and dequantised in registers: WeightReader)
+// by an activation row, computed by the matmul's dot tiles
+// (emitDotTileOfRows), whose arithmetic for an output is the same whatever
+// the tile: a row's result does not depend on the batch, and a quantised
+// weight gives the bits its widened f32 copy gives. With int8 activations
+// the quantised weights are in the int8 matmul's layout instead, and x,
+// then the picks' activations, are quantised by rows for VNNI products
+// (emitInt8TileOfRows), again a row at a time. A decode step of one
+// sequence spreads its experts over every thread.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
