@@ -84,8 +84,10 @@ void forEach(KernelBuilder &kb, Value lower, Value upper, int64_t step,
                      });
 }
 
-} // namespace
-
+/// Quantises each row of x [rows, K] to int8 per block of `blockSize`: the
+/// block's scale is its largest magnitude / 127, its codes round(x * 127 /
+/// that) (ties to even), codes past K are 0, and each block's code sum is
+/// kept. K and blockSize are multiples of 16.
 void emitQuantizeRows(KernelBuilder &kb, Value x, QuantizedRows out, int64_t k, int64_t blockSize) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -137,6 +139,34 @@ void emitQuantizeRows(KernelBuilder &kb, Value x, QuantizedRows out, int64_t k, 
                {row, block});
     });
   });
+}
+
+} // namespace
+
+QuantizedRows quantizeRowsIntoScratch(StepLowering &step, Location loc, Value input,
+                                      int64_t maxRows, int64_t blockSize, int64_t &offset) {
+  OpBuilder &b = step.b;
+  int64_t k = cast<MemRefType>(input.getType()).getDimSize(1);
+  int64_t blocks = llvm::divideCeil(k, blockSize);
+  Value rows = memref::DimOp::create(b, loc, input, 0);
+  auto take = [&](Type element, int64_t cols, int64_t bytes) {
+    Value view = step.scratchView(loc, element, cols, rows, offset);
+    offset += llvm::alignTo(bytes, 64);
+    return view;
+  };
+  QuantizedRows quantized;
+  quantized.codes = take(b.getI8Type(), blocks * blockSize, maxRows * blocks * blockSize);
+  quantized.scales = take(b.getF32Type(), blocks, maxRows * blocks * 4);
+  quantized.sums = take(b.getI32Type(), blocks, maxRows * blocks * 4);
+  step.useScratch(offset);
+  SmallVector<Value> args{input, quantized.codes, quantized.scales, quantized.sums};
+  step.callKernel(loc, "quantize_rows",
+                  kernelKey("quantize_rows", args) + "/b" + std::to_string(blockSize), args,
+                  [&](KernelBuilder &kb, ValueRange params) {
+                    emitQuantizeRows(kb, params[0], {params[1], params[2], params[3]}, k,
+                                     blockSize);
+                  });
+  return quantized;
 }
 
 void emitInt8TileOfRows(KernelBuilder &kb, const Int8Weight &w, QuantizedRows x, Value tile,
@@ -287,8 +317,6 @@ std::optional<PackedWeight> packForInt8Matmul(const codegen::BlockQuantized &wei
 
 LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
                               const Int8Weight &weight, Value output, const Epilogue &epilogue) {
-  OpBuilder &b = step.b;
-  int64_t k = cast<MemRefType>(input.getType()).getDimSize(1);
   int64_t columns = cast<MemRefType>(output.getType()).getDimSize(1);
   int64_t parts = epilogue.gated ? 2 : 1;
   if (epilogue.gated && columns % 16 != 0)
@@ -298,20 +326,8 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
   if (!rows.codes) {
     // The input's rows quantised into the scratch, once for the matmuls that
     // read it one after another.
-    Value rowCount = memref::DimOp::create(b, loc, input, 0);
-    int64_t codeBytes = llvm::alignTo(step.maxRows * blocks * weight.blockSize, 64);
-    int64_t scaleBytes = llvm::alignTo(step.maxRows * blocks * 4, 64);
-    rows.codes = step.scratchView(loc, b.getI8Type(), blocks * weight.blockSize, rowCount, 0);
-    rows.scales = step.scratchView(loc, b.getF32Type(), blocks, rowCount, codeBytes);
-    rows.sums = step.scratchView(loc, b.getI32Type(), blocks, rowCount, codeBytes + scaleBytes);
-    step.useScratch(codeBytes + 2 * scaleBytes);
-    SmallVector<Value> args{input, rows.codes, rows.scales, rows.sums};
-    step.callKernel(loc, "quantize_rows",
-                    kernelKey("quantize_rows", args) + "/b" + std::to_string(weight.blockSize),
-                    args, [&](KernelBuilder &kb, ValueRange params) {
-                      emitQuantizeRows(kb, params[0], {params[1], params[2], params[3]}, k,
-                                       weight.blockSize);
-                    });
+    int64_t offset = 0;
+    rows = quantizeRowsIntoScratch(step, loc, input, step.maxRows, weight.blockSize, offset);
     step.rememberQuantizedRows(input, weight.blockSize, blocks,
                                {rows.codes, rows.scales, rows.sums});
   }

@@ -456,12 +456,15 @@ struct Int8Weight {
   llvm::SmallVector<mlir::Value> buffers() const;
   std::string key() const;
 };
-/// Quantises each row of x [rows, K] to int8 per block of `blockSize`
-/// (CpuInt8Matmul.cpp): the block's scale is its largest magnitude / 127,
-/// its codes round(x * 127 / that) (ties to even), codes past K are 0, and
-/// each block's code sum is kept. K and blockSize are multiples of 16.
-void emitQuantizeRows(KernelBuilder &kb, mlir::Value x, QuantizedRows out, int64_t k,
-                      int64_t blockSize);
+/// `input` [rows, K] quantised to int8 per block of `blockSize` into the
+/// scratch from byte `offset`, with room for `maxRows` rows, by a kernel on
+/// the calling thread (CpuInt8Matmul.cpp): each block's scale is its largest
+/// magnitude / 127, its codes round(x * 127 / that) (ties to even), codes
+/// past K are 0, and each block's code sum is kept. Returns the views,
+/// records the scratch's use and moves `offset` past them. K and blockSize
+/// are multiples of 16.
+QuantizedRows quantizeRowsIntoScratch(StepLowering &step, mlir::Location loc, mlir::Value input,
+                                      int64_t maxRows, int64_t blockSize, int64_t &offset);
 /// What to do with the sums of row xRows[r] of emitInt8TileOfRows: a
 /// vector of 16 columns per part.
 using FinishInt8Tile = llvm::function_ref<void(int64_t r, llvm::ArrayRef<mlir::Value> sums)>;

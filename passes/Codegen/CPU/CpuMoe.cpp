@@ -367,30 +367,6 @@ struct KernelExperts {
   }
 };
 
-/// `input` [rows, K] quantised to int8 by blocks of `blockSize` into the
-/// scratch at byte `offset` (on the calling thread); returns the views and
-/// moves `offset` past them.
-QuantizedRows quantizeIntoScratch(StepLowering &step, Location loc, Value input, Value rows,
-                                  int64_t maxRows, int64_t blockSize, int64_t &offset) {
-  OpBuilder &b = step.b;
-  int64_t k = staticDim(input, 1), blocks = llvm::divideCeil(k, blockSize);
-  QuantizedRows quantized;
-  quantized.codes = step.scratchView(loc, b.getI8Type(), blocks * blockSize, rows, offset);
-  offset += llvm::alignTo(maxRows * blocks * blockSize, 64);
-  quantized.scales = step.scratchView(loc, b.getF32Type(), blocks, rows, offset);
-  offset += llvm::alignTo(maxRows * blocks * 4, 64);
-  quantized.sums = step.scratchView(loc, b.getI32Type(), blocks, rows, offset);
-  offset += llvm::alignTo(maxRows * blocks * 4, 64);
-  SmallVector<Value> args{input, quantized.codes, quantized.scales, quantized.sums};
-  step.callKernel(loc, "quantize_rows",
-                  kernelKey("quantize_rows", args) + "/b" + std::to_string(blockSize), args,
-                  [&](KernelBuilder &kb, ValueRange params) {
-                    emitQuantizeRows(kb, params[0], {params[1], params[2], params[3]}, k,
-                                     blockSize);
-                  });
-  return quantized;
-}
-
 } // namespace
 
 LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
@@ -415,8 +391,7 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
   int64_t offset = 0;
   QuantizedRows quantizedX;
   if (int8)
-    quantizedX = quantizeIntoScratch(step, loc, x, rows, step.maxRows, gate.int8->blockSize,
-                                     offset);
+    quantizedX = quantizeRowsIntoScratch(step, loc, x, step.maxRows, gate.int8->blockSize, offset);
   auto take = [&](Type element, int64_t cols, Value viewRows, int64_t bytes) {
     Value view = step.scratchView(loc, element, cols, viewRows, offset);
     offset += llvm::alignTo(bytes, 64);
@@ -469,11 +444,9 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
               });
 
   QuantizedRows quantizedActivations;
-  if (int8) {
-    quantizedActivations = quantizeIntoScratch(step, loc, picks.activations, count, maxPicks,
-                                               down.int8->blockSize, offset);
-    step.useScratch(offset);
-  }
+  if (int8)
+    quantizedActivations = quantizeRowsIntoScratch(step, loc, picks.activations, maxPicks,
+                                                   down.int8->blockSize, offset);
   int64_t columnRuns = llvm::divideCeil(hidden, kColumnRun);
   // The down products read the picks' activations (exact) or their
   // quantised copy.
