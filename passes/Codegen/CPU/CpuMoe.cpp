@@ -367,6 +367,12 @@ struct KernelExperts {
   }
 };
 
+/// [first, last): run `run` of `size` elements of [0, limit).
+std::pair<Value, Value> runBounds(KernelBuilder &kb, Value run, int64_t size, int64_t limit) {
+  Value first = kb.mulIndex(run, kb.index(size));
+  return {first, kb.minIndex(kb.addIndex(first, kb.index(size)), kb.index(limit))};
+}
+
 } // namespace
 
 LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
@@ -435,10 +441,8 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
                 ArrayRef<ExpertDots> dots = weights.dots;
                 kb.forEach(firstTask, lastTask, [&](Value task) {
                   Value expert = kb.remIndex(task, kb.index(experts));
-                  Value first = kb.mulIndex(kb.divIndex(task, kb.index(experts)),
-                                            kb.index(kInterRun));
-                  Value last = kb.minIndex(kb.addIndex(first, kb.index(kInterRun)),
-                                           kb.index(inter));
+                  auto [first, last] =
+                      runBounds(kb, kb.divIndex(task, kb.index(experts)), kInterRun, inter);
                   emitExpertRun(kb, kernelPicks, dots[0], dots[1], expert, first, last);
                 });
               });
@@ -464,10 +468,8 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
                 ArrayRef<ExpertDots> dots = weights.dots;
                 kb.forEach(firstTask, lastTask, [&](Value task) {
                   Value row = kb.divIndex(task, kb.index(columnRuns));
-                  Value first = kb.mulIndex(kb.remIndex(task, kb.index(columnRuns)),
-                                            kb.index(kColumnRun));
-                  Value last = kb.minIndex(kb.addIndex(first, kb.index(kColumnRun)),
-                                           kb.index(hidden));
+                  auto [first, last] =
+                      runBounds(kb, kb.remIndex(task, kb.index(columnRuns)), kColumnRun, hidden);
                   emitDownRun(kb, kernelPicks, dots[0], out, row, first, last);
                 });
               });
