@@ -93,6 +93,16 @@ def Onnx_MaxOp : Onnx_VariadicOp<"Max">;
 def Onnx_MinOp : Onnx_VariadicOp<"Min">;
 def Onnx_SumOp : Onnx_VariadicOp<"Sum">;
 
+def Onnx_ClipOp : Onnx_PureOp<"Clip"> {
+  let summary = "input limited to [min, max]; an omitted bound does not limit";
+  let description = [{
+    min and max are scalars (rank 0). As numpy.clip: max(input, min), then
+    min(that, max), so that max wins where min > max; a NaN stays NaN.
+  }];
+  let arguments = (ins Onnx_Tensor:$input, Onnx_OptTensor:$min, Onnx_OptTensor:$max);
+  let results = (outs Onnx_Tensor:$output);
+}
+
 def Onnx_WhereOp : Onnx_PureOp<"Where"> {
   let summary = "select X where condition else Y, broadcasting";
   let arguments = (ins Onnx_Tensor:$condition, Onnx_Tensor:$X, Onnx_Tensor:$Y);

@@ -152,6 +152,10 @@ LogicalResult ConstantOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   return success();
 }
 
+LogicalResult ClipOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
+  return inferUnaryShapes(getOperation(), resultTypes);
+}
+
 LogicalResult WhereOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   SmallVector<Type> broadcast;
   if (failed(inferBroadcastShapes(getOperation(), broadcast))) return failure();

@@ -51,6 +51,7 @@ const OpSchema kSchemas[] = {
   {"", "Max", "onnx.Max", 8, -1, 1},
   {"", "Min", "onnx.Min", 8, -1, 1},
   {"", "Sum", "onnx.Sum", 8, -1, 1},
+  {"", "Clip", "onnx.Clip", 11, 3, 1},
   {"", "Where", "onnx.Where", 9, 3, 1},
   {"", "Cast", "onnx.Cast", 6, 1, 1},
   {"", "CastLike", "onnx.CastLike", 15, 2, 1},

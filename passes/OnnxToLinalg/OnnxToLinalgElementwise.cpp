@@ -179,6 +179,34 @@ struct LowerCastLike : OpConversionPattern<onnx::CastLikeOp> {
   }
 };
 
+/// Clip reads its input elementwise and each bound it has as a scalar: the
+/// omitted ones are not operands of the linalg.generic.
+struct LowerClip : OpConversionPattern<onnx::ClipOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(onnx::ClipOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = staticResultType(rewriter, *getTypeConverter(), op, op.getOutput());
+    if (failed(type)) return failure();
+    bool hasMin = !isa<NoneType>(op.getMin().getType());
+    bool hasMax = !isa<NoneType>(op.getMax().getType());
+    SmallVector<Value> operands{adaptor.getInput()};
+    if (hasMin) operands.push_back(adaptor.getMin());
+    if (hasMax) operands.push_back(adaptor.getMax());
+    Type element = getElementTypeOrSelf(op.getInput().getType());
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), *type, operands, [&](OpBuilder &b, Location loc, ValueRange args) {
+          Scalars s{b, loc, {element}, element};
+          Value x = args[0];
+          if (hasMin) x = arithmetic<arith::MaximumFOp, arith::MaxSIOp, arith::MaxUIOp>(s, x, args[1]);
+          if (hasMax)
+            x = arithmetic<arith::MinimumFOp, arith::MinSIOp, arith::MinUIOp>(s, x, args.back());
+          return x;
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void populateElementwisePatterns(TypeConverter &converter, RewritePatternSet &patterns) {
@@ -229,7 +257,7 @@ void populateElementwisePatterns(TypeConverter &converter, RewritePatternSet &pa
   add<onnx::CastOp>(c, p, [](auto, Scalars &s, ValueRange a) {
     return castScalar(s.b, s.loc, a[0], s.operandType(), s.resultType);
   });
-  p.add<LowerCastLike>(c, p.getContext());
+  p.add<LowerCastLike, LowerClip>(c, p.getContext());
 
   add<onnx::NegOp>(c, p, [](auto, Scalars &s, ValueRange a) -> Value {
     if (s.isFloat()) return NegFOp::create(s.b, s.loc, a[0]);

@@ -2,7 +2,7 @@
 //
 // The last raising stage: elementwise onnx ops on activations that no
 // pattern named (QuickGELU's x * sigmoid(1.702 x), squared ReLU, a scaled
-// residual) become llm.elementwise ops holding the op's scalar arithmetic,
+// residual, a clamp) become llm.elementwise ops holding the op's scalar arithmetic,
 // so that the model still compiles and llm-fuse-elementwise can fuse the
 // chain. Only activation-shaped ops are taken: [batch, seq, features]
 // floats whose other operands are of that type, per-feature constants or
@@ -51,6 +51,12 @@ Value buildScalar(OpBuilder &b, Location loc, Operation *op, ValueRange s) {
       .Case([&](onnx::MulOp) { return arith::MulFOp::create(b, loc, s[0], s[1]); })
       .Case([&](onnx::DivOp) { return arith::DivFOp::create(b, loc, s[0], s[1]); })
       .Case([&](onnx::PowOp) { return math::PowFOp::create(b, loc, s[0], s[1]); })
+      .Case([&](onnx::ClipOp) {
+        Value x = s[0];
+        if (s[1]) x = arith::MaximumFOp::create(b, loc, x, s[1]);
+        if (s[2]) x = arith::MinimumFOp::create(b, loc, x, s[2]);
+        return x;
+      })
       .Default([](Operation *) { return Value(); });
 }
 
@@ -58,7 +64,7 @@ Value buildScalar(OpBuilder &b, Location loc, Operation *op, ValueRange s) {
 bool isSupported(Operation *op) {
   return isa<onnx::NegOp, onnx::SqrtOp, onnx::ReciprocalOp, onnx::ExpOp, onnx::LogOp, onnx::AbsOp,
              onnx::SigmoidOp, onnx::TanhOp, onnx::ErfOp, onnx::ReluOp, onnx::SoftplusOp,
-             onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::DivOp, onnx::PowOp>(op);
+             onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::DivOp, onnx::PowOp, onnx::ClipOp>(op);
 }
 
 /// The splat value of a constant operand of any shape, if it is one.
@@ -82,6 +88,10 @@ struct RaiseElementwiseOp : RewritePattern {
     SmallVector<std::optional<APFloat>> splats;
     bool readsActivation = false;
     for (Value operand : op->getOperands()) {
+      if (isa<NoneType>(operand.getType())) { // Clip's omitted bound
+        splats.push_back(std::nullopt);
+        continue;
+      }
       std::optional<APFloat> splat = splatOf(operand);
       splats.push_back(splat);
       if (splat) continue;
@@ -102,11 +112,15 @@ struct RaiseElementwiseOp : RewritePattern {
       SmallVector<Location> locations(inputs.size(), op->getLoc());
       Block *body = rewriter.createBlock(&raised.getBody(), {}, scalarTypes, locations);
       SmallVector<Value> scalars;
-      for (auto [operand, splat] : llvm::zip(op->getOperands(), splats))
-        scalars.push_back(splat ? Value(arith::ConstantOp::create(
-                                      rewriter, op->getLoc(),
-                                      FloatAttr::get(type.getElementType(), *splat)))
-                                : body->getArgument(llvm::find(inputs, operand) - inputs.begin()));
+      for (auto [operand, splat] : llvm::zip(op->getOperands(), splats)) {
+        if (isa<NoneType>(operand.getType()))
+          scalars.push_back(Value());
+        else if (splat)
+          scalars.push_back(arith::ConstantOp::create(
+              rewriter, op->getLoc(), FloatAttr::get(type.getElementType(), *splat)));
+        else
+          scalars.push_back(body->getArgument(llvm::find(inputs, operand) - inputs.begin()));
+      }
       llm::YieldOp::create(rewriter, op->getLoc(), buildScalar(rewriter, op->getLoc(), op, scalars));
     }
     rewriter.replaceOp(op, raised.getResult());

@@ -56,7 +56,7 @@ XDIST_SHARDS = 4
 CLAIMED_OPS = """
 Add Sub Mul Div Pow Neg Sqrt Reciprocal Exp Log Abs Floor Ceil Cos Sin Sigmoid Tanh Erf Relu
 Softplus Not IsNaN IsInf Identity Gelu Mod Equal Less LessOrEqual Greater GreaterOrEqual And Or
-Xor Max Min Sum Where Cast CastLike ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ArgMax
+Xor Max Min Sum Clip Where Cast CastLike ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ArgMax
 CumSum Softmax LayerNormalization RMSNormalization Shape Size Reshape Flatten Transpose Unsqueeze
 Squeeze Expand Tile Concat Split Slice Gather GatherElements GatherND ScatterND TensorScatter
 ConstantOfShape Range Trilu MatMul Gemm DequantizeLinear Attention RotaryEmbedding If Constant

@@ -36,3 +36,38 @@ func.func @not_activations(%mask: tensor<2x1x8x8xf32>, %x: tensor<2x8x16xf32>, %
   %y = onnx.Mul %x, %row : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
   return %m, %y : tensor<2x1x8x8xf32>, tensor<2x8x16xf32>
 }
+
+// -----
+
+// A clamp (gpt-oss-style limits, one of them omitted): max by the lower
+// bound, then min by the upper one, the constants inlined.
+// CHECK-LABEL: func.func @clip
+//       CHECK:   llm.elementwise %{{.*}} : (tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+//       CHECK:     %[[LO:.*]] = arith.constant -7.000000e+00
+//       CHECK:     %[[HI:.*]] = arith.constant 7.000000e+00
+//       CHECK:     %[[X:.*]] = arith.maximumf %{{.*}}, %[[LO]]
+//       CHECK:     arith.minimumf %[[X]], %[[HI]]
+//       CHECK:   llm.elementwise %{{.*}} : (tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+//   CHECK-NOT:     arith.maximumf
+//       CHECK:     arith.minimumf
+//   CHECK-NOT:   onnx.
+func.func @clip(%x: tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>) {
+  %lo = onnx.Constant dense<-7.0> : tensor<f32>
+  %hi = onnx.Constant dense<7.0> : tensor<f32>
+  %none = onnx.None
+  %both = onnx.Clip %x, %lo, %hi : (tensor<2x8x16xf32>, tensor<f32>, tensor<f32>) -> tensor<2x8x16xf32>
+  %upper = onnx.Clip %x, %none, %hi : (tensor<2x8x16xf32>, none, tensor<f32>) -> tensor<2x8x16xf32>
+  return %both, %upper : tensor<2x8x16xf32>, tensor<2x8x16xf32>
+}
+
+// -----
+
+// A bound that is not a constant leaves the Clip alone.
+// CHECK-LABEL: func.func @clip_by_a_tensor
+//   CHECK-NOT:   llm.elementwise
+//       CHECK:   onnx.Clip
+func.func @clip_by_a_tensor(%x: tensor<2x8x16xf32>, %lo: tensor<f32>) -> tensor<2x8x16xf32> {
+  %none = onnx.None
+  %y = onnx.Clip %x, %lo, %none : (tensor<2x8x16xf32>, tensor<f32>, none) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
