@@ -125,6 +125,19 @@ LogicalResult MoeOp::verify() {
   int64_t topK = getTopK();
   if (topK < 1 || (!ShapedType::isDynamic(experts) && topK > experts))
     return emitOpError("top_k ") << topK << " must be in [1, " << experts << "]";
+  int64_t inter = gate[1];
+  for (auto [bias, out, what] : {std::tuple(getGateBias(), inter, "the gate bias"),
+                                 std::tuple(getUpBias(), inter, "the up bias"),
+                                 std::tuple(getDownBias(), hidden, "the down bias")}) {
+    if (!bias) continue;
+    if (failed(expectRank(*this, bias, 2, what))) return failure();
+    if (!compatible(dimOf(bias, 0), experts) || !compatible(dimOf(bias, 1), out))
+      return emitOpError(what) << " must be [experts, " << out << "]";
+  }
+  if (static_cast<bool>(getSwigluLimit()) != static_cast<bool>(getSwigluAlpha()))
+    return emitOpError("swiglu_limit and swiglu_alpha come together (gpt-oss's clamped swiglu)");
+  if (auto limit = getSwigluLimit(); limit && !(limit->convertToFloat() > 0.0f))
+    return emitOpError("swiglu_limit must be positive");
   return success();
 }
 
@@ -213,17 +226,25 @@ LogicalResult RepeatKvOp::verify() {
   return success();
 }
 
-/// A sliding window of at least one key and a positive softcap, when given.
+/// A sliding window of at least one key, a positive softcap, and one finite
+/// sink logit per query head, when given.
 static LogicalResult verifyScoreOptions(Operation *op, std::optional<int64_t> window,
-                                        std::optional<APFloat> softcap) {
+                                        std::optional<APFloat> softcap,
+                                        std::optional<ArrayRef<float>> sinks, int64_t heads) {
   if (window && *window <= 0) return op->emitOpError("sliding_window must be positive");
   if (softcap && !(softcap->convertToFloat() > 0.0f))
     return op->emitOpError("softcap must be positive");
+  if (sinks && !compatible(heads, static_cast<int64_t>(sinks->size())))
+    return op->emitOpError("has ") << sinks->size() << " sinks for " << heads << " query heads";
+  if (sinks && llvm::any_of(*sinks, [](float sink) { return !std::isfinite(sink); }))
+    return op->emitOpError("sinks must be finite");
   return success();
 }
 
 LogicalResult AttentionOp::verify() {
-  if (failed(verifyScoreOptions(*this, getSlidingWindow(), getSoftcap()))) return failure();
+  if (failed(verifyScoreOptions(*this, getSlidingWindow(), getSoftcap(), getSinks(),
+                                dimOf(getQuery(), 1))))
+    return failure();
   for (Value value : {getQuery(), getKey(), getValue(), getOutput()})
     if (failed(expectRank(*this, value, 4, "q, k, v and the result"))) return failure();
   int64_t heads = dimOf(getQuery(), 1), kvHeads = dimOf(getKey(), 1);
@@ -298,7 +319,9 @@ LogicalResult PagedKvWriteOp::verify() {
 }
 
 LogicalResult PagedAttentionOp::verify() {
-  if (failed(verifyScoreOptions(*this, getSlidingWindow(), getSoftcap()))) return failure();
+  if (failed(verifyScoreOptions(*this, getSlidingWindow(), getSoftcap(), getSinks(),
+                                dimOf(getQuery(), 1))))
+    return failure();
   if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
   int64_t rank = rankOf(getQuery());
   bool ragged = static_cast<bool>(getCuSeqlensQ());

@@ -149,7 +149,7 @@ def Llm_LinearOp : Llm_Op<"linear", [Llm_RowWise, Llm_TokenWise]> {
   let hasVerifier = 1;
 }
 
-def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise]> {
+def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
   let summary = "a sparse mixture of gated-MLP experts, top_k of them per token";
   let description = [{
     For each token row x [hidden] and its router logits r [experts]:
@@ -157,19 +157,31 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise]> {
     expert first) are chosen, with weights w = p[chosen], divided by their
     sum when `normalize_top_k` (Qwen3-MoE's norm_topk_prob; Mixtral's and
     gpt-oss's softmax over the top_k logits is the same number);
-    output = sum over the chosen e of w_e * down_e(silu(gate_e(x)) * up_e(x)).
+    output = sum over the chosen e of w_e * down_e(act(gate_e(x), up_e(x))),
+    each projection adding its bias, when it has one, for the expert
+    (gpt-oss). act(g, u) is silu(g) * u; with `swiglu_limit` L it is
+    gpt-oss's clamped form: g' = min(g, L), u' = clamp(u, -L, L),
+    act = g' * sigmoid(swiglu_alpha * g') * (u' + 1).
 
     Each weight is [experts, out, in]: row i of expert e holds the weights
     of its output i. `gate_weight` and `up_weight` are [experts,
     intermediate, hidden], `down_weight` [experts, hidden, intermediate]:
     the layout of a weight quantised in blocks along its inputs, which a
     weight may be (an llm.dequantize of packed codes stacked by expert: the
-    CPU keeps them packed). A token reads only its top_k experts' weights.
+    CPU keeps them packed). The biases are [experts, out]. A token reads
+    only its top_k experts' weights.
   }];
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$router_logits, Llm_Tensor:$gate_weight,
-                   Llm_Tensor:$up_weight, Llm_Tensor:$down_weight, I64Attr:$top_k,
-                   UnitAttr:$normalize_top_k);
+                   Llm_Tensor:$up_weight, Llm_Tensor:$down_weight, Llm_OptTensor:$gate_bias,
+                   Llm_OptTensor:$up_bias, Llm_OptTensor:$down_bias, I64Attr:$top_k,
+                   UnitAttr:$normalize_top_k, OptionalAttr<F32Attr>:$swiglu_limit,
+                   OptionalAttr<F32Attr>:$swiglu_alpha);
   let results = (outs Llm_Tensor:$output);
+  let assemblyFormat = [{
+    $input `,` $router_logits `,` $gate_weight `,` $up_weight `,` $down_weight
+    (`gate_bias` `(` $gate_bias^ `)`)? (`up_bias` `(` $up_bias^ `)`)?
+    (`down_bias` `(` $down_bias^ `)`)? attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 
@@ -390,11 +402,15 @@ def Llm_AttentionOp : Llm_Op<"attention"> {
     padding) hides padded keys. With `sliding_window` W, the query at
     position p sees only keys at positions above p - W (Mistral, Gemma-2/3's
     local layers). With `softcap` c, a score s becomes c * tanh(s / c)
-    before the softmax (Gemma-2).
+    before the softmax (Gemma-2). With `sinks` (one logit per query head,
+    gpt-oss's attention sinks), head h's softmax also takes sinks[h] as one
+    more score that no mask hides and no scale or softcap changes, and the
+    weight it gets is dropped: the key weights sum to less than 1.
   }];
   let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$key, Llm_Tensor:$value,
                    Llm_OptTensor:$attention_mask, F32Attr:$scale, UnitAttr:$causal,
-                   OptionalAttr<I64Attr>:$sliding_window, OptionalAttr<F32Attr>:$softcap);
+                   OptionalAttr<I64Attr>:$sliding_window, OptionalAttr<F32Attr>:$softcap,
+                   OptionalAttr<DenseF32ArrayAttr>:$sinks);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
 }
@@ -446,13 +462,13 @@ def Llm_PagedAttentionOp : Llm_Op<"paged_attention", [Llm_TokenWiseHeads]> {
     Query row i of a sequence with q_len new tokens sits at position
     context_len - q_len + i and sees positions 0..that one: causality is
     implied, no mask is ever built. Query head h reads KV head
-    h / (heads / kv_heads). `sliding_window` and `softcap` are
+    h / (heads / kv_heads). `sliding_window`, `softcap` and `sinks` are
     llm.attention's: only the blocks that hold the window's keys are read.
   }];
   let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$kv_pool, Llm_Tensor:$block_tables,
                    Llm_Tensor:$context_lens, Llm_OptTensor:$cu_seqlens_q,
                    I64Attr:$layer, F32Attr:$scale, OptionalAttr<I64Attr>:$sliding_window,
-                   OptionalAttr<F32Attr>:$softcap);
+                   OptionalAttr<F32Attr>:$softcap, OptionalAttr<DenseF32ArrayAttr>:$sinks);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
 }

@@ -154,15 +154,42 @@ Value peelScale(Value value, double &scale) {
   return value;
 }
 
-/// MatMul(Softmax(MatMul(q, Transpose(k)) * scale + mask), v) -> attention.
+/// Whether `slice` drops the last column of a 4-D tensor: starts 0, ends -1
+/// on the last axis, step 1 (the sink's weight, `probs[..., :-1]`).
+bool dropsLastColumn(onnx::SliceOp slice) {
+  if (!slice || rankOf(slice.getData()) != 4 || !isSingleAxis(slice.getAxes(), -1, 4))
+    return false;
+  auto starts = onnx::getConstantInts(slice.getStarts());
+  auto ends = onnx::getConstantInts(slice.getEnds());
+  auto steps = isNone(slice.getSteps()) ? std::optional(SmallVector<int64_t>{1})
+                                        : onnx::getConstantInts(slice.getSteps());
+  return starts && ends && steps && *starts == SmallVector<int64_t>{0} &&
+         *ends == SmallVector<int64_t>{-1} && *steps == SmallVector<int64_t>{1};
+}
+
+/// MatMul(Softmax(MatMul(q, Transpose(k)) * scale + mask), v) -> attention;
+/// with sinks, MatMul(Slice(Softmax(Concat([scores, sinks])), [..., :-1]), v).
 struct RaiseDecomposedAttention : OpRewritePattern<onnx::MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::MatMulOp op, PatternRewriter &rewriter) const override {
-    auto softmax = definedBy<onnx::SoftmaxOp>(skipCasts(skipNaNGuard(op.getA())));
+    Value probs = skipCasts(skipNaNGuard(op.getA()));
+    auto sinkColumnDropped = definedBy<onnx::SliceOp>(probs);
+    if (sinkColumnDropped) probs = skipCasts(sinkColumnDropped.getData());
+    auto softmax = definedBy<onnx::SoftmaxOp>(probs);
     if (!softmax) return rewriter.notifyMatchFailure(op, "A is not a Softmax");
     if (rankOf(op.getA()) != 4 || !isSingleAxisValue(softmax.getAxis(), 4))
       return rewriter.notifyMatchFailure(op, "softmax is not over the last axis of 4-D scores");
     AttentionScores parts = splitScores(softmax);
+    std::vector<float> sinks;
+    if (parts.sinks || sinkColumnDropped) {
+      if (!parts.sinks || !dropsLastColumn(sinkColumnDropped))
+        return rewriter.notifyMatchFailure(
+            op, "attention sinks: the softmax must take a column of sink logits that is "
+                "then sliced off, [..., :-1]");
+      auto logits = readConstantFloats(parts.sinks);
+      if (!logits) return rewriter.notifyMatchFailure(op, "the attention sinks are not f32");
+      sinks = std::move(*logits);
+    }
     double scale = parts.scale;
     auto qk = definedBy<onnx::MatMulOp>(parts.scores);
     if (!qk) return rewriter.notifyMatchFailure(op, "softmax input is not a QK^T product");
@@ -184,7 +211,7 @@ struct RaiseDecomposedAttention : OpRewritePattern<onnx::MatMulOp> {
     }
     // A softcap applies to the scaled scores: c * tanh(s * scale / c).
     rewriter.replaceOp(op, createAttention(rewriter, fusedLocOf({op, softmax, qk}), op.getType(),
-                                           q, k, v, info, scale, parts.softcap));
+                                           q, k, v, info, scale, parts.softcap, sinks));
     return success();
   }
 };
@@ -212,9 +239,36 @@ Value peelScores(Value value, double &scale, std::optional<double> &softcap) {
   return peelScale(peelSoftcap(value, softcap), scale);
 }
 
+/// The scores before a column of constant [1, heads, 1, 1] sink logits is
+/// concatenated after them (through an Expand to the scores' rows), and
+/// before the row max is subtracted (which a softmax does not see); sets
+/// `sinks`. `value` itself when it is not that.
+Value peelSinks(Value value, Value &sinks) {
+  Value concatenated = value;
+  if (auto shift = definedBy<onnx::SubOp>(value)) {
+    auto max = definedBy<onnx::ReduceMaxOp>(shift.getB());
+    if (max && max.getData() == shift.getA() && max.getKeepdims() &&
+        isSingleAxis(max.getAxes(), -1, rankOf(shift.getA())))
+      concatenated = shift.getA();
+  }
+  auto concat = definedBy<onnx::ConcatOp>(concatenated);
+  if (!concat || concat.getInputs().size() != 2 || rankOf(concat) != 4 ||
+      (concat.getAxis() != -1 && concat.getAxis() != 3))
+    return value;
+  Value column = concat.getInputs()[1];
+  if (auto expand = definedBy<onnx::ExpandOp>(column)) column = expand.getInput();
+  column = skipCasts(column);
+  if (!isConstant(column) || rankOf(column) != 4 || dimOf(column, 0) != 1 ||
+      dimOf(column, 2) != 1 || dimOf(column, 3) != 1)
+    return value;
+  sinks = column;
+  return concat.getInputs()[0];
+}
+
 AttentionScores splitScores(onnx::SoftmaxOp softmax) {
   AttentionScores parts;
-  parts.scores = peelScores(softmax.getInput(), parts.scale, parts.softcap);
+  parts.scores = peelScores(peelSinks(softmax.getInput(), parts.sinks), parts.scale,
+                            parts.softcap);
   if (auto add = definedBy<onnx::AddOp>(parts.scores)) {
     // scores + mask: the mask side is the one that is not a QK product.
     double outerScale = parts.scale, lhsScale = parts.scale;

@@ -50,24 +50,6 @@ Value skipViews(Value value) {
   }
 }
 
-/// Whether `value` is ConstantOfShape of a float zero (its default fill).
-bool isZeroFill(Value value) {
-  auto fill = definedBy<onnx::ConstantOfShapeOp>(value);
-  if (!fill) return false;
-  if (!fill.getValue()) return true;
-  auto dense = dyn_cast<DenseElementsAttr>(*fill.getValue());
-  return dense && isa<FloatType>(dense.getElementType()) &&
-         llvm::all_of(dense.getValues<APFloat>(), [](const APFloat &v) { return v.isZero(); });
-}
-
-/// The first (or second) operand of a binary op that is defined by T, and the other.
-template <typename T, typename Binary>
-std::pair<T, Value> operandDefinedBy(Binary op) {
-  if (auto lhs = definedBy<T>(op.getA())) return {lhs, op.getB()};
-  if (auto rhs = definedBy<T>(op.getB())) return {rhs, op.getA()};
-  return {};
-}
-
 /// The router or an expert's projection: a MatMul by a constant [in, out]
 /// weight, or a MatMulNBits of constant codes [out][blocks][block * bits /
 /// 8] with constant scales and uint8 zero points, if any, and without g_idx
@@ -477,7 +459,9 @@ LogicalResult replaceBlock(IRRewriter &rewriter, onnx::ReshapeOp output, const M
   }
   Value logits = createRouter(rewriter, loc, block.input, block.router);
   Value moe = llm::MoeOp::create(rewriter, loc, block.input.getType(), block.input, logits, *gate,
-                                 *up, *down, block.topK, block.normalize);
+                                 *up, *down, /*gate_bias=*/Value(), /*up_bias=*/Value(),
+                                 /*down_bias=*/Value(), block.topK, block.normalize,
+                                 /*swiglu_limit=*/FloatAttr(), /*swiglu_alpha=*/FloatAttr());
   rewriter.replaceOp(output, moe);
   return success();
 }

@@ -38,6 +38,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
     func::FuncOp func = getOperation();
     raising::proveAttentionMasks(func);
     raising::raiseMixturesOfExperts(func);
+    raising::raiseDenseMixturesOfExperts(func);
     RewritePatternSet structures(&getContext());
     raising::populateStructurePatterns(structures);
     if (failed(applyPatternsExplained(func, std::move(structures), DEBUG_TYPE)))

@@ -26,6 +26,10 @@ namespace llmc::raising {
 /// (RaiseMixtureOfExperts.cpp). A block that is not recognised keeps its
 /// ops and gets kMoeUnmatchedAttr on its output, with the reason.
 void raiseMixturesOfExperts(mlir::func::FuncOp func);
+/// The same for the dense form gpt-oss's export writes: every expert on
+/// every token over stacked weights, weighted by a scatter of the router's
+/// top-k softmax (RaiseDenseMixtureOfExperts.cpp).
+void raiseDenseMixturesOfExperts(mlir::func::FuncOp func);
 inline constexpr llvm::StringLiteral kMoeUnmatchedAttr = "llmc.moe_unmatched";
 
 /// Stage 1: the structures (norms, rope, heads, attention, KV cache, linear).
@@ -56,8 +60,19 @@ T definedBy(mlir::Value value) {
   return value ? value.getDefiningOp<T>() : T();
 }
 
+/// The first (or second) operand of a binary op that is defined by T, and the other.
+template <typename T, typename Binary>
+std::pair<T, mlir::Value> operandDefinedBy(Binary op) {
+  if (auto lhs = definedBy<T>(op.getA())) return {lhs, op.getB()};
+  if (auto rhs = definedBy<T>(op.getB())) return {rhs, op.getA()};
+  return {};
+}
+
 /// `value` with any chain of onnx.Cast ops before it removed.
 mlir::Value skipCasts(mlir::Value value);
+
+/// Whether `value` is ConstantOfShape of a float zero (its default fill).
+bool isZeroFill(mlir::Value value);
 
 /// Whether `value` is an omitted optional operand: onnx's None value, or
 /// an llm op's absent operand (null).
@@ -130,7 +145,9 @@ mlir::Value createRopeForHeads(mlir::PatternRewriter &rewriter, mlir::Location l
                                mlir::Value sinCache, bool interleaved);
 
 /// The parts of a Softmax's input in decomposed attention:
-/// [scale *] (softcap(QK^T [* scale]) [+ mask]), softcap(s) = c * tanh(s / c).
+/// [scale *] (softcap(QK^T [* scale]) [+ mask]), softcap(s) = c * tanh(s / c),
+/// or that with one more column of per-head sink logits concatenated after it
+/// (gpt-oss: Concat([scores, Expand(sinks)], -1), less its row max).
 struct AttentionScores {
   /// The scores before the mask (a QK^T product when this is attention).
   mlir::Value scores;
@@ -140,6 +157,9 @@ struct AttentionScores {
   double scale = 1.0;
   /// c of Gemma-2's softcap, when the scores pass through one.
   std::optional<double> softcap;
+  /// The constant [1, heads, 1, 1] sink logits, when a column of them is
+  /// concatenated after the scores.
+  mlir::Value sinks;
 };
 AttentionScores splitScores(onnx::SoftmaxOp softmax);
 
@@ -174,11 +194,12 @@ struct MaskInfo {
   std::optional<int64_t> slidingWindow;
 };
 
-/// llm.attention of q, k, v under `mask`, with its scale and softcap.
+/// llm.attention of q, k, v under `mask`, with its scale, softcap and sinks.
 llm::AttentionOp createAttention(mlir::OpBuilder &builder, mlir::Location loc, mlir::Type type,
                                  mlir::Value q, mlir::Value k, mlir::Value v,
                                  const MaskInfo &mask, float scale,
-                                 std::optional<double> softcap);
+                                 std::optional<double> softcap,
+                                 llvm::ArrayRef<float> sinks = {});
 
 /// The mask proven on `consumer`; failure with `why` when it was not proven.
 mlir::FailureOr<MaskInfo> provenMask(mlir::Operation *consumer, std::string &why);

@@ -2,7 +2,8 @@
 //
 // Hugging Face's rope, x * cos + rotate_half(x) * sin on [batch, heads, seq,
 // head_dim], with cos/sin either computed in the graph from an inv_freq
-// constant and position_ids, or gathered from full-width caches; and the
+// constant and position_ids, or gathered from full-width caches; the same
+// rotation written on x's halves with half-width cos/sin (gpt-oss); and the
 // RotaryEmbedding ops of opset 23 and com.microsoft.
 //
 //===----------------------------------------------------------------------===//
@@ -129,7 +130,10 @@ FailureOr<RopeTables> analyseAngles(Value freqs, OpBuilder &builder, Location lo
 }
 
 /// Finds what cos and sin are computed from. Both must come from one source.
-FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Location loc) {
+/// Full-width tables repeat their half (cat(t, t), rotate_half's); `halfWidth`
+/// ones are that half.
+FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Location loc,
+                                    bool halfWidth = false) {
   double cosScale = 1.0, sinScale = 1.0;
   cos = peelBroadcast(cos, cosScale);
   sin = peelBroadcast(sin, sinScale);
@@ -141,10 +145,14 @@ FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Lo
   auto sinOp = definedBy<onnx::SinOp>(sin);
   if (cosOp && sinOp) {
     if (cosOp.getX() != sinOp.getX()) return failure();
-    auto emb = definedBy<onnx::ConcatOp>(cosOp.getX());
-    if (!emb || emb.getInputs().size() != 2 || emb.getInputs()[0] != emb.getInputs()[1])
-      return failure();
-    FailureOr<RopeTables> tables = analyseAngles(emb.getInputs()[0], builder, loc);
+    Value angles = cosOp.getX();
+    if (!halfWidth) {
+      auto emb = definedBy<onnx::ConcatOp>(angles);
+      if (!emb || emb.getInputs().size() != 2 || emb.getInputs()[0] != emb.getInputs()[1])
+        return failure();
+      angles = emb.getInputs()[0];
+    }
+    FailureOr<RopeTables> tables = analyseAngles(angles, builder, loc);
     if (succeeded(tables)) tables->scale = cosScale;
     return tables;
   }
@@ -161,19 +169,33 @@ FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Lo
                               std::pair(sinGather, &tables.sinCache)}) {
     auto full = readConstantFloats(gather.getData());
     int64_t rows = dimOf(gather.getData(), 0), width = dimOf(gather.getData(), 1);
-    if (!full || rankOf(gather.getData()) != 2 || width % 2) return failure();
+    if (!full || rankOf(gather.getData()) != 2 || (!halfWidth && width % 2)) return failure();
+    int64_t kept = halfWidth ? width : width / 2;
     std::vector<float> half;
-    half.reserve(rows * width / 2);
+    half.reserve(rows * kept);
     for (int64_t r = 0; r < rows; ++r) {
       const float *row = full->data() + r * width;
       // Only a cat(t, t) cache is rotate_half's: both halves must agree.
-      if (!std::equal(row, row + width / 2, row + width / 2)) return failure();
-      for (const float *value = row; value != row + width / 2; ++value)
+      if (!halfWidth && !std::equal(row, row + width / 2, row + width / 2)) return failure();
+      for (const float *value = row; value != row + kept; ++value)
         half.push_back(float(*value * cosScale));
     }
-    *slot = createF32Constant(builder, loc, {rows, width / 2}, half);
+    *slot = createF32Constant(builder, loc, {rows, kept}, half);
   }
   return tables;
+}
+
+/// llm.rope or llm.rope_cached of x, as `tables` give it.
+Value createRope(PatternRewriter &rewriter, Location loc, Type type, Value x,
+                 const RopeTables &tables) {
+  // Cached tables were scaled as they were read.
+  if (!tables.invFreq)
+    return llm::RopeCachedOp::create(rewriter, loc, type, x, tables.positions, tables.cosCache,
+                                     tables.sinCache);
+  FloatAttr scale;
+  if (tables.scale != 1.0) scale = rewriter.getF32FloatAttr(tables.scale);
+  return llm::RopeOp::create(rewriter, loc, type, x, tables.positions, tables.invFreq,
+                             /*interleaved=*/UnitAttr(), scale);
 }
 
 /// x * cos + rotate_half(x) * sin on [batch, heads, seq, head_dim].
@@ -195,25 +217,70 @@ struct RaiseDecomposedRope : OpRewritePattern<onnx::AddOp> {
           if (failed(tables))
             return rewriter.notifyMatchFailure(root, "cos/sin are not computed from inv_freq "
                                                      "and positions, nor gathered from caches");
-          Location loc = fusedLocOf({root, lhs, rhs});
-          if (!tables->invFreq) {
-            // Cached tables were scaled as they were read.
-            rewriter.replaceOp(root, llm::RopeCachedOp::create(rewriter, loc, root.getType(), x,
-                                                               tables->positions,
-                                                               tables->cosCache,
-                                                               tables->sinCache));
-            return success();
-          }
-          FloatAttr scale;
-          if (tables->scale != 1.0) scale = rewriter.getF32FloatAttr(tables->scale);
-          rewriter.replaceOp(root, llm::RopeOp::create(rewriter, loc, root.getType(), x,
-                                                       tables->positions, tables->invFreq,
-                                                       /*interleaved=*/UnitAttr(), scale));
+          rewriter.replaceOp(root, createRope(rewriter, fusedLocOf({root, lhs, rhs}),
+                                              root.getType(), x, *tables));
           return success();
         }
       }
     }
     return rewriter.notifyMatchFailure(root, "no x * cos + rotate_half(x) * sin");
+  }
+};
+
+/// The factor of `mul` that is half `half` (0: [..., :d/2], 1: [..., d/2:])
+/// of a 4-D value, that value, and the other factor.
+struct HalfFactor {
+  Value x, other;
+};
+std::optional<HalfFactor> halfFactor(onnx::MulOp mul, int half) {
+  if (!mul) return std::nullopt;
+  for (auto [factor, other] : {std::pair(mul.getA(), mul.getB()),
+                               std::pair(mul.getB(), mul.getA())}) {
+    auto slice = definedBy<onnx::SliceOp>(factor);
+    if (!slice) continue;
+    Value x = slice.getData();
+    int64_t dim = dimOf(x, -1);
+    if (rankOf(x) == 4 && !ShapedType::isDynamic(dim) && dim % 2 == 0 &&
+        sliceHalf(slice, x, dim / 2) == half)
+      return HalfFactor{x, other};
+  }
+  return std::nullopt;
+}
+
+/// Concat(x1 * cos - x2 * sin, x2 * cos + x1 * sin, -1), x1 and x2 the halves
+/// of x and cos/sin half as wide (gpt-oss's rotary): rope(x).
+struct RaiseHalvesRope : OpRewritePattern<onnx::ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::ConcatOp op, PatternRewriter &rewriter) const override {
+    if (op.getInputs().size() != 2 || rankOf(op) != 4 || !isSingleAxisValue(op.getAxis(), 4))
+      return rewriter.notifyMatchFailure(op, "not a 2-way concat on the last axis of heads");
+    auto first = definedBy<onnx::SubOp>(op.getInputs()[0]);
+    auto second = definedBy<onnx::AddOp>(op.getInputs()[1]);
+    if (!first || !second)
+      return rewriter.notifyMatchFailure(op, "not a difference then a sum of products");
+    auto firstCos = halfFactor(definedBy<onnx::MulOp>(first.getA()), 0);
+    auto secondSin = halfFactor(definedBy<onnx::MulOp>(first.getB()), 1);
+    auto secondCos = halfFactor(definedBy<onnx::MulOp>(second.getA()), 1);
+    auto firstSin = halfFactor(definedBy<onnx::MulOp>(second.getB()), 0);
+    if (!secondCos || !firstSin) {
+      secondCos = halfFactor(definedBy<onnx::MulOp>(second.getB()), 1);
+      firstSin = halfFactor(definedBy<onnx::MulOp>(second.getA()), 0);
+    }
+    if (!firstCos || !secondSin || !secondCos || !firstSin)
+      return rewriter.notifyMatchFailure(op, "the products are not of x's halves");
+    Value x = firstCos->x;
+    if (secondSin->x != x || secondCos->x != x || firstSin->x != x ||
+        firstCos->other != secondCos->other || secondSin->other != firstSin->other ||
+        x.getType() != op.getType())
+      return rewriter.notifyMatchFailure(op, "not x1 * cos - x2 * sin, x2 * cos + x1 * sin");
+    FailureOr<RopeTables> tables = analyseTables(firstCos->other, firstSin->other, rewriter,
+                                                 op.getLoc(), /*halfWidth=*/true);
+    if (failed(tables))
+      return rewriter.notifyMatchFailure(op, "cos/sin are not computed from inv_freq and "
+                                             "positions, nor gathered from caches");
+    rewriter.replaceOp(op, createRope(rewriter, fusedLocOf({op, first, second}), op.getType(),
+                                      x, *tables));
+    return success();
   }
 };
 
@@ -347,8 +414,8 @@ Value createRopeForHeads(PatternRewriter &rewriter, Location loc, Value heads, V
 }
 
 void populateRopePatterns(RewritePatternSet &patterns) {
-  patterns.add<RaiseDecomposedRope, RaiseRotaryEmbedding, RaiseMsRotaryEmbedding,
-               RaisePartialRotary>(patterns.getContext());
+  patterns.add<RaiseDecomposedRope, RaiseHalvesRope, RaiseRotaryEmbedding,
+               RaiseMsRotaryEmbedding, RaisePartialRotary>(patterns.getContext());
 }
 
 } // namespace llmc::raising

@@ -40,6 +40,15 @@ bool isSingleAxis(Value axes, int64_t axis, int64_t rank) {
   return a && b && *a == *b;
 }
 
+bool isZeroFill(Value value) {
+  auto fill = definedBy<onnx::ConstantOfShapeOp>(value);
+  if (!fill) return false;
+  if (!fill.getValue()) return true;
+  auto dense = dyn_cast<DenseElementsAttr>(*fill.getValue());
+  return dense && isa<FloatType>(dense.getElementType()) &&
+         llvm::all_of(dense.getValues<APFloat>(), [](const APFloat &v) { return v.isZero(); });
+}
+
 std::optional<std::vector<float>> readConstantFloats(Value value) {
   auto constant = definedBy<onnx::ConstantOp>(value);
   if (!constant || !constant.getValue().getElementType().isF32()) return std::nullopt;
@@ -175,14 +184,17 @@ Location fusedLocOf(ArrayRef<Operation *> ops) {
 
 llm::AttentionOp createAttention(OpBuilder &builder, Location loc, Type type, Value q, Value k,
                                  Value v, const MaskInfo &mask, float scale,
-                                 std::optional<double> softcap) {
+                                 std::optional<double> softcap, ArrayRef<float> sinks) {
   IntegerAttr window;
   if (mask.slidingWindow) window = builder.getI64IntegerAttr(*mask.slidingWindow);
   FloatAttr cap;
   if (softcap) cap = builder.getF32FloatAttr(*softcap);
+  DenseF32ArrayAttr sinkLogits;
+  if (!sinks.empty()) sinkLogits = builder.getDenseF32ArrayAttr(sinks);
   return llm::AttentionOp::create(builder, loc, type, q, k, v, optionalOperand(mask.attentionMask),
                                   builder.getF32FloatAttr(scale),
-                                  mask.causal ? builder.getUnitAttr() : UnitAttr(), window, cap);
+                                  mask.causal ? builder.getUnitAttr() : UnitAttr(), window, cap,
+                                  sinkLogits);
 }
 
 void populateStructurePatterns(RewritePatternSet &patterns) {

@@ -169,7 +169,7 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
       Value output = llm::PagedAttentionOp::create(
           builder, loc, attention.getType(), attention.getQuery(), pool, blockTables, contextLens,
           /*cu_seqlens_q=*/Value(), builder.getI64IntegerAttr(index), attention.getScaleAttr(),
-          attention.getSlidingWindowAttr(), attention.getSoftcapAttr());
+          attention.getSlidingWindowAttr(), attention.getSoftcapAttr(), attention.getSinksAttr());
       attention.replaceAllUsesWith(output);
     }
 

@@ -248,3 +248,27 @@ func.func @moe_hidden_size(%x: tensor<?x6xf32>, %r: tensor<?x4xf32>, %w: tensor<
   %y = llm.moe %x, %r, %w, %w, %d {top_k = 2 : i64} : (tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x6xf32>
   return %y : tensor<?x6xf32>
 }
+
+// -----
+
+func.func @attention_sinks_per_head(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  // expected-error @+1 {{has 2 sinks for 4 query heads}}
+  %a = llm.attention %q, %q, %q {causal, scale = 0.25 : f32, sinks = array<f32: 1.0, 2.0>} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %a : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+func.func @moe_down_bias(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>, %b: tensor<4x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{the down bias must be [experts, 8]}}
+  %y = llm.moe %x, %r, %w, %w, %d down_bias(%b) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>, tensor<4x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @moe_swiglu_limit_alone(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{swiglu_limit and swiglu_alpha come together}}
+  %y = llm.moe %x, %r, %w, %w, %d {swiglu_limit = 7.0 : f32, top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}

@@ -101,6 +101,22 @@ func.func @moe(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: tensor<4x16x8xf
   return %y : tensor<?x?x8xf32>
 }
 
+// gpt-oss's experts: a bias per projection and the clamped swiglu.
+// CHECK-LABEL: func.func @moe_biases_clamped_swiglu
+// CHECK: llm.moe %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} gate_bias(%{{.*}}) up_bias(%{{.*}}) down_bias(%{{.*}}) {normalize_top_k, swiglu_alpha = 1.702000e+00 : f32, swiglu_limit = 7.000000e+00 : f32, top_k = 2 : i64}
+func.func @moe_biases_clamped_swiglu(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>, %bi: tensor<4x16xf32>, %bh: tensor<4x8xf32>) -> tensor<?x?x8xf32> {
+  %y = llm.moe %x, %r, %w, %w, %d gate_bias(%bi) up_bias(%bi) down_bias(%bh) {normalize_top_k, swiglu_alpha = 1.702 : f32, swiglu_limit = 7.0 : f32, top_k = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x8xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+
+// Attention sinks: one logit per query head.
+// CHECK-LABEL: func.func @attention_sinks
+// CHECK: llm.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 2.500000e-01 : f32, sinks = array<f32: 1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00>}
+func.func @attention_sinks(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  %a = llm.attention %q, %q, %q {causal, scale = 0.25 : f32, sinks = array<f32: 1.0, 2.0, 3.0, 4.0>} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %a : tensor<1x4x3x16xf32>
+}
+
 // CHECK-LABEL: func.func @moe_quantized_experts
 // CHECK: llm.dequantize %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x8x1x8xui8>, tensor<4x8x1xf32>) -> tensor<4x8x16xf32>
 // CHECK: llm.moe

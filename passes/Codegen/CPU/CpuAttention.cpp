@@ -334,6 +334,9 @@ namespace {
 struct SoftmaxState {
   int64_t heads, chunks;
   VectorType vectorType;
+  /// Every query head's sink logit (the op's, not only this state's heads),
+  /// or empty.
+  ArrayRef<float> sinks;
 
   /// Where head g's max, sum and accumulator vector c sit in a state.
   int64_t maxAt(int64_t g) const { return g; }
@@ -397,15 +400,36 @@ struct SoftmaxState {
   }
 
   /// Stores each head's attention output, accumulator / sum, at `column(g, c)`
-  /// of `row`.
-  void finish(KernelBuilder &kb, ArrayRef<Value> state, Value out, Value row,
+  /// of `row`; the state's heads are the op's from `firstHead`. A head's sink
+  /// joins its sum here, as one more key whose value is never added: with m
+  /// the running max and M = max(m, sink), the output is
+  /// acc * e^(m - M) / (sum * e^(m - M) + e^(sink - M)).
+  void finish(KernelBuilder &kb, ArrayRef<Value> state, Value out, Value row, Value firstHead,
               function_ref<Value(int64_t, int64_t)> column) const {
     OpBuilder &b = kb.builder();
     Location loc = kb.location();
+    Value sinkLogits;
+    if (!sinks.empty()) {
+      auto type = VectorType::get({static_cast<int64_t>(sinks.size())}, b.getF32Type());
+      sinkLogits = arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, sinks));
+    }
     for (int64_t g = 0; g < heads; ++g) {
-      Value sum = vector::BroadcastOp::create(b, loc, vectorType, state[sumAt(g)]);
+      Value sum = state[sumAt(g)], correction;
+      if (sinkLogits) {
+        Value sink = vector::ExtractOp::create(
+            b, loc, sinkLogits, OpFoldResult(kb.addIndex(firstHead, kb.index(g))));
+        Value max = arith::MaximumFOp::create(b, loc, state[maxAt(g)], sink);
+        correction = kb.expPolynomial(arith::SubFOp::create(b, loc, state[maxAt(g)], max));
+        sum = math::FmaOp::create(b, loc, sum, correction,
+                                  kb.expPolynomial(arith::SubFOp::create(b, loc, sink, max)));
+      }
+      Value sumSplat = vector::BroadcastOp::create(b, loc, vectorType, sum);
       for (int64_t c = 0; c < chunks; ++c) {
-        Value normalised = arith::DivFOp::create(b, loc, state[accumulatorAt(g, c)], sum);
+        Value accumulator = state[accumulatorAt(g, c)];
+        if (correction)
+          accumulator = arith::MulFOp::create(
+              b, loc, accumulator, vector::BroadcastOp::create(b, loc, vectorType, correction));
+        Value normalised = arith::DivFOp::create(b, loc, accumulator, sumSplat);
         vector::StoreOp::create(b, loc, normalised, out, ValueRange{row, column(g, c)});
       }
     }
@@ -501,7 +525,10 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   // query heads; the KV heads come in `kvRuns` such runs.
   int64_t taskKvHeads = kvHeadsPerTask(shape.kvHeads, group * chunks);
   int64_t kvRuns = shape.kvHeads / taskKvHeads;
-  SoftmaxState softmax{taskKvHeads * group, chunks, VectorType::get({lanes}, step.b.getF32Type())};
+  SmallVector<float> sinks;
+  if (auto logits = op.getSinks()) sinks.assign(logits->begin(), logits->end());
+  SoftmaxState softmax{taskKvHeads * group, chunks, VectorType::get({lanes}, step.b.getF32Type()),
+                       sinks};
   int64_t minRangeBlocks = std::max<int64_t>(1, kMinRangeKeys / shape.blockSize);
 
   // The decode rows' partial states, [sequences, (run of KV heads, range,
@@ -718,7 +745,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
       return SmallVector<Value>(blockLoop.getResults());
     };
 
-    SoftmaxState groupSoftmax{group, chunks, vectorType};
+    SoftmaxState groupSoftmax{group, chunks, vectorType, sinks};
     kb.forEach(firstTask, lastTask, [&](Value task) {
       Value seq = kb.divIndex(task, kb.index(kvRuns * kSplits));
       Value kvRun = kb.remIndex(kb.divIndex(task, splits), kb.index(kvRuns));
@@ -762,7 +789,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                                        groupSoftmax.foldRange(kb, running, begin, end, part));
                 });
             groupSoftmax.finish(kb, SmallVector<Value>(rangeLoop.getResults()), out, row,
-                                columnOf(kb, kvHead));
+                                kb.mulIndex(kvHead, kb.index(group)), columnOf(kb, kvHead));
           }, kSplits);
         });
       });
@@ -794,7 +821,8 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                                     [&] { return softmax.load(kb, parts, seq, base); });
         }
         Value firstKvHead = kb.mulIndex(kvRun, kb.index(taskKvHeads));
-        softmax.finish(kb, state, out, first, columnOf(kb, firstKvHead));
+        softmax.finish(kb, state, out, first, kb.mulIndex(firstKvHead, kb.index(group)),
+                       columnOf(kb, firstKvHead));
       });
     });
   };

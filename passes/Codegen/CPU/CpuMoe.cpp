@@ -8,12 +8,16 @@
 //           chose it, the lists back to back in expert order (a counting
 //           sort), and where each pick lies in them;
 //   experts (a task per expert and run of kInterRun intermediate features)
-//           a[pick, i] = weight * silu(gate_e[i] . x) * (up_e[i] . x) for
-//           the expert's picks, in tiles of kRowTile picks by kFeatureBlock
+//           a[pick, i] = weight * act(gate_e[i] . x, up_e[i] . x) for the
+//           expert's picks, in tiles of kRowTile picks by kFeatureBlock
 //           features: each weight vector dequantised is used for every
 //           pick of the tile, and only chosen experts' rows are read;
 //   down    (a task per row and run of kColumnRun output columns)
 //           out[row, c] = sum over slots of down_e[c] . a[pick].
+//
+// Biases (gpt-oss) join each product as it is finished: gate's and up's
+// before the activation, down's times the pick's weight, which a[pick]
+// already carries.
 //
 // Every product is a dot product of a weight row (f32, f16 or bf16, or
 // quantised codes kept packed and dequantised in registers: WeightReader)
@@ -233,12 +237,66 @@ void emitPlan(KernelBuilder &kb, const Picks &picks, int64_t experts) {
   });
 }
 
+/// bias[expert, i] as f32, or `sum` itself where there is no bias.
+Value addBias(KernelBuilder &kb, Value sum, Value bias, Value expert, Value i) {
+  if (!bias) return sum;
+  Value b = kb.load(bias, {expert, i});
+  if (!b.getType().isF32())
+    b = arith::ExtFOp::create(kb.builder(), kb.location(), kb.builder().getF32Type(), b);
+  return kb.add(sum, b);
+}
+
+/// llm.moe's act(g, u): silu(g) * u, or gpt-oss's clamped swiglu.
+struct ExpertActivation {
+  std::optional<float> limit, alpha;
+
+  explicit ExpertActivation(llm::MoeOp op) {
+    if (auto value = op.getSwigluLimit()) limit = value->convertToFloat();
+    if (auto value = op.getSwigluAlpha()) alpha = value->convertToFloat();
+  }
+  Value apply(KernelBuilder &kb, Value g, Value u) const {
+    auto sigmoid = [&](Value x) { return kb.div(kb.f32(1.0), kb.add(kb.f32(1.0), kb.exp(kb.neg(x)))); };
+    if (!limit) return kb.mul(kb.mul(g, sigmoid(g)), u);
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
+    Value upper = kb.f32(*limit), lower = kb.f32(-*limit);
+    g = arith::MinimumFOp::create(b, loc, g, upper);
+    u = arith::MinimumFOp::create(b, loc, arith::MaximumFOp::create(b, loc, u, lower), upper);
+    return kb.mul(kb.mul(g, sigmoid(kb.mul(kb.f32(*alpha), g))), kb.add(u, kb.f32(1.0)));
+  }
+};
+
+/// A kernel's bias buffers, the ones the op has, in gate, up, down order.
+struct ExpertBiases {
+  Value gate, up, down;
+
+  SmallVector<Value> buffers() const {
+    SmallVector<Value> present;
+    for (Value bias : {gate, up, down})
+      if (bias) present.push_back(bias);
+    return present;
+  }
+  /// The same biases over a kernel's `params`, which end with buffers().
+  ExpertBiases in(ValueRange params) const {
+    ExpertBiases inside;
+    ValueRange tail = params.take_back(buffers().size());
+    for (auto [outer, inner] : {std::pair(gate, &inside.gate), std::pair(up, &inside.up),
+                                std::pair(down, &inside.down)})
+      if (outer) {
+        *inner = tail.front();
+        tail = tail.drop_front();
+      }
+    return inside;
+  }
+};
+
 /// The intermediate features [first, last) of expert `expert` for the
 /// `rows` picks from order[at]: the gate's products stored first, then the
 /// activations that the up products complete.
 void emitPickTile(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate,
-                  const ExpertDots &up, Value expert, Value at, int64_t rows, Value first,
-                  Value last) {
+                  const ExpertDots &up, const ExpertBiases &biases,
+                  const ExpertActivation &activation, Value expert, Value at, int64_t rows,
+                  Value first, Value last) {
   int64_t topK = staticDim(picks.chosen, 1), inter = staticDim(picks.activations, 1);
   Value zero = kb.index(0);
   SmallVector<Value> xRows, slots, routing;
@@ -252,19 +310,20 @@ void emitPickTile(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate,
   }
   Value base = kb.mulIndex(expert, kb.index(inter));
   gate.emit(kb, xRows, base, first, last, [&](int64_t r, Value i, Value g) {
-    kb.store(g, picks.activations, {slots[r], i});
+    kb.store(addBias(kb, g, biases.gate, expert, i), picks.activations, {slots[r], i});
   });
   up.emit(kb, xRows, base, first, last, [&](int64_t r, Value i, Value u) {
     Value g = kb.load(picks.activations, {slots[r], i});
-    Value silu = kb.div(g, kb.add(kb.f32(1.0), kb.exp(kb.neg(g))));
-    kb.store(kb.mul(routing[r], kb.mul(silu, u)), picks.activations, {slots[r], i});
+    Value act = activation.apply(kb, g, addBias(kb, u, biases.up, expert, i));
+    kb.store(kb.mul(routing[r], act), picks.activations, {slots[r], i});
   });
 }
 
 /// The features [first, last) of expert `expert` for every pick of it, in
 /// tiles of kRowTile picks and of one for the rest.
 void emitExpertRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate,
-                   const ExpertDots &up, Value expert, Value first, Value last) {
+                   const ExpertDots &up, const ExpertBiases &biases,
+                   const ExpertActivation &activation, Value expert, Value first, Value last) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Value zero = kb.index(0);
@@ -274,18 +333,18 @@ void emitExpertRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate
   Value tilesEnd =
       kb.addIndex(begin, kb.mulIndex(kb.divIndex(count, kb.index(kRowTile)), kb.index(kRowTile)));
   kb.forEach(begin, tilesEnd, [&](Value at) {
-    emitPickTile(kb, picks, gate, up, expert, at, kRowTile, first, last);
+    emitPickTile(kb, picks, gate, up, biases, activation, expert, at, kRowTile, first, last);
   }, kRowTile);
   kb.forEach(tilesEnd, end, [&](Value at) {
-    emitPickTile(kb, picks, gate, up, expert, at, 1, first, last);
+    emitPickTile(kb, picks, gate, up, biases, activation, expert, at, 1, first, last);
   });
 }
 
 /// out[row, c] for c in [first, last): the sum over the row's slots of its
-/// expert's down rows times the pick's activations, added slot by slot to
-/// zeros.
-void emitDownRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &down, Value out,
-                 Value row, Value first, Value last) {
+/// expert's down rows times the pick's activations (plus the pick's weight
+/// times the down bias), added slot by slot to zeros.
+void emitDownRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &down, Value downBias,
+                 Value out, Value row, Value first, Value last) {
   int64_t topK = staticDim(picks.chosen, 1), hidden = staticDim(out, 1);
   Value zero = kb.index(0);
   kb.forEach(first, last, [&](Value c) { kb.store(kb.f32(0.0), out, {row, c}); });
@@ -293,8 +352,11 @@ void emitDownRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &down, 
     Value expert = loadIndex(kb, picks.chosen, {row, slot});
     Value pick = kb.addIndex(kb.mulIndex(row, kb.index(topK)), slot);
     Value activations = loadIndex(kb, picks.position, {pick, zero});
+    Value weight = downBias ? kb.load(picks.weights, {row, slot}) : Value();
     down.emit(kb, {activations}, kb.mulIndex(expert, kb.index(hidden)), first, last,
               [&](int64_t, Value c, Value sum) {
+                if (downBias)
+                  sum = kb.add(sum, kb.mul(weight, addBias(kb, kb.f32(0.0), downBias, expert, c)));
                 kb.store(kb.add(kb.load(out, {row, c}), sum), out, {row, c});
               });
   });
@@ -377,7 +439,7 @@ std::pair<Value, Value> runBounds(KernelBuilder &kb, Value run, int64_t size, in
 
 LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
                        const ExpertWeight &gate, const ExpertWeight &up, const ExpertWeight &down,
-                       Value output) {
+                       Value gateBias, Value upBias, Value downBias, Value output) {
   auto gateType = cast<RankedTensorType>(op.getGateWeight().getType());
   int64_t experts = gateType.getDimSize(0), inter = gateType.getDimSize(1);
   int64_t hidden = gateType.getDimSize(2);
@@ -430,8 +492,11 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
   // tasks covers every expert, whichever the rows chose.
   int64_t interRuns = llvm::divideCeil(inter, kInterRun);
   SmallVector<const ExpertWeight *> gateUp{&gate, &up};
+  ExpertActivation activation(op);
+  ExpertBiases gateUpBiases{gateBias, upBias, Value()};
   SmallVector<Value> expertArgs = picks.buffers();
   llvm::append_range(expertArgs, expertBuffers(gateUp, x, quantizedX));
+  llvm::append_range(expertArgs, gateUpBiases.buffers());
   runParallel(step, loc, "moe_experts",
               kernelKey(op, expertArgs) + "/experts" + expertKey(gateUp), expertArgs,
               stepBuilder.index(experts * interRuns),
@@ -439,11 +504,13 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
                 Picks kernelPicks = Picks::in(params);
                 KernelExperts weights(gateUp, params.drop_front(kPicksBuffers), Value());
                 ArrayRef<ExpertDots> dots = weights.dots;
+                ExpertBiases biases = gateUpBiases.in(params);
                 kb.forEach(firstTask, lastTask, [&](Value task) {
                   Value expert = kb.remIndex(task, kb.index(experts));
                   auto [first, last] =
                       runBounds(kb, kb.divIndex(task, kb.index(experts)), kInterRun, inter);
-                  emitExpertRun(kb, kernelPicks, dots[0], dots[1], expert, first, last);
+                  emitExpertRun(kb, kernelPicks, dots[0], dots[1], biases, activation, expert,
+                                first, last);
                 });
               });
 
@@ -458,6 +525,8 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
   SmallVector<Value> downArgs = picks.buffers();
   downArgs.push_back(output);
   llvm::append_range(downArgs, expertBuffers(downOnly, Value(), quantizedActivations));
+  ExpertBiases downBiases{Value(), Value(), downBias};
+  llvm::append_range(downArgs, downBiases.buffers());
   runParallel(step, loc, "moe_down", kernelKey(op, downArgs) + "/down" + expertKey(downOnly),
               downArgs, stepBuilder.mulIndex(rows, stepBuilder.index(columnRuns)),
               [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
@@ -466,11 +535,12 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
                 KernelExperts weights(downOnly, params.drop_front(kPicksBuffers + 1),
                                       kernelPicks.activations);
                 ArrayRef<ExpertDots> dots = weights.dots;
+                Value bias = downBiases.in(params).down;
                 kb.forEach(firstTask, lastTask, [&](Value task) {
                   Value row = kb.divIndex(task, kb.index(columnRuns));
                   auto [first, last] =
                       runBounds(kb, kb.remIndex(task, kb.index(columnRuns)), kColumnRun, hidden);
-                  emitDownRun(kb, kernelPicks, dots[0], out, row, first, last);
+                  emitDownRun(kb, kernelPicks, dots[0], bias, out, row, first, last);
                 });
               });
   return success();

@@ -141,7 +141,11 @@ private:
           auto experts = expertWeightsOf(moe, operands);
           if (failed(experts)) return failure();
           return cpu::lowerMoe(step, moe, operands[0], operands[1], (*experts)[0],
-                               (*experts)[1], (*experts)[2], outputs[0]);
+                               (*experts)[1], (*experts)[2],
+                               codegen::loweredOperand<Value>(moe.getGateBiasMutable(), operands),
+                               codegen::loweredOperand<Value>(moe.getUpBiasMutable(), operands),
+                               codegen::loweredOperand<Value>(moe.getDownBiasMutable(), operands),
+                               outputs[0]);
         })
         .Case<llm::RmsNormOp, llm::LayerNormOp>(
             [&](Operation *norm) { return cpu::lowerNorm(step, norm, operands, outputs[0]); })
@@ -170,8 +174,8 @@ private:
   /// they are.
   bool placesOwnOperand(Operation *op, unsigned operandNumber) override {
     if (isa<llm::PermuteFeaturesOp>(op)) return operandNumber == 1;
-    if (isa<llm::MoeOp>(op))
-      return operandNumber >= 2 && (isPackedExpert(op->getOperand(operandNumber)) ||
+    if (isa<llm::MoeOp>(op)) // the experts' weights, not their biases
+      return operandNumber >= 2 && operandNumber <= 4 && (isPackedExpert(op->getOperand(operandNumber)) ||
                                     storageOf(op->getOperand(operandNumber)) != "f32");
     if (auto embedding = dyn_cast<llm::EmbeddingOp>(op))
       return operandNumber == 0 &&

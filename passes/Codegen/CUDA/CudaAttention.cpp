@@ -119,6 +119,8 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   auto outStride = rowStride(op, output, "result");
   if (failed(qStride) || failed(outStride)) return failure();
 
+  if (op.getSinks())
+    return op.emitOpError("has attention sinks (gpt-oss), which the CUDA target does not compute");
   bool bf16 = step.storageType.isBF16();
   float scale = op.getScale().convertToFloat();
   int64_t window = op.getSlidingWindow().value_or(0);

@@ -244,6 +244,73 @@ func.func @attention_with_bias(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32
 
 // -----
 
+// gpt-oss's attention sinks: a column of per-head logits concatenated after
+// the masked scores, the row max subtracted, the softmax's last column
+// sliced off. The logits become the `sinks` attribute.
+// CHECK-LABEL: func.func @attention_sinks
+//       CHECK:   llm.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 2.500000e-01 : f32, sinks = array<f32: 5.000000e-01, -1.000000e+00, 0.000000e+00, 2.000000e+00>}
+//   CHECK-NOT:   onnx.Softmax
+//   CHECK-NOT:   onnx.Concat
+func.func @attention_sinks(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>, %v: tensor<1x4x3x16xf32>,
+                           %mask: tensor<1x3xi64> {onnx.name = "attention_mask"}) -> tensor<1x4x3x16xf32> {
+  %min = onnx.Constant dense<-3.40282347E+38> : tensor<3x3xf32>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %axes = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %fmin = onnx.Constant dense<-3.40282347E+38> : tensor<f32>
+  %scale = onnx.Constant dense<0.25> : tensor<f32>
+  %sinks = onnx.Constant dense<[[[[0.5]], [[-1.0]], [[0.0]], [[2.0]]]]> : tensor<1x4x1x1xf32>
+  %sink_shape = onnx.Constant dense<[1, 4, 3, 1]> : tensor<4xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %start = onnx.Constant dense<0> : tensor<1xi64>
+  %axis3 = onnx.Constant dense<3> : tensor<1xi64>
+  %causal = onnx.Trilu %min, %one {upper = 1 : i64} : (tensor<3x3xf32>, tensor<1xi64>) -> tensor<3x3xf32>
+  %m4 = onnx.Unsqueeze %mask, %axes : (tensor<1x3xi64>, tensor<2xi64>) -> tensor<1x1x1x3xi64>
+  %mf = onnx.Cast %m4 {to = 1 : i64} : (tensor<1x1x1x3xi64>) -> tensor<1x1x1x3xf32>
+  %sum = onnx.Add %causal, %mf : (tensor<3x3xf32>, tensor<1x1x1x3xf32>) -> tensor<1x1x3x3xf32>
+  %pad = onnx.Equal %sum, %zero : (tensor<1x1x3x3xf32>, tensor<f32>) -> tensor<1x1x3x3xi1>
+  %full = onnx.Where %pad, %fmin, %causal : (tensor<1x1x3x3xi1>, tensor<f32>, tensor<3x3xf32>) -> tensor<1x1x3x3xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x3x16xf32>) -> tensor<1x4x16x3xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<1x4x3x16xf32>, tensor<1x4x16x3xf32>) -> tensor<1x4x3x3xf32>
+  %scaled = onnx.Mul %qk, %scale : (tensor<1x4x3x3xf32>, tensor<f32>) -> tensor<1x4x3x3xf32>
+  %masked = onnx.Add %scaled, %full : (tensor<1x4x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %column = onnx.Expand %sinks, %sink_shape : (tensor<1x4x1x1xf32>, tensor<4xi64>) -> tensor<1x4x3x1xf32>
+  %both = onnx.Concat %masked, %column {axis = -1 : i64} : (tensor<1x4x3x3xf32>, tensor<1x4x3x1xf32>) -> tensor<1x4x3x4xf32>
+  %max = onnx.ReduceMax %both, %last {keepdims = 1 : i64} : (tensor<1x4x3x4xf32>, tensor<1xi64>) -> tensor<1x4x3x1xf32>
+  %shifted = onnx.Sub %both, %max : (tensor<1x4x3x4xf32>, tensor<1x4x3x1xf32>) -> tensor<1x4x3x4xf32>
+  %p = onnx.Softmax %shifted {axis = -1 : i64} : (tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32>
+  %keys = onnx.Slice %p, %start, %last, %axis3, %one : (tensor<1x4x3x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x3x3xf32>
+  %o = onnx.MatMul %keys, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %o : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+// Near miss: the sink column's weight is kept (the slice takes every
+// column but the first): that is no attention over the keys, so nothing is
+// raised.
+// CHECK-LABEL: func.func @attention_sinks_not_dropped
+//   CHECK-NOT:   llm.attention
+//       CHECK:   onnx.Softmax
+func.func @attention_sinks_not_dropped(%q: tensor<1x4x3x16xf32>, %k: tensor<1x4x3x16xf32>,
+                                       %v: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  %sinks = onnx.Constant dense<1.0> : tensor<1x4x1x1xf32>
+  %sink_shape = onnx.Constant dense<[1, 4, 3, 1]> : tensor<4xi64>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %end = onnx.Constant dense<4> : tensor<1xi64>
+  %axis3 = onnx.Constant dense<3> : tensor<1xi64>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x3x16xf32>) -> tensor<1x4x16x3xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<1x4x3x16xf32>, tensor<1x4x16x3xf32>) -> tensor<1x4x3x3xf32>
+  %column = onnx.Expand %sinks, %sink_shape : (tensor<1x4x1x1xf32>, tensor<4xi64>) -> tensor<1x4x3x1xf32>
+  %both = onnx.Concat %qk, %column {axis = 3 : i64} : (tensor<1x4x3x3xf32>, tensor<1x4x3x1xf32>) -> tensor<1x4x3x4xf32>
+  %p = onnx.Softmax %both {axis = -1 : i64} : (tensor<1x4x3x4xf32>) -> tensor<1x4x3x4xf32>
+  %keys = onnx.Slice %p, %one, %end, %axis3, %one : (tensor<1x4x3x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x3x3xf32>
+  %o = onnx.MatMul %keys, %v : (tensor<1x4x3x3xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %o : tensor<1x4x3x16xf32>
+}
+
+// -----
+
 // The LayerNorm torch.onnx decomposes before opset 17, with its bias folded in.
 // The constants it reads become llm.constant; no onnx op is left.
 // CHECK-LABEL: func.func @layer_norm

@@ -1,0 +1,389 @@
+//===- RaiseDenseMixtureOfExperts.cpp - gpt-oss's dense MoE to llm.moe ----===//
+//
+// optimum exports gpt-oss's experts dense (its model patcher): every expert
+// computes every token over weights stacked by expert, and a routing matrix
+// that is zero outside each token's top k weighs the results:
+//
+//   xf     = Reshape(x, [-1, hidden])
+//   logits = Gemm(xf, router, bias)                            [tokens, experts]
+//   v, ids = TopK(logits, k)
+//   scores = ScatterElements(zeros, ids, Softmax(v), axis 1)   [tokens, experts]
+//   rows   = Reshape(Tile(xf, [experts, 1]), [experts, tokens, hidden])
+//   gu     = MatMul(rows, gate_up) + gate_up_bias              [experts, tokens, 2 inter]
+//   g, u   = Slice(gu, 0::2), Slice(gu, 1::2)                  (interleaved columns)
+//   h      = (Clip(u, -L, L) + 1) * (g' * Sigmoid(g' * alpha)),  g' = Clip(g, max L)
+//   y      = MatMul(h, down) + down_bias                       [experts, tokens, hidden]
+//   out    = ReduceSum(Reshape(y, [experts, b, s, hidden])
+//                      * Unsqueeze(Reshape(Transpose(scores), [experts, b, s]), 3), axis 0)
+//
+// A token's other experts get weight 0, so computing only its top k gives the
+// same sum: the block becomes llm.linear (the router, with its bias) and
+// llm.moe with normalize_top_k (a softmax over the top k logits is the
+// renormalised softmax), its weights split by column and transposed to
+// [experts, out, in], its biases [experts, out]. Without the clips an expert
+// is silu(g) * u.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Raising/RaisePatterns.h"
+
+#include "dialects/onnx/ShapeHelpers.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace llmc::raising {
+namespace {
+
+/// MatMul(rows, weight [experts, in, out]) [+ bias [experts, 1, out]], the
+/// weight and bias constants.
+struct StackedProjection {
+  onnx::MatMulOp matmul;
+  Value bias;
+
+  Value rows() const { return matmul->getOperand(0); }
+  Value weight() const { return matmul->getOperand(1); }
+  int64_t experts() const { return dimOf(weight(), 0); }
+  int64_t in() const { return dimOf(weight(), 1); }
+  int64_t out() const { return dimOf(weight(), 2); }
+};
+
+/// The stacked projection that computes `value`, if one does.
+std::optional<StackedProjection> stackedProjectionOf(Value value) {
+  StackedProjection projection;
+  if (auto add = definedBy<onnx::AddOp>(value)) {
+    auto [matmul, bias] = operandDefinedBy<onnx::MatMulOp>(add);
+    if (!matmul || !isConstant(bias)) return std::nullopt;
+    projection = {matmul, bias};
+  } else if (auto matmul = definedBy<onnx::MatMulOp>(value)) {
+    projection.matmul = matmul;
+  } else {
+    return std::nullopt;
+  }
+  Value weight = projection.weight();
+  if (!isConstant(weight) || rankOf(weight) != 3 || rankOf(projection.matmul) != 3 ||
+      ShapedType::isDynamic(projection.in()) || ShapedType::isDynamic(projection.out()))
+    return std::nullopt;
+  Value bias = projection.bias;
+  if (bias && (rankOf(bias) != 3 || dimOf(bias, 0) != projection.experts() ||
+               dimOf(bias, 1) != 1 || dimOf(bias, 2) != projection.out()))
+    return std::nullopt;
+  return projection;
+}
+
+/// Columns start, start + step, ... (count of them) of a last axis.
+struct Columns {
+  int64_t start = 0, step = 1, count = 0;
+  int64_t at(int64_t i) const { return start + i * step; }
+};
+
+/// The columns a Slice of the last axis of a rank-3 tensor `width` wide takes.
+std::optional<Columns> sliceColumns(onnx::SliceOp slice, int64_t width) {
+  if (!slice || rankOf(slice.getData()) != 3 || !isSingleAxis(slice.getAxes(), -1, 3))
+    return std::nullopt;
+  auto starts = onnx::getConstantInts(slice.getStarts());
+  auto ends = onnx::getConstantInts(slice.getEnds());
+  auto steps = isNone(slice.getSteps()) ? std::optional(SmallVector<int64_t>{1})
+                                        : onnx::getConstantInts(slice.getSteps());
+  if (!starts || !ends || !steps || starts->size() != 1 || ends->size() != 1 ||
+      steps->size() != 1 || (*steps)[0] < 1)
+    return std::nullopt;
+  auto clamp = [&](int64_t index) {
+    return std::clamp<int64_t>(index < 0 ? index + width : index, 0, width);
+  };
+  Columns columns{clamp((*starts)[0]), (*steps)[0], 0};
+  int64_t end = clamp((*ends)[0]);
+  columns.count = end > columns.start ? llvm::divideCeil(end - columns.start, columns.step) : 0;
+  return columns;
+}
+
+/// What the walk back from the block's ReduceSum finds.
+struct DenseMoe {
+  Value input;                      ///< x [batch, seq, hidden]
+  Value routerWeight, routerBias;   ///< [experts, hidden] (transposed) or [hidden, experts]
+  bool routerTransposed = false;
+  int64_t topK = 0;
+  StackedProjection gateUp, down;
+  Columns gate, up;                 ///< of gate_up's outputs
+  std::optional<float> limit, alpha; ///< gpt-oss's clamped swiglu
+};
+
+class DenseMoeMatcher {
+public:
+  explicit DenseMoeMatcher(onnx::ReduceSumOp output) : output(output) {}
+
+  /// Fills `block`, or fails with the reason in `why`.
+  LogicalResult match(DenseMoe &block, std::string &why);
+  /// Whether the sum was found to be weighted by a router's top-k scores:
+  /// a mixture of experts, whose failure to match is worth explaining.
+  bool routed() const { return static_cast<bool>(flatInput); }
+
+private:
+  LogicalResult fail(std::string &why, const Twine &reason) {
+    why = reason.str();
+    return failure();
+  }
+  LogicalResult matchRouting(Value scores, DenseMoe &block, std::string &why);
+  LogicalResult matchActivation(Value hidden, DenseMoe &block, std::string &why);
+
+  onnx::ReduceSumOp output;
+  Value flatInput; ///< xf: [tokens, hidden]
+};
+
+LogicalResult DenseMoeMatcher::match(DenseMoe &block, std::string &why) {
+  if (output.getKeepdims() != 0 || !isSingleAxis(output.getAxes(), 0, 4))
+    return fail(why, "the experts' outputs are not summed over the expert axis");
+  auto weighted = definedBy<onnx::MulOp>(output.getData());
+  if (!weighted) return fail(why, "the summed outputs are not weighted by the routing");
+  // y [experts, b, s, hidden] * routing [experts, b, s, 1].
+  Value outputs = weighted.getA(), routing = weighted.getB();
+  if (!definedBy<onnx::UnsqueezeOp>(routing)) std::swap(outputs, routing);
+  auto column = definedBy<onnx::UnsqueezeOp>(routing);
+  auto perExpert = column ? definedBy<onnx::ReshapeOp>(column.getData()) : onnx::ReshapeOp();
+  auto transpose = perExpert ? definedBy<onnx::TransposeOp>(perExpert.getData())
+                             : onnx::TransposeOp();
+  if (!column || !isSingleAxis(column.getAxes(), 3, 4) || !hasPerm(transpose, {1, 0}))
+    return fail(why, "the routing weights are not the scores transposed to [experts, tokens]");
+  if (failed(matchRouting(transpose.getData(), block, why))) {
+    flatInput = Value();
+    return failure();
+  }
+
+  auto expertOutputs = definedBy<onnx::ReshapeOp>(outputs);
+  auto down = expertOutputs ? stackedProjectionOf(expertOutputs.getData()) : std::nullopt;
+  if (!down)
+    return fail(why, "the experts' outputs are not a MatMul by stacked constant weights");
+  block.down = *down;
+  if (failed(matchActivation(down->rows(), block, why))) return failure();
+
+  // Every expert reads every token: xf repeated once per expert.
+  Value rows = block.gateUp.rows();
+  while (rows != flatInput &&
+         isa_and_nonnull<onnx::ReshapeOp, onnx::ExpandOp, onnx::TileOp>(rows.getDefiningOp()))
+    rows = rows.getDefiningOp()->getOperand(0);
+  if (rows != flatInput) return fail(why, "the experts do not read the router's input rows");
+
+  int64_t experts = block.gateUp.experts(), hidden = dimOf(block.input, 2);
+  int64_t inter = block.gate.count;
+  if (dimOf(block.routerWeight, block.routerTransposed ? 0 : 1) != experts ||
+      block.down.experts() != experts)
+    return fail(why, "the router and the experts' weights differ in expert count");
+  if (block.gateUp.in() != hidden || block.down.in() != inter || block.down.out() != hidden ||
+      block.up.count != inter)
+    return fail(why, "the experts' projections are not hidden -> inter -> hidden");
+  if (block.topK > experts) return fail(why, "TopK picks more experts than there are");
+  // The export reshapes y to [experts, batch, -1, hidden]: the output's
+  // dims are the input's where both are known.
+  auto differ = [&](int64_t dim) {
+    int64_t a = dimOf(output, dim), b = dimOf(block.input, dim);
+    return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b;
+  };
+  if (rankOf(output) != 3 || differ(0) || differ(1) || dimOf(output, 2) != hidden)
+    return fail(why, "the output does not have the input's [batch, seq, hidden] shape");
+  return success();
+}
+
+LogicalResult DenseMoeMatcher::matchRouting(Value scores, DenseMoe &block, std::string &why) {
+  auto scatter = definedBy<onnx::ScatterElementsOp>(scores);
+  if (!scatter || scatter.getAxis() != 1 || scatter.getReduction() != "none" ||
+      !isZeroFill(scatter.getData()))
+    return fail(why, "the routing scores are not a scatter of weights into zeros by expert");
+  auto softmax = definedBy<onnx::SoftmaxOp>(skipCasts(scatter.getUpdates()));
+  auto topk = softmax ? definedBy<onnx::TopKOp>(softmax.getInput()) : onnx::TopKOp();
+  if (!topk || softmax.getInput() != topk.getValues() || scatter.getIndices() != topk.getIndices() ||
+      !isSingleAxisValue(softmax.getAxis(), 2))
+    return fail(why, "the routing weights are not a softmax of TopK's logits at its experts");
+  auto k = onnx::getConstantInts(topk.getK());
+  if (rankOf(topk.getX()) != 2 || !isSingleAxisValue(topk.getAxis(), 2) ||
+      topk.getLargest() != 1 || !k || k->size() != 1 || (*k)[0] < 1)
+    return fail(why, "TopK does not take a constant k largest along the experts");
+  block.topK = (*k)[0];
+
+  // The router: Gemm(xf, W, b) or MatMul(xf, W) [+ b].
+  Value logits = topk.getX();
+  if (auto gemm = definedBy<onnx::GemmOp>(logits)) {
+    if (gemm.getTransA() != 0 || gemm.getAlpha().convertToFloat() != 1.0f ||
+        gemm.getBeta().convertToFloat() != 1.0f || !isConstant(gemm.getB()) ||
+        (!isNone(gemm.getC()) && (!isConstant(gemm.getC()) || rankOf(gemm.getC()) != 1)))
+      return fail(why, "the router is not a Gemm of the rows by constant weights");
+    flatInput = gemm.getA();
+    block.routerWeight = gemm.getB();
+    block.routerTransposed = gemm.getTransB() != 0;
+    block.routerBias = optionalOperand(gemm.getC());
+  } else {
+    Value product = logits;
+    if (auto add = definedBy<onnx::AddOp>(logits)) {
+      auto [matmul, bias] = operandDefinedBy<onnx::MatMulOp>(add);
+      if (!matmul || !isConstant(bias) || rankOf(bias) != 1)
+        return fail(why, "the router's bias is not a constant");
+      block.routerBias = bias;
+      product = matmul;
+    }
+    auto matmul = definedBy<onnx::MatMulOp>(product);
+    if (!matmul || !isConstant(matmul.getB()))
+      return fail(why, "the router is not a Gemm or MatMul by constant weights");
+    flatInput = matmul.getA();
+    block.routerWeight = matmul.getB();
+  }
+  auto reshape = definedBy<onnx::ReshapeOp>(flatInput);
+  if (!reshape || rankOf(reshape.getData()) != 3 || rankOf(reshape) != 2 ||
+      rankOf(block.routerWeight) != 2 || dimOf(reshape.getData(), 2) != dimOf(reshape, 1))
+    return fail(why, "the router does not read the [batch, seq, hidden] input as rows");
+  block.input = reshape.getData();
+  return success();
+}
+
+LogicalResult DenseMoeMatcher::matchActivation(Value hidden, DenseMoe &block, std::string &why) {
+  // (up [+ 1]) * (g * Sigmoid(g [* alpha])), g and up slices of one gate_up.
+  auto product = definedBy<onnx::MulOp>(hidden);
+  if (!product) return fail(why, "an expert is not a gated MLP");
+  onnx::MulOp glu;
+  Value upSide;
+  for (auto [a, b] : {std::pair(product.getA(), product.getB()),
+                      std::pair(product.getB(), product.getA())}) {
+    auto mul = definedBy<onnx::MulOp>(a);
+    if (mul && operandDefinedBy<onnx::SigmoidOp>(mul).first) {
+      glu = mul;
+      upSide = b;
+      break;
+    }
+  }
+  if (!glu) return fail(why, "an expert's activation is not g * sigmoid(g)");
+  auto [sigmoid, gate] = operandDefinedBy<onnx::SigmoidOp>(glu);
+  Value sigmoidInput = sigmoid.getX();
+  double alpha = 1.0;
+  if (auto scaled = definedBy<onnx::MulOp>(sigmoidInput)) {
+    auto [constant, base] = std::pair(scaled.getB(), scaled.getA());
+    if (!constantScalar(constant)) std::swap(constant, base);
+    if (!constantScalar(constant)) return fail(why, "the sigmoid's scale is not a constant");
+    alpha = *constantScalar(constant);
+    sigmoidInput = base;
+  }
+  if (sigmoidInput != gate) return fail(why, "an expert's sigmoid does not read its gate");
+
+  // gpt-oss: g = Clip(g, max L), up = Clip(up, -L, L) + 1.
+  auto gateClip = definedBy<onnx::ClipOp>(gate);
+  if (gateClip) {
+    auto limit = constantScalar(gateClip.getMax());
+    auto plusOne = definedBy<onnx::AddOp>(upSide);
+    auto [upClip, one] = plusOne ? operandDefinedBy<onnx::ClipOp>(plusOne)
+                                 : std::pair<onnx::ClipOp, Value>();
+    if (!isNone(gateClip.getMin()) || !limit || *limit <= 0 || !upClip ||
+        !isConstantScalar(one, 1.0) || !isConstantScalar(upClip.getMin(), -*limit) ||
+        !isConstantScalar(upClip.getMax(), *limit))
+      return fail(why, "an expert's clamps are not gpt-oss's: min(g, L) and clamp(up, -L, L) + 1");
+    block.limit = static_cast<float>(*limit);
+    block.alpha = static_cast<float>(alpha);
+    gate = gateClip.getInput();
+    upSide = upClip.getInput();
+  } else if (alpha != 1.0) {
+    return fail(why, "an expert's sigmoid is scaled without gpt-oss's clamps");
+  }
+
+  auto gateSlice = definedBy<onnx::SliceOp>(gate), upSlice = definedBy<onnx::SliceOp>(upSide);
+  if (!gateSlice || !upSlice || gateSlice.getData() != upSlice.getData())
+    return fail(why, "an expert's gate and up are not columns of one projection");
+  auto gateUp = stackedProjectionOf(gateSlice.getData());
+  if (!gateUp) return fail(why, "the gate and up projection is not a MatMul by stacked weights");
+  block.gateUp = *gateUp;
+  auto gateColumns = sliceColumns(gateSlice, gateUp->out());
+  auto upColumns = sliceColumns(upSlice, gateUp->out());
+  if (!gateColumns || !upColumns || gateColumns->count != upColumns->count ||
+      2 * gateColumns->count != gateUp->out())
+    return fail(why, "the gate and up columns do not split the projection's outputs in two");
+  block.gate = *gateColumns;
+  block.up = *upColumns;
+  return success();
+}
+
+/// The location of a stacked weight: the expert MatMul's name up to
+/// "experts/", then `projection` ("/model/layers.0/mlp/experts/gate_proj"),
+/// which names it in weights.bin.
+Location denseWeightLocation(onnx::MatMulOp matmul, StringRef projection) {
+  auto name = dyn_cast<NameLoc>(matmul->getLoc());
+  size_t at = name ? name.getName().getValue().find("experts/") : StringRef::npos;
+  if (at == StringRef::npos) return matmul->getLoc();
+  std::string stacked = (name.getName().getValue().take_front(at + 8) + projection).str();
+  return NameLoc::get(StringAttr::get(matmul->getContext(), stacked), name.getChildLoc());
+}
+
+/// `columns` of a stacked [experts, in, out] weight, transposed to
+/// [experts, columns, in]; with `bias` [experts, 1, out], its [experts,
+/// columns] too.
+LogicalResult splitColumns(OpBuilder &builder, Location loc, const StackedProjection &projection,
+                           const Columns &columns, Value &weight, Value &bias) {
+  auto data = readConstantFloats(projection.weight());
+  int64_t experts = projection.experts(), in = projection.in(), out = projection.out();
+  if (!data || static_cast<int64_t>(data->size()) != experts * in * out) return failure();
+  std::vector<float> split;
+  split.reserve(experts * columns.count * in);
+  for (int64_t e = 0; e < experts; ++e)
+    for (int64_t c = 0; c < columns.count; ++c)
+      for (int64_t i = 0; i < in; ++i)
+        split.push_back((*data)[(e * in + i) * out + columns.at(c)]);
+  weight = createF32Constant(builder, loc, {experts, columns.count, in}, split);
+  if (!projection.bias) return success();
+  auto biasData = readConstantFloats(projection.bias);
+  if (!biasData || static_cast<int64_t>(biasData->size()) != experts * out) return failure();
+  std::vector<float> splitBias;
+  for (int64_t e = 0; e < experts; ++e)
+    for (int64_t c = 0; c < columns.count; ++c) splitBias.push_back((*biasData)[e * out + columns.at(c)]);
+  bias = createF32Constant(builder, loc, {experts, columns.count}, splitBias);
+  return success();
+}
+
+LogicalResult replaceDenseBlock(IRRewriter &rewriter, onnx::ReduceSumOp output,
+                                const DenseMoe &block, std::string &why) {
+  rewriter.setInsertionPoint(output);
+  Value gate, gateBias, up, upBias, down, downBias;
+  onnx::MatMulOp gateUpMatmul = block.gateUp.matmul, downMatmul = block.down.matmul;
+  Columns allDown{0, 1, block.down.out()};
+  if (failed(splitColumns(rewriter, denseWeightLocation(gateUpMatmul, "gate_proj"), block.gateUp,
+                          block.gate, gate, gateBias)) ||
+      failed(splitColumns(rewriter, denseWeightLocation(gateUpMatmul, "up_proj"), block.gateUp,
+                          block.up, up, upBias)) ||
+      failed(splitColumns(rewriter, denseWeightLocation(downMatmul, "down_proj"), block.down,
+                          allDown, down, downBias))) {
+    why = "the experts' weights are not f32 constants of the sizes their MatMuls name";
+    return failure();
+  }
+  Location loc = output.getLoc();
+  auto inputType = cast<RankedTensorType>(block.input.getType());
+  int64_t experts = block.gateUp.experts();
+  auto logitsType = RankedTensorType::get(
+      {inputType.getDimSize(0), inputType.getDimSize(1), experts}, inputType.getElementType());
+  Value logits = llm::LinearOp::create(rewriter, loc, logitsType, block.input, block.routerWeight,
+                                       block.routerBias, block.routerTransposed);
+  FloatAttr limit, alpha;
+  if (block.limit) {
+    limit = rewriter.getF32FloatAttr(*block.limit);
+    alpha = rewriter.getF32FloatAttr(*block.alpha);
+  }
+  Value moe = llm::MoeOp::create(rewriter, loc, block.input.getType(), block.input, logits, gate,
+                                 up, down, gateBias, upBias, downBias, block.topK,
+                                 /*normalize_top_k=*/true, limit, alpha);
+  rewriter.replaceOp(output, moe);
+  return success();
+}
+
+} // namespace
+
+void raiseDenseMixturesOfExperts(func::FuncOp func) {
+  SmallVector<onnx::ReduceSumOp> outputs;
+  func.walk([&](onnx::ReduceSumOp sum) {
+    auto mul = definedBy<onnx::MulOp>(sum.getData());
+    if (mul && rankOf(mul) == 4) outputs.push_back(sum);
+  });
+  IRRewriter rewriter(func.getContext());
+  for (onnx::ReduceSumOp output : outputs) {
+    DenseMoe block;
+    std::string why;
+    DenseMoeMatcher matcher(output);
+    if (succeeded(matcher.match(block, why)) &&
+        succeeded(replaceDenseBlock(rewriter, output, block, why)))
+      continue;
+    if (matcher.routed()) output->setAttr(kMoeUnmatchedAttr, rewriter.getStringAttr(why));
+  }
+}
+
+} // namespace llmc::raising
