@@ -392,3 +392,43 @@ func.func @moe(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> 
   return %out : tensor<?x64xf32>
 }
 
+
+// -----
+
+// gpt-oss's layer: attention sinks, a constant per query head that the
+// softmax's final sum takes in (a vector of them, read at the head), and
+// experts with biases and the clamped swiglu: the gate and up kernels read
+// their biases and clamp, the down kernel reads its bias.
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   func.func private @llmc_paged_attention_
+//       CHECK:     arith.constant dense<[5.000000e-01, -1.000000e+00]> : vector<2xf32>
+//       CHECK:     vector.extract %{{.*}}[%{{.*}}] : f32 from vector<2xf32>
+//       CHECK:   func.func private @llmc_moe_experts_{{[0-9]+}}(
+//  CHECK-SAME:     %[[GATE_BIAS:[^:]*]]: memref<4x8xf32>, %[[UP_BIAS:[^:]*]]: memref<4x8xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:     memref.load %[[GATE_BIAS]]
+//       CHECK:     memref.load %[[UP_BIAS]]
+//       CHECK:     arith.minimumf
+//       CHECK:     arith.maximumf
+//       CHECK:   func.func private @llmc_moe_down_{{[0-9]+}}(
+//  CHECK-SAME:     %[[DOWN_BIAS:[^:]*]]: memref<4x32xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:     memref.load %[[DOWN_BIAS]]
+func.func @sinks_and_biased_experts(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %router = llm.constant dense<1.000000e-01> : tensor<32x4xf32>
+  %gate = llm.constant dense<1.000000e-01> : tensor<4x8x32xf32>
+  %up = llm.constant dense<2.000000e-01> : tensor<4x8x32xf32>
+  %down = llm.constant dense<3.000000e-01> : tensor<4x32x8xf32>
+  %inter_bias = llm.constant dense<1.000000e-01> : tensor<4x8xf32>
+  %hidden_bias = llm.constant dense<2.000000e-01> : tensor<4x32xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
+  %x = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %heads = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %pool = llm.paged_kv_write %arg7, %heads, %heads, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %attention = llm.paged_attention %heads, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 1024>, scale = 2.500000e-01 : f32, sinks = array<f32: 0.5, -1.0>} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %merged = llm.merge_heads %attention : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %logits = llm.linear %merged, %router {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<32x4xf32>) -> tensor<?x4xf32>
+  %y = llm.moe %merged, %logits, %gate, %up, %down gate_bias(%inter_bias) up_bias(%inter_bias) down_bias(%hidden_bias) {llmc.workspace_offsets = array<i64: 2048>, normalize_top_k, swiglu_alpha = 1.702 : f32, swiglu_limit = 7.0 : f32, top_k = 2 : i64} : (tensor<?x32xf32>, tensor<?x4xf32>, tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<4x32x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x32xf32>) -> tensor<?x32xf32>
+  %last = llm.gather_rows %y, %arg6 {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
