@@ -23,7 +23,9 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       the logits head (the linear that produces the graph's `logits`);
     - split_heads / merge_heads (the Reshape+Transpose around attention);
     - rope (rotate_half Slice/Neg/Concat/Mul/Add with cos/sin computed from
-      inv_freq and position_ids, or gathered from caches; RotaryEmbedding);
+      inv_freq and position_ids, or gathered from caches; the same rotation
+      on x's halves with half-width cos/sin, as gpt-oss writes it;
+      RotaryEmbedding);
     - moe (a sparse mixture of experts as optimum writes Qwen3-MoE: the
       loop over every expert unrolled, TopK routing, NonZero/ScatterElements
       per expert, each projection a MatMul or a MatMulNBits), raised whole
@@ -31,10 +33,18 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       projection's experts stacked [experts, out, in] (packed codes under
       one llm.dequantize); a block that fails a check keeps its ops and gets
       `llmc.moe_unmatched = "why"` on its output, which the error quotes;
+      and gpt-oss's dense form (every expert on every token over weights
+      stacked by expert, with biases and a clamped swiglu over interleaved
+      gate/up columns, weighted by a scatter of the router's top-k softmax),
+      whose columns are split and biases kept: llm.moe with gate_bias,
+      up_bias, down_bias and swiglu_limit/swiglu_alpha;
     - kv_concat (Concat(past, new) on the sequence axis) and repeat_kv
       (Unsqueeze/Expand/Reshape);
     - attention (MatMul/scale/mask/Softmax/MatMul, with or without the
-      Where(IsNaN) guard after the softmax; Attention, GroupQueryAttention).
+      Where(IsNaN) guard after the softmax; with a column of per-head sink
+      logits concatenated before the softmax and sliced off after it,
+      gpt-oss's attention sinks, the `sinks` attribute; Attention,
+      GroupQueryAttention).
       Before any pattern runs, every attention mask is proven, not matched:
       the function is cloned with inputs of concrete shapes and contents
       (several batch sizes, past and new lengths, left and right padding,

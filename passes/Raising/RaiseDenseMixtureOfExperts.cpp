@@ -297,21 +297,21 @@ LogicalResult DenseMoeMatcher::matchActivation(Value hidden, DenseMoe &block, st
 }
 
 /// The location of a stacked weight: the expert MatMul's name up to
-/// "experts/", then `projection` ("/model/layers.0/mlp/experts/gate_proj"),
-/// which names it in weights.bin.
-Location denseWeightLocation(onnx::MatMulOp matmul, StringRef projection) {
-  auto name = dyn_cast<NameLoc>(matmul->getLoc());
-  size_t at = name ? name.getName().getValue().find("experts/") : StringRef::npos;
+/// "experts/", then `name` ("/model/layers.0/mlp/experts/gate_proj"), which
+/// names it in weights.bin.
+Location denseWeightLocation(onnx::MatMulOp matmul, const Twine &name) {
+  auto loc = dyn_cast<NameLoc>(matmul->getLoc());
+  size_t at = loc ? loc.getName().getValue().find("experts/") : StringRef::npos;
   if (at == StringRef::npos) return matmul->getLoc();
-  std::string stacked = (name.getName().getValue().take_front(at + 8) + projection).str();
-  return NameLoc::get(StringAttr::get(matmul->getContext(), stacked), name.getChildLoc());
+  std::string stacked = (loc.getName().getValue().take_front(at + 8) + name).str();
+  return NameLoc::get(StringAttr::get(matmul->getContext(), stacked), loc.getChildLoc());
 }
 
 /// `columns` of a stacked [experts, in, out] weight, transposed to
-/// [experts, columns, in]; with `bias` [experts, 1, out], its [experts,
-/// columns] too.
-LogicalResult splitColumns(OpBuilder &builder, Location loc, const StackedProjection &projection,
-                           const Columns &columns, Value &weight, Value &bias) {
+/// [experts, columns, in]; with a bias [experts, 1, out], its [experts,
+/// columns] in `bias`. Both are named after `name` (gate_proj, ...).
+LogicalResult splitColumns(OpBuilder &builder, const StackedProjection &projection,
+                           StringRef name, const Columns &columns, Value &weight, Value &bias) {
   auto data = readConstantFloats(projection.weight());
   int64_t experts = projection.experts(), in = projection.in(), out = projection.out();
   if (!data || static_cast<int64_t>(data->size()) != experts * in * out) return failure();
@@ -321,14 +321,18 @@ LogicalResult splitColumns(OpBuilder &builder, Location loc, const StackedProjec
     for (int64_t c = 0; c < columns.count; ++c)
       for (int64_t i = 0; i < in; ++i)
         split.push_back((*data)[(e * in + i) * out + columns.at(c)]);
-  weight = createF32Constant(builder, loc, {experts, columns.count, in}, split);
+  weight = createF32Constant(builder, denseWeightLocation(projection.matmul, name),
+                             {experts, columns.count, in}, split);
   if (!projection.bias) return success();
   auto biasData = readConstantFloats(projection.bias);
   if (!biasData || static_cast<int64_t>(biasData->size()) != experts * out) return failure();
   std::vector<float> splitBias;
+  splitBias.reserve(experts * columns.count);
   for (int64_t e = 0; e < experts; ++e)
-    for (int64_t c = 0; c < columns.count; ++c) splitBias.push_back((*biasData)[e * out + columns.at(c)]);
-  bias = createF32Constant(builder, loc, {experts, columns.count}, splitBias);
+    for (int64_t c = 0; c < columns.count; ++c)
+      splitBias.push_back((*biasData)[e * out + columns.at(c)]);
+  bias = createF32Constant(builder, denseWeightLocation(projection.matmul, name + ".bias"),
+                           {experts, columns.count}, splitBias);
   return success();
 }
 
@@ -336,14 +340,10 @@ LogicalResult replaceDenseBlock(IRRewriter &rewriter, onnx::ReduceSumOp output,
                                 const DenseMoe &block, std::string &why) {
   rewriter.setInsertionPoint(output);
   Value gate, gateBias, up, upBias, down, downBias;
-  onnx::MatMulOp gateUpMatmul = block.gateUp.matmul, downMatmul = block.down.matmul;
   Columns allDown{0, 1, block.down.out()};
-  if (failed(splitColumns(rewriter, denseWeightLocation(gateUpMatmul, "gate_proj"), block.gateUp,
-                          block.gate, gate, gateBias)) ||
-      failed(splitColumns(rewriter, denseWeightLocation(gateUpMatmul, "up_proj"), block.gateUp,
-                          block.up, up, upBias)) ||
-      failed(splitColumns(rewriter, denseWeightLocation(downMatmul, "down_proj"), block.down,
-                          allDown, down, downBias))) {
+  if (failed(splitColumns(rewriter, block.gateUp, "gate_proj", block.gate, gate, gateBias)) ||
+      failed(splitColumns(rewriter, block.gateUp, "up_proj", block.up, up, upBias)) ||
+      failed(splitColumns(rewriter, block.down, "down_proj", allDown, down, downBias))) {
     why = "the experts' weights are not f32 constants of the sizes their MatMuls name";
     return failure();
   }

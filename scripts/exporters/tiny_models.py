@@ -73,9 +73,24 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "qwen3-moe": ("Qwen3MoeConfig", dict(num_key_value_heads=2, head_dim=16, num_experts=4,
                                          num_experts_per_tok=2, moe_intermediate_size=32,
                                          norm_topk_prob=True)),
+    # gpt-oss: attention with sinks and biases, alternating sliding-window layers, YaRN, and
+    # experts with biases, a clamped swiglu over interleaved gate/up columns, and a softmax
+    # over the router's top k (optimum exports them dense: every expert on every token).
+    "gpt-oss": ("GptOssConfig", dict(num_key_value_heads=2, head_dim=16, num_local_experts=4,
+                                     num_experts_per_tok=2, intermediate_size=32,
+                                     sliding_window=16, layer_types=["sliding_attention",
+                                                                     "full_attention"],
+                                     rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                                   "beta_fast": 32.0, "beta_slow": 1.0,
+                                                   "truncate": False,
+                                                   "original_max_position_embeddings": 64})),
     "phi2": ("PhiConfig", dict(num_attention_heads=2, num_key_value_heads=2,
                                partial_rotary_factor=0.5)),
 }
+
+# Families whose all-zero parameters (transformers initialises biases to zero) are drawn at
+# random too, so that the exports' biases are tested: gpt-oss's experts and attention.
+RANDOM_BIASES = {"gpt-oss"}
 
 # The tokenizer's training text: enough distinct words for 512 byte-level merges.
 CORPUS = """\
@@ -113,6 +128,11 @@ def build(family: str, directory: Path) -> None:
     torch.manual_seed(SEED)
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.eval()
+    if family in RANDOM_BIASES:
+        with torch.no_grad():
+            for parameter in model.parameters():
+                if not parameter.any():
+                    parameter.normal_(0.0, COMMON["initializer_range"])
     model.save_pretrained(directory)
     model.generation_config.save_pretrained(directory)
     train_tokenizer(directory)
