@@ -197,7 +197,8 @@ struct LowerClip : OpConversionPattern<onnx::ClipOp> {
         rewriter, op.getLoc(), *type, operands, [&](OpBuilder &b, Location loc, ValueRange args) {
           Scalars s{b, loc, {element}, element};
           Value x = args[0];
-          if (hasMin) x = arithmetic<arith::MaximumFOp, arith::MaxSIOp, arith::MaxUIOp>(s, x, args[1]);
+          if (hasMin)
+            x = arithmetic<arith::MaximumFOp, arith::MaxSIOp, arith::MaxUIOp>(s, x, args[1]);
           if (hasMax)
             x = arithmetic<arith::MinimumFOp, arith::MinSIOp, arith::MinUIOp>(s, x, args.back());
           return x;

@@ -190,8 +190,8 @@ LogicalResult DenseMoeMatcher::matchRouting(Value scores, DenseMoe &block, std::
     return fail(why, "the routing scores are not a scatter of weights into zeros by expert");
   auto softmax = definedBy<onnx::SoftmaxOp>(skipCasts(scatter.getUpdates()));
   auto topk = softmax ? definedBy<onnx::TopKOp>(softmax.getInput()) : onnx::TopKOp();
-  if (!topk || softmax.getInput() != topk.getValues() || scatter.getIndices() != topk.getIndices() ||
-      !isSingleAxisValue(softmax.getAxis(), 2))
+  if (!topk || softmax.getInput() != topk.getValues() ||
+      scatter.getIndices() != topk.getIndices() || !isSingleAxisValue(softmax.getAxis(), 2))
     return fail(why, "the routing weights are not a softmax of TopK's logits at its experts");
   auto k = onnx::getConstantInts(topk.getK());
   if (rankOf(topk.getX()) != 2 || !isSingleAxisValue(topk.getAxis(), 2) ||

@@ -237,13 +237,16 @@ void emitPlan(KernelBuilder &kb, const Picks &picks, int64_t experts) {
   });
 }
 
-/// bias[expert, i] as f32, or `sum` itself where there is no bias.
-Value addBias(KernelBuilder &kb, Value sum, Value bias, Value expert, Value i) {
-  if (!bias) return sum;
-  Value b = kb.load(bias, {expert, i});
-  if (!b.getType().isF32())
-    b = arith::ExtFOp::create(kb.builder(), kb.location(), kb.builder().getF32Type(), b);
-  return kb.add(sum, b);
+/// bias[expert, i] as f32.
+Value expertBias(KernelBuilder &kb, Value bias, Value expert, Value i) {
+  Value value = kb.load(bias, {expert, i});
+  if (value.getType().isF32()) return value;
+  return arith::ExtFOp::create(kb.builder(), kb.location(), kb.builder().getF32Type(), value);
+}
+
+/// `sum` plus bias[expert, i] where there is a bias.
+Value plusExpertBias(KernelBuilder &kb, Value sum, Value bias, Value expert, Value i) {
+  return bias ? kb.add(sum, expertBias(kb, bias, expert, i)) : sum;
 }
 
 /// llm.moe's act(g, u): silu(g) * u, or gpt-oss's clamped swiglu.
@@ -255,7 +258,9 @@ struct ExpertActivation {
     if (auto value = op.getSwigluAlpha()) alpha = value->convertToFloat();
   }
   Value apply(KernelBuilder &kb, Value g, Value u) const {
-    auto sigmoid = [&](Value x) { return kb.div(kb.f32(1.0), kb.add(kb.f32(1.0), kb.exp(kb.neg(x)))); };
+    auto sigmoid = [&](Value x) {
+      return kb.div(kb.f32(1.0), kb.add(kb.f32(1.0), kb.exp(kb.neg(x))));
+    };
     if (!limit) return kb.mul(kb.mul(g, sigmoid(g)), u);
     OpBuilder &b = kb.builder();
     Location loc = kb.location();
@@ -310,11 +315,11 @@ void emitPickTile(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate,
   }
   Value base = kb.mulIndex(expert, kb.index(inter));
   gate.emit(kb, xRows, base, first, last, [&](int64_t r, Value i, Value g) {
-    kb.store(addBias(kb, g, biases.gate, expert, i), picks.activations, {slots[r], i});
+    kb.store(plusExpertBias(kb, g, biases.gate, expert, i), picks.activations, {slots[r], i});
   });
   up.emit(kb, xRows, base, first, last, [&](int64_t r, Value i, Value u) {
     Value g = kb.load(picks.activations, {slots[r], i});
-    Value act = activation.apply(kb, g, addBias(kb, u, biases.up, expert, i));
+    Value act = activation.apply(kb, g, plusExpertBias(kb, u, biases.up, expert, i));
     kb.store(kb.mul(routing[r], act), picks.activations, {slots[r], i});
   });
 }
@@ -356,7 +361,7 @@ void emitDownRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &down, 
     down.emit(kb, {activations}, kb.mulIndex(expert, kb.index(hidden)), first, last,
               [&](int64_t, Value c, Value sum) {
                 if (downBias)
-                  sum = kb.add(sum, kb.mul(weight, addBias(kb, kb.f32(0.0), downBias, expert, c)));
+                  sum = kb.add(sum, kb.mul(weight, expertBias(kb, downBias, expert, c)));
                 kb.store(kb.add(kb.load(out, {row, c}), sum), out, {row, c});
               });
   });

@@ -174,9 +174,11 @@ private:
   /// they are.
   bool placesOwnOperand(Operation *op, unsigned operandNumber) override {
     if (isa<llm::PermuteFeaturesOp>(op)) return operandNumber == 1;
-    if (isa<llm::MoeOp>(op)) // the experts' weights, not their biases
-      return operandNumber >= 2 && operandNumber <= 4 && (isPackedExpert(op->getOperand(operandNumber)) ||
-                                    storageOf(op->getOperand(operandNumber)) != "f32");
+    if (isa<llm::MoeOp>(op)) { // the experts' weights, not their biases
+      Value weight = op->getOperand(operandNumber);
+      return operandNumber >= 2 && operandNumber <= 4 &&
+             (isPackedExpert(weight) || storageOf(weight) != "f32");
+    }
     if (auto embedding = dyn_cast<llm::EmbeddingOp>(op))
       return operandNumber == 0 &&
              ((packQuantized && !embedding.getTransposeTable() &&
