@@ -156,14 +156,24 @@ LogicalResult DenseMoeMatcher::match(DenseMoe &block, std::string &why) {
   block.down = *down;
   if (failed(matchActivation(down->rows(), block, why))) return failure();
 
-  // Every expert reads every token: xf repeated once per expert.
-  Value rows = block.gateUp.rows();
-  while (rows != flatInput &&
-         isa_and_nonnull<onnx::ReshapeOp, onnx::ExpandOp, onnx::TileOp>(rows.getDefiningOp()))
-    rows = rows.getDefiningOp()->getOperand(0);
+  int64_t experts = block.gateUp.experts(), hidden = dimOf(block.input, 2);
+  // Every expert reads every token: Reshape(Tile(xf, [experts, 1]), [experts,
+  // tokens, hidden]), through Expands by ones (which keep xf's shape).
+  auto reshapedRows = definedBy<onnx::ReshapeOp>(block.gateUp.rows());
+  auto tile = reshapedRows ? definedBy<onnx::TileOp>(reshapedRows.getData()) : onnx::TileOp();
+  auto repeats = tile ? onnx::evaluateShapeTensor(tile.getRepeats()) : std::nullopt;
+  if (!tile || !repeats || *repeats != SmallVector<int64_t>{experts, 1} ||
+      dimOf(reshapedRows, 0) != experts || dimOf(reshapedRows, 2) != hidden)
+    return fail(why, "the experts' rows are not the input rows repeated once per expert");
+  Value rows = tile.getInput();
+  while (auto expand = definedBy<onnx::ExpandOp>(rows)) {
+    auto shape = onnx::evaluateShapeTensor(expand.getShape());
+    if (!shape || shape->size() > 2 || llvm::any_of(*shape, [](int64_t d) { return d != 1; }))
+      break;
+    rows = expand.getInput();
+  }
   if (rows != flatInput) return fail(why, "the experts do not read the router's input rows");
 
-  int64_t experts = block.gateUp.experts(), hidden = dimOf(block.input, 2);
   int64_t inter = block.gate.count;
   if (dimOf(block.routerWeight, block.routerTransposed ? 0 : 1) != experts ||
       block.down.experts() != experts)
