@@ -1,13 +1,19 @@
-"""A benchmark-sized Qwen3-MoE with seeded random weights, exported by optimum-onnx.
+"""A benchmark-sized mixture of experts with seeded random weights, exported by optimum-onnx.
 
-    .venv-optimum/bin/python bench/moe_model.py OUT_DIR
+    .venv-optimum/bin/python bench/moe_model.py OUT_DIR [--family qwen3-moe|gpt-oss]
 
 writes OUT_DIR/hf (the transformers model) and OUT_DIR/onnx (optimum's export, model.onnx
-and its external data) for bench/cpu_throughput.py to run through llmc and onnxruntime. The
-shape is Qwen3-30B-A3B's in miniature: 8 layers of hidden 512, 8 query and 2 KV heads of
-64, and on every layer 32 experts of 256 features, 4 per token (norm_topk_prob): 400 MB of
-f32 weights, of which a token reads about an eighth of the experts'. Nothing is downloaded;
-run `bash scripts/setup.sh exporters` once for the venv.
+and its external data) for bench/cpu_throughput.py to run through llmc and onnxruntime.
+Nothing is downloaded; run `bash scripts/setup.sh exporters` once for the venv.
+
+qwen3-moe is Qwen3-30B-A3B's shape in miniature: 8 layers of hidden 512, 8 query and 2 KV
+heads of 64, and on every layer 32 experts of 256 features, 4 per token (norm_topk_prob):
+400 MB of f32 weights, of which a token reads about an eighth of the experts'.
+
+gpt-oss is gpt-oss-20b's in miniature, the same sizes: 32 experts of 256 features, 4 per
+token, with biases and the clamped swiglu, attention sinks, a sliding window of 128 on every
+other layer, YaRN. optimum exports its experts dense (every expert on every token), so
+onnxruntime computes all 32 where llmc computes the 4 chosen.
 """
 from __future__ import annotations
 
@@ -19,21 +25,37 @@ from pathlib import Path
 import torch
 import transformers
 
-CONFIG = dict(vocab_size=8192, hidden_size=512, intermediate_size=1024, num_hidden_layers=8,
-              num_attention_heads=8, num_key_value_heads=2, head_dim=64, num_experts=32,
-              num_experts_per_tok=4, moe_intermediate_size=256, norm_topk_prob=True,
+COMMON = dict(vocab_size=8192, hidden_size=512, num_hidden_layers=8, num_attention_heads=8,
+              num_key_value_heads=2, head_dim=64, num_experts_per_tok=4,
               max_position_embeddings=4096, initializer_range=0.02, bos_token_id=1,
               eos_token_id=2, pad_token_id=0)
+FAMILIES = {
+    "qwen3-moe": ("Qwen3MoeConfig", dict(intermediate_size=1024, num_experts=32,
+                                         moe_intermediate_size=256, norm_topk_prob=True)),
+    "gpt-oss": ("GptOssConfig", dict(intermediate_size=256, num_local_experts=32,
+                                     sliding_window=128,
+                                     layer_types=["sliding_attention", "full_attention"] * 4,
+                                     rope_scaling={"rope_type": "yarn", "factor": 32.0,
+                                                   "beta_fast": 32.0, "beta_slow": 1.0,
+                                                   "truncate": False,
+                                                   "original_max_position_embeddings": 128})),
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
+    parser.add_argument("--family", choices=sorted(FAMILIES), default="qwen3-moe")
     args = parser.parse_args()
     hf = args.out / "hf"
+    config_class, settings = FAMILIES[args.family]
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(
-        transformers.Qwen3MoeConfig(**CONFIG), dtype=torch.float32).eval()
+        getattr(transformers, config_class)(**COMMON, **settings), dtype=torch.float32).eval()
+    with torch.no_grad():  # transformers starts biases at zero: draw them too
+        for parameter in model.parameters():
+            if not parameter.any():
+                parameter.normal_(0.0, COMMON["initializer_range"])
     model.save_pretrained(hf)
     model.generation_config.save_pretrained(hf)
     print(f"moe_model: wrote {hf}", file=sys.stderr, flush=True)
