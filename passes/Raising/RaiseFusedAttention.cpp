@@ -56,6 +56,7 @@ struct AttentionParts {
   MaskInfo mask;            ///< the raw [batch, total] mask (or none), causal, window
   std::optional<float> scale;
   std::optional<double> softcap = std::nullopt;
+  std::vector<float> sinks = {}; ///< a logit per query head, or none
 };
 
 /// Replaces a fused attention op, whose results are (output, present_key,
@@ -71,7 +72,7 @@ void replaceWithAttention(PatternRewriter &rewriter, Operation *op, const Attent
   Value values = appendToCache(parts.pastValue, parts.v, op->getResult(2).getType());
   float factor = parts.scale.value_or(1.0f / std::sqrt(float(dimOf(parts.q, 3))));
   Value out = createAttention(rewriter, loc, headsOutputType(parts.q, values), parts.q, keys,
-                              values, parts.mask, factor, parts.softcap);
+                              values, parts.mask, factor, parts.softcap, parts.sinks);
   if (rankOf(parts.originalQuery) != 4)
     out = llm::MergeHeadsOp::create(rewriter, loc, op->getResult(0).getType(), out);
   rewriter.replaceOp(op, {out, keys, values, out});
@@ -104,8 +105,10 @@ std::optional<std::string> featureOf(onnx::GroupQueryAttentionOp op) {
   if (int64_t window = op.getLocalWindowSize(); window == 0 || window < -1)
     return "a local window of " + std::to_string(window) + " tokens";
   if (op.getSoftcap().isNegative()) return softcapping(op.getSoftcap().convertToFloat());
-  if (op.getSmoothSoftmax() || !isNone(op.getHeadSink()))
-    return std::string("attention sinks (smooth_softmax, head_sink)");
+  Value headSink = op.getHeadSink();
+  if (!isNone(headSink) && (rankOf(headSink) != 1 || dimOf(headSink, 0) != op.getNumHeads() ||
+                            !readConstantFloats(skipCasts(headSink))))
+    return std::string("a head_sink (attention sinks) that is not a constant f32 per query head");
   if (!isNone(op.getAttentionBias())) return std::string("an additive attention bias");
   if (!op.getOutputQk().use_empty()) return std::string("the attention scores as an output");
   return std::nullopt;
@@ -210,9 +213,16 @@ struct RaiseGroupQueryAttention : OpRewritePattern<onnx::GroupQueryAttentionOp> 
     if (int64_t window = op.getLocalWindowSize(); window > 0) mask.slidingWindow = window;
     std::optional<double> softcap;
     if (!op.getSoftcap().isZero()) softcap = op.getSoftcap().convertToDouble();
+    // Attention sinks: head_sink's logit per head, or with smooth_softmax
+    // alone a logit of 0 (one more e^0 in every softmax's sum).
+    std::vector<float> sinks;
+    if (!isNone(op.getHeadSink()))
+      sinks = *readConstantFloats(skipCasts(op.getHeadSink()));
+    else if (op.getSmoothSoftmax())
+      sinks.assign(heads, 0.0f);
     replaceWithAttention(rewriter, op,
                          {query, q, k, v, op.getPastKey(), op.getPastValue(), mask,
-                          nonZeroScale(op.getScale()), softcap});
+                          nonZeroScale(op.getScale()), softcap, std::move(sinks)});
     return success();
   }
 };

@@ -311,6 +311,51 @@ def test_genai_longrope_past_the_switch(tmp_path, exporter):
         model.close()
 
 
+def with_group_query_attention_sinks(source: Path, out: Path, mode: str) -> Path:
+    """The genai builder's export at `source` with attention sinks on every
+    GroupQueryAttention, as the builder writes gpt-oss's (its own gpt-oss export stops at
+    an assertion of its YaRN code for the fixtures' head size): a seeded head_sink logit
+    per query head ("head_sink"), or smooth_softmax=1, a sink of 0 ("smooth_softmax")."""
+    model = onnx.load(str(source / "model.onnx"))
+    rng = np.random.default_rng(5)
+    for node in model.graph.node:
+        if node.op_type != "GroupQueryAttention":
+            continue
+        if mode == "smooth_softmax":
+            node.attribute.append(onnx.helper.make_attribute("smooth_softmax", 1))
+            continue
+        heads = next(attribute.i for attribute in node.attribute if attribute.name == "num_heads")
+        sinks = numpy_helper.from_array(rng.normal(0.0, 1.0, heads).astype(np.float32),
+                                        f"{node.name}/head_sink")
+        model.graph.initializer.append(sinks)
+        node.input.extend([""] * (12 - len(node.input)))
+        node.input[11] = sinks.name  # GroupQueryAttention's head_sink
+    out.mkdir()
+    onnx.save(model, str(out / "model.onnx"), save_as_external_data=True,
+              location="model.onnx.data")
+    for file in source.iterdir():
+        if file.name not in ("model.onnx", "model.onnx.data"):
+            shutil.copy(file, out / file.name)
+    return out / "model.onnx"
+
+
+@pytest.mark.parametrize("mode", ["head_sink", "smooth_softmax"])
+def test_group_query_attention_sinks(tmp_path, mode):
+    """GroupQueryAttention's attention sinks (head_sink, smooth_softmax) compute what
+    onnxruntime computes on the same file. They change onnxruntime's logits on this model by
+    a third (relative to their largest), so a sink left out or misplaced fails."""
+    onnx_path = with_group_query_attention_sinks(EXPORTS_DIR / "genai-fp32" / "llama-gqa",
+                                                 tmp_path / "export", mode)
+    artifact = tmp_path / "model.llmc"
+    subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet"],
+                   check=True)
+    model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
+    try:
+        assert compare(model, onnx_path) == ""
+    finally:
+        model.close()
+
+
 def test_compile_refuses_a_max_model_len_past_the_export(tmp_path):
     """optimum's LongRoPE export holds its short factors alone, 64 positions: a longer
     --max-model-len is one error, not long factors the file does not have."""

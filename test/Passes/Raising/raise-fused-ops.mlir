@@ -137,6 +137,70 @@ func.func @group_query_attention_empty_window(%q: tensor<1x3x128xf32>, %k: tenso
 
 // -----
 
+// Attention sinks as the genai builder writes gpt-oss's: head_sink, a
+// constant logit per query head, becomes llm.attention's sinks; with
+// smooth_softmax alone each head's sink is 0.
+// CHECK-LABEL: func.func @group_query_attention_head_sink
+//       CHECK:   llm.attention {{.*}} {causal, scale = 2.500000e-01 : f32, sinks = array<f32: 1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 5.000000e+00, 6.000000e+00, 7.000000e+00, 8.000000e+00>}
+func.func @group_query_attention_head_sink(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
+    %past_k: tensor<1x2x4x16xf32>, %past_v: tensor<1x2x4x16xf32>,
+    %mask: tensor<1x7xi64> {onnx.name = "attention_mask"}) -> tensor<1x3x128xf32> {
+  %none = onnx.None
+  %axes = onnx.Constant dense<[1]> : tensor<1xi64>
+  %total = onnx.Constant dense<7> : tensor<1xi32>
+  %sink = onnx.Constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>
+  %sum = onnx.ReduceSum %mask, %axes {keepdims = 0 : i64} : (tensor<1x7xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %seqlens = onnx.Cast %sum {to = 6 : i64} : (tensor<1xi64>) -> tensor<1xi32>
+  %out, %pk, %pv, %qk = onnx.GroupQueryAttention %q, %k, %v, %past_k, %past_v, %seqlens, %total, %none, %none, %none, %none, %sink
+      {kv_num_heads = 2 : i64, num_heads = 8 : i64}
+      : (tensor<1x3x128xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>, tensor<1xi32>, tensor<1xi32>, none, none, none, none, tensor<8xf32>)
+      -> (tensor<1x3x128xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>, tensor<*xf32>)
+  return %out : tensor<1x3x128xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @group_query_attention_smooth_softmax
+//       CHECK:   llm.attention {{.*}} {causal, scale = 2.500000e-01 : f32, sinks = array<f32: 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00>}
+func.func @group_query_attention_smooth_softmax(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
+    %past_k: tensor<1x2x4x16xf32>, %past_v: tensor<1x2x4x16xf32>,
+    %mask: tensor<1x7xi64> {onnx.name = "attention_mask"}) -> tensor<1x3x128xf32> {
+  %none = onnx.None
+  %axes = onnx.Constant dense<[1]> : tensor<1xi64>
+  %total = onnx.Constant dense<7> : tensor<1xi32>
+  %sink = onnx.None
+  %sum = onnx.ReduceSum %mask, %axes {keepdims = 0 : i64} : (tensor<1x7xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %seqlens = onnx.Cast %sum {to = 6 : i64} : (tensor<1xi64>) -> tensor<1xi32>
+  %out, %pk, %pv, %qk = onnx.GroupQueryAttention %q, %k, %v, %past_k, %past_v, %seqlens, %total, %none, %none, %none, %none, %sink
+      {kv_num_heads = 2 : i64, num_heads = 8 : i64, smooth_softmax = 1 : i64}
+      : (tensor<1x3x128xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>, tensor<1xi32>, tensor<1xi32>, none, none, none, none, none)
+      -> (tensor<1x3x128xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>, tensor<*xf32>)
+  return %out : tensor<1x3x128xf32>
+}
+
+// -----
+
+// Near miss: sinks computed at run time (an input) are refused by name.
+// CHECK-LABEL: func.func @group_query_attention_head_sink_input
+//       CHECK:   onnx.GroupQueryAttention
+// ERROR: error: onnx ops not raised to llm: {{.*}}onnx.GroupQueryAttention x1; a head_sink (attention sinks) that is not a constant f32 per query head is not supported
+func.func @group_query_attention_head_sink_input(%q: tensor<1x3x128xf32>, %k: tensor<1x3x32xf32>, %v: tensor<1x3x32xf32>,
+    %past_k: tensor<1x2x4x16xf32>, %past_v: tensor<1x2x4x16xf32>,
+    %mask: tensor<1x7xi64> {onnx.name = "attention_mask"}, %sink: tensor<8xf32>) -> tensor<1x3x128xf32> {
+  %none = onnx.None
+  %axes = onnx.Constant dense<[1]> : tensor<1xi64>
+  %total = onnx.Constant dense<7> : tensor<1xi32>
+  %sum = onnx.ReduceSum %mask, %axes {keepdims = 0 : i64} : (tensor<1x7xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %seqlens = onnx.Cast %sum {to = 6 : i64} : (tensor<1xi64>) -> tensor<1xi32>
+  %out, %pk, %pv, %qk = onnx.GroupQueryAttention %q, %k, %v, %past_k, %past_v, %seqlens, %total, %none, %none, %none, %none, %sink
+      {kv_num_heads = 2 : i64, num_heads = 8 : i64}
+      : (tensor<1x3x128xf32>, tensor<1x3x32xf32>, tensor<1x3x32xf32>, tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>, tensor<1xi32>, tensor<1xi32>, none, none, none, none, tensor<8xf32>)
+      -> (tensor<1x3x128xf32>, tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>, tensor<*xf32>)
+  return %out : tensor<1x3x128xf32>
+}
+
+// -----
+
 // SkipLayerNormalization (Phi-2 from the genai builder): the residual sum and
 // its LayerNorm with gamma and beta.
 // CHECK-LABEL: func.func @skip_layer_norm
