@@ -10,6 +10,8 @@
 // polynomial exp the vectoriser widens. A decode row's keys are split among
 // tasks (split-KV) and a combine kernel folds the parts, in the order a
 // prefill task folds the same parts, so the bits do not depend on the path.
+// Attention sinks (gpt-oss) join a row's sum in the step both paths end with
+// (SoftmaxState::finish).
 //
 // A bf16 pool (--kv-cache-dtype bf16) holds the rows rounded to nearest
 // even, widened as attention loads them. An int8 pool (--kv-cache-dtype
