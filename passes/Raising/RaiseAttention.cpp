@@ -157,14 +157,8 @@ Value peelScale(Value value, double &scale) {
 /// Whether `slice` drops the last column of a 4-D tensor: starts 0, ends -1
 /// on the last axis, step 1 (the sink's weight, `probs[..., :-1]`).
 bool dropsLastColumn(onnx::SliceOp slice) {
-  if (!slice || rankOf(slice.getData()) != 4 || !isSingleAxis(slice.getAxes(), -1, 4))
-    return false;
-  auto starts = onnx::getConstantInts(slice.getStarts());
-  auto ends = onnx::getConstantInts(slice.getEnds());
-  auto steps = isNone(slice.getSteps()) ? std::optional(SmallVector<int64_t>{1})
-                                        : onnx::getConstantInts(slice.getSteps());
-  return starts && ends && steps && *starts == SmallVector<int64_t>{0} &&
-         *ends == SmallVector<int64_t>{-1} && *steps == SmallVector<int64_t>{1};
+  auto taken = slice && rankOf(slice.getData()) == 4 ? lastAxisSlice(slice) : std::nullopt;
+  return taken && taken->start == 0 && taken->end == -1 && taken->step == 1;
 }
 
 /// MatMul(Softmax(MatMul(q, Transpose(k)) * scale + mask), v) -> attention;

@@ -79,20 +79,13 @@ struct Columns {
 
 /// The columns a Slice of the last axis of a rank-3 tensor `width` wide takes.
 std::optional<Columns> sliceColumns(onnx::SliceOp slice, int64_t width) {
-  if (!slice || rankOf(slice.getData()) != 3 || !isSingleAxis(slice.getAxes(), -1, 3))
-    return std::nullopt;
-  auto starts = onnx::getConstantInts(slice.getStarts());
-  auto ends = onnx::getConstantInts(slice.getEnds());
-  auto steps = isNone(slice.getSteps()) ? std::optional(SmallVector<int64_t>{1})
-                                        : onnx::getConstantInts(slice.getSteps());
-  if (!starts || !ends || !steps || starts->size() != 1 || ends->size() != 1 ||
-      steps->size() != 1 || (*steps)[0] < 1)
-    return std::nullopt;
+  auto taken = slice && rankOf(slice.getData()) == 3 ? lastAxisSlice(slice) : std::nullopt;
+  if (!taken || taken->step < 1) return std::nullopt;
   auto clamp = [&](int64_t index) {
     return std::clamp<int64_t>(index < 0 ? index + width : index, 0, width);
   };
-  Columns columns{clamp((*starts)[0]), (*steps)[0], 0};
-  int64_t end = clamp((*ends)[0]);
+  Columns columns{clamp(taken->start), taken->step, 0};
+  int64_t end = clamp(taken->end);
   columns.count = end > columns.start ? llvm::divideCeil(end - columns.start, columns.step) : 0;
   return columns;
 }

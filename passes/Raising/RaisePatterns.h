@@ -93,6 +93,13 @@ mlir::Value skipNaNGuard(mlir::Value probs);
 /// (ONNX reverses the dims then, as torch.onnx writes `weight.T`).
 bool isMatrixTranspose(onnx::TransposeOp op);
 
+/// A Slice of only the last axis with constant start, end and step (1 when
+/// absent), as written: not clamped, negative indices not resolved.
+struct LastAxisSlice {
+  int64_t start, end, step;
+};
+std::optional<LastAxisSlice> lastAxisSlice(onnx::SliceOp slice);
+
 /// The [start, end) columns a Slice takes: one with constant starts and ends,
 /// step 1, of only the last axis, whose length is static. nullopt otherwise.
 std::optional<std::pair<int64_t, int64_t>> lastAxisColumns(onnx::SliceOp slice);

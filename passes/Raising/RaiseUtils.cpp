@@ -104,26 +104,34 @@ bool isMatrixTranspose(onnx::TransposeOp op) {
   return !op.getPerm() || *op.getPerm() == ArrayRef<int64_t>{1, 0};
 }
 
-std::optional<std::pair<int64_t, int64_t>> lastAxisColumns(onnx::SliceOp slice) {
+std::optional<LastAxisSlice> lastAxisSlice(onnx::SliceOp slice) {
   if (!slice) return std::nullopt;
-  Value data = slice.getData();
-  int64_t rank = rankOf(data);
-  if (rank < 1 || ShapedType::isDynamic(dimOf(data, -1))) return std::nullopt;
+  int64_t rank = rankOf(slice.getData());
+  if (rank < 1) return std::nullopt;
   auto starts = onnx::getConstantInts(slice.getStarts());
   auto ends = onnx::getConstantInts(slice.getEnds());
   if (!starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
   if (isNone(slice.getAxes()) ? rank != 1 : !isSingleAxis(slice.getAxes(), -1, rank))
     return std::nullopt;
+  LastAxisSlice taken{(*starts)[0], (*ends)[0], 1};
   if (!isNone(slice.getSteps())) {
     auto steps = onnx::getConstantInts(slice.getSteps());
-    if (!steps || *steps != SmallVector<int64_t>{1}) return std::nullopt;
+    if (!steps || steps->size() != 1) return std::nullopt;
+    taken.step = (*steps)[0];
   }
-  int64_t dim = dimOf(data, -1);
+  return taken;
+}
+
+std::optional<std::pair<int64_t, int64_t>> lastAxisColumns(onnx::SliceOp slice) {
+  auto taken = lastAxisSlice(slice);
+  if (!taken || taken->step != 1 || ShapedType::isDynamic(dimOf(slice.getData(), -1)))
+    return std::nullopt;
+  int64_t dim = dimOf(slice.getData(), -1);
   auto clamp = [&](int64_t index) {
     return std::clamp<int64_t>(index < 0 ? index + dim : index, 0, dim);
   };
-  int64_t start = clamp((*starts)[0]);
-  return std::pair(start, std::max(start, clamp((*ends)[0])));
+  int64_t start = clamp(taken->start);
+  return std::pair(start, std::max(start, clamp(taken->end)));
 }
 
 bool sameDim(Value a, int64_t i, Value b, int64_t j) {
