@@ -7,7 +7,9 @@ f16's tolerance of onnxruntime's (test_cuda_parity.py's: 2e-2 of max|ref| per st
 average), and 32 greedy tokens per prompt through Model.generate are onnxruntime's up to a
 near-tie of its logits. The reference is test_exporters.exact_reference's: the file itself,
 or the file with MatMulNBits at accuracy_level 0 and half types widened to f32, which is what
-llmc computes. Exports that the CPU target refuses are refused here too.
+llmc computes. Exports that the CPU target refuses are refused here too. The genai
+builder's llama-gqa with attention sinks added (test_exporters' head_sink and smooth_softmax
+forms) checks the sinks in the CUDA attention kernels.
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from llmc.testing.paged import PagedRunner
 from test_cpu_parity import LLMC, relative_error
 from test_cuda_parity import TOLERANCES, tie_band, tolerance_problem, unexplained_divergence
 from test_exporters import (DECODE_STEPS, EXPORTS, EXPORTS_DIR, GREEDY_STEPS, NUM_KV_BLOCKS,
-                            exact_reference, reference_steps, seeded_prompts)
+                            exact_reference, reference_steps, seeded_prompts,
+                            with_group_query_attention_sinks)
 
 DTYPE = "f16"
 
@@ -64,3 +67,15 @@ def test_export_matches_or_is_refused_on_the_gpu(export, tmp_path):
     with Model(artifact, num_kv_blocks=NUM_KV_BLOCKS) as model:
         problem = compare(model, reference)
     assert not problem, f"{export} ({DTYPE}): {problem}"
+
+
+@pytest.mark.parametrize("mode", ["head_sink", "smooth_softmax"])
+def test_attention_sinks_match_onnxruntime_on_the_gpu(mode, tmp_path):
+    onnx_path = with_group_query_attention_sinks(EXPORTS_DIR / "genai-fp32" / "llama-gqa",
+                                                 tmp_path / "export", mode)
+    artifact = tmp_path / "model.llmc"
+    subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet",
+                    "--target", "cuda", "--dtype", DTYPE], check=True)
+    with Model(artifact, num_kv_blocks=NUM_KV_BLOCKS) as model:
+        problem = compare(model, onnx_path)
+    assert not problem, f"{mode} ({DTYPE}): {problem}"

@@ -8,7 +8,8 @@ The result must match attention computed in float64 from the same bf16/f16 input
 real exporters' Gemma-2 (the genai builder's local layer: a window of 16 keys, a softcap of 50)
 and Mistral (a window of 20) check the windowed kernels: the blocks wholly before a
 sequence's window are NaN, as blocks the engine gave back may hold anything, so a kernel
-that reads one fails.
+that reads one fails. The genai builder's llama-gqa with a head_sink per query head (gpt-oss's
+attention sinks) checks the sinks' share of each softmax, in both paths.
 What this cannot show (speed, the tensor cores' own rounding, the driver) needs a GPU:
 scripts/gpu-check.sh.
 """
@@ -20,16 +21,18 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import numpy_helper
 
 from llmc.testing.cuda_emulation import EmulatedKernels, from_storage, to_storage
 from llmc.testing.fixtures import write_variant
-from test_exporters import EXPORTS_DIR
+from test_exporters import EXPORTS_DIR, with_group_query_attention_sinks
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = ROOT / "build" / "bin" / "llmc"
 CONFIG = re.compile(r"attention_d(\d+)_g(\d+)_kv(\d+)_bs(\d+)_(bf16|f16)_s0x([0-9a-f]+)"
-                    r"(?:_w(\d+))?(?:_c0x([0-9a-f]+))?(?:_u)?_prefill")
+                    r"(?:_w(\d+))?(?:_c0x([0-9a-f]+))?(_sinks)?(?:_u)?_prefill")
 
 # (query rows, context) per sequence: a prompt longer than a tile, decode rows, a chunk
 # after cached context, a two-row chunk, and decode at the first and at a long position.
@@ -60,15 +63,31 @@ CASES = {
                           SOFTCAP_INPUTS),
     "mistral-window-f16": (EXPORTS_DIR / "optimum/mistral-window/model.onnx", {}, "f16", 8, 1,
                            PLAIN_INPUTS),
+    # Attention sinks (gpt-oss's): the genai builder's llama-gqa with a head_sink per layer.
+    "gqa-sinks-bf16": ("head_sink", {}, "bf16", 16, 1, PLAIN_INPUTS),
 }
+
+
+def layer_sinks(onnx_path: Path, layer: int) -> np.ndarray:
+    """The head_sink logits of the file's `layer`-th GroupQueryAttention."""
+    model = onnx.load(str(onnx_path))
+    node = [n for n in model.graph.node if n.op_type == "GroupQueryAttention"][layer]
+    initializer = next(i for i in model.graph.initializer if i.name == node.input[11])
+    return numpy_helper.to_array(initializer, base_dir=str(onnx_path.parent)).astype(np.float64)
 
 
 @pytest.fixture(scope="module", params=list(CASES))
 def compiled(request, tmp_path_factory):
-    """The case's kernels, its launches of layer `layer` and the case itself."""
+    """The case's kernels, its launches of layer `layer`, the case itself and the layer's
+    attention sinks (None without)."""
     model, sizes, dtype, block_size, layer, inputs = CASES[request.param]
     work = tmp_path_factory.mktemp(request.param)
-    if isinstance(model, str):
+    sinks = None
+    if model == "head_sink":
+        model = with_group_query_attention_sinks(EXPORTS_DIR / "genai-fp32" / "llama-gqa",
+                                                 work / "export", "head_sink")
+        sinks = layer_sinks(model, layer)
+    elif isinstance(model, str):
         model = write_variant(model, work / "onnx", num_layers=NUM_LAYERS, **sizes)
     out = work / "model.llmc"
     subprocess.run([str(LLMC), "compile", str(model), "-o", str(out), "--quiet", "--target", "cuda:sm_80",
@@ -84,7 +103,7 @@ def compiled(request, tmp_path_factory):
     config = launches["decode"]["kernel"].removesuffix("_decode")
     launches["combine"] = next(e for e in plan["steps"] if e.get("kernel") == config + "_combine")
     source = (out / "attention.cu").read_text()
-    return EmulatedKernels(source, work), launches, layer, inputs
+    return EmulatedKernels(source, work), launches, layer, inputs, sinks
 
 
 def grid_of(entry: dict, symbols: dict[str, int]) -> tuple[int, int, int]:
@@ -98,8 +117,9 @@ def first_visible_key(position: int, window: int) -> int:
 
 
 def reference(query, pool, tables, sequences, heads, group, block_size, scale, layer, window,
-              softcap):
-    """float64 causal attention over the paged cache: [tokens, heads, head_dim]."""
+              softcap, sinks):
+    """float64 causal attention over the paged cache: [tokens, heads, head_dim]. A head's
+    sink (if any) is one more logit in its softmax, with no value."""
     rows = []
     for seq, (q_len, context) in enumerate(sequences):
         slots = np.arange(context)
@@ -116,16 +136,19 @@ def reference(query, pool, tables, sequences, heads, group, block_size, scale, l
                 logits = k @ query[len(rows), head] * scale
                 if softcap:
                     logits = softcap * np.tanh(logits / softcap)
-                weights = np.exp(logits - logits.max())
-                out[head] = weights @ v / weights.sum()
+                sink = -np.inf if sinks is None else sinks[head]
+                top = max(logits.max(), sink)
+                weights = np.exp(logits - top)
+                out[head] = weights @ v / (weights.sum() + np.exp(sink - top))
             rows.append(out)
     return np.stack(rows)
 
 
 @pytest.mark.parametrize("sequences", [SEQUENCES, MANY_DECODES], ids=["mixed", "many-decodes"])
 def test_attention_matches_float64_reference(compiled, sequences):
-    kernels, launches, layer, inputs = compiled
+    kernels, launches, layer, inputs, sinks = compiled
     match = CONFIG.fullmatch(launches["prefill"]["kernel"])
+    assert bool(match.group(9)) == (sinks is not None)
     head_dim, group, kv_heads, block_size = (int(match.group(i)) for i in range(1, 5))
     dtype = match.group(5)
     as_float = lambda hex_bits: float(np.frombuffer(bytes.fromhex(hex_bits.zfill(8)), ">f4")[0])
@@ -180,11 +203,11 @@ def test_attention_matches_float64_reference(compiled, sequences):
     kernels.launch(launches["decode"]["kernel"], grid_of(launches["decode"], symbols), block,
                    query_bits, q_stride, pool_bits, partials, *common)
     kernels.launch(launches["combine"]["kernel"], grid_of(launches["combine"], symbols), block,
-                   partials, out, out_stride, cu_seqlens, context_lens, len(sequences))
+                   partials, out, out_stride, cu_seqlens, context_lens, len(sequences), layer)
 
     query = from_storage(query_bits[:, :heads * head_dim], dtype).reshape(tokens, heads, head_dim)
     expected = reference(query, from_storage(pool_bits, dtype), tables, sequences, heads, group,
-                         block_size, scale, layer, window, softcap)
+                         block_size, scale, layer, window, softcap, sinks)
     got = from_storage(out, dtype).reshape(tokens, heads, head_dim)
     assert not np.isnan(got).any(), "rows no kernel wrote"
     # Storage rounding of the output and of the softmax weights P V multiplies by.

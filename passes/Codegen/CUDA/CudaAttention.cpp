@@ -1,11 +1,12 @@
 //===- CudaAttention.cpp - paged attention as CUDA C++ for NVRTC ----------===//
 //
 // Attention is generated as CUDA C++ specialised to the model (head dim,
-// query heads per KV head, KV heads, block size, dtype, scale, sliding window
-// and softcap are constants) and compiled by the target with NVRTC. Every
-// kernel serves all query heads of one KV head, so each K/V vector is loaded
-// once per group (GQA). A query row with a window reads only its window's
-// keys: the blocks before it may have been given back to the pool.
+// query heads per KV head, KV heads, block size, dtype, scale, sliding window,
+// softcap and attention sinks are constants) and compiled by the target with
+// NVRTC. Every kernel serves all query heads of one KV head, so each K/V
+// vector is loaded once per group (GQA). A query row with a window reads only
+// its window's keys: the blocks before it may have been given back to the
+// pool.
 //
 // - prefill: sequences with more than one query token (prefill chunks), a
 //   tile of 64 (query row, head) pairs per block on tensor cores, K/V tiles
@@ -75,6 +76,26 @@ std::string floatLiteral(float value) {
   return literal;
 }
 
+/// The attention sinks of every layer with `heads` query heads, as a CUDA
+/// array initializer of [layers][heads] logits: row L is layer L's. A config
+/// with sinks reads the rows of its own layers; the others hold the lowest
+/// float (no share of the softmax) and are never read.
+std::string sinksTable(llm::PagedAttentionOp op, int64_t heads) {
+  SmallVector<float> table;
+  op->getParentOp()->walk([&](llm::PagedAttentionOp layerOp) {
+    auto sinks = layerOp.getSinks();
+    if (!sinks || static_cast<int64_t>(sinks->size()) != heads) return;
+    auto begin = static_cast<size_t>(layerOp.getLayer() * heads);
+    if (table.size() < begin + heads)
+      table.resize(begin + heads, std::numeric_limits<float>::lowest());
+    llvm::copy(*sinks, table.begin() + begin);
+  });
+  std::string initializer = "{";
+  for (auto [i, sink] : llvm::enumerate(table))
+    initializer += (i ? ", " : "") + floatLiteral(sink);
+  return initializer + "}";
+}
+
 /// The row stride of a [rows, features] tensor with unit feature stride.
 FailureOr<int64_t> rowStride(Operation *op, const TensorRef &ref, StringRef what) {
   auto stride = dyn_cast<IntegerAttr>(ref.strides.front());
@@ -119,8 +140,6 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   auto outStride = rowStride(op, output, "result");
   if (failed(qStride) || failed(outStride)) return failure();
 
-  if (op.getSinks())
-    return op.emitOpError("has attention sinks (gpt-oss), which the CUDA target does not compute");
   bool bf16 = step.storageType.isBF16();
   float scale = op.getScale().convertToFloat();
   int64_t window = op.getSlidingWindow().value_or(0);
@@ -135,6 +154,10 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
                                      llvm::bit_cast<uint32_t>(scale));
   if (window) config += llvm::formatv("_w{0}", window).str();
   if (softcap) config += llvm::formatv("_c{0:x}", llvm::bit_cast<uint32_t>(softcap)).str();
+  // Sinks name a config too; their values are a table indexed by layer, so
+  // the layers of gpt-oss share its two configs (local, global).
+  bool sinks = op.getSinks().has_value();
+  if (sinks) config += "_sinks";
   if (!queryAligned) config += "_u";
   if (source.empty()) {
     source = kDevicePrelude.str();
@@ -155,7 +178,8 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
     source += llvm::formatv(kConfigSource.data(), config, headDim, group, kvHeads, blockSize, kSplits,
                             bf16 ? "true" : "false", floatLiteral(scale),
                             queryAligned ? "true" : "false", mmaTileK, window,
-                            floatLiteral(softcap))
+                            floatLiteral(softcap), sinks ? "true" : "false",
+                            sinks ? sinksTable(op, heads) : std::string("{0.f}"))
                   .str();
 
   MLIRContext *context = op.getContext();
@@ -186,7 +210,8 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   step.plan.launch(kAttentionModule, config + "_combine", {sym(kSeqsSymbol), dim(heads), dim(1)}, block,
                    {KernelArg::pointer(partials), KernelArg::pointer(output),
                     KernelArg::i32(dim(*outStride)), KernelArg::pointer(cuSeqlens),
-                    KernelArg::pointer(contextLens), KernelArg::i32(sym(kSeqsSymbol))});
+                    KernelArg::pointer(contextLens), KernelArg::i32(sym(kSeqsSymbol)),
+                    KernelArg::i32(dim(layer))});
   return success();
 }
 

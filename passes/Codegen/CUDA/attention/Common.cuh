@@ -221,6 +221,15 @@ __device__ __forceinline__ float tile_score(float dot, int key, int first, int v
   return softcap > 0.f ? softcapped(dot * scale, softcap) * LOG2E : dot * scale_log2;
 }
 
+/// 1 / a prefill row's softmax denominator: its running sum `l` (base 2,
+/// relative to its running max `m`) plus, with `sinks`, the share of its
+/// head's attention sink; 0 for a row that saw no key.
+__device__ __forceinline__ float inverse_softmax_sum(float l, float m, const float *sinks,
+                                                     int head) {
+  if (sinks) l += exp2f(sinks[head] * LOG2E - m);
+  return l > 0.f ? 1.f / l : 0.f;
+}
+
 /// Two storage elements as one 32-bit MMA register, `lo` in the low half.
 __device__ __forceinline__ unsigned pack2(storage_t lo, storage_t hi) {
   return (unsigned)lo | ((unsigned)hi << 16);
@@ -241,6 +250,8 @@ __device__ __forceinline__ unsigned word_at(const storage_t *p) {
 /// of a row. Q, K and V are staged in shared memory; V's operand is read
 /// across rows, two 16-bit loads a register. A row sees the keys of its
 /// `window` (0: all before it); scores are softcapped by `softcap` (0: not).
+/// `sinks` (nullptr: none) holds the attention sink of each of the layer's
+/// query heads.
 template <int D, int G, int KVH, int BS, bool BF16, bool Q_ALIGNED, int TILE_K>
 __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ query, int q_stride,
                                                  const storage_t *__restrict__ layer_pool,
@@ -248,7 +259,7 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
                                                  storage_t *__restrict__ out, int out_stride,
                                                  int kvh, int q_begin, int q_len, int tile_row,
                                                  int context, float scale, int window,
-                                                 float softcap) {
+                                                 float softcap, const float *sinks) {
   constexpr int TILE_M = PREFILL_TILE_M;
   constexpr int ROWS = TILE_M / G;                // query rows per tile
   constexpr int DP = (D + 15) / 16 * 16;          // the head dim padded to the MMA's k
@@ -357,7 +368,7 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
   for (int h = 0; h < 2; ++h) {
     if (!valid[h]) continue;
     const int m = warp * 16 + g + 8 * h;
-    const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
+    const float inv = inverse_softmax_sum(l_run[h], m_run[h], sinks, kvh * G + m % G);
     storage_t *dst = out + (long long)(q_begin + tile_row + m / G) * out_stride + (kvh * G + m % G) * D;
     for (int n = 0; n < DP / 8; ++n)
       for (int i = 0; i < 2; ++i) {
@@ -375,15 +386,16 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
 /// memory serves the whole group. Each warp owns 16 rows: S = Q K^T and
 /// P V on WMMA 16x16x16, the online softmax in f32 with two lanes per row,
 /// and the output in registers (lane: row lane / 2, 8 columns of each 16).
-/// Q_ALIGNED: query rows start 16 bytes aligned. `window` and `softcap` as
-/// prefill_tile_mma's.
+/// Q_ALIGNED: query rows start 16 bytes aligned. `window`, `softcap` and
+/// `sinks` as prefill_tile_mma's.
 template <int D, int G, int KVH, int BS, bool BF16, bool Q_ALIGNED>
 __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query, int q_stride,
                                              const storage_t *__restrict__ layer_pool,
                                              const int *__restrict__ table,
                                              storage_t *__restrict__ out, int out_stride, int kvh,
                                              int q_begin, int q_len, int tile_row, int context,
-                                             float scale, int window, float softcap) {
+                                             float scale, int window, float softcap,
+                                             const float *sinks) {
   typedef typename mma_type<BF16>::type mma_t;
   constexpr int TILE_M = PREFILL_TILE_M, TILE_K = PREFILL_TILE_K, WARPS = TILE_M / 16;
   constexpr int ROWS = TILE_M / G;              // query rows per tile
@@ -491,7 +503,7 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
   }
 
   if (!my_valid) return;
-  const float inv = l_run > 0.f ? 1.f / l_run : 0.f;
+  const float inv = inverse_softmax_sum(l_run, m_run, sinks, kvh * G + my_m % G);
   storage_t *dst = out + (long long)(q_begin + my_r) * out_stride + (kvh * G + my_m % G) * D;
   for (int n = 0; n < DP / 16; ++n)
     for (int e = 0; e < 8; ++e) {

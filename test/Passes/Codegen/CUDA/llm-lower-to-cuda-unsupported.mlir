@@ -73,21 +73,3 @@ func.func @mixture_of_experts(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1:
   %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
   return %out : tensor<?x64xf32>
 }
-
-// -----
-
-// Attention sinks (gpt-oss) are not in the CUDA attention kernels yet:
-// refused by name.
-func.func @attention_sinks(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
-  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
-  %head = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
-  %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
-  %heads = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
-  %pool = llm.paged_kv_write %arg7, %heads, %heads, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
-  // expected-error @+1 {{has attention sinks (gpt-oss), which the CUDA target does not compute}}
-  %attention = llm.paged_attention %heads, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32, sinks = array<f32: 0.5, -1.0>} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
-  %merged = llm.merge_heads %attention : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
-  %last = llm.gather_rows %merged, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
-  %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
-  return %out : tensor<?x64xf32>
-}
