@@ -88,9 +88,6 @@ FAMILIES: dict[str, tuple[str, dict]] = {
                                partial_rotary_factor=0.5)),
 }
 
-# Families whose all-zero parameters (transformers initialises biases to zero) are drawn at
-# random too, so that the exports' biases are tested: gpt-oss's experts and attention.
-RANDOM_BIASES = {"gpt-oss"}
 
 # The tokenizer's training text: enough distinct words for 512 byte-level merges.
 CORPUS = """\
@@ -117,6 +114,17 @@ def train_tokenizer(directory: Path) -> None:
     fast.save_pretrained(directory)
 
 
+def draw_constant_parameters(model: torch.nn.Module) -> None:
+    """Spreads every parameter transformers initialises to one value (biases to 0, norm scales
+    to 1, Gemma's scale offsets to 0) around that value, as training would. A bias of zeros or
+    a scale of ones computes the same whether an importer applies it or drops it: drawn, the
+    exports test that each one is read, and read in the right place."""
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.numel() > 1 and bool((parameter == parameter.flatten()[0]).all()):
+                parameter.add_(torch.randn_like(parameter) * COMMON["initializer_range"])
+
+
 def build(family: str, directory: Path) -> None:
     config_class, settings = FAMILIES[family]
     common = dict(COMMON)
@@ -128,11 +136,7 @@ def build(family: str, directory: Path) -> None:
     torch.manual_seed(SEED)
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.eval()
-    if family in RANDOM_BIASES:
-        with torch.no_grad():
-            for parameter in model.parameters():
-                if not parameter.any():
-                    parameter.normal_(0.0, COMMON["initializer_range"])
+    draw_constant_parameters(model)
     model.save_pretrained(directory)
     model.generation_config.save_pretrained(directory)
     train_tokenizer(directory)
