@@ -507,6 +507,35 @@ def Onnx_GroupQueryAttentionOp : Onnx_PureOp<"GroupQueryAttention"> {
                       Onnx_Tensor:$present_value, Onnx_Tensor:$output_qk);
 }
 
+def Onnx_MoEOp : Onnx_PureOp<"MoE"> {
+  let summary = "com.microsoft: a mixture of experts, top k of them per token";
+  let description = [{
+    input is [tokens, hidden] or [batch, seq, hidden]; router_probs holds one
+    row of logits per token, [tokens, experts]. Each token takes the top k
+    experts of softmax(router_probs), their weights divided by their sum
+    when normalize_routing_weights. fc1_experts_weights is [experts, fusion *
+    inter, hidden] ([out, in] per expert), fc2 [experts, hidden, inter], fc3
+    (the up projection when fc1 is not fused) [experts, inter, hidden];
+    biases are [experts, out]. swiglu is G * sigmoid(activation_alpha * G) *
+    (L + activation_beta) with G = min(g, swiglu_limit), L = clamp(l,
+    -limit, limit); swiglu_fusion 1 interleaves g and l on fc1's outputs, 2
+    concatenates them, 0 takes l from fc3.
+  }];
+  let arguments = (ins Onnx_Tensor:$input, Onnx_Tensor:$router_probs,
+                   Onnx_Tensor:$fc1_experts_weights, Onnx_OptTensor:$fc1_experts_bias,
+                   Onnx_Tensor:$fc2_experts_weights, Onnx_OptTensor:$fc2_experts_bias,
+                   Onnx_OptTensor:$fc3_experts_weights, Onnx_OptTensor:$fc3_experts_bias,
+                   DefaultValuedAttr<StrAttr, "\"relu\"">:$activation_type,
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$k,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$normalize_routing_weights,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$use_sparse_mixer,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$swiglu_fusion,
+                   OptionalAttr<F32Attr>:$swiglu_limit,
+                   DefaultValuedAttr<F32Attr, "1.0">:$activation_alpha,
+                   DefaultValuedAttr<F32Attr, "0.0">:$activation_beta);
+  let results = (outs Onnx_Tensor:$output);
+}
+
 def Onnx_MultiHeadAttentionOp : Onnx_PureOp<"MultiHeadAttention"> {
   let summary = "com.microsoft: multi-head attention with an optional KV cache";
   let arguments = (ins Onnx_Tensor:$query, Onnx_OptTensor:$key, Onnx_OptTensor:$value,

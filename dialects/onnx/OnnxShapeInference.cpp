@@ -770,6 +770,10 @@ LogicalResult GroupQueryAttentionOp::inferShapes(SmallVectorImpl<Type> &resultTy
   return success();
 }
 
+LogicalResult MoEOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
+  return inferUnaryShapes(getOperation(), resultTypes);
+}
+
 LogicalResult MultiHeadAttentionOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   Type elementType = elementTypeOf(getQuery());
   auto query = shapeOf(getQuery());

@@ -37,7 +37,10 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       stacked by expert, with biases and a clamped swiglu over interleaved
       gate/up columns, weighted by a scatter of the router's top-k softmax),
       whose columns are split and biases kept: llm.moe with gate_bias,
-      up_bias, down_bias and swiglu_limit/swiglu_alpha;
+      up_bias, down_bias and swiglu_limit/swiglu_alpha; and onnxruntime's
+      MoE op (the genai builder's gpt-oss: fc1's interleaved gate and up
+      rows split, its swiglu attributes kept where llm.moe computes them,
+      refused by name where not);
     - kv_concat (Concat(past, new) on the sequence axis) and repeat_kv
       (Unsqueeze/Expand/Reshape);
     - attention (MatMul/scale/mask/Softmax/MatMul, with or without the

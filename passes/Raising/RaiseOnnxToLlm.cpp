@@ -116,6 +116,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
     for (auto &[name, entry] : leftovers) {
       auto feature = raising::unsupportedAttentionFeature(entry.second);
       if (!feature) feature = raising::unsupportedQuantizationFeature(entry.second);
+      if (!feature) feature = raising::unsupportedMixtureOfExpertsFeature(entry.second);
       if (feature) return "; " + *feature + " is not supported";
       std::string why;
       if (isa<onnx::SoftmaxOp, onnx::AttentionOp, onnx::MultiHeadAttentionOp>(entry.second) &&

@@ -49,6 +49,8 @@ void populateLinearGluePatterns(mlir::RewritePatternSet &patterns);
 void populateRopePatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
 void populateFusedAttentionPatterns(mlir::RewritePatternSet &patterns);
+/// onnxruntime's com.microsoft MoE -> llm.moe (RaiseFusedMixtureOfExperts.cpp).
+void populateFusedMixtureOfExpertsPatterns(mlir::RewritePatternSet &patterns);
 
 //===----------------------------------------------------------------------===//
 // Matching helpers
@@ -217,6 +219,8 @@ mlir::FailureOr<MaskInfo> provenMask(mlir::Operation *consumer, std::string &why
 std::optional<std::string> unsupportedAttentionFeature(mlir::Operation *op);
 /// The same for MatMulNBits (its g_idx).
 std::optional<std::string> unsupportedQuantizationFeature(mlir::Operation *op);
+/// The same for onnxruntime's MoE op (its activation, fusion, sparse mixer).
+std::optional<std::string> unsupportedMixtureOfExpertsFeature(mlir::Operation *op);
 
 /// producer(x) + bias[last dim] -> producer(x, bias), for an llm op with an
 /// optional `bias` operand (linear, layer_norm) whose only use is the add.

@@ -211,6 +211,7 @@ void populateStructurePatterns(RewritePatternSet &patterns) {
   populateRopePatterns(patterns);
   populateAttentionPatterns(patterns);
   populateFusedAttentionPatterns(patterns);
+  populateFusedMixtureOfExpertsPatterns(patterns);
 }
 
 void populateGluePatterns(RewritePatternSet &patterns) {

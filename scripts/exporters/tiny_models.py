@@ -75,15 +75,18 @@ FAMILIES: dict[str, tuple[str, dict]] = {
                                          norm_topk_prob=True)),
     # gpt-oss: attention with sinks and biases, alternating sliding-window layers, YaRN, and
     # experts with biases, a clamped swiglu over interleaved gate/up columns, and a softmax
-    # over the router's top k (optimum exports them dense: every expert on every token).
+    # over the router's top k (optimum exports them dense: every expert on every token; the
+    # genai builder as onnxruntime's MoE op). YaRN over gpt-oss's own 4096 original positions:
+    # the builder's YaRN asserts its correction range is inside the head (64 positions put it
+    # below 0). Experts of 48 features, so that fc1's 2 x 48 rows are not the hidden size.
     "gpt-oss": ("GptOssConfig", dict(num_key_value_heads=2, head_dim=16, num_local_experts=4,
-                                     num_experts_per_tok=2, intermediate_size=32,
+                                     num_experts_per_tok=2, intermediate_size=48,
                                      sliding_window=16, layer_types=["sliding_attention",
                                                                      "full_attention"],
                                      rope_scaling={"rope_type": "yarn", "factor": 4.0,
                                                    "beta_fast": 32.0, "beta_slow": 1.0,
                                                    "truncate": False,
-                                                   "original_max_position_embeddings": 64})),
+                                                   "original_max_position_embeddings": 4096})),
     "phi2": ("PhiConfig", dict(num_attention_heads=2, num_key_value_heads=2,
                                partial_rotary_factor=0.5)),
 }

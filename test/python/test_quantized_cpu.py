@@ -135,7 +135,8 @@ def test_int8_activations_do_not_depend_on_the_batch(export, tmp_path):
                       "--int8-activations"))
 
 
-@pytest.mark.parametrize("export", ["optimum/qwen3-moe", "ort-int4/qwen3-moe", "optimum/gpt-oss"])
+@pytest.mark.parametrize("export", ["optimum/qwen3-moe", "ort-int4/qwen3-moe", "optimum/gpt-oss",
+                                    "genai-fp32/gpt-oss"])
 def test_experts_do_not_depend_on_the_batch(export, tmp_path):
     """A mixture of experts computes an expert's picks in tiles of 4 and single picks,
     grouped by what the batch chose: a prompt's picks fall in other tiles alone than in a

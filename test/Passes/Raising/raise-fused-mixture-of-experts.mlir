@@ -1,0 +1,95 @@
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(raise-onnx-to-llm{allow-leftovers=true}))' 2>/dev/null | FileCheck %s
+// RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(raise-onnx-to-llm))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERROR
+
+// onnxruntime-genai's gpt-oss experts (2 experts of 3 features on 8, top 1): the router's
+// [batch, seq, experts] product feeds llm.moe (the Reshape to [tokens, experts] goes), fc1's
+// interleaved rows split into the gate (even rows) and the up (odd rows), each bias with its
+// rows, fc2 and its bias kept, and the swiglu attributes become gpt-oss's clamped form.
+// CHECK-LABEL: func.func @genai_gpt_oss_experts
+//  CHECK-SAME:   (%[[X:.*]]: tensor<1x3x8xf32>)
+//   CHECK-DAG:   %[[GATE:.*]] = llm.constant dense<{{\[}}{{\[}}[0.000000e+00, {{.*}}]]]> : tensor<2x3x8xf32>
+//   CHECK-DAG:   %[[UP:.*]] = llm.constant dense<{{\[}}{{\[}}[1.000000e+00, {{.*}}]]]> : tensor<2x3x8xf32>
+//   CHECK-DAG:   %[[GATE_BIAS:.*]] = llm.constant dense<{{\[}}[0.000000e+00, 2.000000e+00, 4.000000e+00], [1.000000e+01, 1.200000e+01, 1.400000e+01]]> : tensor<2x3xf32>
+//   CHECK-DAG:   %[[UP_BIAS:.*]] = llm.constant dense<{{\[}}[1.000000e+00, 3.000000e+00, 5.000000e+00], [1.100000e+01, 1.300000e+01, 1.500000e+01]]> : tensor<2x3xf32>
+//   CHECK-DAG:   %[[DOWN:.*]] = llm.constant dense<5.000000e-01> : tensor<2x8x3xf32>
+//   CHECK-DAG:   %[[DOWN_BIAS:.*]] = llm.constant dense<7.500000e-01> : tensor<2x8xf32>
+//       CHECK:   %[[LOGITS:.*]] = llm.linear %[[X]], %{{.*}}, %{{.*}} : (tensor<1x3x8xf32>, tensor<8x2xf32>, tensor<2xf32>) -> tensor<1x3x2xf32>
+//       CHECK:   %[[Y:.*]] = llm.moe %[[X]], %[[LOGITS]], %[[GATE]], %[[UP]], %[[DOWN]] gate_bias(%[[GATE_BIAS]]) up_bias(%[[UP_BIAS]]) down_bias(%[[DOWN_BIAS]]) {normalize_top_k, swiglu_alpha = 1.702000e+00 : f32, swiglu_limit = 7.000000e+00 : f32, top_k = 1 : i64}
+//  CHECK-SAME:     -> tensor<1x3x8xf32>
+//   CHECK-NOT:   onnx.
+//       CHECK:   return %[[Y]]
+func.func @genai_gpt_oss_experts(%x: tensor<1x3x8xf32>) -> tensor<1x3x8xf32> {
+  %router = onnx.Constant dense<0.25> : tensor<8x2xf32>
+  %router_bias = onnx.Constant dense<[0.5, -0.5]> : tensor<2xf32>
+  %flat_shape = onnx.Constant dense<[-1, 2]> : tensor<2xi64>
+  %fc1 = onnx.Constant dense<[[[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0], [3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0], [4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0], [5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0]], [[10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0], [11.0, 11.0, 11.0, 11.0, 11.0, 11.0, 11.0, 11.0], [12.0, 12.0, 12.0, 12.0, 12.0, 12.0, 12.0, 12.0], [13.0, 13.0, 13.0, 13.0, 13.0, 13.0, 13.0, 13.0], [14.0, 14.0, 14.0, 14.0, 14.0, 14.0, 14.0, 14.0], [15.0, 15.0, 15.0, 15.0, 15.0, 15.0, 15.0, 15.0]]]> : tensor<2x6x8xf32>
+  %fc1_bias = onnx.Constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [10.0, 11.0, 12.0, 13.0, 14.0, 15.0]]> : tensor<2x6xf32>
+  %fc2 = onnx.Constant dense<0.5> : tensor<2x8x3xf32>
+  %fc2_bias = onnx.Constant dense<0.75> : tensor<2x8xf32>
+  %none = onnx.None
+  %product = onnx.MatMul %x, %router : (tensor<1x3x8xf32>, tensor<8x2xf32>) -> tensor<1x3x2xf32>
+  %biased = onnx.Add %product, %router_bias : (tensor<1x3x2xf32>, tensor<2xf32>) -> tensor<1x3x2xf32>
+  %logits = onnx.Reshape %biased, %flat_shape : (tensor<1x3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %y = onnx.MoE %x, %logits, %fc1, %fc1_bias, %fc2, %fc2_bias, %none, %none {activation_alpha = 1.702 : f32, activation_beta = 1.0 : f32, activation_type = "swiglu", k = 1 : i64, normalize_routing_weights = 1 : i64, swiglu_fusion = 1 : i64, swiglu_limit = 7.0 : f32} : (tensor<1x3x8xf32>, tensor<3x2xf32>, tensor<2x6x8xf32>, tensor<2x6xf32>, tensor<2x8x3xf32>, tensor<2x8xf32>, none, none) -> tensor<1x3x8xf32>
+  return %y : tensor<1x3x8xf32>
+}
+
+// -----
+
+// The plain swiglu (alpha 1, beta 0, no limit) is silu(g) * u; rows of tokens take the
+// router's rows as they are; without normalize_routing_weights the top k keep their softmax
+// weights, and without biases llm.moe has none.
+// CHECK-LABEL: func.func @plain_swiglu_rows
+//  CHECK-SAME:   (%[[X:.*]]: tensor<3x8xf32>, %[[LOGITS:.*]]: tensor<3x2xf32>)
+//       CHECK:   %[[Y:.*]] = llm.moe %[[X]], %[[LOGITS]], %{{.*}}, %{{.*}}, %{{.*}} {top_k = 2 : i64} : (tensor<3x8xf32>, tensor<3x2xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x8x3xf32>) -> tensor<3x8xf32>
+//       CHECK:   return %[[Y]]
+func.func @plain_swiglu_rows(%x: tensor<3x8xf32>, %logits: tensor<3x2xf32>) -> tensor<3x8xf32> {
+  %fc1 = onnx.Constant dense<0.25> : tensor<2x6x8xf32>
+  %fc2 = onnx.Constant dense<0.5> : tensor<2x8x3xf32>
+  %none = onnx.None
+  %y = onnx.MoE %x, %logits, %fc1, %none, %fc2, %none, %none, %none {activation_type = "swiglu", k = 2 : i64, swiglu_fusion = 1 : i64} : (tensor<3x8xf32>, tensor<3x2xf32>, tensor<2x6x8xf32>, none, tensor<2x8x3xf32>, none, none, none) -> tensor<3x8xf32>
+  return %y : tensor<3x8xf32>
+}
+
+// -----
+
+// An activation llm.moe does not compute is refused by name.
+// CHECK-LABEL: func.func @relu_experts
+//       CHECK:   onnx.MoE
+// ERROR: onnx ops not raised to llm: onnx.MoE x1; an MoE activation_type 'relu' (llm.moe computes swiglu experts) is not supported
+func.func @relu_experts(%x: tensor<3x8xf32>, %logits: tensor<3x2xf32>) -> tensor<3x8xf32> {
+  %fc1 = onnx.Constant dense<0.25> : tensor<2x3x8xf32>
+  %fc2 = onnx.Constant dense<0.5> : tensor<2x8x3xf32>
+  %none = onnx.None
+  %y = onnx.MoE %x, %logits, %fc1, %none, %fc2, %none, %none, %none {k = 1 : i64} : (tensor<3x8xf32>, tensor<3x2xf32>, tensor<2x3x8xf32>, none, tensor<2x8x3xf32>, none, none, none) -> tensor<3x8xf32>
+  return %y : tensor<3x8xf32>
+}
+
+// -----
+
+// Gate and up rows concatenated (swiglu_fusion 2), which no reference computes on the CPU:
+// refused by name.
+// CHECK-LABEL: func.func @concatenated_gate_up
+//       CHECK:   onnx.MoE
+// ERROR: an MoE with swiglu_fusion 2 (the gate and up rows not interleaved) is not supported
+func.func @concatenated_gate_up(%x: tensor<3x8xf32>, %logits: tensor<3x2xf32>) -> tensor<3x8xf32> {
+  %fc1 = onnx.Constant dense<0.25> : tensor<2x6x8xf32>
+  %fc2 = onnx.Constant dense<0.5> : tensor<2x8x3xf32>
+  %none = onnx.None
+  %y = onnx.MoE %x, %logits, %fc1, %none, %fc2, %none, %none, %none {activation_type = "swiglu", k = 1 : i64, swiglu_fusion = 2 : i64} : (tensor<3x8xf32>, tensor<3x2xf32>, tensor<2x6x8xf32>, none, tensor<2x8x3xf32>, none, none, none) -> tensor<3x8xf32>
+  return %y : tensor<3x8xf32>
+}
+
+// -----
+
+// gpt-oss's alpha and beta without its limit: neither of llm.moe's swiglus, refused by name.
+// CHECK-LABEL: func.func @unclamped_scaled_swiglu
+//       CHECK:   onnx.MoE
+// ERROR: an MoE swiglu with activation_alpha 1.702, activation_beta 1 and no swiglu_limit (llm.moe computes silu(g) * u, or gpt-oss's clamped form: a positive limit and beta 1) is not supported
+func.func @unclamped_scaled_swiglu(%x: tensor<3x8xf32>, %logits: tensor<3x2xf32>) -> tensor<3x8xf32> {
+  %fc1 = onnx.Constant dense<0.25> : tensor<2x6x8xf32>
+  %fc2 = onnx.Constant dense<0.5> : tensor<2x8x3xf32>
+  %none = onnx.None
+  %y = onnx.MoE %x, %logits, %fc1, %none, %fc2, %none, %none, %none {activation_alpha = 1.702 : f32, activation_beta = 1.0 : f32, activation_type = "swiglu", k = 1 : i64, swiglu_fusion = 1 : i64} : (tensor<3x8xf32>, tensor<3x2xf32>, tensor<2x6x8xf32>, none, tensor<2x8x3xf32>, none, none, none) -> tensor<3x8xf32>
+  return %y : tensor<3x8xf32>
+}
