@@ -1,10 +1,12 @@
 """A benchmark-sized mixture of experts with seeded random weights, exported by optimum-onnx.
 
-    .venv-optimum/bin/python bench/moe_model.py OUT_DIR [--family qwen3-moe|gpt-oss]
+    .venv-optimum/bin/python bench/moe_model.py OUT_DIR [--family qwen3-moe|gpt-oss] [--genai]
 
 writes OUT_DIR/hf (the transformers model) and OUT_DIR/onnx (optimum's export, model.onnx
-and its external data) for bench/cpu_throughput.py to run through llmc and onnxruntime.
-Nothing is downloaded; run `bash scripts/setup.sh exporters` once for the venv.
+and its external data) for bench/cpu_throughput.py to run through llmc and onnxruntime;
+with --genai also OUT_DIR/genai, onnxruntime-genai's builder's fp32 CPU export (gpt-oss's
+experts as onnxruntime's MoE op, which onnxruntime computes sparse). Nothing is downloaded;
+run `bash scripts/setup.sh exporters` once for the venvs.
 
 qwen3-moe is Qwen3-30B-A3B's shape in miniature: 8 layers of hidden 512, 8 query and 2 KV
 heads of 64, and on every layer 32 experts of 256 features, 4 per token (norm_topk_prob):
@@ -12,8 +14,9 @@ heads of 64, and on every layer 32 experts of 256 features, 4 per token (norm_to
 
 gpt-oss is gpt-oss-20b's in miniature, the same sizes: 32 experts of 256 features, 4 per
 token, with biases and the clamped swiglu, attention sinks, a sliding window of 128 on every
-other layer, YaRN. optimum exports its experts dense (every expert on every token), so
-onnxruntime computes all 32 where llmc computes the 4 chosen.
+other layer, YaRN (factor 32 over its 4096 original positions). optimum exports its experts
+dense (every expert on every token), so onnxruntime computes all 32 of that file where llmc
+computes the 4 chosen; the genai builder's MoE op has onnxruntime compute the 4 too.
 """
 from __future__ import annotations
 
@@ -24,6 +27,9 @@ from pathlib import Path
 
 import torch
 import transformers
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "exporters"))
+from tiny_models import train_tokenizer  # noqa: E402
 
 COMMON = dict(vocab_size=8192, hidden_size=512, num_hidden_layers=8, num_attention_heads=8,
               num_key_value_heads=2, head_dim=64, num_experts_per_tok=4,
@@ -38,7 +44,7 @@ FAMILIES = {
                                      rope_scaling={"rope_type": "yarn", "factor": 32.0,
                                                    "beta_fast": 32.0, "beta_slow": 1.0,
                                                    "truncate": False,
-                                                   "original_max_position_embeddings": 128})),
+                                                   "original_max_position_embeddings": 4096})),
 }
 
 
@@ -46,6 +52,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--family", choices=sorted(FAMILIES), default="qwen3-moe")
+    parser.add_argument("--genai", action="store_true",
+                        help="also export with onnxruntime-genai's builder (fp32, CPU)")
     args = parser.parse_args()
     hf = args.out / "hf"
     config_class, settings = FAMILIES[args.family]
@@ -58,11 +66,18 @@ def main() -> None:
                 parameter.normal_(0.0, COMMON["initializer_range"])
     model.save_pretrained(hf)
     model.generation_config.save_pretrained(hf)
+    train_tokenizer(hf, COMMON["vocab_size"])  # the genai builder saves one beside its export
     print(f"moe_model: wrote {hf}", file=sys.stderr, flush=True)
     optimum_cli = Path(sys.executable).with_name("optimum-cli")
     subprocess.run([str(optimum_cli), "export", "onnx", "--model", str(hf), "--task",
                     "text-generation-with-past", str(args.out / "onnx")], check=True)
     print(f"moe_model: wrote {args.out / 'onnx'}", file=sys.stderr, flush=True)
+    if args.genai:
+        genai_python = Path(__file__).resolve().parents[1] / ".venv-genai" / "bin" / "python"
+        subprocess.run([str(genai_python), "-m", "onnxruntime_genai.models.builder", "-i",
+                        str(hf), "-o", str(args.out / "genai"), "-p", "fp32", "-e", "cpu",
+                        "-c", str(args.out / "genai-cache")], check=True)
+        print(f"moe_model: wrote {args.out / 'genai'}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

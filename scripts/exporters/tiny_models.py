@@ -102,13 +102,14 @@ def add(a, b): return a + b  # code also appears in chats, with {braces} and [br
 """ * 4
 
 
-def train_tokenizer(directory: Path) -> None:
-    """A byte-level BPE tokenizer of VOCAB_SIZE ids, saved as tokenizer.json and
-    tokenizer_config.json (what the exporters and llmc read)."""
+def train_tokenizer(directory: Path, vocab_size: int = VOCAB_SIZE) -> None:
+    """A byte-level BPE tokenizer of up to `vocab_size` ids (as many merges as the corpus
+    has), saved as tokenizer.json and tokenizer_config.json (what the exporters and llmc
+    read)."""
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=["<pad>", "<s>", "</s>"],
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<pad>", "<s>", "</s>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
     tokenizer.train_from_iterator(CORPUS.splitlines(), trainer)
