@@ -1,6 +1,6 @@
 //===- CpuMoe.cpp - llm.moe: routing, then experts, then down projections -===//
 //
-// Four kernels, three of them spread over the runtime's threads:
+// Five kernels, four of them spread over the runtime's threads:
 //
 //   route   (a task per 8 rows)  each row's softmax and its top_k experts
 //           (equal logits: the lower expert first) with their weights;
@@ -12,8 +12,11 @@
 //           expert's picks, in tiles of kRowTile picks by kFeatureBlock
 //           features: each weight vector dequantised is used for every
 //           pick of the tile, and only chosen experts' rows are read;
-//   down    (a task per row and run of kColumnRun output columns)
-//           out[row, c] = sum over slots of down_e[c] . a[pick].
+//   down    (a task per expert and run of kColumnRun output columns)
+//           y[pick, c] = down_e[c] . a[pick] for the expert's picks, tiled
+//           as the experts kernel tiles them;
+//   sum     (a task per 8 rows)  out[row, c] = the row's y[pick, c] added
+//           slot by slot to zeros.
 //
 // Biases (gpt-oss) join each product as it is finished: gate's and up's
 // before the activation, down's times the pick's weight, which a[pick]
@@ -194,15 +197,17 @@ struct Picks {
   Value offsets;     ///< i32 [1, experts + 1]: where each expert's run starts
   Value cursor;      ///< i32 [1, experts]: the plan's fill points
   Value activations; ///< f32 [picks, inter]: row q for order[q]
+  Value products;    ///< f32 [picks, hidden]: row q, order[q]'s down product
 
   SmallVector<Value> buffers() const {
-    return {chosen, weights, order, position, offsets, cursor, activations};
+    return {chosen, weights, order, position, offsets, cursor, activations, products};
   }
   static Picks in(ValueRange params) {
-    return {params[0], params[1], params[2], params[3], params[4], params[5], params[6]};
+    return {params[0], params[1], params[2], params[3],
+            params[4], params[5], params[6], params[7]};
   }
 };
-constexpr size_t kPicksBuffers = 7;
+constexpr size_t kPicksBuffers = 8;
 
 /// The plan: a counting sort of the picks by expert into `order`, and
 /// `position`, its inverse.
@@ -345,25 +350,64 @@ void emitExpertRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate
   });
 }
 
-/// out[row, c] for c in [first, last): the sum over the row's slots of its
-/// expert's down rows times the pick's activations (plus the pick's weight
-/// times the down bias), added slot by slot to zeros.
-void emitDownRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &down, Value downBias,
-                 Value out, Value row, Value first, Value last) {
+/// The output columns [first, last) of expert `expert`'s down products for
+/// the `rows` picks from order[at]: their activations times its down rows
+/// (plus each pick's weight times the down bias), into `products`.
+void emitDownTile(KernelBuilder &kb, const Picks &picks, const ExpertDots &down, Value downBias,
+                  Value expert, Value at, int64_t rows, Value first, Value last) {
+  int64_t topK = staticDim(picks.chosen, 1), hidden = staticDim(picks.products, 1);
+  Value zero = kb.index(0);
+  SmallVector<Value> slots, routing;
+  for (int64_t r = 0; r < rows; ++r) {
+    Value slot = kb.addIndex(at, kb.index(r));
+    slots.push_back(slot);
+    if (!downBias) continue;
+    Value pick = loadIndex(kb, picks.order, {slot, zero});
+    routing.push_back(kb.load(picks.weights, {kb.divIndex(pick, kb.index(topK)),
+                                              kb.remIndex(pick, kb.index(topK))}));
+  }
+  down.emit(kb, slots, kb.mulIndex(expert, kb.index(hidden)), first, last,
+            [&](int64_t r, Value c, Value sum) {
+              if (downBias)
+                sum = kb.add(sum, kb.mul(routing[r], expertBias(kb, downBias, expert, c)));
+              kb.store(sum, picks.products, {slots[r], c});
+            });
+}
+
+/// The output columns [first, last) of expert `expert`'s down products for
+/// every pick of it, in tiles of kRowTile picks and of one for the rest: a
+/// down row is read once a tile, not once a pick.
+void emitDownExpertRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &down,
+                       Value downBias, Value expert, Value first, Value last) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Value zero = kb.index(0);
+  Value begin = loadIndex(kb, picks.offsets, {zero, expert});
+  Value end = loadIndex(kb, picks.offsets, {zero, kb.addIndex(expert, kb.index(1))});
+  Value count = arith::SubIOp::create(b, loc, end, begin);
+  Value tilesEnd =
+      kb.addIndex(begin, kb.mulIndex(kb.divIndex(count, kb.index(kRowTile)), kb.index(kRowTile)));
+  kb.forEach(begin, tilesEnd, [&](Value at) {
+    emitDownTile(kb, picks, down, downBias, expert, at, kRowTile, first, last);
+  }, kRowTile);
+  kb.forEach(tilesEnd, end, [&](Value at) {
+    emitDownTile(kb, picks, down, downBias, expert, at, 1, first, last);
+  });
+}
+
+/// out[row, :]: the down products of the row's picks added slot by slot to
+/// zeros (the order that keeps a row's bits whatever the batch).
+void emitDownSum(KernelBuilder &kb, const Picks &picks, Value out, Value row) {
   int64_t topK = staticDim(picks.chosen, 1), hidden = staticDim(out, 1);
   Value zero = kb.index(0);
-  kb.forEach(first, last, [&](Value c) { kb.store(kb.f32(0.0), out, {row, c}); });
+  kb.forEach(zero, kb.index(hidden), [&](Value c) { kb.store(kb.f32(0.0), out, {row, c}); });
   kb.forEach(zero, kb.index(topK), [&](Value slot) {
-    Value expert = loadIndex(kb, picks.chosen, {row, slot});
     Value pick = kb.addIndex(kb.mulIndex(row, kb.index(topK)), slot);
-    Value activations = loadIndex(kb, picks.position, {pick, zero});
-    Value weight = downBias ? kb.load(picks.weights, {row, slot}) : Value();
-    down.emit(kb, {activations}, kb.mulIndex(expert, kb.index(hidden)), first, last,
-              [&](int64_t, Value c, Value sum) {
-                if (downBias)
-                  sum = kb.add(sum, kb.mul(weight, expertBias(kb, downBias, expert, c)));
-                kb.store(kb.add(kb.load(out, {row, c}), sum), out, {row, c});
-              });
+    Value product = loadIndex(kb, picks.position, {pick, zero});
+    kb.forEach(zero, kb.index(hidden), [&](Value c) {
+      kb.store(kb.add(kb.load(out, {row, c}), kb.load(picks.products, {product, c})), out,
+               {row, c});
+    });
   });
 }
 
@@ -460,7 +504,8 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
   int64_t maxPicks = step.maxRows * topK;
 
   // The scratch, in order: x quantised (int8 mode), the picks, their plan,
-  // their activations, the activations quantised (int8 mode).
+  // their activations and down products, the activations quantised (int8
+  // mode).
   int64_t offset = 0;
   QuantizedRows quantizedX;
   if (int8)
@@ -478,6 +523,7 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
   picks.offsets = take(b.getI32Type(), experts + 1, one, (experts + 1) * 4);
   picks.cursor = take(b.getI32Type(), experts, one, experts * 4);
   picks.activations = take(b.getF32Type(), inter, count, maxPicks * inter * 4);
+  picks.products = take(b.getF32Type(), hidden, count, maxPicks * hidden * 4);
   step.clobberScratch(offset);
 
   SmallVector<Value> routeArgs{logits, picks.chosen, picks.weights};
@@ -528,24 +574,32 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
   // quantised copy.
   SmallVector<const ExpertWeight *> downOnly{&down};
   SmallVector<Value> downArgs = picks.buffers();
-  downArgs.push_back(output);
   llvm::append_range(downArgs, expertBuffers(downOnly, Value(), quantizedActivations));
   ExpertBiases downBiases{Value(), Value(), downBias};
   llvm::append_range(downArgs, downBiases.buffers());
+  // Task t is run t / experts of expert t % experts, as the experts kernel's.
   runParallel(step, loc, "moe_down", kernelKey(op, downArgs) + "/down" + expertKey(downOnly),
-              downArgs, stepBuilder.mulIndex(rows, stepBuilder.index(columnRuns)),
+              downArgs, stepBuilder.index(experts * columnRuns),
               [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
                 Picks kernelPicks = Picks::in(params);
-                Value out = params[kPicksBuffers];
-                KernelExperts weights(downOnly, params.drop_front(kPicksBuffers + 1),
+                KernelExperts weights(downOnly, params.drop_front(kPicksBuffers),
                                       kernelPicks.activations);
                 ArrayRef<ExpertDots> dots = weights.dots;
                 Value bias = downBiases.in(params).down;
                 kb.forEach(firstTask, lastTask, [&](Value task) {
-                  Value row = kb.divIndex(task, kb.index(columnRuns));
+                  Value expert = kb.remIndex(task, kb.index(experts));
                   auto [first, last] =
-                      runBounds(kb, kb.remIndex(task, kb.index(columnRuns)), kColumnRun, hidden);
-                  emitDownRun(kb, kernelPicks, dots[0], bias, out, row, first, last);
+                      runBounds(kb, kb.divIndex(task, kb.index(experts)), kColumnRun, hidden);
+                  emitDownExpertRun(kb, kernelPicks, dots[0], bias, expert, first, last);
+                });
+              });
+  SmallVector<Value> sumArgs = picks.buffers();
+  sumArgs.push_back(output);
+  runOverRows(step, loc, "moe_sum", kernelKey(op, sumArgs) + "/sum", sumArgs, 0,
+              [&](KernelBuilder &kb, ValueRange params, Value begin, Value end) {
+                Picks kernelPicks = Picks::in(params);
+                kb.forEach(begin, end, [&](Value row) {
+                  emitDownSum(kb, kernelPicks, params[kPicksBuffers], row);
                 });
               });
   return success();

@@ -331,14 +331,16 @@ func.func @many_query_heads(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: t
 
 // -----
 
-// A mixture of experts is four kernels, with the picks, their plan and the
-// activations in the scratch: route (on the runtime's threads: a pass over
-// the 4 experts per pick, carrying the best logit and expert), plan (on the
-// calling thread: a counting sort of the picks by expert), experts (a task
-// per run of intermediate features and expert: here one run of 8, 4 tasks,
-// each reading its expert's run of picks) and down (a task per row and run
-// of columns, reading each chosen expert's rows). The weights are read as
-// [experts * out, in] rows, by the matmul's dot tiles.
+// A mixture of experts is five kernels, with the picks, their plan, the
+// activations and the down products in the scratch: route (on the runtime's
+// threads: a pass over the 4 experts per pick, carrying the best logit and
+// expert), plan (on the calling thread: a counting sort of the picks by
+// expert), experts (a task per run of intermediate features and expert:
+// here one run of 8, 4 tasks, each reading its expert's run of picks), down
+// (a task per run of output columns and expert: one run of 32, 4 tasks,
+// tiled by picks as experts is) and sum (each row's down products added
+// slot by slot). The weights are read as [experts * out, in] rows, by the
+// matmul's dot tiles.
 // CHECK-LABEL: func.func @llmc_step
 //       CHECK:   constant @llmc_moe_route_task_{{[0-9]+}}
 //       CHECK:   call @llmc_moe_plan_{{[0-9]+}}
@@ -346,20 +348,23 @@ func.func @many_query_heads(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: t
 //  CHECK-NEXT:   builtin.unrealized_conversion_cast
 //  CHECK-NEXT:   arith.index_cast %c4{{.*}} : index to i64
 //       CHECK:   constant @llmc_moe_down_task_{{[0-9]+}}
+//  CHECK-NEXT:   builtin.unrealized_conversion_cast
+//  CHECK-NEXT:   arith.index_cast %c4{{.*}} : index to i64
+//       CHECK:   constant @llmc_moe_sum_task_{{[0-9]+}}
 //       CHECK:   func.func private @llmc_moe_route_{{[0-9]+}}(%[[LOGITS:[^:]*]]: memref<?x4xf32>, %[[PICKS:[^:]*]]: memref<?x2xi32>, %{{[^:]*}}: memref<?x2xf32>,
 //       CHECK:       scf.for %{{.*}} = %{{.*}} to %c4{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, index)
 //       CHECK:         memref.load %[[LOGITS]]
 //       CHECK:       memref.store %{{.*}}, %[[PICKS]]
 // The plan counts each expert's picks, turns the counts into offsets, then
 // puts each pick in its expert's run and records where.
-//       CHECK:   func.func private @llmc_moe_plan_{{[0-9]+}}(%[[CHOSEN:[^:]*]]: memref<?x2xi32>, %{{[^:]*}}: memref<?x2xf32>, %[[ORDER:[^:]*]]: memref<?x1xi32>, %[[POSITION:[^:]*]]: memref<?x1xi32>, %[[OFFSETS:[^:]*]]: memref<?x5xi32>, %[[CURSOR:[^:]*]]: memref<?x4xi32>, %{{[^:]*}}: memref<?x8xf32>)
+//       CHECK:   func.func private @llmc_moe_plan_{{[0-9]+}}(%[[CHOSEN:[^:]*]]: memref<?x2xi32>, %{{[^:]*}}: memref<?x2xf32>, %[[ORDER:[^:]*]]: memref<?x1xi32>, %[[POSITION:[^:]*]]: memref<?x1xi32>, %[[OFFSETS:[^:]*]]: memref<?x5xi32>, %[[CURSOR:[^:]*]]: memref<?x4xi32>, %{{[^:]*}}: memref<?x8xf32>, %{{[^:]*}}: memref<?x32xf32>)
 //       CHECK:     memref.store %{{.*}}, %[[OFFSETS]]
 //       CHECK:     memref.load %[[CHOSEN]]
 //       CHECK:     memref.store %{{.*}}, %[[CURSOR]]
 //       CHECK:     memref.store %{{.*}}, %[[ORDER]][%[[AT:.*]], %{{.*}}]
 //  CHECK-NEXT:     %[[AT32:.*]] = arith.index_cast %[[AT]] : index to i32
 //  CHECK-NEXT:     memref.store %[[AT32]], %[[POSITION]]
-//       CHECK:   func.func private @llmc_moe_experts_{{[0-9]+}}(%{{[^:]*}}: memref<?x2xi32>, %{{[^:]*}}: memref<?x2xf32>, %[[ORDER:[^:]*]]: memref<?x1xi32>, %{{[^:]*}}: memref<?x1xi32>, %[[OFFSETS:[^:]*]]: memref<?x5xi32>, %{{[^:]*}}: memref<?x4xi32>, %{{[^:]*}}: memref<?x8xf32>, %[[X:[^:]*]]: memref<?x32xf32>, %[[GATE:[^:]*]]: memref<32x32xf32>, %{{[^:]*}}: memref<32x32xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:   func.func private @llmc_moe_experts_{{[0-9]+}}(%{{[^:]*}}: memref<?x2xi32>, %{{[^:]*}}: memref<?x2xf32>, %[[ORDER:[^:]*]]: memref<?x1xi32>, %{{[^:]*}}: memref<?x1xi32>, %[[OFFSETS:[^:]*]]: memref<?x5xi32>, %{{[^:]*}}: memref<?x4xi32>, %{{[^:]*}}: memref<?x8xf32>, %{{[^:]*}}: memref<?x32xf32>, %[[X:[^:]*]]: memref<?x32xf32>, %[[GATE:[^:]*]]: memref<32x32xf32>, %{{[^:]*}}: memref<32x32xf32>, %{{.*}}: index, %{{.*}}: index)
 //       CHECK:     %[[EXPERT:.*]] = arith.remsi %{{.*}}, %c4
 //       CHECK:     memref.load %[[OFFSETS]][%{{.*}}, %[[EXPERT]]]
 // Tiles of 4 picks by 4 features: 16 accumulators, each 16 values of a
@@ -368,11 +373,20 @@ func.func @many_query_heads(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: t
 //       CHECK:           scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 //       CHECK:             vector.load %[[X]]
 //       CHECK:             vector.load %[[GATE]][%{{.*}}, %{{.*}}] : memref<32x32xf32>, vector<16xf32>
-//       CHECK:   func.func private @llmc_moe_down_{{[0-9]+}}(%{{[^:]*}}: memref<?x2xi32>, %{{[^:]*}}: memref<?x2xf32>, %{{[^:]*}}: memref<?x1xi32>, %[[POSITION:[^:]*]]: memref<?x1xi32>, %{{[^:]*}}: memref<?x5xi32>, %{{[^:]*}}: memref<?x4xi32>, %[[ACTIVATIONS:[^:]*]]: memref<?x8xf32>, %[[OUT:[^:]*]]: memref<?x32xf32>, %[[DOWN:[^:]*]]: memref<128x8xf32>, %{{.*}}: index, %{{.*}}: index)
-//       CHECK:         memref.store %{{.*}}, %[[OUT]]
-//       CHECK:         memref.load %[[POSITION]]
-//       CHECK:           memref.load %[[ACTIVATIONS]]
-//       CHECK:           memref.load %[[DOWN]]
+// Down: the expert's picks from its offset, tiles of 4 picks by 4 columns,
+// each product stored in the pick's row of the products.
+//       CHECK:   func.func private @llmc_moe_down_{{[0-9]+}}(%{{[^:]*}}: memref<?x2xi32>, %{{[^:]*}}: memref<?x2xf32>, %{{[^:]*}}: memref<?x1xi32>, %{{[^:]*}}: memref<?x1xi32>, %[[OFFSETS:[^:]*]]: memref<?x5xi32>, %{{[^:]*}}: memref<?x4xi32>, %[[ACTIVATIONS:[^:]*]]: memref<?x8xf32>, %[[PRODUCTS:[^:]*]]: memref<?x32xf32>, %[[DOWN:[^:]*]]: memref<128x8xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:     %[[EXPERT:.*]] = arith.remsi %{{.*}}, %c4
+//       CHECK:     memref.load %[[OFFSETS]][%{{.*}}, %[[EXPERT]]]
+//       CHECK:           scf.for {{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+//       CHECK:             vector.load %[[ACTIVATIONS]]
+//       CHECK:             vector.load %[[DOWN]]
+//       CHECK:         memref.store %{{.*}}, %[[PRODUCTS]]
+// Sum: zeros, then each slot's product row at the pick's position.
+//       CHECK:   func.func private @llmc_moe_sum_{{[0-9]+}}(%{{[^:]*}}: memref<?x2xi32>, %{{[^:]*}}: memref<?x2xf32>, %{{[^:]*}}: memref<?x1xi32>, %[[POSITION:[^:]*]]: memref<?x1xi32>, %{{[^:]*}}: memref<?x5xi32>, %{{[^:]*}}: memref<?x4xi32>, %{{[^:]*}}: memref<?x8xf32>, %[[PRODUCTS:[^:]*]]: memref<?x32xf32>, %[[OUT:[^:]*]]: memref<?x32xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:       memref.store %{{.*}}, %[[OUT]]
+//       CHECK:       memref.load %[[POSITION]]
+//       CHECK:         memref.load %[[PRODUCTS]]
 func.func @moe(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %router = llm.constant dense<1.000000e-01> : tensor<32x4xf32>
