@@ -329,11 +329,10 @@ void emitPickTile(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate,
   });
 }
 
-/// The features [first, last) of expert `expert` for every pick of it, in
-/// tiles of kRowTile picks and of one for the rest.
-void emitExpertRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate,
-                   const ExpertDots &up, const ExpertBiases &biases,
-                   const ExpertActivation &activation, Value expert, Value first, Value last) {
+/// Calls tile(at, rows) over expert `expert`'s run of picks in `order`: tiles
+/// of kRowTile picks, then of one for the rest.
+void forEachPickTile(KernelBuilder &kb, const Picks &picks, Value expert,
+                     llvm::function_ref<void(Value, int64_t)> tile) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Value zero = kb.index(0);
@@ -342,11 +341,16 @@ void emitExpertRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate
   Value count = arith::SubIOp::create(b, loc, end, begin);
   Value tilesEnd =
       kb.addIndex(begin, kb.mulIndex(kb.divIndex(count, kb.index(kRowTile)), kb.index(kRowTile)));
-  kb.forEach(begin, tilesEnd, [&](Value at) {
-    emitPickTile(kb, picks, gate, up, biases, activation, expert, at, kRowTile, first, last);
-  }, kRowTile);
-  kb.forEach(tilesEnd, end, [&](Value at) {
-    emitPickTile(kb, picks, gate, up, biases, activation, expert, at, 1, first, last);
+  kb.forEach(begin, tilesEnd, [&](Value at) { tile(at, kRowTile); }, kRowTile);
+  kb.forEach(tilesEnd, end, [&](Value at) { tile(at, 1); });
+}
+
+/// The features [first, last) of expert `expert` for every pick of it.
+void emitExpertRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate,
+                   const ExpertDots &up, const ExpertBiases &biases,
+                   const ExpertActivation &activation, Value expert, Value first, Value last) {
+  forEachPickTile(kb, picks, expert, [&](Value at, int64_t rows) {
+    emitPickTile(kb, picks, gate, up, biases, activation, expert, at, rows, first, last);
   });
 }
 
@@ -375,23 +379,11 @@ void emitDownTile(KernelBuilder &kb, const Picks &picks, const ExpertDots &down,
 }
 
 /// The output columns [first, last) of expert `expert`'s down products for
-/// every pick of it, in tiles of kRowTile picks and of one for the rest: a
-/// down row is read once a tile, not once a pick.
+/// every pick of it: a down row is read once a tile, not once a pick.
 void emitDownExpertRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &down,
                        Value downBias, Value expert, Value first, Value last) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.location();
-  Value zero = kb.index(0);
-  Value begin = loadIndex(kb, picks.offsets, {zero, expert});
-  Value end = loadIndex(kb, picks.offsets, {zero, kb.addIndex(expert, kb.index(1))});
-  Value count = arith::SubIOp::create(b, loc, end, begin);
-  Value tilesEnd =
-      kb.addIndex(begin, kb.mulIndex(kb.divIndex(count, kb.index(kRowTile)), kb.index(kRowTile)));
-  kb.forEach(begin, tilesEnd, [&](Value at) {
-    emitDownTile(kb, picks, down, downBias, expert, at, kRowTile, first, last);
-  }, kRowTile);
-  kb.forEach(tilesEnd, end, [&](Value at) {
-    emitDownTile(kb, picks, down, downBias, expert, at, 1, first, last);
+  forEachPickTile(kb, picks, expert, [&](Value at, int64_t rows) {
+    emitDownTile(kb, picks, down, downBias, expert, at, rows, first, last);
   });
 }
 
