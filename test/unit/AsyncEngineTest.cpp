@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -289,8 +290,20 @@ TEST_F(AsyncEngineTest, PromptTokensAndTheirLogprobsComeFirst) {
 }
 
 TEST_F(AsyncEngineTest, ShutdownWithoutDrainAbortsWhatIsPending) {
+  // The output thread holds the first step's events until shutdown has queued its aborts,
+  // and the output queue takes one step: the engine stops within three steps, so no
+  // request can finish on its own before the aborts reach it (the toy steps in
+  // microseconds, and one once did).
+  std::mutex mutex;
+  std::condition_variable releasedCondition;
+  bool released = false;
   AsyncEngineConfig config;
   config.maxPendingRequests = 3;
+  config.outputQueueSteps = 1;
+  config.onStepDelivered = [&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    releasedCondition.wait(lock, [&] { return released; });
+  };
   AsyncEngine engine(*model, nullptr, config);
   std::vector<std::unique_ptr<Collector>> collectors;
   for (int i = 0; i < 3; ++i) {
@@ -299,7 +312,15 @@ TEST_F(AsyncEngineTest, ShutdownWithoutDrainAbortsWhatIsPending) {
   }
   Collector overflow;
   EXPECT_THROW(engine.submit(request({1}, 1, overflow)), QueueFullError);
-  engine.shutdown(false);
+  std::thread stopper([&] { engine.shutdown(false); });
+  // shutdown queues its aborts at once, then waits for every stream to end.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    released = true;
+  }
+  releasedCondition.notify_all();
+  stopper.join();
   for (auto &collector : collectors) {
     collector->wait();
     EXPECT_EQ(collector->reasons[0], FinishReason::Abort);
