@@ -310,46 +310,65 @@ Location denseWeightLocation(onnx::MatMulOp matmul, const Twine &name) {
   return NameLoc::get(StringAttr::get(matmul->getContext(), stacked), loc.getChildLoc());
 }
 
-/// `columns` of a stacked [experts, in, out] weight, transposed to
+/// A stacked projection's weight and bias (empty without one) as f32, read
+/// once for every split of its columns.
+struct ProjectionData {
+  std::vector<float> weight, bias;
+};
+
+/// `projection`'s constants, if they are f32 of the sizes its MatMul names.
+std::optional<ProjectionData> readProjection(const StackedProjection &projection) {
+  int64_t experts = projection.experts(), out = projection.out();
+  auto weight = readConstantFloats(projection.weight());
+  if (!weight || static_cast<int64_t>(weight->size()) != experts * projection.in() * out)
+    return std::nullopt;
+  ProjectionData data{std::move(*weight), {}};
+  if (!projection.bias) return data;
+  auto bias = readConstantFloats(projection.bias);
+  if (!bias || static_cast<int64_t>(bias->size()) != experts * out) return std::nullopt;
+  data.bias = std::move(*bias);
+  return data;
+}
+
+/// `columns` of a stacked [experts, in, out] weight (`data`), transposed to
 /// [experts, columns, in]; with a bias [experts, 1, out], its [experts,
 /// columns] in `bias`. Both are named after `name` (gate_proj, ...).
-LogicalResult splitColumns(OpBuilder &builder, const StackedProjection &projection,
-                           StringRef name, const Columns &columns, Value &weight, Value &bias) {
-  auto data = readConstantFloats(projection.weight());
+void splitColumns(OpBuilder &builder, const StackedProjection &projection,
+                  const ProjectionData &data, StringRef name, const Columns &columns,
+                  Value &weight, Value &bias) {
   int64_t experts = projection.experts(), in = projection.in(), out = projection.out();
-  if (!data || static_cast<int64_t>(data->size()) != experts * in * out) return failure();
   std::vector<float> split;
   split.reserve(experts * columns.count * in);
   for (int64_t e = 0; e < experts; ++e)
     for (int64_t c = 0; c < columns.count; ++c)
       for (int64_t i = 0; i < in; ++i)
-        split.push_back((*data)[(e * in + i) * out + columns.at(c)]);
+        split.push_back(data.weight[(e * in + i) * out + columns.at(c)]);
   weight = createF32Constant(builder, denseWeightLocation(projection.matmul, name),
                              {experts, columns.count, in}, split);
-  if (!projection.bias) return success();
-  auto biasData = readConstantFloats(projection.bias);
-  if (!biasData || static_cast<int64_t>(biasData->size()) != experts * out) return failure();
+  if (!projection.bias) return;
   std::vector<float> splitBias;
   splitBias.reserve(experts * columns.count);
   for (int64_t e = 0; e < experts; ++e)
     for (int64_t c = 0; c < columns.count; ++c)
-      splitBias.push_back((*biasData)[e * out + columns.at(c)]);
+      splitBias.push_back(data.bias[e * out + columns.at(c)]);
   bias = createF32Constant(builder, denseWeightLocation(projection.matmul, name + ".bias"),
                            {experts, columns.count}, splitBias);
-  return success();
 }
 
 LogicalResult replaceDenseBlock(IRRewriter &rewriter, onnx::ReduceSumOp output,
                                 const DenseMoe &block, std::string &why) {
   rewriter.setInsertionPoint(output);
-  Value gate, gateBias, up, upBias, down, downBias;
-  Columns allDown{0, 1, block.down.out()};
-  if (failed(splitColumns(rewriter, block.gateUp, "gate_proj", block.gate, gate, gateBias)) ||
-      failed(splitColumns(rewriter, block.gateUp, "up_proj", block.up, up, upBias)) ||
-      failed(splitColumns(rewriter, block.down, "down_proj", allDown, down, downBias))) {
+  auto gateUpData = readProjection(block.gateUp);
+  auto downData = readProjection(block.down);
+  if (!gateUpData || !downData) {
     why = "the experts' weights are not f32 constants of the sizes their MatMuls name";
     return failure();
   }
+  Value gate, gateBias, up, upBias, down, downBias;
+  splitColumns(rewriter, block.gateUp, *gateUpData, "gate_proj", block.gate, gate, gateBias);
+  splitColumns(rewriter, block.gateUp, *gateUpData, "up_proj", block.up, up, upBias);
+  splitColumns(rewriter, block.down, *downData, "down_proj", Columns{0, 1, block.down.out()},
+               down, downBias);
   Location loc = output.getLoc();
   auto inputType = cast<RankedTensorType>(block.input.getType());
   int64_t experts = block.gateUp.experts();

@@ -62,28 +62,31 @@ std::optional<std::string> featureOf(onnx::MoEOp op) {
   return std::nullopt;
 }
 
-/// The rows `first`, `first` + 2, ... of a constant [experts, 2 n, in]
-/// weight (or of a constant [experts, 2 n] bias, `in` 1): one half of
-/// interleaved rows, as an f32 constant named after `source` and `half`.
-FailureOr<Value> interleavedHalf(PatternRewriter &rewriter, Value source, int64_t first,
-                                 StringRef half) {
+/// The even and the odd rows of a constant [experts, 2 n, in] weight (or of
+/// a constant [experts, 2 n] bias, `in` 1): the gate's and the up's of
+/// interleaved rows, as f32 constants named after `source` (".gate", ".up").
+/// The constant is read once.
+FailureOr<std::pair<Value, Value>> interleavedHalves(PatternRewriter &rewriter, Value source) {
   auto data = readConstantFloats(source);
   auto type = cast<RankedTensorType>(source.getType());
   int64_t experts = type.getDimSize(0), rows = type.getDimSize(1);
   int64_t in = type.getRank() == 3 ? type.getDimSize(2) : 1;
   if (!data || static_cast<int64_t>(data->size()) != experts * rows * in) return failure();
-  std::vector<float> picked;
-  picked.reserve(experts * rows / 2 * in);
-  for (int64_t e = 0; e < experts; ++e)
-    for (int64_t row = first; row < rows; row += 2)
-      for (int64_t i = 0; i < in; ++i) picked.push_back((*data)[(e * rows + row) * in + i]);
   SmallVector<int64_t> shape{experts, rows / 2};
   if (type.getRank() == 3) shape.push_back(in);
-  Location loc = source.getLoc();
-  if (auto name = dyn_cast<NameLoc>(loc))
-    loc = NameLoc::get(rewriter.getStringAttr(name.getName().getValue() + "." + half),
-                       name.getChildLoc());
-  return createF32Constant(rewriter, loc, shape, picked);
+  auto half = [&](int64_t first, StringRef name) {
+    std::vector<float> picked;
+    picked.reserve(experts * rows / 2 * in);
+    for (int64_t e = 0; e < experts; ++e)
+      for (int64_t row = first; row < rows; row += 2)
+        for (int64_t i = 0; i < in; ++i) picked.push_back((*data)[(e * rows + row) * in + i]);
+    Location loc = source.getLoc();
+    if (auto named = dyn_cast<NameLoc>(loc))
+      loc = NameLoc::get(rewriter.getStringAttr(named.getName().getValue() + "." + name),
+                         named.getChildLoc());
+    return createF32Constant(rewriter, loc, shape, picked);
+  };
+  return std::pair(half(0, "gate"), half(1, "up"));
 }
 
 /// The router's logits as llm.moe takes them: rows like the input's. A 3-D
@@ -131,25 +134,23 @@ struct RaiseMoE : OpRewritePattern<onnx::MoEOp> {
     if (op.getK() < 1 || op.getK() > experts)
       return rewriter.notifyMatchFailure(op, "k is not in [1, experts]");
 
-    auto gate = interleavedHalf(rewriter, fc1, 0, "gate");
-    auto up = interleavedHalf(rewriter, fc1, 1, "up");
-    if (failed(gate) || failed(up))
+    auto gateUp = interleavedHalves(rewriter, fc1);
+    if (failed(gateUp))
       return rewriter.notifyMatchFailure(op, "fc1 is not an f32 constant of its shape");
     Value gateBias, upBias;
     if (fc1Bias) {
-      auto gateHalf = interleavedHalf(rewriter, fc1Bias, 0, "gate");
-      auto upHalf = interleavedHalf(rewriter, fc1Bias, 1, "up");
-      if (failed(gateHalf) || failed(upHalf))
+      auto biases = interleavedHalves(rewriter, fc1Bias);
+      if (failed(biases))
         return rewriter.notifyMatchFailure(op, "fc1's bias is not an f32 constant of its shape");
-      gateBias = *gateHalf;
-      upBias = *upHalf;
+      std::tie(gateBias, upBias) = *biases;
     }
     FloatAttr limit, alpha;
     if (auto clampedAt = op.getSwigluLimit()) {
       limit = rewriter.getF32FloatAttr(clampedAt->convertToFloat());
       alpha = rewriter.getF32FloatAttr(op.getActivationAlpha().convertToFloat());
     }
-    rewriter.replaceOpWithNewOp<llm::MoeOp>(op, op.getType(), op.getInput(), logits, *gate, *up,
+    auto [gate, up] = *gateUp;
+    rewriter.replaceOpWithNewOp<llm::MoeOp>(op, op.getType(), op.getInput(), logits, gate, up,
                                             fc2, gateBias, upBias, fc2Bias, op.getK(),
                                             op.getNormalizeRoutingWeights() != 0, limit, alpha);
     return success();

@@ -300,6 +300,13 @@ struct ExpertBiases {
   }
 };
 
+/// The routing weight of pick `pick` (row pick / top_k, slot pick % top_k).
+Value routingWeight(KernelBuilder &kb, const Picks &picks, Value pick) {
+  int64_t topK = staticDim(picks.chosen, 1);
+  return kb.load(picks.weights, {kb.divIndex(pick, kb.index(topK)),
+                                 kb.remIndex(pick, kb.index(topK))});
+}
+
 /// The intermediate features [first, last) of expert `expert` for the
 /// `rows` picks from order[at]: the gate's products stored first, then the
 /// activations that the up products complete.
@@ -313,10 +320,9 @@ void emitPickTile(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate,
   for (int64_t r = 0; r < rows; ++r) {
     Value slot = kb.addIndex(at, kb.index(r));
     Value pick = loadIndex(kb, picks.order, {slot, zero});
-    Value row = kb.divIndex(pick, kb.index(topK));
-    xRows.push_back(row);
+    xRows.push_back(kb.divIndex(pick, kb.index(topK)));
     slots.push_back(slot);
-    routing.push_back(kb.load(picks.weights, {row, kb.remIndex(pick, kb.index(topK))}));
+    routing.push_back(routingWeight(kb, picks, pick));
   }
   Value base = kb.mulIndex(expert, kb.index(inter));
   gate.emit(kb, xRows, base, first, last, [&](int64_t r, Value i, Value g) {
@@ -359,16 +365,14 @@ void emitExpertRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &gate
 /// (plus each pick's weight times the down bias), into `products`.
 void emitDownTile(KernelBuilder &kb, const Picks &picks, const ExpertDots &down, Value downBias,
                   Value expert, Value at, int64_t rows, Value first, Value last) {
-  int64_t topK = staticDim(picks.chosen, 1), hidden = staticDim(picks.products, 1);
+  int64_t hidden = staticDim(picks.products, 1);
   Value zero = kb.index(0);
   SmallVector<Value> slots, routing;
   for (int64_t r = 0; r < rows; ++r) {
     Value slot = kb.addIndex(at, kb.index(r));
     slots.push_back(slot);
-    if (!downBias) continue;
-    Value pick = loadIndex(kb, picks.order, {slot, zero});
-    routing.push_back(kb.load(picks.weights, {kb.divIndex(pick, kb.index(topK)),
-                                              kb.remIndex(pick, kb.index(topK))}));
+    if (downBias)
+      routing.push_back(routingWeight(kb, picks, loadIndex(kb, picks.order, {slot, zero})));
   }
   down.emit(kb, slots, kb.mulIndex(expert, kb.index(hidden)), first, last,
             [&](int64_t r, Value c, Value sum) {
@@ -388,18 +392,19 @@ void emitDownExpertRun(KernelBuilder &kb, const Picks &picks, const ExpertDots &
 }
 
 /// out[row, :]: the down products of the row's picks added slot by slot to
-/// zeros (the order that keeps a row's bits whatever the batch).
+/// zero (the order that keeps a row's bits whatever the batch).
 void emitDownSum(KernelBuilder &kb, const Picks &picks, Value out, Value row) {
   int64_t topK = staticDim(picks.chosen, 1), hidden = staticDim(out, 1);
   Value zero = kb.index(0);
-  kb.forEach(zero, kb.index(hidden), [&](Value c) { kb.store(kb.f32(0.0), out, {row, c}); });
-  kb.forEach(zero, kb.index(topK), [&](Value slot) {
-    Value pick = kb.addIndex(kb.mulIndex(row, kb.index(topK)), slot);
-    Value product = loadIndex(kb, picks.position, {pick, zero});
-    kb.forEach(zero, kb.index(hidden), [&](Value c) {
-      kb.store(kb.add(kb.load(out, {row, c}), kb.load(picks.products, {product, c})), out,
-               {row, c});
-    });
+  SmallVector<Value> products;
+  for (int64_t slot = 0; slot < topK; ++slot) {
+    Value pick = kb.addIndex(kb.mulIndex(row, kb.index(topK)), kb.index(slot));
+    products.push_back(loadIndex(kb, picks.position, {pick, zero}));
+  }
+  kb.forEach(zero, kb.index(hidden), [&](Value c) {
+    Value sum = kb.f32(0.0);
+    for (Value product : products) sum = kb.add(sum, kb.load(picks.products, {product, c}));
+    kb.store(sum, out, {row, c});
   });
 }
 

@@ -382,11 +382,14 @@ func.func @many_query_heads(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: t
 //       CHECK:             vector.load %[[ACTIVATIONS]]
 //       CHECK:             vector.load %[[DOWN]]
 //       CHECK:         memref.store %{{.*}}, %[[PRODUCTS]]
-// Sum: zeros, then each slot's product row at the pick's position.
+// Sum: the positions of the row's two picks, then per column their product
+// rows added to zero and the sum stored once.
 //       CHECK:   func.func private @llmc_moe_sum_{{[0-9]+}}(%{{[^:]*}}: memref<?x2xi32>, %{{[^:]*}}: memref<?x2xf32>, %{{[^:]*}}: memref<?x1xi32>, %[[POSITION:[^:]*]]: memref<?x1xi32>, %{{[^:]*}}: memref<?x5xi32>, %{{[^:]*}}: memref<?x4xi32>, %{{[^:]*}}: memref<?x8xf32>, %[[PRODUCTS:[^:]*]]: memref<?x32xf32>, %[[OUT:[^:]*]]: memref<?x32xf32>, %{{.*}}: index, %{{.*}}: index)
-//       CHECK:       memref.store %{{.*}}, %[[OUT]]
+//       CHECK:       memref.load %[[POSITION]]
 //       CHECK:       memref.load %[[POSITION]]
 //       CHECK:         memref.load %[[PRODUCTS]]
+//       CHECK:         memref.load %[[PRODUCTS]]
+//       CHECK:         memref.store %{{.*}}, %[[OUT]]
 func.func @moe(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %router = llm.constant dense<1.000000e-01> : tensor<32x4xf32>
