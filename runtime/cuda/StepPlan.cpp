@@ -92,19 +92,21 @@ Symbol parseSymbol(const json &value, const std::string &where) {
   fail(where, "'" + name + "' is not a symbol (" + listed(kSymbols) + ")");
 }
 
-/// An integer, a symbol, or [symbol, mul, div].
+/// An integer, a symbol, [symbol, mul, div] or [symbol, mul, div, add].
 Dim parseDim(const json &value, const std::string &where) {
   Dim dim;
   if (value.is_number_integer()) {
     dim.constant = value.get<int64_t>();
   } else if (value.is_string()) {
     dim.symbol = parseSymbol(value, where);
-  } else if (value.is_array() && value.size() == 3 && value[0].is_string()) {
+  } else if (value.is_array() && (value.size() == 3 || value.size() == 4) &&
+             value[0].is_string()) {
     dim.symbol = parseSymbol(value[0], element(where, 0));
     dim.mul = integer(value[1], element(where, 1), 1);
     dim.div = integer(value[2], element(where, 2), 1);
+    if (value.size() == 4) dim.add = integer(value[3], element(where, 3), 0);
   } else {
-    fail(where, "must be an integer, a symbol or [symbol, mul, div]");
+    fail(where, "must be an integer, a symbol, [symbol, mul, div] or [symbol, mul, div, add]");
   }
   return dim;
 }
@@ -273,7 +275,7 @@ int64_t SymbolValues::operator[](Symbol symbol) const {
 
 int64_t Dim::resolve(const SymbolValues &values) const {
   if (!symbol) return constant;
-  return (values[*symbol] * mul + div - 1) / div;
+  return (values[*symbol] * mul + div - 1) / div + add;
 }
 
 const char *bufferName(Buffer buffer) { return kBuffers[static_cast<size_t>(buffer)]; }

@@ -34,12 +34,13 @@ struct SymbolValues {
   int64_t operator[](Symbol symbol) const;
 };
 
-/// An integer of the plan: a constant, or ceil(symbol x mul / div).
+/// An integer of the plan: a constant, or ceil(symbol x mul / div) + add.
 struct Dim {
   int64_t constant = 0;
   std::optional<Symbol> symbol;
   int64_t mul = 1;
   int64_t div = 1;
+  int64_t add = 0;
 
   int64_t resolve(const SymbolValues &values) const;
 };

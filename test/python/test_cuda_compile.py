@@ -45,8 +45,9 @@ def check_dim(dim) -> None:
     elif isinstance(dim, str):
         assert dim in SYMBOLS, dim
     else:
-        symbol, mul, div = dim
-        assert symbol in SYMBOLS and mul > 0 and div > 0, dim
+        symbol, mul, div, *add = dim  # ceil(symbol * mul / div) (+ add)
+        assert symbol in SYMBOLS and mul > 0 and div > 0 and len(add) <= 1, dim
+        assert all(a >= 0 for a in add), dim
 
 
 def check_location(location: dict, sizes: dict[str, int]) -> None:

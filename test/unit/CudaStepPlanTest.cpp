@@ -107,6 +107,7 @@ TEST(CudaStepPlan, ResolvesDimensions) {
                             {"[\"tokens\", 1, 4]", "3"},  // ceil(10 / 4)
                             {"[\"tokens\", 3, 2]", "15"}, // 10 * 3 / 2
                             {"[\"max_q_len\", 1, 64]", "1"},
+                            {"[\"tokens\", 4, 16, 8]", "11"}, // ceil(40 / 16) + 8
                             {"\"prefill_tokens\"", "10"}}; // max_q_len > 1
   for (const auto &[text, expected] : cases) {
     plan["steps"][0]["args"][0] = {{"index", dim(text)}};
@@ -137,6 +138,12 @@ TEST(CudaStepPlan, RefusesMalformedPlans) {
   plan = docsPlan();
   plan["steps"][1]["m"] = "batch";
   EXPECT_PLAN_ERROR(plan, "steps[1].m: 'batch' is not a symbol (tokens, seqs, max_q_len");
+
+  plan = docsPlan();
+  plan["steps"][0]["grid"][0] = json::parse("[\"tokens\", 1, 1, -1]");
+  EXPECT_PLAN_ERROR(plan, "steps[0].grid[0][3]: must be an integer >= 0");
+  plan["steps"][0]["grid"][0] = json::parse("[\"tokens\", 1, 1, 2, 3]");
+  EXPECT_PLAN_ERROR(plan, "steps[0].grid[0]: must be an integer, a symbol, [symbol, mul, div]");
 
   plan = docsPlan();
   plan["steps"][1].erase("lda");

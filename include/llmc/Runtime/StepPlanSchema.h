@@ -91,7 +91,7 @@ inline constexpr const char *kBetaKey = "beta";
 inline constexpr const char *kBiasKey = "bias";
 
 // Symbols: dims the runtime binds for each step. A dim is an integer, a
-// symbol, or [symbol, mul, div].
+// symbol, [symbol, mul, div] or [symbol, mul, div, add].
 inline constexpr const char *kTokensSymbol = "tokens";
 inline constexpr const char *kSeqsSymbol = "seqs";
 inline constexpr const char *kMaxQLenSymbol = "max_q_len";

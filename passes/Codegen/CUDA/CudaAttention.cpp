@@ -65,8 +65,9 @@ int64_t mmaTileKeys(int64_t paddedHeadDim) { return paddedHeadDim <= 64 ? 64 : 3
 /// attention/: kDevicePrelude (Prelude.cuh), kCommonSource (Common.cuh),
 /// kConfigSource (Config.cuh.in, the template of one config), kArgmaxSource
 /// (Argmax.cuh, the greedy token of each logits row, which the runtime
-/// launches after a step of greedy sequences) and kGemvSource (Gemv.cuh, the
-/// products the runtime launches for decode steps' gemms).
+/// launches after a step of greedy sequences), kGemvSource (Gemv.cuh, the
+/// products the runtime launches for decode steps' gemms) and kMoeSource
+/// (Moe.cuh, a mixture of experts' kernels, CudaMoe.cpp).
 #include "passes/Codegen/CUDA/AttentionSource.h.inc"
 
 /// `value` as an exact CUDA float literal (hexadecimal).
@@ -98,14 +99,42 @@ std::string sinksTable(llm::PagedAttentionOp op, int64_t heads) {
 
 /// The row stride of a [rows, features] tensor with unit feature stride.
 FailureOr<int64_t> rowStride(Operation *op, const TensorRef &ref, StringRef what) {
-  auto stride = dyn_cast<IntegerAttr>(ref.strides.front());
-  auto inner = dyn_cast<IntegerAttr>(ref.strides.back());
-  if (ref.sizes.size() != 2 || !stride || !inner || inner.getInt() != 1)
-    return op->emitOpError("has a ") << what << " that is not rows of unit feature stride", failure();
-  return stride.getInt();
+  if (auto stride = ref.rowStride()) return *stride;
+  return op->emitOpError("has a ") << what << " that is not rows of unit feature stride", failure();
 }
 
 } // namespace
+
+void addModulePrelude(const StepContext &step, std::string &source) {
+  if (!source.empty()) return;
+  source = kDevicePrelude.str();
+  source += llvm::formatv("constexpr bool STORAGE_BF16 = {0};\n"
+                          "constexpr int PREFILL_TILE_M = {1}, PREFILL_TILE_K = {2}, "
+                          "DECODE_BLOCKS = {3}, MMA_MAX_HEAD_DIM = {4};\n"
+                          "#define GEMV_THREADS {5}\n"
+                          "constexpr int GEMV_WARPS = GEMV_THREADS / 32, GEMV_ROWS = {6}, "
+                          "GEMV_COLUMNS = {7};\n",
+                          step.storageType.isBF16() ? "true" : "false", kPrefillTileM,
+                          kPrefillTileK, kDecodeBlocks, kMmaMaxHeadDim, kGemvThreads, kGemvMaxRows,
+                          kGemvColumns)
+                .str();
+  source += kCommonSource;
+  source += kArgmaxSource;
+  source += kGemvSource;
+}
+
+void addMoeSource(const StepContext &step, std::string &source) {
+  addModulePrelude(step, source);
+  if (source.find("llmc_moe_route(") != std::string::npos) return;
+  source += llvm::formatv("#define MOE_THREADS {0}\n"
+                          "#define MOE_PLAN_THREADS {1}\n"
+                          "constexpr int MOE_WARPS = MOE_THREADS / 32, MOE_GROUPS = {2}, "
+                          "MOE_TILE = 8 * MOE_GROUPS, MOE_COLUMNS = {3}, MOE_MAX_EXPERTS = {4};\n",
+                          kMoeThreads, kMoePlanThreads, kMoeTilePicks / 8, kMoeColumns,
+                          kMoeMaxExperts)
+                .str();
+  source += kMoeSource;
+}
 
 LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
                                   ArrayRef<std::optional<TensorRef>> operands, const TensorRef &output,
@@ -159,21 +188,7 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   bool sinks = op.getSinks().has_value();
   if (sinks) config += "_sinks";
   if (!queryAligned) config += "_u";
-  if (source.empty()) {
-    source = kDevicePrelude.str();
-    source += llvm::formatv("constexpr int PREFILL_TILE_M = {0}, PREFILL_TILE_K = {1}, "
-                            "DECODE_BLOCKS = {2}, MMA_MAX_HEAD_DIM = {3};\n"
-                            "#define GEMV_THREADS {4}\n"
-                            "constexpr int GEMV_WARPS = GEMV_THREADS / 32, GEMV_ROWS = {5}, "
-                            "GEMV_COLUMNS = {6};\n"
-                            "constexpr bool GEMV_BF16 = {7};\n",
-                            kPrefillTileM, kPrefillTileK, kDecodeBlocks, kMmaMaxHeadDim,
-                            kGemvThreads, kGemvMaxRows, kGemvColumns, bf16 ? "true" : "false")
-                  .str();
-    source += kCommonSource;
-    source += kArgmaxSource;
-    source += kGemvSource;
-  }
+  addModulePrelude(step, source);
   if (source.find(config + "_prefill(") == std::string::npos)
     source += llvm::formatv(kConfigSource.data(), config, headDim, group, kvHeads, blockSize, kSplits,
                             bf16 ? "true" : "false", floatLiteral(scale),

@@ -28,12 +28,14 @@ namespace llmc::cuda {
 
 /// Threads of a row kernel's block.
 inline constexpr int64_t kRowBlockSize = 256;
+/// Where the ops' scratch starts in the workspace, and each region of it.
+inline constexpr int64_t kScratchAlignment = 256;
 
 
-/// A plan dimension: an integer, a symbol, or ceil(symbol * mul / div).
+/// A plan dimension: an integer, a symbol, or ceil(symbol * mul / div) + add.
 mlir::Attribute planDim(mlir::MLIRContext *context, int64_t value);
 mlir::Attribute planDim(mlir::MLIRContext *context, llvm::StringRef symbol, int64_t mul = 1,
-                        int64_t div = 1);
+                        int64_t div = 1, int64_t add = 0);
 
 /// Where a tensor lives for the step: a buffer, a byte offset into it, and
 /// its sizes and strides (in elements) as plan dimensions.
@@ -52,6 +54,9 @@ struct TensorRef {
   mlir::DictionaryAttr location() const;
   /// The same tensor `bytes` further into its buffer.
   TensorRef shifted(int64_t bytes) const;
+  /// The row stride (in elements) of a [rows, features] view whose features
+  /// are adjacent; nullopt for any other.
+  std::optional<int64_t> rowStride() const;
 };
 
 /// A row-major tensor of `shape` (integers or symbols) at `offset` of `buffer`.
@@ -60,13 +65,15 @@ TensorRef contiguousTensor(mlir::MLIRContext *context, llvm::StringRef buffer, i
 
 /// One kernel argument of a launch.
 struct KernelArg {
-  enum class Kind { Memref, Pointer, I32, F32 } kind = Kind::Memref;
+  enum class Kind { Memref, Pointer, NullPointer, I32, F32 } kind = Kind::Memref;
   TensorRef tensor;    // Memref, Pointer
   mlir::Attribute dim; // I32: a plan dimension
   double number = 0;   // F32
 
   static KernelArg memref(TensorRef tensor) { return {Kind::Memref, std::move(tensor), {}, 0}; }
   static KernelArg pointer(TensorRef tensor) { return {Kind::Pointer, std::move(tensor), {}, 0}; }
+  /// A pointer parameter left null (an absent optional operand): an i64 0.
+  static KernelArg nullPointer() { return {Kind::NullPointer, {}, {}, 0}; }
   static KernelArg i32(mlir::Attribute dim) { return {Kind::I32, {}, dim, 0}; }
   static KernelArg f32(double value) { return {Kind::F32, {}, {}, value}; }
 };
@@ -176,11 +183,35 @@ mlir::LogicalResult lowerEpilogue(StepContext &step, mlir::Operation *op,
                                   const EpilogueRefs &epilogue, const TensorRef &product,
                                   const TensorRef &output);
 
+/// Threads of a mixture of experts' route, experts, down and sum blocks, and
+/// of its plan's one block (attention/Moe.cuh).
+inline constexpr int64_t kMoeThreads = 128;
+inline constexpr int64_t kMoePlanThreads = 256;
+/// Picks of one experts or down tile (whole groups of 8, the MMA's columns),
+/// and the output features of one block.
+inline constexpr int64_t kMoeTilePicks = 16;
+inline constexpr int64_t kMoeColumns = 16;
+/// The most experts the plan's block counts in shared memory.
+inline constexpr int64_t kMoeMaxExperts = 512;
+
+/// Starts the NVRTC module's source (attention.cu) with what every model
+/// uses: the prelude, the constants, the helpers, the argmax and GEMV
+/// kernels. Does nothing when `source` has begun.
+void addModulePrelude(const StepContext &step, std::string &source);
+/// Adds the mixture of experts kernels to the module's source, once: only a
+/// model with experts compiles them.
+void addMoeSource(const StepContext &step, std::string &source);
+
 /// Paged attention through the NVRTC kernels (CudaAttention.cpp): adds
 /// their launches and, the first time, their source to `source`.
 mlir::LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
                                         llvm::ArrayRef<std::optional<TensorRef>> operands,
                                         const TensorRef &output, std::string &source);
+
+/// A mixture of experts through the NVRTC module's kernels (CudaMoe.cpp).
+mlir::LogicalResult lowerMoe(StepContext &step, llm::MoeOp op,
+                             llvm::ArrayRef<std::optional<TensorRef>> operands,
+                             const TensorRef &output, std::string &source);
 
 } // namespace llmc::cuda
 

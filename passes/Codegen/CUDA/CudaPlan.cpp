@@ -12,10 +12,13 @@ Attribute planDim(MLIRContext *context, int64_t value) {
   return IntegerAttr::get(IntegerType::get(context, 64), value);
 }
 
-Attribute planDim(MLIRContext *context, StringRef symbol, int64_t mul, int64_t div) {
+Attribute planDim(MLIRContext *context, StringRef symbol, int64_t mul, int64_t div, int64_t add) {
   Builder b(context);
-  if (mul == 1 && div == 1) return b.getStringAttr(symbol);
-  return b.getArrayAttr({b.getStringAttr(symbol), b.getI64IntegerAttr(mul), b.getI64IntegerAttr(div)});
+  if (mul == 1 && div == 1 && add == 0) return b.getStringAttr(symbol);
+  SmallVector<Attribute> dim{b.getStringAttr(symbol), b.getI64IntegerAttr(mul),
+                             b.getI64IntegerAttr(div)};
+  if (add) dim.push_back(b.getI64IntegerAttr(add));
+  return b.getArrayAttr(dim);
 }
 
 namespace {
@@ -45,6 +48,13 @@ TensorRef TensorRef::shifted(int64_t bytes) const {
   TensorRef moved = *this;
   moved.offset += bytes;
   return moved;
+}
+
+std::optional<int64_t> TensorRef::rowStride() const {
+  auto stride = dyn_cast<IntegerAttr>(strides.front());
+  auto inner = dyn_cast<IntegerAttr>(strides.back());
+  if (sizes.size() != 2 || !stride || !inner || inner.getInt() != 1) return std::nullopt;
+  return stride.getInt();
 }
 
 TensorRef contiguousTensor(MLIRContext *context, StringRef buffer, int64_t offset, Type elementType,
@@ -88,6 +98,9 @@ void PlanBuilder::launch(StringRef module, StringRef kernel, ArrayRef<Attribute>
       break;
     case KernelArg::Kind::Pointer:
       argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(kPtrArg, arg.tensor.location())}));
+      break;
+    case KernelArg::Kind::NullPointer:
+      argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(kI64Arg, b.getI64IntegerAttr(0))}));
       break;
     case KernelArg::Kind::I32:
       argAttrs.push_back(b.getDictionaryAttr({b.getNamedAttr(kI32Arg, arg.dim)}));

@@ -29,16 +29,9 @@ namespace llmc {
 namespace {
 
 constexpr int64_t kWeightAlignment = 256;
-constexpr int64_t kScratchAlignment = 256;
 
 /// Bytes of one element of `type`.
 int64_t elementBytes(Type type) { return llvm::divideCeil(type.getIntOrFloatBitWidth(), 8); }
-
-/// The integer a plan dimension holds, or nullopt for a symbol.
-std::optional<int64_t> staticDim(Attribute dim) {
-  if (auto integer = dyn_cast<IntegerAttr>(dim)) return integer.getInt();
-  return std::nullopt;
-}
 
 /// True when `body` is `llm.yield(acc)` or `llm.yield(acc + extra0)`;
 /// `withExtra` tells which.
@@ -134,6 +127,9 @@ private:
         })
         .Case([&](llm::PagedAttentionOp attention) {
           return cuda::lowerPagedAttention(step, attention, operands, outputs[0], attentionSource);
+        })
+        .Case([&](llm::MoeOp moe) {
+          return cuda::lowerMoe(step, moe, operands, outputs[0], attentionSource);
         })
         .Case([&](llm::EmbeddingOp embedding) {
           return cuda::lowerEmbedding(step, embedding, operands, outputs[0]);
@@ -233,12 +229,7 @@ private:
     if (weightShape.size() != 2) return op->emitOpError("has a weight that is not 2-D");
     int64_t k = transposed ? weightShape[1] : weightShape[0];
     int64_t n = transposed ? weightShape[0] : weightShape[1];
-    auto rowStride = [&](const cuda::TensorRef &ref) -> std::optional<int64_t> {
-      if (ref.sizes.size() != 2 || !staticDim(ref.strides[1]) || *staticDim(ref.strides[1]) != 1)
-        return std::nullopt;
-      return staticDim(ref.strides[0]);
-    };
-    auto lda = rowStride(input), ldd = rowStride(output);
+    auto lda = input.rowStride(), ldd = output.rowStride();
     if (!lda || !ldd) return op->emitOpError("has an operand that is not a matrix of unit column stride");
     if (input.elementType != step.storageType)
       return op->emitOpError("multiplies ")
@@ -256,7 +247,7 @@ private:
     gemm.ldd = *ldd;
     gemm.bias = bias;
     if (residual) {
-      auto ldc = rowStride(*residual);
+      auto ldc = residual->rowStride();
       if (!ldc) return op->emitOpError("has a residual that is not a matrix of unit column stride");
       gemm.c = residual;
       gemm.ldc = *ldc;
@@ -357,7 +348,7 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     // The planned step's limits size the scratch of the ops that need it.
     auto info = codegen::plannedStepInfo(model);
     if (failed(info)) return failure();
-    step.scratchOffset = llvm::alignTo(info->workspaceBytes, kScratchAlignment);
+    step.scratchOffset = llvm::alignTo(info->workspaceBytes, cuda::kScratchAlignment);
     step.maxTokens = info->maxNumBatchedTokens;
     step.maxSeqs = info->maxNumSeqs;
     if (failed(walker.walk(model))) return failure();

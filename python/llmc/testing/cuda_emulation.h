@@ -261,6 +261,12 @@ inline void __syncthreads() {
 inline void __syncwarp(unsigned = 0xffffffffu) {
   ::llmc_emulation::Launch::active()->barrier(::llmc_emulation::Launch::State::AtWarpBarrier);
 }
+/// Fibers switch only at barriers, so a plain read-modify-write is atomic.
+template <typename T> T atomicAdd(T *address, T value) {
+  T old = *address;
+  *address = old + value;
+  return old;
+}
 template <typename T> T __shfl_xor_sync(unsigned, T value, int laneMask) {
   return ::llmc_emulation::Launch::active()->shuffleXor(value, laneMask);
 }

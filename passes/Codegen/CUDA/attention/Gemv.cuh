@@ -21,7 +21,7 @@
 // With LLMC_CUDA_GEMV=1 the runtime (runtime/cuda/CudaGemm.cpp) launches it,
 // ceil(n / GEMV_COLUMNS) blocks of GEMV_THREADS, for a gemm step whose m is
 // at most GEMV_ROWS and whose k, lda and ldb are multiples of 8 with A and B
-// 16-byte aligned. A, B, bias and C are the model's storage type (GEMV_BF16:
+// 16-byte aligned. A, B, bias and C are the model's storage type (STORAGE_BF16:
 // bf16, else f16); D is f32 (`d_f32`) or the storage type. bias and c may be
 // null.
 
@@ -90,5 +90,5 @@ __device__ __forceinline__ void gemv_nk(const storage_t *__restrict__ a, int lda
 extern "C" __global__ void __launch_bounds__(GEMV_THREADS)
 llmc_gemv(const storage_t *a, int lda, const storage_t *b, int ldb, void *d, int ldd, int d_f32,
           const storage_t *bias, const storage_t *c, int ldc, float beta, int m, int n, int k) {
-  gemv_nk<GEMV_BF16>(a, lda, b, ldb, d, ldd, d_f32, bias, c, ldc, beta, m, n, k);
+  gemv_nk<STORAGE_BF16>(a, lda, b, ldb, d, ldd, d_f32, bias, c, ldc, beta, m, n, k);
 }

@@ -1,0 +1,270 @@
+// Moe.cuh - a mixture of experts (llm.moe) in five launches over the step's
+// rows, whose grids depend only on the step's token count, as a CUDA graph
+// needs:
+//
+//   llmc_moe_route    a thread per row: the softmax of its router logits,
+//                     its top_k experts (equal logits: the lower expert
+//                     first) and their weights, as the CPU's route kernel;
+//   llmc_moe_plan     one block: each expert's picks (pick p = row p / top_k,
+//                     slot p % top_k) in a run of positions padded to whole
+//                     tiles of MOE_TILE, the expert of every tile (-1 past
+//                     the last), and each pick's position;
+//   llmc_moe_experts  a block per (tile, MOE_COLUMNS intermediate features):
+//                     h[q] = w * act(gate_e . x, up_e . x) for the tile's
+//                     picks q, stored in the storage type;
+//   llmc_moe_down     a block per (tile, MOE_COLUMNS hidden features):
+//                     y[q] = down_e . h[q] (+ w * down bias), f32;
+//   llmc_moe_sum      a block per row: the row's y added slot by slot to
+//                     zeros.
+//
+// A tile's products run on the tensor cores as the decode GEMV's do
+// (Gemv.cuh): mma.sync m16n8k16 with the expert's 16 weight rows as A and
+// the tile's picks as the 8 columns of B, each lane loading 16 contiguous
+// bytes of a weight row and of a pick's row, so each weight row read serves
+// the MOE_TILE picks of a tile. The block's warps split k and add their sums
+// through shared memory in warp order. A pick's sums involve only its own
+// row: where the plan puts it (its atomics order an expert's picks as they
+// come) changes no bit, and a sequence's result does not depend on the batch.
+//
+// There are at most ceil(picks / MOE_TILE) + experts tiles (every expert's
+// run ends in at most one partial tile): the plan's tile dimension
+// [rows, top_k, MOE_TILE, experts]. Hidden and intermediate sizes are
+// multiples of 8 and every row 16-byte aligned (CudaMoe.cpp checks).
+
+/// (g, t) lane's part of a tile's products: for each of MATS weight matrices
+/// ([n, k] rows, the expert's) and each group of 8 picks, D^T[16 columns from
+/// n0][8 picks] into the warp's slot of `sums` [MATS][MOE_WARPS][MOE_COLUMNS]
+/// [MOE_TILE]. `rows[j]` is this lane's pick row of group j (its g-th), null
+/// for a padding slot. Ends with the block's sums in `sums` (a barrier).
+template <bool BF16, int MATS>
+__device__ __forceinline__ void moe_tile_products(const storage_t *const (&w)[MATS], int n, int k,
+                                                  const storage_t *const (&rows)[MOE_GROUPS],
+                                                  float (*sums)[MOE_WARPS][MOE_COLUMNS][MOE_TILE]) {
+  constexpr int CHUNK = 32, UNROLL = 4; // a chunk: 8 features for each of a row's 4 lanes
+  static_assert(MOE_TILE == 8 * MOE_GROUPS && MOE_COLUMNS == 16, "m16n8k16 tiles of D^T");
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int n0 = blockIdx.y * MOE_COLUMNS;
+  const int slice = (k + MOE_WARPS * CHUNK - 1) / (MOE_WARPS * CHUNK) * CHUNK;
+  const int begin = warp * slice, end = min(k, begin + slice);
+  const bool low_ok = n0 + g < n, high_ok = n0 + g + 8 < n;
+  float acc[MATS][MOE_GROUPS][4] = {};
+  for (int first = begin; first < end; first += UNROLL * CHUNK) {
+    storage8_t w_low[UNROLL][MATS], w_high[UNROLL][MATS], x[UNROLL][MOE_GROUPS];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int at = first + u * CHUNK + t * 8;
+      const bool in = at < end;
+#pragma unroll
+      for (int m = 0; m < MATS; ++m) {
+        const storage_t *low = w[m] + (long long)(n0 + g) * k + at;
+        w_low[u][m] = in && low_ok ? *reinterpret_cast<const storage8_t *>(low) : storage8_t{};
+        w_high[u][m] =
+            in && high_ok ? *reinterpret_cast<const storage8_t *>(low + 8LL * k) : storage8_t{};
+      }
+#pragma unroll
+      for (int j = 0; j < MOE_GROUPS; ++j)
+        x[u][j] = in && rows[j] ? *reinterpret_cast<const storage8_t *>(rows[j] + at)
+                                : storage8_t{};
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int step = 0; step < 2; ++step) // features 4 step .. 4 step + 3 of the lane's 8
+#pragma unroll
+        for (int m = 0; m < MATS; ++m) {
+          const unsigned frag_a[4] = {word_of(w_low[u][m], 2 * step),
+                                      word_of(w_high[u][m], 2 * step),
+                                      word_of(w_low[u][m], 2 * step + 1),
+                                      word_of(w_high[u][m], 2 * step + 1)};
+#pragma unroll
+          for (int j = 0; j < MOE_GROUPS; ++j) {
+            const unsigned frag_b[2] = {word_of(x[u][j], 2 * step), word_of(x[u][j], 2 * step + 1)};
+            mma_16816<BF16>(acc[m][j], frag_a, frag_b);
+          }
+        }
+  }
+  // acc[m][j]: D^T[g][2t], D^T[g][2t + 1], D^T[g + 8][2t], D^T[g + 8][2t + 1] of group j.
+#pragma unroll
+  for (int m = 0; m < MATS; ++m)
+#pragma unroll
+    for (int j = 0; j < MOE_GROUPS; ++j) {
+      sums[m][warp][g][8 * j + 2 * t] = acc[m][j][0];
+      sums[m][warp][g][8 * j + 2 * t + 1] = acc[m][j][1];
+      sums[m][warp][g + 8][8 * j + 2 * t] = acc[m][j][2];
+      sums[m][warp][g + 8][8 * j + 2 * t + 1] = acc[m][j][3];
+    }
+  __syncthreads();
+}
+
+/// This lane's pick row of each group of the block's tile (the g-th of the
+/// group): `row_of(q, pick)` for the pick at position q, null for a padding
+/// slot.
+template <typename RowOf>
+__device__ __forceinline__ void moe_lane_rows(const int *order,
+                                              const storage_t *(&rows)[MOE_GROUPS],
+                                              RowOf row_of) {
+  const int g = (threadIdx.x & 31) >> 2;
+#pragma unroll
+  for (int j = 0; j < MOE_GROUPS; ++j) {
+    const int q = blockIdx.x * MOE_TILE + 8 * j + g, pick = order[q];
+    rows[j] = pick >= 0 ? row_of(q, pick) : nullptr;
+  }
+}
+
+/// Calls `finish(q, pick, c, r, col)` for each output of the block's tile,
+/// spread over its threads: (r, c) its place in the tile's sums, q its
+/// position, col its column, skipping padding slots and columns past n.
+template <typename Finish>
+__device__ __forceinline__ void moe_for_each_output(const int *order, int n, Finish finish) {
+  const int n0 = blockIdx.y * MOE_COLUMNS;
+  for (int i = threadIdx.x; i < MOE_COLUMNS * MOE_TILE; i += blockDim.x) {
+    const int r = i / MOE_COLUMNS, c = i % MOE_COLUMNS, col = n0 + c;
+    const int q = blockIdx.x * MOE_TILE + r, pick = order[q];
+    if (pick >= 0 && col < n) finish(q, pick, c, r, col);
+  }
+}
+
+/// The sum over the block's warps of output (column c, pick r), in warp order.
+__device__ __forceinline__ float moe_warp_sum(const float (*sums)[MOE_COLUMNS][MOE_TILE], int c,
+                                              int r) {
+  float value = 0.f;
+  for (int w = 0; w < MOE_WARPS; ++w) value += sums[w][c][r];
+  return value;
+}
+
+extern "C" __global__ void __launch_bounds__(MOE_THREADS)
+llmc_moe_route(const storage_t *logits, int logits_stride, int rows, int experts, int top_k,
+               int normalize, int *chosen, float *weights) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= rows) return;
+  const storage_t *r = logits + (long long)row * logits_stride;
+  float max_logit = -INFINITY;
+  for (int e = 0; e < experts; ++e) max_logit = fmaxf(max_logit, to_f32<STORAGE_BF16>(r[e]));
+  float denominator = 0.f;
+  for (int e = 0; e < experts; ++e) denominator += expf(to_f32<STORAGE_BF16>(r[e]) - max_logit);
+  // Each slot takes the best expert after the previous slot's in the order
+  // (logit descending, expert ascending); the softmax keeps that order.
+  float prev_logit = INFINITY, total = 0.f;
+  int prev_expert = -1;
+  for (int slot = 0; slot < top_k; ++slot) {
+    float best_logit = -INFINITY;
+    int best = -1;
+    for (int e = 0; e < experts; ++e) {
+      const float logit = to_f32<STORAGE_BF16>(r[e]);
+      const bool after = logit < prev_logit || (logit == prev_logit && e > prev_expert);
+      if (after && (best < 0 || logit > best_logit)) best_logit = logit, best = e;
+    }
+    const float probability = expf(best_logit - max_logit) / denominator;
+    chosen[row * top_k + slot] = best; // -1 only past NaN logits: the plan skips it
+    weights[row * top_k + slot] = probability;
+    total += probability;
+    prev_logit = best_logit, prev_expert = best;
+  }
+  if (normalize)
+    for (int slot = 0; slot < top_k; ++slot) weights[row * top_k + slot] /= total;
+}
+
+extern "C" __global__ void __launch_bounds__(MOE_PLAN_THREADS)
+llmc_moe_plan(const int *chosen, int picks, int experts, int max_tiles, int *order, int *position,
+              int *tile_expert) {
+  __shared__ int s_count[MOE_MAX_EXPERTS], s_start[MOE_MAX_EXPERTS + 1];
+  for (int e = threadIdx.x; e < experts; e += blockDim.x) s_count[e] = 0;
+  for (int q = threadIdx.x; q < max_tiles * MOE_TILE; q += blockDim.x) order[q] = -1;
+  __syncthreads();
+  for (int p = threadIdx.x; p < picks; p += blockDim.x) {
+    const int e = chosen[p];
+    if (e >= 0 && e < experts) atomicAdd(&s_count[e], 1);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int start = 0;
+    for (int e = 0; e < experts; ++e) {
+      s_start[e] = start;
+      start += (s_count[e] + MOE_TILE - 1) / MOE_TILE * MOE_TILE;
+      s_count[e] = s_start[e]; // from here on: the expert's next free position
+    }
+    s_start[experts] = start;
+  }
+  __syncthreads();
+  for (int tile = threadIdx.x; tile < max_tiles; tile += blockDim.x) {
+    const int q = tile * MOE_TILE;
+    int e = -1; // past the last expert's run
+    if (q < s_start[experts]) {
+      e = 0;
+      while (s_start[e + 1] <= q) ++e;
+    }
+    tile_expert[tile] = e;
+  }
+  for (int p = threadIdx.x; p < picks; p += blockDim.x) {
+    const int e = chosen[p];
+    int q = -1;
+    if (e >= 0 && e < experts) {
+      q = atomicAdd(&s_count[e], 1);
+      order[q] = p;
+    }
+    position[p] = q;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(MOE_THREADS)
+llmc_moe_experts(const storage_t *x, int x_stride, const storage_t *gate_w, const storage_t *up_w,
+                 const storage_t *gate_b, const storage_t *up_b, const int *order,
+                 const int *tile_expert, const float *weights, int top_k, int hidden, int inter,
+                 int clamped, float limit, float alpha, storage_t *h) {
+  __shared__ float s_sums[2][MOE_WARPS][MOE_COLUMNS][MOE_TILE];
+  const int e = tile_expert[blockIdx.x];
+  if (e < 0) return;
+  const storage_t *rows[MOE_GROUPS];
+  moe_lane_rows(order, rows,
+                [&](int, int pick) { return x + (long long)(pick / top_k) * x_stride; });
+  const long long expert = (long long)e * inter * hidden;
+  const storage_t *const w[2] = {gate_w + expert, up_w + expert};
+  moe_tile_products<STORAGE_BF16, 2>(w, inter, hidden, rows, s_sums);
+  moe_for_each_output(order, inter, [&](int q, int pick, int c, int r, int col) {
+    float gate = moe_warp_sum(s_sums[0], c, r), up = moe_warp_sum(s_sums[1], c, r);
+    if (gate_b) gate += to_f32<STORAGE_BF16>(gate_b[(long long)e * inter + col]);
+    if (up_b) up += to_f32<STORAGE_BF16>(up_b[(long long)e * inter + col]);
+    float act;
+    if (clamped) { // gpt-oss: min(g, L) sigmoid(alpha min(g, L)) (clamp(u, -L, L) + 1)
+      gate = fminf(gate, limit);
+      up = fminf(fmaxf(up, -limit), limit);
+      act = gate / (1.f + expf(-alpha * gate)) * (up + 1.f);
+    } else {
+      act = gate / (1.f + expf(-gate)) * up;
+    }
+    h[(long long)q * inter + col] = from_f32<STORAGE_BF16>(weights[pick] * act);
+  });
+}
+
+extern "C" __global__ void __launch_bounds__(MOE_THREADS)
+llmc_moe_down(const storage_t *h, const storage_t *down_w, const storage_t *down_b,
+              const int *order, const int *tile_expert, const float *weights, int inter,
+              int hidden, float *products) {
+  __shared__ float s_sums[1][MOE_WARPS][MOE_COLUMNS][MOE_TILE];
+  const int e = tile_expert[blockIdx.x];
+  if (e < 0) return;
+  const storage_t *rows[MOE_GROUPS];
+  moe_lane_rows(order, rows, [&](int q, int) { return h + (long long)q * inter; });
+  const storage_t *const w[1] = {down_w + (long long)e * hidden * inter};
+  moe_tile_products<STORAGE_BF16, 1>(w, hidden, inter, rows, s_sums);
+  moe_for_each_output(order, hidden, [&](int q, int pick, int c, int r, int col) {
+    float value = moe_warp_sum(s_sums[0], c, r);
+    // h carries the routing weight; the bias takes it here.
+    if (down_b) value += weights[pick] * to_f32<STORAGE_BF16>(down_b[(long long)e * hidden + col]);
+    products[(long long)q * hidden + col] = value;
+  });
+}
+
+extern "C" __global__ void __launch_bounds__(MOE_THREADS)
+llmc_moe_sum(const float *products, const int *position, int top_k, int hidden, storage_t *out,
+             int out_stride) {
+  const int row = blockIdx.x;
+  for (int col = threadIdx.x; col < hidden; col += blockDim.x) {
+    float sum = 0.f;
+    for (int slot = 0; slot < top_k; ++slot) {
+      const int q = position[row * top_k + slot];
+      if (q >= 0) sum += products[(long long)q * hidden + col];
+    }
+    out[(long long)row * out_stride + col] = from_f32<STORAGE_BF16>(sum);
+  }
+}
