@@ -4,9 +4,10 @@ A cuda artifact of the real exporters' Qwen3-MoE (optimum's dense form: no biase
 top 2 of 4 renormalised) and gpt-oss (the genai builder's MoE op: biases, the clamped swiglu)
 is built for the host against llmc/testing/cuda_emulation.h, and one layer's route, plan,
 experts, down and sum launches run as step_plan.json lists them, over the weights.bin the
-artifact holds and a workspace that starts as NaN (ints -1). The result must match the
-layer computed in float64 from the same bf16/f16 inputs and weights: each row's softmax, its
-top 2 (equal logits: the lower expert first), the experts' products and the weighted sum.
+artifact holds and a workspace that starts as NaN (ints -1), the router logits f32 as the
+router's product leaves them. The result must match the layer computed in float64 from the
+same inputs and bf16/f16 weights: each row's softmax, its top 2 (equal logits: the lower
+expert first), the experts' products and the weighted sum.
 Rows past the step's are left untouched, and a row's result does not depend on the batch.
 What this cannot show (speed, the tensor cores' own rounding, the driver) needs a GPU:
 scripts/gpu-check.sh runs test/gpu/test_cuda_exporters.py, which compares these models with
@@ -142,15 +143,16 @@ def inputs(compiled, rows: int, seed: int):
     hidden, num_experts = arg(experts, 10)[1], arg(route, 3)[1]
     # The same first rows at any `rows`.
     x = to_storage(rng.normal(scale=x_scale, size=(ROWS, hidden)), dtype)[:rows]
-    logits = to_storage(rng.normal(size=(ROWS, num_experts)), dtype)
+    logits = rng.normal(size=(ROWS, num_experts)).astype(np.float32)  # f32, as the router writes
     logits[3] = logits[3, 0]  # all equal: experts 0 and 1
     logits[4, 2:] = logits[4, 1]  # three equal after the best
     logits = logits[:rows]
     for data, entry, index, stride_index in ((x, experts, 0, 1), (logits, route, 0, 1)):
         offset, stride = arg(entry, index)[1]["offset"], arg(entry, stride_index)[1]
+        size = data.itemsize
         for r in range(rows):
-            at = offset + 2 * r * stride
-            workspace[at:at + 2 * data.shape[1]] = data[r].view(np.uint8)
+            at = offset + size * r * stride
+            workspace[at:at + size * data.shape[1]] = data[r].view(np.uint8)
     out_at, out_stride = arg(moe_sum, 4)[1]["offset"], arg(moe_sum, 5)[1]
     return {"workspace": workspace, "weights": weights}, x, logits, (out_at, out_stride, hidden)
 
@@ -178,7 +180,7 @@ def test_moe_matches_float64(compiled):
     biases = (stored(weights, tensors, experts, 4, dtype),
               stored(weights, tensors, experts, 5, dtype), stored(weights, tensors, down, 2, dtype))
     assert (biases[0] is not None) == (swiglu is not None), "gpt-oss's experts have biases"
-    expected = reference(from_storage(x, dtype), from_storage(logits, dtype), gate, up, down_w,
+    expected = reference(from_storage(x, dtype), logits.astype(np.float64), gate, up, down_w,
                          biases, arg(route, 4)[1], normalize, swiglu)
     got = output(buffers["workspace"], place, ROWS + 1, dtype)
     assert not np.isnan(got[:ROWS]).any(), "a row the kernels did not write"

@@ -63,8 +63,8 @@ LogicalResult lowerMoe(StepContext &step, llm::MoeOp op,
     return op.emitOpError("has an input or result whose rows are not 16-byte aligned rows of "
                           "unit feature stride");
   auto logitsStride = logits.rowStride();
-  if (!logitsStride)
-    return op.emitOpError("has router logits that are not rows of unit feature stride");
+  if (!logitsStride || !logits.elementType.isF32())
+    return op.emitOpError("has router logits that are not f32 rows of unit feature stride");
   auto rowsSymbol = dyn_cast<StringAttr>(input.sizes.front());
   if (!rowsSymbol) return op.emitOpError("has a fixed number of rows; a step's rows vary");
 

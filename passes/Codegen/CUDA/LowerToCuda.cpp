@@ -112,11 +112,9 @@ private:
         })
         .Case([&](llm::LogitsOp head) {
           auto bias = codegen::loweredOperand(head.getBiasMutable(), operands);
-          // cuBLASLt's bias is D's type, f32 for logits, where ours is stored in the
-          // storage type: a biased head adds it in the epilogue kernel instead.
-          if (head.getEpilogue().empty() && !bias)
+          if (head.getEpilogue().empty())
             return lowerMatmul(op, head.getWeight(), head.getTransposeWeight(), *operands[0],
-                               std::nullopt, logitsRef);
+                               bias, logitsRef);
           return lowerThroughScratch(op, head.getWeight(), head.getTransposeWeight(),
                                      cast<ShapedType>(head.getType()).getShape().back(),
                                      *operands[0],
@@ -223,12 +221,17 @@ private:
                             bool transposed, const cuda::TensorRef &input,
                             std::optional<cuda::TensorRef> bias, const cuda::TensorRef &output,
                             std::optional<cuda::TensorRef> residual = std::nullopt) {
-    auto weight = refOf(weightValue, op, 1);
-    if (failed(weight)) return failure();
     auto weightShape = cast<ShapedType>(weightValue.getType()).getShape();
     if (weightShape.size() != 2) return op->emitOpError("has a weight that is not 2-D");
     int64_t k = transposed ? weightShape[1] : weightShape[0];
     int64_t n = transposed ? weightShape[0] : weightShape[1];
+    // cuBLASLt's bias is D's type, where ours is stored in the storage type: an
+    // f32 result (logits, router logits) adds its bias in the epilogue kernel.
+    if (bias && output.elementType.isF32() && !residual)
+      return lowerThroughScratch(op, weightValue, transposed, n, input,
+                                 {&noEpilogue, 1, bias, {}}, output);
+    auto weight = refOf(weightValue, op, 1);
+    if (failed(weight)) return failure();
     auto lda = input.rowStride(), ldd = output.rowStride();
     if (!lda || !ldd) return op->emitOpError("has an operand that is not a matrix of unit column stride");
     if (input.elementType != step.storageType)
@@ -298,12 +301,24 @@ private:
     return cuda::contiguousTensor(context, kWeightsBuffer, offset, stored, shape);
   }
 
+  /// Whether every use of `value` is a mixture of experts' router logits.
+  static bool onlyRoutes(Value value) {
+    return !value.use_empty() && llvm::all_of(value.getUses(), [](OpOperand &use) {
+      auto moe = dyn_cast<llm::MoeOp>(use.getOwner());
+      return moe && use.get() == moe.getRouterLogits();
+    });
+  }
+
   FailureOr<cuda::TensorRef> workspaceView(Operation *op, Value result, int64_t offset,
                                            int64_t features, bool perSequenceRows) override {
     Type element = cast<ShapedType>(result.getType()).getElementType();
-    if (element.isF32()) element = step.storageType; // planned as f32: the narrower type fits
-    else if (!element.isInteger(32) && !element.isInteger(64))
+    // Planned as f32, activations fit in the narrower storage type. Router
+    // logits stay f32: a rounding of theirs may swap two experts' ranks.
+    if (element.isF32()) {
+      if (!onlyRoutes(result)) element = step.storageType;
+    } else if (!element.isInteger(32) && !element.isInteger(64)) {
       return op->emitOpError("computes ") << element << "; the model must be f32 before lowering";
+    }
     MLIRContext *context = op->getContext();
     StringRef rows = perSequenceRows ? kSeqsSymbol : kTokensSymbol;
     return cuda::contiguousTensor(context, kWorkspaceBuffer, offset, element,
@@ -314,6 +329,8 @@ private:
   StringRef dtype;
   std::string &attentionSource;
   cuda::TensorRef logitsRef;
+  /// The epilogue of a product that only adds its bias.
+  Region noEpilogue;
   /// Per (weight, stored type, stored transposed): where weights.bin holds it.
   DenseMap<std::tuple<Value, Type, unsigned>, std::optional<cuda::TensorRef>> weightRefs;
 };

@@ -133,15 +133,15 @@ __device__ __forceinline__ float moe_warp_sum(const float (*sums)[MOE_COLUMNS][M
 }
 
 extern "C" __global__ void __launch_bounds__(MOE_THREADS)
-llmc_moe_route(const storage_t *logits, int logits_stride, int rows, int experts, int top_k,
+llmc_moe_route(const float *logits, int logits_stride, int rows, int experts, int top_k,
                int normalize, int *chosen, float *weights) {
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= rows) return;
-  const storage_t *r = logits + (long long)row * logits_stride;
+  const float *r = logits + (long long)row * logits_stride;
   float max_logit = -INFINITY;
-  for (int e = 0; e < experts; ++e) max_logit = fmaxf(max_logit, to_f32<STORAGE_BF16>(r[e]));
+  for (int e = 0; e < experts; ++e) max_logit = fmaxf(max_logit, r[e]);
   float denominator = 0.f;
-  for (int e = 0; e < experts; ++e) denominator += expf(to_f32<STORAGE_BF16>(r[e]) - max_logit);
+  for (int e = 0; e < experts; ++e) denominator += expf(r[e] - max_logit);
   // Each slot takes the best expert after the previous slot's in the order
   // (logit descending, expert ascending); the softmax keeps that order.
   float prev_logit = INFINITY, total = 0.f;
@@ -150,7 +150,7 @@ llmc_moe_route(const storage_t *logits, int logits_stride, int rows, int experts
     float best_logit = -INFINITY;
     int best = -1;
     for (int e = 0; e < experts; ++e) {
-      const float logit = to_f32<STORAGE_BF16>(r[e]);
+      const float logit = r[e];
       const bool after = logit < prev_logit || (logit == prev_logit && e > prev_expert);
       if (after && (best < 0 || logit > best_logit)) best_logit = logit, best = e;
     }

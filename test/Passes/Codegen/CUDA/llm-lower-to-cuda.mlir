@@ -299,17 +299,23 @@ module {
 // A mixture of experts: five launches of the NVRTC module's kernels over one scratch. The
 // route writes each row's experts and weights, the plan orders the picks by expert in tiles of
 // 16, and the experts, down and sum kernels read them; the tiles' grid is ceil(2 rows / 16)
-// + 4 experts. No biases: null pointers (i64 0).
+// + 4 experts. No expert biases: null pointers (i64 0). The router logits stay f32, a rounding
+// of theirs could swap two experts, so the router's bias (stored bf16, where cuBLASLt's would
+// be D's f32) is added by an epilogue kernel.
 // CHECK-LABEL: module attributes
 //  CHECK-SAME:   llmc.cuda_attention_source = "{{[^"]*}}MOE_TILE = 8 * MOE_GROUPS{{[^"]*}}llmc_moe_route(
-//  CHECK-SAME:   {args = [{ptr = {buffer = "workspace", offset = [[LOGITS:[0-9]+]] : i64}}, {i32 = 4 : i64}, {i32 = "tokens"}, {i32 = 4 : i64}, {i32 = 2 : i64}, {i32 = 1 : i64}, {ptr = {buffer = "workspace", offset = [[CHOSEN:[0-9]+]] : i64}}, {ptr = {buffer = "workspace", offset = [[WEIGHTS:[0-9]+]] : i64}}], block = [128, 1, 1], grid = {{\[}}["tokens", 1, 128], 1, 1], kernel = "llmc_moe_route"
+//  CHECK-SAME:   bias, c, d = {buffer = "workspace", offset = [[PRODUCT:[0-9]+]] : i64}, d_dtype = "f32", k = 32 : i64, lda = 32 : i64, ldb = 32 : i64, ldc = 0 : i64, ldd = 4 : i64, m = "tokens", n = 4 : i64, op = "gemm"}
+//  CHECK-SAME:   {args = [{memref = {buffer = "workspace", offset = [[PRODUCT]] : i64}, sizes = ["tokens", 4], strides = [4, 1]}, {memref = {buffer = "weights", offset = {{[0-9]+}} : i64}, sizes = [4], strides = [1]}, {memref = {buffer = "workspace", offset = [[LOGITS:[0-9]+]] : i64}, sizes = ["tokens", 4], strides = [4, 1]}], block = [256, 1, 1], grid = ["tokens", 1, 1], kernel = "[[EPILOGUE:epilogue_[0-9]+]]"
+//  CHECK-SAME:   {args = [{ptr = {buffer = "workspace", offset = [[LOGITS]] : i64}}, {i32 = 4 : i64}, {i32 = "tokens"}, {i32 = 4 : i64}, {i32 = 2 : i64}, {i32 = 1 : i64}, {ptr = {buffer = "workspace", offset = [[CHOSEN:[0-9]+]] : i64}}, {ptr = {buffer = "workspace", offset = [[WEIGHTS:[0-9]+]] : i64}}], block = [128, 1, 1], grid = {{\[}}["tokens", 1, 128], 1, 1], kernel = "llmc_moe_route"
 //  CHECK-SAME:   {args = [{ptr = {buffer = "workspace", offset = [[CHOSEN]] : i64}}, {i32 = ["tokens", 2, 1]}, {i32 = 4 : i64}, {i32 = ["tokens", 2, 16, 4]}, {ptr = {buffer = "workspace", offset = [[ORDER:[0-9]+]] : i64}}, {ptr = {buffer = "workspace", offset = [[POSITION:[0-9]+]] : i64}}, {ptr = {buffer = "workspace", offset = [[TILES:[0-9]+]] : i64}}], block = [256, 1, 1], grid = [1, 1, 1], kernel = "llmc_moe_plan"
 //  CHECK-SAME:   {args = [{ptr = {buffer = "workspace", offset = [[X:[0-9]+]] : i64}}, {i32 = 32 : i64}, {ptr = {buffer = "weights", offset = {{[0-9]+}} : i64}}, {ptr = {buffer = "weights", offset = {{[0-9]+}} : i64}}, {i64 = 0 : i64}, {i64 = 0 : i64}, {ptr = {buffer = "workspace", offset = [[ORDER]] : i64}}, {ptr = {buffer = "workspace", offset = [[TILES]] : i64}}, {ptr = {buffer = "workspace", offset = [[WEIGHTS]] : i64}}, {i32 = 2 : i64}, {i32 = 32 : i64}, {i32 = 8 : i64}, {i32 = 0 : i64}, {f32 = 0.000000e+00 : f32}, {f32 = 1.000000e+00 : f32}, {ptr = {buffer = "workspace", offset = [[H:[0-9]+]] : i64}}], block = [128, 1, 1], grid = {{\[}}["tokens", 2, 16, 4], 1, 1], kernel = "llmc_moe_experts"
 //  CHECK-SAME:   {args = [{ptr = {buffer = "workspace", offset = [[H]] : i64}}, {ptr = {buffer = "weights", offset = {{[0-9]+}} : i64}}, {i64 = 0 : i64}, {ptr = {buffer = "workspace", offset = [[ORDER]] : i64}}, {ptr = {buffer = "workspace", offset = [[TILES]] : i64}}, {ptr = {buffer = "workspace", offset = [[WEIGHTS]] : i64}}, {i32 = 8 : i64}, {i32 = 32 : i64}, {ptr = {buffer = "workspace", offset = [[Y:[0-9]+]] : i64}}], block = [128, 1, 1], grid = {{\[}}["tokens", 2, 16, 4], 2, 1], kernel = "llmc_moe_down"
 //  CHECK-SAME:   {args = [{ptr = {buffer = "workspace", offset = [[Y]] : i64}}, {ptr = {buffer = "workspace", offset = [[POSITION]] : i64}}, {i32 = 2 : i64}, {i32 = 32 : i64}, {ptr = {buffer = "workspace", offset = {{[0-9]+}} : i64}}, {i32 = 32 : i64}], block = [128, 1, 1], grid = ["tokens", 1, 1], kernel = "llmc_moe_sum"
+//       CHECK:   gpu.func @[[EPILOGUE]](%{{.*}}: memref<?x4xf32>, %{{.*}}: memref<4xbf16>, %{{.*}}: memref<?x4xf32>)
 func.func @mixture_of_experts(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %router = llm.constant dense<1.000000e-01> : tensor<32x4xf32>
+  %router_bias = llm.constant dense<2.500000e-01> : tensor<4xf32>
   %gate = llm.constant dense<1.000000e-01> : tensor<4x8x32xf32>
   %up = llm.constant dense<2.000000e-01> : tensor<4x8x32xf32>
   %down = llm.constant dense<3.000000e-01> : tensor<4x32x8xf32>
@@ -319,7 +325,7 @@ func.func @mixture_of_experts(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1:
   %pool = llm.paged_kv_write %arg7, %heads, %heads, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
   %attention = llm.paged_attention %heads, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
   %merged = llm.merge_heads %attention : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
-  %logits = llm.linear %merged, %router : (tensor<?x32xf32>, tensor<32x4xf32>) -> tensor<?x4xf32>
+  %logits = llm.linear %merged, %router, %router_bias : (tensor<?x32xf32>, tensor<32x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
     %y = llm.moe %merged, %logits, %gate, %up, %down {normalize_top_k, top_k = 2 : i64} : (tensor<?x32xf32>, tensor<?x4xf32>, tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<4x32x8xf32>) -> tensor<?x32xf32>
   %last = llm.gather_rows %y, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
   %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
