@@ -30,57 +30,99 @@ __device__ __forceinline__ unsigned word_of(const storage8_t &x, int i) {
   return pack2(x.v[2 * i], x.v[2 * i + 1]);
 }
 
+/// The tensor-core core of the products by weight rows (this GEMV and the
+/// mixture of experts' tiles, Moe.cuh): for each of MATS weight matrices w
+/// ([n, k], rows `ldw` apart) and each group of 8 activation rows, D^T[16
+/// columns from n0][8 rows] = w[n0 .., :] . rows^T, into the warp's slot of
+/// `sums` [MATS][WARPS][16][8 GROUPS]. `rows[j]` is lane (g, t)'s row of group
+/// j (the group's g-th), null for a row of zeros. The WARPS warps split k into
+/// slices of whole 32-feature chunks, each with UNROLL chunks' loads in
+/// flight before its MMAs. Ends with the block's sums in `sums` (a barrier).
+template <bool BF16, int WARPS, int GROUPS, int MATS, int UNROLL>
+__device__ __forceinline__ void mma_weight_rows(const storage_t *const (&w)[MATS], int ldw, int n,
+                                                int k, int n0,
+                                                const storage_t *const (&rows)[GROUPS],
+                                                float (*sums)[WARPS][16][8 * GROUPS]) {
+  constexpr int CHUNK = 32; // a chunk: 8 features for each of the 4 lanes of a row
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int slice = (k + WARPS * CHUNK - 1) / (WARPS * CHUNK) * CHUNK;
+  const int begin = warp * slice, end = min(k, begin + slice);
+  // This lane's weight rows: n0 + g and n0 + g + 8 of each matrix.
+  const bool low_ok = n0 + g < n, high_ok = n0 + g + 8 < n;
+  float acc[MATS][GROUPS][4] = {};
+  for (int first = begin; first < end; first += UNROLL * CHUNK) {
+    storage8_t w_low[UNROLL][MATS], w_high[UNROLL][MATS], x[UNROLL][GROUPS];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int at = first + u * CHUNK + t * 8;
+      const bool in = at < end;
+#pragma unroll
+      for (int m = 0; m < MATS; ++m) {
+        const storage_t *low = w[m] + (long long)(n0 + g) * ldw + at;
+        w_low[u][m] = in && low_ok ? *reinterpret_cast<const storage8_t *>(low) : storage8_t{};
+        w_high[u][m] =
+            in && high_ok ? *reinterpret_cast<const storage8_t *>(low + 8LL * ldw) : storage8_t{};
+      }
+#pragma unroll
+      for (int j = 0; j < GROUPS; ++j)
+        x[u][j] = in && rows[j] ? *reinterpret_cast<const storage8_t *>(rows[j] + at)
+                                : storage8_t{};
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int step = 0; step < 2; ++step) // features 4 step .. 4 step + 3 of the lane's 8
+#pragma unroll
+        for (int m = 0; m < MATS; ++m) {
+          const unsigned frag_a[4] = {word_of(w_low[u][m], 2 * step),
+                                      word_of(w_high[u][m], 2 * step),
+                                      word_of(w_low[u][m], 2 * step + 1),
+                                      word_of(w_high[u][m], 2 * step + 1)};
+#pragma unroll
+          for (int j = 0; j < GROUPS; ++j) {
+            const unsigned frag_b[2] = {word_of(x[u][j], 2 * step), word_of(x[u][j], 2 * step + 1)};
+            mma_16816<BF16>(acc[m][j], frag_a, frag_b);
+          }
+        }
+  }
+  // acc[m][j]: D^T[g][2t], D^T[g][2t + 1], D^T[g + 8][2t], D^T[g + 8][2t + 1] of group j.
+#pragma unroll
+  for (int m = 0; m < MATS; ++m)
+#pragma unroll
+    for (int j = 0; j < GROUPS; ++j) {
+      sums[m][warp][g][8 * j + 2 * t] = acc[m][j][0];
+      sums[m][warp][g][8 * j + 2 * t + 1] = acc[m][j][1];
+      sums[m][warp][g + 8][8 * j + 2 * t] = acc[m][j][2];
+      sums[m][warp][g + 8][8 * j + 2 * t + 1] = acc[m][j][3];
+    }
+  __syncthreads();
+}
+
+/// The sum over the block's warps of output (column c, row r) of
+/// mma_weight_rows, in warp order.
+template <int WARPS, int ROWS>
+__device__ __forceinline__ float warp_order_sum(const float (*sums)[16][ROWS], int c, int r) {
+  float value = 0.f;
+  for (int w = 0; w < WARPS; ++w) value += sums[w][c][r];
+  return value;
+}
+
 template <bool BF16>
 __device__ __forceinline__ void gemv_nk(const storage_t *__restrict__ a, int lda,
                                         const storage_t *__restrict__ b, int ldb, void *d, int ldd,
                                         int d_f32, const storage_t *bias, const storage_t *c,
                                         int ldc, float beta, int m, int n, int k) {
-  constexpr int CHUNK = 32, UNROLL = 8; // a chunk: 8 features for each of the 4 lanes of a row
   static_assert(GEMV_ROWS == 8 && GEMV_COLUMNS == 16, "one m16n8k16 tile of D^T per block");
   static_assert(GEMV_THREADS >= GEMV_COLUMNS * GEMV_ROWS, "a thread per output to add up");
-  __shared__ float s_sums[GEMV_WARPS][GEMV_COLUMNS][GEMV_ROWS];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int n0 = blockIdx.x * GEMV_COLUMNS;
-  const int slice = (k + GEMV_WARPS * CHUNK - 1) / (GEMV_WARPS * CHUNK) * CHUNK;
-  const int begin = warp * slice, end = min(k, begin + slice);
-  // This lane's rows: weight rows n0 + g and n0 + g + 8, A row g.
-  const bool low_ok = n0 + g < n, high_ok = n0 + g + 8 < n, row_ok = g < m;
-  const storage_t *low = b + (long long)(n0 + g) * ldb, *high = low + 8LL * ldb;
-  const storage_t *row = a + (long long)g * lda;
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  for (int first = begin; first < end; first += UNROLL * CHUNK) {
-    storage8_t w_low[UNROLL], w_high[UNROLL], x[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const int at = first + u * CHUNK + t * 8;
-      const bool in = at < end;
-      w_low[u] = in && low_ok ? *reinterpret_cast<const storage8_t *>(low + at) : storage8_t{};
-      w_high[u] = in && high_ok ? *reinterpret_cast<const storage8_t *>(high + at) : storage8_t{};
-      x[u] = in && row_ok ? *reinterpret_cast<const storage8_t *>(row + at) : storage8_t{};
-    }
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-      for (int step = 0; step < 2; ++step) { // features 4 step .. 4 step + 3 of the 8
-        const unsigned frag_a[4] = {word_of(w_low[u], 2 * step), word_of(w_high[u], 2 * step),
-                                    word_of(w_low[u], 2 * step + 1),
-                                    word_of(w_high[u], 2 * step + 1)};
-        const unsigned frag_b[2] = {word_of(x[u], 2 * step), word_of(x[u], 2 * step + 1)};
-        mma_16816<BF16>(acc, frag_a, frag_b);
-      }
-    }
-  }
-  // acc: D^T[g][2t], D^T[g][2t + 1], D^T[g + 8][2t], D^T[g + 8][2t + 1].
-  s_sums[warp][g][2 * t] = acc[0];
-  s_sums[warp][g][2 * t + 1] = acc[1];
-  s_sums[warp][g + 8][2 * t] = acc[2];
-  s_sums[warp][g + 8][2 * t + 1] = acc[3];
-  __syncthreads();
+  __shared__ float s_sums[1][GEMV_WARPS][GEMV_COLUMNS][GEMV_ROWS];
+  const int g = (threadIdx.x & 31) >> 2, n0 = blockIdx.x * GEMV_COLUMNS;
+  // This lane's A row: g, the MMA's column.
+  const storage_t *const w[1] = {b}, *const rows[1] = {g < m ? a + (long long)g * lda : nullptr};
+  mma_weight_rows<BF16, GEMV_WARPS, 1, 1, 8>(w, ldb, n, k, n0, rows, s_sums);
   if (threadIdx.x >= GEMV_COLUMNS * GEMV_ROWS) return;
   const int r = threadIdx.x / GEMV_COLUMNS, j = threadIdx.x % GEMV_COLUMNS, col = n0 + j;
   if (r >= m || col >= n) return;
-  float value = 0.f;
-  for (int w = 0; w < GEMV_WARPS; ++w) value += s_sums[w][j][r];
+  float value = warp_order_sum<GEMV_WARPS, GEMV_ROWS>(s_sums[0], j, r);
   if (bias) value += to_f32<BF16>(bias[col]);
   if (c) value += beta * to_f32<BF16>(c[(long long)r * ldc + col]);
   if (d_f32) static_cast<float *>(d)[(long long)r * ldd + col] = value;

@@ -17,12 +17,12 @@
 //   llmc_moe_sum      a block per row: the row's y added slot by slot to
 //                     zeros.
 //
-// A tile's products run on the tensor cores as the decode GEMV's do
-// (Gemv.cuh): mma.sync m16n8k16 with the expert's 16 weight rows as A and
-// the tile's picks as the 8 columns of B, each lane loading 16 contiguous
-// bytes of a weight row and of a pick's row, so each weight row read serves
-// the MOE_TILE picks of a tile. The block's warps split k and add their sums
-// through shared memory in warp order. A pick's sums involve only its own
+// A tile's products run on the tensor cores through the decode GEMV's core
+// (Gemv.cuh, mma_weight_rows): mma.sync m16n8k16 with the expert's 16 weight
+// rows as A and the tile's picks as the 8 columns of B, each lane loading 16
+// contiguous bytes of a weight row and of a pick's row, so each weight row
+// read serves the MOE_TILE picks of a tile. The block's warps split k and add
+// their sums through shared memory in warp order. A pick's sums involve only its own
 // row: where the plan puts it (its atomics order an expert's picks as they
 // come) changes no bit, and a sequence's result does not depend on the batch.
 //
@@ -30,71 +30,6 @@
 // run ends in at most one partial tile): the plan's tile dimension
 // [rows, top_k, MOE_TILE, experts]. Hidden and intermediate sizes are
 // multiples of 8 and every row 16-byte aligned (CudaMoe.cpp checks).
-
-/// (g, t) lane's part of a tile's products: for each of MATS weight matrices
-/// ([n, k] rows, the expert's) and each group of 8 picks, D^T[16 columns from
-/// n0][8 picks] into the warp's slot of `sums` [MATS][MOE_WARPS][MOE_COLUMNS]
-/// [MOE_TILE]. `rows[j]` is this lane's pick row of group j (its g-th), null
-/// for a padding slot. Ends with the block's sums in `sums` (a barrier).
-template <bool BF16, int MATS>
-__device__ __forceinline__ void moe_tile_products(const storage_t *const (&w)[MATS], int n, int k,
-                                                  const storage_t *const (&rows)[MOE_GROUPS],
-                                                  float (*sums)[MOE_WARPS][MOE_COLUMNS][MOE_TILE]) {
-  constexpr int CHUNK = 32, UNROLL = 4; // a chunk: 8 features for each of a row's 4 lanes
-  static_assert(MOE_TILE == 8 * MOE_GROUPS && MOE_COLUMNS == 16, "m16n8k16 tiles of D^T");
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int n0 = blockIdx.y * MOE_COLUMNS;
-  const int slice = (k + MOE_WARPS * CHUNK - 1) / (MOE_WARPS * CHUNK) * CHUNK;
-  const int begin = warp * slice, end = min(k, begin + slice);
-  const bool low_ok = n0 + g < n, high_ok = n0 + g + 8 < n;
-  float acc[MATS][MOE_GROUPS][4] = {};
-  for (int first = begin; first < end; first += UNROLL * CHUNK) {
-    storage8_t w_low[UNROLL][MATS], w_high[UNROLL][MATS], x[UNROLL][MOE_GROUPS];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const int at = first + u * CHUNK + t * 8;
-      const bool in = at < end;
-#pragma unroll
-      for (int m = 0; m < MATS; ++m) {
-        const storage_t *low = w[m] + (long long)(n0 + g) * k + at;
-        w_low[u][m] = in && low_ok ? *reinterpret_cast<const storage8_t *>(low) : storage8_t{};
-        w_high[u][m] =
-            in && high_ok ? *reinterpret_cast<const storage8_t *>(low + 8LL * k) : storage8_t{};
-      }
-#pragma unroll
-      for (int j = 0; j < MOE_GROUPS; ++j)
-        x[u][j] = in && rows[j] ? *reinterpret_cast<const storage8_t *>(rows[j] + at)
-                                : storage8_t{};
-    }
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
-#pragma unroll
-      for (int step = 0; step < 2; ++step) // features 4 step .. 4 step + 3 of the lane's 8
-#pragma unroll
-        for (int m = 0; m < MATS; ++m) {
-          const unsigned frag_a[4] = {word_of(w_low[u][m], 2 * step),
-                                      word_of(w_high[u][m], 2 * step),
-                                      word_of(w_low[u][m], 2 * step + 1),
-                                      word_of(w_high[u][m], 2 * step + 1)};
-#pragma unroll
-          for (int j = 0; j < MOE_GROUPS; ++j) {
-            const unsigned frag_b[2] = {word_of(x[u][j], 2 * step), word_of(x[u][j], 2 * step + 1)};
-            mma_16816<BF16>(acc[m][j], frag_a, frag_b);
-          }
-        }
-  }
-  // acc[m][j]: D^T[g][2t], D^T[g][2t + 1], D^T[g + 8][2t], D^T[g + 8][2t + 1] of group j.
-#pragma unroll
-  for (int m = 0; m < MATS; ++m)
-#pragma unroll
-    for (int j = 0; j < MOE_GROUPS; ++j) {
-      sums[m][warp][g][8 * j + 2 * t] = acc[m][j][0];
-      sums[m][warp][g][8 * j + 2 * t + 1] = acc[m][j][1];
-      sums[m][warp][g + 8][8 * j + 2 * t] = acc[m][j][2];
-      sums[m][warp][g + 8][8 * j + 2 * t + 1] = acc[m][j][3];
-    }
-  __syncthreads();
-}
 
 /// This lane's pick row of each group of the block's tile (the g-th of the
 /// group): `row_of(q, pick)` for the pick at position q, null for a padding
@@ -122,14 +57,6 @@ __device__ __forceinline__ void moe_for_each_output(const int *order, int n, Fin
     const int q = blockIdx.x * MOE_TILE + r, pick = order[q];
     if (pick >= 0 && col < n) finish(q, pick, c, r, col);
   }
-}
-
-/// The sum over the block's warps of output (column c, pick r), in warp order.
-__device__ __forceinline__ float moe_warp_sum(const float (*sums)[MOE_COLUMNS][MOE_TILE], int c,
-                                              int r) {
-  float value = 0.f;
-  for (int w = 0; w < MOE_WARPS; ++w) value += sums[w][c][r];
-  return value;
 }
 
 extern "C" __global__ void __launch_bounds__(MOE_THREADS)
@@ -219,9 +146,11 @@ llmc_moe_experts(const storage_t *x, int x_stride, const storage_t *gate_w, cons
                 [&](int, int pick) { return x + (long long)(pick / top_k) * x_stride; });
   const long long expert = (long long)e * inter * hidden;
   const storage_t *const w[2] = {gate_w + expert, up_w + expert};
-  moe_tile_products<STORAGE_BF16, 2>(w, inter, hidden, rows, s_sums);
+  mma_weight_rows<STORAGE_BF16, MOE_WARPS, MOE_GROUPS, 2, 4>(w, hidden, inter, hidden,
+                                                            blockIdx.y * MOE_COLUMNS, rows, s_sums);
   moe_for_each_output(order, inter, [&](int q, int pick, int c, int r, int col) {
-    float gate = moe_warp_sum(s_sums[0], c, r), up = moe_warp_sum(s_sums[1], c, r);
+    float gate = warp_order_sum<MOE_WARPS, MOE_TILE>(s_sums[0], c, r);
+    float up = warp_order_sum<MOE_WARPS, MOE_TILE>(s_sums[1], c, r);
     if (gate_b) gate += to_f32<STORAGE_BF16>(gate_b[(long long)e * inter + col]);
     if (up_b) up += to_f32<STORAGE_BF16>(up_b[(long long)e * inter + col]);
     float act;
@@ -246,9 +175,10 @@ llmc_moe_down(const storage_t *h, const storage_t *down_w, const storage_t *down
   const storage_t *rows[MOE_GROUPS];
   moe_lane_rows(order, rows, [&](int q, int) { return h + (long long)q * inter; });
   const storage_t *const w[1] = {down_w + (long long)e * hidden * inter};
-  moe_tile_products<STORAGE_BF16, 1>(w, hidden, inter, rows, s_sums);
+  mma_weight_rows<STORAGE_BF16, MOE_WARPS, MOE_GROUPS, 1, 4>(w, inter, hidden, inter,
+                                                            blockIdx.y * MOE_COLUMNS, rows, s_sums);
   moe_for_each_output(order, hidden, [&](int q, int pick, int c, int r, int col) {
-    float value = moe_warp_sum(s_sums[0], c, r);
+    float value = warp_order_sum<MOE_WARPS, MOE_TILE>(s_sums[0], c, r);
     // h carries the routing weight; the bias takes it here.
     if (down_b) value += weights[pick] * to_f32<STORAGE_BF16>(down_b[(long long)e * hidden + col]);
     products[(long long)q * hidden + col] = value;
