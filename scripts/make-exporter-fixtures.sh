@@ -12,7 +12,7 @@
 # Exporters: optimum (`optimum-cli export onnx --task text-generation-with-past`, defaults, and
 # `--dtype fp16` for the structurally distinct families),
 # onnxruntime-genai's model builder (`-p fp32|fp16|int4 -e cpu`; a family the builder does not
-# know is skipped, and said so) and torch.onnx's dynamo exporter at opsets 18 and 23
+# know is skipped, and said so; QMoE variants of a MXFP4 gpt-oss) and torch.onnx's dynamo exporter at opsets 18 and 23
 # (scripts/exporters/dynamo_export.py; the structurally distinct families only, to keep the
 # committed files small), and onnxruntime's weight-only quantizer (MatMulNBitsQuantizer, 4 and
 # 8 bits; scripts/exporters/ort_quantize.py) on some of optimum's exports.
@@ -38,8 +38,12 @@ KEEP=(model.onnx config.json generation_config.json tokenizer.json tokenizer_con
 # optimum-onnx: the default export of a decoder with its KV cache, and for some families the
 # same with --dtype fp16.
 OPTIMUM_FP16_FAMILIES="llama-gqa gemma gpt2 phi3 qwen3 stablelm qwen3-moe"
+# gpt-oss-mxfp4's MXFP4 experts matter only to the genai builder's int4 export: optimum (and
+# the builder at fp32 and fp16) would write gpt-oss's form again, over other weights.
+MXFP4_FAMILIES="gpt-oss-mxfp4"
 for model in "$work"/hf/*/; do
   family=$(basename "$model")
+  [[ " $MXFP4_FAMILIES " == *" $family "* ]] && continue
   out=$ROOT/test/exporters/optimum/$family
   echo "make-exporter-fixtures: optimum $family"
   .venv-optimum/bin/optimum-cli export onnx --model "$model" \
@@ -79,19 +83,29 @@ GENAI_SKIP_FAMILIES="mistral-window"
 for model in "$work"/hf-genai/*/; do
   family=$(basename "$model")
   [[ " $GENAI_SKIP_FAMILIES " == *" $family "* ]] && continue
-  for precision in fp32 fp16 int4; do
-    out=$ROOT/test/exporters/genai-$precision/$family
-    log=$work/genai-$precision-$family.log
-    echo "make-exporter-fixtures: genai $precision $family"
+  # name -> the builder's options. A MXFP4 checkpoint's int4 export holds QMoE: by default
+  # 4-bit codes scaled per block of 32; also 8-bit codes (moe_quant_type=int8) and a scale
+  # per row (qmoe_block_size=0).
+  declare -A variants=([fp32]="-p fp32" [fp16]="-p fp16" [int4]="-p int4")
+  if [[ " $MXFP4_FAMILIES " == *" $family "* ]]; then
+    variants=([int4]="-p int4" [int4-qmoe8]="-p int4 --extra_options moe_quant_type=int8"
+              [int4-qmoe-rows]="-p int4 --extra_options qmoe_block_size=0")
+  fi
+  for variant in "${!variants[@]}"; do
+    out=$ROOT/test/exporters/genai-$variant/$family
+    log=$work/genai-$variant-$family.log
+    echo "make-exporter-fixtures: genai $variant $family"
+    # shellcheck disable=SC2086  # the options are words
     if ! .venv-genai/bin/python -m onnxruntime_genai.models.builder -i "$model" \
-        -o "$work/genai-$precision/$family" -p "$precision" -e cpu -c "$work/cache" >"$log" 2>&1; then
+        -o "$work/genai-$variant/$family" ${variants[$variant]} -e cpu -c "$work/cache" \
+        >"$log" 2>&1; then
       echo "make-exporter-fixtures: the genai builder does not export $family: $(tail -n 1 "$log")"
       rm -rf "$out"
       continue
     fi
     rm -rf "$out" && mkdir -p "$out"
     for file in "${GENAI_KEEP[@]}"; do
-      [[ -f $work/genai-$precision/$family/$file ]] && cp "$work/genai-$precision/$family/$file" "$out/"
+      [[ -f $work/genai-$variant/$family/$file ]] && cp "$work/genai-$variant/$family/$file" "$out/"
     done
   done
 done

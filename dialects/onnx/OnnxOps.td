@@ -536,6 +536,47 @@ def Onnx_MoEOp : Onnx_PureOp<"MoE"> {
   let results = (outs Onnx_Tensor:$output);
 }
 
+def Onnx_QMoEOp : Onnx_PureOp<"QMoE"> {
+  let summary = "com.microsoft: MoE over block-quantized expert weights";
+  let description = [{
+    MoE's routing and experts (see onnx.MoE), each expert weight stored as
+    unsigned codes of expert_weight_bits (4: two a byte, the even element in
+    the low nibble; 8: one a byte), [experts, out, in / pack], and a scale per
+    block of block_size inputs ([experts, out, ceil(in / block_size)]), or per
+    row when block_size is 0 ([experts, out]). A weight is (code - zero point)
+    * scale, the zero point 2^(bits - 1) when the zero_points input is absent.
+    quant_type "fp4"/"nvfp4" (e2m1 codes, e8m0/e4m3 scales and the global
+    scales of inputs 15 and 16) and weights_prepacked layouts other than 0
+    (CUTLASS's for the CUDA kernel) are encodings of their own.
+  }];
+  let arguments = (ins Onnx_Tensor:$input, Onnx_Tensor:$router_probs,
+                   Onnx_Tensor:$fc1_experts_weights, Onnx_Tensor:$fc1_scales,
+                   Onnx_OptTensor:$fc1_experts_bias,
+                   Onnx_Tensor:$fc2_experts_weights, Onnx_Tensor:$fc2_scales,
+                   Onnx_OptTensor:$fc2_experts_bias,
+                   Onnx_OptTensor:$fc3_experts_weights, Onnx_OptTensor:$fc3_scales,
+                   Onnx_OptTensor:$fc3_experts_bias,
+                   Onnx_OptTensor:$fc1_zero_points, Onnx_OptTensor:$fc2_zero_points,
+                   Onnx_OptTensor:$fc3_zero_points, Onnx_OptTensor:$router_weights,
+                   Onnx_OptTensor:$fc1_global_scales, Onnx_OptTensor:$fc2_global_scales,
+                   Onnx_IntAttr:$expert_weight_bits,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$block_size,
+                   DefaultValuedAttr<StrAttr, "\"int\"">:$quant_type,
+                   OptionalAttr<Onnx_IntAttr>:$weights_prepacked,
+                   OptionalAttr<Onnx_IntAttr>:$fc1_expert_weight_bits,
+                   OptionalAttr<Onnx_IntAttr>:$fc2_expert_weight_bits,
+                   OptionalAttr<Onnx_IntAttr>:$fc3_expert_weight_bits,
+                   DefaultValuedAttr<StrAttr, "\"relu\"">:$activation_type,
+                   DefaultValuedAttr<Onnx_IntAttr, "1">:$k,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$normalize_routing_weights,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$use_sparse_mixer,
+                   DefaultValuedAttr<Onnx_IntAttr, "0">:$swiglu_fusion,
+                   OptionalAttr<F32Attr>:$swiglu_limit,
+                   DefaultValuedAttr<F32Attr, "1.0">:$activation_alpha,
+                   DefaultValuedAttr<F32Attr, "0.0">:$activation_beta);
+  let results = (outs Onnx_Tensor:$output);
+}
+
 def Onnx_MultiHeadAttentionOp : Onnx_PureOp<"MultiHeadAttention"> {
   let summary = "com.microsoft: multi-head attention with an optional KV cache";
   let arguments = (ins Onnx_Tensor:$query, Onnx_OptTensor:$key, Onnx_OptTensor:$value,

@@ -774,6 +774,10 @@ LogicalResult MoEOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   return inferUnaryShapes(getOperation(), resultTypes);
 }
 
+LogicalResult QMoEOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
+  return inferUnaryShapes(getOperation(), resultTypes);
+}
+
 LogicalResult MultiHeadAttentionOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   Type elementType = elementTypeOf(getQuery());
   auto query = shapeOf(getQuery());

@@ -111,6 +111,7 @@ const OpSchema kSchemas[] = {
   {kMs, "GroupQueryAttention", "onnx.GroupQueryAttention", 1, 12, 4},
   {kMs, "MultiHeadAttention", "onnx.MultiHeadAttention", 1, 10, 4},
   {kMs, "MoE", "onnx.MoE", 1, 8, 1},
+  {kMs, "QMoE", "onnx.QMoE", 1, 17, 1},
   {"", "RotaryEmbedding", "onnx.RotaryEmbedding", 23, 4, 1},
   {kMs, "RotaryEmbedding", "onnx.com.microsoft.RotaryEmbedding", 1, 4, 1},
   // Control flow (If's branches are imported as regions by the importer).

@@ -27,7 +27,6 @@
 #include "passes/Raising/RaisePatterns.h"
 
 #include "dialects/onnx/ShapeHelpers.h"
-#include "llmc/Support/ElementsData.h"
 
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -333,16 +332,6 @@ LogicalResult MoeMatcher::matchExpert(onnx::ScatterElementsOp scatter, MoeBlock 
   expert.up = up;
   expert.down = down;
   return success();
-}
-
-/// The bytes of a constant, copied.
-std::optional<std::vector<uint8_t>> readConstantBytes(Value value) {
-  auto constant = definedBy<onnx::ConstantOp>(value);
-  if (!constant) return std::nullopt;
-  std::vector<char> storage;
-  auto bytes = elementsBytes(constant.getValue(), storage);
-  if (failed(bytes)) return std::nullopt;
-  return std::vector<uint8_t>(bytes->begin(), bytes->end());
 }
 
 /// MatMul weights [in, out], each transposed to [out, in] and stacked.

@@ -127,6 +127,9 @@ bool isSingleAxis(mlir::Value axes, int64_t axis, int64_t rank);
 /// The float32 contents of a constant (dense or dense_resource).
 std::optional<std::vector<float>> readConstantFloats(mlir::Value value);
 
+/// The raw bytes of a constant (dense or dense_resource), copied.
+std::optional<std::vector<uint8_t>> readConstantBytes(mlir::Value value);
+
 /// A new f32 constant of `shape` holding `data` (a resource blob when large).
 mlir::Value createF32Constant(mlir::OpBuilder &builder, mlir::Location loc,
                               llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<float> data);

@@ -2,6 +2,7 @@
 #include "passes/Raising/RaisePatterns.h"
 
 #include "dialects/onnx/ShapeHelpers.h"
+#include "llmc/Support/ElementsData.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinDialect.h"
@@ -77,6 +78,15 @@ Value createF32Constant(OpBuilder &builder, Location loc, ArrayRef<int64_t> shap
     value = DenseResourceElementsAttr::get(type, manager.insert("raised", std::move(blob)));
   }
   return onnx::ConstantOp::create(builder, loc, type, value);
+}
+
+std::optional<std::vector<uint8_t>> readConstantBytes(Value value) {
+  auto constant = definedBy<onnx::ConstantOp>(value);
+  if (!constant) return std::nullopt;
+  std::vector<char> storage;
+  auto bytes = elementsBytes(constant.getValue(), storage);
+  if (failed(bytes)) return std::nullopt;
+  return std::vector<uint8_t>(bytes->begin(), bytes->end());
 }
 
 Value createBytesConstant(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape,

@@ -10,6 +10,7 @@ transformers, tokenizers); see scripts/make-exporter-fixtures.sh.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import torch
@@ -87,6 +88,16 @@ FAMILIES: dict[str, tuple[str, dict]] = {
                                                    "beta_fast": 32.0, "beta_slow": 1.0,
                                                    "truncate": False,
                                                    "original_max_position_embeddings": 4096})),
+    # gpt-oss as OpenAI ships it: the experts' weights in MXFP4 (blocks of 32 e2m1 values under
+    # one power-of-two scale; save_mxfp4_experts). The genai builder reads those tensors for its
+    # int4 export (onnxruntime's QMoE). Experts of 96 features: the blocks of 32 must tile the
+    # down projection's inputs, and fc1's 2 x 96 rows and down's 96 inputs are not the hidden size.
+    "gpt-oss-mxfp4": ("GptOssConfig", dict(
+        num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+        intermediate_size=96, sliding_window=16,
+        layer_types=["sliding_attention", "full_attention"],
+        rope_scaling={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                      "truncate": False, "original_max_position_embeddings": 4096})),
     "phi2": ("PhiConfig", dict(num_attention_heads=2, num_key_value_heads=2,
                                partial_rotary_factor=0.5)),
 }
@@ -129,6 +140,69 @@ def draw_constant_parameters(model: torch.nn.Module) -> None:
                 parameter.add_(torch.randn_like(parameter) * COMMON["initializer_range"])
 
 
+# MXFP4's e2m1 magnitudes (a code's low three bits; the fourth is the sign).
+E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+MXFP4_BLOCK = 32
+
+
+def mxfp4_blocks(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`weight` [experts, out, in] as OpenAI's checkpoints store it: blocks [experts, out,
+    in/32, 16] of e2m1 codes two per byte (the even element in the low nibble) and scales
+    [experts, out, in/32] of biased exponents (2^(scale - 127)), the OCP MX rule: a block's
+    exponent is floor(log2(amax)) - 2, so its largest value lands in [4, 8) and rounds to
+    e2m1's nearest (6 at most)."""
+    experts, out, features = weight.shape
+    blocks = weight.reshape(experts, out, features // MXFP4_BLOCK, MXFP4_BLOCK)
+    amax = blocks.abs().amax(dim=-1).clamp_min(2.0 ** -100)
+    exponent = torch.floor(torch.log2(amax)) - 2
+    scaled = blocks / torch.pow(2.0, exponent).unsqueeze(-1)
+    codes = (scaled.abs().unsqueeze(-1) - E2M1).abs().argmin(dim=-1).to(torch.uint8)
+    codes |= (scaled < 0).to(torch.uint8) << 3
+    packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return packed.contiguous(), (exponent + 127).to(torch.uint8).contiguous()
+
+
+def mxfp4_values(blocks: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """The [experts, out, in] values of `blocks` and `scales` (mxfp4_blocks' inverse)."""
+    codes = torch.stack((blocks & 0x0F, blocks >> 4), dim=-1).flatten(-2).long()
+    values = torch.where(codes & 8 != 0, -E2M1[codes & 7], E2M1[codes & 7])
+    values = values * torch.pow(2.0, scales.float() - 127).unsqueeze(-1)
+    return values.flatten(-2)
+
+
+def save_mxfp4_experts(directory: Path) -> None:
+    """Rewrites the saved gpt-oss in `directory` as OpenAI ships gpt-oss: each layer's
+    experts as `{gate_up,down}_proj_{blocks,scales}` and a quantization_config of
+    quant_method mxfp4 (transformers widens them as it loads them)."""
+    from safetensors.torch import load_file, save_file
+
+    path = directory / "model.safetensors"
+    tensors = load_file(path)
+    for name in [name for name in tensors if name.endswith(("experts.gate_up_proj",
+                                                            "experts.down_proj"))]:
+        # transformers' gpt-oss holds them [experts, in, out]; the checkpoint [experts, out, in].
+        blocks, scales = mxfp4_blocks(tensors.pop(name).transpose(1, 2).float())
+        tensors[f"{name}_blocks"], tensors[f"{name}_scales"] = blocks, scales
+    save_file(tensors, path, metadata={"format": "pt"})
+    config_path = directory / "config.json"
+    config = json.loads(config_path.read_text())
+    config["quantization_config"] = {
+        "quant_method": "mxfp4",
+        "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                   "model.embed_tokens", "lm_head"]}
+    config_path.write_text(json.dumps(config, indent=2) + "\n")
+
+
+def round_experts_to_mxfp4(model: torch.nn.Module) -> None:
+    """Makes every expert weight of a gpt-oss the value its MXFP4 code holds, so that the
+    checkpoint save_mxfp4_experts writes is the model."""
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+                out_major = parameter.transpose(1, 2)
+                parameter.copy_(mxfp4_values(*mxfp4_blocks(out_major)).transpose(1, 2))
+
+
 def build(family: str, directory: Path) -> None:
     config_class, settings = FAMILIES[family]
     common = dict(COMMON)
@@ -141,7 +215,11 @@ def build(family: str, directory: Path) -> None:
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.eval()
     draw_constant_parameters(model)
+    if family.endswith("-mxfp4"):
+        round_experts_to_mxfp4(model)
     model.save_pretrained(directory)
+    if family.endswith("-mxfp4"):
+        save_mxfp4_experts(directory)
     model.generation_config.save_pretrained(directory)
     train_tokenizer(directory)
 

@@ -190,6 +190,7 @@ EXPORTS = ROOT / "test" / "exporters"
     # fusion), widened to the storage type: the CUDA target has no quantised kernels yet.
     "ort-int4/llama-gqa",
     "genai-int4/llama-tied",
+    "genai-int4/gpt-oss-mxfp4",  # QMoE's 4-bit experts, under one llm.moe
     # Sliding windows and softcaps: the attention kernels take them as constants.
     "genai-fp32/gemma2",  # a window and a softcap on the local layer, a softcap on the other
     "optimum/mistral-window",

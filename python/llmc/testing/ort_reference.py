@@ -28,6 +28,11 @@ from .llama import default_position_ids
 
 PAD_TOKEN = 0
 
+# onnxruntime's CPU QMoE multiplies 8-bit experts quantized by blocks with int8-quantized
+# activations unless this says fp32 (about 1e-2 off the exact product, the latitude of
+# MatMulNBits' accuracy_level 4): the reference computes the op's exact semantics, as llmc does.
+os.environ.setdefault("ORT_QMOE_CPU_QNBIT_GEMM", "fp32")
+
 
 @dataclass
 class PaddedPrompts:
