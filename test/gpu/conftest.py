@@ -14,6 +14,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
+from llmc.testing.ort_reference import use_exact_kernels  # noqa: E402
+
+use_exact_kernels()  # the references compute their ops' exact semantics
+
 
 def visible_gpus() -> tuple[list[str], str]:
     """The `GPU n: ...` lines of `nvidia-smi -L`, and why there are none when there are none."""

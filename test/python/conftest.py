@@ -1,4 +1,5 @@
-"""How the sanitizer stage of scripts/test.sh spreads the tests over pytest-xdist's workers
+"""onnxruntime computes the references' exact semantics (ort_reference.use_exact_kernels), and
+how the sanitizer stage of scripts/test.sh spreads the tests over pytest-xdist's workers
 (`--dist loadgroup`; other runs, with `--dist loadfile`, ignore the groups).
 
 Each test file is a group, so it runs on one worker and its module fixtures (compiled models,
@@ -12,6 +13,9 @@ import collections
 
 import pytest
 
+from llmc.testing.ort_reference import use_exact_kernels
+
+use_exact_kernels()
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):

@@ -28,10 +28,14 @@ from .llama import default_position_ids
 
 PAD_TOKEN = 0
 
-# onnxruntime's CPU QMoE multiplies 8-bit experts quantized by blocks with int8-quantized
-# activations unless this says fp32 (about 1e-2 off the exact product, the latitude of
-# MatMulNBits' accuracy_level 4): the reference computes the op's exact semantics, as llmc does.
-os.environ.setdefault("ORT_QMOE_CPU_QNBIT_GEMM", "fp32")
+
+def use_exact_kernels() -> None:
+    """Has this process's onnxruntime compute its ops' exact semantics where a kernel would
+    otherwise trade accuracy for speed on its own: the CPU QMoE multiplies 8-bit experts
+    quantized by blocks with int8-quantized activations unless ORT_QMOE_CPU_QNBIT_GEMM says
+    fp32 (about 1e-2 off the exact product, the latitude of MatMulNBits' accuracy_level 4).
+    For the tests' references, set before any session; benchmarks run onnxruntime as users do."""
+    os.environ["ORT_QMOE_CPU_QNBIT_GEMM"] = "fp32"
 
 
 @dataclass
