@@ -104,12 +104,18 @@ private:
 /// `llmc: error: ` on stderr.
 llvm::raw_ostream &error() { return llvm::WithColor::error(llvm::errs(), "llmc"); }
 
-/// Whether the host CPU has LLVM feature `feature` (`name` to users); if
-/// not, says that `flag` needs it.
-bool hostHas(llvm::StringRef feature, llvm::StringRef name, llvm::StringRef flag) {
-  CpuTargetInfo host = detectHostCpu();
-  if (llvm::StringRef(host.features).contains(feature)) return true;
-  error() << flag << " needs a CPU with " << name << "; this one (" << host.cpu << ") has none\n";
+/// Whether the host CPU has LLVM feature `feature` ("+avx2").
+bool hostHasFeature(llvm::StringRef feature) {
+  return llvm::StringRef(detectHostCpu().features).contains(feature);
+}
+
+/// Whether the host CPU has one of LLVM features `features` (`names` to
+/// users); if not, says that `flag` needs one.
+bool hostHas(llvm::ArrayRef<llvm::StringRef> features, llvm::StringRef names,
+             llvm::StringRef flag) {
+  if (llvm::any_of(features, hostHasFeature)) return true;
+  error() << flag << " needs a CPU with " << names << "; this one (" << detectHostCpu().cpu
+          << ") has none\n";
   return false;
 }
 
@@ -368,19 +374,38 @@ int runCompile(const CompileOptions &options) {
             << " needs the generated matmul: sgemm reads f32 weights\n";
     return 1;
   }
+  // With --int8-activations, the instructions of its products.
+  std::string int8Products = options.int8Products;
+  if (!options.int8Activations && int8Products != "auto") {
+    error() << "--int8-products applies with --int8-activations\n";
+    return 1;
+  }
   if (options.int8Activations) {
     if (cuda || options.matmul != "generated") {
       error() << "--int8-activations applies to the CPU target's generated matmul\n";
       return 1;
     }
-    if (!hostHas("+avx512vnni", "AVX512-VNNI", "--int8-activations")) return 1;
+    if (!hostHas({"+avx512vnni", "+avx2"}, "AVX512-VNNI or AVX2", "--int8-activations"))
+      return 1;
+    if (int8Products == "auto")
+      int8Products = hostHasFeature("+avx512vnni") ? "avx512-vnni" : "avx2";
+    if (int8Products == "avx512-vnni" &&
+        !hostHas({"+avx512vnni"}, "AVX512-VNNI", "--int8-products=avx512-vnni"))
+      return 1;
+    if (int8Products == "avx2" && !hostHas({"+avx2"}, "AVX2", "--int8-products=avx2"))
+      return 1;
+    if (int8Products != "avx512-vnni" && int8Products != "avx2") {
+      error() << "unknown --int8-products '" << int8Products
+              << "': use auto, avx512-vnni or avx2\n";
+      return 1;
+    }
   }
   if (options.bf16Activations) {
     if (cuda || options.dtype.value_or("") != "bf16") {
       error() << "--bf16-activations multiplies the CPU target's bf16 weights: add --dtype bf16\n";
       return 1;
     }
-    if (!hostHas("+avx512bf16", "AVX512_BF16", "--bf16-activations")) return 1;
+    if (!hostHas({"+avx512bf16"}, "AVX512_BF16", "--bf16-activations")) return 1;
   }
   if (options.kvCacheDtype != "auto" && options.kvCacheDtype != "bf16" &&
       options.kvCacheDtype != "int8") {
@@ -442,6 +467,7 @@ int runCompile(const CompileOptions &options) {
   step.maxNumSeqs = options.maxNumSeqs;
   step.matmul = options.matmul;
   step.int8Activations = options.int8Activations;
+  if (options.int8Activations) step.int8Products = int8Products;
   // On the CPU, without --dtype, each matmul weight takes the narrowest type
   // that holds its values exactly (a half-precision export's, widened by
   // onnx-promote-to-f32, narrows back).

@@ -117,6 +117,7 @@ LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &op
   LlmLowerToCpuPassOptions lowering;
   lowering.matmul = options.matmul;
   lowering.int8Activations = options.int8Activations;
+  lowering.int8Products = options.int8Products;
   lowering.weightDtype = options.cpuWeightDtype;
   lowering.bf16Activations = options.bf16Activations;
   pm.addPass(createLlmLowerToCpuPass(lowering));

@@ -42,8 +42,10 @@ struct StepPipelineOptions {
   int64_t maxNumBatchedTokens = 2048;
   int64_t maxNumSeqs = 256;
   std::string matmul = "generated";
-  /// CPU: multiply quantised weights by int8-quantised activations (VNNI).
+  /// CPU: multiply quantised weights by int8-quantised activations, with
+  /// these instructions: avx512-vnni or avx2.
   bool int8Activations = false;
+  std::string int8Products = "avx512-vnni";
   /// CPU: how the generated matmul stores f32 weights, f32 or bf16.
   std::string cpuWeightDtype = "f32";
   /// CPU: bf16 products (AVX512_BF16) with those weights.

@@ -5,15 +5,16 @@
     to f32 at compile time: the logits are bit-identical to those of the same model compiled
     with llm-lower-to-cpu{pack-quantized=false}, on the real exporters' files (the genai
     builder's int4 and onnxruntime's quantizer at 4 and 8 bits, with and without zero points,
-    uint4 and int4 embeddings, a mixture of experts' stacked experts), in a ragged batch of
-    prefills and decodes.
+    uint4 and int4 embeddings, a mixture of experts' stacked experts, QMoE's codes), in a
+    ragged batch of prefills and decodes.
   * llmc.quantize (round to nearest, AWQ, GPTQ; 4 and 8 bits, symmetric or with zero points)
     writes a file onnxruntime runs, which llmc matches (test_exporters.compare); RTN puts
     every value within a step of the weight it quantized (half a step where the codes do not
     clip); GPTQ reconstructs correlated inputs' products better than RTN; at 8 bits AWQ's
     folded scales and GPTQ's error spreading leave the logits within 5%.
-  * With --int8-activations (rows quantized to int8 per block, VNNI integer products) the
-    logits stay within a few percent of the exact product and do not depend on the batch.
+  * With --int8-activations (rows quantized to int8 per block, integer products) the logits
+    stay within a few percent of the exact product and do not depend on the batch; AVX2's
+    products give the bits AVX512-VNNI's give.
   * `llmc quantize` (which runs python -m llmc.quantize) refuses what it cannot read with
     one error line.
 
@@ -37,7 +38,8 @@ from test_exporters import (EXPORTS_DIR, LLMC, NUM_KV_BLOCKS, ROOT, compare, ref
 
 QUANTIZED_EXPORTS = ["genai-int4/llama-tied", "genai-int4/phi2", "genai-int4/qwen3",
                      "ort-int4/llama-gqa", "ort-int4-sym/llama-tied", "ort-int8/gemma",
-                     "ort-int4/qwen3-moe", "ort-int8/qwen3-moe"]
+                     "ort-int4/qwen3-moe", "ort-int8/qwen3-moe", "genai-int4/gpt-oss-mxfp4",
+                     "genai-int4-qmoe8/gpt-oss-mxfp4", "genai-int4-qmoe-rows/gpt-oss-mxfp4"]
 WIDENED_PIPELINE = ("builtin.module(llmc-raise,llmc-step{opt-level=2},"
                     "llm-lower-to-cpu{pack-quantized=false})")
 DECODE_STEPS = 4
@@ -82,7 +84,9 @@ def test_packed_weights_compute_what_widened_weights_compute(export, tmp_path):
         assert np.array_equal(ours, reference), f"step {step}: packed logits differ"
 
 
-HAS_VNNI = "avx512_vnni" in Path("/proc/cpuinfo").read_text()
+CPU_FLAGS = Path("/proc/cpuinfo").read_text()
+HAS_VNNI = "avx512_vnni" in CPU_FLAGS
+HAS_INT8_PRODUCTS = HAS_VNNI or " avx2" in CPU_FLAGS
 INT8_MAX_REL_ERROR = 0.08  # activations rounded to 8 bits: 1-3% on these models
 # A mixture of experts' router can flip a near-tie between two experts under that rounding,
 # and the row then differs by the experts' difference: one row of ort-int8/qwen3-moe goes
@@ -90,7 +94,7 @@ INT8_MAX_REL_ERROR = 0.08  # activations rounded to 8 bits: 1-3% on these models
 INT8_MAX_REL_ERROR_MOE = 0.15
 
 
-@pytest.mark.skipif(not HAS_VNNI, reason="--int8-activations needs AVX512-VNNI")
+@pytest.mark.skipif(not HAS_INT8_PRODUCTS, reason="--int8-activations needs AVX512-VNNI or AVX2")
 @pytest.mark.parametrize("export", QUANTIZED_EXPORTS)
 def test_int8_activations_stay_close_to_the_exact_product(export, tmp_path):
     onnx_path = EXPORTS_DIR / export / "model.onnx"
@@ -124,7 +128,7 @@ def assert_prompts_do_not_depend_on_the_batch(artifact: Path) -> None:
         model.close()
 
 
-@pytest.mark.skipif(not HAS_VNNI, reason="--int8-activations needs AVX512-VNNI")
+@pytest.mark.skipif(not HAS_INT8_PRODUCTS, reason="--int8-activations needs AVX512-VNNI or AVX2")
 @pytest.mark.parametrize("export", ["ort-int4/llama-gqa", "ort-int8/llama-gqa",
                                     "ort-int4/qwen3-moe"])
 def test_int8_activations_do_not_depend_on_the_batch(export, tmp_path):
@@ -133,6 +137,21 @@ def test_int8_activations_do_not_depend_on_the_batch(export, tmp_path):
     assert_prompts_do_not_depend_on_the_batch(
         compile_model(EXPORTS_DIR / export / "model.onnx", tmp_path / "int8.llmc",
                       "--int8-activations"))
+
+
+@pytest.mark.skipif(not HAS_VNNI, reason="the VNNI products need AVX512-VNNI")
+@pytest.mark.parametrize("export", ["ort-int4/llama-gqa", "ort-int8/llama-gqa",
+                                    "ort-int4/qwen3-moe", "genai-int4-qmoe8/gpt-oss-mxfp4"])
+def test_avx2_int8_products_are_the_vnni_sums(export, tmp_path):
+    """vpmaddubsw and vpmaddwd (8-bit codes as two nibbles) add the same integers as vpdpbusd:
+    the logits are the same bits, 4- and 8-bit codes, dense and experts."""
+    onnx_path = EXPORTS_DIR / export / "model.onnx"
+    vnni = compile_model(onnx_path, tmp_path / "vnni.llmc", "--int8-activations",
+                         "--int8-products=avx512-vnni")
+    avx2 = compile_model(onnx_path, tmp_path / "avx2.llmc", "--int8-activations",
+                         "--int8-products=avx2")
+    for step, (ours, reference) in enumerate(zip(*ragged_steps(avx2, vnni))):
+        assert np.array_equal(ours, reference), f"step {step}: AVX2's logits differ"
 
 
 @pytest.mark.parametrize("export", ["optimum/qwen3-moe", "ort-int4/qwen3-moe", "optimum/gpt-oss",
@@ -146,11 +165,16 @@ def test_experts_do_not_depend_on_the_batch(export, tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--matmul=blas"], "--int8-activations applies to the CPU target's generated matmul"),
-    (["--target", "cuda"], "--int8-activations applies to the CPU target's generated matmul")])
+    (["--int8-activations", "--matmul=blas"],
+     "--int8-activations applies to the CPU target's generated matmul"),
+    (["--int8-activations", "--target", "cuda"],
+     "--int8-activations applies to the CPU target's generated matmul"),
+    (["--int8-activations", "--int8-products=sse4"],
+     "unknown --int8-products 'sse4': use auto, avx512-vnni or avx2"),
+    (["--int8-products=avx2"], "--int8-products applies with --int8-activations")])
 def test_int8_activations_refused_where_they_do_not_apply(args, message, tmp_path):
     result = subprocess.run([str(LLMC), "compile", str(EXPORTS_DIR / "ort-int4/llama-gqa/model.onnx"),
-                             "-o", str(tmp_path / "out.llmc"), "--int8-activations", *args],
+                             "-o", str(tmp_path / "out.llmc"), *args],
                             capture_output=True, text=True)
     assert result.returncode != 0
     assert result.stderr.strip().splitlines() == [f"llmc: error: {message}"]

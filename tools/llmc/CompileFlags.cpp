@@ -76,9 +76,13 @@ cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or gen
 cl::opt<bool> int8Activations(
     "int8-activations",
     cl::desc("CPU: multiply quantised weights by activations quantised to int8 per block "
-             "(AVX512-VNNI integer products, as llama.cpp; not exact) instead of the exact f32 "
-             "product"),
+             "(integer products, as llama.cpp; not exact) instead of the exact f32 product"),
     cl::cat(compileCategory));
+cl::opt<std::string> int8Products(
+    "int8-products",
+    cl::desc("With --int8-activations, the instructions: auto (AVX512-VNNI where the host has "
+             "it, else AVX2), avx512-vnni or avx2; all give the same sums"),
+    cl::init("auto"), cl::cat(compileCategory));
 cl::opt<bool> bf16Activations(
     "bf16-activations",
     cl::desc("CPU, with --dtype bf16: multiply the bf16 weights by activations rounded to bf16 "
@@ -158,6 +162,7 @@ int runCompileCommand() {
   options.maxModelLen = given<int64_t>(maxModelLen);
   options.matmul = matmul;
   options.int8Activations = int8Activations;
+  options.int8Products = int8Products;
   options.bf16Activations = bf16Activations;
   options.optLevel = given<unsigned>(optLevel);
   options.passPlugins = passPlugins;

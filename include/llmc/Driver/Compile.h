@@ -40,6 +40,7 @@ struct CompileOptions {
   std::optional<int64_t> maxModelLen;
   std::string matmul = "generated";      ///< CPU matrix products: generated or blas
   bool int8Activations = false;          ///< CPU: quantised weights times int8 activations
+  std::string int8Products = "auto";     ///< their instructions: auto, avx512-vnni or avx2
   bool bf16Activations = false;          ///< CPU: bf16 weights times bf16-rounded activations
   std::optional<unsigned> optLevel;      ///< fusion level 0..3 (default 2)
   std::vector<std::string> passPlugins;  ///< plugin libraries to load first

@@ -6,10 +6,11 @@
 // and 64 signed activations and adds their products, four at a time, to 16
 // int32 lanes. The lanes are 16 output columns, so one instruction advances
 // 16 dot products by 4 values of k; a block's integer sums are then scaled to
-// f32 once. llama.cpp multiplies its Q4_0/Q8_0 weights the same way. Not
-// exact (the activations are rounded to 8 bits), but every row is quantised
-// and summed alone, in a fixed order: a row's logits do not depend on the
-// batch.
+// f32 once. Without VNNI, AVX2's vpmaddubsw and vpmaddwd compute the same
+// sums on each half (Int8Products). llama.cpp multiplies its Q4_0/Q8_0
+// weights the same way. Not exact (the activations are rounded to 8 bits),
+// but every row is quantised and summed alone, in a fixed order: a row's
+// logits do not depend on the batch.
 //
 // The weight's layout (packForInt8Matmul), per tile of 16 output columns
 // (the last one padded with codes whose scale is 0) and per block of B values
@@ -50,13 +51,60 @@ Value splat(OpBuilder &b, Location loc, VectorType type, Attribute value) {
   return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, value));
 }
 
-/// acc + the sums of 4 products of unsigned `codes` and signed `activations`
-/// per lane (vpdpbusd).
-Value dotBytes(OpBuilder &b, Location loc, Value acc, Value codes, Value activations) {
-  return LLVM::CallIntrinsicOp::create(b, loc, acc.getType(),
-                                       b.getStringAttr("llvm.x86.avx512.vpdpbusd.512"),
-                                       ValueRange{acc, codes, activations})
+/// The result of the LLVM intrinsic `name` on `operands`.
+Value callIntrinsic(OpBuilder &b, Location loc, Type type, StringRef name, ValueRange operands) {
+  return LLVM::CallIntrinsicOp::create(b, loc, type, b.getStringAttr(name), operands)
       .getResult(0);
+}
+
+/// The `lanes` lanes of `vector` from `offset`.
+Value lanesOf(OpBuilder &b, Location loc, Value vector, int64_t offset, int64_t lanes) {
+  return vector::ExtractStridedSliceOp::create(b, loc, vector, ArrayRef<int64_t>{offset},
+                                               ArrayRef<int64_t>{lanes}, ArrayRef<int64_t>{1});
+}
+
+/// acc + the sums of 4 products of unsigned `codes` (of `codeBits` bits:
+/// 4 when each byte holds one nibble) and signed `activations` (|a| <= 127)
+/// per lane: vpdpbusd, or on AVX2 per 32-byte half vpmaddubsw, whose int16
+/// pair sums hold a code below 16 times two activations exactly (at most
+/// 3,810), then vpmaddwd. An 8-bit code goes as its low and high nibbles,
+/// the high one's sums times 16.
+Value dotBytes(OpBuilder &b, Location loc, Value acc, Value codes, Value activations,
+               int64_t codeBits, Int8Products products) {
+  if (products == Int8Products::Avx512Vnni)
+    return callIntrinsic(b, loc, acc.getType(), "llvm.x86.avx512.vpdpbusd.512",
+                         {acc, codes, activations});
+  auto halfBytes = vectorOf(32, b.getI8Type());
+  auto words = vectorOf(16, b.getI16Type());
+  auto ints = vectorOf(8, b.getI32Type());
+  auto quads = [&](Value halfCodes, Value halfActivations, int64_t weight) -> Value {
+    Value pairs = callIntrinsic(b, loc, words, "llvm.x86.avx2.pmadd.ub.sw",
+                                {halfCodes, halfActivations});
+    return callIntrinsic(b, loc, ints, "llvm.x86.avx2.pmadd.wd",
+                         {pairs, splat(b, loc, words, b.getI16IntegerAttr(weight))});
+  };
+  Value result = acc;
+  for (int64_t half = 0; half < 2; ++half) {
+    Value halfCodes = lanesOf(b, loc, codes, 32 * half, 32);
+    Value halfActivations = lanesOf(b, loc, activations, 32 * half, 32);
+    Value sums;
+    if (codeBits == 4) {
+      sums = quads(halfCodes, halfActivations, 1);
+    } else {
+      Value low = arith::AndIOp::create(b, loc, halfCodes,
+                                        splat(b, loc, halfBytes, b.getI8IntegerAttr(0xF)));
+      Value high = arith::ShRUIOp::create(b, loc, halfCodes,
+                                          splat(b, loc, halfBytes, b.getI8IntegerAttr(4)));
+      Value lowSums = quads(low, halfActivations, 1);
+      Value highSums = quads(high, halfActivations, 16);
+      sums = arith::AddIOp::create(b, loc, lowSums, highSums);
+    }
+    Value updated = arith::AddIOp::create(b, loc, lanesOf(b, loc, acc, 8 * half, 8), sums);
+    result = vector::InsertStridedSliceOp::create(b, loc, updated, result,
+                                                  ArrayRef<int64_t>{8 * half},
+                                                  ArrayRef<int64_t>{1});
+  }
+  return result;
 }
 
 /// The 4 activation codes of row `row` at k, in every lane of a vpdpbusd
@@ -216,8 +264,9 @@ void emitInt8TileOfRows(KernelBuilder &kb, const Int8Weight &w, QuantizedRows x,
               Value activations =
                   broadcastFour(kb, x.codes, rowAt(r), kb.addIndex(blockStart, kb.index(4 * group)));
               for (int64_t part = 0; part < parts; ++part)
-                sums[slot(r, part)] = dotBytes(b, loc, sums[slot(r, part)],
-                                               operands[part][index].first, activations);
+                sums[slot(r, part)] =
+                    dotBytes(b, loc, sums[slot(r, part)], operands[part][index].first,
+                             activations, w.bits, w.products);
             }
         }
         SmallVector<Value> next(acc.begin(), acc.end());
@@ -261,7 +310,8 @@ void emitInt8TileOfRows(KernelBuilder &kb, const Int8Weight &w, QuantizedRows x,
 }
 
 std::string Int8Weight::key() const {
-  return "a8q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "");
+  return "a8q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "") +
+         (products == Int8Products::Avx2 ? "avx2" : "");
 }
 
 SmallVector<Value> Int8Weight::buffers() const {

@@ -448,9 +448,21 @@ void generatePanelMatmul(StepLowering &step, mlir::Location loc, mlir::Value inp
 /// A block-quantised weight [out, in] in the int8-activation matmul's
 /// layout (CpuInt8Matmul.cpp): codes per tile of 16 output columns, scales
 /// and zero points per tile and block.
+/// The instructions that multiply int8 activations by unsigned codes. Both
+/// give the same integer sums, so the same logits.
+enum class Int8Products {
+  /// vpdpbusd: 64 byte products a vector, added four to an int32 lane.
+  Avx512Vnni,
+  /// On each 32-byte half, vpmaddubsw adds the byte products in pairs to
+  /// int16 lanes, and vpmaddwd the pairs to int32 lanes (8-bit codes go as
+  /// their two nibbles, so that no int16 sum saturates).
+  Avx2,
+};
+
 struct Int8Weight {
   mlir::Value codes, scales, zeroPoints; // zeroPoints: null for symmetric codes
   int64_t bits = 0, blockSize = 0, inFeatures = 0;
+  Int8Products products = Int8Products::Avx512Vnni;
 
   int64_t blocks() const { return (inFeatures + blockSize - 1) / blockSize; }
   llvm::SmallVector<mlir::Value> buffers() const;
@@ -470,7 +482,7 @@ QuantizedRows quantizeRowsIntoScratch(StepLowering &step, mlir::Location loc, ml
 using FinishInt8Tile = llvm::function_ref<void(int64_t r, llvm::ArrayRef<mlir::Value> sums)>;
 /// The sums of the 16 columns of tile `tile` of `weight` (its buffers the
 /// kernel's) for the rows `xRows` of the quantised rows `x`, in a fixed
-/// order per row (vpdpbusd by blocks, each block's integer sum scaled
+/// order per row (integer products by blocks, each block's integer sum scaled
 /// once). Parts (2 when gated: the gate and up halves) are the tiles `tile`
 /// and `tile + partTiles`.
 void emitInt8TileOfRows(KernelBuilder &kb, const Int8Weight &weight, QuantizedRows x,

@@ -45,16 +45,18 @@ MemRefType memrefLike(Type tensor) {
 class CpuStepWalker final : public codegen::StepWalker<Value, Value> {
 public:
   /// `packQuantized`: keep quantised weights packed (the generated matmul
-  /// only); `int8Activations`: multiply those with int8-quantised rows.
+  /// only); `int8Products`: multiply those with int8-quantised rows, by
+  /// these instructions.
   /// `weightDtype`: how the generated matmul stores its f32 weights, f32,
   /// rounded to bf16 or f16, or auto (storageOf); `bf16Products`: multiply
   /// bf16 ones by activations rounded to bf16.
   CpuStepWalker(cpu::StepLowering &step, Value weights, Value workspace, Value logits,
-                bool packQuantized, bool int8Activations, StringRef weightDtype,
+                bool packQuantized, std::optional<cpu::Int8Products> int8Products,
+                StringRef weightDtype,
                 bool bf16Products)
       : step(step), weightsArg(weights), workspaceArg(workspace), logits(logits),
         packQuantized(packQuantized && step.generatedMatmul),
-        int8Activations(int8Activations),
+        int8Products(int8Products),
         weightDtype(step.generatedMatmul ? weightDtype.str() : "f32"),
         bf16Products(bf16Products) {}
 
@@ -237,7 +239,7 @@ private:
     bool quantized = packQuantized && transposed && weightValue.getDefiningOp<llm::DequantizeOp>();
     // A gated int8 matmul reads the up half a whole tile of 16 columns on.
     int64_t columns = cast<MemRefType>(output.getType()).getDimSize(1);
-    if (quantized && int8Activations && (!epilogue.gated || columns % 16 == 0)) {
+    if (quantized && int8Products && (!epilogue.gated || columns % 16 == 0)) {
       auto int8Weight = int8WeightOf(weightValue);
       if (failed(int8Weight)) return failure();
       if (*int8Weight)
@@ -287,6 +289,7 @@ private:
       weight->bits = packed->bits;
       weight->blockSize = packed->blockSize;
       weight->inFeatures = quantized->cols;
+      weight->products = *int8Products;
     }
     return int8Refs[value] = weight;
   }
@@ -338,7 +341,7 @@ private:
                                                            ArrayRef<Value> operands) {
     SmallVector<cpu::ExpertWeight> experts(3);
     Value gate = moe.getGateWeight(), up = moe.getUpWeight(), down = moe.getDownWeight();
-    if (int8Activations && hasInt8Layout(gate) && hasInt8Layout(up) && hasInt8Layout(down) &&
+    if (int8Products && hasInt8Layout(gate) && hasInt8Layout(up) && hasInt8Layout(down) &&
         gate.getDefiningOp<llm::DequantizeOp>().getBlockSize() ==
             up.getDefiningOp<llm::DequantizeOp>().getBlockSize()) {
       for (auto [expert, weight] : llvm::zip(experts, ValueRange{gate, up, down})) {
@@ -513,7 +516,8 @@ private:
 
   cpu::StepLowering &step;
   Value weightsArg, workspaceArg, logits;
-  bool packQuantized, int8Activations;
+  bool packQuantized;
+  std::optional<cpu::Int8Products> int8Products;
   std::string weightDtype;
   bool bf16Products;
   DenseMap<Value, Value> transposedRefs, halfRefs, panelRefs, halfTables;
@@ -556,6 +560,10 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     if (!llvm::is_contained({"f32", "bf16", "f16", "auto"}, weightDtype)) {
       module.emitError("weight-dtype must be f32, bf16, f16 or auto, not '")
           << weightDtype << "'";
+      return signalPassFailure();
+    }
+    if (int8Products != "avx512-vnni" && int8Products != "avx2") {
+      module.emitError("int8-products must be avx512-vnni or avx2, not '") << int8Products << "'";
       return signalPassFailure();
     }
     if (bf16Activations && weightDtype != "bf16") {
@@ -617,7 +625,11 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     step.maxRows = std::max(info->maxNumBatchedTokens, info->maxNumSeqs);
     step.maxSeqs = info->maxNumSeqs;
     CpuStepWalker walker(step, body->getArgument(types.size() - 3), step.workspace,
-                         body->getArgument(types.size() - 1), packQuantized, int8Activations,
+                         body->getArgument(types.size() - 1), packQuantized,
+                         int8Activations ? std::optional(int8Products == "avx2"
+                                                             ? cpu::Int8Products::Avx2
+                                                             : cpu::Int8Products::Avx512Vnni)
+                                         : std::nullopt,
                          weightDtype, bf16Activations);
     for (auto [index, input] : llvm::enumerate(modelInputs))
       walker.setInput(input, body->getArgument(index + 1));

@@ -37,10 +37,13 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     the planned workspace, once for the matmuls that read the same input one
     after another) and multiplies in integers with AVX-512 VNNI (vpdpbusd),
     16 output columns a vector, as llama.cpp does: not exact, but each row
-    is computed alone, so the logits do not depend on the batch. The weight
+    is computed alone, so the logits do not depend on the batch. With
+    `int8-products=avx2` AVX2's vpmaddubsw and vpmaddwd compute the same
+    integer sums, so the same logits. The weight
     is packed per tile of 16 columns for it (CpuInt8Matmul.cpp); so are a
     mixture of experts' when every expert's sizes are multiples of 16. The host
-    must have AVX512-VNNI (`llmc compile --int8-activations` checks).
+    must have the instructions (`llmc compile --int8-activations` picks VNNI,
+    else AVX2).
 
     Matrix products use the `matmul` strategy: `generated` (the default)
     emits register-tiled vector loops that read each weight once per call
@@ -81,7 +84,10 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     Option<"packQuantized", "pack-quantized", "bool", /*default=*/"true",
            "Keep block-quantised weights packed for the generated kernels (else widen to f32)">,
     Option<"int8Activations", "int8-activations", "bool", /*default=*/"false",
-           "Multiply packed quantised weights by int8-quantised activations (AVX512-VNNI)">,
+           "Multiply packed quantised weights by int8-quantised activations">,
+    Option<"int8Products", "int8-products", "std::string", /*default=*/"\"avx512-vnni\"",
+           "The instructions of int8-activations' products: avx512-vnni or avx2 (the same "
+           "sums)">,
     Option<"weightDtype", "weight-dtype", "std::string", /*default=*/"\"f32\"",
            "How the generated matmul stores f32 weights in weights.bin: f32, bf16 or f16 "
            "(rounded to nearest even, widened to f32 in registers), or auto (each weight "

@@ -2,6 +2,9 @@
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{pack-quantized=false})' | FileCheck %s --check-prefix=WIDENED
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{matmul=blas})' | FileCheck %s --check-prefix=WIDENED
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{int8-activations=true})' | FileCheck %s --check-prefix=INT8
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{int8-activations=true int8-products=avx2})' | FileCheck %s --check-prefix=AVX2
+// RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{int8-activations=true int8-products=sse4})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-PRODUCTS
+// BAD-PRODUCTS: error: int8-products must be avx512-vnni or avx2, not 'sse4'
 
 // Block-quantised weights stay packed for the generated kernels: weights.bin
 // holds each one's codes (u8) and scales (and zero points), and the kernels
@@ -59,6 +62,17 @@
 //       INT8:   math.roundeven
 //       INT8: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xi8>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x2xf32>, %{{.*}}: memref<?x2xi32>, %{{.*}}: memref<2x2x256xi8>, %{{.*}}: memref<2x2x16xf32>, %{{.*}}: memref<2x2x16xi8>, %{{.*}}: index, %{{.*}}: index)
 //       INT8:   llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.*}}) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+// With int8-products=avx2 each half of the 64 bytes goes through vpmaddubsw and
+// vpmaddwd; 8-bit codes as their two nibbles, the high one's pair sums times 16.
+// AVX2-LABEL: module attributes
+//       AVX2: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xi8>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x2xf32>, %{{.*}}: memref<?x2xi32>, %{{.*}}: memref<2x2x256xi8>, %{{.*}}: memref<2x2x16xf32>, %{{.*}}: memref<2x2x16xi8>, %{{.*}}: index, %{{.*}}: index)
+//   AVX2-NOT:   vpdpbusd
+//       AVX2:   %[[LOW:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%{{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
+//  AVX2-NEXT:   %[[ONES:.*]] = arith.constant dense<1> : vector<16xi16>
+//  AVX2-NEXT:   llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[LOW]], %[[ONES]]) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
+//  AVX2-NEXT:   %[[HIGH:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%{{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
+//  AVX2-NEXT:   %[[SIXTEENS:.*]] = arith.constant dense<16> : vector<16xi16>
+//  AVX2-NEXT:   llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[HIGH]], %[[SIXTEENS]]) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
 // The head's codes alternate 4, 3 (bytes 0x34); a group holds 4 consecutive
 // codes of each column, the high nibbles the group half a block on: 0x44, 0x33, ...
 //       INT8: {-#
@@ -97,6 +111,13 @@ func.func @packed(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi3
 // INT8-LABEL: module attributes
 //       INT8: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<32x32xf32>, %{{.*}}: index, %{{.*}}: index)
 //       INT8: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xi8>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?x2xf32>, %{{.*}}: memref<?x2xi32>, %{{.*}}: memref<4x2x128xi8>, %{{.*}}: memref<4x2x16xf32>, %{{.*}}: index, %{{.*}}: index)
+// 4-bit codes are nibbles already: one vpmaddubsw and one vpmaddwd by ones a half.
+// AVX2-LABEL: module attributes
+//       AVX2: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xi8>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?x2xf32>, %{{.*}}: memref<?x2xi32>, %{{.*}}: memref<4x2x128xi8>, %{{.*}}: memref<4x2x16xf32>, %{{.*}}: index, %{{.*}}: index)
+//   AVX2-NOT:   dense<16> : vector<16xi16>
+//       AVX2:   %[[PAIRS:.*]] = llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%{{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
+//  AVX2-NEXT:   %[[ONES:.*]] = arith.constant dense<1> : vector<16xi16>
+//  AVX2-NEXT:   llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"(%[[PAIRS]], %[[ONES]]) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
 func.func @odd_block(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
   %pq = llm.constant dense<130> : tensor<32x2x12xui8>
