@@ -1,11 +1,15 @@
 """A benchmark-sized mixture of experts with seeded random weights, exported by optimum-onnx.
 
     .venv-optimum/bin/python bench/moe_model.py OUT_DIR [--family qwen3-moe|gpt-oss] [--genai]
+        [--mxfp4]
 
 writes OUT_DIR/hf (the transformers model) and OUT_DIR/onnx (optimum's export, model.onnx
 and its external data) for bench/cpu_throughput.py to run through llmc and onnxruntime;
 with --genai also OUT_DIR/genai, onnxruntime-genai's builder's fp32 CPU export (gpt-oss's
-experts as onnxruntime's MoE op, which onnxruntime computes sparse). Nothing is downloaded;
+experts as onnxruntime's MoE op, which onnxruntime computes sparse); with --mxfp4 (gpt-oss)
+its experts are rounded to MXFP4 and also saved as OpenAI ships them (OUT_DIR/hf-mxfp4), from
+which the builder's int4 export (OUT_DIR/genai-int4) requantizes them to QMoE's 4-bit codes,
+as it does gpt-oss-20b's. Nothing is downloaded;
 run `bash scripts/setup.sh exporters` once for the venvs.
 
 qwen3-moe is Qwen3-30B-A3B's shape in miniature: 8 layers of hidden 512, 8 query and 2 KV
@@ -29,7 +33,7 @@ import torch
 import transformers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "exporters"))
-from tiny_models import train_tokenizer  # noqa: E402
+from tiny_models import round_experts_to_mxfp4, save_mxfp4_experts, train_tokenizer  # noqa: E402
 
 COMMON = dict(vocab_size=8192, hidden_size=512, num_hidden_layers=8, num_attention_heads=8,
               num_key_value_heads=2, head_dim=64, num_experts_per_tok=4,
@@ -54,7 +58,11 @@ def main() -> None:
     parser.add_argument("--family", choices=sorted(FAMILIES), default="qwen3-moe")
     parser.add_argument("--genai", action="store_true",
                         help="also export with onnxruntime-genai's builder (fp32, CPU)")
+    parser.add_argument("--mxfp4", action="store_true",
+                        help="gpt-oss: MXFP4 experts, and the builder's int4 export of them")
     args = parser.parse_args()
+    if args.mxfp4 and args.family != "gpt-oss":
+        parser.error("--mxfp4 is gpt-oss's checkpoint format")
     hf = args.out / "hf"
     config_class, settings = FAMILIES[args.family]
     torch.manual_seed(0)
@@ -64,6 +72,8 @@ def main() -> None:
         for parameter in model.parameters():
             if not parameter.any():
                 parameter.normal_(0.0, COMMON["initializer_range"])
+    if args.mxfp4:
+        round_experts_to_mxfp4(model)
     model.save_pretrained(hf)
     model.generation_config.save_pretrained(hf)
     train_tokenizer(hf, COMMON["vocab_size"])  # the genai builder saves one beside its export
@@ -72,12 +82,23 @@ def main() -> None:
     subprocess.run([str(optimum_cli), "export", "onnx", "--model", str(hf), "--task",
                     "text-generation-with-past", str(args.out / "onnx")], check=True)
     print(f"moe_model: wrote {args.out / 'onnx'}", file=sys.stderr, flush=True)
-    if args.genai:
-        genai_python = Path(__file__).resolve().parents[1] / ".venv-genai" / "bin" / "python"
+    genai_python = Path(__file__).resolve().parents[1] / ".venv-genai" / "bin" / "python"
+
+    def build_genai(source: Path, out: str, precision: str) -> None:
         subprocess.run([str(genai_python), "-m", "onnxruntime_genai.models.builder", "-i",
-                        str(hf), "-o", str(args.out / "genai"), "-p", "fp32", "-e", "cpu",
+                        str(source), "-o", str(args.out / out), "-p", precision, "-e", "cpu",
                         "-c", str(args.out / "genai-cache")], check=True)
-        print(f"moe_model: wrote {args.out / 'genai'}", file=sys.stderr, flush=True)
+        print(f"moe_model: wrote {args.out / out}", file=sys.stderr, flush=True)
+
+    if args.genai:
+        build_genai(hf, "genai", "fp32")
+    if args.mxfp4:
+        checkpoint = args.out / "hf-mxfp4"
+        model.save_pretrained(checkpoint)
+        model.generation_config.save_pretrained(checkpoint)
+        train_tokenizer(checkpoint, COMMON["vocab_size"])
+        save_mxfp4_experts(checkpoint)
+        build_genai(checkpoint, "genai-int4", "int4")
 
 
 if __name__ == "__main__":
