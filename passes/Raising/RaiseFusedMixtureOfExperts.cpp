@@ -148,7 +148,7 @@ struct ExpertSizes {
 /// the router's logits (returned), no fc3, the biases [experts, out]
 /// constants, k in [1, experts].
 template <typename FusedMoeOp>
-FailureOr<Value> matchRouting(FusedMoeOp op, ExpertSizes sizes, PatternRewriter &rewriter) {
+FailureOr<Value> matchFusedRouting(FusedMoeOp op, ExpertSizes sizes, PatternRewriter &rewriter) {
   if (auto feature = activationFeatureOf(op))
     return rewriter.notifyMatchFailure(op, "uses " + *feature);
   Value logits = routerLogitsFor(op);
@@ -207,7 +207,7 @@ struct RaiseMoE : OpRewritePattern<onnx::MoEOp> {
     if (dimOf(fc2, 0) != sizes.experts || dimOf(fc2, 1) != sizes.hidden ||
         dimOf(fc2, 2) != sizes.inter)
       return rewriter.notifyMatchFailure(op, "fc2 is not [experts, hidden, inter]");
-    auto logits = matchRouting(op, sizes, rewriter);
+    auto logits = matchFusedRouting(op, sizes, rewriter);
     if (failed(logits)) return failure();
     auto gateUp = interleavedHalves(rewriter, fc1);
     if (failed(gateUp))
@@ -288,7 +288,7 @@ struct RaiseQMoE : OpRewritePattern<onnx::QMoEOp> {
     if (rankOf(fc1) != 3 || rankOf(fc2) != 3 || dimOf(fc1, 1) % 2 != 0)
       return rewriter.notifyMatchFailure(op, "fc1 is not [experts, 2 inter, hidden / pack]");
     ExpertSizes sizes{dimOf(fc1, 0), dimOf(fc1, 1) / 2, dimOf(op.getInput(), -1)};
-    auto logits = matchRouting(op, sizes, rewriter);
+    auto logits = matchFusedRouting(op, sizes, rewriter);
     if (failed(logits)) return failure();
     auto gateUp = readQuantizedExperts(op, fc1, op.getFc1Scales(), sizes.experts,
                                        2 * sizes.inter, sizes.hidden);
