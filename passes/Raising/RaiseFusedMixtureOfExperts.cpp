@@ -98,6 +98,14 @@ std::optional<std::string> encodingFeatureOf(onnx::QMoEOp op) {
   return std::nullopt;
 }
 
+/// `loc` with `suffix` appended to its name (the name weights.bin keeps).
+Location withNameSuffix(OpBuilder &builder, Location loc, StringRef suffix) {
+  auto named = dyn_cast<NameLoc>(loc);
+  if (!named || suffix.empty()) return loc;
+  return NameLoc::get(builder.getStringAttr(named.getName().getValue() + suffix),
+                      named.getChildLoc());
+}
+
 /// The even and the odd rows of a constant [experts, 2 n, in] weight (or of
 /// a constant [experts, 2 n] bias, `in` 1): the gate's and the up's of
 /// interleaved rows, as f32 constants named after `source` (".gate", ".up").
@@ -116,13 +124,10 @@ FailureOr<std::pair<Value, Value>> interleavedHalves(PatternRewriter &rewriter, 
     for (int64_t e = 0; e < experts; ++e)
       for (int64_t row = first; row < rows; row += 2)
         for (int64_t i = 0; i < in; ++i) picked.push_back((*data)[(e * rows + row) * in + i]);
-    Location loc = source.getLoc();
-    if (auto named = dyn_cast<NameLoc>(loc))
-      loc = NameLoc::get(rewriter.getStringAttr(named.getName().getValue() + "." + name),
-                         named.getChildLoc());
-    return createF32Constant(rewriter, loc, shape, picked);
+    return createF32Constant(rewriter, withNameSuffix(rewriter, source.getLoc(), name), shape,
+                             picked);
   };
-  return std::pair(half(0, "gate"), half(1, "up"));
+  return std::pair(half(0, ".gate"), half(1, ".up"));
 }
 
 /// The router's logits as llm.moe takes them: rows like the input's. A 3-D
@@ -245,10 +250,7 @@ struct QuantizedExperts {
         pickedScales.insert(pickedScales.end(), scales.begin() + row * blocks(),
                             scales.begin() + (row + 1) * blocks());
       }
-    Location named = loc;
-    if (auto name = dyn_cast<NameLoc>(loc); name && !suffix.empty())
-      named = NameLoc::get(builder.getStringAttr(name.getName().getValue() + suffix),
-                           name.getChildLoc());
+    Location named = withNameSuffix(builder, loc, suffix);
     Value codeValue =
         createBytesConstant(builder, named, {experts, picked, blocks(), blockBytes}, pickedCodes);
     Value scaleValue = createF32Constant(builder, named, {experts, picked, blocks()}, pickedScales);
