@@ -72,6 +72,24 @@ std::optional<std::string> activationFeatureOf(FusedMoeOp op) {
   return std::nullopt;
 }
 
+/// Whether a QMoE's codes fit only CUTLASS's layout, fc1 [experts, hidden, 2
+/// inter / pack] and fc2 [experts, inter, hidden / pack], which the builder's
+/// CUDA exports write without weights_prepacked; its raw layout is fc1
+/// [experts, 2 inter, hidden / pack] and fc2 [experts, hidden, inter / pack].
+bool hasCutlassLayout(onnx::QMoEOp op) {
+  Value fc1 = op.getFc1ExpertsWeights(), fc2 = op.getFc2ExpertsWeights();
+  int64_t hidden = dimOf(op.getInput(), -1), bits = op.getExpertWeightBits();
+  if (rankOf(fc1) != 3 || rankOf(fc2) != 3 || ShapedType::isDynamic(hidden) ||
+      (bits != 4 && bits != 8))
+    return false;
+  int64_t pack = 8 / bits;
+  bool raw = dimOf(fc1, 2) * pack == hidden && dimOf(fc2, 1) == hidden &&
+             2 * dimOf(fc2, 2) * pack == dimOf(fc1, 1);
+  bool cutlass = dimOf(fc1, 1) == hidden && dimOf(fc2, 2) * pack == hidden &&
+                 dimOf(fc1, 2) * pack == 2 * dimOf(fc2, 1);
+  return cutlass && !raw;
+}
+
 /// What of a QMoE's encoding of its weights llm.dequantize does not hold,
 /// named; nullopt when nothing.
 std::optional<std::string> encodingFeatureOf(onnx::QMoEOp op) {
@@ -90,6 +108,9 @@ std::optional<std::string> encodingFeatureOf(onnx::QMoEOp op) {
     return std::string("a QMoE's CUTLASS-prepacked expert weights (weights_prepacked ") +
            std::to_string(*op.getWeightsPrepacked()) + ")";
   if (op.getBlockSize() < 0) return std::string("a QMoE of negative block_size");
+  if (hasCutlassLayout(op))
+    return std::string("a QMoE's expert weights in CUTLASS's prepacked layout [experts, in, "
+                       "out / pack] (a CUDA export's)");
   if (!isNone(op.getFc1ZeroPoints()) || !isNone(op.getFc2ZeroPoints()) ||
       !isNone(op.getFc3ZeroPoints()))
     return std::string("a QMoE's zero points");

@@ -190,3 +190,20 @@ func.func @prepacked_experts(%x: tensor<3x8xf32>, %logits: tensor<3x2xf32>) -> t
   %y = onnx.QMoE %x, %logits, %fc1, %fc1_scales, %none, %fc2, %fc2_scales, %none, %none, %none, %none, %none, %none, %none, %none, %none, %none {activation_type = "swiglu", expert_weight_bits = 4 : i64, k = 1 : i64, swiglu_fusion = 1 : i64, weights_prepacked = 1 : i64} : (tensor<3x8xf32>, tensor<3x2xf32>, tensor<2x8x2xui8>, tensor<2x4xf32>, none, tensor<2x2x4xui8>, tensor<2x8xf32>, none, none, none, none, none, none, none, none, none, none) -> tensor<3x8xf32>
   return %y : tensor<3x8xf32>
 }
+
+// -----
+
+// A CUDA export's codes, CUTLASS-prepacked without weights_prepacked: fc1 [experts, hidden,
+// 2 inter / 2] and fc2 [experts, inter, hidden / 2] fit only that layout. Refused by name.
+// CHECK-LABEL: func.func @cutlass_layout_experts
+//       CHECK:   onnx.QMoE
+// ERROR: onnx ops not raised to llm: onnx.QMoE x1; a QMoE's expert weights in CUTLASS's prepacked layout [experts, in, out / pack] (a CUDA export's) is not supported
+func.func @cutlass_layout_experts(%x: tensor<3x8xf32>, %logits: tensor<3x2xf32>) -> tensor<3x8xf32> {
+  %fc1 = onnx.Constant dense<17> : tensor<2x8x3xui8>
+  %fc1_scales = onnx.Constant dense<0.5> : tensor<2x6xf32>
+  %fc2 = onnx.Constant dense<17> : tensor<2x3x4xui8>
+  %fc2_scales = onnx.Constant dense<0.5> : tensor<2x8xf32>
+  %none = onnx.None
+  %y = onnx.QMoE %x, %logits, %fc1, %fc1_scales, %none, %fc2, %fc2_scales, %none, %none, %none, %none, %none, %none, %none, %none, %none, %none {activation_type = "swiglu", expert_weight_bits = 4 : i64, k = 1 : i64, swiglu_fusion = 1 : i64} : (tensor<3x8xf32>, tensor<3x2xf32>, tensor<2x8x3xui8>, tensor<2x6xf32>, none, tensor<2x3x4xui8>, tensor<2x8xf32>, none, none, none, none, none, none, none, none, none, none) -> tensor<3x8xf32>
+  return %y : tensor<3x8xf32>
+}
