@@ -109,12 +109,11 @@ bool hostHasFeature(llvm::StringRef feature) {
   return llvm::StringRef(detectHostCpu().features).contains(feature);
 }
 
-/// Whether the host CPU has one of LLVM features `features` (`names` to
-/// users); if not, says that `flag` needs one.
-bool hostHas(llvm::ArrayRef<llvm::StringRef> features, llvm::StringRef names,
-             llvm::StringRef flag) {
-  if (llvm::any_of(features, hostHasFeature)) return true;
-  error() << flag << " needs a CPU with " << names << "; this one (" << detectHostCpu().cpu
+/// Whether the host CPU has LLVM feature `feature` (`name` to users); if
+/// not, says that `flag` needs it.
+bool hostHas(llvm::StringRef feature, llvm::StringRef name, llvm::StringRef flag) {
+  if (hostHasFeature(feature)) return true;
+  error() << flag << " needs a CPU with " << name << "; this one (" << detectHostCpu().cpu
           << ") has none\n";
   return false;
 }
@@ -385,27 +384,26 @@ int runCompile(const CompileOptions &options) {
       error() << "--int8-activations applies to the CPU target's generated matmul\n";
       return 1;
     }
-    if (!hostHas({"+avx512vnni", "+avx2"}, "AVX512-VNNI or AVX2", "--int8-activations"))
-      return 1;
-    if (int8Products == "auto")
-      int8Products = hostHasFeature("+avx512vnni") ? "avx512-vnni" : "avx2";
-    if (int8Products == "avx512-vnni" &&
-        !hostHas({"+avx512vnni"}, "AVX512-VNNI", "--int8-products=avx512-vnni"))
-      return 1;
-    if (int8Products == "avx2" && !hostHas({"+avx2"}, "AVX2", "--int8-products=avx2"))
-      return 1;
-    if (int8Products != "avx512-vnni" && int8Products != "avx2") {
+    if (!llvm::is_contained({"auto", "avx512-vnni", "avx2"}, int8Products)) {
       error() << "unknown --int8-products '" << int8Products
               << "': use auto, avx512-vnni or avx2\n";
       return 1;
     }
+    // VNNI where the host has it; every x86 host with VNNI has AVX2 too.
+    std::string flag = "--int8-products=" + int8Products;
+    if (int8Products == "auto") {
+      int8Products = hostHasFeature("+avx512vnni") ? "avx512-vnni" : "avx2";
+      flag = "--int8-activations";
+    }
+    bool vnni = int8Products == "avx512-vnni";
+    if (!hostHas(vnni ? "+avx512vnni" : "+avx2", vnni ? "AVX512-VNNI" : "AVX2", flag)) return 1;
   }
   if (options.bf16Activations) {
     if (cuda || options.dtype.value_or("") != "bf16") {
       error() << "--bf16-activations multiplies the CPU target's bf16 weights: add --dtype bf16\n";
       return 1;
     }
-    if (!hostHas({"+avx512bf16"}, "AVX512_BF16", "--bf16-activations")) return 1;
+    if (!hostHas("+avx512bf16", "AVX512_BF16", "--bf16-activations")) return 1;
   }
   if (options.kvCacheDtype != "auto" && options.kvCacheDtype != "bf16" &&
       options.kvCacheDtype != "int8") {
