@@ -271,14 +271,8 @@ struct QuantizedExperts {
         pickedScales.insert(pickedScales.end(), scales.begin() + row * blocks(),
                             scales.begin() + (row + 1) * blocks());
       }
-    Location named = withNameSuffix(builder, loc, suffix);
-    Value codeValue =
-        createBytesConstant(builder, named, {experts, picked, blocks(), blockBytes}, pickedCodes);
-    Value scaleValue = createF32Constant(builder, named, {experts, picked, blocks()}, pickedScales);
-    auto type = RankedTensorType::get({experts, picked, in}, builder.getF32Type());
-    return llm::DequantizeOp::create(builder, named, type, codeValue, scaleValue,
-                                     /*zero_points=*/Value(), builder.getI64IntegerAttr(bits),
-                                     builder.getI64IntegerAttr(blockSize));
+    return createStackedDequantize(builder, withNameSuffix(builder, loc, suffix), experts, picked,
+                                   in, bits, blockSize, pickedCodes, pickedScales);
   }
 };
 

@@ -377,17 +377,8 @@ FailureOr<Value> stackQuantized(OpBuilder &builder, Location loc,
       return failure();
     llvm::append_range(zeroPoints, *expertZeros);
   }
-  int64_t count = static_cast<int64_t>(projections.size());
-  Value codesValue = createBytesConstant(builder, loc, {count, out, blocks, codeBytes}, codes);
-  Value scalesValue = createF32Constant(builder, loc, {count, out, blocks}, scales);
-  Value zeroValue = hasZeroPoints
-                        ? createBytesConstant(builder, loc, {count, out, zeroBytes}, zeroPoints)
-                        : Value();
-  auto type = RankedTensorType::get({count, out, in}, builder.getF32Type());
-  return llm::DequantizeOp::create(builder, loc, type, codesValue, scalesValue, zeroValue,
-                                   builder.getI64IntegerAttr(bits),
-                                   builder.getI64IntegerAttr(blockSize))
-      .getResult();
+  return createStackedDequantize(builder, loc, static_cast<int64_t>(projections.size()), out,
+                                 in, bits, blockSize, codes, scales, zeroPoints);
 }
 
 /// Where the stacked weight of `first`'s projection across the experts

@@ -138,6 +138,16 @@ mlir::Value createF32Constant(mlir::OpBuilder &builder, mlir::Location loc,
 mlir::Value createBytesConstant(mlir::OpBuilder &builder, mlir::Location loc,
                                 llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<uint8_t> bytes);
 
+/// llm.dequantize [experts, rows, in] of constants holding experts' packed
+/// weights in MatMulNBits' layout: `codes` [experts, rows, blocks, blockSize *
+/// bits / 8], `scales` [experts, rows, blocks] and, unless empty,
+/// `zeroPoints` [experts, rows, ceil(blocks * bits / 8)].
+mlir::Value createStackedDequantize(mlir::OpBuilder &builder, mlir::Location loc,
+                                    int64_t experts, int64_t rows, int64_t in, int64_t bits,
+                                    int64_t blockSize, llvm::ArrayRef<uint8_t> codes,
+                                    llvm::ArrayRef<float> scales,
+                                    llvm::ArrayRef<uint8_t> zeroPoints = {});
+
 /// The ONNX name of a graph input (its `onnx.name`), or "".
 llvm::StringRef onnxNameOf(mlir::BlockArgument arg);
 

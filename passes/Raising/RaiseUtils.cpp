@@ -80,6 +80,24 @@ Value createF32Constant(OpBuilder &builder, Location loc, ArrayRef<int64_t> shap
   return onnx::ConstantOp::create(builder, loc, type, value);
 }
 
+Value createStackedDequantize(OpBuilder &builder, Location loc, int64_t experts, int64_t rows,
+                              int64_t in, int64_t bits, int64_t blockSize,
+                              ArrayRef<uint8_t> codes, ArrayRef<float> scales,
+                              ArrayRef<uint8_t> zeroPoints) {
+  int64_t blocks = llvm::divideCeil(in, blockSize);
+  Value codeValue =
+      createBytesConstant(builder, loc, {experts, rows, blocks, blockSize * bits / 8}, codes);
+  Value scaleValue = createF32Constant(builder, loc, {experts, rows, blocks}, scales);
+  Value zeroValue;
+  if (!zeroPoints.empty())
+    zeroValue = createBytesConstant(
+        builder, loc, {experts, rows, llvm::divideCeil(blocks * bits, 8)}, zeroPoints);
+  auto type = RankedTensorType::get({experts, rows, in}, builder.getF32Type());
+  return llm::DequantizeOp::create(builder, loc, type, codeValue, scaleValue, zeroValue,
+                                   builder.getI64IntegerAttr(bits),
+                                   builder.getI64IntegerAttr(blockSize));
+}
+
 std::optional<std::vector<uint8_t>> readConstantBytes(Value value) {
   auto constant = definedBy<onnx::ConstantOp>(value);
   if (!constant) return std::nullopt;
