@@ -25,6 +25,7 @@ computes the 4 chosen; the genai builder's MoE op has onnxruntime compute the 4 
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -95,9 +96,10 @@ def main() -> None:
     if args.mxfp4:
         checkpoint = args.out / "hf-mxfp4"
         model.save_pretrained(checkpoint)
-        model.generation_config.save_pretrained(checkpoint)
-        train_tokenizer(checkpoint, COMMON["vocab_size"])
         save_mxfp4_experts(checkpoint)
+        for source in [hf / "generation_config.json", *hf.glob("tokenizer*.json"),
+                       *hf.glob("special_tokens_map.json")]:
+            shutil.copy(source, checkpoint)
         build_genai(checkpoint, "genai-int4", "int4")
 
 

@@ -139,7 +139,7 @@ def test_int8_activations_do_not_depend_on_the_batch(export, tmp_path):
                       "--int8-activations"))
 
 
-@pytest.mark.skipif(not HAS_VNNI, reason="the VNNI products need AVX512-VNNI")
+@pytest.mark.skipif(not HAS_VNNI, reason="vpdpbusd's sums, the reference, need AVX512-VNNI")
 @pytest.mark.parametrize("export", ["ort-int4/llama-gqa", "ort-int8/llama-gqa",
                                     "ort-int4/qwen3-moe", "genai-int4-qmoe8/gpt-oss-mxfp4"])
 def test_avx2_int8_products_are_the_vnni_sums(export, tmp_path):
