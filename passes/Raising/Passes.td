@@ -22,6 +22,10 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
     - linear (MatMul by a weight, + bias; MatMulNBits via llm.dequantize) and
       the logits head (the linear that produces the graph's `logits`);
     - split_heads / merge_heads (the Reshape+Transpose around attention);
+      a projection laid out head by head and sliced per head (GPT-NeoX's
+      query_key_value: each head's q, k and v side by side) gets its
+      constant weight and bias columns reordered part by part, then an
+      llm.split and a split_heads per part;
     - rope (rotate_half Slice/Neg/Concat/Mul/Add with cos/sin computed from
       inv_freq and position_ids, or gathered from caches; the same rotation
       on x's halves with half-width cos/sin, as gpt-oss writes it;

@@ -67,12 +67,25 @@ bool isSupported(Operation *op) {
              onnx::AddOp, onnx::SubOp, onnx::MulOp, onnx::DivOp, onnx::PowOp, onnx::ClipOp>(op);
 }
 
-/// The splat value of a constant operand of any shape, if it is one.
+/// The splat value of a constant operand of any shape, if it is one, as an
+/// f32. An integer splat is taken too: Pow's exponent may be an integer
+/// tensor (the genai builder's relu(x)^2 raises to an int32 2).
 std::optional<APFloat> splatOf(Value value) {
   auto constant = definedBy<onnx::ConstantOp>(value);
   auto attr = constant ? dyn_cast<ElementsAttr>(constant.getValue()) : nullptr;
-  if (!attr || !attr.isSplat() || !isa<FloatType>(attr.getElementType())) return std::nullopt;
-  return attr.getSplatValue<APFloat>();
+  if (!attr || !attr.isSplat()) return std::nullopt;
+  if (isa<IntegerType>(attr.getElementType())) {
+    APInt integer = attr.getSplatValue<APInt>();
+    APFloat converted(APFloat::IEEEsingle());
+    converted.convertFromAPInt(integer, !attr.getElementType().isUnsignedInteger(),
+                               APFloat::rmNearestTiesToEven);
+    return converted;
+  }
+  if (!isa<FloatType>(attr.getElementType())) return std::nullopt;
+  APFloat splat = attr.getSplatValue<APFloat>();
+  bool losesInfo;
+  splat.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &losesInfo);
+  return splat;
 }
 
 struct RaiseElementwiseOp : RewritePattern {

@@ -236,6 +236,26 @@ struct RaiseSwiglu : OpRewritePattern<onnx::MulOp> {
   }
 };
 
+/// The column ranges of the last axis that `slices` take, if together they
+/// take each of its `width` columns once, in order of their starts; each
+/// range with the slices that take it (identical slices share one range).
+std::optional<std::map<std::pair<int64_t, int64_t>, SmallVector<onnx::SliceOp>>>
+partitionOfColumns(ArrayRef<onnx::SliceOp> slices, int64_t width) {
+  std::map<std::pair<int64_t, int64_t>, SmallVector<onnx::SliceOp>> parts;
+  for (onnx::SliceOp slice : slices) {
+    auto columns = lastAxisColumns(slice);
+    if (!columns) return std::nullopt;
+    parts[*columns].push_back(slice);
+  }
+  int64_t next = 0;
+  for (auto &[columns, unused] : parts) {
+    if (columns.first != next || columns.second <= next) return std::nullopt;
+    next = columns.second;
+  }
+  if (next != width) return std::nullopt;
+  return parts;
+}
+
 /// Slices of a linear's [batch, seq, features] result that together take
 /// each column once -> llm.split: the parts of a packed projection (Phi-3's
 /// qkv_proj and gate_up_proj). A glue pattern, so that the halves
@@ -246,31 +266,25 @@ struct RaisePackedProjectionSplit : OpRewritePattern<onnx::SliceOp> {
     Value packed = op.getData();
     if (!definedBy<llm::LinearOp>(packed) || rankOf(packed) != 3)
       return rewriter.notifyMatchFailure(op, "does not slice a [batch, seq, features] linear");
-    // Each user's columns; identical slices share one part.
-    std::map<std::pair<int64_t, int64_t>, SmallVector<onnx::SliceOp>> parts;
+    SmallVector<onnx::SliceOp> slices;
     for (Operation *user : packed.getUsers()) {
       auto slice = dyn_cast<onnx::SliceOp>(user);
-      auto columns = lastAxisColumns(slice);
-      if (!columns || slice.getData() != packed)
-        return rewriter.notifyMatchFailure(op, "the linear has a user that is not a column slice");
-      parts[*columns].push_back(slice);
+      if (!slice || slice.getData() != packed)
+        return rewriter.notifyMatchFailure(op, "the linear has a user that is not a slice");
+      slices.push_back(slice);
     }
+    auto parts = partitionOfColumns(slices, dimOf(packed, -1));
+    if (!parts) return rewriter.notifyMatchFailure(op, "the slices do not take each column once");
     SmallVector<int64_t> sizes;
     SmallVector<Type> types;
-    int64_t next = 0;
-    for (auto &[columns, slices] : parts) {
-      if (columns.first != next || columns.second <= next)
-        return rewriter.notifyMatchFailure(op, "the slices do not take each column once");
-      sizes.push_back(columns.second - next);
-      types.push_back(slices.front().getType());
-      next = columns.second;
+    for (auto &[columns, entry] : *parts) {
+      sizes.push_back(columns.second - columns.first);
+      types.push_back(entry.front().getType());
     }
-    if (next != dimOf(packed, -1))
-      return rewriter.notifyMatchFailure(op, "the slices leave columns out");
     rewriter.setInsertionPointAfterValue(packed);
     auto split = llm::SplitOp::create(rewriter, op.getLoc(), types, packed,
                                       rewriter.getDenseI64ArrayAttr(sizes));
-    for (auto [part, entry] : llvm::zip(split.getResults(), parts))
+    for (auto [part, entry] : llvm::zip(split.getResults(), *parts))
       for (onnx::SliceOp slice : entry.second) rewriter.replaceOp(slice, part);
     return success();
   }
@@ -293,6 +307,86 @@ struct RaiseProjectionSplit : OpRewritePattern<onnx::SplitOp> {
     }
     rewriter.replaceOpWithNewOp<llm::SplitOp>(op, op->getResultTypes(), packed,
                                               rewriter.getDenseI64ArrayAttr(sizes));
+    return success();
+  }
+};
+
+/// Slices of each head of a projection laid out head by head, [heads, parts,
+/// head_dim] (GPT-NeoX's query_key_value: each head's q, k and v side by
+/// side) -> one linear whose columns are reordered part by part, split into
+/// the parts, then into heads: what a projection laid out [parts, heads,
+/// head_dim] gives. The reorder is of the constant weight and bias, once, at
+/// compile time. The root is the split_heads, so that the pattern runs again
+/// once the bias add is folded into the linear.
+struct RaiseHeadInterleavedProjection : OpRewritePattern<llm::SplitHeadsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(llm::SplitHeadsOp op, PatternRewriter &rewriter) const override {
+    auto linear = definedBy<llm::LinearOp>(op.getInput());
+    if (!linear || !linear->hasOneUse() || rankOf(linear) != 3)
+      return rewriter.notifyMatchFailure(op, "does not split a linear used once");
+    SmallVector<onnx::SliceOp> slices;
+    for (Operation *user : op->getUsers()) {
+      auto slice = dyn_cast<onnx::SliceOp>(user);
+      if (!slice || slice.getData() != op.getOutput())
+        return rewriter.notifyMatchFailure(op, "a user of the heads is not a slice of them");
+      slices.push_back(slice);
+    }
+    int64_t heads = op.getNumHeads(), headWidth = dimOf(op.getOutput(), -1);
+    auto parts = partitionOfColumns(slices, headWidth);
+    if (!parts || parts->size() < 2)
+      return rewriter.notifyMatchFailure(op, "the slices do not part each head's columns");
+    auto weight = readConstantFloats(linear.getWeight());
+    std::optional<std::vector<float>> bias;
+    if (!isNone(linear.getBias()) && !(bias = readConstantFloats(linear.getBias())))
+      return rewriter.notifyMatchFailure(op, "the bias is not an f32 constant");
+    if (!weight) return rewriter.notifyMatchFailure(op, "the weight is not an f32 constant");
+
+    // order[i]: the old output feature that becomes feature i.
+    SmallVector<int64_t> order;
+    for (auto &[columns, unused] : *parts)
+      for (int64_t head = 0; head < heads; ++head)
+        for (int64_t column = columns.first; column < columns.second; ++column)
+          order.push_back(head * headWidth + column);
+    bool transposed = linear.getTransposeWeight();
+    int64_t out = int64_t(order.size()), in = int64_t(weight->size()) / out;
+    std::vector<float> reordered(weight->size());
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t j = 0; j < out; ++j) {
+        // [in, out], or [out, in] when transposed.
+        auto at = [&](int64_t feature) { return transposed ? feature * in + i : i * out + feature; };
+        reordered[at(j)] = (*weight)[at(order[j])];
+      }
+    Location loc = linear.getLoc();
+    auto weightShape = cast<ShapedType>(linear.getWeight().getType()).getShape();
+    Value newWeight = createF32Constant(rewriter, loc, weightShape, reordered);
+    Value newBias;
+    if (bias) {
+      std::vector<float> reorderedBias(order.size());
+      for (auto [i, feature] : llvm::enumerate(order)) reorderedBias[i] = (*bias)[feature];
+      newBias = createF32Constant(rewriter, loc, {out}, reorderedBias);
+    }
+    rewriter.setInsertionPoint(linear);
+    auto projection = llm::LinearOp::create(rewriter, loc, linear.getType(), linear.getInput(),
+                                            newWeight, newBias, linear.getTransposeWeightAttr());
+    auto linearType = cast<RankedTensorType>(linear.getType());
+    SmallVector<int64_t> sizes;
+    SmallVector<Type> types;
+    for (auto &[columns, unused] : *parts) {
+      sizes.push_back(heads * (columns.second - columns.first));
+      SmallVector<int64_t> shape(linearType.getShape());
+      shape.back() = sizes.back();
+      types.push_back(linearType.clone(shape));
+    }
+    auto split = llm::SplitOp::create(rewriter, loc, types, projection,
+                                      rewriter.getDenseI64ArrayAttr(sizes));
+    for (auto [part, entry] : llvm::zip(split.getResults(), *parts)) {
+      Value partHeads = llm::SplitHeadsOp::create(rewriter, op.getLoc(),
+                                                  entry.second.front().getType(), part,
+                                                  op.getNumHeadsAttr());
+      for (onnx::SliceOp slice : entry.second) rewriter.replaceOp(slice, partHeads);
+    }
+    rewriter.eraseOp(op);
+    rewriter.eraseOp(linear);
     return success();
   }
 };
@@ -321,7 +415,8 @@ void populateLinearPatterns(RewritePatternSet &patterns) {
 
 void populateLinearGluePatterns(RewritePatternSet &patterns) {
   patterns.add<FoldBiasAdd<llm::LinearOp>, RaiseLogitsHead, RaiseSwiglu, RaiseResidualAdd,
-               RaisePackedProjectionSplit, RaiseProjectionSplit>(patterns.getContext());
+               RaisePackedProjectionSplit, RaiseProjectionSplit,
+               RaiseHeadInterleavedProjection>(patterns.getContext());
 }
 
 } // namespace llmc::raising

@@ -100,6 +100,18 @@ FAMILIES: dict[str, tuple[str, dict]] = {
                       "truncate": False, "original_max_position_embeddings": 4096})),
     "phi2": ("PhiConfig", dict(num_attention_heads=2, num_key_value_heads=2,
                                partial_rotary_factor=0.5)),
+    # Arcee (AFM): Llama's attention over an MLP without a gate, relu(x)^2.
+    "arcee": ("ArceeConfig", dict(num_key_value_heads=2)),
+    # Nemotron: LayerNorm with a (1 + weight) scale, relu(x)^2 without a gate, partial rotary.
+    # Heads of 32, half of them rotating: onnxruntime's GroupQueryAttention (the genai
+    # builder's) wants rotary caches a multiple of 8 wide.
+    "nemotron": ("NemotronConfig", dict(num_attention_heads=2, num_key_value_heads=1,
+                                        head_dim=32, partial_rotary_factor=0.5)),
+    # OLMo: LayerNorm without weight or bias.
+    "olmo": ("OlmoConfig", dict(num_key_value_heads=4)),
+    # GPT-NeoX (Pythia): one query_key_value projection laid out head by head (each head's
+    # q, k, v side by side), rotary on the first quarter of each head, parallel residual.
+    "gpt-neox": ("GPTNeoXConfig", dict(rotary_pct=0.25, use_parallel_residual=True)),
 }
 
 

@@ -200,6 +200,10 @@ EXPORTS = ROOT / "test" / "exporters"
     # Scaled rotary embeddings: YaRN's and LongRoPE's attention factor on cos and sin.
     "optimum/qwen2-yarn",
     "optimum/phi3-longrope",
+    # A projection laid out head by head, its columns reordered into q, k and v.
+    "optimum/gpt-neox",
+    # relu(x)^2 as Pow by an int32 2, LayerNorm with a (1 + weight) scale.
+    "genai-int4/nemotron",
 ])
 def test_exporter_features_compile_for_cuda(tmp_path, export):
     result = compile_cuda(EXPORTS / export / "model.onnx", tmp_path / "model.llmc",

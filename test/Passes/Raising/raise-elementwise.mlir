@@ -71,3 +71,19 @@ func.func @clip_by_a_tensor(%x: tensor<2x8x16xf32>, %lo: tensor<f32>) -> tensor<
   %y = onnx.Clip %x, %lo, %none : (tensor<2x8x16xf32>, tensor<f32>, none) -> tensor<2x8x16xf32>
   return %y : tensor<2x8x16xf32>
 }
+
+// -----
+
+// Squared ReLU as the genai builder writes it (Nemotron): Pow's exponent an
+// int32 constant, inlined as the float 2.
+// CHECK-LABEL: func.func @relu_squared_by_an_integer_power
+//       CHECK:   llm.elementwise %{{.*}} : (tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+//       CHECK:     %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
+//       CHECK:     math.powf %{{.*}}, %[[TWO]]
+//   CHECK-NOT:   onnx.
+func.func @relu_squared_by_an_integer_power(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %two = onnx.Constant dense<2> : tensor<1xi32>
+  %r = onnx.Relu %x : (tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %y = onnx.Pow %r, %two : (tensor<2x8x16xf32>, tensor<1xi32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}

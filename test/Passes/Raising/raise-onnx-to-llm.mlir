@@ -698,6 +698,66 @@ func.func @overlapping_slices_stay(%x: tensor<1x3x4xf32>) -> (tensor<1x3x10xf32>
 
 // -----
 
+// A projection laid out head by head, [heads, q|k|v, head_dim] (GPT-NeoX's
+// query_key_value), sliced per head: its weight and bias columns reordered
+// part by part at compile time, then one llm.split and a split_heads per part.
+// CHECK-LABEL: func.func @head_interleaved_projection
+//   CHECK-DAG:   %[[W:.*]] = llm.constant dense<{{\[}}[0.000000e+00, 1.000000e+00, 6.000000e+00, 7.000000e+00, 2.000000e+00, 3.000000e+00, 8.000000e+00, 9.000000e+00, 4.000000e+00, 5.000000e+00, 1.000000e+01, 1.100000e+01]]>
+//   CHECK-DAG:   %[[B:.*]] = llm.constant dense<[0.000000e+00, 1.000000e+00, 6.000000e+00, 7.000000e+00, 2.000000e+00, 3.000000e+00, 8.000000e+00, 9.000000e+00, 4.000000e+00, 5.000000e+00, 1.000000e+01, 1.100000e+01]>
+//       CHECK:   %[[P:.*]] = llm.linear %{{.*}}, %[[W]], %[[B]]
+//       CHECK:   %[[S:.*]]:3 = llm.split %[[P]] {sizes = array<i64: 4, 4, 4>}
+//       CHECK:   %[[Q:.*]] = llm.split_heads %[[S]]#0 {num_heads = 2 : i64}
+//       CHECK:   %[[K:.*]] = llm.split_heads %[[S]]#1 {num_heads = 2 : i64}
+//       CHECK:   %[[V:.*]] = llm.split_heads %[[S]]#2 {num_heads = 2 : i64}
+//       CHECK:   return %[[Q]], %[[K]], %[[V]]
+//   CHECK-NOT:   onnx.Slice
+func.func @head_interleaved_projection(%x: tensor<1x3x1xf32>) -> (tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>) {
+  %w = onnx.Constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]]> : tensor<1x12xf32>
+  %b = onnx.Constant dense<[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]> : tensor<12xf32>
+  %shape = onnx.Constant dense<[0, 0, 2, 6]> : tensor<4xi64>
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %two = onnx.Constant dense<2> : tensor<1xi64>
+  %four = onnx.Constant dense<4> : tensor<1xi64>
+  %end = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %none = onnx.None
+  %m = onnx.MatMul %x, %w : (tensor<1x3x1xf32>, tensor<1x12xf32>) -> tensor<1x3x12xf32>
+  %p = onnx.Add %m, %b : (tensor<1x3x12xf32>, tensor<12xf32>) -> tensor<1x3x12xf32>
+  %r = onnx.Reshape %p, %shape : (tensor<1x3x12xf32>, tensor<4xi64>) -> tensor<1x3x2x6xf32>
+  %t = onnx.Transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x6xf32>) -> tensor<1x2x3x6xf32>
+  %q = onnx.Slice %t, %zero, %two, %last, %none : (tensor<1x2x3x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x2x3x2xf32>
+  %k = onnx.Slice %t, %two, %four, %last, %none : (tensor<1x2x3x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x2x3x2xf32>
+  %v = onnx.Slice %t, %four, %end, %last, %none : (tensor<1x2x3x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x2x3x2xf32>
+  return %q, %k, %v : tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>
+}
+
+// -----
+
+// Near miss: per-head slices that leave a column of each head out are no
+// partition of the heads; the projection keeps its layout and the slices stay.
+// CHECK-LABEL: func.func @head_slices_leave_columns_out
+//       CHECK:   llm.split_heads
+//   CHECK-NOT:   llm.split {{.*}}sizes
+//       CHECK:   onnx.Slice
+//       CHECK:   onnx.Slice
+func.func @head_slices_leave_columns_out(%x: tensor<1x3x1xf32>) -> (tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>) {
+  %w = onnx.Constant dense<1.0> : tensor<1x12xf32>
+  %shape = onnx.Constant dense<[0, 0, 2, 6]> : tensor<4xi64>
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %two = onnx.Constant dense<2> : tensor<1xi64>
+  %four = onnx.Constant dense<4> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %none = onnx.None
+  %p = onnx.MatMul %x, %w : (tensor<1x3x1xf32>, tensor<1x12xf32>) -> tensor<1x3x12xf32>
+  %r = onnx.Reshape %p, %shape : (tensor<1x3x12xf32>, tensor<4xi64>) -> tensor<1x3x2x6xf32>
+  %t = onnx.Transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x6xf32>) -> tensor<1x2x3x6xf32>
+  %q = onnx.Slice %t, %zero, %two, %last, %none : (tensor<1x2x3x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x2x3x2xf32>
+  %k = onnx.Slice %t, %two, %four, %last, %none : (tensor<1x2x3x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x2x3x2xf32>
+  return %q, %k : tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>
+}
+
+// -----
+
 // A partial rotary (StableLM: the first quarter of each head rotates, the
 // rest passes through) is one llm.rope of the whole head: its inv_freq's
 // length says how much rotates.
