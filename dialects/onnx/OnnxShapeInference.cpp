@@ -264,35 +264,9 @@ LogicalResult ReshapeOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
       return emitOpError("negative dim ") << dim << " in shape";
     }
   }
-  if (inferredIndex >= 0 && input) {
-    // -1 is the input's element count over the other entries'. An unknown
-    // input dim cancels against a target entry that is the same dim
-    // (canonicalDim), as in view(*x.shape[:-1], -1, head_dim).
-    SmallVector<std::pair<Value, int64_t>> unmatched;
-    int64_t total = 1, known = 1;
-    bool computable = true;
-    for (auto [i, dim] : llvm::enumerate(*input)) {
-      if (ShapedType::isDynamic(dim)) unmatched.push_back(canonicalDim(getData(), i));
-      else total *= dim;
-    }
-    for (auto [i, dim] : llvm::enumerate(result)) {
-      if (int64_t(i) == inferredIndex) continue;
-      if (!ShapedType::isDynamic(dim)) {
-        known *= dim;
-        continue;
-      }
-      // A 0 entry copied an unknown input dim: the same dim on both sides.
-      std::pair<Value, int64_t> symbol = (*target)[i].value == 0
-                                             ? canonicalDim(getData(), i)
-                                             : (*target)[i].dim;
-      auto match = llvm::find(unmatched, symbol);
-      if (!symbol.first || match == unmatched.end()) computable = false;
-      else unmatched.erase(match);
-    }
-    computable = computable && unmatched.empty() && known != 0 && total % known == 0;
-    result[inferredIndex] = computable ? total / known : kDynamic;
-  } else if (inferredIndex >= 0) {
-    result[inferredIndex] = kDynamic;
+  if (inferredIndex >= 0) {
+    auto inferred = inferReshapeDim(getData(), *target, inferredIndex, getAllowzero());
+    result[inferredIndex] = inferred ? inferred->size : kDynamic;
   }
   resultTypes.push_back(RankedTensorType::get(result, elementType));
   return success();

@@ -243,6 +243,11 @@ std::pair<Value, int64_t> walkToCanonicalDim(Value value, int64_t index) {
         const ShapeEntry &entry = (*entries)[index];
         if (entry.value == 0 && !reshape.getAllowzero()) from = reshape.getData();
         else if (entry.dim.first) return entry.dim;
+        else if (entry.value == -1) {
+          auto inferred = inferReshapeDim(reshape.getData(), *entries, index,
+                                          reshape.getAllowzero());
+          if (inferred && inferred->dim.first) return inferred->dim;
+        }
       }
     }
     if (!from || !dynamicIn(from, at)) break;
@@ -251,6 +256,38 @@ std::pair<Value, int64_t> walkToCanonicalDim(Value value, int64_t index) {
   return namedInputDim(value, index);
 }
 } // namespace
+
+std::optional<InferredReshapeDim> inferReshapeDim(Value data, ArrayRef<ShapeEntry> target,
+                                                  int64_t inferred, bool allowzero) {
+  auto type = dyn_cast<RankedTensorType>(data.getType());
+  if (!type) return std::nullopt;
+  SmallVector<std::pair<Value, int64_t>> unmatched;
+  int64_t total = 1, known = 1;
+  for (auto [i, dim] : llvm::enumerate(type.getShape())) {
+    if (ShapedType::isDynamic(dim)) unmatched.push_back(canonicalDim(data, i));
+    else total *= dim;
+  }
+  for (auto [i, entry] : llvm::enumerate(target)) {
+    if (int64_t(i) == inferred) continue;
+    int64_t dim = entry.value;
+    bool copied = dim == 0 && !allowzero;
+    if (copied) dim = int64_t(i) < type.getRank() ? type.getDimSize(i) : ShapedType::kDynamic;
+    if (!ShapedType::isDynamic(dim)) {
+      known *= dim;
+      continue;
+    }
+    // A 0 entry copied an unknown input dim: the same dim on both sides.
+    std::pair<Value, int64_t> symbol = copied ? canonicalDim(data, i) : entry.dim;
+    auto match = llvm::find(unmatched, symbol);
+    if (!symbol.first || match == unmatched.end()) return std::nullopt;
+    unmatched.erase(match);
+  }
+  if (known == 0 || total % known != 0) return std::nullopt;
+  if (unmatched.empty()) return InferredReshapeDim{total / known, {}};
+  if (unmatched.size() == 1 && total == known)
+    return InferredReshapeDim{ShapedType::kDynamic, unmatched.front()};
+  return std::nullopt;
+}
 
 std::optional<SmallVector<ShapeEntry>> evaluateShapeEntries(Value value) {
   auto known = [](ArrayRef<int64_t> values) {

@@ -55,6 +55,21 @@ struct ShapeEntry {
 /// dim_param name are the first such input's.
 std::pair<mlir::Value, int64_t> canonicalDim(mlir::Value value, int64_t index);
 
+/// What the -1 entry (at `inferred`) of a Reshape of `data` to `target` is:
+/// the input's element count over the other entries', where an unknown input
+/// dim cancels against a target entry that is the same dim (canonicalDim), as
+/// in view(*x.shape[:-1], -1, head_dim). `size` when every unknown dim
+/// cancels; when exactly one is left and the static sizes agree, `dim` is
+/// that input dim (view(batch, -1, heads, head_dim) keeps the sequence);
+/// nullopt when neither.
+struct InferredReshapeDim {
+  int64_t size = mlir::ShapedType::kDynamic;
+  std::pair<mlir::Value, int64_t> dim = {};
+};
+std::optional<InferredReshapeDim> inferReshapeDim(mlir::Value data,
+                                                  llvm::ArrayRef<ShapeEntry> target,
+                                                  int64_t inferred, bool allowzero);
+
 /// The entries of a 1-D (or scalar) integer tensor as evaluateShapeTensor
 /// finds them, with what is known of their sign.
 std::optional<llvm::SmallVector<ShapeEntry>> evaluateShapeEntries(mlir::Value value);

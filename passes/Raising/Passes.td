@@ -21,6 +21,10 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       SkipSimplifiedLayerNormalization with its residual add) and layer_norm;
     - linear (MatMul by a weight, + bias; MatMulNBits via llm.dequantize) and
       the logits head (the linear that produces the graph's `logits`);
+      layers computed on flattened tokens [batch*seq, features] (Gemm,
+      activations, norms, adds between a Reshape to [-1, n] and one back, as
+      GPT-2 and OPT write them) moved onto [batch, seq, features], the
+      reshapes gone once the dims are proven the tokens';
     - split_heads / merge_heads (the Reshape+Transpose around attention);
       a projection laid out head by head and sliced per head (GPT-NeoX's
       query_key_value: each head's q, k and v side by side) gets its

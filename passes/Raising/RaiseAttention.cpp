@@ -34,7 +34,10 @@ struct RaiseSplitHeads : OpRewritePattern<onnx::TransposeOp> {
       return rewriter.notifyMatchFailure(op, "reshape target unknown");
     for (int i = 0; i < 2; ++i) {
       int64_t dim = (*target)[i];
-      if (dim != 0 && !ShapedType::isDynamic(dim) && dim != dimOf(x, i))
+      // -1 is inferred: x's own dim when the other entries cancel the rest (OPT's
+      // view(batch, -1, heads, head_dim)).
+      bool inferredAsX = dim == -1 && sameDim(reshape, i, x, i);
+      if (dim != 0 && !ShapedType::isDynamic(dim) && dim != dimOf(x, i) && !inferredAsX)
         return rewriter.notifyMatchFailure(op, "reshape changes batch or sequence dims");
     }
     if (headNorm) {

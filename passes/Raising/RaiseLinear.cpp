@@ -25,8 +25,22 @@ struct RaiseEmbedding : OpRewritePattern<onnx::GatherOp> {
         !isa<FloatType>(cast<ShapedType>(table.getType()).getElementType()))
       return rewriter.notifyMatchFailure(op, "data is not a constant 2-D float table");
     if (op.getAxis() != 0) return rewriter.notifyMatchFailure(op, "does not gather rows");
+    Value indices = op.getIndices();
+    // Rows gathered at an offset (OPT's learned positions, position_ids + 2): the
+    // table from that row on, gathered at the indices themselves.
+    auto offsetAdd = definedBy<onnx::AddOp>(indices);
+    auto offset = offsetAdd ? onnx::getConstantInts(offsetAdd.getB()) : std::nullopt;
+    if (offset && offset->size() == 1 && (*offset)[0] > 0 && !transposed &&
+        (*offset)[0] < dimOf(table, 0) && rankOf(offsetAdd.getB()) <= 1) {
+      auto rows = readConstantFloats(table);
+      if (!rows) return rewriter.notifyMatchFailure(op, "an offset table is not f32");
+      int64_t skipped = (*offset)[0], width = dimOf(table, 1);
+      table = createF32Constant(rewriter, op.getLoc(), {dimOf(table, 0) - skipped, width},
+                                ArrayRef<float>(*rows).drop_front(skipped * width));
+      indices = offsetAdd.getA();
+    }
     auto embedding = llm::EmbeddingOp::create(rewriter, op.getLoc(), op.getType(), table,
-                                              op.getIndices());
+                                              indices);
     if (transposed) embedding.setTransposeTable(true);
     rewriter.replaceOp(op, embedding);
     return success();
@@ -51,54 +65,6 @@ struct RaiseLinear : OpRewritePattern<onnx::MatMulOp> {
     auto linear = llm::LinearOp::create(rewriter, op.getLoc(), op.getType(), op.getA(), weight,
                                         /*bias=*/Value());
     if (transposed) linear.setTransposeWeight(true);
-    rewriter.replaceOp(op, linear);
-    return success();
-  }
-};
-
-/// Reshape(Gemm(Reshape(x[b, s, in] -> [-1, in]), W, bias) -> [b, s, out]): a
-/// linear layer computed on the flattened tokens (GPT-2's Conv1D, as torch
-/// exports addmm); x may be the attention's heads transposed back to
-/// [b, s, H, D], flattened with the tokens.
-struct RaiseFlattenedGemm : OpRewritePattern<onnx::ReshapeOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(onnx::ReshapeOp op, PatternRewriter &rewriter) const override {
-    auto gemm = definedBy<onnx::GemmOp>(op.getData());
-    if (!gemm || !gemm->hasOneUse() || rankOf(op) != 3)
-      return rewriter.notifyMatchFailure(op, "does not reshape a Gemm's result to 3-D");
-    auto flatten = definedBy<onnx::ReshapeOp>(gemm.getA());
-    Value x = flatten ? flatten.getData() : Value();
-    // The heads merged and flattened at once (the attention output's projection):
-    // [b, s, H, D] from Transpose(heads, [0, 2, 1, 3]) is merge_heads(heads).
-    auto mergedHeads = definedBy<onnx::TransposeOp>(x);
-    bool merge = x && rankOf(x) == 4 && hasPerm(mergedHeads, {0, 2, 1, 3}) &&
-                 !ShapedType::isDynamic(dimOf(x, 2)) && !ShapedType::isDynamic(dimOf(x, 3));
-    int64_t features = !x ? ShapedType::kDynamic
-                       : merge ? dimOf(x, 2) * dimOf(x, 3)
-                       : rankOf(x) == 3 ? dimOf(x, 2) : ShapedType::kDynamic;
-    if (ShapedType::isDynamic(features) || rankOf(flatten) != 2 || dimOf(flatten, 1) != features)
-      return rewriter.notifyMatchFailure(op, "the Gemm's input is not [b, s, in] flattened");
-    if (gemm.getTransA() || gemm.getAlpha().convertToFloat() != 1.0f ||
-        gemm.getBeta().convertToFloat() != 1.0f)
-      return rewriter.notifyMatchFailure(op, "the Gemm transposes A or scales");
-    Value weight = gemm.getB(), bias = optionalOperand(gemm.getC());
-    if (!isConstant(weight) || rankOf(weight) != 2 ||
-        (bias && (!isConstant(bias) || rankOf(bias) != 1)))
-      return rewriter.notifyMatchFailure(op, "weight or bias is not a constant");
-    // The result must have x's batch and sequence dims.
-    for (int64_t i = 0; i < 2; ++i)
-      if (dimOf(op, i) != dimOf(x, i) || !sameDim(op, i, x, i))
-        return rewriter.notifyMatchFailure(op, "the target does not restore [b, s]");
-    Value input = x;
-    if (merge) {
-      auto type = RankedTensorType::get({dimOf(x, 0), dimOf(x, 1), features},
-                                        cast<ShapedType>(x.getType()).getElementType());
-      input = llm::MergeHeadsOp::create(rewriter, mergedHeads.getLoc(), type,
-                                        mergedHeads.getData());
-    }
-    auto linear = llm::LinearOp::create(rewriter, fusedLocOf({op, gemm, flatten}), op.getType(),
-                                        input, weight, bias);
-    if (gemm.getTransB()) linear.setTransposeWeight(true);
     rewriter.replaceOp(op, linear);
     return success();
   }
@@ -408,8 +374,8 @@ struct RaiseResidualAdd : OpRewritePattern<onnx::AddOp> {
 } // namespace
 
 void populateLinearPatterns(RewritePatternSet &patterns) {
-  patterns.add<RaiseEmbedding, RaiseLinear, RaiseFlattenedGemm, RaiseSilu, RaiseGelu,
-               RaiseDecomposedGelu>(patterns.getContext());
+  patterns.add<RaiseEmbedding, RaiseLinear, RaiseSilu, RaiseGelu, RaiseDecomposedGelu>(
+      patterns.getContext());
   populateQuantizedLinearPatterns(patterns);
 }
 

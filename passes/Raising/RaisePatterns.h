@@ -46,6 +46,9 @@ void populateLinearPatterns(mlir::RewritePatternSet &patterns);
 /// (RaiseQuantizedLinear.cpp); populateLinearPatterns adds them.
 void populateQuantizedLinearPatterns(mlir::RewritePatternSet &patterns);
 void populateLinearGluePatterns(mlir::RewritePatternSet &patterns);
+/// Layers computed on flattened tokens [b*s, f] moved back onto [b, s, f]
+/// (RaiseFlattenedTokens.cpp); in the structure and glue stages both.
+void populateFlattenedTokenPatterns(mlir::RewritePatternSet &patterns);
 void populateRopePatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
 void populateFusedAttentionPatterns(mlir::RewritePatternSet &patterns);
@@ -109,7 +112,8 @@ std::optional<std::pair<int64_t, int64_t>> lastAxisColumns(onnx::SliceOp slice);
 /// Whether dim `i` of `a` is dim `j` of `b`: the same static size, or, followed
 /// back from `a` through norms (which keep their input's shape) and Reshape
 /// entries that copy a dim (0), the same value's dim, or the same dim of the
-/// model's inputs (onnx::canonicalDim).
+/// model's inputs (onnx::canonicalDim, and through the llm ops that compute
+/// token by token).
 bool sameDim(mlir::Value a, int64_t i, mlir::Value b, int64_t j);
 
 /// Whether `value` is produced by an onnx.Constant.

@@ -162,6 +162,29 @@ std::optional<std::pair<int64_t, int64_t>> lastAxisColumns(onnx::SliceOp slice) 
   return std::pair(start, std::max(start, clamp(taken->end)));
 }
 
+/// onnx::canonicalDim, also followed back through the llm ops that compute
+/// token by token: the batch and sequence dims of a [batch, seq, features]
+/// result (Llm_TokenWise) or a [batch, heads, seq, head_dim] one
+/// (Llm_TokenWiseHeads, attention) are those of the activation they read
+/// (the first operand; an embedding's ids), in either layout.
+static std::pair<Value, int64_t> tokenDim(Value value, int64_t index) {
+  while (true) {
+    std::tie(value, index) = onnx::canonicalDim(value, index);
+    Operation *op = value.getDefiningOp();
+    if (!op || op->getNumOperands() == 0) return {value, index};
+    bool tokens = op->hasTrait<llm::OpTrait::TokenWise>() && rankOf(value) == 3;
+    bool heads = (op->hasTrait<llm::OpTrait::TokenWiseHeads>() || isa<llm::AttentionOp>(op)) &&
+                 rankOf(value) == 4;
+    bool batch = index == 0, sequence = index == (tokens ? 1 : 2);
+    if ((!tokens && !heads) || (!batch && !sequence)) return {value, index};
+    Value source = isa<llm::EmbeddingOp>(op) ? op->getOperand(1) : op->getOperand(0);
+    int64_t rank = rankOf(source);
+    if (rank < 2 || rank > 4 || isConstant(source)) return {value, index};
+    // [batch, seq] ids, [batch, seq, features] or [batch, heads, seq, head_dim].
+    value = source, index = batch ? 0 : rank == 4 ? 2 : 1;
+  }
+}
+
 bool sameDim(Value a, int64_t i, Value b, int64_t j) {
   while (a != b || i != j) {
     int64_t x = dimOf(a, i), y = dimOf(b, j);
@@ -178,7 +201,7 @@ bool sameDim(Value a, int64_t i, Value b, int64_t j) {
       break;
     }
   }
-  return (a == b && i == j) || onnx::canonicalDim(a, i) == onnx::canonicalDim(b, j);
+  return (a == b && i == j) || tokenDim(a, i) == tokenDim(b, j);
 }
 
 StringRef onnxNameOf(BlockArgument arg) {
@@ -236,6 +259,7 @@ llm::AttentionOp createAttention(OpBuilder &builder, Location loc, Type type, Va
 void populateStructurePatterns(RewritePatternSet &patterns) {
   populateNormPatterns(patterns);
   populateLinearPatterns(patterns);
+  populateFlattenedTokenPatterns(patterns);
   populateRopePatterns(patterns);
   populateAttentionPatterns(patterns);
   populateFusedAttentionPatterns(patterns);
@@ -245,6 +269,7 @@ void populateStructurePatterns(RewritePatternSet &patterns) {
 void populateGluePatterns(RewritePatternSet &patterns) {
   populateLinearGluePatterns(patterns);
   populateNormGluePatterns(patterns);
+  populateFlattenedTokenPatterns(patterns);
 }
 
 } // namespace llmc::raising

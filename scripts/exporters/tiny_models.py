@@ -112,6 +112,9 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # GPT-NeoX (Pythia): one query_key_value projection laid out head by head (each head's
     # q, k, v side by side), rotary on the first quarter of each head, parallel residual.
     "gpt-neox": ("GPTNeoXConfig", dict(rotary_pct=0.25, use_parallel_residual=True)),
+    # OPT (vLLM's first example model, opt-125m): learned positions at an offset of 2, ReLU,
+    # its feed-forward block computed on the flattened tokens.
+    "opt": ("OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64)),
 }
 
 

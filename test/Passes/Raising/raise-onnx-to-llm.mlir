@@ -832,10 +832,14 @@ func.func @flattened_gemm(%x: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?
 
 // -----
 
-// Near miss: reshaped back to [s, b, out] (the dims swapped), the Gemm's
-// rows are no longer the tokens in order.
+// Near miss: reshaped back to [s, b, out] (the dims swapped), the rows are
+// no longer the tokens in order: the linear runs on the tokens, but its
+// flattened result keeps the reshape to [s, b, out].
 // CHECK-LABEL: func.func @flattened_gemm_wrong_dims
-//       CHECK:   onnx.Gemm
+//       CHECK:   %[[L:.*]] = llm.linear
+//       CHECK:   %[[F:.*]] = onnx.Reshape %[[L]]
+//       CHECK:   %[[Y:.*]] = onnx.Reshape %[[F]]
+//       CHECK:   return %[[Y]]
 func.func @flattened_gemm_wrong_dims(%x: tensor<?x?x4xf32>) -> tensor<?x?x12xf32> {
   %w = onnx.Constant dense<1.0> : tensor<4x12xf32>
   %flat = onnx.Constant dense<[-1, 4]> : tensor<2xi64>
@@ -854,6 +858,92 @@ func.func @flattened_gemm_wrong_dims(%x: tensor<?x?x4xf32>) -> tensor<?x?x12xf32
   %y2 = onnx.Gemm %x2, %w, %none : (tensor<?x4xf32>, tensor<4x12xf32>, none) -> tensor<?x12xf32>
   %y = onnx.Reshape %y2, %back : (tensor<?x12xf32>, tensor<3xi64>) -> tensor<?x?x12xf32>
   return %y : tensor<?x?x12xf32>
+}
+
+// -----
+
+// OPT's feed-forward block on the flattened tokens: LayerNorm, fc1, ReLU, fc2
+// and the residual add all read [b*s, features]; each moves onto [b, s,
+// features] and the reshape back goes.
+// CHECK-LABEL: func.func @flattened_feed_forward
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<?x?x4xf32>
+//       CHECK:   %[[N:.*]] = llm.layer_norm %[[X]]
+//       CHECK:   %[[U:.*]] = llm.linear %[[N]], {{.*}} -> tensor<?x?x8xf32>
+//       CHECK:   %[[R:.*]] = llm.elementwise %[[U]]
+//       CHECK:   %[[D:.*]] = llm.linear %[[R]], {{.*}} -> tensor<?x?x4xf32>
+//       CHECK:   %[[S:.*]] = llm.add %[[X]], %[[D]]
+//       CHECK:   return %[[S]]
+//   CHECK-NOT:   onnx.
+func.func @flattened_feed_forward(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+  %scale = onnx.Constant dense<1.0> : tensor<4xf32>
+  %shift = onnx.Constant dense<0.0> : tensor<4xf32>
+  %w1 = onnx.Constant dense<0.5> : tensor<8x4xf32>
+  %b1 = onnx.Constant dense<0.25> : tensor<8xf32>
+  %w2 = onnx.Constant dense<0.5> : tensor<4x8xf32>
+  %b2 = onnx.Constant dense<0.25> : tensor<4xf32>
+  %flat = onnx.Constant dense<[-1, 4]> : tensor<2xi64>
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<0> : tensor<1xi64>
+  %four = onnx.Constant dense<4> : tensor<1xi64>
+  %shape = onnx.Shape %x : (tensor<?x?x4xf32>) -> tensor<3xi64>
+  %batch = onnx.Gather %shape, %c0 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %seq = onnx.Gather %shape, %c1 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %b = onnx.Unsqueeze %batch, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %s = onnx.Unsqueeze %seq, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %back = onnx.Concat %b, %s, %four {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %x2 = onnx.Reshape %x, %flat : (tensor<?x?x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  %n, %mean, %inv = onnx.LayerNormalization %x2, %scale, %shift {axis = -1 : i64, epsilon = 1.0e-5 : f32} : (tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4xf32>, tensor<?x1xf32>, tensor<?x1xf32>)
+  %u = onnx.Gemm %n, %w1, %b1 {transB = 1 : i64} : (tensor<?x4xf32>, tensor<8x4xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %r = onnx.Relu %u : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %d = onnx.Gemm %r, %w2, %b2 {transB = 1 : i64} : (tensor<?x8xf32>, tensor<4x8xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  %sum = onnx.Add %x2, %d : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %y = onnx.Reshape %sum, %back : (tensor<?x4xf32>, tensor<3xi64>) -> tensor<?x?x4xf32>
+  return %y : tensor<?x?x4xf32>
+}
+
+// -----
+
+// Near miss: an add of the flattened tokens of two unrelated activations
+// (their batch and sequence dims unproven the same) stays flattened.
+// CHECK-LABEL: func.func @flattened_tokens_of_two_inputs
+//       CHECK:   llm.add %{{.*}}, %{{.*}} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+func.func @flattened_tokens_of_two_inputs(%x: tensor<?x?x4xf32>, %y: tensor<?x?x4xf32>) -> tensor<?x4xf32> {
+  %flat = onnx.Constant dense<[-1, 4]> : tensor<2xi64>
+  %x2 = onnx.Reshape %x, %flat : (tensor<?x?x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  %y2 = onnx.Reshape %y, %flat : (tensor<?x?x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  %sum = onnx.Add %x2, %y2 : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %sum : tensor<?x4xf32>
+}
+
+// -----
+
+// Learned positions gathered at an offset (OPT's position_ids + 2): the table
+// from row 2 on, gathered at the positions themselves.
+// CHECK-LABEL: func.func @embedding_at_an_offset
+//  CHECK-SAME:   (%[[P:[^:]*]]: tensor<?x?xi64>
+//       CHECK:   %[[T:.*]] = llm.constant dense<{{\[}}[2.000000e+00, 2.000000e+00], [3.000000e+00, 3.000000e+00]]> : tensor<2x2xf32>
+//       CHECK:   llm.embedding %[[T]], %[[P]]
+//   CHECK-NOT:   onnx.Add
+func.func @embedding_at_an_offset(%positions: tensor<?x?xi64>) -> tensor<?x?x2xf32> {
+  %table = onnx.Constant dense<[[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]> : tensor<4x2xf32>
+  %two = onnx.Constant dense<2> : tensor<i64>
+  %shifted = onnx.Add %positions, %two : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi64>
+  %e = onnx.Gather %table, %shifted {axis = 0 : i64} : (tensor<4x2xf32>, tensor<?x?xi64>) -> tensor<?x?x2xf32>
+  return %e : tensor<?x?x2xf32>
+}
+
+// -----
+
+// Near miss: an offset past the table's rows is no offset table; the add stays.
+// CHECK-LABEL: func.func @embedding_offset_past_the_table
+//       CHECK:   onnx.Add
+func.func @embedding_offset_past_the_table(%positions: tensor<?x?xi64>) -> tensor<?x?x2xf32> {
+  %table = onnx.Constant dense<1.0> : tensor<4x2xf32>
+  %four = onnx.Constant dense<4> : tensor<i64>
+  %shifted = onnx.Add %positions, %four : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi64>
+  %e = onnx.Gather %table, %shifted {axis = 0 : i64} : (tensor<4x2xf32>, tensor<?x?xi64>) -> tensor<?x?x2xf32>
+  return %e : tensor<?x?x2xf32>
 }
 
 // -----
