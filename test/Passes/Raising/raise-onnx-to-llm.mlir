@@ -118,6 +118,56 @@ func.func @heads(%x: tensor<1x5x64xf32>) -> tensor<1x5x64xf32> {
 
 // -----
 
+// OPT's view(batch, -1, heads, head_dim): the -1 is the sequence, since the
+// batch entry is x's own and heads * head_dim its width; merged back with
+// [batch, seq, -1], whose -1 is then the width.
+// CHECK-LABEL: func.func @heads_with_an_inferred_sequence
+//  CHECK-SAME:   (%[[X:.*]]: tensor<?x?x64xf32>)
+//       CHECK:   %[[S:.*]] = llm.split_heads %[[X]] {num_heads = 4 : i64} : (tensor<?x?x64xf32>) -> tensor<?x4x?x16xf32>
+//       CHECK:   %[[M:.*]] = llm.merge_heads %[[S]] : (tensor<?x4x?x16xf32>) -> tensor<?x?x64xf32>
+//       CHECK:   return %[[M]]
+func.func @heads_with_an_inferred_sequence(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<0> : tensor<1xi64>
+  %rest = onnx.Constant dense<[-1, 4, 16]> : tensor<3xi64>
+  %minus = onnx.Constant dense<-1> : tensor<1xi64>
+  %shape = onnx.Shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %batch = onnx.Gather %shape, %c0 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %seq = onnx.Gather %shape, %c1 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %b = onnx.Unsqueeze %batch, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %s = onnx.Unsqueeze %seq, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %split = onnx.Concat %b, %rest {axis = 0 : i64} : (tensor<1xi64>, tensor<3xi64>) -> tensor<4xi64>
+  %merge = onnx.Concat %b, %s, %minus {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %r = onnx.Reshape %x, %split : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %t = onnx.Transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %u = onnx.Transpose %t {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x4x?x16xf32>) -> tensor<?x?x4x16xf32>
+  %m = onnx.Reshape %u, %merge : (tensor<?x?x4x16xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %m : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Near miss: view(n, -1, heads, head_dim) with n the batch of another input:
+// the -1 is not proven x's sequence, so there is no head split.
+// CHECK-LABEL: func.func @heads_with_a_foreign_batch
+//   CHECK-NOT:   llm.split_heads
+//       CHECK:   onnx.Transpose
+func.func @heads_with_a_foreign_batch(%x: tensor<?x?x64xf32>, %y: tensor<?x3xf32>) -> tensor<?x4x?x16xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %ax0 = onnx.Constant dense<0> : tensor<1xi64>
+  %rest = onnx.Constant dense<[-1, 4, 16]> : tensor<3xi64>
+  %shape = onnx.Shape %y : (tensor<?x3xf32>) -> tensor<2xi64>
+  %n = onnx.Gather %shape, %c0 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %b = onnx.Unsqueeze %n, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %split = onnx.Concat %b, %rest {axis = 0 : i64} : (tensor<1xi64>, tensor<3xi64>) -> tensor<4xi64>
+  %r = onnx.Reshape %x, %split : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %t = onnx.Transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  return %t : tensor<?x4x?x16xf32>
+}
+
+// -----
+
 // Near miss: a different permutation is not a head split.
 // CHECK-LABEL: func.func @not_heads
 //   CHECK-NOT:   llm.split_heads
