@@ -29,7 +29,9 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       a projection laid out head by head and sliced per head (GPT-NeoX's
       query_key_value: each head's q, k and v side by side) gets its
       constant weight and bias columns reordered part by part, then an
-      llm.split and a split_heads per part;
+      llm.split and a split_heads per part; a projection viewed as heads
+      whose runs of heads are sliced or gathered (Falcon's query heads, key
+      head and value head) is split by those runs of columns;
     - rope (rotate_half Slice/Neg/Concat/Mul/Add with cos/sin computed from
       inv_freq and position_ids, or gathered from caches; the same rotation
       on x's halves with half-width cos/sin, as gpt-oss writes it;

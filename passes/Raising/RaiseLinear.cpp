@@ -256,6 +256,93 @@ struct RaisePackedProjectionSplit : OpRewritePattern<onnx::SliceOp> {
   }
 };
 
+/// The [first, last) heads a user of [b, s, heads, D] takes along the heads
+/// axis: a Slice of that axis alone with constant bounds and step 1, or a
+/// Gather of one head by a 1-element constant index (the axis kept).
+std::optional<std::pair<int64_t, int64_t>> headRange(Operation *user, int64_t heads) {
+  if (auto slice = dyn_cast<onnx::SliceOp>(user)) {
+    auto starts = onnx::getConstantInts(slice.getStarts());
+    auto ends = onnx::getConstantInts(slice.getEnds());
+    bool unitSteps = isNone(slice.getSteps()) ||
+                     onnx::getConstantInts(slice.getSteps()) == SmallVector<int64_t>{1};
+    if (!starts || !ends || !unitSteps || starts->size() != 1 || ends->size() != 1 ||
+        isNone(slice.getAxes()) || !isSingleAxis(slice.getAxes(), 2, 4))
+      return std::nullopt;
+    auto clamp = [&](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + heads : i, 0, heads); };
+    return std::pair(clamp((*starts)[0]), clamp((*ends)[0]));
+  }
+  if (auto gather = dyn_cast<onnx::GatherOp>(user)) {
+    auto index = onnx::getConstantInts(gather.getIndices());
+    if (!index || index->size() != 1 || rankOf(gather.getIndices()) != 1 ||
+        (gather.getAxis() != 2 && gather.getAxis() != -2))
+      return std::nullopt;
+    int64_t head = (*index)[0] < 0 ? (*index)[0] + heads : (*index)[0];
+    if (head < 0 || head >= heads) return std::nullopt;
+    return std::pair(head, head + 1);
+  }
+  return std::nullopt;
+}
+
+/// A linear's result viewed as [b, s, heads, D] whose users each take a run
+/// of heads (Falcon's fused query_key_value: the query heads, then one key
+/// and one value head, sliced and gathered) -> llm.split of the linear's
+/// columns, each part viewed as its own heads: the packed projection form.
+struct RaiseHeadGroupSelection : OpRewritePattern<onnx::ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::ReshapeOp op, PatternRewriter &rewriter) const override {
+    Value packed = op.getData();
+    if (!definedBy<llm::LinearOp>(packed) || rankOf(packed) != 3 || rankOf(op) != 4)
+      return rewriter.notifyMatchFailure(op, "does not view a linear as heads");
+    int64_t heads = dimOf(op, 2), head = dimOf(op, 3);
+    if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(head) ||
+        heads * head != dimOf(packed, 2) || !sameDim(op, 0, packed, 0) ||
+        !sameDim(op, 1, packed, 1))
+      return rewriter.notifyMatchFailure(op, "not [b, s, heads * D] -> [b, s, heads, D]");
+    std::map<std::pair<int64_t, int64_t>, SmallVector<Operation *>> parts;
+    for (Operation *user : op->getUsers()) {
+      auto range = headRange(user, heads);
+      if (!range) return rewriter.notifyMatchFailure(op, "a user does not take a run of heads");
+      parts[*range].push_back(user);
+    }
+    int64_t next = 0;
+    for (auto &[range, unused] : parts) {
+      if (range.first != next || range.second <= next)
+        return rewriter.notifyMatchFailure(op, "the runs do not take each head once");
+      next = range.second;
+    }
+    if (next != heads || parts.size() < 2)
+      return rewriter.notifyMatchFailure(op, "the runs do not take every head");
+    auto packedType = cast<RankedTensorType>(packed.getType());
+    SmallVector<int64_t> sizes;
+    SmallVector<Type> types;
+    for (auto &[range, unused] : parts) {
+      sizes.push_back((range.second - range.first) * head);
+      types.push_back(packedType.clone({packedType.getDimSize(0), packedType.getDimSize(1),
+                                        sizes.back()}));
+    }
+    rewriter.setInsertionPointAfterValue(packed);
+    auto split = llm::SplitOp::create(rewriter, op.getLoc(), types, packed,
+                                      rewriter.getDenseI64ArrayAttr(sizes));
+    auto shapeType = RankedTensorType::get({4}, rewriter.getI64Type());
+    for (auto [part, entry] : llvm::zip(split.getResults(), parts)) {
+      int64_t count = entry.first.second - entry.first.first;
+      Value shape = onnx::ConstantOp::create(
+          rewriter, op.getLoc(), shapeType,
+          DenseIntElementsAttr::get(shapeType, ArrayRef<int64_t>{0, 0, count, head}));
+      Type viewType = entry.second.front()->getResult(0).getType();
+      Value view = onnx::ReshapeOp::create(rewriter, op.getLoc(), viewType, part, shape);
+      for (Operation *user : entry.second) rewriter.replaceOp(user, view);
+      // Split heads here: raising's structure stage, which raises the
+      // Reshape and Transpose of other heads, has run.
+      for (Operation *user : llvm::make_early_inc_range(view.getUsers()))
+        if (auto transpose = dyn_cast<onnx::TransposeOp>(user); hasPerm(transpose, {0, 2, 1, 3}))
+          rewriter.replaceOpWithNewOp<llm::SplitHeadsOp>(transpose, transpose.getType(), part,
+                                                         rewriter.getI64IntegerAttr(count));
+    }
+    return success();
+  }
+};
+
 /// Split of a linear's [batch, seq, features] result along the features ->
 /// llm.split (GPT-2's c_attn into q, k and v).
 struct RaiseProjectionSplit : OpRewritePattern<onnx::SplitOp> {
@@ -382,7 +469,7 @@ void populateLinearPatterns(RewritePatternSet &patterns) {
 void populateLinearGluePatterns(RewritePatternSet &patterns) {
   patterns.add<FoldBiasAdd<llm::LinearOp>, RaiseLogitsHead, RaiseSwiglu, RaiseResidualAdd,
                RaisePackedProjectionSplit, RaiseProjectionSplit,
-               RaiseHeadInterleavedProjection>(patterns.getContext());
+               RaiseHeadInterleavedProjection, RaiseHeadGroupSelection>(patterns.getContext());
 }
 
 } // namespace llmc::raising

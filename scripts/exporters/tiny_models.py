@@ -112,6 +112,10 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # GPT-NeoX (Pythia): one query_key_value projection laid out head by head (each head's
     # q, k, v side by side), rotary on the first quarter of each head, parallel residual.
     "gpt-neox": ("GPTNeoXConfig", dict(rotary_pct=0.25, use_parallel_residual=True)),
+    # Falcon-7B's form: multi-query attention whose fused query_key_value is viewed as the
+    # query heads, then one key and one value head; parallel attention and MLP, no biases.
+    "falcon": ("FalconConfig", dict(new_decoder_architecture=False, multi_query=True,
+                                    parallel_attn=True, bias=False)),
     # OPT (vLLM's first example model, opt-125m): learned positions at an offset of 2, ReLU,
     # its feed-forward block computed on the flattened tokens.
     "opt": ("OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64)),

@@ -783,6 +783,60 @@ func.func @head_interleaved_projection(%x: tensor<1x3x1xf32>) -> (tensor<1x2x3x2
 
 // -----
 
+// Falcon's fused query_key_value viewed as [b, s, heads + 2, D]: the query
+// heads sliced, the key and value heads gathered. The linear's columns split
+// into the three runs of heads, each its own split_heads.
+// CHECK-LABEL: func.func @head_group_selection
+//       CHECK:   %[[P:.*]] = llm.linear
+//       CHECK:   %[[S:.*]]:3 = llm.split %[[P]] {sizes = array<i64: 8, 2, 2>}
+//       CHECK:   %[[Q:.*]] = llm.split_heads %[[S]]#0 {num_heads = 4 : i64}
+//       CHECK:   %[[K:.*]] = llm.split_heads %[[S]]#1 {num_heads = 1 : i64}
+//       CHECK:   %[[V:.*]] = llm.split_heads %[[S]]#2 {num_heads = 1 : i64}
+//       CHECK:   return %[[Q]], %[[K]], %[[V]]
+func.func @head_group_selection(%x: tensor<1x3x4xf32>) -> (tensor<1x4x3x2xf32>, tensor<1x1x3x2xf32>, tensor<1x1x3x2xf32>) {
+  %w = onnx.Constant dense<1.0> : tensor<4x12xf32>
+  %shape = onnx.Constant dense<[0, 0, 6, 2]> : tensor<4xi64>
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %four = onnx.Constant dense<4> : tensor<1xi64>
+  %five = onnx.Constant dense<5> : tensor<1xi64>
+  %axis = onnx.Constant dense<2> : tensor<1xi64>
+  %none = onnx.None
+  %p = onnx.MatMul %x, %w : (tensor<1x3x4xf32>, tensor<4x12xf32>) -> tensor<1x3x12xf32>
+  %r = onnx.Reshape %p, %shape : (tensor<1x3x12xf32>, tensor<4xi64>) -> tensor<1x3x6x2xf32>
+  %q = onnx.Slice %r, %zero, %four, %axis, %none : (tensor<1x3x6x2xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x3x4x2xf32>
+  %k = onnx.Gather %r, %four {axis = 2 : i64} : (tensor<1x3x6x2xf32>, tensor<1xi64>) -> tensor<1x3x1x2xf32>
+  %v = onnx.Gather %r, %five {axis = 2 : i64} : (tensor<1x3x6x2xf32>, tensor<1xi64>) -> tensor<1x3x1x2xf32>
+  %qt = onnx.Transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x4x2xf32>) -> tensor<1x4x3x2xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x1x2xf32>) -> tensor<1x1x3x2xf32>
+  %vt = onnx.Transpose %v {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x1x2xf32>) -> tensor<1x1x3x2xf32>
+  return %qt, %kt, %vt : tensor<1x4x3x2xf32>, tensor<1x1x3x2xf32>, tensor<1x1x3x2xf32>
+}
+
+// -----
+
+// Near miss: the key head gathered twice and the value head never: no
+// partition of the heads, so no split.
+// CHECK-LABEL: func.func @head_group_selection_overlaps
+//   CHECK-NOT:   llm.split
+//       CHECK:   onnx.Gather
+func.func @head_group_selection_overlaps(%x: tensor<1x3x4xf32>) -> (tensor<1x3x4x2xf32>, tensor<1x3x1x2xf32>, tensor<1x3x1x2xf32>) {
+  %w = onnx.Constant dense<1.0> : tensor<4x10xf32>
+  %shape = onnx.Constant dense<[0, 0, 5, 2]> : tensor<4xi64>
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %three = onnx.Constant dense<3> : tensor<1xi64>
+  %four = onnx.Constant dense<4> : tensor<1xi64>
+  %axis = onnx.Constant dense<2> : tensor<1xi64>
+  %none = onnx.None
+  %p = onnx.MatMul %x, %w : (tensor<1x3x4xf32>, tensor<4x10xf32>) -> tensor<1x3x10xf32>
+  %r = onnx.Reshape %p, %shape : (tensor<1x3x10xf32>, tensor<4xi64>) -> tensor<1x3x5x2xf32>
+  %q = onnx.Slice %r, %zero, %four, %axis, %none : (tensor<1x3x5x2xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x3x4x2xf32>
+  %k = onnx.Gather %r, %three {axis = 2 : i64} : (tensor<1x3x5x2xf32>, tensor<1xi64>) -> tensor<1x3x1x2xf32>
+  %v = onnx.Gather %r, %three {axis = 2 : i64} : (tensor<1x3x5x2xf32>, tensor<1xi64>) -> tensor<1x3x1x2xf32>
+  return %q, %k, %v : tensor<1x3x4x2xf32>, tensor<1x3x1x2xf32>, tensor<1x3x1x2xf32>
+}
+
+// -----
+
 // Near miss: per-head slices that leave a column of each head out are no
 // partition of the heads; the projection keeps its layout and the slices stay.
 // CHECK-LABEL: func.func @head_slices_leave_columns_out
