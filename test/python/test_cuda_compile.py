@@ -204,6 +204,10 @@ EXPORTS = ROOT / "test" / "exporters"
     "optimum/gpt-neox",
     # relu(x)^2 as Pow by an int32 2, LayerNorm with a (1 + weight) scale.
     "genai-int4/nemotron",
+    # Learned positions at an offset, the feed-forward block unflattened.
+    "optimum/opt",
+    # One key and one value head split off the fused projection.
+    "optimum/falcon",
 ])
 def test_exporter_features_compile_for_cuda(tmp_path, export):
     result = compile_cuda(EXPORTS / export / "model.onnx", tmp_path / "model.llmc",
