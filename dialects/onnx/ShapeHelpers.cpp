@@ -223,6 +223,18 @@ std::pair<Value, int64_t> walkToCanonicalDim(Value value, int64_t index) {
         else if (index < *axis + indicesRank) from = gather.getIndices(), at = index - *axis;
         else from = gather.getData(), at = index - indicesRank + 1;
       }
+    } else if (auto unsqueeze = dyn_cast<UnsqueezeOp>(op)) {
+      // The result's dims but the inserted ones are the input's, in order.
+      auto axes = getConstantInts(unsqueeze.getAxes());
+      if (axes) {
+        SmallVector<int64_t> inserted;
+        for (int64_t axis : *axes)
+          if (auto normalized = normalizeAxis(axis, rank)) inserted.push_back(*normalized);
+        if (inserted.size() == axes->size() && !llvm::is_contained(inserted, index)) {
+          from = unsqueeze.getData();
+          at = index - llvm::count_if(inserted, [&](int64_t a) { return a < index; });
+        }
+      }
     } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
       if (auto perm = transpose.getPerm()) from = transpose.getData(), at = (*perm)[index];
       else from = transpose.getData(), at = rank - 1 - index;

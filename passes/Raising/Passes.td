@@ -31,7 +31,9 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       constant weight and bias columns reordered part by part, then an
       llm.split and a split_heads per part; a projection viewed as heads
       whose runs of heads are sliced or gathered (Falcon's query heads, key
-      head and value head) is split by those runs of columns;
+      head and value head) is split by those runs of columns; one
+      unsqueezed at axis 1 and split along its features (GPT-BigCode's
+      multi-query c_attn) is split as a linear, each part a head;
     - rope (rotate_half Slice/Neg/Concat/Mul/Add with cos/sin computed from
       inv_freq and position_ids, or gathered from caches; the same rotation
       on x's halves with half-width cos/sin, as gpt-oss writes it;

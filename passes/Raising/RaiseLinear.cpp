@@ -343,6 +343,54 @@ struct RaiseHeadGroupSelection : OpRewritePattern<onnx::ReshapeOp> {
   }
 };
 
+/// Split(Unsqueeze(linear[b, s, F], axis 1), last axis) -> llm.split of the
+/// linear: each part [b, 1, s, n] is one head (GPT-BigCode's multi-query
+/// c_attn, whose key and value are one head each). A query part viewed as
+/// heads, Transpose(Reshape(part -> [b, s, H, D])), is split_heads(part, H),
+/// raised here since raising's structure stage has run.
+struct RaiseUnsqueezedProjectionSplit : OpRewritePattern<onnx::SplitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::SplitOp op, PatternRewriter &rewriter) const override {
+    auto unsqueeze = definedBy<onnx::UnsqueezeOp>(op.getInput());
+    Value packed = unsqueeze ? unsqueeze.getData() : Value();
+    if (!definedBy<llm::LinearOp>(packed) || rankOf(packed) != 3 ||
+        !isSingleAxis(unsqueeze.getAxes(), 1, 4) || !isSingleAxisValue(op.getAxis(), 4))
+      return rewriter.notifyMatchFailure(op, "does not split a linear unsqueezed at axis 1");
+    SmallVector<int64_t> sizes;
+    SmallVector<Type> types;
+    auto packedType = cast<RankedTensorType>(packed.getType());
+    for (Value part : op.getOutputs()) {
+      if (ShapedType::isDynamic(dimOf(part, 3)))
+        return rewriter.notifyMatchFailure(op, "a part's width is unknown");
+      sizes.push_back(dimOf(part, 3));
+      types.push_back(packedType.clone({packedType.getDimSize(0), packedType.getDimSize(1),
+                                        sizes.back()}));
+    }
+    auto split = llm::SplitOp::create(rewriter, op.getLoc(), types, packed,
+                                      rewriter.getDenseI64ArrayAttr(sizes));
+    for (auto [part, output] : llvm::zip(split.getResults(), op.getOutputs())) {
+      Value oneHead = llm::SplitHeadsOp::create(rewriter, op.getLoc(), output.getType(), part,
+                                                rewriter.getI64IntegerAttr(1));
+      rewriter.replaceAllUsesWith(output, oneHead);
+      for (Operation *user : llvm::make_early_inc_range(oneHead.getUsers())) {
+        auto reshape = dyn_cast<onnx::ReshapeOp>(user);
+        int64_t heads = reshape && rankOf(reshape) == 4 ? dimOf(reshape, 2) : 0;
+        if (!reshape || ShapedType::isDynamic(heads) || heads <= 0 ||
+            heads * dimOf(reshape, 3) != dimOf(part, 2) || !sameDim(reshape, 0, part, 0) ||
+            !sameDim(reshape, 1, part, 1))
+          continue;
+        for (Operation *transpose : llvm::make_early_inc_range(reshape->getUsers()))
+          if (hasPerm(dyn_cast<onnx::TransposeOp>(transpose), {0, 2, 1, 3}))
+            rewriter.replaceOpWithNewOp<llm::SplitHeadsOp>(
+                transpose, transpose->getResult(0).getType(), part,
+                rewriter.getI64IntegerAttr(heads));
+      }
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 /// Split of a linear's [batch, seq, features] result along the features ->
 /// llm.split (GPT-2's c_attn into q, k and v).
 struct RaiseProjectionSplit : OpRewritePattern<onnx::SplitOp> {
@@ -469,7 +517,8 @@ void populateLinearPatterns(RewritePatternSet &patterns) {
 void populateLinearGluePatterns(RewritePatternSet &patterns) {
   patterns.add<FoldBiasAdd<llm::LinearOp>, RaiseLogitsHead, RaiseSwiglu, RaiseResidualAdd,
                RaisePackedProjectionSplit, RaiseProjectionSplit,
-               RaiseHeadInterleavedProjection, RaiseHeadGroupSelection>(patterns.getContext());
+               RaiseHeadInterleavedProjection, RaiseHeadGroupSelection,
+               RaiseUnsqueezedProjectionSplit>(patterns.getContext());
 }
 
 } // namespace llmc::raising

@@ -116,6 +116,9 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # query heads, then one key and one value head; parallel attention and MLP, no biases.
     "falcon": ("FalconConfig", dict(new_decoder_architecture=False, multi_query=True,
                                     parallel_attn=True, bias=False)),
+    # GPT-BigCode (StarCoder, SantaCoder): multi-query attention, c_attn's key and value one
+    # head each, learned positions, gelu.
+    "gpt-bigcode": ("GPTBigCodeConfig", dict(n_inner=128, multi_query=True)),
     # OPT (vLLM's first example model, opt-125m): learned positions at an offset of 2, ReLU,
     # its feed-forward block computed on the flattened tokens.
     "opt": ("OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64)),

@@ -208,6 +208,7 @@ EXPORTS = ROOT / "test" / "exporters"
     "optimum/opt",
     # One key and one value head split off the fused projection.
     "optimum/falcon",
+    "optimum/gpt-bigcode",  # c_attn unsqueezed and split: one key and one value head
 ])
 def test_exporter_features_compile_for_cuda(tmp_path, export):
     result = compile_cuda(EXPORTS / export / "model.onnx", tmp_path / "model.llmc",

@@ -172,6 +172,39 @@ func.func @reshape_minus_one_over_same_dims(%hidden: tensor<?x?x64xf32>) -> tens
 
 // -----
 
+// The same through an Unsqueeze (GPT-BigCode's query, [b, 1, s, 64]): the
+// result's dims but the inserted one are the input's, so b and s still
+// cancel; and OPT's view(batch, -1, heads, head_dim), whose -1 is then the
+// sequence, is that dim for a Reshape after it.
+// CHECK-LABEL: func.func @reshape_minus_one_through_unsqueeze
+//       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x4x16xf32>
+//       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x4x16xf32>
+//       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x64xf32>
+func.func @reshape_minus_one_through_unsqueeze(%hidden: tensor<?x?x64xf32>) -> (tensor<*xf32>, tensor<*xf32>) {
+  %shape = onnx.Shape %hidden : (tensor<?x?x64xf32>) -> tensor<*xi64>
+  %i0 = onnx.Constant dense<0> : tensor<i64>
+  %i1 = onnx.Constant dense<1> : tensor<i64>
+  %axes = onnx.Constant dense<[0]> : tensor<1xi64>
+  %axis1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %rest = onnx.Constant dense<[-1, 16]> : tensor<2xi64>
+  %heads = onnx.Constant dense<[-1, 4, 16]> : tensor<3xi64>
+  %minus = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %b = onnx.Gather %shape, %i0 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %s = onnx.Gather %shape, %i1 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %b1 = onnx.Unsqueeze %b, %axes : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %s1 = onnx.Unsqueeze %s, %axes : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %target = onnx.Concat %b1, %s1, %rest {axis = 0 : i64} : (tensor<*xi64>, tensor<*xi64>, tensor<2xi64>) -> tensor<*xi64>
+  %u = onnx.Unsqueeze %hidden, %axis1 : (tensor<?x?x64xf32>, tensor<1xi64>) -> tensor<*xf32>
+  %y = onnx.Reshape %u, %target : (tensor<*xf32>, tensor<*xi64>) -> tensor<*xf32>
+  %split = onnx.Concat %b1, %heads {axis = 0 : i64} : (tensor<*xi64>, tensor<3xi64>) -> tensor<*xi64>
+  %z = onnx.Reshape %hidden, %split : (tensor<?x?x64xf32>, tensor<*xi64>) -> tensor<*xf32>
+  %merge = onnx.Concat %b1, %s1, %minus {axis = 0 : i64} : (tensor<*xi64>, tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %m = onnx.Reshape %z, %merge : (tensor<*xf32>, tensor<*xi64>) -> tensor<*xf32>
+  return %y, %m : tensor<*xf32>, tensor<*xf32>
+}
+
+// -----
+
 // Dims of an unrelated tensor do not cancel: -1 stays unknown.
 // CHECK-LABEL: func.func @reshape_minus_one_over_other_dims
 //       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x?x16xf32>

@@ -837,6 +837,47 @@ func.func @head_group_selection_overlaps(%x: tensor<1x3x4xf32>) -> (tensor<1x3x4
 
 // -----
 
+// GPT-BigCode's multi-query c_attn: the projection unsqueezed to one head and
+// split into q, k and v along the features. The linear is split instead; k
+// and v are one head each, and q viewed as heads is split_heads of its part.
+// CHECK-LABEL: func.func @unsqueezed_projection_split
+//       CHECK:   %[[P:.*]] = llm.linear
+//       CHECK:   %[[S:.*]]:3 = llm.split %[[P]] {sizes = array<i64: 8, 2, 2>}
+//   CHECK-DAG:   %[[K:.*]] = llm.split_heads %[[S]]#1 {num_heads = 1 : i64}
+//   CHECK-DAG:   %[[V:.*]] = llm.split_heads %[[S]]#2 {num_heads = 1 : i64}
+//   CHECK-DAG:   %[[Q:.*]] = llm.split_heads %[[S]]#0 {num_heads = 4 : i64}
+//       CHECK:   return %[[Q]], %[[K]], %[[V]]
+func.func @unsqueezed_projection_split(%x: tensor<1x3x4xf32>) -> (tensor<1x4x3x2xf32>, tensor<1x1x3x2xf32>, tensor<1x1x3x2xf32>) {
+  %w = onnx.Constant dense<1.0> : tensor<4x12xf32>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %sizes = onnx.Constant dense<[8, 2, 2]> : tensor<3xi64>
+  %heads = onnx.Constant dense<[1, 3, 4, 2]> : tensor<4xi64>
+  %p = onnx.MatMul %x, %w : (tensor<1x3x4xf32>, tensor<4x12xf32>) -> tensor<1x3x12xf32>
+  %u = onnx.Unsqueeze %p, %one : (tensor<1x3x12xf32>, tensor<1xi64>) -> tensor<1x1x3x12xf32>
+  %q, %k, %v = onnx.Split %u, %sizes {axis = 3 : i64} : (tensor<1x1x3x12xf32>, tensor<3xi64>) -> (tensor<1x1x3x8xf32>, tensor<1x1x3x2xf32>, tensor<1x1x3x2xf32>)
+  %r = onnx.Reshape %q, %heads : (tensor<1x1x3x8xf32>, tensor<4xi64>) -> tensor<1x3x4x2xf32>
+  %qt = onnx.Transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x4x2xf32>) -> tensor<1x4x3x2xf32>
+  return %qt, %k, %v : tensor<1x4x3x2xf32>, tensor<1x1x3x2xf32>, tensor<1x1x3x2xf32>
+}
+
+// -----
+
+// Near miss: unsqueezed at axis 0, the parts are not heads; the split stays.
+// CHECK-LABEL: func.func @projection_unsqueezed_elsewhere
+//   CHECK-NOT:   llm.split_heads
+//       CHECK:   onnx.Split
+func.func @projection_unsqueezed_elsewhere(%x: tensor<1x3x4xf32>) -> (tensor<1x1x3x8xf32>, tensor<1x1x3x4xf32>) {
+  %w = onnx.Constant dense<1.0> : tensor<4x12xf32>
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %sizes = onnx.Constant dense<[8, 4]> : tensor<2xi64>
+  %p = onnx.MatMul %x, %w : (tensor<1x3x4xf32>, tensor<4x12xf32>) -> tensor<1x3x12xf32>
+  %u = onnx.Unsqueeze %p, %zero : (tensor<1x3x12xf32>, tensor<1xi64>) -> tensor<1x1x3x12xf32>
+  %a, %b = onnx.Split %u, %sizes {axis = 3 : i64} : (tensor<1x1x3x12xf32>, tensor<2xi64>) -> (tensor<1x1x3x8xf32>, tensor<1x1x3x4xf32>)
+  return %a, %b : tensor<1x1x3x8xf32>, tensor<1x1x3x4xf32>
+}
+
+// -----
+
 // Near miss: per-head slices that leave a column of each head out are no
 // partition of the heads; the projection keeps its layout and the slices stay.
 // CHECK-LABEL: func.func @head_slices_leave_columns_out
