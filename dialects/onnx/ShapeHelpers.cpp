@@ -188,6 +188,7 @@ std::pair<Value, int64_t> walkToCanonicalDim(Value value, int64_t index) {
     };
     if (isa<CastOp, NegOp, SqrtOp, ReciprocalOp, ExpOp, SigmoidOp, TanhOp, ErfOp, ReluOp,
             SoftmaxOp, IdentityOp, GeluOp, IsNaNOp, NotOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, PowOp,
+            ClipOp,
             LayerNormalizationOp, RMSNormalizationOp, SimplifiedLayerNormalizationOp,
             RotaryEmbeddingOp>(op)) {
       if (dynamicIn(op->getOperand(0), index) && rankOf(op->getOperand(0)) == rank)

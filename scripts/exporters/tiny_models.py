@@ -107,8 +107,10 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # builder's) wants rotary caches a multiple of 8 wide.
     "nemotron": ("NemotronConfig", dict(num_attention_heads=2, num_key_value_heads=1,
                                         head_dim=32, partial_rotary_factor=0.5)),
-    # OLMo: LayerNorm without weight or bias.
-    "olmo": ("OlmoConfig", dict(num_key_value_heads=4)),
+    # OLMo: LayerNorm without weight or bias; q, k and v clamped to [-clip_qkv, clip_qkv]
+    # (OLMo-7B-0424's 8; 0.5 here, where these weights' projections reach past it). The
+    # genai builder leaves the clamp out of its export.
+    "olmo": ("OlmoConfig", dict(num_key_value_heads=4, clip_qkv=0.5)),
     # GPT-NeoX (Pythia): one query_key_value projection laid out head by head (each head's
     # q, k, v side by side), rotary on the first quarter of each head, parallel residual.
     "gpt-neox": ("GPTNeoXConfig", dict(rotary_pct=0.25, use_parallel_residual=True)),

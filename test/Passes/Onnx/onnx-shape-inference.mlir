@@ -205,6 +205,29 @@ func.func @reshape_minus_one_through_unsqueeze(%hidden: tensor<?x?x64xf32>) -> (
 
 // -----
 
+// And through a Clip (OLMo's clip_qkv clamps q before its heads' view).
+// CHECK-LABEL: func.func @reshape_minus_one_through_clip
+//       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x4x16xf32>
+func.func @reshape_minus_one_through_clip(%hidden: tensor<?x?x64xf32>) -> tensor<*xf32> {
+  %shape = onnx.Shape %hidden : (tensor<?x?x64xf32>) -> tensor<*xi64>
+  %i0 = onnx.Constant dense<0> : tensor<i64>
+  %i1 = onnx.Constant dense<1> : tensor<i64>
+  %axes = onnx.Constant dense<[0]> : tensor<1xi64>
+  %rest = onnx.Constant dense<[-1, 16]> : tensor<2xi64>
+  %lo = onnx.Constant dense<-8.0> : tensor<f32>
+  %hi = onnx.Constant dense<8.0> : tensor<f32>
+  %b = onnx.Gather %shape, %i0 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %s = onnx.Gather %shape, %i1 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %b1 = onnx.Unsqueeze %b, %axes : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %s1 = onnx.Unsqueeze %s, %axes : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %target = onnx.Concat %b1, %s1, %rest {axis = 0 : i64} : (tensor<*xi64>, tensor<*xi64>, tensor<2xi64>) -> tensor<*xi64>
+  %c = onnx.Clip %hidden, %lo, %hi : (tensor<?x?x64xf32>, tensor<f32>, tensor<f32>) -> tensor<*xf32>
+  %y = onnx.Reshape %c, %target : (tensor<*xf32>, tensor<*xi64>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}
+
+// -----
+
 // Dims of an unrelated tensor do not cancel: -1 stays unknown.
 // CHECK-LABEL: func.func @reshape_minus_one_over_other_dims
 //       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x?x16xf32>
