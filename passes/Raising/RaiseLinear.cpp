@@ -425,17 +425,36 @@ struct RaiseHeadInterleavedProjection : OpRewritePattern<llm::SplitHeadsOp> {
     auto linear = definedBy<llm::LinearOp>(op.getInput());
     if (!linear || !linear->hasOneUse() || rankOf(linear) != 3)
       return rewriter.notifyMatchFailure(op, "does not split a linear used once");
-    SmallVector<onnx::SliceOp> slices;
-    for (Operation *user : op->getUsers()) {
-      auto slice = dyn_cast<onnx::SliceOp>(user);
-      if (!slice || slice.getData() != op.getOutput())
-        return rewriter.notifyMatchFailure(op, "a user of the heads is not a slice of them");
-      slices.push_back(slice);
-    }
     int64_t heads = op.getNumHeads(), headWidth = dimOf(op.getOutput(), -1);
-    auto parts = partitionOfColumns(slices, headWidth);
-    if (!parts || parts->size() < 2)
-      return rewriter.notifyMatchFailure(op, "the slices do not part each head's columns");
+    // Each part's columns of a head, and the values that take them: Slices
+    // (optimum), or the outputs of one Split (torch.onnx's dynamo exporter).
+    std::map<std::pair<int64_t, int64_t>, SmallVector<Value>> parts;
+    auto split = op->hasOneUse() ? dyn_cast<onnx::SplitOp>(*op->user_begin()) : nullptr;
+    if (split && isSingleAxisValue(split.getAxis(), 4)) {
+      int64_t next = 0;
+      for (Value output : split.getOutputs()) {
+        int64_t width = dimOf(output, -1);
+        if (ShapedType::isDynamic(width))
+          return rewriter.notifyMatchFailure(op, "a part of the split has an unknown width");
+        parts[{next, next + width}].push_back(output);
+        next += width;
+      }
+    } else {
+      SmallVector<onnx::SliceOp> slices;
+      for (Operation *user : op->getUsers()) {
+        auto slice = dyn_cast<onnx::SliceOp>(user);
+        if (!slice || slice.getData() != op.getOutput())
+          return rewriter.notifyMatchFailure(op, "a user of the heads is neither a slice of "
+                                                 "them nor their one split");
+        slices.push_back(slice);
+      }
+      auto columns = partitionOfColumns(slices, headWidth);
+      if (!columns) return rewriter.notifyMatchFailure(op, "the slices do not part each head");
+      for (auto &[range, taking] : *columns)
+        for (onnx::SliceOp slice : taking) parts[range].push_back(slice.getResult());
+    }
+    if (parts.size() < 2 || parts.rbegin()->first.second != headWidth)
+      return rewriter.notifyMatchFailure(op, "the parts do not take each head's columns");
     auto weight = readConstantFloats(linear.getWeight());
     std::optional<std::vector<float>> bias;
     if (!isNone(linear.getBias()) && !(bias = readConstantFloats(linear.getBias())))
@@ -444,7 +463,7 @@ struct RaiseHeadInterleavedProjection : OpRewritePattern<llm::SplitHeadsOp> {
 
     // order[i]: the old output feature that becomes feature i.
     SmallVector<int64_t> order;
-    for (auto &[columns, unused] : *parts)
+    for (auto &[columns, unused] : parts)
       for (int64_t head = 0; head < heads; ++head)
         for (int64_t column = columns.first; column < columns.second; ++column)
           order.push_back(head * headWidth + column);
@@ -472,20 +491,21 @@ struct RaiseHeadInterleavedProjection : OpRewritePattern<llm::SplitHeadsOp> {
     auto linearType = cast<RankedTensorType>(linear.getType());
     SmallVector<int64_t> sizes;
     SmallVector<Type> types;
-    for (auto &[columns, unused] : *parts) {
+    for (auto &[columns, unused] : parts) {
       sizes.push_back(heads * (columns.second - columns.first));
       SmallVector<int64_t> shape(linearType.getShape());
       shape.back() = sizes.back();
       types.push_back(linearType.clone(shape));
     }
-    auto split = llm::SplitOp::create(rewriter, loc, types, projection,
-                                      rewriter.getDenseI64ArrayAttr(sizes));
-    for (auto [part, entry] : llvm::zip(split.getResults(), *parts)) {
+    auto columnSplit = llm::SplitOp::create(rewriter, loc, types, projection,
+                                            rewriter.getDenseI64ArrayAttr(sizes));
+    for (auto [part, entry] : llvm::zip(columnSplit.getResults(), parts)) {
       Value partHeads = llm::SplitHeadsOp::create(rewriter, op.getLoc(),
                                                   entry.second.front().getType(), part,
                                                   op.getNumHeadsAttr());
-      for (onnx::SliceOp slice : entry.second) rewriter.replaceOp(slice, partHeads);
+      for (Value taken : entry.second) rewriter.replaceAllUsesWith(taken, partHeads);
     }
+    for (Operation *user : llvm::make_early_inc_range(op->getUsers())) rewriter.eraseOp(user);
     rewriter.eraseOp(op);
     rewriter.eraseOp(linear);
     return success();

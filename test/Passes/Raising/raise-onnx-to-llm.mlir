@@ -878,6 +878,28 @@ func.func @projection_unsqueezed_elsewhere(%x: tensor<1x3x4xf32>) -> (tensor<1x1
 
 // -----
 
+// The same projection split per head by one Split, as torch.onnx's dynamo
+// exporter writes GPT-NeoX's query_key_value.
+// CHECK-LABEL: func.func @head_interleaved_projection_split
+//       CHECK:   %[[S:.*]]:3 = llm.split %{{.*}} {sizes = array<i64: 4, 4, 4>}
+//       CHECK:   %[[Q:.*]] = llm.split_heads %[[S]]#0 {num_heads = 2 : i64}
+//       CHECK:   %[[K:.*]] = llm.split_heads %[[S]]#1 {num_heads = 2 : i64}
+//       CHECK:   %[[V:.*]] = llm.split_heads %[[S]]#2 {num_heads = 2 : i64}
+//       CHECK:   return %[[Q]], %[[K]], %[[V]]
+//   CHECK-NOT:   onnx.Split
+func.func @head_interleaved_projection_split(%x: tensor<1x3x1xf32>) -> (tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>) {
+  %w = onnx.Constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]]> : tensor<1x12xf32>
+  %shape = onnx.Constant dense<[0, 0, 2, 6]> : tensor<4xi64>
+  %sizes = onnx.Constant dense<2> : tensor<3xi64>
+  %m = onnx.MatMul %x, %w : (tensor<1x3x1xf32>, tensor<1x12xf32>) -> tensor<1x3x12xf32>
+  %r = onnx.Reshape %m, %shape : (tensor<1x3x12xf32>, tensor<4xi64>) -> tensor<1x3x2x6xf32>
+  %t = onnx.Transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x6xf32>) -> tensor<1x2x3x6xf32>
+  %q, %k, %v = onnx.Split %t, %sizes {axis = -1 : i64} : (tensor<1x2x3x6xf32>, tensor<3xi64>) -> (tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>)
+  return %q, %k, %v : tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>
+}
+
+// -----
+
 // Near miss: per-head slices that leave a column of each head out are no
 // partition of the heads; the projection keeps its layout and the slices stay.
 // CHECK-LABEL: func.func @head_slices_leave_columns_out
