@@ -117,6 +117,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
       auto feature = raising::unsupportedAttentionFeature(entry.second);
       if (!feature) feature = raising::unsupportedQuantizationFeature(entry.second);
       if (!feature) feature = raising::unsupportedMixtureOfExpertsFeature(entry.second);
+      if (!feature) feature = raising::unsupportedRopeFeature(entry.second);
       if (feature) return "; " + *feature + " is not supported";
       std::string why;
       if (isa<onnx::SoftmaxOp, onnx::AttentionOp, onnx::MultiHeadAttentionOp>(entry.second) &&

@@ -238,6 +238,9 @@ std::optional<std::string> unsupportedAttentionFeature(mlir::Operation *op);
 std::optional<std::string> unsupportedQuantizationFeature(mlir::Operation *op);
 /// The same for onnxruntime's MoE op (its activation, fusion, sparse mixer).
 std::optional<std::string> unsupportedMixtureOfExpertsFeature(mlir::Operation *op);
+/// The same for a rotary embedding left decomposed: the Neg of the odd
+/// elements of pairs that rotate_every_two writes (RaiseRope.cpp).
+std::optional<std::string> unsupportedRopeFeature(mlir::Operation *op);
 
 /// producer(x) + bias[last dim] -> producer(x, bias), for an llm op with an
 /// optional `bias` operand (linear, layer_norm) whose only use is the add.

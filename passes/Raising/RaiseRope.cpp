@@ -407,6 +407,15 @@ struct RaisePartialRotary : OpRewritePattern<onnx::ConcatOp> {
 
 } // namespace
 
+std::optional<std::string> unsupportedRopeFeature(Operation *op) {
+  // rotate_every_two negates the odd elements of each pair: x[..., 1::2].
+  auto neg = dyn_cast<onnx::NegOp>(op);
+  auto taken = neg ? lastAxisSlice(definedBy<onnx::SliceOp>(neg.getX())) : std::nullopt;
+  if (!taken || taken->step != 2) return std::nullopt;
+  return std::string("a rotary embedding over interleaved pairs written out (rotate_every_two, "
+                     "as GPT-J, CodeGen, Cohere, GLM and Helium are exported)");
+}
+
 Value createRopeForHeads(PatternRewriter &rewriter, Location loc, Value heads, Value positions,
                          Value cosCache, Value sinCache, bool interleaved) {
   return createCachedRope(rewriter, loc, heads, heads.getType(), positions, cosCache, sinCache,
