@@ -56,7 +56,10 @@ bool isTokenWise(Operation *op) {
 
 /// A token-wise layer that reads flattened tokens -> the layer on [b, s, f],
 /// its results flattened again for their users. Every operand must be
-/// flattened tokens of one batch and sequence, or a constant (a weight).
+/// flattened tokens of one batch and sequence, or a constant: an llm op's
+/// weight, or what an onnx op broadcasts over the tokens alike (a scalar or
+/// one value per feature; a constant [tokens, f] would not broadcast the
+/// same over [b, s, f]).
 struct UnflattenTokenWiseLayer : RewritePattern {
   UnflattenTokenWiseLayer(MLIRContext *context)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
@@ -67,10 +70,12 @@ struct UnflattenTokenWiseLayer : RewritePattern {
     Value first;
     for (Value operand : op->getOperands()) {
       Value tokens = flattenedTokens(operand);
-      if (!tokens && !isConstant(operand) && !isNone(operand) &&
-          !definedBy<llm::ConstantOp>(operand))
+      bool weight = isConstant(operand) || definedBy<llm::ConstantOp>(operand);
+      if (!tokens && !isNone(operand) &&
+          (!weight || (isa<onnx::OnnxDialect>(op->getDialect()) && !isa<onnx::GemmOp>(op) &&
+                       rankOf(operand) > 1)))
         return rewriter.notifyMatchFailure(op, "an operand is neither flattened tokens nor a "
-                                               "constant");
+                                               "constant that broadcasts over them");
       if (tokens && !first) first = tokens;
       if (tokens && (!sameDim(tokens, 0, first, 0) || !sameDim(tokens, 1, first, 1)))
         return rewriter.notifyMatchFailure(op, "operands flatten different tokens");

@@ -1085,6 +1085,20 @@ func.func @flattened_tokens_of_two_inputs(%x: tensor<?x?x4xf32>, %y: tensor<?x?x
 
 // -----
 
+// Near miss: a constant with a row per flattened token (static here) would
+// not broadcast the same over [b, s, features]; the add stays flattened.
+// CHECK-LABEL: func.func @flattened_tokens_plus_a_token_table
+//       CHECK:   onnx.Add %{{.*}}, %{{.*}} : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+func.func @flattened_tokens_plus_a_token_table(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
+  %flat = onnx.Constant dense<[-1, 4]> : tensor<2xi64>
+  %table = onnx.Constant dense<1.0> : tensor<6x4xf32>
+  %x2 = onnx.Reshape %x, %flat : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<6x4xf32>
+  %sum = onnx.Add %x2, %table : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+  return %sum : tensor<6x4xf32>
+}
+
+// -----
+
 // Learned positions gathered at an offset (OPT's position_ids + 2): the table
 // from row 2 on, gathered at the positions themselves.
 // CHECK-LABEL: func.func @embedding_at_an_offset
