@@ -285,6 +285,29 @@ AttentionScores splitScores(onnx::SoftmaxOp softmax) {
   return parts;
 }
 
+/// Reshape(split_heads(x, 1 head)) -> Reshape(x): one head [b, 1, s, n] holds
+/// x's elements in x's order, so the view reads x itself (GPT-BigCode's query,
+/// unsqueezed to one head and viewed as its heads). Not with a 0 entry, which
+/// copies the input dim at its position.
+struct ReshapeOfOneHead : OpRewritePattern<onnx::ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto oneHead = definedBy<llm::SplitHeadsOp>(op.getData());
+    if (!oneHead || oneHead.getNumHeads() != 1)
+      return rewriter.notifyMatchFailure(op, "does not view one head");
+    auto target = onnx::evaluateShapeTensor(op.getShape());
+    if (!target || (!op.getAllowzero() && llvm::is_contained(*target, 0)))
+      return rewriter.notifyMatchFailure(op, "the target may copy an input dim (0)");
+    rewriter.modifyOpInPlace(op, [&] { op.getDataMutable().assign(oneHead.getInput()); });
+    return success();
+  }
+};
+
+void populateAttentionGluePatterns(RewritePatternSet &patterns) {
+  // Heads viewed again once glue has split the projections they come from.
+  patterns.add<RaiseSplitHeads, ReshapeOfOneHead>(patterns.getContext());
+}
+
 void populateAttentionPatterns(RewritePatternSet &patterns) {
   patterns.add<RaiseSplitHeads, RaiseMergeHeads, RaiseKvConcat, RaiseRepeatKv,
                RaiseFlattenedTranspose, RaiseDecomposedAttention, DropInactiveGuard>(

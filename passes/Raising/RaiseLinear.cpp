@@ -202,6 +202,18 @@ struct RaiseSwiglu : OpRewritePattern<onnx::MulOp> {
   }
 };
 
+/// Whether the [first, last) ranges keying `parts` (in order of their
+/// starts) take each of [0, width) once.
+template <typename T>
+bool takeEachOnce(const std::map<std::pair<int64_t, int64_t>, T> &parts, int64_t width) {
+  int64_t next = 0;
+  for (auto &[range, unused] : parts) {
+    if (range.first != next || range.second <= next) return false;
+    next = range.second;
+  }
+  return next == width;
+}
+
 /// The column ranges of the last axis that `slices` take, if together they
 /// take each of its `width` columns once, in order of their starts; each
 /// range with the slices that take it (identical slices share one range).
@@ -213,12 +225,7 @@ partitionOfColumns(ArrayRef<onnx::SliceOp> slices, int64_t width) {
     if (!columns) return std::nullopt;
     parts[*columns].push_back(slice);
   }
-  int64_t next = 0;
-  for (auto &[columns, unused] : parts) {
-    if (columns.first != next || columns.second <= next) return std::nullopt;
-    next = columns.second;
-  }
-  if (next != width) return std::nullopt;
+  if (!takeEachOnce(parts, width)) return std::nullopt;
   return parts;
 }
 
@@ -304,14 +311,8 @@ struct RaiseHeadGroupSelection : OpRewritePattern<onnx::ReshapeOp> {
       if (!range) return rewriter.notifyMatchFailure(op, "a user does not take a run of heads");
       parts[*range].push_back(user);
     }
-    int64_t next = 0;
-    for (auto &[range, unused] : parts) {
-      if (range.first != next || range.second <= next)
-        return rewriter.notifyMatchFailure(op, "the runs do not take each head once");
-      next = range.second;
-    }
-    if (next != heads || parts.size() < 2)
-      return rewriter.notifyMatchFailure(op, "the runs do not take every head");
+    if (parts.size() < 2 || !takeEachOnce(parts, heads))
+      return rewriter.notifyMatchFailure(op, "the runs do not take each head once");
     auto packedType = cast<RankedTensorType>(packed.getType());
     SmallVector<int64_t> sizes;
     SmallVector<Type> types;
@@ -332,12 +333,6 @@ struct RaiseHeadGroupSelection : OpRewritePattern<onnx::ReshapeOp> {
       Type viewType = entry.second.front()->getResult(0).getType();
       Value view = onnx::ReshapeOp::create(rewriter, op.getLoc(), viewType, part, shape);
       for (Operation *user : entry.second) rewriter.replaceOp(user, view);
-      // Split heads here: raising's structure stage, which raises the
-      // Reshape and Transpose of other heads, has run.
-      for (Operation *user : llvm::make_early_inc_range(view.getUsers()))
-        if (auto transpose = dyn_cast<onnx::TransposeOp>(user); hasPerm(transpose, {0, 2, 1, 3}))
-          rewriter.replaceOpWithNewOp<llm::SplitHeadsOp>(transpose, transpose.getType(), part,
-                                                         rewriter.getI64IntegerAttr(count));
     }
     return success();
   }
@@ -345,9 +340,8 @@ struct RaiseHeadGroupSelection : OpRewritePattern<onnx::ReshapeOp> {
 
 /// Split(Unsqueeze(linear[b, s, F], axis 1), last axis) -> llm.split of the
 /// linear: each part [b, 1, s, n] is one head (GPT-BigCode's multi-query
-/// c_attn, whose key and value are one head each). A query part viewed as
-/// heads, Transpose(Reshape(part -> [b, s, H, D])), is split_heads(part, H),
-/// raised here since raising's structure stage has run.
+/// c_attn, whose key and value are one head each; its query is viewed as
+/// heads after, ReshapeOfOneHead).
 struct RaiseUnsqueezedProjectionSplit : OpRewritePattern<onnx::SplitOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::SplitOp op, PatternRewriter &rewriter) const override {
@@ -368,25 +362,11 @@ struct RaiseUnsqueezedProjectionSplit : OpRewritePattern<onnx::SplitOp> {
     }
     auto split = llm::SplitOp::create(rewriter, op.getLoc(), types, packed,
                                       rewriter.getDenseI64ArrayAttr(sizes));
-    for (auto [part, output] : llvm::zip(split.getResults(), op.getOutputs())) {
-      Value oneHead = llm::SplitHeadsOp::create(rewriter, op.getLoc(), output.getType(), part,
-                                                rewriter.getI64IntegerAttr(1));
-      rewriter.replaceAllUsesWith(output, oneHead);
-      for (Operation *user : llvm::make_early_inc_range(oneHead.getUsers())) {
-        auto reshape = dyn_cast<onnx::ReshapeOp>(user);
-        int64_t heads = reshape && rankOf(reshape) == 4 ? dimOf(reshape, 2) : 0;
-        if (!reshape || ShapedType::isDynamic(heads) || heads <= 0 ||
-            heads * dimOf(reshape, 3) != dimOf(part, 2) || !sameDim(reshape, 0, part, 0) ||
-            !sameDim(reshape, 1, part, 1))
-          continue;
-        for (Operation *transpose : llvm::make_early_inc_range(reshape->getUsers()))
-          if (hasPerm(dyn_cast<onnx::TransposeOp>(transpose), {0, 2, 1, 3}))
-            rewriter.replaceOpWithNewOp<llm::SplitHeadsOp>(
-                transpose, transpose->getResult(0).getType(), part,
-                rewriter.getI64IntegerAttr(heads));
-      }
-    }
-    rewriter.eraseOp(op);
+    SmallVector<Value> oneHeads;
+    for (auto [part, output] : llvm::zip(split.getResults(), op.getOutputs()))
+      oneHeads.push_back(llm::SplitHeadsOp::create(rewriter, op.getLoc(), output.getType(), part,
+                                                   rewriter.getI64IntegerAttr(1)));
+    rewriter.replaceOp(op, oneHeads);
     return success();
   }
 };

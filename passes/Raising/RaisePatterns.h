@@ -51,6 +51,9 @@ void populateLinearGluePatterns(mlir::RewritePatternSet &patterns);
 void populateFlattenedTokenPatterns(mlir::RewritePatternSet &patterns);
 void populateRopePatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
+/// The heads' split again, and views of one head (RaiseAttention.cpp): the
+/// glue stage splits packed projections into views of heads.
+void populateAttentionGluePatterns(mlir::RewritePatternSet &patterns);
 void populateFusedAttentionPatterns(mlir::RewritePatternSet &patterns);
 /// onnxruntime's com.microsoft MoE -> llm.moe (RaiseFusedMixtureOfExperts.cpp).
 void populateFusedMixtureOfExpertsPatterns(mlir::RewritePatternSet &patterns);

@@ -269,6 +269,7 @@ void populateStructurePatterns(RewritePatternSet &patterns) {
 void populateGluePatterns(RewritePatternSet &patterns) {
   populateLinearGluePatterns(patterns);
   populateNormGluePatterns(patterns);
+  populateAttentionGluePatterns(patterns);
   populateFlattenedTokenPatterns(patterns);
 }
 

@@ -900,6 +900,25 @@ func.func @head_interleaved_projection_split(%x: tensor<1x3x1xf32>) -> (tensor<1
 
 // -----
 
+// Near miss: one head viewed with a 0 entry, which copies the head axis (1)
+// where the projection has its sequence; the view keeps reading the head.
+// CHECK-LABEL: func.func @one_head_viewed_with_a_copied_dim
+//       CHECK:   %[[H:.*]] = llm.split_heads %{{.*}} {num_heads = 1 : i64}
+//       CHECK:   onnx.Reshape %[[H]], %{{.*}} : (tensor<1x1x3x4xf32>, tensor<3xi64>) -> tensor<1x1x12xf32>
+func.func @one_head_viewed_with_a_copied_dim(%x: tensor<1x3x4xf32>) -> tensor<1x1x12xf32> {
+  %w = onnx.Constant dense<1.0> : tensor<4x8xf32>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %sizes = onnx.Constant dense<[4, 4]> : tensor<2xi64>
+  %shape = onnx.Constant dense<[0, 0, 12]> : tensor<3xi64>
+  %p = onnx.MatMul %x, %w : (tensor<1x3x4xf32>, tensor<4x8xf32>) -> tensor<1x3x8xf32>
+  %u = onnx.Unsqueeze %p, %one : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %a, %b = onnx.Split %u, %sizes {axis = 3 : i64} : (tensor<1x1x3x8xf32>, tensor<2xi64>) -> (tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>)
+  %r = onnx.Reshape %a, %shape : (tensor<1x1x3x4xf32>, tensor<3xi64>) -> tensor<1x1x12xf32>
+  return %r : tensor<1x1x12xf32>
+}
+
+// -----
+
 // Near miss: per-head slices that leave a column of each head out are no
 // partition of the heads; the projection keeps its layout and the slices stay.
 // CHECK-LABEL: func.func @head_slices_leave_columns_out
