@@ -317,7 +317,37 @@ bool reshapesNothing(ReshapeOp op) {
 }
 } // namespace
 
+namespace {
+/// Whether Reshape `op` of `inner`'s result means the same as that reshape of
+/// `inner`'s input: each target entry is a positive size or -1, or, where it
+/// may be 0 (a copy of the input's dim), that dim is the same in both inputs.
+bool reshapesAlikeThrough(ReshapeOp op, ReshapeOp inner) {
+  if (op.getAllowzero()) return true;
+  auto entries = evaluateShapeEntries(op.getShape());
+  if (!entries) return false;
+  Value outer = op.getData(), input = inner.getData();
+  auto sameDim = [&](int64_t i) {
+    auto outerType = dyn_cast<RankedTensorType>(outer.getType());
+    auto inputType = dyn_cast<RankedTensorType>(input.getType());
+    if (!outerType || !inputType || i >= outerType.getRank() || i >= inputType.getRank())
+      return false;
+    if (!outerType.isDynamicDim(i) && !inputType.isDynamicDim(i))
+      return outerType.getDimSize(i) == inputType.getDimSize(i);
+    return canonicalDim(outer, i) == canonicalDim(input, i);
+  };
+  for (auto [i, entry] : llvm::enumerate(*entries))
+    if (entry.value == 0 || (entry.value < -1 && !sameDim(i))) return false;
+  return true;
+}
+} // namespace
+
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  // A reshape of a reshape is the second reshape of the first's input.
+  if (auto inner = getData().getDefiningOp<ReshapeOp>();
+      inner && reshapesAlikeThrough(*this, inner)) {
+    getDataMutable().assign(inner.getData());
+    return getResult();
+  }
   if (getData().getType() == getType() &&
       (cast<ShapedType>(getType()).hasStaticShape() || reshapesNothing(*this)))
     return getData();

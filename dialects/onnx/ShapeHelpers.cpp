@@ -224,6 +224,20 @@ std::pair<Value, int64_t> walkToCanonicalDim(Value value, int64_t index) {
         else if (index < *axis + indicesRank) from = gather.getIndices(), at = index - *axis;
         else from = gather.getData(), at = index - indicesRank + 1;
       }
+    } else if (auto gather = dyn_cast<GatherNDOp>(op)) {
+      // [indices' leading dims..., data's dims after the batch dims and the tuple's].
+      int64_t indicesRank = rankOf(gather.getIndices());
+      int64_t tuple = indicesRank > 0 ? dimOf(gather.getIndices(), -1) : ShapedType::kDynamic;
+      if (!ShapedType::isDynamic(tuple)) {
+        if (index < indicesRank - 1) from = gather.getIndices();
+        else
+          from = gather.getData(), at = index - (indicesRank - 1) + gather.getBatchDims() + tuple;
+      }
+    } else if (auto tile = dyn_cast<TileOp>(op)) {
+      // A dim repeated once is the input's.
+      auto repeats = evaluateShapeEntries(tile.getRepeats());
+      if (repeats && int64_t(repeats->size()) == rank && (*repeats)[index].value == 1)
+        from = tile.getInput();
     } else if (auto unsqueeze = dyn_cast<UnsqueezeOp>(op)) {
       // The result's dims but the inserted ones are the input's, in order.
       auto axes = getConstantInts(unsqueeze.getAxes());

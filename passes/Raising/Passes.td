@@ -33,10 +33,15 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       whose runs of heads are sliced or gathered (Falcon's query heads, key
       head and value head) is split by those runs of columns; one
       unsqueezed at axis 1 and split along its features (GPT-BigCode's
-      multi-query c_attn) is split as a linear, each part a head;
+      multi-query c_attn) is split as a linear, each part a head; one viewed
+      as groups of heads and split within each group (CodeGen's qkv_proj) is
+      reordered part by part like GPT-NeoX's;
     - rope (rotate_half Slice/Neg/Concat/Mul/Add with cos/sin computed from
       inv_freq and position_ids, or gathered from caches; the same rotation
       on x's halves with half-width cos/sin, as gpt-oss writes it;
+      rotate_every_two over interleaved pairs on [b, s, heads, head_dim]
+      before the heads' transpose, cos/sin repeated pairwise from columns of
+      a constant table read at the positions (GPT-J, CodeGen);
       RotaryEmbedding);
     - moe (a sparse mixture of experts as optimum writes Qwen3-MoE: the
       loop over every expert unrolled, TopK routing, NonZero/ScatterElements

@@ -112,11 +112,13 @@ struct UnflattenTokenWiseLayer : RewritePattern {
   }
 };
 
-/// Reshape(Reshape(y[b, s, f] -> [-1, f]) -> [b, s, f]) -> y: the dims restored.
+/// Reshape(Reshape(y[b, s, f] -> [-1, f]) -> [b, s, f]) -> y: the dims
+/// restored; also once the two Reshapes are folded into one, y -> [b, s, f].
 struct RestoreFlattenedTokens : OpRewritePattern<onnx::ReshapeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::ReshapeOp op, PatternRewriter &rewriter) const override {
     Value tokens = flattenedTokens(op.getData());
+    if (!tokens && rankOf(op.getData()) == 3) tokens = op.getData();
     if (!tokens || tokens.getType() != op.getType())
       return rewriter.notifyMatchFailure(op, "does not reshape flattened tokens to their type");
     if (!sameDim(op, 0, tokens, 0) || !sameDim(op, 1, tokens, 1))

@@ -46,10 +46,16 @@ void populateLinearPatterns(mlir::RewritePatternSet &patterns);
 /// (RaiseQuantizedLinear.cpp); populateLinearPatterns adds them.
 void populateQuantizedLinearPatterns(mlir::RewritePatternSet &patterns);
 void populateLinearGluePatterns(mlir::RewritePatternSet &patterns);
+/// Packed projections split into their parts (RaiseProjectionSplits.cpp);
+/// populateLinearGluePatterns adds them.
+void populateProjectionSplitPatterns(mlir::RewritePatternSet &patterns);
 /// Layers computed on flattened tokens [b*s, f] moved back onto [b, s, f]
 /// (RaiseFlattenedTokens.cpp); in the structure and glue stages both.
 void populateFlattenedTokenPatterns(mlir::RewritePatternSet &patterns);
 void populateRopePatterns(mlir::RewritePatternSet &patterns);
+/// The rotation over interleaved pairs GPT-J and CodeGen write out
+/// (RaiseInterleavedRope.cpp).
+void populateInterleavedRopePatterns(mlir::RewritePatternSet &patterns);
 void populateAttentionPatterns(mlir::RewritePatternSet &patterns);
 /// The heads' split again, and views of one head (RaiseAttention.cpp): the
 /// glue stage splits packed projections into views of heads.
@@ -167,6 +173,19 @@ mlir::BlockArgument findArgumentInSlice(mlir::Value value, llvm::StringRef name)
 
 /// Whether a Concat-style `axis` attribute names the last axis of a rank-`rank` tensor.
 bool isSingleAxisValue(int64_t axis, int64_t rank);
+
+/// The factors of a rotary embedding written out, x * cos + rotated * sin.
+struct RotationFactors {
+  mlir::Value x, cos, rotated, sin;
+  onnx::MulOp direct, rotatedProduct;
+};
+/// `add`'s factors, in either order, where `rotates(rotated, x)`.
+std::optional<RotationFactors>
+rotationFactors(onnx::AddOp add, llvm::function_ref<bool(mlir::Value, mlir::Value)> rotates);
+
+/// The y whose y[..., :r] and y[..., r:] are `rotated` and `passed`, r being
+/// `rotated`'s width (a partial rotary's parts), or null.
+mlir::Value partialRotaryInput(mlir::Value rotated, mlir::Value passed);
 
 /// rope_cached on a 4-D [batch, heads, seq, d] value (GroupQueryAttention's rotary).
 mlir::Value createRopeForHeads(mlir::PatternRewriter &rewriter, mlir::Location loc,

@@ -202,28 +202,18 @@ Value createRope(PatternRewriter &rewriter, Location loc, Type type, Value x,
 struct RaiseDecomposedRope : OpRewritePattern<onnx::AddOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::AddOp root, PatternRewriter &rewriter) const override {
-    auto lhs = definedBy<onnx::MulOp>(root.getA());
-    auto rhs = definedBy<onnx::MulOp>(root.getB());
-    if (!lhs || !rhs) return rewriter.notifyMatchFailure(root, "not a sum of two products");
-    // Find x and rotate_half(x) among the four factors.
-    for (auto [direct, rotatedMul] : {std::pair(lhs, rhs), std::pair(rhs, lhs)}) {
-      for (auto [x, cos] : {std::pair(direct.getA(), direct.getB()),
-                            std::pair(direct.getB(), direct.getA())}) {
-        if (rankOf(x) != 4) continue;
-        for (auto [rotated, sin] : {std::pair(rotatedMul.getA(), rotatedMul.getB()),
-                                    std::pair(rotatedMul.getB(), rotatedMul.getA())}) {
-          if (!isRotateHalf(rotated, x)) continue;
-          FailureOr<RopeTables> tables = analyseTables(cos, sin, rewriter, root.getLoc());
-          if (failed(tables))
-            return rewriter.notifyMatchFailure(root, "cos/sin are not computed from inv_freq "
-                                                     "and positions, nor gathered from caches");
-          rewriter.replaceOp(root, createRope(rewriter, fusedLocOf({root, lhs, rhs}),
-                                              root.getType(), x, *tables));
-          return success();
-        }
-      }
-    }
-    return rewriter.notifyMatchFailure(root, "no x * cos + rotate_half(x) * sin");
+    std::optional<RotationFactors> factors = rotationFactors(root, [](Value rotated, Value x) {
+      return rankOf(x) == 4 && isRotateHalf(rotated, x);
+    });
+    if (!factors) return rewriter.notifyMatchFailure(root, "no x * cos + rotate_half(x) * sin");
+    FailureOr<RopeTables> tables =
+        analyseTables(factors->cos, factors->sin, rewriter, root.getLoc());
+    if (failed(tables))
+      return rewriter.notifyMatchFailure(root, "cos/sin are not computed from inv_freq "
+                                               "and positions, nor gathered from caches");
+    Location loc = fusedLocOf({root, factors->direct, factors->rotatedProduct});
+    rewriter.replaceOp(root, createRope(rewriter, loc, root.getType(), factors->x, *tables));
+    return success();
   }
 };
 
@@ -386,15 +376,8 @@ struct RaisePartialRotary : OpRewritePattern<onnx::ConcatOp> {
     Operation *rope = op.getInputs()[0].getDefiningOp();
     if (!isa_and_present<llm::RopeOp, llm::RopeCachedOp>(rope) || !rope->hasOneUse())
       return rewriter.notifyMatchFailure(op, "its first part is not a rope used only here");
-    auto rotated = definedBy<onnx::SliceOp>(rope->getOperand(0));
-    auto passed = definedBy<onnx::SliceOp>(op.getInputs()[1]);
-    if (!rotated || !passed || rotated.getData() != passed.getData())
-      return rewriter.notifyMatchFailure(op, "the parts are not slices of one value");
-    Value x = rotated.getData();
-    int64_t rotary = dimOf(rope->getResult(0), -1);
-    if (lastAxisColumns(rotated) != std::pair<int64_t, int64_t>(0, rotary) ||
-        lastAxisColumns(passed) != std::pair<int64_t, int64_t>(rotary, dimOf(x, -1)))
-      return rewriter.notifyMatchFailure(op, "the parts are not x[..., :r] and x[..., r:]");
+    Value x = partialRotaryInput(rope->getOperand(0), op.getInputs()[1]);
+    if (!x) return rewriter.notifyMatchFailure(op, "the parts are not x[..., :r] and x[..., r:]");
     if (x.getType() != op.getType())
       return rewriter.notifyMatchFailure(op, "the concat is not shaped as x");
     Operation *whole = rewriter.clone(*rope);
@@ -407,13 +390,42 @@ struct RaisePartialRotary : OpRewritePattern<onnx::ConcatOp> {
 
 } // namespace
 
+std::optional<RotationFactors>
+rotationFactors(onnx::AddOp add, llvm::function_ref<bool(Value, Value)> rotates) {
+  auto lhs = definedBy<onnx::MulOp>(add.getA());
+  auto rhs = definedBy<onnx::MulOp>(add.getB());
+  if (!lhs || !rhs) return std::nullopt;
+  for (auto [direct, rotatedProduct] : {std::pair(lhs, rhs), std::pair(rhs, lhs)})
+    for (auto [x, cos] : {std::pair(direct.getA(), direct.getB()),
+                          std::pair(direct.getB(), direct.getA())})
+      for (auto [rotated, sin] : {std::pair(rotatedProduct.getA(), rotatedProduct.getB()),
+                                  std::pair(rotatedProduct.getB(), rotatedProduct.getA())})
+        if (rotates(rotated, x))
+          return RotationFactors{x, cos, rotated, sin, direct, rotatedProduct};
+  return std::nullopt;
+}
+
+Value partialRotaryInput(Value rotated, Value passed) {
+  auto rotatedSlice = definedBy<onnx::SliceOp>(rotated);
+  auto passedSlice = definedBy<onnx::SliceOp>(passed);
+  if (!rotatedSlice || !passedSlice || rotatedSlice.getData() != passedSlice.getData())
+    return nullptr;
+  Value y = rotatedSlice.getData();
+  int64_t rotary = dimOf(rotated, -1);
+  if (lastAxisColumns(rotatedSlice) != std::pair<int64_t, int64_t>(0, rotary) ||
+      lastAxisColumns(passedSlice) != std::pair<int64_t, int64_t>(rotary, dimOf(y, -1)))
+    return nullptr;
+  return y;
+}
+
 std::optional<std::string> unsupportedRopeFeature(Operation *op) {
   // rotate_every_two negates the odd elements of each pair: x[..., 1::2].
   auto neg = dyn_cast<onnx::NegOp>(op);
   auto taken = neg ? lastAxisSlice(definedBy<onnx::SliceOp>(neg.getX())) : std::nullopt;
   if (!taken || taken->step != 2) return std::nullopt;
-  return std::string("a rotary embedding over interleaved pairs written out (rotate_every_two, "
-                     "as GPT-J, CodeGen, Cohere, GLM and Helium are exported)");
+  return std::string("a rotary embedding over interleaved pairs written out (rotate_every_two) "
+                     "whose cos and sin are not columns of a constant table read at the "
+                     "positions (Cohere, GLM and Helium compute them)");
 }
 
 Value createRopeForHeads(PatternRewriter &rewriter, Location loc, Value heads, Value positions,

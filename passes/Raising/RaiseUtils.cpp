@@ -261,6 +261,7 @@ void populateStructurePatterns(RewritePatternSet &patterns) {
   populateLinearPatterns(patterns);
   populateFlattenedTokenPatterns(patterns);
   populateRopePatterns(patterns);
+  populateInterleavedRopePatterns(patterns);
   populateAttentionPatterns(patterns);
   populateFusedAttentionPatterns(patterns);
   populateFusedMixtureOfExpertsPatterns(patterns);

@@ -122,9 +122,14 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # head each, learned positions, gelu.
     "gpt-bigcode": ("GPTBigCodeConfig", dict(n_inner=128, multi_query=True)),
     # GPT-J: rotary over interleaved pairs (rotate_every_two) on the first quarter of each
-    # head, parallel attention and MLP. llmc refuses it, naming the rotary form.
+    # head, applied before the heads' transpose, with sin and cos read from one table;
+    # parallel attention and MLP.
     "gptj": ("GPTJConfig", dict(n_embd=64, n_layer=2, n_head=4, n_positions=256, rotary_dim=4,
                                 n_inner=128)),
+    # CodeGen: GPT-J's rotary and block, with one qkv_proj laid out in 4 groups of heads
+    # (each group's q, v and k side by side); 8 heads, so 2 to a group.
+    "codegen": ("CodeGenConfig", dict(n_embd=64, n_layer=2, n_head=8, n_positions=256,
+                                      n_ctx=256, rotary_dim=4, n_inner=128)),
     # OPT (vLLM's first example model, opt-125m): learned positions at an offset of 2, ReLU,
     # its feed-forward block computed on the flattened tokens.
     "opt": ("OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64)),

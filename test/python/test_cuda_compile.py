@@ -209,6 +209,9 @@ EXPORTS = ROOT / "test" / "exporters"
     # One key and one value head split off the fused projection.
     "optimum/falcon",
     "optimum/gpt-bigcode",  # c_attn unsqueezed and split: one key and one value head
+    # Rotary over interleaved pairs on part of each head; a projection in groups of heads.
+    "optimum/gptj",
+    "optimum/codegen",
 ])
 def test_exporter_features_compile_for_cuda(tmp_path, export):
     result = compile_cuda(EXPORTS / export / "model.onnx", tmp_path / "model.llmc",

@@ -175,11 +175,13 @@ func.func @reshape_minus_one_over_same_dims(%hidden: tensor<?x?x64xf32>) -> tens
 // The same through an Unsqueeze (GPT-BigCode's query, [b, 1, s, 64]): the
 // result's dims but the inserted one are the input's, so b and s still
 // cancel; and OPT's view(batch, -1, heads, head_dim), whose -1 is then the
-// sequence, is that dim for a Reshape after it.
+// sequence, is that dim for a Reshape after it: the view back to [b, s, -1]
+// is the input itself.
 // CHECK-LABEL: func.func @reshape_minus_one_through_unsqueeze
+//  CHECK-SAME:   (%[[HIDDEN:[^:]*]]: tensor<?x?x64xf32>)
 //       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x4x16xf32>
-//       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x4x16xf32>
-//       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x64xf32>
+//   CHECK-NOT:   onnx.Reshape
+//       CHECK:   return %{{.*}}, %[[HIDDEN]]
 func.func @reshape_minus_one_through_unsqueeze(%hidden: tensor<?x?x64xf32>) -> (tensor<*xf32>, tensor<*xf32>) {
   %shape = onnx.Shape %hidden : (tensor<?x?x64xf32>) -> tensor<*xi64>
   %i0 = onnx.Constant dense<0> : tensor<i64>
@@ -223,6 +225,29 @@ func.func @reshape_minus_one_through_clip(%hidden: tensor<?x?x64xf32>) -> tensor
   %target = onnx.Concat %b1, %s1, %rest {axis = 0 : i64} : (tensor<*xi64>, tensor<*xi64>, tensor<2xi64>) -> tensor<*xi64>
   %c = onnx.Clip %hidden, %lo, %hi : (tensor<?x?x64xf32>, tensor<f32>, tensor<f32>) -> tensor<*xf32>
   %y = onnx.Reshape %c, %target : (tensor<*xf32>, tensor<*xi64>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}
+
+// -----
+
+// And through GatherND and a Tile that repeats only the last axis: torch.onnx's
+// dynamo export of GPT-J's repeat_interleave(table[positions], 2) before its
+// rotary, flattened to [b, s, 1, -1].
+// CHECK-LABEL: func.func @reshape_minus_one_through_gather_nd_and_tile
+//       CHECK:   onnx.Reshape {{.*}} -> tensor<?x?x1x8xf32>
+func.func @reshape_minus_one_through_gather_nd_and_tile(%table: tensor<16x4xf32>, %pos: tensor<?x?xi64>) -> tensor<*xf32> {
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %two = onnx.Constant dense<2> : tensor<1xi64>
+  %four = onnx.Constant dense<4> : tensor<1xi64>
+  %repeats = onnx.Constant dense<[1, 1, 1, 1, 2]> : tensor<5xi64>
+  %tuples = onnx.Unsqueeze %pos, %last : (tensor<?x?xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %rows = onnx.GatherND %table, %tuples : (tensor<16x4xf32>, tensor<*xi64>) -> tensor<*xf32>
+  %heads = onnx.Unsqueeze %rows, %two : (tensor<*xf32>, tensor<1xi64>) -> tensor<*xf32>
+  %pairs = onnx.Unsqueeze %heads, %four : (tensor<*xf32>, tensor<1xi64>) -> tensor<*xf32>
+  %tiled = onnx.Tile %pairs, %repeats : (tensor<*xf32>, tensor<5xi64>) -> tensor<*xf32>
+  %kept = onnx.Shape %heads {end = 3 : i64} : (tensor<*xf32>) -> tensor<*xi64>
+  %target = onnx.Concat %kept, %last {axis = 0 : i64} : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %y = onnx.Reshape %tiled, %target : (tensor<*xf32>, tensor<*xi64>) -> tensor<*xf32>
   return %y : tensor<*xf32>
 }
 
@@ -315,6 +340,54 @@ func.func @reshape_to_itself(%x: tensor<?x?xi64>) -> (tensor<*xi64>, tensor<*xi6
   %dims = onnx.Constant dense<[2, -1, 7]> : tensor<3xi64>
   %picked = onnx.Where %cond, %ones, %dims : (tensor<3xi1>, tensor<3xi64>, tensor<3xi64>) -> tensor<*xi64>
   return %y, %picked : tensor<*xi64>, tensor<*xi64>
+}
+
+// -----
+
+// A Reshape of a Reshape is the second of the first's input: CodeGen's view of
+// each part as [b, s, groups, heads per group, head_dim], then as [b, s, heads,
+// head_dim], reads one dims-only target off the first view's shape; here it
+// is the input's own shape, so both go.
+// CHECK-LABEL: func.func @reshape_of_reshape
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<?x?x4x16xf32>)
+//   CHECK-NOT:   onnx.Reshape
+//       CHECK:   return %[[X]]
+func.func @reshape_of_reshape(%x: tensor<?x?x4x16xf32>) -> tensor<*xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<0> : tensor<1xi64>
+  %groups = onnx.Constant dense<[2, 2, 16]> : tensor<3xi64>
+  %heads = onnx.Constant dense<[4, 16]> : tensor<2xi64>
+  %shape = onnx.Shape %x : (tensor<?x?x4x16xf32>) -> tensor<4xi64>
+  %b = onnx.Gather %shape, %c0 : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %s = onnx.Gather %shape, %c1 : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %b1 = onnx.Unsqueeze %b, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %s1 = onnx.Unsqueeze %s, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %target1 = onnx.Concat %b1, %s1, %groups {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<3xi64>) -> tensor<5xi64>
+  %grouped = onnx.Reshape %x, %target1 : (tensor<?x?x4x16xf32>, tensor<5xi64>) -> tensor<*xf32>
+  %shape2 = onnx.Shape %grouped : (tensor<*xf32>) -> tensor<*xi64>
+  %b2 = onnx.Gather %shape2, %c0 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %s2 = onnx.Gather %shape2, %c1 : (tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %b3 = onnx.Unsqueeze %b2, %ax0 : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %s3 = onnx.Unsqueeze %s2, %ax0 : (tensor<*xi64>, tensor<1xi64>) -> tensor<*xi64>
+  %target2 = onnx.Concat %b3, %s3, %heads {axis = 0 : i64} : (tensor<*xi64>, tensor<*xi64>, tensor<2xi64>) -> tensor<*xi64>
+  %y = onnx.Reshape %grouped, %target2 : (tensor<*xf32>, tensor<*xi64>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
+}
+
+// -----
+
+// Near miss: a 0 entry copies the first view's dim (4 * s), not the input's (s):
+// the second Reshape keeps reading the first.
+// CHECK-LABEL: func.func @reshape_of_reshape_copying_a_dim
+//       CHECK:   %[[FIRST:.*]] = onnx.Reshape %{{.*}} -> tensor<?x?x16xf32>
+//       CHECK:   onnx.Reshape %[[FIRST]]
+func.func @reshape_of_reshape_copying_a_dim(%x: tensor<?x?x64xf32>) -> tensor<*xf32> {
+  %flat = onnx.Constant dense<[0, -1, 16]> : tensor<3xi64>
+  %copy = onnx.Constant dense<[0, 0, 2, 8]> : tensor<4xi64>
+  %r = onnx.Reshape %x, %flat : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<*xf32>
+  %y = onnx.Reshape %r, %copy : (tensor<*xf32>, tensor<4xi64>) -> tensor<*xf32>
+  return %y : tensor<*xf32>
 }
 
 // -----

@@ -900,6 +900,47 @@ func.func @head_interleaved_projection_split(%x: tensor<1x3x1xf32>) -> (tensor<1
 
 // -----
 
+// A projection laid out in groups of heads, each group's q, v and k side by
+// side, viewed as [b, s, groups, group width] and split along the group
+// (CodeGen's qkv_proj): its columns reordered part by part at compile time,
+// one llm.split, each part viewed as its groups again.
+// CHECK-LABEL: func.func @group_interleaved_projection
+//   CHECK-DAG:   %[[W:.*]] = llm.constant dense<{{\[}}[0.000000e+00, 1.000000e+00, 6.000000e+00, 7.000000e+00, 2.000000e+00, 3.000000e+00, 8.000000e+00, 9.000000e+00, 4.000000e+00, 5.000000e+00, 1.000000e+01, 1.100000e+01]]>
+//       CHECK:   %[[P:.*]] = llm.linear %{{.*}}, %[[W]]
+//       CHECK:   %[[S:.*]]:3 = llm.split %[[P]] {sizes = array<i64: 4, 4, 4>}
+//       CHECK:   %[[Q:.*]] = onnx.Reshape %[[S]]#0, %{{.*}} -> tensor<1x3x2x2xf32>
+//       CHECK:   %[[V:.*]] = onnx.Reshape %[[S]]#1, %{{.*}} -> tensor<1x3x2x2xf32>
+//       CHECK:   %[[K:.*]] = onnx.Reshape %[[S]]#2, %{{.*}} -> tensor<1x3x2x2xf32>
+//       CHECK:   return %[[Q]], %[[V]], %[[K]]
+//   CHECK-NOT:   onnx.Split
+func.func @group_interleaved_projection(%x: tensor<1x3x1xf32>) -> (tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>) {
+  %w = onnx.Constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]]> : tensor<1x12xf32>
+  %shape = onnx.Constant dense<[0, 0, 2, 6]> : tensor<4xi64>
+  %sizes = onnx.Constant dense<2> : tensor<3xi64>
+  %m = onnx.MatMul %x, %w : (tensor<1x3x1xf32>, tensor<1x12xf32>) -> tensor<1x3x12xf32>
+  %r = onnx.Reshape %m, %shape : (tensor<1x3x12xf32>, tensor<4xi64>) -> tensor<1x3x2x6xf32>
+  %q, %v, %k = onnx.Split %r, %sizes {axis = -1 : i64} : (tensor<1x3x2x6xf32>, tensor<3xi64>) -> (tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>)
+  return %q, %v, %k : tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>, tensor<1x3x2x2xf32>
+}
+
+// -----
+
+// Near miss: the view moves the sequence into the batch, so its groups are
+// not of one token's features; the Split stays.
+// CHECK-LABEL: func.func @grouped_view_across_tokens
+//       CHECK:   onnx.Split
+func.func @grouped_view_across_tokens(%x: tensor<1x3x1xf32>) -> (tensor<3x1x2x2xf32>, tensor<3x1x2x2xf32>, tensor<3x1x2x2xf32>) {
+  %w = onnx.Constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]]> : tensor<1x12xf32>
+  %shape = onnx.Constant dense<[3, 1, 2, 6]> : tensor<4xi64>
+  %sizes = onnx.Constant dense<2> : tensor<3xi64>
+  %m = onnx.MatMul %x, %w : (tensor<1x3x1xf32>, tensor<1x12xf32>) -> tensor<1x3x12xf32>
+  %r = onnx.Reshape %m, %shape : (tensor<1x3x12xf32>, tensor<4xi64>) -> tensor<3x1x2x6xf32>
+  %q, %v, %k = onnx.Split %r, %sizes {axis = -1 : i64} : (tensor<3x1x2x6xf32>, tensor<3xi64>) -> (tensor<3x1x2x2xf32>, tensor<3x1x2x2xf32>, tensor<3x1x2x2xf32>)
+  return %q, %v, %k : tensor<3x1x2x2xf32>, tensor<3x1x2x2xf32>, tensor<3x1x2x2xf32>
+}
+
+// -----
+
 // Near miss: one head viewed with a 0 entry, which copies the head axis (1)
 // where the projection has its sequence; the view keeps reading the head.
 // CHECK-LABEL: func.func @one_head_viewed_with_a_copied_dim
@@ -1012,6 +1053,38 @@ func.func @flattened_gemm(%x: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?
   %x2 = onnx.Reshape %x, %flat : (tensor<?x?x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
   %y2 = onnx.Gemm %x2, %w, %b : (tensor<?x4xf32>, tensor<4x12xf32>, tensor<12xf32>) -> tensor<?x12xf32>
   %y = onnx.Reshape %y2, %back : (tensor<?x12xf32>, tensor<3xi64>) -> tensor<?x?x12xf32>
+  %q, %k, %v = onnx.Split %y, %sizes {axis = 2 : i64} : (tensor<?x?x12xf32>, tensor<3xi64>) -> (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>)
+  return %q, %k, %v : tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
+}
+
+// -----
+
+// The same with allowzero set, as torch.onnx's dynamo exporter writes its
+// Reshapes: the Reshape back folds into the flattening the linear leaves on
+// [b, s, f], one Reshape of the tokens to their own dims, which goes.
+// CHECK-LABEL: func.func @flattened_gemm_allowzero
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<?x?x4xf32>
+//       CHECK:   %[[L:.*]] = llm.linear %[[X]], %{{.*}}, %{{.*}} : (tensor<?x?x4xf32>, tensor<4x12xf32>, tensor<12xf32>) -> tensor<?x?x12xf32>
+//       CHECK:   llm.split %[[L]] {sizes = array<i64: 4, 4, 4>}
+//   CHECK-NOT:   onnx.Gemm
+func.func @flattened_gemm_allowzero(%x: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
+  %w = onnx.Constant dense<1.0> : tensor<4x12xf32>
+  %b = onnx.Constant dense<0.5> : tensor<12xf32>
+  %flat = onnx.Constant dense<[-1, 4]> : tensor<2xi64>
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<0> : tensor<1xi64>
+  %out = onnx.Constant dense<12> : tensor<1xi64>
+  %sizes = onnx.Constant dense<4> : tensor<3xi64>
+  %shape = onnx.Shape %x : (tensor<?x?x4xf32>) -> tensor<3xi64>
+  %batch = onnx.Gather %shape, %c0 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %seq = onnx.Gather %shape, %c1 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %b1 = onnx.Unsqueeze %batch, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %s1 = onnx.Unsqueeze %seq, %ax0 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %back = onnx.Concat %b1, %s1, %out {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %x2 = onnx.Reshape %x, %flat : (tensor<?x?x4xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  %y2 = onnx.Gemm %x2, %w, %b : (tensor<?x4xf32>, tensor<4x12xf32>, tensor<12xf32>) -> tensor<?x12xf32>
+  %y = onnx.Reshape %y2, %back {allowzero = 1 : i64} : (tensor<?x12xf32>, tensor<3xi64>) -> tensor<?x?x12xf32>
   %q, %k, %v = onnx.Split %y, %sizes {axis = 2 : i64} : (tensor<?x?x12xf32>, tensor<3xi64>) -> (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>)
   return %q, %k, %v : tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
 }

@@ -1,8 +1,8 @@
 // RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(raise-onnx-to-llm))' -o /dev/null 2>&1 | FileCheck %s
 
-// GPT-J's rotate_every_two left written out: the leftovers are refused with
-// the feature named.
-// CHECK: onnx ops not raised to llm: onnx.Slice x2, onnx.Neg x1, onnx.Unsqueeze x2, onnx.Concat x1, onnx.Reshape x1; a rotary embedding over interleaved pairs written out (rotate_every_two, as GPT-J, CodeGen, Cohere, GLM and Helium are exported) is not supported
+// rotate_every_two left written out, with no cos and sin that raise: the
+// leftovers are refused with the feature named.
+// CHECK: onnx ops not raised to llm: onnx.Slice x2, onnx.Neg x1, onnx.Unsqueeze x2, onnx.Concat x1, onnx.Reshape x1; a rotary embedding over interleaved pairs written out (rotate_every_two) whose cos and sin are not columns of a constant table read at the positions (Cohere, GLM and Helium compute them) is not supported
 func.func @rotate_every_two(%x: tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32> {
   %zero = onnx.Constant dense<0> : tensor<1xi64>
   %one = onnx.Constant dense<1> : tensor<1xi64>
