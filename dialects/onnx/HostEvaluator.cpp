@@ -537,6 +537,27 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
             out = transpose(*in[0], perm);
             return success();
           })
+          .Case([&](NonZeroOp) -> LogicalResult {
+            // [rank, count]: the multi-index of each nonzero element, in row-major order.
+            const HostTensor &x = *in[0];
+            int64_t rank = x.shape.size();
+            if (rank == 0) return fail(op, "the input is a scalar");
+            SmallVector<int64_t> found;
+            for (size_t i = 0; i < x.data.size(); ++i) {
+              if (x.data[i] == 0) continue;
+              for (int64_t d = 0, rest = i; d < rank; ++d) {
+                int64_t stride = numElements(ArrayRef<int64_t>(x.shape).drop_front(d + 1));
+                found.push_back(rest / stride);
+                rest %= stride;
+              }
+            }
+            int64_t count = int64_t(found.size()) / rank;
+            out.shape = {rank, count};
+            out.data.resize(rank * count);
+            for (int64_t n = 0; n < count; ++n)
+              for (int64_t d = 0; d < rank; ++d) out.data[d * count + n] = found[n * rank + d];
+            return success();
+          })
           .Case([&](RangeOp) -> LogicalResult {
             double start = in[0]->data.at(0), limit = in[1]->data.at(0), delta = in[2]->data.at(0);
             if (delta == 0) return fail(op, "delta is 0");

@@ -279,16 +279,20 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   auto input = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput());
   if (!type || !input) return {};
   Type from = input.getElementType(), to = type.getElementType();
+  // A bool is 0 or 1, not a 1-bit signed integer.
+  auto widened = [&](const APInt &v) {
+    return from.isInteger(1) ? v.zext(64) : v.sextOrTrunc(64);
+  };
   if (isa<IntegerType>(from) && isa<IntegerType>(to)) {
     SmallVector<APInt> out;
     for (const APInt &v : input.getValues<APInt>())
       out.push_back(to.isInteger(1) ? APInt(1, !v.isZero())
-                                    : v.sextOrTrunc(to.getIntOrFloatBitWidth()));
+                                    : widened(v).trunc(to.getIntOrFloatBitWidth()));
     return DenseElementsAttr::get(type, out);
   }
   if (isa<IntegerType>(from) && to.isF32()) {
     SmallVector<float> out;
-    for (const APInt &v : input.getValues<APInt>()) out.push_back(float(v.getSExtValue()));
+    for (const APInt &v : input.getValues<APInt>()) out.push_back(float(widened(v).getSExtValue()));
     return DenseElementsAttr::get(type, ArrayRef<float>(out));
   }
   return foldShapeTensor(getResult());

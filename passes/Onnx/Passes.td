@@ -17,7 +17,10 @@ def OnnxShapeInferencePass : Pass<"onnx-shape-inference", "mlir::func::FuncOp"> 
 
     - folding: constant shape subgraphs (Shape -> Gather -> Unsqueeze ->
       Concat chains whose dims are static, Range, ConstantOfShape, integer
-      arithmetic on shape values) become constants, an `If` on a constant
+      arithmetic on shape values) become constants, so does any op with an
+      integer or bool result over constants alone, evaluated on the host
+      (the Range, Less and NonZero index torch's repeat_interleave builds);
+      a Reshape of a Reshape becomes one; an `If` on a constant
       condition becomes its branch, and dead ops are erased;
     - shape inference: every op recomputes its result types from its
       operands, including partially known shape operands (a Reshape whose

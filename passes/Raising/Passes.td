@@ -39,9 +39,11 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
     - rope (rotate_half Slice/Neg/Concat/Mul/Add with cos/sin computed from
       inv_freq and position_ids, or gathered from caches; the same rotation
       on x's halves with half-width cos/sin, as gpt-oss writes it;
-      rotate_every_two over interleaved pairs on [b, s, heads, head_dim]
-      before the heads' transpose, cos/sin repeated pairwise from columns of
-      a constant table read at the positions (GPT-J, CodeGen);
+      rotate_every_two over interleaved pairs, cos/sin repeated pairwise:
+      on [b, s, heads, head_dim] before the heads' transpose from columns
+      of a constant table read at the positions (GPT-J, CodeGen), or on
+      [b, heads, s, head_dim] from computed half-width tables or angles
+      (Helium, GLM, Cohere);
       RotaryEmbedding);
     - moe (a sparse mixture of experts as optimum writes Qwen3-MoE: the
       loop over every expert unrolled, TopK routing, NonZero/ScatterElements

@@ -28,6 +28,29 @@ std::pair<Value, Value> splitNormWeight(onnx::MulOp root) {
   return {weight, skipCasts(normed)};
 }
 
+/// `normed` as x / sqrt(s), written x * Div(1, Sqrt(s)), x * Reciprocal(Sqrt(s))
+/// or Div(x, Sqrt(s)): x and the Sqrt, or nulls.
+std::pair<Value, onnx::SqrtOp> dividedBySqrt(Value normed) {
+  Value x, sqrt;
+  if (auto mul = definedBy<onnx::MulOp>(normed)) {
+    for (auto [a, b] : {std::pair(mul.getA(), mul.getB()), std::pair(mul.getB(), mul.getA())}) {
+      if (auto div = definedBy<onnx::DivOp>(b); div && isConstantScalar(div.getA(), 1.0)) {
+        x = a, sqrt = div.getB();
+        break;
+      }
+      if (auto reciprocal = definedBy<onnx::ReciprocalOp>(b)) {
+        x = a, sqrt = reciprocal.getX();
+        break;
+      }
+    }
+  } else if (auto div = definedBy<onnx::DivOp>(normed)) {
+    x = div.getA(), sqrt = div.getB();
+  }
+  auto sqrtOp = definedBy<onnx::SqrtOp>(sqrt);
+  if (!x || !sqrtOp) return {};
+  return {x, sqrtOp};
+}
+
 /// The decomposed RMSNorm torch.onnx writes:
 ///   weight * Cast?(x * 1/sqrt(mean(x^2, -1) + eps))   (x possibly a Cast)
 /// with 1/sqrt as Div(1, Sqrt), Reciprocal(Sqrt), or x / Sqrt directly.
@@ -38,24 +61,8 @@ struct RaiseDecomposedRmsNorm : OpRewritePattern<onnx::MulOp> {
     auto [weight, normed] = splitNormWeight(root);
     if (!weight) return rewriter.notifyMatchFailure(root, "no 1-D constant weight operand");
 
-    // normed = x * inv  or  x / sqrt(...)
-    Value x, sqrt;
-    if (auto mul = definedBy<onnx::MulOp>(normed)) {
-      for (auto [a, b] : {std::pair(mul.getA(), mul.getB()), std::pair(mul.getB(), mul.getA())}) {
-        if (auto div = definedBy<onnx::DivOp>(b); div && isConstantScalar(div.getA(), 1.0)) {
-          x = a, sqrt = div.getB();
-          break;
-        }
-        if (auto reciprocal = definedBy<onnx::ReciprocalOp>(b)) {
-          x = a, sqrt = reciprocal.getX();
-          break;
-        }
-      }
-    } else if (auto div = definedBy<onnx::DivOp>(normed)) {
-      x = div.getA(), sqrt = div.getB();
-    }
-    auto sqrtOp = definedBy<onnx::SqrtOp>(sqrt);
-    if (!x || !sqrtOp) return rewriter.notifyMatchFailure(root, "no x * 1/sqrt(...) factor");
+    auto [x, sqrtOp] = dividedBySqrt(normed);
+    if (!x) return rewriter.notifyMatchFailure(root, "no x * 1/sqrt(...) factor");
     auto add = definedBy<onnx::AddOp>(sqrtOp.getX());
     if (!add) return rewriter.notifyMatchFailure(root, "sqrt operand is not mean + eps");
     Value mean = add.getA(), eps = add.getB();
@@ -89,30 +96,30 @@ struct RaiseDecomposedRmsNorm : OpRewritePattern<onnx::MulOp> {
 
 /// The decomposed LayerNorm torch.onnx writes before opset 17:
 ///   weight * ((x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps))
-/// A bias add after it is folded in by the glue stage.
+/// with the division as for RMSNorm (Cohere's, without a bias, multiplies by
+/// 1/sqrt). A bias add after it is folded in by the glue stage.
 struct RaiseDecomposedLayerNorm : OpRewritePattern<onnx::MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(onnx::MulOp root, PatternRewriter &rewriter) const override {
     auto [weight, normed] = splitNormWeight(root);
     if (!weight) return rewriter.notifyMatchFailure(root, "no 1-D constant weight operand");
-    auto div = definedBy<onnx::DivOp>(normed);
-    Value x = div ? centredInput(div.getA()) : Value();
-    if (!x) return rewriter.notifyMatchFailure(root, "not (x - mean(x)) / ...");
-    auto sqrt = definedBy<onnx::SqrtOp>(div.getB());
-    auto add = sqrt ? definedBy<onnx::AddOp>(sqrt.getX()) : onnx::AddOp();
+    auto [centred, sqrt] = dividedBySqrt(normed);
+    Value x = centred ? centredInput(centred) : Value();
+    if (!x) return rewriter.notifyMatchFailure(root, "not (x - mean(x)) / sqrt(...)");
+    auto add = definedBy<onnx::AddOp>(sqrt.getX());
     if (!add) return rewriter.notifyMatchFailure(root, "divisor is not sqrt(var + eps)");
     Value variance = add.getA(), eps = add.getB();
     if (!constantScalar(eps)) std::swap(variance, eps);
     auto reduce = definedBy<onnx::ReduceMeanOp>(variance);
     auto pow = reduce ? definedBy<onnx::PowOp>(reduce.getData()) : onnx::PowOp();
-    if (!constantScalar(eps) || !pow || pow.getA() != div.getA() ||
+    if (!constantScalar(eps) || !pow || pow.getA() != centred ||
         !isConstantScalar(pow.getB(), 2.0) || reduce.getKeepdims() != 1 ||
         !isSingleAxis(reduce.getAxes(), -1, rankOf(x)))
       return rewriter.notifyMatchFailure(root, "variance is not mean((x - mean)^2, -1) + eps");
     if (dimOf(weight, 0) != dimOf(x, -1))
       return rewriter.notifyMatchFailure(root, "weight length differs from the hidden size");
-    auto norm = llm::LayerNormOp::create(rewriter, fusedLocOf({root, div, reduce}), root.getType(),
+    auto norm = llm::LayerNormOp::create(rewriter, fusedLocOf({root, sqrt, reduce}), root.getType(),
                                          skipCasts(x), weight, /*bias=*/Value(),
                                          rewriter.getF32FloatAttr(*constantScalar(eps)));
     rewriter.replaceOp(root, norm);

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/RaisePatterns.h"
+#include "passes/Raising/RopeTables.h"
 
 #include "dialects/onnx/ShapeHelpers.h"
 
@@ -45,159 +46,6 @@ bool isSingleAxisValue(int64_t axis, int64_t rank) { return axis == -1 || axis =
 
 namespace {
 
-/// cos or sin tables as the rope pattern found them.
-struct RopeTables {
-  Value positions;
-  Value invFreq;            ///< [rotary_dim/2], for llm.rope
-  Value cosCache, sinCache; ///< [max_pos, rotary_dim/2], for llm.rope_cached
-  double scale = 1.0;       ///< what cos and sin are multiplied by (llm.rope's scale)
-};
-
-/// Peels Unsqueeze(axis 1), the Mul by a scalar constant (transformers'
-/// attention_scaling: 1, or YaRN's and LongRoPE's factor, returned in
-/// `scale`) and the Cast to a half-precision model's type (its tables are
-/// computed in f32) from a cos/sin operand broadcast over heads.
-Value peelBroadcast(Value table, double &scale) {
-  if (auto unsqueeze = definedBy<onnx::UnsqueezeOp>(table)) {
-    if (!isSingleAxis(unsqueeze.getAxes(), 1, rankOf(unsqueeze.getData()) + 1)) return nullptr;
-    table = unsqueeze.getData();
-  }
-  table = skipCasts(table);
-  scale = 1.0;
-  if (auto mul = definedBy<onnx::MulOp>(table)) {
-    std::optional<double> b = constantScalar(mul.getB()), a = constantScalar(mul.getA());
-    if (b && *b > 0) table = mul.getA(), scale = *b;
-    else if (a && *a > 0) table = mul.getB(), scale = *a;
-    else return nullptr;
-  }
-  return skipCasts(table);
-}
-
-/// The source of positions: peels Cast/Unsqueeze/Expand down to a non-constant value.
-Value peelPositions(Value value) {
-  while (Operation *op = value.getDefiningOp()) {
-    if (isa<onnx::CastOp, onnx::UnsqueezeOp, onnx::ExpandOp, onnx::ReshapeOp>(op))
-      value = op->getOperand(0);
-    else
-      break;
-  }
-  return value;
-}
-
-/// The frequencies and positions rotary angles [b, s, d/2] are computed from:
-/// Transpose(MatMul(inv_freq[b, d/2, 1], positions[b, 1, s]), [0, 2, 1])
-/// (TorchScript) or positions[b, s, 1] * inv_freq[d/2] (torch.onnx's dynamo).
-FailureOr<RopeTables> analyseAngles(Value freqs, OpBuilder &builder, Location loc) {
-  Value invFreq, positionsSource;
-  auto transpose = definedBy<onnx::TransposeOp>(freqs);
-  auto outer = definedBy<onnx::MulOp>(freqs);
-  if (hasPerm(transpose, {0, 2, 1})) {
-    auto matmul = definedBy<onnx::MatMulOp>(transpose.getData());
-    if (!matmul) return failure();
-    invFreq = matmul.getA(), positionsSource = matmul.getB();
-  } else if (outer) {
-    bool constantA = isConstant(skipCasts(outer.getA()));
-    invFreq = constantA ? outer.getA() : outer.getB();
-    positionsSource = constantA ? outer.getB() : outer.getA();
-    // An outer product: positions [b, s, 1] times frequencies [d/2].
-    if (rankOf(invFreq) != 1 || rankOf(positionsSource) != 3 || dimOf(positionsSource, 2) != 1)
-      return failure();
-  } else {
-    return failure();
-  }
-  while (Operation *op = invFreq.getDefiningOp()) {
-    if (isa<onnx::ExpandOp, onnx::UnsqueezeOp, onnx::ReshapeOp, onnx::CastOp>(op))
-      invFreq = op->getOperand(0);
-    else
-      break;
-  }
-  auto values = readConstantFloats(invFreq);
-  if (!values) return failure();
-  Value positions = peelPositions(positionsSource);
-  if (auto range = definedBy<onnx::RangeOp>(positions)) {
-    // A Range proven to give the cache positions: rotate by those.
-    BlockArgument mask = findArgumentByName(range, "attention_mask");
-    BlockArgument ids = findArgumentByName(range, "input_ids");
-    if (!range->hasAttr(kCachePositionsAttr) || !mask || !ids) return failure();
-    auto type = RankedTensorType::get({1, dimOf(ids, 1)}, getElementTypeOrSelf(range));
-    positions = llm::CachePositionsOp::create(builder, loc, type, mask, ids);
-  }
-  if (isConstant(positions) || rankOf(positions) != 2) return failure();
-  RopeTables tables;
-  tables.positions = positions;
-  tables.invFreq = createF32Constant(builder, loc, {int64_t(values->size())}, *values);
-  return tables;
-}
-
-/// Finds what cos and sin are computed from. Both must come from one source.
-/// Full-width tables repeat their half (cat(t, t), rotate_half's); `halfWidth`
-/// ones are that half.
-FailureOr<RopeTables> analyseTables(Value cos, Value sin, OpBuilder &builder, Location loc,
-                                    bool halfWidth = false) {
-  double cosScale = 1.0, sinScale = 1.0;
-  cos = peelBroadcast(cos, cosScale);
-  sin = peelBroadcast(sin, sinScale);
-  // A rotation scales cos and sin alike; anything else is not one.
-  if (!cos || !sin || cosScale != sinScale) return failure();
-
-  // Computed: Cos(emb), Sin(emb), emb = Concat(freqs, freqs, -1).
-  auto cosOp = definedBy<onnx::CosOp>(cos);
-  auto sinOp = definedBy<onnx::SinOp>(sin);
-  if (cosOp && sinOp) {
-    if (cosOp.getX() != sinOp.getX()) return failure();
-    Value angles = cosOp.getX();
-    if (!halfWidth) {
-      auto emb = definedBy<onnx::ConcatOp>(angles);
-      if (!emb || emb.getInputs().size() != 2 || emb.getInputs()[0] != emb.getInputs()[1])
-        return failure();
-      angles = emb.getInputs()[0];
-    }
-    FailureOr<RopeTables> tables = analyseAngles(angles, builder, loc);
-    if (succeeded(tables)) tables->scale = cosScale;
-    return tables;
-  }
-
-  // Cached: Gather(cache[max_pos, d], position_ids) with cache = cat(t, t).
-  auto cosGather = definedBy<onnx::GatherOp>(cos);
-  auto sinGather = definedBy<onnx::GatherOp>(sin);
-  if (!cosGather || !sinGather || cosGather.getIndices() != sinGather.getIndices() ||
-      cosGather.getAxis() != 0 || sinGather.getAxis() != 0)
-    return failure();
-  RopeTables tables;
-  tables.positions = cosGather.getIndices();
-  for (auto [gather, slot] : {std::pair(cosGather, &tables.cosCache),
-                              std::pair(sinGather, &tables.sinCache)}) {
-    auto full = readConstantFloats(gather.getData());
-    int64_t rows = dimOf(gather.getData(), 0), width = dimOf(gather.getData(), 1);
-    if (!full || rankOf(gather.getData()) != 2 || (!halfWidth && width % 2)) return failure();
-    int64_t kept = halfWidth ? width : width / 2;
-    std::vector<float> half;
-    half.reserve(rows * kept);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *row = full->data() + r * width;
-      // Only a cat(t, t) cache is rotate_half's: both halves must agree.
-      if (!halfWidth && !std::equal(row, row + width / 2, row + width / 2)) return failure();
-      for (const float *value = row; value != row + kept; ++value)
-        half.push_back(float(*value * cosScale));
-    }
-    *slot = createF32Constant(builder, loc, {rows, kept}, half);
-  }
-  return tables;
-}
-
-/// llm.rope or llm.rope_cached of x, as `tables` give it.
-Value createRope(PatternRewriter &rewriter, Location loc, Type type, Value x,
-                 const RopeTables &tables) {
-  // Cached tables were scaled as they were read.
-  if (!tables.invFreq)
-    return llm::RopeCachedOp::create(rewriter, loc, type, x, tables.positions, tables.cosCache,
-                                     tables.sinCache);
-  FloatAttr scale;
-  if (tables.scale != 1.0) scale = rewriter.getF32FloatAttr(tables.scale);
-  return llm::RopeOp::create(rewriter, loc, type, x, tables.positions, tables.invFreq,
-                             /*interleaved=*/UnitAttr(), scale);
-}
-
 /// x * cos + rotate_half(x) * sin on [batch, heads, seq, head_dim].
 struct RaiseDecomposedRope : OpRewritePattern<onnx::AddOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -207,7 +55,7 @@ struct RaiseDecomposedRope : OpRewritePattern<onnx::AddOp> {
     });
     if (!factors) return rewriter.notifyMatchFailure(root, "no x * cos + rotate_half(x) * sin");
     FailureOr<RopeTables> tables =
-        analyseTables(factors->cos, factors->sin, rewriter, root.getLoc());
+        analyseRotateHalfTables(factors->cos, factors->sin, rewriter, root.getLoc());
     if (failed(tables))
       return rewriter.notifyMatchFailure(root, "cos/sin are not computed from inv_freq "
                                                "and positions, nor gathered from caches");
@@ -263,8 +111,8 @@ struct RaiseHalvesRope : OpRewritePattern<onnx::ConcatOp> {
         firstCos->other != secondCos->other || secondSin->other != firstSin->other ||
         x.getType() != op.getType())
       return rewriter.notifyMatchFailure(op, "not x1 * cos - x2 * sin, x2 * cos + x1 * sin");
-    FailureOr<RopeTables> tables = analyseTables(firstCos->other, firstSin->other, rewriter,
-                                                 op.getLoc(), /*halfWidth=*/true);
+    FailureOr<RopeTables> tables = analyseRotateHalfTables(
+        firstCos->other, firstSin->other, rewriter, op.getLoc(), /*halfWidth=*/true);
     if (failed(tables))
       return rewriter.notifyMatchFailure(op, "cos/sin are not computed from inv_freq and "
                                              "positions, nor gathered from caches");
@@ -424,8 +272,8 @@ std::optional<std::string> unsupportedRopeFeature(Operation *op) {
   auto taken = neg ? lastAxisSlice(definedBy<onnx::SliceOp>(neg.getX())) : std::nullopt;
   if (!taken || taken->step != 2) return std::nullopt;
   return std::string("a rotary embedding over interleaved pairs written out (rotate_every_two) "
-                     "whose cos and sin are not columns of a constant table read at the "
-                     "positions (Cohere, GLM and Helium compute them)");
+                     "whose cos and sin are not repeated pairwise from a table read at the "
+                     "positions, nor from angles of the positions times inv_freq");
 }
 
 Value createRopeForHeads(PatternRewriter &rewriter, Location loc, Value heads, Value positions,

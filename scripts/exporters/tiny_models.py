@@ -130,6 +130,14 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # (each group's q, v and k side by side); 8 heads, so 2 to a group.
     "codegen": ("CodeGenConfig", dict(n_embd=64, n_layer=2, n_head=8, n_positions=256,
                                       n_ctx=256, rotary_dim=4, n_inner=128)),
+    # Cohere (Command-R): rotary over interleaved pairs with the angles repeated pairwise
+    # before cos and sin, LayerNorm without a bias, parallel attention and MLP, logits scaled.
+    "cohere": ("CohereConfig", dict(num_key_value_heads=2, logit_scale=0.5)),
+    # Helium: Llama's block with the rotary over interleaved pairs, cos and sin halved from
+    # transformers' full-width tables and repeated pairwise.
+    "helium": ("HeliumConfig", dict(num_key_value_heads=2, head_dim=16)),
+    # GLM-4: Helium's rotary on half of each head, one gate_up_proj.
+    "glm": ("GlmConfig", dict(num_key_value_heads=2, head_dim=16, partial_rotary_factor=0.5)),
     # OPT (vLLM's first example model, opt-125m): learned positions at an offset of 2, ReLU,
     # its feed-forward block computed on the flattened tokens.
     "opt": ("OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64)),

@@ -212,6 +212,9 @@ EXPORTS = ROOT / "test" / "exporters"
     # Rotary over interleaved pairs on part of each head; a projection in groups of heads.
     "optimum/gptj",
     "optimum/codegen",
+    # Rotary over interleaved pairs of inv_freq's angles; LayerNorm without a bias.
+    "optimum/cohere",
+    "optimum/glm",
 ])
 def test_exporter_features_compile_for_cuda(tmp_path, export):
     result = compile_cuda(EXPORTS / export / "model.onnx", tmp_path / "model.llmc",

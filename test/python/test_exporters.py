@@ -155,6 +155,9 @@ def compare(model: Model, onnx_path: Path, prompts: list[list[int]] | None = Non
     for step in range(DECODE_STEPS + 1):
         ours = (runner.prefill(prompts) if step == 0
                 else runner.decode(reference[step - 1].argmax(axis=-1)))
+        # A NaN would compare as no error at all.
+        if not (np.isfinite(ours).all() and np.isfinite(reference[step]).all()):
+            return f"logits are not finite at step {step}"
         error = float(np.max(np.abs(ours - reference[step])) / np.abs(reference[step]).max())
         if error >= MAX_REL_ERROR:
             return f"logits differ at step {step}: relative error {error:.3g}"

@@ -392,6 +392,44 @@ func.func @reshape_of_reshape_copying_a_dim(%x: tensor<?x?x64xf32>) -> tensor<*x
 
 // -----
 
+// Integer ops over constants alone evaluate to a constant: the index torch's
+// repeat_interleave by a repeats tensor builds, NonZero(Range(0, max(r)) < r),
+// [[0, 0], [0, 1], [1, 0], [1, 1]] for r = [2, 2] once transposed. A bool cast
+// to integers or floats is 0 or 1, not a signed 1-bit -1.
+// CHECK-LABEL: func.func @constant_integer_subgraph
+//       CHECK:   %[[T:.*]] = onnx.Constant dense<{{\[}}[0, 0], [0, 1], [1, 0], [1, 1]]> : tensor<4x2xi64>
+//       CHECK:   %[[I:.*]] = onnx.Constant dense<[1, 0]> : tensor<2xi64>
+//       CHECK:   %[[F:.*]] = onnx.Constant dense<[1.000000e+00, 0.000000e+00]> : tensor<2xf32>
+//       CHECK:   return %[[T]], %[[I]], %[[F]]
+func.func @constant_integer_subgraph() -> (tensor<*xi64>, tensor<*xi64>, tensor<*xf32>) {
+  %repeats = onnx.Constant dense<2> : tensor<2xi64>
+  %column = onnx.Constant dense<2> : tensor<2x1xi64>
+  %zero = onnx.Constant dense<0> : tensor<i64>
+  %one = onnx.Constant dense<1> : tensor<i64>
+  %none = onnx.None
+  %max = onnx.ReduceMax %repeats, %none {keepdims = 0 : i64} : (tensor<2xi64>, none) -> tensor<*xi64>
+  %range = onnx.Range %zero, %max, %one : (tensor<i64>, tensor<*xi64>, tensor<i64>) -> tensor<*xi64>
+  %less = onnx.Less %range, %column : (tensor<*xi64>, tensor<2x1xi64>) -> tensor<*xi1>
+  %nonzero = onnx.NonZero %less : (tensor<*xi1>) -> tensor<*xi64>
+  %tuples = onnx.Transpose %nonzero {perm = array<i64: 1, 0>} : (tensor<*xi64>) -> tensor<*xi64>
+  %flags = onnx.Constant dense<[true, false]> : tensor<2xi1>
+  %ints = onnx.Cast %flags {to = 7 : i64} : (tensor<2xi1>) -> tensor<*xi64>
+  %floats = onnx.Cast %flags {to = 1 : i64} : (tensor<2xi1>) -> tensor<*xf32>
+  return %tuples, %ints, %floats : tensor<*xi64>, tensor<*xi64>, tensor<*xf32>
+}
+
+// -----
+
+// Near miss: NonZero of an input is not known until it runs; it stays.
+// CHECK-LABEL: func.func @nonzero_of_an_input
+//       CHECK:   onnx.NonZero
+func.func @nonzero_of_an_input(%x: tensor<2x3xi1>) -> tensor<*xi64> {
+  %nonzero = onnx.NonZero %x : (tensor<2x3xi1>) -> tensor<*xi64>
+  return %nonzero : tensor<*xi64>
+}
+
+// -----
+
 // Near miss: [-1, batch] of a [batch, seq] tensor moves dims; it stays.
 // CHECK-LABEL: func.func @reshape_moving_dims
 //       CHECK:   onnx.Reshape

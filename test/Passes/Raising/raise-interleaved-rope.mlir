@@ -219,3 +219,161 @@ func.func @turned_the_other_way(%x: tensor<1x3x2x8xf32>, %pos: tensor<1x3xi64>) 
   %heads = onnx.Transpose %whole {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x8xf32>) -> tensor<1x2x3x8xf32>
   return %heads : tensor<1x2x3x8xf32>
 }
+
+// -----
+
+// Helium's and GLM's rotary on [b, heads, s, d]: cos and sin are the first halves of
+// transformers' full-width tables (cat(freqs, freqs)), repeated pairwise the way
+// torch exports repeat_interleave by a repeats tensor (the features moved first,
+// copied twice by Expand, gathered in (m / 2, m % 2) order by GatherND, moved back).
+// It becomes llm.rope, interleaved, of the frequencies.
+// CHECK-LABEL: func.func @halved_tables_repeated
+//  CHECK-SAME:   (%[[X:.*]]: tensor<1x2x3x8xf32>, %[[POS:.*]]: tensor<1x3xi64>)
+//       CHECK:   %[[F:.*]] = llm.constant dense<[1.000000e+00, 5.000000e-01, 2.500000e-01, 1.250000e-01]> : tensor<4xf32>
+//       CHECK:   %[[ROPE:.*]] = llm.rope %[[X]], %[[POS]], %[[F]] {interleaved} : (tensor<1x2x3x8xf32>, tensor<1x3xi64>, tensor<4xf32>) -> tensor<1x2x3x8xf32>
+//  CHECK-NEXT:   return %[[ROPE]]
+func.func @halved_tables_repeated(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor<1x2x3x8xf32> {
+  %inv = onnx.Constant dense<[[[1.0], [0.5], [0.25], [0.125]]]> : tensor<1x4x1xf32>
+  %axis1 = onnx.Constant dense<1> : tensor<1xi64>
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %two = onnx.Constant dense<2> : tensor<1xi64>
+  %three = onnx.Constant dense<3> : tensor<1xi64>
+  %four = onnx.Constant dense<4> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %end = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %rot_shape = onnx.Constant dense<[1, 2, 3, 8]> : tensor<4xi64>
+  %p1 = onnx.Unsqueeze %pos, %axis1 : (tensor<1x3xi64>, tensor<1xi64>) -> tensor<1x1x3xi64>
+  %posf = onnx.Cast %p1 {to = 1 : i64} : (tensor<1x1x3xi64>) -> tensor<1x1x3xf32>
+  %prod = onnx.MatMul %inv, %posf : (tensor<1x4x1xf32>, tensor<1x1x3xf32>) -> tensor<1x4x3xf32>
+  %expand_shape = onnx.Constant dense<[4, 2, 1, 3, 1]> : tensor<5xi64>
+  %tuples = onnx.Constant dense<[[0, 0], [0, 1], [1, 0], [1, 1], [2, 0], [2, 1], [3, 0], [3, 1]]> : tensor<8x2xi64>
+  %freqs = onnx.Transpose %prod {perm = array<i64: 0, 2, 1>} : (tensor<1x4x3xf32>) -> tensor<1x3x4xf32>
+  %emb = onnx.Concat %freqs, %freqs {axis = -1 : i64} : (tensor<1x3x4xf32>, tensor<1x3x4xf32>) -> tensor<1x3x8xf32>
+  %cos_full = onnx.Cos %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %cos_heads = onnx.Unsqueeze %cos_full, %axis1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %cos_half = onnx.Slice %cos_heads, %zero, %four, %three, %one : (tensor<1x1x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x3x4xf32>
+  %cos_front = onnx.Transpose %cos_half {perm = array<i64: 3, 1, 2, 0>} : (tensor<1x1x3x4xf32>) -> tensor<4x1x3x1xf32>
+  %cos_spread = onnx.Unsqueeze %cos_front, %axis1 : (tensor<4x1x3x1xf32>, tensor<1xi64>) -> tensor<4x1x1x3x1xf32>
+  %cos_copies = onnx.Expand %cos_spread, %expand_shape : (tensor<4x1x1x3x1xf32>, tensor<5xi64>) -> tensor<4x2x1x3x1xf32>
+  %cos_gathered = onnx.GatherND %cos_copies, %tuples : (tensor<4x2x1x3x1xf32>, tensor<8x2xi64>) -> tensor<8x1x3x1xf32>
+  %cos = onnx.Transpose %cos_gathered {perm = array<i64: 3, 1, 2, 0>} : (tensor<8x1x3x1xf32>) -> tensor<1x1x3x8xf32>
+  %sin_full = onnx.Sin %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %sin_heads = onnx.Unsqueeze %sin_full, %axis1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %sin_half = onnx.Slice %sin_heads, %zero, %four, %three, %one : (tensor<1x1x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x3x4xf32>
+  %sin_front = onnx.Transpose %sin_half {perm = array<i64: 3, 1, 2, 0>} : (tensor<1x1x3x4xf32>) -> tensor<4x1x3x1xf32>
+  %sin_spread = onnx.Unsqueeze %sin_front, %axis1 : (tensor<4x1x3x1xf32>, tensor<1xi64>) -> tensor<4x1x1x3x1xf32>
+  %sin_copies = onnx.Expand %sin_spread, %expand_shape : (tensor<4x1x1x3x1xf32>, tensor<5xi64>) -> tensor<4x2x1x3x1xf32>
+  %sin_gathered = onnx.GatherND %sin_copies, %tuples : (tensor<4x2x1x3x1xf32>, tensor<8x2xi64>) -> tensor<8x1x3x1xf32>
+  %sin = onnx.Transpose %sin_gathered {perm = array<i64: 3, 1, 2, 0>} : (tensor<8x1x3x1xf32>) -> tensor<1x1x3x8xf32>
+  %even = onnx.Slice %x, %zero, %end, %three, %two : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %odd = onnx.Slice %x, %one, %end, %three, %two : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %neg = onnx.Neg %odd : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %negs = onnx.Unsqueeze %neg, %last : (tensor<1x2x3x4xf32>, tensor<1xi64>) -> tensor<1x2x3x4x1xf32>
+  %kept = onnx.Unsqueeze %even, %last : (tensor<1x2x3x4xf32>, tensor<1xi64>) -> tensor<1x2x3x4x1xf32>
+  %stacked = onnx.Concat %negs, %kept {axis = -1 : i64} : (tensor<1x2x3x4x1xf32>, tensor<1x2x3x4x1xf32>) -> tensor<1x2x3x4x2xf32>
+  %rotated = onnx.Reshape %stacked, %rot_shape : (tensor<1x2x3x4x2xf32>, tensor<4xi64>) -> tensor<1x2x3x8xf32>
+  %direct = onnx.Mul %x, %cos : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %turned = onnx.Mul %rotated, %sin : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %sum = onnx.Add %direct, %turned : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
+  return %sum : tensor<1x2x3x8xf32>
+}
+
+// -----
+
+// Cohere's: the angles repeated pairwise before cos and sin are taken, the
+// transpose that made them [b, s, d/2] folded into the repeat's own.
+// CHECK-LABEL: func.func @angles_repeated
+//       CHECK:   %[[ROPE:.*]] = llm.rope %{{.*}}, %{{.*}}, %{{.*}} {interleaved}
+//  CHECK-NEXT:   return %[[ROPE]]
+func.func @angles_repeated(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor<1x2x3x8xf32> {
+  %inv = onnx.Constant dense<[[[1.0], [0.5], [0.25], [0.125]]]> : tensor<1x4x1xf32>
+  %axis1 = onnx.Constant dense<1> : tensor<1xi64>
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %two = onnx.Constant dense<2> : tensor<1xi64>
+  %three = onnx.Constant dense<3> : tensor<1xi64>
+  %four = onnx.Constant dense<4> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %end = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %rot_shape = onnx.Constant dense<[1, 2, 3, 8]> : tensor<4xi64>
+  %p1 = onnx.Unsqueeze %pos, %axis1 : (tensor<1x3xi64>, tensor<1xi64>) -> tensor<1x1x3xi64>
+  %posf = onnx.Cast %p1 {to = 1 : i64} : (tensor<1x1x3xi64>) -> tensor<1x1x3xf32>
+  %prod = onnx.MatMul %inv, %posf : (tensor<1x4x1xf32>, tensor<1x1x3xf32>) -> tensor<1x4x3xf32>
+  %expand_shape = onnx.Constant dense<[4, 2, 3, 1]> : tensor<4xi64>
+  %tuples = onnx.Constant dense<[[0, 0], [0, 1], [1, 0], [1, 1], [2, 0], [2, 1], [3, 0], [3, 1]]> : tensor<8x2xi64>
+  %front = onnx.Transpose %prod {perm = array<i64: 1, 2, 0>} : (tensor<1x4x3xf32>) -> tensor<4x3x1xf32>
+  %spread = onnx.Unsqueeze %front, %axis1 : (tensor<4x3x1xf32>, tensor<1xi64>) -> tensor<4x1x3x1xf32>
+  %copies = onnx.Expand %spread, %expand_shape : (tensor<4x1x3x1xf32>, tensor<4xi64>) -> tensor<4x2x3x1xf32>
+  %gathered = onnx.GatherND %copies, %tuples : (tensor<4x2x3x1xf32>, tensor<8x2xi64>) -> tensor<8x3x1xf32>
+  %emb = onnx.Transpose %gathered {perm = array<i64: 2, 1, 0>} : (tensor<8x3x1xf32>) -> tensor<1x3x8xf32>
+  %cos_angles = onnx.Cos %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %cos = onnx.Unsqueeze %cos_angles, %axis1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %sin_angles = onnx.Sin %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %sin = onnx.Unsqueeze %sin_angles, %axis1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %even = onnx.Slice %x, %zero, %end, %three, %two : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %odd = onnx.Slice %x, %one, %end, %three, %two : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %neg = onnx.Neg %odd : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %negs = onnx.Unsqueeze %neg, %last : (tensor<1x2x3x4xf32>, tensor<1xi64>) -> tensor<1x2x3x4x1xf32>
+  %kept = onnx.Unsqueeze %even, %last : (tensor<1x2x3x4xf32>, tensor<1xi64>) -> tensor<1x2x3x4x1xf32>
+  %stacked = onnx.Concat %negs, %kept {axis = -1 : i64} : (tensor<1x2x3x4x1xf32>, tensor<1x2x3x4x1xf32>) -> tensor<1x2x3x4x2xf32>
+  %rotated = onnx.Reshape %stacked, %rot_shape : (tensor<1x2x3x4x2xf32>, tensor<4xi64>) -> tensor<1x2x3x8xf32>
+  %direct = onnx.Mul %x, %cos : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %turned = onnx.Mul %rotated, %sin : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %sum = onnx.Add %direct, %turned : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
+  return %sum : tensor<1x2x3x8xf32>
+}
+
+// -----
+
+// Near miss: the GatherND takes the copies in (m % 4, m / 4) order, each half
+// tiled (cat(t, t)) rather than repeated pairwise: no rotation is raised.
+// CHECK-LABEL: func.func @halved_tables_tiled
+//   CHECK-NOT:   llm.rope
+//       CHECK:   return
+func.func @halved_tables_tiled(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor<1x2x3x8xf32> {
+  %inv = onnx.Constant dense<[[[1.0], [0.5], [0.25], [0.125]]]> : tensor<1x4x1xf32>
+  %axis1 = onnx.Constant dense<1> : tensor<1xi64>
+  %zero = onnx.Constant dense<0> : tensor<1xi64>
+  %one = onnx.Constant dense<1> : tensor<1xi64>
+  %two = onnx.Constant dense<2> : tensor<1xi64>
+  %three = onnx.Constant dense<3> : tensor<1xi64>
+  %four = onnx.Constant dense<4> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<1xi64>
+  %end = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %rot_shape = onnx.Constant dense<[1, 2, 3, 8]> : tensor<4xi64>
+  %p1 = onnx.Unsqueeze %pos, %axis1 : (tensor<1x3xi64>, tensor<1xi64>) -> tensor<1x1x3xi64>
+  %posf = onnx.Cast %p1 {to = 1 : i64} : (tensor<1x1x3xi64>) -> tensor<1x1x3xf32>
+  %prod = onnx.MatMul %inv, %posf : (tensor<1x4x1xf32>, tensor<1x1x3xf32>) -> tensor<1x4x3xf32>
+  %expand_shape = onnx.Constant dense<[4, 2, 1, 3, 1]> : tensor<5xi64>
+  %tuples = onnx.Constant dense<[[0, 0], [1, 0], [2, 0], [3, 0], [0, 1], [1, 1], [2, 1], [3, 1]]> : tensor<8x2xi64>
+  %freqs = onnx.Transpose %prod {perm = array<i64: 0, 2, 1>} : (tensor<1x4x3xf32>) -> tensor<1x3x4xf32>
+  %emb = onnx.Concat %freqs, %freqs {axis = -1 : i64} : (tensor<1x3x4xf32>, tensor<1x3x4xf32>) -> tensor<1x3x8xf32>
+  %cos_full = onnx.Cos %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %cos_heads = onnx.Unsqueeze %cos_full, %axis1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %cos_half = onnx.Slice %cos_heads, %zero, %four, %three, %one : (tensor<1x1x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x3x4xf32>
+  %cos_front = onnx.Transpose %cos_half {perm = array<i64: 3, 1, 2, 0>} : (tensor<1x1x3x4xf32>) -> tensor<4x1x3x1xf32>
+  %cos_spread = onnx.Unsqueeze %cos_front, %axis1 : (tensor<4x1x3x1xf32>, tensor<1xi64>) -> tensor<4x1x1x3x1xf32>
+  %cos_copies = onnx.Expand %cos_spread, %expand_shape : (tensor<4x1x1x3x1xf32>, tensor<5xi64>) -> tensor<4x2x1x3x1xf32>
+  %cos_gathered = onnx.GatherND %cos_copies, %tuples : (tensor<4x2x1x3x1xf32>, tensor<8x2xi64>) -> tensor<8x1x3x1xf32>
+  %cos = onnx.Transpose %cos_gathered {perm = array<i64: 3, 1, 2, 0>} : (tensor<8x1x3x1xf32>) -> tensor<1x1x3x8xf32>
+  %sin_full = onnx.Sin %emb : (tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %sin_heads = onnx.Unsqueeze %sin_full, %axis1 : (tensor<1x3x8xf32>, tensor<1xi64>) -> tensor<1x1x3x8xf32>
+  %sin_half = onnx.Slice %sin_heads, %zero, %four, %three, %one : (tensor<1x1x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x3x4xf32>
+  %sin_front = onnx.Transpose %sin_half {perm = array<i64: 3, 1, 2, 0>} : (tensor<1x1x3x4xf32>) -> tensor<4x1x3x1xf32>
+  %sin_spread = onnx.Unsqueeze %sin_front, %axis1 : (tensor<4x1x3x1xf32>, tensor<1xi64>) -> tensor<4x1x1x3x1xf32>
+  %sin_copies = onnx.Expand %sin_spread, %expand_shape : (tensor<4x1x1x3x1xf32>, tensor<5xi64>) -> tensor<4x2x1x3x1xf32>
+  %sin_gathered = onnx.GatherND %sin_copies, %tuples : (tensor<4x2x1x3x1xf32>, tensor<8x2xi64>) -> tensor<8x1x3x1xf32>
+  %sin = onnx.Transpose %sin_gathered {perm = array<i64: 3, 1, 2, 0>} : (tensor<8x1x3x1xf32>) -> tensor<1x1x3x8xf32>
+  %even = onnx.Slice %x, %zero, %end, %three, %two : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %odd = onnx.Slice %x, %one, %end, %three, %two : (tensor<1x2x3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x3x4xf32>
+  %neg = onnx.Neg %odd : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %negs = onnx.Unsqueeze %neg, %last : (tensor<1x2x3x4xf32>, tensor<1xi64>) -> tensor<1x2x3x4x1xf32>
+  %kept = onnx.Unsqueeze %even, %last : (tensor<1x2x3x4xf32>, tensor<1xi64>) -> tensor<1x2x3x4x1xf32>
+  %stacked = onnx.Concat %negs, %kept {axis = -1 : i64} : (tensor<1x2x3x4x1xf32>, tensor<1x2x3x4x1xf32>) -> tensor<1x2x3x4x2xf32>
+  %rotated = onnx.Reshape %stacked, %rot_shape : (tensor<1x2x3x4x2xf32>, tensor<4xi64>) -> tensor<1x2x3x8xf32>
+  %direct = onnx.Mul %x, %cos : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %turned = onnx.Mul %rotated, %sin : (tensor<1x2x3x8xf32>, tensor<1x1x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %sum = onnx.Add %direct, %turned : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
+  return %sum : tensor<1x2x3x8xf32>
+}

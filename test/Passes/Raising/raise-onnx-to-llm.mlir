@@ -392,6 +392,57 @@ func.func @layer_norm(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
 
 // -----
 
+// Cohere's LayerNorm: no bias, and x - mean multiplied by 1 / sqrt(var + eps).
+// CHECK-LABEL: func.func @layer_norm_times_inverse_sqrt
+//  CHECK-SAME:   (%[[X:.*]]: tensor<2x16xf32>)
+//       CHECK:   %[[N:.*]] = llm.layer_norm %[[X]], %{{.*}} {epsilon = 9.99999974E-6 : f32} : (tensor<2x16xf32>, tensor<16xf32>) -> tensor<2x16xf32>
+//       CHECK:   return %[[N]]
+func.func @layer_norm_times_inverse_sqrt(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  %axes = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-5> : tensor<f32>
+  %w = onnx.Constant dense<0.5> : tensor<16xf32>
+  %mean = onnx.ReduceMean %x, %axes : (tensor<2x16xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %d = onnx.Sub %x, %mean : (tensor<2x16xf32>, tensor<2x1xf32>) -> tensor<2x16xf32>
+  %sq = onnx.Pow %d, %two : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  %var = onnx.ReduceMean %sq, %axes : (tensor<2x16xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %ve = onnx.Add %var, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %std = onnx.Sqrt %ve : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %inv = onnx.Div %one, %std : (tensor<f32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+  %n = onnx.Mul %d, %inv : (tensor<2x16xf32>, tensor<2x1xf32>) -> tensor<2x16xf32>
+  %y = onnx.Mul %w, %n : (tensor<16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  return %y : tensor<2x16xf32>
+}
+
+// -----
+
+// Near miss: the variance is of x, not of x - mean; that is no LayerNorm (nor
+// an RMSNorm of the centred value), and stays unraised.
+// CHECK-LABEL: func.func @layer_norm_of_other_variance
+//   CHECK-NOT:   llm.layer_norm
+//   CHECK-NOT:   llm.rms_norm
+//       CHECK:   return
+func.func @layer_norm_of_other_variance(%x: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  %axes = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-5> : tensor<f32>
+  %w = onnx.Constant dense<0.5> : tensor<16xf32>
+  %mean = onnx.ReduceMean %x, %axes : (tensor<2x16xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %d = onnx.Sub %x, %mean : (tensor<2x16xf32>, tensor<2x1xf32>) -> tensor<2x16xf32>
+  %sq = onnx.Pow %x, %two : (tensor<2x16xf32>, tensor<f32>) -> tensor<2x16xf32>
+  %var = onnx.ReduceMean %sq, %axes : (tensor<2x16xf32>, tensor<1xi64>) -> tensor<2x1xf32>
+  %ve = onnx.Add %var, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %std = onnx.Sqrt %ve : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %inv = onnx.Div %one, %std : (tensor<f32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+  %n = onnx.Mul %d, %inv : (tensor<2x16xf32>, tensor<2x1xf32>) -> tensor<2x16xf32>
+  %y = onnx.Mul %w, %n : (tensor<16xf32>, tensor<2x16xf32>) -> tensor<2x16xf32>
+  return %y : tensor<2x16xf32>
+}
+
+// -----
+
 // Decomposed GELU, exact (erf) and tanh-approximated.
 // CHECK-LABEL: func.func @gelu
 //  CHECK-SAME:   (%[[X:.*]]: tensor<4xf32>)

@@ -2,7 +2,7 @@
 
 // rotate_every_two left written out, with no cos and sin that raise: the
 // leftovers are refused with the feature named.
-// CHECK: onnx ops not raised to llm: onnx.Slice x2, onnx.Neg x1, onnx.Unsqueeze x2, onnx.Concat x1, onnx.Reshape x1; a rotary embedding over interleaved pairs written out (rotate_every_two) whose cos and sin are not columns of a constant table read at the positions (Cohere, GLM and Helium compute them) is not supported
+// CHECK: onnx ops not raised to llm: onnx.Slice x2, onnx.Neg x1, onnx.Unsqueeze x2, onnx.Concat x1, onnx.Reshape x1; a rotary embedding over interleaved pairs written out (rotate_every_two) whose cos and sin are not repeated pairwise from a table read at the positions, nor from angles of the positions times inv_freq is not supported
 func.func @rotate_every_two(%x: tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32> {
   %zero = onnx.Constant dense<0> : tensor<1xi64>
   %one = onnx.Constant dense<1> : tensor<1xi64>
