@@ -88,7 +88,11 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
 
     Patterns explain a failed match with notifyMatchFailure, printed under
     `-debug-only=raise-onnx-to-llm`. After raising, ops of the onnx dialect
-    that remain are reported by name; with `allow-leftovers=false` (the
+    that remain are reported by name, with the feature they were part of
+    where it is one llmc does not compute (fused attention and MatMulNBits
+    attributes, a mixture of experts' failed check, an interleaved rotary
+    whose tables are not recognised, ALiBi, attention masked by selecting
+    its scores, an unproven mask); with `allow-leftovers=false` (the
     default) that is an error.
   }];
   let options = [

@@ -285,6 +285,73 @@ AttentionScores splitScores(onnx::SoftmaxOp softmax) {
   return parts;
 }
 
+namespace {
+
+/// Whether `value` is an f32 constant whose rows along its first axis longer
+/// than 1 (heads) scale one another by one ratio in (0, 1): the per-head
+/// slopes of linear attention biases (ALiBi's 2^(-8h/H)), alone (BLOOM's) or
+/// times the positions (MPT's table).
+bool holdsHeadSlopes(Value value) {
+  auto values = readConstantFloats(value);
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!values || !type || !type.hasStaticShape()) return false;
+  ArrayRef<int64_t> shape = type.getShape();
+  auto axis = llvm::find_if(shape, [](int64_t dim) { return dim != 1; });
+  if (axis == shape.end() || *axis < 2) return false;
+  int64_t heads = *axis, inner = int64_t(values->size()) / heads;
+  std::optional<double> ratio;
+  for (int64_t h = 0; h + 1 < heads; ++h)
+    for (int64_t j = 0; j < inner; ++j) {
+      double a = (*values)[h * inner + j], b = (*values)[(h + 1) * inner + j];
+      if (a == 0 && b == 0) continue;
+      if (a == 0) return false;
+      if (!ratio) ratio = b / a;
+      else if (std::abs(b / a - *ratio) > 1e-4 * std::abs(*ratio)) return false;
+    }
+  return ratio && *ratio > 0 && *ratio < 1;
+}
+
+/// Whether `value` is Where(condition, scores, constant) or Where(condition,
+/// constant, scores) with scores a QK^T product: the mask applied by
+/// selecting the scores, not added to them.
+bool selectsScores(Value value) {
+  auto where = definedBy<onnx::WhereOp>(value);
+  if (!where) return false;
+  double scale = 1.0;
+  std::optional<double> softcap;
+  for (auto [kept, fill] : {std::pair(where.getX(), where.getY()),
+                            std::pair(where.getY(), where.getX())})
+    if (constantScalar(fill) && definedBy<onnx::MatMulOp>(peelScores(kept, scale, softcap)))
+      return true;
+  return false;
+}
+
+} // namespace
+
+std::optional<std::string> unsupportedScoresFeature(Operation *op) {
+  auto softmax = dyn_cast<onnx::SoftmaxOp>(op);
+  if (!softmax) return std::nullopt;
+  // What is added to or selected over the scores: the softmax input's cone,
+  // short of the q and k products (whose rotary frequencies are geometric too).
+  bool selected = false;
+  llvm::SetVector<Value> cone;
+  cone.insert(softmax.getInput());
+  for (size_t i = 0; i < cone.size() && i < 512; ++i) {
+    Value value = cone[i];
+    if (holdsHeadSlopes(value))
+      return std::string("attention with linear biases per head (ALiBi, as BLOOM and MPT are "
+                         "exported)");
+    selected = selected || selectsScores(value);
+    Operation *producer = value.getDefiningOp();
+    if (producer && !isa<onnx::MatMulOp>(producer))
+      for (Value operand : producer->getOperands()) cone.insert(operand);
+  }
+  if (selected)
+    return std::string("attention masked by selecting its scores (Where(mask, scores, "
+                       "constant), as GPT-Neo is exported)");
+  return std::nullopt;
+}
+
 /// Reshape(split_heads(x, 1 head)) -> Reshape(x): one head [b, 1, s, n] holds
 /// x's elements in x's order, so the view reads x itself (GPT-BigCode's query,
 /// unsqueezed to one head and viewed as its heads). Not with a 0 entry, which

@@ -118,6 +118,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
       if (!feature) feature = raising::unsupportedQuantizationFeature(entry.second);
       if (!feature) feature = raising::unsupportedMixtureOfExpertsFeature(entry.second);
       if (!feature) feature = raising::unsupportedRopeFeature(entry.second);
+      if (!feature) feature = raising::unsupportedScoresFeature(entry.second);
       if (feature) return "; " + *feature + " is not supported";
       std::string why;
       if (isa<onnx::SoftmaxOp, onnx::AttentionOp, onnx::MultiHeadAttentionOp>(entry.second) &&

@@ -260,6 +260,9 @@ std::optional<std::string> unsupportedAttentionFeature(mlir::Operation *op);
 std::optional<std::string> unsupportedQuantizationFeature(mlir::Operation *op);
 /// The same for onnxruntime's MoE op (its activation, fusion, sparse mixer).
 std::optional<std::string> unsupportedMixtureOfExpertsFeature(mlir::Operation *op);
+/// The same for a decomposed attention's Softmax left unraised: linear biases
+/// per head (ALiBi), or a mask applied by selecting the scores (RaiseAttention.cpp).
+std::optional<std::string> unsupportedScoresFeature(mlir::Operation *op);
 /// The same for a rotary embedding left decomposed: the Neg of the odd
 /// elements of pairs that rotate_every_two writes (RaiseRope.cpp).
 std::optional<std::string> unsupportedRopeFeature(mlir::Operation *op);

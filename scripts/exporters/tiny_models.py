@@ -138,6 +138,12 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "helium": ("HeliumConfig", dict(num_key_value_heads=2, head_dim=16)),
     # GLM-4: Helium's rotary on half of each head, one gate_up_proj.
     "glm": ("GlmConfig", dict(num_key_value_heads=2, head_dim=16, partial_rotary_factor=0.5)),
+    # BLOOM: attention with linear biases per head (ALiBi); llmc refuses it, naming them.
+    "bloom": ("BloomConfig", dict(n_head=4, n_layer=2)),
+    # GPT-Neo: global and local (windowed) layers, masked by selecting the scores where a
+    # constant causal table allows; llmc refuses it, naming the masking.
+    "gpt-neo": ("GPTNeoConfig", dict(num_layers=2, num_heads=4, window_size=16,
+                                     attention_types=[[["global", "local"], 1]])),
     # OPT (vLLM's first example model, opt-125m): learned positions at an offset of 2, ReLU,
     # its feed-forward block computed on the flattened tokens.
     "opt": ("OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64)),
