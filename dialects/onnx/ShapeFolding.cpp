@@ -35,8 +35,9 @@ struct EvaluateConstantIntegers : RewritePattern {
     if (!value) return rewriter.notifyMatchFailure(op, evaluator.failureReason);
     auto type = RankedTensorType::get(value->shape, element);
     SmallVector<APInt> ints;
+    bool isSigned = !element.isUnsigned() && element.getWidth() > 1;
     for (double v : value->data)
-      ints.push_back(APInt(element.getWidth(), int64_t(v), /*isSigned=*/element.getWidth() > 1));
+      ints.push_back(APInt(element.getWidth(), int64_t(v), isSigned, /*implicitTrunc=*/true));
     rewriter.replaceOpWithNewOp<ConstantOp>(op, type, DenseElementsAttr::get(type, ints));
     return success();
   }
