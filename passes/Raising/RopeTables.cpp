@@ -51,24 +51,42 @@ Value wholeOfFirstHalf(Value value) {
   return slice.getData();
 }
 
-/// Whether `tile` repeats its input only along dims of size 1 (a broadcast,
-/// as Cohere's export widens inv_freq over the batch).
-bool tilesOnlyUnitDims(onnx::TileOp tile) {
+/// The axes `tile` may repeat its input along (its repeats not known to be 1),
+/// when each has size 1 in the input, so that the Tile broadcasts; nullopt when not.
+std::optional<SmallVector<int64_t>> broadcastAxes(onnx::TileOp tile) {
   auto repeats = onnx::evaluateShapeEntries(tile.getRepeats());
   int64_t rank = rankOf(tile.getInput());
-  if (!repeats || int64_t(repeats->size()) != rank) return false;
-  for (int64_t i = 0; i < rank; ++i)
-    if (dimOf(tile.getInput(), i) != 1 && (*repeats)[i].value != 1) return false;
-  return true;
+  if (!repeats || int64_t(repeats->size()) != rank) return std::nullopt;
+  SmallVector<int64_t> axes;
+  for (int64_t i = 0; i < rank; ++i) {
+    if ((*repeats)[i].value == 1) continue;
+    if (dimOf(tile.getInput(), i) != 1) return std::nullopt;
+    axes.push_back(i);
+  }
+  return axes;
+}
+
+/// A new constant [rows, count] of columns [start, start + count) of each row
+/// of `table` [rows, width], times `scale`.
+Value createColumns(OpBuilder &builder, Location loc, ArrayRef<float> table, int64_t width,
+                    int64_t start, int64_t count, double scale = 1.0) {
+  int64_t rows = int64_t(table.size()) / width;
+  std::vector<float> columns;
+  columns.reserve(rows * count);
+  for (int64_t r = 0; r < rows; ++r)
+    for (float value : table.slice(r * width + start, count))
+      columns.push_back(float(value * scale));
+  return createF32Constant(builder, loc, {rows, count}, columns);
 }
 
 /// llm.rope's tables from the constant frequencies and the positions
 /// (through Casts and broadcasts) that angles are the product of.
 FailureOr<RopeTables> anglesOf(Value invFreq, Value positionsSource, OpBuilder &builder,
                                Location loc) {
+  // Broadcasts only: Cohere's export widens inv_freq over the batch with a Tile.
   while (Operation *op = invFreq.getDefiningOp()) {
     if (isa<onnx::ExpandOp, onnx::UnsqueezeOp, onnx::ReshapeOp, onnx::CastOp>(op) ||
-        (isa<onnx::TileOp>(op) && tilesOnlyUnitDims(cast<onnx::TileOp>(op))))
+        (isa<onnx::TileOp>(op) && broadcastAxes(cast<onnx::TileOp>(op))))
       invFreq = op->getOperand(0);
     else
       break;
@@ -164,17 +182,13 @@ FailureOr<RopeTables> analyseRotateHalfTables(Value cos, Value sin, OpBuilder &b
     auto full = readConstantFloats(gather.getData());
     int64_t rows = dimOf(gather.getData(), 0), width = dimOf(gather.getData(), 1);
     if (!full || rankOf(gather.getData()) != 2 || (!halfWidth && width % 2)) return failure();
-    int64_t kept = halfWidth ? width : width / 2;
-    std::vector<float> half;
-    half.reserve(rows * kept);
-    for (int64_t r = 0; r < rows; ++r) {
+    // Only a cat(t, t) cache is rotate_half's: both halves of each row must agree.
+    for (int64_t r = 0; r < rows && !halfWidth; ++r) {
       const float *row = full->data() + r * width;
-      // Only a cat(t, t) cache is rotate_half's: both halves must agree.
-      if (!halfWidth && !std::equal(row, row + width / 2, row + width / 2)) return failure();
-      for (const float *value = row; value != row + kept; ++value)
-        half.push_back(float(*value * cosScale));
+      if (!std::equal(row, row + width / 2, row + width / 2)) return failure();
     }
-    *slot = createF32Constant(builder, loc, {rows, kept}, half);
+    *slot = createColumns(builder, loc, *full, width, 0, halfWidth ? width : width / 2,
+                          cosScale);
   }
   return tables;
 }
@@ -293,12 +307,10 @@ Value skipBroadcastsAlong(Value value, int64_t axis) {
       if (!shape || !llvm::all_of(*shape, [](int64_t dim) { return dim == 1; })) return value;
       value = expand.getInput();
     } else if (auto tile = definedBy<onnx::TileOp>(value)) {
-      auto repeats = onnx::evaluateShapeEntries(tile.getRepeats());
-      int64_t rank = rankOf(tile);
-      if (!repeats || int64_t(repeats->size()) != rank || dimOf(tile.getInput(), axis) != 1)
+      auto axes = broadcastAxes(tile);
+      if (!axes || dimOf(tile.getInput(), axis) != 1 ||
+          llvm::any_of(*axes, [&](int64_t tiled) { return tiled != axis; }))
         return value;
-      for (int64_t i = 0; i < rank; ++i)
-        if (i != axis && (*repeats)[i].value != 1) return value;
       value = tile.getInput();
     } else {
       return value;
@@ -379,20 +391,12 @@ FailureOr<RopeTables> readColumns(Value cos, Value sin, int64_t headsAxis, OpBui
   auto values = rows ? readConstantFloats(rows->table) : std::nullopt;
   int64_t half = dimOf(cos, -1);
   if (!values || dimOf(sin, -1) != half) return failure();
-  int64_t positions = dimOf(rows->table, 0), width = dimOf(rows->table, 1);
+  int64_t width = dimOf(rows->table, 1);
+  if (cosColumns->second + half > width || sinColumns->second + half > width) return failure();
   RopeTables tables;
   tables.positions = rows->positions;
-  for (auto [start, slot] : {std::pair(cosColumns->second, &tables.cosCache),
-                             std::pair(sinColumns->second, &tables.sinCache)}) {
-    if (start + half > width) return failure();
-    std::vector<float> cache;
-    cache.reserve(positions * half);
-    for (int64_t p = 0; p < positions; ++p) {
-      const float *row = values->data() + p * width + start;
-      cache.insert(cache.end(), row, row + half);
-    }
-    *slot = createF32Constant(builder, loc, {positions, half}, cache);
-  }
+  tables.cosCache = createColumns(builder, loc, *values, width, cosColumns->second, half);
+  tables.sinCache = createColumns(builder, loc, *values, width, sinColumns->second, half);
   return tables;
 }
 
