@@ -226,25 +226,34 @@ LogicalResult RepeatKvOp::verify() {
   return success();
 }
 
+/// One finite value per query head in `values` (`what`), when given.
+static LogicalResult verifyPerHead(Operation *op, std::optional<ArrayRef<float>> values,
+                                   int64_t heads, StringRef what) {
+  if (!values) return success();
+  if (!compatible(heads, static_cast<int64_t>(values->size())))
+    return op->emitOpError("has ") << values->size() << " " << what << " for " << heads
+                                   << " query heads";
+  if (llvm::any_of(*values, [](float value) { return !std::isfinite(value); }))
+    return op->emitOpError(what) << " must be finite";
+  return success();
+}
+
 /// A sliding window of at least one key, a positive softcap, and one finite
-/// sink logit per query head, when given.
-static LogicalResult verifyScoreOptions(Operation *op, std::optional<int64_t> window,
-                                        std::optional<APFloat> softcap,
-                                        std::optional<ArrayRef<float>> sinks, int64_t heads) {
-  if (window && *window <= 0) return op->emitOpError("sliding_window must be positive");
-  if (softcap && !(softcap->convertToFloat() > 0.0f))
-    return op->emitOpError("softcap must be positive");
-  if (sinks && !compatible(heads, static_cast<int64_t>(sinks->size())))
-    return op->emitOpError("has ") << sinks->size() << " sinks for " << heads << " query heads";
-  if (sinks && llvm::any_of(*sinks, [](float sink) { return !std::isfinite(sink); }))
-    return op->emitOpError("sinks must be finite");
+/// sink logit and ALiBi slope per query head, when given.
+template <typename AttentionOpTy>
+static LogicalResult verifyScoreOptions(AttentionOpTy op, int64_t heads) {
+  if (auto window = op.getSlidingWindow(); window && *window <= 0)
+    return op.emitOpError("sliding_window must be positive");
+  if (auto softcap = op.getSoftcap(); softcap && !(softcap->convertToFloat() > 0.0f))
+    return op.emitOpError("softcap must be positive");
+  if (failed(verifyPerHead(op, op.getSinks(), heads, "sinks")) ||
+      failed(verifyPerHead(op, op.getAlibiSlopes(), heads, "alibi_slopes")))
+    return failure();
   return success();
 }
 
 LogicalResult AttentionOp::verify() {
-  if (failed(verifyScoreOptions(*this, getSlidingWindow(), getSoftcap(), getSinks(),
-                                dimOf(getQuery(), 1))))
-    return failure();
+  if (failed(verifyScoreOptions(*this, dimOf(getQuery(), 1)))) return failure();
   for (Value value : {getQuery(), getKey(), getValue(), getOutput()})
     if (failed(expectRank(*this, value, 4, "q, k, v and the result"))) return failure();
   int64_t heads = dimOf(getQuery(), 1), kvHeads = dimOf(getKey(), 1);
@@ -319,9 +328,7 @@ LogicalResult PagedKvWriteOp::verify() {
 }
 
 LogicalResult PagedAttentionOp::verify() {
-  if (failed(verifyScoreOptions(*this, getSlidingWindow(), getSoftcap(), getSinks(),
-                                dimOf(getQuery(), 1))))
-    return failure();
+  if (failed(verifyScoreOptions(*this, dimOf(getQuery(), 1)))) return failure();
   if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
   int64_t rank = rankOf(getQuery());
   bool ragged = static_cast<bool>(getCuSeqlensQ());

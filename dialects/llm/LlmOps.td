@@ -405,12 +405,19 @@ def Llm_AttentionOp : Llm_Op<"attention"> {
     before the softmax (Gemma-2). With `sinks` (one logit per query head,
     gpt-oss's attention sinks), head h's softmax also takes sinks[h] as one
     more score that no mask hides and no scale or softcap changes, and the
-    weight it gets is dropped: the key weights sum to less than 1.
+    weight it gets is dropped: the key weights sum to less than 1. With
+    `alibi_slopes` (one per query head: attention with linear biases, BLOOM's
+    and MPT's), head h's score of the key at position j for the query at
+    position p gains alibi_slopes[h] * (j - p), after the scale and softcap:
+    a bias that grows with the distance and needs no position embedding.
+    Only differences of positions count (a softmax ignores a row's shift), so
+    a key's position is its index among the sequence's cached tokens.
   }];
   let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$key, Llm_Tensor:$value,
                    Llm_OptTensor:$attention_mask, F32Attr:$scale, UnitAttr:$causal,
                    OptionalAttr<I64Attr>:$sliding_window, OptionalAttr<F32Attr>:$softcap,
-                   OptionalAttr<DenseF32ArrayAttr>:$sinks);
+                   OptionalAttr<DenseF32ArrayAttr>:$sinks,
+                   OptionalAttr<DenseF32ArrayAttr>:$alibi_slopes);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
 }
@@ -462,13 +469,15 @@ def Llm_PagedAttentionOp : Llm_Op<"paged_attention", [Llm_TokenWiseHeads]> {
     Query row i of a sequence with q_len new tokens sits at position
     context_len - q_len + i and sees positions 0..that one: causality is
     implied, no mask is ever built. Query head h reads KV head
-    h / (heads / kv_heads). `sliding_window`, `softcap` and `sinks` are
-    llm.attention's: only the blocks that hold the window's keys are read.
+    h / (heads / kv_heads). `sliding_window`, `softcap`, `sinks` and
+    `alibi_slopes` are llm.attention's: only the blocks that hold the
+    window's keys are read.
   }];
   let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$kv_pool, Llm_Tensor:$block_tables,
                    Llm_Tensor:$context_lens, Llm_OptTensor:$cu_seqlens_q,
                    I64Attr:$layer, F32Attr:$scale, OptionalAttr<I64Attr>:$sliding_window,
-                   OptionalAttr<F32Attr>:$softcap, OptionalAttr<DenseF32ArrayAttr>:$sinks);
+                   OptionalAttr<F32Attr>:$softcap, OptionalAttr<DenseF32ArrayAttr>:$sinks,
+                   OptionalAttr<DenseF32ArrayAttr>:$alibi_slopes);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
 }

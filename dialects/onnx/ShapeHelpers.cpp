@@ -284,6 +284,24 @@ std::pair<Value, int64_t> walkToCanonicalDim(Value value, int64_t index) {
 }
 } // namespace
 
+namespace {
+/// Dim `index` of `value` as a dim times a constant: the Reshape entry that
+/// made it, when that is a dim times a constant (batch * heads), else its
+/// canonical dim times 1.
+std::pair<std::pair<Value, int64_t>, int64_t> factoredDim(Value value, int64_t index) {
+  std::pair<Value, int64_t> dim = canonicalDim(value, index);
+  if (auto reshape = dim.first ? dim.first.getDefiningOp<ReshapeOp>() : ReshapeOp()) {
+    auto entries = evaluateShapeEntries(reshape.getShape());
+    if (entries && dim.second < int64_t(entries->size())) {
+      const ShapeEntry &entry = (*entries)[dim.second];
+      if (ShapedType::isDynamic(entry.value) && entry.scaledDim.first)
+        return {entry.scaledDim, entry.factor};
+    }
+  }
+  return {dim, 1};
+}
+} // namespace
+
 std::optional<InferredReshapeDim> inferReshapeDim(Value data, ArrayRef<ShapeEntry> target,
                                                   int64_t inferred, bool allowzero) {
   auto type = dyn_cast<RankedTensorType>(data.getType());
@@ -291,8 +309,14 @@ std::optional<InferredReshapeDim> inferReshapeDim(Value data, ArrayRef<ShapeEntr
   SmallVector<std::pair<Value, int64_t>> unmatched;
   int64_t total = 1, known = 1;
   for (auto [i, dim] : llvm::enumerate(type.getShape())) {
-    if (ShapedType::isDynamic(dim)) unmatched.push_back(canonicalDim(data, i));
-    else total *= dim;
+    if (!ShapedType::isDynamic(dim)) {
+      total *= dim;
+      continue;
+    }
+    // [batch * heads, s, d] viewed as [batch, heads, s, -1]: batch is unmatched, heads known.
+    auto [symbol, factor] = factoredDim(data, i);
+    unmatched.push_back(symbol);
+    total *= factor;
   }
   for (auto [i, entry] : llvm::enumerate(target)) {
     if (int64_t(i) == inferred) continue;
@@ -303,8 +327,13 @@ std::optional<InferredReshapeDim> inferReshapeDim(Value data, ArrayRef<ShapeEntr
       known *= dim;
       continue;
     }
-    // A 0 entry copied an unknown input dim: the same dim on both sides.
+    // A 0 entry copied an unknown input dim: the same dim on both sides. An
+    // entry of a dim times a constant takes the dim and the constant.
     std::pair<Value, int64_t> symbol = copied ? canonicalDim(data, i) : entry.dim;
+    if (!copied && !symbol.first && entry.scaledDim.first) {
+      symbol = entry.scaledDim;
+      known *= entry.factor;
+    }
     auto match = llvm::find(unmatched, symbol);
     if (!symbol.first || match == unmatched.end()) return std::nullopt;
     unmatched.erase(match);
@@ -399,6 +428,15 @@ std::optional<SmallVector<ShapeEntry>> evaluateShapeEntries(Value value) {
       ShapeEntry entry{ShapedType::kDynamic, a.nonNegative && b.nonNegative};
       if (!ShapedType::isDynamic(a.value) && !ShapedType::isDynamic(b.value))
         entry.value = add ? a.value + b.value : a.value * b.value;
+      // An unknown dim (or such a product) times a positive constant.
+      for (auto [scaled, by] : {std::pair(&a, &b), std::pair(&b, &a)}) {
+        if (add || !ShapedType::isDynamic(entry.value) || ShapedType::isDynamic(by->value) ||
+            by->value <= 0)
+          continue;
+        if (scaled->dim.first) entry.scaledDim = scaled->dim, entry.factor = by->value;
+        else if (scaled->scaledDim.first)
+          entry.scaledDim = scaled->scaledDim, entry.factor = scaled->factor * by->value;
+      }
       result.push_back(entry);
     }
     return result;

@@ -44,6 +44,11 @@ struct ShapeEntry {
   /// For an unknown dim read by Shape: which dim it is (canonicalDim), so that
   /// Reshape can tell that a target entry copies a dim of its input.
   std::pair<mlir::Value, int64_t> dim = {};
+  /// For such a dim times a constant (batch * heads, as [batch * heads, -1,
+  /// head_dim] flattens heads): the dim and the constant, so that Reshape can
+  /// infer a -1 beside it. `dim` stays empty: the entry is not that dim.
+  std::pair<mlir::Value, int64_t> scaledDim = {};
+  int64_t factor = 1;
 };
 
 /// The earliest value and dim index known to equal dim `index` of `value`:

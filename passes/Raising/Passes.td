@@ -66,17 +66,22 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       Where(IsNaN) guard after the softmax; with a column of per-head sink
       logits concatenated before the softmax and sliced off after it,
       gpt-oss's attention sinks, the `sinks` attribute; Attention,
-      GroupQueryAttention).
-      Before any pattern runs, every attention mask is proven, not matched:
+      GroupQueryAttention); attention multiplied over [batch * heads]
+      batches (BLOOM's baddbmm and bmm) is viewed as [batch, heads] first,
+      each Reshape back to heads pushed through the elementwise ops to the
+      products, and the terms added to the scores gathered into one mask.
+      Before any other pattern runs, every attention mask is proven, not matched:
       the function is cloned with inputs of concrete shapes and contents
       (several batch sizes, past and new lengths, left and right padding,
       and a past longer than any constant of the mask), the mask evaluated
       on each probe (onnx::HostEvaluator) and compared with causal, padding
-      and sliding-window masks. The consumer gets `llmc.mask = {causal,
-      padding, sliding_window = N}` or `llmc.mask_unproven = "why"`;
-      attention is raised with the causal attribute and the attention_mask
-      operand, and a sliding window or an unproven mask is named in the
-      error;
+      and sliding-window masks; what it adds to the keys it leaves visible
+      must be a linear bias per head, slope * the key's position up to a
+      constant of the row (ALiBi: BLOOM's, MPT's), or nothing. The consumer
+      gets `llmc.mask = {causal, padding, sliding_window = N, alibi_slopes =
+      [...]}` or `llmc.mask_unproven = "why"`; attention is raised with the
+      causal attribute, the attention_mask operand and the slopes, and an
+      unproven mask is named in the error;
     - silu, gelu, swiglu and residual adds;
     - last, elementwise ops on [batch, seq, features] f32 activations that
       no pattern named (Sigmoid, Tanh, Relu, Mul by a constant, ...):

@@ -121,7 +121,11 @@ struct Hypothesis {
 /// What the evaluated mask shows on one probe: visible[b][i][j] for the
 /// real (unpadded) query rows, or an error.
 struct Observed {
-  std::vector<std::vector<std::vector<int>>> visible; // -1 for a padded query row
+  std::vector<std::vector<std::vector<int>>> visible; // empty for a padded query row
+  /// What the mask adds to each key it leaves visible: added[b][i][h * keys
+  /// + j] for the mask's `heads` (1 when it is the same for every head).
+  std::vector<std::vector<std::vector<double>>> added;
+  int64_t heads = 1;
 };
 
 FailureOr<Observed> observe(const onnx::HostTensor &mask, Type element, const Probe &p,
@@ -140,33 +144,115 @@ FailureOr<Observed> observe(const onnx::HostTensor &mask, Type element, const Pr
   dims.append(shape.begin(), shape.end());
   int64_t heads = dims[1];
   Observed observed;
+  observed.heads = heads;
   observed.visible.assign(p.batch, std::vector<std::vector<int>>(p.fresh));
+  observed.added.assign(p.batch, std::vector<std::vector<double>>(p.fresh));
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t i = 0; i < p.fresh; ++i) {
       auto &row = observed.visible[b][i];
       if (!p.keep[b][p.past + i]) continue;
       row.assign(p.total(), 0);
+      auto &added = observed.added[b][i];
+      added.assign(heads * p.total(), 0.0);
       for (int64_t j = 0; j < p.total(); ++j)
         for (int64_t h = 0; h < heads; ++h) {
           SmallVector<int64_t> index = {dims[0] == 1 ? 0 : b, h, dims[2] == 1 ? 0 : i, j};
           double v = mask.at(ArrayRef<int64_t>(index).take_back(rank));
           int seen;
           if (element.isInteger(1)) seen = v != 0;
-          else if (v == 0) seen = 1;
           else if (v <= kHiddenBelow) seen = 0;
+          else if (std::isfinite(v)) seen = 1, added[h * p.total() + j] = v;
           else {
             llvm::raw_string_ostream(why) << "the mask adds " << v
-                                          << ", neither 0 nor a value that hides a key";
+                                          << ", neither a bias nor a value that hides a key";
             return failure();
           }
           if (h > 0 && seen != row[j]) {
-            why = "the mask differs between heads";
+            why = "the mask hides different keys from different heads";
             return failure();
           }
           row[j] = seen;
         }
     }
   return observed;
+}
+
+/// What the proven mask adds to the keys it leaves visible, as one slope per
+/// head (empty when it adds nothing that depends on the key): each row's
+/// additions must be slope * the key's position plus a constant of the row
+/// (which the softmax does not see), the position a key's index among its
+/// sequence's real tokens. That is ALiBi as BLOOM writes it (slope times the
+/// cumulative count of the attention mask) and as MPT does (slope times the
+/// key's index from the end: a shift of the row). Keys of padding, which a
+/// serving step never holds, do not count.
+FailureOr<std::vector<float>> fitLinearBiases(ArrayRef<Probe> probes,
+                                              ArrayRef<Observed> observed, Type element,
+                                              std::string &why) {
+  if (observed.empty()) return std::vector<float>();
+  int64_t heads = observed.front().heads;
+  // Half-precision masks hold rounded biases.
+  double tolerance = element.isF32() || element.isF64() ? 1e-5 : 1e-2;
+  struct Row {
+    const Probe *probe;
+    int64_t b;
+    const std::vector<int> *visible;
+    const std::vector<double> *added;
+  };
+  SmallVector<Row> rows;
+  for (auto [p, o] : llvm::zip(probes, observed)) {
+    if (o.heads != heads) return why = "the mask's heads differ between probes", failure();
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t i = 0; i < p.fresh; ++i)
+        if (!o.visible[b][i].empty()) rows.push_back({&p, b, &o.visible[b][i], &o.added[b][i]});
+  }
+  // A key's position: the real tokens before it in its sequence.
+  auto positions = [](const Row &row) {
+    std::vector<int64_t> at(row.probe->total());
+    for (int64_t j = 0, seen = 0; j < row.probe->total(); seen += row.probe->keep[row.b][j], ++j)
+      at[j] = seen;
+    return at;
+  };
+  std::vector<float> slopes(heads, 0.0f);
+  bool biased = false;
+  for (int64_t h = 0; h < heads; ++h) {
+    // The slope from the row whose visible keys span the most positions.
+    double slope = 0.0;
+    int64_t widest = 0;
+    for (const Row &row : rows) {
+      std::vector<int64_t> at = positions(row);
+      int64_t first = -1, last = -1;
+      for (auto [j, seen] : llvm::enumerate(*row.visible)) {
+        if (!seen || !row.probe->keep[row.b][j]) continue;
+        if (first < 0) first = j;
+        last = j;
+      }
+      if (first < 0 || at[last] - at[first] <= widest) continue;
+      int64_t total = row.probe->total();
+      widest = at[last] - at[first];
+      slope = ((*row.added)[h * total + last] - (*row.added)[h * total + first]) / double(widest);
+    }
+    for (const Row &row : rows) {
+      std::vector<int64_t> at = positions(row);
+      int64_t total = row.probe->total(), reference = -1;
+      for (auto [j, seen] : llvm::enumerate(*row.visible)) {
+        // Padding keys are never cached: what the mask adds to them does not count.
+        if (!seen || !row.probe->keep[row.b][j]) continue;
+        double v = (*row.added)[h * total + j];
+        if (reference < 0) reference = j;
+        double expected = (*row.added)[h * total + reference] + slope * double(at[j] - at[reference]);
+        if (std::abs(v - expected) > tolerance * std::max(1.0, std::abs(v))) {
+          llvm::raw_string_ostream(why)
+              << "the mask adds " << v << " where a bias linear in the key's position would add "
+              << expected;
+          return failure();
+        }
+      }
+    }
+    slopes[h] = static_cast<float>(slope);
+    biased = biased || slope != 0.0;
+  }
+  if (!biased) slopes.clear();
+  return slopes;
 }
 
 bool matches(const Hypothesis &h, ArrayRef<Probe> probes, ArrayRef<Observed> observed) {
@@ -494,8 +580,12 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<Pro
   Builder builder(context);
   for (auto [index, site] : llvm::enumerate(sites)) {
     FailureOr<Hypothesis> h = failure();
+    FailureOr<std::vector<float>> slopes = failure();
     if (why[index].empty()) h = explain(accepted, observed[index], why[index]);
-    if (failed(h)) {
+    if (succeeded(h))
+      slopes = fitLinearBiases(accepted, observed[index],
+                               getElementTypeOrSelf(site.mask.getType()), why[index]);
+    if (failed(h) || failed(slopes)) {
       LLMC_DEBUG(llvm::dbgs() << "mask of " << site.consumer->getLoc() << " not proven: "
                               << why[index] << "\n");
       site.consumer->setAttr(kMaskUnprovenAttr, builder.getStringAttr(why[index]));
@@ -506,6 +596,9 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<Pro
     if (h->padding) entries.push_back(builder.getNamedAttr("padding", builder.getUnitAttr()));
     if (h->window)
       entries.push_back(builder.getNamedAttr("sliding_window", builder.getI64IntegerAttr(h->window)));
+    if (!slopes->empty())
+      entries.push_back(
+          builder.getNamedAttr("alibi_slopes", builder.getDenseF32ArrayAttr(*slopes)));
     site.consumer->setAttr(kMaskAttr, builder.getDictionaryAttr(entries));
   }
 }
@@ -552,6 +645,8 @@ FailureOr<MaskInfo> provenMask(Operation *consumer, std::string &why) {
   if (auto window = proven.getAs<IntegerAttr>("sliding_window"))
     info.slidingWindow = window.getInt();
   if (proven.contains("padding")) info.attentionMask = findArgumentByName(consumer, "attention_mask");
+  if (auto slopes = proven.getAs<DenseF32ArrayAttr>("alibi_slopes"))
+    info.alibiSlopes.assign(slopes.asArrayRef().begin(), slopes.asArrayRef().end());
   return info;
 }
 

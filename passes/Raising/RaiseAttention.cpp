@@ -339,8 +339,8 @@ std::optional<std::string> unsupportedScoresFeature(Operation *op) {
   for (size_t i = 0; i < cone.size() && i < 512; ++i) {
     Value value = cone[i];
     if (holdsHeadSlopes(value))
-      return std::string("attention with linear biases per head (ALiBi, as BLOOM and MPT are "
-                         "exported)");
+      return std::string("attention with linear biases per head (ALiBi) that are not proven "
+                         "to be slope * the key's position");
     selected = selected || selectsScores(value);
     Operation *producer = value.getDefiningOp();
     if (producer && !isa<onnx::MatMulOp>(producer))

@@ -9,7 +9,9 @@
 // Last, constants become llm.constant, so that the passes after raising see
 // llm ops only.
 //
-// A mixture of experts is raised before all of them (stage 0), whole.
+// A mixture of experts is raised before all of them (stage 0), whole; before
+// that, attention over [batch * heads] batches is viewed as [batch, heads]
+// and its masks are proven (ProveMasks.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/Passes.h"
@@ -36,6 +38,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    if (failed(raising::raiseHeadBatches(func))) return signalPassFailure();
     raising::proveAttentionMasks(func);
     raising::raiseMixturesOfExperts(func);
     raising::raiseDenseMixturesOfExperts(func);
@@ -119,11 +122,14 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
       if (!feature) feature = raising::unsupportedMixtureOfExpertsFeature(entry.second);
       if (!feature) feature = raising::unsupportedRopeFeature(entry.second);
       if (!feature) feature = raising::unsupportedScoresFeature(entry.second);
-      if (feature) return "; " + *feature + " is not supported";
       std::string why;
-      if (isa<onnx::SoftmaxOp, onnx::AttentionOp, onnx::MultiHeadAttentionOp>(entry.second) &&
-          failed(raising::provenMask(entry.second, why)))
-        return "; attention mask: " + why;
+      bool unproven =
+          isa<onnx::SoftmaxOp, onnx::AttentionOp, onnx::MultiHeadAttentionOp>(entry.second) &&
+          failed(raising::provenMask(entry.second, why));
+      if (feature)
+        return "; " + *feature + " is not supported" +
+               (unproven ? " (attention mask: " + why + ")" : std::string());
+      if (unproven) return "; attention mask: " + why;
     }
     return "";
   }

@@ -32,6 +32,11 @@ void raiseMixturesOfExperts(mlir::func::FuncOp func);
 void raiseDenseMixturesOfExperts(mlir::func::FuncOp func);
 inline constexpr llvm::StringLiteral kMoeUnmatchedAttr = "llmc.moe_unmatched";
 
+/// Before the masks are proven: attention multiplied over [batch * heads]
+/// batches viewed as [batch, heads] again, and the terms added to a softmax's
+/// scores gathered into one mask (RaiseHeadBatches.cpp).
+mlir::LogicalResult raiseHeadBatches(mlir::func::FuncOp func);
+
 /// Stage 1: the structures (norms, rope, heads, attention, KV cache, linear).
 void populateStructurePatterns(mlir::RewritePatternSet &patterns);
 /// Stage 2: what joins the structures (bias, logits head, swiglu, residuals).
@@ -211,9 +216,15 @@ struct AttentionScores {
 };
 AttentionScores splitScores(onnx::SoftmaxOp softmax);
 
+/// `value` less an optional softcap and the constant scales around it: what
+/// softcap(s * scale) is computed from; multiplies `scale` by the scales and
+/// sets `softcap` to c.
+mlir::Value peelScores(mlir::Value value, double &scale, std::optional<double> &softcap);
+
 /// What an attention mask computes: written on its consumer (a Softmax, an
 /// onnx.Attention) by proveAttentionMasks as a dictionary {causal, padding,
-/// sliding_window = N}, or the reason no such mask matched.
+/// sliding_window = N, alibi_slopes = [...]}, or the reason no such mask
+/// matched.
 inline constexpr llvm::StringLiteral kMaskAttr = "llmc.mask";
 inline constexpr llvm::StringLiteral kMaskUnprovenAttr = "llmc.mask_unproven";
 
@@ -240,9 +251,13 @@ struct MaskInfo {
   bool causal = false;
   /// The keys a query sees when the mask is a sliding window.
   std::optional<int64_t> slidingWindow;
+  /// One slope per query head when the mask also adds linear biases (ALiBi:
+  /// slope * the key's position, up to a shift per row); empty otherwise.
+  std::vector<float> alibiSlopes;
 };
 
-/// llm.attention of q, k, v under `mask`, with its scale, softcap and sinks.
+/// llm.attention of q, k, v under `mask` (its linear biases too), with its
+/// scale, softcap and sinks.
 llm::AttentionOp createAttention(mlir::OpBuilder &builder, mlir::Location loc, mlir::Type type,
                                  mlir::Value q, mlir::Value k, mlir::Value v,
                                  const MaskInfo &mask, float scale,

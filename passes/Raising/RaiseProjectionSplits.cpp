@@ -2,7 +2,8 @@
 //
 // One linear computing several projections at once (q, k and v; gate and
 // up), its result taken apart by Slices, Splits or views of heads, in the
-// layouts exporters write: the parts side by side, head by head (GPT-NeoX),
+// layouts exporters write: the parts side by side, head by head (GPT-NeoX,
+// BLOOM),
 // in groups of heads (CodeGen), or as runs of heads (Falcon). Each becomes
 // llm.split of the linear's columns, reordered at compile time where the
 // parts interleave, so that each part is a projection of its own.
@@ -321,6 +322,66 @@ struct RaiseHeadInterleavedProjection : OpRewritePattern<llm::SplitHeadsOp> {
   }
 };
 
+/// Gathers of one part each along axis 3 of a projection viewed as [b, s,
+/// heads, parts, head_dim] (BLOOM's query_key_value: each head's q, k and v
+/// side by side), each transposed to [b, heads, s, head_dim] -> slices of one
+/// transposed view [b, heads, s, parts * head_dim]: GPT-NeoX's form, which
+/// RaiseHeadInterleavedProjection splits once the view is split_heads.
+struct RaiseHeadPartGathers : OpRewritePattern<onnx::ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::ReshapeOp op, PatternRewriter &rewriter) const override {
+    Value x = op.getData();
+    int64_t heads = dimOf(op, 2), parts = dimOf(op, 3), width = dimOf(op, 4);
+    if (rankOf(x) != 3 || rankOf(op) != 5 || ShapedType::isDynamic(heads) ||
+        ShapedType::isDynamic(parts) || ShapedType::isDynamic(width))
+      return rewriter.notifyMatchFailure(op, "not [b, s, F] -> [b, s, heads, parts, D]");
+    if (!sameDim(op, 0, x, 0) || !sameDim(op, 1, x, 1))
+      return rewriter.notifyMatchFailure(op, "the view changes the batch or sequence dims");
+    // Each user gathers part p, and only transposes [0, 2, 1, 3] read it.
+    SmallVector<std::pair<onnx::TransposeOp, int64_t>> taken;
+    for (Operation *user : op->getUsers()) {
+      auto gather = dyn_cast<onnx::GatherOp>(user);
+      auto index = gather ? onnx::getConstantInts(gather.getIndices()) : std::nullopt;
+      if (!gather || gather.getData() != op.getResult() || (gather.getAxis() != 3 &&
+          gather.getAxis() != -2) || rankOf(gather.getIndices()) != 0 || !index ||
+          (*index)[0] < 0 || (*index)[0] >= parts)
+        return rewriter.notifyMatchFailure(op, "a user is not a Gather of one part on axis 3");
+      for (Operation *reader : gather->getUsers()) {
+        auto transpose = dyn_cast<onnx::TransposeOp>(reader);
+        if (!transpose || !hasPerm(transpose, {0, 2, 1, 3}))
+          return rewriter.notifyMatchFailure(op, "a part is read by other than Transpose "
+                                                 "[0, 2, 1, 3]");
+        taken.push_back({transpose, (*index)[0]});
+      }
+    }
+    if (taken.empty()) return rewriter.notifyMatchFailure(op, "no part is taken");
+    Location loc = op.getLoc();
+    auto viewType = cast<RankedTensorType>(op.getType());
+    int64_t packed = parts * width;
+    Value view = viewAsGroups(rewriter, loc,
+                              viewType.clone({viewType.getDimSize(0), viewType.getDimSize(1),
+                                              heads, packed}),
+                              x, heads, packed);
+    Value headsFirst = onnx::TransposeOp::create(
+        rewriter, loc,
+        viewType.clone({viewType.getDimSize(0), heads, viewType.getDimSize(1), packed}), view,
+        rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}));
+    auto i64s = [&](int64_t value) -> Value {
+      auto type = RankedTensorType::get({1}, rewriter.getI64Type());
+      return onnx::ConstantOp::create(rewriter, loc, type,
+                                      DenseIntElementsAttr::get(type, ArrayRef<int64_t>{value}));
+    };
+    Value unitSteps = onnx::NoneOp::create(rewriter, loc, rewriter.getNoneType());
+    for (auto [transpose, part] : taken)
+      rewriter.replaceOpWithNewOp<onnx::SliceOp>(transpose, transpose.getType(), headsFirst,
+                                                 i64s(part * width), i64s((part + 1) * width),
+                                                 i64s(3), unitSteps);
+    for (Operation *gather : llvm::make_early_inc_range(op->getUsers())) rewriter.eraseOp(gather);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 /// Split(Reshape(linear[b, s, F] -> [b, s, G, F / G]), last axis): each of G
 /// groups of the features holds every part's columns side by side (CodeGen's
 /// qkv_proj: 4 groups of heads, each with its q, v and k) -> one linear
@@ -374,7 +435,7 @@ struct RaiseGroupInterleavedProjection : OpRewritePattern<onnx::SplitOp> {
 
 void populateProjectionSplitPatterns(RewritePatternSet &patterns) {
   patterns.add<RaisePackedProjectionSplit, RaiseProjectionSplit, RaiseHeadInterleavedProjection,
-               RaiseGroupInterleavedProjection, RaiseHeadGroupSelection,
+               RaiseHeadPartGathers, RaiseGroupInterleavedProjection, RaiseHeadGroupSelection,
                RaiseUnsqueezedProjectionSplit>(patterns.getContext());
 }
 

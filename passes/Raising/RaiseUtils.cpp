@@ -250,10 +250,18 @@ llm::AttentionOp createAttention(OpBuilder &builder, Location loc, Type type, Va
   if (softcap) cap = builder.getF32FloatAttr(*softcap);
   DenseF32ArrayAttr sinkLogits;
   if (!sinks.empty()) sinkLogits = builder.getDenseF32ArrayAttr(sinks);
+  DenseF32ArrayAttr slopes;
+  if (!mask.alibiSlopes.empty()) {
+    // A mask without a heads dim adds the same bias to every head.
+    SmallVector<float> perHead(mask.alibiSlopes.begin(), mask.alibiSlopes.end());
+    int64_t heads = dimOf(q, 1);
+    if (perHead.size() == 1 && !ShapedType::isDynamic(heads)) perHead.assign(heads, perHead[0]);
+    slopes = builder.getDenseF32ArrayAttr(perHead);
+  }
   return llm::AttentionOp::create(builder, loc, type, q, k, v, optionalOperand(mask.attentionMask),
                                   builder.getF32FloatAttr(scale),
                                   mask.causal ? builder.getUnitAttr() : UnitAttr(), window, cap,
-                                  sinkLogits);
+                                  sinkLogits, slopes);
 }
 
 void populateStructurePatterns(RewritePatternSet &patterns) {

@@ -169,7 +169,8 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
       Value output = llm::PagedAttentionOp::create(
           builder, loc, attention.getType(), attention.getQuery(), pool, blockTables, contextLens,
           /*cu_seqlens_q=*/Value(), builder.getI64IntegerAttr(index), attention.getScaleAttr(),
-          attention.getSlidingWindowAttr(), attention.getSoftcapAttr(), attention.getSinksAttr());
+          attention.getSlidingWindowAttr(), attention.getSoftcapAttr(), attention.getSinksAttr(),
+          attention.getAlibiSlopesAttr());
       attention.replaceAllUsesWith(output);
     }
 

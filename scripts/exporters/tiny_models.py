@@ -138,7 +138,8 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "helium": ("HeliumConfig", dict(num_key_value_heads=2, head_dim=16)),
     # GLM-4: Helium's rotary on half of each head, one gate_up_proj.
     "glm": ("GlmConfig", dict(num_key_value_heads=2, head_dim=16, partial_rotary_factor=0.5)),
-    # BLOOM: attention with linear biases per head (ALiBi); llmc refuses it, naming them.
+    # BLOOM: attention with linear biases per head (ALiBi) computed from the attention mask,
+    # over [batch * heads] batches (baddbmm, bmm), each head's q, k and v side by side.
     "bloom": ("BloomConfig", dict(n_head=4, n_layer=2)),
     # GPT-Neo: global and local (windowed) layers, masked by selecting the scores where a
     # constant causal table allows; llmc refuses it, naming the masking.

@@ -259,6 +259,22 @@ func.func @attention_sinks_per_head(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16
 
 // -----
 
+func.func @alibi_slopes_per_head(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  // expected-error @+1 {{has 3 alibi_slopes for 4 query heads}}
+  %a = llm.attention %q, %q, %q {alibi_slopes = array<f32: 0.5, 0.25, 0.125>, causal, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %a : tensor<1x4x3x16xf32>
+}
+
+// -----
+
+func.func @alibi_slopes_finite(%q: tensor<1x2x3x16xf32>) -> tensor<1x2x3x16xf32> {
+  // expected-error @+1 {{alibi_slopes must be finite}}
+  %a = llm.attention %q, %q, %q {alibi_slopes = array<f32: 0.5, 0x7F800000>, causal, scale = 0.25 : f32} : (tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x16xf32>) -> tensor<1x2x3x16xf32>
+  return %a : tensor<1x2x3x16xf32>
+}
+
+// -----
+
 func.func @moe_down_bias(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>, %b: tensor<4x16xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{the down bias must be [experts, 8]}}
   %y = llm.moe %x, %r, %w, %w, %d down_bias(%b) {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>, tensor<4x16xf32>) -> tensor<?x8xf32>

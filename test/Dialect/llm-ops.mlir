@@ -117,6 +117,14 @@ func.func @attention_sinks(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
   return %a : tensor<1x4x3x16xf32>
 }
 
+// Linear attention biases (ALiBi): one slope per query head.
+// CHECK-LABEL: func.func @attention_alibi
+// CHECK: llm.attention %{{.*}}, %{{.*}}, %{{.*}} {alibi_slopes = array<f32: 2.500000e-01, 6.250000e-02, 1.562500e-02, 3.906250e-03>, causal, scale = 2.500000e-01 : f32}
+func.func @attention_alibi(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
+  %a = llm.attention %q, %q, %q {alibi_slopes = array<f32: 0.25, 0.0625, 0.015625, 0.00390625>, causal, scale = 0.25 : f32} : (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32>
+  return %a : tensor<1x4x3x16xf32>
+}
+
 // CHECK-LABEL: func.func @moe_quantized_experts
 // CHECK: llm.dequantize %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x8x1x8xui8>, tensor<4x8x1xf32>) -> tensor<4x8x16xf32>
 // CHECK: llm.moe

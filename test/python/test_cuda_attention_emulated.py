@@ -9,7 +9,8 @@ real exporters' Gemma-2 (the genai builder's local layer: a window of 16 keys, a
 and Mistral (a window of 20) check the windowed kernels: the blocks wholly before a
 sequence's window are NaN, as blocks the engine gave back may hold anything, so a kernel
 that reads one fails. The genai builder's llama-gqa with a head_sink per query head (gpt-oss's
-attention sinks) checks the sinks' share of each softmax, in both paths.
+attention sinks) checks the sinks' share of each softmax, in both paths, and optimum's BLOOM
+its linear biases (ALiBi), slope times the key's distance from the query.
 What this cannot show (speed, the tensor cores' own rounding, the driver) needs a GPU:
 scripts/gpu-check.sh.
 """
@@ -32,7 +33,7 @@ from test_exporters import EXPORTS_DIR, with_group_query_attention_sinks
 ROOT = Path(__file__).resolve().parents[2]
 LLMC = ROOT / "build" / "bin" / "llmc"
 CONFIG = re.compile(r"attention_d(\d+)_g(\d+)_kv(\d+)_bs(\d+)_(bf16|f16)_s0x([0-9a-f]+)"
-                    r"(?:_w(\d+))?(?:_c0x([0-9a-f]+))?(_sinks)?(?:_u)?_prefill")
+                    r"(?:_w(\d+))?(?:_c0x([0-9a-f]+))?(_sinks)?(_alibi)?(?:_u)?_prefill")
 
 # (query rows, context) per sequence: a prompt longer than a tile, decode rows, a chunk
 # after cached context, a two-row chunk, and decode at the first and at a long position.
@@ -65,7 +66,15 @@ CASES = {
                            PLAIN_INPUTS),
     # Attention sinks (gpt-oss's): the genai builder's llama-gqa with a head_sink per layer.
     "gqa-sinks-bf16": ("head_sink", {}, "bf16", 16, 1, PLAIN_INPUTS),
+    # ALiBi: optimum's BLOOM, 4 heads of 16.
+    "bloom-alibi-f16": (EXPORTS_DIR / "optimum/bloom/model.onnx", {}, "f16", 16, 1, PLAIN_INPUTS),
 }
+
+
+def bloom_slopes(heads: int) -> np.ndarray:
+    """BLOOM's ALiBi slopes for a power-of-two head count (transformers' build_alibi_tensor):
+    2^(-8 (h + 1) / heads)."""
+    return 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads)
 
 
 def layer_sinks(onnx_path: Path, layer: int) -> np.ndarray:
@@ -117,9 +126,10 @@ def first_visible_key(position: int, window: int) -> int:
 
 
 def reference(query, pool, tables, sequences, heads, group, block_size, scale, layer, window,
-              softcap, sinks):
+              softcap, sinks, slopes):
     """float64 causal attention over the paged cache: [tokens, heads, head_dim]. A head's
-    sink (if any) is one more logit in its softmax, with no value."""
+    sink (if any) is one more logit in its softmax, with no value; its ALiBi slope (if any)
+    times the key's position less the query's joins each logit."""
     rows = []
     for seq, (q_len, context) in enumerate(sequences):
         slots = np.arange(context)
@@ -136,6 +146,8 @@ def reference(query, pool, tables, sequences, heads, group, block_size, scale, l
                 logits = k @ query[len(rows), head] * scale
                 if softcap:
                     logits = softcap * np.tanh(logits / softcap)
+                if slopes is not None:
+                    logits = logits + slopes[head] * (np.arange(first, visible) - (visible - 1))
                 sink = -np.inf if sinks is None else sinks[head]
                 top = max(logits.max(), sink)
                 weights = np.exp(logits - top)
@@ -149,6 +161,7 @@ def test_attention_matches_float64_reference(compiled, sequences):
     kernels, launches, layer, inputs, sinks = compiled
     match = CONFIG.fullmatch(launches["prefill"]["kernel"])
     assert bool(match.group(9)) == (sinks is not None)
+    slopes = bloom_slopes(int(match.group(2)) * int(match.group(3))) if match.group(10) else None
     head_dim, group, kv_heads, block_size = (int(match.group(i)) for i in range(1, 5))
     dtype = match.group(5)
     as_float = lambda hex_bits: float(np.frombuffer(bytes.fromhex(hex_bits.zfill(8)), ">f4")[0])
@@ -207,7 +220,7 @@ def test_attention_matches_float64_reference(compiled, sequences):
 
     query = from_storage(query_bits[:, :heads * head_dim], dtype).reshape(tokens, heads, head_dim)
     expected = reference(query, from_storage(pool_bits, dtype), tables, sequences, heads, group,
-                         block_size, scale, layer, window, softcap, sinks)
+                         block_size, scale, layer, window, softcap, sinks, slopes)
     got = from_storage(out, dtype).reshape(tokens, heads, head_dim)
     assert not np.isnan(got).any(), "rows no kernel wrote"
     # Storage rounding of the output and of the softmax weights P V multiplies by.

@@ -215,6 +215,8 @@ EXPORTS = ROOT / "test" / "exporters"
     # Rotary over interleaved pairs of inv_freq's angles; LayerNorm without a bias.
     "optimum/cohere",
     "optimum/glm",
+    # ALiBi over [batch * heads] batches; each head's q, k and v gathered from one view.
+    "optimum/bloom",
 ])
 def test_exporter_features_compile_for_cuda(tmp_path, export):
     result = compile_cuda(EXPORTS / export / "model.onnx", tmp_path / "model.llmc",

@@ -11,7 +11,9 @@
 // tasks (split-KV) and a combine kernel folds the parts, in the order a
 // prefill task folds the same parts, so the bits do not depend on the path.
 // Attention sinks (gpt-oss) join a row's sum in the step both paths end with
-// (SoftmaxState::finish).
+// (SoftmaxState::finish). Linear biases (ALiBi: BLOOM) join each block's
+// scores as they are loaded for its max, slope * (key - query position), a
+// vector of the block's slots.
 //
 // A bf16 pool (--kv-cache-dtype bf16) holds the rows rounded to nearest
 // even, widened as attention loads them. An int8 pool (--kv-cache-dtype
@@ -527,8 +529,9 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   // query heads; the KV heads come in `kvRuns` such runs.
   int64_t taskKvHeads = kvHeadsPerTask(shape.kvHeads, group * chunks);
   int64_t kvRuns = shape.kvHeads / taskKvHeads;
-  SmallVector<float> sinks;
+  SmallVector<float> sinks, slopes;
   if (auto logits = op.getSinks()) sinks.assign(logits->begin(), logits->end());
+  if (auto alibi = op.getAlibiSlopes()) slopes.assign(alibi->begin(), alibi->end());
   SoftmaxState softmax{taskKvHeads * group, chunks, VectorType::get({lanes}, step.b.getF32Type()),
                        sinks};
   int64_t minRangeBlocks = std::max<int64_t>(1, kMinRangeKeys / shape.blockSize);
@@ -589,6 +592,20 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
         arith::ConstantOp::create(b, loc, scoreType, DenseElementsAttr::get(scoreType, 0.0f));
     int64_t partials = 1;
     while (partials * group < 4 && rows.headDim % (2 * partials) == 0) partials *= 2;
+    // Every query head's ALiBi slope, and each score vector's slots as floats.
+    Value slopeTable;
+    SmallVector<Value> slotOffsets;
+    if (!slopes.empty()) {
+      auto type = VectorType::get({static_cast<int64_t>(slopes.size())}, b.getF32Type());
+      slopeTable = arith::ConstantOp::create(
+          b, loc, type, DenseElementsAttr::get(type, ArrayRef<float>(slopes)));
+      for (int64_t v = 0; v < rows.blockSize / scoreLanes; ++v) {
+        SmallVector<float> slots(scoreLanes);
+        std::iota(slots.begin(), slots.end(), float(v * scoreLanes));
+        slotOffsets.push_back(arith::ConstantOp::create(
+            b, loc, scoreType, DenseElementsAttr::get(scoreType, ArrayRef<float>(slots))));
+      }
+    }
 
     // The online-softmax `state` (of `kvHeads` consecutive KV heads' query
     // heads, from `firstKvHead`) of query row `row` of sequence `seq`, which
@@ -682,13 +699,34 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, slotLanes, countLanes)));
             }
             Value negInfs = vector::BroadcastOp::create(b, loc, scoreType, negInf);
+            // ALiBi: slot s of the block is key `begin + s`, the query row sits
+            // at position visible - 1.
+            Value distance;
+            auto scoreSplat = [&](Value scalar) {
+              return vector::BroadcastOp::create(b, loc, scoreType, scalar);
+            };
+            if (slopeTable)
+              distance = scoreSplat(arith::SIToFPOp::create(
+                  b, loc, b.getF32Type(),
+                  arith::IndexCastOp::create(
+                      b, loc, b.getI64Type(),
+                      kb.subIndex(kb.addIndex(begin, one), visible))));
             SmallVector<Value> maxima, sums, corrections;
             for (int64_t g = 0; g < state.heads; ++g) {
               SmallVector<Value> scores;
-              Value largest;
+              Value largest, slope;
+              if (slopeTable)
+                slope = scoreSplat(vector::ExtractOp::create(
+                    b, loc, slopeTable,
+                    OpFoldResult(kb.addIndex(kb.mulIndex(firstKvHead, kb.index(group)),
+                                             kb.index(g)))));
               for (auto [v, visible] : llvm::enumerate(visibleLanes)) {
                 Value loaded = vector::LoadOp::create(
                     b, loc, scoreType, weights, ValueRange{kb.index(g), kb.index(v * scoreLanes)});
+                if (slope)
+                  loaded = vector::FMAOp::create(
+                      b, loc, slope, arith::AddFOp::create(b, loc, slotOffsets[v], distance),
+                      loaded);
                 scores.push_back(arith::SelectOp::create(b, loc, visible, loaded, negInfs));
                 largest = largest ? kb.max(largest, scores.back()) : scores.back();
               }

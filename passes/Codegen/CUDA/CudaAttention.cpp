@@ -77,19 +77,20 @@ std::string floatLiteral(float value) {
   return literal;
 }
 
-/// The attention sinks of every layer with `heads` query heads, as a CUDA
-/// array initializer of [layers][heads] logits: row L is layer L's. A config
-/// with sinks reads the rows of its own layers; the others hold the lowest
-/// float (no share of the softmax) and are never read.
-std::string sinksTable(llm::PagedAttentionOp op, int64_t heads) {
+/// A per-head attribute (`perHead`: the sinks, the ALiBi slopes) of every
+/// layer with `heads` query heads, as a CUDA array initializer of
+/// [layers][heads] values: row L is layer L's. A config reads the rows of
+/// its own layers; the others hold `unused` and are never read.
+std::string layerTable(llm::PagedAttentionOp op, int64_t heads,
+                       function_ref<std::optional<ArrayRef<float>>(llm::PagedAttentionOp)> perHead,
+                       float unused) {
   SmallVector<float> table;
   op->getParentOp()->walk([&](llm::PagedAttentionOp layerOp) {
-    auto sinks = layerOp.getSinks();
-    if (!sinks || static_cast<int64_t>(sinks->size()) != heads) return;
+    auto values = perHead(layerOp);
+    if (!values || static_cast<int64_t>(values->size()) != heads) return;
     auto begin = static_cast<size_t>(layerOp.getLayer() * heads);
-    if (table.size() < begin + heads)
-      table.resize(begin + heads, std::numeric_limits<float>::lowest());
-    llvm::copy(*sinks, table.begin() + begin);
+    if (table.size() < begin + heads) table.resize(begin + heads, unused);
+    llvm::copy(*values, table.begin() + begin);
   });
   std::string initializer = "{";
   for (auto [i, sink] : llvm::enumerate(table))
@@ -187,6 +188,9 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   // the layers of gpt-oss share its two configs (local, global).
   bool sinks = op.getSinks().has_value();
   if (sinks) config += "_sinks";
+  // ALiBi slopes likewise (BLOOM's are the same in every layer, but need not be).
+  bool alibi = op.getAlibiSlopes().has_value();
+  if (alibi) config += "_alibi";
   if (!queryAligned) config += "_u";
   addModulePrelude(step, source);
   if (source.find(config + "_prefill(") == std::string::npos)
@@ -194,7 +198,15 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
                             bf16 ? "true" : "false", floatLiteral(scale),
                             queryAligned ? "true" : "false", mmaTileK, window,
                             floatLiteral(softcap), sinks ? "true" : "false",
-                            sinks ? sinksTable(op, heads) : std::string("{0.f}"))
+                            sinks ? layerTable(
+                                        op, heads, [](auto layerOp) { return layerOp.getSinks(); },
+                                        std::numeric_limits<float>::lowest())
+                                  : std::string("{0.f}"),
+                            alibi ? "true" : "false",
+                            alibi ? layerTable(
+                                        op, heads,
+                                        [](auto layerOp) { return layerOp.getAlibiSlopes(); }, 0.0f)
+                                  : std::string("{0.f}"))
                   .str();
 
   MLIRContext *context = op.getContext();

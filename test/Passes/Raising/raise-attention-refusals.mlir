@@ -1,8 +1,9 @@
 // RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(raise-onnx-to-llm))' -o /dev/null 2>&1 | FileCheck %s
 
-// BLOOM's ALiBi: per-head slopes (2^-2, 2^-4) times the key positions, added to
-// the scores. The leftovers are refused with the feature named.
-// CHECK: attention with linear biases per head (ALiBi, as BLOOM and MPT are exported) is not supported
+// ALiBi's per-head slopes (2^-2, 2^-4) times positions that are no model input
+// (so no probe shows them to be the keys'), added to the scores. The leftovers
+// are refused with the feature named.
+// CHECK: attention with linear biases per head (ALiBi) that are not proven to be slope * the key's position is not supported
 func.func @alibi(%q: tensor<1x2x3x4xf32>, %kT: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>, %positions: tensor<1x1x1x3xf32>) -> tensor<1x2x3x4xf32> {
   %slopes = onnx.Constant dense<[[[0.25]], [[0.0625]]]> : tensor<2x1x1xf32>
   %scores = onnx.MatMul %q, %kT : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>

@@ -834,6 +834,55 @@ func.func @head_interleaved_projection(%x: tensor<1x3x1xf32>) -> (tensor<1x2x3x2
 
 // -----
 
+// BLOOM's query_key_value viewed as [b, s, heads, 3, head_dim], each part a
+// Gather on axis 3 transposed to heads: the same head-by-head layout as
+// GPT-NeoX's, reordered part by part.
+// CHECK-LABEL: func.func @head_part_gathers
+//   CHECK-DAG:   %[[W:.*]] = llm.constant dense<{{\[}}[0.000000e+00, 1.000000e+00, 6.000000e+00, 7.000000e+00, 2.000000e+00, 3.000000e+00, 8.000000e+00, 9.000000e+00, 4.000000e+00, 5.000000e+00, 1.000000e+01, 1.100000e+01]]>
+//       CHECK:   %[[P:.*]] = llm.linear %{{.*}}, %[[W]]
+//       CHECK:   %[[S:.*]]:3 = llm.split %[[P]] {sizes = array<i64: 4, 4, 4>}
+//       CHECK:   %[[Q:.*]] = llm.split_heads %[[S]]#0 {num_heads = 2 : i64}
+//       CHECK:   %[[K:.*]] = llm.split_heads %[[S]]#1 {num_heads = 2 : i64}
+//       CHECK:   %[[V:.*]] = llm.split_heads %[[S]]#2 {num_heads = 2 : i64}
+//       CHECK:   return %[[Q]], %[[K]], %[[V]]
+//   CHECK-NOT:   onnx.Gather
+func.func @head_part_gathers(%x: tensor<1x3x1xf32>) -> (tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>) {
+  %w = onnx.Constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]]> : tensor<1x12xf32>
+  %shape = onnx.Constant dense<[0, 0, 2, 3, 2]> : tensor<5xi64>
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %c2 = onnx.Constant dense<2> : tensor<i64>
+  %m = onnx.MatMul %x, %w : (tensor<1x3x1xf32>, tensor<1x12xf32>) -> tensor<1x3x12xf32>
+  %r = onnx.Reshape %m, %shape : (tensor<1x3x12xf32>, tensor<5xi64>) -> tensor<1x3x2x3x2xf32>
+  %q = onnx.Gather %r, %c0 {axis = 3 : i64} : (tensor<1x3x2x3x2xf32>, tensor<i64>) -> tensor<1x3x2x2xf32>
+  %k = onnx.Gather %r, %c1 {axis = 3 : i64} : (tensor<1x3x2x3x2xf32>, tensor<i64>) -> tensor<1x3x2x2xf32>
+  %v = onnx.Gather %r, %c2 {axis = 3 : i64} : (tensor<1x3x2x3x2xf32>, tensor<i64>) -> tensor<1x3x2x2xf32>
+  %qt = onnx.Transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x2xf32>) -> tensor<1x2x3x2xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x2xf32>) -> tensor<1x2x3x2xf32>
+  %vt = onnx.Transpose %v {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x2xf32>) -> tensor<1x2x3x2xf32>
+  return %qt, %kt, %vt : tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>
+}
+
+// -----
+
+// Near miss: a part read as it is, not as heads, keeps the gathers.
+// CHECK-LABEL: func.func @head_part_read_untransposed
+//       CHECK:   onnx.Gather
+func.func @head_part_read_untransposed(%x: tensor<1x3x1xf32>) -> (tensor<1x2x3x2xf32>, tensor<1x3x2x2xf32>) {
+  %w = onnx.Constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]]> : tensor<1x12xf32>
+  %shape = onnx.Constant dense<[0, 0, 2, 3, 2]> : tensor<5xi64>
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %m = onnx.MatMul %x, %w : (tensor<1x3x1xf32>, tensor<1x12xf32>) -> tensor<1x3x12xf32>
+  %r = onnx.Reshape %m, %shape : (tensor<1x3x12xf32>, tensor<5xi64>) -> tensor<1x3x2x3x2xf32>
+  %q = onnx.Gather %r, %c0 {axis = 3 : i64} : (tensor<1x3x2x3x2xf32>, tensor<i64>) -> tensor<1x3x2x2xf32>
+  %k = onnx.Gather %r, %c1 {axis = 3 : i64} : (tensor<1x3x2x3x2xf32>, tensor<i64>) -> tensor<1x3x2x2xf32>
+  %qt = onnx.Transpose %q {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x3x2x2xf32>) -> tensor<1x2x3x2xf32>
+  return %qt, %k : tensor<1x2x3x2xf32>, tensor<1x3x2x2xf32>
+}
+
+// -----
+
 // Falcon's fused query_key_value viewed as [b, s, heads + 2, D]: the query
 // heads sliced, the key and value heads gathered. The linear's columns split
 // into the three runs of heads, each its own split_heads.

@@ -83,10 +83,10 @@ func.func @uncached(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64>) -> tensor<?x?
 
 // -----
 
-// Attention sinks, a sliding window and a softcap go with the attention
-// onto the pool.
+// Attention sinks, ALiBi slopes, a sliding window and a softcap go with the
+// attention onto the pool.
 // CHECK-LABEL: func.func @sinks
-//       CHECK:   llm.paged_attention %{{.*}} {layer = 0 : i64, scale = 2.500000e-01 : f32, sinks = array<f32: 5.000000e-01, -1.000000e+00>, sliding_window = 8 : i64, softcap = 3.000000e+01 : f32}
+//       CHECK:   llm.paged_attention %{{.*}} {alibi_slopes = array<f32: 2.500000e-01, 6.250000e-02>, layer = 0 : i64, scale = 2.500000e-01 : f32, sinks = array<f32: 5.000000e-01, -1.000000e+00>, sliding_window = 8 : i64, softcap = 3.000000e+01 : f32}
 func.func @sinks(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
   %table = llm.constant dense<0.5> : tensor<64x32xf32>
   %inv_freq = llm.constant dense<1.0> : tensor<8xf32>
@@ -95,7 +95,7 @@ func.func @sinks(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64>) -> tensor<?x?x64
   %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
   %p = llm.position_ids %mask, %e : (tensor<?x?xi64>, tensor<?x?x32xf32>) -> tensor<?x?xi64>
   %r = llm.rope %h, %p, %inv_freq : (tensor<?x2x?x16xf32>, tensor<?x?xi64>, tensor<8xf32>) -> tensor<?x2x?x16xf32>
-  %a = llm.attention %r, %r, %h, %mask {causal, scale = 0.25 : f32, sinks = array<f32: 0.5, -1.0>, sliding_window = 8 : i64, softcap = 30.0 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi64>) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %r, %r, %h, %mask {alibi_slopes = array<f32: 0.25, 0.0625>, causal, scale = 0.25 : f32, sinks = array<f32: 0.5, -1.0>, sliding_window = 8 : i64, softcap = 30.0 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi64>) -> tensor<?x2x?x16xf32>
   %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
   %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
   return %l : tensor<?x?x64xf32>

@@ -67,14 +67,16 @@ __device__ __forceinline__ float softcapped(float score, float softcap) {
 /// [k_begin, k_end) of the sequence whose block table is `table`, then calls
 /// emit(g, d, unnormalised output, running max, running sum) once per
 /// (head, feature) of the block's merged result. Scores are scaled by
-/// `scale`, then softcapped (0: not). CUDA cores: for one query row a
-/// tensor-core tile would be 15/16 padding.
+/// `scale`, then softcapped (0: not), then biased by `slopes` (ALiBi's slope
+/// per query head of the layer, nullptr: none) times the key's distance from
+/// the query's `position`. CUDA cores: for one query row a tensor-core tile
+/// would be 15/16 padding.
 template <int D, int G, int KVH, int BS, bool BF16, typename Emit>
 __device__ __forceinline__ void attend(const storage_t *__restrict__ query, int q_stride,
                                        const storage_t *__restrict__ layer_pool,
                                        const int *__restrict__ table, int row, int kvh,
                                        int k_begin, int k_end, float scale, float softcap,
-                                       Emit emit) {
+                                       const float *slopes, int position, Emit emit) {
   constexpr int WARPS = 4, PER_LANE = (D + 31) / 32;
   __shared__ float s_q[G][D];
   __shared__ float s_acc[WARPS][G][D];
@@ -121,6 +123,7 @@ __device__ __forceinline__ void attend(const storage_t *__restrict__ query, int 
           if (d < D) dot += s_q[g][d] * kf[u][j];
         }
         dot = softcapped(warp_sum(dot), softcap);
+        if (slopes) dot = fmaf(slopes[kvh * G + g], float(key0 + u - position), dot);
         float m_new = fmaxf(m[g], dot);
         float correction = expf(m[g] - m_new), p = expf(dot - m_new);
         l[g] = l[g] * correction + p;
@@ -213,12 +216,21 @@ __device__ __forceinline__ void stage_kv_tile(storage_t *__restrict__ s_k, stora
 constexpr float LOG2E = 1.4426950408889634f;
 
 /// A prefill tile's score of a key for a query row, in base 2 for exp2f:
-/// scaled, softcapped, and -inf outside the keys [first, visible) the row
-/// sees. `scale_log2` is scale * LOG2E.
+/// scaled, softcapped, biased by `slope_log2` (the row's ALiBi slope * LOG2E,
+/// 0: none) times the key's distance from the row's position, and -inf
+/// outside the keys [first, visible) the row sees. `scale_log2` is scale *
+/// LOG2E.
 __device__ __forceinline__ float tile_score(float dot, int key, int first, int visible,
-                                            float scale, float scale_log2, float softcap) {
+                                            float scale, float scale_log2, float softcap,
+                                            float slope_log2) {
   if (key < first || key >= visible) return -INFINITY;
-  return softcap > 0.f ? softcapped(dot * scale, softcap) * LOG2E : dot * scale_log2;
+  const float score = softcap > 0.f ? softcapped(dot * scale, softcap) * LOG2E : dot * scale_log2;
+  return fmaf(slope_log2, float(key - visible + 1), score);
+}
+
+/// The ALiBi slope of query head `head` in base 2 (0 without `slopes`).
+__device__ __forceinline__ float slope_log2_of(const float *slopes, int head) {
+  return slopes ? slopes[head] * LOG2E : 0.f;
 }
 
 /// 1 / a prefill row's softmax denominator: its running sum `l` (base 2,
@@ -251,7 +263,7 @@ __device__ __forceinline__ unsigned word_at(const storage_t *p) {
 /// across rows, two 16-bit loads a register. A row sees the keys of its
 /// `window` (0: all before it); scores are softcapped by `softcap` (0: not).
 /// `sinks` (nullptr: none) holds the attention sink of each of the layer's
-/// query heads.
+/// query heads, `slopes` (nullptr: none) its ALiBi slope.
 template <int D, int G, int KVH, int BS, bool BF16, bool Q_ALIGNED, int TILE_K>
 __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ query, int q_stride,
                                                  const storage_t *__restrict__ layer_pool,
@@ -259,7 +271,8 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
                                                  storage_t *__restrict__ out, int out_stride,
                                                  int kvh, int q_begin, int q_len, int tile_row,
                                                  int context, float scale, int window,
-                                                 float softcap, const float *sinks) {
+                                                 float softcap, const float *sinks,
+                                                 const float *slopes) {
   constexpr int TILE_M = PREFILL_TILE_M;
   constexpr int ROWS = TILE_M / G;                // query rows per tile
   constexpr int DP = (D + 15) / 16 * 16;          // the head dim padded to the MMA's k
@@ -277,12 +290,14 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
   // [first, visible) each sees.
   int first[2], visible[2];
   bool valid[2];
+  float slope_log2[2];
   for (int h = 0; h < 2; ++h) {
     const int m = warp * 16 + g + 8 * h, r = tile_row + m / G;
     valid[h] = m < ROWS * G && r < q_len;
     // A query row sees the cache before the chunk and the chunk up to itself.
     visible[h] = valid[h] ? context - q_len + r + 1 : 0;
     first[h] = first_visible_key(visible[h] - 1, window);
+    slope_log2[h] = slope_log2_of(slopes, kvh * G + m % G);
   }
   const int tile_visible = context - q_len + min(q_len, tile_row + ROWS);
   // The tile's first row sees the earliest key any of its rows sees.
@@ -322,7 +337,7 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
         for (int i = 0; i < 2; ++i) {
           const int key = k0 + n * 8 + 2 * t + i;
           float &v = s[n][2 * h + i];
-          v = tile_score(v, key, first[h], visible[h], scale, scale_log2, softcap);
+          v = tile_score(v, key, first[h], visible[h], scale, scale_log2, softcap, slope_log2[h]);
           tile_max = fmaxf(tile_max, v);
         }
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
@@ -386,8 +401,8 @@ __device__ __forceinline__ void prefill_tile_mma(const storage_t *__restrict__ q
 /// memory serves the whole group. Each warp owns 16 rows: S = Q K^T and
 /// P V on WMMA 16x16x16, the online softmax in f32 with two lanes per row,
 /// and the output in registers (lane: row lane / 2, 8 columns of each 16).
-/// Q_ALIGNED: query rows start 16 bytes aligned. `window`, `softcap` and
-/// `sinks` as prefill_tile_mma's.
+/// Q_ALIGNED: query rows start 16 bytes aligned. `window`, `softcap`,
+/// `sinks` and `slopes` as prefill_tile_mma's.
 template <int D, int G, int KVH, int BS, bool BF16, bool Q_ALIGNED>
 __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query, int q_stride,
                                              const storage_t *__restrict__ layer_pool,
@@ -395,7 +410,7 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
                                              storage_t *__restrict__ out, int out_stride, int kvh,
                                              int q_begin, int q_len, int tile_row, int context,
                                              float scale, int window, float softcap,
-                                             const float *sinks) {
+                                             const float *sinks, const float *slopes) {
   typedef typename mma_type<BF16>::type mma_t;
   constexpr int TILE_M = PREFILL_TILE_M, TILE_K = PREFILL_TILE_K, WARPS = TILE_M / 16;
   constexpr int ROWS = TILE_M / G;              // query rows per tile
@@ -424,6 +439,7 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
   // from its window's first key.
   const int my_visible = my_valid ? context - q_len + my_r + 1 : 0;
   const int my_first = first_visible_key(my_visible - 1, window);
+  const float my_slope_log2 = slope_log2_of(slopes, kvh * G + my_m % G);
   const int tile_visible = context - q_len + min(q_len, tile_row + ROWS);
   const int tile_first = first_visible_key(context - q_len + tile_row, window);
   float o[DP / 16][8];
@@ -460,7 +476,7 @@ __device__ __forceinline__ void prefill_tile(const storage_t *__restrict__ query
     for (int c = 0; c < TILE_K / 2; ++c) {
       const int col = half * (TILE_K / 2) + c;
       s[c] = tile_score(scratch[my_row * TILE_K + col], k0 + col, my_first, my_visible, scale,
-                        scale_log2, softcap);
+                        scale_log2, softcap, my_slope_log2);
       tile_max = fmaxf(tile_max, s[c]);
     }
     tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));

@@ -233,6 +233,27 @@ func.func @attention_sinks(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: te
 
 // -----
 
+// ALiBi slopes (BLOOM) name a config of their own, whose table holds each layer's slopes by
+// layer, as the sinks' does.
+// CHECK-LABEL: module attributes
+//  CHECK-SAME:   llmc.cuda_attention_source = "{{[^"]*}}HAS_ALIBI = true;{{[^"]*}}ALIBI_SLOPES[] = {0x1p-2f, 0x1p-4f, 0x1p-2f, 0x1p-4f};
+//  CHECK-SAME:   kernel = "attention_d16_g1_kv2_bs16_bf16_s0x3e800000_alibi_prefill"
+//  CHECK-SAME:   kernel = "attention_d16_g1_kv2_bs16_bf16_s0x3e800000_alibi_combine"
+func.func @attention_alibi(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<2x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %heads = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %a0 = llm.paged_attention %heads, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32, alibi_slopes = array<f32: 0.25, 0.0625>} : (tensor<?x2x16xf32>, tensor<2x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %a1 = llm.paged_attention %a0, %arg7, %arg4, %arg3, %arg2 {layer = 1 : i64, scale = 2.500000e-01 : f32, alibi_slopes = array<f32: 0.25, 0.0625>} : (tensor<?x2x16xf32>, tensor<2x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %merged = llm.merge_heads %a1 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %last = llm.gather_rows %merged, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
+
+// -----
+
 // A per-head norm (Qwen3's q/k norm: a weight of one head's length): one block per (row,
 // head), each normalising its head's 16 features.
 // CHECK-LABEL: module attributes
