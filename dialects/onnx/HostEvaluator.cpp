@@ -3,6 +3,7 @@
 
 #include "dialects/onnx/OnnxDialect.h"
 #include "dialects/onnx/ShapeHelpers.h"
+#include "llmc/Support/ElementsData.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -61,7 +62,55 @@ std::optional<double> roundTo(Type type, double value) {
   return double(float(value));
 }
 
-std::optional<HostTensor> readConstant(ElementsAttr value) {
+/// Whether every dim of `shape` is >= 0 and their product at most `limit`
+/// (checked before multiplying, so that a bogus shape cannot overflow).
+bool fitsIn(ArrayRef<int64_t> shape, int64_t limit) {
+  int64_t product = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0 || (dim > 0 && product > limit / dim)) return false;
+    product *= dim;
+  }
+  return true;
+}
+
+/// The elements of a dense_resource blob in ONNX's raw layout (little-endian,
+/// a byte per bool), at most `limit` of them.
+std::optional<HostTensor> readResource(DenseResourceElementsAttr resource, int64_t limit) {
+  ShapedType type = resource.getType();
+  Type element = type.getElementType();
+  auto bytes = resourceBytes(resource);
+  if (failed(bytes) || !element.isIntOrFloat() || !fitsIn(type.getShape(), limit))
+    return std::nullopt;
+  int64_t width = element.isInteger(1) ? 1 : element.getIntOrFloatBitWidth() / 8;
+  if (width == 0 || width > 8 || (!element.isInteger(1) && element.getIntOrFloatBitWidth() % 8) ||
+      int64_t(bytes->size()) != type.getNumElements() * width)
+    return std::nullopt;
+  HostTensor tensor;
+  tensor.shape.assign(type.getShape().begin(), type.getShape().end());
+  tensor.data.reserve(type.getNumElements());
+  for (int64_t i = 0; i < type.getNumElements(); ++i) {
+    uint64_t raw = 0;
+    for (int64_t b = width - 1; b >= 0; --b)
+      raw = raw << 8 | uint8_t((*bytes)[i * width + b]);
+    APInt bits(width * 8, raw);
+    if (element.isInteger(1)) {
+      tensor.data.push_back(raw != 0);
+    } else if (auto integer = dyn_cast<IntegerType>(element)) {
+      tensor.data.push_back(integer.isUnsigned() ? double(bits.getZExtValue())
+                                                 : double(bits.getSExtValue()));
+    } else {
+      APFloat value(cast<FloatType>(element).getFloatSemantics(), bits);
+      bool lost;
+      value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+      tensor.data.push_back(value.convertToDouble());
+    }
+  }
+  return tensor;
+}
+
+std::optional<HostTensor> readConstant(ElementsAttr value, int64_t limit) {
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value))
+    return readResource(resource, limit);
   auto dense = dyn_cast<DenseElementsAttr>(value);
   if (!dense) return std::nullopt;
   HostTensor tensor;
@@ -83,17 +132,6 @@ std::optional<HostTensor> readConstant(ElementsAttr value) {
     return std::nullopt;
   }
   return tensor;
-}
-
-/// Whether every dim of `shape` is >= 0 and their product at most `limit`
-/// (checked before multiplying, so that a bogus shape cannot overflow).
-bool fitsIn(ArrayRef<int64_t> shape, int64_t limit) {
-  int64_t product = 1;
-  for (int64_t dim : shape) {
-    if (dim < 0 || (dim > 0 && product > limit / dim)) return false;
-    product *= dim;
-  }
-  return true;
 }
 
 /// `value` as an int64, saturated: Slice's "to the end" INT64_MAX is 2^63
@@ -132,8 +170,9 @@ double HostTensor::at(ArrayRef<int64_t> index) const {
   return data[flat];
 }
 
-HostEvaluator::HostEvaluator(const llvm::DenseMap<Value, HostTensor> &inputs, int64_t maxElements)
-    : maxElements(maxElements) {
+HostEvaluator::HostEvaluator(const llvm::DenseMap<Value, HostTensor> &inputs, int64_t maxElements,
+                             bool readResources)
+    : maxElements(maxElements), readResources(readResources) {
   for (const auto &[value, tensor] : inputs) values[value] = std::make_unique<HostTensor>(tensor);
 }
 
@@ -224,8 +263,11 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
   LogicalResult status =
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
           .Case([&](ConstantOp c) -> LogicalResult {
-            std::optional<HostTensor> value = readConstant(c.getValue());
-            if (!value) return fail(op, "holds a resource or a type the evaluator does not read");
+            if (isa<DenseResourceElementsAttr>(c.getValue()) && !readResources)
+              return fail(op, "holds a resource, which this evaluation does not read");
+            std::optional<HostTensor> value = readConstant(c.getValue(), maxElements);
+            if (!value)
+              return fail(op, "holds a type the evaluator does not read, or is too large");
             out = std::move(*value);
             return success();
           })
@@ -575,7 +617,7 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
             if (!fitsIn(out.shape, maxElements)) return fail(op, "the shape is not a valid shape");
             double fill = 0;
             if (auto value = c.getValue()) {
-              std::optional<HostTensor> v = readConstant(*value);
+              std::optional<HostTensor> v = readConstant(*value, 1);
               if (!v || v->data.size() != 1) return fail(op, "value is not one element");
               fill = v->data[0];
             }

@@ -37,9 +37,12 @@ struct HostTensor {
 class HostEvaluator {
 public:
   /// `inputs` gives the block arguments' values; evaluation fails on a
-  /// tensor of more than `maxElements` elements.
+  /// tensor of more than `maxElements` elements. With `readResources`,
+  /// constants held as dense_resource blobs are read too (a causal buffer
+  /// a mask slices, GPT-Neo's); without, they stay opaque, so that folding
+  /// never turns weights into dense attributes.
   explicit HostEvaluator(const llvm::DenseMap<mlir::Value, HostTensor> &inputs,
-                         int64_t maxElements = 1 << 20);
+                         int64_t maxElements = 1 << 20, bool readResources = false);
 
   /// The value of `value`, or null after setting failureReason (the op that
   /// could not be evaluated, and why).
@@ -54,6 +57,7 @@ private:
   /// Held by pointer: evaluating one operand must not move another's value.
   llvm::DenseMap<mlir::Value, std::unique_ptr<HostTensor>> values;
   int64_t maxElements;
+  bool readResources;
 };
 
 } // namespace llmc::onnx

@@ -69,11 +69,14 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       GroupQueryAttention); attention multiplied over [batch * heads]
       batches (BLOOM's baddbmm and bmm) is viewed as [batch, heads] first,
       each Reshape back to heads pushed through the elementwise ops to the
-      products, and the terms added to the scores gathered into one mask.
+      products, scores selected against a constant that hides a key
+      (GPT-Neo's Where(causal, scores, finfo.min)) become scores plus a
+      mask, and the terms added to the scores are gathered into one mask.
       Before any other pattern runs, every attention mask is proven, not matched:
       the function is cloned with inputs of concrete shapes and contents
       (several batch sizes, past and new lengths, left and right padding,
-      and a past longer than any constant of the mask), the mask evaluated
+      and a past longer than any constant of the mask, filling a constant
+      table of positions the mask reads), the mask evaluated
       on each probe (onnx::HostEvaluator) and compared with causal, padding
       and sliding-window masks; what it adds to the keys it leaves visible
       must be a linear bias per head, slope * the key's position up to a
@@ -96,8 +99,9 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
     that remain are reported by name, with the feature they were part of
     where it is one llmc does not compute (fused attention and MatMulNBits
     attributes, a mixture of experts' failed check, an interleaved rotary
-    whose tables are not recognised, ALiBi, attention masked by selecting
-    its scores, an unproven mask); with `allow-leftovers=false` (the
+    whose tables are not recognised, ALiBi not proven linear, attention
+    masked by selecting its scores against a constant that does not hide a
+    key, an unproven mask); with `allow-leftovers=false` (the
     default) that is an error.
   }];
   let options = [

@@ -42,10 +42,6 @@ using namespace mlir;
 namespace llmc::raising {
 namespace {
 
-/// Below this, a mask value hides its key: exp(-1e4) is 0 in every float
-/// type attention computes in (fp16's own minimum is -65504).
-constexpr double kHiddenBelow = -1.0e4;
-
 /// The longest probe: a mask whose constants need more is not proven.
 constexpr int64_t kMaxProbeLength = 1 << 16;
 
@@ -303,6 +299,27 @@ int64_t largestConstant(Value mask) {
   return largest;
 }
 
+/// The longest axis of a constant table in `mask`'s cone (rank 2 or more: a
+/// causal buffer of positions, GPT-Neo's, or MPT's table of biases), or 0.
+/// The mask holds only for positions within it, so the longest probe fills
+/// it: a window baked into the table then shows.
+int64_t longestConstantTable(Value mask) {
+  int64_t longest = 0;
+  llvm::SetVector<Value> worklist;
+  worklist.insert(mask);
+  for (size_t i = 0; i < worklist.size(); ++i) {
+    Operation *op = worklist[i].getDefiningOp();
+    if (!op) continue;
+    auto type = dyn_cast<RankedTensorType>(worklist[i].getType());
+    if (isa<onnx::ConstantOp>(op) && type && type.hasStaticShape() && type.getRank() >= 2)
+      longest = std::max(longest, *llvm::max_element(type.getShape()));
+    // What only the shape is read of (an embedding table) holds no positions.
+    if (isa<onnx::ShapeOp, onnx::SizeOp>(op)) continue;
+    for (Value operand : op->getOperands()) worklist.insert(operand);
+  }
+  return longest;
+}
+
 /// A mask and the op that consumes it.
 struct MaskSite {
   Operation *consumer;
@@ -479,6 +496,13 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<Pro
   SmallVector<SmallVector<Observed>> observed(sites.size());
   int64_t longPast = 8;
   for (const MaskSite &site : sites) longPast = std::max(longPast, largestConstant(site.mask) + 2);
+  // Within the shortest table longer than that, the longest probe fills it.
+  int64_t table = std::numeric_limits<int64_t>::max();
+  for (const MaskSite &site : sites)
+    if (int64_t length = longestConstantTable(site.mask); length > longPast + 1)
+      table = std::min(table, length);
+  if (table != std::numeric_limits<int64_t>::max()) longPast = table - 1;
+  LLMC_DEBUG(llvm::dbgs() << "the longest probe's past: " << longPast << "\n");
   SmallVector<Probe> probes = makeProbes(fixedDims(func, sites), longPast);
   if (longPast > kMaxProbeLength)
     for (std::string &w : why) w = "a constant of the mask is too large to probe past";
@@ -526,7 +550,8 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<Pro
     DenseMap<Value, onnx::HostTensor> given;
     if (succeeded(inputs))
       for (auto &[number, value] : inputs->values) given[clone->getArgument(number)] = value;
-    onnx::HostEvaluator evaluator(given);
+    // Masks may slice a constant causal buffer (GPT-Neo's), kept as a resource.
+    onnx::HostEvaluator evaluator(given, /*maxElements=*/1 << 24, /*readResources=*/true);
     for (auto [index, site] : llvm::enumerate(sites)) {
       if (!why[index].empty()) continue;
       if (!inputsWhy.empty()) {
@@ -574,6 +599,13 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<Pro
       if (w.empty()) w = rejectedWhy;
     for (ProbedFact &fact : facts) fact.proven = false;
   }
+  // Without the longest probe a window (or a table's end) would not show.
+  bool longestAccepted = !accepted.empty() && !probes.empty() &&
+                         accepted.back().past == probes.back().past &&
+                         accepted.back().fresh == probes.back().fresh;
+  if (!probes.empty() && !longestAccepted)
+    for (std::string &w : why)
+      if (w.empty()) w = rejectedWhy;
   for (const ProbedFact &fact : facts)
     if (fact.proven) fact.owner->setAttr(fact.attr, UnitAttr::get(context));
 

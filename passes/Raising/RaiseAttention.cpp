@@ -313,7 +313,8 @@ bool holdsHeadSlopes(Value value) {
 
 /// Whether `value` is Where(condition, scores, constant) or Where(condition,
 /// constant, scores) with scores a QK^T product: the mask applied by
-/// selecting the scores, not added to them.
+/// selecting the scores, not added to them (left so only when the constant
+/// does not hide a key; NormalizeScores.cpp rewrites the others).
 bool selectsScores(Value value) {
   auto where = definedBy<onnx::WhereOp>(value);
   if (!where) return false;
@@ -347,8 +348,8 @@ std::optional<std::string> unsupportedScoresFeature(Operation *op) {
       for (Value operand : producer->getOperands()) cone.insert(operand);
   }
   if (selected)
-    return std::string("attention masked by selecting its scores (Where(mask, scores, "
-                       "constant), as GPT-Neo is exported)");
+    return std::string("attention masked by selecting its scores against a constant that "
+                       "does not hide a key (Where(mask, scores, constant))");
   return std::nullopt;
 }
 

@@ -10,8 +10,8 @@
 // llm ops only.
 //
 // A mixture of experts is raised before all of them (stage 0), whole; before
-// that, attention over [batch * heads] batches is viewed as [batch, heads]
-// and its masks are proven (ProveMasks.cpp).
+// that, the attention scores are put in one form (NormalizeScores.cpp) and
+// their masks are proven (ProveMasks.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/Passes.h"
@@ -38,7 +38,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (failed(raising::raiseHeadBatches(func))) return signalPassFailure();
+    if (failed(raising::normalizeAttentionScores(func))) return signalPassFailure();
     raising::proveAttentionMasks(func);
     raising::raiseMixturesOfExperts(func);
     raising::raiseDenseMixturesOfExperts(func);

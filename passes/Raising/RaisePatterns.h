@@ -32,10 +32,16 @@ void raiseMixturesOfExperts(mlir::func::FuncOp func);
 void raiseDenseMixturesOfExperts(mlir::func::FuncOp func);
 inline constexpr llvm::StringLiteral kMoeUnmatchedAttr = "llmc.moe_unmatched";
 
-/// Before the masks are proven: attention multiplied over [batch * heads]
-/// batches viewed as [batch, heads] again, and the terms added to a softmax's
-/// scores gathered into one mask (RaiseHeadBatches.cpp).
-mlir::LogicalResult raiseHeadBatches(mlir::func::FuncOp func);
+/// Before the masks are proven, the scores of decomposed attention in one
+/// form (NormalizeScores.cpp): attention multiplied over [batch * heads]
+/// batches viewed as [batch, heads] again, a mask applied by selecting the
+/// scores written as added, and the terms added to a softmax's scores
+/// gathered into one mask.
+mlir::LogicalResult normalizeAttentionScores(mlir::func::FuncOp func);
+
+/// Below this, an added mask value hides its key: exp(-1e4) is 0 in every
+/// float type attention computes in (fp16's own minimum is -65504).
+inline constexpr double kHiddenBelow = -1.0e4;
 
 /// Stage 1: the structures (norms, rope, heads, attention, KV cache, linear).
 void populateStructurePatterns(mlir::RewritePatternSet &patterns);

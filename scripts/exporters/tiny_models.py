@@ -142,7 +142,7 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # over [batch * heads] batches (baddbmm, bmm), each head's q, k and v side by side.
     "bloom": ("BloomConfig", dict(n_head=4, n_layer=2)),
     # GPT-Neo: global and local (windowed) layers, masked by selecting the scores where a
-    # constant causal table allows; llmc refuses it, naming the masking.
+    # constant causal table allows (finfo.min elsewhere), the window baked into the table.
     "gpt-neo": ("GPTNeoConfig", dict(num_layers=2, num_heads=4, window_size=16,
                                      attention_types=[[["global", "local"], 1]])),
     # OPT (vLLM's first example model, opt-125m): learned positions at an offset of 2, ReLU,

@@ -488,13 +488,65 @@ func.func @mask_for_prefill_only(%q: tensor<?x?x64xf32>, %k: tensor<?x?x64xf32>,
 
 // MPT's linear biases: a constant table of slope * (key index - last index)
 // per head, its last `keys` columns sliced: slope * the key's position up to
-// a shift of the row, the slopes kept.
+// a shift of the row, the slopes kept. The longest probe fills the table's
+// 12 positions.
 // CHECK-LABEL: func.func @mpt_table_alibi
 //  CHECK-SAME:   %[[M:[^:]*]]: tensor<?x?xi64> {onnx.name = "attention_mask"}
 //       CHECK:   llm.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {alibi_slopes = array<f32: 5.000000e-01, 2.500000e-01>, causal, scale = 2.500000e-01 : f32}
 //   CHECK-NOT:   onnx.Softmax
 // ERROR-NOT: error: {{.*}}@mpt_table_alibi
 func.func @mpt_table_alibi(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>,
+                           %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                           %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x2x?x4xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax3 = onnx.Constant dense<[3]> : tensor<1xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %to_end = onnx.Constant dense<9223372036854775807> : tensor<1xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %am_shape = onnx.Shape %am : (tensor<?x?xi64>) -> tensor<2xi64>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %total = onnx.Gather %am_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %fresh = onnx.Gather %ids_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %past = onnx.Sub %total, %fresh : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %queries = onnx.Range %past, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %keys = onnx.Range %c0, %total, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q_col = onnx.Unsqueeze %queries, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k_row = onnx.Unsqueeze %keys, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = onnx.LessOrEqual %k_row, %q_col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %keep = onnx.Cast %am {to = 9 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %keep4 = onnx.Unsqueeze %keep, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %visible = onnx.And %causal, %keep4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %mask = onnx.Where %visible, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %table = onnx.Constant dense<[[[[-5.5, -5.0, -4.5, -4.0, -3.5, -3.0, -2.5, -2.0, -1.5, -1.0, -0.5, 0.0]], [[-2.75, -2.5, -2.25, -2.0, -1.75, -1.5, -1.25, -1.0, -0.75, -0.5, -0.25, 0.0]]]]> : tensor<1x2x1x12xf32>
+  %keys_1 = onnx.Shape %am {start = 1 : i64} : (tensor<?x?xi64>) -> tensor<1xi64>
+  %from = onnx.Neg %keys_1 : (tensor<1xi64>) -> tensor<1xi64>
+  %none = onnx.None
+  %bias = onnx.Slice %table, %from, %to_end, %ax3, %none : (tensor<1x2x1x12xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x2x1x?xf32>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %scale = onnx.Constant dense<0.25> : tensor<f32>
+  %scaled = onnx.Mul %qk, %scale : (tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %biased = onnx.Add %scaled, %bias : (tensor<?x2x?x?xf32>, tensor<1x2x1x?xf32>) -> tensor<?x2x?x?xf32>
+  %masked = onnx.Add %biased, %mask : (tensor<?x2x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = onnx.MatMul %p, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// Near miss: a table of 8 positions, shorter than the longest probe (8 past
+// tokens and 1 new) that the integer constants ask for: without that probe a
+// window would not show, so the mask is not proven.
+// CHECK-LABEL: func.func @table_shorter_than_the_probes
+//       CHECK:   onnx.Softmax
+// ERROR: error: onnx ops not raised to llm
+// ERROR-SAME: attention mask: shape inference fails on a probe of 8 past and 1 new tokens
+func.func @table_shorter_than_the_probes(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>,
                            %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
                            %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x2x?x4xf32> {
   %c0 = onnx.Constant dense<0> : tensor<i64>

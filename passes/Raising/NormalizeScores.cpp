@@ -1,14 +1,21 @@
-//===- RaiseHeadBatches.cpp - attention over [batch * heads] batches ------===//
+//===- NormalizeScores.cpp - decomposed attention's scores in one form ---===//
 //
-// BLOOM's attention multiplies 3-D batches: q, k and v [batch, heads, s, d]
-// are flattened to [batch * heads, s, d] for torch.baddbmm and torch.bmm, the
-// scores (plus the linear biases, [batch * heads, 1, keys]) are viewed as
-// [batch, heads, s, keys] for the mask and the softmax, and flattened again
-// for the product with v. These patterns view the products as 4-D again,
-// pushing each view back to the heads it splits, so that attention is the
-// MatMul/Softmax/MatMul form the attention patterns raise. They run before
-// the masks are proven (raiseHeadBatches), together with the gathering of
-// every term added to a softmax's scores into one mask operand.
+// Before the masks are proven, the scores of decomposed attention are put in
+// the form the mask analysis and the attention patterns read:
+// MatMul(q, k^T) [* scale] + mask over [batch, heads, s, keys].
+//
+// - BLOOM's attention multiplies 3-D batches: q, k and v [batch, heads, s, d]
+//   flattened to [batch * heads, s, d] for torch.baddbmm and torch.bmm, the
+//   scores (plus the linear biases, [batch * heads, 1, keys]) viewed as
+//   [batch, heads, s, keys] for the mask and the softmax, and flattened again
+//   for the product with v. The products are viewed as 4-D again, each view
+//   pushed back to the heads it splits.
+// - GPT-Neo selects its scores, torch.where(causal, scores, finfo.min), and
+//   MPT fills them, masked_fill(mask, finfo.min): with a fill that hides a
+//   key, the selection is an added mask of 0 and the fill.
+// - What is added to the scores, `(scores + bias) + mask` (BLOOM's linear
+//   biases, GPT-Neo's selection, then the padding mask), is gathered into one
+//   operand: the mask that proving runs.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/RaisePatterns.h"
@@ -149,8 +156,9 @@ bool isScoreProduct(Value value) {
 }
 
 /// Softmax((scores + bias) + mask) -> Softmax(scores + (bias + mask)): every
-/// term added to a softmax's scores (BLOOM's linear biases, then its causal
-/// and padding mask) in one operand, the mask that proving runs.
+/// term added to a softmax's scores (BLOOM's linear biases or GPT-Neo's
+/// selection, then the padding mask) in one operand, the mask that proving
+/// runs.
 struct GatherScoreTerms : OpRewritePattern<onnx::SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::SoftmaxOp op, PatternRewriter &rewriter) const override {
@@ -179,11 +187,42 @@ struct GatherScoreTerms : OpRewritePattern<onnx::SoftmaxOp> {
   }
 };
 
+/// Where(keep, scores, fill) or Where(hide, fill, scores), with fill a
+/// constant that hides a key -> scores + Where(keep, 0, fill) (or
+/// Where(hide, fill, 0)): the softmax is the same, a hidden key's weight 0
+/// either way, and the selection becomes an added mask.
+struct SelectedScoresAsMask : OpRewritePattern<onnx::WhereOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::WhereOp op, PatternRewriter &rewriter) const override {
+    bool kept = isScoreProduct(op.getX());
+    Value scores = kept ? op.getX() : op.getY(), fill = kept ? op.getY() : op.getX();
+    if (!isScoreProduct(scores) || isScoreProduct(fill))
+      return rewriter.notifyMatchFailure(op, "does not select the scores of a QK^T product");
+    auto hiding = constantScalar(fill);
+    if (!hiding || *hiding > kHiddenBelow)
+      return rewriter.notifyMatchFailure(op, "the fill is not a constant that hides a key");
+    auto condition = dyn_cast<RankedTensorType>(op.getCondition().getType());
+    auto scoresType = dyn_cast<RankedTensorType>(scores.getType());
+    if (!condition || !scoresType)
+      return rewriter.notifyMatchFailure(op, "the condition or the scores are unranked");
+    Location loc = op.getLoc();
+    auto scalarType = RankedTensorType::get({}, scoresType.getElementType());
+    Value zero = onnx::ConstantOp::create(
+        rewriter, loc, scalarType,
+        DenseElementsAttr::get(scalarType, rewriter.getFloatAttr(scalarType.getElementType(), 0.0)));
+    auto maskType = RankedTensorType::get(condition.getShape(), scoresType.getElementType());
+    Value mask = onnx::WhereOp::create(rewriter, loc, maskType, op.getCondition(),
+                                       kept ? zero : fill, kept ? fill : zero);
+    rewriter.replaceOpWithNewOp<onnx::AddOp>(op, op.getType(), scores, mask);
+    return success();
+  }
+};
+
 } // namespace
 
-LogicalResult raiseHeadBatches(func::FuncOp func) {
+LogicalResult normalizeAttentionScores(func::FuncOp func) {
   RewritePatternSet patterns(func.getContext());
-  patterns.add<UnflattenHeadBatch, GatherScoreTerms>(func.getContext());
+  patterns.add<UnflattenHeadBatch, SelectedScoresAsMask, GatherScoreTerms>(func.getContext());
   // Nothing is folded yet: proving the masks reads the graph as exported.
   GreedyRewriteConfig config;
   config.enableFolding(false);

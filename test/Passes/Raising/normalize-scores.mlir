@@ -205,3 +205,51 @@ func.func @view_of_head_product(%q: tensor<2x2x3x4xf32>, %k: tensor<2x2x5x4xf32>
   %r = onnx.Reshape %s, %view : (tensor<4x3x5xf32>, tensor<4xi64>) -> tensor<2x2x3x5xf32>
   return %r : tensor<2x2x3x5xf32>
 }
+
+// -----
+
+// GPT-Neo's local layer: the scores selected where a constant causal buffer
+// (a resource, its window of 4 baked in) allows, finfo.min elsewhere, then
+// the padding mask added. The selection becomes an added mask, the buffer is
+// read, and the longest probe fills the buffer's 12 positions, so the window
+// shows.
+// CHECK-LABEL: func.func @selected_by_a_buffer
+//  CHECK-SAME:   %[[M:[^:]*]]: tensor<?x?xi64> {onnx.name = "attention_mask"}
+//       CHECK:   llm.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {causal, scale = 1.000000e+00 : f32, sliding_window = 4 : i64}
+//   CHECK-NOT:   onnx.Where
+// ERROR-NOT: error: {{.*}}@selected_by_a_buffer
+func.func @selected_by_a_buffer(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>,
+                                %ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                                %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x2x?x4xf32> {
+  %ax2 = onnx.Constant dense<[2]> : tensor<1xi64>
+  %ax3 = onnx.Constant dense<[3]> : tensor<1xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero_1 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %lowest = onnx.Constant dense<-3.40282347E+38> : tensor<f32>
+  %buffer = onnx.Constant dense_resource<neo_buffer> : tensor<1x1x12x12xi1>
+  %keys = onnx.Shape %am {start = 1 : i64} : (tensor<?x?xi64>) -> tensor<1xi64>
+  %fresh = onnx.Shape %ids {start = 1 : i64} : (tensor<?x?xi64>) -> tensor<1xi64>
+  %first = onnx.Sub %keys, %fresh : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %none = onnx.None
+  %rows = onnx.Slice %buffer, %first, %keys, %ax2, %none : (tensor<1x1x12x12xi1>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x1x?x12xi1>
+  %causal = onnx.Slice %rows, %zero_1, %keys, %ax3, %none : (tensor<1x1x?x12xi1>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<1x1x?x?xi1>
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x2x?x4xf32>) -> tensor<?x2x4x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+  %selected = onnx.Where %causal, %qk, %lowest : (tensor<1x1x?x?xi1>, tensor<?x2x?x?xf32>, tensor<f32>) -> tensor<?x2x?x?xf32>
+  %keep = onnx.Cast %am {to = 9 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %keep4 = onnx.Unsqueeze %keep, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %padding = onnx.Where %keep4, %zero, %lowest : (tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x1x?xf32>
+  %masked = onnx.Add %selected, %padding : (tensor<?x2x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x2x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x2x?x?xf32>) -> tensor<?x2x?x?xf32>
+  %o = onnx.MatMul %p, %v : (tensor<?x2x?x?xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+  return %o : tensor<?x2x?x4xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      neo_buffer: "0x04000000010000000000000000000000010100000000000000000000010101000000000000000000010101010000000000000000000101010100000000000000000001010101000000000000000000010101010000000000000000000101010100000000000000000001010101000000000000000000010101010000000000000000000101010100000000000000000001010101"
+    }
+  }
+#-}
