@@ -354,6 +354,11 @@ LogicalResult SqueezeOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
 LogicalResult ExpandOp::inferShapes(SmallVectorImpl<Type> &resultTypes) {
   auto shape = shapeOf(getInput());
   auto target = evaluateShapeTensor(getShape());
+  // Target entries computed at run time (MPT's Where(Equal(shape, -1), 1, shape)): the rank
+  // is still the target's length.
+  auto targetType = dyn_cast<RankedTensorType>(getShape().getType());
+  if (!target && targetType && targetType.getRank() == 1 && targetType.hasStaticShape())
+    target = SmallVector<int64_t>(targetType.getDimSize(0), ShapedType::kDynamic);
   if (!shape || !target) return resultTypes.push_back(UnrankedTensorType::get(elementTypeOf(getInput()))), success();
   if (llvm::any_of(*target, [](int64_t d) { return d < 0 && !ShapedType::isDynamic(d); }))
     return emitOpError("negative dim in the target shape");

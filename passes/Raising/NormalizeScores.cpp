@@ -187,16 +187,24 @@ struct GatherScoreTerms : OpRewritePattern<onnx::SoftmaxOp> {
   }
 };
 
-/// Where(keep, scores, fill) or Where(hide, fill, scores), with fill a
-/// constant that hides a key -> scores + Where(keep, 0, fill) (or
+/// Whether `value` is a QK^T product, or one plus terms (MPT's linear biases).
+bool isSummedScores(Value value) {
+  if (isScoreProduct(value)) return true;
+  auto sum = definedBy<onnx::AddOp>(value);
+  return sum && (isSummedScores(sum.getA()) || isSummedScores(sum.getB()));
+}
+
+/// Where(keep, scores, fill) or Where(hide, fill, scores), scores maybe
+/// plus terms, with fill a constant that hides a key -> scores + Where(keep,
+/// 0, fill) (or
 /// Where(hide, fill, 0)): the softmax is the same, a hidden key's weight 0
 /// either way, and the selection becomes an added mask.
 struct SelectedScoresAsMask : OpRewritePattern<onnx::WhereOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::WhereOp op, PatternRewriter &rewriter) const override {
-    bool kept = isScoreProduct(op.getX());
+    bool kept = isSummedScores(op.getX());
     Value scores = kept ? op.getX() : op.getY(), fill = kept ? op.getY() : op.getX();
-    if (!isScoreProduct(scores) || isScoreProduct(fill))
+    if (!isSummedScores(scores) || isSummedScores(fill))
       return rewriter.notifyMatchFailure(op, "does not select the scores of a QK^T product");
     auto hiding = constantScalar(fill);
     if (!hiding || *hiding > kHiddenBelow)

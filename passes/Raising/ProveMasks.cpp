@@ -494,12 +494,16 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<Pro
   MLIRContext *context = func.getContext();
   SmallVector<std::string> why(sites.size());
   SmallVector<SmallVector<Observed>> observed(sites.size());
-  int64_t longPast = 8;
+  constexpr int64_t kShortestPast = 8;
+  int64_t longPast = kShortestPast;
   for (const MaskSite &site : sites) longPast = std::max(longPast, largestConstant(site.mask) + 2);
-  // Within the shortest table longer than that, the longest probe fills it.
+  // A mask that reads a constant table of positions holds within it: the
+  // longest probe fills the shortest that holds more than the shorter probes
+  // (its integer constants, MPT's 256 to slice from, are the table's end,
+  // and a window is shorter).
   int64_t table = std::numeric_limits<int64_t>::max();
   for (const MaskSite &site : sites)
-    if (int64_t length = longestConstantTable(site.mask); length > longPast + 1)
+    if (int64_t length = longestConstantTable(site.mask); length > kShortestPast)
       table = std::min(table, length);
   if (table != std::numeric_limits<int64_t>::max()) longPast = table - 1;
   LLMC_DEBUG(llvm::dbgs() << "the longest probe's past: " << longPast << "\n");

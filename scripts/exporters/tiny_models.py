@@ -141,6 +141,9 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # BLOOM: attention with linear biases per head (ALiBi) computed from the attention mask,
     # over [batch * heads] batches (baddbmm, bmm), each head's q, k and v side by side.
     "bloom": ("BloomConfig", dict(n_head=4, n_layer=2)),
+    # MPT: ALiBi from a constant table of slope * (key index - last index) sliced to the keys,
+    # the mask applied with masked_fill, LayerNorm without biases, one Wqkv split in three.
+    "mpt": ("MptConfig", dict(expansion_ratio=2, max_seq_len=256)),
     # GPT-Neo: global and local (windowed) layers, masked by selecting the scores where a
     # constant causal table allows (finfo.min elsewhere), the window baked into the table.
     "gpt-neo": ("GPTNeoConfig", dict(num_layers=2, num_heads=4, window_size=16,

@@ -217,6 +217,7 @@ EXPORTS = ROOT / "test" / "exporters"
     "optimum/glm",
     # ALiBi over [batch * heads] batches; each head's q, k and v gathered from one view.
     "optimum/bloom",
+    "optimum/mpt",  # ALiBi from a constant table, the mask applied by masked_fill
     "optimum/gpt-neo",  # a local layer's window read from the causal buffer it selects by
 ])
 def test_exporter_features_compile_for_cuda(tmp_path, export):
