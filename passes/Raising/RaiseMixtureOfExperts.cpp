@@ -136,7 +136,28 @@ private:
   Value routingWeights;   ///< w after the optional normalisation, [tokens, k]
 };
 
+/// The TopK ops the block's output is computed from short of the products
+/// (the router's, the experts'), which every earlier layer is behind; at most
+/// `limit` values visited.
+llvm::SmallSetVector<Operation *, 2> routingTopKs(Value output, size_t limit = 4096) {
+  llvm::SmallSetVector<Operation *, 2> found;
+  llvm::SetVector<Value> cone;
+  cone.insert(output);
+  for (size_t i = 0; i < cone.size() && i < limit; ++i) {
+    Operation *op = cone[i].getDefiningOp();
+    if (!op || isa<onnx::MatMulOp, onnx::MatMulNBitsOp, onnx::GemmOp>(op)) continue;
+    if (isa<onnx::TopKOp>(op)) found.insert(op);
+    for (Value operand : op->getOperands()) cone.insert(operand);
+  }
+  return found;
+}
+
 LogicalResult MoeMatcher::match(MoeBlock &block, std::string &why) {
+  // A TopK of groups of experts before the TopK of experts (DeepSeek-V3's n_group and
+  // topk_group): llm.moe routes by one top k over all the experts.
+  if (routingTopKs(output.getData()).size() > 1)
+    return fail(why, "it routes by groups of experts (a TopK over groups before the TopK "
+                     "over experts, DeepSeek-V3's n_group and topk_group)");
   // The accumulation: Add(Add(...Add(zeros, scatter_0)..., scatter_{E-2}), scatter_{E-1}).
   SmallVector<onnx::ScatterElementsOp> scatters;
   Value acc = output.getData();

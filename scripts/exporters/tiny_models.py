@@ -144,6 +144,15 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # MPT: ALiBi from a constant table of slope * (key index - last index) sliced to the keys,
     # the mask applied with masked_fill, LayerNorm without biases, one Wqkv split in three.
     "mpt": ("MptConfig", dict(expansion_ratio=2, max_seq_len=256)),
+    # DeepSeek-V3: multi-head latent attention (q and kv through low-rank projections, a
+    # rope part of each head with one key shared by the heads, values narrower than keys),
+    # and after a dense first layer a mixture of experts with a shared expert and routing by
+    # groups of experts (sigmoid scores plus a correction bias).
+    "deepseek-v3": ("DeepseekV3Config", dict(
+        num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8,
+        qk_nope_head_dim=16, v_head_dim=16, head_dim=8, n_routed_experts=4,
+        num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=32,
+        first_k_dense_replace=1, n_group=2, topk_group=1)),
     # GPT-Neo: global and local (windowed) layers, masked by selecting the scores where a
     # constant causal table allows (finfo.min elsewhere), the window baked into the table.
     "gpt-neo": ("GPTNeoConfig", dict(num_layers=2, num_heads=4, window_size=16,
