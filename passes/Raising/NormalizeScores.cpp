@@ -187,18 +187,20 @@ struct GatherScoreTerms : OpRewritePattern<onnx::SoftmaxOp> {
   }
 };
 
-/// Whether `value` is a QK^T product, or one plus terms (MPT's linear biases).
-bool isSummedScores(Value value) {
+/// Whether `value` is a QK^T product, or one plus a few terms (MPT's linear
+/// biases); not followed further, so that a residual stream's chain of adds
+/// is not walked from every Where.
+bool isSummedScores(Value value, int terms = 2) {
   if (isScoreProduct(value)) return true;
   auto sum = definedBy<onnx::AddOp>(value);
-  return sum && (isSummedScores(sum.getA()) || isSummedScores(sum.getB()));
+  return sum && terms > 0 &&
+         (isSummedScores(sum.getA(), terms - 1) || isSummedScores(sum.getB(), terms - 1));
 }
 
-/// Where(keep, scores, fill) or Where(hide, fill, scores), scores maybe
-/// plus terms, with fill a constant that hides a key -> scores + Where(keep,
-/// 0, fill) (or
-/// Where(hide, fill, 0)): the softmax is the same, a hidden key's weight 0
-/// either way, and the selection becomes an added mask.
+/// Where(keep, scores, fill) or Where(hide, fill, scores), scores maybe plus
+/// terms, with fill a constant that hides a key -> scores + Where(keep, 0,
+/// fill) (or Where(hide, fill, 0)): the softmax is the same, a hidden key's
+/// weight 0 either way, and the selection becomes an added mask.
 struct SelectedScoresAsMask : OpRewritePattern<onnx::WhereOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(onnx::WhereOp op, PatternRewriter &rewriter) const override {

@@ -282,20 +282,28 @@ FailureOr<Hypothesis> explain(ArrayRef<Probe> probes, ArrayRef<Observed> observe
   return failure();
 }
 
-/// The integer constants of `mask`'s cone below 2^31 (larger ones are
-/// "to the end" sentinels of Slice): a window width is one of them.
-int64_t largestConstant(Value mask) {
-  int64_t largest = 0;
+/// Calls `visit` on each op of `mask`'s cone once; its operands join the
+/// cone unless `visit` returns false.
+void forEachOpInCone(Value mask, function_ref<bool(Operation *)> visit) {
   llvm::SetVector<Value> worklist;
   worklist.insert(mask);
   for (size_t i = 0; i < worklist.size(); ++i) {
     Operation *op = worklist[i].getDefiningOp();
-    if (!op) continue;
+    if (op && visit(op))
+      for (Value operand : op->getOperands()) worklist.insert(operand);
+  }
+}
+
+/// The integer constants of `mask`'s cone below 2^31 (larger ones are
+/// "to the end" sentinels of Slice): a window width is one of them.
+int64_t largestConstant(Value mask) {
+  int64_t largest = 0;
+  forEachOpInCone(mask, [&](Operation *op) {
     if (auto ints = onnx::getConstantInts(op->getResult(0)))
       for (int64_t v : *ints)
         if (std::abs(v) < (int64_t(1) << 31)) largest = std::max(largest, std::abs(v));
-    for (Value operand : op->getOperands()) worklist.insert(operand);
-  }
+    return true;
+  });
   return largest;
 }
 
@@ -305,18 +313,13 @@ int64_t largestConstant(Value mask) {
 /// it: a window baked into the table then shows.
 int64_t longestConstantTable(Value mask) {
   int64_t longest = 0;
-  llvm::SetVector<Value> worklist;
-  worklist.insert(mask);
-  for (size_t i = 0; i < worklist.size(); ++i) {
-    Operation *op = worklist[i].getDefiningOp();
-    if (!op) continue;
-    auto type = dyn_cast<RankedTensorType>(worklist[i].getType());
+  forEachOpInCone(mask, [&](Operation *op) {
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
     if (isa<onnx::ConstantOp>(op) && type && type.hasStaticShape() && type.getRank() >= 2)
       longest = std::max(longest, *llvm::max_element(type.getShape()));
     // What only the shape is read of (an embedding table) holds no positions.
-    if (isa<onnx::ShapeOp, onnx::SizeOp>(op)) continue;
-    for (Value operand : op->getOperands()) worklist.insert(operand);
-  }
+    return !isa<onnx::ShapeOp, onnx::SizeOp>(op);
+  });
   return longest;
 }
 
