@@ -37,7 +37,7 @@ KEEP=(model.onnx config.json generation_config.json tokenizer.json tokenizer_con
 
 # optimum-onnx: the default export of a decoder with its KV cache, and for some families the
 # same with --dtype fp16.
-OPTIMUM_FP16_FAMILIES="llama-gqa gemma gpt2 phi3 qwen3 stablelm qwen3-moe gptj cohere"
+OPTIMUM_FP16_FAMILIES="llama-gqa gemma gpt2 phi3 qwen3 stablelm qwen3-moe gptj cohere bloom mpt gpt-neo"
 # gpt-oss-mxfp4's MXFP4 experts matter only to the genai builder's int4 export: optimum (and
 # the builder at fp32 and fp16) would write gpt-oss's form again, over other weights.
 MXFP4_FAMILIES="gpt-oss-mxfp4"
@@ -111,7 +111,7 @@ for model in "$work"/hf-genai/*/; do
 done
 # torch.onnx's dynamo exporter (through transformers' OnnxExporter), with the KV cache.
 declare -A DYNAMO_FAMILIES=(
-  [18]="llama-gqa gemma gpt2 phi3 qwen3 stablelm gpt-neox opt gpt-bigcode gptj codegen cohere"
+  [18]="llama-gqa gemma gpt2 phi3 qwen3 stablelm gpt-neox opt gpt-bigcode gptj codegen cohere bloom mpt gpt-neo"
   [23]="llama-gqa gemma gpt2 qwen3"
 )
 for opset in 18 23; do

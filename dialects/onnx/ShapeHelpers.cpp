@@ -394,6 +394,11 @@ std::optional<SmallVector<ShapeEntry>> evaluateShapeEntries(Value value) {
   }
   if (isa<UnsqueezeOp, SqueezeOp, CastOp, IdentityOp>(op))
     return evaluateShapeEntries(op->getOperand(0));
+  // A scalar or vector reshaped to a vector keeps its entries in order (the dynamo
+  // exporter's Reshape(batch * heads, [-1])).
+  if (auto reshape = dyn_cast<ReshapeOp>(op); reshape && rankOf(value) == 1 &&
+                                              rankOf(reshape.getData()) <= 1)
+    return evaluateShapeEntries(reshape.getData());
   if (auto where = dyn_cast<WhereOp>(op)) {
     // A constant condition picks each entry (torch's expand: Where(Equal(shape, -1), 1, shape)).
     DenseElementsAttr condition = getConstantAttr(where.getCondition());

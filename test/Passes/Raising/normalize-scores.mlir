@@ -208,6 +208,36 @@ func.func @view_of_head_product(%q: tensor<2x2x3x4xf32>, %k: tensor<2x2x5x4xf32>
 
 // -----
 
+// The dynamo exporter's flattening: batch * heads computed as a scalar and
+// reshaped to [-1] beside a -1, allowzero views. The view back to heads is
+// proven to keep the last dims through both -1s (q times its own transpose,
+// so that the keys' dims are q's).
+// CHECK-LABEL: func.func @view_of_heads_computed_apart
+//       CHECK:   %[[T:.*]] = onnx.Transpose %arg0 {perm = array<i64: 0, 1, 3, 2>}
+//       CHECK:   onnx.MatMul %arg0, %[[T]] : (tensor<?x2x?x4xf32>, tensor<?x2x4x?xf32>) -> tensor<?x2x?x?xf32>
+//   CHECK-NOT:   onnx.Reshape
+func.func @view_of_heads_computed_apart(%q: tensor<?x2x?x4xf32>) -> tensor<?x2x?x?xf32> {
+  %none = onnx.None
+  %two = onnx.Constant dense<2> : tensor<i64>
+  %two_1 = onnx.Constant dense<[2]> : tensor<1xi64>
+  %four = onnx.Constant dense<[4]> : tensor<1xi64>
+  %minus1 = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %batch = onnx.Shape %q {end = 1 : i64} : (tensor<?x2x?x4xf32>) -> tensor<1xi64>
+  %s = onnx.Shape %q {start = 2 : i64, end = 3 : i64} : (tensor<?x2x?x4xf32>) -> tensor<1xi64>
+  %b = onnx.Squeeze %batch, %none : (tensor<1xi64>, none) -> tensor<i64>
+  %bh = onnx.Mul %b, %two : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %bh_1 = onnx.Reshape %bh, %minus1 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %flat = onnx.Concat %bh_1, %minus1, %four {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %q3 = onnx.Reshape %q, %flat {allowzero = 1 : i64} : (tensor<?x2x?x4xf32>, tensor<3xi64>) -> tensor<?x?x4xf32>
+  %kT3 = onnx.Transpose %q3 {perm = array<i64: 0, 2, 1>} : (tensor<?x?x4xf32>) -> tensor<?x4x?xf32>
+  %scores = onnx.MatMul %q3, %kT3 : (tensor<?x?x4xf32>, tensor<?x4x?xf32>) -> tensor<?x?x?xf32>
+  %view_shape = onnx.Concat %batch, %two_1, %s, %minus1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %view = onnx.Reshape %scores, %view_shape {allowzero = 1 : i64} : (tensor<?x?x?xf32>, tensor<4xi64>) -> tensor<?x2x?x?xf32>
+  return %view : tensor<?x2x?x?xf32>
+}
+
+// -----
+
 // GPT-Neo's local layer: the scores selected where a constant causal buffer
 // (a resource, its window of 4 baked in) allows, finfo.min elsewhere, then
 // the padding mask added. The selection becomes an added mask, the buffer is
