@@ -317,6 +317,31 @@ def test_genai_longrope_past_the_switch(tmp_path, exporter):
         model.close()
 
 
+# Past 64 keys a decode row's keys are cut into several ranges (split-KV).
+KEY_RANGES_PROMPT_LENGTHS = (150, 97, 180)
+
+
+@pytest.mark.parametrize("export", ["optimum/bloom", "optimum/mpt", "optimum/gpt-neo",
+                                    "dynamo-opset18/bloom"])
+def test_linear_biases_and_windows_over_key_ranges(tmp_path, export):
+    """ALiBi (BLOOM's, MPT's) and GPT-Neo's local window of 16 over contexts past 64 keys,
+    where each decode row's keys are split into ranges and each range biases or skips its
+    keys alone: what onnxruntime computes, over the prefill, 32 decode steps and 32 greedy
+    tokens."""
+    onnx_path = EXPORTS_DIR / export / "model.onnx"
+    artifact = tmp_path / "model.llmc"
+    subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet"],
+                   check=True)
+    model = Model(artifact, num_kv_blocks=4 * NUM_KV_BLOCKS)
+    try:
+        rng = np.random.default_rng(7)
+        prompts = [rng.integers(3, model.vocab_size, size=n).tolist()
+                   for n in KEY_RANGES_PROMPT_LENGTHS]
+        assert compare(model, onnx_path, prompts) == ""
+    finally:
+        model.close()
+
+
 def with_group_query_attention_sinks(source: Path, out: Path, mode: str) -> Path:
     """The genai builder's export at `source` with attention sinks on every
     GroupQueryAttention, as the builder writes gpt-oss's (its own gpt-oss export stops at
