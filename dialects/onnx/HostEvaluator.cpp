@@ -73,6 +73,18 @@ bool fitsIn(ArrayRef<int64_t> shape, int64_t limit) {
   return true;
 }
 
+/// An element of type `element` (bool, integer or float) held in `bits`, as a
+/// double.
+double elementValue(Type element, const APInt &bits) {
+  if (element.isInteger(1)) return !bits.isZero();
+  if (auto integer = dyn_cast<IntegerType>(element))
+    return integer.isUnsigned() ? double(bits.getZExtValue()) : double(bits.getSExtValue());
+  APFloat value(cast<FloatType>(element).getFloatSemantics(), bits);
+  bool lost;
+  value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+  return value.convertToDouble();
+}
+
 /// The elements of a dense_resource blob in ONNX's raw layout (little-endian,
 /// a byte per bool), at most `limit` of them.
 std::optional<HostTensor> readResource(DenseResourceElementsAttr resource, int64_t limit) {
@@ -92,18 +104,7 @@ std::optional<HostTensor> readResource(DenseResourceElementsAttr resource, int64
     uint64_t raw = 0;
     for (int64_t b = width - 1; b >= 0; --b)
       raw = raw << 8 | uint8_t((*bytes)[i * width + b]);
-    APInt bits(width * 8, raw);
-    if (element.isInteger(1)) {
-      tensor.data.push_back(raw != 0);
-    } else if (auto integer = dyn_cast<IntegerType>(element)) {
-      tensor.data.push_back(integer.isUnsigned() ? double(bits.getZExtValue())
-                                                 : double(bits.getSExtValue()));
-    } else {
-      APFloat value(cast<FloatType>(element).getFloatSemantics(), bits);
-      bool lost;
-      value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-      tensor.data.push_back(value.convertToDouble());
-    }
+    tensor.data.push_back(elementValue(element, APInt(width * 8, raw)));
   }
   return tensor;
 }
@@ -116,18 +117,11 @@ std::optional<HostTensor> readConstant(ElementsAttr value, int64_t limit) {
   HostTensor tensor;
   tensor.shape.assign(dense.getType().getShape().begin(), dense.getType().getShape().end());
   Type element = dense.getElementType();
-  if (element.isInteger(1)) {
-    for (bool v : dense.getValues<bool>()) tensor.data.push_back(v);
-  } else if (auto integer = dyn_cast<IntegerType>(element)) {
-    for (const APInt &v : dense.getValues<APInt>())
-      tensor.data.push_back(integer.isUnsigned() ? double(v.getZExtValue())
-                                                 : double(v.getSExtValue()));
+  if (isa<IntegerType>(element)) {
+    for (const APInt &v : dense.getValues<APInt>()) tensor.data.push_back(elementValue(element, v));
   } else if (isa<FloatType>(element)) {
-    for (APFloat v : dense.getValues<APFloat>()) {
-      bool lost;
-      v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-      tensor.data.push_back(v.convertToDouble());
-    }
+    for (const APFloat &v : dense.getValues<APFloat>())
+      tensor.data.push_back(elementValue(element, v.bitcastToAPInt()));
   } else {
     return std::nullopt;
   }

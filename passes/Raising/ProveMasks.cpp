@@ -282,18 +282,6 @@ FailureOr<Hypothesis> explain(ArrayRef<Probe> probes, ArrayRef<Observed> observe
   return failure();
 }
 
-/// Calls `visit` on each op of `mask`'s cone once; its operands join the
-/// cone unless `visit` returns false.
-void forEachOpInCone(Value mask, function_ref<bool(Operation *)> visit) {
-  llvm::SetVector<Value> worklist;
-  worklist.insert(mask);
-  for (size_t i = 0; i < worklist.size(); ++i) {
-    Operation *op = worklist[i].getDefiningOp();
-    if (op && visit(op))
-      for (Value operand : op->getOperands()) worklist.insert(operand);
-  }
-}
-
 /// The integer constants of `mask`'s cone below 2^31 (larger ones are
 /// "to the end" sentinels of Slice): a window width is one of them.
 int64_t largestConstant(Value mask) {

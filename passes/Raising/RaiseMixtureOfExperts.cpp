@@ -141,14 +141,14 @@ private:
 /// `limit` values visited.
 llvm::SmallSetVector<Operation *, 2> routingTopKs(Value output, size_t limit = 4096) {
   llvm::SmallSetVector<Operation *, 2> found;
-  llvm::SetVector<Value> cone;
-  cone.insert(output);
-  for (size_t i = 0; i < cone.size() && i < limit; ++i) {
-    Operation *op = cone[i].getDefiningOp();
-    if (!op || isa<onnx::MatMulOp, onnx::MatMulNBitsOp, onnx::GemmOp>(op)) continue;
-    if (isa<onnx::TopKOp>(op)) found.insert(op);
-    for (Value operand : op->getOperands()) cone.insert(operand);
-  }
+  forEachOpInCone(
+      output,
+      [&](Operation *op) {
+        if (isa<onnx::MatMulOp, onnx::MatMulNBitsOp, onnx::GemmOp>(op)) return false;
+        if (isa<onnx::TopKOp>(op)) found.insert(op);
+        return true;
+      },
+      limit);
   return found;
 }
 

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -181,6 +182,12 @@ mlir::BlockArgument findArgumentByName(mlir::Operation *op, llvm::StringRef name
 /// The function argument among the leaves of `value`'s backward slice whose
 /// onnx.name is `name`, or null.
 mlir::BlockArgument findArgumentInSlice(mlir::Value value, llvm::StringRef name);
+
+/// Calls `visit` once on each op of `value`'s cone (its backward slice), the
+/// first `limit` values of it at most; an op's operands join the cone unless
+/// `visit` returns false.
+void forEachOpInCone(mlir::Value value, llvm::function_ref<bool(mlir::Operation *)> visit,
+                     size_t limit = std::numeric_limits<size_t>::max());
 
 /// Whether a Concat-style `axis` attribute names the last axis of a rank-`rank` tensor.
 bool isSingleAxisValue(int64_t axis, int64_t rank);

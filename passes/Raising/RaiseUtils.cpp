@@ -219,6 +219,16 @@ BlockArgument findArgumentByName(Operation *op, StringRef name) {
   return nullptr;
 }
 
+void forEachOpInCone(Value value, function_ref<bool(Operation *)> visit, size_t limit) {
+  llvm::SetVector<Value> cone;
+  cone.insert(value);
+  for (size_t i = 0; i < cone.size() && i < limit; ++i) {
+    Operation *op = cone[i].getDefiningOp();
+    if (op && visit(op))
+      for (Value operand : op->getOperands()) cone.insert(operand);
+  }
+}
+
 BlockArgument findArgumentInSlice(Value value, StringRef name) {
   llvm::SetVector<Value> worklist;
   worklist.insert(value);

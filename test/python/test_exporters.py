@@ -171,6 +171,18 @@ def compare(model: Model, onnx_path: Path, prompts: list[list[int]] | None = Non
     return ""
 
 
+def compare_on_prompts(artifact: Path, onnx_path: Path, lengths: tuple[int, ...], seed: int,
+                       num_kv_blocks: int = NUM_KV_BLOCKS) -> str:
+    """compare() of `artifact` against `onnx_path` on seeded random prompts of `lengths`."""
+    model = Model(artifact, num_kv_blocks=num_kv_blocks)
+    try:
+        rng = np.random.default_rng(seed)
+        prompts = [rng.integers(3, model.vocab_size, size=n).tolist() for n in lengths]
+        return compare(model, onnx_path, prompts)
+    finally:
+        model.close()
+
+
 @pytest.fixture(scope="session")
 def outcomes(tmp_path_factory) -> dict[Path, Outcome]:
     """Every export compiled (and, when it compiles, compared) once per session."""
@@ -307,14 +319,7 @@ def test_genai_longrope_past_the_switch(tmp_path, exporter):
     manifest = json.loads((artifact / "manifest.json").read_text())
     assert manifest["model"]["max_positions"] == 200
     reference, _ = exact_reference(onnx_path, tmp_path / "reference")
-    model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
-    try:
-        rng = np.random.default_rng(1234)
-        prompts = [rng.integers(3, model.vocab_size, size=n).tolist()
-                   for n in LONG_PROMPT_LENGTHS]
-        assert compare(model, reference, prompts) == ""
-    finally:
-        model.close()
+    assert compare_on_prompts(artifact, reference, LONG_PROMPT_LENGTHS, seed=1234) == ""
 
 
 # Past 64 keys a decode row's keys are cut into several ranges (split-KV).
@@ -332,14 +337,8 @@ def test_linear_biases_and_windows_over_key_ranges(tmp_path, export):
     artifact = tmp_path / "model.llmc"
     subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet"],
                    check=True)
-    model = Model(artifact, num_kv_blocks=4 * NUM_KV_BLOCKS)
-    try:
-        rng = np.random.default_rng(7)
-        prompts = [rng.integers(3, model.vocab_size, size=n).tolist()
-                   for n in KEY_RANGES_PROMPT_LENGTHS]
-        assert compare(model, onnx_path, prompts) == ""
-    finally:
-        model.close()
+    assert compare_on_prompts(artifact, onnx_path, KEY_RANGES_PROMPT_LENGTHS, seed=7,
+                              num_kv_blocks=4 * NUM_KV_BLOCKS) == ""
 
 
 def with_group_query_attention_sinks(source: Path, out: Path, mode: str) -> Path:
