@@ -138,6 +138,36 @@ LogicalResult MoeOp::verify() {
     return emitOpError("swiglu_limit and swiglu_alpha come together (gpt-oss's clamped swiglu)");
   if (auto limit = getSwigluLimit(); limit && !(limit->convertToFloat() > 0.0f))
     return emitOpError("swiglu_limit must be positive");
+  return verifyRouting(experts, topK);
+}
+
+LogicalResult MoeOp::verifyRouting(int64_t experts, int64_t topK) {
+  if (Value bias = getSelectionBias()) {
+    if (failed(expectRank(*this, bias, 1, "the selection bias"))) return failure();
+    if (!compatible(dimOf(bias, 0), experts))
+      return emitOpError("the selection bias must be [experts]");
+  }
+  if (static_cast<bool>(getExpertGroups()) != static_cast<bool>(getTopKGroups()))
+    return emitOpError("expert_groups and top_k_groups come together (DeepSeek-V3's n_group and "
+                       "topk_group)");
+  if (auto epsilon = getNormalizeEpsilon()) {
+    if (!getNormalizeTopK()) return emitOpError("normalize_epsilon needs normalize_top_k");
+    if (!(epsilon->convertToFloat() >= 0.0f))
+      return emitOpError("normalize_epsilon must not be negative");
+  }
+  if (!getExpertGroups()) return success();
+  int64_t groups = *getExpertGroups(), kept = *getTopKGroups();
+  if (groups < 1 || kept < 1 || kept > groups)
+    return emitOpError("top_k_groups ")
+           << kept << " must be in [1, expert_groups " << groups << "]";
+  if (ShapedType::isDynamic(experts)) return success();
+  if (experts % groups || experts / groups < 2)
+    return emitOpError("expert_groups ")
+           << groups << " must split the " << experts
+           << " experts into groups of at least 2 (a group scores its two best experts)";
+  if (topK > kept * (experts / groups))
+    return emitOpError("top_k ") << topK << " is more than the " << kept * (experts / groups)
+                                 << " experts of the top_k_groups groups";
   return success();
 }
 

@@ -153,10 +153,21 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
   let summary = "a sparse mixture of gated-MLP experts, top_k of them per token";
   let description = [{
     For each token row x [hidden] and its router logits r [experts]:
-    p = softmax(r); the top_k experts by p (equal probabilities: the lower
-    expert first) are chosen, with weights w = p[chosen], divided by their
-    sum when `normalize_top_k` (Qwen3-MoE's norm_topk_prob; Mixtral's and
-    gpt-oss's softmax over the top_k logits is the same number);
+    p = softmax(r), or sigmoid(r) with `sigmoid_scores`; the top_k experts
+    by p (equal scores: the lower expert first) are chosen, with weights
+    w = p[chosen], divided by their sum (plus `normalize_epsilon`, 0 when
+    absent) when `normalize_top_k` (Qwen3-MoE's norm_topk_prob; Mixtral's
+    and gpt-oss's softmax over the top_k logits is the same number), then
+    times `routed_scale` when present.
+
+    DeepSeek-V3's routing chooses by c = p + `selection_bias` [experts]
+    (its e_score_correction_bias; the weights stay p) and, with
+    `expert_groups` G, within groups: the experts are G runs of
+    experts / G, a group scores the sum of its two largest c, the
+    `top_k_groups` best groups (equal scores: the lower group first) keep
+    their c and every other expert's c becomes 0, and the top_k experts are
+    those of the largest c.
+
     output = sum over the chosen e of w_e * down_e(act(gate_e(x), up_e(x))),
     each projection adding its bias, when it has one, for the expert
     (gpt-oss). act(g, u) is silu(g) * u; with `swiglu_limit` L it is
@@ -173,14 +184,44 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
   }];
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$router_logits, Llm_Tensor:$gate_weight,
                    Llm_Tensor:$up_weight, Llm_Tensor:$down_weight, Llm_OptTensor:$gate_bias,
-                   Llm_OptTensor:$up_bias, Llm_OptTensor:$down_bias, I64Attr:$top_k,
+                   Llm_OptTensor:$up_bias, Llm_OptTensor:$down_bias,
+                   Llm_OptTensor:$selection_bias, I64Attr:$top_k,
                    UnitAttr:$normalize_top_k, OptionalAttr<F32Attr>:$swiglu_limit,
-                   OptionalAttr<F32Attr>:$swiglu_alpha);
+                   OptionalAttr<F32Attr>:$swiglu_alpha, UnitAttr:$sigmoid_scores,
+                   OptionalAttr<I64Attr>:$expert_groups, OptionalAttr<I64Attr>:$top_k_groups,
+                   OptionalAttr<F32Attr>:$normalize_epsilon,
+                   OptionalAttr<F32Attr>:$routed_scale);
   let results = (outs Llm_Tensor:$output);
   let assemblyFormat = [{
     $input `,` $router_logits `,` $gate_weight `,` $up_weight `,` $down_weight
     (`gate_bias` `(` $gate_bias^ `)`)? (`up_bias` `(` $up_bias^ `)`)?
-    (`down_bias` `(` $down_bias^ `)`)? attr-dict `:` functional-type(operands, results)
+    (`down_bias` `(` $down_bias^ `)`)? (`selection_bias` `(` $selection_bias^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let builders = [
+    // Routed by the top_k of a softmax; the scored routing's operand and
+    // attributes are set on the op after.
+    OpBuilder<(ins "::mlir::Type":$output, "::mlir::Value":$input,
+                   "::mlir::Value":$routerLogits, "::mlir::Value":$gateWeight,
+                   "::mlir::Value":$upWeight, "::mlir::Value":$downWeight,
+                   "::mlir::Value":$gateBias, "::mlir::Value":$upBias,
+                   "::mlir::Value":$downBias, "int64_t":$topK, "bool":$normalizeTopK,
+                   "::mlir::FloatAttr":$swigluLimit, "::mlir::FloatAttr":$swigluAlpha), [{
+      build($_builder, $_state, output, input, routerLogits, gateWeight, upWeight, downWeight,
+            gateBias, upBias, downBias, /*selection_bias=*/::mlir::Value(), topK,
+            normalizeTopK, swigluLimit, swigluAlpha, /*sigmoid_scores=*/false,
+            ::mlir::IntegerAttr(), ::mlir::IntegerAttr(), ::mlir::FloatAttr(),
+            ::mlir::FloatAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// Whether the experts are chosen otherwise than by the top_k of a
+    /// softmax: by sigmoid scores, a selection bias or within groups.
+    bool hasScoredRouting() {
+      return getSigmoidScores() || getSelectionBias() || getExpertGroups();
+    }
+    /// The checks of the routing's operand and attributes.
+    ::llvm::LogicalResult verifyRouting(int64_t experts, int64_t topK);
   }];
   let hasVerifier = 1;
 }

@@ -111,6 +111,9 @@ struct MoeBlock {
   Projection router;  ///< hidden -> experts
   int64_t topK = 0;
   bool normalize = false;
+  /// Set where the experts are chosen by sigmoid scores (DeepSeek-V3), not
+  /// by the top k of a softmax.
+  std::optional<ScoredRouting> scored;
   SmallVector<Expert> experts;
 };
 
@@ -153,14 +156,9 @@ llvm::SmallSetVector<Operation *, 2> routingTopKs(Value output, size_t limit = 4
 }
 
 LogicalResult MoeMatcher::match(MoeBlock &block, std::string &why) {
-  // A TopK of groups of experts before the TopK of experts (DeepSeek-V3's n_group and
-  // topk_group): llm.moe routes by one top k over all the experts.
-  if (routingTopKs(output.getData()).size() > 1)
-    return fail(why, "it routes by groups of experts (a TopK over groups before the TopK "
-                     "over experts, DeepSeek-V3's n_group and topk_group)");
   // The accumulation: Add(Add(...Add(zeros, scatter_0)..., scatter_{E-2}), scatter_{E-1}).
   SmallVector<onnx::ScatterElementsOp> scatters;
-  Value acc = output.getData();
+  Value acc = skipCasts(output.getData());
   while (auto add = definedBy<onnx::AddOp>(acc)) {
     auto [scatter, rest] = operandDefinedBy<onnx::ScatterElementsOp>(add);
     if (!scatter) break;
@@ -197,6 +195,11 @@ LogicalResult MoeMatcher::match(MoeBlock &block, std::string &why) {
       if (projection.form() != like.form())
         return fail(why, Twine("the experts' ") + name + " projections are not all in one form (" +
                              like.form() + ", " + projection.form() + ")");
+  // Every TopK the block reads is the routing's: the experts', and the
+  // groups' two (their best two choices, the kept groups) when grouped.
+  size_t routingTopKCount = block.scored && block.scored->groups ? 3 : 1;
+  if (routingTopKs(output.getData()).size() != routingTopKCount)
+    return fail(why, "it routes by more TopKs than its routing accounts for");
 
   // The output has x's shape: [batch, seq] of the input, then hidden.
   if (rankOf(output) != 3 || !sameDim(output, 0, block.input, 0) ||
@@ -218,14 +221,23 @@ LogicalResult MoeMatcher::matchRouting(onnx::TopKOp found, MoeBlock &block, std:
   if (!k || k->size() != 1 || (*k)[0] < 1) return fail(why, "TopK's k is not a constant");
   block.topK = (*k)[0];
 
+  Value logits;
   auto softmax = definedBy<onnx::SoftmaxOp>(skipCasts(topk.getX()));
-  if (!softmax || !isSingleAxisValue(softmax.getAxis(), rank))
-    return fail(why, "the routing TopK does not read a softmax over the experts");
-  Projection router = projectionOf(softmax.getInput());
+  if (softmax) {
+    if (!isSingleAxisValue(softmax.getAxis(), rank))
+      return fail(why, "the routing TopK does not read a softmax over the experts");
+    logits = softmax.getInput();
+  } else {
+    auto scored = matchScoredRouting(topk, why);
+    if (failed(scored)) return failure();
+    block.scored = *scored;
+    logits = scored->logits;
+  }
+  Projection router = projectionOf(logits);
   if (!router)
     return fail(why, "the router is not a MatMul by a constant weight, or a MatMulNBits of "
                      "constant codes without g_idx or bias");
-  auto reshape = definedBy<onnx::ReshapeOp>(router.input());
+  auto reshape = definedBy<onnx::ReshapeOp>(skipCasts(router.input()));
   if (!reshape || rankOf(reshape.getData()) != 3 || rankOf(reshape) != 2 ||
       dimOf(reshape.getData(), 2) != dimOf(reshape, 1))
     return fail(why, "the router does not read the [batch, seq, hidden] input as rows");
@@ -233,6 +245,11 @@ LogicalResult MoeMatcher::matchRouting(onnx::TopKOp found, MoeBlock &block, std:
   block.input = reshape.getData();
   block.router = router;
 
+  if (block.scored) {
+    routingWeights = block.scored->weights;
+    block.normalize = block.scored->normalize;
+    return success();
+  }
   // w, or w / sum(w) (norm_topk_prob).
   routingWeights = topk.getValues();
   block.normalize = false;
@@ -261,12 +278,14 @@ LogicalResult MoeMatcher::matchExpert(onnx::ScatterElementsOp scatter, MoeBlock 
     return fail(why, "an expert's scatter rows are not its token list");
   Value tokens = unsqueezeTokens.getData();
 
-  // tokens and slots: Squeeze(Split(Transpose(NonZero(Cast(Gather(mask, e)))), axis 1)).
+  // tokens and slots: Squeeze(Split(Transpose(NonZero(Cast(Gather(mask, e)))), axis 1)),
+  // the rows of NonZero of the expert's [slots, tokens] mask (Qwen3-MoE's) or of its
+  // [tokens, slots] mask (DeepSeek-V3's).
   auto squeezeTokens = definedBy<onnx::SqueezeOp>(tokens);
   auto split = squeezeTokens ? definedBy<onnx::SplitOp>(squeezeTokens.getData()) : onnx::SplitOp();
-  if (!split || split->getNumResults() != 2 || split.getAxis() != 1 ||
-      squeezeTokens.getData() != split->getResult(1))
-    return fail(why, "an expert's tokens are not the second row of a NonZero");
+  if (!split || split->getNumResults() != 2 || split.getAxis() != 1)
+    return fail(why, "an expert's tokens are not a row of a NonZero");
+  unsigned tokensAt = squeezeTokens.getData() == split->getResult(1) ? 1 : 0;
   auto rows = definedBy<onnx::TransposeOp>(split.getInput());
   auto nonzero = rows && hasPerm(rows, {1, 0}) ? definedBy<onnx::NonZeroOp>(rows.getData())
                                                : onnx::NonZeroOp();
@@ -276,8 +295,10 @@ LogicalResult MoeMatcher::matchExpert(onnx::ScatterElementsOp scatter, MoeBlock 
     return fail(why, "an expert's tokens are not NonZero of its row of the routing mask");
   expert.index = (*index)[0];
   auto mask = definedBy<onnx::TransposeOp>(pick.getData());
-  auto onehot = mask && hasPerm(mask, {2, 1, 0}) ? definedBy<onnx::OneHotOp>(mask.getData())
-                                                 : onnx::OneHotOp();
+  SmallVector<int64_t, 3> maskPerm{2, 1, 0};
+  if (tokensAt == 0) maskPerm = {2, 0, 1};
+  auto onehot = mask && hasPerm(mask, maskPerm) ? definedBy<onnx::OneHotOp>(mask.getData())
+                                                : onnx::OneHotOp();
   auto onOff = onehot ? onnx::getConstantInts(onehot.getValues()) : std::nullopt;
   if (!onehot || !isSingleAxisValue(onehot.getAxis(), 3) || !onOff ||
       *onOff != SmallVector<int64_t>{0, 1})
@@ -290,7 +311,7 @@ LogicalResult MoeMatcher::matchExpert(onnx::ScatterElementsOp scatter, MoeBlock 
   if (!depth || depth->size() != 1 || (*depth)[0] != block.router.outFeatures())
     return fail(why, "the routing mask's depth is not the router's expert count");
   Value slots = Value();
-  for (Operation *user : split->getResult(0).getUsers())
+  for (Operation *user : split->getResult(1 - tokensAt).getUsers())
     if (auto squeeze = dyn_cast<onnx::SqueezeOp>(user)) slots = squeeze;
 
   // y_e = MLP(rows) * weight[tok * k + slot].
@@ -300,11 +321,19 @@ LogicalResult MoeMatcher::matchExpert(onnx::ScatterElementsOp scatter, MoeBlock 
   if (!down)
     return fail(why, "an expert does not end in a MatMul by a constant weight, or a MatMulNBits "
                      "of constant codes without g_idx or bias");
+  // Flatten(Unsqueeze(w, 2), axis 2)[tok * k + slot], or Flatten(w, axis 2)[...] made a
+  // column: [tokens * k, 1] either way.
+  if (auto column = definedBy<onnx::UnsqueezeOp>(scale);
+      column && isSingleAxis(column.getAxes(), -1, rankOf(column)))
+    scale = column.getData();
   auto pickWeight = definedBy<onnx::GatherOp>(skipViews(scale));
   auto flat = pickWeight ? definedBy<onnx::FlattenOp>(pickWeight.getData()) : onnx::FlattenOp();
-  auto column = flat ? definedBy<onnx::UnsqueezeOp>(flat.getInput()) : onnx::UnsqueezeOp();
-  if (!pickWeight || pickWeight.getAxis() != 0 || !column || column.getData() != routingWeights ||
-      !isSingleAxis(column.getAxes(), 2, 3) || flat.getAxis() != 2)
+  Value flattened = flat ? flat.getInput() : Value();
+  if (auto column = definedBy<onnx::UnsqueezeOp>(flattened);
+      column && isSingleAxis(column.getAxes(), 2, 3))
+    flattened = column.getData();
+  if (!pickWeight || pickWeight.getAxis() != 0 || flattened != routingWeights ||
+      rankOf(routingWeights) != 2 || flat.getAxis() != 2)
     return fail(why, "an expert's scale is not a routing weight of the TopK");
   auto flatIndex = definedBy<onnx::AddOp>(pickWeight.getIndices());
   auto [tokenRow, slot] = flatIndex ? operandDefinedBy<onnx::MulOp>(flatIndex)
@@ -337,11 +366,18 @@ LogicalResult MoeMatcher::matchExpert(onnx::ScatterElementsOp scatter, MoeBlock 
                      "silu-gated experts are raised");
   if (gate.input() != up.input())
     return fail(why, "an expert's gate and up projections do not share its rows");
+  // Gather(Unsqueeze(xf, 0), tok, axis 1) (Qwen3-MoE), or Gather(xf, tok, axis 0) of x's
+  // rows reshaped apart from the router's (DeepSeek-V3).
   auto gather = definedBy<onnx::GatherOp>(skipViews(gate.input()));
   auto batch = gather ? definedBy<onnx::UnsqueezeOp>(gather.getData()) : onnx::UnsqueezeOp();
-  if (!gather || gather.getAxis() != 1 || gather.getIndices() != tokens || !batch ||
-      batch.getData() != flatInput || !isSingleAxis(batch.getAxes(), 0, 3))
-    return fail(why, "an expert does not read the rows of its own tokens");
+  auto inputRows = gather ? definedBy<onnx::ReshapeOp>(gather.getData()) : onnx::ReshapeOp();
+  bool readsRows =
+      gather && gather.getIndices() == tokens &&
+      ((gather.getAxis() == 1 && batch && batch.getData() == flatInput &&
+        isSingleAxis(batch.getAxes(), 0, 3)) ||
+       (gather.getAxis() == 0 && inputRows && inputRows.getData() == block.input &&
+        rankOf(inputRows) == 2 && dimOf(inputRows, 1) == dimOf(flatInput, 1)));
+  if (!readsRows) return fail(why, "an expert does not read the rows of its own tokens");
 
   int64_t hidden = dimOf(flatInput, 1), inter = gate.outFeatures();
   for (auto [projection, in, out] : {std::tuple(gate, hidden, inter), std::tuple(up, hidden, inter),
@@ -459,11 +495,32 @@ LogicalResult replaceBlock(IRRewriter &rewriter, onnx::ReshapeOp output, const M
     return failure();
   }
   Value logits = createRouter(rewriter, loc, block.input, block.router);
-  Value moe = llm::MoeOp::create(rewriter, loc, block.input.getType(), block.input, logits, *gate,
-                                 *up, *down, /*gate_bias=*/Value(), /*up_bias=*/Value(),
-                                 /*down_bias=*/Value(), block.topK, block.normalize,
-                                 /*swiglu_limit=*/FloatAttr(), /*swiglu_alpha=*/FloatAttr());
-  rewriter.replaceOp(output, moe);
+  Value selectionBias;
+  if (block.scored && block.scored->selectionBias) {
+    auto bias = readConstantFloats(block.scored->selectionBias);
+    if (!bias) {
+      why = "the selection bias is not an f32 constant";
+      return failure();
+    }
+    selectionBias =
+        createF32Constant(rewriter, block.scored->selectionBias.getLoc(),
+                          {static_cast<int64_t>(bias->size())}, *bias);
+  }
+  auto moe = llm::MoeOp::create(rewriter, loc, block.input.getType(), block.input, logits, *gate,
+                                *up, *down, /*gate_bias=*/Value(), /*up_bias=*/Value(),
+                                /*down_bias=*/Value(), block.topK, block.normalize,
+                                /*swiglu_limit=*/FloatAttr(), /*swiglu_alpha=*/FloatAttr());
+  if (const std::optional<ScoredRouting> &scored = block.scored) {
+    if (selectionBias) moe.getSelectionBiasMutable().assign(selectionBias);
+    moe.setSigmoidScores(true);
+    if (scored->groups) {
+      moe.setExpertGroups(scored->groups);
+      moe.setTopKGroups(scored->keptGroups);
+    }
+    if (scored->epsilon != 0.0f) moe.setNormalizeEpsilon(APFloat(scored->epsilon));
+    if (scored->scale) moe.setRoutedScale(APFloat(*scored->scale));
+  }
+  rewriter.replaceOp(output, moe.getResult());
   return success();
 }
 
@@ -472,7 +529,7 @@ LogicalResult replaceBlock(IRRewriter &rewriter, onnx::ReshapeOp output, const M
 void raiseMixturesOfExperts(func::FuncOp func) {
   SmallVector<onnx::ReshapeOp> outputs;
   func.walk([&](onnx::ReshapeOp reshape) {
-    auto add = definedBy<onnx::AddOp>(reshape.getData());
+    auto add = definedBy<onnx::AddOp>(skipCasts(reshape.getData()));
     if (add && operandDefinedBy<onnx::ScatterElementsOp>(add).first) outputs.push_back(reshape);
   });
   IRRewriter rewriter(func.getContext());

@@ -33,6 +33,21 @@ void raiseMixturesOfExperts(mlir::func::FuncOp func);
 void raiseDenseMixturesOfExperts(mlir::func::FuncOp func);
 inline constexpr llvm::StringLiteral kMoeUnmatchedAttr = "llmc.moe_unmatched";
 
+/// A token's experts chosen by sigmoid scores, biased for the choice and
+/// within groups (DeepSeek-V3's router), as llm.moe's routing holds it.
+struct ScoredRouting {
+  mlir::Value logits;        ///< what the router computes [tokens, experts]
+  mlir::Value selectionBias; ///< a constant of one value per expert, or null
+  int64_t groups = 0, keptGroups = 0;
+  mlir::Value weights;       ///< the routing weights the experts read [tokens, k]
+  bool normalize = false;
+  float epsilon = 0.0f;
+  std::optional<float> scale;
+};
+/// The routing whose expert TopK is `topk` (RaiseScoredRouting.cpp), or
+/// failure with the reason in `why`.
+mlir::FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why);
+
 /// Before the masks are proven, the scores of decomposed attention in one
 /// form (NormalizeScores.cpp): attention multiplied over [batch * heads]
 /// batches viewed as [batch, heads] again, a mask applied by selecting the

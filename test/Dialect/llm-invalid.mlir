@@ -243,6 +243,54 @@ func.func @moe_up_weight(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x
 
 // -----
 
+func.func @moe_groups_without_kept(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{expert_groups and top_k_groups come together}}
+  %y = llm.moe %x, %r, %w, %w, %d {expert_groups = 2 : i64, sigmoid_scores, top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @moe_groups_of_one(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{expert_groups 4 must split the 4 experts into groups of at least 2}}
+  %y = llm.moe %x, %r, %w, %w, %d {expert_groups = 4 : i64, sigmoid_scores, top_k = 2 : i64, top_k_groups = 1 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @moe_top_k_past_kept_groups(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{top_k 3 is more than the 2 experts of the top_k_groups groups}}
+  %y = llm.moe %x, %r, %w, %w, %d {expert_groups = 2 : i64, sigmoid_scores, top_k = 3 : i64, top_k_groups = 1 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @moe_kept_groups_past_groups(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{top_k_groups 3 must be in [1, expert_groups 2]}}
+  %y = llm.moe %x, %r, %w, %w, %d {expert_groups = 2 : i64, sigmoid_scores, top_k = 2 : i64, top_k_groups = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @moe_selection_bias_shape(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>, %b: tensor<3xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{the selection bias must be [experts]}}
+  %y = llm.moe %x, %r, %w, %w, %d selection_bias(%b) {sigmoid_scores, top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>, tensor<3xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @moe_epsilon_without_normalize(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{normalize_epsilon needs normalize_top_k}}
+  %y = llm.moe %x, %r, %w, %w, %d {normalize_epsilon = 1.0e-20 : f32, sigmoid_scores, top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
 func.func @moe_hidden_size(%x: tensor<?x6xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x6xf32> {
   // expected-error @+1 {{the input and output rows must be the experts' hidden size 8}}
   %y = llm.moe %x, %r, %w, %w, %d {top_k = 2 : i64} : (tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x6xf32>

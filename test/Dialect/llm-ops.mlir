@@ -125,6 +125,15 @@ func.func @attention_alibi(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
   return %a : tensor<1x4x3x16xf32>
 }
 
+// DeepSeek-V3's routing: sigmoid scores, biased for the choice, within the
+// best of two groups, the weights renormalised and scaled.
+// CHECK-LABEL: func.func @moe_scored_routing
+// CHECK: llm.moe %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} selection_bias(%{{.*}}) {expert_groups = 2 : i64, normalize_epsilon = 9.99999968E-21 : f32, normalize_top_k, routed_scale = 2.500000e+00 : f32, sigmoid_scores, top_k = 2 : i64, top_k_groups = 1 : i64}
+func.func @moe_scored_routing(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>, %bias: tensor<4xf32>) -> tensor<?x?x8xf32> {
+  %y = llm.moe %x, %r, %w, %w, %d selection_bias(%bias) {expert_groups = 2 : i64, normalize_epsilon = 1.0e-20 : f32, normalize_top_k, routed_scale = 2.5 : f32, sigmoid_scores, top_k = 2 : i64, top_k_groups = 1 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>, tensor<4xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+
 // CHECK-LABEL: func.func @moe_quantized_experts
 // CHECK: llm.dequantize %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x8x1x8xui8>, tensor<4x8x1xf32>) -> tensor<4x8x16xf32>
 // CHECK: llm.moe

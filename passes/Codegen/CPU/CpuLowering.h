@@ -507,13 +507,13 @@ struct ExpertWeight {
   std::optional<Int8Weight> int8;
 };
 /// A mixture of experts (CpuMoe.cpp): each row routes itself to its top_k
-/// experts. All three weights have int8 layouts, or none; a bias is null
-/// where the op has none.
+/// experts. All three weights have int8 layouts, or none; a bias (or the
+/// selection bias) is null where the op has none.
 mlir::LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, mlir::Value input,
                              mlir::Value routerLogits, const ExpertWeight &gate,
                              const ExpertWeight &up, const ExpertWeight &down,
                              mlir::Value gateBias, mlir::Value upBias, mlir::Value downBias,
-                             mlir::Value output);
+                             mlir::Value selectionBias, mlir::Value output);
 
 /// output = epilogue(input * weight); weight [in, out], or [out, in] if
 /// `transposed`. The one place that chooses between BLAS and generated loops;

@@ -2,8 +2,9 @@
 //
 // Five kernels, four of them spread over the runtime's threads:
 //
-//   route   (a task per 8 rows)  each row's softmax and its top_k experts
-//           (equal logits: the lower expert first) with their weights;
+//   route   (a task per 8 rows)  each row's scores (softmax or sigmoid)
+//           and its top_k experts (equal scores: the lower expert first,
+//           within the best groups when grouped) with their weights;
 //   plan    (one task)  each expert's list of the (row, slot) picks that
 //           chose it, the lists back to back in expert order (a counting
 //           sort), and where each pick lies in them;
@@ -54,20 +55,19 @@ constexpr int64_t kFeatureBlock = 4;
 /// many activation rows.
 constexpr int64_t kRowTile = 4;
 
-/// The expert a row picks after (prevLogit, prevExpert) in the order
-/// (logit descending, expert ascending): the best of those after it. The
-/// softmax is monotonic, so the logits order the experts as their
-/// probabilities do.
-std::pair<Value, Value> pickNext(KernelBuilder &kb, Value logits, Value row, int64_t experts,
-                                 Value prevLogit, Value prevExpert) {
+/// The index in [begin, end) that comes after (prevKey, prevIndex) in the
+/// order (key descending, index ascending): the best of those after it, with
+/// its key. Each slot of a top k is the pick after the previous slot's.
+std::pair<Value, Value> pickNext(KernelBuilder &kb, function_ref<Value(Value)> key, Value begin,
+                                 Value end, Value prevKey, Value prevIndex) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Value none = kb.index(-1);
   auto loop = scf::ForOp::create(
-      b, loc, kb.index(0), kb.index(experts), kb.index(1),
+      b, loc, begin, end, kb.index(1),
       ValueRange{kb.f32(-std::numeric_limits<double>::infinity()), none},
-      [&](OpBuilder &, Location, Value expert, ValueRange best) {
-        Value logit = kb.load(logits, {row, expert});
+      [&](OpBuilder &, Location, Value index, ValueRange best) {
+        Value value = key(index);
         auto cmpf = [&](arith::CmpFPredicate predicate, Value a, Value c) {
           return arith::CmpFOp::create(b, loc, predicate, a, c).getResult();
         };
@@ -75,48 +75,124 @@ std::pair<Value, Value> pickNext(KernelBuilder &kb, Value logits, Value row, int
           return arith::CmpIOp::create(b, loc, predicate, a, c).getResult();
         };
         Value after = arith::OrIOp::create(
-            b, loc, cmpf(arith::CmpFPredicate::OLT, logit, prevLogit),
-            arith::AndIOp::create(b, loc, cmpf(arith::CmpFPredicate::OEQ, logit, prevLogit),
-                                  cmpi(arith::CmpIPredicate::sgt, expert, prevExpert)));
-        Value better = arith::OrIOp::create(b, loc, cmpf(arith::CmpFPredicate::OGT, logit, best[0]),
+            b, loc, cmpf(arith::CmpFPredicate::OLT, value, prevKey),
+            arith::AndIOp::create(b, loc, cmpf(arith::CmpFPredicate::OEQ, value, prevKey),
+                                  cmpi(arith::CmpIPredicate::sgt, index, prevIndex)));
+        Value better = arith::OrIOp::create(b, loc, cmpf(arith::CmpFPredicate::OGT, value, best[0]),
                                             cmpi(arith::CmpIPredicate::eq, best[1], none));
         Value take = arith::AndIOp::create(b, loc, after, better);
         scf::YieldOp::create(b, loc,
-                             ValueRange{arith::SelectOp::create(b, loc, take, logit, best[0]),
-                                        arith::SelectOp::create(b, loc, take, expert, best[1])});
+                             ValueRange{arith::SelectOp::create(b, loc, take, value, best[0]),
+                                        arith::SelectOp::create(b, loc, take, index, best[1])});
       });
   return {loop.getResult(0), loop.getResult(1)};
 }
 
-/// Row `row`'s top_k experts into chosen[row, slot] (i32) and their routing
-/// weights into weights[row, slot]: probabilities as onnxruntime's Softmax
-/// computes them, divided by their sum when `normalize`.
-void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Value row,
-               bool normalize) {
-  int64_t experts = staticDim(logits, 1), topK = staticDim(chosen, 1);
-  Value zero = kb.index(0);
-  Value maxLogit = kb.reduce(zero, kb.index(experts),
-                             kb.f32(-std::numeric_limits<double>::infinity()),
-                             [&](Value e, Value acc) { return kb.max(acc, kb.load(logits, {row, e})); });
-  Value denominator = kb.reduce(zero, kb.index(experts), kb.f32(0.0), [&](Value e, Value acc) {
-    return kb.add(acc, kb.exp(kb.sub(kb.load(logits, {row, e}), maxLogit)));
-  });
-  OpBuilder &b = kb.builder();
-  Value prevLogit = kb.f32(std::numeric_limits<double>::infinity()), prevExpert = kb.index(-1);
-  Value total = kb.f32(0.0);
-  SmallVector<Value> probabilities;
-  for (int64_t slot = 0; slot < topK; ++slot) {
-    auto [logit, expert] = pickNext(kb, logits, row, experts, prevLogit, prevExpert);
-    Value probability = kb.div(kb.exp(kb.sub(logit, maxLogit)), denominator);
-    kb.store(arith::IndexCastOp::create(b, kb.location(), b.getI32Type(), expert), chosen,
-             {row, kb.index(slot)});
-    probabilities.push_back(probability);
-    total = kb.add(total, probability);
-    prevLogit = logit, prevExpert = expert;
+/// The top `k` of [begin, end) by `key`, in order: each one's key and index.
+SmallVector<std::pair<Value, Value>> topK(KernelBuilder &kb, function_ref<Value(Value)> key,
+                                          Value begin, Value end, int64_t k) {
+  SmallVector<std::pair<Value, Value>> picks;
+  Value prevKey = kb.f32(std::numeric_limits<double>::infinity()), prevIndex = kb.index(-1);
+  for (int64_t slot = 0; slot < k; ++slot) {
+    picks.push_back(pickNext(kb, key, begin, end, prevKey, prevIndex));
+    std::tie(prevKey, prevIndex) = picks.back();
   }
-  for (auto [slot, probability] : llvm::enumerate(probabilities))
-    kb.store(normalize ? kb.div(probability, total) : probability, weights,
+  return picks;
+}
+
+/// How llm.moe chooses a row's experts and weighs them.
+struct Routing {
+  int64_t experts, topK;
+  bool normalize, sigmoid;
+  float epsilon, scale;
+  int64_t groups, keptGroups; ///< 0 when the experts are not grouped
+  Value selectionBias;        ///< f32 [experts] in the kernel, or null
+
+  Routing(llm::MoeOp op, int64_t experts)
+      : experts(experts), topK(op.getTopK()), normalize(op.getNormalizeTopK()),
+        sigmoid(op.getSigmoidScores()),
+        epsilon(op.getNormalizeEpsilon() ? op.getNormalizeEpsilon()->convertToFloat() : 0.0f),
+        scale(op.getRoutedScale() ? op.getRoutedScale()->convertToFloat() : 1.0f),
+        groups(op.getExpertGroups().value_or(0)), keptGroups(op.getTopKGroups().value_or(0)) {}
+
+  /// Whether the experts are chosen by the logits' order alone: the top_k
+  /// of a softmax.
+  bool byLogits() const { return !sigmoid && !selectionBias && !groups; }
+};
+
+/// Row `row`'s top_k experts into chosen[row, slot] (i32) and their routing
+/// weights into weights[row, slot]: the scores (probabilities as
+/// onnxruntime's Softmax computes them, or sigmoids), divided by their sum
+/// when `normalize`, times the routed scale. The experts are chosen as
+/// llm.moe says: by their logits (the softmax is monotonic), or by their
+/// scores plus the selection bias within the best groups.
+void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Value row,
+               const Routing &routing) {
+  int64_t experts = routing.experts;
+  Value zero = kb.index(0), all = kb.index(experts);
+  auto logit = [&](Value e) { return kb.load(logits, {row, e}); };
+  Value maxLogit, denominator;
+  if (!routing.sigmoid) {
+    maxLogit = kb.reduce(zero, all, kb.f32(-std::numeric_limits<double>::infinity()),
+                         [&](Value e, Value acc) { return kb.max(acc, logit(e)); });
+    denominator = kb.reduce(zero, all, kb.f32(0.0), [&](Value e, Value acc) {
+      return kb.add(acc, kb.exp(kb.sub(logit(e), maxLogit)));
+    });
+  }
+  auto score = [&](Value e) {
+    if (routing.sigmoid)
+      return kb.div(kb.f32(1.0), kb.add(kb.f32(1.0), kb.exp(kb.neg(logit(e)))));
+    return kb.div(kb.exp(kb.sub(logit(e), maxLogit)), denominator);
+  };
+  auto choice = [&](Value e) {
+    Value value = score(e);
+    return routing.selectionBias ? kb.add(value, kb.load(routing.selectionBias, {e})) : value;
+  };
+
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  std::function<Value(Value)> key = logit;
+  if (!routing.byLogits()) key = choice;
+  Value kept; // f32 [groups]: 1 for a kept group, 0 for the others
+  if (routing.groups) {
+    // Each group's two best choices summed; the best groups keep their
+    // experts' choices, every other expert's becomes 0.
+    int64_t size = experts / routing.groups;
+    auto type = MemRefType::get({routing.groups}, b.getF32Type());
+    Value groupScores = memref::AllocaOp::create(b, loc, type);
+    kept = memref::AllocaOp::create(b, loc, type);
+    kb.forEach(zero, kb.index(routing.groups), [&](Value group) {
+      Value first = kb.mulIndex(group, kb.index(size));
+      auto best = topK(kb, choice, first, kb.addIndex(first, kb.index(size)), 2);
+      kb.store(kb.add(best[0].first, best[1].first), groupScores, {group});
+      kb.store(kb.f32(0.0), kept, {group});
+    });
+    auto groupScore = [&](Value group) { return kb.load(groupScores, {group}); };
+    for (auto pick : topK(kb, groupScore, zero, kb.index(routing.groups), routing.keptGroups))
+      kb.store(kb.f32(1.0), kept, {pick.second});
+    key = [&, size](Value e) {
+      Value isKept = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           kb.load(kept, {kb.divIndex(e, kb.index(size))}),
+                                           kb.f32(0.0));
+      return arith::SelectOp::create(b, loc, isKept, choice(e), kb.f32(0.0)).getResult();
+    };
+  }
+
+  Value total = kb.f32(0.0);
+  SmallVector<Value> scores;
+  for (auto [slot, pick] : llvm::enumerate(topK(kb, key, zero, all, routing.topK))) {
+    Value expert = pick.second;
+    kb.store(arith::IndexCastOp::create(b, loc, b.getI32Type(), expert), chosen,
              {row, kb.index(slot)});
+    scores.push_back(score(expert));
+    total = kb.add(total, scores.back());
+  }
+  if (routing.epsilon != 0.0f) total = kb.add(total, kb.f32(routing.epsilon));
+  for (auto [slot, weight] : llvm::enumerate(scores)) {
+    if (routing.normalize) weight = kb.div(weight, total);
+    if (routing.scale != 1.0f) weight = kb.mul(weight, kb.f32(routing.scale));
+    kb.store(weight, weights, {row, kb.index(slot)});
+  }
 }
 
 /// Receives output (r, c) of a tile of dot products: r the tile's row, c
@@ -485,12 +561,12 @@ std::pair<Value, Value> runBounds(KernelBuilder &kb, Value run, int64_t size, in
 
 LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
                        const ExpertWeight &gate, const ExpertWeight &up, const ExpertWeight &down,
-                       Value gateBias, Value upBias, Value downBias, Value output) {
+                       Value gateBias, Value upBias, Value downBias, Value selectionBias,
+                       Value output) {
   auto gateType = cast<RankedTensorType>(op.getGateWeight().getType());
   int64_t experts = gateType.getDimSize(0), inter = gateType.getDimSize(1);
   int64_t hidden = gateType.getDimSize(2);
   int64_t topK = op.getTopK();
-  bool normalize = op.getNormalizeTopK();
   bool int8 = static_cast<bool>(gate.int8);
   Location loc = op.getLoc();
   OpBuilder &b = step.b;
@@ -524,10 +600,13 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
   step.clobberScratch(offset);
 
   SmallVector<Value> routeArgs{logits, picks.chosen, picks.weights};
+  if (selectionBias) routeArgs.push_back(selectionBias);
   runOverRows(step, loc, "moe_route", kernelKey(op, routeArgs) + "/route", routeArgs, 0,
               [&](KernelBuilder &kb, ValueRange params, Value begin, Value end) {
+                Routing routing(op, experts);
+                if (selectionBias) routing.selectionBias = params[3];
                 kb.forEach(begin, end, [&](Value row) {
-                  emitRoute(kb, params[0], params[1], params[2], row, normalize);
+                  emitRoute(kb, params[0], params[1], params[2], row, routing);
                 });
               });
   SmallVector<Value> planArgs = picks.buffers();

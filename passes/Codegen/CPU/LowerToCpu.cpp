@@ -147,6 +147,8 @@ private:
                                codegen::loweredOperand<Value>(moe.getGateBiasMutable(), operands),
                                codegen::loweredOperand<Value>(moe.getUpBiasMutable(), operands),
                                codegen::loweredOperand<Value>(moe.getDownBiasMutable(), operands),
+                               codegen::loweredOperand<Value>(moe.getSelectionBiasMutable(),
+                                                              operands),
                                outputs[0]);
         })
         .Case<llm::RmsNormOp, llm::LayerNormOp>(

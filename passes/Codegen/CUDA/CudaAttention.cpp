@@ -130,9 +130,10 @@ void addMoeSource(const StepContext &step, std::string &source) {
   source += llvm::formatv("#define MOE_THREADS {0}\n"
                           "#define MOE_PLAN_THREADS {1}\n"
                           "constexpr int MOE_WARPS = MOE_THREADS / 32, MOE_GROUPS = {2}, "
-                          "MOE_TILE = 8 * MOE_GROUPS, MOE_COLUMNS = {3}, MOE_MAX_EXPERTS = {4};\n",
+                          "MOE_TILE = 8 * MOE_GROUPS, MOE_COLUMNS = {3}, MOE_MAX_EXPERTS = {4}, "
+                          "MOE_MAX_GROUPS = {5};\n",
                           kMoeThreads, kMoePlanThreads, kMoeTilePicks / 8, kMoeColumns,
-                          kMoeMaxExperts)
+                          kMoeMaxExperts, kMoeMaxGroups)
                 .str();
   source += kMoeSource;
 }

@@ -193,6 +193,8 @@ inline constexpr int64_t kMoeTilePicks = 16;
 inline constexpr int64_t kMoeColumns = 16;
 /// The most experts the plan's block counts in shared memory.
 inline constexpr int64_t kMoeMaxExperts = 512;
+/// The most groups of experts the route kernel ranks (a bit each in a mask).
+inline constexpr int64_t kMoeMaxGroups = 64;
 
 /// Starts the NVRTC module's source (attention.cu) with what every model
 /// uses: the prelude, the constants, the helpers, the argmax and GEMV

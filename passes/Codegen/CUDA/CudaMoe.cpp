@@ -53,6 +53,10 @@ LogicalResult lowerMoe(StepContext &step, llm::MoeOp op,
   if (experts > kMoeMaxExperts)
     return op.emitOpError("has ") << experts << " experts; the CUDA kernels take at most "
                                   << kMoeMaxExperts;
+  if (op.getExpertGroups() && *op.getExpertGroups() > kMoeMaxGroups)
+    return op.emitOpError("has ") << *op.getExpertGroups()
+                                  << " groups of experts; the CUDA route kernel takes at most "
+                                  << kMoeMaxGroups;
   if (hidden % 8 || inter % 8)
     return op.emitOpError("has hidden size ")
            << hidden << " and expert size " << inter
@@ -103,12 +107,21 @@ LogicalResult lowerMoe(StepContext &step, llm::MoeOp op,
   addMoeSource(step, source);
   std::array<int64_t, 3> block{kMoeThreads, 1, 1};
   Attribute rowsDim = planDim(context, rows);
+  auto f32Attr = [](std::optional<APFloat> value, float otherwise) {
+    return value ? value->convertToFloat() : otherwise;
+  };
   step.plan.launch(kAttentionModule, "llmc_moe_route",
                    {planDim(context, rows, 1, kMoeThreads), dim(1), dim(1)}, block,
                    {KernelArg::pointer(logits), KernelArg::i32(dim(*logitsStride)),
                     KernelArg::i32(rowsDim), KernelArg::i32(dim(experts)),
                     KernelArg::i32(dim(topK)),
-                    KernelArg::i32(dim(op.getNormalizeTopK() ? 1 : 0)), chosen, weights});
+                    KernelArg::i32(dim(op.getNormalizeTopK() ? 1 : 0)),
+                    KernelArg::i32(dim(op.getSigmoidScores() ? 1 : 0)),
+                    optionalPointer(op.getSelectionBiasMutable()),
+                    KernelArg::i32(dim(op.getExpertGroups().value_or(0))),
+                    KernelArg::i32(dim(op.getTopKGroups().value_or(0))),
+                    KernelArg::f32(f32Attr(op.getNormalizeEpsilon(), 0.0f)),
+                    KernelArg::f32(f32Attr(op.getRoutedScale(), 1.0f)), chosen, weights});
   step.plan.launch(kAttentionModule, "llmc_moe_plan", {dim(1), dim(1), dim(1)},
                    {kMoePlanThreads, 1, 1},
                    {chosen, KernelArg::i32(planDim(context, rows, topK)),

@@ -149,10 +149,14 @@ private:
   }
 
   /// Rotary frequencies and cos/sin tables stay f32: positions far into a
-  /// long context need their precision.
-  static bool readsRotaryTable(Operation *op, unsigned operand) {
+  /// long context need their precision. So does a mixture of experts'
+  /// selection bias, which ranks the experts as the router logits do.
+  static bool keptF32(Operation *op, unsigned operand) {
     if (isa<llm::RopeOp, llm::RopeCachedOp>(op)) return operand >= 2;
     if (isa<llm::RopePagedKvWriteOp>(op)) return operand >= 6;
+    if (auto moe = dyn_cast<llm::MoeOp>(op))
+      return moe.getSelectionBias() &&
+             operand == moe.getSelectionBiasMutable().begin()->getOperandNumber();
     return false;
   }
 
@@ -283,7 +287,7 @@ private:
                           : codegen::weightConstant(value, "CUDA");
     if (failed(data)) return failure();
     auto type = cast<ShapedType>(data->getType());
-    Type stored = readsRotaryTable(user, operandNumber) ? type.getElementType() : step.storageType;
+    Type stored = keptF32(user, operandNumber) ? type.getElementType() : step.storageType;
     auto &slot = weightRefs[{value, stored, unsigned(transpose)}];
     if (!slot) slot = placeWeight(value.getDefiningOp(), *data, stored);
     return *slot;

@@ -2,9 +2,11 @@
 // rows, whose grids depend only on the step's token count, as a CUDA graph
 // needs:
 //
-//   llmc_moe_route    a thread per row: the softmax of its router logits,
-//                     its top_k experts (equal logits: the lower expert
-//                     first) and their weights, as the CPU's route kernel;
+//   llmc_moe_route    a thread per row: the scores of its router logits
+//                     (softmax or sigmoid), its top_k experts (equal
+//                     scores: the lower expert first; within the best
+//                     groups when grouped) and their weights, as the CPU's
+//                     route kernel;
 //   llmc_moe_plan     one block: each expert's picks (pick p = row p / top_k,
 //                     slot p % top_k) in a run of positions padded to whole
 //                     tiles of MOE_TILE, the expert of every tile (-1 past
@@ -59,36 +61,85 @@ __device__ __forceinline__ void moe_for_each_output(const int *order, int n, Fin
   }
 }
 
+/// The index in [begin, end) after (prev_key, prev) in the order (key
+/// descending, index ascending), -1 when none is (past NaN keys); its key in
+/// `best_key`. Each slot of a top k is the pick after the previous slot's.
+template <typename Key>
+__device__ __forceinline__ int moe_pick_next(Key key, int begin, int end, float prev_key,
+                                             int prev, float &best_key) {
+  int best = -1;
+  best_key = -INFINITY;
+  for (int i = begin; i < end; ++i) {
+    const float value = key(i);
+    const bool after = value < prev_key || (value == prev_key && i > prev);
+    if (after && (best < 0 || value > best_key)) best_key = value, best = i;
+  }
+  return best;
+}
+
 extern "C" __global__ void __launch_bounds__(MOE_THREADS)
 llmc_moe_route(const float *logits, int logits_stride, int rows, int experts, int top_k,
-               int normalize, int *chosen, float *weights) {
+               int normalize, int sigmoid_scores, const float *selection_bias, int groups,
+               int kept_groups, float epsilon, float routed_scale, int *chosen,
+               float *weights) {
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= rows) return;
   const float *r = logits + (long long)row * logits_stride;
-  float max_logit = -INFINITY;
-  for (int e = 0; e < experts; ++e) max_logit = fmaxf(max_logit, r[e]);
-  float denominator = 0.f;
-  for (int e = 0; e < experts; ++e) denominator += expf(r[e] - max_logit);
-  // Each slot takes the best expert after the previous slot's in the order
-  // (logit descending, expert ascending); the softmax keeps that order.
-  float prev_logit = INFINITY, total = 0.f;
+  float max_logit = -INFINITY, denominator = 0.f;
+  if (!sigmoid_scores) {
+    for (int e = 0; e < experts; ++e) max_logit = fmaxf(max_logit, r[e]);
+    for (int e = 0; e < experts; ++e) denominator += expf(r[e] - max_logit);
+  }
+  auto score = [&](int e) {
+    return sigmoid_scores ? 1.f / (1.f + expf(-r[e])) : expf(r[e] - max_logit) / denominator;
+  };
+  auto choice = [&](int e) { return selection_bias ? score(e) + selection_bias[e] : score(e); };
+  // Softmax routing alone ranks the experts by their logits (the softmax is
+  // monotonic); otherwise by their choices, within the best groups: a
+  // group scores its two best choices, the others' experts choose 0.
+  const bool by_logits = !sigmoid_scores && !selection_bias && groups == 0;
+  unsigned long long kept = ~0ull;
+  const int group_size = groups ? experts / groups : experts;
+  if (groups) {
+    float group_scores[MOE_MAX_GROUPS];
+    for (int g = 0; g < groups; ++g) {
+      float first, second;
+      const int begin = g * group_size, end = begin + group_size;
+      const int best = moe_pick_next(choice, begin, end, INFINITY, -1, first);
+      moe_pick_next(choice, begin, end, first, best, second);
+      group_scores[g] = first + second;
+    }
+    kept = 0;
+    float prev_score = INFINITY, group_score;
+    int prev_group = -1;
+    for (int slot = 0; slot < kept_groups; ++slot) {
+      prev_group = moe_pick_next([&](int g) { return group_scores[g]; }, 0, groups, prev_score,
+                                 prev_group, group_score);
+      if (prev_group >= 0) kept |= 1ull << prev_group;
+      prev_score = group_score;
+    }
+  }
+  auto key = [&](int e) {
+    if (by_logits) return r[e];
+    return (kept >> (e / group_size)) & 1 ? choice(e) : 0.f;
+  };
+  float prev_key = INFINITY, total = 0.f;
   int prev_expert = -1;
   for (int slot = 0; slot < top_k; ++slot) {
-    float best_logit = -INFINITY;
-    int best = -1;
-    for (int e = 0; e < experts; ++e) {
-      const float logit = r[e];
-      const bool after = logit < prev_logit || (logit == prev_logit && e > prev_expert);
-      if (after && (best < 0 || logit > best_logit)) best_logit = logit, best = e;
-    }
-    const float probability = expf(best_logit - max_logit) / denominator;
+    float best_key;
+    const int best = moe_pick_next(key, 0, experts, prev_key, prev_expert, best_key);
+    const float weight = best >= 0 ? score(best) : 0.f;
     chosen[row * top_k + slot] = best; // -1 only past NaN logits: the plan skips it
-    weights[row * top_k + slot] = probability;
-    total += probability;
-    prev_logit = best_logit, prev_expert = best;
+    weights[row * top_k + slot] = weight;
+    total += weight;
+    prev_key = best_key, prev_expert = best;
   }
-  if (normalize)
-    for (int slot = 0; slot < top_k; ++slot) weights[row * top_k + slot] /= total;
+  total += epsilon;
+  for (int slot = 0; slot < top_k; ++slot) {
+    float &weight = weights[row * top_k + slot];
+    if (normalize) weight /= total;
+    weight *= routed_scale;
+  }
 }
 
 extern "C" __global__ void __launch_bounds__(MOE_PLAN_THREADS)
