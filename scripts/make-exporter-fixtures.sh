@@ -37,7 +37,8 @@ KEEP=(model.onnx config.json generation_config.json tokenizer.json tokenizer_con
 
 # optimum-onnx: the default export of a decoder with its KV cache, and for some families the
 # same with --dtype fp16.
-OPTIMUM_FP16_FAMILIES="llama-gqa gemma gpt2 phi3 qwen3 stablelm qwen3-moe gptj cohere bloom mpt gpt-neo"
+OPTIMUM_FP16_FAMILIES="llama-gqa gemma gpt2 phi3 qwen3 stablelm qwen3-moe gptj cohere bloom mpt"
+OPTIMUM_FP16_FAMILIES+=" gpt-neo deepseek-v3"
 # gpt-oss-mxfp4's MXFP4 experts matter only to the genai builder's int4 export: optimum (and
 # the builder at fp32 and fp16) would write gpt-oss's form again, over other weights.
 MXFP4_FAMILIES="gpt-oss-mxfp4"

@@ -207,6 +207,24 @@ LogicalResult MergeHeadsOp::verify() {
   return success();
 }
 
+LogicalResult ConcatHeadsOp::verify() {
+  int64_t rank = rankOf(getOutput());
+  if (rank >= 0 && rank != 3 && rank != 4)
+    return emitOpError("the result must be [batch, heads, seq, head_dim] or [tokens, heads, "
+                       "head_dim]");
+  if (rankOf(getLhs()) != rank || rankOf(getRhs()) != rank)
+    return emitOpError("the operands must have the result's rank");
+  int64_t heads = dimOf(getOutput(), 1), rhsHeads = dimOf(getRhs(), 1);
+  if (!compatible(dimOf(getLhs(), 1), heads) ||
+      (!compatible(rhsHeads, heads) && rhsHeads != 1))
+    return emitOpError("the lhs must have the result's heads, the rhs those or one");
+  int64_t lhsWidth = dimOf(getLhs(), -1), rhsWidth = dimOf(getRhs(), -1);
+  if (!ShapedType::isDynamic(lhsWidth) && !ShapedType::isDynamic(rhsWidth) &&
+      !compatible(dimOf(getOutput(), -1), lhsWidth + rhsWidth))
+    return emitOpError("the result's head_dim must be the operands' summed");
+  return success();
+}
+
 LogicalResult SplitQkvOp::verify() {
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads)
@@ -339,6 +357,26 @@ LogicalResult PermuteFeaturesOp::verify() {
   return success();
 }
 
+/// Values (or an attention's result) beside keys (or its query): the same
+/// type but for a head_dim that may be narrower (multi-head latent
+/// attention's values).
+static LogicalResult verifyValuesBesideKeys(Operation *op, Value keys, Value values,
+                                            StringRef keysName = "keys",
+                                            StringRef valuesName = "values") {
+  auto keyType = dyn_cast<RankedTensorType>(keys.getType());
+  auto valueType = dyn_cast<RankedTensorType>(values.getType());
+  if (!keyType || !valueType) return success();
+  if (keyType.getElementType() != valueType.getElementType() ||
+      keyType.getShape().drop_back() != valueType.getShape().drop_back())
+    return op->emitOpError() << valuesName << " must have " << keysName
+                             << "' element type and dims, but for head_dim";
+  int64_t keyDim = keyType.getShape().back(), valueDim = valueType.getShape().back();
+  if (!ShapedType::isDynamic(keyDim) && !ShapedType::isDynamic(valueDim) && valueDim > keyDim)
+    return op->emitOpError() << "the head_dim of " << valuesName << " (" << valueDim
+                             << ") is wider than that of " << keysName << " (" << keyDim << ")";
+  return success();
+}
+
 LogicalResult PagedKvWriteOp::verify() {
   if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
   if (getUpdatedPool().getType() != getKvPool().getType())
@@ -346,8 +384,7 @@ LogicalResult PagedKvWriteOp::verify() {
   int64_t rank = rankOf(getKey());
   if (rank >= 0 && rank != 3 && rank != 4)
     return emitOpError("keys must be [batch, kv_heads, seq, head_dim] or ragged [tokens, kv_heads, head_dim]");
-  if (getKey().getType() != getValue().getType())
-    return emitOpError("keys and values differ in type");
+  if (failed(verifyValuesBesideKeys(*this, getKey(), getValue()))) return failure();
   int64_t slotsRank = rankOf(getSlotMapping());
   if (rank >= 0 && slotsRank >= 0 && slotsRank != rank - 2)
     return emitOpError("slot_mapping must be [batch, seq] or, ragged, [tokens]");
@@ -365,8 +402,8 @@ LogicalResult PagedAttentionOp::verify() {
   if (rank >= 0 && rank != (ragged ? 3 : 4))
     return emitOpError(ragged ? "a ragged query must be [tokens, heads, head_dim]"
                               : "the query must be [batch, heads, seq, head_dim]");
-  if (getOutput().getType() != getQuery().getType())
-    return emitOpError("the result must have the query's type");
+  if (failed(verifyValuesBesideKeys(*this, getQuery(), getOutput(), "the query", "the result")))
+    return failure();
   int64_t heads = dimOf(getQuery(), 1), kvHeads = dimOf(getKvPool(), 3);
   if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(kvHeads) &&
       (kvHeads == 0 || heads % kvHeads))

@@ -358,6 +358,20 @@ def Llm_MergeHeadsOp : Llm_Op<"merge_heads", [Llm_TokenWise, Llm_View]> {
   let hasVerifier = 1;
 }
 
+def Llm_ConcatHeadsOp : Llm_Op<"concat_heads", [Llm_TokenWiseHeads]> {
+  let summary = "each head's features of `lhs`, then of `rhs`";
+  let description = [{
+    lhs [batch, heads, seq, d1] and rhs [batch, heads, seq, d2] give
+    [batch, heads, seq, d1 + d2]; an rhs of one head is every head's
+    (multi-head latent attention's rotary key, one for all the heads:
+    DeepSeek-V2 and V3). In the ragged form the operands are [tokens,
+    heads, d].
+  }];
+  let arguments = (ins Llm_Tensor:$lhs, Llm_Tensor:$rhs);
+  let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
+}
+
 def Llm_PositionIdsOp : Llm_Op<"position_ids"> {
   let summary = "positions of the new tokens: cumsum(attention_mask) - 1, last `seq` columns";
   let description = [{
@@ -474,6 +488,8 @@ def Llm_PagedKvWriteOp : Llm_Op<"paged_kv_write"> {
     (index 0 of the third dim holds keys, 1 values). key and value are
     [batch, kv_heads, seq, head_dim] with slot_mapping [batch, seq], or
     [tokens, kv_heads, head_dim] with slot_mapping [tokens] when ragged.
+    Values may be narrower than the keys (multi-head latent attention):
+    they fill the first features of their rows, the rest never read.
     Token t goes to block slot / block_size, offset slot % block_size of
     layer `layer`; a negative slot is skipped. The result is the pool after
     the write: threading it through the layers orders writes before the
@@ -512,7 +528,8 @@ def Llm_PagedAttentionOp : Llm_Op<"paged_attention", [Llm_TokenWiseHeads]> {
     implied, no mask is ever built. Query head h reads KV head
     h / (heads / kv_heads). `sliding_window`, `softcap`, `sinks` and
     `alibi_slopes` are llm.attention's: only the blocks that hold the
-    window's keys are read.
+    window's keys are read. The result's head_dim is the values': the
+    query's, or narrower (multi-head latent attention).
   }];
   let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$kv_pool, Llm_Tensor:$block_tables,
                    Llm_Tensor:$context_lens, Llm_OptTensor:$cu_seqlens_q,

@@ -57,6 +57,8 @@ struct FuseRopeIntoKvWrite : OpRewritePattern<llm::PagedKvWriteOp> {
   LogicalResult matchAndRewrite(llm::PagedKvWriteOp write, PatternRewriter &rewriter) const override {
     if (rankOf(write.getKey()) != 3)
       return rewriter.notifyMatchFailure(write, "is not in the ragged form");
+    if (write.getKey().getType() != write.getValue().getType())
+      return rewriter.notifyMatchFailure(write, "its values are narrower than its keys");
     std::optional<Rotation> key = rotationOf(write.getKey());
     if (!key) return rewriter.notifyMatchFailure(write, "its keys are not rotated by llm.rope");
     if (!fusion::onlyUsedBy(write.getKey(), write))

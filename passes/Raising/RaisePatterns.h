@@ -79,6 +79,11 @@ void populateProjectionSplitPatterns(mlir::RewritePatternSet &patterns);
 /// Layers computed on flattened tokens [b*s, f] moved back onto [b, s, f]
 /// (RaiseFlattenedTokens.cpp); in the structure and glue stages both.
 void populateFlattenedTokenPatterns(mlir::RewritePatternSet &patterns);
+/// Multi-head latent attention's glue (RaiseLatentAttention.cpp): each head's
+/// rotary features de-interleaved before the rotation, folded into the
+/// projection's columns; the heads' features concatenated, the rotary key
+/// shared by every head.
+void populateLatentAttentionPatterns(mlir::RewritePatternSet &patterns);
 void populateRopePatterns(mlir::RewritePatternSet &patterns);
 /// The rotation over interleaved pairs GPT-J and CodeGen write out
 /// (RaiseInterleavedRope.cpp).
@@ -187,6 +192,13 @@ mlir::Value createStackedDequantize(mlir::OpBuilder &builder, mlir::Location loc
                                     int64_t blockSize, llvm::ArrayRef<uint8_t> codes,
                                     llvm::ArrayRef<float> scales,
                                     llvm::ArrayRef<uint8_t> zeroPoints = {});
+
+/// `linear` computing its output features in another order: feature i of
+/// the new linear is feature order[i] of `linear`, its constant weight and
+/// bias reordered once, at compile time (inserted before `linear`). Null
+/// when either is not an f32 constant.
+llm::LinearOp reorderColumns(mlir::OpBuilder &builder, llm::LinearOp linear,
+                             llvm::ArrayRef<int64_t> order);
 
 /// The ONNX name of a graph input (its `onnx.name`), or "".
 llvm::StringRef onnxNameOf(mlir::BlockArgument arg);

@@ -76,37 +76,12 @@ Value viewAsGroups(OpBuilder &builder, Location loc, Type type, Value part, int6
 llm::LinearOp reorderPartByPart(OpBuilder &builder, llm::LinearOp linear,
                                 ArrayRef<std::pair<int64_t, int64_t>> parts, int64_t groups,
                                 int64_t groupWidth) {
-  auto weight = readConstantFloats(linear.getWeight());
-  std::optional<std::vector<float>> bias;
-  if (!weight || (!isNone(linear.getBias()) && !(bias = readConstantFloats(linear.getBias()))))
-    return nullptr;
-  // order[i]: the old output feature that becomes feature i.
   SmallVector<int64_t> order;
   for (auto [first, last] : parts)
     for (int64_t group = 0; group < groups; ++group)
       for (int64_t column = first; column < last; ++column)
         order.push_back(group * groupWidth + column);
-  bool transposed = linear.getTransposeWeight();
-  int64_t out = int64_t(order.size()), in = int64_t(weight->size()) / out;
-  std::vector<float> reordered(weight->size());
-  for (int64_t i = 0; i < in; ++i)
-    for (int64_t j = 0; j < out; ++j) {
-      // [in, out], or [out, in] when transposed.
-      auto at = [&](int64_t feature) { return transposed ? feature * in + i : i * out + feature; };
-      reordered[at(j)] = (*weight)[at(order[j])];
-    }
-  Location loc = linear.getLoc();
-  auto weightShape = cast<ShapedType>(linear.getWeight().getType()).getShape();
-  Value newWeight = createF32Constant(builder, loc, weightShape, reordered);
-  Value newBias;
-  if (bias) {
-    std::vector<float> reorderedBias(order.size());
-    for (auto [i, feature] : llvm::enumerate(order)) reorderedBias[i] = (*bias)[feature];
-    newBias = createF32Constant(builder, loc, {out}, reorderedBias);
-  }
-  builder.setInsertionPoint(linear);
-  return llm::LinearOp::create(builder, loc, linear.getType(), linear.getInput(), newWeight,
-                               newBias, linear.getTransposeWeightAttr());
+  return reorderColumns(builder, linear, order);
 }
 
 /// Slices of a linear's [batch, seq, features] result that together take

@@ -274,6 +274,34 @@ llm::AttentionOp createAttention(OpBuilder &builder, Location loc, Type type, Va
                                   sinkLogits, slopes);
 }
 
+llm::LinearOp reorderColumns(OpBuilder &builder, llm::LinearOp linear, ArrayRef<int64_t> order) {
+  auto weight = readConstantFloats(linear.getWeight());
+  std::optional<std::vector<float>> bias;
+  if (!weight || (!isNone(linear.getBias()) && !(bias = readConstantFloats(linear.getBias()))))
+    return nullptr;
+  bool transposed = linear.getTransposeWeight();
+  int64_t out = int64_t(order.size()), in = int64_t(weight->size()) / out;
+  std::vector<float> reordered(weight->size());
+  for (int64_t i = 0; i < in; ++i)
+    for (int64_t j = 0; j < out; ++j) {
+      // [in, out], or [out, in] when transposed.
+      auto at = [&](int64_t feature) { return transposed ? feature * in + i : i * out + feature; };
+      reordered[at(j)] = (*weight)[at(order[j])];
+    }
+  Location loc = linear.getLoc();
+  auto weightShape = cast<ShapedType>(linear.getWeight().getType()).getShape();
+  Value newWeight = createF32Constant(builder, loc, weightShape, reordered);
+  Value newBias;
+  if (bias) {
+    std::vector<float> reorderedBias(order.size());
+    for (auto [i, feature] : llvm::enumerate(order)) reorderedBias[i] = (*bias)[feature];
+    newBias = createF32Constant(builder, loc, {out}, reorderedBias);
+  }
+  builder.setInsertionPoint(linear);
+  return llm::LinearOp::create(builder, loc, linear.getType(), linear.getInput(), newWeight,
+                               newBias, linear.getTransposeWeightAttr());
+}
+
 void populateStructurePatterns(RewritePatternSet &patterns) {
   populateNormPatterns(patterns);
   populateLinearPatterns(patterns);
@@ -289,6 +317,7 @@ void populateGluePatterns(RewritePatternSet &patterns) {
   populateLinearGluePatterns(patterns);
   populateNormGluePatterns(patterns);
   populateAttentionGluePatterns(patterns);
+  populateLatentAttentionPatterns(patterns);
   populateFlattenedTokenPatterns(patterns);
 }
 

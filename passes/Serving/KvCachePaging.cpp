@@ -161,11 +161,13 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
       if (*shape != std::make_pair(kvHeads, headDim) ||
           cast<ShapedType>(layer.newKeys.getType()).getElementType() != kvType)
         return attention.emitOpError("has another KV shape than layer 0; one pool holds all layers");
-      if (int64_t valueDim = dimOf(layer.newValues, 3); valueDim != headDim)
+      // Values narrower than the keys (multi-head latent attention) fill the
+      // first features of their rows.
+      if (int64_t valueDim = dimOf(layer.newValues, 3);
+          ShapedType::isDynamic(valueDim) || valueDim > headDim)
         return attention.emitOpError("caches values of head_dim ")
                << valueDim << " beside keys of " << headDim
-               << " (multi-head latent attention, as DeepSeek-V2 and V3 are exported): a paged "
-                  "pool holds keys and values of one head_dim";
+               << ": a pool's rows are as wide as the keys, the values' no wider";
       builder.setInsertionPoint(attention);
       Location loc = attention.getLoc();
       pool = llm::PagedKvWriteOp::create(builder, loc, poolType, pool, layer.newKeys,

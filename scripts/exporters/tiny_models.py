@@ -189,13 +189,20 @@ def train_tokenizer(directory: Path, vocab_size: int = VOCAB_SIZE) -> None:
     fast.save_pretrained(directory)
 
 
+# Buffers that training sets, saved with the weights: DeepSeek-V3's router bias, which
+# shifts the experts' scores for the choice only (transformers starts it at zeros).
+TRAINED_BUFFERS = ("e_score_correction_bias",)
+
+
 def draw_constant_parameters(model: torch.nn.Module) -> None:
     """Spreads every parameter transformers initialises to one value (biases to 0, norm scales
-    to 1, Gemma's scale offsets to 0) around that value, as training would. A bias of zeros or
-    a scale of ones computes the same whether an importer applies it or drops it: drawn, the
-    exports test that each one is read, and read in the right place."""
+    to 1, Gemma's scale offsets to 0), and the TRAINED_BUFFERS, around that value, as training
+    would. A bias of zeros or a scale of ones computes the same whether an importer applies it
+    or drops it: drawn, the exports test that each one is read, and read in the right place."""
+    buffers = [buffer for name, buffer in model.named_buffers()
+               if name.rsplit(".", 1)[-1] in TRAINED_BUFFERS]
     with torch.no_grad():
-        for parameter in model.parameters():
+        for parameter in [*model.parameters(), *buffers]:
             if parameter.numel() > 1 and bool((parameter == parameter.flatten()[0]).all()):
                 parameter.add_(torch.randn_like(parameter) * COMMON["initializer_range"])
 

@@ -336,3 +336,27 @@ func.func @moe_swiglu_limit_alone(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: 
   %y = llm.moe %x, %r, %w, %w, %d {swiglu_limit = 7.0 : f32, top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
+
+// -----
+
+func.func @concat_heads_width(%a: tensor<?x2x8xf32>, %b: tensor<?x1x4xf32>) -> tensor<?x2x16xf32> {
+  // expected-error @+1 {{the result's head_dim must be the operands' summed}}
+  %k = llm.concat_heads %a, %b : (tensor<?x2x8xf32>, tensor<?x1x4xf32>) -> tensor<?x2x16xf32>
+  return %k : tensor<?x2x16xf32>
+}
+
+// -----
+
+func.func @concat_heads_rhs_heads(%a: tensor<?x4x8xf32>, %b: tensor<?x2x4xf32>) -> tensor<?x4x12xf32> {
+  // expected-error @+1 {{the lhs must have the result's heads, the rhs those or one}}
+  %k = llm.concat_heads %a, %b : (tensor<?x4x8xf32>, tensor<?x2x4xf32>) -> tensor<?x4x12xf32>
+  return %k : tensor<?x4x12xf32>
+}
+
+// -----
+
+func.func @paged_values_wider(%pool: tensor<1x?x2x2x16x8xf32>, %k: tensor<?x2x8xf32>, %v: tensor<?x2x12xf32>, %slots: tensor<?xi32>) -> tensor<1x?x2x2x16x8xf32> {
+  // expected-error @+1 {{the head_dim of values (12) is wider than that of keys (8)}}
+  %p = llm.paged_kv_write %pool, %k, %v, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x8xf32>, tensor<?x2x8xf32>, tensor<?x2x12xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x8xf32>
+  return %p : tensor<1x?x2x2x16x8xf32>
+}

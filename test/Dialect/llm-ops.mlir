@@ -142,3 +142,16 @@ func.func @moe_quantized_experts(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %
   %y = llm.moe %x, %r, %w, %w, %down {top_k = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x?x8xf32>
   return %y : tensor<?x?x8xf32>
 }
+
+// Multi-head latent attention: a key of each head's features, then the one
+// rotary head every head shares; values narrower than the keys in the pool.
+// CHECK-LABEL: func.func @latent_attention
+// CHECK: llm.concat_heads %{{.*}}, %{{.*}} : (tensor<?x2x8xf32>, tensor<?x1x4xf32>) -> tensor<?x2x12xf32>
+// CHECK: llm.paged_kv_write %{{.*}} : (tensor<1x?x2x2x16x12xf32>, tensor<?x2x12xf32>, tensor<?x2x8xf32>, tensor<?xi32>)
+// CHECK: llm.paged_attention %{{.*}} -> tensor<?x2x8xf32>
+func.func @latent_attention(%nope: tensor<?x2x8xf32>, %pe: tensor<?x1x4xf32>, %v: tensor<?x2x8xf32>, %pool: tensor<1x?x2x2x16x12xf32>, %slots: tensor<?xi32>, %tables: tensor<?x?xi32>, %lens: tensor<?xi32>, %cu: tensor<?xi32>) -> tensor<?x2x8xf32> {
+  %k = llm.concat_heads %nope, %pe : (tensor<?x2x8xf32>, tensor<?x1x4xf32>) -> tensor<?x2x12xf32>
+  %p = llm.paged_kv_write %pool, %k, %v, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x12xf32>, tensor<?x2x12xf32>, tensor<?x2x8xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x12xf32>
+  %a = llm.paged_attention %k, %p, %tables, %lens, %cu {layer = 0 : i64, scale = 0.25 : f32} : (tensor<?x2x12xf32>, tensor<1x?x2x2x16x12xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x8xf32>
+  return %a : tensor<?x2x8xf32>
+}

@@ -199,3 +199,46 @@ def test_a_row_is_the_same_in_any_batch(compiled):
         run(kernels, launches, buffers, rows)
         results.append(output(buffers["workspace"], place, 1, dtype))
     np.testing.assert_array_equal(results[0], results[1])
+
+
+def scored_routing_reference(logits, bias, groups: int, kept: int, top_k: int, epsilon: float,
+                             scale: float):
+    """DeepSeek-V3's routing (llm.moe with sigmoid_scores) in float64: each row's chosen
+    experts and their weights."""
+    scores = 1 / (1 + np.exp(-logits))
+    choices = scores + bias
+    experts = logits.shape[1]
+    size = experts // groups
+    chosen, weights = [], []
+    for row in range(len(logits)):
+        c = choices[row]
+        group_scores = [np.sort(c[g * size:(g + 1) * size])[-2:].sum() for g in range(groups)]
+        best = sorted(range(groups), key=lambda g: (-group_scores[g], g))[:kept]
+        key = [c[e] if e // size in best else 0.0 for e in range(experts)]
+        picks = sorted(range(experts), key=lambda e: (-key[e], e))[:top_k]
+        w = scores[row, picks]
+        chosen.append(picks)
+        weights.append(w / (w.sum() + epsilon) * scale)
+    return np.array(chosen), np.array(weights)
+
+
+def test_scored_routing_matches_float64(compiled):
+    """The route kernel with DeepSeek-V3's routing: 16 experts in 4 groups, the best 2 groups
+    kept, the top 4 experts. The biases are mostly below -0.5, so that many choices are
+    negative: in such rows an expert of a dropped group (its choice 0) ranks above them, as
+    masked_fill(0) lets it in transformers."""
+    kernels = compiled[0]
+    rows, experts, groups, kept, top_k = 37, 16, 4, 2, 4
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(rows, experts)).astype(np.float32)
+    bias = (rng.normal(scale=0.3, size=experts) - 0.6).astype(np.float32)
+    chosen = np.full((rows, top_k), -1, np.int32)
+    weights = np.full((rows, top_k), np.nan, np.float32)
+    kernels.launch("llmc_moe_route", (1, 1, 1), (64, 1, 1), logits, experts, rows, experts,
+                   top_k, 1, 1, bias, groups, kept, 1e-20, 2.5, chosen, weights)
+    expected_chosen, expected_weights = scored_routing_reference(
+        logits.astype(np.float64), bias.astype(np.float64), groups, kept, top_k, 1e-20, 2.5)
+    assert any(len(set(row // (experts // groups))) > kept for row in expected_chosen), \
+        "no row chooses an expert of a dropped group"
+    np.testing.assert_array_equal(chosen, expected_chosen)
+    np.testing.assert_allclose(weights, expected_weights, rtol=1e-5)

@@ -98,14 +98,16 @@ struct CachedRows {
     return vector::ExtractOp::create(kb.builder(), kb.location(), scales, ArrayRef<int64_t>{0});
   }
 
-  /// Writes a value row, element `d` of which is `read(d)`.
-  void writeValue(KernelBuilder &kb, ValueRange row, function_ref<Value(Value)> read) const {
+  /// Writes a value row of `width` elements (head_dim, or fewer: the rest
+  /// of the row is never read), element `d` of which is `read(d)`.
+  void writeValue(KernelBuilder &kb, ValueRange row, int64_t width,
+                  function_ref<Value(Value)> read) const {
     auto at = [&](Value d) {
       SmallVector<Value> indices(row);
       indices.push_back(d);
       return indices;
     };
-    write(kb, read, [&](Value d, Value element) { kb.store(element, pool, at(d)); },
+    write(kb, width, read, [&](Value d, Value element) { kb.store(element, pool, at(d)); },
           [&](Value scale) { storeScale(kb, scale, pool, at(kb.index(headDim))); });
   }
 
@@ -143,7 +145,7 @@ struct CachedRows {
       return indices;
     };
     write(
-        kb, read,
+        kb, headDim, read,
         [&](Value d, Value element) {
           kb.store(element, tiles, at(kb.addIndex(kb.mulIndex(d, kb.index(blockSize)), slot)));
         },
@@ -192,15 +194,15 @@ private:
                             indices);
   }
 
-  /// Writes one cached row, element `d` of which is `read(d)`, through
-  /// `store(d, element)`: as is, rounded for bf16, or for int8 quantised by
-  /// the row's absolute maximum (llm.paged_kv_write says how), the scale
-  /// through `storeRowScale`. `read` is called twice per element then: it
-  /// must be cheap.
-  void write(KernelBuilder &kb, function_ref<Value(Value)> read,
+  /// Writes one cached row of `width` elements, element `d` of which is
+  /// `read(d)`, through `store(d, element)`: as is, rounded for bf16, or for
+  /// int8 quantised by the row's absolute maximum (llm.paged_kv_write says
+  /// how), the scale through `storeRowScale`. `read` is called twice per
+  /// element then: it must be cheap.
+  void write(KernelBuilder &kb, int64_t width, function_ref<Value(Value)> read,
              function_ref<void(Value, Value)> store,
              function_ref<void(Value)> storeRowScale) const {
-    Value zero = kb.index(0), last = kb.index(headDim);
+    Value zero = kb.index(0), last = kb.index(width);
     if (!int8) {
       kb.forEach(zero, last, [&](Value d) {
         Value element = read(d);
@@ -256,6 +258,8 @@ LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
     Value tiles = rows.keyTiles(kb);
     Value zero = kb.index(0), one = kb.index(1);
     Value blockSize = kb.index(rows.blockSize), headDim = kb.index(rows.headDim);
+    // Values may be narrower than the keys (multi-head latent attention).
+    int64_t valueDim = staticDim(values, 1) / rows.kvHeads;
     kb.forEach(zero, kb.dim(keys, 0), [&](Value token) {
       Value slot = kb.toIndex(kb.load(slots, {token}));
       // A negative slot marks a token whose K/V must not be cached.
@@ -266,8 +270,9 @@ LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
           rows.writeKey(kb, tiles, {block, zero, head}, offset, [&](Value d) {
             return kb.load(keys, {token, kb.addIndex(base, d)});
           });
-          rows.writeValue(kb, {block, one, head, offset}, [&](Value d) {
-            return kb.load(values, {token, kb.addIndex(base, d)});
+          Value valueBase = kb.mulIndex(head, kb.index(valueDim));
+          rows.writeValue(kb, {block, one, head, offset}, valueDim, [&](Value d) {
+            return kb.load(values, {token, kb.addIndex(valueBase, d)});
           });
         });
       });
@@ -321,7 +326,7 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
               [&](Value i, Value value) { kb.store(value, rotatedKey, {i}); });
           rows.writeKey(kb, tiles, {block, zero, head}, offset,
                         [&](Value d) { return kb.load(rotatedKey, {d}); });
-          rows.writeValue(kb, {block, one, head, offset},
+          rows.writeValue(kb, {block, one, head, offset}, rows.headDim,
                           [&](Value d) { return kb.load(values, {token, kb.addIndex(base, d)}); });
         });
       });
@@ -522,9 +527,12 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   CachedRows shape(args[1]);
   int64_t heads = cast<MemRefType>(args[0].getType()).getDimSize(1) / shape.headDim;
   int64_t group = heads / shape.kvHeads;
-  // A head's row is `chunks` vectors of `lanes` f32, kept in registers.
-  int64_t lanes = std::min<int64_t>(kLanes, shape.headDim & -shape.headDim);
-  int64_t chunks = shape.headDim / lanes;
+  // A head's output row (the values' head_dim: the keys', or narrower in
+  // multi-head latent attention) is `chunks` vectors of `lanes` f32, kept in
+  // registers.
+  int64_t valueDim = cast<MemRefType>(output.getType()).getDimSize(1) / heads;
+  int64_t lanes = std::min<int64_t>(kLanes, valueDim & -valueDim);
+  int64_t chunks = valueDim / lanes;
   // A task reads `taskKvHeads` KV heads for their `taskKvHeads` x `group`
   // query heads; the KV heads come in `kvRuns` such runs.
   int64_t taskKvHeads = kvHeadsPerTask(shape.kvHeads, group * chunks);
@@ -543,12 +551,13 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                                   step.numSeqs, 0));
   step.clobberScratch(step.maxSeqs * partsPerSequence * 4);
 
-  /// Where query head `kvHead` x group + g, feature c * lanes of it, sits:
-  /// g may run past the group into the next KV heads' groups.
-  auto columnOf = [&](KernelBuilder &kb, Value kvHead) {
-    Value groupBase = kb.mulIndex(kvHead, kb.index(group * shape.headDim));
-    return [&kb, groupBase, &shape, lanes](int64_t g, int64_t c) {
-      return kb.addIndex(groupBase, kb.index(g * shape.headDim + c * lanes));
+  /// Where query head `kvHead` x group + g, feature c * lanes of it, sits in
+  /// rows of `width` features a head (the query's, or the output's): g may
+  /// run past the group into the next KV heads' groups.
+  auto columnOf = [&](KernelBuilder &kb, Value kvHead, int64_t width) {
+    Value groupBase = kb.mulIndex(kvHead, kb.index(group * width));
+    return [&kb, groupBase, width, lanes](int64_t g, int64_t c) {
+      return kb.addIndex(groupBase, kb.index(g * width + c * lanes));
     };
   };
 
@@ -616,7 +625,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     auto rangeState = [&](const SoftmaxState &state, int64_t kvHeads, Value firstKvHead,
                           Value seq, Value row, Value firstKey, Value visible, Value beginBlock,
                           Value endBlock) {
-      auto column = columnOf(kb, firstKvHead);
+      auto column = columnOf(kb, firstKvHead, rows.headDim);
       SmallVector<Value> kvHeadAt;
       for (int64_t h = 0; h < kvHeads; ++h)
         kvHeadAt.push_back(kb.addIndex(firstKvHead, kb.index(h)));
@@ -829,7 +838,8 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                                        groupSoftmax.foldRange(kb, running, begin, end, part));
                 });
             groupSoftmax.finish(kb, SmallVector<Value>(rangeLoop.getResults()), out, row,
-                                kb.mulIndex(kvHead, kb.index(group)), columnOf(kb, kvHead));
+                                kb.mulIndex(kvHead, kb.index(group)),
+                                columnOf(kb, kvHead, valueDim));
           }, kSplits);
         });
       });
@@ -862,7 +872,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
         }
         Value firstKvHead = kb.mulIndex(kvRun, kb.index(taskKvHeads));
         softmax.finish(kb, state, out, first, kb.mulIndex(firstKvHead, kb.index(group)),
-                       columnOf(kb, firstKvHead));
+                       columnOf(kb, firstKvHead, valueDim));
       });
     });
   };

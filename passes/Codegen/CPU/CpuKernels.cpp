@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
 
+#include "llmc/Support/TensorShape.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -278,6 +280,32 @@ LogicalResult lowerPermuteFeatures(StepLowering &step, llm::PermuteFeaturesOp op
         Value source = kb.toIndex(kb.load(indices, {col}));
         kb.store(kb.load(in, {row, source}), out, {row, col});
       });
+    });
+  });
+  return success();
+}
+
+LogicalResult lowerConcatHeads(StepLowering &step, llm::ConcatHeadsOp op,
+                               ArrayRef<Value> operands, Value output) {
+  int64_t heads = dimOf(op.getOutput(), 1), lhsWidth = dimOf(op.getLhs(), -1);
+  int64_t rhsWidth = dimOf(op.getRhs(), -1);
+  bool sharedRhs = dimOf(op.getRhs(), 1) == 1;
+  SmallVector<Value> args{operands[0], operands[1], output};
+  step.callKernel(op.getLoc(), "concat_heads", kernelKey(op, args), args,
+                  [&](KernelBuilder &kb, ValueRange params) {
+    Value lhs = params[0], rhs = params[1], out = params[2];
+    kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
+      for (int64_t head = 0; head < heads; ++head) {
+        int64_t at = head * (lhsWidth + rhsWidth), rhsAt = sharedRhs ? 0 : head * rhsWidth;
+        kb.forEach(kb.index(0), kb.index(lhsWidth), [&](Value col) {
+          kb.store(kb.load(lhs, {row, kb.addIndex(kb.index(head * lhsWidth), col)}), out,
+                   {row, kb.addIndex(kb.index(at), col)});
+        });
+        kb.forEach(kb.index(0), kb.index(rhsWidth), [&](Value col) {
+          kb.store(kb.load(rhs, {row, kb.addIndex(kb.index(rhsAt), col)}), out,
+                   {row, kb.addIndex(kb.index(at + lhsWidth), col)});
+        });
+      }
     });
   });
   return success();

@@ -157,6 +157,9 @@ mlir::LogicalResult lowerGatherRows(StepLowering &step, llm::GatherRowsOp op,
 /// out[r, i] = in[r, indices[i]].
 mlir::LogicalResult lowerPermuteFeatures(StepLowering &step, llm::PermuteFeaturesOp op,
                                          llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+/// Each head's lhs features, then its rhs ones (the rhs's one head for all).
+mlir::LogicalResult lowerConcatHeads(StepLowering &step, llm::ConcatHeadsOp op,
+                                     llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 mlir::LogicalResult lowerSplitQkv(StepLowering &step, llm::SplitQkvOp op,
                                   llvm::ArrayRef<mlir::Value> operands,
                                   llvm::ArrayRef<mlir::Value> outputs);

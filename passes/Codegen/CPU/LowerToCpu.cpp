@@ -131,6 +131,9 @@ private:
         .Case([&](llm::SplitQkvOp split) {
           return cpu::lowerSplitQkv(step, split, operands, outputs);
         })
+        .Case([&](llm::ConcatHeadsOp concat) {
+          return cpu::lowerConcatHeads(step, concat, operands, outputs[0]);
+        })
         .Case([&](llm::PermuteFeaturesOp permute) -> LogicalResult {
           auto constant = permute.getIndices().getDefiningOp<llm::ConstantOp>();
           auto indices = constant ? dyn_cast<ElementsAttr>(constant.getValue()) : nullptr;

@@ -149,6 +149,9 @@ LogicalResult lowerPagedAttention(StepContext &step, llm::PagedAttentionOp op,
   int64_t kvHeads = poolShape[3], blockSize = poolShape[4], headDim = poolShape[5];
   int64_t heads = cast<ShapedType>(op.getType()).getDimSize(1);
   if (heads % kvHeads) return op.emitOpError("has query heads that are not a multiple of its KV heads");
+  if (op.getType() != op.getQuery().getType())
+    return op.emitOpError("reads values narrower than its keys (multi-head latent attention); "
+                          "the CUDA attention kernels take one head_dim, the CPU target runs it");
   int64_t group = heads / kvHeads;
   constexpr int64_t kWarps = kAttentionThreads / 32;
   static_assert(kPrefillTileM == 16 * kWarps, "the prefill tile gives each warp 16 rows");

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CUDA/CudaLowering.h"
 
+#include "llmc/Support/TensorShape.h"
+
 using namespace mlir;
 
 namespace llmc::cuda {
@@ -382,6 +384,38 @@ LogicalResult lowerRope(StepContext &step, Operation *op, ArrayRef<std::optional
   return success();
 }
 
+LogicalResult lowerConcatHeads(StepContext &step, llm::ConcatHeadsOp op,
+                               ArrayRef<std::optional<TensorRef>> operands,
+                               const TensorRef &output) {
+  auto refs = required(op, operands);
+  if (failed(refs)) return failure();
+  refs->push_back(output);
+  int64_t heads = dimOf(op.getOutput(), 1), lhsWidth = dimOf(op.getLhs(), -1);
+  int64_t rhsWidth = dimOf(op.getRhs(), -1), width = lhsWidth + rhsWidth;
+  bool sharedRhs = dimOf(op.getRhs(), 1) == 1;
+  step.launchRows(op.getLoc(), "concat_heads", opKey(op), output.sizes[0], *refs,
+                  [&](codegen::KernelBuilder &kb, ValueRange params) {
+    RowThread rt(kb);
+    Value lhs = params[0], rhs = params[1], out = params[2];
+    rt.forEach(kb, heads * width, [&](Value col, DeferredStores &stores) {
+      Value head = kb.divIndex(col, kb.index(width)), within = kb.remIndex(col, kb.index(width));
+      Value fromLhs = kb.lessThan(within, kb.index(lhsWidth));
+      // Both loads stay in bounds: a feature index past either operand's
+      // width is clamped to its last, and the select keeps the right one.
+      Value lhsAt = kb.addIndex(kb.mulIndex(head, kb.index(lhsWidth)),
+                                kb.minIndex(within, kb.index(lhsWidth - 1)));
+      Value rhsFeature = kb.maxIndex(kb.subIndex(within, kb.index(lhsWidth)), kb.index(0));
+      Value rhsAt = sharedRhs ? rhsFeature
+                              : kb.addIndex(kb.mulIndex(head, kb.index(rhsWidth)), rhsFeature);
+      Value value = arith::SelectOp::create(kb.builder(), kb.location(), fromLhs,
+                                            kb.load(lhs, {rt.row, lhsAt}),
+                                            kb.load(rhs, {rt.row, rhsAt}));
+      stores.store(value, out, {rt.row, col});
+    });
+  });
+  return success();
+}
+
 LogicalResult lowerSplitQkv(StepContext &step, llm::SplitQkvOp op,
                             ArrayRef<std::optional<TensorRef>> operands, ArrayRef<TensorRef> outputs) {
   auto refs = required(op, operands);
@@ -409,6 +443,13 @@ LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
   // output is the rotated query.
   auto fused = dyn_cast<llm::RopePagedKvWriteOp>(op);
   int64_t layer = fused ? fused.getLayer() : cast<llm::PagedKvWriteOp>(op).getLayer();
+  if (!fused) {
+    auto write = cast<llm::PagedKvWriteOp>(op);
+    if (write.getKey().getType() != write.getValue().getType())
+      return op->emitOpError("writes values narrower than its keys (multi-head latent "
+                             "attention); the CUDA attention kernels take one head_dim, the CPU "
+                             "target runs it");
+  }
   SmallVector<TensorRef> refs;
   for (const auto &operand : operands)
     if (operand) refs.push_back(*operand);

@@ -161,6 +161,10 @@ mlir::LogicalResult lowerScalarFunction(StepContext &step, llm::ScalarFunctionOp
 mlir::LogicalResult lowerRope(StepContext &step, mlir::Operation *op,
                               llvm::ArrayRef<std::optional<TensorRef>> operands,
                               const TensorRef &output);
+/// Each head's lhs features, then its rhs ones (the rhs's one head for all).
+mlir::LogicalResult lowerConcatHeads(StepContext &step, llm::ConcatHeadsOp op,
+                                     llvm::ArrayRef<std::optional<TensorRef>> operands,
+                                     const TensorRef &output);
 mlir::LogicalResult lowerSplitQkv(StepContext &step, llm::SplitQkvOp op,
                                   llvm::ArrayRef<std::optional<TensorRef>> operands,
                                   llvm::ArrayRef<TensorRef> outputs);

@@ -138,6 +138,9 @@ private:
         .Case([&](llm::SplitQkvOp split) {
           return cuda::lowerSplitQkv(step, split, operands, outputs);
         })
+        .Case([&](llm::ConcatHeadsOp concat) {
+          return cuda::lowerConcatHeads(step, concat, operands, outputs[0]);
+        })
         .Case<llm::RmsNormOp, llm::LayerNormOp, llm::AddRmsNormOp, llm::AddLayerNormOp>(
             [&](Operation *norm) { return cuda::lowerNorm(step, norm, operands, outputs); })
         .Case<llm::RopeOp, llm::RopeCachedOp>(

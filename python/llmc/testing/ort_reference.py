@@ -109,17 +109,20 @@ class OrtDecoder:
         if not self.present_names:
             self.present_names = [o.name for o in self.session.get_outputs()
                                   if o.name != signature.LOGITS]
-        # [batch, kv_heads, past_sequence, head_dim]: the static dims size an empty past;
-        # onnxruntime-genai's builder names head_dim ('kv_cache_dim') and says it in
+        # [batch, kv_heads, past_sequence, head_dim]: the static dims size an empty past
+        # (each input its own: multi-head latent attention's values are narrower than its
+        # keys); onnxruntime-genai's builder names head_dim ('kv_cache_dim') and says it in
         # genai_config.json.
+        self.past_dims = {}
+        for name in self.past_names:
+            # torch.onnx's dynamo export names even static dims ('2'): a number is the size.
+            dims = tuple(int(d) if isinstance(d, str) and d.isdigit() else d
+                         for d in (inputs[name].shape[1], inputs[name].shape[3]))
+            if not all(isinstance(d, int) for d in dims):
+                decoder = genai_decoder_config(model_path)
+                dims = (decoder["num_key_value_heads"], decoder["head_size"])
+            self.past_dims[name] = dims
         past = inputs[self.past_names[0]]
-        # torch.onnx's dynamo export names even static dims ('2'): a number is the size.
-        self.kv_heads, self.head_dim = (int(d) if isinstance(d, str) and d.isdigit() else d
-                                        for d in (past.shape[1], past.shape[3]))
-        if not isinstance(self.kv_heads, int) or not isinstance(self.head_dim, int):
-            decoder = genai_decoder_config(model_path)
-            self.kv_heads = decoder["num_key_value_heads"]
-            self.head_dim = decoder["head_size"]
         self.past_dtype = np.float16 if past.type == "tensor(float16)" else np.float32
         self.takes_position_ids = signature.POSITION_IDS in inputs
         self.merged = signature.USE_CACHE_BRANCH in inputs
@@ -140,9 +143,9 @@ class OrtDecoder:
         input_ids = np.asarray(input_ids, dtype=np.int64)
         batch, seq = input_ids.shape
         if past is None:
-            past = {name: np.zeros((batch, self.kv_heads, self.ring_lengths.get(name, 0),
-                                    self.head_dim), dtype=self.past_dtype)
-                    for name in self.past_names}
+            past = {name: np.zeros((batch, kv_heads, self.ring_lengths.get(name, 0), head_dim),
+                                   dtype=self.past_dtype)
+                    for name, (kv_heads, head_dim) in self.past_dims.items()}
         feeds = {signature.INPUT_IDS: input_ids,
                  signature.ATTENTION_MASK: np.asarray(attention_mask, dtype=np.int64), **past}
         if self.takes_position_ids:

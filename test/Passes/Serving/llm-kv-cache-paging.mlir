@@ -117,8 +117,12 @@ func.func @not_causal(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
 
 // -----
 
-// Values narrower than the keys (DeepSeek's multi-head latent attention): one
-// pool holds rows of one head_dim.
+// Values narrower than the keys (DeepSeek's multi-head latent attention):
+// the pool's rows are the keys' 16 wide, a value fills the first 8 of its
+// row, and the attention's result has the values' head_dim.
+// CHECK-LABEL: func.func @values_narrower_than_keys
+//       CHECK:   llm.paged_kv_write %{{.*}} {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>, tensor<?x?xi32>) -> tensor<1x?x2x2x16x16xf32>
+//       CHECK:   llm.paged_attention %{{.*}} : (tensor<?x2x?x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>) -> tensor<?x2x?x8xf32>
 func.func @values_narrower_than_keys(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
   %table = llm.constant dense<0.5> : tensor<64x32xf32>
   %head = llm.constant dense<0.2> : tensor<16x64xf32>
@@ -127,10 +131,27 @@ func.func @values_narrower_than_keys(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32
   %w = llm.constant dense<0.1> : tensor<32x16xf32>
   %narrow = llm.linear %e, %w : (tensor<?x?x32xf32>, tensor<32x16xf32>) -> tensor<?x?x16xf32>
   %v2 = llm.split_heads %narrow {num_heads = 2 : i64} : (tensor<?x?x16xf32>) -> tensor<?x2x?x8xf32>
-  // expected-error @+1 {{caches values of head_dim 8 beside keys of 16 (multi-head latent attention, as DeepSeek-V2 and V3 are exported): a paged pool holds keys and values of one head_dim}}
   %a = llm.attention %h, %h, %v2 {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>) -> tensor<?x2x?x8xf32>
   %m = llm.merge_heads %a : (tensor<?x2x?x8xf32>) -> tensor<?x?x16xf32>
   %l = llm.logits %m, %head : (tensor<?x?x16xf32>, tensor<16x64xf32>) -> tensor<?x?x64xf32>
+  return %l : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Values wider than the keys do not fit the pool's rows.
+func.func @values_wider_than_keys(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %head = llm.constant dense<0.2> : tensor<64x64xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %w = llm.constant dense<0.1> : tensor<32x64xf32>
+  %wide = llm.linear %e, %w : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  %v2 = llm.split_heads %wide {num_heads = 2 : i64} : (tensor<?x?x64xf32>) -> tensor<?x2x?x32xf32>
+  // expected-error @+1 {{caches values of head_dim 32 beside keys of 16: a pool's rows are as wide as the keys, the values' no wider}}
+  %a = llm.attention %h, %h, %v2 {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x32xf32>) -> tensor<?x2x?x32xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x32xf32>) -> tensor<?x?x64xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
   return %l : tensor<?x?x64xf32>
 }
 

@@ -523,3 +523,45 @@ func.func @sinks_and_biased_experts(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, 
   %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
   return %out : tensor<?x64xf32>
 }
+
+// -----
+
+// Multi-head latent attention: concat_heads copies each head's lhs features
+// and then the rhs's (the one rotary head for every head); the values are
+// narrower (8) than the keys (16): the write fills the first 8 of a value
+// row, and attention accumulates and stores 8 features a head (2 heads, a
+// result row of 16).
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   func.func private @llmc_concat_heads_{{[0-9]+}}(%[[L:[^:]*]]: memref<?x24xf32>, %[[R:[^:]*]]: memref<?x4xf32>, %[[O:[^:]*]]: memref<?x32xf32>)
+//       CHECK:     memref.load %[[L]]
+//       CHECK:     memref.store %{{.*}}, %[[O]]
+//       CHECK:     memref.load %[[R]]
+//       CHECK:     memref.store %{{.*}}, %[[O]]
+//       CHECK:   func.func private @llmc_paged_kv_write_{{[0-9]+}}(%{{[^:]*}}: memref<?x2x2x16x16xf32>, %{{[^:]*}}: memref<?x32xf32>, %[[V:[^:]*]]: memref<?x16xf32, strided<[20, 1]>>,
+//       CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c8{{.*}} step %c1
+//       CHECK:         memref.load %[[V]]
+//       CHECK:   func.func private @llmc_paged_attention_{{[0-9]+}}(%{{[^:]*}}: memref<?x32xf32>, {{.*}}, %{{[^:]*}}: memref<?x16xf32>, %{{[^:]*}}: memref<?x{{[0-9]+}}xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:       vector.store %{{.*}} : memref<?x16xf32>, vector<8xf32>
+func.func @latent_attention(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %2 = llm.constant dense<1.000000e+00> : tensor<2xf32>
+  %3 = llm.constant dense<1.000000e-01> : tensor<32x20xf32>
+  %4 = llm.constant dense<2.000000e-01> : tensor<16x64xf32>
+  %5 = llm.embedding %1, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %3 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<32x20xf32>) -> tensor<?x20xf32>
+  %parts:2 = llm.split %6 {sizes = array<i64: 16, 4>} : (tensor<?x20xf32>) -> (tensor<?x16xf32>, tensor<?x4xf32>)
+  %nope = llm.split_heads %parts#0 {num_heads = 2 : i64} : (tensor<?x16xf32>) -> tensor<?x2x8xf32>
+  %pe = llm.split_heads %parts#1 {num_heads = 1 : i64} : (tensor<?x4xf32>) -> tensor<?x1x4xf32>
+  %rot = llm.rope %pe, %arg1, %2 {llmc.workspace_offsets = array<i64: 1536>} : (tensor<?x1x4xf32>, tensor<?xi32>, tensor<2xf32>) -> tensor<?x1x4xf32>
+  %k = llm.concat_heads %nope, %rot {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x2x8xf32>, tensor<?x1x4xf32>) -> tensor<?x2x12xf32>
+  %kw = llm.constant dense<1.000000e-01> : tensor<32x32xf32>
+  %q = llm.linear %5, %kw {llmc.workspace_offsets = array<i64: 2560>} : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  %qh = llm.split_heads %q {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %kk = llm.concat_heads %k, %rot {llmc.workspace_offsets = array<i64: 512>} : (tensor<?x2x12xf32>, tensor<?x1x4xf32>) -> tensor<?x2x16xf32>
+  %11 = llm.paged_kv_write %arg7, %kk, %nope, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x8xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %qh, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 0>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x8xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x2x8xf32>) -> tensor<?x16xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x16xf32>, tensor<?xi32>) -> tensor<?x16xf32>
+  %15 = llm.logits %14, %4 : (tensor<?x16xf32>, tensor<16x64xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
+}

@@ -352,3 +352,32 @@ func.func @mixture_of_experts(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1:
   %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
   return %out : tensor<?x64xf32>
 }
+
+// -----
+
+// Values narrower than the keys (multi-head latent attention) have no CUDA
+// attention kernel; the write says so by name.
+func.func @latent_attention(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %2 = llm.constant dense<1.000000e+00> : tensor<2xf32>
+  %3 = llm.constant dense<1.000000e-01> : tensor<32x20xf32>
+  %4 = llm.constant dense<2.000000e-01> : tensor<16x64xf32>
+  %5 = llm.embedding %1, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %3 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<32x20xf32>) -> tensor<?x20xf32>
+  %parts:2 = llm.split %6 {sizes = array<i64: 16, 4>} : (tensor<?x20xf32>) -> (tensor<?x16xf32>, tensor<?x4xf32>)
+  %nope = llm.split_heads %parts#0 {num_heads = 2 : i64} : (tensor<?x16xf32>) -> tensor<?x2x8xf32>
+  %pe = llm.split_heads %parts#1 {num_heads = 1 : i64} : (tensor<?x4xf32>) -> tensor<?x1x4xf32>
+  %rot = llm.rope %pe, %arg1, %2 {llmc.workspace_offsets = array<i64: 1536>} : (tensor<?x1x4xf32>, tensor<?xi32>, tensor<2xf32>) -> tensor<?x1x4xf32>
+  %k = llm.concat_heads %nope, %rot {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x2x8xf32>, tensor<?x1x4xf32>) -> tensor<?x2x12xf32>
+  %kw = llm.constant dense<1.000000e-01> : tensor<32x32xf32>
+  %q = llm.linear %5, %kw {llmc.workspace_offsets = array<i64: 2560>} : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  %qh = llm.split_heads %q {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %kk = llm.concat_heads %k, %rot {llmc.workspace_offsets = array<i64: 512>} : (tensor<?x2x12xf32>, tensor<?x1x4xf32>) -> tensor<?x2x16xf32>
+  // expected-error @+1 {{writes values narrower than its keys (multi-head latent attention); the CUDA attention kernels take one head_dim, the CPU target runs it}}
+  %11 = llm.paged_kv_write %arg7, %kk, %nope, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x8xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %qh, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 0>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x8xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x2x8xf32>) -> tensor<?x16xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x16xf32>, tensor<?xi32>) -> tensor<?x16xf32>
+  %15 = llm.logits %14, %4 : (tensor<?x16xf32>, tensor<16x64xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
+}
