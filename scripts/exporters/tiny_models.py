@@ -153,6 +153,15 @@ FAMILIES: dict[str, tuple[str, dict]] = {
         qk_nope_head_dim=16, v_head_dim=16, head_dim=8, n_routed_experts=4,
         num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=32,
         first_k_dense_replace=1, n_group=2, topk_group=1)),
+    # DeepSeek-V3's shape as Kimi-K2 and Moonlight take it: q without a low-rank projection,
+    # one group of experts, and DeepSeek's YaRN (mscale_all_dim scales the softmax too).
+    "deepseek-v3-yarn": ("DeepseekV3Config", dict(
+        num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=16, qk_rope_head_dim=8,
+        qk_nope_head_dim=16, v_head_dim=16, head_dim=8, n_routed_experts=4,
+        num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=32,
+        first_k_dense_replace=1, n_group=1, topk_group=1, rope_scaling={
+            "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
+            "mscale": 1.0, "mscale_all_dim": 1.0, "beta_fast": 32, "beta_slow": 1})),
     # GPT-Neo: global and local (windowed) layers, masked by selecting the scores where a
     # constant causal table allows (finfo.min elsewhere), the window baked into the table.
     "gpt-neo": ("GPTNeoConfig", dict(num_layers=2, num_heads=4, window_size=16,
