@@ -176,9 +176,13 @@ LogicalResult MoeMatcher::match(MoeBlock &block, std::string &why) {
   }
   // Every expert exactly once, so that llm.moe's expert e is the router's column e.
   int64_t count = static_cast<int64_t>(block.experts.size());
+  // Fewer: an export traced with sample inputs that reached only some experts, which left
+  // the others out (optimum's DeepSeek-V3, whose loop skips the experts without tokens).
   if (block.router.outFeatures() != count)
     return fail(why, "the router has " + Twine(block.router.outFeatures()) +
-                         " experts, the block " + Twine(count));
+                         " experts, the block computes " + Twine(count) +
+                         " (an export traced with inputs that reached only those leaves the "
+                         "others out)");
   llvm::SmallBitVector seen(count);
   for (const Expert &expert : block.experts) {
     if (expert.index < 0 || expert.index >= count || seen.test(expert.index))

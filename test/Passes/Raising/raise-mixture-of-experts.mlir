@@ -383,7 +383,7 @@ func.func @relu_experts(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
 // router's mixture, so it stays unraised.
 // CHECK-LABEL: func.func @missing_expert
 //   CHECK-NOT:   llm.moe
-// ERROR: a mixture of experts is not supported in this form: the router has 2 experts, the block 1
+// ERROR: a mixture of experts is not supported in this form: the router has 2 experts, the block computes 1 (an export traced with inputs that reached only those leaves the others out)
 func.func @missing_expert(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
   %flat_shape = onnx.Constant dense<[-1, 8]> : tensor<2xi64>
   %k = onnx.Constant dense<1> : tensor<1xi64>
