@@ -107,6 +107,9 @@ struct Routing {
   float epsilon, scale;
   int64_t groups, keptGroups; ///< 0 when the experts are not grouped
   Value selectionBias;        ///< f32 [experts] in the kernel, or null
+  /// f32 [groups] scratch of the kernel (stack) when grouped: each group's
+  /// score, and 1 for a kept group (0 for the others).
+  Value groupScores, kept;
 
   Routing(llm::MoeOp op, int64_t experts)
       : experts(experts), topK(op.getTopK()), normalize(op.getNormalizeTopK()),
@@ -118,6 +121,14 @@ struct Routing {
   /// Whether the experts are chosen by the logits' order alone: the top_k
   /// of a softmax.
   bool byLogits() const { return !sigmoid && !selectionBias && !groups; }
+
+  /// Allocates the groups' scratch once per kernel, before its loop over rows.
+  void allocateGroupScratch(KernelBuilder &kb) {
+    if (!groups) return;
+    auto type = MemRefType::get({groups}, kb.builder().getF32Type());
+    groupScores = memref::AllocaOp::create(kb.builder(), kb.location(), type);
+    kept = memref::AllocaOp::create(kb.builder(), kb.location(), type);
+  }
 };
 
 /// Row `row`'s top_k experts into chosen[row, slot] (i32) and their routing
@@ -153,14 +164,11 @@ void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Val
   Location loc = kb.location();
   std::function<Value(Value)> key = logit;
   if (!routing.byLogits()) key = choice;
-  Value kept; // f32 [groups]: 1 for a kept group, 0 for the others
   if (routing.groups) {
     // Each group's two best choices summed; the best groups keep their
     // experts' choices, every other expert's becomes 0.
     int64_t size = experts / routing.groups;
-    auto type = MemRefType::get({routing.groups}, b.getF32Type());
-    Value groupScores = memref::AllocaOp::create(b, loc, type);
-    kept = memref::AllocaOp::create(b, loc, type);
+    Value groupScores = routing.groupScores, kept = routing.kept;
     kb.forEach(zero, kb.index(routing.groups), [&](Value group) {
       Value first = kb.mulIndex(group, kb.index(size));
       auto best = topK(kb, choice, first, kb.addIndex(first, kb.index(size)), 2);
@@ -170,7 +178,7 @@ void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Val
     auto groupScore = [&](Value group) { return kb.load(groupScores, {group}); };
     for (auto pick : topK(kb, groupScore, zero, kb.index(routing.groups), routing.keptGroups))
       kb.store(kb.f32(1.0), kept, {pick.second});
-    key = [&, size](Value e) {
+    key = [&, size, kept](Value e) {
       Value isKept = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
                                            kb.load(kept, {kb.divIndex(e, kb.index(size))}),
                                            kb.f32(0.0));
@@ -605,6 +613,7 @@ LogicalResult lowerMoe(StepLowering &step, llm::MoeOp op, Value x, Value logits,
               [&](KernelBuilder &kb, ValueRange params, Value begin, Value end) {
                 Routing routing(op, experts);
                 if (selectionBias) routing.selectionBias = params[3];
+                routing.allocateGroupScratch(kb);
                 kb.forEach(begin, end, [&](Value row) {
                   emitRoute(kb, params[0], params[1], params[2], row, routing);
                 });
