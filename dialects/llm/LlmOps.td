@@ -220,6 +220,14 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
     bool hasScoredRouting() {
       return getSigmoidScores() || getSelectionBias() || getExpertGroups();
     }
+    /// normalize_epsilon, 0 when absent.
+    float getNormalizeEpsilonOrZero() {
+      return getNormalizeEpsilon() ? getNormalizeEpsilon()->convertToFloat() : 0.0f;
+    }
+    /// routed_scale, 1 when absent.
+    float getRoutedScaleOrOne() {
+      return getRoutedScale() ? getRoutedScale()->convertToFloat() : 1.0f;
+    }
     /// The checks of the routing's operand and attributes.
     ::llvm::LogicalResult verifyRouting(int64_t experts, int64_t topK);
   }];

@@ -27,14 +27,6 @@ using namespace mlir;
 namespace llmc::raising {
 namespace {
 
-/// Whether every user of `value` is `only` or an onnx.Shape (views around
-/// it read its shape).
-bool onlyUsedBy(Value value, Operation *only) {
-  return llvm::all_of(value.getUsers(), [&](Operation *user) {
-    return user == only || isa<onnx::ShapeOp>(user);
-  });
-}
-
 /// A projection's features [first, first + width) that a view reads as heads:
 /// a linear's result, or one part of llm.split of it.
 struct ProjectionColumns {
@@ -44,13 +36,13 @@ struct ProjectionColumns {
 
 /// The projection columns `value` holds, used only by `reader` (and shapes).
 std::optional<ProjectionColumns> projectionColumns(Value value, Operation *reader) {
-  if (!onlyUsedBy(value, reader) || rankOf(value) != 3) return std::nullopt;
+  if (!onlyReadBy(value, reader) || rankOf(value) != 3) return std::nullopt;
   int64_t width = dimOf(value, 2);
   if (ShapedType::isDynamic(width)) return std::nullopt;
   if (auto linear = definedBy<llm::LinearOp>(value)) return ProjectionColumns{linear, 0, width};
   auto split = definedBy<llm::SplitOp>(value);
   auto linear = split ? definedBy<llm::LinearOp>(split.getInput()) : llm::LinearOp();
-  if (!linear || !onlyUsedBy(linear, split)) return std::nullopt;
+  if (!linear || !onlyReadBy(linear, split)) return std::nullopt;
   unsigned part = cast<OpResult>(value).getResultNumber();
   ArrayRef<int64_t> sizes = split.getSizes();
   int64_t first = 0;
@@ -75,19 +67,19 @@ struct FoldHeadFeaturePermutation : OpRewritePattern<onnx::ReshapeOp> {
     int64_t a = dimOf(view, 3), c = dimOf(view, 4), heads = dimOf(op, 1), d = dimOf(op, 3);
     if (ShapedType::isDynamic(a) || ShapedType::isDynamic(c) || ShapedType::isDynamic(heads) ||
         a * c != d || dimOf(view, 1) != heads || !transpose->hasOneUse() ||
-        !onlyUsedBy(view, transpose))
+        !onlyReadBy(view, transpose))
       return rewriter.notifyMatchFailure(op, "the views do not keep the heads and head_dim");
     // The heads: split_heads(p), Reshape(p, [b, 1, s, d]), or p itself as one head.
     Value heads4 = view.getData(), columns = heads4;
     Operation *reader = view;
     if (auto split = definedBy<llm::SplitHeadsOp>(heads4)) {
-      if (!onlyUsedBy(split, view))
+      if (!onlyReadBy(split, view))
         return rewriter.notifyMatchFailure(op, "the heads have other users");
       columns = split.getInput();
       reader = split;
     } else if (auto oneHead = definedBy<onnx::ReshapeOp>(heads4);
                oneHead && rankOf(oneHead) == 4 && heads == 1) {
-      if (!onlyUsedBy(oneHead, view))
+      if (!onlyReadBy(oneHead, view))
         return rewriter.notifyMatchFailure(op, "the head has other users");
       columns = oneHead.getData();
       reader = oneHead;

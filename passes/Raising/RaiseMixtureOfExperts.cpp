@@ -255,17 +255,10 @@ LogicalResult MoeMatcher::matchRouting(onnx::TopKOp found, MoeBlock &block, std:
     return success();
   }
   // w, or w / sum(w) (norm_topk_prob).
-  routingWeights = topk.getValues();
-  block.normalize = false;
-  for (Operation *user : topk.getValues().getUsers()) {
-    auto div = dyn_cast<onnx::DivOp>(user);
-    auto sum = div ? definedBy<onnx::ReduceSumOp>(div.getB()) : onnx::ReduceSumOp();
-    if (div && div.getA() == topk.getValues() && sum && sum.getData() == topk.getValues() &&
-        sum.getKeepdims() == 1 && isSingleAxis(sum.getAxes(), -1, rank)) {
-      routingWeights = div;
-      block.normalize = true;
-    }
-  }
+  float epsilon = 0.0f;
+  onnx::DivOp normalized = normalizedWeights(topk.getValues(), epsilon);
+  block.normalize = normalized && epsilon == 0.0f;
+  routingWeights = block.normalize ? normalized.getResult() : topk.getValues();
   return success();
 }
 

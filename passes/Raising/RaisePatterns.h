@@ -47,6 +47,10 @@ struct ScoredRouting {
 /// The routing whose expert TopK is `topk` (RaiseScoredRouting.cpp), or
 /// failure with the reason in `why`.
 mlir::FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why);
+/// w / (ReduceSum(w, -1) + epsilon) or w / ReduceSum(w, -1) of routing
+/// weights w [tokens, k] (norm_topk_prob), with epsilon (0 when absent) in
+/// `epsilon`; null when no user of w divides it so.
+onnx::DivOp normalizedWeights(mlir::Value weights, float &epsilon);
 
 /// Before the masks are proven, the scores of decomposed attention in one
 /// form (NormalizeScores.cpp): attention multiplied over [batch * heads]
@@ -192,6 +196,10 @@ mlir::Value createStackedDequantize(mlir::OpBuilder &builder, mlir::Location loc
                                     int64_t blockSize, llvm::ArrayRef<uint8_t> codes,
                                     llvm::ArrayRef<float> scales,
                                     llvm::ArrayRef<uint8_t> zeroPoints = {});
+
+/// Whether every user of `value` is `reader` or an onnx.Shape: the views
+/// exporters put around a value read its shape.
+bool onlyReadBy(mlir::Value value, mlir::Operation *reader);
 
 /// `linear` computing its output features in another order: feature i of
 /// the new linear is feature order[i] of `linear`, its constant weight and

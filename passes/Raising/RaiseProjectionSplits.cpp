@@ -368,12 +368,7 @@ struct RaiseGroupInterleavedProjection : OpRewritePattern<onnx::SplitOp> {
     auto view = definedBy<onnx::ReshapeOp>(op.getInput());
     auto linear = view ? definedBy<llm::LinearOp>(view.getData()) : llm::LinearOp();
     // Besides the view, the linear may only have its shape read (for the view's target).
-    auto onlyViewed = [&] {
-      return llvm::all_of(linear->getUsers(), [&](Operation *user) {
-        return user == view || isa<onnx::ShapeOp>(user);
-      });
-    };
-    if (!linear || !view->hasOneUse() || !onlyViewed() || rankOf(linear) != 3 ||
+    if (!linear || !view->hasOneUse() || !onlyReadBy(linear, view) || rankOf(linear) != 3 ||
         rankOf(view) != 4 || !isSingleAxisValue(op.getAxis(), 4))
       return rewriter.notifyMatchFailure(op, "does not split a linear only viewed as "
                                              "[b, s, groups, width], along the width");

@@ -93,8 +93,8 @@ LogicalResult matchHiddenGroups(Value hidden, Value choice, ScoredRouting &routi
   return success();
 }
 
-/// w / (ReduceSum(w, -1) + epsilon) or w / ReduceSum(w, -1): the normalised
-/// weights, with epsilon (0 when absent) in `epsilon`.
+} // namespace
+
 onnx::DivOp normalizedWeights(Value weights, float &epsilon) {
   for (Operation *user : weights.getUsers()) {
     auto div = dyn_cast<onnx::DivOp>(user);
@@ -115,8 +115,6 @@ onnx::DivOp normalizedWeights(Value weights, float &epsilon) {
   }
   return {};
 }
-
-} // namespace
 
 FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why) {
   auto fail = [&](const Twine &reason) {

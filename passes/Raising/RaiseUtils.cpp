@@ -274,6 +274,12 @@ llm::AttentionOp createAttention(OpBuilder &builder, Location loc, Type type, Va
                                   sinkLogits, slopes);
 }
 
+bool onlyReadBy(Value value, Operation *reader) {
+  return llvm::all_of(value.getUsers(), [&](Operation *user) {
+    return user == reader || isa<onnx::ShapeOp>(user);
+  });
+}
+
 llm::LinearOp reorderColumns(OpBuilder &builder, llm::LinearOp linear, ArrayRef<int64_t> order) {
   auto weight = readConstantFloats(linear.getWeight());
   std::optional<std::vector<float>> bias;

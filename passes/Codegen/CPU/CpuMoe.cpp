@@ -104,6 +104,9 @@ SmallVector<std::pair<Value, Value>> topK(KernelBuilder &kb, function_ref<Value(
 struct Routing {
   int64_t experts, topK;
   bool normalize, sigmoid;
+  /// Whether the experts are chosen by the logits' order alone: the top_k
+  /// of a softmax.
+  bool byLogits;
   float epsilon, scale;
   int64_t groups, keptGroups; ///< 0 when the experts are not grouped
   Value selectionBias;        ///< f32 [experts] in the kernel, or null
@@ -113,14 +116,9 @@ struct Routing {
 
   Routing(llm::MoeOp op, int64_t experts)
       : experts(experts), topK(op.getTopK()), normalize(op.getNormalizeTopK()),
-        sigmoid(op.getSigmoidScores()),
-        epsilon(op.getNormalizeEpsilon() ? op.getNormalizeEpsilon()->convertToFloat() : 0.0f),
-        scale(op.getRoutedScale() ? op.getRoutedScale()->convertToFloat() : 1.0f),
+        sigmoid(op.getSigmoidScores()), byLogits(!op.hasScoredRouting()),
+        epsilon(op.getNormalizeEpsilonOrZero()), scale(op.getRoutedScaleOrOne()),
         groups(op.getExpertGroups().value_or(0)), keptGroups(op.getTopKGroups().value_or(0)) {}
-
-  /// Whether the experts are chosen by the logits' order alone: the top_k
-  /// of a softmax.
-  bool byLogits() const { return !sigmoid && !selectionBias && !groups; }
 
   /// Allocates the groups' scratch once per kernel, before its loop over rows.
   void allocateGroupScratch(KernelBuilder &kb) {
@@ -163,7 +161,7 @@ void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Val
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   std::function<Value(Value)> key = logit;
-  if (!routing.byLogits()) key = choice;
+  if (!routing.byLogits) key = choice;
   if (routing.groups) {
     // Each group's two best choices summed; the best groups keep their
     // experts' choices, every other expert's becomes 0.

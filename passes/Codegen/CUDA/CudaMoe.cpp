@@ -107,9 +107,6 @@ LogicalResult lowerMoe(StepContext &step, llm::MoeOp op,
   addMoeSource(step, source);
   std::array<int64_t, 3> block{kMoeThreads, 1, 1};
   Attribute rowsDim = planDim(context, rows);
-  auto f32Attr = [](std::optional<APFloat> value, float otherwise) {
-    return value ? value->convertToFloat() : otherwise;
-  };
   step.plan.launch(kAttentionModule, "llmc_moe_route",
                    {planDim(context, rows, 1, kMoeThreads), dim(1), dim(1)}, block,
                    {KernelArg::pointer(logits), KernelArg::i32(dim(*logitsStride)),
@@ -120,8 +117,8 @@ LogicalResult lowerMoe(StepContext &step, llm::MoeOp op,
                     optionalPointer(op.getSelectionBiasMutable()),
                     KernelArg::i32(dim(op.getExpertGroups().value_or(0))),
                     KernelArg::i32(dim(op.getTopKGroups().value_or(0))),
-                    KernelArg::f32(f32Attr(op.getNormalizeEpsilon(), 0.0f)),
-                    KernelArg::f32(f32Attr(op.getRoutedScale(), 1.0f)), chosen, weights});
+                    KernelArg::f32(op.getNormalizeEpsilonOrZero()),
+                    KernelArg::f32(op.getRoutedScaleOrOne()), chosen, weights});
   step.plan.launch(kAttentionModule, "llmc_moe_plan", {dim(1), dim(1), dim(1)},
                    {kMoePlanThreads, 1, 1},
                    {chosen, KernelArg::i32(planDim(context, rows, topK)),
