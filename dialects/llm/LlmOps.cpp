@@ -225,6 +225,22 @@ LogicalResult ConcatHeadsOp::verify() {
   return success();
 }
 
+LogicalResult HeadLinearOp::verify() {
+  int64_t rank = rankOf(getOutput());
+  if (rank >= 0 && rank != 3 && rank != 4)
+    return emitOpError("the result must be [batch, heads, seq, out] or [tokens, heads, out]");
+  if (rankOf(getInput()) != rank)
+    return emitOpError("the input must have the result's rank");
+  if (failed(expectRank(*this, getWeight(), 3, "the weight"))) return failure();
+  int64_t heads = dimOf(getWeight(), 0);
+  if (!compatible(dimOf(getInput(), 1), heads) || !compatible(dimOf(getOutput(), 1), heads))
+    return emitOpError("the input and result must have the weight's ") << heads << " heads";
+  if (!compatible(dimOf(getInput(), -1), dimOf(getWeight(), 1)) ||
+      !compatible(dimOf(getOutput(), -1), dimOf(getWeight(), 2)))
+    return emitOpError("the weight must be [heads, input features, result features]");
+  return success();
+}
+
 LogicalResult SplitQkvOp::verify() {
   int64_t heads = getNumHeads(), kvHeads = getNumKvHeads();
   if (heads <= 0 || kvHeads <= 0 || heads % kvHeads)

@@ -380,6 +380,22 @@ def Llm_ConcatHeadsOp : Llm_Op<"concat_heads", [Llm_TokenWiseHeads]> {
   let hasVerifier = 1;
 }
 
+def Llm_HeadLinearOp : Llm_Op<"head_linear", [Llm_TokenWiseHeads]> {
+  let summary = "each head's features times that head's own weight";
+  let description = [{
+    input [batch, heads, seq, in] and weight [heads, in, out] give
+    [batch, heads, seq, out]: head h's row x becomes x * weight[h]. In the
+    ragged form the input and result are [tokens, heads, d]. Multi-head
+    latent attention attends over its latent through two of these
+    (`llm-absorb-latent-attention`): the query's features without rotation
+    through each head's key up-projection, transposed, and the latent
+    attention's output through each head's value up-projection.
+  }];
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight);
+  let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
+}
+
 def Llm_PositionIdsOp : Llm_Op<"position_ids"> {
   let summary = "positions of the new tokens: cumsum(attention_mask) - 1, last `seq` columns";
   let description = [{

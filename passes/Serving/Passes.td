@@ -11,6 +11,34 @@
 
 include "mlir/Pass/PassBase.td"
 
+def LlmAbsorbLatentAttentionPass
+    : Pass<"llm-absorb-latent-attention", "mlir::func::FuncOp"> {
+  let summary = "Cache multi-head latent attention's latent, not each head's keys and values";
+  let description = [{
+    Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2) is exported as
+    attention over expanded heads: the latent c (kv_lora_rank features) goes
+    through kv_b_proj into each head's key and value, and each head's key is
+    those features then the one rotary key all heads share
+    (`llm.concat_heads`). Since head h's score is
+    [q_h W_k,h^T ; q_rope,h] . [c ; k_rope] and its output is
+    (sum_t p_t c_t) W_v,h, this pass rewrites such an `llm.attention` to
+    attend over one KV head, keys concat_heads(c, k_rope) and values c
+    (narrower than the keys), behind `llm.head_linear` of the query's
+    features without rotation through W_k,h^T and followed by
+    `llm.head_linear` of the output through W_v,h. The past K/V inputs and
+    present outputs take those shapes, so the cache that
+    `llm-kv-cache-paging` builds holds kv_lora_rank + rope features a token
+    for keys and as many for values, instead of heads * head_dim each
+    (DeepSeek-V3: 2 * 576 floats against 2 * 128 * 192).
+
+    It needs the up-projection's weight as an f32 constant without a bias,
+    the keys and values as its columns through llm.split_heads, and a cache
+    only attention and the present outputs read; other attention is left
+    alone (`-debug-only=llm-absorb-latent-attention` says why).
+  }];
+  let dependentDialects = ["::llmc::llm::LlmDialect"];
+}
+
 def LlmGqaRewritePass : Pass<"llm-gqa-rewrite", "mlir::func::FuncOp"> {
   let summary = "Attend over the KV heads themselves instead of their repeated copies";
   let description = [{

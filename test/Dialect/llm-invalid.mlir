@@ -360,3 +360,19 @@ func.func @paged_values_wider(%pool: tensor<1x?x2x2x16x8xf32>, %k: tensor<?x2x8x
   %p = llm.paged_kv_write %pool, %k, %v, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x8xf32>, tensor<?x2x8xf32>, tensor<?x2x12xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x8xf32>
   return %p : tensor<1x?x2x2x16x8xf32>
 }
+
+// -----
+
+func.func @head_linear_heads(%x: tensor<?x2x8xf32>, %w: tensor<4x8x4xf32>) -> tensor<?x2x4xf32> {
+  // expected-error @+1 {{the input and result must have the weight's 4 heads}}
+  %o = llm.head_linear %x, %w : (tensor<?x2x8xf32>, tensor<4x8x4xf32>) -> tensor<?x2x4xf32>
+  return %o : tensor<?x2x4xf32>
+}
+
+// -----
+
+func.func @head_linear_features(%x: tensor<?x2x8xf32>, %w: tensor<2x4x4xf32>) -> tensor<?x2x4xf32> {
+  // expected-error @+1 {{the weight must be [heads, input features, result features]}}
+  %o = llm.head_linear %x, %w : (tensor<?x2x8xf32>, tensor<2x4x4xf32>) -> tensor<?x2x4xf32>
+  return %o : tensor<?x2x4xf32>
+}

@@ -143,6 +143,17 @@ func.func @moe_quantized_experts(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %
   return %y : tensor<?x?x8xf32>
 }
 
+// Each head's features through that head's weight (multi-head latent
+// attention's up-projections), dense and ragged.
+// CHECK-LABEL: func.func @head_linear
+// CHECK: llm.head_linear %{{.*}}, %{{.*}} : (tensor<?x2x?x8xf32>, tensor<2x8x4xf32>) -> tensor<?x2x?x4xf32>
+// CHECK: llm.head_linear %{{.*}}, %{{.*}} : (tensor<?x2x8xf32>, tensor<2x8x4xf32>) -> tensor<?x2x4xf32>
+func.func @head_linear(%x: tensor<?x2x?x8xf32>, %r: tensor<?x2x8xf32>, %w: tensor<2x8x4xf32>) -> (tensor<?x2x?x4xf32>, tensor<?x2x4xf32>) {
+  %y = llm.head_linear %x, %w : (tensor<?x2x?x8xf32>, tensor<2x8x4xf32>) -> tensor<?x2x?x4xf32>
+  %z = llm.head_linear %r, %w : (tensor<?x2x8xf32>, tensor<2x8x4xf32>) -> tensor<?x2x4xf32>
+  return %y, %z : tensor<?x2x?x4xf32>, tensor<?x2x4xf32>
+}
+
 // Multi-head latent attention: a key of each head's features, then the one
 // rotary head every head shares; values narrower than the keys in the pool.
 // CHECK-LABEL: func.func @latent_attention

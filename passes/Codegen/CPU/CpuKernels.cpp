@@ -311,6 +311,36 @@ LogicalResult lowerConcatHeads(StepLowering &step, llm::ConcatHeadsOp op,
   return success();
 }
 
+LogicalResult lowerHeadLinear(StepLowering &step, llm::HeadLinearOp op, ArrayRef<Value> operands,
+                              Value output) {
+  int64_t heads = dimOf(op.getWeight(), 0), in = dimOf(op.getWeight(), 1);
+  int64_t out = dimOf(op.getWeight(), 2);
+  SmallVector<Value> buffers{operands[0], operands[1], output};
+  runOverRows(step, op.getLoc(), "head_linear", kernelKey(op, buffers), buffers, 2,
+              [&](KernelBuilder &kb, ValueRange params, Value begin, Value end) {
+    Value x = params[0], weight = params[1], result = params[2];
+    kb.forEach(begin, end, [&](Value row) {
+      kb.forEach(kb.index(0), kb.index(heads), [&](Value head) {
+        Value inAt = kb.mulIndex(head, kb.index(in)), outAt = kb.mulIndex(head, kb.index(out));
+        auto column = [&](Value o) { return kb.addIndex(outAt, o); };
+        kb.forEach(kb.index(0), kb.index(out),
+                   [&](Value o) { kb.store(kb.f32(0), result, {row, column(o)}); });
+        // Row k of the head's weight scaled into the whole result row: the
+        // inner loop runs along contiguous weights, which LLVM widens.
+        kb.forEach(kb.index(0), kb.index(in), [&](Value k) {
+          Value xk = kb.load(x, {row, kb.addIndex(inAt, k)});
+          kb.forEach(kb.index(0), kb.index(out), [&](Value o) {
+            Value sum = kb.add(kb.load(result, {row, column(o)}),
+                               kb.mul(xk, kb.load(weight, {head, k, o})));
+            kb.store(sum, result, {row, column(o)});
+          });
+        });
+      });
+    });
+  });
+  return success();
+}
+
 LogicalResult lowerSplitQkv(StepLowering &step, llm::SplitQkvOp op, ArrayRef<Value> operands,
                             ArrayRef<Value> outputs) {
   SmallVector<Value> args{operands[0]};

@@ -160,6 +160,9 @@ mlir::LogicalResult lowerPermuteFeatures(StepLowering &step, llm::PermuteFeature
 /// Each head's lhs features, then its rhs ones (the rhs's one head for all).
 mlir::LogicalResult lowerConcatHeads(StepLowering &step, llm::ConcatHeadsOp op,
                                      llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+/// Each head's row times that head's weight ([heads, in, out]).
+mlir::LogicalResult lowerHeadLinear(StepLowering &step, llm::HeadLinearOp op,
+                                    llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 mlir::LogicalResult lowerSplitQkv(StepLowering &step, llm::SplitQkvOp op,
                                   llvm::ArrayRef<mlir::Value> operands,
                                   llvm::ArrayRef<mlir::Value> outputs);

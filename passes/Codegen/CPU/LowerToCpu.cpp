@@ -134,6 +134,9 @@ private:
         .Case([&](llm::ConcatHeadsOp concat) {
           return cpu::lowerConcatHeads(step, concat, operands, outputs[0]);
         })
+        .Case([&](llm::HeadLinearOp linear) {
+          return cpu::lowerHeadLinear(step, linear, operands, outputs[0]);
+        })
         .Case([&](llm::PermuteFeaturesOp permute) -> LogicalResult {
           auto constant = permute.getIndices().getDefiningOp<llm::ConstantOp>();
           auto indices = constant ? dyn_cast<ElementsAttr>(constant.getValue()) : nullptr;

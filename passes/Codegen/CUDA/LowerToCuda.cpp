@@ -141,6 +141,11 @@ private:
         .Case([&](llm::ConcatHeadsOp concat) {
           return cuda::lowerConcatHeads(step, concat, operands, outputs[0]);
         })
+        .Case([&](llm::HeadLinearOp linear) {
+          return linear.emitOpError(
+              "(multi-head latent attention's per-head up-projection) has no CUDA lowering; "
+              "the CUDA attention kernels take one head_dim, the CPU target runs it");
+        })
         .Case<llm::RmsNormOp, llm::LayerNormOp, llm::AddRmsNormOp, llm::AddLayerNormOp>(
             [&](Operation *norm) { return cuda::lowerNorm(step, norm, operands, outputs); })
         .Case<llm::RopeOp, llm::RopeCachedOp>(

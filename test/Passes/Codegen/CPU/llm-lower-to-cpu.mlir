@@ -565,3 +565,29 @@ func.func @latent_attention(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: t
   %15 = llm.logits %14, %4 : (tensor<?x16xf32>, tensor<16x64xf32>) -> tensor<?x64xf32>
   return %15 : tensor<?x64xf32>
 }
+
+// -----
+
+// llm.head_linear (multi-head latent attention's per-head up-projections):
+// each task of rows runs, for each head, each row of the head's weight
+// ([2, 8, 4]) scaled by the row's feature into the head's 4 results.
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   func.func private @llmc_head_linear_{{[0-9]+}}(%[[X:[^:]*]]: memref<?x16xf32>, %[[W:[^:]*]]: memref<2x8x4xf32>, %[[O:[^:]*]]: memref<?x8xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:     memref.load %[[X]]
+//       CHECK:     memref.load %[[W]]
+//       CHECK:     memref.load %[[O]]
+//       CHECK:     memref.store %{{.*}}, %[[O]]
+//       CHECK:   func.func private @llmc_head_linear_task
+func.func @head_linear(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x4xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 2048 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x16xf32>
+  %w = llm.constant dense<2.500000e-01> : tensor<2x8x4xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<8x64xf32>
+  %x = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x16xf32>, tensor<?xi32>) -> tensor<?x16xf32>
+  %h = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x16xf32>) -> tensor<?x2x8xf32>
+  %o = llm.head_linear %h, %w {llmc.workspace_offsets = array<i64: 512>} : (tensor<?x2x8xf32>, tensor<2x8x4xf32>) -> tensor<?x2x4xf32>
+  %a = llm.paged_attention %o, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 768>, scale = 5.0e-01 : f32} : (tensor<?x2x4xf32>, tensor<1x?x2x1x16x4xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x4xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x4xf32>) -> tensor<?x8xf32>
+  %rows = llm.gather_rows %m, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %logits = llm.logits %rows, %head : (tensor<?x8xf32>, tensor<8x64xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}

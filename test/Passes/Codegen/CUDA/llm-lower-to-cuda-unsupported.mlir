@@ -73,3 +73,22 @@ func.func @mixture_of_experts(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1:
   %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
   return %out : tensor<?x64xf32>
 }
+
+// -----
+
+// Multi-head latent attention over its latent: the per-head up-projections
+// (and the attention's values narrower than its keys) have no CUDA kernels.
+func.func @latent_up_projection(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x4xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x16xf32>
+  %w = llm.constant dense<2.500000e-01> : tensor<2x8x4xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<8x64xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<64x16xf32>, tensor<?xi32>) -> tensor<?x16xf32>
+  %h = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x16xf32>) -> tensor<?x2x8xf32>
+  // expected-error @+1 {{(multi-head latent attention's per-head up-projection) has no CUDA lowering; the CUDA attention kernels take one head_dim, the CPU target runs it}}
+  %o = llm.head_linear %h, %w : (tensor<?x2x8xf32>, tensor<2x8x4xf32>) -> tensor<?x2x4xf32>
+  %a = llm.paged_attention %o, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 5.0e-01 : f32} : (tensor<?x2x4xf32>, tensor<1x?x2x1x16x4xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x4xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x4xf32>) -> tensor<?x8xf32>
+  %rows = llm.gather_rows %m, %arg6 : (tensor<?x8xf32>, tensor<?xi32>) -> tensor<?x8xf32>
+  %logits = llm.logits %rows, %head : (tensor<?x8xf32>, tensor<8x64xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}
