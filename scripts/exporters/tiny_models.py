@@ -154,9 +154,12 @@ FAMILIES: dict[str, tuple[str, dict]] = {
         num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=32,
         first_k_dense_replace=1, n_group=2, topk_group=1)),
     # DeepSeek-V3's shape as Kimi-K2 and Moonlight take it: q without a low-rank projection,
-    # one group of experts, and DeepSeek's YaRN (mscale_all_dim scales the softmax too).
+    # one group of experts, and DeepSeek's YaRN (mscale_all_dim scales the softmax too); 8
+    # heads over a latent of 64, so that attention over the latent keeps 8 x 4 vectors of
+    # outputs, more than the CPU kernel's value loop carries at once.
     "deepseek-v3-yarn": ("DeepseekV3Config", dict(
-        num_key_value_heads=4, q_lora_rank=None, kv_lora_rank=16, qk_rope_head_dim=8,
+        num_attention_heads=8, num_key_value_heads=8, q_lora_rank=None, kv_lora_rank=64,
+        qk_rope_head_dim=8,
         qk_nope_head_dim=16, v_head_dim=16, head_dim=8, n_routed_experts=4,
         num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=32,
         first_k_dense_replace=1, n_group=1, topk_group=1, rope_scaling={

@@ -61,6 +61,22 @@ int64_t kvHeadsPerTask(int64_t kvHeads, int64_t accumulatorsPerKvHead) {
   return 1;
 }
 
+/// The most accumulator vectors one loop over a block's value rows carries:
+/// AVX-512 has 32 vector registers, and the loop also holds the rows' chunks
+/// and a weight.
+constexpr int64_t kSlotLoopAccumulators = 24;
+
+/// How many of a value row's `chunks` vectors one loop over a block's slots
+/// accumulates for each of a GQA group's `group` query heads: all of them
+/// when they fit in kSlotLoopAccumulators, else the most that do and divide
+/// `chunks` (multi-head latent attention's group of every query head over a
+/// 128-feature latent would otherwise carry 64 accumulators, mostly spilled).
+int64_t chunksPerSlotLoop(int64_t group, int64_t chunks) {
+  for (int64_t perLoop = chunks; perLoop > 1; --perLoop)
+    if (chunks % perLoop == 0 && group * perLoop <= kSlotLoopAccumulators) return perLoop;
+  return 1;
+}
+
 /// The cached rows of one layer's [blocks, 2, kv_heads, block_size, row]
 /// view of the pool (layerBlocks), f32, bf16 or int8. A block's values are
 /// rows (for int8: codes, then the row's scale in the last 4 bytes). Its
@@ -536,6 +552,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   // A task reads `taskKvHeads` KV heads for their `taskKvHeads` x `group`
   // query heads; the KV heads come in `kvRuns` such runs.
   int64_t taskKvHeads = kvHeadsPerTask(shape.kvHeads, group * chunks);
+  int64_t loopChunks = chunksPerSlotLoop(group, chunks);
   int64_t kvRuns = shape.kvHeads / taskKvHeads;
   SmallVector<float> sinks, slopes;
   if (auto logits = op.getSinks()) sinks.assign(logits->begin(), logits->end());
@@ -761,34 +778,43 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
             SmallVector<Value> next(maxima);
             llvm::append_range(next, sums);
             // The values, KV head after KV head: each slot's row times the
-            // weights of the heads of the group.
+            // weights of the heads of the group, over the block's slots once
+            // for every `loopChunks` chunks of the rows, so that a slot loop's
+            // accumulators stay in registers.
+            SmallVector<Value> accumulated(state.heads * chunks);
             for (int64_t h = 0; h < kvHeads; ++h) {
-              SmallVector<Value> rescaled;
-              for (int64_t g = h * group; g < (h + 1) * group; ++g)
-                for (int64_t c = 0; c < chunks; ++c)
-                  rescaled.push_back(arith::MulFOp::create(
-                      b, loc, running[state.accumulatorAt(g, c)], corrections[g], fastMath));
-              auto slotLoop = scf::ForOp::create(
-                  b, loc, firstSlot, count, one, rescaled,
-                  [&](OpBuilder &, Location, Value slot, ValueRange accumulators) {
-                    SmallVector<Value> valueRow{block, one, kvHeadAt[h], slot};
-                    SmallVector<Value> values;
-                    for (int64_t c = 0; c < chunks; ++c)
-                      values.push_back(rows.chunk(kb, valueRow, c * lanes, vectorType));
-                    Value valueScale = rows.scale(kb, valueRow);
-                    SmallVector<Value> updated;
-                    for (int64_t g = 0; g < group; ++g) {
-                      Value weight = kb.load(weights, {kb.index(h * group + g), slot});
-                      if (valueScale) weight = kb.mul(weight, valueScale);
-                      Value weightSplat = splat(weight);
-                      for (int64_t c = 0; c < chunks; ++c)
-                        updated.push_back(vector::FMAOp::create(b, loc, weightSplat, values[c],
-                                                                accumulators[g * chunks + c]));
-                    }
-                    scf::YieldOp::create(b, loc, updated);
-                  });
-              llvm::append_range(next, slotLoop.getResults());
+              for (int64_t first = 0; first < chunks; first += loopChunks) {
+                SmallVector<Value> rescaled;
+                for (int64_t g = h * group; g < (h + 1) * group; ++g)
+                  for (int64_t c = first; c < first + loopChunks; ++c)
+                    rescaled.push_back(arith::MulFOp::create(
+                        b, loc, running[state.accumulatorAt(g, c)], corrections[g], fastMath));
+                auto slotLoop = scf::ForOp::create(
+                    b, loc, firstSlot, count, one, rescaled,
+                    [&](OpBuilder &, Location, Value slot, ValueRange accumulators) {
+                      SmallVector<Value> valueRow{block, one, kvHeadAt[h], slot};
+                      SmallVector<Value> values;
+                      for (int64_t c = first; c < first + loopChunks; ++c)
+                        values.push_back(rows.chunk(kb, valueRow, c * lanes, vectorType));
+                      Value valueScale = rows.scale(kb, valueRow);
+                      SmallVector<Value> updated;
+                      for (int64_t g = 0; g < group; ++g) {
+                        Value weight = kb.load(weights, {kb.index(h * group + g), slot});
+                        if (valueScale) weight = kb.mul(weight, valueScale);
+                        Value weightSplat = splat(weight);
+                        for (int64_t c = 0; c < loopChunks; ++c)
+                          updated.push_back(vector::FMAOp::create(
+                              b, loc, weightSplat, values[c], accumulators[g * loopChunks + c]));
+                      }
+                      scf::YieldOp::create(b, loc, updated);
+                    });
+                for (int64_t g = 0; g < group; ++g)
+                  for (int64_t c = 0; c < loopChunks; ++c)
+                    accumulated[(h * group + g) * chunks + first + c] =
+                        slotLoop.getResult(g * loopChunks + c);
+              }
             }
+            llvm::append_range(next, accumulated);
             scf::YieldOp::create(b, loc, next);
           });
       return SmallVector<Value>(blockLoop.getResults());
