@@ -461,6 +461,7 @@ int runCompile(const CompileOptions &options) {
   StepPipelineOptions step;
   step.blockSize = options.blockSize;
   step.kvCacheDtype = options.kvCacheDtype;
+  step.latentKvCache = options.latentKvCache;
   step.maxNumBatchedTokens = options.maxNumBatchedTokens;
   step.maxNumSeqs = options.maxNumSeqs;
   step.matmul = options.matmul;

@@ -91,7 +91,7 @@ void buildFusionPipeline(OpPassManager &funcPm, unsigned optLevel, bool gatedEpi
 LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &options,
                                 bool lowerToTarget, raw_ostream &errors) {
   OpPassManager &serving = pm.nest<func::FuncOp>();
-  serving.addPass(createLlmAbsorbLatentAttentionPass());
+  if (options.latentKvCache) serving.addPass(createLlmAbsorbLatentAttentionPass());
   serving.addPass(createLlmGqaRewritePass());
   serving.addPass(createCanonicalizerPass());
   LlmKvCachePagingPassOptions paging;

@@ -39,6 +39,9 @@ struct StepPipelineOptions {
   int64_t blockSize = 16;
   /// The KV pool's element type: auto (the model's) or int8.
   std::string kvCacheDtype = "auto";
+  /// Multi-head latent attention attends over (and caches) its latent:
+  /// llm-absorb-latent-attention.
+  bool latentKvCache = true;
   int64_t maxNumBatchedTokens = 2048;
   int64_t maxNumSeqs = 256;
   std::string matmul = "generated";

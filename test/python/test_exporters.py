@@ -326,6 +326,26 @@ def test_genai_longrope_past_the_switch(tmp_path, exporter):
 KEY_RANGES_PROMPT_LENGTHS = (150, 97, 180)
 
 
+@pytest.mark.parametrize("cache", ["latent", "expanded"])
+def test_latent_attention_over_key_ranges(tmp_path, cache):
+    """DeepSeek-V3's multi-head latent attention (8 heads over a latent of 64 and a shared
+    rotary key of 8) over contexts past 64 keys, where each decode row's keys are split into
+    ranges: caching the latent and the rotary key as one KV head of 72 features (the default)
+    or, with --no-latent-kv-cache, every head's keys (24) and values as the export computes
+    them, the artifact computes what onnxruntime computes, over the prefill, 32 decode steps
+    and 32 greedy tokens."""
+    onnx_path = EXPORTS_DIR / "optimum" / "deepseek-v3-yarn" / "model.onnx"
+    artifact = tmp_path / "model.llmc"
+    flags = [] if cache == "latent" else ["--no-latent-kv-cache"]
+    subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet",
+                    *flags], check=True)
+    model = json.loads((artifact / "manifest.json").read_text())["model"]
+    assert (model["num_kv_heads"], model["head_dim"]) == ((1, 72) if cache == "latent"
+                                                          else (8, 24))
+    reference, _ = exact_reference(onnx_path, tmp_path / "reference")
+    assert compare_on_prompts(artifact, reference, KEY_RANGES_PROMPT_LENGTHS, seed=1234) == ""
+
+
 @pytest.mark.parametrize("export", ["optimum/bloom", "optimum/mpt", "optimum/gpt-neo",
                                     "dynamo-opset18/bloom"])
 def test_linear_biases_and_windows_over_key_ranges(tmp_path, export):

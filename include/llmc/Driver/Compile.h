@@ -34,6 +34,9 @@ struct CompileOptions {
   std::optional<std::string> dtype;      ///< CUDA storage type: bf16 (default) or f16
   int64_t blockSize = 16;                ///< tokens per KV-cache block
   std::string kvCacheDtype = "auto";     ///< the KV cache's type: auto (the model's) or int8
+  /// Multi-head latent attention caches its latent and rotary key (false:
+  /// every head's keys and values, as the export computes them).
+  bool latentKvCache = true;
   int64_t maxNumBatchedTokens = 2048;    ///< most tokens one step carries
   int64_t maxNumSeqs = 256;              ///< most sequences one step carries
   /// Longest sequence the artifact serves (nullopt: what the model holds).
