@@ -64,34 +64,27 @@ std::optional<ArrayRef<float>> constantFloats(Value value, std::vector<char> &st
                          bytes->size() / sizeof(float));
 }
 
-/// Each head's up-projection from one linear's constant weight, as the
-/// [heads, in, out] weight of llm.head_linear.
-struct HeadWeights {
-  int64_t heads = 0, width = 0, latent = 0;
-  std::vector<float> data;
-};
-
-/// The weight of head_linear for `columns` of a linear from the latent,
+/// The llm.head_linear weight of `columns` of a linear from the latent,
 /// `heads` runs of `width` columns: [heads, latent, width] (each head's
 /// columns as they are: the value's up-projection) or, `transposed`,
 /// [heads, width, latent] (the key's up-projection, which the query goes
 /// through backwards). Fails unless the weight is an f32 constant.
-FailureOr<HeadWeights> upProjections(ProjectedColumns columns, int64_t heads, int64_t width,
-                                     bool transposed) {
+FailureOr<std::vector<float>> upProjections(ProjectedColumns columns, int64_t heads,
+                                            int64_t width, bool transposed) {
   std::vector<char> storage;
   auto weight = constantFloats(columns.linear.getWeight(), storage);
   if (!weight) return failure();
   int64_t out = dimOf(columns.linear.getOutput(), -1);
   int64_t latent = int64_t(weight->size()) / out;
   bool outIn = columns.linear.getTransposeWeight();
-  HeadWeights result{heads, width, latent, std::vector<float>(heads * width * latent)};
+  std::vector<float> result(heads * width * latent);
   for (int64_t head = 0; head < heads; ++head)
     for (int64_t j = 0; j < latent; ++j)
       for (int64_t i = 0; i < width; ++i) {
         int64_t column = columns.offset + head * width + i;
         float w = outIn ? (*weight)[column * latent + j] : (*weight)[j * out + column];
         int64_t at = transposed ? (head * width + i) * latent + j : (head * latent + j) * width + i;
-        result.data[at] = w;
+        result[at] = w;
       }
   return result;
 }
@@ -182,7 +175,8 @@ struct AttendOverLatent : OpRewritePattern<llm::AttentionOp> {
       return rewriter.notifyMatchFailure(attention, "the keys and values expand different inputs");
     if (keyColumns->linear.getBias() || valueColumns->linear.getBias())
       return rewriter.notifyMatchFailure(attention, "an up-projection has a bias");
-    int64_t keyWidth = dimOf(keyHeads.getOutput(), -1), valueWidth = dimOf(valueHeads.getOutput(), -1);
+    int64_t keyWidth = dimOf(keyHeads.getOutput(), -1);
+    int64_t valueWidth = dimOf(valueHeads.getOutput(), -1);
     int64_t rotary = dimOf(key.getRhs(), -1), rank = dimOf(latent, -1);
     if (dimOf(query.getLhs(), -1) != keyWidth || dimOf(query.getRhs(), 1) != heads)
       return rewriter.notifyMatchFailure(
@@ -192,7 +186,8 @@ struct AttendOverLatent : OpRewritePattern<llm::AttentionOp> {
     auto keyUp = upProjections(*keyColumns, heads, keyWidth, /*transposed=*/true);
     auto valueUp = upProjections(*valueColumns, heads, valueWidth, /*transposed=*/false);
     if (failed(keyUp) || failed(valueUp))
-      return rewriter.notifyMatchFailure(attention, "an up-projection's weight is not f32 constant");
+      return rewriter.notifyMatchFailure(attention,
+                                         "an up-projection's weight is not f32 constant");
 
     Location loc = attention.getLoc();
     rewriter.setInsertionPoint(attention);
@@ -206,7 +201,7 @@ struct AttendOverLatent : OpRewritePattern<llm::AttentionOp> {
     Value cachedKeys = cache(rewriter, keys->concat, newKeys);
     Value cachedValues = cache(rewriter, values->concat, latentHead);
 
-    Value keyWeight = createConstant(rewriter, loc, {heads, keyWidth, rank}, keyUp->data);
+    Value keyWeight = createConstant(rewriter, loc, {heads, keyWidth, rank}, *keyUp);
     Value absorbed = llm::HeadLinearOp::create(
         rewriter, loc, withHeads(query.getLhs().getType(), heads, rank), query.getLhs(), keyWeight);
     Value latentQuery =
@@ -219,7 +214,7 @@ struct AttendOverLatent : OpRewritePattern<llm::AttentionOp> {
       latentAttention.getValueMutable().assign(cachedValues);
       latentAttention.getOutput().setType(withHeads(attention.getType(), heads, rank));
     });
-    Value valueWeight = createConstant(rewriter, loc, {heads, rank, valueWidth}, valueUp->data);
+    Value valueWeight = createConstant(rewriter, loc, {heads, rank, valueWidth}, *valueUp);
     rewriter.replaceOpWithNewOp<llm::HeadLinearOp>(attention, attention.getType(),
                                                    latentAttention.getOutput(), valueWeight);
     for (llm::KvConcatOp old : {keys->concat, values->concat})
