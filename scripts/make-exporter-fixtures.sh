@@ -112,7 +112,7 @@ for model in "$work"/hf-genai/*/; do
 done
 # torch.onnx's dynamo exporter (through transformers' OnnxExporter), with the KV cache.
 declare -A DYNAMO_FAMILIES=(
-  [18]="llama-gqa gemma gpt2 phi3 qwen3 stablelm gpt-neox opt gpt-bigcode gptj codegen cohere bloom mpt gpt-neo"
+  [18]="llama-gqa gemma gpt2 phi3 qwen3 stablelm gpt-neox opt gpt-bigcode gptj codegen cohere cohere-qk-norm bloom mpt gpt-neo"
   [23]="llama-gqa gemma gpt2 qwen3"
 )
 for opset in 18 23; do

@@ -61,14 +61,21 @@ LogicalResult verifyRotaryWidth(Operation *op, Value input, int64_t halfWidth) {
   return success();
 }
 
-/// A norm's weight: 1-D, its length dividing the input's last dim into the
-/// groups normalised on their own (one, or one per head).
+/// A norm's weight: [n], n dividing the input's last dim into the groups
+/// normalised on their own (one, or one per head), or [groups, n], a row for
+/// each of the groups that make the last dim.
 LogicalResult verifyNormWeight(Operation *op, Value weight, Value input) {
-  if (failed(expectRank(op, weight, 1, "the weight"))) return failure();
-  int64_t group = dimOf(weight, 0), features = dimOf(input, -1);
+  int64_t rank = rankOf(weight), features = dimOf(input, -1);
+  if (rank >= 0 && rank != 1 && rank != 2)
+    return op->emitOpError("the weight must be [n] or [groups, n], not rank ") << rank;
+  int64_t group = dimOf(weight, -1);
   if (!ShapedType::isDynamic(group) && !ShapedType::isDynamic(features) &&
       (group == 0 || features % group != 0))
     return op->emitOpError("weight length does not divide the normalised dim into groups");
+  if (rank == 2 && !ShapedType::isDynamic(group) && !ShapedType::isDynamic(features) &&
+      !compatible(dimOf(weight, 0), features / group))
+    return op->emitOpError("a [groups, n] weight must have a row for each of the ")
+           << features / group << " groups of the normalised dim";
   return success();
 }
 } // namespace
@@ -82,6 +89,15 @@ LogicalResult EmbeddingOp::verify() {
 }
 
 LogicalResult RmsNormOp::verify() { return verifyNormWeight(*this, getWeight(), getInput()); }
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyNormWeight(*this, getWeight(), getInput()))) return failure();
+  auto weight = dyn_cast<RankedTensorType>(getWeight().getType());
+  auto bias = getBias() ? dyn_cast<RankedTensorType>(getBias().getType()) : nullptr;
+  if (weight && bias && bias.getShape() != weight.getShape())
+    return emitOpError("the bias must have the weight's shape");
+  return success();
+}
 
 /// The weight of x * W (+ bias) fits the input and the result, and the bias the result.
 static LogicalResult verifyProjection(Operation *op, Value input, Value weight, bool transposed,

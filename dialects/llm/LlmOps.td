@@ -127,7 +127,9 @@ def Llm_RmsNormOp : Llm_Op<"rms_norm", [Llm_RowWise, Llm_TokenWise]> {
     Each run of `weight`'s length along the last dim is normalised on its
     own: the whole dim for the norms of a decoder layer, one head of a
     [batch, seq, heads*head_dim] projection for the per-head q/k norms of
-    Qwen3 and Gemma-3 (raised before their split_heads).
+    Qwen3 and Gemma-3 (raised before their split_heads). A weight
+    [groups, n] normalises the groups runs of n, run g times row g (a weight
+    per head).
   }];
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, F32Attr:$epsilon);
   let results = (outs Llm_Tensor:$output);
@@ -136,9 +138,17 @@ def Llm_RmsNormOp : Llm_Op<"rms_norm", [Llm_RowWise, Llm_TokenWise]> {
 
 def Llm_LayerNormOp : Llm_Op<"layer_norm", [Llm_RowWise, Llm_TokenWise]> {
   let summary = "(x - mean) / sqrt(var + epsilon) * weight + bias over the last dim";
+  let description = [{
+    As llm.rms_norm, each run of the weight's length along the last dim is
+    normalised on its own, and a weight [groups, n] scales run g by row g:
+    Cohere's q/k LayerNorm (`use_qk_norm`, Command-R+) normalises each
+    head's features with that head's weight. The bias has the weight's
+    shape.
+  }];
   let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$weight, Llm_OptTensor:$bias,
                    F32Attr:$epsilon);
   let results = (outs Llm_Tensor:$output);
+  let hasVerifier = 1;
 }
 
 def Llm_LinearOp : Llm_Op<"linear", [Llm_RowWise, Llm_TokenWise]> {

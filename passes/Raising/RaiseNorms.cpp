@@ -20,11 +20,11 @@ Value centredInput(Value value) {
 
 /// The (weight, normalised value) factors of a norm's final `weight * normed`
 /// (either order, the normalised value with its Casts removed); a null
-/// weight when neither factor is a 1-D constant.
-std::pair<Value, Value> splitNormWeight(onnx::MulOp root) {
+/// weight when neither factor is a constant of rank `rank`.
+std::pair<Value, Value> splitNormWeight(onnx::MulOp root, int64_t rank = 1) {
   Value weight = root.getA(), normed = root.getB();
   if (!isConstant(weight)) std::swap(weight, normed);
-  if (!isConstant(weight) || rankOf(weight) != 1) return {};
+  if (!isConstant(weight) || rankOf(weight) != rank) return {};
   return {weight, skipCasts(normed)};
 }
 
@@ -98,12 +98,19 @@ struct RaiseDecomposedRmsNorm : OpRewritePattern<onnx::MulOp> {
 ///   weight * ((x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps))
 /// with the division as for RMSNorm (Cohere's, without a bias, multiplies by
 /// 1/sqrt). A bias add after it is folded in by the glue stage.
+///
+/// Cohere's q/k norm (`use_qk_norm`) normalises each head of a projection
+/// viewed as [.., heads, head_dim] with a [heads, head_dim] weight: the norm
+/// of the projection itself, its runs of head_dim scaled by the weight's
+/// rows, then the view.
 struct RaiseDecomposedLayerNorm : OpRewritePattern<onnx::MulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(onnx::MulOp root, PatternRewriter &rewriter) const override {
     auto [weight, normed] = splitNormWeight(root);
-    if (!weight) return rewriter.notifyMatchFailure(root, "no 1-D constant weight operand");
+    bool perHead = !weight;
+    if (perHead) std::tie(weight, normed) = splitNormWeight(root, 2);
+    if (!weight) return rewriter.notifyMatchFailure(root, "no 1-D or 2-D constant weight operand");
     auto [centred, sqrt] = dividedBySqrt(normed);
     Value x = centred ? centredInput(centred) : Value();
     if (!x) return rewriter.notifyMatchFailure(root, "not (x - mean(x)) / sqrt(...)");
@@ -117,12 +124,27 @@ struct RaiseDecomposedLayerNorm : OpRewritePattern<onnx::MulOp> {
         !isConstantScalar(pow.getB(), 2.0) || reduce.getKeepdims() != 1 ||
         !isSingleAxis(reduce.getAxes(), -1, rankOf(x)))
       return rewriter.notifyMatchFailure(root, "variance is not mean((x - mean)^2, -1) + eps");
-    if (dimOf(weight, 0) != dimOf(x, -1))
+    if (dimOf(weight, -1) != dimOf(x, -1))
       return rewriter.notifyMatchFailure(root, "weight length differs from the hidden size");
-    auto norm = llm::LayerNormOp::create(rewriter, fusedLocOf({root, sqrt, reduce}), root.getType(),
-                                         skipCasts(x), weight, /*bias=*/Value(),
-                                         rewriter.getF32FloatAttr(*constantScalar(eps)));
-    rewriter.replaceOp(root, norm);
+    Location loc = fusedLocOf({root, sqrt, reduce});
+    FloatAttr epsilon = rewriter.getF32FloatAttr(*constantScalar(eps));
+    if (!perHead) {
+      rewriter.replaceOp(root, llm::LayerNormOp::create(rewriter, loc, root.getType(),
+                                                        skipCasts(x), weight, Value(), epsilon));
+      return success();
+    }
+    auto view = definedBy<onnx::ReshapeOp>(skipCasts(x));
+    Value projection = view ? view.getData() : Value();
+    int64_t heads = dimOf(weight, 0), head = dimOf(weight, 1);
+    if (!projection || rankOf(projection) < 1 || rankOf(projection) + 1 != rankOf(view) ||
+        dimOf(view, -2) != heads || dimOf(projection, -1) != heads * head ||
+        root.getType() != view.getType())
+      return rewriter.notifyMatchFailure(
+          root, "a [heads, head_dim] weight normalises what is not a projection viewed as "
+                "[.., heads, head_dim]");
+    Value norm = llm::LayerNormOp::create(rewriter, loc, projection.getType(), projection, weight,
+                                          Value(), epsilon);
+    rewriter.replaceOpWithNewOp<onnx::ReshapeOp>(root, root.getType(), norm, view.getShape());
     return success();
   }
 };

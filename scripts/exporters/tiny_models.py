@@ -133,6 +133,9 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # Cohere (Command-R): rotary over interleaved pairs with the angles repeated pairwise
     # before cos and sin, LayerNorm without a bias, parallel attention and MLP, logits scaled.
     "cohere": ("CohereConfig", dict(num_key_value_heads=2, logit_scale=0.5)),
+    # Command-R+: Cohere with a LayerNorm over each head's q and k features, a weight per head.
+    "cohere-qk-norm": ("CohereConfig", dict(num_key_value_heads=2, logit_scale=0.5,
+                                            use_qk_norm=True)),
     # Helium: Llama's block with the rotary over interleaved pairs, cos and sin halved from
     # transformers' full-width tables and repeated pairwise.
     "helium": ("HeliumConfig", dict(num_key_value_heads=2, head_dim=16)),

@@ -376,3 +376,19 @@ func.func @head_linear_features(%x: tensor<?x2x8xf32>, %w: tensor<2x4x4xf32>) ->
   %o = llm.head_linear %x, %w : (tensor<?x2x8xf32>, tensor<2x4x4xf32>) -> tensor<?x2x4xf32>
   return %o : tensor<?x2x4xf32>
 }
+
+// -----
+
+func.func @layer_norm_weight_rows(%x: tensor<?x12xf32>, %w: tensor<2x4xf32>) -> tensor<?x12xf32> {
+  // expected-error @+1 {{a [groups, n] weight must have a row for each of the 3 groups of the normalised dim}}
+  %n = llm.layer_norm %x, %w {epsilon = 1.0e-5 : f32} : (tensor<?x12xf32>, tensor<2x4xf32>) -> tensor<?x12xf32>
+  return %n : tensor<?x12xf32>
+}
+
+// -----
+
+func.func @layer_norm_bias_shape(%x: tensor<?x8xf32>, %w: tensor<2x4xf32>, %b: tensor<8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{the bias must have the weight's shape}}
+  %n = llm.layer_norm %x, %w, %b {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<2x4xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return %n : tensor<?x8xf32>
+}

@@ -143,6 +143,14 @@ func.func @moe_quantized_experts(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %
   return %y : tensor<?x?x8xf32>
 }
 
+// A norm whose weight has a row per head (Cohere's q/k LayerNorm).
+// CHECK-LABEL: func.func @layer_norm_per_head
+// CHECK: llm.layer_norm %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32} : (tensor<?x?x8xf32>, tensor<2x4xf32>) -> tensor<?x?x8xf32>
+func.func @layer_norm_per_head(%x: tensor<?x?x8xf32>, %w: tensor<2x4xf32>) -> tensor<?x?x8xf32> {
+  %n = llm.layer_norm %x, %w {epsilon = 1.0e-5 : f32} : (tensor<?x?x8xf32>, tensor<2x4xf32>) -> tensor<?x?x8xf32>
+  return %n : tensor<?x?x8xf32>
+}
+
 // Each head's features through that head's weight (multi-head latent
 // attention's up-projections), dense and ragged.
 // CHECK-LABEL: func.func @head_linear

@@ -214,6 +214,8 @@ EXPORTS = ROOT / "test" / "exporters"
     "optimum/codegen",
     # Rotary over interleaved pairs of inv_freq's angles; LayerNorm without a bias.
     "optimum/cohere",
+    "optimum/cohere-qk-norm",  # q and k LayerNorms with a weight per head
+
     "optimum/glm",
     # ALiBi over [batch * heads] batches; each head's q, k and v gathered from one view.
     "optimum/bloom",

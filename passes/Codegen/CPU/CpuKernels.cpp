@@ -74,11 +74,17 @@ Value loadBroadcast(KernelBuilder &kb, Value input, Value row, Value col) {
 /// for a layer norm), scaled by the weight, plus the bias.
 void emitNormRow(KernelBuilder &kb, Value x, Value weight, Value bias, Value out, Value row,
                  bool layer, double epsilon) {
-  int64_t features = staticDim(out, 1), group = staticDim(weight, 0);
+  // A weight [n] scales every run of n features alike, one [groups, n] run
+  // g by its row g (and the bias likewise).
+  bool perGroup = cast<MemRefType>(weight.getType()).getRank() == 2;
+  int64_t features = staticDim(out, 1), group = staticDim(weight, perGroup ? 1 : 0);
   Value zero = kb.index(0), width = kb.index(group), count = kb.f32(group);
   kb.forEach(zero, kb.index(features / group), [&](Value g) {
     Value first = kb.mulIndex(g, width);
     auto load = [&](Value memref, Value col) { return kb.load(memref, {row, kb.addIndex(first, col)}); };
+    auto loadScale = [&](Value memref, Value col) {
+      return perGroup ? kb.load(memref, {g, col}) : kb.load(memref, {col});
+    };
     Value mean = kb.f32(0.0);
     if (layer) {
       Value sum = kb.reduce(zero, width, kb.f32(0.0),
@@ -92,8 +98,8 @@ void emitNormRow(KernelBuilder &kb, Value x, Value weight, Value bias, Value out
     Value inverse = kb.div(kb.f32(1.0), kb.sqrt(kb.add(kb.div(squares, count), kb.f32(epsilon))));
     kb.forEach(zero, width, [&](Value col) {
       Value normed = kb.mul(kb.sub(load(x, col), mean), inverse);
-      Value scaled = kb.mul(normed, kb.load(weight, {col}));
-      if (bias) scaled = kb.add(scaled, kb.load(bias, {col}));
+      Value scaled = kb.mul(normed, loadScale(weight, col));
+      if (bias) scaled = kb.add(scaled, loadScale(bias, col));
       kb.store(scaled, out, {row, kb.addIndex(first, col)});
     });
   });

@@ -245,7 +245,10 @@ LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional
   // Each run of the weight's length is normalised on its own: a weight
   // shorter than the row is a per-head norm (Qwen3's and Gemma-3's q/k
   // norms), each head a row of its own, one block per (row, head).
-  int64_t features = cast<ShapedType>(op->getOperand(inputs - 1).getType()).getDimSize(0);
+  // A weight [groups, n] has a row for each head.
+  auto weightType = cast<ShapedType>(op->getOperand(inputs - 1).getType());
+  bool perHead = weightType.getRank() == 2;
+  int64_t features = weightType.getShape().back();
   if (features <= 0 || rowLength % features != 0)
     return op->emitOpError("has a weight whose length does not divide the row's");
   int64_t heads = rowLength / features;
@@ -263,11 +266,16 @@ LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional
                                                         ValueRange params) {
     RowThread rt(kb);
     // The block's row of the tensors, and where its head's features start.
-    Value row = rt.row, first = kb.index(0);
+    Value row = rt.row, head = kb.index(0), first = kb.index(0);
     if (heads > 1) {
       row = kb.divIndex(rt.row, kb.index(heads));
-      first = kb.mulIndex(kb.remIndex(rt.row, kb.index(heads)), kb.index(features));
+      head = kb.remIndex(rt.row, kb.index(heads));
+      first = kb.mulIndex(head, kb.index(features));
     }
+    auto scaleAt = [&](Value col) -> SmallVector<Value> {
+      if (perHead) return {head, col};
+      return {col};
+    };
     auto at = [&](Value col) -> SmallVector<Value> { return {row, kb.addIndex(first, col)}; };
     Value normed = params.back();
     Value x = params[0], weight = params[inputs - 1];
@@ -294,8 +302,8 @@ LogicalResult lowerNorm(StepContext &step, Operation *op, ArrayRef<std::optional
     Value inverse = kb.div(kb.f32(1.0), kb.sqrt(kb.add(kb.div(squares, count), kb.f32(epsilon))));
     rt.forEach(kb, features, [&](Value col, DeferredStores &stores) {
       Value scaled = kb.mul(kb.mul(kb.sub(loadF32(kb, x, at(col)), mean), inverse),
-                            loadF32(kb, weight, {col}));
-      if (bias) scaled = kb.add(scaled, loadF32(kb, bias, {col}));
+                            loadF32(kb, weight, scaleAt(col)));
+      if (bias) scaled = kb.add(scaled, loadF32(kb, bias, scaleAt(col)));
       stores.store(scaled, normed, at(col));
     });
   });

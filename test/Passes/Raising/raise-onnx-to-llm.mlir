@@ -417,6 +417,63 @@ func.func @layer_norm_times_inverse_sqrt(%x: tensor<2x16xf32>) -> tensor<2x16xf3
 
 // -----
 
+// Cohere's q/k norm (use_qk_norm): a LayerNorm over each head of a
+// projection viewed as [tokens, heads, head_dim], its weight a row per head,
+// is the LayerNorm of the projection itself (its runs of 4 scaled by the
+// weight's rows), then the view.
+// CHECK-LABEL: func.func @layer_norm_per_head
+//  CHECK-SAME:   (%[[P:.*]]: tensor<3x8xf32>)
+//       CHECK:   %[[W:.*]] = llm.constant dense<{{\[\[}}5.000000e-01, 1.000000e+00, 1.500000e+00, 2.000000e+00], [2.500000e+00, 3.000000e+00, 3.500000e+00, 4.000000e+00]]> : tensor<2x4xf32>
+//       CHECK:   %[[N:.*]] = llm.layer_norm %[[P]], %[[W]] {epsilon = 9.99999974E-6 : f32} : (tensor<3x8xf32>, tensor<2x4xf32>) -> tensor<3x8xf32>
+//       CHECK:   %[[V:.*]] = onnx.Reshape %[[N]], %{{.*}} : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<3x2x4xf32>
+//       CHECK:   return %[[V]]
+func.func @layer_norm_per_head(%p: tensor<3x8xf32>) -> tensor<3x2x4xf32> {
+  %shape = onnx.Constant dense<[3, 2, 4]> : tensor<3xi64>
+  %x = onnx.Reshape %p, %shape : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<3x2x4xf32>
+  %axes = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-5> : tensor<f32>
+  %w = onnx.Constant dense<[[0.5, 1.0, 1.5, 2.0], [2.5, 3.0, 3.5, 4.0]]> : tensor<2x4xf32>
+  %mean = onnx.ReduceMean %x, %axes : (tensor<3x2x4xf32>, tensor<1xi64>) -> tensor<3x2x1xf32>
+  %d = onnx.Sub %x, %mean : (tensor<3x2x4xf32>, tensor<3x2x1xf32>) -> tensor<3x2x4xf32>
+  %sq = onnx.Pow %d, %two : (tensor<3x2x4xf32>, tensor<f32>) -> tensor<3x2x4xf32>
+  %var = onnx.ReduceMean %sq, %axes : (tensor<3x2x4xf32>, tensor<1xi64>) -> tensor<3x2x1xf32>
+  %ve = onnx.Add %var, %eps : (tensor<3x2x1xf32>, tensor<f32>) -> tensor<3x2x1xf32>
+  %std = onnx.Sqrt %ve : (tensor<3x2x1xf32>) -> tensor<3x2x1xf32>
+  %inv = onnx.Div %one, %std : (tensor<f32>, tensor<3x2x1xf32>) -> tensor<3x2x1xf32>
+  %n = onnx.Mul %d, %inv : (tensor<3x2x4xf32>, tensor<3x2x1xf32>) -> tensor<3x2x4xf32>
+  %y = onnx.Mul %w, %n : (tensor<2x4xf32>, tensor<3x2x4xf32>) -> tensor<3x2x4xf32>
+  return %y : tensor<3x2x4xf32>
+}
+
+// -----
+
+// Near miss: a weight per head on what is no view of a projection (an
+// input already [tokens, heads, head_dim]) stays unraised.
+// CHECK-LABEL: func.func @layer_norm_per_head_of_no_view
+//   CHECK-NOT:   llm.layer_norm
+//       CHECK:   return
+func.func @layer_norm_per_head_of_no_view(%x: tensor<3x2x4xf32>) -> tensor<3x2x4xf32> {
+  %axes = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %one = onnx.Constant dense<1.0> : tensor<f32>
+  %two = onnx.Constant dense<2.0> : tensor<f32>
+  %eps = onnx.Constant dense<1.0e-5> : tensor<f32>
+  %w = onnx.Constant dense<[[0.5, 1.0, 1.5, 2.0], [2.5, 3.0, 3.5, 4.0]]> : tensor<2x4xf32>
+  %mean = onnx.ReduceMean %x, %axes : (tensor<3x2x4xf32>, tensor<1xi64>) -> tensor<3x2x1xf32>
+  %d = onnx.Sub %x, %mean : (tensor<3x2x4xf32>, tensor<3x2x1xf32>) -> tensor<3x2x4xf32>
+  %sq = onnx.Pow %d, %two : (tensor<3x2x4xf32>, tensor<f32>) -> tensor<3x2x4xf32>
+  %var = onnx.ReduceMean %sq, %axes : (tensor<3x2x4xf32>, tensor<1xi64>) -> tensor<3x2x1xf32>
+  %ve = onnx.Add %var, %eps : (tensor<3x2x1xf32>, tensor<f32>) -> tensor<3x2x1xf32>
+  %std = onnx.Sqrt %ve : (tensor<3x2x1xf32>) -> tensor<3x2x1xf32>
+  %inv = onnx.Div %one, %std : (tensor<f32>, tensor<3x2x1xf32>) -> tensor<3x2x1xf32>
+  %n = onnx.Mul %d, %inv : (tensor<3x2x4xf32>, tensor<3x2x1xf32>) -> tensor<3x2x4xf32>
+  %y = onnx.Mul %w, %n : (tensor<2x4xf32>, tensor<3x2x4xf32>) -> tensor<3x2x4xf32>
+  return %y : tensor<3x2x4xf32>
+}
+
+// -----
+
 // Near miss: the variance is of x, not of x - mean; that is no LayerNorm (nor
 // an RMSNorm of the centred value), and stays unraised.
 // CHECK-LABEL: func.func @layer_norm_of_other_variance
