@@ -320,7 +320,7 @@ SmallVector<Value> Int8Weight::buffers() const {
   return memrefs;
 }
 
-std::optional<PackedWeight> packForInt8Matmul(const codegen::BlockQuantized &weight,
+std::optional<PackedWeight> packForInt8Matmul(const llm::BlockQuantized &weight,
                                               MLIRContext *context) {
   if (weight.blockSize % 16 != 0 || weight.hasFloatZeroPoints() || weight.cols % 16 != 0)
     return std::nullopt;

@@ -12,7 +12,7 @@
 #define LLMC_PASSES_CODEGEN_CPU_CPULOWERING_H
 
 #include "passes/Codegen/CPU/Passes.h"
-#include "passes/Codegen/Common/BlockQuantized.h"
+#include "dialects/llm/BlockQuantized.h"
 #include "passes/Codegen/Common/KernelBuilder.h"
 #include "passes/Codegen/Common/LoweredOperands.h"
 #include "passes/Codegen/Common/RowMath.h"
@@ -342,7 +342,7 @@ struct PackedWeight {
   mlir::ElementsAttr codes, scales, zeroPoints;
   int64_t bits, blockSize;
 };
-std::optional<PackedWeight> packForCpu(const codegen::BlockQuantized &weight,
+std::optional<PackedWeight> packForCpu(const llm::BlockQuantized &weight,
                                        mlir::MLIRContext *context);
 /// A packed weight's codes or zero points (i8) or scales (f32), of `shape`,
 /// as a blob for weights.bin.
@@ -497,7 +497,7 @@ void emitInt8TileOfRows(KernelBuilder &kb, const Int8Weight &weight, QuantizedRo
 /// The int8-activation layout of a quantised weight, or nullopt where that
 /// matmul cannot read it (a block size or K not a multiple of 16, float zero
 /// points).
-std::optional<PackedWeight> packForInt8Matmul(const codegen::BlockQuantized &weight,
+std::optional<PackedWeight> packForInt8Matmul(const llm::BlockQuantized &weight,
                                               mlir::MLIRContext *context);
 /// output = epilogue(input * weight) with the input's rows quantised to
 /// int8 and integer products (AVX-512 VNNI).

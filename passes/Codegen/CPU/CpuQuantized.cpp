@@ -229,7 +229,7 @@ ElementsAttr packedBlob(const std::vector<float> &values, ArrayRef<int64_t> shap
   return blobOf(values, shape, name, Float32Type::get(context));
 }
 
-std::optional<PackedWeight> packForCpu(const codegen::BlockQuantized &weight, MLIRContext *context) {
+std::optional<PackedWeight> packForCpu(const llm::BlockQuantized &weight, MLIRContext *context) {
   if (weight.blockSize % kLanes != 0 || weight.hasFloatZeroPoints()) return std::nullopt;
   int64_t rows = weight.rows, blocks = weight.blocks(), paddedCols = blocks * weight.blockSize;
   int64_t rowBytes = paddedCols * weight.bits / 8;

@@ -288,7 +288,7 @@ private:
   FailureOr<std::optional<cpu::Int8Weight>> int8WeightOf(Value value) {
     if (auto known = int8Refs.find(value); known != int8Refs.end()) return known->second;
     auto dequantize = value.getDefiningOp<llm::DequantizeOp>();
-    auto quantized = codegen::BlockQuantized::read(dequantize);
+    auto quantized = llm::BlockQuantized::read(dequantize);
     if (failed(quantized)) return failure();
     std::optional<cpu::Int8Weight> weight;
     if (auto packed = cpu::packForInt8Matmul(*quantized, value.getContext())) {
@@ -307,7 +307,7 @@ private:
   FailureOr<cpu::MatmulWeight> packedWeightOf(Value value) {
     if (auto known = packedRefs.find(value); known != packedRefs.end()) return known->second;
     auto dequantize = value.getDefiningOp<llm::DequantizeOp>();
-    auto quantized = codegen::BlockQuantized::read(dequantize);
+    auto quantized = llm::BlockQuantized::read(dequantize);
     if (failed(quantized)) return failure();
     cpu::MatmulWeight weight;
     std::optional<cpu::PackedWeight> packed = cpu::packForCpu(*quantized, value.getContext());

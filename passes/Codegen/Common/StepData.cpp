@@ -1,6 +1,6 @@
 //===- StepData.cpp - what target lowerings read off the planned step -----===//
 #include "passes/Codegen/Common/StepData.h"
-#include "passes/Codegen/Common/BlockQuantized.h"
+#include "dialects/llm/BlockQuantized.h"
 
 #include "passes/Serving/StepFunction.h"
 #include "llmc/Support/ElementsData.h"
@@ -22,7 +22,7 @@ FailureOr<ElementsAttr> weightConstant(Value value, StringRef target) {
   if (auto constant = dyn_cast_or_null<llm::ConstantOp>(def)) {
     data = dyn_cast<ElementsAttr>(constant.getValue());
   } else if (auto dequantize = dyn_cast_or_null<llm::DequantizeOp>(def)) {
-    auto unpacked = dequantizeConstant(dequantize);
+    auto unpacked = llm::dequantizeConstant(dequantize);
     if (failed(unpacked)) return failure();
     data = *unpacked;
   }

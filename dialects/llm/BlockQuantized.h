@@ -12,8 +12,8 @@
 // Targets read the constants through this view: to widen them to f32, or to
 // repack them for a kernel that keeps them packed.
 //===----------------------------------------------------------------------===//
-#ifndef LLMC_PASSES_CODEGEN_COMMON_BLOCKQUANTIZED_H
-#define LLMC_PASSES_CODEGEN_COMMON_BLOCKQUANTIZED_H
+#ifndef LLMC_DIALECTS_LLM_BLOCKQUANTIZED_H
+#define LLMC_DIALECTS_LLM_BLOCKQUANTIZED_H
 
 #include "dialects/llm/LlmDialect.h"
 
@@ -22,7 +22,7 @@
 #include <memory>
 #include <vector>
 
-namespace llmc::codegen {
+namespace llmc::llm {
 
 class BlockQuantized {
 public:
@@ -69,6 +69,6 @@ private:
 /// compile time; an error on the op for what BlockQuantized::read refuses.
 mlir::FailureOr<mlir::ElementsAttr> dequantizeConstant(llm::DequantizeOp op);
 
-} // namespace llmc::codegen
+} // namespace llmc::llm
 
-#endif // LLMC_PASSES_CODEGEN_COMMON_BLOCKQUANTIZED_H
+#endif // LLMC_DIALECTS_LLM_BLOCKQUANTIZED_H

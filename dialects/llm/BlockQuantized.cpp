@@ -1,5 +1,5 @@
 //===- BlockQuantized.cpp - packed weights read at compile time -----------===//
-#include "passes/Codegen/Common/BlockQuantized.h"
+#include "dialects/llm/BlockQuantized.h"
 
 #include "llmc/Support/ElementsData.h"
 
@@ -8,7 +8,7 @@
 
 using namespace mlir;
 
-namespace llmc::codegen {
+namespace llmc::llm {
 
 /// The packed bytes of a code operand: a uint8 container's as they are, a
 /// uint4 or int4 tensor's two codes a byte, low first (a dense attribute
@@ -133,4 +133,4 @@ FailureOr<ElementsAttr> dequantizeConstant(llm::DequantizeOp op) {
       type, "dequantized", HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(values))));
 }
 
-} // namespace llmc::codegen
+} // namespace llmc::llm
