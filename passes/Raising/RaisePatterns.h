@@ -203,8 +203,9 @@ bool onlyReadBy(mlir::Value value, mlir::Operation *reader);
 
 /// `linear` computing its output features in another order: feature i of
 /// the new linear is feature order[i] of `linear`, its constant weight and
-/// bias reordered once, at compile time (inserted before `linear`). Null
-/// when either is not an f32 constant.
+/// bias reordered once, at compile time (inserted before `linear`); a
+/// quantized [out, in] weight (MatMulNBits') moves its packed rows. Null
+/// when the weight or bias is neither.
 llm::LinearOp reorderColumns(mlir::OpBuilder &builder, llm::LinearOp linear,
                              llvm::ArrayRef<int64_t> order);
 

@@ -280,12 +280,54 @@ bool onlyReadBy(Value value, Operation *reader) {
   });
 }
 
+/// `dequantize`, an [out, in] weight of constants (MatMulNBits'), with its
+/// rows in `order`: the rows of its codes, scales and zero points, each a
+/// run of bytes, moved as they are. Null when an operand is not a constant
+/// of whole bytes with a row per output feature.
+static Value reorderQuantizedRows(OpBuilder &builder, llm::DequantizeOp dequantize,
+                                  ArrayRef<int64_t> order) {
+  Location loc = dequantize.getLoc();
+  SmallVector<Value> operands;
+  for (Value operand : dequantize->getOperands()) {
+    auto bytes = readConstantBytes(operand);
+    auto type = cast<RankedTensorType>(operand.getType());
+    if (!bytes || type.getRank() < 1 || type.getDimSize(0) != int64_t(order.size()))
+      return nullptr;
+    size_t row = bytes->size() / order.size();
+    std::vector<char> reordered(bytes->size());
+    for (auto [i, source] : llvm::enumerate(order))
+      std::copy_n(bytes->begin() + source * row, row, reordered.begin() + i * row);
+    auto blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+        ArrayRef<char>(reordered), std::max<size_t>(1, type.getElementTypeBitWidth() / 8));
+    auto value = DenseResourceElementsAttr::get(type, "repacked", std::move(blob));
+    operands.push_back(onnx::ConstantOp::create(builder, loc, type, value));
+  }
+  Value zeroPoints = operands.size() == 3 ? operands[2] : Value();
+  return llm::DequantizeOp::create(builder, loc, dequantize.getType(), operands[0], operands[1],
+                                   zeroPoints, dequantize.getBitsAttr(),
+                                   dequantize.getBlockSizeAttr());
+}
+
 llm::LinearOp reorderColumns(OpBuilder &builder, llm::LinearOp linear, ArrayRef<int64_t> order) {
-  auto weight = readConstantFloats(linear.getWeight());
-  std::optional<std::vector<float>> bias;
-  if (!weight || (!isNone(linear.getBias()) && !(bias = readConstantFloats(linear.getBias()))))
-    return nullptr;
   bool transposed = linear.getTransposeWeight();
+  std::optional<std::vector<float>> bias;
+  if (!isNone(linear.getBias()) && !(bias = readConstantFloats(linear.getBias()))) return nullptr;
+  auto biasOf = [&](Location loc) -> Value {
+    if (!bias) return Value();
+    std::vector<float> reorderedBias(order.size());
+    for (auto [i, feature] : llvm::enumerate(order)) reorderedBias[i] = (*bias)[feature];
+    return createF32Constant(builder, loc, {int64_t(order.size())}, reorderedBias);
+  };
+  if (auto dequantize = definedBy<llm::DequantizeOp>(linear.getWeight())) {
+    // The new dequantize is no constant that the driver would hoist.
+    builder.setInsertionPoint(linear);
+    Value weight = transposed ? reorderQuantizedRows(builder, dequantize, order) : Value();
+    if (!weight) return nullptr;
+    return llm::LinearOp::create(builder, linear.getLoc(), linear.getType(), linear.getInput(),
+                                 weight, biasOf(linear.getLoc()), linear.getTransposeWeightAttr());
+  }
+  auto weight = readConstantFloats(linear.getWeight());
+  if (!weight) return nullptr;
   int64_t out = int64_t(order.size()), in = int64_t(weight->size()) / out;
   std::vector<float> reordered(weight->size());
   for (int64_t i = 0; i < in; ++i)
@@ -297,12 +339,7 @@ llm::LinearOp reorderColumns(OpBuilder &builder, llm::LinearOp linear, ArrayRef<
   Location loc = linear.getLoc();
   auto weightShape = cast<ShapedType>(linear.getWeight().getType()).getShape();
   Value newWeight = createF32Constant(builder, loc, weightShape, reordered);
-  Value newBias;
-  if (bias) {
-    std::vector<float> reorderedBias(order.size());
-    for (auto [i, feature] : llvm::enumerate(order)) reorderedBias[i] = (*bias)[feature];
-    newBias = createF32Constant(builder, loc, {out}, reorderedBias);
-  }
+  Value newBias = biasOf(loc);
   builder.setInsertionPoint(linear);
   return llm::LinearOp::create(builder, loc, linear.getType(), linear.getInput(), newWeight,
                                newBias, linear.getTransposeWeightAttr());

@@ -13,10 +13,12 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Serving/Passes.h"
 
+#include "dialects/llm/BlockQuantized.h"
 #include "llmc/Support/ElementsData.h"
 #include "llmc/Support/MatchFailureListener.h"
 #include "llmc/Support/TensorShape.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -53,10 +55,19 @@ FailureOr<ProjectedColumns> projectedColumns(Value value) {
   return ProjectedColumns{linear, offset, sizes[part]};
 }
 
-/// The f32 contents of an llm.constant, or nullopt.
-std::optional<ArrayRef<float>> constantFloats(Value value, std::vector<char> &storage) {
-  auto constant = value.getDefiningOp<llm::ConstantOp>();
-  auto attr = constant ? dyn_cast<ElementsAttr>(constant.getValue()) : nullptr;
+/// The f32 values of an llm.constant, or of an llm.dequantize of constants
+/// (a quantized kv_b_proj, widened once at compile time), or nullopt.
+std::optional<ArrayRef<float>> constantFloats(Value value, std::vector<char> &storage,
+                                              ElementsAttr &widened) {
+  ElementsAttr attr;
+  if (auto constant = value.getDefiningOp<llm::ConstantOp>())
+    attr = dyn_cast<ElementsAttr>(constant.getValue());
+  if (auto dequantize = value.getDefiningOp<llm::DequantizeOp>()) {
+    // One this cannot read stays expanded; the target's lowering says why.
+    ScopedDiagnosticHandler quiet(value.getContext(), [](Diagnostic &) { return success(); });
+    FailureOr<ElementsAttr> values = llm::dequantizeConstant(dequantize);
+    if (succeeded(values)) attr = widened = *values;
+  }
   if (!attr || !attr.getElementType().isF32()) return std::nullopt;
   auto bytes = elementsBytes(attr, storage);
   if (failed(bytes)) return std::nullopt;
@@ -68,11 +79,13 @@ std::optional<ArrayRef<float>> constantFloats(Value value, std::vector<char> &st
 /// `heads` runs of `width` columns: [heads, latent, width] (each head's
 /// columns as they are: the value's up-projection) or, `transposed`,
 /// [heads, width, latent] (the key's up-projection, which the query goes
-/// through backwards). Fails unless the weight is an f32 constant.
+/// through backwards). Fails unless the weight is an f32 constant or
+/// dequantizes constants.
 FailureOr<std::vector<float>> upProjections(ProjectedColumns columns, int64_t heads,
                                             int64_t width, bool transposed) {
   std::vector<char> storage;
-  auto weight = constantFloats(columns.linear.getWeight(), storage);
+  ElementsAttr widened; // keeps a dequantized weight's values alive
+  auto weight = constantFloats(columns.linear.getWeight(), storage, widened);
   if (!weight) return failure();
   int64_t out = dimOf(columns.linear.getOutput(), -1);
   int64_t latent = int64_t(weight->size()) / out;
@@ -186,8 +199,8 @@ struct AttendOverLatent : OpRewritePattern<llm::AttentionOp> {
     auto keyUp = upProjections(*keyColumns, heads, keyWidth, /*transposed=*/true);
     auto valueUp = upProjections(*valueColumns, heads, valueWidth, /*transposed=*/false);
     if (failed(keyUp) || failed(valueUp))
-      return rewriter.notifyMatchFailure(attention,
-                                         "an up-projection's weight is not f32 constant");
+      return rewriter.notifyMatchFailure(
+          attention, "an up-projection's weight is neither an f32 constant nor dequantized ones");
 
     Location loc = attention.getLoc();
     rewriter.setInsertionPoint(attention);

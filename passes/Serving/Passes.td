@@ -31,7 +31,9 @@ def LlmAbsorbLatentAttentionPass
     for keys and as many for values, instead of heads * head_dim each
     (DeepSeek-V3: 2 * 576 floats against 2 * 128 * 192).
 
-    It needs the up-projection's weight as an f32 constant without a bias,
+    It needs the up-projection's weight as an f32 constant or an
+    llm.dequantize of constants (widened once into the two f32 weights),
+    without a bias,
     the keys and values as its columns through llm.split_heads, and a cache
     only attention and the present outputs read; other attention is left
     alone (`-debug-only=llm-absorb-latent-attention` says why).

@@ -22,6 +22,7 @@ test_exporters.py checks the same exporters' files against onnxruntime.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -261,6 +262,25 @@ def test_llmc_quantize_output_runs_in_onnxruntime_and_llmc_alike(family, method,
     assert "GatherBlockQuantized" in ops and "Gather" not in _gathers_of_constants(model)
     assert (output.parent / "config.json").exists()
     artifact = compile_model(output, tmp_path / "model.llmc")
+    llmc_model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
+    try:
+        assert compare(llmc_model, output) == ""
+    finally:
+        llmc_model.close()
+
+
+def test_quantized_latent_attention_attends_over_its_latent(tmp_path):
+    """DeepSeek-V3 quantized by `llmc quantize` (kv_b_proj, q_b_proj and the experts in
+    MatMulNBits): raising moves the packed rows of the projections it reorders by head, the
+    serving form widens kv_b_proj once into the per-head up-projections and caches the latent
+    and the rotary key (one KV head of 16 + 8 features), and the artifact computes what
+    onnxruntime computes on the quantized file."""
+    output = tmp_path / "quantized" / "model.onnx"
+    subprocess.run([str(LLMC), "quantize", str(EXPORTS_DIR / "optimum/deepseek-v3/model.onnx"),
+                    "-o", str(output), "--bits", "4", "--quiet"], check=True)
+    artifact = compile_model(output, tmp_path / "model.llmc")
+    manifest = json.loads((artifact / "manifest.json").read_text())["model"]
+    assert (manifest["num_kv_heads"], manifest["head_dim"]) == (1, 24)
     llmc_model = Model(artifact, num_kv_blocks=NUM_KV_BLOCKS)
     try:
         assert compare(llmc_model, output) == ""

@@ -4,7 +4,7 @@
 // first, of the latent attention that the first case's rewrite made):
 // WHY: [llm-absorb-latent-attention] {{.*}}: no match: attention reads one KV head already
 // WHY: [llm-absorb-latent-attention] {{.*}}: no match: the keys are not each query head's features and one shared rotary head
-// WHY: [llm-absorb-latent-attention] {{.*}}: no match: an up-projection's weight is not f32 constant
+// WHY: [llm-absorb-latent-attention] {{.*}}: no match: an up-projection's weight is neither an f32 constant nor dequantized ones
 // WHY: [llm-absorb-latent-attention] {{.*}}: no match: an up-projection has a bias
 // WHY: [llm-absorb-latent-attention] {{.*}}: no match: the cache is not a past input joined by kv_concat that only attention and the present output read
 
@@ -161,4 +161,28 @@ func.func @cache_read_elsewhere(%x: tensor<1x4x2xf32>, %kpe: tensor<1x1x4x1xf32>
   %a = llm.attention %qq, %kc, %vc {causal, scale = 0.5 : f32} : (tensor<1x2x4x3xf32>, tensor<1x2x?x3xf32>, tensor<1x2x?x3xf32>) -> tensor<1x2x4x3xf32>
   %twice = llm.add %kc, %kc : (tensor<1x2x?x3xf32>, tensor<1x2x?x3xf32>) -> tensor<1x2x?x3xf32>
   return %a, %twice : tensor<1x2x4x3xf32>, tensor<1x2x?x3xf32>
+}
+
+// -----
+
+// A quantized up-projection (MatMulNBits' [out, in] codes, a block of 16
+// along the 2 latent features) is widened once into the per-head weights
+// (test_quantized_cpu.py checks their values against onnxruntime).
+// CHECK-LABEL: func.func @quantized_up_projection
+//   CHECK-NOT:   llm.dequantize
+//       CHECK:   llm.head_linear %{{.*}}, %{{.*}} : (tensor<1x2x4x2xf32>, tensor<2x2x2xf32>) -> tensor<1x2x4x2xf32>
+//       CHECK:   llm.attention %{{.*}} : (tensor<1x2x4x3xf32>, tensor<1x1x4x3xf32>, tensor<1x1x4x2xf32>) -> tensor<1x2x4x2xf32>
+//       CHECK:   llm.head_linear %{{.*}}, %{{.*}} : (tensor<1x2x4x2xf32>, tensor<2x2x3xf32>) -> tensor<1x2x4x3xf32>
+func.func @quantized_up_projection(%x: tensor<1x4x2xf32>, %kpe: tensor<1x1x4x1xf32>, %qn: tensor<1x2x4x2xf32>, %qpe: tensor<1x2x4x1xf32>) -> tensor<1x2x4x3xf32> {
+  %qq = llm.concat_heads %qn, %qpe : (tensor<1x2x4x2xf32>, tensor<1x2x4x1xf32>) -> tensor<1x2x4x3xf32>
+  %codes = llm.constant dense<154> : tensor<10x1x8xui8>
+  %scales = llm.constant dense<0.25> : tensor<10x1xf32>
+  %wkvb = llm.dequantize %codes, %scales {bits = 4 : i64, block_size = 16 : i64} : (tensor<10x1x8xui8>, tensor<10x1xf32>) -> tensor<10x2xf32>
+  %kv = llm.linear %x, %wkvb {transpose_weight} : (tensor<1x4x2xf32>, tensor<10x2xf32>) -> tensor<1x4x10xf32>
+  %kvs:2 = llm.split %kv {sizes = array<i64: 4, 6>} : (tensor<1x4x10xf32>) -> (tensor<1x4x4xf32>, tensor<1x4x6xf32>)
+  %kn = llm.split_heads %kvs#0 {num_heads = 2 : i64} : (tensor<1x4x4xf32>) -> tensor<1x2x4x2xf32>
+  %v = llm.split_heads %kvs#1 {num_heads = 2 : i64} : (tensor<1x4x6xf32>) -> tensor<1x2x4x3xf32>
+  %k = llm.concat_heads %kn, %kpe : (tensor<1x2x4x2xf32>, tensor<1x1x4x1xf32>) -> tensor<1x2x4x3xf32>
+  %a = llm.attention %qq, %k, %v {causal, scale = 0.5 : f32} : (tensor<1x2x4x3xf32>, tensor<1x2x4x3xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x4x3xf32>
+  return %a : tensor<1x2x4x3xf32>
 }
