@@ -10,7 +10,8 @@ same model with the f32 cache:
     f32 cache's, and differ from them (the stored rows are really what attention reads),
     with rotary embeddings fused into the write (Llama, partial rotary Phi-2), a learned
     position embedding and an unfused write (GPT-2), softcapping and a sliding window
-    (Gemma 2), and quantised weights (genai int4 Qwen3);
+    (Gemma 2), quantised weights (genai int4 Qwen3), and multi-head latent attention over
+    its cached latent (DeepSeek-V3: one KV head, values narrower than the keys);
   * a prompt's logits alone and in a batch are bit-identical (each row is stored alone);
   * the runtime sizes the cache by bytes, so the same memory holds more blocks: 2x for bf16,
     4 * head_dim / (head_dim + 4) for int8;
@@ -31,7 +32,7 @@ from test_exporters import EXPORTS_DIR, LLMC, NUM_KV_BLOCKS, seeded_prompts
 from test_quantized_cpu import compile_model, ragged_steps
 
 EXPORTS = ["optimum/llama-gqa", "optimum/phi2", "optimum/gpt2", "optimum/gemma2",
-           "genai-int4/qwen3"]
+           "genai-int4/qwen3", "optimum/deepseek-v3-yarn"]
 DTYPES = ["bf16", "int8"]
 MAX_REL_ERROR = 0.05  # keys and values rounded to 8 bits: about 1% on these models
 
