@@ -133,4 +133,12 @@ FailureOr<ElementsAttr> dequantizeConstant(llm::DequantizeOp op) {
       type, "dequantized", HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(values))));
 }
 
+FailureOr<ElementsAttr> weightValues(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (auto constant = dyn_cast_or_null<ConstantOp>(def))
+    return ElementsAttr(dyn_cast<ElementsAttr>(constant.getValue()));
+  if (auto dequantize = dyn_cast_or_null<DequantizeOp>(def)) return dequantizeConstant(dequantize);
+  return ElementsAttr();
+}
+
 } // namespace llmc::llm

@@ -69,6 +69,12 @@ private:
 /// compile time; an error on the op for what BlockQuantized::read refuses.
 mlir::FailureOr<mlir::ElementsAttr> dequantizeConstant(llm::DequantizeOp op);
 
+/// The values of a weight known at compile time: an llm.constant's, or an
+/// llm.dequantize of constants widened to f32 (a failure, with
+/// dequantizeConstant's error, when it cannot be read); null for any other
+/// value.
+mlir::FailureOr<mlir::ElementsAttr> weightValues(mlir::Value value);
+
 } // namespace llmc::llm
 
 #endif // LLMC_DIALECTS_LLM_BLOCKQUANTIZED_H

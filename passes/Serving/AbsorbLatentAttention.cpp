@@ -8,7 +8,8 @@
 // equals (sum_t p_t c_t) W_v,h, so attention can read the latent and the
 // rotary key as one KV head: the cache holds kv_lora_rank + rope features a
 // token instead of heads * (key + value) features (DeepSeek-V3: 576 against
-// 40,960), while the up-projections move to the query and the output.
+// 40,960; the pool pads each value row to the keys' width), while the
+// up-projections move to the query and the output.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Serving/Passes.h"
@@ -57,17 +58,14 @@ FailureOr<ProjectedColumns> projectedColumns(Value value) {
 
 /// The f32 values of an llm.constant, or of an llm.dequantize of constants
 /// (a quantized kv_b_proj, widened once at compile time), or nullopt.
-std::optional<ArrayRef<float>> constantFloats(Value value, std::vector<char> &storage,
-                                              ElementsAttr &widened) {
-  ElementsAttr attr;
-  if (auto constant = value.getDefiningOp<llm::ConstantOp>())
-    attr = dyn_cast<ElementsAttr>(constant.getValue());
-  if (auto dequantize = value.getDefiningOp<llm::DequantizeOp>()) {
-    // One this cannot read stays expanded; the target's lowering says why.
+std::optional<ArrayRef<float>> constantFloats(Value value, std::vector<char> &storage) {
+  FailureOr<ElementsAttr> values;
+  {
+    // A weight this cannot read stays expanded; the target's lowering says why.
     ScopedDiagnosticHandler quiet(value.getContext(), [](Diagnostic &) { return success(); });
-    FailureOr<ElementsAttr> values = llm::dequantizeConstant(dequantize);
-    if (succeeded(values)) attr = widened = *values;
+    values = llm::weightValues(value);
   }
+  ElementsAttr attr = succeeded(values) ? *values : nullptr;
   if (!attr || !attr.getElementType().isF32()) return std::nullopt;
   auto bytes = elementsBytes(attr, storage);
   if (failed(bytes)) return std::nullopt;
@@ -84,8 +82,7 @@ std::optional<ArrayRef<float>> constantFloats(Value value, std::vector<char> &st
 FailureOr<std::vector<float>> upProjections(ProjectedColumns columns, int64_t heads,
                                             int64_t width, bool transposed) {
   std::vector<char> storage;
-  ElementsAttr widened; // keeps a dequantized weight's values alive
-  auto weight = constantFloats(columns.linear.getWeight(), storage, widened);
+  auto weight = constantFloats(columns.linear.getWeight(), storage);
   if (!weight) return failure();
   int64_t out = dimOf(columns.linear.getOutput(), -1);
   int64_t latent = int64_t(weight->size()) / out;

@@ -18,14 +18,9 @@ namespace llmc::codegen {
 
 FailureOr<ElementsAttr> weightConstant(Value value, StringRef target) {
   Operation *def = value.getDefiningOp();
-  ElementsAttr data;
-  if (auto constant = dyn_cast_or_null<llm::ConstantOp>(def)) {
-    data = dyn_cast<ElementsAttr>(constant.getValue());
-  } else if (auto dequantize = dyn_cast_or_null<llm::DequantizeOp>(def)) {
-    auto unpacked = llm::dequantizeConstant(dequantize);
-    if (failed(unpacked)) return failure();
-    data = *unpacked;
-  }
+  FailureOr<ElementsAttr> values = llm::weightValues(value);
+  if (failed(values)) return failure();
+  ElementsAttr data = *values;
   if (!data) {
     if (def) return def->emitOpError("has no ") << target << " lowering", failure();
     return emitError(value.getLoc(), "the step reads an input the step ABI does not have"), failure();
