@@ -42,9 +42,11 @@ OPTIMUM_FP16_FAMILIES+=" gpt-neo deepseek-v3"
 # gpt-oss-mxfp4's MXFP4 experts matter only to the genai builder's int4 export: optimum (and
 # the builder at fp32 and fp16) would write gpt-oss's form again, over other weights.
 MXFP4_FAMILIES="gpt-oss-mxfp4"
+# Families optimum-onnx has no export config for (`optimum-cli` refuses their model type).
+OPTIMUM_UNSUPPORTED_FAMILIES="ernie hunyuan"
 for model in "$work"/hf/*/; do
   family=$(basename "$model")
-  [[ " $MXFP4_FAMILIES " == *" $family "* ]] && continue
+  [[ " $MXFP4_FAMILIES $OPTIMUM_UNSUPPORTED_FAMILIES " == *" $family "* ]] && continue
   out=$ROOT/test/exporters/optimum/$family
   echo "make-exporter-fixtures: optimum $family"
   .venv-optimum/bin/optimum-cli export onnx --model "$model" \
@@ -112,7 +114,7 @@ for model in "$work"/hf-genai/*/; do
 done
 # torch.onnx's dynamo exporter (through transformers' OnnxExporter), with the KV cache.
 declare -A DYNAMO_FAMILIES=(
-  [18]="llama-gqa gemma gpt2 phi3 qwen3 stablelm gpt-neox opt gpt-bigcode gptj codegen cohere cohere-qk-norm bloom mpt gpt-neo"
+  [18]="llama-gqa gemma gpt2 phi3 qwen3 stablelm gpt-neox opt gpt-bigcode gptj codegen cohere cohere-qk-norm bloom mpt gpt-neo ernie hunyuan"
   [23]="llama-gqa gemma gpt2 qwen3"
 )
 for opset in 18 23; do

@@ -274,10 +274,40 @@ struct NormBeforeSplitHeads : OpRewritePattern<llm::RmsNormOp> {
   }
 };
 
+/// rms_norm(y) over each head's features, y [batch, heads, seq, head_dim]
+/// made by another op of the heads form (Hunyuan normalises q and k after the
+/// rotary) -> split_heads(the per-head rms_norm of merge_heads(y)). In the
+/// ragged form both are views, and the norm is token-wise as serving needs.
+struct NormOfHeadsOverMergedHeads : OpRewritePattern<llm::RmsNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(llm::RmsNormOp op, PatternRewriter &rewriter) const override {
+    Operation *producer = op.getInput().getDefiningOp();
+    if (!producer || isa<llm::SplitHeadsOp>(producer) ||
+        !producer->hasTrait<llm::OpTrait::TokenWiseHeads>())
+      return rewriter.notifyMatchFailure(op, "the input is not made in the heads form");
+    auto heads = dyn_cast<RankedTensorType>(op.getType());
+    if (!heads || heads.getRank() != 4)
+      return rewriter.notifyMatchFailure(op, "is not [batch, heads, seq, head_dim]");
+    int64_t numHeads = heads.getDimSize(1), head = heads.getDimSize(3);
+    if (ShapedType::isDynamic(numHeads) || ShapedType::isDynamic(head) ||
+        dimOf(op.getWeight(), 0) != head || rankOf(op.getWeight()) != 1)
+      return rewriter.notifyMatchFailure(op, "the weight is not one head long");
+    auto merged = RankedTensorType::get(
+        {heads.getDimSize(0), heads.getDimSize(2), numHeads * head}, heads.getElementType());
+    Value x = llm::MergeHeadsOp::create(rewriter, op.getLoc(), merged, op.getInput());
+    auto norm = llm::RmsNormOp::create(rewriter, op.getLoc(), merged, x, op.getWeight(),
+                                       op.getEpsilonAttr());
+    rewriter.replaceOpWithNewOp<llm::SplitHeadsOp>(op, op.getType(), norm,
+                                                   rewriter.getI64IntegerAttr(numHeads));
+    return success();
+  }
+};
+
 } // namespace
 
 void populateNormGluePatterns(RewritePatternSet &patterns) {
-  patterns.add<FoldBiasAdd<llm::LayerNormOp>, NormBeforeSplitHeads>(patterns.getContext());
+  patterns.add<FoldBiasAdd<llm::LayerNormOp>, NormBeforeSplitHeads, NormOfHeadsOverMergedHeads>(
+      patterns.getContext());
 }
 
 void populateNormPatterns(RewritePatternSet &patterns) {

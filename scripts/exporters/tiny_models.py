@@ -172,6 +172,13 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # constant causal table allows (finfo.min elsewhere), the window baked into the table.
     "gpt-neo": ("GPTNeoConfig", dict(num_layers=2, num_heads=4, window_size=16,
                                      attention_types=[[["global", "local"], 1]])),
+    # ERNIE 4.5 (its dense models): Llama's block with the rotary over interleaved pairs (cos
+    # and sin of the first half repeated pairwise), the embedding tied to the head. No optimum
+    # config; the genai builder and torch.onnx export it.
+    "ernie": ("Ernie4_5Config", dict(num_key_value_heads=2, head_dim=16)),
+    # Hunyuan dense (Hunyuan-0.5B..7B): an RMSNorm over each head's q and k features after the
+    # rotary, where Qwen3's comes before it. No optimum config.
+    "hunyuan": ("HunYuanDenseV1Config", dict(num_key_value_heads=2, head_dim=16)),
     # OPT (vLLM's first example model, opt-125m): learned positions at an offset of 2, ReLU,
     # its feed-forward block computed on the flattened tokens.
     "opt": ("OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64)),

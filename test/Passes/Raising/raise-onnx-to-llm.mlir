@@ -1624,6 +1624,42 @@ func.func @norm_after_split_heads(%x: tensor<2x3x64xf32>) -> tensor<2x4x3x16xf32
 
 // -----
 
+// Hunyuan normalises each head after the rotary: the norm of the heads becomes
+// the per-head norm of the merged heads, split again.
+// CHECK-LABEL: func.func @norm_after_rope
+//       CHECK:   %[[R:.*]] = llm.rope
+//       CHECK:   %[[M:.*]] = llm.merge_heads %[[R]] : (tensor<2x4x3x16xf32>) -> tensor<2x3x64xf32>
+//       CHECK:   %[[N:.*]] = llm.rms_norm %[[M]], %{{.*}} {{.*}} : (tensor<2x3x64xf32>, tensor<16xf32>) -> tensor<2x3x64xf32>
+//       CHECK:   llm.split_heads %[[N]] {num_heads = 4 : i64} : (tensor<2x3x64xf32>) -> tensor<2x4x3x16xf32>
+func.func @norm_after_rope(%x: tensor<2x4x3x16xf32>, %positions: tensor<2x3xi64>) -> tensor<2x4x3x16xf32> {
+  %frequencies = llm.constant dense<0.5> : tensor<8xf32>
+  %w = llm.constant dense<0.5> : tensor<16xf32>
+  %r = llm.rope %x, %positions, %frequencies : (tensor<2x4x3x16xf32>, tensor<2x3xi64>, tensor<8xf32>) -> tensor<2x4x3x16xf32>
+  %y = llm.rms_norm %r, %w {epsilon = 1.0e-6 : f32} : (tensor<2x4x3x16xf32>, tensor<16xf32>) -> tensor<2x4x3x16xf32>
+  return %y : tensor<2x4x3x16xf32>
+}
+
+// -----
+
+// Near misses: a norm of heads the function is given (no op of the heads form
+// made them), and one over half of each head, stay as they are.
+// CHECK-LABEL: func.func @norm_of_heads_near_misses
+//   CHECK-NOT:   llm.merge_heads
+//       CHECK:   llm.rms_norm %{{.*}} : (tensor<2x4x3x16xf32>, tensor<16xf32>)
+//       CHECK:   llm.rms_norm %{{.*}} : (tensor<2x4x3x16xf32>, tensor<8xf32>)
+//   CHECK-NOT:   llm.merge_heads
+func.func @norm_of_heads_near_misses(%x: tensor<2x4x3x16xf32>, %positions: tensor<2x3xi64>) -> (tensor<2x4x3x16xf32>, tensor<2x4x3x16xf32>) {
+  %frequencies = llm.constant dense<0.5> : tensor<8xf32>
+  %w = llm.constant dense<0.5> : tensor<16xf32>
+  %half = llm.constant dense<0.5> : tensor<8xf32>
+  %given = llm.rms_norm %x, %w {epsilon = 1.0e-6 : f32} : (tensor<2x4x3x16xf32>, tensor<16xf32>) -> tensor<2x4x3x16xf32>
+  %r = llm.rope %x, %positions, %frequencies : (tensor<2x4x3x16xf32>, tensor<2x3xi64>, tensor<8xf32>) -> tensor<2x4x3x16xf32>
+  %halves = llm.rms_norm %r, %half {epsilon = 1.0e-6 : f32} : (tensor<2x4x3x16xf32>, tensor<8xf32>) -> tensor<2x4x3x16xf32>
+  return %given, %halves : tensor<2x4x3x16xf32>, tensor<2x4x3x16xf32>
+}
+
+// -----
+
 // Near miss: a scale outside the softcap and the mask, k * (c * tanh(s / c) +
 // mask), is no softcap of scaled scores: nothing is raised.
 // CHECK-LABEL: func.func @attention_scale_outside_softcap
