@@ -492,31 +492,17 @@ LogicalResult replaceBlock(IRRewriter &rewriter, onnx::ReshapeOp output, const M
     return failure();
   }
   Value logits = createRouter(rewriter, loc, block.input, block.router);
-  Value selectionBias;
-  if (block.scored && block.scored->selectionBias) {
-    auto bias = readConstantFloats(block.scored->selectionBias);
-    if (!bias) {
-      why = "the selection bias is not an f32 constant";
-      return failure();
-    }
-    selectionBias =
-        createF32Constant(rewriter, block.scored->selectionBias.getLoc(),
-                          {static_cast<int64_t>(bias->size())}, *bias);
+  FailureOr<Value> selectionBias =
+      block.scored ? createSelectionBias(rewriter, *block.scored) : FailureOr<Value>(Value());
+  if (failed(selectionBias)) {
+    why = "the selection bias is not an f32 constant";
+    return failure();
   }
   auto moe = llm::MoeOp::create(rewriter, loc, block.input.getType(), block.input, logits, *gate,
                                 *up, *down, /*gate_bias=*/Value(), /*up_bias=*/Value(),
                                 /*down_bias=*/Value(), block.topK, block.normalize,
                                 /*swiglu_limit=*/FloatAttr(), /*swiglu_alpha=*/FloatAttr());
-  if (const std::optional<ScoredRouting> &scored = block.scored) {
-    if (selectionBias) moe.getSelectionBiasMutable().assign(selectionBias);
-    moe.setSigmoidScores(true);
-    if (scored->groups) {
-      moe.setExpertGroups(scored->groups);
-      moe.setTopKGroups(scored->keptGroups);
-    }
-    if (scored->epsilon != 0.0f) moe.setNormalizeEpsilon(APFloat(scored->epsilon));
-    if (scored->scale) moe.setRoutedScale(APFloat(*scored->scale));
-  }
+  if (block.scored) setScoredRouting(moe, *block.scored, *selectionBias);
   rewriter.replaceOp(output, moe.getResult());
   return success();
 }

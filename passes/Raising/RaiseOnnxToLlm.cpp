@@ -42,6 +42,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
     raising::proveAttentionMasks(func);
     raising::raiseMixturesOfExperts(func);
     raising::raiseDenseMixturesOfExperts(func);
+    raising::raiseGroupedMixturesOfExperts(func);
     RewritePatternSet structures(&getContext());
     raising::populateStructurePatterns(structures);
     if (failed(applyPatternsExplained(func, std::move(structures), DEBUG_TYPE)))

@@ -31,6 +31,10 @@ void raiseMixturesOfExperts(mlir::func::FuncOp func);
 /// every token over stacked weights, weighted by a scatter of the router's
 /// top-k softmax (RaiseDenseMixtureOfExperts.cpp).
 void raiseDenseMixturesOfExperts(mlir::func::FuncOp func);
+/// Stage 0 too: each sparse mixture-of-experts block transformers runs
+/// grouped (its pairs sorted by expert), as torch.onnx's dynamo exporter
+/// traces it -> llm.linear and llm.moe (RaiseGroupedMixtureOfExperts.cpp).
+void raiseGroupedMixturesOfExperts(mlir::func::FuncOp func);
 inline constexpr llvm::StringLiteral kMoeUnmatchedAttr = "llmc.moe_unmatched";
 
 /// A token's experts chosen by sigmoid scores, biased for the choice and
@@ -47,6 +51,13 @@ struct ScoredRouting {
 /// The routing whose expert TopK is `topk` (RaiseScoredRouting.cpp), or
 /// failure with the reason in `why`.
 mlir::FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why);
+/// The selection bias of `routing` as an llm.constant (null without one), or
+/// failure when it is not an f32 constant.
+mlir::FailureOr<mlir::Value> createSelectionBias(mlir::OpBuilder &builder,
+                                                 const ScoredRouting &routing);
+/// `routing` as `moe`'s scored routing: sigmoid scores, the selection bias,
+/// groups, the normalisation's epsilon and the routed scale.
+void setScoredRouting(llm::MoeOp moe, const ScoredRouting &routing, mlir::Value selectionBias);
 /// w / (ReduceSum(w, -1) + epsilon) or w / ReduceSum(w, -1) of routing
 /// weights w [tokens, k] (norm_topk_prob), with epsilon (0 when absent) in
 /// `epsilon`; null when no user of w divides it so.

@@ -183,4 +183,23 @@ FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why)
   return routing;
 }
 
+FailureOr<Value> createSelectionBias(OpBuilder &builder, const ScoredRouting &routing) {
+  if (!routing.selectionBias) return Value();
+  auto bias = readConstantFloats(routing.selectionBias);
+  if (!bias) return failure();
+  return createF32Constant(builder, routing.selectionBias.getLoc(),
+                           {static_cast<int64_t>(bias->size())}, *bias);
+}
+
+void setScoredRouting(llm::MoeOp moe, const ScoredRouting &routing, Value selectionBias) {
+  if (selectionBias) moe.getSelectionBiasMutable().assign(selectionBias);
+  moe.setSigmoidScores(true);
+  if (routing.groups) {
+    moe.setExpertGroups(routing.groups);
+    moe.setTopKGroups(routing.keptGroups);
+  }
+  if (routing.epsilon != 0.0f) moe.setNormalizeEpsilon(APFloat(routing.epsilon));
+  if (routing.scale) moe.setRoutedScale(APFloat(*routing.scale));
+}
+
 } // namespace llmc::raising

@@ -179,6 +179,12 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     # Hunyuan dense (Hunyuan-0.5B..7B): an RMSNorm over each head's q and k features after the
     # rotary, where Qwen3's comes before it. No optimum config.
     "hunyuan": ("HunYuanDenseV1Config", dict(num_key_value_heads=2, head_dim=16)),
+    # Hunyuan's mixture of experts (Hunyuan-A13B's form): Hunyuan's attention, a router
+    # choosing 2 of 4 experts by its softmax, renormalised, and a shared MLP beside them. No
+    # optimum config; torch.onnx exports transformers' grouped experts.
+    "hunyuan-moe": ("HunYuanMoEV1Config", dict(num_key_value_heads=2, head_dim=16, num_experts=4,
+                                                moe_topk=2, moe_intermediate_size=32,
+                                                num_shared_expert=1)),
     # OPT (vLLM's first example model, opt-125m): learned positions at an offset of 2, ReLU,
     # its feed-forward block computed on the flattened tokens.
     "opt": ("OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64)),
