@@ -59,7 +59,7 @@ bool gathersRows(Value value, Value &data, Value &index) {
   return static_cast<bool>(index);
 }
 
-/// Whether `value` is Range(start, limit, 1).
+/// Whether `range` is Range(start, limit, 1).
 bool isUnitRange(onnx::RangeOp range) { return range && isConstantScalar(range.getDelta(), 1.0); }
 
 /// Whether `value` is a constant of booleans, all true.
@@ -174,7 +174,8 @@ private:
   LogicalResult matchRouting(onnx::TopKOp topk, GroupedMoe &block, std::string &why);
   LogicalResult matchRuns(std::string &why);
   /// The constant [experts, in, out] weights of Concat_e(MatMul(Gather(rows,
-  /// run_e), weight_e)), checking each run; null on failure.
+  /// run_e), weight_e)), the runs' rows in `rows`; records the runs the first
+  /// time and checks them against those after. Failure with the reason in `why`.
   FailureOr<Value> matchGroupedProduct(Value value, Value &rows, std::string &why);
 
   onnx::ReshapeOp output;
