@@ -43,7 +43,7 @@ OPTIMUM_FP16_FAMILIES+=" gpt-neo deepseek-v3"
 # the builder at fp32 and fp16) would write gpt-oss's form again, over other weights.
 MXFP4_FAMILIES="gpt-oss-mxfp4"
 # Families optimum-onnx has no export config for (`optimum-cli` refuses their model type).
-OPTIMUM_UNSUPPORTED_FAMILIES="ernie hunyuan hunyuan-moe"
+OPTIMUM_UNSUPPORTED_FAMILIES="ernie hunyuan hunyuan-moe ernie-moe"
 for model in "$work"/hf/*/; do
   family=$(basename "$model")
   [[ " $MXFP4_FAMILIES $OPTIMUM_UNSUPPORTED_FAMILIES " == *" $family "* ]] && continue
@@ -115,7 +115,7 @@ done
 # torch.onnx's dynamo exporter (through transformers' OnnxExporter), with the KV cache.
 declare -A DYNAMO_FAMILIES=(
   [18]="llama-gqa gemma gpt2 phi3 qwen3 stablelm gpt-neox opt gpt-bigcode gptj codegen cohere
-        cohere-qk-norm bloom mpt gpt-neo ernie hunyuan qwen3-moe hunyuan-moe"
+        cohere-qk-norm bloom mpt gpt-neo ernie hunyuan qwen3-moe hunyuan-moe ernie-moe"
   [23]="llama-gqa gemma gpt2 qwen3"
 )
 for opset in 18 23; do

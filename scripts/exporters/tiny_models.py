@@ -185,6 +185,15 @@ FAMILIES: dict[str, tuple[str, dict]] = {
     "hunyuan-moe": ("HunYuanMoEV1Config", dict(num_key_value_heads=2, head_dim=16, num_experts=4,
                                                 moe_topk=2, moe_intermediate_size=32,
                                                 num_shared_expert=1)),
+    # ERNIE 4.5's mixture of experts (ERNIE-4.5-21B-A3B's form): ERNIE's attention, a dense
+    # first layer, then a router choosing 2 of 4 experts by its softmax plus a correction bias,
+    # weighting them by the softmax renormalised (its sum clamped to moe_norm_min), and a
+    # shared MLP beside them. No optimum config; torch.onnx exports transformers' grouped
+    # experts.
+    "ernie-moe": ("Ernie4_5_MoeConfig", dict(num_key_value_heads=2, head_dim=16, moe_num_experts=4,
+                                             moe_k=2, moe_intermediate_size=32,
+                                             moe_num_shared_experts=1, moe_layer_start_index=1,
+                                             moe_layer_end_index=1)),
     # OPT (vLLM's first example model, opt-125m): learned positions at an offset of 2, ReLU,
     # its feed-forward block computed on the flattened tokens.
     "opt": ("OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64)),
