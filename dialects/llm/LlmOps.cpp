@@ -171,6 +171,11 @@ LogicalResult MoeOp::verifyRouting(int64_t experts, int64_t topK) {
     if (!(epsilon->convertToFloat() >= 0.0f))
       return emitOpError("normalize_epsilon must not be negative");
   }
+  if (auto minimum = getNormalizeMin()) {
+    if (!getNormalizeTopK()) return emitOpError("normalize_min needs normalize_top_k");
+    if (!(minimum->convertToFloat() >= 0.0f))
+      return emitOpError("normalize_min must not be negative");
+  }
   if (!getExpertGroups()) return success();
   int64_t groups = *getExpertGroups(), kept = *getTopKGroups();
   if (groups < 1 || kept < 1 || kept > groups)

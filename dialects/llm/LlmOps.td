@@ -166,12 +166,14 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
     p = softmax(r), or sigmoid(r) with `sigmoid_scores`; the top_k experts
     by p (equal scores: the lower expert first) are chosen, with weights
     w = p[chosen], divided by their sum (plus `normalize_epsilon`, 0 when
-    absent) when `normalize_top_k` (Qwen3-MoE's norm_topk_prob; Mixtral's
-    and gpt-oss's softmax over the top_k logits is the same number), then
-    times `routed_scale` when present.
+    absent; at least `normalize_min` when present, ERNIE 4.5's
+    moe_norm_min) when `normalize_top_k` (Qwen3-MoE's norm_topk_prob;
+    Mixtral's and gpt-oss's softmax over the top_k logits is the same
+    number), then times `routed_scale` when present.
 
-    DeepSeek-V3's routing chooses by c = p + `selection_bias` [experts]
-    (its e_score_correction_bias; the weights stay p) and, with
+    DeepSeek-V3's routing (and ERNIE 4.5's, over softmax scores) chooses
+    by c = p + `selection_bias` [experts] (its e_score_correction_bias;
+    the weights stay p) and, with
     `expert_groups` G, within groups: the experts are G runs of
     experts / G, a group scores the sum of its two largest c, the
     `top_k_groups` best groups (equal scores: the lower group first) keep
@@ -200,7 +202,8 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
                    OptionalAttr<F32Attr>:$swiglu_alpha, UnitAttr:$sigmoid_scores,
                    OptionalAttr<I64Attr>:$expert_groups, OptionalAttr<I64Attr>:$top_k_groups,
                    OptionalAttr<F32Attr>:$normalize_epsilon,
-                   OptionalAttr<F32Attr>:$routed_scale);
+                   OptionalAttr<F32Attr>:$routed_scale,
+                   OptionalAttr<F32Attr>:$normalize_min);
   let results = (outs Llm_Tensor:$output);
   let assemblyFormat = [{
     $input `,` $router_logits `,` $gate_weight `,` $up_weight `,` $down_weight
@@ -221,7 +224,7 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
             gateBias, upBias, downBias, /*selection_bias=*/::mlir::Value(), topK,
             normalizeTopK, swigluLimit, swigluAlpha, /*sigmoid_scores=*/false,
             ::mlir::IntegerAttr(), ::mlir::IntegerAttr(), ::mlir::FloatAttr(),
-            ::mlir::FloatAttr());
+            ::mlir::FloatAttr(), ::mlir::FloatAttr());
     }]>
   ];
   let extraClassDeclaration = [{
@@ -233,6 +236,10 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
     /// normalize_epsilon, 0 when absent.
     float getNormalizeEpsilonOrZero() {
       return getNormalizeEpsilon() ? getNormalizeEpsilon()->convertToFloat() : 0.0f;
+    }
+    /// normalize_min, 0 when absent (a sum of scores is never below 0).
+    float getNormalizeMinOrZero() {
+      return getNormalizeMin() ? getNormalizeMin()->convertToFloat() : 0.0f;
     }
     /// routed_scale, 1 when absent.
     float getRoutedScaleOrOne() {

@@ -41,8 +41,8 @@ Value flatten(PatternRewriter &rewriter, Location loc, Value tokens, Type flatTy
 
 /// Whether `op` computes each token's row from that row alone, so that it
 /// may run on [b, s, f] instead of [b*s, f]: a Gemm by a constant weight
-/// (x * W + bias), an activation, an add, or an llm op that computes token
-/// by token.
+/// (x * W + bias), an activation, an add or a product (a gated MLP's), or an
+/// llm op that computes token by token.
 bool isTokenWise(Operation *op) {
   if (auto gemm = dyn_cast<onnx::GemmOp>(op))
     return !gemm.getTransA() && gemm.getAlpha().convertToFloat() == 1.0f &&
@@ -50,7 +50,7 @@ bool isTokenWise(Operation *op) {
            rankOf(gemm.getB()) == 2 &&
            (isNone(gemm.getC()) || (isConstant(gemm.getC()) && rankOf(gemm.getC()) == 1));
   return isa<onnx::ReluOp, onnx::GeluOp, onnx::TanhOp, onnx::SigmoidOp, onnx::ErfOp,
-             onnx::AddOp>(op) ||
+             onnx::AddOp, onnx::MulOp>(op) ||
          op->hasTrait<llm::OpTrait::TokenWise>();
 }
 

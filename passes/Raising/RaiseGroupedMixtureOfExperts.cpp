@@ -17,12 +17,16 @@
 //   y        = Concat_e(MatMul(Gather(h, run_e), Squeeze(Split(down)[e])))
 //              * Unsqueeze(GatherND(Reshape(w, [-1]), Unsqueeze(perm)))
 //   inverse  = ScatterND(_, Unsqueeze(perm), Range(0, n))
-//   out      = Reshape(ReduceSum(Reshape(GatherND(y, Unsqueeze(inverse)),
-//                                        [tokens, k, hidden]), axis 1), shape of x)
+//   out      = ReduceSum(Reshape(GatherND(y, Unsqueeze(inverse)), [tokens, k, hidden]),
+//                        axis 1)                                     [tokens, hidden]
 //
 // Sorting the pairs changes no sum: the block is llm.linear (the router) and
 // llm.moe, gate_up [experts, hidden, 2 inter] split into its first and second
-// halves of columns and every weight transposed to [experts, out, in].
+// halves of columns and every weight transposed to [experts, out, in]. The
+// sum of the slots becomes llm.moe's rows flattened as the sum was: what
+// reads them on the tokens' rows (a shared expert added before the Reshape
+// back to x's shape, ERNIE 4.5's) is raised with them by the flattened-token
+// patterns.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/RaisePatterns.h"
@@ -157,7 +161,7 @@ struct GroupedMoe {
 
 class GroupedMoeMatcher {
 public:
-  explicit GroupedMoeMatcher(onnx::ReshapeOp output) : output(output) {}
+  explicit GroupedMoeMatcher(onnx::ReduceSumOp output) : output(output) {}
 
   /// Fills `block`, or fails with the reason in `why`.
   LogicalResult match(GroupedMoe &block, std::string &why);
@@ -178,7 +182,7 @@ private:
   /// time and checks them against those after. Failure with the reason in `why`.
   FailureOr<Value> matchGroupedProduct(Value value, Value &rows, std::string &why);
 
-  onnx::ReshapeOp output;
+  onnx::ReduceSumOp output;         ///< the sum of each token's slots
   onnx::TopKOp sort;                ///< the pairs' sort by expert
   Value flatInput;                  ///< xf [tokens, hidden]
   Value weights;                    ///< the routing weights [tokens, k]
@@ -187,10 +191,9 @@ private:
 };
 
 LogicalResult GroupedMoeMatcher::match(GroupedMoe &block, std::string &why) {
-  auto sum = definedBy<onnx::ReduceSumOp>(output.getData());
-  if (!sum || sum.getKeepdims() != 0 || !isSingleAxis(sum.getAxes(), 1, 3))
+  if (output.getKeepdims() != 0 || !isSingleAxis(output.getAxes(), 1, 3))
     return fail(why, "not a sum over each token's slots");
-  auto slots = definedBy<onnx::ReshapeOp>(sum.getData());
+  auto slots = definedBy<onnx::ReshapeOp>(output.getData());
   Value weighted, inverse;
   if (!slots || rankOf(slots) != 3 || !gathersRows(slots.getData(), weighted, inverse))
     return fail(why, "the summed rows are not gathered back into pair order");
@@ -260,9 +263,8 @@ LogicalResult GroupedMoeMatcher::match(GroupedMoe &block, std::string &why) {
   if (dimOf(block.routerWeight, block.routerTransposed ? 0 : 1) != experts)
     return fail(why, "the router and the experts' weights differ in expert count");
   if (block.topK > experts) return fail(why, "TopK picks more experts than there are");
-  if (rankOf(output) != 3 || !sameDim(output, 0, block.input, 0) ||
-      !sameDim(output, 1, block.input, 1) || dimOf(output, 2) != hidden)
-    return fail(why, "the output does not have the input's [batch, seq, hidden] shape");
+  if (rankOf(output) != 2 || dimOf(output, 1) != hidden)
+    return fail(why, "the output is not the input's [tokens, hidden] rows");
   return success();
 }
 
@@ -297,10 +299,9 @@ LogicalResult GroupedMoeMatcher::matchRouting(onnx::TopKOp topk, GroupedMoe &blo
     if (!isSingleAxisValue(softmax.getAxis(), 2))
       return fail(why, "the routing TopK does not read a softmax over the experts");
     logits = softmax.getInput();
-    float epsilon = 0.0f;
-    onnx::DivOp normalized = normalizedWeights(topk.getValues(), epsilon);
-    block.normalize = normalized && epsilon == 0.0f;
-    weights = block.normalize ? normalized.getResult() : topk.getValues();
+    std::optional<WeightNormalization> normalized = normalizedWeights(topk.getValues());
+    block.normalize = normalized && normalized->bySumAlone();
+    weights = block.normalize ? normalized->division.getResult() : topk.getValues();
   } else {
     auto scored = matchScoredRouting(topk, why);
     if (failed(scored)) return failure();
@@ -425,7 +426,7 @@ FailureOr<Value> expertColumns(OpBuilder &builder, Value weights, int64_t first,
   return createF32Constant(builder, loc, {experts, count, in}, columns);
 }
 
-LogicalResult replaceGroupedBlock(IRRewriter &rewriter, onnx::ReshapeOp output,
+LogicalResult replaceGroupedBlock(IRRewriter &rewriter, onnx::ReduceSumOp output,
                                   const GroupedMoe &block, std::string &why) {
   rewriter.setInsertionPoint(output);
   int64_t inter = dimOf(block.down, 1), hidden = dimOf(block.down, 2);
@@ -454,21 +455,24 @@ LogicalResult replaceGroupedBlock(IRRewriter &rewriter, onnx::ReshapeOp output,
                                 /*down_bias=*/Value(), block.topK, block.normalize,
                                 /*swiglu_limit=*/FloatAttr(), /*swiglu_alpha=*/FloatAttr());
   if (block.scored) setScoredRouting(moe, *block.scored, *selectionBias);
-  rewriter.replaceOp(output, moe.getResult());
+  auto shapeType = RankedTensorType::get({2}, rewriter.getI64Type());
+  Value rowsShape = onnx::ConstantOp::create(
+      rewriter, loc, shapeType, DenseIntElementsAttr::get(shapeType, {int64_t{-1}, hidden}));
+  rewriter.replaceOpWithNewOp<onnx::ReshapeOp>(output, output.getType(), moe.getResult(),
+                                               rowsShape);
   return success();
 }
 
 } // namespace
 
 void raiseGroupedMixturesOfExperts(func::FuncOp func) {
-  SmallVector<onnx::ReshapeOp> outputs;
-  func.walk([&](onnx::ReshapeOp reshape) {
-    auto sum = definedBy<onnx::ReduceSumOp>(reshape.getData());
-    auto slots = sum ? definedBy<onnx::ReshapeOp>(sum.getData()) : onnx::ReshapeOp();
-    if (slots && definedBy<onnx::GatherNDOp>(slots.getData())) outputs.push_back(reshape);
+  SmallVector<onnx::ReduceSumOp> outputs;
+  func.walk([&](onnx::ReduceSumOp sum) {
+    auto slots = definedBy<onnx::ReshapeOp>(sum.getData());
+    if (slots && definedBy<onnx::GatherNDOp>(slots.getData())) outputs.push_back(sum);
   });
   IRRewriter rewriter(func.getContext());
-  for (onnx::ReshapeOp output : outputs) {
+  for (onnx::ReduceSumOp output : outputs) {
     GroupedMoe block;
     std::string why;
     GroupedMoeMatcher matcher(output);

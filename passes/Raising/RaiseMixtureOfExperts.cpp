@@ -255,10 +255,9 @@ LogicalResult MoeMatcher::matchRouting(onnx::TopKOp found, MoeBlock &block, std:
     return success();
   }
   // w, or w / sum(w) (norm_topk_prob).
-  float epsilon = 0.0f;
-  onnx::DivOp normalized = normalizedWeights(topk.getValues(), epsilon);
-  block.normalize = normalized && epsilon == 0.0f;
-  routingWeights = block.normalize ? normalized.getResult() : topk.getValues();
+  std::optional<WeightNormalization> normalized = normalizedWeights(topk.getValues());
+  block.normalize = normalized && normalized->bySumAlone();
+  routingWeights = block.normalize ? normalized->division.getResult() : topk.getValues();
   return success();
 }
 

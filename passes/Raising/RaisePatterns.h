@@ -37,15 +37,17 @@ void raiseDenseMixturesOfExperts(mlir::func::FuncOp func);
 void raiseGroupedMixturesOfExperts(mlir::func::FuncOp func);
 inline constexpr llvm::StringLiteral kMoeUnmatchedAttr = "llmc.moe_unmatched";
 
-/// A token's experts chosen by sigmoid scores, biased for the choice and
-/// within groups (DeepSeek-V3's router), as llm.moe's routing holds it.
+/// A token's experts chosen by scores biased for the choice, or by sigmoid
+/// scores, within groups or not (DeepSeek-V3's router, ERNIE 4.5's), as
+/// llm.moe's routing holds it.
 struct ScoredRouting {
   mlir::Value logits;        ///< what the router computes [tokens, experts]
+  bool sigmoid = false;      ///< sigmoid scores, else a softmax's
   mlir::Value selectionBias; ///< a constant of one value per expert, or null
   int64_t groups = 0, keptGroups = 0;
   mlir::Value weights;       ///< the routing weights the experts read [tokens, k]
   bool normalize = false;
-  float epsilon = 0.0f;
+  float epsilon = 0.0f, minimum = 0.0f; ///< of the normalisation's sum
   std::optional<float> scale;
 };
 /// The routing whose expert TopK is `topk` (RaiseScoredRouting.cpp), or
@@ -56,12 +58,20 @@ mlir::FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string
 mlir::FailureOr<mlir::Value> createSelectionBias(mlir::OpBuilder &builder,
                                                  const ScoredRouting &routing);
 /// `routing` as `moe`'s scored routing: sigmoid scores, the selection bias,
-/// groups, the normalisation's epsilon and the routed scale.
+/// groups, the normalisation's epsilon and minimum and the routed scale.
 void setScoredRouting(llm::MoeOp moe, const ScoredRouting &routing, mlir::Value selectionBias);
-/// w / (ReduceSum(w, -1) + epsilon) or w / ReduceSum(w, -1) of routing
-/// weights w [tokens, k] (norm_topk_prob), with epsilon (0 when absent) in
-/// `epsilon`; null when no user of w divides it so.
-onnx::DivOp normalizedWeights(mlir::Value weights, float &epsilon);
+
+/// Routing weights w [tokens, k] divided by their sum (norm_topk_prob).
+struct WeightNormalization {
+  onnx::DivOp division;
+  float epsilon = 0.0f; ///< w / (ReduceSum(w, -1) + epsilon)
+  float minimum = 0.0f; ///< w / Clip(ReduceSum(w, -1), minimum) (ERNIE 4.5's moe_norm_min)
+  /// Whether the sum is taken as it is: w / ReduceSum(w, -1).
+  bool bySumAlone() const { return epsilon == 0.0f && minimum == 0.0f; }
+};
+/// How a user of `weights` divides them by their sum, or nullopt when none
+/// does.
+std::optional<WeightNormalization> normalizedWeights(mlir::Value weights);
 
 /// Before the masks are proven, the scores of decomposed attention in one
 /// form (NormalizeScores.cpp): attention multiplied over [batch * heads]

@@ -1,4 +1,4 @@
-//===- RaiseScoredRouting.cpp - DeepSeek-V3's routing of tokens to experts ===//
+//===- RaiseScoredRouting.cpp - routers that choose by biased scores -----===//
 //
 // DeepSeek-V3 (and Kimi-K2, which reuses its model code) chooses a token's
 // experts from sigmoid scores, not from a softmax, biased for the choice
@@ -14,7 +14,15 @@
 //   w      = GatherElements(s, ids, axis 1)
 //   w      = w / (ReduceSum(w, -1) + 1e-20) * routed_scaling_factor
 //
-// The matcher reads that back into llm.moe's routing attributes, checking
+// ERNIE 4.5's MoE chooses by softmax scores plus its moe_statics bias, in
+// one group, and floors the sum it divides by:
+//
+//   s      = Softmax(Gemm(xf, router))
+//   ids    = TopK(s + bias, top_k).ids
+//   w      = GatherElements(s, ids, axis -1)
+//   w      = w / Clip(ReduceSum(w, -1), moe_norm_min)
+//
+// The matcher reads either back into llm.moe's routing attributes, checking
 // each link; the experts' loop after it is the softmax-routed blocks'.
 //
 //===----------------------------------------------------------------------===//
@@ -95,25 +103,31 @@ LogicalResult matchHiddenGroups(Value hidden, Value choice, ScoredRouting &routi
 
 } // namespace
 
-onnx::DivOp normalizedWeights(Value weights, float &epsilon) {
+std::optional<WeightNormalization> normalizedWeights(Value weights) {
   for (Operation *user : weights.getUsers()) {
     auto div = dyn_cast<onnx::DivOp>(user);
     if (!div || div.getA() != weights) continue;
+    WeightNormalization normalization{div};
     Value total = div.getB();
-    epsilon = 0.0f;
     if (auto add = definedBy<onnx::AddOp>(total)) {
       auto [sum, other] = operandDefinedBy<onnx::ReduceSumOp>(add);
       auto constant = sum ? constantScalar(other) : std::nullopt;
       if (!constant || *constant < 0.0) continue;
-      epsilon = static_cast<float>(*constant);
+      normalization.epsilon = static_cast<float>(*constant);
       total = sum;
+    } else if (auto clip = definedBy<onnx::ClipOp>(total)) {
+      // A floor under the sum and no ceiling.
+      auto floor = isNone(clip.getMax()) ? constantScalar(clip.getMin()) : std::nullopt;
+      if (!floor || *floor < 0.0) continue;
+      normalization.minimum = static_cast<float>(*floor);
+      total = clip.getInput();
     }
     auto sum = definedBy<onnx::ReduceSumOp>(total);
     if (sum && sum.getData() == weights && sum.getKeepdims() == 1 &&
         isSingleAxis(sum.getAxes(), -1, 2))
-      return div;
+      return normalization;
   }
-  return {};
+  return std::nullopt;
 }
 
 FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why) {
@@ -147,27 +161,34 @@ FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why)
   auto rows = definedBy<onnx::ReshapeOp>(scores);
   if (rows && rankOf(rows.getData()) == 2 && dimOf(rows.getData(), 1) == experts)
     scores = rows.getData();
-  auto sigmoid = definedBy<onnx::SigmoidOp>(scores);
-  if (!sigmoid)
-    return fail("the experts are chosen by something other than the sigmoid of the router's "
-                "logits, or that plus a bias");
-  routing.logits = sigmoid.getX();
+  if (auto sigmoid = definedBy<onnx::SigmoidOp>(scores)) {
+    routing.sigmoid = true;
+    routing.logits = sigmoid.getX();
+  } else if (auto softmax = definedBy<onnx::SoftmaxOp>(scores);
+             softmax && isSingleAxisValue(softmax.getAxis(), 2)) {
+    routing.logits = softmax.getInput();
+  } else {
+    return fail("the experts are chosen by something other than the sigmoid or the softmax "
+                "of the router's logits, or that plus a bias");
+  }
   // The weights: the chosen experts' scores, without the bias.
   auto gather = [&]() -> onnx::GatherElementsOp {
     for (Operation *user : topk.getIndices().getUsers())
       if (auto pick = dyn_cast<onnx::GatherElementsOp>(user))
-        if (pick.getIndices() == topk.getIndices() && pick.getData() == sigmoid &&
-            pick.getAxis() == 1)
+        if (pick.getIndices() == topk.getIndices() && pick.getData() == scores &&
+            isSingleAxisValue(pick.getAxis(), 2))
           return pick;
     return {};
   }();
   if (!gather)
-    return fail("the routing weights are not the chosen experts' sigmoid scores "
+    return fail("the routing weights are not the chosen experts' scores "
                 "(GatherElements of the TopK's ids)");
   routing.weights = gather;
-  if (onnx::DivOp div = normalizedWeights(gather, routing.epsilon)) {
+  if (std::optional<WeightNormalization> normalized = normalizedWeights(gather)) {
     routing.normalize = true;
-    routing.weights = div;
+    routing.epsilon = normalized->epsilon;
+    routing.minimum = normalized->minimum;
+    routing.weights = normalized->division;
   }
   // times routed_scaling_factor
   for (Operation *user : routing.weights.getUsers()) {
@@ -193,12 +214,13 @@ FailureOr<Value> createSelectionBias(OpBuilder &builder, const ScoredRouting &ro
 
 void setScoredRouting(llm::MoeOp moe, const ScoredRouting &routing, Value selectionBias) {
   if (selectionBias) moe.getSelectionBiasMutable().assign(selectionBias);
-  moe.setSigmoidScores(true);
+  moe.setSigmoidScores(routing.sigmoid);
   if (routing.groups) {
     moe.setExpertGroups(routing.groups);
     moe.setTopKGroups(routing.keptGroups);
   }
   if (routing.epsilon != 0.0f) moe.setNormalizeEpsilon(APFloat(routing.epsilon));
+  if (routing.minimum != 0.0f) moe.setNormalizeMin(APFloat(routing.minimum));
   if (routing.scale) moe.setRoutedScale(APFloat(*routing.scale));
 }
 

@@ -291,6 +291,20 @@ func.func @moe_epsilon_without_normalize(%x: tensor<?x8xf32>, %r: tensor<?x4xf32
 
 // -----
 
+func.func @moe_min_without_normalize(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{normalize_min needs normalize_top_k}}
+  %y = llm.moe %x, %r, %w, %w, %d {normalize_min = 1.0e-12 : f32, top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @moe_negative_min(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{normalize_min must not be negative}}
+  %y = llm.moe %x, %r, %w, %w, %d {normalize_min = -1.0 : f32, normalize_top_k, top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
 func.func @moe_hidden_size(%x: tensor<?x6xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x6xf32> {
   // expected-error @+1 {{the input and output rows must be the experts' hidden size 8}}
   %y = llm.moe %x, %r, %w, %w, %d {top_k = 2 : i64} : (tensor<?x6xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x6xf32>

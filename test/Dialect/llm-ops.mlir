@@ -134,6 +134,15 @@ func.func @moe_scored_routing(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: 
   return %y : tensor<?x?x8xf32>
 }
 
+// ERNIE 4.5's routing: softmax scores biased for the choice, the weights
+// divided by their sum floored at moe_norm_min.
+// CHECK-LABEL: func.func @moe_softmax_selection_bias
+// CHECK: llm.moe %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} selection_bias(%{{.*}}) {normalize_min = 9.99999996E-13 : f32, normalize_top_k, top_k = 2 : i64}
+func.func @moe_softmax_selection_bias(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>, %bias: tensor<4xf32>) -> tensor<?x?x8xf32> {
+  %y = llm.moe %x, %r, %w, %w, %d selection_bias(%bias) {normalize_min = 1.0e-12 : f32, normalize_top_k, top_k = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>, tensor<4xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+
 // CHECK-LABEL: func.func @moe_quantized_experts
 // CHECK: llm.dequantize %{{.*}}, %{{.*}} {bits = 4 : i64, block_size = 16 : i64} : (tensor<4x8x1x8xui8>, tensor<4x8x1xf32>) -> tensor<4x8x16xf32>
 // CHECK: llm.moe

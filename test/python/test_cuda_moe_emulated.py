@@ -202,10 +202,15 @@ def test_a_row_is_the_same_in_any_batch(compiled):
 
 
 def scored_routing_reference(logits, bias, groups: int, kept: int, top_k: int, epsilon: float,
-                             scale: float):
-    """DeepSeek-V3's routing (llm.moe with sigmoid_scores) in float64: each row's chosen
-    experts and their weights."""
-    scores = 1 / (1 + np.exp(-logits))
+                             scale: float, sigmoid: bool = True, minimum: float = 0.0):
+    """DeepSeek-V3's routing (llm.moe with sigmoid_scores) or ERNIE 4.5's (softmax scores,
+    one group, the sum floored at `minimum`) in float64: each row's chosen experts and their
+    weights."""
+    if sigmoid:
+        scores = 1 / (1 + np.exp(-logits))
+    else:
+        exps = np.exp(logits - logits.max(axis=1, keepdims=True))
+        scores = exps / exps.sum(axis=1, keepdims=True)
     choices = scores + bias
     experts = logits.shape[1]
     size = experts // groups
@@ -218,7 +223,7 @@ def scored_routing_reference(logits, bias, groups: int, kept: int, top_k: int, e
         picks = sorted(range(experts), key=lambda e: (-key[e], e))[:top_k]
         w = scores[row, picks]
         chosen.append(picks)
-        weights.append(w / (w.sum() + epsilon) * scale)
+        weights.append(w / max(w.sum() + epsilon, minimum) * scale)
     return np.array(chosen), np.array(weights)
 
 
@@ -235,10 +240,35 @@ def test_scored_routing_matches_float64(compiled):
     chosen = np.full((rows, top_k), -1, np.int32)
     weights = np.full((rows, top_k), np.nan, np.float32)
     kernels.launch("llmc_moe_route", (1, 1, 1), (64, 1, 1), logits, experts, rows, experts,
-                   top_k, 1, 1, bias, groups, kept, 1e-20, 2.5, chosen, weights)
+                   top_k, 1, 1, bias, groups, kept, 1e-20, 0.0, 2.5, chosen, weights)
     expected_chosen, expected_weights = scored_routing_reference(
         logits.astype(np.float64), bias.astype(np.float64), groups, kept, top_k, 1e-20, 2.5)
     assert any(len(set(row // (experts // groups))) > kept for row in expected_chosen), \
         "no row chooses an expert of a dropped group"
+    np.testing.assert_array_equal(chosen, expected_chosen)
+    np.testing.assert_allclose(weights, expected_weights, rtol=1e-5)
+
+
+def test_softmax_selection_bias_matches_float64(compiled):
+    """The route kernel with ERNIE 4.5's routing: the top 2 of 8 experts by the softmax plus
+    a bias, weighted by the softmax over the chosen scores' sum floored at 1e-3. The bias
+    picks experts 0 to 2 over the others by 0.5 to 1; in every other row their logits are
+    lowered by 12, so that the chosen scores sum to less than the floor (their weights then
+    sum to less than 1), while in the rows between the floor changes nothing."""
+    kernels = compiled[0]
+    rows, experts, top_k, minimum = 37, 8, 2, 1e-3
+    rng = np.random.default_rng(4)
+    logits = rng.normal(size=(rows, experts)).astype(np.float32)
+    logits[1::2, :3] -= 12.0
+    bias = np.array([1.0, 0.75, 0.5, 0, 0, 0, 0, 0], np.float32)
+    chosen = np.full((rows, top_k), -1, np.int32)
+    weights = np.full((rows, top_k), np.nan, np.float32)
+    kernels.launch("llmc_moe_route", (1, 1, 1), (64, 1, 1), logits, experts, rows, experts,
+                   top_k, 1, 0, bias, 0, 0, 0.0, minimum, 1.0, chosen, weights)
+    expected_chosen, expected_weights = scored_routing_reference(
+        logits.astype(np.float64), bias.astype(np.float64), 1, 1, top_k, 0.0, 1.0,
+        sigmoid=False, minimum=minimum)
+    floored = expected_weights.sum(axis=1) < 1 - 1e-6
+    assert 0 < floored.sum() < rows, "the floor should change some rows and not others"
     np.testing.assert_array_equal(chosen, expected_chosen)
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-5)

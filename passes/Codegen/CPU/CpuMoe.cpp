@@ -107,7 +107,7 @@ struct Routing {
   /// Whether the experts are chosen by the logits' order alone: the top_k
   /// of a softmax.
   bool byLogits;
-  float epsilon, scale;
+  float epsilon, minimum, scale; ///< the sum's epsilon and floor (0: none); the routed scale
   int64_t groups, keptGroups; ///< 0 when the experts are not grouped
   Value selectionBias;        ///< f32 [experts] in the kernel, or null
   /// f32 [groups] scratch of the kernel (stack) when grouped: each group's
@@ -117,7 +117,8 @@ struct Routing {
   Routing(llm::MoeOp op, int64_t experts)
       : experts(experts), topK(op.getTopK()), normalize(op.getNormalizeTopK()),
         sigmoid(op.getSigmoidScores()), byLogits(!op.hasScoredRouting()),
-        epsilon(op.getNormalizeEpsilonOrZero()), scale(op.getRoutedScaleOrOne()),
+        epsilon(op.getNormalizeEpsilonOrZero()), minimum(op.getNormalizeMinOrZero()),
+        scale(op.getRoutedScaleOrOne()),
         groups(op.getExpertGroups().value_or(0)), keptGroups(op.getTopKGroups().value_or(0)) {}
 
   /// Allocates the groups' scratch once per kernel, before its loop over rows.
@@ -132,7 +133,8 @@ struct Routing {
 /// Row `row`'s top_k experts into chosen[row, slot] (i32) and their routing
 /// weights into weights[row, slot]: the scores (probabilities as
 /// onnxruntime's Softmax computes them, or sigmoids), divided by their sum
-/// when `normalize`, times the routed scale. The experts are chosen as
+/// (plus the epsilon, at least the minimum) when `normalize`, times the
+/// routed scale. The experts are chosen as
 /// llm.moe says: by their logits (the softmax is monotonic), or by their
 /// scores plus the selection bias within the best groups.
 void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Value row,
@@ -194,6 +196,7 @@ void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Val
     total = kb.add(total, scores.back());
   }
   if (routing.epsilon != 0.0f) total = kb.add(total, kb.f32(routing.epsilon));
+  if (routing.minimum != 0.0f) total = kb.max(total, kb.f32(routing.minimum));
   for (auto [slot, weight] : llvm::enumerate(scores)) {
     if (routing.normalize) weight = kb.div(weight, total);
     if (routing.scale != 1.0f) weight = kb.mul(weight, kb.f32(routing.scale));

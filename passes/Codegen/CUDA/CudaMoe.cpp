@@ -118,6 +118,7 @@ LogicalResult lowerMoe(StepContext &step, llm::MoeOp op,
                     KernelArg::i32(dim(op.getExpertGroups().value_or(0))),
                     KernelArg::i32(dim(op.getTopKGroups().value_or(0))),
                     KernelArg::f32(op.getNormalizeEpsilonOrZero()),
+                    KernelArg::f32(op.getNormalizeMinOrZero()),
                     KernelArg::f32(op.getRoutedScaleOrOne()), chosen, weights});
   step.plan.launch(kAttentionModule, "llmc_moe_plan", {dim(1), dim(1), dim(1)},
                    {kMoePlanThreads, 1, 1},

@@ -447,7 +447,7 @@ func.func @missing_expert(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
 // softmax's top k nor DeepSeek-V3's scored routing; it is refused by name.
 // CHECK-LABEL: func.func @rescaled_routing
 //   CHECK-NOT:   llm.moe
-// ERROR: a mixture of experts is not supported in this form: the experts are chosen by something other than the sigmoid of the router's logits, or that plus a bias
+// ERROR: a mixture of experts is not supported in this form: the experts are chosen by something other than the sigmoid or the softmax of the router's logits, or that plus a bias
 func.func @rescaled_routing(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
   %flat_shape = onnx.Constant dense<[-1, 8]> : tensor<2xi64>
   %k = onnx.Constant dense<1> : tensor<1xi64>
@@ -541,7 +541,7 @@ func.func @rescaled_routing(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
 // are the biased choices (TopK's values), not the chosen experts' scores.
 // CHECK-LABEL: func.func @biased_routing_weights
 //   CHECK-NOT:   llm.moe
-// ERROR: a mixture of experts is not supported in this form: the routing weights are not the chosen experts' sigmoid scores (GatherElements of the TopK's ids)
+// ERROR: a mixture of experts is not supported in this form: the routing weights are not the chosen experts' scores (GatherElements of the TopK's ids)
 func.func @biased_routing_weights(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
   %flat_shape = onnx.Constant dense<[-1, 8]> : tensor<2xi64>
   %k = onnx.Constant dense<1> : tensor<1xi64>

@@ -80,8 +80,8 @@ __device__ __forceinline__ int moe_pick_next(Key key, int begin, int end, float 
 extern "C" __global__ void __launch_bounds__(MOE_THREADS)
 llmc_moe_route(const float *logits, int logits_stride, int rows, int experts, int top_k,
                int normalize, int sigmoid_scores, const float *selection_bias, int groups,
-               int kept_groups, float epsilon, float routed_scale, int *chosen,
-               float *weights) {
+               int kept_groups, float epsilon, float normalize_min, float routed_scale,
+               int *chosen, float *weights) {
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= rows) return;
   const float *r = logits + (long long)row * logits_stride;
@@ -135,6 +135,7 @@ llmc_moe_route(const float *logits, int logits_stride, int rows, int experts, in
     prev_key = best_key, prev_expert = best;
   }
   total += epsilon;
+  if (normalize_min > 0.f) total = fmaxf(total, normalize_min);
   for (int slot = 0; slot < top_k; ++slot) {
     float &weight = weights[row * top_k + slot];
     if (normalize) weight /= total;
