@@ -28,8 +28,6 @@
 
 #include "dialects/onnx/ShapeHelpers.h"
 
-#include <limits>
-
 using namespace mlir;
 
 namespace llmc::raising {
@@ -71,30 +69,10 @@ std::optional<StackedProjection> stackedProjectionOf(Value value) {
   return projection;
 }
 
-/// Columns start, start + step, ... (count of them) of a last axis.
-struct Columns {
-  int64_t start = 0, step = 1, count = 0;
-  int64_t at(int64_t i) const { return start + i * step; }
-};
-
-/// The columns a Slice of the last axis of a rank-3 tensor `width` wide takes.
-std::optional<Columns> sliceColumns(onnx::SliceOp slice, int64_t width) {
-  auto taken = slice && rankOf(slice.getData()) == 3 ? lastAxisSlice(slice) : std::nullopt;
-  if (!taken || taken->step < 1) return std::nullopt;
-  auto clamp = [&](int64_t index) {
-    return std::clamp<int64_t>(index < 0 ? index + width : index, 0, width);
-  };
-  Columns columns{clamp(taken->start), taken->step, 0};
-  int64_t end = clamp(taken->end);
-  columns.count = end > columns.start ? llvm::divideCeil(end - columns.start, columns.step) : 0;
-  return columns;
-}
-
 /// What the walk back from the block's ReduceSum finds.
 struct DenseMoe {
   Value input;                      ///< x [batch, seq, hidden]
-  Value routerWeight, routerBias;   ///< [experts, hidden] (transposed) or [hidden, experts]
-  bool routerTransposed = false;
+  RouterProjection router;
   int64_t topK = 0;
   StackedProjection gateUp, down;
   Columns gate, up;                 ///< of gate_up's outputs
@@ -168,8 +146,7 @@ LogicalResult DenseMoeMatcher::match(DenseMoe &block, std::string &why) {
   if (rows != flatInput) return fail(why, "the experts do not read the router's input rows");
 
   int64_t inter = block.gate.count;
-  if (dimOf(block.routerWeight, block.routerTransposed ? 0 : 1) != experts ||
-      block.down.experts() != experts)
+  if (block.router.experts() != experts || block.down.experts() != experts)
     return fail(why, "the router and the experts' weights differ in expert count");
   if (block.gateUp.in() != hidden || block.down.in() != inter || block.down.out() != hidden ||
       block.up.count != inter)
@@ -202,100 +179,24 @@ LogicalResult DenseMoeMatcher::matchRouting(Value scores, DenseMoe &block, std::
     return fail(why, "TopK does not take a constant k largest along the experts");
   block.topK = (*k)[0];
 
-  // The router: Gemm(xf, W, b) or MatMul(xf, W) [+ b].
-  Value logits = topk.getX();
-  if (auto gemm = definedBy<onnx::GemmOp>(logits)) {
-    if (gemm.getTransA() != 0 || gemm.getAlpha().convertToFloat() != 1.0f ||
-        gemm.getBeta().convertToFloat() != 1.0f || !isConstant(gemm.getB()) ||
-        (!isNone(gemm.getC()) && (!isConstant(gemm.getC()) || rankOf(gemm.getC()) != 1)))
-      return fail(why, "the router is not a Gemm of the rows by constant weights");
-    flatInput = gemm.getA();
-    block.routerWeight = gemm.getB();
-    block.routerTransposed = gemm.getTransB() != 0;
-    block.routerBias = optionalOperand(gemm.getC());
-  } else {
-    Value product = logits;
-    if (auto add = definedBy<onnx::AddOp>(logits)) {
-      auto [matmul, bias] = operandDefinedBy<onnx::MatMulOp>(add);
-      if (!matmul || !isConstant(bias) || rankOf(bias) != 1)
-        return fail(why, "the router's bias is not a constant");
-      block.routerBias = bias;
-      product = matmul;
-    }
-    auto matmul = definedBy<onnx::MatMulOp>(product);
-    if (!matmul || !isConstant(matmul.getB()))
-      return fail(why, "the router is not a Gemm or MatMul by constant weights");
-    flatInput = matmul.getA();
-    block.routerWeight = matmul.getB();
-  }
-  auto reshape = definedBy<onnx::ReshapeOp>(flatInput);
-  if (!reshape || rankOf(reshape.getData()) != 3 || rankOf(reshape) != 2 ||
-      rankOf(block.routerWeight) != 2 || dimOf(reshape.getData(), 2) != dimOf(reshape, 1))
-    return fail(why, "the router does not read the [batch, seq, hidden] input as rows");
-  block.input = reshape.getData();
+  FailureOr<RouterProjection> router = matchRouterProjection(topk.getX(), why);
+  if (failed(router)) return failure();
+  block.router = *router;
+  flatInput = router->flatInput;
+  block.input = router->input;
   return success();
 }
 
 LogicalResult DenseMoeMatcher::matchActivation(Value hidden, DenseMoe &block, std::string &why) {
-  // (up [+ 1]) * (g * Sigmoid(g [* alpha])), g and up slices of one gate_up.
-  auto product = definedBy<onnx::MulOp>(hidden);
-  if (!product) return fail(why, "an expert is not a gated MLP");
-  onnx::MulOp glu;
-  Value upSide;
-  for (auto [a, b] : {std::pair(product.getA(), product.getB()),
-                      std::pair(product.getB(), product.getA())}) {
-    auto mul = definedBy<onnx::MulOp>(a);
-    if (mul && operandDefinedBy<onnx::SigmoidOp>(mul).first) {
-      glu = mul;
-      upSide = b;
-      break;
-    }
-  }
-  if (!glu) return fail(why, "an expert's activation is not g * sigmoid(g)");
-  auto [sigmoid, gate] = operandDefinedBy<onnx::SigmoidOp>(glu);
-  Value sigmoidInput = sigmoid.getX();
-  double alpha = 1.0;
-  if (auto scaled = definedBy<onnx::MulOp>(sigmoidInput)) {
-    auto [constant, base] = std::pair(scaled.getB(), scaled.getA());
-    if (!constantScalar(constant)) std::swap(constant, base);
-    if (!constantScalar(constant)) return fail(why, "the sigmoid's scale is not a constant");
-    alpha = *constantScalar(constant);
-    sigmoidInput = base;
-  }
-  if (sigmoidInput != gate) return fail(why, "an expert's sigmoid does not read its gate");
-
-  // gpt-oss: g = Clip(g, max L), up = Clip(up, -L, L) + 1.
-  auto gateClip = definedBy<onnx::ClipOp>(gate);
-  if (gateClip) {
-    auto limit = constantScalar(gateClip.getMax());
-    auto plusOne = definedBy<onnx::AddOp>(upSide);
-    auto [upClip, one] = plusOne ? operandDefinedBy<onnx::ClipOp>(plusOne)
-                                 : std::pair<onnx::ClipOp, Value>();
-    if (!isNone(gateClip.getMin()) || !limit || *limit <= 0 || !upClip ||
-        !isConstantScalar(one, 1.0) || !isConstantScalar(upClip.getMin(), -*limit) ||
-        !isConstantScalar(upClip.getMax(), *limit))
-      return fail(why, "an expert's clamps are not gpt-oss's: min(g, L) and clamp(up, -L, L) + 1");
-    block.limit = static_cast<float>(*limit);
-    block.alpha = static_cast<float>(alpha);
-    gate = gateClip.getInput();
-    upSide = upClip.getInput();
-  } else if (alpha != 1.0) {
-    return fail(why, "an expert's sigmoid is scaled without gpt-oss's clamps");
-  }
-
-  auto gateSlice = definedBy<onnx::SliceOp>(gate), upSlice = definedBy<onnx::SliceOp>(upSide);
-  if (!gateSlice || !upSlice || gateSlice.getData() != upSlice.getData())
-    return fail(why, "an expert's gate and up are not columns of one projection");
-  auto gateUp = stackedProjectionOf(gateSlice.getData());
+  FailureOr<ExpertActivation> activation = matchExpertActivation(hidden, why);
+  if (failed(activation)) return failure();
+  auto gateUp = stackedProjectionOf(activation->projection);
   if (!gateUp) return fail(why, "the gate and up projection is not a MatMul by stacked weights");
   block.gateUp = *gateUp;
-  auto gateColumns = sliceColumns(gateSlice, gateUp->out());
-  auto upColumns = sliceColumns(upSlice, gateUp->out());
-  if (!gateColumns || !upColumns || gateColumns->count != upColumns->count ||
-      2 * gateColumns->count != gateUp->out())
-    return fail(why, "the gate and up columns do not split the projection's outputs in two");
-  block.gate = *gateColumns;
-  block.up = *upColumns;
+  block.gate = activation->gate;
+  block.up = activation->up;
+  block.limit = activation->limit;
+  block.alpha = activation->alpha;
   return success();
 }
 
@@ -337,22 +238,13 @@ void splitColumns(OpBuilder &builder, const StackedProjection &projection,
                   const ProjectionData &data, StringRef name, const Columns &columns,
                   Value &weight, Value &bias) {
   int64_t experts = projection.experts(), in = projection.in(), out = projection.out();
-  std::vector<float> split;
-  split.reserve(experts * columns.count * in);
-  for (int64_t e = 0; e < experts; ++e)
-    for (int64_t c = 0; c < columns.count; ++c)
-      for (int64_t i = 0; i < in; ++i)
-        split.push_back(data.weight[(e * in + i) * out + columns.at(c)]);
   weight = createF32Constant(builder, denseWeightLocation(projection.matmul, name),
-                             {experts, columns.count, in}, split);
+                             {experts, columns.count, in},
+                             transposedExpertColumns(data.weight, experts, in, out, columns));
   if (!projection.bias) return;
-  std::vector<float> splitBias;
-  splitBias.reserve(experts * columns.count);
-  for (int64_t e = 0; e < experts; ++e)
-    for (int64_t c = 0; c < columns.count; ++c)
-      splitBias.push_back(data.bias[e * out + columns.at(c)]);
   bias = createF32Constant(builder, denseWeightLocation(projection.matmul, name + ".bias"),
-                           {experts, columns.count}, splitBias);
+                           {experts, columns.count},
+                           expertBiasColumns(data.bias, experts, out, columns));
 }
 
 LogicalResult replaceDenseBlock(IRRewriter &rewriter, onnx::ReduceSumOp output,
@@ -370,12 +262,7 @@ LogicalResult replaceDenseBlock(IRRewriter &rewriter, onnx::ReduceSumOp output,
   splitColumns(rewriter, block.down, *downData, "down_proj", Columns{0, 1, block.down.out()},
                down, downBias);
   Location loc = output.getLoc();
-  auto inputType = cast<RankedTensorType>(block.input.getType());
-  int64_t experts = block.gateUp.experts();
-  auto logitsType = RankedTensorType::get(
-      {inputType.getDimSize(0), inputType.getDimSize(1), experts}, inputType.getElementType());
-  Value logits = llm::LinearOp::create(rewriter, loc, logitsType, block.input, block.routerWeight,
-                                       block.routerBias, block.routerTransposed);
+  Value logits = block.router.create(rewriter, loc);
   FloatAttr limit, alpha;
   if (block.limit) {
     limit = rewriter.getF32FloatAttr(*block.limit);

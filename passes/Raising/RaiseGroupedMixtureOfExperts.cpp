@@ -8,25 +8,29 @@
 //
 //   xf       = Reshape(x, [-1, hidden])
 //   w, ids   = TopK(Softmax(router(xf)), k);  w = w / ReduceSum(w)   (norm_topk_prob)
+//              or v, ids = TopK(router(xf), k);  w = Softmax(v)       (gpt-oss)
 //   sorted, perm = TopK(Reshape(ids, [-1]), n, largest=0)            (torch.sort)
 //   rows     = GatherND(xf, Unsqueeze(perm // k))                     [n, hidden]
 //   ends     = Split(CumSum(ScatterElements(zeros, bin(sorted), 1, add)))   (histc)
 //   run_e    = Range(ends[e - 1], ends[e])                            (ends[-1] = 0)
 //   gu       = Concat_e(MatMul(Gather(rows, run_e), Squeeze(Split(gate_up)[e])))
+//              [+ GatherND(gate_up_bias, Unsqueeze(sorted))]       (gpt-oss's biases)
 //   g, u     = Split(gu, 2, axis 1);  h = silu(g) * u
-//   y        = Concat_e(MatMul(Gather(h, run_e), Squeeze(Split(down)[e])))
+//              (gpt-oss: g, u the even and odd columns, clamped, as llm.moe's swiglu_limit)
+//   y        = (Concat_e(MatMul(Gather(h, run_e), Squeeze(Split(down)[e])))
+//              [+ GatherND(down_bias, Unsqueeze(sorted))])
 //              * Unsqueeze(GatherND(Reshape(w, [-1]), Unsqueeze(perm)))
 //   inverse  = ScatterND(_, Unsqueeze(perm), Range(0, n))
 //   out      = ReduceSum(Reshape(GatherND(y, Unsqueeze(inverse)), [tokens, k, hidden]),
 //                        axis 1)                                     [tokens, hidden]
 //
 // Sorting the pairs changes no sum: the block is llm.linear (the router) and
-// llm.moe, gate_up [experts, hidden, 2 inter] split into its first and second
-// halves of columns and every weight transposed to [experts, out, in]. The
-// sum of the slots becomes llm.moe's rows flattened as the sum was: what
-// reads them on the tokens' rows (a shared expert added before the Reshape
-// back to x's shape, ERNIE 4.5's) is raised with them by the flattened-token
-// patterns.
+// llm.moe, gate_up [experts, hidden, 2 inter] split into its gate and up
+// columns and every weight transposed to [experts, out, in], the biases
+// split the same. The sum of the slots becomes llm.moe's rows flattened as
+// the sum was: what reads them on the tokens' rows (a shared expert added
+// before the Reshape back to x's shape, ERNIE 4.5's) is raised with them by
+// the flattened-token patterns.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/RaisePatterns.h"
@@ -129,6 +133,14 @@ std::optional<double> binOf(Value index, Value sortedIds, double expert) {
   return std::nullopt;
 }
 
+/// The softmax over the experts of `topk`'s values, or null.
+onnx::SoftmaxOp softmaxOfTopK(onnx::TopKOp topk) {
+  for (Operation *user : topk.getValues().getUsers())
+    if (auto softmax = dyn_cast<onnx::SoftmaxOp>(user))
+      if (isSingleAxisValue(softmax.getAxis(), rankOf(softmax))) return softmax;
+  return {};
+}
+
 /// Expert e's weight as a run reads it: Squeeze(Split(weights [experts, in,
 /// out], axis 0)[e], axis 0).
 struct ExpertSlice {
@@ -151,12 +163,14 @@ std::optional<ExpertSlice> expertSliceOf(Value value) {
 /// What the walk back from the block's output finds.
 struct GroupedMoe {
   Value input;                    ///< x [batch, seq, hidden]
-  Value routerWeight;             ///< [experts, hidden] (transposed) or [hidden, experts]
-  bool routerTransposed = false;
+  RouterProjection router;
   int64_t topK = 0;
   bool normalize = false;
   std::optional<ScoredRouting> scored;
   Value gateUp, down;             ///< [experts, hidden, 2 inter], [experts, inter, hidden]
+  Value gateUpBias, downBias;     ///< [experts, 2 inter], [experts, hidden]; null: none
+  Columns gate, up;               ///< of gate_up's outputs
+  std::optional<float> limit, alpha; ///< gpt-oss's clamped swiglu
 };
 
 class GroupedMoeMatcher {
@@ -181,6 +195,10 @@ private:
   /// run_e), weight_e)), the runs' rows in `rows`; records the runs the first
   /// time and checks them against those after. Failure with the reason in `why`.
   FailureOr<Value> matchGroupedProduct(Value value, Value &rows, std::string &why);
+  /// `value` without the bias of each sorted row's expert added to it,
+  /// Add(value, GatherND(bias [experts, out], Unsqueeze(sorted ids))); that
+  /// bias in `bias` (null without one).
+  Value withoutSortedBias(Value value, Value &bias);
 
   onnx::ReduceSumOp output;         ///< the sum of each token's slots
   onnx::TopKOp sort;                ///< the pairs' sort by expert
@@ -220,33 +238,20 @@ LogicalResult GroupedMoeMatcher::match(GroupedMoe &block, std::string &why) {
     return fail(why, "the experts' rows are not scaled by the sorted routing weights");
 
   Value activations;
-  FailureOr<Value> down = matchGroupedProduct(products, activations, why);
+  FailureOr<Value> down =
+      matchGroupedProduct(withoutSortedBias(products, block.downBias), activations, why);
   if (failed(down) || failed(matchRuns(why))) return failure();
   block.down = *down;
 
-  // h = silu(g) * u, g and u the halves of Split(gate_up's products, axis 1).
-  auto product = definedBy<onnx::MulOp>(activations);
-  if (!product) return fail(why, "an expert is not a gated MLP");
-  Value gate, up;
-  for (auto [activated, other] : {std::pair(product.getA(), product.getB()),
-                                  std::pair(product.getB(), product.getA())}) {
-    auto silu = definedBy<onnx::MulOp>(activated);
-    auto [sigmoid, base] = silu ? operandDefinedBy<onnx::SigmoidOp>(silu)
-                                : std::pair<onnx::SigmoidOp, Value>();
-    if (sigmoid && sigmoid.getX() == base) {
-      gate = base;
-      up = other;
-      break;
-    }
-  }
-  auto halves = gate ? definedBy<onnx::SplitOp>(gate) : onnx::SplitOp();
-  if (!halves || halves.getAxis() != 1 || !isNone(halves.getSplit()) ||
-      halves->getNumResults() != 2 || gate != halves->getResult(0) ||
-      up != halves->getResult(1))
-    return fail(why, "an expert is not silu(gate) * up of the two halves of one projection: "
-                     "only silu-gated experts are raised");
+  FailureOr<ExpertActivation> activation = matchExpertActivation(activations, why);
+  if (failed(activation)) return failure();
+  block.gate = activation->gate;
+  block.up = activation->up;
+  block.limit = activation->limit;
+  block.alpha = activation->alpha;
   Value rows;
-  FailureOr<Value> gateUp = matchGroupedProduct(halves.getInput(), rows, why);
+  FailureOr<Value> gateUp = matchGroupedProduct(
+      withoutSortedBias(activation->projection, block.gateUpBias), rows, why);
   if (failed(gateUp)) return failure();
   block.gateUp = *gateUp;
   Value flatRows, pairToken;
@@ -260,7 +265,10 @@ LogicalResult GroupedMoeMatcher::match(GroupedMoe &block, std::string &why) {
       dimOf(block.down, 2) != hidden || dimOf(block.gateUp, 0) != experts ||
       dimOf(block.down, 0) != experts)
     return fail(why, "the experts' projections are not hidden -> 2 x inter, inter -> hidden");
-  if (dimOf(block.routerWeight, block.routerTransposed ? 0 : 1) != experts)
+  if ((block.gateUpBias && dimOf(block.gateUpBias, 1) != 2 * inter) ||
+      (block.downBias && dimOf(block.downBias, 1) != hidden))
+    return fail(why, "the experts' biases are not one per output of their projections");
+  if (block.router.experts() != experts)
     return fail(why, "the router and the experts' weights differ in expert count");
   if (block.topK > experts) return fail(why, "TopK picks more experts than there are");
   if (rankOf(output) != 2 || dimOf(output, 1) != hidden)
@@ -302,6 +310,12 @@ LogicalResult GroupedMoeMatcher::matchRouting(onnx::TopKOp topk, GroupedMoe &blo
     std::optional<WeightNormalization> normalized = normalizedWeights(topk.getValues());
     block.normalize = normalized && normalized->bySumAlone();
     weights = block.normalize ? normalized->division.getResult() : topk.getValues();
+  } else if (onnx::SoftmaxOp softmax = softmaxOfTopK(topk)) {
+    // The softmax of the top k logits (gpt-oss's, Mixtral's): the softmax
+    // over every expert's logits, renormalised over the top k.
+    logits = topk.getX();
+    block.normalize = true;
+    weights = softmax;
   } else {
     auto scored = matchScoredRouting(topk, why);
     if (failed(scored)) return failure();
@@ -310,27 +324,12 @@ LogicalResult GroupedMoeMatcher::matchRouting(onnx::TopKOp topk, GroupedMoe &blo
     logits = scored->logits;
     weights = scored->weights;
   }
-  // The router: Gemm(xf, W) (transB or not) or MatMul(xf, W), W constant.
-  if (auto gemm = definedBy<onnx::GemmOp>(logits)) {
-    if (gemm.getTransA() != 0 || gemm.getAlpha().convertToFloat() != 1.0f ||
-        !isNone(gemm.getC()) || !isConstant(gemm.getB()))
-      return fail(why, "the router is not a Gemm of the rows by a constant weight");
-    flatInput = gemm.getA();
-    block.routerWeight = gemm.getB();
-    block.routerTransposed = gemm.getTransB() != 0;
-  } else if (auto matmul = definedBy<onnx::MatMulOp>(logits);
-             matmul && isConstant(matmul.getB())) {
-    flatInput = matmul.getA();
-    block.routerWeight = matmul.getB();
-  } else {
-    return fail(why, "the router is not a Gemm or MatMul by a constant weight");
-  }
-  auto reshape = definedBy<onnx::ReshapeOp>(flatInput);
-  if (!reshape || rankOf(reshape.getData()) != 3 || rankOf(reshape) != 2 ||
-      rankOf(block.routerWeight) != 2 || dimOf(reshape.getData(), 2) != dimOf(reshape, 1))
-    return fail(why, "the router does not read the [batch, seq, hidden] input as rows");
-  block.input = reshape.getData();
-  experts = dimOf(block.routerWeight, block.routerTransposed ? 0 : 1);
+  FailureOr<RouterProjection> router = matchRouterProjection(logits, why);
+  if (failed(router)) return failure();
+  block.router = *router;
+  flatInput = router->flatInput;
+  block.input = router->input;
+  experts = router->experts();
   if (ShapedType::isDynamic(experts) || experts < 1)
     return fail(why, "the router's expert count is not static");
   return success();
@@ -380,6 +379,22 @@ LogicalResult GroupedMoeMatcher::matchRuns(std::string &why) {
   return success();
 }
 
+Value GroupedMoeMatcher::withoutSortedBias(Value value, Value &bias) {
+  bias = nullptr;
+  auto add = definedBy<onnx::AddOp>(value);
+  if (!add) return value;
+  for (auto [products, perRow] :
+       {std::pair(add.getA(), add.getB()), std::pair(add.getB(), add.getA())}) {
+    Value table, ids;
+    if (gathersRows(perRow, table, ids) && ids == sort.getValues() && isConstant(table) &&
+        rankOf(table) == 2 && dimOf(table, 0) == experts) {
+      bias = table;
+      return products;
+    }
+  }
+  return value;
+}
+
 FailureOr<Value> GroupedMoeMatcher::matchGroupedProduct(Value value, Value &rows,
                                                         std::string &why) {
   auto concat = definedBy<onnx::ConcatOp>(value);
@@ -406,34 +421,53 @@ FailureOr<Value> GroupedMoeMatcher::matchGroupedProduct(Value value, Value &rows
   return weightsOfAll;
 }
 
-/// Columns [first, first + count) of each expert's [in, out] weight in
-/// `weights` [experts, in, out], transposed to llm.moe's [experts, count,
-/// in], named after `weights` and `part`.
-FailureOr<Value> expertColumns(OpBuilder &builder, Value weights, int64_t first, int64_t count,
-                               StringRef part) {
-  int64_t experts = dimOf(weights, 0), in = dimOf(weights, 1), out = dimOf(weights, 2);
-  auto data = readConstantFloats(weights);
-  if (!data || static_cast<int64_t>(data->size()) != experts * in * out) return failure();
-  std::vector<float> columns;
-  columns.reserve(experts * count * in);
-  for (int64_t e = 0; e < experts; ++e)
-    for (int64_t c = first; c < first + count; ++c)
-      for (int64_t i = 0; i < in; ++i) columns.push_back((*data)[(e * in + i) * out + c]);
+/// The location of `weights` named with ".part" after its name.
+Location partLocation(OpBuilder &builder, Value weights, StringRef part) {
   Location loc = weights.getLoc();
   if (auto name = dyn_cast<NameLoc>(loc))
     loc = NameLoc::get(StringAttr::get(builder.getContext(), name.getName().str() + "." + part),
                        name.getChildLoc());
-  return createF32Constant(builder, loc, {experts, count, in}, columns);
+  return loc;
+}
+
+/// `columns` of each expert's [in, out] weight in `weights` [experts, in,
+/// out], transposed to llm.moe's [experts, columns, in], named after
+/// `weights` and `part`.
+FailureOr<Value> expertColumns(OpBuilder &builder, Value weights, const Columns &columns,
+                               StringRef part) {
+  int64_t experts = dimOf(weights, 0), in = dimOf(weights, 1), out = dimOf(weights, 2);
+  auto data = readConstantFloats(weights);
+  if (!data || static_cast<int64_t>(data->size()) != experts * in * out) return failure();
+  return createF32Constant(builder, partLocation(builder, weights, part),
+                           {experts, columns.count, in},
+                           transposedExpertColumns(*data, experts, in, out, columns));
+}
+
+/// `columns` of each expert's biases in `bias` [experts, out] (null: none,
+/// and so is the result), named after `bias` and `part`.
+FailureOr<Value> expertBiases(OpBuilder &builder, Value bias, const Columns &columns,
+                              StringRef part) {
+  if (!bias) return Value();
+  int64_t experts = dimOf(bias, 0), out = dimOf(bias, 1);
+  auto data = readConstantFloats(bias);
+  if (!data || static_cast<int64_t>(data->size()) != experts * out) return failure();
+  return createF32Constant(builder, partLocation(builder, bias, part), {experts, columns.count},
+                           expertBiasColumns(*data, experts, out, columns));
 }
 
 LogicalResult replaceGroupedBlock(IRRewriter &rewriter, onnx::ReduceSumOp output,
                                   const GroupedMoe &block, std::string &why) {
   rewriter.setInsertionPoint(output);
-  int64_t inter = dimOf(block.down, 1), hidden = dimOf(block.down, 2);
-  auto gate = expertColumns(rewriter, block.gateUp, 0, inter, "gate_proj");
-  auto up = expertColumns(rewriter, block.gateUp, inter, inter, "up_proj");
-  auto down = expertColumns(rewriter, block.down, 0, hidden, "down_proj");
-  if (failed(gate) || failed(up) || failed(down)) {
+  int64_t hidden = dimOf(block.down, 2);
+  Columns allOfDown{0, 1, hidden};
+  auto gate = expertColumns(rewriter, block.gateUp, block.gate, "gate_proj");
+  auto up = expertColumns(rewriter, block.gateUp, block.up, "up_proj");
+  auto down = expertColumns(rewriter, block.down, allOfDown, "down_proj");
+  auto gateBias = expertBiases(rewriter, block.gateUpBias, block.gate, "gate_proj");
+  auto upBias = expertBiases(rewriter, block.gateUpBias, block.up, "up_proj");
+  auto downBias = expertBiases(rewriter, block.downBias, allOfDown, "down_proj");
+  if (failed(gate) || failed(up) || failed(down) || failed(gateBias) || failed(upBias) ||
+      failed(downBias)) {
     why = "the experts' weights are not f32 constants of the sizes their MatMuls name";
     return failure();
   }
@@ -444,16 +478,15 @@ LogicalResult replaceGroupedBlock(IRRewriter &rewriter, onnx::ReduceSumOp output
     return failure();
   }
   Location loc = output.getLoc();
-  auto inputType = cast<RankedTensorType>(block.input.getType());
-  int64_t experts = dimOf(block.gateUp, 0);
-  auto logitsType = RankedTensorType::get(
-      {inputType.getDimSize(0), inputType.getDimSize(1), experts}, inputType.getElementType());
-  Value logits = llm::LinearOp::create(rewriter, loc, logitsType, block.input, block.routerWeight,
-                                       /*bias=*/Value(), block.routerTransposed);
+  Value logits = block.router.create(rewriter, loc);
+  FloatAttr limit, alpha;
+  if (block.limit) {
+    limit = rewriter.getF32FloatAttr(*block.limit);
+    alpha = rewriter.getF32FloatAttr(*block.alpha);
+  }
   auto moe = llm::MoeOp::create(rewriter, loc, block.input.getType(), block.input, logits, *gate,
-                                *up, *down, /*gate_bias=*/Value(), /*up_bias=*/Value(),
-                                /*down_bias=*/Value(), block.topK, block.normalize,
-                                /*swiglu_limit=*/FloatAttr(), /*swiglu_alpha=*/FloatAttr());
+                                *up, *down, *gateBias, *upBias, *downBias, block.topK,
+                                block.normalize, limit, alpha);
   if (block.scored) setScoredRouting(moe, *block.scored, *selectionBias);
   auto shapeType = RankedTensorType::get({2}, rewriter.getI64Type());
   Value rowsShape = onnx::ConstantOp::create(

@@ -37,6 +37,48 @@ void raiseDenseMixturesOfExperts(mlir::func::FuncOp func);
 void raiseGroupedMixturesOfExperts(mlir::func::FuncOp func);
 inline constexpr llvm::StringLiteral kMoeUnmatchedAttr = "llmc.moe_unmatched";
 
+/// A mixture of experts' router (MixtureOfExpertsUtils.cpp): Gemm(xf, W[, b])
+/// (W transposed or not) or MatMul(xf, W) [+ b] of the token rows xf =
+/// Reshape(x [batch, seq, hidden] -> [tokens, hidden]), W [experts, hidden]
+/// (transposed) or [hidden, experts] and b [experts] constants.
+struct RouterProjection {
+  mlir::Value input;        ///< x [batch, seq, hidden]
+  mlir::Value flatInput;    ///< xf [tokens, hidden]
+  mlir::Value weight, bias; ///< the bias null without one
+  bool transposed = false;
+
+  int64_t experts() const;
+  /// The router as llm.linear of x: the logits [batch, seq, experts].
+  mlir::Value create(mlir::OpBuilder &builder, mlir::Location loc) const;
+};
+/// The router that computes `logits`, or failure with the reason in `why`.
+mlir::FailureOr<RouterProjection> matchRouterProjection(mlir::Value logits, std::string &why);
+
+/// Columns start, start + step, ... (count of them) of a last axis.
+struct Columns {
+  int64_t start = 0, step = 1, count = 0;
+  int64_t at(int64_t i) const { return start + i * step; }
+};
+/// `columns` of each expert's [in, out] weight in `weights` (stacked [experts,
+/// in, out], row-major), transposed to llm.moe's [experts, columns, in].
+std::vector<float> transposedExpertColumns(llvm::ArrayRef<float> weights, int64_t experts,
+                                           int64_t in, int64_t out, const Columns &columns);
+/// `columns` of each expert's biases in `bias` ([experts, out] values):
+/// llm.moe's [experts, columns].
+std::vector<float> expertBiasColumns(llvm::ArrayRef<float> bias, int64_t experts, int64_t out,
+                                     const Columns &columns);
+
+/// An expert's gated activation of the gate and up columns of one
+/// projection: silu(g) * u, or gpt-oss's clamped form (llm.moe's
+/// swiglu_limit and swiglu_alpha).
+struct ExpertActivation {
+  mlir::Value projection; ///< what the gate and up columns are taken from
+  Columns gate, up;       ///< Slices of its last axis, or the halves of a Split of it
+  std::optional<float> limit, alpha;
+};
+/// The activation `hidden` is, or failure with the reason in `why`.
+mlir::FailureOr<ExpertActivation> matchExpertActivation(mlir::Value hidden, std::string &why);
+
 /// A token's experts chosen by scores biased for the choice, or by sigmoid
 /// scores, within groups or not (DeepSeek-V3's router, ERNIE 4.5's), as
 /// llm.moe's routing holds it.

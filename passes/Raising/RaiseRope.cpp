@@ -65,6 +65,28 @@ struct RaiseDecomposedRope : OpRewritePattern<onnx::AddOp> {
   }
 };
 
+/// The half of a 4-D value with an even last dim that `factor` is: a Slice
+/// of it, or a result of Split(x, 2 equal parts, last axis) (torch.chunk as
+/// the dynamo exporter writes it); that value and which half (0: [...,
+/// :d/2], 1: [..., d/2:]).
+std::optional<std::pair<Value, int>> halfOf(Value factor) {
+  Value x;
+  std::optional<int> half;
+  if (auto slice = definedBy<onnx::SliceOp>(factor)) {
+    x = slice.getData();
+    int64_t dim = dimOf(x, -1);
+    if (!ShapedType::isDynamic(dim) && dim % 2 == 0) half = sliceHalf(slice, x, dim / 2);
+  } else if (auto split = definedBy<onnx::SplitOp>(factor);
+             split && split->getNumResults() == 2 && isNone(split.getSplit()) &&
+             isSingleAxisValue(split.getAxis(), rankOf(split.getInput()))) {
+    x = split.getInput();
+    if (!ShapedType::isDynamic(dimOf(x, -1)) && dimOf(x, -1) % 2 == 0)
+      half = static_cast<int>(cast<OpResult>(factor).getResultNumber());
+  }
+  if (!half || rankOf(x) != 4) return std::nullopt;
+  return std::pair(x, *half);
+}
+
 /// The factor of `mul` that is half `half` (0: [..., :d/2], 1: [..., d/2:])
 /// of a 4-D value, that value, and the other factor.
 struct HalfFactor {
@@ -74,13 +96,8 @@ std::optional<HalfFactor> halfFactor(onnx::MulOp mul, int half) {
   if (!mul) return std::nullopt;
   for (auto [factor, other] : {std::pair(mul.getA(), mul.getB()),
                                std::pair(mul.getB(), mul.getA())}) {
-    auto slice = definedBy<onnx::SliceOp>(factor);
-    if (!slice) continue;
-    Value x = slice.getData();
-    int64_t dim = dimOf(x, -1);
-    if (rankOf(x) == 4 && !ShapedType::isDynamic(dim) && dim % 2 == 0 &&
-        sliceHalf(slice, x, dim / 2) == half)
-      return HalfFactor{x, other};
+    std::optional<std::pair<Value, int>> found = halfOf(factor);
+    if (found && found->second == half) return HalfFactor{found->first, other};
   }
   return std::nullopt;
 }

@@ -221,12 +221,16 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     return nullptr;
   }
 
-  /// Drops the present K/V from the results; the logits must be what is left.
+  /// Drops the present K/V from the results, and the inputs returned as they
+  /// are (transformers 5's sliding-window cache passes its window size
+  /// through so), which the step computes nothing for; the logits must be
+  /// what is left.
   LogicalResult returnOnlyLogits(func::FuncOp func) {
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     SmallVector<Value> kept;
     for (Value value : ret.getOperands())
-      if (!value.getDefiningOp<llm::KvConcatOp>()) kept.push_back(value);
+      if (!value.getDefiningOp<llm::KvConcatOp>() && !isa<BlockArgument>(value))
+        kept.push_back(value);
     if (kept.size() == 1 && !kept.front().getDefiningOp<llm::LogitsOp>())
       if (Operation *after = opAfterLogitsHead(kept.front()))
         return after->emitOpError("transforms the logits after the LM head with more than "

@@ -80,6 +80,17 @@ class Generation:
     past: dict[str, np.ndarray]  # past input name -> [batch, kv_heads, tokens so far, head_dim]
 
 
+def sliding_window(model_path: str | os.PathLike) -> int:
+    """The `sliding_window` of the config.json beside the model."""
+    config_path = Path(model_path).parent / "config.json"
+    window = json.loads(config_path.read_text()).get("sliding_window") if config_path.exists() \
+        else None
+    if not isinstance(window, int):
+        raise ValueError(f"{model_path}: a scalar past input needs the model's sliding_window, "
+                         f"which {config_path} does not give")
+    return window
+
+
 def genai_decoder_config(model_path: str | os.PathLike) -> dict:
     """The `model.decoder` section of the genai_config.json beside an onnxruntime-genai model."""
     config_path = Path(model_path).parent / "genai_config.json"
@@ -114,7 +125,14 @@ class OrtDecoder:
         # keys); onnxruntime-genai's builder names head_dim ('kv_cache_dim') and says it in
         # genai_config.json.
         self.past_dims = {}
+        # Scalars among the past inputs, fed back as the model returns them: transformers 5's
+        # sliding-window cache passes its window size through (`past_key_values.layers.N.
+        # _sliding_window_tensor` -> `cache.layers.N._sliding_window_tensor`).
+        self.past_scalars = {}
         for name in self.past_names:
+            if len(inputs[name].shape) == 0:
+                self.past_scalars[name] = np.array(sliding_window(model_path), dtype=np.int64)
+                continue
             # torch.onnx's dynamo export names even static dims ('2'): a number is the size.
             dims = tuple(int(d) if isinstance(d, str) and d.isdigit() else d
                          for d in (inputs[name].shape[1], inputs[name].shape[3]))
@@ -146,6 +164,7 @@ class OrtDecoder:
             past = {name: np.zeros((batch, kv_heads, self.ring_lengths.get(name, 0), head_dim),
                                    dtype=self.past_dtype)
                     for name, (kv_heads, head_dim) in self.past_dims.items()}
+            past.update(self.past_scalars)
         feeds = {signature.INPUT_IDS: input_ids,
                  signature.ATTENTION_MASK: np.asarray(attention_mask, dtype=np.int64), **past}
         if self.takes_position_ids:

@@ -112,6 +112,140 @@ func.func @grouped_experts(%x: tensor<1x3x2xf32>) -> tensor<1x3x2xf32> {
   return %out : tensor<1x3x2xf32>
 }
 
+
+// -----
+
+// gpt-oss's block as torch.onnx's dynamo exporter traces transformers 5's
+// grouped experts: the router with its bias, the softmax over its top k
+// logits (normalize_top_k), each sorted row's expert's gate_up and down
+// biases gathered and added to the runs' products, and the clamped swiglu
+// over gate_up's even (gate) and odd (up) columns. The experts' weights
+// take those columns, transposed; the biases are split the same.
+// CHECK-LABEL: func.func @clamped_swiglu_experts_with_biases
+//  CHECK-SAME:   (%[[X:.*]]: tensor<1x3x2xf32>)
+//   CHECK-DAG:   %[[GATE:.*]] = llm.constant dense<{{\[}}{{\[}}[1.000000e+00, 5.000000e+00], [3.000000e+00, 7.000000e+00]], {{\[}}[9.000000e+00, 1.300000e+01], [1.100000e+01, 1.500000e+01]]]> : tensor<2x2x2xf32>
+//   CHECK-DAG:   %[[UP:.*]] = llm.constant dense<{{\[}}{{\[}}[2.000000e+00, 6.000000e+00], [4.000000e+00, 8.000000e+00]], {{\[}}[1.000000e+01, 1.400000e+01], [1.200000e+01, 1.600000e+01]]]> : tensor<2x2x2xf32>
+//   CHECK-DAG:   %[[DOWN:.*]] = llm.constant dense<{{\[}}{{\[}}[1.700000e+01, 1.900000e+01], [1.800000e+01, 2.000000e+01]], {{\[}}[2.100000e+01, 2.300000e+01], [2.200000e+01, 2.400000e+01]]]> : tensor<2x2x2xf32>
+//   CHECK-DAG:   %[[GATE_BIAS:.*]] = llm.constant dense<{{\[}}[5.000000e-01, 2.500000e+00], [4.500000e+00, 6.500000e+00]]> : tensor<2x2xf32>
+//   CHECK-DAG:   %[[UP_BIAS:.*]] = llm.constant dense<{{\[}}[1.500000e+00, 3.500000e+00], [5.500000e+00, 7.500000e+00]]> : tensor<2x2xf32>
+//   CHECK-DAG:   %[[DOWN_BIAS:.*]] = llm.constant dense<{{\[}}[-1.000000e+00, -2.000000e+00], [-3.000000e+00, -4.000000e+00]]> : tensor<2x2xf32>
+//       CHECK:   %[[LOGITS:.*]] = llm.linear %[[X]], %{{.*}}, %{{.*}} {transpose_weight}
+//       CHECK:   llm.moe %[[X]], %[[LOGITS]], %[[GATE]], %[[UP]], %[[DOWN]] gate_bias(%[[GATE_BIAS]]) up_bias(%[[UP_BIAS]]) down_bias(%[[DOWN_BIAS]]) {normalize_top_k, swiglu_alpha = 1.702000e+00 : f32, swiglu_limit = 7.000000e+00 : f32, top_k = 2 : i64}
+//   CHECK-NOT:   onnx.
+func.func @clamped_swiglu_experts_with_biases(%x: tensor<1x3x2xf32>) -> tensor<1x3x2xf32> {
+  %flat_shape = onnx.Constant dense<[-1, 2]> : tensor<2xi64>
+  %slots_shape = onnx.Constant dense<[-1, 2, 2]> : tensor<3xi64>
+  %out_shape = onnx.Constant dense<[1, 3, 2]> : tensor<3xi64>
+  %flat = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<i64>
+  %axis1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %axis0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %k = onnx.Constant dense<2> : tensor<1xi64>
+  %kk = onnx.Constant dense<2> : tensor<i64>
+  %zero = onnx.Constant dense<0> : tensor<i64>
+  %one = onnx.Constant dense<1> : tensor<i64>
+  %six = onnx.Constant dense<6> : tensor<i64>
+  %true = onnx.Constant dense<true> : tensor<i1>
+  %onef = onnx.Constant dense<1.0> : tensor<f32>
+  %bin_width = onnx.Constant dense<0.5> : tensor<f32>
+  %last_bin = onnx.Constant dense<1> : tensor<i64>
+  %no_counts = onnx.Constant dense<0.0> : tensor<2xf32>
+  %none = onnx.None
+  %router = onnx.Constant dense<[[0.5, -0.5], [0.25, 0.75]]> : tensor<2x2xf32>
+  %gate_up = onnx.Constant dense<[[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]], [[9.0, 10.0, 11.0, 12.0], [13.0, 14.0, 15.0, 16.0]]]> : tensor<2x2x4xf32>
+  %gate_up_bias = onnx.Constant dense<[[0.5, 1.5, 2.5, 3.5], [4.5, 5.5, 6.5, 7.5]]> : tensor<2x4xf32>
+  %down = onnx.Constant dense<[[[17.0, 18.0], [19.0, 20.0]], [[21.0, 22.0], [23.0, 24.0]]]> : tensor<2x2x2xf32>
+  %down_bias = onnx.Constant dense<[[-1.0, -2.0], [-3.0, -4.0]]> : tensor<2x2xf32>
+  %limit = onnx.Constant dense<7.0> : tensor<f32>
+  %neg_limit = onnx.Constant dense<-7.0> : tensor<f32>
+  %alpha = onnx.Constant dense<1.702> : tensor<f32>
+  %c0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %c1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %c2 = onnx.Constant dense<[2]> : tensor<1xi64>
+  %end = onnx.Constant dense<[9223372036854775807]> : tensor<1xi64>
+  %xf = onnx.Reshape %x, %flat_shape : (tensor<1x3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %xr = onnx.Reshape %x, %flat_shape : (tensor<1x3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %router_bias = onnx.Constant dense<[0.125, -0.125]> : tensor<2xf32>
+  %logits = onnx.Gemm %xr, %router, %router_bias {transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  %v, %ids = onnx.TopK %logits, %k : (tensor<3x2xf32>, tensor<1xi64>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %wn = onnx.Softmax %v {axis = 1 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %wflat = onnx.Reshape %wn, %flat : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<6xf32>
+  %idflat = onnx.Reshape %ids, %flat : (tensor<3x2xi64>, tensor<1xi64>) -> tensor<6xi64>
+  %pairs_shape = onnx.Shape %idflat : (tensor<6xi64>) -> tensor<1xi64>
+  %pairs = onnx.Gather %pairs_shape, %last : (tensor<1xi64>, tensor<i64>) -> tensor<i64>
+  %pairs1 = onnx.Reshape %pairs, %axis1 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %sorted, %perm = onnx.TopK %idflat, %pairs1 {largest = 0 : i64} : (tensor<6xi64>, tensor<1xi64>) -> (tensor<6xi64>, tensor<6xi64>)
+  %negative = onnx.Less %perm, %zero : (tensor<6xi64>, tensor<i64>) -> tensor<6xi1>
+  %is_negative = onnx.Equal %negative, %true : (tensor<6xi1>, tensor<i1>) -> tensor<6xi1>
+  %rem = onnx.Mod %perm, %kk : (tensor<6xi64>, tensor<i64>) -> tensor<6xi64>
+  %inexact = onnx.Cast %rem {to = 9 : i64} : (tensor<6xi64>) -> tensor<6xi1>
+  %round = onnx.And %is_negative, %inexact : (tensor<6xi1>, tensor<6xi1>) -> tensor<6xi1>
+  %correction = onnx.Cast %round {to = 7 : i64} : (tensor<6xi1>) -> tensor<6xi64>
+  %quotient = onnx.Div %perm, %kk : (tensor<6xi64>, tensor<i64>) -> tensor<6xi64>
+  %token = onnx.Sub %quotient, %correction : (tensor<6xi64>, tensor<6xi64>) -> tensor<6xi64>
+  %token_column = onnx.Unsqueeze %token, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %rows = onnx.GatherND %xf, %token_column : (tensor<3x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+  %perm_column = onnx.Unsqueeze %perm, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %ws = onnx.GatherND %wflat, %perm_column : (tensor<6xf32>, tensor<6x1xi64>) -> tensor<6xf32>
+  %ws_column = onnx.Unsqueeze %ws, %axis1 : (tensor<6xf32>, tensor<1xi64>) -> tensor<6x1xf32>
+  %sorted_f = onnx.Cast %sorted {to = 1 : i64} : (tensor<6xi64>) -> tensor<6xf32>
+  %scaled_ids = onnx.Div %sorted_f, %bin_width : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+  %bins = onnx.Cast %scaled_ids {to = 7 : i64} : (tensor<6xf32>) -> tensor<6xi64>
+  %bin = onnx.Clip %bins, %zero, %last_bin : (tensor<6xi64>, tensor<i64>, tensor<i64>) -> tensor<6xi64>
+  %bin_shape = onnx.Shape %bin : (tensor<6xi64>) -> tensor<1xi64>
+  %ones = onnx.Expand %onef, %bin_shape : (tensor<f32>, tensor<1xi64>) -> tensor<6xf32>
+  %counts = onnx.ScatterElements %no_counts, %bin, %ones {reduction = "add"} : (tensor<2xf32>, tensor<6xi64>, tensor<6xf32>) -> tensor<2xf32>
+  %counts_i = onnx.Cast %counts {to = 6 : i64} : (tensor<2xf32>) -> tensor<2xi32>
+  %offsets_i = onnx.CumSum %counts_i, %zero : (tensor<2xi32>, tensor<i64>) -> tensor<2xi32>
+  %offsets = onnx.Cast %offsets_i {to = 7 : i64} : (tensor<2xi32>) -> tensor<2xi64>
+  %ends:2 = onnx.Split %offsets, %none {num_outputs = 2 : i64} : (tensor<2xi64>, none) -> (tensor<1xi64>, tensor<1xi64>)
+  %end0 = onnx.Squeeze %ends#0, %axis0 : (tensor<1xi64>, tensor<1xi64>) -> tensor<i64>
+  %run0 = onnx.Range %zero, %end0, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %end1 = onnx.Squeeze %ends#1, %axis0 : (tensor<1xi64>, tensor<1xi64>) -> tensor<i64>
+  %run1 = onnx.Range %end0, %end1, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %gu_parts:2 = onnx.Split %gate_up, %none {num_outputs = 2 : i64} : (tensor<2x2x4xf32>, none) -> (tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+  %rows0 = onnx.Gather %rows, %run0 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %gu0w = onnx.Squeeze %gu_parts#0, %axis0 : (tensor<1x2x4xf32>, tensor<1xi64>) -> tensor<2x4xf32>
+  %gu0 = onnx.MatMul %rows0, %gu0w : (tensor<?x2xf32>, tensor<2x4xf32>) -> tensor<?x4xf32>
+  %rows1 = onnx.Gather %rows, %run1 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %gu1w = onnx.Squeeze %gu_parts#1, %axis0 : (tensor<1x2x4xf32>, tensor<1xi64>) -> tensor<2x4xf32>
+  %gu1 = onnx.MatMul %rows1, %gu1w : (tensor<?x2xf32>, tensor<2x4xf32>) -> tensor<?x4xf32>
+  %gu_unbiased = onnx.Concat %gu0, %gu1 {axis = 0 : i64} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<6x4xf32>
+  %sorted_column = onnx.Unsqueeze %sorted, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %gu_biases = onnx.GatherND %gate_up_bias, %sorted_column : (tensor<2x4xf32>, tensor<6x1xi64>) -> tensor<6x4xf32>
+  %gu = onnx.Add %gu_unbiased, %gu_biases : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+  %g = onnx.Slice %gu, %c0, %end, %c1, %c2 : (tensor<6x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<6x2xf32>
+  %gc = onnx.Clip %g, %none, %limit : (tensor<6x2xf32>, none, tensor<f32>) -> tensor<6x2xf32>
+  %u = onnx.Slice %gu, %c1, %end, %c1, %c2 : (tensor<6x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<6x2xf32>
+  %uc = onnx.Clip %u, %neg_limit, %limit : (tensor<6x2xf32>, tensor<f32>, tensor<f32>) -> tensor<6x2xf32>
+  %ga = onnx.Mul %gc, %alpha : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %sig = onnx.Sigmoid %ga : (tensor<6x2xf32>) -> tensor<6x2xf32>
+  %glu = onnx.Mul %gc, %sig : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %u1 = onnx.Add %uc, %onef : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %h = onnx.Mul %u1, %glu : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %down_parts:2 = onnx.Split %down, %none {num_outputs = 2 : i64} : (tensor<2x2x2xf32>, none) -> (tensor<1x2x2xf32>, tensor<1x2x2xf32>)
+  %h0 = onnx.Gather %h, %run0 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %d0w = onnx.Squeeze %down_parts#0, %axis0 : (tensor<1x2x2xf32>, tensor<1xi64>) -> tensor<2x2xf32>
+  %d0 = onnx.MatMul %h0, %d0w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %h1 = onnx.Gather %h, %run1 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %d1w = onnx.Squeeze %down_parts#1, %axis0 : (tensor<1x2x2xf32>, tensor<1xi64>) -> tensor<2x2xf32>
+  %d1 = onnx.MatMul %h1, %d1w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %y_unbiased = onnx.Concat %d0, %d1 {axis = 0 : i64} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<6x2xf32>
+  %down_biases = onnx.GatherND %down_bias, %sorted_column : (tensor<2x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+  %y = onnx.Add %y_unbiased, %down_biases : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %weighted = onnx.Mul %y, %ws_column : (tensor<6x2xf32>, tensor<6x1xf32>) -> tensor<6x2xf32>
+  %perm_shape = onnx.Shape %perm : (tensor<6xi64>) -> tensor<1xi64>
+  %empty = onnx.Expand %zero, %perm_shape : (tensor<i64>, tensor<1xi64>) -> tensor<6xi64>
+  %positions = onnx.Range %zero, %six, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<6xi64>
+  %inverse = onnx.ScatterND %empty, %perm_column, %positions : (tensor<6xi64>, tensor<6x1xi64>, tensor<6xi64>) -> tensor<6xi64>
+  %inverse_column = onnx.Unsqueeze %inverse, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %unsorted = onnx.GatherND %weighted, %inverse_column : (tensor<6x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+  %slots = onnx.Reshape %unsorted, %slots_shape : (tensor<6x2xf32>, tensor<3xi64>) -> tensor<3x2x2xf32>
+  %summed = onnx.ReduceSum %slots, %axis1 {keepdims = 0 : i64} : (tensor<3x2x2xf32>, tensor<1xi64>) -> tensor<3x2xf32>
+  %out = onnx.Reshape %summed, %out_shape : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<1x3x2xf32>
+  return %out : tensor<1x3x2xf32>
+}
+
 // -----
 
 // Near miss: a histogram whose bins are twice as wide counts expert 1 with

@@ -568,6 +568,83 @@ func.func @rope_halves(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor
   return %y : tensor<1x2x3x8xf32>
 }
 
+
+// -----
+
+// The same rotation with x's halves the two results of Split(x, 2, last
+// axis): torch.chunk as torch.onnx's dynamo exporter writes gpt-oss's.
+// CHECK-LABEL: func.func @rope_halves_split
+//  CHECK-SAME:   (%[[X:[^:]*]]: tensor<1x2x3x8xf32>, %[[P:[^:]*]]: tensor<1x3xi64>)
+//       CHECK:   %[[R:.*]] = llm.rope %[[X]], %[[P]], %{{.*}} {scale = 1.500000e+00 : f32}
+//       CHECK:   return %[[R]]
+func.func @rope_halves_split(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor<1x2x3x8xf32> {
+  %inv = onnx.Constant dense<[[[1.0], [0.1], [0.01], [0.001]]]> : tensor<1x4x1xf32>
+  %scale = onnx.Constant dense<1.5> : tensor<f32>
+  %a1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %a3 = onnx.Constant dense<[3]> : tensor<1xi64>
+  %s1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %zero = onnx.Constant dense<[0]> : tensor<1xi64>
+  %four = onnx.Constant dense<[4]> : tensor<1xi64>
+  %eight = onnx.Constant dense<[8]> : tensor<1xi64>
+  %pu = onnx.Unsqueeze %pos, %a1 : (tensor<1x3xi64>, tensor<1xi64>) -> tensor<1x1x3xi64>
+  %pf = onnx.Cast %pu {to = 1 : i64} : (tensor<1x1x3xi64>) -> tensor<1x1x3xf32>
+  %mm = onnx.MatMul %inv, %pf : (tensor<1x4x1xf32>, tensor<1x1x3xf32>) -> tensor<1x4x3xf32>
+  %freqs = onnx.Transpose %mm {perm = array<i64: 0, 2, 1>} : (tensor<1x4x3xf32>) -> tensor<1x3x4xf32>
+  %c0 = onnx.Cos %freqs : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %s0 = onnx.Sin %freqs : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %c = onnx.Mul %c0, %scale : (tensor<1x3x4xf32>, tensor<f32>) -> tensor<1x3x4xf32>
+  %s = onnx.Mul %s0, %scale : (tensor<1x3x4xf32>, tensor<f32>) -> tensor<1x3x4xf32>
+  %cu = onnx.Unsqueeze %c, %a1 : (tensor<1x3x4xf32>, tensor<1xi64>) -> tensor<1x1x3x4xf32>
+  %su = onnx.Unsqueeze %s, %a1 : (tensor<1x3x4xf32>, tensor<1xi64>) -> tensor<1x1x3x4xf32>
+  %none = onnx.None
+  %first, %second = onnx.Split %x, %none {axis = 3 : i64, num_outputs = 2 : i64} : (tensor<1x2x3x8xf32>, none) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>)
+  %fc = onnx.Mul %first, %cu : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %ss = onnx.Mul %second, %su : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %sc = onnx.Mul %second, %cu : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %fs = onnx.Mul %first, %su : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %y1 = onnx.Sub %fc, %ss : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %y2 = onnx.Add %sc, %fs : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %y = onnx.Concat %y1, %y2 {axis = -1 : i64} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x8xf32>
+  return %y : tensor<1x2x3x8xf32>
+}
+
+// -----
+
+// Near miss: a Split of another axis than the features' is not x's halves:
+// not raised.
+// CHECK-LABEL: func.func @rope_split_of_other_axis
+//   CHECK-NOT:   llm.rope
+func.func @rope_split_of_other_axis(%x: tensor<1x2x3x8xf32>, %pos: tensor<1x3xi64>) -> tensor<1x2x3x8xf32> {
+  %inv = onnx.Constant dense<[[[1.0], [0.1], [0.01], [0.001]]]> : tensor<1x4x1xf32>
+  %scale = onnx.Constant dense<1.5> : tensor<f32>
+  %a1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %a3 = onnx.Constant dense<[3]> : tensor<1xi64>
+  %s1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %zero = onnx.Constant dense<[0]> : tensor<1xi64>
+  %four = onnx.Constant dense<[4]> : tensor<1xi64>
+  %eight = onnx.Constant dense<[8]> : tensor<1xi64>
+  %pu = onnx.Unsqueeze %pos, %a1 : (tensor<1x3xi64>, tensor<1xi64>) -> tensor<1x1x3xi64>
+  %pf = onnx.Cast %pu {to = 1 : i64} : (tensor<1x1x3xi64>) -> tensor<1x1x3xf32>
+  %mm = onnx.MatMul %inv, %pf : (tensor<1x4x1xf32>, tensor<1x1x3xf32>) -> tensor<1x4x3xf32>
+  %freqs = onnx.Transpose %mm {perm = array<i64: 0, 2, 1>} : (tensor<1x4x3xf32>) -> tensor<1x3x4xf32>
+  %c0 = onnx.Cos %freqs : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %s0 = onnx.Sin %freqs : (tensor<1x3x4xf32>) -> tensor<1x3x4xf32>
+  %c = onnx.Mul %c0, %scale : (tensor<1x3x4xf32>, tensor<f32>) -> tensor<1x3x4xf32>
+  %s = onnx.Mul %s0, %scale : (tensor<1x3x4xf32>, tensor<f32>) -> tensor<1x3x4xf32>
+  %cu = onnx.Unsqueeze %c, %a1 : (tensor<1x3x4xf32>, tensor<1xi64>) -> tensor<1x1x3x4xf32>
+  %su = onnx.Unsqueeze %s, %a1 : (tensor<1x3x4xf32>, tensor<1xi64>) -> tensor<1x1x3x4xf32>
+  %sizes = onnx.Constant dense<[4, 4]> : tensor<2xi64>
+  %first, %second = onnx.Split %x, %sizes {axis = 2 : i64} : (tensor<1x2x3x8xf32>, tensor<2xi64>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>)
+  %fc = onnx.Mul %first, %cu : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %ss = onnx.Mul %second, %su : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %sc = onnx.Mul %second, %cu : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %fs = onnx.Mul %first, %su : (tensor<1x2x3x4xf32>, tensor<1x1x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %y1 = onnx.Sub %fc, %ss : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %y2 = onnx.Add %sc, %fs : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %y = onnx.Concat %y1, %y2 {axis = -1 : i64} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x8xf32>
+  return %y : tensor<1x2x3x8xf32>
+}
+
 // -----
 
 // Near miss: the halves' signs swapped (x1 * cos + x2 * sin first) rotate

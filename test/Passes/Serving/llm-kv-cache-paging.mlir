@@ -187,6 +187,26 @@ func.func @extra_result(%ids: tensor<?x?xi64>) -> (tensor<?x?x64xf32>, tensor<?x
 
 // -----
 
+// An input returned as it is (transformers 5's sliding-window cache passes
+// its window size through) is no result of the step: it is dropped with
+// the input.
+// CHECK-LABEL: func.func @passed_through_input
+//   CHECK-NOT:   tensor<i64>
+//       CHECK:   llm.paged_attention
+//       CHECK:   return %{{.*}} : tensor<?x?x64xf32>
+func.func @passed_through_input(%ids: tensor<?x?xi64>, %window: tensor<i64>) -> (tensor<?x?x64xf32>, tensor<i64>) {
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %head = llm.constant dense<0.2> : tensor<32x64xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %h, %h, %h {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  return %l, %window : tensor<?x?x64xf32>, tensor<i64>
+}
+
+// -----
+
 // Logits transformed after the LM head by an op raising left outside the
 // head's epilogue are refused by name: the step returns the head's output.
 func.func @scaled_logits(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
