@@ -115,7 +115,8 @@ done
 # torch.onnx's dynamo exporter (through transformers' OnnxExporter), with the KV cache.
 declare -A DYNAMO_FAMILIES=(
   [18]="llama-gqa gemma gpt2 phi3 qwen3 stablelm gpt-neox opt gpt-bigcode gptj codegen cohere
-        cohere-qk-norm bloom mpt gpt-neo ernie hunyuan qwen3-moe hunyuan-moe ernie-moe gpt-oss"
+        cohere-qk-norm bloom mpt gpt-neo ernie hunyuan qwen3-moe hunyuan-moe ernie-moe gpt-oss
+        gemma2 gemma3 olmo olmo2 smollm3 nemotron glm phi2 granite qwen2-yarn phi3-longrope"
   [23]="llama-gqa gemma gpt2 qwen3"
 )
 for opset in 18 23; do
