@@ -29,16 +29,6 @@ Value flattenedTokens(Value flat) {
   return x;
 }
 
-/// Reshape(values[b, s, f] -> [-1, f]): the flattened form again, for the
-/// users still on it.
-Value flatten(PatternRewriter &rewriter, Location loc, Value tokens, Type flatType) {
-  auto shapeType = RankedTensorType::get({2}, rewriter.getI64Type());
-  Value shape = onnx::ConstantOp::create(
-      rewriter, loc, shapeType,
-      DenseIntElementsAttr::get(shapeType, ArrayRef<int64_t>{-1, dimOf(tokens, 2)}));
-  return onnx::ReshapeOp::create(rewriter, loc, flatType, tokens, shape);
-}
-
 /// Whether `op` computes each token's row from that row alone, so that it
 /// may run on [b, s, f] instead of [b*s, f]: a Gemm by a constant weight
 /// (x * W + bias), an activation, an add or a product (a gated MLP's), or an
@@ -106,7 +96,7 @@ struct UnflattenTokenWiseLayer : RewritePattern {
     }
     SmallVector<Value> flattened;
     for (auto [result, flat] : llvm::zip(layer->getResults(), op->getResults()))
-      flattened.push_back(flatten(rewriter, op->getLoc(), result, flat.getType()));
+      flattened.push_back(flattenTokens(rewriter, op->getLoc(), result, flat.getType()));
     rewriter.replaceOp(op, flattened);
     return success();
   }
@@ -145,12 +135,20 @@ struct FlattenMergedHeads : OpRewritePattern<onnx::ReshapeOp> {
     auto type = RankedTensorType::get({dimOf(x, 0), dimOf(x, 2), heads * head},
                                       getElementTypeOrSelf(x));
     Value merged = llm::MergeHeadsOp::create(rewriter, transpose.getLoc(), type, x);
-    rewriter.replaceOp(op, flatten(rewriter, op.getLoc(), merged, op.getType()));
+    rewriter.replaceOp(op, flattenTokens(rewriter, op.getLoc(), merged, op.getType()));
     return success();
   }
 };
 
 } // namespace
+
+Value flattenTokens(OpBuilder &builder, Location loc, Value tokens, Type flatType) {
+  auto shapeType = RankedTensorType::get({2}, builder.getI64Type());
+  Value shape = onnx::ConstantOp::create(
+      builder, loc, shapeType,
+      DenseIntElementsAttr::get(shapeType, ArrayRef<int64_t>{-1, dimOf(tokens, 2)}));
+  return onnx::ReshapeOp::create(builder, loc, flatType, tokens, shape);
+}
 
 void populateFlattenedTokenPatterns(RewritePatternSet &patterns) {
   patterns.add<UnflattenTokenWiseLayer, RestoreFlattenedTokens, FlattenMergedHeads>(

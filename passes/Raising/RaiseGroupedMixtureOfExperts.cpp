@@ -430,44 +430,46 @@ Location partLocation(OpBuilder &builder, Value weights, StringRef part) {
   return loc;
 }
 
-/// `columns` of each expert's [in, out] weight in `weights` [experts, in,
-/// out], transposed to llm.moe's [experts, columns, in], named after
-/// `weights` and `part`.
-FailureOr<Value> expertColumns(OpBuilder &builder, Value weights, const Columns &columns,
-                               StringRef part) {
-  int64_t experts = dimOf(weights, 0), in = dimOf(weights, 1), out = dimOf(weights, 2);
-  auto data = readConstantFloats(weights);
-  if (!data || static_cast<int64_t>(data->size()) != experts * in * out) return failure();
-  return createF32Constant(builder, partLocation(builder, weights, part),
-                           {experts, columns.count, in},
-                           transposedExpertColumns(*data, experts, in, out, columns));
-}
+/// A stacked [experts, in, out] weight (or [experts, out] bias) read once
+/// for every split of its columns into llm.moe's operands.
+struct StackedConstant {
+  Value value;
+  std::vector<float> data;
 
-/// `columns` of each expert's biases in `bias` [experts, out] (null: none,
-/// and so is the result), named after `bias` and `part`.
-FailureOr<Value> expertBiases(OpBuilder &builder, Value bias, const Columns &columns,
-                              StringRef part) {
-  if (!bias) return Value();
-  int64_t experts = dimOf(bias, 0), out = dimOf(bias, 1);
-  auto data = readConstantFloats(bias);
-  if (!data || static_cast<int64_t>(data->size()) != experts * out) return failure();
-  return createF32Constant(builder, partLocation(builder, bias, part), {experts, columns.count},
-                           expertBiasColumns(*data, experts, out, columns));
-}
+  /// Reads `value`, a constant of f32; failure when it is not one.
+  static FailureOr<StackedConstant> read(Value value) {
+    auto type = cast<ShapedType>(value.getType());
+    auto data = readConstantFloats(value);
+    if (!data || !type.hasStaticShape() ||
+        static_cast<int64_t>(data->size()) != type.getNumElements())
+      return failure();
+    return StackedConstant{value, std::move(*data)};
+  }
+
+  /// `columns` of each expert's weight, transposed to llm.moe's [experts,
+  /// columns, in], or of each expert's bias ([experts, columns]); named
+  /// after the value and `part`.
+  Value columns(OpBuilder &builder, const Columns &columns, StringRef part) const {
+    int64_t experts = dimOf(value, 0), out = dimOf(value, -1);
+    Location loc = partLocation(builder, value, part);
+    if (rankOf(value) == 2)
+      return createF32Constant(builder, loc, {experts, columns.count},
+                               expertBiasColumns(data, experts, out, columns));
+    int64_t in = dimOf(value, 1);
+    return createF32Constant(builder, loc, {experts, columns.count, in},
+                             transposedExpertColumns(data, experts, in, out, columns));
+  }
+};
 
 LogicalResult replaceGroupedBlock(IRRewriter &rewriter, onnx::ReduceSumOp output,
                                   const GroupedMoe &block, std::string &why) {
   rewriter.setInsertionPoint(output);
-  int64_t hidden = dimOf(block.down, 2);
-  Columns allOfDown{0, 1, hidden};
-  auto gate = expertColumns(rewriter, block.gateUp, block.gate, "gate_proj");
-  auto up = expertColumns(rewriter, block.gateUp, block.up, "up_proj");
-  auto down = expertColumns(rewriter, block.down, allOfDown, "down_proj");
-  auto gateBias = expertBiases(rewriter, block.gateUpBias, block.gate, "gate_proj");
-  auto upBias = expertBiases(rewriter, block.gateUpBias, block.up, "up_proj");
-  auto downBias = expertBiases(rewriter, block.downBias, allOfDown, "down_proj");
-  if (failed(gate) || failed(up) || failed(down) || failed(gateBias) || failed(upBias) ||
-      failed(downBias)) {
+  auto gateUp = StackedConstant::read(block.gateUp);
+  auto down = StackedConstant::read(block.down);
+  FailureOr<StackedConstant> gateUpBias = StackedConstant(), downBias = StackedConstant();
+  if (block.gateUpBias) gateUpBias = StackedConstant::read(block.gateUpBias);
+  if (block.downBias) downBias = StackedConstant::read(block.downBias);
+  if (failed(gateUp) || failed(down) || failed(gateUpBias) || failed(downBias)) {
     why = "the experts' weights are not f32 constants of the sizes their MatMuls name";
     return failure();
   }
@@ -484,15 +486,21 @@ LogicalResult replaceGroupedBlock(IRRewriter &rewriter, onnx::ReduceSumOp output
     limit = rewriter.getF32FloatAttr(*block.limit);
     alpha = rewriter.getF32FloatAttr(*block.alpha);
   }
-  auto moe = llm::MoeOp::create(rewriter, loc, block.input.getType(), block.input, logits, *gate,
-                                *up, *down, *gateBias, *upBias, *downBias, block.topK,
-                                block.normalize, limit, alpha);
+  Columns allOfDown{0, 1, dimOf(block.down, 2)};
+  auto biasColumns = [&](const StackedConstant &bias, const Columns &columns, StringRef part) {
+    return bias.value ? bias.columns(rewriter, columns, part) : Value();
+  };
+  auto moe = llm::MoeOp::create(
+      rewriter, loc, block.input.getType(), block.input, logits,
+      gateUp->columns(rewriter, block.gate, "gate_proj"),
+      gateUp->columns(rewriter, block.up, "up_proj"),
+      down->columns(rewriter, allOfDown, "down_proj"),
+      biasColumns(*gateUpBias, block.gate, "gate_proj"),
+      biasColumns(*gateUpBias, block.up, "up_proj"),
+      biasColumns(*downBias, allOfDown, "down_proj"), block.topK, block.normalize, limit,
+      alpha);
   if (block.scored) setScoredRouting(moe, *block.scored, *selectionBias);
-  auto shapeType = RankedTensorType::get({2}, rewriter.getI64Type());
-  Value rowsShape = onnx::ConstantOp::create(
-      rewriter, loc, shapeType, DenseIntElementsAttr::get(shapeType, {int64_t{-1}, hidden}));
-  rewriter.replaceOpWithNewOp<onnx::ReshapeOp>(output, output.getType(), moe.getResult(),
-                                               rowsShape);
+  rewriter.replaceOp(output, flattenTokens(rewriter, loc, moe.getResult(), output.getType()));
   return success();
 }
 

@@ -146,6 +146,10 @@ void populateProjectionSplitPatterns(mlir::RewritePatternSet &patterns);
 /// Layers computed on flattened tokens [b*s, f] moved back onto [b, s, f]
 /// (RaiseFlattenedTokens.cpp); in the structure and glue stages both.
 void populateFlattenedTokenPatterns(mlir::RewritePatternSet &patterns);
+/// Reshape(tokens [b, s, f] -> [-1, f]) of type `flatType`: tokens flattened
+/// as the flattened-token patterns find them (RaiseFlattenedTokens.cpp).
+mlir::Value flattenTokens(mlir::OpBuilder &builder, mlir::Location loc, mlir::Value tokens,
+                          mlir::Type flatType);
 /// Multi-head latent attention's glue (RaiseLatentAttention.cpp): each head's
 /// rotary features de-interleaved before the rotation, folded into the
 /// projection's columns; the heads' features concatenated, the rotary key
