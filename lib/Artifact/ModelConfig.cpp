@@ -44,35 +44,64 @@ llvm::Expected<std::optional<int64_t>> positiveLength(const llvm::json::Value *v
   return length;
 }
 
-/// The positions config.json's rope_scaling lets the export be run at (none:
-/// max_position_embeddings), or an error when it is of a type the compiled
-/// model would not compute. Linear, Llama-3 and YaRN scaling change the
-/// frequencies, which the export holds as constants (YaRN also scales cos and
-/// sin, which raising takes as llm.rope's scale); dynamic NTK scaling changes
-/// them only past max_position_embeddings, which bounds max_positions.
-/// LongRoPE switches from its short factors to its long ones past
-/// original_max_position_embeddings, a switch the export traced one side of
-/// (the short, for its short inputs): the model is run up to that length.
-llvm::Expected<std::optional<int64_t>> ropeScalingLimit(const llvm::json::Object &config) {
-  const llvm::json::Object *scaling = config.getObject("rope_scaling");
-  if (!scaling) return std::nullopt;
-  std::optional<llvm::StringRef> type = scaling->getString("rope_type");
-  if (!type) type = scaling->getString("type");
+/// The length past which one rope scaling entry switches LongRoPE to its
+/// long factors (none for the other types), or an error when it is of a type
+/// the compiled model would not compute. Linear, Llama-3 and YaRN scaling
+/// change the frequencies, which the export holds as constants (YaRN also
+/// scales cos and sin, which raising takes as llm.rope's scale); dynamic NTK
+/// scaling changes them only past max_position_embeddings, which bounds
+/// max_positions. LongRoPE switches at original_max_position_embeddings.
+llvm::Expected<std::optional<int64_t>> longRopeSwitch(llvm::StringRef key,
+                                                        const llvm::json::Object &scaling,
+                                                        const llvm::json::Object &config) {
+  std::optional<llvm::StringRef> type = scaling.getString("rope_type");
+  if (!type) type = scaling.getString("type");
   if (!type || llvm::is_contained({"default", "linear", "dynamic", "llama3", "yarn"}, *type))
     return std::nullopt;
   if (llvm::is_contained({"longrope", "su"}, *type)) {
-    const llvm::json::Value *original = scaling->get("original_max_position_embeddings");
+    const llvm::json::Value *original = scaling.get("original_max_position_embeddings");
     if (!original) original = config.get("original_max_position_embeddings");
     if (!original)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "config.json's rope_scaling '%s' has no "
+                                     "config.json's %s '%s' has no "
                                      "original_max_position_embeddings",
-                                     type->str().c_str());
+                                     key.str().c_str(), type->str().c_str());
     return positiveLength(original, "config.json's original_max_position_embeddings");
   }
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "config.json's rope_scaling '%s' is not supported",
+                                 "config.json's %s '%s' is not supported", key.str().c_str(),
                                  type->str().c_str());
+}
+
+/// The rope scaling entries of `config` and the key they are under:
+/// transformers 4's `rope_scaling`, or transformers 5's `rope_parameters`,
+/// one entry or one per layer type (Gemma-3's full_attention and
+/// sliding_attention).
+std::pair<llvm::StringRef, llvm::SmallVector<const llvm::json::Object *>>
+ropeScalings(const llvm::json::Object &config) {
+  if (const llvm::json::Object *scaling = config.getObject("rope_scaling"))
+    return {"rope_scaling", {scaling}};
+  const llvm::json::Object *parameters = config.getObject("rope_parameters");
+  if (!parameters) return {};
+  if (parameters->get("rope_type") || parameters->get("type"))
+    return {"rope_parameters", {parameters}};
+  llvm::SmallVector<const llvm::json::Object *> perLayerType;
+  for (const auto &[layerType, entry] : *parameters)
+    if (const llvm::json::Object *scaling = entry.getAsObject()) perLayerType.push_back(scaling);
+  return {"rope_parameters", perLayerType};
+}
+
+/// LongRoPE's switch length in `config` (the smallest, over the layer
+/// types), none without LongRoPE; an error for a type not computed.
+llvm::Expected<std::optional<int64_t>> longRopeSwitch(const llvm::json::Object &config) {
+  std::optional<int64_t> length;
+  auto [key, scalings] = ropeScalings(config);
+  for (const llvm::json::Object *scaling : scalings) {
+    auto entryLength = longRopeSwitch(key, *scaling, config);
+    if (!entryLength) return entryLength.takeError();
+    if (*entryLength) length = length ? std::min(*length, **entryLength) : **entryLength;
+  }
+  return length;
 }
 
 } // namespace
@@ -86,20 +115,16 @@ llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
     if (!object)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "config.json is not a JSON object");
-    auto ropeLimit = ropeScalingLimit(*object);
-    if (!ropeLimit) return ropeLimit.takeError();
+    auto switchLength = longRopeSwitch(*object);
+    if (!switchLength) return switchLength.takeError();
+    found.longRopeSwitch = *switchLength;
     for (llvm::StringRef field : {"max_position_embeddings", "n_positions"})
       if (const llvm::json::Value *value = object->get(field)) {
         auto length = positiveLength(value, ("config.json's " + field).str());
         if (!length) return length.takeError();
         found.maxPositionEmbeddings = *length;
-        if (*ropeLimit) found.maxPositionEmbeddings = std::min(**length, **ropeLimit);
         return found;
       }
-    if (*ropeLimit) {
-      found.maxPositionEmbeddings = *ropeLimit;
-      return found;
-    }
   }
   auto genai = readBeside(modelPath, "genai_config.json");
   if (!genai) return genai.takeError();

@@ -480,9 +480,19 @@ int runCompile(const CompileOptions &options) {
     step.dtype = cudaTarget.dtype;
   }
   if (failed(parseInsertPasses(emit, insertPasses, step.extensions))) return 1;
+  // The exporter's config is read before compiling (a model the compiled step
+  // would compute wrongly is refused first, once the module can say where):
+  // its LongRoPE switch bounds an export that traced one side of it.
+  ExporterConfig exporterConfig;
+  std::optional<std::string> exporterConfigError;
+  if (llvm::Expected<ExporterConfig> read = readExporterConfig(inputPath))
+    exporterConfig = *read;
+  else
+    exporterConfigError = llvm::toString(read.takeError());
   RaisingPipelineOptions raising;
   raising.allowLeftovers = options.allowLeftovers;
   raising.maxPositions = options.maxModelLen.value_or(0);
+  raising.tracedRopeSwitch = exporterConfig.longRopeSwitch.value_or(0);
 
   DialectRegistry registry;
   registry.insert<onnx::OnnxDialect, llm::LlmDialect, func::FuncDialect>();
@@ -552,11 +562,8 @@ int runCompile(const CompileOptions &options) {
     }
     progress.stage(pipelineStage(options, optLevel));
   }
-  // The exporter's config is read before compiling: a model the compiled step
-  // would compute wrongly is refused first.
-  llvm::Expected<ExporterConfig> exporterConfig = readExporterConfig(inputPath);
-  if (!exporterConfig) {
-    module->emitError(llvm::toString(exporterConfig.takeError()));
+  if (exporterConfigError) {
+    module->emitError(*exporterConfigError);
     return 1;
   }
   if (failed(pm.run(*module))) return 1;
@@ -583,7 +590,7 @@ int runCompile(const CompileOptions &options) {
       if (failed(writeGraphLibrary(*module, signature, outputPath, host, kernelCache))) return 1;
     } else {
       auto stage = [&](llvm::StringRef what) { progress.stage(what); };
-      if (failed(applyExporterConfig(*module, *exporterConfig)) ||
+      if (failed(applyExporterConfig(*module, exporterConfig)) ||
           (options.maxModelLen && failed(boundPositions(*module, *options.maxModelLen))) ||
           failed(copyTokenizerFiles(*module, inputPath, outputPath)))
         return 1;

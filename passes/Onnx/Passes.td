@@ -54,36 +54,54 @@ def OnnxPromoteToF32Pass : Pass<"onnx-promote-to-f32", "mlir::func::FuncOp"> {
 }
 
 def OnnxSelectRopeTablesPass : Pass<"onnx-select-rope-tables", "mlir::func::FuncOp"> {
-  let summary = "Resolve LongRoPE's switch between short and long rotary tables";
+  let summary = "Resolve LongRoPE's switch between its short and long factors";
   let description = [{
-    The genai builder writes LongRoPE (Phi-3 and Phi-4 mini) as two pairs of
-    cos/sin tables and an `If` on the total sequence length, dim 1 of the
-    graph input `attention_mask`, being greater than
-    original_max_position_embeddings, C: a run over at most C tokens rotates
-    with the short factors, a longer one with the long factors, at every
-    position. A paged step serves sequences of every length from one table,
-    so the switch is resolved once, for the longest sequence the compiled
-    model serves (`max-positions`), as vLLM and llama.cpp resolve it:
+    LongRoPE (Phi-3 and Phi-4 mini) rotates a sequence of at most
+    original_max_position_embeddings, C, tokens with its short factors and a
+    longer one with its long factors, at every position. Exporters compute
+    the switch in the graph, as `Greater(length, C)`:
 
-    - unset, or at most C: no run reaches the switch, and the short tables
-      are exact. Unset, the short tables must hold at most C rows: they then
-      bound the compiled model's positions.
-    - more than C: the long tables, at every length. A sequence longer than
+    - the genai builder: the length is the total sequence length, dim 1 of
+      the graph input `attention_mask` (`Gather(Shape(attention_mask), 1)`),
+      and the switch chooses with an `If` between two pairs of cos/sin
+      tables: each use is an If whose branches yield constants and whose
+      results are only the cos and sin tables of rotary embeddings
+      (GroupQueryAttention, RotaryEmbedding, com.microsoft.RotaryEmbedding);
+    - torch.onnx's dynamo exporter (transformers' LongRoPE): the length is
+      the largest position plus one (`Add(ReduceMax(position_ids), 1)`, a
+      scalar), and the switch chooses with a `Where` between two constant
+      inverse frequencies, each used only in products (the angles) that only
+      Cos and Sin read, directly or through a Concat.
+
+    A paged step serves sequences of every length with one choice, so the
+    switch is resolved once, for the longest sequence the compiled model
+    serves (`max-positions`), as vLLM and llama.cpp resolve it:
+
+    - unset: the short factors, exact up to C, and the function is marked to
+      serve at most C positions (`llmc.max_positions`, which the target
+      lowerings fold into the manifest's `max_positions`);
+    - at most C: the short factors; no run reaches the switch;
+    - more than C: the long factors, at every length. A sequence longer than
       C computes what onnxruntime computes on the same file; a shorter one
       rotates with the long factors where onnxruntime would use the short.
 
+    optimum's export traced one side of the switch (the short factors, for
+    its short inputs) and holds no switch: given the config's switch length
+    (`traced-switch`, config.json's LongRoPE original_max_position_embeddings),
+    a function with no switch in its graph is marked to serve at most that
+    many positions.
+
     The condition becomes a constant, and onnx-shape-inference folds the If
-    to its branch. Only this form is resolved: `Greater(Gather(Shape(
-    attention_mask), 1), C)` whose every use is an If whose branches yield
-    constants, and whose results are only the cos and sin
-    tables of rotary embeddings (GroupQueryAttention, RotaryEmbedding,
-    com.microsoft.RotaryEmbedding). Any other If stays, for raising to refuse
-    by name; why a candidate was left is printed under
+    or Where to the chosen side. Any other switch stays, for raising to
+    refuse by name; why a candidate was left is printed under
     `-debug-only=onnx-select-rope-tables`.
   }];
   let options = [
     Option<"maxPositions", "max-positions", "int64_t", /*default=*/"0",
-           "The longest sequence the compiled model serves (0: what its tables hold)">,
+           "The longest sequence the compiled model serves (0: unset)">,
+    Option<"tracedSwitch", "traced-switch", "int64_t", /*default=*/"0",
+           "The config's LongRoPE switch length (0: none): a function with no "
+           "switch in its graph traced one side and serves at most that many positions">,
   ];
   let dependentDialects = ["::llmc::onnx::OnnxDialect"];
 }

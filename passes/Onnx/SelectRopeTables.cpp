@@ -1,15 +1,19 @@
 //===- SelectRopeTables.cpp - resolve LongRoPE's short/long switch ---------===//
 //
-// The genai builder's LongRoPE picks its cos/sin tables with an If on the
-// total sequence length. A paged step runs sequences of every length with
-// one table, so the switch is decided once, by the longest sequence the
-// compiled model serves (Passes.td has the rule and the form matched).
+// LongRoPE switches from its short factors to its long ones when the sequence
+// is longer than original_max_position_embeddings: the genai builder writes
+// the switch as an If between cos/sin tables, torch.onnx's dynamo exporter as
+// a Where between inverse frequencies. A paged step runs sequences of every
+// length with one choice, so the switch is decided once, by the longest
+// sequence the compiled model serves (Passes.td has the rule and the forms
+// matched).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Onnx/Passes.h"
 
 #include "dialects/onnx/OnnxDialect.h"
 #include "dialects/onnx/ShapeHelpers.h"
+#include "llmc/Artifact/StepInfo.h"
 #include "llmc/Support/Debug.h"
 
 #include "mlir/IR/Builders.h"
@@ -34,6 +38,15 @@ LogicalResult leave(onnx::GreaterOp greater, const Twine &why) {
   return failure();
 }
 
+/// Whether `value` is the graph input `name` of the function it is in.
+bool isGraphInput(Value value, StringRef name) {
+  auto input = dyn_cast<BlockArgument>(value);
+  auto function = input ? dyn_cast<func::FuncOp>(input.getOwner()->getParentOp()) : nullptr;
+  if (!function || input.getOwner() != &function.getBody().front()) return false;
+  auto inputName = function.getArgAttrOfType<StringAttr>(input.getArgNumber(), "onnx.name");
+  return inputName && inputName.getValue() == name;
+}
+
 /// Whether `value` is dim 1 of the graph input attention_mask, [batch,
 /// total_sequence_length]: Gather(Shape(attention_mask), 1).
 bool isTotalLength(Value value) {
@@ -44,13 +57,26 @@ bool isTotalLength(Value value) {
   if (!shape || shape.getStart() != 0 || shape.getEnd() || !index || index->size() != 1 ||
       ((*index)[0] != 1 && (*index)[0] != -1))
     return false;
-  auto mask = dyn_cast<BlockArgument>(shape.getData());
-  auto function = mask ? dyn_cast<func::FuncOp>(mask.getOwner()->getParentOp()) : nullptr;
-  if (!function || mask.getOwner() != &function.getBody().front()) return false;
-  auto name = function.getArgAttrOfType<StringAttr>(mask.getArgNumber(), "onnx.name");
-  auto type = dyn_cast<ShapedType>(mask.getType());
-  return name && name.getValue() == "attention_mask" && type && type.hasRank() &&
+  auto type = dyn_cast<ShapedType>(shape.getData().getType());
+  return isGraphInput(shape.getData(), "attention_mask") && type && type.hasRank() &&
          type.getRank() == 2;
+}
+
+/// Whether `value` is the largest position of the batch plus one, the length
+/// of its longest sequence: Add(ReduceMax(position_ids) over every axis, 1),
+/// either way round.
+bool isLongestSequence(Value value) {
+  auto add = value.getDefiningOp<onnx::AddOp>();
+  if (!add) return false;
+  for (auto [largest, one] : {std::pair(add.getA(), add.getB()), std::pair(add.getB(), add.getA())}) {
+    auto max = largest.getDefiningOp<onnx::ReduceMaxOp>();
+    std::optional<SmallVector<int64_t>> increment = onnx::getConstantInts(one);
+    auto type = max ? dyn_cast<ShapedType>(max.getType()) : nullptr;
+    if (max && type && type.hasRank() && type.getRank() == 0 && isGraphInput(max.getData(), "position_ids") && increment &&
+        increment->size() == 1 && (*increment)[0] == 1)
+      return true;
+  }
+  return false;
 }
 
 /// Whether every use of `table` is the cos or sin table of a rotary embedding.
@@ -65,6 +91,23 @@ bool isOnlyRotaryTable(Value table) {
     if (auto rope = dyn_cast<onnx::MsRotaryEmbeddingOp>(user))
       return used == rope.getCosCache() || used == rope.getSinCache();
     return false;
+  });
+}
+
+/// Whether every use of `frequencies` is a product (the angles, position
+/// times inverse frequency) that only cos and sin read, directly or through
+/// a Concat (Hugging Face's duplicated halves).
+bool isOnlyRotaryFrequencies(Value frequencies) {
+  auto onlyCosSin = [](Value angles) {
+    return llvm::all_of(angles.getUsers(), llvm::IsaPred<onnx::CosOp, onnx::SinOp>);
+  };
+  return llvm::all_of(frequencies.getUsers(), [&](Operation *user) {
+    auto angles = dyn_cast<onnx::MulOp>(user);
+    return angles && llvm::all_of(angles->getUsers(), [&](Operation *angleUser) {
+             if (auto concat = dyn_cast<onnx::ConcatOp>(angleUser))
+               return onlyCosSin(concat.getResult());
+             return isa<onnx::CosOp, onnx::SinOp>(angleUser);
+           });
   });
 }
 
@@ -83,58 +126,74 @@ std::optional<OperandRange> yieldedConstants(Region &region, Operation *op) {
   return yield.getOperands();
 }
 
-/// The switch's value for every sequence the compiled model serves, or
-/// failure (with why under -debug-only) when `greater` is not LongRoPE's
-/// switch or cannot be decided.
-FailureOr<bool> decideSwitch(onnx::GreaterOp greater, int64_t maxPositions) {
-  if (!isTotalLength(greater.getA()))
-    return leave(greater, "its left side is not dim 1 of the graph input attention_mask");
+/// Why `use` is not a choice between LongRoPE's short and long factors
+/// (an If yielding cos/sin tables, or a Where between inverse frequencies),
+/// or std::nullopt when it is.
+std::optional<StringRef> whyNotFactorChoice(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (auto where = dyn_cast<onnx::WhereOp>(user)) {
+    if (use.getOperandNumber() != 0) return "a Where takes it as a value, not as its condition";
+    if (!where.getX().getDefiningOp<onnx::ConstantOp>() ||
+        !where.getY().getDefiningOp<onnx::ConstantOp>())
+      return "a Where chooses between values that are not constants";
+    if (!isOnlyRotaryFrequencies(where.getResult()))
+      return "a Where result is used other than as rotary frequencies under cos and sin";
+    return std::nullopt;
+  }
+  auto ifOp = dyn_cast<onnx::IfOp>(user);
+  if (!ifOp) return "a use is neither an If nor a Where";
+  if (!yieldedConstants(ifOp.getThenBranch(), ifOp) ||
+      !yieldedConstants(ifOp.getElseBranch(), ifOp))
+    return "an If branch computes more than constants";
+  if (!llvm::all_of(ifOp.getResults(), isOnlyRotaryTable))
+    return "an If result is used other than as a rotary cos/sin table";
+  return std::nullopt;
+}
+
+/// The length past which `greater` switches LongRoPE to its long factors, or
+/// failure (with why under -debug-only) when it is not LongRoPE's switch.
+FailureOr<int64_t> switchLength(onnx::GreaterOp greater) {
+  if (!isTotalLength(greater.getA()) && !isLongestSequence(greater.getA()))
+    return leave(greater, "its left side is neither dim 1 of the graph input attention_mask "
+                          "nor the largest position_ids plus one");
   std::optional<SmallVector<int64_t>> threshold = onnx::getConstantInts(greater.getB());
   if (!threshold || threshold->size() != 1)
     return leave(greater, "its right side is not a constant integer");
-  int64_t original = (*threshold)[0];
   if (greater->use_empty()) return leave(greater, "nothing uses it");
-  for (Operation *user : greater->getUsers()) {
-    auto ifOp = dyn_cast<onnx::IfOp>(user);
-    if (!ifOp) return leave(greater, "a use is not an If");
-    std::optional<OperandRange> longTables = yieldedConstants(ifOp.getThenBranch(), ifOp);
-    std::optional<OperandRange> shortTables = yieldedConstants(ifOp.getElseBranch(), ifOp);
-    if (!longTables || !shortTables)
-      return leave(greater, "an If branch computes more than constants");
-    if (!llvm::all_of(ifOp.getResults(), isOnlyRotaryTable))
-      return leave(greater, "an If result is used other than as a rotary cos/sin table");
-    if (maxPositions) continue;
-    for (Value table : *shortTables) {
-      auto type = dyn_cast<ShapedType>(table.getType());
-      if (!type || !type.hasRank() || type.getRank() == 0 || type.isDynamicDim(0) ||
-          type.getDimSize(0) > original)
-        return leave(greater, "without max-positions the short tables must hold at most " +
-                                  Twine(original) + " rows, to bound the positions served");
-    }
-  }
-  return maxPositions > original;
+  for (OpOperand &use : greater->getUses())
+    if (std::optional<StringRef> why = whyNotFactorChoice(use)) return leave(greater, *why);
+  return (*threshold)[0];
 }
 
 struct OnnxSelectRopeTablesPass : impl::OnnxSelectRopeTablesPassBase<OnnxSelectRopeTablesPass> {
   using OnnxSelectRopeTablesPassBase::OnnxSelectRopeTablesPassBase;
 
   void runOnOperation() override {
-    if (maxPositions < 0) {
-      getOperation().emitError("onnx-select-rope-tables: max-positions must not be negative");
+    if (maxPositions < 0 || tracedSwitch < 0) {
+      getOperation().emitError("onnx-select-rope-tables: ")
+          << (maxPositions < 0 ? "max-positions" : "traced-switch") << " must not be negative";
       return signalPassFailure();
     }
+    func::FuncOp function = getOperation();
     SmallVector<onnx::GreaterOp> switches;
-    getOperation().walk([&](onnx::GreaterOp greater) { switches.push_back(greater); });
+    function.walk([&](onnx::GreaterOp greater) { switches.push_back(greater); });
+    bool graphSwitches = false;
     for (onnx::GreaterOp greater : switches) {
-      FailureOr<bool> useLongTables = decideSwitch(greater, maxPositions);
-      if (failed(useLongTables)) continue;
+      FailureOr<int64_t> length = switchLength(greater);
+      if (failed(length)) continue;
+      graphSwitches = true;
+      bool useLongFactors = maxPositions > *length;
+      // Unset, the short factors are exact only up to the switch: the
+      // function then serves at most that many positions.
+      if (!maxPositions) boundServedPositions(function, *length);
       OpBuilder builder(greater);
       auto type = RankedTensorType::get({}, builder.getI1Type());
-      Value decided = onnx::ConstantOp::create(
-          builder, greater.getLoc(), type, DenseElementsAttr::get(type, *useLongTables));
+      Value decided = onnx::ConstantOp::create(builder, greater.getLoc(), type,
+                                               DenseElementsAttr::get(type, useLongFactors));
       greater.replaceAllUsesWith(decided);
       greater.erase();
     }
+    if (!graphSwitches && tracedSwitch) boundServedPositions(function, tracedSwitch);
   }
 };
 

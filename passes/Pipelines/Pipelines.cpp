@@ -51,6 +51,7 @@ void buildRaisingPipeline(OpPassManager &pm, const RaisingPipelineOptions &optio
   func.addPass(createOnnxPromoteToF32Pass());
   OnnxSelectRopeTablesPassOptions ropeTables;
   ropeTables.maxPositions = options.maxPositions;
+  ropeTables.tracedSwitch = options.tracedRopeSwitch;
   func.addPass(createOnnxSelectRopeTablesPass(ropeTables));
   func.addPass(createOnnxShapeInferencePass());
   RaiseOnnxToLlmPassOptions raiseOptions;

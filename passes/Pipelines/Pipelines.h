@@ -17,9 +17,12 @@ namespace llmc {
 struct RaisingPipelineOptions {
   /// Keep the onnx ops no pattern raised instead of failing.
   bool allowLeftovers = false;
-  /// The longest sequence the compiled model serves (0: what its tables
-  /// hold); it decides LongRoPE's table switch (onnx-select-rope-tables).
+  /// The longest sequence the compiled model serves (0: unset); it decides
+  /// LongRoPE's switch (onnx-select-rope-tables).
   int64_t maxPositions = 0;
+  /// The config's LongRoPE switch length (0: none), which bounds an export
+  /// that traced one side of it (onnx-select-rope-tables' traced-switch).
+  int64_t tracedRopeSwitch = 0;
 };
 
 /// Adds the import clean-up and raising passes: onnx ops in, llm ops out.

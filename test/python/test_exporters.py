@@ -282,13 +282,16 @@ def test_generation_config_ends_generation(tmp_path):
 
 @pytest.mark.parametrize("export, max_positions", [("optimum/phi3-longrope", 64),
                                                    ("genai-fp32/phi3-longrope", 64),
+                                                   ("dynamo-opset18/phi3-longrope", 64),
                                                    ("optimum/qwen2-yarn", 256)])
 def test_rope_scaling_bounds_the_positions(tmp_path, export, max_positions):
     """LongRoPE's short factors hold up to original_max_position_embeddings (64 here): the
     artifact stops there, and the engine refuses a prompt that reaches it. optimum's export
-    traced the short factors alone; the genai builder's switches to its long tables past 64,
-    and takes its short ones without --max-model-len. YaRN's frequencies hold to
-    max_position_embeddings."""
+    traced the short factors alone; the genai builder's and torch.onnx's switch to their
+    long factors past 64, and take their short ones without --max-model-len (the dynamo
+    export's config.json, transformers 5's rope_parameters, says 64 too; the switch alone
+    bounds it without the file, see the lit test of onnx-select-rope-tables). YaRN's
+    frequencies hold to max_position_embeddings."""
     artifact = tmp_path / "model.llmc"
     subprocess.run([str(LLMC), "compile", str(EXPORTS_DIR / export / "model.onnx"),
                     "-o", str(artifact), "--quiet"], check=True)
@@ -301,17 +304,17 @@ def test_rope_scaling_bounds_the_positions(tmp_path, export, max_positions):
     assert f"max_model_len is {max_positions}" in result.stderr, result.stderr
 
 
-# Each longer than the genai LongRoPE export's original_max_position_embeddings (64).
+# Each longer than the LongRoPE exports' original_max_position_embeddings (64).
 LONG_PROMPT_LENGTHS = (70, 90, 65)
 
 
-@pytest.mark.parametrize("exporter", ["genai-fp32", "genai-fp16", "genai-int4"])
-def test_genai_longrope_past_the_switch(tmp_path, exporter):
+@pytest.mark.parametrize("exporter", ["genai-fp32", "genai-fp16", "genai-int4", "dynamo-opset18"])
+def test_longrope_past_the_switch(tmp_path, exporter):
     """The genai builder's LongRoPE rotates a run longer than 64 tokens with its long tables,
-    at every position. Compiled with --max-model-len past 64, the artifact takes the long
-    tables at every length (as vLLM and llama.cpp do): prompts longer than 64 compute what
-    onnxruntime computes on the same file, over the prefill, 32 decode steps and 32 greedy
-    tokens."""
+    torch.onnx's with its long inverse frequencies, at every position. Compiled with
+    --max-model-len past 64, the artifact takes the long factors at every length (as vLLM
+    and llama.cpp do): prompts longer than 64 compute what onnxruntime computes on the same
+    file, over the prefill, 32 decode steps and 32 greedy tokens."""
     onnx_path = EXPORTS_DIR / exporter / "phi3-longrope" / "model.onnx"
     artifact = tmp_path / "model.llmc"
     subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet",

@@ -20,14 +20,20 @@ struct ExporterConfig {
   /// max_position_embeddings (GPT-2's n_positions) or genai_config.json's
   /// model.context_length; nullopt when neither is there.
   std::optional<int64_t> maxPositionEmbeddings;
+  /// LongRoPE's original_max_position_embeddings, past which the model
+  /// switches from its short factors to its long ones; nullopt without
+  /// LongRoPE. An export that traced one side (optimum's: the short) serves
+  /// at most this many positions (onnx-select-rope-tables' traced-switch).
+  std::optional<int64_t> longRopeSwitch;
 };
 
 /// Reads the config beside `modelPath`, once, before compiling: an error when
 /// a file there is not JSON, a length is not a positive integer, or
-/// config.json's rope_scaling is of a type the compiled model would not
-/// compute (YaRN and LongRoPE scale cos/sin or switch tables with the length;
-/// linear, Llama-3 and dynamic NTK scaling are what the export's frequencies
-/// and max_position_embeddings already hold).
+/// config.json's rope scaling (transformers 4's rope_scaling, 5's
+/// rope_parameters) is of a type the compiled model would not compute (YaRN
+/// and LongRoPE scale cos/sin or switch factors with the length; linear,
+/// Llama-3 and dynamic NTK scaling are what the export's frequencies and
+/// max_position_embeddings already hold).
 llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath);
 
 /// Bounds the positions in `module`'s step info (the manifest's

@@ -15,6 +15,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
@@ -34,6 +35,20 @@ struct StepInfo {
 };
 
 inline constexpr llvm::StringLiteral kStepInfoAttr = "llmc.step_info";
+
+/// The function attribute that bounds the positions a model computes
+/// exactly, where raising chose something exact only up to a length
+/// (LongRoPE's short factors); the target lowerings fold it into
+/// max_positions.
+inline constexpr llvm::StringLiteral kMaxPositionsAttr = "llmc.max_positions";
+
+/// Bounds the positions `function` serves by `length`; the smaller bound wins.
+inline void boundServedPositions(mlir::Operation *function, int64_t length) {
+  if (auto served = function->getAttrOfType<mlir::IntegerAttr>(kMaxPositionsAttr))
+    length = std::min(length, served.getInt());
+  function->setAttr(kMaxPositionsAttr,
+                    mlir::Builder(function->getContext()).getI64IntegerAttr(length));
+}
 
 /// A field of the record and its name in manifest.json (and in the
 /// `llmc.step_info` dictionary).

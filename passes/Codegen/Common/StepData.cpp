@@ -99,12 +99,15 @@ FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
                                       << ": the manifest needs the model's "
                                       << (info.hiddenSize ? "query heads" : "hidden size"),
            failure();
-  // Cached rotary tables and learned position embeddings bound the positions
-  // a step may carry.
-  auto bound = [&](Value table, int64_t dim) {
-    int64_t rows = cast<ShapedType>(table.getType()).getDimSize(dim);
+  // Cached rotary tables, learned position embeddings and what raising chose
+  // up to a length bound the positions a step may carry.
+  auto boundBy = [&](int64_t rows) {
     info.maxPositions = info.maxPositions ? std::min(info.maxPositions, rows) : rows;
   };
+  auto bound = [&](Value table, int64_t dim) {
+    boundBy(cast<ShapedType>(table.getType()).getDimSize(dim));
+  };
+  if (auto served = model->getAttrOfType<IntegerAttr>(kMaxPositionsAttr)) boundBy(served.getInt());
   BlockArgument positions = abi::findInput(model, abi::kPositions);
   model.walk([&](Operation *op) {
     if (auto rope = dyn_cast<llm::RopeCachedOp>(op)) bound(rope.getCosCache(), 0);
