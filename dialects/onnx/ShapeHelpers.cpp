@@ -65,6 +65,13 @@ int64_t onnxDataTypeForElementType(Type type) {
   }
 }
 
+StringRef inputName(BlockArgument arg) {
+  auto function = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!function || arg.getOwner() != &function.getBody().front()) return {};
+  auto name = function.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name");
+  return name ? name.getValue() : StringRef();
+}
+
 DenseElementsAttr getConstantAttr(Value value) {
   if (!value) return nullptr;
   DenseElementsAttr attr;

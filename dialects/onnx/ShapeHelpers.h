@@ -25,6 +25,10 @@ mlir::Type elementTypeForOnnxDataType(mlir::MLIRContext *context, int64_t dataTy
 /// The inverse of elementTypeForOnnxDataType; 0 (UNDEFINED) when unknown.
 int64_t onnxDataTypeForElementType(mlir::Type type);
 
+/// The ONNX name of a graph input (its function argument's `onnx.name`), or
+/// "" for any other block argument.
+llvm::StringRef inputName(mlir::BlockArgument arg);
+
 /// The attribute of a constant-like producer of `value`, if any.
 mlir::DenseElementsAttr getConstantAttr(mlir::Value value);
 

@@ -41,10 +41,7 @@ LogicalResult leave(onnx::GreaterOp greater, const Twine &why) {
 /// Whether `value` is the graph input `name` of the function it is in.
 bool isGraphInput(Value value, StringRef name) {
   auto input = dyn_cast<BlockArgument>(value);
-  auto function = input ? dyn_cast<func::FuncOp>(input.getOwner()->getParentOp()) : nullptr;
-  if (!function || input.getOwner() != &function.getBody().front()) return false;
-  auto inputName = function.getArgAttrOfType<StringAttr>(input.getArgNumber(), "onnx.name");
-  return inputName && inputName.getValue() == name;
+  return input && onnx::inputName(input) == name;
 }
 
 /// Whether `value` is dim 1 of the graph input attention_mask, [batch,
@@ -63,17 +60,19 @@ bool isTotalLength(Value value) {
 }
 
 /// Whether `value` is the largest position of the batch plus one, the length
-/// of its longest sequence: Add(ReduceMax(position_ids) over every axis, 1),
+/// of its longest sequence: Add(ReduceMax(position_ids) to a scalar, 1),
 /// either way round.
 bool isLongestSequence(Value value) {
   auto add = value.getDefiningOp<onnx::AddOp>();
   if (!add) return false;
-  for (auto [largest, one] : {std::pair(add.getA(), add.getB()), std::pair(add.getB(), add.getA())}) {
+  for (auto [largest, one] :
+       {std::pair(add.getA(), add.getB()), std::pair(add.getB(), add.getA())}) {
     auto max = largest.getDefiningOp<onnx::ReduceMaxOp>();
     std::optional<SmallVector<int64_t>> increment = onnx::getConstantInts(one);
     auto type = max ? dyn_cast<ShapedType>(max.getType()) : nullptr;
-    if (max && type && type.hasRank() && type.getRank() == 0 && isGraphInput(max.getData(), "position_ids") && increment &&
-        increment->size() == 1 && (*increment)[0] == 1)
+    if (max && type && type.hasRank() && type.getRank() == 0 &&
+        isGraphInput(max.getData(), "position_ids") && increment && increment->size() == 1 &&
+        (*increment)[0] == 1)
       return true;
   }
   return false;

@@ -327,7 +327,7 @@ FailureOr<ProbeInputs> probeInputs(func::FuncOp func, const Probe &p, std::strin
   ProbeInputs inputs;
   for (BlockArgument arg : func.getArguments()) {
     auto type = cast<RankedTensorType>(arg.getType());
-    StringRef name = onnxNameOf(arg);
+    StringRef name = onnx::inputName(arg);
     auto dims = dimsByName(name, type.getRank());
     SmallVector<int64_t> shape;
     for (auto [d, size] : llvm::enumerate(type.getShape())) {
@@ -388,7 +388,7 @@ FixedDims fixedDims(func::FuncOp func, ArrayRef<MaskSite> sites) {
   }
   for (BlockArgument arg : func.getArguments()) {
     auto type = cast<RankedTensorType>(arg.getType());
-    auto dims = dimsByName(onnxNameOf(arg), type.getRank());
+    auto dims = dimsByName(onnx::inputName(arg), type.getRank());
     if (!dims) continue;
     for (auto [d, size] : llvm::enumerate(type.getShape())) {
       if (ShapedType::isDynamic(size)) continue;

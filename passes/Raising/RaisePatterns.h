@@ -276,9 +276,6 @@ bool onlyReadBy(mlir::Value value, mlir::Operation *reader);
 llm::LinearOp reorderColumns(mlir::OpBuilder &builder, llm::LinearOp linear,
                              llvm::ArrayRef<int64_t> order);
 
-/// The ONNX name of a graph input (its `onnx.name`), or "".
-llvm::StringRef onnxNameOf(mlir::BlockArgument arg);
-
 /// The argument of `op`'s function whose onnx.name is `name`, or null.
 mlir::BlockArgument findArgumentByName(mlir::Operation *op, llvm::StringRef name);
 

@@ -204,18 +204,11 @@ bool sameDim(Value a, int64_t i, Value b, int64_t j) {
   return (a == b && i == j) || tokenDim(a, i) == tokenDim(b, j);
 }
 
-StringRef onnxNameOf(BlockArgument arg) {
-  auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  if (!func) return {};
-  auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name");
-  return name ? name.getValue() : StringRef();
-}
-
 BlockArgument findArgumentByName(Operation *op, StringRef name) {
   auto func = op->getParentOfType<func::FuncOp>();
   if (!func) return nullptr;
   for (BlockArgument arg : func.getArguments())
-    if (onnxNameOf(arg) == name) return arg;
+    if (onnx::inputName(arg) == name) return arg;
   return nullptr;
 }
 
@@ -235,7 +228,7 @@ BlockArgument findArgumentInSlice(Value value, StringRef name) {
   for (size_t i = 0; i < worklist.size(); ++i) {
     Value current = worklist[i];
     if (auto arg = dyn_cast<BlockArgument>(current)) {
-      if (onnxNameOf(arg) == name) return arg;
+      if (onnx::inputName(arg) == name) return arg;
       continue;
     }
     if (Operation *op = current.getDefiningOp())
