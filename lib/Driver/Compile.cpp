@@ -493,6 +493,12 @@ int runCompile(const CompileOptions &options) {
   raising.allowLeftovers = options.allowLeftovers;
   raising.maxPositions = options.maxModelLen.value_or(0);
   raising.tracedRopeSwitch = exporterConfig.longRopeSwitch.value_or(0);
+  // A --pass-pipeline raises without that length, so it bounds the whole
+  // artifact: never past what a traced export computes exactly.
+  if (customPipeline && exporterConfig.longRopeSwitch)
+    exporterConfig.maxPositionEmbeddings =
+        std::min(exporterConfig.maxPositionEmbeddings.value_or(*exporterConfig.longRopeSwitch),
+                 *exporterConfig.longRopeSwitch);
 
   DialectRegistry registry;
   registry.insert<onnx::OnnxDialect, llm::LlmDialect, func::FuncDialect>();
