@@ -43,7 +43,8 @@ OPTIMUM_FP16_FAMILIES+=" gpt-neo deepseek-v3"
 # the builder at fp32 and fp16) would write gpt-oss's form again, over other weights.
 MXFP4_FAMILIES="gpt-oss-mxfp4"
 # Families optimum-onnx has no export config for (`optimum-cli` refuses their model type).
-OPTIMUM_UNSUPPORTED_FAMILIES="ernie hunyuan hunyuan-moe ernie-moe"
+OPTIMUM_UNSUPPORTED_FAMILIES="ernie hunyuan hunyuan-moe ernie-moe mixtral qwen2-moe olmoe starcoder2"
+OPTIMUM_UNSUPPORTED_FAMILIES+=" glm4 cohere2 olmo3 granitemoe phimoe exaone4 glm4-moe seed-oss"
 for model in "$work"/hf/*/; do
   family=$(basename "$model")
   [[ " $MXFP4_FAMILIES $OPTIMUM_UNSUPPORTED_FAMILIES " == *" $family "* ]] && continue
@@ -116,7 +117,9 @@ done
 declare -A DYNAMO_FAMILIES=(
   [18]="llama-gqa gemma gpt2 phi3 qwen3 stablelm gpt-neox opt gpt-bigcode gptj codegen cohere
         cohere-qk-norm bloom mpt gpt-neo ernie hunyuan qwen3-moe hunyuan-moe ernie-moe gpt-oss
-        gemma2 gemma3 olmo olmo2 smollm3 nemotron glm phi2 granite qwen2-yarn phi3-longrope"
+        gemma2 gemma3 olmo olmo2 smollm3 nemotron glm phi2 granite qwen2-yarn phi3-longrope
+        mixtral qwen2-moe olmoe starcoder2 glm4 cohere2 olmo3 granitemoe phimoe exaone4 glm4-moe
+        seed-oss"
   [23]="llama-gqa gemma gpt2 qwen3"
 )
 for opset in 18 23; do

@@ -478,22 +478,24 @@ LogicalResult verifyScalarBody(Operation *op, Region &body, TypeRange scalars, V
   return success();
 }
 
-/// Checks that `operand` is per-element (the shape of `result`), per-column
-/// ([columns]) or, when `allowScalar`, rank 0.
+/// Checks that `operand` is per-element (the shape of `result`) or per-column
+/// ([columns]); an elementwise op's input may also be rank 0 or one value per
+/// row (the result's shape with one column), which its kernels broadcast.
 LogicalResult verifyBroadcastOperand(Operation *op, Value operand, Value result,
-                                     bool allowScalar, StringRef what) {
+                                     bool isElementwiseInput, StringRef what) {
   int64_t rank = rankOf(operand), resultRank = rankOf(result);
   if (rank < 0 || resultRank < 0) return success();
-  if (rank == 0 && allowScalar) return success();
+  if (rank == 0 && isElementwiseInput) return success();
   if (rank == 1 && compatible(dimOf(operand, 0), dimOf(result, -1))) return success();
   if (rank == resultRank) {
+    bool perRow = isElementwiseInput && dimOf(operand, -1) == 1;
     for (int64_t dim = 0; dim < rank; ++dim)
-      if (!compatible(dimOf(operand, dim), dimOf(result, dim)))
+      if (!compatible(dimOf(operand, dim), dimOf(result, dim)) && !(perRow && dim == rank - 1))
         return op->emitOpError() << what << " differs from the result in dim " << dim;
     return success();
   }
   return op->emitOpError() << what << " must have the result's shape or be [columns]"
-                           << (allowScalar ? " or a scalar" : "");
+                           << (isElementwiseInput ? ", one value per row or a scalar" : "");
 }
 
 /// The element types of `values`.
@@ -516,7 +518,7 @@ LogicalResult verifyAddNorm(Operation *op, Value lhs, Value rhs, Value weight, V
 
 LogicalResult ElementwiseOp::verify() {
   for (Value input : getInputs())
-    if (failed(verifyBroadcastOperand(*this, input, getOutput(), /*allowScalar=*/true, "an input")))
+    if (failed(verifyBroadcastOperand(*this, input, getOutput(), /*isElementwiseInput=*/true, "an input")))
       return failure();
   return verifyScalarBody(*this, getBody(), elementTypes(getInputs()), getOutput());
 }
@@ -541,7 +543,7 @@ LogicalResult FusedLinearOp::verify() {
        !compatible(dimOf(getBias(), 0), n)))
     return emitOpError("bias must be [") << n << "]";
   for (Value extra : getExtras())
-    if (failed(verifyBroadcastOperand(*this, extra, getOutput(), /*allowScalar=*/false, "an extra")))
+    if (failed(verifyBroadcastOperand(*this, extra, getOutput(), /*isElementwiseInput=*/false, "an extra")))
       return failure();
   SmallVector<Type> scalars(getNumAccumulators(), getElementTypeOrSelf(getOutput().getType()));
   llvm::append_range(scalars, elementTypes(getExtras()));

@@ -611,8 +611,9 @@ def Llm_ElementwiseOp : Llm_ElementwiseOpBase<"elementwise", [SingleBlock, Isola
   let summary = "a scalar function applied to every element: one kernel for a chain";
   let description = [{
     `output[r, c] = body(inputs[0][r, c], inputs[1][r, c], ...)`. Each input
-    has the result's shape, or is [features] (the same for every row), or is
-    rank 0 (one value). The body has one scalar argument per input (its
+    has the result's shape, or is [features] (the same for every row), or has
+    the result's shape with one column (one value per row: a gate's scalar
+    scaling a row), or is rank 0 (one value). The body has one scalar argument per input (its
     element type) and yields the result's element type; it holds only
     side-effect-free scalar ops (arith, math).
 

@@ -55,10 +55,22 @@ llm::DequantizeOp joinableDequantize(llm::LinearOp linear) {
   return dequantize;
 }
 
+/// Whether `linear` computes a mixture of experts' router logits. They rank
+/// the experts, so they stay a product of their own: joined, they would be
+/// stored as the joined product is (in bf16 on the CUDA target), and a
+/// rounding may swap two experts' ranks.
+bool routesExperts(llm::LinearOp linear) {
+  return llvm::any_of(linear->getUses(), [](OpOperand &use) {
+    auto moe = dyn_cast<llm::MoeOp>(use.getOwner());
+    return moe && use.get() == moe.getRouterLogits();
+  });
+}
+
 /// The linear's kind, or nothing when it cannot be joined: weights (and
 /// bias) must be 2-D (1-D) constants, or quantised weights of constants,
-/// with a static output dim.
+/// with a static output dim; router logits are not joined.
 std::optional<LinearKind> joinableKind(llm::LinearOp linear) {
+  if (routesExperts(linear)) return std::nullopt;
   bool hasBias = static_cast<bool>(linear.getBias());
   if (hasBias && !fusion::constantOf(linear.getBias())) return std::nullopt;
   if (!isa<RankedTensorType>(linear.getType())) return std::nullopt;

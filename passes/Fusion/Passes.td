@@ -48,7 +48,9 @@ def LlmFuseHorizontalLinearsPass : Pass<"llm-fuse-horizontal-linears", "mlir::fu
     epilogue.
 
     Linears whose weight is neither a constant nor such a dequantize are
-    left alone, as are single linears.
+    left alone, as are single linears and a mixture of experts' router (its
+    logits rank the experts; a joined product may be stored narrower, as in
+    bf16 on the CUDA target, and a rounding could swap two experts).
   }];
   let options = [
     Option<"maxColumns", "max-columns", "int64_t", /*default=*/"65536",

@@ -6,8 +6,8 @@
 // so that the model still compiles and llm-fuse-elementwise can fuse the
 // chain. Only activation-shaped ops are taken: [batch, seq, features]
 // floats whose other operands are of that type, per-feature constants or
-// scalar constants. Mask and shape arithmetic is left to the patterns that
-// understand it.
+// scalar constants, or one value per token ([batch, seq, 1]). Mask and shape
+// arithmetic is left to the patterns that understand it.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Raising/RaisePatterns.h"
@@ -88,6 +88,15 @@ std::optional<APFloat> splatOf(Value value) {
   return splat;
 }
 
+/// Whether `operand` holds one value per token of the [batch, seq, features]
+/// activation type `type`: [batch, seq, 1] (Qwen2-MoE's sigmoid gate scaling
+/// the shared expert's rows).
+bool isPerToken(Value operand, RankedTensorType type) {
+  auto operandType = dyn_cast<RankedTensorType>(operand.getType());
+  return operandType && operandType.getElementType() == type.getElementType() &&
+         operandType.getShape() == ArrayRef<int64_t>{type.getDimSize(0), type.getDimSize(1), 1};
+}
+
 struct RaiseElementwiseOp : RewritePattern {
   RaiseElementwiseOp(MLIRContext *context)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
@@ -110,9 +119,10 @@ struct RaiseElementwiseOp : RewritePattern {
       if (splat) continue;
       bool perFeature = isConstant(operand) && rankOf(operand) == 1 &&
                         dimOf(operand, 0) == type.getDimSize(2);
-      if (operand.getType() != type && !perFeature)
-        return rewriter.notifyMatchFailure(op, "an operand is neither the result's type, a "
-                                               "per-feature constant nor a scalar constant");
+      if (operand.getType() != type && !perFeature && !isPerToken(operand, type))
+        return rewriter.notifyMatchFailure(op, "an operand is neither the result's type, one "
+                                               "value per token, a per-feature constant nor a "
+                                               "scalar constant");
       readsActivation |= operand.getType() == type;
       if (!llvm::is_contained(inputs, operand)) inputs.push_back(operand);
     }

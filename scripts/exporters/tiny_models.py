@@ -194,6 +194,54 @@ FAMILIES: dict[str, tuple[str, dict]] = {
                                              moe_k=2, moe_intermediate_size=32,
                                              moe_num_shared_experts=1, moe_layer_start_index=1,
                                              moe_layer_end_index=1)),
+    # Mixtral: Mistral's attention and a sparse block choosing 2 of 4 experts by the router's
+    # softmax, renormalised over the 2. No optimum config; torch.onnx exports transformers'
+    # grouped experts (so does it every mixture of experts below).
+    "mixtral": ("MixtralConfig", dict(num_key_value_heads=2, num_local_experts=4,
+                                      num_experts_per_tok=2, intermediate_size=32)),
+    # Qwen2-MoE (Qwen1.5-MoE's and Qwen2-57B-A14B's form): 2 of 4 experts by the softmax, not
+    # renormalised, and a shared expert whose output is scaled by sigmoid of a [hidden, 1] gate.
+    "qwen2-moe": ("Qwen2MoeConfig", dict(num_key_value_heads=2, num_experts=4,
+                                         num_experts_per_tok=2, moe_intermediate_size=32,
+                                         shared_expert_intermediate_size=48)),
+    # OLMoE: OLMo-2's norms of the whole q and k projections, 2 of 4 experts by the softmax,
+    # not renormalised.
+    "olmoe": ("OlmoeConfig", dict(num_key_value_heads=4, num_experts=4, num_experts_per_tok=2,
+                                  intermediate_size=32)),
+    # StarCoder2: GQA with biases on every linear, LayerNorm, a plain gelu MLP.
+    "starcoder2": ("Starcoder2Config", dict(num_key_value_heads=2, use_bias=True)),
+    # GLM-4 (GLM-4-0414): GLM's partial rotary over interleaved pairs, and a norm after the
+    # attention and after the MLP as well as before each.
+    "glm4": ("Glm4Config", dict(num_key_value_heads=2, head_dim=16)),
+    # Command R7B (Cohere2): Cohere's parallel block, sliding-window layers with rotary and
+    # global layers without it.
+    "cohere2": ("Cohere2Config", dict(num_key_value_heads=2, sliding_window=16,
+                                      layer_types=["sliding_attention", "full_attention"])),
+    # OLMo-3: OLMo-2's block with sliding-window layers beside global ones.
+    "olmo3": ("Olmo3Config", dict(num_key_value_heads=4, sliding_window=16,
+                                  layer_types=["sliding_attention", "full_attention"])),
+    # Granite-MoE: Granite's multipliers and 2 of 4 experts whose gate and up are one stacked
+    # projection (input_linear).
+    "granitemoe": ("GraniteMoeConfig", dict(num_key_value_heads=2, num_local_experts=4,
+                                            num_experts_per_tok=2, intermediate_size=32,
+                                            embedding_multiplier=12.0, logits_scaling=8.0,
+                                            residual_multiplier=0.5, attention_multiplier=0.25)),
+    # Phi-3.5-MoE (PhiMoE): 2 of 4 experts chosen by sparsemixer (the best expert, its weight
+    # a softmax over the logits near it, then the same over the rest).
+    "phimoe": ("PhimoeConfig", dict(num_key_value_heads=2, num_local_experts=4,
+                                    num_experts_per_tok=2, intermediate_size=32)),
+    # EXAONE 4: norms after the attention and the MLP (none before), per-head q/k norms, and
+    # rotary only on the sliding-window layers.
+    "exaone4": ("Exaone4Config", dict(num_key_value_heads=2, sliding_window=16,
+                                      layer_types=["sliding_attention", "full_attention"])),
+    # GLM-4.5 (GLM-4.5-Air's form): a dense first layer, then 2 of 4 experts chosen by sigmoid
+    # scores plus a correction bias (DeepSeek-V3's router), a shared expert, per-head q/k norms.
+    "glm4-moe": ("Glm4MoeConfig", dict(num_key_value_heads=2, n_routed_experts=4,
+                                       num_experts_per_tok=2, moe_intermediate_size=32,
+                                       n_shared_experts=1, n_group=1, topk_group=1,
+                                       first_k_dense_replace=1, use_qk_norm=True)),
+    # Seed-OSS: Llama's block with biases on q, k and v (not on o).
+    "seed-oss": ("SeedOssConfig", dict(num_key_value_heads=2, head_dim=16, attention_bias=True)),
     # OPT (vLLM's first example model, opt-125m): learned positions at an offset of 2, ReLU,
     # its feed-forward block computed on the flattened tokens.
     "opt": ("OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64)),

@@ -76,10 +76,35 @@ func.func @elementwise_body_arity(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
 // -----
 
 func.func @elementwise_broadcast(%x: tensor<?x8xf32>, %row: tensor<4xf32>) -> tensor<?x8xf32> {
-  // expected-error @+1 {{an input must have the result's shape or be [columns] or a scalar}}
+  // expected-error @+1 {{an input must have the result's shape or be [columns], one value per row or a scalar}}
   %y = llm.elementwise %x, %row : (tensor<?x8xf32>, tensor<4xf32>) -> tensor<?x8xf32> {
   ^bb0(%a: f32, %b: f32):
     %s = arith.addf %a, %b : f32
+    llm.yield %s : f32
+  }
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @elementwise_two_per_row(%x: tensor<?x8xf32>, %pair: tensor<?x2xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{an input differs from the result in dim 1}}
+  %y = llm.elementwise %x, %pair : (tensor<?x8xf32>, tensor<?x2xf32>) -> tensor<?x8xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.mulf %a, %b : f32
+    llm.yield %s : f32
+  }
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// A GEMM's epilogue reads its extras per element or per column only.
+func.func @fused_linear_per_row_extra(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>, %gate: tensor<?x1xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{an extra differs from the result in dim 1}}
+  %y = llm.fused_linear %x, %w extras(%gate) : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<?x1xf32>) -> tensor<?x8xf32> {
+  ^bb0(%acc: f32, %g: f32):
+    %s = arith.mulf %acc, %g : f32
     llm.yield %s : f32
   }
   return %y : tensor<?x8xf32>

@@ -183,3 +183,15 @@ func.func @latent_attention(%nope: tensor<?x2x8xf32>, %pe: tensor<?x1x4xf32>, %v
   %a = llm.paged_attention %k, %p, %tables, %lens, %cu {layer = 0 : i64, scale = 0.25 : f32} : (tensor<?x2x12xf32>, tensor<1x?x2x2x16x12xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x8xf32>
   return %a : tensor<?x2x8xf32>
 }
+
+// An elementwise input may hold one value per row: [rows, 1] beside [rows, n].
+// CHECK-LABEL: func.func @per_row_elementwise_input
+// CHECK: llm.elementwise %{{.*}}, %{{.*}} : (tensor<?x?x8xf32>, tensor<?x?x1xf32>) -> tensor<?x?x8xf32>
+func.func @per_row_elementwise_input(%x: tensor<?x?x8xf32>, %gate: tensor<?x?x1xf32>) -> tensor<?x?x8xf32> {
+  %y = llm.elementwise %x, %gate : (tensor<?x?x8xf32>, tensor<?x?x1xf32>) -> tensor<?x?x8xf32> {
+  ^bb0(%a: f32, %g: f32):
+    %p = arith.mulf %a, %g : f32
+    llm.yield %p : f32
+  }
+  return %y : tensor<?x?x8xf32>
+}

@@ -60,12 +60,14 @@ void StepLowering::callKernel(Location loc, StringRef name, const std::string &k
 namespace {
 
 /// Loads the element of `input` for output element (row, col): inputs are
-/// [rows, features], [features] (the same for every row) or rank 0.
+/// [rows, features], [rows, 1] (one value per row), [features] (the same for
+/// every row) or rank 0.
 Value loadBroadcast(KernelBuilder &kb, Value input, Value row, Value col) {
-  switch (cast<MemRefType>(input.getType()).getRank()) {
+  auto type = cast<MemRefType>(input.getType());
+  switch (type.getRank()) {
   case 0: return kb.load(input, {});
   case 1: return kb.load(input, {col});
-  default: return kb.load(input, {row, col});
+  default: return kb.load(input, {row, type.getShape().back() == 1 ? kb.index(0) : col});
   }
 }
 

@@ -148,12 +148,13 @@ struct RowThread {
 };
 
 /// The element of `input` for output element (row, col): inputs are
-/// [rows, features], [features] or rank 0.
+/// [rows, features], [rows, 1] (one value per row), [features] or rank 0.
 Value loadBroadcast(codegen::KernelBuilder &kb, Value input, Value row, Value col) {
-  switch (cast<MemRefType>(input.getType()).getRank()) {
+  auto type = cast<MemRefType>(input.getType());
+  switch (type.getRank()) {
   case 0: return loadF32(kb, input, {});
   case 1: return loadF32(kb, input, {col});
-  default: return loadF32(kb, input, {row, col});
+  default: return loadF32(kb, input, {row, type.getShape().back() == 1 ? kb.index(0) : col});
   }
 }
 

@@ -87,3 +87,36 @@ func.func @shared(%x: tensor<?x8xf32>, %y: tensor<?x8xf32>) -> (tensor<?x8xf32>,
   %b = llm.mul %p, %y : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %a, %b : tensor<?x8xf32>, tensor<?x8xf32>
 }
+
+// -----
+
+// Qwen2-MoE's shared expert: its down projection times sigmoid of a gate
+// with one value per row. The sigmoid is inlined (computed again for each
+// column from the gate's [rows, 1]), but a GEMM's epilogue reads its extras
+// per element or per column, so the product is not folded into the
+// projection.
+// CHECK-LABEL: func.func @scaled_by_a_value_per_row
+//  CHECK-SAME:   (%[[X:.*]]: tensor<?x8xf32>, %[[W:.*]]: tensor<8x8xf32>, %[[G:.*]]: tensor<?x1xf32>)
+//       CHECK:   %[[D:.*]] = llm.linear %[[X]], %[[W]]
+//       CHECK:   llm.elementwise %[[D]], %[[G]] : (tensor<?x8xf32>, tensor<?x1xf32>) -> tensor<?x8xf32>
+//       CHECK:     math.exp
+//       CHECK:     arith.mulf
+//   CHECK-NOT:   llm.fused_linear
+func.func @scaled_by_a_value_per_row(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>, %gate: tensor<?x1xf32>) -> tensor<?x8xf32> {
+  %down = llm.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %s = llm.elementwise %gate : (tensor<?x1xf32>) -> tensor<?x1xf32> {
+  ^bb0(%v: f32):
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %v : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %r = arith.divf %one, %d : f32
+    llm.yield %r : f32
+  }
+  %y = llm.elementwise %down, %s : (tensor<?x8xf32>, tensor<?x1xf32>) -> tensor<?x8xf32> {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.mulf %a, %b : f32
+    llm.yield %m : f32
+  }
+  return %y : tensor<?x8xf32>
+}

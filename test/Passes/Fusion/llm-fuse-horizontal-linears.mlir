@@ -120,3 +120,24 @@ func.func @quantized_not_joinable(%x: tensor<?x64xf32>) -> (tensor<?x16xf32>, te
   %5 = llm.linear %x, %w5 {transpose_weight} : (tensor<?x64xf32>, tensor<16x64xf32>) -> tensor<?x16xf32>
   return %0, %1, %2, %3, %4, %5 : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>
 }
+
+// -----
+
+// A mixture of experts' router stays a product of its own beside the shared
+// expert's gate and up projections of the same rows (Qwen2-MoE): its logits
+// rank the experts, and a joined product may be stored narrower.
+// CHECK-LABEL: func.func @router_apart
+//       CHECK:   %[[GU:.*]] = llm.linear %{{.*}} -> tensor<?x32xf32>
+//       CHECK:   llm.split %[[GU]] {sizes = array<i64: 16, 16>}
+//       CHECK:   %[[R:.*]] = llm.linear %{{.*}} -> tensor<?x4xf32>
+//       CHECK:   llm.moe %{{.*}}, %[[R]]
+func.func @router_apart(%x: tensor<?x8xf32>, %experts: tensor<4x16x8xf32>, %down: tensor<4x8x16xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x8xf32>) {
+  %wg = llm.constant dense<1.0> : tensor<16x8xf32>
+  %wu = llm.constant dense<2.0> : tensor<16x8xf32>
+  %wr = llm.constant dense<3.0> : tensor<4x8xf32>
+  %g = llm.linear %x, %wg {transpose_weight} : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  %u = llm.linear %x, %wu {transpose_weight} : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  %r = llm.linear %x, %wr {transpose_weight} : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+  %y = llm.moe %x, %r, %experts, %experts, %down {top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %g, %u, %y : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x8xf32>
+}

@@ -87,3 +87,31 @@ func.func @relu_squared_by_an_integer_power(%x: tensor<2x8x16xf32>) -> tensor<2x
   %y = onnx.Pow %r, %two : (tensor<2x8x16xf32>, tensor<1xi32>) -> tensor<2x8x16xf32>
   return %y : tensor<2x8x16xf32>
 }
+
+// -----
+
+// Qwen2-MoE's shared expert scaled by sigmoid of its [hidden, 1] gate: the
+// Mul reads one value per token ([batch, seq, 1]) beside the activation.
+// CHECK-LABEL: func.func @scaled_by_a_value_per_token
+//  CHECK-SAME:   (%[[X:.*]]: tensor<?x?x16xf32>, %[[G:.*]]: tensor<?x?x1xf32>)
+//       CHECK:   %[[S:.*]] = llm.elementwise %[[G]] : (tensor<?x?x1xf32>) -> tensor<?x?x1xf32>
+//       CHECK:   llm.elementwise %[[S]], %[[X]] : (tensor<?x?x1xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+//       CHECK:     arith.mulf
+//   CHECK-NOT:   onnx.
+func.func @scaled_by_a_value_per_token(%x: tensor<?x?x16xf32>, %gate: tensor<?x?x1xf32>) -> tensor<?x?x16xf32> {
+  %s = onnx.Sigmoid %gate : (tensor<?x?x1xf32>) -> tensor<?x?x1xf32>
+  %y = onnx.Mul %s, %x : (tensor<?x?x1xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+
+// -----
+
+// Left alone: one value per position shared by the batch ([1, seq, 1]
+// against [2, seq, features]) is not one value per row of the result.
+// CHECK-LABEL: func.func @not_a_value_per_token
+//   CHECK-NOT:   llm.elementwise
+//       CHECK:   onnx.Mul
+func.func @not_a_value_per_token(%x: tensor<2x8x16xf32>, %shared: tensor<1x8x1xf32>) -> tensor<2x8x16xf32> {
+  %y = onnx.Mul %x, %shared : (tensor<2x8x16xf32>, tensor<1x8x1xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}

@@ -654,3 +654,36 @@ func.func @layer_norm_per_head(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1
   %logits = llm.logits %rows, %head : (tensor<?x16xf32>, tensor<16x64xf32>) -> tensor<?x64xf32>
   return %logits : tensor<?x64xf32>
 }
+
+// -----
+
+// An elementwise input with one value per row (Qwen2-MoE's sigmoid gate
+// scaling its shared expert's rows): every column of a row reads the row's
+// single value, at column 0.
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   func.func private @llmc_elementwise_{{[0-9]+}}(%[[X:[^:]*]]: memref<?x16xf32>, %[[G:[^:]*]]: memref<?x1xf32>, %[[O:[^:]*]]: memref<?x16xf32>, %{{.*}}: index, %{{.*}}: index)
+//       CHECK:     scf.for %[[ROW:[^ ]*]] =
+//       CHECK:       scf.for %[[COL:[^ ]*]] =
+//       CHECK:         memref.load %[[X]][%[[ROW]], %[[COL]]] : memref<?x16xf32>
+//       CHECK:         %[[ZERO:.*]] = arith.constant 0 : index
+//  CHECK-NEXT:         memref.load %[[G]][%[[ROW]], %[[ZERO]]] : memref<?x1xf32>
+//       CHECK:         arith.mulf
+//       CHECK:         memref.store %{{.*}}, %[[O]][%[[ROW]], %[[COL]]]
+func.func @per_row_input(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x4xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 2048 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x16xf32>
+  %wg = llm.constant dense<2.500000e-01> : tensor<16x1xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<16x64xf32>
+  %x = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x16xf32>, tensor<?xi32>) -> tensor<?x16xf32>
+  %g = llm.linear %x, %wg {llmc.workspace_offsets = array<i64: 512>} : (tensor<?x16xf32>, tensor<16x1xf32>) -> tensor<?x1xf32>
+  %y = llm.elementwise %x, %g {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x16xf32>, tensor<?x1xf32>) -> tensor<?x16xf32> {
+  ^bb0(%v: f32, %s: f32):
+    %p = arith.mulf %v, %s : f32
+    llm.yield %p : f32
+  }
+  %h = llm.split_heads %y {num_heads = 4 : i64} : (tensor<?x16xf32>) -> tensor<?x4x4xf32>
+  %a = llm.paged_attention %h, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 0>, scale = 5.0e-01 : f32} : (tensor<?x4x4xf32>, tensor<1x?x2x1x16x4xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x4xf32>
+  %m = llm.merge_heads %a : (tensor<?x4x4xf32>) -> tensor<?x16xf32>
+  %rows = llm.gather_rows %m, %arg6 {llmc.workspace_offsets = array<i64: 1536>} : (tensor<?x16xf32>, tensor<?xi32>) -> tensor<?x16xf32>
+  %logits = llm.logits %rows, %head : (tensor<?x16xf32>, tensor<16x64xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}

@@ -254,6 +254,36 @@ func.func @attention_alibi(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: te
 
 // -----
 
+// An elementwise input with one value per row (Qwen2-MoE's sigmoid gate
+// scaling its shared expert): each column of a row reads the row's value at
+// column 0.
+// CHECK-LABEL: module attributes
+//       CHECK:   gpu.func @elementwise_{{[0-9]+}}(%[[X:[^:]*]]: memref<?x32xbf16>, %[[G:[^:]*]]: memref<?x1xbf16>, %[[OUT:[^:]*]]: memref<?x32xbf16>)
+//       CHECK:     memref.load %[[X]][%[[ROW:[^,]*]], %{{[^]]*}}]
+//       CHECK:     %[[ZERO:.*]] = arith.constant 0 : index
+//  CHECK-NEXT:     memref.load %[[G]][%[[ROW]], %[[ZERO]]] : memref<?x1xbf16>
+//       CHECK:     arith.mulf
+func.func @per_row_input(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %wg = llm.constant dense<2.500000e-01> : tensor<32x1xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<64x32xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %g = llm.linear %x, %wg : (tensor<?x32xf32>, tensor<32x1xf32>) -> tensor<?x1xf32>
+  %y = llm.elementwise %x, %g : (tensor<?x32xf32>, tensor<?x1xf32>) -> tensor<?x32xf32> {
+  ^bb0(%v: f32, %s: f32):
+    %p = arith.mulf %v, %s : f32
+    llm.yield %p : f32
+  }
+  %q = llm.split_heads %y {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %a = llm.paged_attention %q, %arg7, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %rows = llm.gather_rows %m, %arg6 : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %logits = llm.logits %rows, %head {transpose_weight} : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}
+
+// -----
+
 // A per-head norm (Qwen3's q/k norm: a weight of one head's length): one block per (row,
 // head), each normalising its head's 16 features.
 // CHECK-LABEL: module attributes
