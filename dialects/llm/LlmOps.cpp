@@ -166,6 +166,8 @@ LogicalResult MoeOp::verifyRouting(int64_t experts, int64_t topK) {
   if (static_cast<bool>(getExpertGroups()) != static_cast<bool>(getTopKGroups()))
     return emitOpError("expert_groups and top_k_groups come together (DeepSeek-V3's n_group and "
                        "topk_group)");
+  if (getExcludeHiddenGroups() && !getExpertGroups())
+    return emitOpError("exclude_hidden_groups needs expert_groups");
   if (auto epsilon = getNormalizeEpsilon()) {
     if (!getNormalizeTopK()) return emitOpError("normalize_epsilon needs normalize_top_k");
     if (!(epsilon->convertToFloat() >= 0.0f))

@@ -177,8 +177,11 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
     `expert_groups` G, within groups: the experts are G runs of
     experts / G, a group scores the sum of its two largest c, the
     `top_k_groups` best groups (equal scores: the lower group first) keep
-    their c and every other expert's c becomes 0, and the top_k experts are
-    those of the largest c.
+    their c and every other expert's c becomes 0 (transformers 4's
+    masked_fill(0): a negative c ranks below it), or -inf with
+    `exclude_hidden_groups` (transformers 5's and vLLM's: only the kept
+    groups' experts are chosen), and the top_k experts are those of the
+    largest c.
 
     output = sum over the chosen e of w_e * down_e(act(gate_e(x), up_e(x))),
     each projection adding its bias, when it has one, for the expert
@@ -203,7 +206,7 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
                    OptionalAttr<I64Attr>:$expert_groups, OptionalAttr<I64Attr>:$top_k_groups,
                    OptionalAttr<F32Attr>:$normalize_epsilon,
                    OptionalAttr<F32Attr>:$routed_scale,
-                   OptionalAttr<F32Attr>:$normalize_min);
+                   OptionalAttr<F32Attr>:$normalize_min, UnitAttr:$exclude_hidden_groups);
   let results = (outs Llm_Tensor:$output);
   let assemblyFormat = [{
     $input `,` $router_logits `,` $gate_weight `,` $up_weight `,` $down_weight
@@ -224,7 +227,7 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
             gateBias, upBias, downBias, /*selection_bias=*/::mlir::Value(), topK,
             normalizeTopK, swigluLimit, swigluAlpha, /*sigmoid_scores=*/false,
             ::mlir::IntegerAttr(), ::mlir::IntegerAttr(), ::mlir::FloatAttr(),
-            ::mlir::FloatAttr(), ::mlir::FloatAttr());
+            ::mlir::FloatAttr(), ::mlir::FloatAttr(), /*exclude_hidden_groups=*/false);
     }]>
   ];
   let extraClassDeclaration = [{

@@ -87,6 +87,7 @@ struct ScoredRouting {
   bool sigmoid = false;      ///< sigmoid scores, else a softmax's
   mlir::Value selectionBias; ///< a constant of one value per expert, or null
   int64_t groups = 0, keptGroups = 0;
+  bool excludeHiddenGroups = false; ///< the other groups' experts choose -inf, not 0
   mlir::Value weights;       ///< the routing weights the experts read [tokens, k]
   bool normalize = false;
   float epsilon = 0.0f, minimum = 0.0f; ///< of the normalisation's sum
@@ -188,7 +189,11 @@ std::pair<T, mlir::Value> operandDefinedBy(Binary op) {
 /// `value` with any chain of onnx.Cast ops before it removed.
 mlir::Value skipCasts(mlir::Value value);
 
-/// Whether `value` is ConstantOfShape of a float zero (its default fill).
+/// Whether `value` is a tensor of one float value `expected`: ConstantOfShape
+/// of it (or of its default zero), or Expand of it as a constant scalar (the
+/// dynamo exporter's torch.zeros_like).
+bool isFilledWith(mlir::Value value, double expected);
+/// isFilledWith(value, 0).
 bool isZeroFill(mlir::Value value);
 
 /// Whether `value` is an omitted optional operand: onnx's None value, or

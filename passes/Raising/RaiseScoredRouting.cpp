@@ -14,6 +14,10 @@
 //   w      = GatherElements(s, ids, axis 1)
 //   w      = w / (ReduceSum(w, -1) + 1e-20) * routed_scaling_factor
 //
+// transformers 5 hides the other groups' experts with -inf instead of 0
+// (Where(hidden, -inf, c): never chosen), as its DeepSeek-V3 and GLM-4.5's
+// MoE, which reuses this router, export through torch.onnx.
+//
 // ERNIE 4.5's MoE chooses by softmax scores plus its moe_statics bias, in
 // one group, and floors the sum it divides by:
 //
@@ -29,6 +33,8 @@
 #include "passes/Raising/RaisePatterns.h"
 
 #include "dialects/onnx/ShapeHelpers.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -78,9 +84,8 @@ LogicalResult matchHiddenGroups(Value hidden, Value choice, ScoredRouting &routi
       !isSingleAxis(column.getAxes(), 2, 3))
     return fail("the group mask is not spread over [groups, experts / groups]");
   // ScatterElements(zeros, kept ids, ones, axis 1): 1 for the kept groups.
-  auto ones = definedBy<onnx::ExpandOp>(kept.getUpdates());
   if (kept.getAxis() != 1 || kept.getReduction() != "none" || !isZeroFill(kept.getData()) ||
-      !ones || !isConstantScalar(ones.getInput(), 1.0))
+      !isFilledWith(kept.getUpdates(), 1.0))
     return fail("the group mask does not mark the kept groups with ones in zeros");
   auto keptTopK = definedBy<onnx::TopKOp>(kept.getIndices());
   auto keptCount = keptTopK ? largestAlongLastAxis(keptTopK) : std::nullopt;
@@ -136,11 +141,14 @@ FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why)
     return failure();
   };
   ScoredRouting routing;
-  // The choice, with the hidden groups' experts set to 0.
+  // The choice, with the hidden groups' experts set to 0 (transformers 4) or
+  // to -inf (transformers 5: never chosen).
   Value choice = skipCasts(topk.getX());
   if (auto where = definedBy<onnx::WhereOp>(choice)) {
-    if (!isConstantScalar(where.getX(), 0.0))
-      return fail("the experts of the groups not kept do not choose 0");
+    std::optional<double> fill = constantScalar(where.getX());
+    routing.excludeHiddenGroups = fill && std::isinf(*fill) && *fill < 0.0;
+    if (!routing.excludeHiddenGroups && !isConstantScalar(where.getX(), 0.0))
+      return fail("the experts of the groups not kept choose neither 0 nor -inf");
     choice = where.getY();
     if (failed(matchHiddenGroups(where.getCondition(), choice, routing, why))) return failure();
   }
@@ -218,6 +226,7 @@ void setScoredRouting(llm::MoeOp moe, const ScoredRouting &routing, Value select
   if (routing.groups) {
     moe.setExpertGroups(routing.groups);
     moe.setTopKGroups(routing.keptGroups);
+    moe.setExcludeHiddenGroups(routing.excludeHiddenGroups);
   }
   if (routing.epsilon != 0.0f) moe.setNormalizeEpsilon(APFloat(routing.epsilon));
   if (routing.minimum != 0.0f) moe.setNormalizeMin(APFloat(routing.minimum));

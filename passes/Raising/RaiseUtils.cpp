@@ -41,14 +41,19 @@ bool isSingleAxis(Value axes, int64_t axis, int64_t rank) {
   return a && b && *a == *b;
 }
 
-bool isZeroFill(Value value) {
+bool isFilledWith(Value value, double expected) {
+  if (auto expand = definedBy<onnx::ExpandOp>(value))
+    return isConstantScalar(expand.getInput(), expected);
   auto fill = definedBy<onnx::ConstantOfShapeOp>(value);
   if (!fill) return false;
-  if (!fill.getValue()) return true;
+  if (!fill.getValue()) return expected == 0.0;
   auto dense = dyn_cast<DenseElementsAttr>(*fill.getValue());
   return dense && isa<FloatType>(dense.getElementType()) &&
-         llvm::all_of(dense.getValues<APFloat>(), [](const APFloat &v) { return v.isZero(); });
+         llvm::all_of(dense.getValues<APFloat>(),
+                      [&](const APFloat &v) { return v.convertToDouble() == expected; });
 }
+
+bool isZeroFill(Value value) { return isFilledWith(value, 0.0); }
 
 std::optional<std::vector<float>> readConstantFloats(Value value) {
   auto constant = definedBy<onnx::ConstantOp>(value);

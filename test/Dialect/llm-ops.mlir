@@ -101,6 +101,15 @@ func.func @moe(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: tensor<4x16x8xf
   return %y : tensor<?x?x8xf32>
 }
 
+// GLM-4.5's routing as transformers 5 computes it: the experts of the groups
+// not kept are never chosen.
+// CHECK-LABEL: func.func @moe_excluded_groups
+// CHECK: llm.moe {{.*}} {exclude_hidden_groups, expert_groups = 2 : i64, sigmoid_scores, top_k = 2 : i64, top_k_groups = 1 : i64}
+func.func @moe_excluded_groups(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x?x8xf32> {
+  %y = llm.moe %x, %r, %w, %w, %d {exclude_hidden_groups, expert_groups = 2 : i64, sigmoid_scores, top_k = 2 : i64, top_k_groups = 1 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+
 // gpt-oss's experts: a bias per projection and the clamped swiglu.
 // CHECK-LABEL: func.func @moe_biases_clamped_swiglu
 // CHECK: llm.moe %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} gate_bias(%{{.*}}) up_bias(%{{.*}}) down_bias(%{{.*}}) {normalize_top_k, swiglu_alpha = 1.702000e+00 : f32, swiglu_limit = 7.000000e+00 : f32, top_k = 2 : i64}

@@ -202,8 +202,10 @@ def test_a_row_is_the_same_in_any_batch(compiled):
 
 
 def scored_routing_reference(logits, bias, groups: int, kept: int, top_k: int, epsilon: float,
-                             scale: float, sigmoid: bool = True, minimum: float = 0.0):
-    """DeepSeek-V3's routing (llm.moe with sigmoid_scores) or ERNIE 4.5's (softmax scores,
+                             scale: float, sigmoid: bool = True, minimum: float = 0.0,
+                             hidden_choice: float = 0.0):
+    """DeepSeek-V3's routing (llm.moe with sigmoid_scores; the dropped groups' experts choose
+    `hidden_choice`: 0, or -inf with exclude_hidden_groups) or ERNIE 4.5's (softmax scores,
     one group, the sum floored at `minimum`) in float64: each row's chosen experts and their
     weights."""
     if sigmoid:
@@ -219,7 +221,7 @@ def scored_routing_reference(logits, bias, groups: int, kept: int, top_k: int, e
         c = choices[row]
         group_scores = [np.sort(c[g * size:(g + 1) * size])[-2:].sum() for g in range(groups)]
         best = sorted(range(groups), key=lambda g: (-group_scores[g], g))[:kept]
-        key = [c[e] if e // size in best else 0.0 for e in range(experts)]
+        key = [c[e] if e // size in best else hidden_choice for e in range(experts)]
         picks = sorted(range(experts), key=lambda e: (-key[e], e))[:top_k]
         w = scores[row, picks]
         chosen.append(picks)
@@ -227,11 +229,13 @@ def scored_routing_reference(logits, bias, groups: int, kept: int, top_k: int, e
     return np.array(chosen), np.array(weights)
 
 
-def test_scored_routing_matches_float64(compiled):
+@pytest.mark.parametrize("exclude_hidden_groups", [False, True])
+def test_scored_routing_matches_float64(compiled, exclude_hidden_groups):
     """The route kernel with DeepSeek-V3's routing: 16 experts in 4 groups, the best 2 groups
     kept, the top 4 experts. The biases are mostly below -0.5, so that many choices are
     negative: in such rows an expert of a dropped group (its choice 0) ranks above them, as
-    masked_fill(0) lets it in transformers."""
+    masked_fill(0) lets it in transformers 4; with exclude_hidden_groups (transformers 5's
+    masked_fill(-inf)) no row chooses one."""
     kernels = compiled[0]
     rows, experts, groups, kept, top_k = 37, 16, 4, 2, 4
     rng = np.random.default_rng(3)
@@ -240,11 +244,14 @@ def test_scored_routing_matches_float64(compiled):
     chosen = np.full((rows, top_k), -1, np.int32)
     weights = np.full((rows, top_k), np.nan, np.float32)
     kernels.launch("llmc_moe_route", (1, 1, 1), (64, 1, 1), logits, experts, rows, experts,
-                   top_k, 1, 1, bias, groups, kept, 1e-20, 0.0, 2.5, chosen, weights)
+                   top_k, 1, 1, bias, groups, kept, int(exclude_hidden_groups), 1e-20, 0.0, 2.5,
+                   chosen, weights)
     expected_chosen, expected_weights = scored_routing_reference(
-        logits.astype(np.float64), bias.astype(np.float64), groups, kept, top_k, 1e-20, 2.5)
-    assert any(len(set(row // (experts // groups))) > kept for row in expected_chosen), \
-        "no row chooses an expert of a dropped group"
+        logits.astype(np.float64), bias.astype(np.float64), groups, kept, top_k, 1e-20, 2.5,
+        hidden_choice=-np.inf if exclude_hidden_groups else 0.0)
+    chooses_dropped = [len(set(row // (experts // groups))) > kept for row in expected_chosen]
+    assert any(chooses_dropped) != exclude_hidden_groups, \
+        "rows choose experts of dropped groups exactly when they choose 0"
     np.testing.assert_array_equal(chosen, expected_chosen)
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-5)
 
@@ -264,7 +271,7 @@ def test_softmax_selection_bias_matches_float64(compiled):
     chosen = np.full((rows, top_k), -1, np.int32)
     weights = np.full((rows, top_k), np.nan, np.float32)
     kernels.launch("llmc_moe_route", (1, 1, 1), (64, 1, 1), logits, experts, rows, experts,
-                   top_k, 1, 0, bias, 0, 0, 0.0, minimum, 1.0, chosen, weights)
+                   top_k, 1, 0, bias, 0, 0, 0, 0.0, minimum, 1.0, chosen, weights)
     expected_chosen, expected_weights = scored_routing_reference(
         logits.astype(np.float64), bias.astype(np.float64), 1, 1, top_k, 0.0, 1.0,
         sigmoid=False, minimum=minimum)

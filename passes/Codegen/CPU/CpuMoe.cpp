@@ -109,6 +109,8 @@ struct Routing {
   bool byLogits;
   float epsilon, minimum, scale; ///< the sum's epsilon and floor (0: none); the routed scale
   int64_t groups, keptGroups; ///< 0 when the experts are not grouped
+  /// What the other groups' experts choose: 0, or -inf (never chosen).
+  double hiddenChoice;
   Value selectionBias;        ///< f32 [experts] in the kernel, or null
   /// f32 [groups] scratch of the kernel (stack) when grouped: each group's
   /// score, and 1 for a kept group (0 for the others).
@@ -119,7 +121,9 @@ struct Routing {
         sigmoid(op.getSigmoidScores()), byLogits(!op.hasScoredRouting()),
         epsilon(op.getNormalizeEpsilonOrZero()), minimum(op.getNormalizeMinOrZero()),
         scale(op.getRoutedScaleOrOne()),
-        groups(op.getExpertGroups().value_or(0)), keptGroups(op.getTopKGroups().value_or(0)) {}
+        groups(op.getExpertGroups().value_or(0)), keptGroups(op.getTopKGroups().value_or(0)),
+        hiddenChoice(op.getExcludeHiddenGroups() ? -std::numeric_limits<double>::infinity()
+                                                 : 0.0) {}
 
   /// Allocates the groups' scratch once per kernel, before its loop over rows.
   void allocateGroupScratch(KernelBuilder &kb) {
@@ -166,7 +170,7 @@ void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Val
   if (!routing.byLogits) key = choice;
   if (routing.groups) {
     // Each group's two best choices summed; the best groups keep their
-    // experts' choices, every other expert's becomes 0.
+    // experts' choices, every other expert's becomes 0 (or -inf).
     int64_t size = experts / routing.groups;
     Value groupScores = routing.groupScores, kept = routing.kept;
     kb.forEach(zero, kb.index(routing.groups), [&](Value group) {
@@ -182,7 +186,8 @@ void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Val
       Value isKept = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
                                            kb.load(kept, {kb.divIndex(e, kb.index(size))}),
                                            kb.f32(0.0));
-      return arith::SelectOp::create(b, loc, isKept, choice(e), kb.f32(0.0)).getResult();
+      Value scored = choice(e), hidden = kb.f32(routing.hiddenChoice);
+      return arith::SelectOp::create(b, loc, isKept, scored, hidden).getResult();
     };
   }
 

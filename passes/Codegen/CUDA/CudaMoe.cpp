@@ -117,6 +117,7 @@ LogicalResult lowerMoe(StepContext &step, llm::MoeOp op,
                     optionalPointer(op.getSelectionBiasMutable()),
                     KernelArg::i32(dim(op.getExpertGroups().value_or(0))),
                     KernelArg::i32(dim(op.getTopKGroups().value_or(0))),
+                    KernelArg::i32(dim(op.getExcludeHiddenGroups() ? 1 : 0)),
                     KernelArg::f32(op.getNormalizeEpsilonOrZero()),
                     KernelArg::f32(op.getNormalizeMinOrZero()),
                     KernelArg::f32(op.getRoutedScaleOrOne()), chosen, weights});

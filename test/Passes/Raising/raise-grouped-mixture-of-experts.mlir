@@ -475,6 +475,271 @@ func.func @biased_softmax_with_shared_expert(%x: tensor<1x3x2xf32>) -> tensor<1x
   return %out : tensor<1x3x2xf32>
 }
 
+// -----
+
+// GLM-4.5's MoE block as torch.onnx exports transformers 5's: DeepSeek-V3's
+// router (sigmoid scores, a correction bias for the choice, here one group
+// kept of one) whose hidden groups' experts choose -inf, never chosen, the
+// group mask's ones a ConstantOfShape and its zeros an Expand of 0 (torch's
+// zeros_like); the weights the chosen sigmoids over their sum.
+// CHECK-LABEL: func.func @grouped_sigmoid_hiding_with_minus_infinity
+//  CHECK-SAME:   (%[[X:.*]]: tensor<1x3x2xf32>)
+//       CHECK:   %[[LOGITS:.*]] = llm.linear %[[X]], %{{.*}} {transpose_weight}
+//       CHECK:   llm.moe %[[X]], %[[LOGITS]], %{{.*}}, %{{.*}}, %{{.*}} selection_bias(%{{.*}}) {exclude_hidden_groups, expert_groups = 1 : i64, normalize_top_k, sigmoid_scores, top_k = 2 : i64, top_k_groups = 1 : i64}
+//   CHECK-NOT:   onnx.
+func.func @grouped_sigmoid_hiding_with_minus_infinity(%x: tensor<1x3x2xf32>) -> tensor<1x3x2xf32> {
+  %flat_shape = onnx.Constant dense<[-1, 2]> : tensor<2xi64>
+  %slots_shape = onnx.Constant dense<[-1, 2, 2]> : tensor<3xi64>
+  %out_shape = onnx.Constant dense<[1, 3, 2]> : tensor<3xi64>
+  %flat = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<i64>
+  %axis1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %axis0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %last1 = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %k = onnx.Constant dense<2> : tensor<1xi64>
+  %kk = onnx.Constant dense<2> : tensor<i64>
+  %zero = onnx.Constant dense<0> : tensor<i64>
+  %one = onnx.Constant dense<1> : tensor<i64>
+  %six = onnx.Constant dense<6> : tensor<i64>
+  %true = onnx.Constant dense<true> : tensor<i1>
+  %onef = onnx.Constant dense<1.0> : tensor<f32>
+  %bin_width = onnx.Constant dense<0.5> : tensor<f32>
+  %last_bin = onnx.Constant dense<1> : tensor<i64>
+  %no_counts = onnx.Constant dense<0.0> : tensor<2xf32>
+  %none = onnx.None
+  %router = onnx.Constant dense<[[0.5, -0.5], [0.25, 0.75]]> : tensor<2x2xf32>
+  %gate_up = onnx.Constant dense<[[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]]> : tensor<2x2x2xf32>
+  %down = onnx.Constant dense<[[[9.0, 10.0]], [[11.0, 12.0]]]> : tensor<2x1x2xf32>
+  %xf = onnx.Reshape %x, %flat_shape : (tensor<1x3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %xr = onnx.Reshape %x, %flat_shape : (tensor<1x3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %logits = onnx.Gemm %xr, %router, %none {transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, none) -> tensor<3x2xf32>
+  %p = onnx.Sigmoid %logits : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %bias = onnx.Constant dense<[0.125, -0.25]> : tensor<2xf32>
+  %choice = onnx.Add %p, %bias : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  %groups_shape = onnx.Constant dense<[-1, 1, 2]> : tensor<3xi64>
+  %by_group = onnx.Reshape %choice, %groups_shape : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<3x1x2xf32>
+  %best2, %best2_ids = onnx.TopK %by_group, %k : (tensor<3x1x2xf32>, tensor<1xi64>) -> (tensor<3x1x2xf32>, tensor<3x1x2xi64>)
+  %group_scores = onnx.ReduceSum %best2, %last1 {keepdims = 0 : i64} : (tensor<3x1x2xf32>, tensor<1xi64>) -> tensor<3x1xf32>
+  %kept_scores, %kept_ids = onnx.TopK %group_scores, %axis1 : (tensor<3x1xf32>, tensor<1xi64>) -> (tensor<3x1xf32>, tensor<3x1xi64>)
+  %ids_shape = onnx.Shape %kept_ids : (tensor<3x1xi64>) -> tensor<2xi64>
+  %group_ones = onnx.ConstantOfShape %ids_shape {value = dense<1.0> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<3x1xf32>
+  %scores_shape = onnx.Shape %group_scores : (tensor<3x1xf32>) -> tensor<2xi64>
+  %zerof = onnx.Constant dense<0.0> : tensor<f32>
+  %group_zeros = onnx.Expand %zerof, %scores_shape : (tensor<f32>, tensor<2xi64>) -> tensor<3x1xf32>
+  %kept = onnx.ScatterElements %group_zeros, %kept_ids, %group_ones {axis = 1 : i64} : (tensor<3x1xf32>, tensor<3x1xi64>, tensor<3x1xf32>) -> tensor<3x1xf32>
+  %axis2 = onnx.Constant dense<[2]> : tensor<1xi64>
+  %kept_column = onnx.Unsqueeze %kept, %axis2 : (tensor<3x1xf32>, tensor<1xi64>) -> tensor<3x1x1xf32>
+  %spread_shape = onnx.Constant dense<[3, 1, 2]> : tensor<3xi64>
+  %spread = onnx.Expand %kept_column, %spread_shape : (tensor<3x1x1xf32>, tensor<3xi64>) -> tensor<3x1x2xf32>
+  %mask = onnx.Reshape %spread, %flat_shape : (tensor<3x1x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %mask_bool = onnx.Cast %mask {to = 9 : i64} : (tensor<3x2xf32>) -> tensor<3x2xi1>
+  %hidden = onnx.Not %mask_bool : (tensor<3x2xi1>) -> tensor<3x2xi1>
+  %minus_inf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %masked = onnx.Where %hidden, %minus_inf, %choice : (tensor<3x2xi1>, tensor<f32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %c, %ids = onnx.TopK %masked, %k : (tensor<3x2xf32>, tensor<1xi64>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %w = onnx.GatherElements %p, %ids {axis = 1 : i64} : (tensor<3x2xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+  %wsum = onnx.ReduceSum %w, %axis1 : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<3x1xf32>
+  %wn = onnx.Div %w, %wsum : (tensor<3x2xf32>, tensor<3x1xf32>) -> tensor<3x2xf32>
+  %wflat = onnx.Reshape %wn, %flat : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<6xf32>
+  %idflat = onnx.Reshape %ids, %flat : (tensor<3x2xi64>, tensor<1xi64>) -> tensor<6xi64>
+  %pairs_shape = onnx.Shape %idflat : (tensor<6xi64>) -> tensor<1xi64>
+  %pairs = onnx.Gather %pairs_shape, %last : (tensor<1xi64>, tensor<i64>) -> tensor<i64>
+  %pairs1 = onnx.Reshape %pairs, %axis1 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %sorted, %perm = onnx.TopK %idflat, %pairs1 {largest = 0 : i64} : (tensor<6xi64>, tensor<1xi64>) -> (tensor<6xi64>, tensor<6xi64>)
+  %negative = onnx.Less %perm, %zero : (tensor<6xi64>, tensor<i64>) -> tensor<6xi1>
+  %is_negative = onnx.Equal %negative, %true : (tensor<6xi1>, tensor<i1>) -> tensor<6xi1>
+  %rem = onnx.Mod %perm, %kk : (tensor<6xi64>, tensor<i64>) -> tensor<6xi64>
+  %inexact = onnx.Cast %rem {to = 9 : i64} : (tensor<6xi64>) -> tensor<6xi1>
+  %round = onnx.And %is_negative, %inexact : (tensor<6xi1>, tensor<6xi1>) -> tensor<6xi1>
+  %correction = onnx.Cast %round {to = 7 : i64} : (tensor<6xi1>) -> tensor<6xi64>
+  %quotient = onnx.Div %perm, %kk : (tensor<6xi64>, tensor<i64>) -> tensor<6xi64>
+  %token = onnx.Sub %quotient, %correction : (tensor<6xi64>, tensor<6xi64>) -> tensor<6xi64>
+  %token_column = onnx.Unsqueeze %token, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %rows = onnx.GatherND %xf, %token_column : (tensor<3x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+  %perm_column = onnx.Unsqueeze %perm, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %ws = onnx.GatherND %wflat, %perm_column : (tensor<6xf32>, tensor<6x1xi64>) -> tensor<6xf32>
+  %ws_column = onnx.Unsqueeze %ws, %axis1 : (tensor<6xf32>, tensor<1xi64>) -> tensor<6x1xf32>
+  %sorted_f = onnx.Cast %sorted {to = 1 : i64} : (tensor<6xi64>) -> tensor<6xf32>
+  %scaled_ids = onnx.Div %sorted_f, %bin_width : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+  %bins = onnx.Cast %scaled_ids {to = 7 : i64} : (tensor<6xf32>) -> tensor<6xi64>
+  %bin = onnx.Clip %bins, %zero, %last_bin : (tensor<6xi64>, tensor<i64>, tensor<i64>) -> tensor<6xi64>
+  %bin_shape = onnx.Shape %bin : (tensor<6xi64>) -> tensor<1xi64>
+  %ones = onnx.Expand %onef, %bin_shape : (tensor<f32>, tensor<1xi64>) -> tensor<6xf32>
+  %counts = onnx.ScatterElements %no_counts, %bin, %ones {reduction = "add"} : (tensor<2xf32>, tensor<6xi64>, tensor<6xf32>) -> tensor<2xf32>
+  %counts_i = onnx.Cast %counts {to = 6 : i64} : (tensor<2xf32>) -> tensor<2xi32>
+  %offsets_i = onnx.CumSum %counts_i, %zero : (tensor<2xi32>, tensor<i64>) -> tensor<2xi32>
+  %offsets = onnx.Cast %offsets_i {to = 7 : i64} : (tensor<2xi32>) -> tensor<2xi64>
+  %ends:2 = onnx.Split %offsets, %none {num_outputs = 2 : i64} : (tensor<2xi64>, none) -> (tensor<1xi64>, tensor<1xi64>)
+  %end0 = onnx.Squeeze %ends#0, %axis0 : (tensor<1xi64>, tensor<1xi64>) -> tensor<i64>
+  %run0 = onnx.Range %zero, %end0, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %end1 = onnx.Squeeze %ends#1, %axis0 : (tensor<1xi64>, tensor<1xi64>) -> tensor<i64>
+  %run1 = onnx.Range %end0, %end1, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %gu_parts:2 = onnx.Split %gate_up, %none {num_outputs = 2 : i64} : (tensor<2x2x2xf32>, none) -> (tensor<1x2x2xf32>, tensor<1x2x2xf32>)
+  %rows0 = onnx.Gather %rows, %run0 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %gu0w = onnx.Squeeze %gu_parts#0, %axis0 : (tensor<1x2x2xf32>, tensor<1xi64>) -> tensor<2x2xf32>
+  %gu0 = onnx.MatMul %rows0, %gu0w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %rows1 = onnx.Gather %rows, %run1 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %gu1w = onnx.Squeeze %gu_parts#1, %axis0 : (tensor<1x2x2xf32>, tensor<1xi64>) -> tensor<2x2xf32>
+  %gu1 = onnx.MatMul %rows1, %gu1w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %gu = onnx.Concat %gu0, %gu1 {axis = 0 : i64} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<6x2xf32>
+  %halves:2 = onnx.Split %gu, %none {axis = 1 : i64, num_outputs = 2 : i64} : (tensor<6x2xf32>, none) -> (tensor<6x1xf32>, tensor<6x1xf32>)
+  %sig = onnx.Sigmoid %halves#0 : (tensor<6x1xf32>) -> tensor<6x1xf32>
+  %silu = onnx.Mul %halves#0, %sig : (tensor<6x1xf32>, tensor<6x1xf32>) -> tensor<6x1xf32>
+  %h = onnx.Mul %silu, %halves#1 : (tensor<6x1xf32>, tensor<6x1xf32>) -> tensor<6x1xf32>
+  %down_parts:2 = onnx.Split %down, %none {num_outputs = 2 : i64} : (tensor<2x1x2xf32>, none) -> (tensor<1x1x2xf32>, tensor<1x1x2xf32>)
+  %h0 = onnx.Gather %h, %run0 : (tensor<6x1xf32>, tensor<?xi64>) -> tensor<?x1xf32>
+  %d0w = onnx.Squeeze %down_parts#0, %axis0 : (tensor<1x1x2xf32>, tensor<1xi64>) -> tensor<1x2xf32>
+  %d0 = onnx.MatMul %h0, %d0w : (tensor<?x1xf32>, tensor<1x2xf32>) -> tensor<?x2xf32>
+  %h1 = onnx.Gather %h, %run1 : (tensor<6x1xf32>, tensor<?xi64>) -> tensor<?x1xf32>
+  %d1w = onnx.Squeeze %down_parts#1, %axis0 : (tensor<1x1x2xf32>, tensor<1xi64>) -> tensor<1x2xf32>
+  %d1 = onnx.MatMul %h1, %d1w : (tensor<?x1xf32>, tensor<1x2xf32>) -> tensor<?x2xf32>
+  %y = onnx.Concat %d0, %d1 {axis = 0 : i64} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<6x2xf32>
+  %weighted = onnx.Mul %y, %ws_column : (tensor<6x2xf32>, tensor<6x1xf32>) -> tensor<6x2xf32>
+  %perm_shape = onnx.Shape %perm : (tensor<6xi64>) -> tensor<1xi64>
+  %empty = onnx.Expand %zero, %perm_shape : (tensor<i64>, tensor<1xi64>) -> tensor<6xi64>
+  %positions = onnx.Range %zero, %six, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<6xi64>
+  %inverse = onnx.ScatterND %empty, %perm_column, %positions : (tensor<6xi64>, tensor<6x1xi64>, tensor<6xi64>) -> tensor<6xi64>
+  %inverse_column = onnx.Unsqueeze %inverse, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %unsorted = onnx.GatherND %weighted, %inverse_column : (tensor<6x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+  %slots = onnx.Reshape %unsorted, %slots_shape : (tensor<6x2xf32>, tensor<3xi64>) -> tensor<3x2x2xf32>
+  %summed = onnx.ReduceSum %slots, %axis1 {keepdims = 0 : i64} : (tensor<3x2x2xf32>, tensor<1xi64>) -> tensor<3x2xf32>
+  %shared_weight = onnx.Constant dense<[[0.5, 1.5], [2.5, 3.5]]> : tensor<2x2xf32>
+  %shared = onnx.Gemm %xf, %shared_weight, %none {transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, none) -> tensor<3x2xf32>
+  %total = onnx.Add %summed, %shared : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %out = onnx.Reshape %total, %out_shape : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<1x3x2xf32>
+  return %out : tensor<1x3x2xf32>
+}
+
+// -----
+
+// Near miss: the hidden groups' experts choose -1, neither transformers 4's
+// 0 nor transformers 5's -inf: nothing is raised.
+// CHECK-LABEL: func.func @grouped_sigmoid_hiding_with_minus_one
+//   CHECK-NOT:   llm.moe
+// ERROR: a mixture of experts is not supported in this form: the experts of the groups not kept choose neither 0 nor -inf
+func.func @grouped_sigmoid_hiding_with_minus_one(%x: tensor<1x3x2xf32>) -> tensor<1x3x2xf32> {
+  %flat_shape = onnx.Constant dense<[-1, 2]> : tensor<2xi64>
+  %slots_shape = onnx.Constant dense<[-1, 2, 2]> : tensor<3xi64>
+  %out_shape = onnx.Constant dense<[1, 3, 2]> : tensor<3xi64>
+  %flat = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<i64>
+  %axis1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %axis0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %last1 = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %k = onnx.Constant dense<2> : tensor<1xi64>
+  %kk = onnx.Constant dense<2> : tensor<i64>
+  %zero = onnx.Constant dense<0> : tensor<i64>
+  %one = onnx.Constant dense<1> : tensor<i64>
+  %six = onnx.Constant dense<6> : tensor<i64>
+  %true = onnx.Constant dense<true> : tensor<i1>
+  %onef = onnx.Constant dense<1.0> : tensor<f32>
+  %bin_width = onnx.Constant dense<0.5> : tensor<f32>
+  %last_bin = onnx.Constant dense<1> : tensor<i64>
+  %no_counts = onnx.Constant dense<0.0> : tensor<2xf32>
+  %none = onnx.None
+  %router = onnx.Constant dense<[[0.5, -0.5], [0.25, 0.75]]> : tensor<2x2xf32>
+  %gate_up = onnx.Constant dense<[[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]]> : tensor<2x2x2xf32>
+  %down = onnx.Constant dense<[[[9.0, 10.0]], [[11.0, 12.0]]]> : tensor<2x1x2xf32>
+  %xf = onnx.Reshape %x, %flat_shape : (tensor<1x3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %xr = onnx.Reshape %x, %flat_shape : (tensor<1x3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %logits = onnx.Gemm %xr, %router, %none {transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, none) -> tensor<3x2xf32>
+  %p = onnx.Sigmoid %logits : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %bias = onnx.Constant dense<[0.125, -0.25]> : tensor<2xf32>
+  %choice = onnx.Add %p, %bias : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  %groups_shape = onnx.Constant dense<[-1, 1, 2]> : tensor<3xi64>
+  %by_group = onnx.Reshape %choice, %groups_shape : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<3x1x2xf32>
+  %best2, %best2_ids = onnx.TopK %by_group, %k : (tensor<3x1x2xf32>, tensor<1xi64>) -> (tensor<3x1x2xf32>, tensor<3x1x2xi64>)
+  %group_scores = onnx.ReduceSum %best2, %last1 {keepdims = 0 : i64} : (tensor<3x1x2xf32>, tensor<1xi64>) -> tensor<3x1xf32>
+  %kept_scores, %kept_ids = onnx.TopK %group_scores, %axis1 : (tensor<3x1xf32>, tensor<1xi64>) -> (tensor<3x1xf32>, tensor<3x1xi64>)
+  %ids_shape = onnx.Shape %kept_ids : (tensor<3x1xi64>) -> tensor<2xi64>
+  %group_ones = onnx.ConstantOfShape %ids_shape {value = dense<1.0> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<3x1xf32>
+  %scores_shape = onnx.Shape %group_scores : (tensor<3x1xf32>) -> tensor<2xi64>
+  %zerof = onnx.Constant dense<0.0> : tensor<f32>
+  %group_zeros = onnx.Expand %zerof, %scores_shape : (tensor<f32>, tensor<2xi64>) -> tensor<3x1xf32>
+  %kept = onnx.ScatterElements %group_zeros, %kept_ids, %group_ones {axis = 1 : i64} : (tensor<3x1xf32>, tensor<3x1xi64>, tensor<3x1xf32>) -> tensor<3x1xf32>
+  %axis2 = onnx.Constant dense<[2]> : tensor<1xi64>
+  %kept_column = onnx.Unsqueeze %kept, %axis2 : (tensor<3x1xf32>, tensor<1xi64>) -> tensor<3x1x1xf32>
+  %spread_shape = onnx.Constant dense<[3, 1, 2]> : tensor<3xi64>
+  %spread = onnx.Expand %kept_column, %spread_shape : (tensor<3x1x1xf32>, tensor<3xi64>) -> tensor<3x1x2xf32>
+  %mask = onnx.Reshape %spread, %flat_shape : (tensor<3x1x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %mask_bool = onnx.Cast %mask {to = 9 : i64} : (tensor<3x2xf32>) -> tensor<3x2xi1>
+  %hidden = onnx.Not %mask_bool : (tensor<3x2xi1>) -> tensor<3x2xi1>
+  %minus_inf = onnx.Constant dense<-1.0> : tensor<f32>
+  %masked = onnx.Where %hidden, %minus_inf, %choice : (tensor<3x2xi1>, tensor<f32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %c, %ids = onnx.TopK %masked, %k : (tensor<3x2xf32>, tensor<1xi64>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %w = onnx.GatherElements %p, %ids {axis = 1 : i64} : (tensor<3x2xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+  %wsum = onnx.ReduceSum %w, %axis1 : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<3x1xf32>
+  %wn = onnx.Div %w, %wsum : (tensor<3x2xf32>, tensor<3x1xf32>) -> tensor<3x2xf32>
+  %wflat = onnx.Reshape %wn, %flat : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<6xf32>
+  %idflat = onnx.Reshape %ids, %flat : (tensor<3x2xi64>, tensor<1xi64>) -> tensor<6xi64>
+  %pairs_shape = onnx.Shape %idflat : (tensor<6xi64>) -> tensor<1xi64>
+  %pairs = onnx.Gather %pairs_shape, %last : (tensor<1xi64>, tensor<i64>) -> tensor<i64>
+  %pairs1 = onnx.Reshape %pairs, %axis1 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %sorted, %perm = onnx.TopK %idflat, %pairs1 {largest = 0 : i64} : (tensor<6xi64>, tensor<1xi64>) -> (tensor<6xi64>, tensor<6xi64>)
+  %negative = onnx.Less %perm, %zero : (tensor<6xi64>, tensor<i64>) -> tensor<6xi1>
+  %is_negative = onnx.Equal %negative, %true : (tensor<6xi1>, tensor<i1>) -> tensor<6xi1>
+  %rem = onnx.Mod %perm, %kk : (tensor<6xi64>, tensor<i64>) -> tensor<6xi64>
+  %inexact = onnx.Cast %rem {to = 9 : i64} : (tensor<6xi64>) -> tensor<6xi1>
+  %round = onnx.And %is_negative, %inexact : (tensor<6xi1>, tensor<6xi1>) -> tensor<6xi1>
+  %correction = onnx.Cast %round {to = 7 : i64} : (tensor<6xi1>) -> tensor<6xi64>
+  %quotient = onnx.Div %perm, %kk : (tensor<6xi64>, tensor<i64>) -> tensor<6xi64>
+  %token = onnx.Sub %quotient, %correction : (tensor<6xi64>, tensor<6xi64>) -> tensor<6xi64>
+  %token_column = onnx.Unsqueeze %token, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %rows = onnx.GatherND %xf, %token_column : (tensor<3x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+  %perm_column = onnx.Unsqueeze %perm, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %ws = onnx.GatherND %wflat, %perm_column : (tensor<6xf32>, tensor<6x1xi64>) -> tensor<6xf32>
+  %ws_column = onnx.Unsqueeze %ws, %axis1 : (tensor<6xf32>, tensor<1xi64>) -> tensor<6x1xf32>
+  %sorted_f = onnx.Cast %sorted {to = 1 : i64} : (tensor<6xi64>) -> tensor<6xf32>
+  %scaled_ids = onnx.Div %sorted_f, %bin_width : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+  %bins = onnx.Cast %scaled_ids {to = 7 : i64} : (tensor<6xf32>) -> tensor<6xi64>
+  %bin = onnx.Clip %bins, %zero, %last_bin : (tensor<6xi64>, tensor<i64>, tensor<i64>) -> tensor<6xi64>
+  %bin_shape = onnx.Shape %bin : (tensor<6xi64>) -> tensor<1xi64>
+  %ones = onnx.Expand %onef, %bin_shape : (tensor<f32>, tensor<1xi64>) -> tensor<6xf32>
+  %counts = onnx.ScatterElements %no_counts, %bin, %ones {reduction = "add"} : (tensor<2xf32>, tensor<6xi64>, tensor<6xf32>) -> tensor<2xf32>
+  %counts_i = onnx.Cast %counts {to = 6 : i64} : (tensor<2xf32>) -> tensor<2xi32>
+  %offsets_i = onnx.CumSum %counts_i, %zero : (tensor<2xi32>, tensor<i64>) -> tensor<2xi32>
+  %offsets = onnx.Cast %offsets_i {to = 7 : i64} : (tensor<2xi32>) -> tensor<2xi64>
+  %ends:2 = onnx.Split %offsets, %none {num_outputs = 2 : i64} : (tensor<2xi64>, none) -> (tensor<1xi64>, tensor<1xi64>)
+  %end0 = onnx.Squeeze %ends#0, %axis0 : (tensor<1xi64>, tensor<1xi64>) -> tensor<i64>
+  %run0 = onnx.Range %zero, %end0, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %end1 = onnx.Squeeze %ends#1, %axis0 : (tensor<1xi64>, tensor<1xi64>) -> tensor<i64>
+  %run1 = onnx.Range %end0, %end1, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %gu_parts:2 = onnx.Split %gate_up, %none {num_outputs = 2 : i64} : (tensor<2x2x2xf32>, none) -> (tensor<1x2x2xf32>, tensor<1x2x2xf32>)
+  %rows0 = onnx.Gather %rows, %run0 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %gu0w = onnx.Squeeze %gu_parts#0, %axis0 : (tensor<1x2x2xf32>, tensor<1xi64>) -> tensor<2x2xf32>
+  %gu0 = onnx.MatMul %rows0, %gu0w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %rows1 = onnx.Gather %rows, %run1 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %gu1w = onnx.Squeeze %gu_parts#1, %axis0 : (tensor<1x2x2xf32>, tensor<1xi64>) -> tensor<2x2xf32>
+  %gu1 = onnx.MatMul %rows1, %gu1w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %gu = onnx.Concat %gu0, %gu1 {axis = 0 : i64} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<6x2xf32>
+  %halves:2 = onnx.Split %gu, %none {axis = 1 : i64, num_outputs = 2 : i64} : (tensor<6x2xf32>, none) -> (tensor<6x1xf32>, tensor<6x1xf32>)
+  %sig = onnx.Sigmoid %halves#0 : (tensor<6x1xf32>) -> tensor<6x1xf32>
+  %silu = onnx.Mul %halves#0, %sig : (tensor<6x1xf32>, tensor<6x1xf32>) -> tensor<6x1xf32>
+  %h = onnx.Mul %silu, %halves#1 : (tensor<6x1xf32>, tensor<6x1xf32>) -> tensor<6x1xf32>
+  %down_parts:2 = onnx.Split %down, %none {num_outputs = 2 : i64} : (tensor<2x1x2xf32>, none) -> (tensor<1x1x2xf32>, tensor<1x1x2xf32>)
+  %h0 = onnx.Gather %h, %run0 : (tensor<6x1xf32>, tensor<?xi64>) -> tensor<?x1xf32>
+  %d0w = onnx.Squeeze %down_parts#0, %axis0 : (tensor<1x1x2xf32>, tensor<1xi64>) -> tensor<1x2xf32>
+  %d0 = onnx.MatMul %h0, %d0w : (tensor<?x1xf32>, tensor<1x2xf32>) -> tensor<?x2xf32>
+  %h1 = onnx.Gather %h, %run1 : (tensor<6x1xf32>, tensor<?xi64>) -> tensor<?x1xf32>
+  %d1w = onnx.Squeeze %down_parts#1, %axis0 : (tensor<1x1x2xf32>, tensor<1xi64>) -> tensor<1x2xf32>
+  %d1 = onnx.MatMul %h1, %d1w : (tensor<?x1xf32>, tensor<1x2xf32>) -> tensor<?x2xf32>
+  %y = onnx.Concat %d0, %d1 {axis = 0 : i64} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<6x2xf32>
+  %weighted = onnx.Mul %y, %ws_column : (tensor<6x2xf32>, tensor<6x1xf32>) -> tensor<6x2xf32>
+  %perm_shape = onnx.Shape %perm : (tensor<6xi64>) -> tensor<1xi64>
+  %empty = onnx.Expand %zero, %perm_shape : (tensor<i64>, tensor<1xi64>) -> tensor<6xi64>
+  %positions = onnx.Range %zero, %six, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<6xi64>
+  %inverse = onnx.ScatterND %empty, %perm_column, %positions : (tensor<6xi64>, tensor<6x1xi64>, tensor<6xi64>) -> tensor<6xi64>
+  %inverse_column = onnx.Unsqueeze %inverse, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %unsorted = onnx.GatherND %weighted, %inverse_column : (tensor<6x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+  %slots = onnx.Reshape %unsorted, %slots_shape : (tensor<6x2xf32>, tensor<3xi64>) -> tensor<3x2x2xf32>
+  %summed = onnx.ReduceSum %slots, %axis1 {keepdims = 0 : i64} : (tensor<3x2x2xf32>, tensor<1xi64>) -> tensor<3x2xf32>
+  %shared_weight = onnx.Constant dense<[[0.5, 1.5], [2.5, 3.5]]> : tensor<2x2xf32>
+  %shared = onnx.Gemm %xf, %shared_weight, %none {transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, none) -> tensor<3x2xf32>
+  %total = onnx.Add %summed, %shared : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %out = onnx.Reshape %total, %out_shape : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<1x3x2xf32>
+  return %out : tensor<1x3x2xf32>
+}
+
 
 // -----
 

@@ -80,7 +80,7 @@ __device__ __forceinline__ int moe_pick_next(Key key, int begin, int end, float 
 extern "C" __global__ void __launch_bounds__(MOE_THREADS)
 llmc_moe_route(const float *logits, int logits_stride, int rows, int experts, int top_k,
                int normalize, int sigmoid_scores, const float *selection_bias, int groups,
-               int kept_groups, float epsilon, float normalize_min, float routed_scale,
+               int kept_groups, int exclude_hidden_groups, float epsilon, float normalize_min, float routed_scale,
                int *chosen, float *weights) {
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= rows) return;
@@ -96,7 +96,8 @@ llmc_moe_route(const float *logits, int logits_stride, int rows, int experts, in
   auto choice = [&](int e) { return selection_bias ? score(e) + selection_bias[e] : score(e); };
   // Softmax routing alone ranks the experts by their logits (the softmax is
   // monotonic); otherwise by their choices, within the best groups: a
-  // group scores its two best choices, the others' experts choose 0.
+  // group scores its two best choices, the others' experts choose 0 (or
+  // -inf: never chosen).
   const bool by_logits = !sigmoid_scores && !selection_bias && groups == 0;
   unsigned long long kept = ~0ull;
   const int group_size = groups ? experts / groups : experts;
@@ -121,7 +122,7 @@ llmc_moe_route(const float *logits, int logits_stride, int rows, int experts, in
   }
   auto key = [&](int e) {
     if (by_logits) return r[e];
-    return (kept >> (e / group_size)) & 1 ? choice(e) : 0.f;
+    return (kept >> (e / group_size)) & 1 ? choice(e) : exclude_hidden_groups ? -INFINITY : 0.f;
   };
   float prev_key = INFINITY, total = 0.f;
   int prev_expert = -1;

@@ -483,6 +483,38 @@ func.func @moe_scored_routing(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1:
   return %out : tensor<?x64xf32>
 }
 
+// -----
+
+// With exclude_hidden_groups the experts of the groups not kept choose -inf
+// (transformers 5's masked_fill), not 0.
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   func.func private @llmc_moe_route_{{[0-9]+}}({{.*}}, %[[BIAS:[^:]*]]: memref<4xf32>,
+//       CHECK:       memref.store %{{.*}}, %[[KEPT:.*]][%{{.*}}] : memref<2xf32>
+//       CHECK:         memref.load %[[KEPT]]
+//       CHECK:         memref.load %[[BIAS]]
+//  CHECK-NEXT:         arith.addf
+//  CHECK-NEXT:         %[[HIDDEN:.*]] = arith.constant 0xFF800000 : f32
+//  CHECK-NEXT:         arith.select %{{.*}}, %{{.*}}, %[[HIDDEN]] : f32
+func.func @moe_groups_excluded(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %router = llm.constant dense<1.000000e-01> : tensor<32x4xf32>
+  %gate = llm.constant dense<1.000000e-01> : tensor<4x8x32xf32>
+  %up = llm.constant dense<2.000000e-01> : tensor<4x8x32xf32>
+  %down = llm.constant dense<3.000000e-01> : tensor<4x32x8xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
+  %bias = llm.constant dense<[1.000000e-01, -1.000000e-01, 2.000000e-01, 0.000000e+00]> : tensor<4xf32>
+  %x = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %heads = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %pool = llm.paged_kv_write %arg7, %heads, %heads, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %attention = llm.paged_attention %heads, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 1024>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %merged = llm.merge_heads %attention : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %logits = llm.linear %merged, %router {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<32x4xf32>) -> tensor<?x4xf32>
+  %y = llm.moe %merged, %logits, %gate, %up, %down selection_bias(%bias) {exclude_hidden_groups, expert_groups = 2 : i64, llmc.workspace_offsets = array<i64: 2048>, normalize_epsilon = 1.0e-20 : f32, normalize_top_k, routed_scale = 2.5 : f32, sigmoid_scores, top_k = 2 : i64, top_k_groups = 1 : i64} : (tensor<?x32xf32>, tensor<?x4xf32>, tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<4x32x8xf32>, tensor<4xf32>) -> tensor<?x32xf32>
+  %last = llm.gather_rows %y, %arg6 {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
+
 
 // -----
 
