@@ -168,6 +168,9 @@ LogicalResult MoeOp::verifyRouting(int64_t experts, int64_t topK) {
                        "topk_group)");
   if (getExcludeHiddenGroups() && !getExpertGroups())
     return emitOpError("exclude_hidden_groups needs expert_groups");
+  if (getSparseMixerThreshold() && (topK != 2 || hasScoredRouting() || getNormalizeTopK()))
+    return emitOpError("sparse_mixer_threshold (PhiMoE's sparsemixer) chooses 2 experts by their "
+                       "logits alone, unnormalised");
   if (auto epsilon = getNormalizeEpsilon()) {
     if (!getNormalizeTopK()) return emitOpError("normalize_epsilon needs normalize_top_k");
     if (!(epsilon->convertToFloat() >= 0.0f))

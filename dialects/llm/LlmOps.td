@@ -183,6 +183,12 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
     groups' experts are chosen), and the top_k experts are those of the
     largest c.
 
+    PhiMoE's sparsemixer (`sparse_mixer_threshold` T, 2 x its
+    router_jitter_noise; top_k 2) chooses e1, the largest r, then e2, the
+    largest of the others. Slot s's weight is the softmax of r at e_s over
+    the experts that slot sees: not those with (m - r_e) / max(|r_e|, m) > T,
+    m = r[e_s], and in slot 2 not e1.
+
     output = sum over the chosen e of w_e * down_e(act(gate_e(x), up_e(x))),
     each projection adding its bias, when it has one, for the expert
     (gpt-oss). act(g, u) is silu(g) * u; with `swiglu_limit` L it is
@@ -206,7 +212,8 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
                    OptionalAttr<I64Attr>:$expert_groups, OptionalAttr<I64Attr>:$top_k_groups,
                    OptionalAttr<F32Attr>:$normalize_epsilon,
                    OptionalAttr<F32Attr>:$routed_scale,
-                   OptionalAttr<F32Attr>:$normalize_min, UnitAttr:$exclude_hidden_groups);
+                   OptionalAttr<F32Attr>:$normalize_min, UnitAttr:$exclude_hidden_groups,
+                   OptionalAttr<F32Attr>:$sparse_mixer_threshold);
   let results = (outs Llm_Tensor:$output);
   let assemblyFormat = [{
     $input `,` $router_logits `,` $gate_weight `,` $up_weight `,` $down_weight
@@ -227,7 +234,8 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
             gateBias, upBias, downBias, /*selection_bias=*/::mlir::Value(), topK,
             normalizeTopK, swigluLimit, swigluAlpha, /*sigmoid_scores=*/false,
             ::mlir::IntegerAttr(), ::mlir::IntegerAttr(), ::mlir::FloatAttr(),
-            ::mlir::FloatAttr(), ::mlir::FloatAttr(), /*exclude_hidden_groups=*/false);
+            ::mlir::FloatAttr(), ::mlir::FloatAttr(), /*exclude_hidden_groups=*/false,
+            /*sparse_mixer_threshold=*/::mlir::FloatAttr());
     }]>
   ];
   let extraClassDeclaration = [{
@@ -235,6 +243,11 @@ def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
     /// softmax: by sigmoid scores, a selection bias or within groups.
     bool hasScoredRouting() {
       return getSigmoidScores() || getSelectionBias() || getExpertGroups();
+    }
+    /// sparse_mixer_threshold, when the routing is PhiMoE's sparsemixer.
+    std::optional<float> getSparseMixer() {
+      if (auto threshold = getSparseMixerThreshold()) return threshold->convertToFloat();
+      return std::nullopt;
     }
     /// normalize_epsilon, 0 when absent.
     float getNormalizeEpsilonOrZero() {

@@ -9,6 +9,7 @@
 //   xf       = Reshape(x, [-1, hidden])
 //   w, ids   = TopK(Softmax(router(xf)), k);  w = w / ReduceSum(w)   (norm_topk_prob)
 //              or v, ids = TopK(router(xf), k);  w = Softmax(v)       (gpt-oss)
+//              or PhiMoE's sparsemixer (RaiseSparseMixerRouting.cpp)
 //   sorted, perm = TopK(Reshape(ids, [-1]), n, largest=0)            (torch.sort)
 //   rows     = GatherND(xf, Unsqueeze(perm // k))                     [n, hidden]
 //   ends     = Split(CumSum(ScatterElements(zeros, bin(sorted), 1, add)))   (histc)
@@ -167,6 +168,7 @@ struct GroupedMoe {
   int64_t topK = 0;
   bool normalize = false;
   std::optional<ScoredRouting> scored;
+  std::optional<float> sparseMixer; ///< PhiMoE's sparsemixer threshold
   Value gateUp, down;             ///< [experts, hidden, 2 inter], [experts, inter, hidden]
   Value gateUpBias, downBias;     ///< [experts, 2 inter], [experts, hidden]; null: none
   Columns gate, up;               ///< of gate_up's outputs
@@ -190,6 +192,8 @@ private:
   }
   LogicalResult matchSort(Value perm, GroupedMoe &block, std::string &why);
   LogicalResult matchRouting(onnx::TopKOp topk, GroupedMoe &block, std::string &why);
+  /// Fills the block's router from the logits the routing reads.
+  LogicalResult matchRouter(Value logits, GroupedMoe &block, std::string &why);
   LogicalResult matchRuns(std::string &why);
   /// The constant [experts, in, out] weights of Concat_e(MatMul(Gather(rows,
   /// run_e), weight_e)), the runs' rows in `rows`; records the runs the first
@@ -289,10 +293,18 @@ LogicalResult GroupedMoeMatcher::matchSort(Value perm, GroupedMoe &block, std::s
       onnx::normalizeAxis(dim->front(), 1) != 0)
     return fail(why, "the sort's TopK does not take every pair");
   sort = found;
-  auto routing = definedBy<onnx::TopKOp>(skipReshapes(found.getX()));
-  if (!routing || skipReshapes(found.getX()) != routing.getIndices())
+  Value ids = skipReshapes(found.getX());
+  auto routing = definedBy<onnx::TopKOp>(ids);
+  if (routing && ids == routing.getIndices()) return matchRouting(routing, block, why);
+  // PhiMoE's sparsemixer chooses by two ArgMaxes, concatenated.
+  if (!isa_and_nonnull<onnx::ConcatOp>(ids.getDefiningOp()))
     return fail(why, "the sorted ids are not the routing TopK's experts");
-  return matchRouting(routing, block, why);
+  FailureOr<SparseMixerRouting> sparse = matchSparseMixerRouting(ids, why);
+  if (failed(sparse)) return failure();
+  block.topK = 2;
+  block.sparseMixer = sparse->threshold;
+  weights = sparse->weights;
+  return matchRouter(sparse->logits, block, why);
 }
 
 LogicalResult GroupedMoeMatcher::matchRouting(onnx::TopKOp topk, GroupedMoe &block,
@@ -324,6 +336,10 @@ LogicalResult GroupedMoeMatcher::matchRouting(onnx::TopKOp topk, GroupedMoe &blo
     logits = scored->logits;
     weights = scored->weights;
   }
+  return matchRouter(logits, block, why);
+}
+
+LogicalResult GroupedMoeMatcher::matchRouter(Value logits, GroupedMoe &block, std::string &why) {
   FailureOr<RouterProjection> router = matchRouterProjection(logits, why);
   if (failed(router)) return failure();
   block.router = *router;
@@ -500,6 +516,7 @@ LogicalResult replaceGroupedBlock(IRRewriter &rewriter, onnx::ReduceSumOp output
       biasColumns(*downBias, allOfDown, "down_proj"), block.topK, block.normalize, limit,
       alpha);
   if (block.scored) setScoredRouting(moe, *block.scored, *selectionBias);
+  if (block.sparseMixer) moe.setSparseMixerThreshold(APFloat(*block.sparseMixer));
   rewriter.replaceOp(output, flattenTokens(rewriter, loc, moe.getResult(), output.getType()));
   return success();
 }

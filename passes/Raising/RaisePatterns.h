@@ -104,6 +104,18 @@ mlir::FailureOr<mlir::Value> createSelectionBias(mlir::OpBuilder &builder,
 /// groups, the normalisation's epsilon and minimum and the routed scale.
 void setScoredRouting(llm::MoeOp moe, const ScoredRouting &routing, mlir::Value selectionBias);
 
+/// PhiMoE's sparsemixer routing (RaiseSparseMixerRouting.cpp): two experts
+/// by the router's logits, each weighted by a softmax over the experts near
+/// it.
+struct SparseMixerRouting {
+  mlir::Value logits;  ///< what the router computes [tokens, experts]
+  mlir::Value weights; ///< the two slots' weights [tokens, 2]
+  float threshold;     ///< llm.moe's sparse_mixer_threshold
+};
+/// The routing whose chosen experts [tokens, 2] are `ids`, or failure with
+/// the reason in `why`.
+mlir::FailureOr<SparseMixerRouting> matchSparseMixerRouting(mlir::Value ids, std::string &why);
+
 /// Routing weights w [tokens, k] divided by their sum (norm_topk_prob).
 struct WeightNormalization {
   onnx::DivOp division;

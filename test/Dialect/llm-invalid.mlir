@@ -284,6 +284,14 @@ func.func @moe_excluded_groups_without_groups(%x: tensor<?x8xf32>, %r: tensor<?x
 
 // -----
 
+func.func @moe_sparse_mixer_of_three(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{sparse_mixer_threshold (PhiMoE's sparsemixer) chooses 2 experts by their logits alone, unnormalised}}
+  %y = llm.moe %x, %r, %w, %w, %d {sparse_mixer_threshold = 2.0e-02 : f32, top_k = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
 func.func @moe_groups_of_one(%x: tensor<?x8xf32>, %r: tensor<?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x8xf32> {
   // expected-error @+1 {{expert_groups 4 must split the 4 experts into groups of at least 2}}
   %y = llm.moe %x, %r, %w, %w, %d {expert_groups = 4 : i64, sigmoid_scores, top_k = 2 : i64, top_k_groups = 1 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x8xf32>

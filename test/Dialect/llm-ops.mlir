@@ -110,6 +110,15 @@ func.func @moe_excluded_groups(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w:
   return %y : tensor<?x?x8xf32>
 }
 
+// PhiMoE's sparsemixer: two experts by the logits, each weighed by a softmax
+// over the logits near it.
+// CHECK-LABEL: func.func @moe_sparse_mixer
+// CHECK: llm.moe {{.*}} {sparse_mixer_threshold = 2.000000e-02 : f32, top_k = 2 : i64}
+func.func @moe_sparse_mixer(%x: tensor<?x?x8xf32>, %r: tensor<?x?x4xf32>, %w: tensor<4x16x8xf32>, %d: tensor<4x8x16xf32>) -> tensor<?x?x8xf32> {
+  %y = llm.moe %x, %r, %w, %w, %d {sparse_mixer_threshold = 2.0e-02 : f32, top_k = 2 : i64} : (tensor<?x?x8xf32>, tensor<?x?x4xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+
 // gpt-oss's experts: a bias per projection and the clamped swiglu.
 // CHECK-LABEL: func.func @moe_biases_clamped_swiglu
 // CHECK: llm.moe %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} gate_bias(%{{.*}}) up_bias(%{{.*}}) down_bias(%{{.*}}) {normalize_top_k, swiglu_alpha = 1.702000e+00 : f32, swiglu_limit = 7.000000e+00 : f32, top_k = 2 : i64}

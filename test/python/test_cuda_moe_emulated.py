@@ -244,7 +244,7 @@ def test_scored_routing_matches_float64(compiled, exclude_hidden_groups):
     chosen = np.full((rows, top_k), -1, np.int32)
     weights = np.full((rows, top_k), np.nan, np.float32)
     kernels.launch("llmc_moe_route", (1, 1, 1), (64, 1, 1), logits, experts, rows, experts,
-                   top_k, 1, 1, bias, groups, kept, int(exclude_hidden_groups), 1e-20, 0.0, 2.5,
+                   top_k, 1, 1, bias, groups, kept, int(exclude_hidden_groups), 0, 0.0, 1e-20, 0.0, 2.5,
                    chosen, weights)
     expected_chosen, expected_weights = scored_routing_reference(
         logits.astype(np.float64), bias.astype(np.float64), groups, kept, top_k, 1e-20, 2.5,
@@ -271,11 +271,56 @@ def test_softmax_selection_bias_matches_float64(compiled):
     chosen = np.full((rows, top_k), -1, np.int32)
     weights = np.full((rows, top_k), np.nan, np.float32)
     kernels.launch("llmc_moe_route", (1, 1, 1), (64, 1, 1), logits, experts, rows, experts,
-                   top_k, 1, 0, bias, 0, 0, 0, 0.0, minimum, 1.0, chosen, weights)
+                   top_k, 1, 0, bias, 0, 0, 0, 0, 0.0, 0.0, minimum, 1.0, chosen, weights)
     expected_chosen, expected_weights = scored_routing_reference(
         logits.astype(np.float64), bias.astype(np.float64), 1, 1, top_k, 0.0, 1.0,
         sigmoid=False, minimum=minimum)
     floored = expected_weights.sum(axis=1) < 1 - 1e-6
     assert 0 < floored.sum() < rows, "the floor should change some rows and not others"
+    np.testing.assert_array_equal(chosen, expected_chosen)
+    np.testing.assert_allclose(weights, expected_weights, rtol=1e-5)
+
+
+def sparse_mixer_reference(logits, threshold: float):
+    """PhiMoE's sparsemixer (transformers' eval path) in float64: each row's two experts, the
+    largest logit then the largest of the others, each weighted by the softmax at it over the
+    experts within `threshold` of it ((m - r) / max(|r|, m)), the first excluded from the
+    second's."""
+    chosen, weights = [], []
+    for r in logits:
+        picks, slot_weights = [], []
+        masked = r.copy()
+        for _ in range(2):
+            best = int(np.argmax(masked))
+            m = masked[best]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                hidden = (m - r) / np.maximum(np.abs(r), m) > threshold
+            visible = np.where(hidden | np.isneginf(masked), -np.inf, masked)
+            slot_weights.append(1.0 / np.exp(visible - m).sum())
+            picks.append(best)
+            masked = masked.copy()
+            masked[best] = -np.inf
+        chosen.append(picks)
+        weights.append(slot_weights)
+    return np.array(chosen), np.array(weights)
+
+
+def test_sparse_mixer_matches_float64(compiled):
+    """The route kernel with PhiMoE's sparsemixer: 8 experts, threshold 0.02 (2 x jitter 0.01).
+    Every other row has its logits within 1% of each other, so that each slot's softmax sees
+    several experts; in the others it sees its expert alone (weight 1)."""
+    kernels = compiled[0]
+    rows, experts, top_k, threshold = 37, 8, 2, 0.02
+    rng = np.random.default_rng(5)
+    logits = rng.normal(size=(rows, experts)).astype(np.float32)
+    logits[::2] = (2.0 + rng.normal(scale=0.01, size=(len(logits[::2]), experts))).astype(np.float32)
+    chosen = np.full((rows, top_k), -1, np.int32)
+    weights = np.full((rows, top_k), np.nan, np.float32)
+    kernels.launch("llmc_moe_route", (1, 1, 1), (64, 1, 1), logits, experts, rows, experts,
+                   top_k, 0, 0, None, 0, 0, 0, 1, threshold, 0.0, 0.0, 1.0, chosen, weights)
+    expected_chosen, expected_weights = sparse_mixer_reference(logits.astype(np.float64),
+                                                               threshold)
+    shared = (expected_weights < 1 - 1e-6).any(axis=1)
+    assert 0 < shared.sum() < rows, "some rows' slots should see several experts, some one"
     np.testing.assert_array_equal(chosen, expected_chosen)
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-5)

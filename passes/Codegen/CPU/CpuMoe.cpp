@@ -4,7 +4,8 @@
 //
 //   route   (a task per 8 rows)  each row's scores (softmax or sigmoid)
 //           and its top_k experts (equal scores: the lower expert first,
-//           within the best groups when grouped) with their weights;
+//           within the best groups when grouped) with their weights (or
+//           sparsemixer's);
 //   plan    (one task)  each expert's list of the (row, slot) picks that
 //           chose it, the lists back to back in expert order (a counting
 //           sort), and where each pick lies in them;
@@ -100,6 +101,29 @@ SmallVector<std::pair<Value, Value>> topK(KernelBuilder &kb, function_ref<Value(
   return picks;
 }
 
+/// A sparsemixer slot's weight (llm.moe): the softmax at its expert, whose
+/// logit `best` is the largest the slot sees, over the experts it sees: not
+/// those with (best - r_e) / max(|r_e|, best) > threshold, nor `excluded`
+/// (the first slot's expert, in the second; null in the first). The
+/// expert's own term is exp(0): the weight is 1 over the sum.
+Value sparseMixerWeight(KernelBuilder &kb, function_ref<Value(Value)> logit, int64_t experts,
+                        Value best, Value excluded, float threshold) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Value sum = kb.reduce(kb.index(0), kb.index(experts), kb.f32(0.0), [&](Value e, Value acc) {
+    Value r = logit(e);
+    Value factor = kb.max(math::AbsFOp::create(b, loc, r), best);
+    Value hidden = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                         kb.div(kb.sub(best, r), factor), kb.f32(threshold));
+    if (excluded)
+      hidden = arith::OrIOp::create(
+          b, loc, hidden, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, e, excluded));
+    Value term = arith::SelectOp::create(b, loc, hidden, kb.f32(0.0), kb.exp(kb.sub(r, best)));
+    return kb.add(acc, term);
+  });
+  return kb.div(kb.f32(1.0), sum);
+}
+
 /// How llm.moe chooses a row's experts and weighs them.
 struct Routing {
   int64_t experts, topK;
@@ -111,6 +135,7 @@ struct Routing {
   int64_t groups, keptGroups; ///< 0 when the experts are not grouped
   /// What the other groups' experts choose: 0, or -inf (never chosen).
   double hiddenChoice;
+  std::optional<float> sparseMixer; ///< PhiMoE's sparsemixer threshold
   Value selectionBias;        ///< f32 [experts] in the kernel, or null
   /// f32 [groups] scratch of the kernel (stack) when grouped: each group's
   /// score, and 1 for a kept group (0 for the others).
@@ -123,7 +148,8 @@ struct Routing {
         scale(op.getRoutedScaleOrOne()),
         groups(op.getExpertGroups().value_or(0)), keptGroups(op.getTopKGroups().value_or(0)),
         hiddenChoice(op.getExcludeHiddenGroups() ? -std::numeric_limits<double>::infinity()
-                                                 : 0.0) {}
+                                                 : 0.0),
+        sparseMixer(op.getSparseMixer()) {}
 
   /// Allocates the groups' scratch once per kernel, before its loop over rows.
   void allocateGroupScratch(KernelBuilder &kb) {
@@ -193,11 +219,16 @@ void emitRoute(KernelBuilder &kb, Value logits, Value chosen, Value weights, Val
 
   Value total = kb.f32(0.0);
   SmallVector<Value> scores;
-  for (auto [slot, pick] : llvm::enumerate(topK(kb, key, zero, all, routing.topK))) {
+  auto picks = topK(kb, key, zero, all, routing.topK);
+  for (auto [slot, pick] : llvm::enumerate(picks)) {
     Value expert = pick.second;
     kb.store(arith::IndexCastOp::create(b, loc, b.getI32Type(), expert), chosen,
              {row, kb.index(slot)});
-    scores.push_back(score(expert));
+    if (routing.sparseMixer)
+      scores.push_back(sparseMixerWeight(kb, logit, experts, pick.first,
+                                         slot ? picks[0].second : Value(), *routing.sparseMixer));
+    else
+      scores.push_back(score(expert));
     total = kb.add(total, scores.back());
   }
   if (routing.epsilon != 0.0f) total = kb.add(total, kb.f32(routing.epsilon));

@@ -118,6 +118,8 @@ LogicalResult lowerMoe(StepContext &step, llm::MoeOp op,
                     KernelArg::i32(dim(op.getExpertGroups().value_or(0))),
                     KernelArg::i32(dim(op.getTopKGroups().value_or(0))),
                     KernelArg::i32(dim(op.getExcludeHiddenGroups() ? 1 : 0)),
+                    KernelArg::i32(dim(op.getSparseMixer() ? 1 : 0)),
+                    KernelArg::f32(op.getSparseMixer().value_or(0.0f)),
                     KernelArg::f32(op.getNormalizeEpsilonOrZero()),
                     KernelArg::f32(op.getNormalizeMinOrZero()),
                     KernelArg::f32(op.getRoutedScaleOrOne()), chosen, weights});

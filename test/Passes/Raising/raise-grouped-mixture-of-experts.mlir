@@ -477,6 +477,268 @@ func.func @biased_softmax_with_shared_expert(%x: tensor<1x3x2xf32>) -> tensor<1x
 
 // -----
 
+// PhiMoE's block: sparsemixer's two experts (the largest logit, then the
+// largest of the others) weighted each by the softmax over the logits
+// within 2% of it ((m - r) / max(|r|, m) > 0.02 hidden), the first taken
+// out of the second's, become llm.moe's sparse_mixer_threshold.
+// CHECK-LABEL: func.func @sparse_mixer
+//  CHECK-SAME:   (%[[X:.*]]: tensor<1x3x2xf32>)
+//       CHECK:   %[[LOGITS:.*]] = llm.linear %[[X]], %{{.*}} {transpose_weight}
+//       CHECK:   llm.moe %[[X]], %[[LOGITS]], %{{.*}}, %{{.*}}, %{{.*}} {sparse_mixer_threshold = 2.000000e-02 : f32, top_k = 2 : i64}
+//   CHECK-NOT:   onnx.
+func.func @sparse_mixer(%x: tensor<1x3x2xf32>) -> tensor<1x3x2xf32> {
+  %flat_shape = onnx.Constant dense<[-1, 2]> : tensor<2xi64>
+  %slots_shape = onnx.Constant dense<[-1, 2, 2]> : tensor<3xi64>
+  %out_shape = onnx.Constant dense<[1, 3, 2]> : tensor<3xi64>
+  %flat = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<i64>
+  %axis1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %axis0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %last1 = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %k = onnx.Constant dense<2> : tensor<1xi64>
+  %kk = onnx.Constant dense<2> : tensor<i64>
+  %zero = onnx.Constant dense<0> : tensor<i64>
+  %one = onnx.Constant dense<1> : tensor<i64>
+  %six = onnx.Constant dense<6> : tensor<i64>
+  %true = onnx.Constant dense<true> : tensor<i1>
+  %onef = onnx.Constant dense<1.0> : tensor<f32>
+  %bin_width = onnx.Constant dense<0.5> : tensor<f32>
+  %last_bin = onnx.Constant dense<1> : tensor<i64>
+  %no_counts = onnx.Constant dense<0.0> : tensor<2xf32>
+  %none = onnx.None
+  %router = onnx.Constant dense<[[0.5, -0.5], [0.25, 0.75]]> : tensor<2x2xf32>
+  %gate_up = onnx.Constant dense<[[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]]> : tensor<2x2x2xf32>
+  %down = onnx.Constant dense<[[[9.0, 10.0]], [[11.0, 12.0]]]> : tensor<2x1x2xf32>
+  %xf = onnx.Reshape %x, %flat_shape : (tensor<1x3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %xr = onnx.Reshape %x, %flat_shape : (tensor<1x3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %logits = onnx.Gemm %xr, %router, %none {transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, none) -> tensor<3x2xf32>
+  %m1 = onnx.ReduceMax %logits, %last1 : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<3x1xf32>
+  %gap1 = onnx.Sub %m1, %logits : (tensor<3x1xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %e1 = onnx.ArgMax %logits {axis = -1 : i64} : (tensor<3x2xf32>) -> tensor<3x1xi64>
+  %e1_shape = onnx.Shape %e1 : (tensor<3x1xi64>) -> tensor<2xi64>
+  %taken_out = onnx.ConstantOfShape %e1_shape {value = dense<0xFF800000> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<3x1xf32>
+  %rest = onnx.ScatterElements %logits, %e1, %taken_out {axis = -1 : i64} : (tensor<3x2xf32>, tensor<3x1xi64>, tensor<3x1xf32>) -> tensor<3x2xf32>
+  %m2 = onnx.ReduceMax %rest, %last1 : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<3x1xf32>
+  %gap2 = onnx.Sub %m2, %logits : (tensor<3x1xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %e2 = onnx.ArgMax %rest {axis = -1 : i64} : (tensor<3x2xf32>) -> tensor<3x1xi64>
+  %ids = onnx.Concat %e1, %e2 {axis = -1 : i64} : (tensor<3x1xi64>, tensor<3x1xi64>) -> tensor<3x2xi64>
+  %abs = onnx.Abs %logits : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %f1 = onnx.Max %abs, %m1 : (tensor<3x2xf32>, tensor<3x1xf32>) -> tensor<3x2xf32>
+  %ratio1 = onnx.Div %gap1, %f1 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %threshold = onnx.Constant dense<2.0e-02> : tensor<f32>
+  %hidden1 = onnx.Greater %ratio1, %threshold : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xi1>
+  %minus_inf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %masked1 = onnx.Where %hidden1, %minus_inf, %logits : (tensor<3x2xi1>, tensor<f32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %soft1 = onnx.Softmax %masked1 {axis = -1 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %w1 = onnx.GatherElements %soft1, %e1 {axis = -1 : i64} : (tensor<3x2xf32>, tensor<3x1xi64>) -> tensor<3x1xf32>
+  %f2 = onnx.Max %abs, %m2 : (tensor<3x2xf32>, tensor<3x1xf32>) -> tensor<3x2xf32>
+  %ratio2 = onnx.Div %gap2, %f2 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %hidden2 = onnx.Greater %ratio2, %threshold : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xi1>
+  %masked2 = onnx.Where %hidden2, %minus_inf, %rest : (tensor<3x2xi1>, tensor<f32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %soft2 = onnx.Softmax %masked2 {axis = -1 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %w2 = onnx.GatherElements %soft2, %e2 {axis = -1 : i64} : (tensor<3x2xf32>, tensor<3x1xi64>) -> tensor<3x1xf32>
+  %wn = onnx.Concat %w1, %w2 {axis = -1 : i64} : (tensor<3x1xf32>, tensor<3x1xf32>) -> tensor<3x2xf32>
+  %wflat = onnx.Reshape %wn, %flat : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<6xf32>
+  %idflat = onnx.Reshape %ids, %flat : (tensor<3x2xi64>, tensor<1xi64>) -> tensor<6xi64>
+  %pairs_shape = onnx.Shape %idflat : (tensor<6xi64>) -> tensor<1xi64>
+  %pairs = onnx.Gather %pairs_shape, %last : (tensor<1xi64>, tensor<i64>) -> tensor<i64>
+  %pairs1 = onnx.Reshape %pairs, %axis1 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %sorted, %perm = onnx.TopK %idflat, %pairs1 {largest = 0 : i64} : (tensor<6xi64>, tensor<1xi64>) -> (tensor<6xi64>, tensor<6xi64>)
+  %negative = onnx.Less %perm, %zero : (tensor<6xi64>, tensor<i64>) -> tensor<6xi1>
+  %is_negative = onnx.Equal %negative, %true : (tensor<6xi1>, tensor<i1>) -> tensor<6xi1>
+  %rem = onnx.Mod %perm, %kk : (tensor<6xi64>, tensor<i64>) -> tensor<6xi64>
+  %inexact = onnx.Cast %rem {to = 9 : i64} : (tensor<6xi64>) -> tensor<6xi1>
+  %round = onnx.And %is_negative, %inexact : (tensor<6xi1>, tensor<6xi1>) -> tensor<6xi1>
+  %correction = onnx.Cast %round {to = 7 : i64} : (tensor<6xi1>) -> tensor<6xi64>
+  %quotient = onnx.Div %perm, %kk : (tensor<6xi64>, tensor<i64>) -> tensor<6xi64>
+  %token = onnx.Sub %quotient, %correction : (tensor<6xi64>, tensor<6xi64>) -> tensor<6xi64>
+  %token_column = onnx.Unsqueeze %token, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %rows = onnx.GatherND %xf, %token_column : (tensor<3x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+  %perm_column = onnx.Unsqueeze %perm, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %ws = onnx.GatherND %wflat, %perm_column : (tensor<6xf32>, tensor<6x1xi64>) -> tensor<6xf32>
+  %ws_column = onnx.Unsqueeze %ws, %axis1 : (tensor<6xf32>, tensor<1xi64>) -> tensor<6x1xf32>
+  %sorted_f = onnx.Cast %sorted {to = 1 : i64} : (tensor<6xi64>) -> tensor<6xf32>
+  %scaled_ids = onnx.Div %sorted_f, %bin_width : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+  %bins = onnx.Cast %scaled_ids {to = 7 : i64} : (tensor<6xf32>) -> tensor<6xi64>
+  %bin = onnx.Clip %bins, %zero, %last_bin : (tensor<6xi64>, tensor<i64>, tensor<i64>) -> tensor<6xi64>
+  %bin_shape = onnx.Shape %bin : (tensor<6xi64>) -> tensor<1xi64>
+  %ones = onnx.Expand %onef, %bin_shape : (tensor<f32>, tensor<1xi64>) -> tensor<6xf32>
+  %counts = onnx.ScatterElements %no_counts, %bin, %ones {reduction = "add"} : (tensor<2xf32>, tensor<6xi64>, tensor<6xf32>) -> tensor<2xf32>
+  %counts_i = onnx.Cast %counts {to = 6 : i64} : (tensor<2xf32>) -> tensor<2xi32>
+  %offsets_i = onnx.CumSum %counts_i, %zero : (tensor<2xi32>, tensor<i64>) -> tensor<2xi32>
+  %offsets = onnx.Cast %offsets_i {to = 7 : i64} : (tensor<2xi32>) -> tensor<2xi64>
+  %ends:2 = onnx.Split %offsets, %none {num_outputs = 2 : i64} : (tensor<2xi64>, none) -> (tensor<1xi64>, tensor<1xi64>)
+  %end0 = onnx.Squeeze %ends#0, %axis0 : (tensor<1xi64>, tensor<1xi64>) -> tensor<i64>
+  %run0 = onnx.Range %zero, %end0, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %end1 = onnx.Squeeze %ends#1, %axis0 : (tensor<1xi64>, tensor<1xi64>) -> tensor<i64>
+  %run1 = onnx.Range %end0, %end1, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %gu_parts:2 = onnx.Split %gate_up, %none {num_outputs = 2 : i64} : (tensor<2x2x2xf32>, none) -> (tensor<1x2x2xf32>, tensor<1x2x2xf32>)
+  %rows0 = onnx.Gather %rows, %run0 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %gu0w = onnx.Squeeze %gu_parts#0, %axis0 : (tensor<1x2x2xf32>, tensor<1xi64>) -> tensor<2x2xf32>
+  %gu0 = onnx.MatMul %rows0, %gu0w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %rows1 = onnx.Gather %rows, %run1 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %gu1w = onnx.Squeeze %gu_parts#1, %axis0 : (tensor<1x2x2xf32>, tensor<1xi64>) -> tensor<2x2xf32>
+  %gu1 = onnx.MatMul %rows1, %gu1w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %gu = onnx.Concat %gu0, %gu1 {axis = 0 : i64} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<6x2xf32>
+  %halves:2 = onnx.Split %gu, %none {axis = 1 : i64, num_outputs = 2 : i64} : (tensor<6x2xf32>, none) -> (tensor<6x1xf32>, tensor<6x1xf32>)
+  %sig = onnx.Sigmoid %halves#0 : (tensor<6x1xf32>) -> tensor<6x1xf32>
+  %silu = onnx.Mul %halves#0, %sig : (tensor<6x1xf32>, tensor<6x1xf32>) -> tensor<6x1xf32>
+  %h = onnx.Mul %silu, %halves#1 : (tensor<6x1xf32>, tensor<6x1xf32>) -> tensor<6x1xf32>
+  %down_parts:2 = onnx.Split %down, %none {num_outputs = 2 : i64} : (tensor<2x1x2xf32>, none) -> (tensor<1x1x2xf32>, tensor<1x1x2xf32>)
+  %h0 = onnx.Gather %h, %run0 : (tensor<6x1xf32>, tensor<?xi64>) -> tensor<?x1xf32>
+  %d0w = onnx.Squeeze %down_parts#0, %axis0 : (tensor<1x1x2xf32>, tensor<1xi64>) -> tensor<1x2xf32>
+  %d0 = onnx.MatMul %h0, %d0w : (tensor<?x1xf32>, tensor<1x2xf32>) -> tensor<?x2xf32>
+  %h1 = onnx.Gather %h, %run1 : (tensor<6x1xf32>, tensor<?xi64>) -> tensor<?x1xf32>
+  %d1w = onnx.Squeeze %down_parts#1, %axis0 : (tensor<1x1x2xf32>, tensor<1xi64>) -> tensor<1x2xf32>
+  %d1 = onnx.MatMul %h1, %d1w : (tensor<?x1xf32>, tensor<1x2xf32>) -> tensor<?x2xf32>
+  %y = onnx.Concat %d0, %d1 {axis = 0 : i64} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<6x2xf32>
+  %weighted = onnx.Mul %y, %ws_column : (tensor<6x2xf32>, tensor<6x1xf32>) -> tensor<6x2xf32>
+  %perm_shape = onnx.Shape %perm : (tensor<6xi64>) -> tensor<1xi64>
+  %empty = onnx.Expand %zero, %perm_shape : (tensor<i64>, tensor<1xi64>) -> tensor<6xi64>
+  %positions = onnx.Range %zero, %six, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<6xi64>
+  %inverse = onnx.ScatterND %empty, %perm_column, %positions : (tensor<6xi64>, tensor<6x1xi64>, tensor<6xi64>) -> tensor<6xi64>
+  %inverse_column = onnx.Unsqueeze %inverse, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %unsorted = onnx.GatherND %weighted, %inverse_column : (tensor<6x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+  %slots = onnx.Reshape %unsorted, %slots_shape : (tensor<6x2xf32>, tensor<3xi64>) -> tensor<3x2x2xf32>
+  %summed = onnx.ReduceSum %slots, %axis1 {keepdims = 0 : i64} : (tensor<3x2x2xf32>, tensor<1xi64>) -> tensor<3x2xf32>
+  %shared_weight = onnx.Constant dense<[[0.5, 1.5], [2.5, 3.5]]> : tensor<2x2xf32>
+  %shared = onnx.Gemm %xf, %shared_weight, %none {transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, none) -> tensor<3x2xf32>
+  %total = onnx.Add %summed, %shared : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %out = onnx.Reshape %total, %out_shape : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<1x3x2xf32>
+  return %out : tensor<1x3x2xf32>
+}
+
+// -----
+
+// Near miss: the second slot's softmax reads the logits with the first
+// expert still in them, which is not sparsemixer's: nothing is raised.
+// CHECK-LABEL: func.func @sparse_mixer_second_slot_sees_the_first
+//   CHECK-NOT:   llm.moe
+// ERROR: a mixture of experts is not supported in this form: the routing weights are not each expert's softmax over the logits within sparsemixer's threshold of it
+func.func @sparse_mixer_second_slot_sees_the_first(%x: tensor<1x3x2xf32>) -> tensor<1x3x2xf32> {
+  %flat_shape = onnx.Constant dense<[-1, 2]> : tensor<2xi64>
+  %slots_shape = onnx.Constant dense<[-1, 2, 2]> : tensor<3xi64>
+  %out_shape = onnx.Constant dense<[1, 3, 2]> : tensor<3xi64>
+  %flat = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %last = onnx.Constant dense<-1> : tensor<i64>
+  %axis1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %axis0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %last1 = onnx.Constant dense<[-1]> : tensor<1xi64>
+  %k = onnx.Constant dense<2> : tensor<1xi64>
+  %kk = onnx.Constant dense<2> : tensor<i64>
+  %zero = onnx.Constant dense<0> : tensor<i64>
+  %one = onnx.Constant dense<1> : tensor<i64>
+  %six = onnx.Constant dense<6> : tensor<i64>
+  %true = onnx.Constant dense<true> : tensor<i1>
+  %onef = onnx.Constant dense<1.0> : tensor<f32>
+  %bin_width = onnx.Constant dense<0.5> : tensor<f32>
+  %last_bin = onnx.Constant dense<1> : tensor<i64>
+  %no_counts = onnx.Constant dense<0.0> : tensor<2xf32>
+  %none = onnx.None
+  %router = onnx.Constant dense<[[0.5, -0.5], [0.25, 0.75]]> : tensor<2x2xf32>
+  %gate_up = onnx.Constant dense<[[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]]> : tensor<2x2x2xf32>
+  %down = onnx.Constant dense<[[[9.0, 10.0]], [[11.0, 12.0]]]> : tensor<2x1x2xf32>
+  %xf = onnx.Reshape %x, %flat_shape : (tensor<1x3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %xr = onnx.Reshape %x, %flat_shape : (tensor<1x3x2xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  %logits = onnx.Gemm %xr, %router, %none {transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, none) -> tensor<3x2xf32>
+  %m1 = onnx.ReduceMax %logits, %last1 : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<3x1xf32>
+  %gap1 = onnx.Sub %m1, %logits : (tensor<3x1xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %e1 = onnx.ArgMax %logits {axis = -1 : i64} : (tensor<3x2xf32>) -> tensor<3x1xi64>
+  %e1_shape = onnx.Shape %e1 : (tensor<3x1xi64>) -> tensor<2xi64>
+  %taken_out = onnx.ConstantOfShape %e1_shape {value = dense<0xFF800000> : tensor<1xf32>} : (tensor<2xi64>) -> tensor<3x1xf32>
+  %rest = onnx.ScatterElements %logits, %e1, %taken_out {axis = -1 : i64} : (tensor<3x2xf32>, tensor<3x1xi64>, tensor<3x1xf32>) -> tensor<3x2xf32>
+  %m2 = onnx.ReduceMax %rest, %last1 : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<3x1xf32>
+  %gap2 = onnx.Sub %m2, %logits : (tensor<3x1xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %e2 = onnx.ArgMax %rest {axis = -1 : i64} : (tensor<3x2xf32>) -> tensor<3x1xi64>
+  %ids = onnx.Concat %e1, %e2 {axis = -1 : i64} : (tensor<3x1xi64>, tensor<3x1xi64>) -> tensor<3x2xi64>
+  %abs = onnx.Abs %logits : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %f1 = onnx.Max %abs, %m1 : (tensor<3x2xf32>, tensor<3x1xf32>) -> tensor<3x2xf32>
+  %ratio1 = onnx.Div %gap1, %f1 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %threshold = onnx.Constant dense<2.0e-02> : tensor<f32>
+  %hidden1 = onnx.Greater %ratio1, %threshold : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xi1>
+  %minus_inf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %masked1 = onnx.Where %hidden1, %minus_inf, %logits : (tensor<3x2xi1>, tensor<f32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %soft1 = onnx.Softmax %masked1 {axis = -1 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %w1 = onnx.GatherElements %soft1, %e1 {axis = -1 : i64} : (tensor<3x2xf32>, tensor<3x1xi64>) -> tensor<3x1xf32>
+  %f2 = onnx.Max %abs, %m2 : (tensor<3x2xf32>, tensor<3x1xf32>) -> tensor<3x2xf32>
+  %ratio2 = onnx.Div %gap2, %f2 : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %hidden2 = onnx.Greater %ratio2, %threshold : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xi1>
+  %masked2 = onnx.Where %hidden2, %minus_inf, %logits : (tensor<3x2xi1>, tensor<f32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %soft2 = onnx.Softmax %masked2 {axis = -1 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %w2 = onnx.GatherElements %soft2, %e2 {axis = -1 : i64} : (tensor<3x2xf32>, tensor<3x1xi64>) -> tensor<3x1xf32>
+  %wn = onnx.Concat %w1, %w2 {axis = -1 : i64} : (tensor<3x1xf32>, tensor<3x1xf32>) -> tensor<3x2xf32>
+  %wflat = onnx.Reshape %wn, %flat : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<6xf32>
+  %idflat = onnx.Reshape %ids, %flat : (tensor<3x2xi64>, tensor<1xi64>) -> tensor<6xi64>
+  %pairs_shape = onnx.Shape %idflat : (tensor<6xi64>) -> tensor<1xi64>
+  %pairs = onnx.Gather %pairs_shape, %last : (tensor<1xi64>, tensor<i64>) -> tensor<i64>
+  %pairs1 = onnx.Reshape %pairs, %axis1 : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %sorted, %perm = onnx.TopK %idflat, %pairs1 {largest = 0 : i64} : (tensor<6xi64>, tensor<1xi64>) -> (tensor<6xi64>, tensor<6xi64>)
+  %negative = onnx.Less %perm, %zero : (tensor<6xi64>, tensor<i64>) -> tensor<6xi1>
+  %is_negative = onnx.Equal %negative, %true : (tensor<6xi1>, tensor<i1>) -> tensor<6xi1>
+  %rem = onnx.Mod %perm, %kk : (tensor<6xi64>, tensor<i64>) -> tensor<6xi64>
+  %inexact = onnx.Cast %rem {to = 9 : i64} : (tensor<6xi64>) -> tensor<6xi1>
+  %round = onnx.And %is_negative, %inexact : (tensor<6xi1>, tensor<6xi1>) -> tensor<6xi1>
+  %correction = onnx.Cast %round {to = 7 : i64} : (tensor<6xi1>) -> tensor<6xi64>
+  %quotient = onnx.Div %perm, %kk : (tensor<6xi64>, tensor<i64>) -> tensor<6xi64>
+  %token = onnx.Sub %quotient, %correction : (tensor<6xi64>, tensor<6xi64>) -> tensor<6xi64>
+  %token_column = onnx.Unsqueeze %token, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %rows = onnx.GatherND %xf, %token_column : (tensor<3x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+  %perm_column = onnx.Unsqueeze %perm, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %ws = onnx.GatherND %wflat, %perm_column : (tensor<6xf32>, tensor<6x1xi64>) -> tensor<6xf32>
+  %ws_column = onnx.Unsqueeze %ws, %axis1 : (tensor<6xf32>, tensor<1xi64>) -> tensor<6x1xf32>
+  %sorted_f = onnx.Cast %sorted {to = 1 : i64} : (tensor<6xi64>) -> tensor<6xf32>
+  %scaled_ids = onnx.Div %sorted_f, %bin_width : (tensor<6xf32>, tensor<f32>) -> tensor<6xf32>
+  %bins = onnx.Cast %scaled_ids {to = 7 : i64} : (tensor<6xf32>) -> tensor<6xi64>
+  %bin = onnx.Clip %bins, %zero, %last_bin : (tensor<6xi64>, tensor<i64>, tensor<i64>) -> tensor<6xi64>
+  %bin_shape = onnx.Shape %bin : (tensor<6xi64>) -> tensor<1xi64>
+  %ones = onnx.Expand %onef, %bin_shape : (tensor<f32>, tensor<1xi64>) -> tensor<6xf32>
+  %counts = onnx.ScatterElements %no_counts, %bin, %ones {reduction = "add"} : (tensor<2xf32>, tensor<6xi64>, tensor<6xf32>) -> tensor<2xf32>
+  %counts_i = onnx.Cast %counts {to = 6 : i64} : (tensor<2xf32>) -> tensor<2xi32>
+  %offsets_i = onnx.CumSum %counts_i, %zero : (tensor<2xi32>, tensor<i64>) -> tensor<2xi32>
+  %offsets = onnx.Cast %offsets_i {to = 7 : i64} : (tensor<2xi32>) -> tensor<2xi64>
+  %ends:2 = onnx.Split %offsets, %none {num_outputs = 2 : i64} : (tensor<2xi64>, none) -> (tensor<1xi64>, tensor<1xi64>)
+  %end0 = onnx.Squeeze %ends#0, %axis0 : (tensor<1xi64>, tensor<1xi64>) -> tensor<i64>
+  %run0 = onnx.Range %zero, %end0, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %end1 = onnx.Squeeze %ends#1, %axis0 : (tensor<1xi64>, tensor<1xi64>) -> tensor<i64>
+  %run1 = onnx.Range %end0, %end1, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %gu_parts:2 = onnx.Split %gate_up, %none {num_outputs = 2 : i64} : (tensor<2x2x2xf32>, none) -> (tensor<1x2x2xf32>, tensor<1x2x2xf32>)
+  %rows0 = onnx.Gather %rows, %run0 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %gu0w = onnx.Squeeze %gu_parts#0, %axis0 : (tensor<1x2x2xf32>, tensor<1xi64>) -> tensor<2x2xf32>
+  %gu0 = onnx.MatMul %rows0, %gu0w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %rows1 = onnx.Gather %rows, %run1 : (tensor<6x2xf32>, tensor<?xi64>) -> tensor<?x2xf32>
+  %gu1w = onnx.Squeeze %gu_parts#1, %axis0 : (tensor<1x2x2xf32>, tensor<1xi64>) -> tensor<2x2xf32>
+  %gu1 = onnx.MatMul %rows1, %gu1w : (tensor<?x2xf32>, tensor<2x2xf32>) -> tensor<?x2xf32>
+  %gu = onnx.Concat %gu0, %gu1 {axis = 0 : i64} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<6x2xf32>
+  %halves:2 = onnx.Split %gu, %none {axis = 1 : i64, num_outputs = 2 : i64} : (tensor<6x2xf32>, none) -> (tensor<6x1xf32>, tensor<6x1xf32>)
+  %sig = onnx.Sigmoid %halves#0 : (tensor<6x1xf32>) -> tensor<6x1xf32>
+  %silu = onnx.Mul %halves#0, %sig : (tensor<6x1xf32>, tensor<6x1xf32>) -> tensor<6x1xf32>
+  %h = onnx.Mul %silu, %halves#1 : (tensor<6x1xf32>, tensor<6x1xf32>) -> tensor<6x1xf32>
+  %down_parts:2 = onnx.Split %down, %none {num_outputs = 2 : i64} : (tensor<2x1x2xf32>, none) -> (tensor<1x1x2xf32>, tensor<1x1x2xf32>)
+  %h0 = onnx.Gather %h, %run0 : (tensor<6x1xf32>, tensor<?xi64>) -> tensor<?x1xf32>
+  %d0w = onnx.Squeeze %down_parts#0, %axis0 : (tensor<1x1x2xf32>, tensor<1xi64>) -> tensor<1x2xf32>
+  %d0 = onnx.MatMul %h0, %d0w : (tensor<?x1xf32>, tensor<1x2xf32>) -> tensor<?x2xf32>
+  %h1 = onnx.Gather %h, %run1 : (tensor<6x1xf32>, tensor<?xi64>) -> tensor<?x1xf32>
+  %d1w = onnx.Squeeze %down_parts#1, %axis0 : (tensor<1x1x2xf32>, tensor<1xi64>) -> tensor<1x2xf32>
+  %d1 = onnx.MatMul %h1, %d1w : (tensor<?x1xf32>, tensor<1x2xf32>) -> tensor<?x2xf32>
+  %y = onnx.Concat %d0, %d1 {axis = 0 : i64} : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<6x2xf32>
+  %weighted = onnx.Mul %y, %ws_column : (tensor<6x2xf32>, tensor<6x1xf32>) -> tensor<6x2xf32>
+  %perm_shape = onnx.Shape %perm : (tensor<6xi64>) -> tensor<1xi64>
+  %empty = onnx.Expand %zero, %perm_shape : (tensor<i64>, tensor<1xi64>) -> tensor<6xi64>
+  %positions = onnx.Range %zero, %six, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<6xi64>
+  %inverse = onnx.ScatterND %empty, %perm_column, %positions : (tensor<6xi64>, tensor<6x1xi64>, tensor<6xi64>) -> tensor<6xi64>
+  %inverse_column = onnx.Unsqueeze %inverse, %axis1 : (tensor<6xi64>, tensor<1xi64>) -> tensor<6x1xi64>
+  %unsorted = onnx.GatherND %weighted, %inverse_column : (tensor<6x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+  %slots = onnx.Reshape %unsorted, %slots_shape : (tensor<6x2xf32>, tensor<3xi64>) -> tensor<3x2x2xf32>
+  %summed = onnx.ReduceSum %slots, %axis1 {keepdims = 0 : i64} : (tensor<3x2x2xf32>, tensor<1xi64>) -> tensor<3x2xf32>
+  %shared_weight = onnx.Constant dense<[[0.5, 1.5], [2.5, 3.5]]> : tensor<2x2xf32>
+  %shared = onnx.Gemm %xf, %shared_weight, %none {transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, none) -> tensor<3x2xf32>
+  %total = onnx.Add %summed, %shared : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %out = onnx.Reshape %total, %out_shape : (tensor<3x2xf32>, tensor<3xi64>) -> tensor<1x3x2xf32>
+  return %out : tensor<1x3x2xf32>
+}
+
+// -----
+
 // GLM-4.5's MoE block as torch.onnx exports transformers 5's: DeepSeek-V3's
 // router (sigmoid scores, a correction bias for the choice, here one group
 // kept of one) whose hidden groups' experts choose -inf, never chosen, the

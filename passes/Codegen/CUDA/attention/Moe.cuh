@@ -80,7 +80,8 @@ __device__ __forceinline__ int moe_pick_next(Key key, int begin, int end, float 
 extern "C" __global__ void __launch_bounds__(MOE_THREADS)
 llmc_moe_route(const float *logits, int logits_stride, int rows, int experts, int top_k,
                int normalize, int sigmoid_scores, const float *selection_bias, int groups,
-               int kept_groups, int exclude_hidden_groups, float epsilon, float normalize_min, float routed_scale,
+               int kept_groups, int exclude_hidden_groups, int sparse_mixer,
+               float sparse_mixer_threshold, float epsilon, float normalize_min, float routed_scale,
                int *chosen, float *weights) {
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
   if (row >= rows) return;
@@ -124,12 +125,27 @@ llmc_moe_route(const float *logits, int logits_stride, int rows, int experts, in
     if (by_logits) return r[e];
     return (kept >> (e / group_size)) & 1 ? choice(e) : exclude_hidden_groups ? -INFINITY : 0.f;
   };
+  // PhiMoE's sparsemixer: a slot's weight is the softmax at its expert (the
+  // largest logit it sees, best_key: its term is 1) over the experts it
+  // sees, those near enough to it and, in the second slot, not the first's.
+  auto sparse_mixer_weight = [&](float best_key, int excluded) {
+    float sum = 0.f;
+    for (int e = 0; e < experts; ++e) {
+      const bool hidden =
+          e == excluded || (best_key - r[e]) / fmaxf(fabsf(r[e]), best_key) > sparse_mixer_threshold;
+      if (!hidden) sum += expf(r[e] - best_key);
+    }
+    return 1.f / sum;
+  };
   float prev_key = INFINITY, total = 0.f;
-  int prev_expert = -1;
+  int prev_expert = -1, first_expert = -1;
   for (int slot = 0; slot < top_k; ++slot) {
     float best_key;
     const int best = moe_pick_next(key, 0, experts, prev_key, prev_expert, best_key);
-    const float weight = best >= 0 ? score(best) : 0.f;
+    if (slot == 0) first_expert = best;
+    const float weight = best < 0 ? 0.f
+                         : sparse_mixer ? sparse_mixer_weight(best_key, slot ? first_expert : -1)
+                                        : score(best);
     chosen[row * top_k + slot] = best; // -1 only past NaN logits: the plan skips it
     weights[row * top_k + slot] = weight;
     total += weight;

@@ -442,6 +442,44 @@ func.func @moe(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> 
 
 // -----
 
+// PhiMoE's sparsemixer in the route kernel: each slot's weight is 1 over a
+// sum of exp(r - m) (the inline polynomial) over the experts it sees, those
+// with (m - r) / max(|r|, m) not above the threshold; the second slot leaves
+// the first's expert out.
+// CHECK-LABEL: func.func @llmc_step
+//       CHECK:   func.func private @llmc_moe_route_{{[0-9]+}}(%[[LOGITS:[^:]*]]: memref<?x4xf32>, %[[PICKS:[^:]*]]: memref<?x2xi32>, %[[WEIGHTS:[^:]*]]: memref<?x2xf32>,
+//       CHECK:       memref.store %{{.*}}, %[[PICKS]]
+//       CHECK:         math.absf
+//       CHECK:         %[[THRESHOLD:.*]] = arith.constant 2.000000e-02 : f32
+//       CHECK:         arith.cmpf ogt, %{{.*}}, %[[THRESHOLD]] : f32
+//       CHECK:         math.roundeven
+//       CHECK:       memref.store %{{.*}}, %[[PICKS]]
+//       CHECK:         math.absf
+//       CHECK:         arith.cmpf ogt
+//       CHECK:         arith.cmpi eq
+//       CHECK:         arith.ori
+//       CHECK:       memref.store %{{.*}}, %[[WEIGHTS]]
+func.func @moe_sparse_mixer(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %router = llm.constant dense<1.000000e-01> : tensor<32x4xf32>
+  %gate = llm.constant dense<1.000000e-01> : tensor<4x8x32xf32>
+  %up = llm.constant dense<2.000000e-01> : tensor<4x8x32xf32>
+  %down = llm.constant dense<3.000000e-01> : tensor<4x32x8xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
+  %x = llm.embedding %table, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %heads = llm.split_heads %x {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %pool = llm.paged_kv_write %arg7, %heads, %heads, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %attention = llm.paged_attention %heads, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 1024>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %merged = llm.merge_heads %attention : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %logits = llm.linear %merged, %router {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<32x4xf32>) -> tensor<?x4xf32>
+  %y = llm.moe %merged, %logits, %gate, %up, %down {llmc.workspace_offsets = array<i64: 2048>, sparse_mixer_threshold = 2.0e-02 : f32, top_k = 2 : i64} : (tensor<?x32xf32>, tensor<?x4xf32>, tensor<4x8x32xf32>, tensor<4x8x32xf32>, tensor<4x32x8xf32>) -> tensor<?x32xf32>
+  %last = llm.gather_rows %y, %arg6 {llmc.workspace_offsets = array<i64: 0>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %out = llm.logits %last, %head : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
+  return %out : tensor<?x64xf32>
+}
+
+// -----
+
 // DeepSeek-V3's routing in the route kernel: the selection bias is one more
 // argument; each of the 2 groups scores its two best choices (sigmoid plus
 // bias) into a group table, the best group is marked kept, and the experts
