@@ -87,15 +87,10 @@ std::optional<Columns> projectionColumns(Value part, Value &projection) {
     int64_t width = dimOf(projection, -1);
     return ShapedType::isDynamic(width) ? std::nullopt : sliceColumns(slice, width);
   }
-  auto split = definedBy<onnx::SplitOp>(part);
-  if (!split || split->getNumResults() != 2 || !isNone(split.getSplit()) ||
-      !isSingleAxisValue(split.getAxis(), rankOf(split.getInput())))
-    return std::nullopt;
-  projection = split.getInput();
-  int64_t width = dimOf(projection, -1);
-  if (ShapedType::isDynamic(width) || width % 2) return std::nullopt;
-  int64_t half = width / 2;
-  return Columns{static_cast<int64_t>(cast<OpResult>(part).getResultNumber()) * half, 1, half};
+  std::optional<int64_t> which = lastAxisHalf(part, projection);
+  if (!which) return std::nullopt;
+  int64_t half = dimOf(projection, -1) / 2;
+  return Columns{*which * half, 1, half};
 }
 
 } // namespace

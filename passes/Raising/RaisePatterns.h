@@ -208,6 +208,11 @@ bool isFilledWith(mlir::Value value, double expected);
 /// isFilledWith(value, 0).
 bool isZeroFill(mlir::Value value);
 
+/// Which half of its input (0: the first) `value` is, when it is a result of
+/// a Split into two equal parts along the last axis of a static, even last
+/// dim; the input in `input`.
+std::optional<int64_t> lastAxisHalf(mlir::Value value, mlir::Value &input);
+
 /// Whether `value` is an omitted optional operand: onnx's None value, or
 /// an llm op's absent operand (null).
 bool isNone(mlir::Value value);

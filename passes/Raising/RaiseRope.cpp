@@ -76,12 +76,8 @@ std::optional<std::pair<Value, int>> halfOf(Value factor) {
     x = slice.getData();
     int64_t dim = dimOf(x, -1);
     if (!ShapedType::isDynamic(dim) && dim % 2 == 0) half = sliceHalf(slice, x, dim / 2);
-  } else if (auto split = definedBy<onnx::SplitOp>(factor);
-             split && split->getNumResults() == 2 && isNone(split.getSplit()) &&
-             isSingleAxisValue(split.getAxis(), rankOf(split.getInput()))) {
-    x = split.getInput();
-    if (!ShapedType::isDynamic(dimOf(x, -1)) && dimOf(x, -1) % 2 == 0)
-      half = static_cast<int>(cast<OpResult>(factor).getResultNumber());
+  } else if (std::optional<int64_t> which = lastAxisHalf(factor, x)) {
+    half = static_cast<int>(*which);
   }
   if (!half || rankOf(x) != 4) return std::nullopt;
   return std::pair(x, *half);

@@ -55,6 +55,17 @@ bool isFilledWith(Value value, double expected) {
 
 bool isZeroFill(Value value) { return isFilledWith(value, 0.0); }
 
+std::optional<int64_t> lastAxisHalf(Value value, Value &input) {
+  auto split = definedBy<onnx::SplitOp>(value);
+  if (!split || split->getNumResults() != 2 || !isNone(split.getSplit()) ||
+      !isSingleAxisValue(split.getAxis(), rankOf(split.getInput())))
+    return std::nullopt;
+  int64_t width = dimOf(split.getInput(), -1);
+  if (ShapedType::isDynamic(width) || width % 2) return std::nullopt;
+  input = split.getInput();
+  return cast<OpResult>(value).getResultNumber();
+}
+
 std::optional<std::vector<float>> readConstantFloats(Value value) {
   auto constant = definedBy<onnx::ConstantOp>(value);
   if (!constant || !constant.getValue().getElementType().isF32()) return std::nullopt;
