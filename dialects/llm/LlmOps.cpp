@@ -523,7 +523,8 @@ LogicalResult verifyAddNorm(Operation *op, Value lhs, Value rhs, Value weight, V
 
 LogicalResult ElementwiseOp::verify() {
   for (Value input : getInputs())
-    if (failed(verifyBroadcastOperand(*this, input, getOutput(), /*isElementwiseInput=*/true, "an input")))
+    if (failed(verifyBroadcastOperand(*this, input, getOutput(), /*isElementwiseInput=*/true,
+                                      "an input")))
       return failure();
   return verifyScalarBody(*this, getBody(), elementTypes(getInputs()), getOutput());
 }
@@ -548,7 +549,8 @@ LogicalResult FusedLinearOp::verify() {
        !compatible(dimOf(getBias(), 0), n)))
     return emitOpError("bias must be [") << n << "]";
   for (Value extra : getExtras())
-    if (failed(verifyBroadcastOperand(*this, extra, getOutput(), /*isElementwiseInput=*/false, "an extra")))
+    if (failed(verifyBroadcastOperand(*this, extra, getOutput(), /*isElementwiseInput=*/false,
+                                      "an extra")))
       return failure();
   SmallVector<Type> scalars(getNumAccumulators(), getElementTypeOrSelf(getOutput().getType()));
   llvm::append_range(scalars, elementTypes(getExtras()));

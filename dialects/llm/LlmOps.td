@@ -629,9 +629,9 @@ def Llm_ElementwiseOp : Llm_ElementwiseOpBase<"elementwise", [SingleBlock, Isola
     `output[r, c] = body(inputs[0][r, c], inputs[1][r, c], ...)`. Each input
     has the result's shape, or is [features] (the same for every row), or has
     the result's shape with one column (one value per row: a gate's scalar
-    scaling a row), or is rank 0 (one value). The body has one scalar argument per input (its
-    element type) and yields the result's element type; it holds only
-    side-effect-free scalar ops (arith, math).
+    scaling a row), or is rank 0 (one value). The body has one scalar
+    argument per input (its element type) and yields the result's element
+    type; it holds only side-effect-free scalar ops (arith, math).
 
     Raising turns elementwise onnx ops it has no name for into this op;
     `llm-fuse-elementwise` merges chains of them (and the named activations)

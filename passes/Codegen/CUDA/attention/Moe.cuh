@@ -131,8 +131,8 @@ llmc_moe_route(const float *logits, int logits_stride, int rows, int experts, in
   auto sparse_mixer_weight = [&](float best_key, int excluded) {
     float sum = 0.f;
     for (int e = 0; e < experts; ++e) {
-      const bool hidden =
-          e == excluded || (best_key - r[e]) / fmaxf(fabsf(r[e]), best_key) > sparse_mixer_threshold;
+      const float gap = (best_key - r[e]) / fmaxf(fabsf(r[e]), best_key);
+      const bool hidden = e == excluded || gap > sparse_mixer_threshold;
       if (!hidden) sum += expf(r[e] - best_key);
     }
     return 1.f / sum;
