@@ -4,7 +4,8 @@ on one machine.
 
     PYTHONPATH=python .venv/bin/python bench/cpu_quantized.py [--threads 2] \
         [--prompt-tokens 128] [--decode-tokens 64] [--repeat 3] [--group-size 32] \
-        [--variants fp32,f16,bf16,W8,W4] [--no-llama-cpp] [--json] [--quiet]
+        [--variants fp32,f16,bf16,W8,W4,W8-level4,W4-level4] [--no-llama-cpp] [--json]
+        [--quiet]
 
 The default model's ONNX (models/smollm2-135m, f32: SmolLM2-135M-Instruct's Q4_1 GGUF
 dequantized) is quantized by llmc.quantize (round to nearest, symmetric, groups of
@@ -15,7 +16,10 @@ bf16, its weights rounded and widened to f32 in registers, bf16 also with
 --bf16-activations) and measured as bench/cpu_throughput.py measures (a --prompt-tokens
 prefill step, then --decode-tokens greedy steps at batch 1; median of --repeat), beside
 onnxruntime on the same file (MatMulNBits at accuracy_level 0,
-its exact f32 product). llama.cpp runs through llama-cpp-python in its own venv (bash
+its exact f32 product). The W8-level4 and W4-level4 variants are the same files with every
+MatMulNBits at accuracy_level 4, as the genai builder writes its int4 models: onnxruntime
+then quantizes the activations to int8, and so does llmc by default (its exact product
+with --int8-activations=false). llama.cpp runs through llama-cpp-python in its own venv (bash
 scripts/setup.sh llama-cpp; bench/llamacpp_runner.py), on the default model's GGUF
 requantized by llama.cpp to F32, F16, BF16, Q8_0 and Q4_0 (its Q4_0 keeps the tied embedding and
 output at Q8_0). Bytes: llmc's weights.bin, the ONNX weights, the GGUF file. Progress goes
@@ -26,12 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
 from cpu_throughput import DEFAULT_MODEL, LLMC, ROOT, run_llmc, run_onnxruntime
@@ -43,13 +49,16 @@ WORK = ROOT / "build" / "bench-quantized"
 LLAMA_CPP_PYTHON = ROOT / ".venv-llamacpp" / "bin" / "python"
 # llmc's ways of running a quantized model: the exact product, and int8 activations.
 LLMC_MODES = {"llmc": [], "llmc int8-act": ["--int8-activations"]}
-# llmc's variant -> (bits of the ONNX file's weights (None: f32), llama.cpp's quantization of
-# the same size, llmc's ways of compiling it).
-VARIANTS = {"fp32": (None, "f32", {"llmc": []}),
-            "f16": (None, "f16", {"llmc": ["--dtype", "f16"]}),
-            "bf16": (None, "bf16", {"llmc": ["--dtype", "bf16"],
-                                    "llmc bf16-act": ["--dtype", "bf16", "--bf16-activations"]}),
-            "W8": (8, "q8_0", LLMC_MODES), "W4": (4, "q4_0", LLMC_MODES)}
+# The same on a file whose MatMulNBits ask for accuracy_level 4: int8 activations by default.
+LEVEL4_MODES = {"llmc": [], "llmc exact": ["--int8-activations=false"]}
+# llmc's variant -> (bits of the ONNX file's weights (None: f32), its MatMulNBits'
+# accuracy_level, llama.cpp's quantization of the same size, llmc's ways of compiling it).
+VARIANTS = {"fp32": (None, 0, "f32", {"llmc": []}),
+            "f16": (None, 0, "f16", {"llmc": ["--dtype", "f16"]}),
+            "bf16": (None, 0, "bf16", {"llmc": ["--dtype", "bf16"],
+                                       "llmc bf16-act": ["--dtype", "bf16", "--bf16-activations"]}),
+            "W8": (8, 0, "q8_0", LLMC_MODES), "W4": (4, 0, "q4_0", LLMC_MODES),
+            "W8-level4": (8, 4, "q8_0", LEVEL4_MODES), "W4-level4": (4, 4, "q4_0", LEVEL4_MODES)}
 
 
 def say(message: str, quiet: bool) -> None:
@@ -62,8 +71,10 @@ def onnx_bytes(model: Path) -> int:
                if path.name.startswith(model.name))
 
 
-def quantized_model(bits: int | None, group_size: int, quiet: bool) -> Path:
-    """The default model's ONNX at `bits` (None: as it is), made once into WORK."""
+def quantized_model(bits: int | None, group_size: int, accuracy_level: int, quiet: bool) -> Path:
+    """The default model's ONNX at `bits` (None: as it is), made once into WORK; at
+    accuracy_level 4 every MatMulNBits says so, as the genai builder's int4 models do (which
+    lets onnxruntime, and llmc by default, quantize the activations to int8)."""
     if bits is None:
         return DEFAULT_MODEL
     out = WORK / f"w{bits}-g{group_size}" / "model.onnx"
@@ -72,7 +83,23 @@ def quantized_model(bits: int | None, group_size: int, quiet: bool) -> Path:
         subprocess.run([sys.executable, "-m", "llmc.quantize", str(DEFAULT_MODEL), "-o", str(out),
                         "--bits", str(bits), "--group-size", str(group_size), "--symmetric",
                         "--quiet"], check=True)
-    return out
+    if accuracy_level == 0:
+        return out
+    relaxed = WORK / f"w{bits}-g{group_size}-level{accuracy_level}" / "model.onnx"
+    if not relaxed.exists():
+        model = onnx.load(str(out))
+        for node in model.graph.node:
+            if node.op_type == "MatMulNBits":
+                kept = [a for a in node.attribute if a.name != "accuracy_level"]
+                del node.attribute[:]
+                node.attribute.extend(
+                    [*kept, onnx.helper.make_attribute("accuracy_level", accuracy_level)])
+        relaxed.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save(model, str(relaxed), save_as_external_data=True, location="model.onnx.data")
+        for tokenizer_file in out.parent.iterdir():
+            if not tokenizer_file.name.startswith("model.onnx"):
+                shutil.copy(tokenizer_file, relaxed.parent)
+    return relaxed
 
 
 def llama_cpp(quant: str, args) -> dict:
@@ -125,8 +152,8 @@ def main() -> int:
     options = ort.SessionOptions()
     options.intra_op_num_threads = args.threads
     for variant in variants:
-        bits, quant, modes = VARIANTS[variant]
-        onnx_path = quantized_model(bits, args.group_size, args.quiet)
+        bits, accuracy_level, quant, modes = VARIANTS[variant]
+        onnx_path = quantized_model(bits, args.group_size, accuracy_level, args.quiet)
         models = {}
         for mode, flags in modes.items():
             artifact = WORK / f"{variant}-{mode.replace(' ', '-')}.llmc"

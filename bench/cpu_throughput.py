@@ -15,8 +15,9 @@ compiled at each fusion level (llmc compile -O<n>) and each is measured, interle
 onnxruntime in every round. With --f16, the -O2 model is also compiled with --dtype f16 (f16
 weights widened to f32); with --bf16, with --dtype bf16 (bf16 weights widened to f32) and
 with --dtype bf16 --bf16-activations (AVX512_BF16 products); with --int8-activations (a
-quantized model), with --int8-activations (VNNI products of int8 rows); each is measured
-the same way. With --vllm, vLLM's CPU backend runs the same prompt after the
+quantized model), with --int8-activations (VNNI products of int8 rows) and with
+--int8-activations=false (the exact product: without either, llmc follows the file, int8
+where its MatMulNBits ask for accuracy_level 4); each is measured the same way. With --vllm, vLLM's CPU backend runs the same prompt after the
 others (bench/vllm_runner.py in .venv-vllm, float32, the same threads and repeats; see
 bench/peers.py). Progress goes to stderr.
 """
@@ -117,6 +118,7 @@ def main() -> int:
             variants["llmc f16"] = ["--dtype", "f16"]
         if args.int8_activations:
             variants["llmc int8-act"] = ["--int8-activations"]
+            variants["llmc exact"] = ["--int8-activations=false"]
         if args.bf16:
             variants["llmc bf16"] = ["--dtype", "bf16"]
             variants["llmc bf16+act"] = ["--dtype", "bf16", "--bf16-activations"]

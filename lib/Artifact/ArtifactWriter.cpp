@@ -281,8 +281,9 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   auto config = getStepInfo(module);
   auto matmul = module->getAttrOfType<StringAttr>("llmc.matmul");
   auto kvDtype = module->getAttrOfType<StringAttr>("llmc.kv_dtype");
+  auto activations = module->getAttrOfType<StringAttr>("llmc.activations");
   if (failed(config)) return failure();
-  if (!module.lookupSymbol<func::FuncOp>("llmc_step") || !matmul || !kvDtype)
+  if (!module.lookupSymbol<func::FuncOp>("llmc_step") || !matmul || !kvDtype || !activations)
     return module.emitError("not a module that llm-lower-to-cpu produced");
   auto pathOf = [&](StringRef file) { return joinPath(directory, file); };
   // A manifest left by an earlier compile would describe files being replaced.
@@ -294,9 +295,10 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   if (failed(weights)) return failure();
   llvm::json::Array tokenizerFiles = takeTokenizerFiles(module);
   std::string matmulKind = matmul.getValue().str(), kvKind = kvDtype.getValue().str();
+  std::string activationsKind = activations.getValue().str();
   for (StringRef name : {StringRef("llmc.weights"), StringRef("llmc.weights_bytes"),
                          StringRef("llmc.matmul"), StringRef("llmc.kv_dtype"),
-                         StringRef(kStepInfoAttr)})
+                         StringRef("llmc.activations"), StringRef(kStepInfoAttr)})
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);
@@ -322,6 +324,7 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
                                                        {"checksum", kernels->second}}}},
       {"weights", weightsEntry(*weights, std::move(weightIndex))},
   };
+  manifest.getObject("step")->try_emplace("activations", activationsKind);
   if (failed(writeManifest(module, directory, std::move(manifest), std::move(tokenizerFiles))))
     return failure();
   return *units;

@@ -118,6 +118,36 @@ bool hostHas(llvm::StringRef feature, llvm::StringRef name, llvm::StringRef flag
   return false;
 }
 
+/// Checks --int8-products and makes "auto" the host's best: VNNI where it
+/// has it (every x86 host with VNNI has AVX2 too). False, having said why,
+/// when the name is unknown or the host lacks the instructions.
+bool resolveInt8Products(std::string &products) {
+  if (!llvm::is_contained({"auto", "avx512-vnni", "avx2"}, products)) {
+    error() << "unknown --int8-products '" << products << "': use auto, avx512-vnni or avx2\n";
+    return false;
+  }
+  std::string flag = "--int8-products=" + products;
+  if (products == "auto") {
+    products = hostHasFeature("+avx512vnni") ? "avx512-vnni" : "avx2";
+    flag = "--int8-activations";
+  }
+  bool vnni = products == "avx512-vnni";
+  return hostHas(vnni ? "+avx512vnni" : "+avx2", vnni ? "AVX512-VNNI" : "AVX2", flag);
+}
+
+/// Whether the imported file asks for int8 activations: it has MatMulNBits
+/// and every one says accuracy_level 4, which lets onnxruntime quantise the
+/// activations to int8 (the genai builder's int4 CPU models). A file that
+/// asks for the exact product anywhere gets it everywhere.
+bool fileAsksForInt8Activations(ModuleOp module) {
+  bool any = false, all = true;
+  module.walk([&](onnx::MatMulNBitsOp op) {
+    any = true;
+    all &= op.getAccuracyLevel() == 4;
+  });
+  return any && all;
+}
+
 /// A pass pipeline parser's message on one line: the parser prints
 /// "MLIR Textual PassPipeline Parser:1:5: error: MESSAGE", then the pipeline
 /// and a caret under the column; the message alone is what the user needs.
@@ -373,30 +403,19 @@ int runCompile(const CompileOptions &options) {
             << " needs the generated matmul: sgemm reads f32 weights\n";
     return 1;
   }
-  // With --int8-activations, the instructions of its products.
+  // With --int8-activations, the instructions of its products; without the
+  // flag the file decides after the import (int8ActivationsOf).
   std::string int8Products = options.int8Products;
-  if (!options.int8Activations && int8Products != "auto") {
+  if (options.int8Activations == false && int8Products != "auto") {
     error() << "--int8-products applies with --int8-activations\n";
     return 1;
   }
-  if (options.int8Activations) {
+  if (options.int8Activations.value_or(false)) {
     if (cuda || options.matmul != "generated") {
       error() << "--int8-activations applies to the CPU target's generated matmul\n";
       return 1;
     }
-    if (!llvm::is_contained({"auto", "avx512-vnni", "avx2"}, int8Products)) {
-      error() << "unknown --int8-products '" << int8Products
-              << "': use auto, avx512-vnni or avx2\n";
-      return 1;
-    }
-    // VNNI where the host has it; every x86 host with VNNI has AVX2 too.
-    std::string flag = "--int8-products=" + int8Products;
-    if (int8Products == "auto") {
-      int8Products = hostHasFeature("+avx512vnni") ? "avx512-vnni" : "avx2";
-      flag = "--int8-activations";
-    }
-    bool vnni = int8Products == "avx512-vnni";
-    if (!hostHas(vnni ? "+avx512vnni" : "+avx2", vnni ? "AVX512-VNNI" : "AVX2", flag)) return 1;
+    if (!resolveInt8Products(int8Products)) return 1;
   }
   if (options.bf16Activations) {
     if (cuda || options.dtype.value_or("") != "bf16") {
@@ -465,8 +484,8 @@ int runCompile(const CompileOptions &options) {
   step.maxNumBatchedTokens = options.maxNumBatchedTokens;
   step.maxNumSeqs = options.maxNumSeqs;
   step.matmul = options.matmul;
-  step.int8Activations = options.int8Activations;
-  if (options.int8Activations) step.int8Products = int8Products;
+  step.int8Activations = options.int8Activations.value_or(false);
+  if (step.int8Activations) step.int8Products = int8Products;
   // On the CPU, without --dtype, each matmul weight takes the narrowest type
   // that holds its values exactly (a half-precision export's, widened by
   // onnx-promote-to-f32, narrows back).
@@ -522,6 +541,27 @@ int runCompile(const CompileOptions &options) {
   OwningOpRef<ModuleOp> module = importOnnxModel(context, inputPath);
   importTiming.stop();
   if (!module) return 1;
+  // Without --int8-activations, what the file asks for, where it can be had.
+  std::optional<std::string> activationsNote;
+  if (!options.int8Activations && !graph) {
+    bool asked = fileAsksForInt8Activations(*module);
+    if (!asked && int8Products != "auto") {
+      error() << "--int8-products applies with --int8-activations, which this file does not "
+                 "ask for (MatMulNBits' accuracy_level 4)\n";
+      return 1;
+    }
+    if (asked && !cuda && options.matmul == "generated") {
+      if (int8Products != "auto" || hostHasFeature("+avx2")) {
+        if (!resolveInt8Products(int8Products)) return 1;
+        step.int8Activations = true;
+        step.int8Products = int8Products;
+        activationsNote = "int8 activations, as the file's MatMulNBits ask (accuracy_level 4)";
+      } else {
+        activationsNote = "the exact product: the file's MatMulNBits ask for int8 "
+                          "activations, for which this CPU has neither AVX512-VNNI nor AVX2";
+      }
+    }
+  }
 
   if (options.dumpFusionReport) {
     progress.stage("fusion report: the step at -O0 and -O" + std::to_string(optLevel));
@@ -617,6 +657,7 @@ int runCompile(const CompileOptions &options) {
     if (!options.quiet) {
       llvm::SmallVector<std::string> notes;
       if (weightsBytes) notes.push_back(llvm::formatv("weights {0:f1} MB", *weightsBytes / 1e6));
+      if (activationsNote) notes.push_back(*activationsNote);
       if (codeUnits)
         notes.push_back(llvm::formatv("{0} code units, {1} from the kernel cache",
                                       codeUnits->units, codeUnits->fromCache));

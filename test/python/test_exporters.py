@@ -98,13 +98,29 @@ def widen_half_types(graph: onnx.GraphProto) -> bool:
     return widened
 
 
+def asks_for_int8_activations(onnx_path: Path) -> bool:
+    """Whether the file has MatMulNBits and every one asks for accuracy_level 4 (the genai
+    builder's int4 models): `llmc compile` then quantizes activations to int8 unless told
+    --int8-activations=false, as onnxruntime does unless told accuracy_level 0."""
+    graph = onnx.load(str(onnx_path), load_external_data=False).graph
+    levels = [next((a.i for a in node.attribute if a.name == "accuracy_level"), 0)
+              for node in graph.node if node.op_type == "MatMulNBits"]
+    return bool(levels) and all(level == 4 for level in levels)
+
+
+def exact_args(onnx_path: Path) -> list[str]:
+    """The `llmc compile` arguments of the exact product on this file."""
+    return ["--int8-activations=false"] if asks_for_int8_activations(onnx_path) else []
+
+
 def exact_reference(onnx_path: Path, directory: Path) -> tuple[Path, str]:
     """The file onnxruntime runs as the reference, and how it differs from `onnx_path`.
 
     MatMulNBits' accuracy_level lets onnxruntime quantize the activations to int8 (the genai
     builder's int4 CPU models ask for level 4): a result within that op's latitude, about
-    1e-2 off the exact product. llmc computes the exact product, so the reference is the same
-    file with accuracy_level 0, the op's exact semantics.
+    1e-2 off the exact product, and llmc follows it by default. Compared with the exact
+    product (exact_args), the reference is the same file with accuracy_level 0, the op's exact
+    semantics.
 
     A half-precision model is computed in f32 by llmc (the onnx-promote-to-f32 pass), so the
     reference is the same file with its f16/bf16 values and types widened to f32: the same
@@ -192,7 +208,8 @@ def outcomes(tmp_path_factory) -> dict[Path, Outcome]:
         onnx_path = EXPORTS_DIR / export / "model.onnx"
         artifact = directory / f"{export.parent.name}-{export.name}.llmc"
         result = subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact),
-                                 "--quiet"], capture_output=True, text=True)
+                                 "--quiet", *exact_args(onnx_path)],
+                                capture_output=True, text=True)
         if result.returncode != 0:
             lines = result.stderr.strip().splitlines()
             message = lines[0] if lines else ""
@@ -227,8 +244,9 @@ def supported_models_table(outcomes: dict[Path, Outcome]) -> str:
              f"{GREEDY_STEPS} greedy tokens)",
              "or the exact error `llmc compile` refuses the file with. Where a cell names",
              "MatMulNBits at accuracy_level 0, onnxruntime ran the file with that attribute set",
-             "to 0: the exported level 4 lets it quantize activations to int8, about 1e-2 off the",
-             "exact product that llmc computes. Where a cell says f16 widened to f32, onnxruntime",
+             "to 0 and llmc compiled it with `--int8-activations=false`: the exported level 4",
+             "lets both quantize activations to int8 (llmc does by default), about 1e-2 off the",
+             "exact product compared here. Where a cell says f16 widened to f32, onnxruntime",
              "ran the file with its half-precision weights and types made f32: llmc computes a",
              "half-precision model in f32, on the same weights. onnxruntime runs QMoE's 8-bit",
              "experts with f32 activations (ORT_QMOE_CPU_QNBIT_GEMM=fp32, the op's exact product)",
@@ -318,7 +336,7 @@ def test_longrope_past_the_switch(tmp_path, exporter):
     onnx_path = EXPORTS_DIR / exporter / "phi3-longrope" / "model.onnx"
     artifact = tmp_path / "model.llmc"
     subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet",
-                    "--max-model-len", "200"], check=True)
+                    "--max-model-len", "200", *exact_args(onnx_path)], check=True)
     manifest = json.loads((artifact / "manifest.json").read_text())
     assert manifest["model"]["max_positions"] == 200
     reference, _ = exact_reference(onnx_path, tmp_path / "reference")

@@ -14,7 +14,10 @@
     folded scales and GPTQ's error spreading leave the logits within 5%.
   * With --int8-activations (rows quantized to int8 per block, integer products) the logits
     stay within a few percent of the exact product and do not depend on the batch; AVX2's
-    products give the bits AVX512-VNNI's give.
+    products give the bits AVX512-VNNI's give. Without the flag the file decides: a file
+    whose MatMulNBits all ask for accuracy_level 4 (the genai builder's int4) gets them, and
+    stays as close to onnxruntime's own int8 product of that file; one that asks for level 0
+    (onnxruntime's quantizer) gets the exact product, and so does `--int8-activations=false`.
   * `llmc quantize` (which runs python -m llmc.quantize) refuses what it cannot read with
     one error line.
 
@@ -73,7 +76,7 @@ def ragged_steps(artifact: Path, reference: Path) -> tuple[list[np.ndarray], lis
 @pytest.mark.parametrize("export", QUANTIZED_EXPORTS)
 def test_packed_weights_compute_what_widened_weights_compute(export, tmp_path):
     onnx_path = EXPORTS_DIR / export / "model.onnx"
-    packed = compile_model(onnx_path, tmp_path / "packed.llmc")
+    packed = compile_model(onnx_path, tmp_path / "packed.llmc", "--int8-activations=false")
     widened = compile_model(onnx_path, tmp_path / "widened.llmc",
                             f"--pass-pipeline={WIDENED_PIPELINE}")
     packed_bytes = (packed / "weights.bin").stat().st_size
@@ -99,7 +102,7 @@ INT8_MAX_REL_ERROR_MOE = 0.15
 @pytest.mark.parametrize("export", QUANTIZED_EXPORTS)
 def test_int8_activations_stay_close_to_the_exact_product(export, tmp_path):
     onnx_path = EXPORTS_DIR / export / "model.onnx"
-    exact = compile_model(onnx_path, tmp_path / "exact.llmc")
+    exact = compile_model(onnx_path, tmp_path / "exact.llmc", "--int8-activations=false")
     int8 = compile_model(onnx_path, tmp_path / "int8.llmc", "--int8-activations")
     bound = INT8_MAX_REL_ERROR_MOE if "moe" in export else INT8_MAX_REL_ERROR
     for step, (ours, reference) in enumerate(zip(*ragged_steps(int8, exact))):
@@ -165,6 +168,47 @@ def test_experts_do_not_depend_on_the_batch(export, tmp_path):
         compile_model(EXPORTS_DIR / export / "model.onnx", tmp_path / "moe.llmc"))
 
 
+def activations_of(artifact: Path) -> str:
+    return json.loads((artifact / "manifest.json").read_text())["step"]["activations"]
+
+
+@pytest.mark.skipif(not HAS_INT8_PRODUCTS, reason="int8 activations need AVX512-VNNI or AVX2")
+@pytest.mark.parametrize("export", ["genai-int4/llama-tied", "genai-int4/qwen3"])
+def test_int8_activations_where_the_file_asks(export, tmp_path):
+    """The genai builder's int4 files ask for accuracy_level 4 on every MatMulNBits: compiled
+    without the flag they get int8 activations, the bits of --int8-activations, within the
+    int8 bound of onnxruntime's own int8 product of the same file (teacher-forced on its
+    tokens); --int8-activations=false keeps the exact product."""
+    onnx_path = EXPORTS_DIR / export / "model.onnx"
+    default = compile_model(onnx_path, tmp_path / "default.llmc")
+    int8 = compile_model(onnx_path, tmp_path / "int8.llmc", "--int8-activations")
+    exact = compile_model(onnx_path, tmp_path / "exact.llmc", "--int8-activations=false")
+    assert [activations_of(a) for a in (default, int8, exact)] == ["int8", "int8", "f32"]
+    for step, (ours, reference) in enumerate(zip(*ragged_steps(default, int8))):
+        assert np.array_equal(ours, reference), f"step {step}: not --int8-activations' logits"
+
+    model = Model(default, num_kv_blocks=NUM_KV_BLOCKS)
+    try:
+        prompts = seeded_prompts(model.vocab_size)
+        reference = reference_steps(onnx_path, prompts)  # the file as it is: level 4
+        runner = PagedRunner(model)
+        for step in range(DECODE_STEPS + 1):
+            ours = (runner.prefill(prompts) if step == 0
+                    else runner.decode(reference[step - 1].argmax(axis=-1)))
+            error = float(np.abs(ours - reference[step]).max() / np.abs(reference[step]).max())
+            assert error < INT8_MAX_REL_ERROR, f"step {step}: relative error {error:.3g}"
+        runner.release()
+    finally:
+        model.close()
+
+
+def test_exact_product_where_the_file_asks_for_it(tmp_path):
+    """onnxruntime's quantizer writes accuracy_level 0: the exact product, by default."""
+    artifact = compile_model(EXPORTS_DIR / "ort-int4/llama-gqa/model.onnx",
+                             tmp_path / "model.llmc")
+    assert activations_of(artifact) == "f32"
+
+
 @pytest.mark.parametrize("args,message", [
     (["--int8-activations", "--matmul=blas"],
      "--int8-activations applies to the CPU target's generated matmul"),
@@ -172,7 +216,10 @@ def test_experts_do_not_depend_on_the_batch(export, tmp_path):
      "--int8-activations applies to the CPU target's generated matmul"),
     (["--int8-activations", "--int8-products=sse4"],
      "unknown --int8-products 'sse4': use auto, avx512-vnni or avx2"),
-    (["--int8-products=avx2"], "--int8-products applies with --int8-activations")])
+    (["--int8-products=avx2"], "--int8-products applies with --int8-activations, which this "
+     "file does not ask for (MatMulNBits' accuracy_level 4)"),
+    (["--int8-activations=false", "--int8-products=avx2"],
+     "--int8-products applies with --int8-activations")])
 def test_int8_activations_refused_where_they_do_not_apply(args, message, tmp_path):
     result = subprocess.run([str(LLMC), "compile", str(EXPORTS_DIR / "ort-int4/llama-gqa/model.onnx"),
                              "-o", str(tmp_path / "out.llmc"), *args],

@@ -83,7 +83,9 @@ cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or gen
 cl::opt<bool> int8Activations(
     "int8-activations",
     cl::desc("CPU: multiply quantised weights by activations quantised to int8 per block "
-             "(integer products, as llama.cpp; not exact) instead of the exact f32 product"),
+             "(integer products, as llama.cpp; not exact) instead of the exact f32 product. "
+             "Default: as the file asks (MatMulNBits' accuracy_level 4, the genai builder's "
+             "int4 models), where the host has the instructions; =false keeps the exact one"),
     cl::cat(compileCategory));
 cl::opt<std::string> int8Products(
     "int8-products",
@@ -169,7 +171,7 @@ int runCompileCommand() {
   options.maxNumSeqs = maxNumSeqs;
   options.maxModelLen = given<int64_t>(maxModelLen);
   options.matmul = matmul;
-  options.int8Activations = int8Activations;
+  options.int8Activations = given<bool>(int8Activations);
   options.int8Products = int8Products;
   options.bf16Activations = bf16Activations;
   options.optLevel = given<unsigned>(optLevel);

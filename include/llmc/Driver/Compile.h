@@ -42,7 +42,9 @@ struct CompileOptions {
   /// Longest sequence the artifact serves (nullopt: what the model holds).
   std::optional<int64_t> maxModelLen;
   std::string matmul = "generated";      ///< CPU matrix products: generated or blas
-  bool int8Activations = false;          ///< CPU: quantised weights times int8 activations
+  /// CPU: quantised weights times int8 activations; nullopt follows the
+  /// file (int8 where every MatMulNBits asks for accuracy_level 4).
+  std::optional<bool> int8Activations;
   std::string int8Products = "auto";     ///< their instructions: auto, avx512-vnni or avx2
   bool bf16Activations = false;          ///< CPU: bf16 weights times bf16-rounded activations
   std::optional<unsigned> optLevel;      ///< fusion level 0..3 (default 2)

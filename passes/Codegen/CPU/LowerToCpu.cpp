@@ -649,6 +649,9 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     walker.weightLayout.record(module);
     module->setAttr("llmc.matmul", b.getStringAttr(matmul));
     module->setAttr("llmc.kv_dtype", b.getStringAttr(kvDtype));
+    module->setAttr("llmc.activations", b.getStringAttr(int8Activations   ? "int8"
+                                                        : bf16Activations ? "bf16"
+                                                                          : "f32"));
     model.erase();
     expandExp(module);
     return success();

@@ -7,7 +7,7 @@
 // into the transposed key tile and the value row; attention widens what it
 // loads (the bits shifted into the high half of an f32) before the f32
 // fmas.
-// CHECK:       module attributes {llmc.kv_dtype = "bf16"
+// CHECK:       module attributes {llmc.activations = "f32", llmc.kv_dtype = "bf16"
 // CHECK-LABEL: func.func @llmc_step
 //  CHECK-SAME:   memref<1x?x2x1x16x16xbf16>
 // A token's cos and sin are computed once, into one-row tables, and each of

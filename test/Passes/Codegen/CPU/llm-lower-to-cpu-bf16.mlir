@@ -31,6 +31,7 @@
 // panels hold pairs of k (each column's k and k + 1 side by side), and each
 // step of the tiles broadcasts a row's pair of x to every lane and adds the
 // products of the bf16 pairs into f32 lanes (vdpbf16ps), k a multiple of 32.
+//       PRODUCTS: module attributes {llmc.activations = "bf16"
 //       PRODUCTS: %[[ROUNDED:.*]] = memref.view %{{.*}}[%c3072][%{{.*}}] : memref<?xi8> to memref<?x32xi16>
 //       PRODUCTS: constant @llmc_round_rows_bf16_task_{{[0-9]+}}
 //       PRODUCTS: func.func private @llmc_round_rows_bf16_{{[0-9]+}}(%[[IN:.*]]: memref<?x32xf32>, %[[OUT:.*]]: memref<?x32xi16>

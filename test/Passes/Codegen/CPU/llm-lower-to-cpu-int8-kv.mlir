@@ -2,7 +2,7 @@
 
 // An int8 pool (llm-kv-cache-paging{kv-cache-dtype=int8}): rows of 16 codes
 // and a 4-byte scale. The step takes it as i8 and the manifest says int8.
-// CHECK:       module attributes {llmc.kv_dtype = "int8"
+// CHECK:       module attributes {llmc.activations = "f32", llmc.kv_dtype = "int8"
 // CHECK-LABEL: func.func @llmc_step
 //  CHECK-SAME:   memref<1x?x2x1x16x20xi8>
 //       CHECK:   constant @llmc_rope_paged_kv_write_task_

@@ -49,7 +49,7 @@
 // scales and zero points; the gather keeps its own layout), each input's rows
 // are quantised into scratch past the planned workspace of 3072 bytes (which
 // attention's decode states, larger, size here), and the products are vpdpbusd.
-// INT8-LABEL: module attributes
+// INT8-LABEL: module attributes {llmc.activations = "int8"
 //  INT8-SAME:   workspace_bytes = 4224
 //  INT8-SAME:   value = dense_resource<{{[a-z_0-9]+}}> : tensor<64x16xi8>
 //  INT8-SAME:   value = dense_resource<{{[a-z_0-9]+}}> : tensor<2x2x256xi8>
