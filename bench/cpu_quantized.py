@@ -16,10 +16,10 @@ bf16, its weights rounded and widened to f32 in registers, bf16 also with
 --bf16-activations) and measured as bench/cpu_throughput.py measures (a --prompt-tokens
 prefill step, then --decode-tokens greedy steps at batch 1; median of --repeat), beside
 onnxruntime on the same file (MatMulNBits at accuracy_level 0,
-its exact f32 product). The W8-level4 and W4-level4 variants are the same files with every
-MatMulNBits at accuracy_level 4, as the genai builder writes its int4 models: onnxruntime
-then quantizes the activations to int8, and so does llmc by default (its exact product
-with --int8-activations=false). llama.cpp runs through llama-cpp-python in its own venv (bash
+its exact f32 product). The W8-level4 and W4-level4 variants are the same quantization with
+every MatMulNBits at accuracy_level 4 (--accuracy-level 4), as the genai builder writes its
+int4 models: onnxruntime then quantizes the activations to int8, and so does llmc by
+default (its exact product with --int8-activations=false). llama.cpp runs through llama-cpp-python in its own venv (bash
 scripts/setup.sh llama-cpp; bench/llamacpp_runner.py), on the default model's GGUF
 requantized by llama.cpp to F32, F16, BF16, Q8_0 and Q4_0 (its Q4_0 keeps the tied embedding and
 output at Q8_0). Bytes: llmc's weights.bin, the ONNX weights, the GGUF file. Progress goes
@@ -30,14 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 
 from cpu_throughput import DEFAULT_MODEL, LLMC, ROOT, run_llmc, run_onnxruntime
@@ -72,34 +70,18 @@ def onnx_bytes(model: Path) -> int:
 
 
 def quantized_model(bits: int | None, group_size: int, accuracy_level: int, quiet: bool) -> Path:
-    """The default model's ONNX at `bits` (None: as it is), made once into WORK; at
-    accuracy_level 4 every MatMulNBits says so, as the genai builder's int4 models do (which
-    lets onnxruntime, and llmc by default, quantize the activations to int8)."""
+    """The default model's ONNX at `bits` (None: as it is), made once into WORK; its
+    MatMulNBits at `accuracy_level` (4, as the genai builder's int4 models: onnxruntime, and
+    llmc by default, quantize the activations to int8)."""
     if bits is None:
         return DEFAULT_MODEL
-    out = WORK / f"w{bits}-g{group_size}" / "model.onnx"
+    out = WORK / f"w{bits}-g{group_size}-level{accuracy_level}" / "model.onnx"
     if not out.exists():
         say(f"quantizing the default model to {bits} bits (llmc.quantize)", quiet)
         subprocess.run([sys.executable, "-m", "llmc.quantize", str(DEFAULT_MODEL), "-o", str(out),
                         "--bits", str(bits), "--group-size", str(group_size), "--symmetric",
-                        "--quiet"], check=True)
-    if accuracy_level == 0:
-        return out
-    relaxed = WORK / f"w{bits}-g{group_size}-level{accuracy_level}" / "model.onnx"
-    if not relaxed.exists():
-        model = onnx.load(str(out))
-        for node in model.graph.node:
-            if node.op_type == "MatMulNBits":
-                kept = [a for a in node.attribute if a.name != "accuracy_level"]
-                del node.attribute[:]
-                node.attribute.extend(
-                    [*kept, onnx.helper.make_attribute("accuracy_level", accuracy_level)])
-        relaxed.parent.mkdir(parents=True, exist_ok=True)
-        onnx.save(model, str(relaxed), save_as_external_data=True, location="model.onnx.data")
-        for tokenizer_file in out.parent.iterdir():
-            if not tokenizer_file.name.startswith("model.onnx"):
-                shutil.copy(tokenizer_file, relaxed.parent)
-    return relaxed
+                        "--accuracy-level", str(accuracy_level), "--quiet"], check=True)
+    return out
 
 
 def llama_cpp(quant: str, args) -> dict:

@@ -335,6 +335,20 @@ def test_quantized_latent_attention_attends_over_its_latent(tmp_path):
         llmc_model.close()
 
 
+@pytest.mark.skipif(not HAS_INT8_PRODUCTS, reason="int8 activations need AVX512-VNNI or AVX2")
+def test_llmc_quantize_accuracy_level_asks_for_int8_activations(tmp_path):
+    """`llmc quantize --accuracy-level 4` writes MatMulNBits that ask for int8 activations,
+    which `llmc compile` then takes, as on the genai builder's int4 files."""
+    output = tmp_path / "quantized" / "model.onnx"
+    subprocess.run([str(LLMC), "quantize", str(EXPORTS_DIR / "optimum/llama-gqa/model.onnx"),
+                    "-o", str(output), "--accuracy-level", "4", "--quiet"], check=True)
+    levels = [attribute.i for node in onnx.load(str(output), load_external_data=False).graph.node
+              if node.op_type == "MatMulNBits"
+              for attribute in node.attribute if attribute.name == "accuracy_level"]
+    assert levels and set(levels) == {4}
+    assert activations_of(compile_model(output, tmp_path / "model.llmc")) == "int8"
+
+
 @pytest.mark.parametrize("family,group_size", [("llama-gqa", 16), ("phi2", 32)])
 def test_act_order_stays_packed_and_matches_onnxruntime(family, group_size, tmp_path):
     """GPTQ act-order writes MatMulNBits with a g_idx that scatters the groups; llmc sorts

@@ -30,13 +30,18 @@ __all__ = ["METHODS", "QuantizedWeight", "pack_codes", "quantize_model", "quanti
 
 def quantize_model(model: onnx.ModelProto, model_path: Path, method: str = "rtn", bits: int = 4,
                    block_size: int = 32, symmetric: bool = True, act_order: bool = False,
-                   calibration: Path = DEFAULT_TEXT, say=None, progress=None
-                   ) -> tuple[onnx.ModelProto, int]:
+                   calibration: Path = DEFAULT_TEXT, say=None, progress=None,
+                   accuracy_level: int = 0) -> tuple[onnx.ModelProto, int]:
     """The model (loaded from `model_path`, whose folder holds its tokenizer.json for
     calibration) with its weights quantized by `method`; and the number of weights quantized.
+    Its MatMulNBits ask for `accuracy_level`: 0, the exact product, or 4, which lets
+    onnxruntime (and `llmc compile`, by default) quantize their activations to int8.
     `say(message)` reports the stages, `progress(stage, done, total)` the work in each."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
+    if accuracy_level not in (0, 4):
+        raise ValueError(f"accuracy level must be 0 (exact) or 4 (int8 activations), not "
+                         f"{accuracy_level}")
     if act_order and method != "gptq":
         raise ValueError("act-order is GPTQ's: use it with method gptq")
     if act_order and bits != 4:
@@ -75,5 +80,5 @@ def quantize_model(model: onnx.ModelProto, model_path: Path, method: str = "rtn"
             quantized.append(quantize_rtn(site.weight, bits, block_size, symmetric))
         if progress:
             progress("weights", index, len(sites))
-    graph.replace(sites, quantized)
+    graph.replace(sites, quantized, accuracy_level)
     return model, len(sites)

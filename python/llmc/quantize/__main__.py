@@ -1,5 +1,6 @@
 """llmc quantize (or python -m llmc.quantize) MODEL.onnx -o OUT.onnx [--method rtn|awq|gptq] [--bits 4|8]
-    [--group-size 32] [--symmetric] [--act-order] [--calibration FILE] [--quiet]
+    [--group-size 32] [--symmetric] [--act-order] [--calibration FILE] [--accuracy-level 0|4]
+    [--quiet]
 
 Every MatMul by a constant weight (an initializer [K, N], or the Transpose of one [N, K]: a
 tied LM head) becomes com.microsoft MatMulNBits, and the embedding's Gather becomes
@@ -10,7 +11,8 @@ groups of --group-size, each with a scale and (unless --symmetric) a zero point:
 of llmc/quantize/blocks.py. --method awq and gptq calibrate on --calibration (a text file;
 llmc/quantize/calibration.txt by default) with the model's tokenizer.json. --act-order
 (GPTQ) quantizes each weight's inputs in order of decreasing activation energy and groups
-them in that order, recorded in MatMulNBits' g_idx.
+them in that order, recorded in MatMulNBits' g_idx. --accuracy-level 4 lets the MatMulNBits
+be computed with int8 activations, which onnxruntime and `llmc compile` then do by default.
 """
 from __future__ import annotations
 
@@ -41,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
                              "diagonal (MatMulNBits' g_idx)")
     parser.add_argument("--calibration", type=Path, default=DEFAULT_TEXT,
                         help="text to calibrate AWQ and GPTQ on")
+    parser.add_argument("--accuracy-level", type=int, choices=[0, 4], default=0,
+                        help="MatMulNBits' accuracy_level: 0, the exact product, or 4, which "
+                             "lets onnxruntime and llmc compile quantize the activations to "
+                             "int8 (as the genai builder's int4 models ask)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
 
@@ -70,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         model, count = quantize_model(model, args.model, args.method, args.bits, args.group_size,
                                       args.symmetric, args.act_order, args.calibration, say,
-                                      progress)
+                                      progress, args.accuracy_level)
     except ValueError as error:
         return fail(str(error))
     if count == 0:

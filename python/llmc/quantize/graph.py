@@ -104,8 +104,10 @@ class ModelGraph:
                     gathers.append(WeightSite(node, table))
         return matmuls + gathers
 
-    def replace(self, sites: list[WeightSite], quantized: list[QuantizedWeight]) -> None:
-        """Rewrites each site's node with its quantized weight."""
+    def replace(self, sites: list[WeightSite], quantized: list[QuantizedWeight],
+                accuracy_level: int = 0) -> None:
+        """Rewrites each site's node with its quantized weight; the MatMulNBits ask for
+        `accuracy_level` (0: the exact product; 4: int8 activations allowed)."""
         new_initializers: list[onnx.TensorProto] = []
         replaced: dict[int, onnx.NodeProto] = {}
         for site, q in zip(sites, quantized):
@@ -135,7 +137,7 @@ class ModelGraph:
                 replaced[id(node)] = helper.make_node(
                     "MatMulNBits", inputs, list(node.output), name=node.name, domain=MICROSOFT,
                     K=q.in_features, N=q.out_features, bits=q.bits, block_size=q.block_size,
-                    accuracy_level=0)
+                    accuracy_level=accuracy_level)
         nodes = [replaced.get(id(node), node) for node in self.graph.node]
         del self.graph.node[:]
         self.graph.node.extend(nodes)
