@@ -404,7 +404,7 @@ int runCompile(const CompileOptions &options) {
     return 1;
   }
   // With --int8-activations, the instructions of its products; without the
-  // flag the file decides after the import (int8ActivationsOf).
+  // flag the file decides after the import (fileAsksForInt8Activations).
   std::string int8Products = options.int8Products;
   if (options.int8Activations == false && int8Products != "auto") {
     error() << "--int8-products applies with --int8-activations\n";
@@ -545,12 +545,16 @@ int runCompile(const CompileOptions &options) {
   std::optional<std::string> activationsNote;
   if (!options.int8Activations && !graph) {
     bool asked = fileAsksForInt8Activations(*module);
-    if (!asked && int8Products != "auto") {
-      error() << "--int8-products applies with --int8-activations, which this file does not "
-                 "ask for (MatMulNBits' accuracy_level 4)\n";
+    bool applies = !cuda && options.matmul == "generated";
+    if (int8Products != "auto" && !(asked && applies)) {
+      if (!asked)
+        error() << "--int8-products applies with --int8-activations, which this file does not "
+                   "ask for (MatMulNBits' accuracy_level 4)\n";
+      else
+        error() << "--int8-products applies to the CPU target's generated matmul\n";
       return 1;
     }
-    if (asked && !cuda && options.matmul == "generated") {
+    if (asked && applies) {
       if (int8Products != "auto" || hostHasFeature("+avx2")) {
         if (!resolveInt8Products(int8Products)) return 1;
         step.int8Activations = true;

@@ -228,6 +228,19 @@ def test_int8_activations_refused_where_they_do_not_apply(args, message, tmp_pat
     assert result.stderr.strip().splitlines() == [f"llmc: error: {message}"]
 
 
+@pytest.mark.parametrize("args", [["--matmul=blas"], ["--target", "cuda"]])
+def test_int8_products_refused_where_the_files_int8_activations_do_not_apply(args, tmp_path):
+    """A file that asks for int8 activations gets them from the CPU target's generated
+    matmul only: elsewhere --int8-products names instructions nothing would use."""
+    result = subprocess.run([str(LLMC), "compile",
+                             str(EXPORTS_DIR / "genai-int4/llama-tied/model.onnx"),
+                             "-o", str(tmp_path / "out.llmc"), "--int8-products=avx2", *args],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [
+        "llmc: error: --int8-products applies to the CPU target's generated matmul"]
+
+
 @pytest.mark.parametrize("bits,group_size,symmetric",
                          [(4, 32, True), (4, 16, False), (8, 32, False), (8, 128, True)])
 def test_rtn_values_are_within_a_step(bits, group_size, symmetric):
