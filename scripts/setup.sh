@@ -142,11 +142,15 @@ if [[ $OPTIONS == *" exporters "* ]]; then
 fi
 
 # llama-cpp-python compiles llama.cpp while it installs (several minutes): for the host CPU
-# (GGML_NATIVE), with OpenMP threads. The stamp covers CMAKE_ARGS too, so changing them rebuilds,
-# and pip's cache is off so that it cannot hand back a wheel built with other CMAKE_ARGS.
+# (GGML_NATIVE), with OpenMP threads, without AMX (its AMX matmul crashes on the default model
+# on a Sapphire Rapids VM; a no-op on CPUs without AMX). The stamp covers CMAKE_ARGS too, so
+# changing them rebuilds (a forced reinstall: pip would keep the installed build), and pip's
+# cache is off so that it cannot hand back a wheel built with other CMAKE_ARGS.
 if [[ $OPTIONS == *" llama-cpp "* ]]; then
-  export CMAKE_ARGS="-DGGML_NATIVE=ON -DGGML_OPENMP=ON"
-  install_venv llamacpp bench/requirements-llamacpp.txt "$CMAKE_ARGS" --no-cache-dir
+  NO_AMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  export CMAKE_ARGS="-DGGML_NATIVE=ON -DGGML_OPENMP=ON '-DCMAKE_C_FLAGS=$NO_AMX' '-DCMAKE_CXX_FLAGS=$NO_AMX'"
+  install_venv llamacpp bench/requirements-llamacpp.txt "$CMAKE_ARGS" --no-cache-dir \
+    --force-reinstall
 fi
 
 if [[ $OPTIONS == *" vllm "* ]]; then
