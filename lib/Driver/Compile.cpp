@@ -492,6 +492,7 @@ int runCompile(const CompileOptions &options) {
   if (!cuda) step.cpuWeightDtype = options.dtype.value_or(
                  options.matmul == "generated" ? "auto" : "f32");
   step.bf16Activations = options.bf16Activations;
+  step.cpuAvx512 = !cuda && hostHasFeature("+avx512f");
   step.optLevel = optLevel;
   if (cuda) {
     step.target = "cuda";

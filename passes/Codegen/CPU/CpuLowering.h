@@ -235,6 +235,11 @@ struct MatmulWeight {
   /// of k with `bf16Products`): the outer-product
   /// matmul of CpuPanelMatmul.cpp reads it.
   bool panels = false;
+  /// 4-bit codes dequantised by a lookup in their block's 16 values,
+  /// (c - zero_point) * scale for c = 0..15 computed once per block, with
+  /// AVX-512F's vpermps: one instruction where the conversion, subtraction
+  /// and scaling take three, and the same values.
+  bool codeTable = false;
 
   bool isQuantized() const { return static_cast<bool>(scales); }
   /// The memrefs a kernel takes for the weight, in argument order.
@@ -286,7 +291,8 @@ public:
   /// read a span at a time. 16 (one vector) for an f32 weight.
   int64_t span() const;
   /// What every vector read of the block holding column `col` of row `row`
-  /// shares (its scale and zero point, broadcast); nothing for f32.
+  /// shares (its scale and zero point, broadcast, or with `codeTable` its
+  /// 16 values); nothing for f32.
   llvm::SmallVector<mlir::Value> blockState(mlir::Value row, mlir::Value col);
   /// Columns [col, col + 16) of row `row`, col a multiple of 16, with the
   /// blockState of their block.
@@ -300,6 +306,10 @@ public:
   bool productsOfPairs() const { return weight.bf16Products; }
 
 private:
+  /// vector() of a `codeTable` weight: each code's value looked up in the
+  /// block's `table`.
+  mlir::Value lookUpCodes(mlir::Value row, mlir::Value col, mlir::Value table);
+
   KernelBuilder &kb;
   const MatmulWeight &weight;
 };

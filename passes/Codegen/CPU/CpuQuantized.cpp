@@ -49,7 +49,8 @@ MatmulWeight MatmulWeight::withBuffers(ValueRange params) const {
 std::string MatmulWeight::key() const {
   if (!isQuantized())
     return std::string(bf16Products ? "bf16dot" : "dense") + (panels ? "panels" : "");
-  return "q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "");
+  return "q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "") +
+         (codeTable ? "t" : "");
 }
 
 int64_t WeightReader::span() const {
@@ -76,17 +77,6 @@ static Value zeroPointAt(KernelBuilder &kb, const MatmulWeight &weight, Value ro
   return arith::UIToFPOp::create(b, kb.location(), b.getF32Type(), byte);
 }
 
-SmallVector<Value> WeightReader::blockState(Value row, Value col) {
-  if (!weight.isQuantized()) return {};
-  OpBuilder &b = kb.builder();
-  Location loc = kb.location();
-  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
-  Value block = kb.divIndex(col, kb.index(weight.blockSize));
-  Value scale = kb.load(weight.scales, {row, block});
-  return {vector::BroadcastOp::create(b, loc, vectorType, zeroPointAt(kb, weight, row, block)),
-          vector::BroadcastOp::create(b, loc, vectorType, scale)};
-}
-
 /// (code - zero_point) * scale without fast-math flags: the rounding of
 /// the compile-time widening.
 static Value dequantize(OpBuilder &b, Location loc, Value code, Value zeroPoint, Value scale) {
@@ -96,6 +86,26 @@ static Value dequantize(OpBuilder &b, Location loc, Value code, Value zeroPoint,
                        : Type(b.getF32Type());
   Value widened = arith::UIToFPOp::create(b, loc, floatType, code);
   return arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, widened, zeroPoint), scale);
+}
+
+SmallVector<Value> WeightReader::blockState(Value row, Value col) {
+  if (!weight.isQuantized()) return {};
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
+  Value block = kb.divIndex(col, kb.index(weight.blockSize));
+  Value scale = kb.load(weight.scales, {row, block});
+  SmallVector<Value> state{
+      vector::BroadcastOp::create(b, loc, vectorType, zeroPointAt(kb, weight, row, block)),
+      vector::BroadcastOp::create(b, loc, vectorType, scale)};
+  if (!weight.codeTable) return state;
+  // Every code's value, lane c holding code c's.
+  auto codesType = VectorType::get({kLanes}, b.getI32Type());
+  SmallVector<int32_t> allCodes(kLanes);
+  for (int32_t code = 0; code < kLanes; ++code) allCodes[code] = code;
+  Value codes = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(codesType,
+                                                                         ArrayRef(allCodes)));
+  return {dequantize(b, loc, codes, state[0], state[1])};
 }
 
 Value widenBf16(OpBuilder &b, Location loc, Value bits) {
@@ -165,6 +175,7 @@ Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {
                                               weight.values, ValueRange{row, col}));
   }
   auto bytes = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
+  if (weight.codeTable) return lookUpCodes(row, col, state[0]);
   Value codes;
   if (weight.bits == 8) {
     codes = vector::LoadOp::create(b, loc, bytes(kLanes), weight.values, ValueRange{row, col});
@@ -182,6 +193,33 @@ Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {
     codes = vector::ShuffleOp::create(b, loc, low, high, concat);
   }
   return dequantize(b, loc, codes, state[0], state[1]);
+}
+
+Value WeightReader::lookUpCodes(Value row, Value col, Value table) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto indexType = VectorType::get({kLanes}, b.getI32Type());
+  // The run's 8 bytes twice, widened: lanes 0-7 take their low nibbles and
+  // lanes 8-15, shifted right by 4, their high ones; vpermps reads only an
+  // index's low 4 bits, so the low nibbles need no mask.
+  Value packed = vector::LoadOp::create(b, loc, VectorType::get({kLanes / 2}, b.getI8Type()),
+                                        weight.values,
+                                        ValueRange{row, kb.divIndex(col, kb.index(2))});
+  SmallVector<int64_t> twice(kLanes);
+  SmallVector<int32_t> shifts(kLanes);
+  for (int64_t lane = 0; lane < kLanes; ++lane) {
+    twice[lane] = lane % (kLanes / 2);
+    shifts[lane] = lane < kLanes / 2 ? 0 : 4;
+  }
+  Value wide = arith::ExtUIOp::create(b, loc, indexType,
+                                      vector::ShuffleOp::create(b, loc, packed, packed, twice));
+  Value codes = arith::ShRUIOp::create(
+      b, loc, wide,
+      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(indexType, ArrayRef(shifts))));
+  return LLVM::CallIntrinsicOp::create(b, loc, table.getType(),
+                                       b.getStringAttr("llvm.x86.avx512.permvar.sf.512"),
+                                       ValueRange{table, codes})
+      .getResult(0);
 }
 
 Value WeightReader::scalar(Value row, Value col) {

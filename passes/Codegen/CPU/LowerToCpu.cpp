@@ -49,16 +49,16 @@ public:
   /// these instructions.
   /// `weightDtype`: how the generated matmul stores its f32 weights, f32,
   /// rounded to bf16 or f16, or auto (storageOf); `bf16Products`: multiply
-  /// bf16 ones by activations rounded to bf16.
+  /// bf16 ones by activations rounded to bf16; `codeTables`: read packed
+  /// 4-bit codes through their block's values (AVX-512F).
   CpuStepWalker(cpu::StepLowering &step, Value weights, Value workspace, Value logits,
                 bool packQuantized, std::optional<cpu::Int8Products> int8Products,
-                StringRef weightDtype,
-                bool bf16Products)
+                StringRef weightDtype, bool bf16Products, bool codeTables)
       : step(step), weightsArg(weights), workspaceArg(workspace), logits(logits),
         packQuantized(packQuantized && step.generatedMatmul),
         int8Products(int8Products),
         weightDtype(step.generatedMatmul ? weightDtype.str() : "f32"),
-        bf16Products(bf16Products) {}
+        bf16Products(bf16Products), codeTables(codeTables) {}
 
   /// Gives the step's input `value` the memref `memref`.
   void setInput(Value value, Value memref) { refs[value] = memref; }
@@ -319,6 +319,7 @@ private:
       std::tie(weight.values, weight.scales, weight.zeroPoints) = place(dequantize, *packed);
       weight.bits = packed->bits;
       weight.blockSize = packed->blockSize;
+      weight.codeTable = codeTables && packed->bits == 4;
     }
     return packedRefs[value] = weight;
   }
@@ -528,6 +529,7 @@ private:
   std::optional<cpu::Int8Products> int8Products;
   std::string weightDtype;
   bool bf16Products;
+  bool codeTables;
   DenseMap<Value, Value> transposedRefs, halfRefs, panelRefs, halfTables;
   /// Per f32 constant weight, whether f16 and bf16 hold all its values.
   struct HalfValued {
@@ -638,7 +640,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
                                                              ? cpu::Int8Products::Avx2
                                                              : cpu::Int8Products::Avx512Vnni)
                                          : std::nullopt,
-                         weightDtype, bf16Activations);
+                         weightDtype, bf16Activations, avx512);
     for (auto [index, input] : llvm::enumerate(modelInputs))
       walker.setInput(input, body->getArgument(index + 1));
     if (failed(walker.walk(model))) return failure();

@@ -76,6 +76,11 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     exact).
     Matmuls whose inner dimension is not a multiple of 32 keep f32
     products.
+    With `avx512` (a target with AVX-512F) the exact product reads packed
+    4-bit codes through their block's 16 values, (c - zero_point) * scale
+    for c = 0..15 computed once per block and looked up with vpermps: the
+    same values, in one instruction where converting, offsetting and
+    scaling each code takes three.
     Only f32 models are lowered; other element types are refused by name.
   }];
   let options = [
@@ -93,6 +98,9 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
            "(rounded to nearest even, widened to f32 in registers), or auto (each weight "
            "in the first of f16, bf16 and f32 that holds it exactly; llmc compile's "
            "default)">,
+    Option<"avx512", "avx512", "bool", /*default=*/"false",
+           "The target has AVX-512F (llmc compile sets it from the host): packed 4-bit "
+           "codes dequantise through a lookup in their block's 16 values (vpermps)">,
     Option<"bf16Activations", "bf16-activations", "bool", /*default=*/"false",
            "With weight-dtype=bf16: multiply bf16 pairs (AVX512_BF16), the activations "
            "rounded to bf16 per row, where the inner dimension is a multiple of 32">,

@@ -1,6 +1,7 @@
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu)' | FileCheck %s
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{pack-quantized=false})' | FileCheck %s --check-prefix=WIDENED
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{matmul=blas})' | FileCheck %s --check-prefix=WIDENED
+// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{avx512=true})' | FileCheck %s --check-prefix=TABLE
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{int8-activations=true})' | FileCheck %s --check-prefix=INT8
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{int8-activations=true int8-products=avx2})' | FileCheck %s --check-prefix=AVX2
 // RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{int8-activations=true int8-products=sse4})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-PRODUCTS
@@ -33,6 +34,26 @@
 //       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<64x16xi8>, %{{.*}}: memref<64x2xf32>, %{{.*}}: index, %{{.*}}: index)
 //       CHECK:   vector.load %{{.*}} : memref<64x16xi8>, vector<8xi8>
 //       CHECK:   vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] : vector<8xi8>, vector<8xi8>
+// With avx512 the 8-bit codes convert as before, and each block of 4-bit
+// codes computes its 16 values once ((c - zero_point) * scale for c = 0..15,
+// the same arithmetic); a vector of codes is its run's 8 bytes twice,
+// widened, the second half shifted to the high nibbles, and looked up
+// (vpermps reads an index's low 4 bits).
+//       TABLE: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<32x32xi8>,
+//   TABLE-NOT:   llvm.call_intrinsic
+//       TABLE:   arith.uitofp %{{.*}} : vector<16xi8> to vector<16xf32>
+//       TABLE: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<64x16xi8>,
+//       TABLE:   %[[CODES:.*]] = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]> : vector<16xi32>
+//       TABLE:   %[[WIDE:.*]] = arith.uitofp %[[CODES]] : vector<16xi32> to vector<16xf32>
+//       TABLE:   %[[OFFSET:.*]] = arith.subf %[[WIDE]], %{{.*}} : vector<16xf32>
+//       TABLE:   %[[VALUES:.*]] = arith.mulf %[[OFFSET]], %{{.*}} : vector<16xf32>
+//       TABLE:   %[[PACKED:.*]] = vector.load %{{.*}} : memref<64x16xi8>, vector<8xi8>
+//       TABLE:   %[[TWICE:.*]] = vector.shuffle %[[PACKED]], %[[PACKED]] [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7]
+//       TABLE:   %[[BYTES:.*]] = arith.extui %[[TWICE]] : vector<16xi8> to vector<16xi32>
+//       TABLE:   %[[SHIFTS:.*]] = arith.constant dense<[0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4]> : vector<16xi32>
+//       TABLE:   %[[INDEX:.*]] = arith.shrui %[[BYTES]], %[[SHIFTS]] : vector<16xi32>
+//       TABLE:   %[[W:.*]] = llvm.call_intrinsic "llvm.x86.avx512.permvar.sf.512"(%[[VALUES]], %[[INDEX]])
+//       TABLE:   vector.fma %{{.*}}, %[[W]], %{{.*}} : vector<16xf32>
 // The table's codes alternate 1, 2 (bytes 0x21); repacked, byte j holds codes
 // j and j + 8, which are alike: 0x11, 0x22, ...
 //       CHECK: {-#
