@@ -240,6 +240,10 @@ struct MatmulWeight {
   /// AVX-512F's vpermps: one instruction where the conversion, subtraction
   /// and scaling take three, and the same values.
   bool codeTable = false;
+  /// 8-bit codes without zero points stored as code - 128, signed: each
+  /// converts to its offset value directly, one subtraction fewer, the same
+  /// values.
+  bool offsetCodes = false;
 
   bool isQuantized() const { return static_cast<bool>(scales); }
   /// The memrefs a kernel takes for the weight, in argument order.
@@ -351,6 +355,9 @@ void emitDotTileOfRows(KernelBuilder &kb, mlir::Value x, llvm::ArrayRef<mlir::Va
 struct PackedWeight {
   mlir::ElementsAttr codes, scales, zeroPoints;
   int64_t bits, blockSize;
+  /// The codes are stored less their zero point, as signed bytes: 8-bit
+  /// codes without zero points (MatmulWeight::offsetCodes).
+  bool offsetCodes = false;
 };
 std::optional<PackedWeight> packForCpu(const llm::BlockQuantized &weight,
                                        mlir::MLIRContext *context);

@@ -11,7 +11,8 @@
 //                its high nibbles.
 //   scales       f32 [rows, blocks]
 //   zero points  i8 [rows, blocks], one unsigned code a byte; absent for
-//                symmetric codes (zero point 2^(bits-1)).
+//                symmetric codes (zero point 2^(bits-1)), whose 8-bit codes
+//                are then stored less it, as signed bytes.
 //
 // Kernels dequantise in registers with the arithmetic of the compile-time
 // widening, (code - zero_point) * scale rounded once, then compute as they
@@ -50,7 +51,7 @@ std::string MatmulWeight::key() const {
   if (!isQuantized())
     return std::string(bf16Products ? "bf16dot" : "dense") + (panels ? "panels" : "");
   return "q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "") +
-         (codeTable ? "t" : "");
+         (codeTable ? "t" : "") + (offsetCodes ? "s" : "");
 }
 
 int64_t WeightReader::span() const {
@@ -69,8 +70,9 @@ Value WeightReader::pairs(Value row, Value col) {
 }
 
 /// The zero point of (row, block) as f32: the stored byte, or the
-/// symmetric 2^(bits-1).
+/// symmetric 2^(bits-1); null for offset codes, stored less it.
 static Value zeroPointAt(KernelBuilder &kb, const MatmulWeight &weight, Value row, Value block) {
+  if (weight.offsetCodes) return nullptr;
   if (!weight.zeroPoints) return kb.f32(1 << (weight.bits - 1));
   OpBuilder &b = kb.builder();
   Value byte = kb.load(weight.zeroPoints, {row, block});
@@ -78,12 +80,15 @@ static Value zeroPointAt(KernelBuilder &kb, const MatmulWeight &weight, Value ro
 }
 
 /// (code - zero_point) * scale without fast-math flags: the rounding of
-/// the compile-time widening.
+/// the compile-time widening. An offset code (`zeroPoint` null) is the
+/// difference already: code - zero_point is exact in f32 either way.
 static Value dequantize(OpBuilder &b, Location loc, Value code, Value zeroPoint, Value scale) {
   Type floatType = isa<VectorType>(code.getType())
                        ? Type(VectorType::get(cast<VectorType>(code.getType()).getShape(),
                                               b.getF32Type()))
                        : Type(b.getF32Type());
+  if (!zeroPoint)
+    return arith::MulFOp::create(b, loc, arith::SIToFPOp::create(b, loc, floatType, code), scale);
   Value widened = arith::UIToFPOp::create(b, loc, floatType, code);
   return arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, widened, zeroPoint), scale);
 }
@@ -95,8 +100,9 @@ SmallVector<Value> WeightReader::blockState(Value row, Value col) {
   auto vectorType = VectorType::get({kLanes}, b.getF32Type());
   Value block = kb.divIndex(col, kb.index(weight.blockSize));
   Value scale = kb.load(weight.scales, {row, block});
+  Value zeroPoint = zeroPointAt(kb, weight, row, block);
   SmallVector<Value> state{
-      vector::BroadcastOp::create(b, loc, vectorType, zeroPointAt(kb, weight, row, block)),
+      zeroPoint ? vector::BroadcastOp::create(b, loc, vectorType, zeroPoint) : Value(),
       vector::BroadcastOp::create(b, loc, vectorType, scale)};
   if (!weight.codeTable) return state;
   // Every code's value, lane c holding code c's.
@@ -276,7 +282,10 @@ std::optional<PackedWeight> packForCpu(const llm::BlockQuantized &weight, MLIRCo
   std::vector<int8_t> zeroPoints(weight.hasZeroPoints() ? rows * blocks : 0);
   // Signed codes are stored biased by 2^(bits-1), as are their zero points
   // (0 when absent, so the symmetric default): the differences are the same.
+  // 8-bit codes without zero points are stored less that default, signed.
   int32_t bias = weight.hasSignedCodes() ? 1 << (weight.bits - 1) : 0;
+  bool offsetCodes = weight.bits == 8 && !weight.hasZeroPoints();
+  if (offsetCodes) bias -= 1 << (weight.bits - 1);
   for (int64_t row = 0; row < rows; ++row) {
     int8_t *rowCodes = codes.data() + row * rowBytes;
     for (int64_t col = 0; col < paddedCols; ++col) {
@@ -302,6 +311,7 @@ std::optional<PackedWeight> packForCpu(const llm::BlockQuantized &weight, MLIRCo
     packed.zeroPoints = packedBlob(zeroPoints, {rows, blocks}, "zero_points", context);
   packed.bits = weight.bits;
   packed.blockSize = weight.blockSize;
+  packed.offsetCodes = offsetCodes;
   return packed;
 }
 

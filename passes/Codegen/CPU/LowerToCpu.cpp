@@ -320,6 +320,7 @@ private:
       weight.bits = packed->bits;
       weight.blockSize = packed->blockSize;
       weight.codeTable = codeTables && packed->bits == 4;
+      weight.offsetCodes = packed->offsetCodes;
     }
     return packedRefs[value] = weight;
   }

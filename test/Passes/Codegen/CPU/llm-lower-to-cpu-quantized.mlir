@@ -212,6 +212,14 @@ func.func @f16_scales(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<
 //       CHECK:   %[[INDEX:.*]] = memref.load %[[INDICES]][%{{.*}}] : memref<32xi32>
 //       CHECK:   %[[SOURCE:.*]] = arith.index_cast %[[INDEX]] : i32 to index
 //       CHECK:   memref.load %[[IN]][%{{.*}}, %[[SOURCE]]]
+// Its 8-bit codes have no zero points: stored less the default 128 as signed
+// bytes (130 -> 2), they convert to their offset values with no subtraction.
+//       CHECK: func.func private @llmc_matmul_{{[0-9]+}}(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<?x32xf32>, %{{.*}}: memref<32x32xi8>, %{{.*}}: memref<32x2xf32>, %{{.*}}: index, %{{.*}}: index)
+//   CHECK-NOT:   arith.subf
+//       CHECK:   %[[OFFSET:.*]] = arith.sitofp %{{.*}} : vector<16xi8> to vector<16xf32>
+//  CHECK-NEXT:   %[[W:.*]] = arith.mulf %[[OFFSET]], %{{.*}} : vector<16xf32>
+//       CHECK:   vector.fma %{{.*}}, %[[W]], %{{.*}} : vector<16xf32>
+//       CHECK:   codes: "0x0100000002020202
 // WIDENED-LABEL: module attributes
 //       WIDENED: call @llmc_permute_features_
 // INT8-LABEL: module attributes
