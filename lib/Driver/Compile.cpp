@@ -406,12 +406,13 @@ int runCompile(const CompileOptions &options) {
   // With --int8-activations, the instructions of its products; without the
   // flag the file decides after the import (fileAsksForInt8Activations).
   std::string int8Products = options.int8Products;
+  bool int8Applies = !cuda && options.matmul == "generated";
   if (options.int8Activations == false && int8Products != "auto") {
     error() << "--int8-products applies with --int8-activations\n";
     return 1;
   }
   if (options.int8Activations.value_or(false)) {
-    if (cuda || options.matmul != "generated") {
+    if (!int8Applies) {
       error() << "--int8-activations applies to the CPU target's generated matmul\n";
       return 1;
     }
@@ -546,8 +547,7 @@ int runCompile(const CompileOptions &options) {
   std::optional<std::string> activationsNote;
   if (!options.int8Activations && !graph) {
     bool asked = fileAsksForInt8Activations(*module);
-    bool applies = !cuda && options.matmul == "generated";
-    if (int8Products != "auto" && !(asked && applies)) {
+    if (int8Products != "auto" && !(asked && int8Applies)) {
       if (!asked)
         error() << "--int8-products applies with --int8-activations, which this file does not "
                    "ask for (MatMulNBits' accuracy_level 4)\n";
@@ -555,7 +555,7 @@ int runCompile(const CompileOptions &options) {
         error() << "--int8-products applies to the CPU target's generated matmul\n";
       return 1;
     }
-    if (asked && applies) {
+    if (asked && int8Applies) {
       if (int8Products != "auto" || hostHasFeature("+avx2")) {
         if (!resolveInt8Products(int8Products)) return 1;
         step.int8Activations = true;
