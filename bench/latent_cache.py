@@ -13,9 +13,10 @@ context length L, each artifact runs `llmc bench throughput --num-prompts 1 --in
 L:L --output-len-range D:D --max-concurrency 1` (after its warm-up), the two interleaved:
 the prefill rate (L / TTFT) and the decode step (TPOT). Then each serves --serve-prompts
 requests at once (prompts of 512 to 1024 random ids, 64 to 128 greedy tokens) from a KV cache
-of --kv-cache-memory, which holds 4.8x the tokens when it caches the latent: requests/s and
-output tokens/s. The KV bytes a token takes come from each manifest (layers x 2 x kv_heads x
-head_dim x 4). Progress goes to stderr.
+of --kv-cache-memory, which holds 9.6x the tokens when it caches the latent (one row a token,
+whose first features are the values): requests/s and output tokens/s. The KV bytes a token
+takes come from each manifest (layers x kv_rows x kv_heads x head_dim x 4). Progress goes to
+stderr.
 """
 from __future__ import annotations
 
@@ -75,9 +76,10 @@ def main() -> int:
             artifacts[cache] = Path(directory) / f"{cache}.llmc"
             subprocess.run([str(LLMC), "compile", str(args.model), "-o", str(artifacts[cache]),
                             "--quiet", *flags], check=True)
-            model = json.loads((artifacts[cache] / "manifest.json").read_text())["model"]
-            kv_bytes[cache] = (model["num_layers"] * 2 * model["num_kv_heads"]
-                               * model["head_dim"] * 4)
+            manifest = json.loads((artifacts[cache] / "manifest.json").read_text())
+            model = manifest["model"]
+            kv_bytes[cache] = (model["num_layers"] * manifest["step"].get("kv_rows", 2)
+                               * model["num_kv_heads"] * model["head_dim"] * 4)
         rows = []
         for context in contexts:
             row = {"context": context}

@@ -31,6 +31,11 @@ inline constexpr int64_t kInt8KvScaleBytes = 4;
 /// scale (see llm.paged_kv_write).
 inline bool isInt8KvPool(mlir::ShapedType pool) { return pool.getElementType().isInteger(8); }
 
+/// Whether a [layers, blocks, rows, kv_heads, block_size, row] pool caches
+/// one row per token (rows 1: the keys, whose first features are the
+/// values) instead of a key row and a value row (rows 2).
+inline bool valuesInKeys(mlir::ShapedType pool) { return pool.getDimSize(2) == 1; }
+
 /// The head_dim of the rows a [layers, blocks, 2, kv_heads, block_size, row]
 /// pool caches: the last dim, less the scale of an int8 pool.
 inline int64_t cachedHeadDim(mlir::ShapedType pool) {

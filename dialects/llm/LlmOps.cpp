@@ -361,12 +361,14 @@ LogicalResult AttentionOp::verify() {
 }
 
 namespace {
-/// Checks a [layers, num_blocks, 2, kv_heads, block_size, head_dim] pool (f32,
-/// bf16 or f16; or i8 with the scale after each row) and that `layer` indexes it.
+/// Checks a [layers, num_blocks, 2 or 1, kv_heads, block_size, head_dim] pool
+/// (f32, bf16 or f16; or i8 with the scale after each row) and that `layer`
+/// indexes it.
 LogicalResult verifyPool(Operation *op, Value pool, int64_t layer) {
   if (failed(expectRank(op, pool, 6, "the KV pool"))) return failure();
-  if (!compatible(dimOf(pool, 2), 2))
-    return op->emitOpError("the KV pool's third dim must be 2 (keys, values)");
+  if (rankOf(pool) == 6 && dimOf(pool, 2) != 2 && dimOf(pool, 2) != 1)
+    return op->emitOpError("the KV pool's third dim must be 2 (keys, values) or 1 (keys whose "
+                           "first features are the values)");
   auto type = cast<ShapedType>(pool.getType());
   Type element = type.getElementType();
   if (!isa<FloatType>(element) && !llm::isInt8KvPool(type))
@@ -379,6 +381,10 @@ LogicalResult verifyPool(Operation *op, Value pool, int64_t layer) {
   if (layer < 0 || (!ShapedType::isDynamic(layers) && layer >= layers))
     return op->emitOpError("layer ") << layer << " is not in the pool's " << layers << " layers";
   return success();
+}
+/// Whether `pool` is ranked and caches one row per token (llm::valuesInKeys).
+bool poolValuesInKeys(Value pool) {
+  return rankOf(pool) == 6 && llm::valuesInKeys(cast<ShapedType>(pool.getType()));
 }
 /// The head_dim of the rows `pool` caches (dynamic when its rank is).
 int64_t cachedHeadDim(Value pool) {
@@ -426,7 +432,12 @@ LogicalResult PagedKvWriteOp::verify() {
   int64_t rank = rankOf(getKey());
   if (rank >= 0 && rank != 3 && rank != 4)
     return emitOpError("keys must be [batch, kv_heads, seq, head_dim] or ragged [tokens, kv_heads, head_dim]");
-  if (failed(verifyValuesBesideKeys(*this, getKey(), getValue()))) return failure();
+  bool valuesInKeys = poolValuesInKeys(getKvPool());
+  if (rankOf(getKvPool()) == 6 && valuesInKeys == static_cast<bool>(getValue()))
+    return emitOpError(valuesInKeys ? "writes values into a pool of one row per token, whose "
+                                      "values are its keys' first features"
+                                    : "takes no values for a pool of key and value rows");
+  if (getValue() && failed(verifyValuesBesideKeys(*this, getKey(), getValue()))) return failure();
   int64_t slotsRank = rankOf(getSlotMapping());
   if (rank >= 0 && slotsRank >= 0 && slotsRank != rank - 2)
     return emitOpError("slot_mapping must be [batch, seq] or, ragged, [tokens]");
@@ -595,6 +606,9 @@ LogicalResult AddLayerNormOp::verify() {
 
 LogicalResult RopePagedKvWriteOp::verify() {
   if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
+  if (poolValuesInKeys(getKvPool()))
+    return emitOpError("writes values into a pool of one row per token, whose values are its "
+                       "keys' first features");
   if (getUpdatedPool().getType() != getKvPool().getType())
     return emitOpError("the updated pool must have the pool's type");
   if (getRotatedQuery().getType() != getQuery().getType())

@@ -547,6 +547,12 @@ def Llm_PagedKvWriteOp : Llm_Op<"paged_kv_write"> {
     [tokens, kv_heads, head_dim] with slot_mapping [tokens] when ragged.
     Values may be narrower than the keys (multi-head latent attention):
     they fill the first features of their rows, the rest never read.
+
+    A pool whose third dim is 1 caches one row per token: the keys, whose
+    first features are the values (multi-head latent attention over its
+    latent, FlashMLA's layout: the latent then the rotary key). Its write
+    takes no value; llm.paged_attention reads each value as the first
+    head_dim of its result features of the key's row.
     Token t goes to block slot / block_size, offset slot % block_size of
     layer `layer`; a negative slot is skipped. The result is the pool after
     the write: threading it through the layers orders writes before the
@@ -565,7 +571,7 @@ def Llm_PagedKvWriteOp : Llm_Op<"paged_kv_write"> {
     The CPU target transposes the keys ([head_dim, block_size], then for
     int8 the block_size scales).
   }];
-  let arguments = (ins Llm_Tensor:$kv_pool, Llm_Tensor:$key, Llm_Tensor:$value,
+  let arguments = (ins Llm_Tensor:$kv_pool, Llm_Tensor:$key, Llm_OptTensor:$value,
                    Llm_Tensor:$slot_mapping, I64Attr:$layer);
   let results = (outs Llm_Tensor:$updated_pool);
   let hasVerifier = 1;
@@ -586,7 +592,8 @@ def Llm_PagedAttentionOp : Llm_Op<"paged_attention", [Llm_TokenWiseHeads]> {
     h / (heads / kv_heads). `sliding_window`, `softcap`, `sinks` and
     `alibi_slopes` are llm.attention's: only the blocks that hold the
     window's keys are read. The result's head_dim is the values': the
-    query's, or narrower (multi-head latent attention).
+    query's, or narrower (multi-head latent attention); from a pool of one
+    row per token, each value is that many first features of its key.
   }];
   let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$kv_pool, Llm_Tensor:$block_tables,
                    Llm_Tensor:$context_lens, Llm_OptTensor:$cu_seqlens_q,

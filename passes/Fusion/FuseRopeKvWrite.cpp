@@ -57,6 +57,8 @@ struct FuseRopeIntoKvWrite : OpRewritePattern<llm::PagedKvWriteOp> {
   LogicalResult matchAndRewrite(llm::PagedKvWriteOp write, PatternRewriter &rewriter) const override {
     if (rankOf(write.getKey()) != 3)
       return rewriter.notifyMatchFailure(write, "is not in the ragged form");
+    if (!write.getValue())
+      return rewriter.notifyMatchFailure(write, "its values are its keys' first features");
     if (write.getKey().getType() != write.getValue().getType())
       return rewriter.notifyMatchFailure(write, "its values are narrower than its keys");
     std::optional<Rotation> key = rotationOf(write.getKey());

@@ -44,7 +44,7 @@ int64_t bytesPerToken(Operation *op) {
   for (Value operand : op->getOperands()) bytes += rowBytes(operand);
   for (Value result : op->getResults()) bytes += rowBytes(result);
   if (auto write = dyn_cast<llm::PagedKvWriteOp>(op))
-    bytes += rowBytes(write.getKey()) + rowBytes(write.getValue());
+    bytes += rowBytes(write.getKey()) + (write.getValue() ? rowBytes(write.getValue()) : 0);
   if (auto write = dyn_cast<llm::RopePagedKvWriteOp>(op))
     bytes += rowBytes(write.getKey()) + rowBytes(write.getValue());
   return bytes;

@@ -33,6 +33,14 @@ namespace {
 struct Layer {
   llm::AttentionOp attention;
   Value newKeys, newValues;
+
+  /// Whether the values are the keys' first features: keys
+  /// concat_heads(values, rotary key), as llm-absorb-latent-attention
+  /// leaves multi-head latent attention over its latent.
+  bool valuesInKeys() const {
+    auto keys = newKeys.getDefiningOp<llm::ConcatHeadsOp>();
+    return keys && keys.getLhs() == newValues;
+  }
 };
 
 /// The keys or values of the current tokens that `cached` attends over:
@@ -137,8 +145,13 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
              << kvType << " keys; the " << kvCacheDtype << " KV cache stores f32 keys and values";
     int64_t row = int8 ? headDim + llm::kInt8KvScaleBytes : headDim;
     Type poolElement = int8 ? builder.getI8Type() : bf16 ? builder.getBF16Type() : kvType;
+    // Where every layer's values are its keys' first features, a token
+    // caches one row: the keys, which attention reads the values from.
+    bool valuesInKeys = llvm::all_of(layers, [](const Layer &layer) { return layer.valuesInKeys(); });
+    int64_t rowsPerToken = valuesInKeys ? 1 : 2;
     auto poolType = RankedTensorType::get(
-        {static_cast<int64_t>(layers.size()), dynamic, 2, kvHeads, blockSize, row}, poolElement);
+        {static_cast<int64_t>(layers.size()), dynamic, rowsPerToken, kvHeads, blockSize, row},
+        poolElement);
 
     Value tokens = abi::addInput(func, abi::kTokens, RankedTensorType::get({batch, seq}, i32));
     Value positions = abi::addInput(func, abi::kPositions, RankedTensorType::get({batch, seq}, i32));
@@ -171,7 +184,7 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
       builder.setInsertionPoint(attention);
       Location loc = attention.getLoc();
       pool = llm::PagedKvWriteOp::create(builder, loc, poolType, pool, layer.newKeys,
-                                         layer.newValues, slotMapping,
+                                         valuesInKeys ? Value() : layer.newValues, slotMapping,
                                          builder.getI64IntegerAttr(index));
       Value output = llm::PagedAttentionOp::create(
           builder, loc, attention.getType(), attention.getQuery(), pool, blockTables, contextLens,

@@ -70,7 +70,11 @@ def LlmKvCachePagingPass : Pass<"llm-kv-cache-paging", "mlir::func::FuncOp"> {
       head_dim] takes their place: of the K/V type, with
       `kv-cache-dtype=bf16` of bf16 (f32 keys and values rounded as they
       are written), or with `kv-cache-dtype=int8` of i8 with head_dim + 4
-      bytes per row (the int8 codes and their f32 scale);
+      bytes per row (the int8 codes and their f32 scale); where every
+      layer's values are its keys' first features (keys
+      `concat_heads(values, rotary key)`: multi-head latent attention over
+      its latent), [layers, num_blocks, 1, ...]: a token caches the keys'
+      row alone, and attention reads the values from its first features;
     - the token ids and positions become i32 inputs (positions derived
       inside the graph from attention_mask are replaced by them), and
       attention_mask goes: padding is what context_lens leaves out.

@@ -194,6 +194,16 @@ StepConfig parseStepConfig(const json &manifest, const TargetConfig &target) {
   config.maxNumSeqs = integerField(step, "step", "max_num_seqs", 1);
   config.workspaceBytes = integerField(step, "step", "workspace_bytes", 0);
   config.blockSize = integerField(step, "step", "block_size", 1);
+  // Artifacts written before the field cached a key row and a value row.
+  if (step.contains("kv_rows")) {
+    config.kvRows = integerField(step, "step", "kv_rows", 1);
+    if (config.kvRows > 2)
+      throw Error("manifest.json: step.kv_rows must be 1 (keys holding the values) or 2 (keys "
+                  "and values), not " + std::to_string(config.kvRows));
+    if (target.isCuda() && config.kvRows != 2)
+      throw Error("manifest.json: step.kv_rows is " + std::to_string(config.kvRows) +
+                  "; the CUDA runtime caches a key row and a value row (2)");
+  }
   // The runtime allocates the KV pool, so it must know its element type.
   std::string kvDtype = stringField(step, "step", "kv_dtype");
   if (target.isCuda()) {

@@ -55,6 +55,9 @@ struct StepConfig {
   int64_t maxNumSeqs = 0;
   int64_t workspaceBytes = 0;
   int64_t blockSize = 0;
+  /// Rows a token caches per layer and KV head: 2 (its key and its value),
+  /// or 1 (its key, whose first features are the value).
+  int64_t kvRows = 2;
   /// The KV cache's element type: f32, bf16 or int8 (cpu), bf16 or f16 (cuda).
   std::string kvDtype;
 };

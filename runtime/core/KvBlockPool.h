@@ -9,13 +9,16 @@
 
 namespace llmc::runtime {
 
-/// The extents of the KV cache: [numLayers, numBlocks, 2, numKvHeads,
+/// The extents of the KV cache: [numLayers, numBlocks, kvRows, numKvHeads,
 /// blockSize, row] elements of elementBytes each (f32 on the CPU, bf16 or
-/// f16 on a GPU, or int8 codes), K at index 0 of the third axis and V at 1.
-/// A row is headDim elements, and for int8 then the row's f32 scale.
+/// f16 on a GPU, or int8 codes), K at index 0 of the third axis and V at 1;
+/// with one row per token (kvRows 1) the keys alone, whose first features
+/// are the values. A row is headDim elements, and for int8 then the row's
+/// f32 scale.
 struct KvCacheShape {
   int64_t numLayers = 0;
   int64_t numBlocks = 0;
+  int64_t kvRows = 2;
   int64_t numKvHeads = 0;
   int64_t blockSize = 0;
   int64_t headDim = 0;
@@ -28,10 +31,10 @@ struct KvCacheShape {
   int64_t rowExtent() const { return headDim + rowScaleBytes; }
   /// The six extents in the step ABI's order.
   std::vector<int64_t> extents() const {
-    return {numLayers, numBlocks, 2, numKvHeads, blockSize, rowExtent()};
+    return {numLayers, numBlocks, kvRows, numKvHeads, blockSize, rowExtent()};
   }
   /// Elements of one block in one layer, K and V.
-  int64_t elementsPerLayerBlock() const { return 2 * numKvHeads * blockSize * rowExtent(); }
+  int64_t elementsPerLayerBlock() const { return kvRows * numKvHeads * blockSize * rowExtent(); }
   /// Bytes of one block over all layers.
   int64_t bytesPerBlock() const { return numLayers * elementsPerLayerBlock() * elementBytes; }
   int64_t numElements() const { return numLayers * numBlocks * elementsPerLayerBlock(); }

@@ -54,6 +54,7 @@ KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
   shape.numLayers = artifact.model().numLayers;
   shape.numKvHeads = artifact.model().numKvHeads;
   shape.blockSize = artifact.step().blockSize;
+  shape.kvRows = artifact.step().kvRows;
   shape.headDim = artifact.model().headDim;
   const std::string &kvDtype = artifact.step().kvDtype;
   shape.elementBytes = kvDtype == "f32" ? 4 : kvDtype == "int8" ? 1 : 2; // else bf16, f16

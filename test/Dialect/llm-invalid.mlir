@@ -195,6 +195,40 @@ func.func @attention_softcap(%q: tensor<1x4x3x16xf32>) -> tensor<1x4x3x16xf32> {
 
 // -----
 
+// A pool of one row per token holds the keys, whose first features are the
+// values: a write of values has nowhere to put them.
+func.func @values_into_one_row_pool(%pool: tensor<1x?x1x2x16x16xf32>, %k: tensor<?x2x16xf32>, %slots: tensor<?xi32>) -> tensor<1x?x1x2x16x16xf32> {
+  // expected-error @+1 {{writes values into a pool of one row per token, whose values are its keys' first features}}
+  %p = llm.paged_kv_write %pool, %k, %k, %slots {layer = 0 : i64} : (tensor<1x?x1x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x1x2x16x16xf32>
+  return %p : tensor<1x?x1x2x16x16xf32>
+}
+
+// -----
+
+func.func @no_values_into_two_row_pool(%pool: tensor<1x?x2x2x16x16xf32>, %k: tensor<?x2x16xf32>, %slots: tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32> {
+  // expected-error @+1 {{takes no values for a pool of key and value rows}}
+  %p = llm.paged_kv_write %pool, %k, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  return %p : tensor<1x?x2x2x16x16xf32>
+}
+
+// -----
+
+func.func @three_rows_a_token(%pool: tensor<1x?x3x2x16x16xf32>, %k: tensor<?x2x16xf32>, %slots: tensor<?xi32>) -> tensor<1x?x3x2x16x16xf32> {
+  // expected-error @+1 {{the KV pool's third dim must be 2 (keys, values) or 1 (keys whose first features are the values)}}
+  %p = llm.paged_kv_write %pool, %k, %k, %slots {layer = 0 : i64} : (tensor<1x?x3x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x3x2x16x16xf32>
+  return %p : tensor<1x?x3x2x16x16xf32>
+}
+
+// -----
+
+func.func @rope_kv_write_into_one_row_pool(%pool: tensor<1x?x1x2x16x16xf32>, %q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %slots: tensor<?xi32>, %freq: tensor<8xf32>) -> tensor<?x4x16xf32> {
+  // expected-error @+1 {{writes values into a pool of one row per token, whose values are its keys' first features}}
+  %r, %p = llm.rope_paged_kv_write %pool, %q, %k, %k, %slots, %slots inv_freq(%freq) {layer = 0 : i64} : (tensor<1x?x1x2x16x16xf32>, tensor<?x4x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>, tensor<?xi32>, tensor<8xf32>) -> (tensor<?x4x16xf32>, tensor<1x?x1x2x16x16xf32>)
+  return %r : tensor<?x4x16xf32>
+}
+
+// -----
+
 func.func @int8_pool_without_codes(%pool: tensor<1x?x2x2x16x4xi8>, %k: tensor<?x2x16xf32>, %slots: tensor<?xi32>) -> tensor<1x?x2x2x16x4xi8> {
   // expected-error @+1 {{an int8 KV pool's rows must hold head_dim codes and a 4-byte scale}}
   %p = llm.paged_kv_write %pool, %k, %k, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x4xi8>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x4xi8>

@@ -202,6 +202,17 @@ func.func @latent_attention(%nope: tensor<?x2x8xf32>, %pe: tensor<?x1x4xf32>, %v
   return %a : tensor<?x2x8xf32>
 }
 
+// A pool of one row per token: the write takes the keys alone, and attention
+// reads each value as the first 8 features of its key.
+// CHECK-LABEL: func.func @values_in_keys
+// CHECK: llm.paged_kv_write %{{.*}} : (tensor<1x?x1x1x16x12xf32>, tensor<?x1x12xf32>, tensor<?xi32>)
+// CHECK: llm.paged_attention %{{.*}} -> tensor<?x2x8xf32>
+func.func @values_in_keys(%q: tensor<?x2x12xf32>, %k: tensor<?x1x12xf32>, %pool: tensor<1x?x1x1x16x12xf32>, %slots: tensor<?xi32>, %tables: tensor<?x?xi32>, %lens: tensor<?xi32>, %cu: tensor<?xi32>) -> tensor<?x2x8xf32> {
+  %p = llm.paged_kv_write %pool, %k, %slots {layer = 0 : i64} : (tensor<1x?x1x1x16x12xf32>, tensor<?x1x12xf32>, tensor<?xi32>) -> tensor<1x?x1x1x16x12xf32>
+  %a = llm.paged_attention %q, %p, %tables, %lens, %cu {layer = 0 : i64, scale = 0.25 : f32} : (tensor<?x2x12xf32>, tensor<1x?x1x1x16x12xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x8xf32>
+  return %a : tensor<?x2x8xf32>
+}
+
 // An elementwise input may hold one value per row: [rows, 1] beside [rows, n].
 // CHECK-LABEL: func.func @per_row_elementwise_input
 // CHECK: llm.elementwise %{{.*}}, %{{.*}} : (tensor<?x?x8xf32>, tensor<?x?x1xf32>) -> tensor<?x?x8xf32>

@@ -351,18 +351,19 @@ KEY_RANGES_PROMPT_LENGTHS = (150, 97, 180)
 def test_latent_attention_over_key_ranges(tmp_path, cache):
     """DeepSeek-V3's multi-head latent attention (8 heads over a latent of 64 and a shared
     rotary key of 8) over contexts past 64 keys, where each decode row's keys are split into
-    ranges: caching the latent and the rotary key as one KV head of 72 features (the default)
-    or, with --no-latent-kv-cache, every head's keys (24) and values as the export computes
-    them, the artifact computes what onnxruntime computes, over the prefill, 32 decode steps
-    and 32 greedy tokens."""
+    ranges: caching the latent and the rotary key as one KV head of 72 features, one row a
+    token whose first 64 are the values (the default), or, with --no-latent-kv-cache, every
+    head's keys (24) and values as the export computes them, the artifact computes what
+    onnxruntime computes, over the prefill, 32 decode steps and 32 greedy tokens."""
     onnx_path = EXPORTS_DIR / "optimum" / "deepseek-v3-yarn" / "model.onnx"
     artifact = tmp_path / "model.llmc"
     flags = [] if cache == "latent" else ["--no-latent-kv-cache"]
     subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet",
                     *flags], check=True)
-    model = json.loads((artifact / "manifest.json").read_text())["model"]
-    assert (model["num_kv_heads"], model["head_dim"]) == ((1, 72) if cache == "latent"
-                                                          else (8, 24))
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    model, step = manifest["model"], manifest["step"]
+    assert (model["num_kv_heads"], model["head_dim"], step["kv_rows"]) == (
+        (1, 72, 1) if cache == "latent" else (8, 24, 2))
     reference, _ = exact_reference(onnx_path, tmp_path / "reference")
     assert compare_on_prompts(artifact, reference, KEY_RANGES_PROMPT_LENGTHS, seed=1234) == ""
 

@@ -107,6 +107,23 @@ TEST(Artifact, RefusesMissingOrInvalidFields) {
   EXPECT_LOAD_ERROR(test, "step.kv_dtype 'f16' is not supported");
 }
 
+TEST(Artifact, ReadsHowManyRowsATokenCaches) {
+  TestArtifact test;
+  // An artifact written before step.kv_rows caches a key and a value row.
+  test.manifest["step"].erase("kv_rows");
+  test.writeManifest();
+  EXPECT_EQ(Artifact::load(test.dir())->step().kvRows, 2);
+  test.manifest["step"]["kv_rows"] = 1;
+  test.writeManifest();
+  EXPECT_EQ(Artifact::load(test.dir())->step().kvRows, 1);
+  test.manifest["step"]["kv_rows"] = 3;
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "step.kv_rows must be 1 (keys holding the values) or 2");
+  test.manifest["step"]["kv_rows"] = 0;
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "step.kv_rows must be an integer >= 1");
+}
+
 TEST(Artifact, RefusesATruncatedWeightsFile) {
   TestArtifact test;
   std::filesystem::resize_file(test.path("weights.bin"), 100);

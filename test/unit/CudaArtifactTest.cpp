@@ -93,6 +93,12 @@ TEST(CudaArtifact, RefusesABadTarget) {
   test.manifest["step"]["kv_dtype"] = "f16";
   test.writeManifest();
   EXPECT_EQ(loadError(test), "");
+  test.manifest["step"]["kv_rows"] = 1;
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "step.kv_rows is 1; the CUDA runtime caches a key row and a value row");
+  test.manifest["step"]["kv_rows"] = 2;
+  test.writeManifest();
+  EXPECT_EQ(loadError(test), "");
   test.manifest["target"]["kind"] = "tpu";
   test.writeManifest();
   EXPECT_LOAD_ERROR(test, "targets 'tpu'; this runtime runs cpu and cuda artifacts only");

@@ -72,6 +72,24 @@ TEST(KvBlockPool, AnInt8PoolsRowsCarryTheirScale) {
   EXPECT_THROW(checkedKvCacheShape(shape), Error);
 }
 
+TEST(KvBlockPool, APoolOfOneRowPerTokenHoldsHalfTheBytes) {
+  KvCacheShape shape = smallShape(3);
+  shape.kvRows = 1;
+  HostKvStorage storage(shape);
+  KvBlockPool pool(shape, storage);
+  std::vector<int64_t> expected = {2, 3, 1, 3, 4, 8};
+  EXPECT_EQ(pool.shape().extents(), expected);
+  int64_t perLayerBlock = 3 * 4 * 8;
+  EXPECT_EQ(pool.shape().bytesPerBlock(), 2 * perLayerBlock * 4);
+  EXPECT_EQ(pool.shape().bytesPerBlock() * 2, smallShape(3).bytesPerBlock());
+  for (int64_t i = 0; i < pool.shape().numElements(); ++i) floats(storage)[i] = float(i);
+  pool.copyBlock(0, 1);
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int64_t i = 0; i < perLayerBlock; ++i)
+      ASSERT_EQ(floats(storage)[(layer * 3 + 1) * perLayerBlock + i],
+                float((layer * 3 + 0) * perLayerBlock + i));
+}
+
 TEST(KvSwapSpace, ABlockComesBackBitForBitInAnotherBlock) {
   HostKvStorage storage(smallShape(3));
   KvBlockPool pool(smallShape(3), storage);

@@ -77,6 +77,7 @@ TestArtifact::TestArtifact(const TestArtifactSpec &spec) {
         // The toy keeps one int64 per sequence in the workspace.
         {"workspace_bytes", spec.maxNumSeqs * 8},
         {"block_size", spec.blockSize},
+        {"kv_rows", 2},
         {"kv_dtype", "f32"},
         {"matmul", "blas"}}},
       {"kernels", {fileEntry("kernels.so", kernels)}},

@@ -63,7 +63,7 @@ cl::opt<bool> noLatentKvCache(
     "no-latent-kv-cache",
     cl::desc("Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): cache every head's keys "
              "and values, as the export computes them, instead of the latent and the rotary "
-             "key (the default caches those: 43x fewer bytes a token at DeepSeek-V3's sizes, "
+             "key, one row a token (the default: 85x fewer bytes a token at DeepSeek-V3's sizes, "
              "while attention over them does more arithmetic a key)"),
     cl::cat(compileCategory));
 cl::opt<int64_t> maxNumBatchedTokens("max-num-batched-tokens",

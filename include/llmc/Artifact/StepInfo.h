@@ -32,6 +32,9 @@ struct StepInfo {
   int64_t attentionWindow = 0;
   // manifest.json "step"
   int64_t maxNumBatchedTokens = 0, maxNumSeqs = 0, workspaceBytes = 0, blockSize = 0;
+  /// Rows a token caches per layer and KV head: 2 (a key and a value), or 1
+  /// (the key, whose first features are the value).
+  int64_t kvRows = 0;
 };
 
 inline constexpr llvm::StringLiteral kStepInfoAttr = "llmc.step_info";
@@ -69,6 +72,7 @@ inline constexpr StepInfoField kStepInfoStepFields[] = {
     {"max_num_seqs", &StepInfo::maxNumSeqs},
     {"workspace_bytes", &StepInfo::workspaceBytes},
     {"block_size", &StepInfo::blockSize},
+    {"kv_rows", &StepInfo::kvRows},
 };
 
 /// Every field of the record.

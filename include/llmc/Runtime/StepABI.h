@@ -66,8 +66,10 @@ LLMC_DEFINE_MEMREF(6)
  *   cu_seqlens_q    [N+1] i32          context_lens   [N] i32
  *   block_tables    [N, max_blocks] i32
  *   slot_mapping    [T] i32            logits_indices [N] i32
- *   kv_pool         [layers, num_blocks, 2, kv_heads, block_size, head_dim]
- *                   f32; index 0 of the third axis is K, 1 is V
+ *   kv_pool         [layers, num_blocks, kv_rows, kv_heads, block_size, head_dim]
+ *                   f32; index 0 of the third axis is K, 1 is V; with
+ *                   manifest step.kv_rows 1, K alone, whose first features
+ *                   are V
  *   weights         [bytes] i8, weights.bin as mapped
  *   workspace       [bytes] i8, at least manifest step.workspace_bytes,
  *                   64-byte aligned; scratch for activations

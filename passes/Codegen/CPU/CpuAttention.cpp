@@ -61,6 +61,11 @@ int64_t kvHeadsPerTask(int64_t kvHeads, int64_t accumulatorsPerKvHead) {
   return 1;
 }
 
+/// The most query heads whose sums one loop over a key row carries (a pool
+/// of one row per token): each is a chain of fmas, and enough of them keep
+/// the fma units busy.
+constexpr int64_t kMaxRowScoreHeads = 8;
+
 /// The most accumulator vectors one loop over a block's value rows carries:
 /// AVX-512 has 32 vector registers, and the loop also holds the rows' chunks
 /// and a weight.
@@ -84,10 +89,14 @@ int64_t chunksPerSlotLoop(int64_t group, int64_t chunks) {
 /// slot together, [head_dim, block_size] (for int8: codes, then the
 /// block_size scales), so attention computes a block's scores with one
 /// vector fma per feature and no horizontal sum.
+///
+/// A pool of one row per token ([blocks, 1, ...]: the values are the keys'
+/// first features) keeps its keys as rows, which the values are read from;
+/// a score is then a key row times a query row, summed across lanes.
 struct CachedRows {
   Value pool;
   int64_t kvHeads, blockSize, headDim;
-  bool int8, bf16;
+  bool int8, bf16, valuesInKeys;
   explicit CachedRows(Value pool) : pool(pool) {
     auto type = cast<MemRefType>(pool.getType());
     kvHeads = type.getDimSize(2);
@@ -95,17 +104,31 @@ struct CachedRows {
     headDim = llm::cachedHeadDim(type);
     int8 = llm::isInt8KvPool(type);
     bf16 = type.getElementType().isBF16();
+    valuesInKeys = type.getDimSize(1) == 1;
   }
 
-  /// Elements [d, d + lanes) of a value row as an f32 vector: the values, or
-  /// for int8 the codes (the caller applies the scale).
+  /// The indices of the key row of `slot` in block `block`, KV head `head`
+  /// (a pool of one row per token), or of its value row.
+  SmallVector<Value> keyRow(KernelBuilder &kb, Value block, Value head, Value slot) const {
+    return {block, kb.index(0), head, slot};
+  }
+  SmallVector<Value> valueRow(KernelBuilder &kb, Value block, Value head, Value slot) const {
+    return {block, kb.index(valuesInKeys ? 0 : 1), head, slot};
+  }
+
+  /// Elements [d, d + lanes) of a value row (or of a key row of a pool of one
+  /// row per token) as an f32 vector: the elements, or for int8 the codes
+  /// (the caller applies the scale).
   Value chunk(KernelBuilder &kb, ValueRange row, int64_t d, VectorType type) const {
+    return chunk(kb, row, kb.index(d), type);
+  }
+  Value chunk(KernelBuilder &kb, ValueRange row, Value d, VectorType type) const {
     SmallVector<Value> indices(row);
-    indices.push_back(kb.index(d));
+    indices.push_back(d);
     return widened(kb, pool, indices, type);
   }
 
-  /// The scale of an int8 value row; null for an f32 pool.
+  /// The scale of an int8 row; null for an f32 pool.
   Value scale(KernelBuilder &kb, ValueRange row) const {
     if (!int8) return nullptr;
     SmallVector<Value> indices(row);
@@ -114,10 +137,10 @@ struct CachedRows {
     return vector::ExtractOp::create(kb.builder(), kb.location(), scales, ArrayRef<int64_t>{0});
   }
 
-  /// Writes a value row of `width` elements (head_dim, or fewer: the rest
-  /// of the row is never read), element `d` of which is `read(d)`.
-  void writeValue(KernelBuilder &kb, ValueRange row, int64_t width,
-                  function_ref<Value(Value)> read) const {
+  /// Writes a row of `width` elements (a value's head_dim, or fewer: the
+  /// rest of the row is never read), element `d` of which is `read(d)`.
+  void writeRow(KernelBuilder &kb, ValueRange row, int64_t width,
+                function_ref<Value(Value)> read) const {
     auto at = [&](Value d) {
       SmallVector<Value> indices(row);
       indices.push_back(d);
@@ -127,8 +150,10 @@ struct CachedRows {
           [&](Value scale) { storeScale(kb, scale, pool, at(kb.index(headDim))); });
   }
 
-  /// The keys' tiles: the blocks with each [block_size, row] tile flat.
+  /// The keys' tiles: the blocks with each [block_size, row] tile flat; null
+  /// for a pool of one row per token, whose keys are rows.
   Value keyTiles(KernelBuilder &kb) const {
+    if (valuesInKeys) return nullptr;
     SmallVector<ReassociationIndices> dims{{0}, {1}, {2}, {3, 4}};
     return memref::CollapseShapeOp::create(kb.builder(), kb.location(), pool, dims);
   }
@@ -152,9 +177,13 @@ struct CachedRows {
     return scalesAt(kb, tiles, indices, lanes);
   }
 
-  /// Writes the key in `slot` of a key tile, feature `d` of which is `read(d)`.
-  void writeKey(KernelBuilder &kb, Value tiles, ValueRange tile, Value slot,
+  /// Writes the key in `slot` of block `block`, KV head `head` (a row of
+  /// `tiles`'s tile, or a row of a pool of one row per token), feature `d`
+  /// of which is `read(d)`.
+  void writeKey(KernelBuilder &kb, Value tiles, Value block, Value head, Value slot,
                 function_ref<Value(Value)> read) const {
+    if (valuesInKeys) return writeRow(kb, keyRow(kb, block, head, slot), headDim, read);
+    SmallVector<Value> tile{block, kb.index(0), head};
     auto at = [&](Value offset) {
       SmallVector<Value> indices(tile);
       indices.push_back(offset);
@@ -265,17 +294,20 @@ Value layerBlocks(StepLowering &step, Location loc, Value pool, int64_t layer) {
 
 LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
                                 ArrayRef<Value> operands) {
-  SmallVector<Value> args{layerBlocks(step, op.getLoc(), operands[0], op.getLayer()), operands[1],
-                          operands[2], operands[3]};
+  // pool, keys, values (unless the pool holds one row per token), slots.
+  SmallVector<Value> args(operands);
+  args[0] = layerBlocks(step, op.getLoc(), operands[0], op.getLayer());
   step.callKernel(op.getLoc(), "paged_kv_write", kernelKey(op, args, {"layer"}), args,
                   [&](KernelBuilder &kb, ValueRange params) {
-    Value keys = params[1], values = params[2], slots = params[3];
+    // A pool of one row per token takes no values: they are the keys'.
+    bool withValues = params.size() == 4;
+    Value keys = params[1], values = withValues ? params[2] : Value(), slots = params.back();
     CachedRows rows(params[0]);
     Value tiles = rows.keyTiles(kb);
-    Value zero = kb.index(0), one = kb.index(1);
+    Value zero = kb.index(0);
     Value blockSize = kb.index(rows.blockSize), headDim = kb.index(rows.headDim);
     // Values may be narrower than the keys (multi-head latent attention).
-    int64_t valueDim = staticDim(values, 1) / rows.kvHeads;
+    int64_t valueDim = withValues ? staticDim(values, 1) / rows.kvHeads : 0;
     kb.forEach(zero, kb.dim(keys, 0), [&](Value token) {
       Value slot = kb.toIndex(kb.load(slots, {token}));
       // A negative slot marks a token whose K/V must not be cached.
@@ -283,11 +315,12 @@ LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
         Value block = kb.divIndex(slot, blockSize), offset = kb.remIndex(slot, blockSize);
         kb.forEach(zero, kb.index(rows.kvHeads), [&](Value head) {
           Value base = kb.mulIndex(head, headDim);
-          rows.writeKey(kb, tiles, {block, zero, head}, offset, [&](Value d) {
+          rows.writeKey(kb, tiles, block, head, offset, [&](Value d) {
             return kb.load(keys, {token, kb.addIndex(base, d)});
           });
+          if (!withValues) return;
           Value valueBase = kb.mulIndex(head, kb.index(valueDim));
-          rows.writeValue(kb, {block, one, head, offset}, valueDim, [&](Value d) {
+          rows.writeRow(kb, rows.valueRow(kb, block, head, offset), valueDim, [&](Value d) {
             return kb.load(values, {token, kb.addIndex(valueBase, d)});
           });
         });
@@ -315,7 +348,7 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
     Rotation rotation{rows.headDim, halfRotary, interleaved, cached ? Value() : params[6],
                       cached ? params[6] : Value(), cached ? params[7] : Value()};
     int64_t heads = cast<MemRefType>(out.getType()).getDimSize(1) / rows.headDim;
-    Value zero = kb.index(0), one = kb.index(1);
+    Value zero = kb.index(0);
     Value blockSize = kb.index(rows.blockSize), headDim = kb.index(rows.headDim);
     // The rotated key of one head: an int8 row is quantised from all of it.
     Value rotatedKey = memref::AllocaOp::create(
@@ -340,10 +373,10 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
               kb, tokenRotation.rotation, position,
               [&](Value i) { return kb.load(keys, {token, kb.addIndex(base, i)}); },
               [&](Value i, Value value) { kb.store(value, rotatedKey, {i}); });
-          rows.writeKey(kb, tiles, {block, zero, head}, offset,
+          rows.writeKey(kb, tiles, block, head, offset,
                         [&](Value d) { return kb.load(rotatedKey, {d}); });
-          rows.writeValue(kb, {block, one, head, offset}, rows.headDim,
-                          [&](Value d) { return kb.load(values, {token, kb.addIndex(base, d)}); });
+          rows.writeRow(kb, rows.valueRow(kb, block, head, offset), rows.headDim,
+                        [&](Value d) { return kb.load(values, {token, kb.addIndex(base, d)}); });
         });
       });
     });
@@ -618,6 +651,15 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
         arith::ConstantOp::create(b, loc, scoreType, DenseElementsAttr::get(scoreType, 0.0f));
     int64_t partials = 1;
     while (partials * group < 4 && rows.headDim % (2 * partials) == 0) partials *= 2;
+    // A pool of one row per token: a key row is `rowLanes` features a
+    // vector, and `scoreHeads` query heads of the group share each one.
+    int64_t rowLanes = std::min<int64_t>(kLanes, rows.headDim & -rows.headDim);
+    auto rowType = VectorType::get({rowLanes}, b.getF32Type());
+    Value rowZeros =
+        arith::ConstantOp::create(b, loc, rowType, DenseElementsAttr::get(rowType, 0.0f));
+    int64_t scoreHeads = 1;
+    for (int64_t heads = 1; heads <= std::min<int64_t>(group, kMaxRowScoreHeads); ++heads)
+      if (group % heads == 0) scoreHeads = heads;
     // Every query head's ALiBi slope, and each score vector's slots as floats.
     Value slopeTable;
     SmallVector<Value> slotOffsets;
@@ -646,6 +688,39 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
       SmallVector<Value> kvHeadAt;
       for (int64_t h = 0; h < kvHeads; ++h)
         kvHeadAt.push_back(kb.addIndex(firstKvHead, kb.index(h)));
+      // The scores of KV head `h`'s keys in `block` of a pool of one row per
+      // token: each slot's key row times the query rows of the group's
+      // heads, `scoreHeads` heads sharing each loaded chunk of the key, each
+      // sum reduced across lanes.
+      auto storeRowScores = [&](Value block, int64_t h) {
+        kb.forEach(zero, blockSize, [&](Value slot) {
+          SmallVector<Value> keyRow = rows.keyRow(kb, block, kvHeadAt[h], slot);
+          Value keyScale = rows.scale(kb, keyRow);
+          for (int64_t first = 0; first < group; first += scoreHeads) {
+            auto features = scf::ForOp::create(
+                b, loc, zero, kb.index(rows.headDim), kb.index(rowLanes),
+                SmallVector<Value>(scoreHeads, rowZeros),
+                [&](OpBuilder &, Location, Value d, ValueRange sums) {
+                  Value keys = rows.chunk(kb, keyRow, d, rowType);
+                  SmallVector<Value> next;
+                  for (int64_t g = 0; g < scoreHeads; ++g) {
+                    Value q = vector::LoadOp::create(
+                        b, loc, rowType, query,
+                        ValueRange{row, kb.addIndex(column(h * group + first + g, 0), d)});
+                    next.push_back(vector::FMAOp::create(b, loc, q, keys, sums[g]));
+                  }
+                  scf::YieldOp::create(b, loc, next);
+                });
+            for (int64_t g = 0; g < scoreHeads; ++g) {
+              Value score = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                                        features.getResult(g), fastMathFlags);
+              if (keyScale) score = kb.mul(score, keyScale);
+              kb.store(kb.mul(score, scaleValue), weights,
+                       {kb.index(h * group + first + g), slot});
+            }
+          }
+        });
+      };
       auto blockLoop = scf::ForOp::create(
           b, loc, beginBlock, endBlock, one, state.empty(kb),
           [&](OpBuilder &, Location, Value blockIndex, ValueRange running) {
@@ -659,6 +734,10 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
             // `partials` interleaved sums over d so that enough fmas are in
             // flight.
             for (int64_t h = 0; h < kvHeads; ++h) {
+              if (rows.valuesInKeys) {
+                storeRowScores(block, h);
+                continue;
+              }
               SmallVector<Value> tile{block, zero, kvHeadAt[h]};
               for (int64_t v = 0; v < rows.blockSize / scoreLanes; ++v) {
                 auto features = scf::ForOp::create(
@@ -792,7 +871,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                 auto slotLoop = scf::ForOp::create(
                     b, loc, firstSlot, count, one, rescaled,
                     [&](OpBuilder &, Location, Value slot, ValueRange accumulators) {
-                      SmallVector<Value> valueRow{block, one, kvHeadAt[h], slot};
+                      SmallVector<Value> valueRow = rows.valueRow(kb, block, kvHeadAt[h], slot);
                       SmallVector<Value> values;
                       for (int64_t c = first; c < first + loopChunks; ++c)
                         values.push_back(rows.chunk(kb, valueRow, c * lanes, vectorType));

@@ -454,6 +454,10 @@ LogicalResult lowerPagedKvWrite(StepContext &step, Operation *op,
   int64_t layer = fused ? fused.getLayer() : cast<llm::PagedKvWriteOp>(op).getLayer();
   if (!fused) {
     auto write = cast<llm::PagedKvWriteOp>(op);
+    if (!write.getValue())
+      return op->emitOpError("caches one row per token whose first features are the values "
+                             "(multi-head latent attention over its latent); the CUDA attention "
+                             "kernels read key and value rows, the CPU target runs it");
     if (write.getKey().getType() != write.getValue().getType())
       return op->emitOpError("writes values narrower than its keys (multi-head latent "
                              "attention); the CUDA attention kernels take one head_dim, the CPU "

@@ -73,12 +73,13 @@ FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
   auto logits = model.getNumResults() == 1 ? dyn_cast<RankedTensorType>(model.getResultTypes()[0])
                                            : nullptr;
   if (!poolType || poolType.getRank() != 6 || !logits || logits.getRank() != 2)
-    return model.emitError("is not a ragged step: no [layers, blocks, 2, kv_heads, block_size, "
+    return model.emitError("is not a ragged step: no [layers, blocks, rows, kv_heads, block_size, "
                            "head_dim] kv_pool input or [rows, vocab] logits result"),
            failure();
   info.numLayers = poolType.getDimSize(0);
   info.numKvHeads = poolType.getDimSize(3);
   info.blockSize = poolType.getDimSize(4);
+  info.kvRows = poolType.getDimSize(2);
   info.headDim = llm::cachedHeadDim(poolType);
   info.vocabSize = logits.getDimSize(1);
   model.walk([&](llm::EmbeddingOp embedding) {

@@ -2,6 +2,7 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(llm-fuse-rope-kv-write))' -debug-only=llm-fuse-rope-kv-write -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY
 // A miss says why under -debug-only:
 // WHY: [llm-fuse-rope-kv-write] {{.*}}: no match: the query is not rotated with the keys' angles
+// WHY: [llm-fuse-rope-kv-write] {{.*}}: no match: its values are its keys' first features
 
 // Rope of q and k with the same angles, the KV write and the attention of
 // layer 0: the rotations and the write become one op that hands the
@@ -79,4 +80,20 @@ func.func @scaled(%pool: tensor<1x?x2x2x16x16xf32>, %q: tensor<?x4x16xf32>, %k: 
   %p = llm.paged_kv_write %pool, %kr, %v, %slots {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
   %a = llm.paged_attention %qr, %p, %tables, %lens, %cu {layer = 0 : i64, scale = 0.25 : f32} : (tensor<?x4x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x16xf32>
   return %a : tensor<?x4x16xf32>
+}
+
+// -----
+
+// A pool of one row per token takes no values: rope_paged_kv_write writes a
+// key row and a value row, so the write stays apart.
+// CHECK-LABEL: func.func @values_in_keys
+//   CHECK-NOT:   llm.rope_paged_kv_write
+//       CHECK:   llm.paged_kv_write
+func.func @values_in_keys(%pool: tensor<1x?x1x2x16x16xf32>, %q: tensor<?x4x16xf32>, %k: tensor<?x2x16xf32>, %pos: tensor<?xi32>, %slots: tensor<?xi32>, %tables: tensor<?x?xi32>, %lens: tensor<?xi32>, %cu: tensor<?xi32>) -> tensor<?x4x8xf32> {
+  %freq = llm.constant dense<1.0> : tensor<8xf32>
+  %qr = llm.rope %q, %pos, %freq : (tensor<?x4x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x4x16xf32>
+  %kr = llm.rope %k, %pos, %freq : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
+  %p = llm.paged_kv_write %pool, %kr, %slots {layer = 0 : i64} : (tensor<1x?x1x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x1x2x16x16xf32>
+  %a = llm.paged_attention %qr, %p, %tables, %lens, %cu {layer = 0 : i64, scale = 0.25 : f32} : (tensor<?x4x16xf32>, tensor<1x?x1x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x4x8xf32>
+  return %a : tensor<?x4x8xf32>
 }

@@ -139,6 +139,59 @@ func.func @values_narrower_than_keys(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32
 
 // -----
 
+// Keys concat_heads(values, rotary key), as llm-absorb-latent-attention
+// leaves DeepSeek's attention over its latent: a token caches the keys' row
+// alone, the write takes no values, and attention reads them from the
+// keys' first 8 features.
+// CHECK-LABEL: func.func @values_in_keys
+//  CHECK-SAME:   tensor<1x?x1x1x16x16xf32> {llmc.abi = "kv_pool"}
+//       CHECK:   llm.paged_kv_write %{{.*}} {layer = 0 : i64} : (tensor<1x?x1x1x16x16xf32>, tensor<?x1x?x16xf32>, tensor<?x?xi32>) -> tensor<1x?x1x1x16x16xf32>
+//       CHECK:   llm.paged_attention %{{.*}} : (tensor<?x2x?x16xf32>, tensor<1x?x1x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>) -> tensor<?x2x?x8xf32>
+func.func @values_in_keys(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %head = llm.constant dense<0.2> : tensor<16x64xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %q = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %wl = llm.constant dense<0.1> : tensor<32x8xf32>
+  %latent = llm.linear %e, %wl : (tensor<?x?x32xf32>, tensor<32x8xf32>) -> tensor<?x?x8xf32>
+  %c = llm.split_heads %latent {num_heads = 1 : i64} : (tensor<?x?x8xf32>) -> tensor<?x1x?x8xf32>
+  %wr = llm.constant dense<0.3> : tensor<32x8xf32>
+  %rotary = llm.linear %e, %wr : (tensor<?x?x32xf32>, tensor<32x8xf32>) -> tensor<?x?x8xf32>
+  %r = llm.split_heads %rotary {num_heads = 1 : i64} : (tensor<?x?x8xf32>) -> tensor<?x1x?x8xf32>
+  %k = llm.concat_heads %c, %r : (tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x1x?x16xf32>
+  %a = llm.attention %q, %k, %c {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x8xf32>) -> tensor<?x2x?x8xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x8xf32>) -> tensor<?x?x16xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x16xf32>, tensor<16x64xf32>) -> tensor<?x?x64xf32>
+  return %l : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Values that are the keys' last features, not their first, keep rows of
+// their own.
+// CHECK-LABEL: func.func @values_after_keys_features
+//  CHECK-SAME:   tensor<1x?x2x1x16x16xf32> {llmc.abi = "kv_pool"}
+//       CHECK:   llm.paged_kv_write %{{.*}} {layer = 0 : i64} : (tensor<1x?x2x1x16x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x8xf32>, tensor<?x?xi32>) -> tensor<1x?x2x1x16x16xf32>
+func.func @values_after_keys_features(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %head = llm.constant dense<0.2> : tensor<16x64xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %q = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %wl = llm.constant dense<0.1> : tensor<32x8xf32>
+  %latent = llm.linear %e, %wl : (tensor<?x?x32xf32>, tensor<32x8xf32>) -> tensor<?x?x8xf32>
+  %c = llm.split_heads %latent {num_heads = 1 : i64} : (tensor<?x?x8xf32>) -> tensor<?x1x?x8xf32>
+  %wr = llm.constant dense<0.3> : tensor<32x8xf32>
+  %rotary = llm.linear %e, %wr : (tensor<?x?x32xf32>, tensor<32x8xf32>) -> tensor<?x?x8xf32>
+  %r = llm.split_heads %rotary {num_heads = 1 : i64} : (tensor<?x?x8xf32>) -> tensor<?x1x?x8xf32>
+  %k = llm.concat_heads %r, %c : (tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x1x?x16xf32>
+  %a = llm.attention %q, %k, %c {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x8xf32>) -> tensor<?x2x?x8xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x8xf32>) -> tensor<?x?x16xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x16xf32>, tensor<16x64xf32>) -> tensor<?x?x64xf32>
+  return %l : tensor<?x?x64xf32>
+}
+
+// -----
+
 // Values wider than the keys do not fit the pool's rows.
 func.func @values_wider_than_keys(%ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
   %table = llm.constant dense<0.5> : tensor<64x32xf32>

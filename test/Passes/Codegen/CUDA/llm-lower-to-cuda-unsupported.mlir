@@ -92,3 +92,23 @@ func.func @latent_up_projection(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg
   %logits = llm.logits %rows, %head : (tensor<?x8xf32>, tensor<8x64xf32>) -> tensor<?x64xf32>
   return %logits : tensor<?x64xf32>
 }
+
+// -----
+
+// A pool of one row per token, whose values are its keys' first features:
+// the CUDA attention kernels read key rows and value rows.
+func.func @values_in_keys(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x1x1x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> {
+  %table = llm.constant dense<5.000000e-01> : tensor<64x48xf32>
+  %head = llm.constant dense<2.000000e-01> : tensor<16x64xf32>
+  %x = llm.embedding %table, %arg0 : (tensor<64x48xf32>, tensor<?xi32>) -> tensor<?x48xf32>
+  %parts:2 = llm.split %x {sizes = array<i64: 32, 16>} : (tensor<?x48xf32>) -> (tensor<?x32xf32>, tensor<?x16xf32>)
+  %q = llm.split_heads %parts#0 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %k = llm.split_heads %parts#1 {num_heads = 1 : i64} : (tensor<?x16xf32>) -> tensor<?x1x16xf32>
+  // expected-error @+1 {{caches one row per token whose first features are the values (multi-head latent attention over its latent); the CUDA attention kernels read key and value rows, the CPU target runs it}}
+  %pool = llm.paged_kv_write %arg7, %k, %arg5 {layer = 0 : i64} : (tensor<1x?x1x1x16x16xf32>, tensor<?x1x16xf32>, tensor<?xi32>) -> tensor<1x?x1x1x16x16xf32>
+  %a = llm.paged_attention %q, %pool, %arg4, %arg3, %arg2 {layer = 0 : i64, scale = 2.5e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x1x1x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x8xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x8xf32>) -> tensor<?x16xf32>
+  %rows = llm.gather_rows %m, %arg6 : (tensor<?x16xf32>, tensor<?xi32>) -> tensor<?x16xf32>
+  %logits = llm.logits %rows, %head : (tensor<?x16xf32>, tensor<16x64xf32>) -> tensor<?x64xf32>
+  return %logits : tensor<?x64xf32>
+}
