@@ -24,17 +24,13 @@ Value RouterProjection::create(OpBuilder &builder, Location loc) const {
 }
 
 FailureOr<RouterProjection> matchRouterProjection(Value logits, std::string &why) {
-  auto fail = [&](const Twine &reason) {
-    why = reason.str();
-    return failure();
-  };
   RouterProjection router;
   if (auto gemm = definedBy<onnx::GemmOp>(logits)) {
     if (gemm.getTransA() != 0 || gemm.getAlpha().convertToFloat() != 1.0f ||
         !isConstant(gemm.getB()) ||
         (!isNone(gemm.getC()) && (gemm.getBeta().convertToFloat() != 1.0f ||
                                   !isConstant(gemm.getC()) || rankOf(gemm.getC()) != 1)))
-      return fail("the router is not a Gemm of the rows by constant weights");
+      return fail(why, "the router is not a Gemm of the rows by constant weights");
     router.flatInput = gemm.getA();
     router.weight = gemm.getB();
     router.transposed = gemm.getTransB() != 0;
@@ -44,23 +40,23 @@ FailureOr<RouterProjection> matchRouterProjection(Value logits, std::string &why
     if (auto add = definedBy<onnx::AddOp>(logits)) {
       auto [matmul, bias] = operandDefinedBy<onnx::MatMulOp>(add);
       if (!matmul || !isConstant(bias) || rankOf(bias) != 1)
-        return fail("the router's bias is not a constant");
+        return fail(why, "the router's bias is not a constant");
       router.bias = bias;
       product = matmul;
     }
     auto matmul = definedBy<onnx::MatMulOp>(product);
     if (!matmul || !isConstant(matmul.getB()))
-      return fail("the router is not a Gemm or MatMul by constant weights");
+      return fail(why, "the router is not a Gemm or MatMul by constant weights");
     router.flatInput = matmul.getA();
     router.weight = matmul.getB();
   }
   auto reshape = definedBy<onnx::ReshapeOp>(router.flatInput);
   if (!reshape || rankOf(reshape.getData()) != 3 || rankOf(reshape) != 2 ||
       rankOf(router.weight) != 2 || dimOf(reshape.getData(), 2) != dimOf(reshape, 1))
-    return fail("the router does not read the [batch, seq, hidden] input as rows");
+    return fail(why, "the router does not read the [batch, seq, hidden] input as rows");
   router.input = reshape.getData();
   if (router.bias && dimOf(router.bias, 0) != router.experts())
-    return fail("the router's bias is not one value per expert");
+    return fail(why, "the router's bias is not one value per expert");
   return router;
 }
 
@@ -96,13 +92,9 @@ std::optional<Columns> projectionColumns(Value part, Value &projection) {
 } // namespace
 
 FailureOr<ExpertActivation> matchExpertActivation(Value hidden, std::string &why) {
-  auto fail = [&](const Twine &reason) {
-    why = reason.str();
-    return failure();
-  };
   // (up [+ 1]) * (g * Sigmoid(g [* alpha])), g and up columns of one projection.
   auto product = definedBy<onnx::MulOp>(hidden);
-  if (!product) return fail("an expert is not a gated MLP");
+  if (!product) return fail(why, "an expert is not a gated MLP");
   onnx::MulOp glu;
   Value upSide;
   for (auto [a, b] : {std::pair(product.getA(), product.getB()),
@@ -114,18 +106,18 @@ FailureOr<ExpertActivation> matchExpertActivation(Value hidden, std::string &why
       break;
     }
   }
-  if (!glu) return fail("an expert's activation is not g * sigmoid(g)");
+  if (!glu) return fail(why, "an expert's activation is not g * sigmoid(g)");
   auto [sigmoid, gate] = operandDefinedBy<onnx::SigmoidOp>(glu);
   Value sigmoidInput = sigmoid.getX();
   double alpha = 1.0;
   if (auto scaled = definedBy<onnx::MulOp>(sigmoidInput)) {
     auto [constant, base] = std::pair(scaled.getB(), scaled.getA());
     if (!constantScalar(constant)) std::swap(constant, base);
-    if (!constantScalar(constant)) return fail("the sigmoid's scale is not a constant");
+    if (!constantScalar(constant)) return fail(why, "the sigmoid's scale is not a constant");
     alpha = *constantScalar(constant);
     sigmoidInput = base;
   }
-  if (sigmoidInput != gate) return fail("an expert's sigmoid does not read its gate");
+  if (sigmoidInput != gate) return fail(why, "an expert's sigmoid does not read its gate");
 
   ExpertActivation activation;
   // gpt-oss: g = Clip(g, max L), up = Clip(up, -L, L) + 1.
@@ -137,23 +129,23 @@ FailureOr<ExpertActivation> matchExpertActivation(Value hidden, std::string &why
     if (!isNone(gateClip.getMin()) || !limit || *limit <= 0 || !upClip ||
         !isConstantScalar(one, 1.0) || !isConstantScalar(upClip.getMin(), -*limit) ||
         !isConstantScalar(upClip.getMax(), *limit))
-      return fail("an expert's clamps are not gpt-oss's: min(g, L) and clamp(up, -L, L) + 1");
+      return fail(why, "an expert's clamps are not gpt-oss's: min(g, L) and clamp(up, -L, L) + 1");
     activation.limit = static_cast<float>(*limit);
     activation.alpha = static_cast<float>(alpha);
     gate = gateClip.getInput();
     upSide = upClip.getInput();
   } else if (alpha != 1.0) {
-    return fail("an expert's sigmoid is scaled without gpt-oss's clamps");
+    return fail(why, "an expert's sigmoid is scaled without gpt-oss's clamps");
   }
 
   Value upProjection;
   auto gateColumns = projectionColumns(gate, activation.projection);
   auto upColumns = projectionColumns(upSide, upProjection);
   if (!gateColumns || !upColumns || activation.projection != upProjection)
-    return fail("an expert's gate and up are not columns of one projection");
+    return fail(why, "an expert's gate and up are not columns of one projection");
   if (gateColumns->count != upColumns->count ||
       2 * gateColumns->count != dimOf(activation.projection, -1))
-    return fail("the gate and up columns do not split the projection's outputs in two");
+    return fail(why, "the gate and up columns do not split the projection's outputs in two");
   activation.gate = *gateColumns;
   activation.up = *upColumns;
   return activation;

@@ -90,10 +90,6 @@ public:
   bool routed() const { return static_cast<bool>(flatInput); }
 
 private:
-  LogicalResult fail(std::string &why, const Twine &reason) {
-    why = reason.str();
-    return failure();
-  }
   LogicalResult matchRouting(Value scores, DenseMoe &block, std::string &why);
   LogicalResult matchActivation(Value hidden, DenseMoe &block, std::string &why);
 

@@ -186,10 +186,6 @@ public:
   bool routed() const { return static_cast<bool>(sort); }
 
 private:
-  LogicalResult fail(std::string &why, const Twine &reason) {
-    why = reason.str();
-    return failure();
-  }
   LogicalResult matchSort(Value perm, GroupedMoe &block, std::string &why);
   LogicalResult matchRouting(onnx::TopKOp topk, GroupedMoe &block, std::string &why);
   /// Fills the block's router from the logits the routing reads.

@@ -125,10 +125,6 @@ public:
   LogicalResult match(MoeBlock &block, std::string &why);
 
 private:
-  LogicalResult fail(std::string &why, const Twine &reason) {
-    why = reason.str();
-    return failure();
-  }
   LogicalResult matchRouting(onnx::TopKOp topk, MoeBlock &block, std::string &why);
   LogicalResult matchExpert(onnx::ScatterElementsOp scatter, MoeBlock &block, Expert &expert,
                             std::string &why);

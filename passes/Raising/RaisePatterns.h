@@ -37,6 +37,13 @@ void raiseDenseMixturesOfExperts(mlir::func::FuncOp func);
 void raiseGroupedMixturesOfExperts(mlir::func::FuncOp func);
 inline constexpr llvm::StringLiteral kMoeUnmatchedAttr = "llmc.moe_unmatched";
 
+/// Records `reason` in `why` and returns failure(): how the matchers below,
+/// which explain a miss through a string, report one.
+inline mlir::LogicalResult fail(std::string &why, const llvm::Twine &reason) {
+  why = reason.str();
+  return mlir::failure();
+}
+
 /// A mixture of experts' router (MixtureOfExpertsUtils.cpp): Gemm(xf, W[, b])
 /// (W transposed or not) or MatMul(xf, W) [+ b] of the token rows xf =
 /// Reshape(x [batch, seq, hidden] -> [tokens, hidden]), W [experts, hidden]

@@ -64,10 +64,6 @@ bool hasTrailingDims(Value value, ArrayRef<int64_t> dims) {
 /// above, over the choices `choice` [tokens, experts]; fills the groups.
 LogicalResult matchHiddenGroups(Value hidden, Value choice, ScoredRouting &routing,
                                 std::string &why) {
-  auto fail = [&](const Twine &reason) {
-    why = reason.str();
-    return failure();
-  };
   int64_t experts = dimOf(choice, 1);
   auto notKept = definedBy<onnx::NotOp>(skipCasts(hidden));
   auto flat = notKept ? definedBy<onnx::ReshapeOp>(skipCasts(notKept.getX())) : onnx::ReshapeOp();
@@ -76,21 +72,21 @@ LogicalResult matchHiddenGroups(Value hidden, Value choice, ScoredRouting &routi
   auto kept = column ? definedBy<onnx::ScatterElementsOp>(column.getData())
                      : onnx::ScatterElementsOp();
   if (!kept || !hasTrailingDims(flat, {experts}))
-    return fail("the experts hidden from the choice are not those of the groups a "
-                "ScatterElements did not mark");
+    return fail(why, "the experts hidden from the choice are not those of the groups a "
+                     "ScatterElements did not mark");
   int64_t groups = dimOf(kept, 1);
   if (ShapedType::isDynamic(groups) || groups < 1 || experts % groups ||
       !hasTrailingDims(expand, {groups, experts / groups}) ||
       !isSingleAxis(column.getAxes(), 2, 3))
-    return fail("the group mask is not spread over [groups, experts / groups]");
+    return fail(why, "the group mask is not spread over [groups, experts / groups]");
   // ScatterElements(zeros, kept ids, ones, axis 1): 1 for the kept groups.
   if (kept.getAxis() != 1 || kept.getReduction() != "none" || !isZeroFill(kept.getData()) ||
       !isFilledWith(kept.getUpdates(), 1.0))
-    return fail("the group mask does not mark the kept groups with ones in zeros");
+    return fail(why, "the group mask does not mark the kept groups with ones in zeros");
   auto keptTopK = definedBy<onnx::TopKOp>(kept.getIndices());
   auto keptCount = keptTopK ? largestAlongLastAxis(keptTopK) : std::nullopt;
   if (!keptCount || kept.getIndices() != keptTopK.getIndices())
-    return fail("the kept groups are not a TopK of the group scores");
+    return fail(why, "the kept groups are not a TopK of the group scores");
   // Group scores: the sum of each group's two best choices.
   auto sum = definedBy<onnx::ReduceSumOp>(keptTopK.getX());
   auto best = sum ? definedBy<onnx::TopKOp>(sum.getData()) : onnx::TopKOp();
@@ -99,8 +95,8 @@ LogicalResult matchHiddenGroups(Value hidden, Value choice, ScoredRouting &routi
   if (!sum || sum.getKeepdims() != 0 || !isSingleAxis(sum.getAxes(), -1, 3) || !bestCount ||
       *bestCount != 2 || sum.getData() != best.getValues() || !view ||
       view.getData() != choice || !hasTrailingDims(view, {groups, experts / groups}))
-    return fail("a group's score is not the sum of its two best choices (DeepSeek-V3's; "
-                "DeepSeek-V2's best single score is not supported)");
+    return fail(why, "a group's score is not the sum of its two best choices (DeepSeek-V3's; "
+                     "DeepSeek-V2's best single score is not supported)");
   routing.groups = groups;
   routing.keptGroups = *keptCount;
   return success();
@@ -136,10 +132,6 @@ std::optional<WeightNormalization> normalizedWeights(Value weights) {
 }
 
 FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why) {
-  auto fail = [&](const Twine &reason) {
-    why = reason.str();
-    return failure();
-  };
   ScoredRouting routing;
   // The choice, with the hidden groups' experts set to 0 (transformers 4) or
   // to -inf (transformers 5: never chosen).
@@ -148,13 +140,13 @@ FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why)
     std::optional<double> fill = constantScalar(where.getX());
     routing.excludeHiddenGroups = fill && std::isinf(*fill) && *fill < 0.0;
     if (!routing.excludeHiddenGroups && !isConstantScalar(where.getX(), 0.0))
-      return fail("the experts of the groups not kept choose neither 0 nor -inf");
+      return fail(why, "the experts of the groups not kept choose neither 0 nor -inf");
     choice = where.getY();
     if (failed(matchHiddenGroups(where.getCondition(), choice, routing, why))) return failure();
   }
   int64_t experts = dimOf(choice, 1);
   if (rankOf(choice) != 2 || ShapedType::isDynamic(experts))
-    return fail("the experts' choices are not [tokens, experts]");
+    return fail(why, "the experts' choices are not [tokens, experts]");
   // c = s + bias, the bias a constant of one value per expert.
   Value scores = choice;
   if (auto add = definedBy<onnx::AddOp>(choice)) {
@@ -163,7 +155,7 @@ FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why)
     auto values = readConstantFloats(bias);
     if (!values || static_cast<int64_t>(values->size()) != experts ||
         cast<ShapedType>(bias.getType()).getRank() > 2)
-      return fail("the choice adds to the scores something other than a constant per expert");
+      return fail(why, "the choice adds to the scores something other than a constant per expert");
     routing.selectionBias = bias;
   }
   auto rows = definedBy<onnx::ReshapeOp>(scores);
@@ -176,8 +168,8 @@ FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why)
              softmax && isSingleAxisValue(softmax.getAxis(), 2)) {
     routing.logits = softmax.getInput();
   } else {
-    return fail("the experts are chosen by something other than the sigmoid or the softmax "
-                "of the router's logits, or that plus a bias");
+    return fail(why, "the experts are chosen by something other than the sigmoid or the softmax "
+                     "of the router's logits, or that plus a bias");
   }
   // The weights: the chosen experts' scores, without the bias.
   auto gather = [&]() -> onnx::GatherElementsOp {
@@ -189,8 +181,8 @@ FailureOr<ScoredRouting> matchScoredRouting(onnx::TopKOp topk, std::string &why)
     return {};
   }();
   if (!gather)
-    return fail("the routing weights are not the chosen experts' scores "
-                "(GatherElements of the TopK's ids)");
+    return fail(why, "the routing weights are not the chosen experts' scores "
+                     "(GatherElements of the TopK's ids)");
   routing.weights = gather;
   if (std::optional<WeightNormalization> normalized = normalizedWeights(gather)) {
     routing.normalize = true;

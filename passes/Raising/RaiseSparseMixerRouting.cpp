@@ -72,25 +72,22 @@ std::optional<double> slotThreshold(Value weight, Value chosen, Value base, Valu
 } // namespace
 
 FailureOr<SparseMixerRouting> matchSparseMixerRouting(Value ids, std::string &why) {
-  auto fail = [&](const Twine &reason) {
-    why = reason.str();
-    return failure();
-  };
   auto concat = definedBy<onnx::ConcatOp>(ids);
   if (!concat || concat.getInputs().size() != 2 || rankOf(concat) != 2 ||
       onnx::normalizeAxis(concat.getAxis(), 2) != 1)
-    return fail("the experts are chosen by neither a TopK nor two ArgMaxes (PhiMoE's "
-                "sparsemixer)");
+    return fail(why, "the experts are chosen by neither a TopK nor two ArgMaxes (PhiMoE's "
+                     "sparsemixer)");
   auto first = definedBy<onnx::ArgMaxOp>(concat.getInputs()[0]);
   auto second = definedBy<onnx::ArgMaxOp>(concat.getInputs()[1]);
   if (!isArgMaxOfExperts(first) || !isArgMaxOfExperts(second))
-    return fail("the two experts are not ArgMaxes along the experts");
+    return fail(why, "the two experts are not ArgMaxes along the experts");
   Value logits = first.getData(), rest = second.getData();
   auto takenOut = definedBy<onnx::ScatterElementsOp>(rest);
   if (!takenOut || takenOut.getData() != logits || takenOut.getIndices() != first.getResult() ||
       onnx::normalizeAxis(takenOut.getAxis(), 2) != 1 || takenOut.getReduction() != "none" ||
       !isFilledWith(takenOut.getUpdates(), -std::numeric_limits<double>::infinity()))
-    return fail("the second expert is not the largest of the logits with the first set to -inf");
+    return fail(why,
+                "the second expert is not the largest of the logits with the first set to -inf");
 
   // The weights: the Concat of each slot's weight, found from the first's.
   SparseMixerRouting routing{logits, Value(), 0.0f};
@@ -110,8 +107,8 @@ FailureOr<SparseMixerRouting> matchSparseMixerRouting(Value ids, std::string &wh
     }
   }
   if (!routing.weights)
-    return fail("the routing weights are not each expert's softmax over the logits within "
-                "sparsemixer's threshold of it");
+    return fail(why, "the routing weights are not each expert's softmax over the logits within "
+                     "sparsemixer's threshold of it");
   return routing;
 }
 
