@@ -690,8 +690,8 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
         kvHeadAt.push_back(kb.addIndex(firstKvHead, kb.index(h)));
       // The scores of KV head `h`'s keys in `block` of a pool of one row per
       // token: each slot's key row times the query rows of the group's
-      // heads, `scoreHeads` heads sharing each loaded chunk of the key, each
-      // sum reduced across lanes.
+      // heads, `scoreHeads` heads sharing each loaded chunk of the key, their
+      // sums reduced across lanes together (sumLanesOfEach).
       auto storeRowScores = [&](Value block, int64_t h) {
         kb.forEach(zero, blockSize, [&](Value slot) {
           SmallVector<Value> keyRow = rows.keyRow(kb, block, kvHeadAt[h], slot);
@@ -711,9 +711,10 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                   }
                   scf::YieldOp::create(b, loc, next);
                 });
+            SmallVector<Value> sums =
+                sumLanesOfEach(b, loc, SmallVector<Value>(features.getResults()));
             for (int64_t g = 0; g < scoreHeads; ++g) {
-              Value score = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                                        features.getResult(g), fastMathFlags);
+              Value score = sums[g];
               if (keyScale) score = kb.mul(score, keyScale);
               kb.store(kb.mul(score, scaleValue), weights,
                        {kb.index(h * group + first + g), slot});

@@ -264,6 +264,16 @@ mlir::Value loadBf16Pairs(mlir::OpBuilder &b, mlir::Location loc, mlir::Value bi
 mlir::Value dotPairs(mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc, mlir::Value x,
                      mlir::Value w);
 
+/// The lane sums of `vectors` (of one f32 vector type, a power of two
+/// lanes), each a fixed tree: halves added, then halves of those, without
+/// fast-math flags. Up to as many vectors as they have lanes are packed
+/// together: at each width the halves of two vectors (or of the groups of
+/// lanes each already holds) are shuffled into one vector of low halves and
+/// one of high halves and added, so 16 sums take 4 levels of shuffles and
+/// adds instead of 16 times 4. A vector's sum does not depend on the others.
+llvm::SmallVector<mlir::Value> sumLanesOfEach(mlir::OpBuilder &b, mlir::Location loc,
+                                              llvm::ArrayRef<mlir::Value> vectors);
+
 /// f32 values from bf16 bit patterns (i16, scalar or vector): the pattern
 /// is the high half of the f32's.
 mlir::Value widenBf16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value bits);

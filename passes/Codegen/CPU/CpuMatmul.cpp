@@ -52,7 +52,8 @@ constexpr int64_t kTileColumns = 4;
 /// The lanes of `vector` summed as a fixed tree (halves added, then halves of
 /// those...). The adds carry no fast-math flags, so LLVM keeps the order.
 Value sumLanes(OpBuilder &b, Location loc, Value vector) {
-  for (int64_t width = kLanes / 2; width >= 1; width /= 2) {
+  int64_t lanes = cast<VectorType>(vector.getType()).getNumElements();
+  for (int64_t width = lanes / 2; width >= 1; width /= 2) {
     auto half = [&](int64_t offset) -> Value {
       return vector::ExtractStridedSliceOp::create(b, loc, vector, ArrayRef<int64_t>{offset},
                                                    ArrayRef<int64_t>{width}, ArrayRef<int64_t>{1});
@@ -62,31 +63,29 @@ Value sumLanes(OpBuilder &b, Location loc, Value vector) {
   return vector::ExtractOp::create(b, loc, vector, ArrayRef<int64_t>{0});
 }
 
-/// sumLanes of each of `vectors`, bit for bit, with a tile's vectors packed
-/// together: at each width the halves of two vectors (or of the groups of
-/// lanes each already holds) are shuffled into one vector of low halves and
-/// one of high halves and added, so up to 16 sums take 4 levels of
-/// shuffles and adds instead of 16 times 4. Every lane is the sum of the
-/// same two values sumLanes adds, in the same order.
+} // namespace
+
 SmallVector<Value> sumLanesOfEach(OpBuilder &b, Location loc, ArrayRef<Value> vectors) {
   SmallVector<Value> sums;
-  for (size_t first = 0; first < vectors.size(); first += kLanes) {
+  if (vectors.empty()) return sums;
+  size_t lanes = cast<VectorType>(vectors.front().getType()).getNumElements();
+  for (size_t first = 0; first < vectors.size(); first += lanes) {
     SmallVector<Value> level(vectors.begin() + first,
-                             vectors.begin() + std::min(vectors.size(), first + kLanes));
+                             vectors.begin() + std::min(vectors.size(), first + lanes));
     size_t count = level.size();
     if (count == 1) {
       sums.push_back(sumLanes(b, loc, level[0]));
       continue;
     }
-    for (int64_t width = kLanes / 2; width >= 1; width /= 2) {
+    for (int64_t width = lanes / 2; width >= 1; width /= 2) {
       // Each vector holds groups of 2 * width lanes, one per output.
-      int64_t groups = kLanes / (2 * width);
+      int64_t groups = lanes / (2 * width);
       auto halves = [&](int64_t offset) {
         SmallVector<int64_t> mask;
         for (int64_t source = 0; source < 2; ++source)
           for (int64_t group = 0; group < groups; ++group)
             for (int64_t lane = 0; lane < width; ++lane)
-              mask.push_back(source * kLanes + group * 2 * width + offset + lane);
+              mask.push_back(source * lanes + group * 2 * width + offset + lane);
         return mask;
       };
       SmallVector<Value> next;
@@ -103,6 +102,8 @@ SmallVector<Value> sumLanesOfEach(OpBuilder &b, Location loc, ArrayRef<Value> ve
   }
   return sums;
 }
+
+namespace {
 
 /// An scf.for over [lower, upper) by `step` carrying `inits`, whose body
 /// is built with `kb` (positioned inside it) and returns the next values.

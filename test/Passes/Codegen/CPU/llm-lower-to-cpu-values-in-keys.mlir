@@ -4,9 +4,10 @@
 // keys' first features: multi-head latent attention over its latent). The
 // manifest says kv_rows 1. The write stores the key as a row, into no
 // transposed tile; attention scores a block slot by slot, each key row's
-// chunks times both query heads' (one load of the key for the two), summed
-// across lanes, and reads the values (16 of the row's 32 features) from the
-// same row: index 0 of the pool's second dim.
+// chunks times both query heads' (one load of the key for the two), the two
+// sums reduced across lanes together (both vectors' halves in one shuffle),
+// and reads the values (16 of the row's 32 features) from the same row:
+// index 0 of the pool's second dim.
 // CHECK:       module attributes {{.*}}llmc.step_info = {{{.*}}kv_rows = 1 : i64
 // CHECK-LABEL: func.func @llmc_step
 //  CHECK-SAME:   memref<1x?x1x1x16x32xf32>
@@ -16,15 +17,19 @@
 //       CHECK: func.func private @llmc_paged_attention_{{[0-9]+}}(%[[Q:[^:]*]]: memref<?x64xf32, strided<[96, 1]>>, %[[KV:[^:]*]]: memref<?x1x1x16x32xf32>
 //   CHECK-NOT:   memref.collapse_shape
 //       CHECK:   scf.for %[[SLOT:.*]] = %c0{{(_[0-9]+)?}} to %c16{{(_[0-9]+)?}} step
-//       CHECK:     scf.for %[[D:.*]] = %c0{{(_[0-9]+)?}} to %c32{{(_[0-9]+)?}} step %c16{{(_[0-9]+)?}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>)
+//       CHECK:     %[[SUMS:.*]]:2 = scf.for %[[D:.*]] = %c0{{(_[0-9]+)?}} to %c32{{(_[0-9]+)?}} step %c16{{(_[0-9]+)?}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>)
 //       CHECK:       %[[KEY:.*]] = vector.load %[[KV]][%{{.*}}, %c0{{(_[0-9]+)?}}, %{{.*}}, %[[SLOT]], %[[D]]] : memref<?x1x1x16x32xf32>, vector<16xf32>
 //       CHECK:       %[[Q0:.*]] = vector.load %[[Q]]
 //       CHECK:       vector.fma %[[Q0]], %[[KEY]], %{{.*}} : vector<16xf32>
 //       CHECK:       %[[Q1:.*]] = vector.load %[[Q]]
 //       CHECK:       vector.fma %[[Q1]], %[[KEY]], %{{.*}} : vector<16xf32>
-//       CHECK:     vector.reduction <add>, %{{.*}} fastmath<reassoc,contract> : vector<16xf32> into f32
-//       CHECK:     memref.store
-//       CHECK:     vector.reduction <add>, %{{.*}} fastmath<reassoc,contract> : vector<16xf32> into f32
+//       CHECK:     vector.shuffle %[[SUMS]]#0, %[[SUMS]]#1 [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23]
+//       CHECK:     vector.shuffle %[[SUMS]]#0, %[[SUMS]]#1 [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31]
+//   CHECK-NOT:     vector.reduction
+//       CHECK:     %[[FIRST:.*]] = vector.extract %[[PACKED:.*]][0] : f32 from vector<16xf32>
+//       CHECK:     %[[SECOND:.*]] = vector.extract %[[PACKED]][1] : f32 from vector<16xf32>
+//       CHECK:     %[[SCORE:.*]] = arith.mulf %[[FIRST]]
+//       CHECK:     memref.store %[[SCORE]]
 //       CHECK:     memref.store
 //       CHECK:   vector.reduction <maximumf>
 //       CHECK:   scf.for
