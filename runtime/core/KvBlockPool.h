@@ -33,7 +33,7 @@ struct KvCacheShape {
   std::vector<int64_t> extents() const {
     return {numLayers, numBlocks, kvRows, numKvHeads, blockSize, rowExtent()};
   }
-  /// Elements of one block in one layer, K and V.
+  /// Elements of one block in one layer, K and V (K alone with one row a token).
   int64_t elementsPerLayerBlock() const { return kvRows * numKvHeads * blockSize * rowExtent(); }
   /// Bytes of one block over all layers.
   int64_t bytesPerBlock() const { return numLayers * elementsPerLayerBlock() * elementBytes; }
