@@ -4,7 +4,8 @@ The model is the optimum-style GQA fixture, compiled once. Checked:
 
   * preemption: with a KV cache so small that sequences are preempted many times, recomputed
     or swapped out to host memory and back (--swap-space), every request's greedy tokens
-    equal those of a run with a large cache;
+    equal those of a run with a large cache; so too for DeepSeek-V3's latent, cached one row
+    a token (step.kv_rows 1);
   * 64 concurrent requests of mixed lengths: each one's greedy tokens equal its solo run's;
   * n=4 parallel sampling holds fewer KV blocks than 4 separate requests (measured at the
     peak), computes the prompt once, and gives the tokens of 4 requests with seeds s..s+3;
@@ -87,6 +88,31 @@ def test_preemption_gives_the_tokens_of_a_large_cache(artifact, large):
     assert stats["num_preemptions"] >= 10, stats
     assert peak <= 12
     assert stats["num_kv_blocks_held"] == 0
+    for i, (ours, reference) in enumerate(zip(tokens, expected)):
+        assert ours == reference, f"request {i}"
+
+
+@pytest.mark.parametrize("swap_space", [0, 1.0])
+def test_one_row_latent_cache_under_preemption_gives_the_tokens_of_a_large_cache(
+        tmp_path, swap_space):
+    """DeepSeek-V3's multi-head latent attention over its latent caches one row a token, the
+    values being the keys' first features: its blocks, recomputed or swapped to host memory
+    and back, give each request the greedy tokens of a large cache."""
+    artifact = tmp_path / "model.llmc"
+    onnx = ROOT / "test" / "exporters" / "optimum" / "deepseek-v3" / "model.onnx"
+    subprocess.run([str(LLMC), "compile", str(onnx), "-o", str(artifact), "--quiet"],
+                   check=True)
+    assert json.loads((artifact / "manifest.json").read_text())["step"]["kv_rows"] == 1
+    with Model(artifact, num_threads=2, num_kv_blocks=1024) as model, Engine(model) as engine:
+        prompts = random_prompts(12, (8, 60), seed=2, vocab_size=model.vocab_size)
+        expected, _ = run(engine, prompts, max_tokens=40, temperature=0)
+    with Model(artifact, num_threads=2, num_kv_blocks=12) as small, \
+            Engine(small, swap_space=swap_space) as engine:
+        tokens, peak = run(engine, prompts, max_tokens=40, temperature=0)
+        stats = engine.stats()
+    assert stats["num_preemptions"] >= 5, stats
+    assert (stats["num_swap_preemptions"] > 0) == (swap_space > 0), stats
+    assert peak <= 12 and stats["num_kv_blocks_held"] == 0
     for i, (ours, reference) in enumerate(zip(tokens, expected)):
         assert ours == reference, f"request {i}"
 
