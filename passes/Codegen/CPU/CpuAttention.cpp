@@ -43,6 +43,14 @@ constexpr int64_t kMinRangeKeys = 64;
 /// The most accumulator vectors (query heads x vectors a row) a task keeps.
 constexpr int64_t kMaxTaskAccumulators = 64;
 
+/// The largest divisor of `count` that is at most `bound` (1 when none above
+/// 1 is): how many of a task's heads or chunks one loop takes.
+int64_t largestDivisorAtMost(int64_t count, int64_t bound) {
+  for (int64_t divisor = std::min(count, bound); divisor > 1; --divisor)
+    if (count % divisor == 0) return divisor;
+  return 1;
+}
+
 /// How many consecutive KV heads one attention task reads. A block holds its
 /// KV heads' key tiles side by side, then their value rows: a task that
 /// reads all of them streams the block's keys, then its values, in address
@@ -55,10 +63,7 @@ constexpr int64_t kMaxTaskAccumulators = 64;
 /// largest divisor of the KV heads whose query heads keep at most
 /// kMaxTaskAccumulators vectors.
 int64_t kvHeadsPerTask(int64_t kvHeads, int64_t accumulatorsPerKvHead) {
-  for (int64_t heads = kvHeads; heads > 1; --heads)
-    if (kvHeads % heads == 0 && heads * accumulatorsPerKvHead <= kMaxTaskAccumulators)
-      return heads;
-  return 1;
+  return largestDivisorAtMost(kvHeads, kMaxTaskAccumulators / accumulatorsPerKvHead);
 }
 
 /// The most query heads whose sums one loop over a key row carries (a pool
@@ -77,9 +82,7 @@ constexpr int64_t kSlotLoopAccumulators = 24;
 /// `chunks` (multi-head latent attention's group of every query head over a
 /// 128-feature latent would otherwise carry 64 accumulators, mostly spilled).
 int64_t chunksPerSlotLoop(int64_t group, int64_t chunks) {
-  for (int64_t perLoop = chunks; perLoop > 1; --perLoop)
-    if (chunks % perLoop == 0 && group * perLoop <= kSlotLoopAccumulators) return perLoop;
-  return 1;
+  return largestDivisorAtMost(chunks, kSlotLoopAccumulators / group);
 }
 
 /// The cached rows of one layer's [blocks, 2, kv_heads, block_size, row]
@@ -657,9 +660,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     auto rowType = VectorType::get({rowLanes}, b.getF32Type());
     Value rowZeros =
         arith::ConstantOp::create(b, loc, rowType, DenseElementsAttr::get(rowType, 0.0f));
-    int64_t scoreHeads = 1;
-    for (int64_t heads = 1; heads <= std::min<int64_t>(group, kMaxRowScoreHeads); ++heads)
-      if (group % heads == 0) scoreHeads = heads;
+    int64_t scoreHeads = largestDivisorAtMost(group, kMaxRowScoreHeads);
     // Every query head's ALiBi slope, and each score vector's slots as floats.
     Value slopeTable;
     SmallVector<Value> slotOffsets;
