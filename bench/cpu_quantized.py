@@ -13,7 +13,8 @@ dequantized) is quantized by llmc.quantize (round to nearest, symmetric, groups 
 of fp32, W8 and W4 is compiled with `llmc compile` (-O2; W8 and W4 also with
 --int8-activations; f16 and bf16 are the fp32 file compiled with --dtype f16 and --dtype
 bf16, its weights rounded and widened to f32 in registers, bf16 also with
---bf16-activations) and measured as bench/cpu_throughput.py measures (a --prompt-tokens
+--bf16-activations, its products on AMX tiles where the host has them and with
+--bf16-products=avx512-bf16) and measured as bench/cpu_throughput.py measures (a --prompt-tokens
 prefill step, then --decode-tokens greedy steps at batch 1; median of --repeat), beside
 onnxruntime on the same file (MatMulNBits at accuracy_level 0,
 its exact f32 product). The W8-level4 and W4-level4 variants are the same quantization with
@@ -54,7 +55,10 @@ LEVEL4_MODES = {"llmc": [], "llmc exact": ["--int8-activations=false"]}
 VARIANTS = {"fp32": (None, 0, "f32", {"llmc": []}),
             "f16": (None, 0, "f16", {"llmc": ["--dtype", "f16"]}),
             "bf16": (None, 0, "bf16", {"llmc": ["--dtype", "bf16"],
-                                       "llmc bf16-act": ["--dtype", "bf16", "--bf16-activations"]}),
+                                       "llmc bf16-act": ["--dtype", "bf16", "--bf16-activations"],
+                                       "llmc bf16-act avx512": ["--dtype", "bf16",
+                                                                "--bf16-activations",
+                                                                "--bf16-products=avx512-bf16"]}),
             "W8": (8, 0, "q8_0", LLMC_MODES), "W4": (4, 0, "q4_0", LLMC_MODES),
             "W8-level4": (8, 4, "q8_0", LEVEL4_MODES), "W4-level4": (4, 4, "q4_0", LEVEL4_MODES)}
 

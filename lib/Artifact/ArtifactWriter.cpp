@@ -296,9 +296,13 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   llvm::json::Array tokenizerFiles = takeTokenizerFiles(module);
   std::string matmulKind = matmul.getValue().str(), kvKind = kvDtype.getValue().str();
   std::string activationsKind = activations.getValue().str();
+  std::string bf16Products;
+  if (auto products = module->getAttrOfType<StringAttr>("llmc.bf16_products"))
+    bf16Products = products.getValue().str();
   for (StringRef name : {StringRef("llmc.weights"), StringRef("llmc.weights_bytes"),
                          StringRef("llmc.matmul"), StringRef("llmc.kv_dtype"),
-                         StringRef("llmc.activations"), StringRef(kStepInfoAttr)})
+                         StringRef("llmc.activations"), StringRef("llmc.bf16_products"),
+                         StringRef(kStepInfoAttr)})
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);
@@ -325,6 +329,8 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
       {"weights", weightsEntry(*weights, std::move(weightIndex))},
   };
   manifest.getObject("step")->try_emplace("activations", activationsKind);
+  if (!bf16Products.empty())
+    manifest.getObject("step")->try_emplace("bf16_products", bf16Products);
   if (failed(writeManifest(module, directory, std::move(manifest), std::move(tokenizerFiles))))
     return failure();
   return *units;

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "llmc/Driver/Compile.h"
+#include "llmc/Support/AmxTileData.h"
 
 #include "OpSummary.h"
 #include "dialects/llm/LlmDialect.h"
@@ -133,6 +134,28 @@ bool resolveInt8Products(std::string &products) {
   }
   bool vnni = products == "avx512-vnni";
   return hostHas(vnni ? "+avx512vnni" : "+avx2", vnni ? "AVX512-VNNI" : "AVX2", flag);
+}
+
+/// Checks --bf16-products and makes "auto" the host's best: AMX tiles where
+/// it has AMX-BF16 and the kernel grants this process the tile state, else
+/// AVX512_BF16. False, having said why, when the name is unknown or the host
+/// cannot run AMX tiles that were asked for.
+bool resolveBf16Products(std::string &products) {
+  if (!llvm::is_contained({"auto", "amx", "avx512-bf16"}, products)) {
+    error() << "unknown --bf16-products '" << products << "': use auto, amx or avx512-bf16\n";
+    return false;
+  }
+  if (products == "auto") {
+    products = hostHasFeature("+amx-bf16") && requestAmxTileData().empty() ? "amx"
+                                                                           : "avx512-bf16";
+    return true;
+  }
+  if (products != "amx") return true;
+  if (!hostHas("+amx-bf16", "AMX-BF16", "--bf16-products=amx")) return false;
+  std::string refused = requestAmxTileData();
+  if (refused.empty()) return true;
+  error() << "--bf16-products=amx: " << refused << "\n";
+  return false;
 }
 
 /// Whether the imported file asks for int8 activations: it has MatMulNBits
@@ -418,12 +441,18 @@ int runCompile(const CompileOptions &options) {
     }
     if (!resolveInt8Products(int8Products)) return 1;
   }
+  std::string bf16Products = options.bf16Products;
   if (options.bf16Activations) {
     if (cuda || options.dtype.value_or("") != "bf16") {
       error() << "--bf16-activations multiplies the CPU target's bf16 weights: add --dtype bf16\n";
       return 1;
     }
-    if (!hostHas("+avx512bf16", "AVX512_BF16", "--bf16-activations")) return 1;
+    if (!resolveBf16Products(bf16Products) ||
+        !hostHas("+avx512bf16", "AVX512_BF16", "--bf16-activations"))
+      return 1;
+  } else if (bf16Products != "auto") {
+    error() << "--bf16-products applies with --bf16-activations\n";
+    return 1;
   }
   if (options.kvCacheDtype != "auto" && options.kvCacheDtype != "bf16" &&
       options.kvCacheDtype != "int8") {
@@ -493,6 +522,7 @@ int runCompile(const CompileOptions &options) {
   if (!cuda) step.cpuWeightDtype = options.dtype.value_or(
                  options.matmul == "generated" ? "auto" : "f32");
   step.bf16Activations = options.bf16Activations;
+  if (step.bf16Activations) step.bf16Products = bf16Products;
   step.cpuAvx512 = !cuda && hostHasFeature("+avx512f");
   step.optLevel = optLevel;
   if (cuda) {

@@ -88,7 +88,10 @@ LogicalResult lowerToLlvmDialect(ModuleOp module) {
   PassManager pm(module.getContext());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass()); // erf: no LLVM intrinsic
-  pm.addPass(createConvertVectorToLLVMPass());
+  // AMX ops (bf16-products=amx) lower with the vector ops.
+  ConvertVectorToLLVMPassOptions vectorOptions;
+  vectorOptions.amx = true;
+  pm.addPass(createConvertVectorToLLVMPass(vectorOptions));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());

@@ -122,6 +122,7 @@ LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &op
   lowering.int8Products = options.int8Products;
   lowering.weightDtype = options.cpuWeightDtype;
   lowering.bf16Activations = options.bf16Activations;
+  lowering.bf16Products = options.bf16Products;
   lowering.avx512 = options.cpuAvx512;
   pm.addPass(createLlmLowerToCpuPass(lowering));
   return success();

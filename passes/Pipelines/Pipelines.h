@@ -56,6 +56,8 @@ struct StepPipelineOptions {
   std::string cpuWeightDtype = "f32";
   /// CPU: bf16 products (AVX512_BF16) with those weights.
   bool bf16Activations = false;
+  /// Their instructions over panels: avx512-bf16 or amx.
+  std::string bf16Products = "avx512-bf16";
   /// CPU: the target has AVX-512F (4-bit codes looked up with vpermps).
   bool cpuAvx512 = false;
   /// What llm-lower-* lowers to: cpu, or cuda for `cudaArch` storing `dtype`.

@@ -1,6 +1,8 @@
 //===- Artifact.cpp - load and verify a model.llmc directory --------------===//
 #include "runtime/core/Artifact.h"
 
+#include "llmc/Support/AmxTileData.h"
+
 #include "llmc/Artifact/Checksum.h"
 #include "runtime/core/Error.h"
 
@@ -204,6 +206,15 @@ StepConfig parseStepConfig(const json &manifest, const TargetConfig &target) {
       throw Error("manifest.json: step.kv_rows is " + std::to_string(config.kvRows) +
                   "; the CUDA runtime caches a key row and a value row (2)");
   }
+  // Artifacts written before the field, or without bf16 activations, use
+  // no AMX tiles.
+  if (step.contains("bf16_products")) {
+    std::string products = stringField(step, "step", "bf16_products");
+    if (products != "avx512-bf16" && products != "amx")
+      throw Error("manifest.json: step.bf16_products '" + products +
+                  "' is not one this runtime runs (avx512-bf16 or amx)");
+    config.amxTiles = products == "amx";
+  }
   // The runtime allocates the KV pool, so it must know its element type.
   std::string kvDtype = stringField(step, "step", "kv_dtype");
   if (target.isCuda()) {
@@ -358,6 +369,12 @@ std::unique_ptr<Artifact> Artifact::load(const std::string &directory) {
 
   adoptTokenizerFiles();
 
+  if (artifact->stepConfig.amxTiles) {
+    std::string refused = requestAmxTileData();
+    if (!refused.empty())
+      throw Error(directory + ": its kernels multiply with AMX tiles, but " + refused +
+                  ": recompile with --bf16-products=avx512-bf16");
+  }
   // A path with a '/' makes dlopen take it as a file, not search for it.
   if (libraryPath.find('/') == std::string::npos) libraryPath = "./" + libraryPath;
   artifact->kernelsLibrary = ::dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);

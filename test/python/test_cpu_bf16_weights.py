@@ -17,7 +17,10 @@ of the file holds rounded with numpy:
 With --bf16-activations each matmul input row is rounded to bf16 too and AVX512_BF16 adds
 products of bf16 pairs: not exact, so its logits must stay within a few percent of the bf16
 weights' and differ from them, and a prompt's logits must be bit-identical alone and in a
-batch. It needs --dtype bf16.
+batch. It needs --dtype bf16. Where the host has AMX the products over panels take AMX tiles
+(TDPBF16PS, 16 rows at a time, padded) by default, which the manifest says: their logits
+agree with AVX512_BF16's (--bf16-products=avx512-bf16) to about f32's rounding of the sums,
+and are as batch-invariant; a host without AMX refuses --bf16-products=amx.
 """
 from __future__ import annotations
 
@@ -37,8 +40,12 @@ from test_quantized_cpu import compile_model, ragged_steps
 
 EXPORT = EXPORTS_DIR / "optimum/llama-gqa/model.onnx"
 MAX_REL_ERROR = 1e-4
-HAS_AVX512_BF16 = "avx512_bf16" in open("/proc/cpuinfo").read()
+CPU_FLAGS = open("/proc/cpuinfo").read()
+HAS_AVX512_BF16 = "avx512_bf16" in CPU_FLAGS
+HAS_AMX_BF16 = "amx_bf16" in CPU_FLAGS
 needs_avx512_bf16 = pytest.mark.skipif(not HAS_AVX512_BF16, reason="the CPU has no AVX512_BF16")
+needs_amx_bf16 = pytest.mark.skipif(not (HAS_AVX512_BF16 and HAS_AMX_BF16),
+                                    reason="the CPU has no AMX-BF16")
 
 
 def rounded_to_bf16(values: np.ndarray) -> np.ndarray:
@@ -89,8 +96,12 @@ def artifacts(tmp_path_factory):
     assert write_rounded_copy(EXPORT, rounded) == 2 * 7 + 2
     products = (compile_model(EXPORT, directory / "products.llmc", "--dtype", "bf16",
                               "--bf16-activations") if HAS_AVX512_BF16 else None)
+    vector_products = (compile_model(EXPORT, directory / "vector-products.llmc", "--dtype", "bf16",
+                                     "--bf16-activations", "--bf16-products=avx512-bf16")
+                       if HAS_AVX512_BF16 else None)
     return {
         "products": products,
+        "vector products": vector_products,
         "bf16": compile_model(EXPORT, directory / "bf16.llmc", "--dtype", "bf16"),
         "f32": compile_model(EXPORT, directory / "f32.llmc"),
         "rounded": compile_model(rounded, directory / "rounded.llmc"),
@@ -147,8 +158,28 @@ def test_bf16_products_stay_close_to_bf16_weights(artifacts):
 
 
 @needs_avx512_bf16
-def test_bf16_products_do_not_depend_on_the_batch(artifacts):
-    model = Model(artifacts["products"], num_kv_blocks=NUM_KV_BLOCKS)
+def test_bf16_products_take_amx_tiles_where_the_host_has_them(artifacts):
+    def products(artifact):
+        return json.loads((artifact / "manifest.json").read_text())["step"]["bf16_products"]
+    assert products(artifacts["products"]) == ("amx" if HAS_AMX_BF16 else "avx512-bf16")
+    assert products(artifacts["vector products"]) == "avx512-bf16"
+    assert "bf16_products" not in json.loads(
+        (artifacts["bf16"] / "manifest.json").read_text())["step"]
+
+
+@needs_amx_bf16
+def test_amx_products_agree_with_avx512_products(artifacts):
+    tiles, vectors = ragged_steps(artifacts["products"], artifacts["vector products"])
+    for step, (mine, reference) in enumerate(zip(tiles, vectors)):
+        error = float(np.abs(mine - reference).max() / np.abs(reference).max())
+        assert error < 1e-5, f"step {step}: relative error {error:.3g}"
+        assert np.array_equal(mine.argmax(axis=-1), reference.argmax(axis=-1)), f"step {step}"
+
+
+@needs_avx512_bf16
+@pytest.mark.parametrize("products", ["products", "vector products"])
+def test_bf16_products_do_not_depend_on_the_batch(artifacts, products):
+    model = Model(artifacts[products], num_kv_blocks=NUM_KV_BLOCKS)
     try:
         prompts = seeded_prompts(model.vocab_size)
         _, together = PagedRunner(model).greedy(prompts, 4)
@@ -164,6 +195,13 @@ def test_bf16_products_do_not_depend_on_the_batch(artifacts):
     (["--dtype", "f64"], "the CPU target stores weights as f32, bf16 or f16"),
     (["--dtype", "bf16", "--matmul", "blas"], "--dtype bf16 needs the generated matmul"),
     (["--bf16-activations"], "--bf16-activations multiplies the CPU target's bf16 weights"),
+    (["--dtype", "bf16", "--bf16-products=amx"],
+     "--bf16-products applies with --bf16-activations"),
+    (["--dtype", "bf16", "--bf16-activations", "--bf16-products=tiles"],
+     "unknown --bf16-products 'tiles': use auto, amx or avx512-bf16"),
+    pytest.param(["--dtype", "bf16", "--bf16-activations", "--bf16-products=amx"],
+                 "--bf16-products=amx needs a CPU with AMX-BF16",
+                 marks=pytest.mark.skipif(HAS_AMX_BF16, reason="the CPU has AMX-BF16")),
 ])
 def test_unsupported_cpu_dtypes_are_refused(args, message, tmp_path):
     result = subprocess.run([str(LLMC), "compile", str(EXPORT), "-o", str(tmp_path / "x.llmc"),

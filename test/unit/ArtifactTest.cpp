@@ -1,6 +1,7 @@
 //===- ArtifactTest.cpp - loading model.llmc and refusing bad ones --------===//
 #include "TestArtifact.h"
 
+#include "llmc/Support/AmxTileData.h"
 #include "runtime/core/Artifact.h"
 #include "runtime/core/Error.h"
 
@@ -122,6 +123,26 @@ TEST(Artifact, ReadsHowManyRowsATokenCaches) {
   test.manifest["step"]["kv_rows"] = 0;
   test.writeManifest();
   EXPECT_LOAD_ERROR(test, "step.kv_rows must be an integer >= 1");
+}
+
+TEST(Artifact, AsksForTheAmxTileStateItsKernelsUse) {
+  TestArtifact test;
+  // Without the field (no bf16 activations, or an older artifact): no tiles.
+  EXPECT_FALSE(Artifact::load(test.dir())->step().amxTiles);
+  test.manifest["step"]["bf16_products"] = "avx512-bf16";
+  test.writeManifest();
+  EXPECT_FALSE(Artifact::load(test.dir())->step().amxTiles);
+  test.manifest["step"]["bf16_products"] = "avx2";
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "step.bf16_products 'avx2' is not one this runtime runs");
+  test.manifest["step"]["bf16_products"] = "amx";
+  test.writeManifest();
+  // The load asks Linux for the tile state: granted where the CPU has AMX
+  // (asking twice is harmless), else the load says why and what to do.
+  if (llmc::requestAmxTileData().empty())
+    EXPECT_TRUE(Artifact::load(test.dir())->step().amxTiles);
+  else
+    EXPECT_LOAD_ERROR(test, "its kernels multiply with AMX tiles, but");
 }
 
 TEST(Artifact, RefusesATruncatedWeightsFile) {

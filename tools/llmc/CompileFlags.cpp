@@ -97,6 +97,11 @@ cl::opt<bool> bf16Activations(
     cl::desc("CPU, with --dtype bf16: multiply the bf16 weights by activations rounded to bf16 "
              "(AVX512_BF16 pair products, f32 sums; not exact) instead of widening the weights"),
     cl::cat(compileCategory));
+cl::opt<std::string> bf16Products(
+    "bf16-products",
+    cl::desc("With --bf16-activations, the instructions: auto (AMX tiles where the host has "
+             "AMX-BF16 and Linux grants the tile state, else AVX512_BF16), amx or avx512-bf16"),
+    cl::init("auto"), cl::cat(compileCategory));
 cl::opt<bool> summary("summary", cl::desc("Print a per-layer op summary (to stderr when the IR goes to stdout)"),
                       cl::cat(compileCategory));
 cl::opt<bool> keepWeights("keep-weights",
@@ -174,6 +179,7 @@ int runCompileCommand() {
   options.int8Activations = given<bool>(int8Activations);
   options.int8Products = int8Products;
   options.bf16Activations = bf16Activations;
+  options.bf16Products = bf16Products;
   options.optLevel = given<unsigned>(optLevel);
   options.passPlugins = passPlugins;
   options.insertPasses = insertPasses;

@@ -47,6 +47,7 @@ struct CompileOptions {
   std::optional<bool> int8Activations;
   std::string int8Products = "auto";     ///< their instructions: auto, avx512-vnni or avx2
   bool bf16Activations = false;          ///< CPU: bf16 weights times bf16-rounded activations
+  std::string bf16Products = "auto";     ///< their instructions: auto, amx or avx512-bf16
   std::optional<unsigned> optLevel;      ///< fusion level 0..3 (default 2)
   std::vector<std::string> passPlugins;  ///< plugin libraries to load first
   std::vector<std::string> insertPasses; ///< POINT=PIPELINE, at the extension points

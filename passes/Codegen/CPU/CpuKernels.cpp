@@ -30,6 +30,12 @@ func::FuncOp StepLowering::getOrCreateKernel(Location loc, StringRef name, const
   KernelBuilder kb(b, loc);
   body(kb, entry->getArguments());
   func::ReturnOp::create(b, loc);
+  // Scratch of a static size moves to the entry block: an alloca in a loop
+  // would grow the stack every iteration.
+  kernel.walk([&](memref::AllocaOp alloca) {
+    if (alloca->getBlock() != entry && alloca.getOperands().empty())
+      alloca->moveBefore(entry, entry->begin());
+  });
   return kernel;
 }
 

@@ -231,6 +231,9 @@ struct MatmulWeight {
   /// With bf16 `values`: products of bf16 pairs (AVX512_BF16 vdpbf16ps, f32
   /// accumulation) with the activations rounded to bf16, 32 of k a step.
   bool bf16Products = false;
+  /// With bf16Products and panels: AMX tiles (TDPBF16PS) multiply 16 rows
+  /// at a time, for every row count (CpuPanelMatmul.cpp).
+  bool amxTiles = false;
   /// `values` is in panels (packPanels), 1-D, of its element type (in pairs
   /// of k with `bf16Products`): the outer-product
   /// matmul of CpuPanelMatmul.cpp reads it.
@@ -463,6 +466,9 @@ constexpr int64_t panelColumns(int64_t parts) { return parts == 1 ? 48 : 16; }
 /// vdpbf16ps operand of 32 bf16.
 std::vector<float> packPanels(const float *weight, int64_t out, int64_t in, bool outIn,
                               int64_t parts, bool pairs = false);
+/// Rows an AMX tile multiplies at once (MatmulWeight::amxTiles): its input
+/// rows, rounded to bf16, are padded to a multiple with zeros.
+constexpr int64_t kAmxRows = 16;
 /// Hands the vector sums of outputs (row, col + lane), one per part, of
 /// which the first `lanes` lanes are outputs.
 using VectorFinish = llvm::function_ref<void(mlir::Value row, mlir::Value col,

@@ -128,7 +128,8 @@ constexpr int64_t kRoundedRowsPerTask = 32;
 /// rounded[r, :] = input[r, :] rounded to bf16 (to nearest even), as bit
 /// patterns, 32 at a time (vcvtne2ps2bf16 puts its second operand in the
 /// low half); k is a multiple of 32. Every row once, whatever the tiles
-/// that read it.
+/// that read it. Rows of `rounded` past the input's (AMX tiles' padding,
+/// fewer than kRoundedRowsPerTask) are zeros.
 void roundRowsToBf16(StepLowering &step, Location loc, Value input, Value rounded, int64_t k) {
   OpBuilder &b = step.b;
   KernelBuilder stepBuilder(b, loc);
@@ -142,9 +143,20 @@ void roundRowsToBf16(StepLowering &step, Location loc, Value input, Value rounde
     OpBuilder &kbb = kb.builder();
     Location kloc = kb.location();
     auto f32s = VectorType::get({kLanes}, kbb.getF32Type());
-    Value end = kb.minIndex(kb.mulIndex(lastTask, kb.index(kRoundedRowsPerTask)),
-                            kb.dim(params[0], 0));
-    kb.forEach(kb.mulIndex(firstTask, kb.index(kRoundedRowsPerTask)), end, [&](Value row) {
+    Value begin = kb.mulIndex(firstTask, kb.index(kRoundedRowsPerTask));
+    Value tasksEnd = kb.mulIndex(lastTask, kb.index(kRoundedRowsPerTask));
+    Value inputRows = kb.dim(params[0], 0);
+    Value end = kb.minIndex(tasksEnd, inputRows);
+    Value zeros = arith::ConstantOp::create(
+        kbb, kloc, DenseElementsAttr::get(VectorType::get({kLanes}, kbb.getI16Type()),
+                                          kbb.getI16IntegerAttr(0).getValue()));
+    kb.forEach(kb.maxIndex(begin, inputRows), kb.minIndex(tasksEnd, kb.dim(params[1], 0)),
+               [&](Value row) {
+      kb.forEach(kb.index(0), kb.index(k), [&](Value at) {
+        vector::StoreOp::create(kbb, kloc, zeros, params[1], ValueRange{row, at});
+      }, kLanes);
+    });
+    kb.forEach(begin, end, [&](Value row) {
       kb.forEach(kb.index(0), kb.index(k), [&](Value at) {
         Value low = vector::LoadOp::create(kbb, kloc, f32s, params[0], ValueRange{row, at});
         Value high = vector::LoadOp::create(kbb, kloc, f32s, params[0],
@@ -394,9 +406,17 @@ LogicalResult lowerMatmul(StepLowering &step, Location loc, Value input, const M
                           "tensor); the CPU matmul reads contiguous rows only");
   if (weight.bf16Products) {
     // The rows rounded once into the scratch, not once per tile that reads them.
+    // AMX tiles read whole tiles of rows: the rounded rows are padded.
+    int64_t tileRows = weight.amxTiles ? kAmxRows : 1;
     Value rows = memref::DimOp::create(step.b, loc, input, 0);
+    if (weight.amxTiles) {
+      KernelBuilder stepBuilder(step.b, loc);
+      Value last = stepBuilder.index(kAmxRows - 1), whole = stepBuilder.index(kAmxRows);
+      rows = stepBuilder.mulIndex(stepBuilder.divIndex(stepBuilder.addIndex(rows, last), whole),
+                                  whole);
+    }
     Value rounded = step.scratchView(loc, step.b.getI16Type(), k, rows, 0);
-    step.clobberScratch(llvm::alignTo(step.maxRows * k * 2, 64));
+    step.clobberScratch(llvm::alignTo(llvm::alignTo(step.maxRows, tileRows) * k * 2, 64));
     roundRowsToBf16(step, loc, input, rounded, k);
     input = rounded;
     buffers[0] = rounded;

@@ -13,12 +13,16 @@
 // logits head's panels, and the embedding gathers from them. Products of
 // bf16 pairs (--bf16-activations) use panels of pairs of k: each step
 // broadcasts a row's pair of rounded x and adds 32 products a vector with
-// vdpbf16ps, one chain over the pairs in order. Quantised weights keep the
-// [out, in] rows of CpuMatmul.cpp's dot-product tiles.
+// vdpbf16ps, one chain over the pairs in order; on a host with AMX the same
+// panels are tiles of 16 pairs by 16 columns, and TDPBF16PS multiplies 16
+// rows by them at once, for every row count, so that a row's sums still do
+// not depend on the batch. Quantised weights keep the [out, in] rows of
+// CpuMatmul.cpp's dot-product tiles.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -33,6 +37,11 @@ namespace {
 /// as 1-row tiles read it twice: a 2-sequence decode step took longer than a
 /// 4-sequence one).
 constexpr int64_t kPanelTileRows[] = {8, 7, 6, 5, 4, 3, 2, 1};
+
+/// An AMX product's tiles: kAmxRows rows of 2 x kAmxPairs bf16 (16 pairs of
+/// k, a 64-byte tile row) times kAmxPairs pairs of 16 columns, into
+/// kAmxRows x 16 f32 sums.
+constexpr int64_t kAmxPairs = 16;
 
 /// The vector sums of `rows` rows from `row` of `block`'s panel (`vectors`
 /// vectors per part from column block.begin), handed to `finish` a vector
@@ -139,17 +148,78 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, const OutputBlock &
     }
 }
 
+/// The sums of rows [row, row + kAmxRows) of `block`'s panel (as
+/// emitPanelTile) through AMX: per 16 pairs of k, one tile load of the
+/// rows' 32 rounded values and, per accumulator tile (16 columns of a
+/// part), one of the panel's 16 pairs of its columns (the panel's layout,
+/// a row every `parts * vectors` vectors) and a TDPBF16PS. The loop over k
+/// is unrolled: a tile held across a loop's blocks is not lowered. The
+/// accumulators go through `sums` (kAmxRows x every tile's 16 columns) to
+/// `finish`, for the rows before block.rowEnd; the rows past it are the
+/// rounded input's padding (lowerMatmul makes it whole tiles of zeros).
+void emitAmxPanelTile(KernelBuilder &kb, Value x, Value panels, Value sums,
+                      const OutputBlock &block, Value row, int64_t vectors, int64_t lastLanes,
+                      int64_t parts, int64_t k, VectorFinish finish) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto accumulatorType = amx::TileType::get({kAmxRows, kLanes}, b.getF32Type());
+  auto operandType = amx::TileType::get({kAmxRows, 2 * kAmxPairs}, b.getBF16Type());
+  int64_t tiles = parts * vectors, pairStride = tiles * 2 * kLanes;
+  Value base = kb.mulIndex(block.begin, kb.index(k * parts));
+  Value stride = kb.index(pairStride);
+  SmallVector<Value> acc;
+  for (int64_t t = 0; t < tiles; ++t)
+    acc.push_back(amx::TileZeroOp::create(b, loc, accumulatorType));
+  for (int64_t pair = 0; pair < k / 2; pair += kAmxPairs) {
+    Value rows =
+        amx::TileLoadOp::create(b, loc, operandType, x, ValueRange{row, kb.index(2 * pair)});
+    // Every weight tile of the step is loaded before the products: tile
+    // registers are not renamed, so only distinct ones let the loads overlap.
+    SmallVector<Value> weights;
+    for (int64_t t = 0; t < tiles; ++t) {
+      Value at = kb.addIndex(base, kb.index(pair * pairStride + t * 2 * kLanes));
+      weights.push_back(
+          amx::TileLoadOp::create(b, loc, operandType, panels, ValueRange{at}, stride));
+    }
+    for (int64_t t = 0; t < tiles; ++t)
+      acc[t] = amx::TileMulFOp::create(b, loc, accumulatorType, rows, weights[t], acc[t]);
+  }
+  for (int64_t t = 0; t < tiles; ++t)
+    amx::TileStoreOp::create(b, loc, sums, ValueRange{kb.index(0), kb.index(t * kLanes)}, acc[t]);
+  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
+  Value rowsLeft = kb.minIndex(kb.subIndex(block.rowEnd, row), kb.index(kAmxRows));
+  kb.forEach(kb.index(0), rowsLeft, [&](Value r) {
+    for (int64_t v = 0; v < vectors; ++v) {
+      SmallVector<Value> partSums;
+      for (int64_t part = 0; part < parts; ++part)
+        partSums.push_back(vector::LoadOp::create(
+            b, loc, vectorType, sums, ValueRange{r, kb.index((part * vectors + v) * kLanes)}));
+      finish(kb.addIndex(row, r), kb.addIndex(block.begin, kb.index(v * kLanes)), partSums,
+             v + 1 == vectors ? lastLanes : kLanes);
+    }
+  });
+}
+
 /// out[rows of `block`, panel at block.begin] through tiles of kPanelTileRows
 /// rows, the panel `vectors` vectors wide, `lastLanes` of the last. A tile
 /// takes the whole panel: 8 x 3 vectors (24 accumulators and 3 weight
 /// vectors of the 32 registers), or 8 x 1 x 2 parts when gated (4 x 3 x 2
-/// reads twice the panel bytes per fma and ran at half the speed).
-void buildPanelBlock(KernelBuilder &kb, Value x, Value panels, const OutputBlock &block,
-                     int64_t vectors, int64_t lastLanes, int64_t parts, int64_t k, bool pairs,
-                     VectorFinish finish) {
+/// reads twice the panel bytes per fma and ran at half the speed). With
+/// `amxSums` (emitAmxPanelTile's scratch), AMX tiles of kAmxRows rows
+/// instead, the last one's rows past the block padding.
+void buildPanelBlock(KernelBuilder &kb, Value x, Value panels, Value amxSums,
+                     const OutputBlock &block, int64_t vectors, int64_t lastLanes, int64_t parts,
+                     int64_t k, bool pairs, VectorFinish finish) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Value row = block.rowBegin;
+  if (amxSums) {
+    kb.forEach(row, block.rowEnd, [&](Value tileRow) {
+      emitAmxPanelTile(kb, x, panels, amxSums, block, tileRow, vectors, lastLanes, parts, k,
+                       finish);
+    }, kAmxRows);
+    return;
+  }
   for (int64_t rows : kPanelTileRows) {
     // Whole tiles of `rows` from `row`; the next size starts where they end.
     Value count = kb.divIndex(kb.subIndex(block.rowEnd, row), kb.index(rows));
@@ -238,8 +308,13 @@ void generatePanelMatmul(StepLowering &step, Location loc, Value input, const Ma
     auto finish = [&](Value row, Value col, ArrayRef<Value> sums, int64_t lanes) {
       storeOutputVector(kb, epilogue, epilogueParams, params[1], row, col, sums, columns, lanes);
     };
+    Value amxSums;
+    if (weight.amxTiles)
+      amxSums = memref::AllocaOp::create(
+          kb.builder(), loc,
+          MemRefType::get({kAmxRows, parts * panelWidth}, kb.builder().getF32Type()));
     auto panel = [&](int64_t vectors, int64_t lanes) {
-      buildPanelBlock(kb, params[0], params[2], block, vectors, lanes, parts, k,
+      buildPanelBlock(kb, params[0], params[2], amxSums, block, vectors, lanes, parts, k,
                       weight.bf16Products, finish);
     };
     if (lastVectors == 0) return panel(panelVectors, kLanes);

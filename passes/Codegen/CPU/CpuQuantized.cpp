@@ -49,7 +49,8 @@ MatmulWeight MatmulWeight::withBuffers(ValueRange params) const {
 
 std::string MatmulWeight::key() const {
   if (!isQuantized())
-    return std::string(bf16Products ? "bf16dot" : "dense") + (panels ? "panels" : "");
+    return std::string(bf16Products ? "bf16dot" : "dense") + (panels ? "panels" : "") +
+           (amxTiles ? "amx" : "");
   return "q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "") +
          (codeTable ? "t" : "") + (offsetCodes ? "s" : "");
 }

@@ -12,6 +12,7 @@
 
 #include "llmc/Support/ElementsData.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/AsmState.h"
@@ -49,16 +50,17 @@ public:
   /// these instructions.
   /// `weightDtype`: how the generated matmul stores its f32 weights, f32,
   /// rounded to bf16 or f16, or auto (storageOf); `bf16Products`: multiply
-  /// bf16 ones by activations rounded to bf16; `codeTables`: read packed
-  /// 4-bit codes through their block's values (AVX-512F).
+  /// bf16 ones by activations rounded to bf16, those in panels by AMX
+  /// tiles with `amxTiles`; `codeTables`: read packed 4-bit codes through
+  /// their block's values (AVX-512F).
   CpuStepWalker(cpu::StepLowering &step, Value weights, Value workspace, Value logits,
                 bool packQuantized, std::optional<cpu::Int8Products> int8Products,
-                StringRef weightDtype, bool bf16Products, bool codeTables)
+                StringRef weightDtype, bool bf16Products, bool amxTiles, bool codeTables)
       : step(step), weightsArg(weights), workspaceArg(workspace), logits(logits),
         packQuantized(packQuantized && step.generatedMatmul),
         int8Products(int8Products),
         weightDtype(step.generatedMatmul ? weightDtype.str() : "f32"),
-        bf16Products(bf16Products), codeTables(codeTables) {}
+        bf16Products(bf16Products), amxTiles(amxTiles), codeTables(codeTables) {}
 
   /// Gives the step's input `value` the memref `memref`.
   void setInput(Value value, Value memref) { refs[value] = memref; }
@@ -272,6 +274,7 @@ private:
                                weight.bf16Products);
       if (failed(values)) return failure();
       weight.panels = static_cast<bool>(*values);
+      weight.amxTiles = weight.panels && weight.bf16Products && amxTiles;
       if (!weight.panels)
         values = storage != "f32" ? halfWeightOf(weightValue, flip)
                  : flip             ? transposedWeightOf(weightValue)
@@ -530,6 +533,7 @@ private:
   std::optional<cpu::Int8Products> int8Products;
   std::string weightDtype;
   bool bf16Products;
+  bool amxTiles;
   bool codeTables;
   DenseMap<Value, Value> transposedRefs, halfRefs, panelRefs, halfTables;
   /// Per f32 constant weight, whether f16 and bf16 hold all its values.
@@ -575,6 +579,15 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     }
     if (int8Products != "avx512-vnni" && int8Products != "avx2") {
       module.emitError("int8-products must be avx512-vnni or avx2, not '") << int8Products << "'";
+      return signalPassFailure();
+    }
+    if (bf16Products != "avx512-bf16" && bf16Products != "amx") {
+      module.emitError("bf16-products must be avx512-bf16 or amx, not '") << bf16Products << "'";
+      return signalPassFailure();
+    }
+    if (bf16Products == "amx" && !bf16Activations) {
+      module.emitError("bf16-products=amx multiplies activations rounded to bf16: add "
+                       "bf16-activations");
       return signalPassFailure();
     }
     if (bf16Activations && weightDtype != "bf16") {
@@ -641,7 +654,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
                                                              ? cpu::Int8Products::Avx2
                                                              : cpu::Int8Products::Avx512Vnni)
                                          : std::nullopt,
-                         weightDtype, bf16Activations, avx512);
+                         weightDtype, bf16Activations, bf16Products == "amx", avx512);
     for (auto [index, input] : llvm::enumerate(modelInputs))
       walker.setInput(input, body->getArgument(index + 1));
     if (failed(walker.walk(model))) return failure();
@@ -655,6 +668,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     module->setAttr("llmc.activations", b.getStringAttr(int8Activations   ? "int8"
                                                         : bf16Activations ? "bf16"
                                                                           : "f32"));
+    if (bf16Activations) module->setAttr("llmc.bf16_products", b.getStringAttr(bf16Products));
     model.erase();
     expandExp(module);
     return success();

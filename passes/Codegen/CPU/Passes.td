@@ -75,7 +75,14 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     fma, summed in the same order whatever the rows (batch-invariant, not
     exact).
     Matmuls whose inner dimension is not a multiple of 32 keep f32
-    products.
+    products. With `bf16-products=amx` (a host with AMX-BF16) the
+    matmuls over panels multiply with AMX tiles instead: the rounded rows
+    padded with zeros to whole tiles of 16, each 16 pairs of k one tile
+    load of the rows, one of each 16 columns' pairs straight from the
+    panel and a TDPBF16PS into 16 x 16 f32 sums, for every row count
+    (still batch-invariant; the k loop unrolled, since tiles live in
+    registers only within a block). The host process must be granted the
+    tile state (Linux's arch_prctl; the runtime asks for it).
     With `avx512` (a target with AVX-512F) the exact product reads packed
     4-bit codes through their block's 16 values, (c - zero_point) * scale
     for c = 0..15 computed once per block and looked up with vpermps: the
@@ -104,11 +111,14 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     Option<"bf16Activations", "bf16-activations", "bool", /*default=*/"false",
            "With weight-dtype=bf16: multiply bf16 pairs (AVX512_BF16), the activations "
            "rounded to bf16 per row, where the inner dimension is a multiple of 32">,
+    Option<"bf16Products", "bf16-products", "std::string", /*default=*/"\"avx512-bf16\"",
+           "The instructions of bf16-activations' products over panels: avx512-bf16 "
+           "(vdpbf16ps) or amx (TDPBF16PS tiles of 16 rows)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
                            "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
-                           "::mlir::vector::VectorDialect"];
+                           "::mlir::vector::VectorDialect", "::mlir::amx::AMXDialect"];
 }
 
 #endif // LLMC_PASSES_CODEGENCPU_PASSES
