@@ -152,8 +152,9 @@ void emitPanelTile(KernelBuilder &kb, Value x, Value panels, const OutputBlock &
 /// emitPanelTile) through AMX: per 16 pairs of k, one tile load of the
 /// rows' 32 rounded values and, per accumulator tile (16 columns of a
 /// part), one of the panel's 16 pairs of its columns (the panel's layout,
-/// a row every `parts * vectors` vectors) and a TDPBF16PS. The loop over k
-/// is unrolled: a tile held across a loop's blocks is not lowered. The
+/// a row every `parts * vectors` vectors) and a TDPBF16PS, software-
+/// pipelined. The loop over k is unrolled: a tile held across a loop's
+/// blocks is not lowered. The
 /// accumulators go through `sums` (kAmxRows x every tile's 16 columns) to
 /// `finish`, for the rows before block.rowEnd; the rows past it are the
 /// rounded input's padding (lowerMatmul makes it whole tiles of zeros).
@@ -170,19 +171,29 @@ void emitAmxPanelTile(KernelBuilder &kb, Value x, Value panels, Value sums,
   SmallVector<Value> acc;
   for (int64_t t = 0; t < tiles; ++t)
     acc.push_back(amx::TileZeroOp::create(b, loc, accumulatorType));
-  for (int64_t pair = 0; pair < k / 2; pair += kAmxPairs) {
-    Value rows =
-        amx::TileLoadOp::create(b, loc, operandType, x, ValueRange{row, kb.index(2 * pair)});
-    // Every weight tile of the step is loaded before the products: tile
-    // registers are not renamed, so only distinct ones let the loads overlap.
-    SmallVector<Value> weights;
+  auto loadRows = [&](int64_t step) {
+    return amx::TileLoadOp::create(b, loc, operandType, x,
+                                   ValueRange{row, kb.index(2 * kAmxPairs * step)});
+  };
+  auto loadWeights = [&](int64_t step, int64_t t) {
+    Value at = kb.addIndex(base, kb.index(step * kAmxPairs * pairStride + t * 2 * kLanes));
+    return amx::TileLoadOp::create(b, loc, operandType, panels, ValueRange{at}, stride);
+  };
+  // Software-pipelined: each product is followed by the next step's load
+  // into the tile it frees, so loads overlap products (tile registers are not
+  // renamed): the rows' two steps, the weights' one, the accumulators: 8.
+  int64_t steps = k / 2 / kAmxPairs;
+  Value rows = loadRows(0);
+  SmallVector<Value> weights;
+  for (int64_t t = 0; t < tiles; ++t) weights.push_back(loadWeights(0, t));
+  for (int64_t step = 0; step < steps; ++step) {
+    bool more = step + 1 < steps;
+    Value nextRows = more ? loadRows(step + 1) : Value();
     for (int64_t t = 0; t < tiles; ++t) {
-      Value at = kb.addIndex(base, kb.index(pair * pairStride + t * 2 * kLanes));
-      weights.push_back(
-          amx::TileLoadOp::create(b, loc, operandType, panels, ValueRange{at}, stride));
-    }
-    for (int64_t t = 0; t < tiles; ++t)
       acc[t] = amx::TileMulFOp::create(b, loc, accumulatorType, rows, weights[t], acc[t]);
+      if (more) weights[t] = loadWeights(step + 1, t);
+    }
+    rows = nextRows;
   }
   for (int64_t t = 0; t < tiles; ++t)
     amx::TileStoreOp::create(b, loc, sums, ValueRange{kb.index(0), kb.index(t * kLanes)}, acc[t]);
