@@ -14,9 +14,8 @@
     folded scales and GPTQ's error spreading leave the logits within 5%.
   * With --int8-activations (rows quantized to int8 per block, integer products) the logits
     stay within a few percent of the exact product and do not depend on the batch; AVX2's
-    products give the bits AVX512-VNNI's give, and so do AMX-INT8's tiles of 16 rows.
-    Without the flag the file decides: a file whose MatMulNBits all ask for accuracy_level 4
-    (the genai builder's int4) gets them, and
+    products give the bits AVX512-VNNI's give, and so do AMX-INT8's tiles of 16 rows. Without the flag the file decides: a file
+    whose MatMulNBits all ask for accuracy_level 4 (the genai builder's int4) gets them, and
     stays as close to onnxruntime's own int8 product of that file; one that asks for level 0
     (onnxruntime's quantizer) gets the exact product, and so does `--int8-activations=false`.
   * `llmc quantize` (which runs python -m llmc.quantize) refuses what it cannot read with

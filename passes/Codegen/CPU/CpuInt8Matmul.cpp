@@ -283,8 +283,7 @@ void emitAmxInt8Tile(KernelBuilder &kb, const Int8Weight &w, QuantizedRows x, Va
   Value zeros = splat(b, loc, f32x16, b.getF32FloatAttr(0));
   kb.forEach(kb.index(0), kb.index(kAmxRows), [&](Value r) {
     for (int64_t part = 0; part < parts; ++part)
-      vector::StoreOp::create(b, loc, zeros, scratch.accumulators,
-                              ValueRange{r, columnsOf(part)});
+      vector::StoreOp::create(b, loc, zeros, scratch.accumulators, ValueRange{r, columnsOf(part)});
   });
   kb.forEach(kb.index(0), kb.index(w.blocks()), [&](Value block) {
     Value blockStart = kb.mulIndex(block, kb.index(blockSize));
@@ -293,16 +292,15 @@ void emitAmxInt8Tile(KernelBuilder &kb, const Int8Weight &w, QuantizedRows x, Va
       Value codes = w.codes;
       SmallVector<Value> at{tileOf(part), block, kb.index(0)};
       if (w.bits == 4) {
-        Value lowNibbles = splat(b, loc, bytes, b.getI8IntegerAttr(0xF));
-        Value nibbleBits = splat(b, loc, bytes, b.getI8IntegerAttr(4));
         for (int64_t g = 0; g < groups / 2; ++g) {
           Value packed = vector::LoadOp::create(
               b, loc, bytes, w.codes, ValueRange{tileOf(part), block, kb.index(g * kGroupBytes)});
-          vector::StoreOp::create(b, loc, arith::AndIOp::create(b, loc, packed, lowNibbles),
-                                  scratch.unpacked, ValueRange{kb.index(g * kGroupBytes)});
-          vector::StoreOp::create(b, loc, arith::ShRUIOp::create(b, loc, packed, nibbleBits),
-                                  scratch.unpacked,
-                                  ValueRange{kb.index((g + groups / 2) * kGroupBytes)});
+          vector::StoreOp::create(
+              b, loc, arith::AndIOp::create(b, loc, packed, splat(b, loc, bytes, b.getI8IntegerAttr(0xF))),
+              scratch.unpacked, ValueRange{kb.index(g * kGroupBytes)});
+          vector::StoreOp::create(
+              b, loc, arith::ShRUIOp::create(b, loc, packed, splat(b, loc, bytes, b.getI8IntegerAttr(4))),
+              scratch.unpacked, ValueRange{kb.index((g + groups / 2) * kGroupBytes)});
         }
         codes = scratch.unpacked;
         at = {kb.index(0)};
@@ -559,9 +557,8 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
       Value rowsBegin = block.rowBegin;
       if (w.amxTiles) {
         Value amxRowsEnd = kb.addIndex(
-            rowsBegin,
-            kb.mulIndex(kb.divIndex(kb.subIndex(rowCount, rowsBegin), kb.index(kAmxRows)),
-                        kb.index(kAmxRows)));
+            rowsBegin, kb.mulIndex(kb.divIndex(kb.subIndex(rowCount, rowsBegin), kb.index(kAmxRows)),
+                                   kb.index(kAmxRows)));
         forEach(kb, rowsBegin, amxRowsEnd, kAmxRows, [&](Value row) {
           emitAmxInt8Tile(kb, w, x, tile, row, parts, partTiles, amxScratch, finish);
         });
