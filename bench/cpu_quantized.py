@@ -11,8 +11,7 @@ The default model's ONNX (models/smollm2-135m, f32: SmolLM2-135M-Instruct's Q4_1
 dequantized) is quantized by llmc.quantize (round to nearest, symmetric, groups of
 --group-size: the shape of llama.cpp's Q8_0 and Q4_0) into build/bench-quantized/, then each
 of fp32, W8 and W4 is compiled with `llmc compile` (-O2; W8 and W4 also with
---int8-activations, whose products take AMX tiles where the host has them, and with
---int8-products=avx512-vnni; f16 and bf16 are the fp32 file compiled with --dtype f16 and --dtype
+--int8-activations; f16 and bf16 are the fp32 file compiled with --dtype f16 and --dtype
 bf16, its weights rounded and widened to f32 in registers, bf16 also with
 --bf16-activations, its products on AMX tiles where the host has them and with
 --bf16-products=avx512-bf16) and measured as bench/cpu_throughput.py measures (a --prompt-tokens
@@ -48,8 +47,7 @@ from llmc.testing.ort_reference import OrtDecoder
 WORK = ROOT / "build" / "bench-quantized"
 LLAMA_CPP_PYTHON = ROOT / ".venv-llamacpp" / "bin" / "python"
 # llmc's ways of running a quantized model: the exact product, and int8 activations.
-LLMC_MODES = {"llmc": [], "llmc int8-act": ["--int8-activations"],
-              "llmc int8-act vnni": ["--int8-activations", "--int8-products=avx512-vnni"]}
+LLMC_MODES = {"llmc": [], "llmc int8-act": ["--int8-activations"]}
 # The same on a file whose MatMulNBits ask for accuracy_level 4: int8 activations by default.
 LEVEL4_MODES = {"llmc": [], "llmc exact": ["--int8-activations=false"]}
 # llmc's variant -> (bits of the ONNX file's weights (None: f32), its MatMulNBits'

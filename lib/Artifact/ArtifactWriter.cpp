@@ -296,17 +296,13 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   llvm::json::Array tokenizerFiles = takeTokenizerFiles(module);
   std::string matmulKind = matmul.getValue().str(), kvKind = kvDtype.getValue().str();
   std::string activationsKind = activations.getValue().str();
-  // How bf16 and int8 activations' products run (the runtime needs to know
-  // whether the kernels use AMX tiles).
-  std::string bf16Products, int8Products;
+  std::string bf16Products;
   if (auto products = module->getAttrOfType<StringAttr>("llmc.bf16_products"))
     bf16Products = products.getValue().str();
-  if (auto products = module->getAttrOfType<StringAttr>("llmc.int8_products"))
-    int8Products = products.getValue().str();
   for (StringRef name : {StringRef("llmc.weights"), StringRef("llmc.weights_bytes"),
                          StringRef("llmc.matmul"), StringRef("llmc.kv_dtype"),
                          StringRef("llmc.activations"), StringRef("llmc.bf16_products"),
-                         StringRef("llmc.int8_products"), StringRef(kStepInfoAttr)})
+                         StringRef(kStepInfoAttr)})
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);
@@ -335,8 +331,6 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   manifest.getObject("step")->try_emplace("activations", activationsKind);
   if (!bf16Products.empty())
     manifest.getObject("step")->try_emplace("bf16_products", bf16Products);
-  if (!int8Products.empty())
-    manifest.getObject("step")->try_emplace("int8_products", int8Products);
   if (failed(writeManifest(module, directory, std::move(manifest), std::move(tokenizerFiles))))
     return failure();
   return *units;

@@ -119,42 +119,19 @@ bool hostHas(llvm::StringRef feature, llvm::StringRef name, llvm::StringRef flag
   return false;
 }
 
-/// Whether the host has LLVM feature `amxFeature` and Linux grants this
-/// process AMX's tile state.
-bool hostRunsAmx(llvm::StringRef amxFeature) {
-  return hostHasFeature(amxFeature) && requestAmxTileData().empty();
-}
-
-/// Says why `flag` cannot use AMX tiles (`amxFeature`, `name` to users) on
-/// this host, if it cannot.
-bool hostHasAmx(llvm::StringRef amxFeature, llvm::StringRef name, llvm::StringRef flag) {
-  if (!hostHas(amxFeature, name, flag)) return false;
-  std::string refused = requestAmxTileData();
-  if (refused.empty()) return true;
-  error() << flag << ": " << refused << "\n";
-  return false;
-}
-
-/// Checks --int8-products and makes "auto" the host's best: AMX tiles where
-/// it has AMX-INT8 and the tile state is granted (with VNNI for the rows
-/// they leave), else VNNI, else AVX2 (every x86 host with VNNI has AVX2
-/// too). False, having said why, when the name is unknown or the host lacks
-/// the instructions.
+/// Checks --int8-products and makes "auto" the host's best: VNNI where it
+/// has it (every x86 host with VNNI has AVX2 too). False, having said why,
+/// when the name is unknown or the host lacks the instructions.
 bool resolveInt8Products(std::string &products) {
-  if (!llvm::is_contained({"auto", "amx", "avx512-vnni", "avx2"}, products)) {
-    error() << "unknown --int8-products '" << products
-            << "': use auto, amx, avx512-vnni or avx2\n";
+  if (!llvm::is_contained({"auto", "avx512-vnni", "avx2"}, products)) {
+    error() << "unknown --int8-products '" << products << "': use auto, avx512-vnni or avx2\n";
     return false;
   }
   std::string flag = "--int8-products=" + products;
   if (products == "auto") {
-    products = hostRunsAmx("+amx-int8") && hostHasFeature("+avx512vnni") ? "amx"
-               : hostHasFeature("+avx512vnni")                           ? "avx512-vnni"
-                                                                          : "avx2";
+    products = hostHasFeature("+avx512vnni") ? "avx512-vnni" : "avx2";
     flag = "--int8-activations";
   }
-  if (products == "amx")
-    return hostHas("+avx512vnni", "AVX512-VNNI", flag) && hostHasAmx("+amx-int8", "AMX-INT8", flag);
   bool vnni = products == "avx512-vnni";
   return hostHas(vnni ? "+avx512vnni" : "+avx2", vnni ? "AVX512-VNNI" : "AVX2", flag);
 }
@@ -169,10 +146,16 @@ bool resolveBf16Products(std::string &products) {
     return false;
   }
   if (products == "auto") {
-    products = hostRunsAmx("+amx-bf16") ? "amx" : "avx512-bf16";
+    products = hostHasFeature("+amx-bf16") && requestAmxTileData().empty() ? "amx"
+                                                                           : "avx512-bf16";
     return true;
   }
-  return products != "amx" || hostHasAmx("+amx-bf16", "AMX-BF16", "--bf16-products=amx");
+  if (products != "amx") return true;
+  if (!hostHas("+amx-bf16", "AMX-BF16", "--bf16-products=amx")) return false;
+  std::string refused = requestAmxTileData();
+  if (refused.empty()) return true;
+  error() << "--bf16-products=amx: " << refused << "\n";
+  return false;
 }
 
 /// Whether the imported file asks for int8 activations: it has MatMulNBits

@@ -206,21 +206,15 @@ StepConfig parseStepConfig(const json &manifest, const TargetConfig &target) {
       throw Error("manifest.json: step.kv_rows is " + std::to_string(config.kvRows) +
                   "; the CUDA runtime caches a key row and a value row (2)");
   }
-  // Artifacts written before the fields, or without bf16 or int8
-  // activations, use no AMX tiles.
-  auto products = [&](const char *name, std::initializer_list<const char *> known) {
-    if (!step.contains(name)) return;
-    std::string value = stringField(step, "step", name);
-    if (std::find(known.begin(), known.end(), value) == known.end()) {
-      std::string names;
-      for (const char *option : known) names += std::string(names.empty() ? "" : ", ") + option;
-      throw Error("manifest.json: step." + std::string(name) + " '" + value +
-                  "' is not one this runtime runs (" + names + ")");
-    }
-    config.amxTiles = config.amxTiles || value == "amx";
-  };
-  products("bf16_products", {"avx512-bf16", "amx"});
-  products("int8_products", {"avx512-vnni", "avx2", "amx"});
+  // Artifacts written before the field, or without bf16 activations, use
+  // no AMX tiles.
+  if (step.contains("bf16_products")) {
+    std::string products = stringField(step, "step", "bf16_products");
+    if (products != "avx512-bf16" && products != "amx")
+      throw Error("manifest.json: step.bf16_products '" + products +
+                  "' is not one this runtime runs (avx512-bf16 or amx)");
+    config.amxTiles = products == "amx";
+  }
   // The runtime allocates the KV pool, so it must know its element type.
   std::string kvDtype = stringField(step, "step", "kv_dtype");
   if (target.isCuda()) {

@@ -60,9 +60,8 @@ struct StepConfig {
   int64_t kvRows = 2;
   /// The KV cache's element type: f32, bf16 or int8 (cpu), bf16 or f16 (cuda).
   std::string kvDtype;
-  /// cpu: the kernels multiply with AMX tiles (step.bf16_products or
-  /// step.int8_products "amx"), so the process must hold the tile state
-  /// before a step runs.
+  /// cpu: the kernels multiply with AMX tiles (step.bf16_products "amx"),
+  /// so the process must hold the tile state before a step runs.
   bool amxTiles = false;
 };
 

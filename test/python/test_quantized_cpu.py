@@ -14,7 +14,7 @@
     folded scales and GPTQ's error spreading leave the logits within 5%.
   * With --int8-activations (rows quantized to int8 per block, integer products) the logits
     stay within a few percent of the exact product and do not depend on the batch; AVX2's
-    products give the bits AVX512-VNNI's give, and so do AMX-INT8's tiles of 16 rows. Without the flag the file decides: a file
+    products give the bits AVX512-VNNI's give. Without the flag the file decides: a file
     whose MatMulNBits all ask for accuracy_level 4 (the genai builder's int4) gets them, and
     stays as close to onnxruntime's own int8 product of that file; one that asks for level 0
     (onnxruntime's quantizer) gets the exact product, and so does `--int8-activations=false`.
@@ -158,32 +158,6 @@ def test_avx2_int8_products_are_the_vnni_sums(export, tmp_path):
         assert np.array_equal(ours, reference), f"step {step}: AVX2's logits differ"
 
 
-HAS_AMX_INT8 = "amx_int8" in CPU_FLAGS
-
-
-def disassembly(artifact: Path) -> str:
-    return subprocess.run(["objdump", "-d", str(artifact / "kernels.so")], capture_output=True,
-                          text=True, check=True).stdout
-
-
-@pytest.mark.skipif(not (HAS_VNNI and HAS_AMX_INT8), reason="the CPU has no AMX-INT8")
-@pytest.mark.parametrize("export", ["ort-int4/llama-gqa", "ort-int8/llama-gqa",
-                                    "genai-int4/qwen3", "ort-int4-sym/llama-tied"])
-def test_amx_int8_products_are_the_vnni_sums(export, tmp_path):
-    """AMX tiles (TDPBSUD) take a matmul's whole tiles of 16 rows (the ragged prefill's first
-    32 of 42) and add the integers vpdpbusd adds, scaled by the same operations: the logits
-    are the same bits, 4- and 8-bit codes, with and without zero points. --int8-activations
-    picks them by default on this CPU."""
-    onnx_path = EXPORTS_DIR / export / "model.onnx"
-    vnni = compile_model(onnx_path, tmp_path / "vnni.llmc", "--int8-activations",
-                         "--int8-products=avx512-vnni")
-    amx = compile_model(onnx_path, tmp_path / "amx.llmc", "--int8-activations")
-    assert json.loads((amx / "manifest.json").read_text())["step"]["int8_products"] == "amx"
-    assert "tdpbsud" in disassembly(amx) and "tdpbsud" not in disassembly(vnni)
-    for step, (ours, reference) in enumerate(zip(*ragged_steps(amx, vnni))):
-        assert np.array_equal(ours, reference), f"step {step}: AMX's logits differ"
-
-
 @pytest.mark.parametrize("export", ["optimum/qwen3-moe", "ort-int4/qwen3-moe", "optimum/gpt-oss",
                                     "genai-fp32/gpt-oss"])
 def test_experts_do_not_depend_on_the_batch(export, tmp_path):
@@ -241,11 +215,7 @@ def test_exact_product_where_the_file_asks_for_it(tmp_path):
     (["--int8-activations", "--target", "cuda"],
      "--int8-activations applies to the CPU target's generated matmul"),
     (["--int8-activations", "--int8-products=sse4"],
-     "unknown --int8-products 'sse4': use auto, amx, avx512-vnni or avx2"),
-    pytest.param(["--int8-activations", "--int8-products=amx"],
-                 "--int8-products=amx needs a CPU with AMX-INT8",
-                 marks=pytest.mark.skipif(HAS_AMX_INT8 or not HAS_VNNI,
-                                          reason="the CPU has AMX-INT8, or no VNNI")),
+     "unknown --int8-products 'sse4': use auto, avx512-vnni or avx2"),
     (["--int8-products=avx2"], "--int8-products applies with --int8-activations, which this "
      "file does not ask for (MatMulNBits' accuracy_level 4)"),
     (["--int8-activations=false", "--int8-products=avx2"],

@@ -135,21 +135,6 @@ TEST(Artifact, AsksForTheAmxTileStateItsKernelsUse) {
   test.manifest["step"]["bf16_products"] = "avx2";
   test.writeManifest();
   EXPECT_LOAD_ERROR(test, "step.bf16_products 'avx2' is not one this runtime runs");
-  test.manifest["step"]["bf16_products"] = "avx512-bf16";
-  test.manifest["step"]["int8_products"] = "sse4";
-  test.writeManifest();
-  EXPECT_LOAD_ERROR(test, "step.int8_products 'sse4' is not one this runtime runs");
-  test.manifest["step"]["int8_products"] = "avx2";
-  test.writeManifest();
-  EXPECT_FALSE(Artifact::load(test.dir())->step().amxTiles);
-  // Either field saying amx asks for the tiles.
-  test.manifest["step"]["int8_products"] = "amx";
-  test.writeManifest();
-  if (llmc::requestAmxTileData().empty())
-    EXPECT_TRUE(Artifact::load(test.dir())->step().amxTiles);
-  else
-    EXPECT_LOAD_ERROR(test, "its kernels multiply with AMX tiles, but");
-  test.manifest["step"]["int8_products"] = "avx512-vnni";
   test.manifest["step"]["bf16_products"] = "amx";
   test.writeManifest();
   // The load asks Linux for the tile state: granted where the CPU has AMX

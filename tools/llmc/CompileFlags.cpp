@@ -89,10 +89,8 @@ cl::opt<bool> int8Activations(
     cl::cat(compileCategory));
 cl::opt<std::string> int8Products(
     "int8-products",
-    cl::desc("With --int8-activations, the instructions: auto (AMX-INT8 tiles for whole tiles "
-             "of 16 rows where the host has them and Linux grants the tile state, else "
-             "AVX512-VNNI where the host has it, else AVX2), amx, avx512-vnni or avx2; all give "
-             "the same sums"),
+    cl::desc("With --int8-activations, the instructions: auto (AVX512-VNNI where the host has "
+             "it, else AVX2), avx512-vnni or avx2; all give the same sums"),
     cl::init("auto"), cl::cat(compileCategory));
 cl::opt<bool> bf16Activations(
     "bf16-activations",

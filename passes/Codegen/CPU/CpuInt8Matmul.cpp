@@ -32,7 +32,6 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuLowering.h"
 
-#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -190,159 +189,6 @@ void emitQuantizeRows(KernelBuilder &kb, Value x, QuantizedRows out, int64_t k, 
   });
 }
 
-/// The scales (f32) and zero points (int32; null for symmetric codes) of
-/// block `block` of tile `tile`'s 16 columns.
-struct TileBlockScales {
-  Value scales, zeroPoints;
-};
-
-TileBlockScales loadTileBlockScales(KernelBuilder &kb, const Int8Weight &w, Value tile,
-                                    Value block) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.location();
-  TileBlockScales loaded;
-  loaded.scales = vector::LoadOp::create(b, loc, vectorOf(16, b.getF32Type()), w.scales,
-                                         ValueRange{tile, block, kb.index(0)});
-  if (w.zeroPoints)
-    loaded.zeroPoints = arith::ExtUIOp::create(
-        b, loc, vectorOf(16, b.getI32Type()),
-        vector::LoadOp::create(b, loc, vectorOf(16, b.getI8Type()), w.zeroPoints,
-                               ValueRange{tile, block, kb.index(0)}));
-  return loaded;
-}
-
-/// acc + row `row`'s integer sums `sums` (vector<16xi32>) of block `block`
-/// made exact (less the zero points times the row's code sum) and scaled by
-/// the weight's and the row's scales: the one combination of the vector and
-/// the AMX tiles, whose integer sums are equal, so that they give the same
-/// bits.
-Value addScaledBlock(KernelBuilder &kb, const Int8Weight &w, QuantizedRows x,
-                     const TileBlockScales &blockScales, Value row, Value block, Value sums,
-                     Value acc) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.location();
-  auto i32x16 = vectorOf(16, b.getI32Type());
-  auto f32x16 = vectorOf(16, b.getF32Type());
-  Value rowSum = kb.load(x.sums, {row, block});
-  Value correction;
-  if (blockScales.zeroPoints)
-    correction = arith::MulIOp::create(b, loc, blockScales.zeroPoints,
-                                       vector::BroadcastOp::create(b, loc, i32x16, rowSum));
-  else
-    correction = vector::BroadcastOp::create(
-        b, loc, i32x16,
-        arith::MulIOp::create(
-            b, loc, rowSum,
-            arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1 << (w.bits - 1)))));
-  Value exact = arith::SubIOp::create(b, loc, sums, correction);
-  Value rowScale = vector::BroadcastOp::create(b, loc, f32x16, kb.load(x.scales, {row, block}));
-  Value scale = arith::MulFOp::create(b, loc, blockScales.scales, rowScale);
-  return vector::FMAOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32x16, exact), scale,
-                               acc);
-}
-
-/// An AMX int8 tile's stack scratch: its int32 sums and f32 accumulators
-/// (kAmxRows rows of every part's 16 columns) and a block's 4-bit codes
-/// unpacked a group of 4 values of k to a 64-byte tile row.
-struct AmxInt8Scratch {
-  Value sums, accumulators, unpacked;
-};
-
-AmxInt8Scratch allocateAmxInt8Scratch(KernelBuilder &kb, const Int8Weight &w, int64_t parts) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.location();
-  auto rowsOf = [&](Type element) {
-    return memref::AllocaOp::create(b, loc, MemRefType::get({kAmxRows, 16 * parts}, element));
-  };
-  AmxInt8Scratch scratch{rowsOf(b.getI32Type()), rowsOf(b.getF32Type()), Value()};
-  if (w.bits == 4)
-    scratch.unpacked = memref::AllocaOp::create(
-        b, loc, MemRefType::get({w.blockSize / 4 * kGroupBytes}, b.getI8Type()));
-  return scratch;
-}
-
-/// The sums of the 16 columns of tile `tile` (as emitInt8TileOfRows) for
-/// the kAmxRows rows from `row`, with AMX: per block and part, TDPBSUD adds
-/// the products of the rows' activation codes (signed; a tile of their
-/// block's bytes, up to 64 of k a product) and the block's codes (unsigned),
-/// whose 64-byte groups are the B tile's rows as they lie (4-bit ones
-/// unpacked first, a group a row). The int32 sums go through the scratch to
-/// addScaledBlock, as the vector tiles' do: the same bits.
-void emitAmxInt8Tile(KernelBuilder &kb, const Int8Weight &w, QuantizedRows x, Value tile,
-                     Value row, int64_t parts, int64_t partTiles, const AmxInt8Scratch &scratch,
-                     function_ref<void(Value row, ArrayRef<Value> sums)> finish) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.location();
-  auto f32x16 = vectorOf(16, b.getF32Type());
-  auto i32x16 = vectorOf(16, b.getI32Type());
-  auto bytes = vectorOf(kGroupBytes, b.getI8Type());
-  auto sumsType = amx::TileType::get({kAmxRows, 16}, b.getI32Type());
-  int64_t blockSize = w.blockSize, groups = blockSize / 4;
-  auto tileOf = [&](int64_t part) { return kb.addIndex(tile, kb.index(part * partTiles)); };
-  auto columnsOf = [&](int64_t part) { return kb.index(16 * part); };
-  Value zeros = splat(b, loc, f32x16, b.getF32FloatAttr(0));
-  kb.forEach(kb.index(0), kb.index(kAmxRows), [&](Value r) {
-    for (int64_t part = 0; part < parts; ++part)
-      vector::StoreOp::create(b, loc, zeros, scratch.accumulators, ValueRange{r, columnsOf(part)});
-  });
-  kb.forEach(kb.index(0), kb.index(w.blocks()), [&](Value block) {
-    Value blockStart = kb.mulIndex(block, kb.index(blockSize));
-    for (int64_t part = 0; part < parts; ++part) {
-      // The block's codes as B tile rows: in place (8 bits) or unpacked.
-      Value codes = w.codes;
-      SmallVector<Value> at{tileOf(part), block, kb.index(0)};
-      if (w.bits == 4) {
-        for (int64_t g = 0; g < groups / 2; ++g) {
-          Value packed = vector::LoadOp::create(
-              b, loc, bytes, w.codes, ValueRange{tileOf(part), block, kb.index(g * kGroupBytes)});
-          vector::StoreOp::create(
-              b, loc, arith::AndIOp::create(b, loc, packed, splat(b, loc, bytes, b.getI8IntegerAttr(0xF))),
-              scratch.unpacked, ValueRange{kb.index(g * kGroupBytes)});
-          vector::StoreOp::create(
-              b, loc, arith::ShRUIOp::create(b, loc, packed, splat(b, loc, bytes, b.getI8IntegerAttr(4))),
-              scratch.unpacked, ValueRange{kb.index((g + groups / 2) * kGroupBytes)});
-        }
-        codes = scratch.unpacked;
-        at = {kb.index(0)};
-      }
-      Value sums = amx::TileZeroOp::create(b, loc, sumsType);
-      for (int64_t depth = 0; depth < blockSize; depth += kGroupBytes) {
-        int64_t width = std::min(kGroupBytes, blockSize - depth);
-        Value activations = amx::TileLoadOp::create(
-            b, loc, amx::TileType::get({kAmxRows, width}, b.getI8Type()), x.codes,
-            ValueRange{row, kb.addIndex(blockStart, kb.index(depth))});
-        SmallVector<Value> groupAt(at);
-        groupAt.back() = kb.addIndex(groupAt.back(), kb.index(depth / 4 * kGroupBytes));
-        Value weights = amx::TileLoadOp::create(
-            b, loc, amx::TileType::get({width / 4, kGroupBytes}, b.getI8Type()), codes, groupAt,
-            kb.index(kGroupBytes));
-        sums = amx::TileMulIOp::create(b, loc, sumsType, activations, weights, sums,
-                                       /*isZextLhs=*/false, /*isZextRhs=*/true);
-      }
-      amx::TileStoreOp::create(b, loc, scratch.sums, ValueRange{kb.index(0), columnsOf(part)},
-                               sums);
-      TileBlockScales blockScales = loadTileBlockScales(kb, w, tileOf(part), block);
-      kb.forEach(kb.index(0), kb.index(kAmxRows), [&](Value r) {
-        Value rowSums = vector::LoadOp::create(b, loc, i32x16, scratch.sums,
-                                               ValueRange{r, columnsOf(part)});
-        Value acc = vector::LoadOp::create(b, loc, f32x16, scratch.accumulators,
-                                           ValueRange{r, columnsOf(part)});
-        vector::StoreOp::create(b, loc,
-                                addScaledBlock(kb, w, x, blockScales, kb.addIndex(row, r), block,
-                                               rowSums, acc),
-                                scratch.accumulators, ValueRange{r, columnsOf(part)});
-      });
-    }
-  });
-  kb.forEach(kb.index(0), kb.index(kAmxRows), [&](Value r) {
-    SmallVector<Value> parted;
-    for (int64_t part = 0; part < parts; ++part)
-      parted.push_back(vector::LoadOp::create(b, loc, f32x16, scratch.accumulators,
-                                              ValueRange{r, columnsOf(part)}));
-    finish(kb.addIndex(row, r), parted);
-  });
-}
-
 } // namespace
 
 QuantizedRows quantizeRowsIntoScratch(StepLowering &step, Location loc, Value input,
@@ -425,10 +271,34 @@ void emitInt8TileOfRows(KernelBuilder &kb, const Int8Weight &w, QuantizedRows x,
         }
         SmallVector<Value> next(acc.begin(), acc.end());
         for (int64_t part = 0; part < parts; ++part) {
-          TileBlockScales blockScales = loadTileBlockScales(kb, w, tileOf(part), block);
-          for (int64_t r = 0; r < rows; ++r)
-            next[slot(r, part)] = addScaledBlock(kb, w, x, blockScales, rowAt(r), block,
-                                                 sums[slot(r, part)], next[slot(r, part)]);
+          Value scales = vector::LoadOp::create(b, loc, f32x16, w.scales,
+                                                ValueRange{tileOf(part), block, kb.index(0)});
+          Value zeroPoints;
+          if (w.zeroPoints)
+            zeroPoints = arith::ExtUIOp::create(
+                b, loc, i32x16,
+                vector::LoadOp::create(b, loc, vectorOf(16, b.getI8Type()), w.zeroPoints,
+                                       ValueRange{tileOf(part), block, kb.index(0)}));
+          for (int64_t r = 0; r < rows; ++r) {
+            Value rowSum = kb.load(x.sums, {rowAt(r), block});
+            Value correction;
+            if (zeroPoints)
+              correction = arith::MulIOp::create(
+                  b, loc, zeroPoints, vector::BroadcastOp::create(b, loc, i32x16, rowSum));
+            else
+              correction = vector::BroadcastOp::create(
+                  b, loc, i32x16,
+                  arith::MulIOp::create(b, loc, rowSum,
+                                        arith::ConstantOp::create(
+                                            b, loc, b.getI32IntegerAttr(1 << (w.bits - 1)))));
+            Value exact = arith::SubIOp::create(b, loc, sums[slot(r, part)], correction);
+            Value rowScale = vector::BroadcastOp::create(b, loc, f32x16,
+                                                         kb.load(x.scales, {rowAt(r), block}));
+            Value scale = arith::MulFOp::create(b, loc, scales, rowScale);
+            next[slot(r, part)] =
+                vector::FMAOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32x16, exact), scale,
+                                      next[slot(r, part)]);
+          }
         }
         scf::YieldOp::create(b, loc, next);
       });
@@ -441,7 +311,7 @@ void emitInt8TileOfRows(KernelBuilder &kb, const Int8Weight &w, QuantizedRows x,
 
 std::string Int8Weight::key() const {
   return "a8q" + std::to_string(bits) + "b" + std::to_string(blockSize) + (zeroPoints ? "z" : "") +
-         (products == Int8Products::Avx2 ? "avx2" : "") + (amxTiles ? "amx" : "");
+         (products == Int8Products::Avx2 ? "avx2" : "");
 }
 
 SmallVector<Value> Int8Weight::buffers() const {
@@ -529,8 +399,10 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
     if (weight.zeroPoints) w.zeroPoints = params[6];
     auto epilogueParams = EpilogueParams::in(epilogue, params.drop_front(4 + weightBuffers.size()));
     Value begin = block.begin, end = block.end, rowCount = block.rowEnd;
-    AmxInt8Scratch amxScratch;
-    if (w.amxTiles) amxScratch = allocateAmxInt8Scratch(kb, w, parts);
+    Value tiledRowsEnd = kb.addIndex(
+        block.rowBegin,
+        kb.mulIndex(kb.divIndex(kb.subIndex(rowCount, block.rowBegin), kb.index(kInt8TileRows)),
+                    kb.index(kInt8TileRows)));
     Value firstTile = kb.divIndex(begin, kb.index(16));
     Value lastTile = kb.divIndex(kb.addIndex(end, kb.index(15)), kb.index(16));
     forEach(kb, firstTile, lastTile, 1, [&](Value tile) {
@@ -553,22 +425,7 @@ LogicalResult lowerInt8Matmul(StepLowering &step, Location loc, Value input,
         emitInt8TileOfRows(kb, w, x, tile, xRows, parts, partTiles,
                            [&](int64_t r, ArrayRef<Value> sums) { finish(xRows[r], sums); });
       };
-      // Whole tiles of 16 rows on AMX first, where it is used.
-      Value rowsBegin = block.rowBegin;
-      if (w.amxTiles) {
-        Value amxRowsEnd = kb.addIndex(
-            rowsBegin, kb.mulIndex(kb.divIndex(kb.subIndex(rowCount, rowsBegin), kb.index(kAmxRows)),
-                                   kb.index(kAmxRows)));
-        forEach(kb, rowsBegin, amxRowsEnd, kAmxRows, [&](Value row) {
-          emitAmxInt8Tile(kb, w, x, tile, row, parts, partTiles, amxScratch, finish);
-        });
-        rowsBegin = amxRowsEnd;
-      }
-      Value tiledRowsEnd = kb.addIndex(
-          rowsBegin,
-          kb.mulIndex(kb.divIndex(kb.subIndex(rowCount, rowsBegin), kb.index(kInt8TileRows)),
-                      kb.index(kInt8TileRows)));
-      forEach(kb, rowsBegin, tiledRowsEnd, kInt8TileRows,
+      forEach(kb, block.rowBegin, tiledRowsEnd, kInt8TileRows,
               [&](Value row) { rowTile(row, kInt8TileRows); });
       forEach(kb, tiledRowsEnd, rowCount, 1, [&](Value row) { rowTile(row, 1); });
     });

@@ -502,9 +502,6 @@ struct Int8Weight {
   mlir::Value codes, scales, zeroPoints; // zeroPoints: null for symmetric codes
   int64_t bits = 0, blockSize = 0, inFeatures = 0;
   Int8Products products = Int8Products::Avx512Vnni;
-  /// A matmul's whole tiles of kAmxRows rows take AMX-INT8 (TDPBSUD), the
-  /// rest `products`: integer sums either way, so the same logits.
-  bool amxTiles = false;
 
   int64_t blocks() const { return (inFeatures + blockSize - 1) / blockSize; }
   llvm::SmallVector<mlir::Value> buffers() const;

@@ -47,8 +47,7 @@ class CpuStepWalker final : public codegen::StepWalker<Value, Value> {
 public:
   /// `packQuantized`: keep quantised weights packed (the generated matmul
   /// only); `int8Products`: multiply those with int8-quantised rows, by
-  /// these instructions, a matmul's whole tiles of 16 rows by AMX with
-  /// `amxInt8Tiles`.
+  /// these instructions.
   /// `weightDtype`: how the generated matmul stores its f32 weights, f32,
   /// rounded to bf16 or f16, or auto (storageOf); `bf16Products`: multiply
   /// bf16 ones by activations rounded to bf16, those in panels by AMX
@@ -56,11 +55,10 @@ public:
   /// their block's values (AVX-512F).
   CpuStepWalker(cpu::StepLowering &step, Value weights, Value workspace, Value logits,
                 bool packQuantized, std::optional<cpu::Int8Products> int8Products,
-                bool amxInt8Tiles, StringRef weightDtype, bool bf16Products, bool amxTiles,
-                bool codeTables)
+                StringRef weightDtype, bool bf16Products, bool amxTiles, bool codeTables)
       : step(step), weightsArg(weights), workspaceArg(workspace), logits(logits),
         packQuantized(packQuantized && step.generatedMatmul),
-        int8Products(int8Products), amxInt8Tiles(amxInt8Tiles),
+        int8Products(int8Products),
         weightDtype(step.generatedMatmul ? weightDtype.str() : "f32"),
         bf16Products(bf16Products), amxTiles(amxTiles), codeTables(codeTables) {}
 
@@ -254,11 +252,8 @@ private:
     if (quantized && int8Products && (!epilogue.gated || columns % 16 == 0)) {
       auto int8Weight = int8WeightOf(weightValue);
       if (failed(int8Weight)) return failure();
-      if (*int8Weight) {
-        cpu::Int8Weight weight = **int8Weight;
-        weight.amxTiles = amxInt8Tiles;
-        return cpu::lowerInt8Matmul(step, op->getLoc(), input, weight, output, epilogue);
-      }
+      if (*int8Weight)
+        return cpu::lowerInt8Matmul(step, op->getLoc(), input, **int8Weight, output, epilogue);
     }
     if (quantized) {
       auto packed = packedWeightOf(weightValue);
@@ -536,7 +531,6 @@ private:
   Value weightsArg, workspaceArg, logits;
   bool packQuantized;
   std::optional<cpu::Int8Products> int8Products;
-  bool amxInt8Tiles;
   std::string weightDtype;
   bool bf16Products;
   bool amxTiles;
@@ -583,9 +577,8 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
           << weightDtype << "'";
       return signalPassFailure();
     }
-    if (int8Products != "avx512-vnni" && int8Products != "avx2" && int8Products != "amx") {
-      module.emitError("int8-products must be avx512-vnni, avx2 or amx, not '")
-          << int8Products << "'";
+    if (int8Products != "avx512-vnni" && int8Products != "avx2") {
+      module.emitError("int8-products must be avx512-vnni or avx2, not '") << int8Products << "'";
       return signalPassFailure();
     }
     if (bf16Products != "avx512-bf16" && bf16Products != "amx") {
@@ -661,7 +654,6 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
                                                              ? cpu::Int8Products::Avx2
                                                              : cpu::Int8Products::Avx512Vnni)
                                          : std::nullopt,
-                         int8Activations && int8Products == "amx",
                          weightDtype, bf16Activations, bf16Products == "amx", avx512);
     for (auto [index, input] : llvm::enumerate(modelInputs))
       walker.setInput(input, body->getArgument(index + 1));
@@ -677,7 +669,6 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
                                                         : bf16Activations ? "bf16"
                                                                           : "f32"));
     if (bf16Activations) module->setAttr("llmc.bf16_products", b.getStringAttr(bf16Products));
-    if (int8Activations) module->setAttr("llmc.int8_products", b.getStringAttr(int8Products));
     model.erase();
     expandExp(module);
     return success();

@@ -42,15 +42,8 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     integer sums, so the same logits. The weight
     is packed per tile of 16 columns for it (CpuInt8Matmul.cpp); so are a
     mixture of experts' when every expert's sizes are multiples of 16. The host
-    must have the instructions (`llmc compile --int8-activations` picks AMX
-    where the host has AMX-INT8, else VNNI, else AVX2). With
-    `int8-products=amx` a matmul (not a mixture of experts) takes its whole
-    tiles of 16 rows with AMX: per block, TDPBSUD multiplies the rows'
-    activation codes by the block's codes, whose 64-byte groups are the B
-    tile's rows as they lie (4-bit ones unpacked into a stack scratch
-    first), and the int32 sums are scaled by the same operations as the
-    vector tiles': the same logits, bit for bit, so decode steps of fewer
-    rows keep vpdpbusd.
+    must have the instructions (`llmc compile --int8-activations` picks VNNI,
+    else AVX2).
 
     Matrix products use the `matmul` strategy: `generated` (the default)
     emits register-tiled vector loops that read each weight once per call
@@ -105,9 +98,8 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     Option<"int8Activations", "int8-activations", "bool", /*default=*/"false",
            "Multiply packed quantised weights by int8-quantised activations">,
     Option<"int8Products", "int8-products", "std::string", /*default=*/"\"avx512-vnni\"",
-           "The instructions of int8-activations' products: avx512-vnni, avx2, or amx "
-           "(AMX-INT8 tiles for a matmul's whole tiles of 16 rows, avx512-vnni for the "
-           "rest); the same sums">,
+           "The instructions of int8-activations' products: avx512-vnni or avx2 (the same "
+           "sums)">,
     Option<"weightDtype", "weight-dtype", "std::string", /*default=*/"\"f32\"",
            "How the generated matmul stores f32 weights in weights.bin: f32, bf16 or f16 "
            "(rounded to nearest even, widened to f32 in registers), or auto (each weight "

@@ -4,9 +4,8 @@
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{avx512=true})' | FileCheck %s --check-prefix=TABLE
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{int8-activations=true})' | FileCheck %s --check-prefix=INT8
 // RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{int8-activations=true int8-products=avx2})' | FileCheck %s --check-prefix=AVX2
-// RUN: llmc-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(llm-lower-to-cpu{int8-activations=true int8-products=amx})' | FileCheck %s --check-prefix=AMX
 // RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{int8-activations=true int8-products=sse4})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-PRODUCTS
-// BAD-PRODUCTS: error: int8-products must be avx512-vnni, avx2 or amx, not 'sse4'
+// BAD-PRODUCTS: error: int8-products must be avx512-vnni or avx2, not 'sse4'
 
 // Block-quantised weights stay packed for the generated kernels: weights.bin
 // holds each one's codes (u8) and scales (and zero points), and the kernels
@@ -99,48 +98,6 @@
 // codes of each column, the high nibbles the group half a block on: 0x44, 0x33, ...
 //       INT8: {-#
 //       INT8:   int8_matmul_codes_1: "0x0100000044334433443344334433
-
-// int8-products=amx: a matmul's whole tiles of 16 rows take AMX tiles
-// (the rest vpdpbusd, as above), its scratch on the kernel's entry: the f32
-// accumulators and the int32 sums of 16 rows of every part's 16 columns,
-// and for 4-bit codes a block unpacked to tile rows. Per block and part,
-// TDPBSUD (tile_muli, the codes zero-extended) multiplies a tile of the
-// rows' activation codes (a block of 16: 16 bytes a row) by the block's
-// 64-byte groups (4 of them, the codes in place with a row stride of 64);
-// the sums are stored and each row's scaled into its accumulators as the
-// vector tiles scale theirs: the zero points times the row's code sum
-// subtracted, then an fma by the product of the two scales. The int4
-// head's groups are unpacked first (low nibbles to the first rows, high
-// ones to the rest), and the tile loads them from the scratch.
-//  AMX-LABEL: module attributes {llmc.activations = "int8", llmc.int8_products = "amx"
-//        AMX: func.func private @llmc_matmul_{{[0-9]+}}(%[[X:[^:]*]]: memref<?x32xi8>, %{{[^:]*}}: memref<?x32xf32>, %[[XSCALES:[^:]*]]: memref<?x2xf32>, %[[XSUMS:[^:]*]]: memref<?x2xi32>, %[[CODES:[^:]*]]: memref<2x2x256xi8>
-//   AMX-NEXT:   %[[ACC:.*]] = memref.alloca() : memref<16x16xf32>
-//   AMX-NEXT:   %[[SUMS:.*]] = memref.alloca() : memref<16x16xi32>
-//        AMX:   %[[ZERO:.*]] = amx.tile_zero : !amx.tile<16x16xi32>
-//        AMX:   %[[A:.*]] = amx.tile_load %[[X]][%{{.*}}, %{{.*}}] : memref<?x32xi8> into !amx.tile<16x16xi8>
-//        AMX:   %[[B:.*]] = amx.tile_load %[[CODES]][%{{.*}}, %{{.*}}, %{{.*}}], %c64{{.*}} : memref<2x2x256xi8> into !amx.tile<4x64xi8>
-//        AMX:   %[[C:.*]] = amx.tile_muli %[[A]], %[[B]] zext, %[[ZERO]] : !amx.tile<16x16xi8>, !amx.tile<4x64xi8>, !amx.tile<16x16xi32>
-//        AMX:   amx.tile_store %[[SUMS]][%{{.*}}, %{{.*}}], %[[C]] : memref<16x16xi32>, !amx.tile<16x16xi32>
-//        AMX:   scf.for %[[R:.*]] = %{{.*}} to %c16
-//        AMX:     %[[ROWSUMS:.*]] = vector.load %[[SUMS]][%[[R]], %{{.*}}] : memref<16x16xi32>, vector<16xi32>
-//        AMX:     %[[PARTIAL:.*]] = vector.load %[[ACC]][%[[R]], %{{.*}}] : memref<16x16xf32>, vector<16xf32>
-//        AMX:     memref.load %[[XSUMS]]
-//        AMX:     %[[EXACT:.*]] = arith.subi %[[ROWSUMS]], %{{.*}} : vector<16xi32>
-//        AMX:     memref.load %[[XSCALES]]
-//        AMX:     %[[SCALE:.*]] = arith.mulf
-//        AMX:     %[[FLOAT:.*]] = arith.sitofp %[[EXACT]]
-//        AMX:     %[[NEXT:.*]] = vector.fma %[[FLOAT]], %[[SCALE]], %[[PARTIAL]] : vector<16xf32>
-//        AMX:     vector.store %[[NEXT]], %[[ACC]][%[[R]], %{{.*}}]
-//        AMX:   llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
-//        AMX: func.func private @llmc_matmul_{{[0-9]+}}(%{{[^:]*}}: memref<?x32xi8>, %{{[^:]*}}: memref<?x64xf32>, %{{[^:]*}}: memref<?x2xf32>, %{{[^:]*}}: memref<?x2xi32>, %[[HEAD:[^:]*]]: memref<4x2x128xi8>
-//   AMX-NEXT:   %[[UNPACKED:.*]] = memref.alloca() : memref<256xi8>
-//        AMX:   %[[PACKED:.*]] = vector.load %[[HEAD]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x2x128xi8>, vector<64xi8>
-//        AMX:   %[[LOW:.*]] = arith.andi %[[PACKED]], %{{.*}} : vector<64xi8>
-//        AMX:   vector.store %[[LOW]], %[[UNPACKED]][%c0{{.*}}] : memref<256xi8>, vector<64xi8>
-//        AMX:   %[[HIGH:.*]] = arith.shrui %[[PACKED]], %{{.*}} : vector<64xi8>
-//        AMX:   vector.store %[[HIGH]], %[[UNPACKED]][%c128{{.*}}] : memref<256xi8>, vector<64xi8>
-//        AMX:   amx.tile_load %[[UNPACKED]][%{{.*}}], %c64{{.*}} : memref<256xi8> into !amx.tile<4x64xi8>
-//        AMX:   amx.tile_muli
 func.func @packed(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
   %tq = llm.constant dense<33> : tensor<64x2x8xui8>
   %ts = llm.constant dense<5.000000e-01> : tensor<64x2xf32>
