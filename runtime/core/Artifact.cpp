@@ -1,9 +1,8 @@
 //===- Artifact.cpp - load and verify a model.llmc directory --------------===//
 #include "runtime/core/Artifact.h"
 
-#include "llmc/Support/AmxTileData.h"
-
 #include "llmc/Artifact/Checksum.h"
+#include "llmc/Support/AmxTileData.h"
 #include "runtime/core/Error.h"
 
 #include <nlohmann/json.hpp>
