@@ -575,6 +575,9 @@ int runCompile(const CompileOptions &options) {
   if (!module) return 1;
   // Without --int8-activations, what the file asks for, where it can be had.
   std::optional<std::string> activationsNote;
+  if (step.bf16Activations)
+    activationsNote = step.bf16Products == "amx" ? "bf16 products on AMX tiles"
+                                                 : "bf16 products with AVX512_BF16";
   if (!options.int8Activations && !graph) {
     bool asked = fileAsksForInt8Activations(*module);
     if (int8Products != "auto" && !(asked && int8Applies)) {

@@ -167,6 +167,18 @@ def test_bf16_products_take_amx_tiles_where_the_host_has_them(artifacts):
         (artifacts["bf16"] / "manifest.json").read_text())["step"]
 
 
+@needs_avx512_bf16
+@pytest.mark.parametrize("products,said", [
+    ([], "bf16 products on AMX tiles" if HAS_AMX_BF16 else "bf16 products with AVX512_BF16"),
+    (["--bf16-products=avx512-bf16"], "bf16 products with AVX512_BF16"),
+])
+def test_the_compile_says_how_bf16_products_run(products, said, tmp_path):
+    result = subprocess.run([str(LLMC), "compile", str(EXPORT), "-o", str(tmp_path / "x.llmc"),
+                             "--dtype", "bf16", "--bf16-activations", *products],
+                            capture_output=True, text=True, check=True)
+    assert said in result.stderr.splitlines()[-1]
+
+
 @needs_amx_bf16
 def test_amx_products_agree_with_avx512_products(artifacts):
     tiles, vectors = ragged_steps(artifacts["products"], artifacts["vector products"])
