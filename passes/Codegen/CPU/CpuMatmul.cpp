@@ -409,9 +409,9 @@ LogicalResult lowerMatmul(StepLowering &step, Location loc, Value input, const M
     // AMX tiles read whole tiles of rows: the rounded rows are padded.
     int64_t tileRows = weight.amxTiles ? kAmxRows : 1;
     Value rows = memref::DimOp::create(step.b, loc, input, 0);
-    if (weight.amxTiles) {
+    if (tileRows > 1) {
       KernelBuilder stepBuilder(step.b, loc);
-      Value last = stepBuilder.index(kAmxRows - 1), whole = stepBuilder.index(kAmxRows);
+      Value last = stepBuilder.index(tileRows - 1), whole = stepBuilder.index(tileRows);
       rows = stepBuilder.mulIndex(stepBuilder.divIndex(stepBuilder.addIndex(rows, last), whole),
                                   whole);
     }
