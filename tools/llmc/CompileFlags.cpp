@@ -100,7 +100,8 @@ cl::opt<bool> bf16Activations(
 cl::opt<std::string> bf16Products(
     "bf16-products",
     cl::desc("With --bf16-activations, the instructions: auto (AMX tiles where the host has "
-             "AMX-BF16 and Linux grants the tile state, else AVX512_BF16), amx or avx512-bf16"),
+             "AMX-BF16 and Linux grants the tile state, else AVX512_BF16), amx or avx512-bf16; "
+             "with amx, paged attention multiplies on the tiles too"),
     cl::init("auto"), cl::cat(compileCategory));
 cl::opt<bool> summary("summary", cl::desc("Print a per-layer op summary (to stderr when the IR goes to stdout)"),
                       cl::cat(compileCategory));

@@ -63,6 +63,9 @@ public:
   mlir::Value numTokens;   // index: rows of per-token activations
   mlir::Value numSeqs;     // index: rows of gathered activations
   bool generatedMatmul = false;
+  /// Attention's products on AMX tiles (CpuTileAttention.cpp) where an op
+  /// fits them: with bf16-products=amx.
+  bool tileAttention = false;
   /// The workspace (i8). Kernels' scratch lies past the planned part, from
   /// `scratchOffset`; `scratchBytes` is the most any kernel uses, which the
   /// manifest's workspace size includes.
@@ -276,6 +279,12 @@ mlir::Value dotPairs(mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc, ml
 /// adds instead of 16 times 4. A vector's sum does not depend on the others.
 llvm::SmallVector<mlir::Value> sumLanesOfEach(mlir::OpBuilder &b, mlir::Location loc,
                                               llvm::ArrayRef<mlir::Value> vectors);
+/// Up to as many vectors as they have lanes reduced across their lanes
+/// together, as sumLanesOfEach packs them, by `combine` (an add, a max):
+/// lane i of the result is vector i's.
+mlir::Value reduceLanesPacked(mlir::OpBuilder &b, mlir::Location loc,
+                              llvm::ArrayRef<mlir::Value> vectors,
+                              llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
 
 /// f32 values from bf16 bit patterns (i16, scalar or vector): the pattern
 /// is the high half of the f32's.
@@ -292,8 +301,9 @@ bool isBf16Value(float value);
 /// conversion (vcvtph2ps).
 mlir::Value widenWeight(mlir::OpBuilder &b, mlir::Location loc, mlir::Value loaded);
 
-/// A scalar f32 rounded to bf16, to nearest even (a NaN stays a quiet
-/// NaN), in integer arithmetic: any x86-64 CPU, with or without AVX512_BF16.
+/// An f32 (scalar or vector) rounded to bf16, to nearest even (a NaN stays
+/// a quiet NaN), in integer arithmetic: any x86-64 CPU, with or without
+/// AVX512_BF16.
 mlir::Value roundToBf16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value);
 
 /// The weight values of a MatmulWeight inside a kernel. Reads whole vectors

@@ -65,40 +65,48 @@ Value sumLanes(OpBuilder &b, Location loc, Value vector) {
 
 } // namespace
 
+Value reduceLanesPacked(OpBuilder &b, Location loc, ArrayRef<Value> vectors,
+                        function_ref<Value(Value, Value)> combine) {
+  int64_t lanes = cast<VectorType>(vectors.front().getType()).getNumElements();
+  assert(vectors.size() <= size_t(lanes) && "at most a lane per vector");
+  SmallVector<Value> level(vectors);
+  for (int64_t width = lanes / 2; width >= 1; width /= 2) {
+    // Each vector holds groups of 2 * width lanes, one per output.
+    int64_t groups = lanes / (2 * width);
+    auto halves = [&](int64_t offset) {
+      SmallVector<int64_t> mask;
+      for (int64_t source = 0; source < 2; ++source)
+        for (int64_t group = 0; group < groups; ++group)
+          for (int64_t lane = 0; lane < width; ++lane)
+            mask.push_back(source * lanes + group * 2 * width + offset + lane);
+      return mask;
+    };
+    SmallVector<Value> next;
+    for (size_t i = 0; i < level.size(); i += 2) {
+      Value left = level[i], right = i + 1 < level.size() ? level[i + 1] : level[i];
+      Value low = vector::ShuffleOp::create(b, loc, left, right, halves(0));
+      Value high = vector::ShuffleOp::create(b, loc, left, right, halves(width));
+      next.push_back(combine(low, high));
+    }
+    level = std::move(next);
+  }
+  return level.front();
+}
+
 SmallVector<Value> sumLanesOfEach(OpBuilder &b, Location loc, ArrayRef<Value> vectors) {
   SmallVector<Value> sums;
   if (vectors.empty()) return sums;
   size_t lanes = cast<VectorType>(vectors.front().getType()).getNumElements();
+  auto add = [&](Value low, Value high) { return arith::AddFOp::create(b, loc, low, high); };
   for (size_t first = 0; first < vectors.size(); first += lanes) {
-    SmallVector<Value> level(vectors.begin() + first,
-                             vectors.begin() + std::min(vectors.size(), first + lanes));
-    size_t count = level.size();
-    if (count == 1) {
-      sums.push_back(sumLanes(b, loc, level[0]));
+    ArrayRef<Value> group = vectors.slice(first, std::min(lanes, vectors.size() - first));
+    if (group.size() == 1) {
+      sums.push_back(sumLanes(b, loc, group[0]));
       continue;
     }
-    for (int64_t width = lanes / 2; width >= 1; width /= 2) {
-      // Each vector holds groups of 2 * width lanes, one per output.
-      int64_t groups = lanes / (2 * width);
-      auto halves = [&](int64_t offset) {
-        SmallVector<int64_t> mask;
-        for (int64_t source = 0; source < 2; ++source)
-          for (int64_t group = 0; group < groups; ++group)
-            for (int64_t lane = 0; lane < width; ++lane)
-              mask.push_back(source * lanes + group * 2 * width + offset + lane);
-        return mask;
-      };
-      SmallVector<Value> next;
-      for (size_t i = 0; i < level.size(); i += 2) {
-        Value left = level[i], right = i + 1 < level.size() ? level[i + 1] : level[i];
-        Value low = vector::ShuffleOp::create(b, loc, left, right, halves(0));
-        Value high = vector::ShuffleOp::create(b, loc, left, right, halves(width));
-        next.push_back(arith::AddFOp::create(b, loc, low, high));
-      }
-      level = std::move(next);
-    }
-    for (size_t i = 0; i < count; ++i)
-      sums.push_back(vector::ExtractOp::create(b, loc, level[0], ArrayRef<int64_t>{int64_t(i)}));
+    Value packed = reduceLanesPacked(b, loc, group, add);
+    for (size_t i = 0; i < group.size(); ++i)
+      sums.push_back(vector::ExtractOp::create(b, loc, packed, ArrayRef<int64_t>{int64_t(i)}));
   }
   return sums;
 }

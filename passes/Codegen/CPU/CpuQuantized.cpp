@@ -156,8 +156,18 @@ Value widenWeight(OpBuilder &b, Location loc, Value loaded) {
 }
 
 Value roundToBf16(OpBuilder &b, Location loc, Value value) {
-  Type i32 = b.getI32Type();
-  auto constant = [&](int64_t c) { return arith::ConstantIntOp::create(b, loc, i32, c); };
+  // The same arithmetic lane by lane for a vector.
+  auto like = [&](Type element) -> Type {
+    if (auto vectorType = dyn_cast<VectorType>(value.getType()))
+      return VectorType::get(vectorType.getShape(), element);
+    return element;
+  };
+  Type i32 = like(b.getI32Type());
+  auto constant = [&](int32_t c) -> Value {
+    TypedAttr attr = b.getI32IntegerAttr(c);
+    if (auto shaped = dyn_cast<ShapedType>(i32)) attr = DenseElementsAttr::get(shaped, c);
+    return arith::ConstantOp::create(b, loc, i32, attr);
+  };
   Value bits = arith::BitcastOp::create(b, loc, i32, value);
   Value high = arith::ShRUIOp::create(b, loc, bits, constant(16));
   // Adding 0x7fff and the kept half's lowest bit rounds ties to even.
@@ -168,8 +178,8 @@ Value roundToBf16(OpBuilder &b, Location loc, Value value) {
   Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, value, value);
   Value quietNan = arith::OrIOp::create(b, loc, high, constant(0x40));
   Value chosen = arith::SelectOp::create(b, loc, isNan, quietNan, rounded);
-  Value half = arith::TruncIOp::create(b, loc, b.getI16Type(), chosen);
-  return arith::BitcastOp::create(b, loc, b.getBF16Type(), half);
+  Value half = arith::TruncIOp::create(b, loc, like(b.getI16Type()), chosen);
+  return arith::BitcastOp::create(b, loc, like(b.getBF16Type()), half);
 }
 
 Value WeightReader::vector(Value row, Value col, ArrayRef<Value> state) {

@@ -641,6 +641,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
 
     cpu::StepLowering step(module, b);
     step.generatedMatmul = matmul == "generated";
+    step.tileAttention = bf16Activations && bf16Products == "amx";
     step.api = body->getArgument(0);
     step.numTokens = memref::DimOp::create(b, loc, body->getArgument(1), 0);
     step.numSeqs = memref::DimOp::create(b, loc, body->getArgument(7), 0);

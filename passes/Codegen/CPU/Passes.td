@@ -81,8 +81,14 @@ def LlmLowerToCpuPass : Pass<"llm-lower-to-cpu", "mlir::ModuleOp"> {
     load of the rows, one of each 16 columns' pairs straight from the
     panel and a TDPBF16PS into 16 x 16 f32 sums, for every row count
     (still batch-invariant; the k loop unrolled, since tiles live in
-    registers only within a block). The host process must be granted the
-    tile state (Linux's arch_prctl; the runtime asks for it).
+    registers only within a block). Paged attention multiplies on tiles
+    too where it fits them (head_dim a multiple of 32, blocks of 16, an
+    f32 or bf16 cache, no softcap or ALiBi; CpuTileAttention.cpp): a tile
+    of (position, query head) rows rounded to bf16 times a block's keys,
+    then the softmax weights rounded to bf16 times its values; softmax and
+    accumulators stay f32, a decode row is a tile of one position, so its
+    bits are a prefill's. The host process must be granted the tile state
+    (Linux's arch_prctl; the runtime asks for it).
     With `avx512` (a target with AVX-512F) the exact product reads packed
     4-bit codes through their block's 16 values, (c - zero_point) * scale
     for c = 0..15 computed once per block and looked up with vpermps: the

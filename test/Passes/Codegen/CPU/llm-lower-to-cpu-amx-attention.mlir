@@ -1,0 +1,79 @@
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=bf16 bf16-activations=true bf16-products=amx})' | FileCheck %s
+
+// bf16-products=amx: paged attention with head_dim 32 (a multiple of an A
+// tile's 32 values) and blocks of 16 takes its products on AMX tiles. The
+// kernel keeps its scratch on entry: the tile's query rows rounded to bf16
+// (16 (position, query head) pairs x head_dim), a block's keys as pairs of
+// features (16 x 2 slots a row) and values as pairs of slots (8 rows of 2 x
+// head_dim). Per block it repacks the keys and values (interleaving two
+// rows' lanes), multiplies the queries by the keys a tile row of 32 features
+// at a time into 16 x 16 scores, and the bf16 weights (16 rows x 16 slots)
+// by each 16 features' values into 16 x 16 sums. The combine kernel of the
+// decode rows' ranges is the vector kernel's.
+// CHECK-LABEL: func.func private @llmc_paged_attention_{{[0-9]+}}(
+//  CHECK-SAME:     memref<?x64xf32>, %{{.*}}: memref<?x2x1x16x32xf32>
+//       CHECK:   %[[QUERIES:.*]] = memref.alloca() : memref<16x32xbf16>
+//       CHECK:   %[[KEYS:.*]] = memref.alloca() : memref<16x32xbf16>
+//       CHECK:   %[[VALUES:.*]] = memref.alloca() : memref<8x64xbf16>
+//       CHECK:   %[[SCORES:.*]] = memref.alloca() : memref<16x16xf32>
+//       CHECK:   %[[WEIGHTS:.*]] = memref.alloca() : memref<16x16xbf16>
+//       CHECK:   %[[SUMS:.*]] = memref.alloca() : memref<16x32xf32>
+//       CHECK:   vector.interleave %{{.*}}, %{{.*}} : vector<16xi16> -> vector<32xi16>
+//       CHECK:   %[[ZERO:.*]] = amx.tile_zero : !amx.tile<16x16xf32>
+//       CHECK:   %[[A:.*]] = amx.tile_load %[[QUERIES]][%{{.*}}, %{{.*}}] : memref<16x32xbf16> into !amx.tile<16x32xbf16>
+//       CHECK:   %[[B:.*]] = amx.tile_load %[[KEYS]][%{{.*}}, %{{.*}}] : memref<16x32xbf16> into !amx.tile<16x32xbf16>
+//       CHECK:   %[[S:.*]] = amx.tile_mulf %[[A]], %[[B]], %[[ZERO]] : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
+//       CHECK:   amx.tile_store %[[SCORES]][%{{.*}}, %{{.*}}], %[[S]] : memref<16x16xf32>, !amx.tile<16x16xf32>
+//       CHECK:   %[[P:.*]] = amx.tile_load %[[WEIGHTS]][%{{.*}}, %{{.*}}] : memref<16x16xbf16> into !amx.tile<16x16xbf16>
+//       CHECK:   %[[V:.*]] = amx.tile_load %[[VALUES]][%{{.*}}, %{{.*}}] : memref<8x64xbf16> into !amx.tile<8x32xbf16>
+//       CHECK:   %[[O:.*]] = amx.tile_mulf %[[P]], %[[V]], %{{.*}} : !amx.tile<16x16xbf16>, !amx.tile<8x32xbf16>, !amx.tile<16x16xf32>
+//       CHECK:   amx.tile_store %[[SUMS]][%{{.*}}, %{{.*}}], %[[O]]
+//       CHECK:   amx.tile_load %[[VALUES]][%{{.*}}, %c32{{.*}}] : memref<8x64xbf16> into !amx.tile<8x32xbf16>
+//       CHECK: func.func private @llmc_paged_attention_combine_{{[0-9]+}}(
+//   CHECK-NOT:   amx.
+//       CHECK: func.func private @llmc_
+func.func @tiles(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x32xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 9216 : i64} {
+  %1 = llm.constant dense<3.000000e-01> : tensor<64x64xf32>
+  %2 = llm.constant dense<1.000000e+00> : tensor<16xf32>
+  %3 = llm.constant dense<1.000000e-01> : tensor<64x64xf32>
+  %4 = llm.constant dense<2.000000e-01> : tensor<64x32xf32>
+  %5 = llm.embedding %1, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
+  %6 = llm.linear %5, %3 {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  %7 = llm.linear %5, %4 {llmc.workspace_offsets = array<i64: 4096>} : (tensor<?x64xf32>, tensor<64x32xf32>) -> tensor<?x32xf32>
+  %8 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x64xf32>) -> tensor<?x2x32xf32>
+  %9 = llm.split_heads %7 {num_heads = 1 : i64} : (tensor<?x32xf32>) -> tensor<?x1x32xf32>
+  %10 = llm.rope %8, %arg1, %2 {llmc.workspace_offsets = array<i64: 6144>} : (tensor<?x2x32xf32>, tensor<?xi32>, tensor<16xf32>) -> tensor<?x2x32xf32>
+  %11 = llm.rope %9, %arg1, %2 {llmc.workspace_offsets = array<i64: 8192>} : (tensor<?x1x32xf32>, tensor<?xi32>, tensor<16xf32>) -> tensor<?x1x32xf32>
+  %12 = llm.paged_kv_write %arg7, %11, %9, %arg5 {layer = 0 : i64} : (tensor<1x?x2x1x16x32xf32>, tensor<?x1x32xf32>, tensor<?x1x32xf32>, tensor<?xi32>) -> tensor<1x?x2x1x16x32xf32>
+  %13 = llm.paged_attention %10, %12, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 0>, scale = 0.176776695 : f32} : (tensor<?x2x32xf32>, tensor<1x?x2x1x16x32xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x32xf32>
+  %14 = llm.merge_heads %13 : (tensor<?x2x32xf32>) -> tensor<?x64xf32>
+  %15 = llm.gather_rows %14, %arg6 {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
+  %16 = llm.logits %15, %3 : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  return %16 : tensor<?x64xf32>
+}
+
+// -----
+
+// A head_dim of 16 does not fill an A tile's 32 values: attention keeps the
+// vector kernel (its products f32), while the matmuls take the tiles.
+// CHECK-LABEL: func.func private @llmc_paged_attention_{{[0-9]+}}(
+//   CHECK-NOT:   amx.
+//       CHECK: func.func private @llmc_paged_attention_combine_{{[0-9]+}}(
+func.func @vectors(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 3072 : i64} {
+  %1 = llm.constant dense<3.000000e-01> : tensor<64x32xf32>
+  %2 = llm.constant dense<1.000000e+00> : tensor<8xf32>
+  %3 = llm.constant dense<1.000000e-01> : tensor<32x32xf32>
+  %4 = llm.constant dense<2.000000e-01> : tensor<32x64xf32>
+  %5 = llm.embedding %1, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %6 = llm.linear %5, %3 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
+  %7 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x32xf32>) -> tensor<?x2x16xf32>
+  %9 = llm.rope %7, %arg1, %2 {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
+  %10 = llm.rope %8, %arg1, %2 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x2x16xf32>, tensor<?xi32>, tensor<8xf32>) -> tensor<?x2x16xf32>
+  %11 = llm.paged_kv_write %arg7, %10, %8, %arg5 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %9, %11, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 0>, scale = 2.500000e-01 : f32} : (tensor<?x2x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x16xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x2x16xf32>) -> tensor<?x32xf32>
+  %14 = llm.gather_rows %13, %arg6 {llmc.workspace_offsets = array<i64: 1024>} : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+  %15 = llm.logits %14, %4 : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
+  return %15 : tensor<?x64xf32>
+}
