@@ -6,8 +6,9 @@ softmax weights rounded to bf16 times its values, in TDPBF16PS; the softmax and 
 accumulators stay f32. A decode row is a tile of one position, whose arithmetic is the same
 as in a prefill's tile, and its keys are cut into the vector kernel's ranges. Checked on real
 exports whose head_dim takes the tiles (optimum's Mistral, GQA with head_dim 32, and with a
-20-token sliding window), at their longest positions (250 tokens: four key ranges of 4
-blocks), with an f32 and a bf16 KV cache:
+20-token sliding window; the default model, a GQA group of 3 and head_dim 64), at 250 tokens
+(the exports' longest: four key ranges of 4 blocks, passes of several tiles), with an f32
+and a bf16 KV cache:
 
   * logits within bf16's rounding of onnxruntime's fp32 on the same file, and differing from
     AVX512_BF16's products (whose attention stays f32) by more than f32's rounding, so the
@@ -24,7 +25,9 @@ import pytest
 from llmc.runtime import Model
 from llmc.testing.ort_reference import OrtDecoder
 from llmc.testing.paged import PagedRunner
+from llmc.testing.server import default_model_dir
 from test_cpu_bf16_weights import needs_amx_bf16
+from test_cpu_parity import DEFAULT_MODEL
 from test_exporters import EXPORTS_DIR
 from test_quantized_cpu import compile_model
 
@@ -38,17 +41,21 @@ DECODE_STEPS = 4
 PROMPT_LENGTH = 250
 NUM_KV_BLOCKS = 128
 CASES = {
-    "optimum/mistral": ("optimum/mistral", []),
-    "optimum/mistral-window": ("optimum/mistral-window", []),
-    "optimum/mistral bf16 cache": ("optimum/mistral", ["--kv-cache-dtype", "bf16"]),
+    "optimum/mistral": (EXPORTS_DIR / "optimum/mistral/model.onnx", []),
+    "optimum/mistral-window": (EXPORTS_DIR / "optimum/mistral-window/model.onnx", []),
+    "optimum/mistral bf16 cache": (EXPORTS_DIR / "optimum/mistral/model.onnx",
+                                   ["--kv-cache-dtype", "bf16"]),
+    # A GQA group of 3 (a tile's 16th row unused), head_dim 64.
+    "default-smollm2-135m bf16 cache": (DEFAULT_MODEL, ["--kv-cache-dtype", "bf16"]),
 }
 BF16_PRODUCTS = ["--dtype", "bf16", "--bf16-activations"]
 
 
 @pytest.fixture(scope="module", params=list(CASES))
 def case(request, tmp_path_factory):
-    export, flags = CASES[request.param]
-    onnx_path = EXPORTS_DIR / export / "model.onnx"
+    onnx_path, flags = CASES[request.param]
+    if onnx_path == DEFAULT_MODEL:
+        default_model_dir()  # converted on first use
     directory = tmp_path_factory.mktemp("tiles")
     tiles = compile_model(onnx_path, directory / "tiles.llmc", *BF16_PRODUCTS, *flags)
     vectors = compile_model(onnx_path, directory / "vectors.llmc", *BF16_PRODUCTS,

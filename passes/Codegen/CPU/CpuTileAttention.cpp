@@ -31,6 +31,11 @@ namespace llmc::cpu::attention {
 namespace {
 /// Query rows a tile takes: an AMX tile's rows.
 constexpr int64_t kTileRows = kAmxRows;
+/// Tiles of a prefill that share a pass over the blocks: each block's keys
+/// and values are read and repacked once for all of them.
+constexpr int64_t kPassTiles = 4;
+/// Rows of a pass: every tile's, tile t's row r at t x kTileRows + r.
+constexpr int64_t kPassRows = kPassTiles * kTileRows;
 /// Features of k one A tile holds: 32 bf16, a 64-byte tile row.
 constexpr int64_t kTileK = 32;
 /// The key slots a tile product covers: one block.
@@ -79,7 +84,7 @@ public:
     auto scratch = [&](ArrayRef<int64_t> shape, Type element) {
       return memref::AllocaOp::create(b, loc, MemRefType::get(shape, element)).getResult();
     };
-    queries = scratch({kTileRows, rows.headDim}, bf16);
+    queries = scratch({kPassRows, rows.headDim}, bf16);
     keyPairs = scratch({rows.headDim / 2, 2 * kTileSlots}, bf16);
     valuePairs = scratch({kTileSlots / 2, 2 * plan.valueDim}, bf16);
     scores = scratch({kTileRows, kTileSlots}, f32);
@@ -87,16 +92,17 @@ public:
     products = scratch({kTileRows, plan.valueDim}, f32);
     corrections = scratch({kTileRows}, f32);
     for (RowStates *states : {&running, &folded}) {
-      states->max = scratch({kTileRows}, f32);
-      states->sum = scratch({kTileRows}, f32);
-      states->acc = scratch({kTileRows, plan.valueDim}, f32);
+      states->max = scratch({kPassRows}, f32);
+      states->sum = scratch({kPassRows}, f32);
+      states->acc = scratch({kPassRows, plan.valueDim}, f32);
     }
-    for (Value *column : {&rowFirstKey, &rowVisible, &rowFirstBlock, &rowBlocks, &rowPerRange})
-      *column = scratch({kTileRows}, b.getIndexType());
+    for (Value *column :
+         {&rowFirstKey, &rowVisible, &rowFirstBlock, &rowBlocks, &rowPerRange, &rowNextRange})
+      *column = scratch({kPassRows}, b.getIndexType());
     // Rows past a tile's own multiply zeros until a tile fills them.
     Value zeros = arith::BitcastOp::create(b, loc, VectorType::get({kLanes}, bf16),
                                            vectorOf(b.getI16Type(), kLanes, 0));
-    kb.forEach(kb.index(0), kb.index(kTileRows), [&](Value r) {
+    kb.forEach(kb.index(0), kb.index(kPassRows), [&](Value r) {
       for (int64_t d = 0; d < rows.headDim; d += kLanes)
         vector::StoreOp::create(b, loc, zeros, queries, ValueRange{r, kb.index(d)});
     });
@@ -104,6 +110,8 @@ public:
 
   /// Positions a tile takes: the group's heads of each.
   int64_t tilePositions() const { return kTileRows / plan.group; }
+  /// Positions a pass takes.
+  int64_t passPositions() const { return kPassTiles * tilePositions(); }
 
   /// The state of decode row `row` of sequence `seq` (which sees
   /// `contextLen` keys) over blocks [begin, end) of its range `split`, for
@@ -111,14 +119,14 @@ public:
   void decodeRange(Value seq, Value row, Value contextLen, Value kvRun, Value split, Value begin,
                    Value end) {
     Value tileRows = kb.index(plan.group);
-    setRows(tileRows, [&](Value) { return contextLen; });
+    setRows([&](Value r) { return kb.lessThan(r, tileRows); }, [&](Value) { return contextLen; });
     Value firstKvHead = kb.mulIndex(kvRun, kb.index(plan.taskKvHeads));
     Value base = plan.runSoftmax.partsColumn(kb, kvRun, split);
     kb.forEach(kb.index(0), kb.index(plan.taskKvHeads), [&](Value h) {
       Value kvHead = kb.addIndex(firstKvHead, h);
       loadQueries(row, kb.index(1), kvHead);
       reset(running);
-      blockLoop(seq, begin, end, tileRows, kvHead, /*foldRanges=*/false);
+      blockLoop(seq, begin, end, kb.index(1), kvHead, /*foldRanges=*/false);
       // Query head h x group + g of the run, where SoftmaxState::store puts
       // the run's heads.
       Value headBase =
@@ -132,35 +140,47 @@ public:
     });
   }
 
-  /// Positions [tile x tilePositions(), ...) of a prefill of rows [first,
+  /// Positions [pass x passPositions(), ...) of a prefill of rows [first,
   /// last) of sequence `seq`, the first at position `startPosition`, for KV
   /// head `kvHead`: their outputs.
-  void prefillTile(Value seq, Value first, Value last, Value startPosition, Value tile,
+  void prefillPass(Value seq, Value first, Value last, Value startPosition, Value pass,
                    Value kvHead) {
-    Value group = kb.index(plan.group);
-    Value firstRow = kb.addIndex(first, kb.mulIndex(tile, kb.index(tilePositions())));
-    Value positions = kb.minIndex(kb.subIndex(last, firstRow), kb.index(tilePositions()));
-    Value tileRows = kb.mulIndex(positions, group);
+    Value firstRow = kb.addIndex(first, kb.mulIndex(pass, kb.index(passPositions())));
+    Value positions = kb.minIndex(kb.subIndex(last, firstRow), kb.index(passPositions()));
+    Value tileCount = kb.divIndex(kb.addIndex(positions, kb.index(tilePositions() - 1)),
+                                  kb.index(tilePositions()));
     Value offset = kb.addIndex(startPosition, kb.subIndex(firstRow, first));
-    setRows(tileRows, [&](Value r) {
-      return kb.addIndex(kb.addIndex(offset, kb.divIndex(r, group)), kb.index(1));
-    });
+    setRows(
+        [&](Value r) {
+          Value inTile = kb.remIndex(r, kb.index(kTileRows));
+          return arith::AndIOp::create(b, loc,
+                                       kb.lessThan(inTile, kb.index(tilePositions() * plan.group)),
+                                       kb.lessThan(positionOf(r), positions))
+              .getResult();
+        },
+        [&](Value r) { return kb.addIndex(kb.addIndex(offset, positionOf(r)), kb.index(1)); });
     loadQueries(firstRow, positions, kvHead);
     reset(running);
     reset(folded);
     // Rows are consecutive positions: the first starts at the smallest
     // block, the last ends at the largest.
     Value begin = kb.load(rowFirstBlock, {kb.index(0)});
-    Value end = kb.load(rowBlocks, {kb.subIndex(tileRows, kb.index(1))});
-    blockLoop(seq, begin, end, tileRows, kvHead, /*foldRanges=*/true);
-    kb.forEach(kb.index(0), tileRows, [&](Value r) {
-      foldRow(r);
-      Value queryHead = kb.addIndex(kb.mulIndex(kvHead, group), kb.remIndex(r, group));
-      head.finish(kb, load(folded, r), out, kb.addIndex(firstRow, kb.divIndex(r, group)),
-                  queryHead, [&](int64_t, int64_t c) {
-                    return kb.addIndex(kb.mulIndex(queryHead, kb.index(plan.valueDim)),
-                                       kb.index(c * kLanes));
-                  });
+    Value visibleLast = kb.addIndex(offset, positions);
+    Value end = kb.divIndex(kb.addIndex(visibleLast, kb.index(rows.blockSize - 1)),
+                            kb.index(rows.blockSize));
+    blockLoop(seq, begin, end, tileCount, kvHead, /*foldRanges=*/true);
+    Value group = kb.index(plan.group);
+    kb.forEach(kb.index(0), kb.mulIndex(tileCount, kb.index(kTileRows)), [&](Value r) {
+      Value inTile = kb.remIndex(r, kb.index(kTileRows));
+      kb.ifThen(kb.lessThan(kb.load(rowFirstKey, {r}), kb.load(rowVisible, {r})), [&] {
+        foldRow(r);
+        Value queryHead = kb.addIndex(kb.mulIndex(kvHead, group), kb.remIndex(inTile, group));
+        head.finish(kb, load(folded, r), out, kb.addIndex(firstRow, positionOf(r)), queryHead,
+                    [&](int64_t, int64_t c) {
+                      return kb.addIndex(kb.mulIndex(queryHead, kb.index(plan.valueDim)),
+                                         kb.index(c * kLanes));
+                    });
+      });
     });
   }
 
@@ -179,35 +199,40 @@ private:
     return arith::ConstantOp::create(b, loc, type, attr);
   }
 
-  /// Tile row r's keys: [firstKey, visible), in blocks [firstBlock, blocks),
-  /// cut into ranges of perRange blocks.
-  /// Sets rows [0, tileRows) by `visibleOf(r)`, the keys row r sees; the
-  /// other rows see none.
-  void setRows(Value tileRows, function_ref<Value(Value)> visibleOf) {
-    kb.forEach(kb.index(0), kb.index(kTileRows), [&](Value r) {
-      auto used = scf::IfOp::create(b, loc, kb.lessThan(r, tileRows), /*withElse=*/true);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(&used.getThenRegion().front());
-        setRow(r, visibleOf(r));
-        b.setInsertionPointToStart(&used.getElseRegion().front());
-        kb.store(kb.index(0), rowFirstKey, {r});
-        kb.store(kb.index(0), rowVisible, {r});
-      }
+  /// The position in its pass of row r: tile r / 16's positions, the
+  /// group's heads of each side by side.
+  Value positionOf(Value r) {
+    Value tile = kb.divIndex(r, kb.index(kTileRows));
+    Value inTile = kb.remIndex(r, kb.index(kTileRows));
+    return kb.addIndex(kb.mulIndex(tile, kb.index(tilePositions())),
+                       kb.divIndex(inTile, kb.index(plan.group)));
+  }
+
+  /// Sets the rows for which `used(r)` holds by `visibleOf(r)`, the keys
+  /// row r sees: [firstKey, visible), in blocks [firstBlock, blocks), cut
+  /// into ranges of perRange blocks. The other rows see no key and read no
+  /// block.
+  void setRows(function_ref<Value(Value)> used, function_ref<Value(Value)> visibleOf) {
+    kb.forEach(kb.index(0), kb.index(kPassRows), [&](Value r) {
+      auto rowUsed = scf::IfOp::create(b, loc, used(r), /*withElse=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&rowUsed.getThenRegion().front());
+      Value visible = visibleOf(r);
+      KeyRanges ranges(kb, visible, rows.blockSize, plan.window, plan.minRangeBlocks);
+      kb.store(ranges.firstKey, rowFirstKey, {r});
+      kb.store(visible, rowVisible, {r});
+      kb.store(ranges.firstBlock, rowFirstBlock, {r});
+      kb.store(ranges.blocks, rowBlocks, {r});
+      kb.store(ranges.perRange, rowPerRange, {r});
+      kb.store(kb.addIndex(ranges.firstBlock, ranges.perRange), rowNextRange, {r});
+      b.setInsertionPointToStart(&rowUsed.getElseRegion().front());
+      for (Value column : {rowFirstKey, rowVisible, rowFirstBlock, rowBlocks, rowNextRange})
+        kb.store(kb.index(0), column, {r});
     });
   }
 
-  void setRow(Value r, Value visible) {
-    KeyRanges ranges(kb, visible, rows.blockSize, plan.window, plan.minRangeBlocks);
-    kb.store(ranges.firstKey, rowFirstKey, {r});
-    kb.store(visible, rowVisible, {r});
-    kb.store(ranges.firstBlock, rowFirstBlock, {r});
-    kb.store(ranges.blocks, rowBlocks, {r});
-    kb.store(ranges.perRange, rowPerRange, {r});
-  }
-
   /// The group's query heads of rows [firstRow, firstRow + count), rounded
-  /// to bf16, into the tile's rows.
+  /// to bf16, into their tiles' rows.
   void loadQueries(Value firstRow, Value count, Value kvHead) {
     auto f32s = VectorType::get({kLanes}, b.getF32Type());
     Value groupColumn = kb.mulIndex(kvHead, kb.index(plan.group * rows.headDim));
@@ -217,7 +242,13 @@ private:
           Value column = kb.addIndex(groupColumn, kb.index(g * rows.headDim + d));
           Value loaded = vector::LoadOp::create(
               b, loc, f32s, query, ValueRange{kb.addIndex(firstRow, position), column});
-          Value tileRow = kb.addIndex(kb.mulIndex(position, kb.index(plan.group)), kb.index(g));
+          // Position p is tile p / P's (P: tilePositions()), its row
+          // (p % P) x group + g.
+          Value tile = kb.divIndex(position, kb.index(tilePositions()));
+          Value inTile = kb.remIndex(position, kb.index(tilePositions()));
+          Value tileRow = kb.addIndex(
+              kb.mulIndex(tile, kb.index(kTileRows)),
+              kb.addIndex(kb.mulIndex(inTile, kb.index(plan.group)), kb.index(g)));
           vector::StoreOp::create(b, loc, roundToBf16(b, loc, loaded), queries,
                                   ValueRange{tileRow, kb.index(d)});
         }
@@ -226,7 +257,7 @@ private:
 
   /// Every row's state: no keys seen.
   void reset(const RowStates &states) {
-    kb.forEach(kb.index(0), kb.index(kTileRows), [&](Value r) { store(head.empty(kb), states, r); });
+    kb.forEach(kb.index(0), kb.index(kPassRows), [&](Value r) { store(head.empty(kb), states, r); });
   }
 
   /// Row r's state as SoftmaxState (one head) holds it.
@@ -281,63 +312,73 @@ private:
         kb.lessThan(block, to));
   }
 
-  /// Whether `block` starts one of row r's ranges past its first.
+  /// Whether `block` starts row r's next range (one it reads).
   Value startsRange(Value r, Value block) {
-    Value from = kb.load(rowFirstBlock, {r});
-    Value into = kb.remIndex(kb.subIndex(block, from), kb.load(rowPerRange, {r}));
     return arith::AndIOp::create(
-        b, loc, kb.lessThan(from, block),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, into, kb.index(0)));
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, block,
+                              kb.load(rowNextRange, {r})),
+        kb.lessThan(block, kb.load(rowBlocks, {r})));
   }
 
-  /// Blocks [begin, end) of sequence `seq` for the tile's `tileRows` rows
-  /// and KV head `kvHead`; with `foldRanges`, a row's range state is folded
-  /// where its next range starts.
-  void blockLoop(Value seq, Value begin, Value end, Value tileRows, Value kvHead,
+  /// Blocks [begin, end) of sequence `seq` for the pass's first
+  /// `tileCount` tiles and KV head `kvHead`: each block repacked once, then
+  /// each tile's products and softmax step. With `foldRanges`, a row's range
+  /// state is folded where its next range starts.
+  void blockLoop(Value seq, Value begin, Value end, Value tileCount, Value kvHead,
                  bool foldRanges) {
     auto sumTile = amx::TileType::get({kTileRows, kTileSlots}, b.getF32Type());
     auto operandTile = amx::TileType::get({kTileRows, kTileK}, b.getBF16Type());
     auto weightTile = amx::TileType::get({kTileRows, kTileSlots}, b.getBF16Type());
     auto valueTile = amx::TileType::get({kTileSlots / 2, 2 * kLanes}, b.getBF16Type());
-    Value zero = kb.index(0);
+    Value zero = kb.index(0), tileRows = kb.index(kTileRows);
     kb.forEach(begin, end, [&](Value blockIndex) {
       Value block = kb.toIndex(kb.load(blockTables, {seq, blockIndex}));
       repack(block, kvHead);
-      Value sums = amx::TileZeroOp::create(b, loc, sumTile);
-      for (int64_t step = 0; step < rows.headDim / kTileK; ++step) {
-        Value q = amx::TileLoadOp::create(b, loc, operandTile, queries,
-                                          ValueRange{zero, kb.index(step * kTileK)});
-        Value k = amx::TileLoadOp::create(b, loc, operandTile, keyPairs,
-                                          ValueRange{kb.index(step * kTileK / 2), zero});
-        sums = amx::TileMulFOp::create(b, loc, sumTile, q, k, sums);
-      }
-      amx::TileStoreOp::create(b, loc, scores, ValueRange{zero, zero}, sums);
-      if (foldRanges)
+      kb.forEach(zero, tileCount, [&](Value tile) {
+        Value firstRow = kb.mulIndex(tile, tileRows);
+        Value sums = amx::TileZeroOp::create(b, loc, sumTile);
+        for (int64_t step = 0; step < rows.headDim / kTileK; ++step) {
+          Value q = amx::TileLoadOp::create(b, loc, operandTile, queries,
+                                            ValueRange{firstRow, kb.index(step * kTileK)});
+          Value k = amx::TileLoadOp::create(b, loc, operandTile, keyPairs,
+                                            ValueRange{kb.index(step * kTileK / 2), zero});
+          sums = amx::TileMulFOp::create(b, loc, sumTile, q, k, sums);
+        }
+        amx::TileStoreOp::create(b, loc, scores, ValueRange{zero, zero}, sums);
+        if (foldRanges)
+          kb.forEach(firstRow, kb.addIndex(firstRow, tileRows), [&](Value r) {
+            kb.ifThen(startsRange(r, blockIndex), [&] {
+              foldRow(r);
+              kb.store(kb.addIndex(kb.load(rowNextRange, {r}), kb.load(rowPerRange, {r})),
+                       rowNextRange, {r});
+            });
+          });
+        softmaxStep(firstRow, blockIndex);
+        Value p = amx::TileLoadOp::create(b, loc, weightTile, weights, ValueRange{zero, zero});
+        for (int64_t c = 0; c < chunks; ++c) {
+          Value v = amx::TileLoadOp::create(b, loc, valueTile, valuePairs,
+                                            ValueRange{zero, kb.index(2 * c * kLanes)});
+          Value blockSums = amx::TileMulFOp::create(b, loc, sumTile, p, v,
+                                                    amx::TileZeroOp::create(b, loc, sumTile));
+          amx::TileStoreOp::create(b, loc, products, ValueRange{zero, kb.index(c * kLanes)},
+                                   blockSums);
+        }
         kb.forEach(zero, tileRows, [&](Value r) {
-          kb.ifThen(arith::AndIOp::create(b, loc, reads(r, blockIndex), startsRange(r, blockIndex)),
-                    [&] { foldRow(r); });
-        });
-      softmaxStep(blockIndex);
-      Value p = amx::TileLoadOp::create(b, loc, weightTile, weights, ValueRange{zero, zero});
-      for (int64_t c = 0; c < chunks; ++c) {
-        Value v = amx::TileLoadOp::create(b, loc, valueTile, valuePairs,
-                                          ValueRange{zero, kb.index(2 * c * kLanes)});
-        Value blockSums = amx::TileMulFOp::create(b, loc, sumTile, p, v,
-                                                  amx::TileZeroOp::create(b, loc, sumTile));
-        amx::TileStoreOp::create(b, loc, products, ValueRange{zero, kb.index(c * kLanes)},
-                                 blockSums);
-      }
-      kb.forEach(zero, tileRows, [&](Value r) {
-        kb.ifThen(reads(r, blockIndex), [&] {
-          Value correction =
-              vector::BroadcastOp::create(b, loc, head.vectorType, kb.load(corrections, {r}));
-          for (int64_t c = 0; c < chunks; ++c) {
-            SmallVector<Value, 2> at{r, kb.index(c * kLanes)};
-            Value acc = vector::LoadOp::create(b, loc, head.vectorType, running.acc, at);
-            Value blockSum = vector::LoadOp::create(b, loc, head.vectorType, products, at);
-            vector::StoreOp::create(b, loc, vector::FMAOp::create(b, loc, acc, correction, blockSum),
-                                    running.acc, at);
-          }
+          Value row = kb.addIndex(firstRow, r);
+          kb.ifThen(reads(row, blockIndex), [&] {
+            Value correction =
+                vector::BroadcastOp::create(b, loc, head.vectorType, kb.load(corrections, {r}));
+            for (int64_t c = 0; c < chunks; ++c) {
+              SmallVector<Value, 2> at{row, kb.index(c * kLanes)};
+              Value acc = vector::LoadOp::create(b, loc, head.vectorType, running.acc, at);
+              Value blockSum = vector::LoadOp::create(b, loc, head.vectorType, products,
+                                                      ValueRange{r, kb.index(c * kLanes)});
+              vector::StoreOp::create(
+                  b, loc, vector::FMAOp::create(b, loc, acc, correction, blockSum), running.acc,
+                  at);
+            }
+          });
         });
       });
     });
@@ -349,7 +390,7 @@ private:
   /// product's rows, and what the sums add), the running max and sum
   /// rescaled; the accumulators' rescale waits in `corrections`. A row that
   /// sees none of the block's keys keeps its state: weights 0, rescale 1.
-  void softmaxStep(Value blockIndex) {
+  void softmaxStep(Value firstRow, Value blockIndex) {
     auto scoreType = VectorType::get({kTileSlots}, b.getF32Type());
     auto laneType = VectorType::get({kTileSlots}, b.getI32Type());
     auto lanesOf = [&](Value index) {
@@ -370,7 +411,7 @@ private:
     Value negInfs = splat(negInf), zeros = splat(kb.f32(0.0));
     SmallVector<Value> scaled, visible, masked;
     for (int64_t r = 0; r < kTileRows; ++r) {
-      Value row = kb.index(r);
+      Value row = kb.addIndex(firstRow, kb.index(r));
       visible.push_back(arith::AndIOp::create(
           b, loc,
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, keys,
@@ -378,14 +419,15 @@ private:
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keys,
                                 lanesOf(kb.load(rowVisible, {row})))));
       scaled.push_back(arith::MulFOp::create(
-          b, loc, vector::LoadOp::create(b, loc, scoreType, scores, ValueRange{row, kb.index(0)}),
+          b, loc,
+          vector::LoadOp::create(b, loc, scoreType, scores, ValueRange{kb.index(r), kb.index(0)}),
           splat(kb.f32(plan.scale))));
       masked.push_back(arith::SelectOp::create(b, loc, visible[r], scaled[r], negInfs));
     }
     auto maximum = [&](Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); };
     auto add = [&](Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); };
     Value blockMax = reduceLanesPacked(b, loc, masked, maximum);
-    Value oldMax = vector::LoadOp::create(b, loc, scoreType, running.max, ValueRange{kb.index(0)});
+    Value oldMax = vector::LoadOp::create(b, loc, scoreType, running.max, ValueRange{firstRow});
     Value newMax = maximum(oldMax, blockMax);
     SmallVector<Value> kept;
     for (int64_t r = 0; r < kTileRows; ++r) {
@@ -403,13 +445,13 @@ private:
     Value correction = arith::SelectOp::create(
         b, loc, seen, kb.expPolynomial(arith::SubFOp::create(b, loc, oldMax, newMax)),
         splat(kb.f32(1.0)));
-    Value oldSum = vector::LoadOp::create(b, loc, scoreType, running.sum, ValueRange{kb.index(0)});
+    Value oldSum = vector::LoadOp::create(b, loc, scoreType, running.sum, ValueRange{firstRow});
     vector::StoreOp::create(b, loc, correction, corrections, ValueRange{kb.index(0)});
     vector::StoreOp::create(b, loc, arith::SelectOp::create(b, loc, seen, newMax, oldMax),
-                            running.max, ValueRange{kb.index(0)});
+                            running.max, ValueRange{firstRow});
     vector::StoreOp::create(
         b, loc, add(arith::MulFOp::create(b, loc, oldSum, correction), blockSum), running.sum,
-        ValueRange{kb.index(0)});
+        ValueRange{firstRow});
   }
 
   KernelBuilder &kb;
@@ -423,7 +465,9 @@ private:
   SoftmaxState head;
   Value queries, keyPairs, valuePairs, scores, weights, products, corrections;
   RowStates running, folded;
-  Value rowFirstKey, rowVisible, rowFirstBlock, rowBlocks, rowPerRange;
+  /// Per row: its first visible key and the last + 1, its first block and
+  /// the last + 1, its ranges' length in blocks, where its next one starts.
+  Value rowFirstKey, rowVisible, rowFirstBlock, rowBlocks, rowPerRange, rowNextRange;
 };
 } // namespace
 
@@ -463,18 +507,18 @@ void emitTileAttentionTasks(KernelBuilder &kb, ValueRange params, Value firstTas
       auto [begin, end] = ranges.range(kb, split);
       attention.decodeRange(seq, first, contextLen, kvRun, split, begin, end);
     });
-    // A prefill's tiles, every kSplits-th from the split's.
+    // A prefill's passes, every kSplits-th from the split's.
     Value prefill =
         arith::XOrIOp::create(b, loc, decode, arith::ConstantIntOp::create(b, loc, 1, 1));
     kb.ifThen(prefill, [&] {
       Value startPosition = kb.subIndex(contextLen, kb.subIndex(last, first));
-      int64_t positions = attention.tilePositions();
-      Value tileCount = kb.divIndex(kb.addIndex(kb.subIndex(last, first), kb.index(positions - 1)),
+      int64_t positions = attention.passPositions();
+      Value passCount = kb.divIndex(kb.addIndex(kb.subIndex(last, first), kb.index(positions - 1)),
                                     kb.index(positions));
       Value firstKvHead = kb.mulIndex(kvRun, kb.index(plan.taskKvHeads));
       kb.forEach(kb.index(0), kb.index(plan.taskKvHeads), [&](Value h) {
-        kb.forEach(split, tileCount, [&](Value tile) {
-          attention.prefillTile(seq, first, last, startPosition, tile, kb.addIndex(firstKvHead, h));
+        kb.forEach(split, passCount, [&](Value pass) {
+          attention.prefillPass(seq, first, last, startPosition, pass, kb.addIndex(firstKvHead, h));
         }, kSplits);
       });
     });

@@ -2,25 +2,28 @@
 
 // bf16-products=amx: paged attention with head_dim 32 (a multiple of an A
 // tile's 32 values) and blocks of 16 takes its products on AMX tiles. The
-// kernel keeps its scratch on entry: the tile's query rows rounded to bf16
-// (16 (position, query head) pairs x head_dim), a block's keys as pairs of
-// features (16 x 2 slots a row) and values as pairs of slots (8 rows of 2 x
-// head_dim). Per block it repacks the keys and values (interleaving two
-// rows' lanes), multiplies the queries by the keys a tile row of 32 features
-// at a time into 16 x 16 scores, and the bf16 weights (16 rows x 16 slots)
-// by each 16 features' values into 16 x 16 sums. The combine kernel of the
-// decode rows' ranges is the vector kernel's.
+// kernel keeps its scratch on entry: the query rows rounded to bf16 of a
+// pass of 4 tiles (4 x 16 (position, query head) pairs x head_dim), a
+// block's keys as pairs of features (16 x 2 slots a row) and values as
+// pairs of slots (8 rows of 2 x head_dim). Per block it repacks the keys and
+// values once (interleaving two rows' lanes); per tile it multiplies the
+// tile's queries by the keys, a tile row of 32 features at a time, into
+// 16 x 16 scores, and the bf16 weights (16 rows x 16 slots) by each 16
+// features' values into 16 x 16 sums. The combine kernel of the decode
+// rows' ranges is the vector kernel's.
 // CHECK-LABEL: func.func private @llmc_paged_attention_{{[0-9]+}}(
 //  CHECK-SAME:     memref<?x64xf32>, %{{.*}}: memref<?x2x1x16x32xf32>
-//       CHECK:   %[[QUERIES:.*]] = memref.alloca() : memref<16x32xbf16>
+//       CHECK:   %[[QUERIES:.*]] = memref.alloca() : memref<64x32xbf16>
 //       CHECK:   %[[KEYS:.*]] = memref.alloca() : memref<16x32xbf16>
 //       CHECK:   %[[VALUES:.*]] = memref.alloca() : memref<8x64xbf16>
 //       CHECK:   %[[SCORES:.*]] = memref.alloca() : memref<16x16xf32>
 //       CHECK:   %[[WEIGHTS:.*]] = memref.alloca() : memref<16x16xbf16>
 //       CHECK:   %[[SUMS:.*]] = memref.alloca() : memref<16x32xf32>
 //       CHECK:   vector.interleave %{{.*}}, %{{.*}} : vector<16xi16> -> vector<32xi16>
+//       CHECK:   scf.for %[[TILE:.*]] = %{{.*}} to
+//       CHECK:   %[[FIRST:.*]] = arith.muli %[[TILE]], %c16
 //       CHECK:   %[[ZERO:.*]] = amx.tile_zero : !amx.tile<16x16xf32>
-//       CHECK:   %[[A:.*]] = amx.tile_load %[[QUERIES]][%{{.*}}, %{{.*}}] : memref<16x32xbf16> into !amx.tile<16x32xbf16>
+//       CHECK:   %[[A:.*]] = amx.tile_load %[[QUERIES]][%[[FIRST]], %{{.*}}] : memref<64x32xbf16> into !amx.tile<16x32xbf16>
 //       CHECK:   %[[B:.*]] = amx.tile_load %[[KEYS]][%{{.*}}, %{{.*}}] : memref<16x32xbf16> into !amx.tile<16x32xbf16>
 //       CHECK:   %[[S:.*]] = amx.tile_mulf %[[A]], %[[B]], %[[ZERO]] : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
 //       CHECK:   amx.tile_store %[[SCORES]][%{{.*}}, %{{.*}}], %[[S]] : memref<16x16xf32>, !amx.tile<16x16xf32>
