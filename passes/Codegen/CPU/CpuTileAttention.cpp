@@ -1,23 +1,23 @@
 //===- CpuTileAttention.cpp - paged attention's products on AMX tiles ------===//
 //
 // With bf16-products=amx, paged attention multiplies on AMX tiles, as the
-// matmuls do: a tile of up to 16 query rows of one head (rounded to bf16)
-// times a block's 16 keys (TDPBF16PS, 32 features a step) gives the block's
-// 16 x 16 scores; each row's online-softmax step turns its scores into
-// weights, rounded to bf16, and a second product, weights times the block's
-// values, gives the 16 rows' block sums, which join their accumulators. The
-// softmax and the accumulators stay f32 vectors. A block's keys and values
-// are read once for the tile's rows and every query head of their GQA group,
-// repacked into the tiles' layout (pairs of k side by side: features for the
-// keys, slots for the values), so the pool keeps the vector kernel's layout.
+// matmuls do. A tile's 16 rows are (position, query head) pairs of one KV
+// head's GQA group, rounded to bf16: the tile times a block's 16 keys
+// (TDPBF16PS, 32 features a step) gives the rows' 16 x 16 scores; the rows'
+// online-softmax step (rows as lanes where they meet) turns them into
+// weights rounded to bf16, and the weights times the block's values give the
+// rows' block sums, which join their f32 accumulators. A block's keys and
+// values are repacked into the tiles' layout (pairs of k side by side:
+// features for the keys, slots for the values) once for a pass of several
+// tiles, so the pool keeps the vector kernel's layout.
 //
 // A row's arithmetic does not depend on the other rows of its tile (each
 // output of a tile product is its own row's and column's), so a decode row,
-// a tile of one row, gets the bits it would get in a prefill. Its keys are
-// cut into the same ranges (KeyRanges) and the ranges' states folded by the
-// same combine as the vector kernel's: a decode row's ranges are tasks whose
-// states the combine kernel folds, a prefill tile folds each row's range
-// state where the row's next range starts.
+// a tile of its group's rows, gets the bits it would get in a prefill. Its
+// keys are cut into the same ranges (KeyRanges) and the ranges' states
+// folded by the same combine as the vector kernel's: a decode row's ranges
+// are tasks whose states the combine kernel folds, a prefill tile folds each
+// row's range state where the row's next range starts.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Codegen/CPU/CpuAttention.h"
