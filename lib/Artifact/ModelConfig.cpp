@@ -10,6 +10,7 @@
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <utility>
 
 using namespace mlir;
 
@@ -44,6 +45,18 @@ llvm::Expected<std::optional<int64_t>> positiveLength(const llvm::json::Value *v
   return length;
 }
 
+/// The type of one rope scaling entry (transformers 4.36's `type`, later
+/// `rope_type`).
+std::optional<llvm::StringRef> ropeType(const llvm::json::Object &scaling) {
+  std::optional<llvm::StringRef> type = scaling.getString("rope_type");
+  return type ? type : scaling.getString("type");
+}
+
+bool isLongRope(const llvm::json::Object &scaling) {
+  std::optional<llvm::StringRef> type = ropeType(scaling);
+  return type && llvm::is_contained({"longrope", "su"}, *type);
+}
+
 /// The length past which one rope scaling entry switches LongRoPE to its
 /// long factors (none for the other types), or an error when it is of a type
 /// the compiled model would not compute. Linear, Llama-3 and YaRN scaling
@@ -54,11 +67,10 @@ llvm::Expected<std::optional<int64_t>> positiveLength(const llvm::json::Value *v
 llvm::Expected<std::optional<int64_t>> longRopeSwitch(llvm::StringRef key,
                                                         const llvm::json::Object &scaling,
                                                         const llvm::json::Object &config) {
-  std::optional<llvm::StringRef> type = scaling.getString("rope_type");
-  if (!type) type = scaling.getString("type");
+  std::optional<llvm::StringRef> type = ropeType(scaling);
   if (!type || llvm::is_contained({"default", "linear", "dynamic", "llama3", "yarn"}, *type))
     return std::nullopt;
-  if (llvm::is_contained({"longrope", "su"}, *type)) {
+  if (isLongRope(scaling)) {
     const llvm::json::Value *original = scaling.get("original_max_position_embeddings");
     if (!original) original = config.get("original_max_position_embeddings");
     if (!original)
@@ -104,6 +116,43 @@ llvm::Expected<std::optional<int64_t>> longRopeSwitch(const llvm::json::Object &
   return length;
 }
 
+/// `value` as a list of positive numbers; none when it is not one.
+std::optional<std::vector<double>> positiveNumbers(const llvm::json::Value *value) {
+  const llvm::json::Array *array = value ? value->getAsArray() : nullptr;
+  if (!array || array->empty()) return std::nullopt;
+  std::vector<double> numbers;
+  for (const llvm::json::Value &element : *array) {
+    std::optional<double> number = element.getAsNumber();
+    if (!number || !(*number > 0)) return std::nullopt;
+    numbers.push_back(*number);
+  }
+  return numbers;
+}
+
+/// LongRoPE's short and long factors in `config`, when every LongRoPE entry
+/// holds the same two lists, of one length, and scales the attention alike on
+/// both sides (transformers' LongRoPE takes one attention factor for both;
+/// Phi-3-small's short_mscale and long_mscale would differ); none otherwise.
+std::optional<std::pair<std::vector<double>, std::vector<double>>>
+longRopeFactors(const llvm::json::Object &config) {
+  std::optional<std::pair<std::vector<double>, std::vector<double>>> found;
+  for (const llvm::json::Object *scaling : ropeScalings(config).second) {
+    if (!isLongRope(*scaling)) continue;
+    std::optional<std::vector<double>> shortFactors =
+        positiveNumbers(scaling->get("short_factor"));
+    std::optional<std::vector<double>> longFactors = positiveNumbers(scaling->get("long_factor"));
+    if (!shortFactors || !longFactors || shortFactors->size() != longFactors->size())
+      return std::nullopt;
+    std::optional<double> shortScale = scaling->getNumber("short_mscale");
+    std::optional<double> longScale = scaling->getNumber("long_mscale");
+    if (shortScale.value_or(1.0) != longScale.value_or(1.0)) return std::nullopt;
+    if (found && (found->first != *shortFactors || found->second != *longFactors))
+      return std::nullopt;
+    found.emplace(std::move(*shortFactors), std::move(*longFactors));
+  }
+  return found;
+}
+
 } // namespace
 
 llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
@@ -118,6 +167,10 @@ llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
     auto switchLength = longRopeSwitch(*object);
     if (!switchLength) return switchLength.takeError();
     found.longRopeSwitch = *switchLength;
+    if (auto factors = longRopeFactors(*object)) {
+      found.longRopeShortFactors = std::move(factors->first);
+      found.longRopeLongFactors = std::move(factors->second);
+    }
     for (llvm::StringRef field : {"max_position_embeddings", "n_positions"})
       if (const llvm::json::Value *value = object->get(field)) {
         auto length = positiveLength(value, ("config.json's " + field).str());

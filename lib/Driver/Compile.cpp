@@ -544,6 +544,8 @@ int runCompile(const CompileOptions &options) {
   raising.allowLeftovers = options.allowLeftovers;
   raising.maxPositions = options.maxModelLen.value_or(0);
   raising.tracedRopeSwitch = exporterConfig.longRopeSwitch.value_or(0);
+  raising.tracedRopeShortFactors = exporterConfig.longRopeShortFactors;
+  raising.ropeLongFactors = exporterConfig.longRopeLongFactors;
   // A --pass-pipeline raises without that length, so it bounds the whole
   // artifact: never past what a traced export computes exactly.
   if (customPipeline && exporterConfig.longRopeSwitch)

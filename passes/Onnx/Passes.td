@@ -89,7 +89,15 @@ def OnnxSelectRopeTablesPass : Pass<"onnx-select-rope-tables", "mlir::func::Func
     its short inputs) and holds no switch: given the config's switch length
     (`traced-switch`, config.json's LongRoPE original_max_position_embeddings),
     a function with no switch in its graph is marked to serve at most that
-    many positions.
+    many positions. Given the config's factors too (`traced-short-factors`,
+    `long-factors`) and a `max-positions` past the switch, it takes the long
+    factors at every length instead, as for the other exporters: each traced
+    inverse frequency, a constant of one value per factor whose values times
+    the short factors are a decreasing geometric sequence (base^(-2i/d)) and
+    that reaches only Cos and Sin (through Expand, Cast, Reshape, Unsqueeze,
+    Squeeze, Transpose, Concat, Mul and MatMul), is divided by the long factor
+    and multiplied by the short one. With no such constant the function stays
+    bounded by the switch.
 
     The condition becomes a constant, and onnx-shape-inference folds the If
     or Where to the chosen side. Any other switch stays, for raising to
@@ -102,6 +110,12 @@ def OnnxSelectRopeTablesPass : Pass<"onnx-select-rope-tables", "mlir::func::Func
     Option<"tracedSwitch", "traced-switch", "int64_t", /*default=*/"0",
            "The config's LongRoPE switch length (0: none): a function with no "
            "switch in its graph traced one side and serves at most that many positions">,
+    ListOption<"tracedShortFactors", "traced-short-factors", "double",
+               "The config's LongRoPE short factors, one per rotated pair of features, "
+               "which a function with no switch traced">,
+    ListOption<"longFactors", "long-factors", "double",
+               "The config's LongRoPE long factors, taken in place of the traced short "
+               "ones when max-positions is past traced-switch">,
   ];
   let dependentDialects = ["::llmc::onnx::OnnxDialect"];
 }

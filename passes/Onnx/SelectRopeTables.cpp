@@ -6,7 +6,8 @@
 // a Where between inverse frequencies. A paged step runs sequences of every
 // length with one choice, so the switch is decided once, by the longest
 // sequence the compiled model serves (Passes.td has the rule and the forms
-// matched).
+// matched). optimum traced the short side alone: past the switch, its inverse
+// frequencies are rescaled to the config's long factors.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Onnx/Passes.h"
@@ -17,7 +18,10 @@
 #include "llmc/Support/Debug.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Debug.h"
+
+#include <cmath>
 
 #define DEBUG_TYPE "onnx-select-rope-tables"
 
@@ -164,6 +168,44 @@ FailureOr<int64_t> switchLength(onnx::GreaterOp greater) {
   return (*threshold)[0];
 }
 
+/// Whether `value` reaches Cos or Sin and nothing else, through the ops that
+/// carry inverse frequencies to the angles: optimum's LongRoPE export expands
+/// and casts them, multiplies them by the positions (MatMul), and transposes
+/// and concatenates the angles (Hugging Face's duplicated halves).
+bool reachesOnlyCosSin(Value value) {
+  SmallVector<Value> pending{value};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  bool reached = false;
+  while (!pending.empty()) {
+    for (Operation *user : pending.pop_back_val().getUsers()) {
+      if (!seen.insert(user).second) continue;
+      if (isa<onnx::CosOp, onnx::SinOp>(user)) {
+        reached = true;
+        continue;
+      }
+      if (!isa<onnx::ExpandOp, onnx::CastOp, onnx::ReshapeOp, onnx::UnsqueezeOp, onnx::SqueezeOp,
+               onnx::TransposeOp, onnx::ConcatOp, onnx::MulOp, onnx::MatMulOp>(user))
+        return false;
+      llvm::append_range(pending, user->getResults());
+    }
+  }
+  return reached;
+}
+
+/// Whether `values` are LongRoPE's inverse frequencies with `shortFactors`:
+/// one per factor, and, times them, base^(-2i/d), a decreasing geometric
+/// sequence (to 1e-4, the f32 rounding of the traced values and more).
+bool areShortInverseFrequencies(ArrayRef<double> values, ArrayRef<double> shortFactors) {
+  if (values.size() != shortFactors.size() || values.size() < 2) return false;
+  double first = values[0] * shortFactors[0];
+  double ratio = values[1] * shortFactors[1] / first;
+  if (!(first > 0) || !(ratio > 0 && ratio < 1)) return false;
+  for (auto [i, value] : llvm::enumerate(values))
+    if (std::abs(value * shortFactors[i] / (first * std::pow(ratio, double(i))) - 1) > 1e-4)
+      return false;
+  return true;
+}
+
 struct OnnxSelectRopeTablesPass : impl::OnnxSelectRopeTablesPassBase<OnnxSelectRopeTablesPass> {
   using OnnxSelectRopeTablesPassBase::OnnxSelectRopeTablesPassBase;
 
@@ -192,7 +234,54 @@ struct OnnxSelectRopeTablesPass : impl::OnnxSelectRopeTablesPassBase<OnnxSelectR
       greater.replaceAllUsesWith(decided);
       greater.erase();
     }
-    if (!graphSwitches && tracedSwitch) boundServedPositions(function, tracedSwitch);
+    if (graphSwitches || !tracedSwitch) return;
+    // The short factors are exact up to the switch; past it, the long ones
+    // at every length, where the config has them and the traced frequencies
+    // are found.
+    if (maxPositions > tracedSwitch && succeeded(takeLongFactors(function))) return;
+    boundServedPositions(function, tracedSwitch);
+  }
+
+  /// Rescales each traced inverse frequency constant of `function` from the
+  /// short factors to the long ones; failure (with why under -debug-only)
+  /// when there are no factors or no such constant.
+  LogicalResult takeLongFactors(func::FuncOp function) {
+    auto leaveTraced = [&](const Twine &why) {
+      LLMC_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << function.getSymName()
+                              << ": the traced short factors kept: " << why << "\n");
+      return failure();
+    };
+    ArrayRef<double> shortFactors = *tracedShortFactors, longFactorList = *longFactors;
+    if (longFactorList.empty() || longFactorList.size() != shortFactors.size())
+      return leaveTraced("no long factors of the short ones' length were given");
+    SmallVector<std::pair<onnx::ConstantOp, DenseElementsAttr>> rescaled;
+    function.walk([&](onnx::ConstantOp constant) {
+      auto attr = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!attr || !isa<FloatType>(attr.getElementType()) ||
+          attr.getNumElements() != static_cast<int64_t>(longFactorList.size()))
+        return;
+      SmallVector<double> values;
+      for (const APFloat &value : attr.getValues<APFloat>())
+        values.push_back(value.convertToDouble());
+      if (!areShortInverseFrequencies(values, shortFactors) ||
+          !reachesOnlyCosSin(constant.getResult()))
+        return;
+      auto elementType = cast<FloatType>(attr.getElementType());
+      SmallVector<APFloat> longValues;
+      for (auto [i, value] : llvm::enumerate(values)) {
+        APFloat longValue(value * shortFactors[i] / longFactorList[i]);
+        bool lostInfo;
+        longValue.convert(elementType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                          &lostInfo);
+        longValues.push_back(longValue);
+      }
+      rescaled.emplace_back(constant, DenseElementsAttr::get(attr.getType(), longValues));
+    });
+    if (rescaled.empty())
+      return leaveTraced("no constant is inverse frequencies with the short factors, used only "
+                         "under Cos and Sin");
+    for (auto [constant, longValues] : rescaled) constant.setValueAttr(longValues);
+    return success();
   }
 };
 

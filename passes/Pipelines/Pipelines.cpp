@@ -52,6 +52,9 @@ void buildRaisingPipeline(OpPassManager &pm, const RaisingPipelineOptions &optio
   OnnxSelectRopeTablesPassOptions ropeTables;
   ropeTables.maxPositions = options.maxPositions;
   ropeTables.tracedSwitch = options.tracedRopeSwitch;
+  ropeTables.tracedShortFactors.assign(options.tracedRopeShortFactors.begin(),
+                                      options.tracedRopeShortFactors.end());
+  ropeTables.longFactors.assign(options.ropeLongFactors.begin(), options.ropeLongFactors.end());
   func.addPass(createOnnxSelectRopeTablesPass(ropeTables));
   func.addPass(createOnnxShapeInferencePass());
   RaiseOnnxToLlmPassOptions raiseOptions;

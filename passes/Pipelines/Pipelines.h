@@ -11,6 +11,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <vector>
+
 namespace llmc {
 
 /// Options of the raising pipeline.
@@ -23,6 +25,10 @@ struct RaisingPipelineOptions {
   /// The config's LongRoPE switch length (0: none), which bounds an export
   /// that traced one side of it (onnx-select-rope-tables' traced-switch).
   int64_t tracedRopeSwitch = 0;
+  /// The config's LongRoPE short and long factors (empty: none), with which
+  /// an export that traced the short side serves past the switch
+  /// (onnx-select-rope-tables' traced-short-factors and long-factors).
+  std::vector<double> tracedRopeShortFactors, ropeLongFactors;
 };
 
 /// Adds the import clean-up and raising passes: onnx ops in, llm ops out.

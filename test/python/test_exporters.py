@@ -326,20 +326,28 @@ def test_rope_scaling_bounds_the_positions(tmp_path, export, max_positions):
 LONG_PROMPT_LENGTHS = (70, 90, 65)
 
 
-@pytest.mark.parametrize("exporter", ["genai-fp32", "genai-fp16", "genai-int4", "dynamo-opset18"])
-def test_longrope_past_the_switch(tmp_path, exporter):
+@pytest.mark.parametrize("exporter, reference_exporter",
+                         [("genai-fp32", "genai-fp32"), ("genai-fp16", "genai-fp16"),
+                          ("genai-int4", "genai-int4"), ("dynamo-opset18", "dynamo-opset18"),
+                          ("optimum", "genai-fp32")])
+def test_longrope_past_the_switch(tmp_path, exporter, reference_exporter):
     """The genai builder's LongRoPE rotates a run longer than 64 tokens with its long tables,
     torch.onnx's with its long inverse frequencies, at every position. Compiled with
     --max-model-len past 64, the artifact takes the long factors at every length (as vLLM
     and llama.cpp do): prompts longer than 64 compute what onnxruntime computes on the same
-    file, over the prefill, 32 decode steps and 32 greedy tokens."""
+    file, over the prefill, 32 decode steps and 32 greedy tokens. optimum's export traced
+    the short factors alone; llmc rescales its inverse frequencies to config.json's long
+    factors, and its reference is the genai builder's export of the same weights, which
+    onnxruntime runs with the long ones (onnxruntime on optimum's file would keep the short
+    ones past 64)."""
     onnx_path = EXPORTS_DIR / exporter / "phi3-longrope" / "model.onnx"
     artifact = tmp_path / "model.llmc"
     subprocess.run([str(LLMC), "compile", str(onnx_path), "-o", str(artifact), "--quiet",
                     "--max-model-len", "200", *exact_args(onnx_path)], check=True)
     manifest = json.loads((artifact / "manifest.json").read_text())
     assert manifest["model"]["max_positions"] == 200
-    reference, _ = exact_reference(onnx_path, tmp_path / "reference")
+    reference_path = EXPORTS_DIR / reference_exporter / "phi3-longrope" / "model.onnx"
+    reference, _ = exact_reference(reference_path, tmp_path / "reference")
     assert compare_on_prompts(artifact, reference, LONG_PROMPT_LENGTHS, seed=1234) == ""
 
 
@@ -428,11 +436,21 @@ def test_group_query_attention_sinks(tmp_path, mode):
         model.close()
 
 
-def test_compile_refuses_a_max_model_len_past_the_export(tmp_path):
-    """optimum's LongRoPE export holds its short factors alone, 64 positions: a longer
-    --max-model-len is one error, not long factors the file does not have."""
-    result = subprocess.run([str(LLMC), "compile",
-                             str(EXPORTS_DIR / "optimum" / "phi3-longrope" / "model.onnx"),
+@pytest.mark.parametrize("config_change", ["no long_factor", "mscales differ"])
+def test_compile_refuses_a_max_model_len_past_the_export(tmp_path, config_change):
+    """optimum's LongRoPE export holds its short factors alone, 64 positions. Without
+    config.json's long factors, or with a config that scales short and long attention
+    differently (which the traced file cannot follow), a longer --max-model-len is one
+    error, not long factors the model does not define."""
+    export = tmp_path / "phi3-longrope"
+    shutil.copytree(EXPORTS_DIR / "optimum" / "phi3-longrope", export)
+    config = json.loads((export / "config.json").read_text())
+    if config_change == "no long_factor":
+        del config["rope_scaling"]["long_factor"]
+    else:
+        config["rope_scaling"].update(short_mscale=1.0, long_mscale=1.2)
+    (export / "config.json").write_text(json.dumps(config))
+    result = subprocess.run([str(LLMC), "compile", str(export / "model.onnx"),
                              "-o", str(tmp_path / "model.llmc"), "--quiet",
                              "--max-model-len", "65"], capture_output=True, text=True)
     assert result.returncode != 0

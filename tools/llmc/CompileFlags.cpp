@@ -74,9 +74,9 @@ cl::opt<int64_t> maxNumSeqs("max-num-seqs", cl::desc("Most sequences one step ca
 cl::opt<int64_t> maxModelLen(
     "max-model-len",
     cl::desc("Longest sequence, prompt and output, the artifact serves (default: what the "
-             "model holds). A genai LongRoPE export rotates with its long factors at every "
-             "length when this is more than original_max_position_embeddings, with the "
-             "short ones (exact) otherwise"),
+             "model holds). A LongRoPE export rotates with its long factors at every "
+             "length when this is more than original_max_position_embeddings (optimum's "
+             "from its config.json), with the short ones (exact) otherwise"),
     cl::cat(compileCategory));
 cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or generated"),
                             cl::init("generated"), cl::cat(compileCategory));

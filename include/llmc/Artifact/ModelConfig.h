@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <optional>
+#include <vector>
 
 namespace llmc {
 
@@ -25,6 +26,13 @@ struct ExporterConfig {
   /// LongRoPE. An export that traced one side (optimum's: the short) serves
   /// at most this many positions (onnx-select-rope-tables' traced-switch).
   std::optional<int64_t> longRopeSwitch;
+  /// LongRoPE's per-frequency factors: short ones up to longRopeSwitch, long
+  /// ones past it (rope_scaling's short_factor and long_factor, each one per
+  /// rotated pair of features). Empty without LongRoPE, or when the layer
+  /// types' entries disagree or scale their short and long attention
+  /// differently: an export that traced the short side then stays bounded by
+  /// the switch (onnx-select-rope-tables' long-factors).
+  std::vector<double> longRopeShortFactors, longRopeLongFactors;
 };
 
 /// Reads the config beside `modelPath`, once, before compiling: an error when

@@ -2,7 +2,10 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(onnx-select-rope-tables{max-positions=4},onnx-shape-inference))' | FileCheck %s --check-prefixes=CHECK,SHORT
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(onnx-select-rope-tables{max-positions=8},onnx-shape-inference))' | FileCheck %s --check-prefixes=CHECK,LONG
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(onnx-select-rope-tables{traced-switch=6}))' | FileCheck %s --check-prefix=TRACED
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(onnx-select-rope-tables{traced-switch=6 max-positions=8 traced-short-factors=1,2 long-factors=2,8}))' | FileCheck %s --check-prefix=TRACED-LONG
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(onnx-select-rope-tables))' -debug-only=onnx-select-rope-tables -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(onnx-select-rope-tables{traced-switch=6 max-positions=8 traced-short-factors=1,2 long-factors=2,8}))' -debug-only=onnx-select-rope-tables -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY-TRACED
+// RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(onnx-select-rope-tables{traced-switch=6 max-positions=8}))' -debug-only=onnx-select-rope-tables -o /dev/null 2>&1 | FileCheck %s --check-prefix=WHY-NO-FACTORS
 // RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(onnx-select-rope-tables{max-positions=-1}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // RUN: not llmc-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(onnx-select-rope-tables{traced-switch=-1}))' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEGATIVE-TRACED
 // NEGATIVE: max-positions must not be negative
@@ -256,10 +259,17 @@ func.func @computed_frequencies(%positions: tensor<1x?xi64> {onnx.name = "positi
 
 // optimum's LongRoPE export traced its short factors: no switch in the graph. Given the
 // config's switch length (traced-switch), the function serves at most that many positions.
+// Its constant times the short factors (1, 2) is 1, 2: not base^(-2i/d), so not inverse
+// frequencies with those factors, and the long factors find nothing to rescale.
 // CHECK-LABEL: func.func @traced_short_factors
 //   CHECK-NOT:   llmc.max_positions
 //   TRACED-LABEL: func.func @traced_short_factors
 //    TRACED-SAME:   llmc.max_positions = 6 : i64
+//   TRACED-LONG-LABEL: func.func @traced_short_factors
+//    TRACED-LONG-SAME:   llmc.max_positions = 6 : i64
+//         TRACED-LONG:   onnx.Constant dense<1.000000e+00> : tensor<2xf32>
+// WHY-TRACED: [onnx-select-rope-tables] traced_short_factors: the traced short factors kept: no constant is inverse frequencies with the short factors, used only under Cos and Sin
+// WHY-NO-FACTORS: [onnx-select-rope-tables] traced_short_factors: the traced short factors kept: no long factors of the short ones' length were given
 func.func @traced_short_factors(%positions: tensor<1x?xi64> {onnx.name = "position_ids"}) -> tensor<*xf32> {
   %freq = onnx.Constant dense<1.0> : tensor<2xf32>
   %axis = onnx.Constant dense<2> : tensor<1xi64>
@@ -268,4 +278,53 @@ func.func @traced_short_factors(%positions: tensor<1x?xi64> {onnx.name = "positi
   %angles = onnx.Mul %p, %freq : (tensor<1x?x1xf32>, tensor<2xf32>) -> tensor<1x?x2xf32>
   %cos = onnx.Cos %angles : (tensor<1x?x2xf32>) -> tensor<*xf32>
   return %cos : tensor<*xf32>
+}
+
+// -----
+
+// optimum's traced form: inverse frequencies [1, 0.01] (base^(-2i/d) with d = 4) divided by
+// the short factors (1, 2), expanded, cast, multiplied by the positions, transposed and
+// duplicated under Cos and Sin. Past the switch, given the factors, they are rescaled to
+// the long factors (2, 8): [0.5, 0.00125], and the function is not bounded.
+// CHECK-LABEL: func.func @traced_inverse_frequencies
+//   TRACED-LABEL: func.func @traced_inverse_frequencies
+//    TRACED-SAME:   llmc.max_positions = 6 : i64
+//         TRACED:   onnx.Constant dense<{{\[\[\[}}1.000000e+00], [5.000000e-03]]]> : tensor<1x2x1xf32>
+//   TRACED-LONG-LABEL: func.func @traced_inverse_frequencies
+//   TRACED-LONG-NOT:   llmc.max_positions
+//         TRACED-LONG:   onnx.Constant dense<{{\[\[\[}}5.000000e-01], [1.250000e-03]]]> : tensor<1x2x1xf32>
+func.func @traced_inverse_frequencies(%positions: tensor<1x?xi64> {onnx.name = "position_ids"}) -> (tensor<*xf32>, tensor<*xf32>) {
+  %freq = onnx.Constant dense<[[[1.0], [0.005]]]> : tensor<1x2x1xf32>
+  %shape = onnx.Constant dense<[1, 2, 1]> : tensor<3xi64>
+  %expanded = onnx.Expand %freq, %shape : (tensor<1x2x1xf32>, tensor<3xi64>) -> tensor<1x2x1xf32>
+  %f = onnx.Cast %expanded {to = 1 : i64} : (tensor<1x2x1xf32>) -> tensor<1x2x1xf32>
+  %axis = onnx.Constant dense<1> : tensor<1xi64>
+  %row = onnx.Unsqueeze %positions, %axis : (tensor<1x?xi64>, tensor<1xi64>) -> tensor<1x1x?xi64>
+  %p = onnx.Cast %row {to = 1 : i64} : (tensor<1x1x?xi64>) -> tensor<1x1x?xf32>
+  %product = onnx.MatMul %f, %p : (tensor<1x2x1xf32>, tensor<1x1x?xf32>) -> tensor<1x2x?xf32>
+  %angles = onnx.Transpose %product {perm = array<i64: 0, 2, 1>} : (tensor<1x2x?xf32>) -> tensor<1x?x2xf32>
+  %both = onnx.Concat %angles, %angles {axis = -1 : i64} : (tensor<1x?x2xf32>, tensor<1x?x2xf32>) -> tensor<1x?x4xf32>
+  %cos = onnx.Cos %both : (tensor<1x?x4xf32>) -> tensor<*xf32>
+  %sin = onnx.Sin %both : (tensor<1x?x4xf32>) -> tensor<*xf32>
+  return %cos, %sin : tensor<*xf32>, tensor<*xf32>
+}
+
+// -----
+
+// The same frequencies also used other than under Cos and Sin: rescaling them would change
+// that use too, so the short factors are kept and the function bounded.
+// CHECK-LABEL: func.func @traced_frequencies_used_elsewhere
+//   TRACED-LONG-LABEL: func.func @traced_frequencies_used_elsewhere
+//    TRACED-LONG-SAME:   llmc.max_positions = 6 : i64
+//         TRACED-LONG:   onnx.Constant dense<[1.000000e+00, 5.000000e-03]> : tensor<2xf32>
+// WHY-TRACED: [onnx-select-rope-tables] traced_frequencies_used_elsewhere: the traced short factors kept: no constant is inverse frequencies with the short factors, used only under Cos and Sin
+func.func @traced_frequencies_used_elsewhere(%positions: tensor<1x?xi64> {onnx.name = "position_ids"}) -> (tensor<*xf32>, tensor<*xf32>) {
+  %freq = onnx.Constant dense<[1.0, 0.005]> : tensor<2xf32>
+  %axis = onnx.Constant dense<2> : tensor<1xi64>
+  %column = onnx.Unsqueeze %positions, %axis : (tensor<1x?xi64>, tensor<1xi64>) -> tensor<1x?x1xi64>
+  %p = onnx.Cast %column {to = 1 : i64} : (tensor<1x?x1xi64>) -> tensor<1x?x1xf32>
+  %angles = onnx.Mul %p, %freq : (tensor<1x?x1xf32>, tensor<2xf32>) -> tensor<1x?x2xf32>
+  %cos = onnx.Cos %angles : (tensor<1x?x2xf32>) -> tensor<*xf32>
+  %other = onnx.Neg %freq : (tensor<2xf32>) -> tensor<*xf32>
+  return %cos, %other : tensor<*xf32>, tensor<*xf32>
 }
