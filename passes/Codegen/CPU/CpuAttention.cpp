@@ -221,6 +221,11 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   SoftmaxState softmax{taskKvHeads * group, chunks, VectorType::get({lanes}, step.b.getF32Type()),
                        sinks};
   int64_t minRangeBlocks = std::max<int64_t>(1, kMinRangeKeys / shape.blockSize);
+  // With bf16-products=amx an op that fits the tiles takes its products on
+  // them; the decode rows' stored states and their combine are the same, over
+  // ranges aligned to the tile kernel's softmax steps.
+  bool onTiles = step.tileAttention && !whyNotTiles(op, shape, group, valueDim);
+  int64_t rangeAlign = onTiles ? kTileStepBlocks : 1;
 
   // The decode rows' partial states, [sequences, (run of KV heads, range,
   // query head of the run) x state], in the scratch.
@@ -594,7 +599,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
                 [&] {
         // A decode row sees its whole context.
         KeyRanges ranges(kb, kb.toIndex(kb.load(contextLens, {seq})), shape.blockSize, window,
-                         minRangeBlocks);
+                         minRangeBlocks, rangeAlign);
         SmallVector<Value> state = softmax.empty(kb);
         for (int64_t r = 0; r < kSplits; ++r) {
           auto [begin, end] = ranges.range(kb, kb.index(r));
@@ -609,11 +614,8 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     });
   };
 
-  // With bf16-products=amx an op that fits the tiles takes its products on
-  // them; the decode rows' stored states and their combine are the same.
-  AttentionPlan plan{group,   valueDim, shape.blockSize, taskKvHeads, kvRuns, minRangeBlocks,
-                     scale,   window,   sinks,           softmax};
-  bool onTiles = step.tileAttention && !whyNotTiles(op, shape, group, valueDim);
+  AttentionPlan plan{group,  valueDim, shape.blockSize, taskKvHeads, kvRuns, minRangeBlocks,
+                     rangeAlign, scale, window,       sinks,       softmax};
   auto tasks = [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
     if (onTiles) return emitTileAttentionTasks(kb, params, firstTask, lastTask, plan);
     body(kb, params, firstTask, lastTask);

@@ -373,9 +373,16 @@ struct SoftmaxState {
 struct KeyRanges {
   /// The row sees keys [firstKey, visible), in blocks [firstBlock, blocks).
   Value visible, blocks, firstKey, firstBlock, perRange;
+  /// The ranges start at alignedFirst, firstBlock rounded down to a multiple
+  /// of `align` blocks, perRange (a multiple of `align`) apart: the first is
+  /// cut at firstBlock.
+  Value alignedFirst;
 
+  /// With `align` > 1 every range but the first starts at a multiple of
+  /// `align` blocks, so a group of `align` blocks from such a multiple (the
+  /// tile kernel's softmax step) never straddles two ranges.
   KeyRanges(KernelBuilder &kb, Value visible, int64_t blockSize, std::optional<int64_t> window,
-            int64_t minBlocks)
+            int64_t minBlocks, int64_t align = 1)
       : visible(visible) {
     Value zero = kb.index(0), size = kb.index(blockSize);
     blocks = kb.divIndex(kb.addIndex(visible, kb.subIndex(size, kb.index(1))), size);
@@ -383,15 +390,24 @@ struct KeyRanges {
     // before the one holding that key are never read.
     firstKey = window ? kb.maxIndex(zero, kb.subIndex(visible, kb.index(*window))) : zero;
     firstBlock = kb.divIndex(firstKey, size);
-    Value count = kb.subIndex(blocks, firstBlock);
+    alignedFirst = align > 1 ? kb.mulIndex(kb.divIndex(firstBlock, kb.index(align)),
+                                           kb.index(align))
+                             : firstBlock;
+    Value count = kb.subIndex(blocks, alignedFirst);
     Value even = kb.divIndex(kb.addIndex(count, kb.index(kSplits - 1)), kb.index(kSplits));
     perRange = kb.maxIndex(even, kb.index(minBlocks));
+    if (align > 1)
+      perRange = kb.mulIndex(kb.divIndex(kb.addIndex(perRange, kb.index(align - 1)),
+                                         kb.index(align)),
+                             kb.index(align));
   }
   /// Blocks [begin, end) of range `r`; empty when begin >= end.
   std::pair<Value, Value> range(KernelBuilder &kb, Value r) const {
-    Value begin = kb.addIndex(firstBlock, kb.mulIndex(r, perRange));
-    return {begin, kb.minIndex(blocks, kb.addIndex(begin, perRange))};
+    Value start = kb.addIndex(alignedFirst, kb.mulIndex(r, perRange));
+    return {kb.maxIndex(start, firstBlock), kb.minIndex(blocks, kb.addIndex(start, perRange))};
   }
+  /// Where the range after the first starts.
+  Value secondStart(KernelBuilder &kb) const { return kb.addIndex(alignedFirst, perRange); }
 };
 
 /// What the tasks of one paged attention op are, as the vector kernel cuts
@@ -402,8 +418,9 @@ struct AttentionPlan {
   int64_t group, valueDim, blockSize;
   /// A task's KV heads and how many such runs there are.
   int64_t taskKvHeads, kvRuns;
-  /// The fewest blocks of a key range (KeyRanges).
-  int64_t minRangeBlocks;
+  /// The fewest blocks of a key range, and the multiple of blocks its
+  /// starts are aligned to (KeyRanges).
+  int64_t minRangeBlocks, rangeAlign;
   double scale;
   std::optional<int64_t> window;
   ArrayRef<float> sinks;
@@ -411,6 +428,11 @@ struct AttentionPlan {
   /// reads.
   const SoftmaxState &runSoftmax;
 };
+
+/// Blocks one softmax step of the tile kernel takes (64 keys of 16-token
+/// blocks): the rows' maxima, sums and accumulators are rescaled once a
+/// step, and its key ranges start at multiples of it.
+constexpr int64_t kTileStepBlocks = 4;
 
 /// Why `op` cannot take its products on AMX tiles (emitTileAttentionTasks),
 /// or nothing when it can.

@@ -38,8 +38,10 @@ constexpr int64_t kPassTiles = 4;
 constexpr int64_t kPassRows = kPassTiles * kTileRows;
 /// Features of k one A tile holds: 32 bf16, a 64-byte tile row.
 constexpr int64_t kTileK = 32;
-/// The key slots a tile product covers: one block.
+/// The key slots a score tile covers: one block.
 constexpr int64_t kTileSlots = 16;
+/// The key slots of a softmax step: kTileStepBlocks blocks.
+constexpr int64_t kStepSlots = kTileStepBlocks * kTileSlots;
 
 /// The bits of the 16 cached elements at `indices` of `memref` as bf16 (a
 /// vector of i16): a bf16 pool's as they are, an f32 pool's rounded to
@@ -85,10 +87,10 @@ public:
       return memref::AllocaOp::create(b, loc, MemRefType::get(shape, element)).getResult();
     };
     queries = scratch({kPassRows, rows.headDim}, bf16);
-    keyPairs = scratch({rows.headDim / 2, 2 * kTileSlots}, bf16);
-    valuePairs = scratch({kTileSlots / 2, 2 * plan.valueDim}, bf16);
-    scores = scratch({kTileRows, kTileSlots}, f32);
-    weights = scratch({kTileRows, kTileSlots}, bf16);
+    keyPairs = scratch({kTileStepBlocks * rows.headDim / 2, 2 * kTileSlots}, bf16);
+    valuePairs = scratch({kStepSlots / 2, 2 * plan.valueDim}, bf16);
+    scores = scratch({kTileRows, kStepSlots}, f32);
+    weights = scratch({kTileRows, kStepSlots}, bf16);
     products = scratch({kTileRows, plan.valueDim}, f32);
     corrections = scratch({kTileRows}, f32);
     for (RowStates *states : {&running, &folded}) {
@@ -105,6 +107,11 @@ public:
     kb.forEach(kb.index(0), kb.index(kPassRows), [&](Value r) {
       for (int64_t d = 0; d < rows.headDim; d += kLanes)
         vector::StoreOp::create(b, loc, zeros, queries, ValueRange{r, kb.index(d)});
+    });
+    // Weights of rows no softmax step computes (blockLoop's usedRows) are 0.
+    kb.forEach(kb.index(0), kb.index(kTileRows), [&](Value r) {
+      for (int64_t slot = 0; slot < kStepSlots; slot += kLanes)
+        vector::StoreOp::create(b, loc, zeros, weights, ValueRange{r, kb.index(slot)});
     });
   }
 
@@ -126,7 +133,7 @@ public:
       Value kvHead = kb.addIndex(firstKvHead, h);
       loadQueries(row, kb.index(1), kvHead);
       reset(running);
-      blockLoop(seq, begin, end, kb.index(1), kvHead, /*foldRanges=*/false);
+      blockLoop(seq, begin, end, kb.index(1), plan.group, kvHead, /*foldRanges=*/false);
       // Query head h x group + g of the run, where SoftmaxState::store puts
       // the run's heads.
       Value headBase =
@@ -168,7 +175,8 @@ public:
     Value visibleLast = kb.addIndex(offset, positions);
     Value end = kb.divIndex(kb.addIndex(visibleLast, kb.index(rows.blockSize - 1)),
                             kb.index(rows.blockSize));
-    blockLoop(seq, begin, end, tileCount, kvHead, /*foldRanges=*/true);
+    blockLoop(seq, begin, end, tileCount, tilePositions() * plan.group, kvHead,
+              /*foldRanges=*/true);
     Value group = kb.index(plan.group);
     kb.forEach(kb.index(0), kb.mulIndex(tileCount, kb.index(kTileRows)), [&](Value r) {
       Value inTile = kb.remIndex(r, kb.index(kTileRows));
@@ -218,13 +226,14 @@ private:
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&rowUsed.getThenRegion().front());
       Value visible = visibleOf(r);
-      KeyRanges ranges(kb, visible, rows.blockSize, plan.window, plan.minRangeBlocks);
+      KeyRanges ranges(kb, visible, rows.blockSize, plan.window, plan.minRangeBlocks,
+                       plan.rangeAlign);
       kb.store(ranges.firstKey, rowFirstKey, {r});
       kb.store(visible, rowVisible, {r});
       kb.store(ranges.firstBlock, rowFirstBlock, {r});
       kb.store(ranges.blocks, rowBlocks, {r});
       kb.store(ranges.perRange, rowPerRange, {r});
-      kb.store(kb.addIndex(ranges.firstBlock, ranges.perRange), rowNextRange, {r});
+      kb.store(ranges.secondStart(kb), rowNextRange, {r});
       b.setInsertionPointToStart(&rowUsed.getElseRegion().front());
       for (Value column : {rowFirstKey, rowVisible, rowFirstBlock, rowBlocks, rowNextRange})
         kb.store(kb.index(0), column, {r});
@@ -283,36 +292,55 @@ private:
     store(head.empty(kb), running, r);
   }
 
-  /// A block's keys and values in the tiles' layout: keyPairs row i holds
-  /// features 2i and 2i + 1 of every slot side by side, valuePairs row j
-  /// slots 2j and 2j + 1 of every feature.
-  void repack(Value block, Value kvHead) {
+  /// Block `block`'s keys and values in the tiles' layout, as block `sub`
+  /// of the step: keyPairs row sub x head_dim / 2 + i holds features 2i and
+  /// 2i + 1 of every slot side by side, valuePairs row sub x 8 + j slots 2j
+  /// and 2j + 1 of every feature.
+  void repack(int64_t sub, Value block, Value kvHead) {
     Value zero = kb.index(0), one = kb.index(1);
+    Value firstKeyRow = kb.index(sub * rows.headDim / 2);
     kb.forEach(zero, kb.index(rows.headDim / 2), [&](Value i) {
       Value even = kb.mulIndex(kb.mulIndex(i, kb.index(2)), kb.index(rows.blockSize));
       Value odd = kb.addIndex(even, kb.index(rows.blockSize));
       storePairs(kb, bf16Bits(kb, rows.bf16, tiles, {block, zero, kvHead, even}),
                  bf16Bits(kb, rows.bf16, tiles, {block, zero, kvHead, odd}), keyPairs,
-                 {i, zero});
+                 {kb.addIndex(firstKeyRow, i), zero});
     });
     kb.forEach(zero, kb.index(kTileSlots / 2), [&](Value j) {
       Value even = kb.mulIndex(j, kb.index(2)), odd = kb.addIndex(even, one);
+      Value pairRow = kb.addIndex(kb.index(sub * kTileSlots / 2), j);
       for (int64_t d = 0; d < plan.valueDim; d += kLanes)
         storePairs(kb, bf16Bits(kb, rows.bf16, rows.pool, {block, one, kvHead, even, kb.index(d)}),
                    bf16Bits(kb, rows.bf16, rows.pool, {block, one, kvHead, odd, kb.index(d)}),
-                   valuePairs, {j, kb.index(2 * d)});
+                   valuePairs, {pairRow, kb.index(2 * d)});
     });
   }
 
-  /// Whether row r reads block `block`: one of its visible keys is there.
-  Value reads(Value r, Value block) {
-    Value from = kb.load(rowFirstBlock, {r}), to = kb.load(rowBlocks, {r});
-    return arith::AndIOp::create(
-        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, from, block),
-        kb.lessThan(block, to));
+  /// Zero values for block `sub` of the step, one the sequence does not
+  /// hold or the step's rows do not read: its weights are 0, and 0 times
+  /// whatever the scratch held (a NaN) would not be. Its keys' scores are
+  /// masked.
+  void zeroValues(int64_t sub) {
+    Value zeros = arith::BitcastOp::create(b, loc, VectorType::get({2 * kLanes}, b.getBF16Type()),
+                                           vectorOf(b.getI16Type(), 2 * kLanes, 0));
+    kb.forEach(kb.index(0), kb.index(kTileSlots / 2), [&](Value j) {
+      Value pairRow = kb.addIndex(kb.index(sub * kTileSlots / 2), j);
+      for (int64_t d = 0; d < plan.valueDim; d += kLanes)
+        vector::StoreOp::create(b, loc, zeros, valuePairs, ValueRange{pairRow, kb.index(2 * d)});
+    });
   }
 
-  /// Whether `block` starts row r's next range (one it reads).
+  /// Whether row r reads a block of the step from `stepStart`: one of its
+  /// visible keys is there.
+  Value reads(Value r, Value stepStart) {
+    Value from = kb.load(rowFirstBlock, {r}), to = kb.load(rowBlocks, {r});
+    Value stepEnd = kb.addIndex(stepStart, kb.index(kTileStepBlocks));
+    return arith::AndIOp::create(b, loc, kb.lessThan(from, stepEnd),
+                                 kb.lessThan(stepStart, to));
+  }
+
+  /// Whether `block` (a step's first) starts row r's next range (one it
+  /// reads).
   Value startsRange(Value r, Value block) {
     return arith::AndIOp::create(
         b, loc,
@@ -322,75 +350,108 @@ private:
   }
 
   /// Blocks [begin, end) of sequence `seq` for the pass's first
-  /// `tileCount` tiles and KV head `kvHead`: each block repacked once, then
-  /// each tile's products and softmax step. With `foldRanges`, a row's range
-  /// state is folded where its next range starts.
-  void blockLoop(Value seq, Value begin, Value end, Value tileCount, Value kvHead,
-                 bool foldRanges) {
+  /// `tileCount` tiles and KV head `kvHead`, in steps of kTileStepBlocks
+  /// blocks from a multiple of it (a range starts at one, KeyRanges): each
+  /// step's blocks repacked once, then each tile's products and softmax
+  /// step. Only a tile's first `usedRows` rows can be used (a decode's
+  /// group, a prefill tile's positions times the group): the others' softmax
+  /// is not computed, and their weights stay 0. With `foldRanges`, a row's
+  /// range state is folded where its next range starts.
+  void blockLoop(Value seq, Value begin, Value end, Value tileCount, int64_t usedRows,
+                 Value kvHead, bool foldRanges) {
     auto sumTile = amx::TileType::get({kTileRows, kTileSlots}, b.getF32Type());
     auto operandTile = amx::TileType::get({kTileRows, kTileK}, b.getBF16Type());
-    auto weightTile = amx::TileType::get({kTileRows, kTileSlots}, b.getBF16Type());
-    auto valueTile = amx::TileType::get({kTileSlots / 2, 2 * kLanes}, b.getBF16Type());
-    Value zero = kb.index(0), tileRows = kb.index(kTileRows);
-    kb.forEach(begin, end, [&](Value blockIndex) {
-      Value block = kb.toIndex(kb.load(blockTables, {seq, blockIndex}));
-      repack(block, kvHead);
+    auto valueTile = amx::TileType::get({kTileK / 2, 2 * kLanes}, b.getBF16Type());
+    Value zero = kb.index(0), tileRows = kb.index(kTileRows), used = kb.index(usedRows);
+    Value stepBlocks = kb.index(kTileStepBlocks);
+    Value firstStep = kb.mulIndex(kb.divIndex(begin, stepBlocks), stepBlocks);
+    kb.forEach(firstStep, end, [&](Value stepStart) {
+      for (int64_t sub = 0; sub < kTileStepBlocks; ++sub) {
+        Value blockIndex = kb.addIndex(stepStart, kb.index(sub));
+        Value held = arith::AndIOp::create(
+            b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, begin, blockIndex),
+            kb.lessThan(blockIndex, end));
+        auto ifHeld = scf::IfOp::create(b, loc, held, /*withElse=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifHeld.getThenRegion().front());
+        repack(sub, kb.toIndex(kb.load(blockTables, {seq, blockIndex})), kvHead);
+        b.setInsertionPointToStart(&ifHeld.getElseRegion().front());
+        zeroValues(sub);
+      }
       kb.forEach(zero, tileCount, [&](Value tile) {
         Value firstRow = kb.mulIndex(tile, tileRows);
-        Value sums = amx::TileZeroOp::create(b, loc, sumTile);
-        for (int64_t step = 0; step < rows.headDim / kTileK; ++step) {
+        // The step's scores, a tile per block; each query tile loaded once.
+        SmallVector<Value> sums;
+        for (int64_t sub = 0; sub < kTileStepBlocks; ++sub)
+          sums.push_back(amx::TileZeroOp::create(b, loc, sumTile));
+        for (int64_t k = 0; k < rows.headDim / kTileK; ++k) {
           Value q = amx::TileLoadOp::create(b, loc, operandTile, queries,
-                                            ValueRange{firstRow, kb.index(step * kTileK)});
-          Value k = amx::TileLoadOp::create(b, loc, operandTile, keyPairs,
-                                            ValueRange{kb.index(step * kTileK / 2), zero});
-          sums = amx::TileMulFOp::create(b, loc, sumTile, q, k, sums);
+                                            ValueRange{firstRow, kb.index(k * kTileK)});
+          for (int64_t sub = 0; sub < kTileStepBlocks; ++sub) {
+            Value keys = amx::TileLoadOp::create(
+                b, loc, operandTile, keyPairs,
+                ValueRange{kb.index(sub * rows.headDim / 2 + k * kTileK / 2), zero});
+            sums[sub] = amx::TileMulFOp::create(b, loc, sumTile, q, keys, sums[sub]);
+          }
         }
-        amx::TileStoreOp::create(b, loc, scores, ValueRange{zero, zero}, sums);
+        for (int64_t sub = 0; sub < kTileStepBlocks; ++sub)
+          amx::TileStoreOp::create(b, loc, scores, ValueRange{zero, kb.index(sub * kTileSlots)},
+                                   sums[sub]);
         if (foldRanges)
-          kb.forEach(firstRow, kb.addIndex(firstRow, tileRows), [&](Value r) {
-            kb.ifThen(startsRange(r, blockIndex), [&] {
+          kb.forEach(firstRow, kb.addIndex(firstRow, used), [&](Value r) {
+            kb.ifThen(startsRange(r, stepStart), [&] {
               foldRow(r);
               kb.store(kb.addIndex(kb.load(rowNextRange, {r}), kb.load(rowPerRange, {r})),
                        rowNextRange, {r});
             });
           });
-        softmaxStep(firstRow, blockIndex);
-        Value p = amx::TileLoadOp::create(b, loc, weightTile, weights, ValueRange{zero, zero});
+        softmaxStep(firstRow, stepStart, usedRows);
+        // The step's sums: its weights, 32 keys a tile, times the values.
+        SmallVector<Value> p;
+        for (int64_t half = 0; half < kStepSlots / kTileK; ++half)
+          p.push_back(amx::TileLoadOp::create(b, loc, operandTile, weights,
+                                              ValueRange{zero, kb.index(half * kTileK)}));
         for (int64_t c = 0; c < chunks; ++c) {
-          Value v = amx::TileLoadOp::create(b, loc, valueTile, valuePairs,
-                                            ValueRange{zero, kb.index(2 * c * kLanes)});
-          Value blockSums = amx::TileMulFOp::create(b, loc, sumTile, p, v,
-                                                    amx::TileZeroOp::create(b, loc, sumTile));
+          Value stepSums = amx::TileZeroOp::create(b, loc, sumTile);
+          for (int64_t half = 0; half < kStepSlots / kTileK; ++half) {
+            Value v = amx::TileLoadOp::create(
+                b, loc, valueTile, valuePairs,
+                ValueRange{kb.index(half * kTileK / 2), kb.index(2 * c * kLanes)});
+            stepSums = amx::TileMulFOp::create(b, loc, sumTile, p[half], v, stepSums);
+          }
           amx::TileStoreOp::create(b, loc, products, ValueRange{zero, kb.index(c * kLanes)},
-                                   blockSums);
+                                   stepSums);
         }
-        kb.forEach(zero, tileRows, [&](Value r) {
+        kb.forEach(zero, used, [&](Value r) {
           Value row = kb.addIndex(firstRow, r);
-          kb.ifThen(reads(row, blockIndex), [&] {
+          kb.ifThen(reads(row, stepStart), [&] {
             Value correction =
                 vector::BroadcastOp::create(b, loc, head.vectorType, kb.load(corrections, {r}));
             for (int64_t c = 0; c < chunks; ++c) {
               SmallVector<Value, 2> at{row, kb.index(c * kLanes)};
               Value acc = vector::LoadOp::create(b, loc, head.vectorType, running.acc, at);
-              Value blockSum = vector::LoadOp::create(b, loc, head.vectorType, products,
-                                                      ValueRange{r, kb.index(c * kLanes)});
+              Value stepSum = vector::LoadOp::create(b, loc, head.vectorType, products,
+                                                     ValueRange{r, kb.index(c * kLanes)});
               vector::StoreOp::create(
-                  b, loc, vector::FMAOp::create(b, loc, acc, correction, blockSum), running.acc,
+                  b, loc, vector::FMAOp::create(b, loc, acc, correction, stepSum), running.acc,
                   at);
             }
           });
         });
       });
-    });
+    }, kTileStepBlocks);
   }
 
-  /// Every row's online-softmax step over the block's scores, rows as
-  /// lanes where they meet: each row's visible slots, their max (the rows'
-  /// maxima reduced together), its weights rounded to bf16 (the second
-  /// product's rows, and what the sums add), the running max and sum
-  /// rescaled; the accumulators' rescale waits in `corrections`. A row that
-  /// sees none of the block's keys keeps its state: weights 0, rescale 1.
-  void softmaxStep(Value firstRow, Value blockIndex) {
+  /// Every row's online-softmax step over the scores of the step from block
+  /// `stepStart`, rows as lanes where they meet: each row's visible slots,
+  /// their max (each row's 4 vectors, then the rows' maxima reduced
+  /// together), its weights rounded to bf16 (the second product's rows, and
+  /// what the sums add), the running max and sum rescaled; the accumulators'
+  /// rescale waits in `corrections`. A row that sees none of the step's
+  /// keys keeps its state: weights 0, rescale 1; rows from `usedRows` on are
+  /// skipped (their weights stay 0). The scores are read twice, for the max
+  /// and for the weights, rather than held in registers.
+  void softmaxStep(Value firstRow, Value stepStart, int64_t usedRows) {
     auto scoreType = VectorType::get({kTileSlots}, b.getF32Type());
     auto laneType = VectorType::get({kTileSlots}, b.getI32Type());
     auto lanesOf = [&](Value index) {
@@ -400,48 +461,68 @@ private:
     auto splat = [&](Value scalar) {
       return vector::BroadcastOp::create(b, loc, scoreType, scalar).getResult();
     };
-    SmallVector<int32_t> slots(kTileSlots);
-    std::iota(slots.begin(), slots.end(), 0);
-    Value keys = arith::AddIOp::create(
-        b, loc,
-        arith::ConstantOp::create(b, loc, laneType,
-                                  DenseElementsAttr::get(laneType, ArrayRef<int32_t>(slots))),
-        lanesOf(kb.mulIndex(blockIndex, kb.index(rows.blockSize))));
-    Value negInf = kb.f32(-std::numeric_limits<float>::infinity());
-    Value negInfs = splat(negInf), zeros = splat(kb.f32(0.0));
-    SmallVector<Value> scaled, visible, masked;
-    for (int64_t r = 0; r < kTileRows; ++r) {
-      Value row = kb.addIndex(firstRow, kb.index(r));
-      visible.push_back(arith::AndIOp::create(
+    Value firstKey = lanesOf(kb.mulIndex(stepStart, kb.index(rows.blockSize)));
+    SmallVector<Value> keys;
+    for (int64_t sub = 0; sub < kTileStepBlocks; ++sub) {
+      SmallVector<int32_t> slots(kTileSlots);
+      std::iota(slots.begin(), slots.end(), int32_t(sub * kTileSlots));
+      keys.push_back(arith::AddIOp::create(
           b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, keys,
-                                lanesOf(kb.load(rowFirstKey, {row}))),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keys,
-                                lanesOf(kb.load(rowVisible, {row})))));
-      scaled.push_back(arith::MulFOp::create(
-          b, loc,
-          vector::LoadOp::create(b, loc, scoreType, scores, ValueRange{kb.index(r), kb.index(0)}),
-          splat(kb.f32(plan.scale))));
-      masked.push_back(arith::SelectOp::create(b, loc, visible[r], scaled[r], negInfs));
+          arith::ConstantOp::create(b, loc, laneType,
+                                    DenseElementsAttr::get(laneType, ArrayRef<int32_t>(slots))),
+          firstKey));
     }
+    Value negInfs = splat(kb.f32(-std::numeric_limits<float>::infinity()));
+    Value zeros = splat(kb.f32(0.0)), scale = splat(kb.f32(plan.scale));
+    // Row r's scaled scores of block `sub` of the step, and which it sees:
+    // keys [seenFrom, seenTo).
+    auto rowBound = [&](int64_t r, Value column) {
+      return lanesOf(kb.load(column, {kb.addIndex(firstRow, kb.index(r))}));
+    };
+    auto rowScores = [&](int64_t r, int64_t sub, Value seenFrom, Value seenTo) {
+      Value scaled = arith::MulFOp::create(
+          b, loc,
+          vector::LoadOp::create(b, loc, scoreType, scores,
+                                 ValueRange{kb.index(r), kb.index(sub * kTileSlots)}),
+          scale);
+      Value visible = arith::AndIOp::create(
+          b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, keys[sub], seenFrom),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keys[sub], seenTo));
+      return std::pair(scaled, visible);
+    };
     auto maximum = [&](Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); };
     auto add = [&](Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); };
-    Value blockMax = reduceLanesPacked(b, loc, masked, maximum);
-    Value oldMax = vector::LoadOp::create(b, loc, scoreType, running.max, ValueRange{firstRow});
-    Value newMax = maximum(oldMax, blockMax);
-    SmallVector<Value> kept;
-    for (int64_t r = 0; r < kTileRows; ++r) {
-      Value rowMax = vector::ExtractOp::create(b, loc, newMax, ArrayRef<int64_t>{r});
-      Value exps = kb.expPolynomial(arith::SubFOp::create(b, loc, scaled[r], splat(rowMax)));
-      Value rounded =
-          roundToBf16(b, loc, arith::SelectOp::create(b, loc, visible[r], exps, zeros));
-      vector::StoreOp::create(b, loc, rounded, weights, ValueRange{kb.index(r), kb.index(0)});
-      kept.push_back(widenBf16(
-          b, loc, arith::BitcastOp::create(b, loc, VectorType::get({kTileSlots}, b.getI16Type()),
-                                           rounded)));
+    SmallVector<Value> rowMaxima(kTileRows, negInfs);
+    for (int64_t r = 0; r < usedRows; ++r) {
+      Value seenFrom = rowBound(r, rowFirstKey), seenTo = rowBound(r, rowVisible);
+      for (int64_t sub = 0; sub < kTileStepBlocks; ++sub) {
+        auto [scaled, visible] = rowScores(r, sub, seenFrom, seenTo);
+        rowMaxima[r] =
+            maximum(rowMaxima[r], arith::SelectOp::create(b, loc, visible, scaled, negInfs));
+      }
     }
-    Value blockSum = reduceLanesPacked(b, loc, kept, add);
-    Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, blockMax, negInfs);
+    Value stepMax = reduceLanesPacked(b, loc, rowMaxima, maximum);
+    Value oldMax = vector::LoadOp::create(b, loc, scoreType, running.max, ValueRange{firstRow});
+    Value newMax = maximum(oldMax, stepMax);
+    SmallVector<Value> kept(kTileRows, zeros);
+    for (int64_t r = 0; r < usedRows; ++r) {
+      Value rowMax = splat(vector::ExtractOp::create(b, loc, newMax, ArrayRef<int64_t>{r}));
+      Value seenFrom = rowBound(r, rowFirstKey), seenTo = rowBound(r, rowVisible);
+      for (int64_t sub = 0; sub < kTileStepBlocks; ++sub) {
+        auto [scaled, visible] = rowScores(r, sub, seenFrom, seenTo);
+        Value exps = kb.expPolynomial(arith::SubFOp::create(b, loc, scaled, rowMax));
+        Value rounded =
+            roundToBf16(b, loc, arith::SelectOp::create(b, loc, visible, exps, zeros));
+        vector::StoreOp::create(b, loc, rounded, weights,
+                                ValueRange{kb.index(r), kb.index(sub * kTileSlots)});
+        kept[r] = add(kept[r], widenBf16(b, loc,
+                                         arith::BitcastOp::create(
+                                             b, loc, VectorType::get({kTileSlots}, b.getI16Type()),
+                                             rounded)));
+      }
+    }
+    Value stepSum = reduceLanesPacked(b, loc, kept, add);
+    Value seen = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, stepMax, negInfs);
     Value correction = arith::SelectOp::create(
         b, loc, seen, kb.expPolynomial(arith::SubFOp::create(b, loc, oldMax, newMax)),
         splat(kb.f32(1.0)));
@@ -450,7 +531,7 @@ private:
     vector::StoreOp::create(b, loc, arith::SelectOp::create(b, loc, seen, newMax, oldMax),
                             running.max, ValueRange{firstRow});
     vector::StoreOp::create(
-        b, loc, add(arith::MulFOp::create(b, loc, oldSum, correction), blockSum), running.sum,
+        b, loc, add(arith::MulFOp::create(b, loc, oldSum, correction), stepSum), running.sum,
         ValueRange{firstRow});
   }
 
@@ -503,7 +584,8 @@ void emitTileAttentionTasks(KernelBuilder &kb, ValueRange params, Value firstTas
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kb.subIndex(last, first), one);
     // A decode row sees its whole context: the split's range of it.
     kb.ifThen(decode, [&] {
-      KeyRanges ranges(kb, contextLen, plan.blockSize, plan.window, plan.minRangeBlocks);
+      KeyRanges ranges(kb, contextLen, plan.blockSize, plan.window, plan.minRangeBlocks,
+                       plan.rangeAlign);
       auto [begin, end] = ranges.range(kb, split);
       attention.decodeRange(seq, first, contextLen, kvRun, split, begin, end);
     });

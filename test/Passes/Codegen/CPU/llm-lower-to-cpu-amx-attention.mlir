@@ -1,37 +1,53 @@
 // RUN: llmc-opt %s -split-input-file --pass-pipeline='builtin.module(llm-lower-to-cpu{weight-dtype=bf16 bf16-activations=true bf16-products=amx})' | FileCheck %s
 
 // bf16-products=amx: paged attention with head_dim 32 (a multiple of an A
-// tile's 32 values) and blocks of 16 takes its products on AMX tiles. The
-// kernel keeps its scratch on entry: the query rows rounded to bf16 of a
-// pass of 4 tiles (4 x 16 (position, query head) pairs x head_dim), a
-// block's keys as pairs of features (16 x 2 slots a row) and values as
-// pairs of slots (8 rows of 2 x head_dim). Per block it repacks the keys and
-// values once (interleaving two rows' lanes); per tile it multiplies the
-// tile's queries by the keys, a tile row of 32 features at a time, into
-// 16 x 16 scores, and the bf16 weights (16 rows x 16 slots) by each 16
-// features' values into 16 x 16 sums. The combine kernel of the decode
-// rows' ranges is the vector kernel's.
+// tile's 32 values) and blocks of 16 takes its products on AMX tiles, in
+// softmax steps of 4 blocks (64 keys). The kernel keeps its scratch on entry:
+// the query rows rounded to bf16 of a pass of 4 tiles (4 x 16 (position,
+// query head) pairs x head_dim), a step's keys as pairs of features (4
+// blocks x 16 rows of 16 x 2 slots) and values as pairs of slots (32 rows of
+// 2 x head_dim), its scores and bf16 weights (16 rows x 64 slots). Per step
+// it repacks each block the sequence holds (interleaving two rows' lanes)
+// and zeroes the values of the others; per tile it multiplies the tile's
+// queries by each block's keys, a tile row of 32 features at a time, into
+// four 16 x 16 score tiles, and the weights (two A tiles of 32 slots) by each
+// 16 features' values, accumulating in the tile. The combine kernel of the
+// decode rows' ranges is the vector kernel's.
 // CHECK-LABEL: func.func private @llmc_paged_attention_{{[0-9]+}}(
 //  CHECK-SAME:     memref<?x64xf32>, %{{.*}}: memref<?x2x1x16x32xf32>
 //       CHECK:   %[[QUERIES:.*]] = memref.alloca() : memref<64x32xbf16>
-//       CHECK:   %[[KEYS:.*]] = memref.alloca() : memref<16x32xbf16>
-//       CHECK:   %[[VALUES:.*]] = memref.alloca() : memref<8x64xbf16>
-//       CHECK:   %[[SCORES:.*]] = memref.alloca() : memref<16x16xf32>
-//       CHECK:   %[[WEIGHTS:.*]] = memref.alloca() : memref<16x16xbf16>
+//       CHECK:   %[[KEYS:.*]] = memref.alloca() : memref<64x32xbf16>
+//       CHECK:   %[[VALUES:.*]] = memref.alloca() : memref<32x64xbf16>
+//       CHECK:   %[[SCORES:.*]] = memref.alloca() : memref<16x64xf32>
+//       CHECK:   %[[WEIGHTS:.*]] = memref.alloca() : memref<16x64xbf16>
 //       CHECK:   %[[SUMS:.*]] = memref.alloca() : memref<16x32xf32>
+//       CHECK:   scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4
+//       CHECK:   scf.if
 //       CHECK:   vector.interleave %{{.*}}, %{{.*}} : vector<16xi16> -> vector<32xi16>
+//       CHECK:   vector.store %{{.*}}, %[[KEYS]]
+//       CHECK:   } else {
+//       CHECK:   vector.store %{{.*}}, %[[VALUES]]
 //       CHECK:   scf.for %[[TILE:.*]] = %{{.*}} to
 //       CHECK:   %[[FIRST:.*]] = arith.muli %[[TILE]], %c16
-//       CHECK:   %[[ZERO:.*]] = amx.tile_zero : !amx.tile<16x16xf32>
+//       CHECK:   %[[Z0:.*]] = amx.tile_zero : !amx.tile<16x16xf32>
+//  CHECK-NEXT:   amx.tile_zero : !amx.tile<16x16xf32>
+//  CHECK-NEXT:   amx.tile_zero : !amx.tile<16x16xf32>
+//  CHECK-NEXT:   %[[Z3:.*]] = amx.tile_zero : !amx.tile<16x16xf32>
 //       CHECK:   %[[A:.*]] = amx.tile_load %[[QUERIES]][%[[FIRST]], %{{.*}}] : memref<64x32xbf16> into !amx.tile<16x32xbf16>
-//       CHECK:   %[[B:.*]] = amx.tile_load %[[KEYS]][%{{.*}}, %{{.*}}] : memref<16x32xbf16> into !amx.tile<16x32xbf16>
-//       CHECK:   %[[S:.*]] = amx.tile_mulf %[[A]], %[[B]], %[[ZERO]] : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
-//       CHECK:   amx.tile_store %[[SCORES]][%{{.*}}, %{{.*}}], %[[S]] : memref<16x16xf32>, !amx.tile<16x16xf32>
-//       CHECK:   %[[P:.*]] = amx.tile_load %[[WEIGHTS]][%{{.*}}, %{{.*}}] : memref<16x16xbf16> into !amx.tile<16x16xbf16>
-//       CHECK:   %[[V:.*]] = amx.tile_load %[[VALUES]][%{{.*}}, %{{.*}}] : memref<8x64xbf16> into !amx.tile<8x32xbf16>
-//       CHECK:   %[[O:.*]] = amx.tile_mulf %[[P]], %[[V]], %{{.*}} : !amx.tile<16x16xbf16>, !amx.tile<8x32xbf16>, !amx.tile<16x16xf32>
+//       CHECK:   %[[B:.*]] = amx.tile_load %[[KEYS]][%{{.*}}, %{{.*}}] : memref<64x32xbf16> into !amx.tile<16x32xbf16>
+//       CHECK:   %[[S:.*]] = amx.tile_mulf %[[A]], %[[B]], %[[Z0]] : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
+//       CHECK:   %[[B3:.*]] = amx.tile_load %[[KEYS]][%c48, %{{.*}}] : memref<64x32xbf16> into !amx.tile<16x32xbf16>
+//       CHECK:   amx.tile_mulf %[[A]], %[[B3]], %[[Z3]]
+//       CHECK:   amx.tile_store %[[SCORES]][%{{.*}}, %{{.*}}], %[[S]] : memref<16x64xf32>, !amx.tile<16x16xf32>
+//       CHECK:   %[[P0:.*]] = amx.tile_load %[[WEIGHTS]][%{{.*}}, %{{.*}}] : memref<16x64xbf16> into !amx.tile<16x32xbf16>
+//       CHECK:   %[[P1:.*]] = amx.tile_load %[[WEIGHTS]][%{{.*}}, %c32{{.*}}] : memref<16x64xbf16> into !amx.tile<16x32xbf16>
+//       CHECK:   %[[ZERO:.*]] = amx.tile_zero : !amx.tile<16x16xf32>
+//       CHECK:   %[[V0:.*]] = amx.tile_load %[[VALUES]][%{{.*}}, %{{.*}}] : memref<32x64xbf16> into !amx.tile<16x32xbf16>
+//       CHECK:   %[[O0:.*]] = amx.tile_mulf %[[P0]], %[[V0]], %[[ZERO]] : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
+//       CHECK:   %[[V1:.*]] = amx.tile_load %[[VALUES]][%c16{{.*}}, %{{.*}}] : memref<32x64xbf16> into !amx.tile<16x32xbf16>
+//       CHECK:   %[[O:.*]] = amx.tile_mulf %[[P1]], %[[V1]], %[[O0]]
 //       CHECK:   amx.tile_store %[[SUMS]][%{{.*}}, %{{.*}}], %[[O]]
-//       CHECK:   amx.tile_load %[[VALUES]][%{{.*}}, %c32{{.*}}] : memref<8x64xbf16> into !amx.tile<8x32xbf16>
+//       CHECK:   amx.tile_load %[[VALUES]][%{{.*}}, %c32{{.*}}] : memref<32x64xbf16> into !amx.tile<16x32xbf16>
 //       CHECK: func.func private @llmc_paged_attention_combine_{{[0-9]+}}(
 //   CHECK-NOT:   amx.
 //       CHECK: func.func private @llmc_
