@@ -23,6 +23,8 @@
 #include "passes/Codegen/CPU/CpuAttention.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 
 #include <numeric>
 
@@ -101,6 +103,8 @@ public:
     for (Value *column :
          {&rowFirstKey, &rowVisible, &rowFirstBlock, &rowBlocks, &rowPerRange, &rowNextRange})
       *column = scratch({kPassRows}, b.getIndexType());
+    tileLastFirstKey = scratch({kPassTiles}, b.getIndexType());
+    tileFirstEnd = scratch({kPassTiles}, b.getIndexType());
     // Rows past a tile's own multiply zeros until a tile fills them.
     Value zeros = arith::BitcastOp::create(b, loc, VectorType::get({kLanes}, bf16),
                                            vectorOf(b.getI16Type(), kLanes, 0));
@@ -365,6 +369,20 @@ private:
     Value zero = kb.index(0), tileRows = kb.index(kTileRows), used = kb.index(usedRows);
     Value stepBlocks = kb.index(kTileStepBlocks);
     Value firstStep = kb.mulIndex(kb.divIndex(begin, stepBlocks), stepBlocks);
+    // Per tile, the keys every used row sees: from the last first key to
+    // the first end.
+    kb.forEach(zero, tileCount, [&](Value tile) {
+      Value firstRow = kb.mulIndex(tile, tileRows);
+      Value lastFirstKey = kb.load(rowFirstKey, {firstRow});
+      Value firstEnd = kb.load(rowVisible, {firstRow});
+      for (int64_t r = 1; r < usedRows; ++r) {
+        Value row = kb.addIndex(firstRow, kb.index(r));
+        lastFirstKey = kb.maxIndex(lastFirstKey, kb.load(rowFirstKey, {row}));
+        firstEnd = kb.minIndex(firstEnd, kb.load(rowVisible, {row}));
+      }
+      kb.store(lastFirstKey, tileLastFirstKey, {tile});
+      kb.store(firstEnd, tileFirstEnd, {tile});
+    });
     kb.forEach(firstStep, end, [&](Value stepStart) {
       for (int64_t sub = 0; sub < kTileStepBlocks; ++sub) {
         Value blockIndex = kb.addIndex(stepStart, kb.index(sub));
@@ -405,7 +423,24 @@ private:
                        rowNextRange, {r});
             });
           });
-        softmaxStep(firstRow, stepStart, usedRows);
+        // Every used row sees the whole step (most steps of a long
+        // context): no masks.
+        Value stepKey = kb.mulIndex(stepStart, kb.index(rows.blockSize));
+        Value whole = arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                  kb.load(tileLastFirstKey, {tile}), stepKey),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                  kb.addIndex(stepKey, kb.index(kStepSlots)),
+                                  kb.load(tileFirstEnd, {tile})));
+        auto ifWhole = scf::IfOp::create(b, loc, whole, /*withElse=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(&ifWhole.getThenRegion().front());
+          softmaxStep(firstRow, stepStart, usedRows, /*masked=*/false);
+          b.setInsertionPointToStart(&ifWhole.getElseRegion().front());
+          softmaxStep(firstRow, stepStart, usedRows, /*masked=*/true);
+        }
         // The step's sums: its weights, 32 keys a tile, times the values.
         SmallVector<Value> p;
         for (int64_t half = 0; half < kStepSlots / kTileK; ++half)
@@ -445,13 +480,14 @@ private:
   /// Every row's online-softmax step over the scores of the step from block
   /// `stepStart`, rows as lanes where they meet: each row's visible slots,
   /// their max (each row's 4 vectors, then the rows' maxima reduced
-  /// together), its weights rounded to bf16 (the second product's rows, and
-  /// what the sums add), the running max and sum rescaled; the accumulators'
-  /// rescale waits in `corrections`. A row that sees none of the step's
-  /// keys keeps its state: weights 0, rescale 1; rows from `usedRows` on are
-  /// skipped (their weights stay 0). The scores are read twice, for the max
-  /// and for the weights, rather than held in registers.
-  void softmaxStep(Value firstRow, Value stepStart, int64_t usedRows) {
+  /// together, before the scale: it is positive), its weights rounded to bf16
+  /// (the second product's rows, and what the sums add), the running max and
+  /// sum rescaled; the accumulators' rescale waits in `corrections`. A row
+  /// that sees none of the step's keys keeps its state: weights 0, rescale 1;
+  /// rows from `usedRows` on are skipped (their weights stay 0). Without
+  /// `masked` every used row sees every key of the step. The scores are read
+  /// twice, for the max and for the weights, rather than held in registers.
+  void softmaxStep(Value firstRow, Value stepStart, int64_t usedRows, bool masked) {
     auto scoreType = VectorType::get({kTileSlots}, b.getF32Type());
     auto laneType = VectorType::get({kTileSlots}, b.getI32Type());
     auto lanesOf = [&](Value index) {
@@ -461,64 +497,86 @@ private:
     auto splat = [&](Value scalar) {
       return vector::BroadcastOp::create(b, loc, scoreType, scalar).getResult();
     };
-    Value firstKey = lanesOf(kb.mulIndex(stepStart, kb.index(rows.blockSize)));
     SmallVector<Value> keys;
-    for (int64_t sub = 0; sub < kTileStepBlocks; ++sub) {
-      SmallVector<int32_t> slots(kTileSlots);
-      std::iota(slots.begin(), slots.end(), int32_t(sub * kTileSlots));
-      keys.push_back(arith::AddIOp::create(
-          b, loc,
-          arith::ConstantOp::create(b, loc, laneType,
-                                    DenseElementsAttr::get(laneType, ArrayRef<int32_t>(slots))),
-          firstKey));
+    if (masked) {
+      Value firstKey = lanesOf(kb.mulIndex(stepStart, kb.index(rows.blockSize)));
+      for (int64_t sub = 0; sub < kTileStepBlocks; ++sub) {
+        SmallVector<int32_t> slots(kTileSlots);
+        std::iota(slots.begin(), slots.end(), int32_t(sub * kTileSlots));
+        keys.push_back(arith::AddIOp::create(
+            b, loc,
+            arith::ConstantOp::create(b, loc, laneType,
+                                      DenseElementsAttr::get(laneType, ArrayRef<int32_t>(slots))),
+            firstKey));
+      }
     }
     Value negInfs = splat(kb.f32(-std::numeric_limits<float>::infinity()));
     Value zeros = splat(kb.f32(0.0)), scale = splat(kb.f32(plan.scale));
-    // Row r's scaled scores of block `sub` of the step, and which it sees:
+    // Row r's scores of block `sub` of the step, and (masked) which it sees:
     // keys [seenFrom, seenTo).
     auto rowBound = [&](int64_t r, Value column) {
       return lanesOf(kb.load(column, {kb.addIndex(firstRow, kb.index(r))}));
     };
-    auto rowScores = [&](int64_t r, int64_t sub, Value seenFrom, Value seenTo) {
-      Value scaled = arith::MulFOp::create(
-          b, loc,
-          vector::LoadOp::create(b, loc, scoreType, scores,
-                                 ValueRange{kb.index(r), kb.index(sub * kTileSlots)}),
-          scale);
-      Value visible = arith::AndIOp::create(
+    auto rowScores = [&](int64_t r, int64_t sub) -> Value {
+      return vector::LoadOp::create(b, loc, scoreType, scores,
+                                    ValueRange{kb.index(r), kb.index(sub * kTileSlots)});
+    };
+    auto visibleOf = [&](int64_t sub, Value seenFrom, Value seenTo) -> Value {
+      return arith::AndIOp::create(
           b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, keys[sub], seenFrom),
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keys[sub], seenTo));
-      return std::pair(scaled, visible);
     };
     auto maximum = [&](Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); };
     auto add = [&](Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); };
     SmallVector<Value> rowMaxima(kTileRows, negInfs);
     for (int64_t r = 0; r < usedRows; ++r) {
-      Value seenFrom = rowBound(r, rowFirstKey), seenTo = rowBound(r, rowVisible);
+      Value seenFrom, seenTo;
+      if (masked) seenFrom = rowBound(r, rowFirstKey), seenTo = rowBound(r, rowVisible);
       for (int64_t sub = 0; sub < kTileStepBlocks; ++sub) {
-        auto [scaled, visible] = rowScores(r, sub, seenFrom, seenTo);
-        rowMaxima[r] =
-            maximum(rowMaxima[r], arith::SelectOp::create(b, loc, visible, scaled, negInfs));
+        Value score = rowScores(r, sub);
+        if (masked)
+          score = arith::SelectOp::create(b, loc, visibleOf(sub, seenFrom, seenTo), score, negInfs);
+        rowMaxima[r] = maximum(rowMaxima[r], score);
       }
     }
-    Value stepMax = reduceLanesPacked(b, loc, rowMaxima, maximum);
+    Value stepMax = arith::MulFOp::create(b, loc, reduceLanesPacked(b, loc, rowMaxima, maximum),
+                                          scale);
     Value oldMax = vector::LoadOp::create(b, loc, scoreType, running.max, ValueRange{firstRow});
     Value newMax = maximum(oldMax, stepMax);
+    // Weights exp(score x scale - max), two blocks rounded to bf16 by one
+    // vcvtne2ps2bf16; the row's sum adds them as rounded, pair by pair.
+    auto pairType = VectorType::get({2 * kTileSlots}, b.getBF16Type());
+    auto wordType = VectorType::get({kTileSlots}, b.getI32Type());
+    Value highHalves = arith::ConstantOp::create(
+        b, loc, wordType, DenseElementsAttr::get(wordType, b.getI32IntegerAttr(int32_t(0xffff0000))));
+    Value sixteen = arith::ConstantOp::create(
+        b, loc, wordType, DenseElementsAttr::get(wordType, b.getI32IntegerAttr(16)));
     SmallVector<Value> kept(kTileRows, zeros);
     for (int64_t r = 0; r < usedRows; ++r) {
-      Value rowMax = splat(vector::ExtractOp::create(b, loc, newMax, ArrayRef<int64_t>{r}));
-      Value seenFrom = rowBound(r, rowFirstKey), seenTo = rowBound(r, rowVisible);
+      Value negatedMax = splat(arith::NegFOp::create(
+          b, loc, vector::ExtractOp::create(b, loc, newMax, ArrayRef<int64_t>{r})));
+      Value seenFrom, seenTo;
+      if (masked) seenFrom = rowBound(r, rowFirstKey), seenTo = rowBound(r, rowVisible);
+      SmallVector<Value, kTileStepBlocks> exps;
       for (int64_t sub = 0; sub < kTileStepBlocks; ++sub) {
-        auto [scaled, visible] = rowScores(r, sub, seenFrom, seenTo);
-        Value exps = kb.expPolynomial(arith::SubFOp::create(b, loc, scaled, rowMax));
+        Value e = kb.expPolynomial(math::FmaOp::create(b, loc, rowScores(r, sub), scale, negatedMax));
+        if (masked) e = arith::SelectOp::create(b, loc, visibleOf(sub, seenFrom, seenTo), e, zeros);
+        exps.push_back(e);
+      }
+      for (int64_t sub = 0; sub < kTileStepBlocks; sub += 2) {
         Value rounded =
-            roundToBf16(b, loc, arith::SelectOp::create(b, loc, visible, exps, zeros));
+            LLVM::CallIntrinsicOp::create(b, loc, pairType,
+                                          b.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
+                                          ValueRange{exps[sub + 1], exps[sub]})
+                .getResult(0);
         vector::StoreOp::create(b, loc, rounded, weights,
                                 ValueRange{kb.index(r), kb.index(sub * kTileSlots)});
-        kept[r] = add(kept[r], widenBf16(b, loc,
-                                         arith::BitcastOp::create(
-                                             b, loc, VectorType::get({kTileSlots}, b.getI16Type()),
-                                             rounded)));
+        Value words = vector::BitCastOp::create(b, loc, wordType, rounded);
+        Value even = arith::BitcastOp::create(b, loc, scoreType,
+                                              arith::ShLIOp::create(b, loc, words, sixteen));
+        Value odd = arith::BitcastOp::create(b, loc, scoreType,
+                                             arith::AndIOp::create(b, loc, words, highHalves));
+        kept[r] = add(kept[r], add(even, odd));
       }
     }
     Value stepSum = reduceLanesPacked(b, loc, kept, add);
@@ -549,6 +607,9 @@ private:
   /// Per row: its first visible key and the last + 1, its first block and
   /// the last + 1, its ranges' length in blocks, where its next one starts.
   Value rowFirstKey, rowVisible, rowFirstBlock, rowBlocks, rowPerRange, rowNextRange;
+  /// Per tile of the pass: the keys every used row sees, [lastFirstKey,
+  /// firstEnd).
+  Value tileLastFirstKey, tileFirstEnd;
 };
 } // namespace
 
@@ -562,6 +623,7 @@ std::optional<std::string> whyNotTiles(llm::PagedAttentionOp op, const CachedRow
   if (group > kTileRows) return "a KV head serves more than 16 query heads";
   if (op.getSoftcap()) return "it caps its scores";
   if (op.getAlibiSlopes()) return "it adds linear biases (ALiBi)";
+  if (!(op.getScale().convertToFloat() > 0)) return "its scale is not positive";
   return std::nullopt;
 }
 
