@@ -4,7 +4,7 @@ nothing but what that venv holds:
 
     .venv-vllm/bin/python bench/vllm_runner.py --model HF_DIR [--threads 2] \
         [--dtype float32|bfloat16] [--workload FILE] [--prompt-tokens 128] \
-        [--decode-tokens 64] [--repeat 3] [--json]
+        [--decode-tokens 64] [--repeat 3] [--max-model-len 2048] [--json]
 
 HF_DIR is a transformers directory of the model (bench/engine_throughput.py writes the default
 model's with scripts/exporters/default_model.py). The model runs in --dtype (float32) through
@@ -74,6 +74,8 @@ def main() -> int:
     parser.add_argument("--prompt-tokens", type=int, default=128)
     parser.add_argument("--decode-tokens", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--max-model-len", type=int, default=2048,
+                        help="vLLM's longest sequence (raise it for prompts past 2047 tokens)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     with_preloads()
@@ -90,7 +92,7 @@ def main() -> int:
                 if args.workload else [])
     progress(f"loading {args.model} into vLLM {vllm.__version__}")
     llm = vllm.LLM(model=str(args.model), dtype=args.dtype, seed=0,
-                   max_num_seqs=max(1, len(requests)), max_model_len=2048,
+                   max_num_seqs=max(1, len(requests)), max_model_len=args.max_model_len,
                    enable_prefix_caching=False)  # repeated prompts must be computed again
     vocab = llm.get_tokenizer().vocab_size
     prompt = np.random.default_rng(0).integers(0, vocab, args.prompt_tokens).tolist()
