@@ -306,6 +306,11 @@ mlir::Value widenWeight(mlir::OpBuilder &b, mlir::Location loc, mlir::Value load
 /// AVX512_BF16.
 mlir::Value roundToBf16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value);
 
+/// Two vectors of 16 f32 rounded to bf16 by one AVX512_BF16 vcvtne2ps2bf16,
+/// `low`'s in lanes 0-15 of the vector<32xbf16> and `high`'s after them.
+mlir::Value roundPairToBf16(mlir::OpBuilder &b, mlir::Location loc, mlir::Value low,
+                            mlir::Value high);
+
 /// The weight values of a MatmulWeight inside a kernel. Reads whole vectors
 /// of 16 along a row and single values; a quantised read dequantises as
 /// (code - zero_point) * scale in f32, rounded once, which is the value the

@@ -169,11 +169,7 @@ void roundRowsToBf16(StepLowering &step, Location loc, Value input, Value rounde
         Value low = vector::LoadOp::create(kbb, kloc, f32s, params[0], ValueRange{row, at});
         Value high = vector::LoadOp::create(kbb, kloc, f32s, params[0],
                                             ValueRange{row, kb.addIndex(at, kb.index(kLanes))});
-        Value pairs =
-            LLVM::CallIntrinsicOp::create(kbb, kloc, VectorType::get({2 * kLanes}, kbb.getBF16Type()),
-                                          kbb.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
-                                          ValueRange{high, low})
-                .getResult(0);
+        Value pairs = roundPairToBf16(kbb, kloc, low, high);
         Value bits = arith::BitcastOp::create(
             kbb, kloc, VectorType::get({2 * kLanes}, kbb.getI16Type()), pairs);
         vector::StoreOp::create(kbb, kloc, bits, params[1], ValueRange{row, at});

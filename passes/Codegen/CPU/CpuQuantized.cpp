@@ -155,6 +155,13 @@ Value widenWeight(OpBuilder &b, Location loc, Value loaded) {
   return arith::ExtFOp::create(b, loc, f32, loaded);
 }
 
+Value roundPairToBf16(OpBuilder &b, Location loc, Value low, Value high) {
+  return LLVM::CallIntrinsicOp::create(b, loc, VectorType::get({2 * kLanes}, b.getBF16Type()),
+                                       b.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
+                                       ValueRange{high, low})
+      .getResult(0);
+}
+
 Value roundToBf16(OpBuilder &b, Location loc, Value value) {
   // The same arithmetic lane by lane for a vector.
   auto like = [&](Type element) -> Type {

@@ -2,19 +2,21 @@
 //
 // With bf16-products=amx, paged attention multiplies on AMX tiles, as the
 // matmuls do. A tile's 16 rows are (position, query head) pairs of one KV
-// head's GQA group, rounded to bf16: the tile times a block's 16 keys
-// (TDPBF16PS, 32 features a step) gives the rows' 16 x 16 scores; the rows'
-// online-softmax step (rows as lanes where they meet) turns them into
-// weights rounded to bf16, and the weights times the block's values give the
-// rows' block sums, which join their f32 accumulators. A block's keys and
-// values are repacked into the tiles' layout (pairs of k side by side:
-// features for the keys, slots for the values) once for a pass of several
-// tiles, so the pool keeps the vector kernel's layout.
+// head's GQA group, rounded to bf16. The keys come in softmax steps of 4
+// blocks: the tile times each block's 16 keys (TDPBF16PS, 32 features a
+// product) gives the rows' 16 x 64 scores; the rows' online-softmax step
+// (rows as lanes where they meet) turns them into weights rounded to bf16,
+// and the weights times the step's values (32 keys a product, accumulated
+// in the tile) give the rows' step sums, which join their f32 accumulators.
+// A step's keys and values are repacked into the tiles' layout (pairs of k
+// side by side: features for the keys, slots for the values) once for a
+// pass of several tiles, so the pool keeps the vector kernel's layout.
 //
 // A row's arithmetic does not depend on the other rows of its tile (each
 // output of a tile product is its own row's and column's), so a decode row,
 // a tile of its group's rows, gets the bits it would get in a prefill. Its
-// keys are cut into the same ranges (KeyRanges) and the ranges' states
+// keys are cut into the same ranges (KeyRanges, starting at multiples of a
+// step, so that no step straddles two) and the ranges' states
 // folded by the same combine as the vector kernel's: a decode row's ranges
 // are tasks whose states the combine kernel folds, a prefill tile folds each
 // row's range state where the row's next range starts.
@@ -23,7 +25,6 @@
 #include "passes/Codegen/CPU/CpuAttention.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
 #include <numeric>
@@ -545,7 +546,6 @@ private:
     Value newMax = maximum(oldMax, stepMax);
     // Weights exp(score x scale - max), two blocks rounded to bf16 by one
     // vcvtne2ps2bf16; the row's sum adds them as rounded, pair by pair.
-    auto pairType = VectorType::get({2 * kTileSlots}, b.getBF16Type());
     auto wordType = VectorType::get({kTileSlots}, b.getI32Type());
     Value highHalves = arith::ConstantOp::create(
         b, loc, wordType, DenseElementsAttr::get(wordType, b.getI32IntegerAttr(int32_t(0xffff0000))));
@@ -564,11 +564,7 @@ private:
         exps.push_back(e);
       }
       for (int64_t sub = 0; sub < kTileStepBlocks; sub += 2) {
-        Value rounded =
-            LLVM::CallIntrinsicOp::create(b, loc, pairType,
-                                          b.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
-                                          ValueRange{exps[sub + 1], exps[sub]})
-                .getResult(0);
+        Value rounded = roundPairToBf16(b, loc, exps[sub], exps[sub + 1]);
         vector::StoreOp::create(b, loc, rounded, weights,
                                 ValueRange{kb.index(r), kb.index(sub * kTileSlots)});
         Value words = vector::BitCastOp::create(b, loc, wordType, rounded);
