@@ -362,9 +362,12 @@ LogicalResult AttentionOp::verify() {
 
 namespace {
 /// Checks a [layers, num_blocks, 2 or 1, kv_heads, block_size, head_dim] pool
-/// (f32, bf16 or f16; or i8 with the scale after each row) and that `layer`
-/// indexes it.
-LogicalResult verifyPool(Operation *op, Value pool, int64_t layer) {
+/// (f32, bf16 or f16; or i8 with the scale after each row), that `layer`
+/// indexes it and that a KV cache group, if any, is one.
+LogicalResult verifyPool(Operation *op, Value pool, int64_t layer,
+                         std::optional<int64_t> kvGroup) {
+  if (kvGroup && *kvGroup < 0)
+    return op->emitOpError("kv_group ") << *kvGroup << " is negative";
   if (failed(expectRank(op, pool, 6, "the KV pool"))) return failure();
   if (rankOf(pool) == 6 && dimOf(pool, 2) != 2 && dimOf(pool, 2) != 1)
     return op->emitOpError("the KV pool's third dim must be 2 (keys, values) or 1 (keys whose "
@@ -426,7 +429,7 @@ static LogicalResult verifyValuesBesideKeys(Operation *op, Value keys, Value val
 }
 
 LogicalResult PagedKvWriteOp::verify() {
-  if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
+  if (failed(verifyPool(*this, getKvPool(), getLayer(), getKvGroup()))) return failure();
   if (getUpdatedPool().getType() != getKvPool().getType())
     return emitOpError("the result must have the pool's type");
   int64_t rank = rankOf(getKey());
@@ -449,7 +452,7 @@ LogicalResult PagedKvWriteOp::verify() {
 
 LogicalResult PagedAttentionOp::verify() {
   if (failed(verifyScoreOptions(*this, dimOf(getQuery(), 1)))) return failure();
-  if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
+  if (failed(verifyPool(*this, getKvPool(), getLayer(), getKvGroup()))) return failure();
   int64_t rank = rankOf(getQuery());
   bool ragged = static_cast<bool>(getCuSeqlensQ());
   if (rank >= 0 && rank != (ragged ? 3 : 4))
@@ -605,7 +608,7 @@ LogicalResult AddLayerNormOp::verify() {
 }
 
 LogicalResult RopePagedKvWriteOp::verify() {
-  if (failed(verifyPool(*this, getKvPool(), getLayer()))) return failure();
+  if (failed(verifyPool(*this, getKvPool(), getLayer(), getKvGroup()))) return failure();
   if (poolValuesInKeys(getKvPool()))
     return emitOpError("writes values into a pool of one row per token, whose values are its "
                        "keys' first features");

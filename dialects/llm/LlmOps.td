@@ -570,9 +570,16 @@ def Llm_PagedKvWriteOp : Llm_Op<"paged_kv_write"> {
     its write and its attention agree: the runtime only moves whole blocks.
     The CPU target transposes the keys ([head_dim, block_size], then for
     int8 the block_size scales).
+
+    With `kv_group` g (llm-kv-cache-groups), layers of different attention
+    windows own their blocks apart: the pool's first dim holds the slots
+    of one group's layers and `layer` is this layer's slot; slot_mapping
+    is [groups * tokens], group g's slots at rows [g * tokens, (g + 1) *
+    tokens).
   }];
   let arguments = (ins Llm_Tensor:$kv_pool, Llm_Tensor:$key, Llm_OptTensor:$value,
-                   Llm_Tensor:$slot_mapping, I64Attr:$layer);
+                   Llm_Tensor:$slot_mapping, I64Attr:$layer,
+                   OptionalAttr<I64Attr>:$kv_group);
   let results = (outs Llm_Tensor:$updated_pool);
   let hasVerifier = 1;
 }
@@ -594,12 +601,16 @@ def Llm_PagedAttentionOp : Llm_Op<"paged_attention", [Llm_TokenWiseHeads]> {
     window's keys are read. The result's head_dim is the values': the
     query's, or narrower (multi-head latent attention); from a pool of one
     row per token, each value is that many first features of its key.
+    With `kv_group` g (llm-kv-cache-groups), `layer` is the layer's slot in
+    the pool and block_tables is [groups * seqs, max_blocks], group g's
+    rows at [g * seqs, (g + 1) * seqs).
   }];
   let arguments = (ins Llm_Tensor:$query, Llm_Tensor:$kv_pool, Llm_Tensor:$block_tables,
                    Llm_Tensor:$context_lens, Llm_OptTensor:$cu_seqlens_q,
                    I64Attr:$layer, F32Attr:$scale, OptionalAttr<I64Attr>:$sliding_window,
                    OptionalAttr<F32Attr>:$softcap, OptionalAttr<DenseF32ArrayAttr>:$sinks,
-                   OptionalAttr<DenseF32ArrayAttr>:$alibi_slopes);
+                   OptionalAttr<DenseF32ArrayAttr>:$alibi_slopes,
+                   OptionalAttr<I64Attr>:$kv_group);
   let results = (outs Llm_Tensor:$output);
   let hasVerifier = 1;
 }
@@ -728,12 +739,12 @@ def Llm_RopePagedKvWriteOp : Llm_Op<"rope_paged_kv_write", [AttrSizedOperandSegm
     `cos_cache` and `sin_cache`); exactly one of the two forms is given.
     Returns the rotated query and the pool after writing the rotated keys
     and the values of layer `layer` (as `llm.paged_kv_write`): the rotated
-    keys never exist outside the cache.
+    keys never exist outside the cache. `kv_group` is llm.paged_kv_write's.
   }];
   let arguments = (ins Llm_Tensor:$kv_pool, Llm_Tensor:$query, Llm_Tensor:$key,
                    Llm_Tensor:$value, Llm_Tensor:$slot_mapping, Llm_Tensor:$positions,
                    Llm_OptTensor:$inv_freq, Llm_OptTensor:$cos_cache, Llm_OptTensor:$sin_cache,
-                   I64Attr:$layer, UnitAttr:$interleaved);
+                   I64Attr:$layer, UnitAttr:$interleaved, OptionalAttr<I64Attr>:$kv_group);
   let results = (outs Llm_Tensor:$rotated_query, Llm_Tensor:$updated_pool);
   let assemblyFormat = [{
     $kv_pool `,` $query `,` $key `,` $value `,` $slot_mapping `,` $positions

@@ -206,6 +206,22 @@ llvm::json::Object modelEntry(const StepInfo &info, StringRef dtype) {
   return model;
 }
 
+/// The manifest's step.kv_groups: each KV cache group's window and layers,
+/// from llm-kv-cache-groups; none when every layer shares one block table.
+std::optional<llvm::json::Array> kvGroupsEntry(ModuleOp module) {
+  auto groups = module->getAttrOfType<ArrayAttr>(kKvGroupsAttr);
+  if (!groups) return std::nullopt;
+  llvm::json::Array entry;
+  for (auto group : groups.getAsRange<DictionaryAttr>()) {
+    llvm::json::Array layers;
+    for (int64_t layer : group.getAs<DenseI64ArrayAttr>("layers").asArrayRef())
+      layers.push_back(layer);
+    entry.push_back(llvm::json::Object{
+        {"window", group.getAs<IntegerAttr>("window").getInt()}, {"layers", std::move(layers)}});
+  }
+  return entry;
+}
+
 /// The manifest's "step" entry: its limits, workspace and KV blocks, how its
 /// matrix products run, and the exported symbol of a CPU step.
 llvm::json::Object stepEntry(const StepInfo &info, StringRef kvDtype, StringRef matmul,
@@ -299,10 +315,11 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   std::string bf16Products;
   if (auto products = module->getAttrOfType<StringAttr>("llmc.bf16_products"))
     bf16Products = products.getValue().str();
+  std::optional<llvm::json::Array> kvGroups = kvGroupsEntry(module);
   for (StringRef name : {StringRef("llmc.weights"), StringRef("llmc.weights_bytes"),
                          StringRef("llmc.matmul"), StringRef("llmc.kv_dtype"),
                          StringRef("llmc.activations"), StringRef("llmc.bf16_products"),
-                         StringRef(kStepInfoAttr)})
+                         StringRef(kStepInfoAttr), StringRef(kKvGroupsAttr)})
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);
@@ -331,6 +348,7 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   manifest.getObject("step")->try_emplace("activations", activationsKind);
   if (!bf16Products.empty())
     manifest.getObject("step")->try_emplace("bf16_products", bf16Products);
+  if (kvGroups) manifest.getObject("step")->try_emplace("kv_groups", std::move(*kvGroups));
   if (failed(writeManifest(module, directory, std::move(manifest), std::move(tokenizerFiles))))
     return failure();
   return *units;

@@ -69,7 +69,8 @@ struct FuseRopeIntoKvWrite : OpRewritePattern<llm::PagedKvWriteOp> {
     llm::PagedAttentionOp attention;
     for (Operation *user : write.getUpdatedPool().getUsers())
       if (auto candidate = dyn_cast<llm::PagedAttentionOp>(user))
-        if (candidate.getLayer() == write.getLayer()) attention = candidate;
+        if (candidate.getLayer() == write.getLayer() && candidate.getKvGroup() == write.getKvGroup())
+          attention = candidate;
     if (!attention)
       return rewriter.notifyMatchFailure(write, "no attention of its layer reads the pool it writes");
     std::optional<Rotation> query = rotationOf(attention.getQuery());
@@ -92,7 +93,7 @@ struct FuseRopeIntoKvWrite : OpRewritePattern<llm::PagedKvWriteOp> {
         TypeRange{attention.getQuery().getType(), write.getUpdatedPool().getType()},
         write.getKvPool(), query->input, key->input, write.getValue(), write.getSlotMapping(),
         key->positions, key->invFreq, key->cosCache, key->sinCache,
-        write.getLayer(), key->interleaved);
+        write.getLayer(), key->interleaved, write.getKvGroupAttr());
     rewriter.replaceAllUsesWith(attention.getQuery(), fused.getRotatedQuery());
     rewriter.replaceAllUsesWith(write.getUpdatedPool(), fused.getUpdatedPool());
     rewriter.eraseOp(write);

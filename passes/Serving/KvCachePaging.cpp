@@ -185,12 +185,12 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
       Location loc = attention.getLoc();
       pool = llm::PagedKvWriteOp::create(builder, loc, poolType, pool, layer.newKeys,
                                          valuesInKeys ? Value() : layer.newValues, slotMapping,
-                                         builder.getI64IntegerAttr(index));
+                                         builder.getI64IntegerAttr(index), /*kv_group=*/nullptr);
       Value output = llm::PagedAttentionOp::create(
           builder, loc, attention.getType(), attention.getQuery(), pool, blockTables, contextLens,
           /*cu_seqlens_q=*/Value(), builder.getI64IntegerAttr(index), attention.getScaleAttr(),
           attention.getSlidingWindowAttr(), attention.getSoftcapAttr(), attention.getSinksAttr(),
-          attention.getAlibiSlopesAttr());
+          attention.getAlibiSlopesAttr(), /*kv_group=*/nullptr);
       attention.replaceAllUsesWith(output);
     }
 

@@ -117,4 +117,36 @@ def LlmRaggedBatchingPass : Pass<"llm-ragged-batching", "mlir::func::FuncOp"> {
   let dependentDialects = ["::llmc::llm::LlmDialect"];
 }
 
+def LlmKvCacheGroupsPass : Pass<"llm-kv-cache-groups", "mlir::func::FuncOp"> {
+  let summary = "Let layers of different attention windows own KV blocks apart";
+  let description = [{
+    Runs on the ragged step. A model that alternates sliding-window and
+    global layers (Gemma-2 and -3, Cohere2, gpt-oss) keeps every block of a
+    sequence for its global layers, while its local layers read only their
+    window's: with one block table for all layers, the blocks out of the
+    window cannot be given back. This pass splits the layers into KV cache
+    groups, vLLM's hybrid allocator's layout:
+
+    - layers are sorted by their attention window (none first, then by
+      width); with S the fewest layers of one window, each window's layers
+      make groups of S in layer order (the last one may be short);
+    - the pool's first dim becomes S: a block is S layers' rows, and a
+      group's layer `i` writes and reads slot `i`. Ops get
+      `kv_group` = their group and `layer` = their slot;
+    - block_tables holds one row per group and sequence ([groups * seqs,
+      max_blocks], group g's rows first at g * seqs) and slot_mapping one
+      slot per group and token ([groups * tokens]).
+
+    The runtime then hands a group's blocks out of its window back, while
+    the global groups keep theirs: with Gemma-3's five local layers to one
+    global, a long sequence holds about a sixth of the blocks one table
+    would. The function records the groups for the manifest as
+    `llmc.kv_groups`: one dictionary per group with its `window` (0: none)
+    and its `layers` in slot order. A model whose layers share one window
+    (or none) is left alone. The pass fails, naming the op, when a pool
+    write has no attention of its layer or a layer mixes windows.
+  }];
+  let dependentDialects = ["::llmc::llm::LlmDialect"];
+}
+
 #endif // LLMC_PASSES_SERVING_PASSES

@@ -62,6 +62,9 @@ class Model:
     max_num_batched_tokens = property(lambda self: self.native().max_num_batched_tokens)
     max_num_seqs = property(lambda self: self.native().max_num_seqs)
     num_kv_blocks = property(lambda self: self.native().num_kv_blocks)
+    # KV cache groups (layers of different attention windows): step() takes one run of
+    # block-table rows and one of slots per group.
+    num_kv_groups = property(lambda self: self.native().num_kv_groups)
     num_threads = property(lambda self: self.native().num_threads)
 
     def step(self, tokens, positions, cu_seqlens_q, context_lens, block_tables, slot_mapping,

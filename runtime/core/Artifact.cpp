@@ -227,6 +227,42 @@ StepConfig parseStepConfig(const json &manifest, const TargetConfig &target) {
   return config;
 }
 
+/// step.kv_groups: each group's window and layers, every model layer in
+/// exactly one group; none when the field is absent (one group).
+std::vector<KvGroupConfig> parseKvGroups(const json &manifest, const ModelConfig &model,
+                                         const TargetConfig &target) {
+  const json &step = field(manifest, "", "step");
+  std::vector<KvGroupConfig> groups;
+  if (!step.contains("kv_groups")) return groups;
+  const json &entries = step.at("kv_groups");
+  if (!entries.is_array() || entries.empty())
+    throw Error("manifest.json: step.kv_groups must be a non-empty array");
+  if (target.isCuda())
+    throw Error("manifest.json: step.kv_groups is for the CPU runtime; the CUDA runtime keeps "
+                "one block table for every layer");
+  std::vector<int> seen(static_cast<size_t>(model.numLayers), 0);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::string where = "step.kv_groups[" + std::to_string(i) + "]";
+    KvGroupConfig group;
+    group.window = integerField(entries[i], where, "window", 0);
+    const json &layers = field(entries[i], where, "layers");
+    if (!layers.is_array() || layers.empty())
+      throw Error("manifest.json: " + where + ".layers must be a non-empty array");
+    for (const json &layer : layers) {
+      if (!layer.is_number_integer() || layer.get<int64_t>() < 0 ||
+          layer.get<int64_t>() >= model.numLayers || seen[layer.get<size_t>()]++)
+        throw Error("manifest.json: " + where + ".layers must name each layer from 0 to " +
+                    std::to_string(model.numLayers - 1) + " once over all groups");
+      group.layers.push_back(layer.get<int64_t>());
+    }
+    groups.push_back(std::move(group));
+  }
+  if (std::count(seen.begin(), seen.end(), 0))
+    throw Error("manifest.json: step.kv_groups leaves out a layer of the model's " +
+                std::to_string(model.numLayers));
+  return groups;
+}
+
 std::string lowercase(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -334,6 +370,7 @@ std::unique_ptr<Artifact> Artifact::load(const std::string &directory) {
   artifact->targetConfig = target;
   artifact->modelConfig = parseModelConfig(manifest, target);
   artifact->stepConfig = parseStepConfig(manifest, target);
+  artifact->stepConfig.kvGroups = parseKvGroups(manifest, artifact->modelConfig, target);
 
   const json &weights = field(manifest, "", "weights");
   auto weightsMapping = mapVerified(directory, weights, "weights");

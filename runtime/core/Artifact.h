@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llmc::runtime {
 
@@ -47,6 +48,15 @@ struct ModelConfig {
   int64_t attentionWindow = 0;
 };
 
+/// One of the step's KV cache groups (step.kv_groups): layers of one
+/// attention window that share a block table per sequence.
+struct KvGroupConfig {
+  /// The keys a query of these layers sees at most; 0: every key.
+  int64_t window = 0;
+  /// The model layers of the group in the order of their slots in a block.
+  std::vector<int64_t> layers;
+};
+
 /// manifest.json's "step": the limits and needs of the step function.
 struct StepConfig {
   /// The step function of kernels.so (cpu; cuda artifacts may leave it out).
@@ -63,6 +73,12 @@ struct StepConfig {
   /// cpu: the kernels multiply with AMX tiles (step.bf16_products "amx"),
   /// so the process must hold the tile state before a step runs.
   bool amxTiles = false;
+  /// The KV cache groups; empty: one group of every layer. With G groups
+  /// the step's block_tables has G rows a sequence and slot_mapping G slots
+  /// a token (StepABI.h), and a block holds the rows of one group's layers.
+  std::vector<KvGroupConfig> kvGroups;
+
+  int64_t numKvGroups() const { return kvGroups.empty() ? 1 : int64_t(kvGroups.size()); }
 };
 
 /// A model.llmc directory, verified and loaded: load() checks the manifest's

@@ -52,6 +52,12 @@ KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
                           const KvMemory &memory, std::string &summary) {
   KvCacheShape shape;
   shape.numLayers = artifact.model().numLayers;
+  // Grouped by window, a block holds the rows of one group's layers.
+  if (!artifact.step().kvGroups.empty()) {
+    shape.numLayers = 0;
+    for (const KvGroupConfig &group : artifact.step().kvGroups)
+      shape.numLayers = std::max<int64_t>(shape.numLayers, group.layers.size());
+  }
   shape.numKvHeads = artifact.model().numKvHeads;
   shape.blockSize = artifact.step().blockSize;
   shape.kvRows = artifact.step().kvRows;
@@ -158,6 +164,8 @@ void Model::validate(const StepBatch &batch) const {
   int64_t blockSize = limits.blockSize;
   int64_t numBlocks = kvPool().numBlocks();
   int64_t numSlots = numBlocks * blockSize;
+  // Each KV cache group has its own block table rows and slots.
+  int64_t numGroups = limits.numKvGroups();
   for (int64_t seq = 0; seq < numSeqs; ++seq) {
     int64_t queryLen = int64_t(batch.cuSeqlensQ[seq + 1]) - batch.cuSeqlensQ[seq];
     if (queryLen < 1)
@@ -172,11 +180,13 @@ void Model::validate(const StepBatch &batch) const {
       throw Error("step: sequence " + str(seq) + " has " + str(contextLen) + " positions, " +
                   str(blocksNeeded) + " blocks, but the block tables are " +
                   str(batch.maxBlocksPerSeq) + " wide");
-    const int32_t *table = batch.blockTables + seq * batch.maxBlocksPerSeq;
-    for (int64_t i = 0; i < blocksNeeded; ++i)
-      if (table[i] < 0 || table[i] >= numBlocks)
-        throw Error("step: block_tables[" + str(seq) + "][" + str(i) + "] = " + str(table[i]) +
-                    " is not a block of the KV cache (it has " + str(numBlocks) + ")");
+    for (int64_t row = seq; row < numGroups * numSeqs; row += numSeqs) {
+      const int32_t *table = batch.blockTables + row * batch.maxBlocksPerSeq;
+      for (int64_t i = 0; i < blocksNeeded; ++i)
+        if (table[i] < 0 || table[i] >= numBlocks)
+          throw Error("step: block_tables[" + str(row) + "][" + str(i) + "] = " + str(table[i]) +
+                      " is not a block of the KV cache (it has " + str(numBlocks) + ")");
+    }
     int32_t row = batch.logitsIndices[seq];
     if (row < 0 || row >= numTokens)
       throw Error("step: logits_indices[" + str(seq) + "] = " + str(row) +
@@ -191,10 +201,11 @@ void Model::validate(const StepBatch &batch) const {
       throw Error("step: positions[" + str(t) + "] = " + str(batch.positions[t]) +
                   (maxPositions ? " is outside the model's 0 to " + str(maxPositions - 1)
                                 : std::string(" is negative")));
+  }
+  for (int64_t t = 0; t < numGroups * numTokens; ++t)
     if (batch.slotMapping[t] >= numSlots)
       throw Error("step: slot_mapping[" + str(t) + "] = " + str(batch.slotMapping[t]) +
                   " is past the KV cache's " + str(numSlots) + " slots");
-  }
 }
 
 void Model::step(const StepBatch &batch, float *logits) {

@@ -17,8 +17,8 @@ struct StepBatch {
   const int32_t *positions = nullptr;     // [T]
   const int32_t *cuSeqlensQ = nullptr;    // [N + 1]
   const int32_t *contextLens = nullptr;   // [N]
-  const int32_t *blockTables = nullptr;   // [N, maxBlocksPerSeq]
-  const int32_t *slotMapping = nullptr;   // [T]
+  const int32_t *blockTables = nullptr;   // [G * N, maxBlocksPerSeq], G KV cache groups
+  const int32_t *slotMapping = nullptr;   // [G * T]
   const int32_t *logitsIndices = nullptr; // [N]
 };
 

@@ -46,8 +46,11 @@ void CpuExecutor::step(const StepBatch &batch, float *logits) {
   LlmcMemRef1 positions = memref1(batch.positions, numTokens);
   LlmcMemRef1 cuSeqlensQ = memref1(batch.cuSeqlensQ, numSeqs + 1);
   LlmcMemRef1 contextLens = memref1(batch.contextLens, numSeqs);
-  LlmcMemRef2 blockTables = memref2(batch.blockTables, numSeqs, batch.maxBlocksPerSeq);
-  LlmcMemRef1 slotMapping = memref1(batch.slotMapping, numTokens);
+  // A KV cache group's table rows and slots follow the previous group's.
+  int64_t numGroups = artifact.step().numKvGroups();
+  LlmcMemRef2 blockTables =
+      memref2(batch.blockTables, numGroups * numSeqs, batch.maxBlocksPerSeq);
+  LlmcMemRef1 slotMapping = memref1(batch.slotMapping, numGroups * numTokens);
   LlmcMemRef1 logitsIndices = memref1(batch.logitsIndices, numSeqs);
   LlmcMemRef6 kvPool = kvPoolMemref(pool.shape(), kvStorage.data());
   LlmcMemRef1 weights = memref1(static_cast<const int8_t *>(artifact.weights()),

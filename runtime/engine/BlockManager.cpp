@@ -94,25 +94,51 @@ void BlockManager::drop(BlockId block) {
   entry->second.evictablePosition = evictable.insert(evictable.end(), block);
 }
 
-int64_t BlockManager::matchPrefix(SequenceBlocks &seq, const std::vector<int32_t> &promptTokens) {
-  if (!seq.table.empty()) throw Error("matchPrefix is for a sequence without blocks");
-  if (!prefixCaching || promptTokens.empty()) return 0;
+PrefixLookup BlockManager::lookUpPrefix(const std::vector<int32_t> &promptTokens,
+                                        uint64_t hashSeed) const {
+  PrefixLookup lookup;
+  if (!prefixCaching || promptTokens.empty()) return lookup;
   // Only whole blocks before the last prompt token can come from the cache.
   int64_t candidates = (static_cast<int64_t>(promptTokens.size()) - 1) / tokensPerBlock;
-  uint64_t parent = 0;
+  uint64_t parent = hashSeed;
   for (int64_t i = 0; i < candidates; ++i) {
     const int32_t *tokens = promptTokens.data() + i * tokensPerBlock;
     uint64_t hash = hashBlock(parent, tokens);
+    BlockId block = kReleasedBlock;
     auto found = cachedByHash.find(hash);
-    if (found == cachedByHash.end()) break;
-    const CachedBlock &entry = cached.at(found->second);
-    if (!std::equal(entry.tokens.begin(), entry.tokens.end(), tokens)) break;
-    hold(found->second);
-    seq.table.push_back(found->second);
-    seq.fullBlockHashes.push_back(hash);
+    if (found != cachedByHash.end()) {
+      const CachedBlock &entry = cached.at(found->second);
+      if (std::equal(entry.tokens.begin(), entry.tokens.end(), tokens)) block = found->second;
+    }
+    lookup.hashes.push_back(hash);
+    lookup.cachedBlocks.push_back(block);
     parent = hash;
   }
-  seq.numTokens = static_cast<int64_t>(seq.table.size()) * tokensPerBlock;
+  return lookup;
+}
+
+void BlockManager::takePrefix(SequenceBlocks &seq, const PrefixLookup &lookup, int64_t numBlocks,
+                              int64_t numReleased) {
+  if (!seq.table.empty()) throw Error("takePrefix is for a sequence without blocks");
+  for (int64_t i = numReleased; i < numBlocks; ++i)
+    if (lookup.cachedBlocks.at(i) == kReleasedBlock)
+      throw Error("takePrefix: block " + std::to_string(i) + " of the prompt is not cached");
+  seq.table.assign(numReleased, kReleasedBlock);
+  seq.numReleased = numReleased;
+  for (int64_t i = numReleased; i < numBlocks; ++i) {
+    hold(lookup.cachedBlocks[i]);
+    seq.table.push_back(lookup.cachedBlocks[i]);
+  }
+  seq.fullBlockHashes.assign(lookup.hashes.begin(), lookup.hashes.begin() + numBlocks);
+  seq.numTokens = numBlocks * tokensPerBlock;
+}
+
+int64_t BlockManager::matchPrefix(SequenceBlocks &seq, const std::vector<int32_t> &promptTokens) {
+  if (!seq.table.empty()) throw Error("matchPrefix is for a sequence without blocks");
+  PrefixLookup lookup = lookUpPrefix(promptTokens, seq.hashSeed);
+  int64_t hits = std::find(lookup.cachedBlocks.begin(), lookup.cachedBlocks.end(), kReleasedBlock) -
+                 lookup.cachedBlocks.begin();
+  takePrefix(seq, lookup, hits, 0);
   return seq.numTokens;
 }
 
@@ -180,12 +206,14 @@ void BlockManager::cacheFullBlocks(SequenceBlocks &seq, const std::vector<int32_
        i < numTokens / tokensPerBlock; ++i) {
     BlockId block = seq.table[i];
     const int32_t *blockTokens = tokens.data() + i * tokensPerBlock;
-    uint64_t parent = seq.fullBlockHashes.empty() ? 0 : seq.fullBlockHashes.back();
+    uint64_t parent = seq.fullBlockHashes.empty() ? seq.hashSeed : seq.fullBlockHashes.back();
     uint64_t hash = hashBlock(parent, blockTokens);
     seq.fullBlockHashes.push_back(hash);
     // Another block may already hold the same tokens (computed concurrently);
-    // the first one stays the cached one and this one is freed as usual.
-    if (cachedByHash.count(hash) || cached.count(block)) continue;
+    // the first one stays the cached one and this one is freed as usual. A
+    // block given back before its hash (a window narrower than a draft) is
+    // not cached.
+    if (block == kReleasedBlock || cachedByHash.count(hash) || cached.count(block)) continue;
     cachedByHash.emplace(hash, block);
     cached.emplace(block, CachedBlock{hash,
                                       std::vector<int32_t>(blockTokens,
@@ -229,7 +257,9 @@ void BlockManager::release(SequenceBlocks &seq) {
   // The tail first: it is evicted before the prefix other requests may share.
   for (int64_t i = static_cast<int64_t>(seq.table.size()) - 1; i >= seq.numReleased; --i)
     drop(seq.table[i]);
+  uint64_t hashSeed = seq.hashSeed;
   seq = SequenceBlocks();
+  seq.hashSeed = hashSeed;
 }
 
 } // namespace llmc::runtime

@@ -50,6 +50,9 @@ struct SequenceBlocks {
   int64_t numTokens = 0;
   /// Hash of each full block of the table, in order (prefix caching).
   std::vector<uint64_t> fullBlockHashes;
+  /// Where the chain of hashes starts: a KV cache group's own seed, so that
+  /// the same tokens in two groups' tables are two cache entries.
+  uint64_t hashSeed = 0;
 
   int64_t numHeld() const { return static_cast<int64_t>(table.size()) - numReleased; }
 };
@@ -58,6 +61,14 @@ struct SequenceBlocks {
 struct BlockCopy {
   BlockId from;
   BlockId to;
+};
+
+/// A prompt's full blocks (before its last token) as the prefix cache has
+/// them under one hash seed: each one's hash, and the cached block holding
+/// its tokens (kReleasedBlock for none).
+struct PrefixLookup {
+  std::vector<uint64_t> hashes;
+  std::vector<BlockId> cachedBlocks;
 };
 
 struct PrefixCacheStats {
@@ -84,6 +95,14 @@ public:
   /// prompt (its last token must run to give logits), and returns how many
   /// tokens they hold.
   int64_t matchPrefix(SequenceBlocks &seq, const std::vector<int32_t> &promptTokens);
+  /// The prompt's full blocks in the cache under `hashSeed`; empty without
+  /// prefix caching.
+  PrefixLookup lookUpPrefix(const std::vector<int32_t> &promptTokens, uint64_t hashSeed) const;
+  /// Makes the first `numBlocks` blocks of `lookup` the table of the new
+  /// sequence `seq`: the first `numReleased` as released entries, the others
+  /// the cached blocks, which it holds (each must be cached).
+  void takePrefix(SequenceBlocks &seq, const PrefixLookup &lookup, int64_t numBlocks,
+                  int64_t numReleased);
   /// Counts a lookup that was kept in prefixCacheStats(): a match the caller
   /// gives back (the sequence could not be admitted after all) is not one.
   void recordPrefixLookup(int64_t promptTokens, int64_t cachedTokens);
@@ -124,7 +143,8 @@ public:
   bool allocateBlocks(SequenceBlocks &seq, int64_t numBlocks, int64_t numReleased = 0);
 
   /// Releases the sequence's blocks (most recent last into the eviction
-  /// order, so a prefix outlives its tail) and empties `seq`.
+  /// order, so a prefix outlives its tail) and empties `seq` (its hash seed
+  /// stays).
   void release(SequenceBlocks &seq);
 
 private:

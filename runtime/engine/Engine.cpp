@@ -42,22 +42,38 @@ SchedulerLimits schedulerLimits(const Model &model, const EngineConfig &config) 
   limits.maxStepRows = std::max(limits.maxNumSeqs, std::min(model.stepConfig().maxNumSeqs,
                                                             limits.maxNumBatchedTokens));
   limits.attentionWindow = model.config().attentionWindow;
+  for (const KvGroupConfig &group : model.stepConfig().kvGroups)
+    limits.kvGroupWindows.push_back(group.window);
   return limits;
 }
 
 /// The longest sequence: the model's positions, the whole KV cache and what
-/// the model was loaded for (a GPU's block tables) cap it. With a sliding
-/// window on every layer a sequence holds at most its window's blocks and a
-/// step's: a cache that holds those serves every position the model has.
+/// the model was loaded for (a GPU's block tables) cap it. A KV cache group
+/// with a sliding window holds at most its window's blocks and a step's (and
+/// one the window starts in): a cache that holds those and the other groups'
+/// blocks serves the length.
 int64_t resolveModelLen(const Model &model, const SchedulerLimits &step, int64_t requested) {
   if (requested < 0) throw Error("max_model_len must not be negative");
   int64_t numBlocks = model.kvPool().numBlocks(), blockSize = model.kvPool().blockSize();
-  int64_t capacity = numBlocks * blockSize;
   int64_t positions = model.config().maxPositions;
-  int64_t window = step.attentionWindow;
-  if (window > 0 && positions > 0 &&
-      numBlocks > blocksFor(window - 1 + step.maxNumBatchedTokens, blockSize))
-    capacity = std::max(capacity, positions);
+  std::vector<int64_t> windows = step.kvGroupWindows;
+  if (windows.empty()) windows.push_back(step.attentionWindow);
+  auto blocksHeldAt = [&](int64_t length) {
+    int64_t held = 0;
+    for (int64_t window : windows)
+      held += window > 0 ? std::min(blocksFor(length, blockSize),
+                                    blocksFor(window - 1 + step.maxNumBatchedTokens, blockSize) + 1)
+                         : blocksFor(length, blockSize);
+    return held;
+  };
+  // The longest length whose blocks fit, up to the model's positions.
+  int64_t low = 0, high = std::max(numBlocks * blockSize, positions);
+  while (low < high) {
+    int64_t middle = low + (high - low + 1) / 2;
+    if (blocksHeldAt(middle) <= numBlocks) low = middle;
+    else high = middle - 1;
+  }
+  int64_t capacity = low;
   int64_t loaded = model.maxSequenceLength();
   std::pair<int64_t, std::string> limits[] = {
       {capacity, " positions the KV cache holds (" + str(model.kvPool().numBlocks()) + " blocks of " +
@@ -215,19 +231,19 @@ StepBatchArrays Engine::buildBatch(const SchedulerOutput &plan) const {
   int64_t blockSize = blocks.blockSize();
   StepBatchArrays arrays;
   arrays.cuSeqlensQ.push_back(0);
-  // The block table of each sequence the step computes, in order.
-  std::vector<const std::vector<BlockId> *> tables;
-  size_t width = 1;
+  // The sequence of each token and of each row the step computes, in order:
+  // every KV cache group has a run of slots and of table rows after them.
+  std::vector<const Sequence *> tokenSequences, rowSequences;
   auto addToken = [&](const Sequence &sequence, int32_t token, int64_t position) {
     arrays.tokens.push_back(token);
     arrays.positions.push_back(static_cast<int32_t>(position));
-    arrays.slotMapping.push_back(slotOf(sequence.blocks.table, position, blockSize));
+    tokenSequences.push_back(&sequence);
   };
   auto endSequence = [&](const Sequence &sequence, int64_t contextLen) {
     arrays.cuSeqlensQ.push_back(static_cast<int32_t>(arrays.tokens.size()));
     arrays.contextLens.push_back(static_cast<int32_t>(contextLen));
     arrays.logitsIndices.push_back(static_cast<int32_t>(arrays.tokens.size() - 1));
-    tables.push_back(&sequence.blocks.table);
+    rowSequences.push_back(&sequence);
   };
   for (const ScheduledChunk &chunk : plan.chunks) {
     const Sequence &sequence = *chunk.sequence;
@@ -243,16 +259,27 @@ StepBatchArrays Engine::buildBatch(const SchedulerOutput &plan) const {
       addToken(sequence, sequence.draft[i], end + i);
       endSequence(sequence, end + i + 1);
     }
-    width = std::max(width, sequence.blocks.table.size());
   }
+  size_t numGroups = plan.chunks.empty() ? 1 : plan.chunks.front().sequence->blocks.groups.size();
+  size_t width = 1;
+  for (const Sequence *sequence : rowSequences)
+    for (const SequenceBlocks &group : sequence->blocks.groups)
+      width = std::max(width, group.table.size());
+  for (size_t group = 0; group < numGroups; ++group)
+    for (size_t t = 0; t < tokenSequences.size(); ++t)
+      arrays.slotMapping.push_back(
+          slotOf(tokenSequences[t]->blocks.groups[group].table, arrays.positions[t], blockSize));
   // Rows are padded with block 0, and so are the entries of blocks given
   // back: the step reads a row's positions below context_len, and from its
   // window's first key on.
   arrays.maxBlocksPerSeq = static_cast<int64_t>(width);
-  arrays.blockTables.assign(tables.size() * width, 0);
-  for (size_t row = 0; row < tables.size(); ++row)
-    std::replace_copy(tables[row]->begin(), tables[row]->end(),
-                      arrays.blockTables.begin() + row * width, kReleasedBlock, BlockId(0));
+  arrays.blockTables.assign(numGroups * rowSequences.size() * width, 0);
+  for (size_t group = 0, row = 0; group < numGroups; ++group)
+    for (const Sequence *sequence : rowSequences) {
+      const std::vector<BlockId> &table = sequence->blocks.groups[group].table;
+      std::replace_copy(table.begin(), table.end(), arrays.blockTables.begin() + row++ * width,
+                        kReleasedBlock, BlockId(0));
+    }
   return arrays;
 }
 
@@ -265,7 +292,7 @@ void Engine::forkSamples(Request &request, Sequence &parent) {
     auto child = std::make_unique<Sequence>(
         parent.request, index, parent.arrival, parent.tokens,
         SequenceSampler(sampling, 0, std::move(prompt), request.options.stopTokenIds));
-    child->blocks = blocks.fork(parent.blocks);
+    child->blocks = scheduler.kvCache().fork(parent.blocks);
     child->priority = parent.priority;
     // Forks happen before the parent's first token: a fresh matcher is where
     // the parent's stands.
@@ -393,7 +420,7 @@ void Engine::verifyDraft(const ScheduledChunk &chunk, const float *rows,
   }
   sequence.draft.clear();
   if (sequence.status != SequenceStatus::Finished)
-    blocks.rollBack(sequence.blocks, sequence.tokens, keep);
+    scheduler.kvCache().rollBack(sequence.blocks, sequence.tokens, keep);
 }
 
 void Engine::finish(Sequence &sequence) {

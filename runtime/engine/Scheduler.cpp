@@ -9,7 +9,9 @@ namespace llmc::runtime {
 
 Scheduler::Scheduler(BlockManager &blocks, const SchedulerLimits &limits, const SwapPolicy &swap,
                      SchedulingPolicy policy)
-    : blocks(blocks), stepLimits(limits), schedulingPolicy(policy), swap(swap) {
+    : blocks(blocks, limits.kvGroupWindows.empty() ? std::vector<int64_t>{limits.attentionWindow}
+                                                     : limits.kvGroupWindows),
+      stepLimits(limits), schedulingPolicy(policy), swap(swap) {
   if (limits.maxNumSeqs < 1 || limits.maxNumBatchedTokens < limits.maxNumSeqs)
     throw Error("the scheduler needs 1 <= max_num_seqs <= max_num_batched_tokens, got " +
                 std::to_string(limits.maxNumSeqs) + " and " +
@@ -23,6 +25,7 @@ Scheduler::Scheduler(BlockManager &blocks, const SchedulerLimits &limits, const 
 }
 
 void Scheduler::addWaiting(Sequence *sequence) {
+  if (sequence->blocks.groups.empty()) sequence->blocks = blocks.emptySequence();
   sequence->status = SequenceStatus::Waiting;
   insertWaiting(sequence);
 }
@@ -43,8 +46,8 @@ void Scheduler::remove(Sequence *sequence) {
 
 void Scheduler::releaseSwapSlots(Sequence &sequence) {
   if (!sequence.swapped) return;
-  const std::vector<int64_t> &slots = sequence.swapped->slots;
-  freeSwapSlots.insert(freeSwapSlots.end(), slots.begin(), slots.end());
+  for (const auto &group : sequence.swapped->groups)
+    freeSwapSlots.insert(freeSwapSlots.end(), group.slots.begin(), group.slots.end());
   sequence.swapped.reset();
 }
 
@@ -61,13 +64,6 @@ void Scheduler::insertWaiting(Sequence *sequence) {
   waiting.insert(later, sequence);
 }
 
-void Scheduler::releaseOutOfWindow(Sequence &sequence) {
-  // The query at position p sees the keys from p - window + 1 on.
-  if (stepLimits.attentionWindow > 0)
-    blocks.releaseOutOfWindow(sequence.blocks,
-                              sequence.numComputed() - stepLimits.attentionWindow + 1);
-}
-
 bool Scheduler::swapPays(const Sequence &sequence) const {
   int64_t numBlocks = sequence.blocks.numHeld();
   if (numBlocks == 0 || numBlocks > static_cast<int64_t>(freeSwapSlots.size())) return false;
@@ -81,14 +77,17 @@ void Scheduler::preempt(Sequence *sequence, SchedulerOutput &output) {
   // counts as computed has its K/V in its blocks.
   if (swapPays(*sequence)) {
     Sequence::SwappedBlocks saved;
-    saved.numTokens = sequence->blocks.numTokens;
-    saved.fullBlockHashes = sequence->blocks.fullBlockHashes;
-    saved.numReleased = sequence->blocks.numReleased;
-    const std::vector<BlockId> &table = sequence->blocks.table;
-    for (auto block = table.begin() + saved.numReleased; block != table.end(); ++block) {
-      saved.slots.push_back(freeSwapSlots.back());
-      freeSwapSlots.pop_back();
-      output.swapOuts.push_back({*block, saved.slots.back()});
+    saved.numTokens = sequence->blocks.numTokens();
+    for (const SequenceBlocks &group : sequence->blocks.groups) {
+      Sequence::SwappedBlocks::Group &savedGroup = saved.groups.emplace_back();
+      savedGroup.fullBlockHashes = group.fullBlockHashes;
+      savedGroup.numReleased = group.numReleased;
+      for (auto block = group.table.begin() + group.numReleased; block != group.table.end();
+           ++block) {
+        savedGroup.slots.push_back(freeSwapSlots.back());
+        freeSwapSlots.pop_back();
+        output.swapOuts.push_back({*block, savedGroup.slots.back()});
+      }
     }
     sequence->swapped = std::move(saved);
     ++swapPreemptions;
@@ -102,11 +101,16 @@ void Scheduler::preempt(Sequence *sequence, SchedulerOutput &output) {
 
 bool Scheduler::takeSwappedBlocks(Sequence &sequence) {
   Sequence::SwappedBlocks &saved = *sequence.swapped;
-  if (!blocks.allocateBlocks(sequence.blocks, static_cast<int64_t>(saved.slots.size()),
-                             saved.numReleased))
-    return false;
-  sequence.blocks.numTokens = saved.numTokens;
-  sequence.blocks.fullBlockHashes = saved.fullBlockHashes;
+  std::vector<int64_t> numBlocks, numReleased;
+  for (const auto &group : saved.groups) {
+    numBlocks.push_back(static_cast<int64_t>(group.slots.size()));
+    numReleased.push_back(group.numReleased);
+  }
+  if (!blocks.allocateBlocks(sequence.blocks, numBlocks, numReleased)) return false;
+  for (size_t group = 0; group < saved.groups.size(); ++group) {
+    sequence.blocks.groups[group].numTokens = saved.numTokens;
+    sequence.blocks.groups[group].fullBlockHashes = saved.groups[group].fullBlockHashes;
+  }
   return true;
 }
 
@@ -141,7 +145,7 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t &extraRows
     if (!sequence->needsPromptRows())
       cached = blocks.matchPrefix(sequence->blocks, sequence->tokens);
     // A long cached prefix keeps only its window.
-    releaseOutOfWindow(*sequence);
+    blocks.releaseOutOfWindow(sequence->blocks);
   }
   ScheduledChunk chunk =
       chunkOf(sequence, std::min(sequence->numPending(), budget),
@@ -152,10 +156,12 @@ bool Scheduler::admitNext(int64_t &budget, int64_t &seqCount, int64_t &extraRows
     return false;
   }
   if (swapped) {
-    const std::vector<int64_t> &slots = sequence->swapped->slots;
-    const SequenceBlocks &taken = sequence->blocks;
-    for (size_t i = 0; i < slots.size(); ++i)
-      output.swapIns.push_back({taken.table[taken.numReleased + i], slots[i]});
+    for (size_t group = 0; group < sequence->swapped->groups.size(); ++group) {
+      const std::vector<int64_t> &slots = sequence->swapped->groups[group].slots;
+      const SequenceBlocks &taken = sequence->blocks.groups[group];
+      for (size_t i = 0; i < slots.size(); ++i)
+        output.swapIns.push_back({taken.table[taken.numReleased + i], slots[i]});
+    }
     // The engine copies the slots in before anything could take them again:
     // no step both preempts and admits.
     releaseSwapSlots(*sequence);
@@ -206,7 +212,7 @@ SchedulerOutput Scheduler::schedule() {
   // arrived: those keep their token per step while its chunks take the rest.
   for (size_t i = 0; i < running.size() && budget > 0;) {
     Sequence *sequence = running[i];
-    releaseOutOfWindow(*sequence);
+    blocks.releaseOutOfWindow(sequence->blocks);
     ScheduledChunk chunk = chunkOf(sequence, std::min(sequence->numPending(), budget),
                                    stepLimits.maxStepRows - seqCount - extraRows);
     int64_t count = chunk.numTokens;

@@ -43,7 +43,7 @@
 #ifndef LLMC_RUNTIME_ENGINE_SCHEDULER_H
 #define LLMC_RUNTIME_ENGINE_SCHEDULER_H
 
-#include "runtime/engine/BlockManager.h"
+#include "runtime/engine/KvCacheCoordinator.h"
 #include "runtime/engine/Sequence.h"
 
 #include <cstdint>
@@ -61,6 +61,9 @@ struct SchedulerLimits {
   /// The keys a query sees at most when every layer has a sliding window
   /// (0: no window): a sequence's blocks before its window are given back.
   int64_t attentionWindow = 0;
+  /// Each KV cache group's window (0: none), when the model has several
+  /// (step.kv_groups); empty: one group of every layer, with attentionWindow.
+  std::vector<int64_t> kvGroupWindows;
 };
 
 /// Who runs first: first come, first served, or by priority, then arrival.
@@ -142,6 +145,9 @@ public:
   int64_t numSwapSlotsUsed() const { return swap.numSlots - int64_t(freeSwapSlots.size()); }
   int64_t numSwapSlots() const { return swap.numSlots; }
   const SchedulerLimits &limits() const { return stepLimits; }
+  /// The sequences' blocks in every KV cache group (the engine forks and
+  /// rolls back through it).
+  KvCacheCoordinator &kvCache() { return blocks; }
   SchedulingPolicy policy() const { return schedulingPolicy; }
 
 private:
@@ -156,9 +162,6 @@ private:
   bool takeSwappedBlocks(Sequence &sequence);
   /// Returns a swapped sequence's slots to the free list and forgets them.
   void releaseSwapSlots(Sequence &sequence);
-  /// Gives back the sequence's blocks that no query from its next token on
-  /// sees (with an attention window).
-  void releaseOutOfWindow(Sequence &sequence);
   /// Whether `a` goes before `b` in the waiting queue and in the running
   /// order under the policy (a sample's forks go after it).
   bool runsBefore(const Sequence *a, const Sequence *b) const;
@@ -177,7 +180,7 @@ private:
   /// with `rows` of it taken.
   int64_t draftTokensToRun(size_t index, int64_t budget, int64_t rows) const;
 
-  BlockManager &blocks;
+  KvCacheCoordinator blocks;
   SchedulerLimits stepLimits;
   SchedulingPolicy schedulingPolicy;
   /// Admission order, oldest first (by priority first under that policy).

@@ -8,7 +8,7 @@
 #ifndef LLMC_RUNTIME_ENGINE_SEQUENCE_H
 #define LLMC_RUNTIME_ENGINE_SEQUENCE_H
 
-#include "runtime/engine/BlockManager.h"
+#include "runtime/engine/KvCacheCoordinator.h"
 #include "runtime/engine/Sampler.h"
 #include "runtime/structured/Grammar.h"
 
@@ -46,9 +46,9 @@ struct Sequence {
   /// The prompt, then the generated tokens.
   std::vector<int32_t> tokens;
   int64_t promptLen;
-  /// Its KV blocks; blocks.numTokens counts the tokens whose K/V are in the
-  /// cache or are written by the step being built.
-  SequenceBlocks blocks;
+  /// Its KV blocks in each KV cache group; blocks.numTokens() counts the
+  /// tokens whose K/V are in the cache or are written by the step being built.
+  SequenceKv blocks;
   SequenceSampler sampler;
   /// Where its output stands in the request's grammar; null without one.
   std::unique_ptr<structured::GrammarMatcher> grammar;
@@ -67,19 +67,22 @@ struct Sequence {
   /// Times this sequence was preempted (its blocks freed; recomputed or
   /// swapped back in later).
   int32_t numPreemptions = 0;
-  /// While swapped out: the swap slots holding its held blocks, in table
-  /// order after the numReleased given back, and the tokens and block hashes
-  /// those blocks carry.
+  /// While swapped out: in each KV cache group, the swap slots holding its
+  /// held blocks, in table order after the numReleased given back, and the
+  /// block hashes; and the tokens those blocks carry.
   struct SwappedBlocks {
-    std::vector<int64_t> slots;
-    int64_t numReleased = 0;
+    struct Group {
+      std::vector<int64_t> slots;
+      int64_t numReleased = 0;
+      std::vector<uint64_t> fullBlockHashes;
+    };
+    std::vector<Group> groups;
     int64_t numTokens = 0;
-    std::vector<uint64_t> fullBlockHashes;
   };
   std::optional<SwappedBlocks> swapped;
 
   int64_t numOutput() const { return static_cast<int64_t>(tokens.size()) - promptLen; }
-  int64_t numComputed() const { return blocks.numTokens; }
+  int64_t numComputed() const { return blocks.numTokens(); }
   /// Tokens that still need a step: the next step runs tokens[numComputed()...].
   int64_t numPending() const { return static_cast<int64_t>(tokens.size()) - numComputed(); }
   /// Whether the next step must give some of its tokens a logits row each.

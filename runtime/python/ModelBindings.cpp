@@ -32,18 +32,20 @@ void checkLength(const char *name, size_t length, int64_t expected) {
                 " entries, expected " + str(expected));
 }
 
-/// The step batch over the arrays of one ragged, paged step (StepABI.h),
-/// their lengths checked against each other.
-StepBatch stepBatch(const IdArray &tokens, const IdArray &positions, const IdArray &cuSeqlensQ,
+/// The step batch over the arrays of one ragged, paged step (StepABI.h) of
+/// a model with `numKvGroups` KV cache groups, their lengths checked against
+/// each other.
+StepBatch stepBatch(int64_t numKvGroups, const IdArray &tokens, const IdArray &positions,
+                    const IdArray &cuSeqlensQ,
                     const IdArray &contextLens, const TableArray &blockTables,
                     const IdArray &slotMapping, const IdArray &logitsIndices) {
   const int64_t numTokens = static_cast<int64_t>(tokens.shape(0));
   const int64_t numSeqs = static_cast<int64_t>(contextLens.shape(0));
   checkLength("positions", positions.shape(0), numTokens);
-  checkLength("slot_mapping", slotMapping.shape(0), numTokens);
+  checkLength("slot_mapping", slotMapping.shape(0), numKvGroups * numTokens);
   checkLength("cu_seqlens_q", cuSeqlensQ.shape(0), numSeqs + 1);
   checkLength("logits_indices", logitsIndices.shape(0), numSeqs);
-  checkLength("block_tables", blockTables.shape(0), numSeqs);
+  checkLength("block_tables", blockTables.shape(0), numKvGroups * numSeqs);
   StepBatch batch;
   batch.numTokens = numTokens;
   batch.numSeqs = numSeqs;
@@ -62,8 +64,8 @@ StepBatch stepBatch(const IdArray &tokens, const IdArray &positions, const IdArr
 void step(Model &model, IdArray tokens, IdArray positions, IdArray cuSeqlensQ,
           IdArray contextLens, TableArray blockTables, IdArray slotMapping,
           IdArray logitsIndices, LogitsArray logits) {
-  StepBatch batch = stepBatch(tokens, positions, cuSeqlensQ, contextLens, blockTables,
-                              slotMapping, logitsIndices);
+  StepBatch batch = stepBatch(model.stepConfig().numKvGroups(), tokens, positions, cuSeqlensQ,
+                              contextLens, blockTables, slotMapping, logitsIndices);
   checkLength("logits", logits.shape(0), batch.numSeqs);
   checkLength("the logits' rows", logits.shape(1), model.config().vocabSize);
   nb::gil_scoped_release release;
@@ -75,8 +77,8 @@ void step(Model &model, IdArray tokens, IdArray positions, IdArray cuSeqlensQ,
 void stepGreedy(Model &model, IdArray tokens, IdArray positions, IdArray cuSeqlensQ,
                 IdArray contextLens, TableArray blockTables, IdArray slotMapping,
                 IdArray logitsIndices, NextTokenArray next) {
-  StepBatch batch = stepBatch(tokens, positions, cuSeqlensQ, contextLens, blockTables,
-                              slotMapping, logitsIndices);
+  StepBatch batch = stepBatch(model.stepConfig().numKvGroups(), tokens, positions, cuSeqlensQ,
+                              contextLens, blockTables, slotMapping, logitsIndices);
   checkLength("next", next.shape(0), batch.numSeqs);
   nb::gil_scoped_release release;
   model.stepGreedy(batch, next.data());
@@ -135,6 +137,7 @@ void bindModel(nb::module_ &module) {
                    [](const Model &m) { return m.stepConfig().maxNumBatchedTokens; })
       .def_prop_ro("max_num_seqs", [](const Model &m) { return m.stepConfig().maxNumSeqs; })
       .def_prop_ro("num_kv_blocks", [](const Model &m) { return m.kvPool().numBlocks(); })
+      .def_prop_ro("num_kv_groups", [](const Model &m) { return m.stepConfig().numKvGroups(); })
       .def_prop_ro("num_threads", [](const Model &m) { return m.numThreads(); })
       .def_prop_ro("kv_cache_summary", &Model::kvCacheSummary)
       .def("step", &step, nb::arg("tokens"), nb::arg("positions"), nb::arg("cu_seqlens_q"),

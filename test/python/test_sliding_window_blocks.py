@@ -10,8 +10,13 @@ fall out of the window (they stay in the prefix cache until evicted). So:
   * the greedy tokens of prompts that run together in that cache, past 96 positions, with
     preemptions, equal onnxruntime's on the same file, and those of a cache that holds
     every block (bit-identical logits: the steps read the same keys);
-  * a hybrid model (Gemma-2: a window on every other layer) gives nothing back:
-    `attention_window: 0`.
+  * a hybrid model (optimum's Gemma-2: a window of 16 keys on layer 0, none on layer 1) is
+    compiled with two KV cache groups (`step.kv_groups`), each with its own block table: a
+    block holds one layer's rows, the local layer's table gives its blocks back as they fall
+    out of its window and the global layer's keeps them. So a cache of 20 one-layer blocks
+    serves the model's 256 positions where one table for both layers would hold 160, the
+    blocks held at the end of a long sequence are the global layer's and the window's, and
+    the greedy tokens equal onnxruntime's and those of a cache that never runs short.
 """
 from __future__ import annotations
 
@@ -82,6 +87,51 @@ def test_greedy_tokens_past_the_cache_match_onnxruntime(artifact, prompts):
     assert ours == greedy(EXPORT, prompts, MAX_TOKENS)
 
 
-def test_a_hybrid_model_gives_nothing_back(tmp_path):
-    gemma2 = compile_model(EXPORTS_DIR / "optimum/gemma2/model.onnx", tmp_path / "gemma2.llmc")
-    assert attention_window(gemma2) == 0
+GEMMA2 = EXPORTS_DIR / "optimum/gemma2/model.onnx"
+GEMMA2_WINDOW = 16
+
+
+@pytest.fixture(scope="module")
+def hybrid(tmp_path_factory):
+    return compile_model(GEMMA2, tmp_path_factory.mktemp("hybrid") / "gemma2.llmc")
+
+
+def test_a_hybrid_model_has_a_group_per_window(hybrid):
+    manifest = json.loads((hybrid / "manifest.json").read_text())
+    assert manifest["model"]["attention_window"] == 0  # the global layer sees every key
+    assert manifest["step"]["kv_groups"] == [{"window": 0, "layers": [1]},
+                                             {"window": GEMMA2_WINDOW, "layers": [0]}]
+    with Model(hybrid, num_kv_blocks=20) as model:
+        assert model.num_kv_groups == 2
+        # A block holds one layer's rows: 20 of them hold what 10 two-layer blocks would,
+        # 160 positions in one table; the local layer needs only its window's.
+        with Engine(model, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS) as engine:
+            assert engine.max_model_len == 256
+
+
+def test_a_hybrid_model_gives_back_its_local_blocks(hybrid):
+    prompt = np.random.default_rng(11).integers(3, 512, size=40).tolist()
+    steps = 200
+    with Model(hybrid, num_kv_blocks=64) as model, \
+            Engine(model, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS) as engine:
+        engine.add_request(0, prompt, max_tokens=steps, temperature=0)
+        held = []
+        while engine.has_unfinished():
+            engine.step()
+            held.append(engine.stats()["num_kv_blocks_held"])
+        # The last step's tokens: the global layer holds every block, the local one at most
+        # its window's, the block its window starts in and the next token's.
+        length = len(prompt) + steps - 1
+        assert held[-2] <= -(-length // 16) + -(-GEMMA2_WINDOW // 16) + 1
+        assert held[-2] < 2 * (length // 16)
+        assert held[-1] == 0
+
+
+def test_a_hybrid_models_greedy_tokens_match_onnxruntime(hybrid, prompts):
+    ours, stats = generate(hybrid, prompts, 20)
+    assert stats["num_preemptions"] > 0  # three sequences' tables do not fit 20 blocks
+    assert stats["num_kv_blocks_held"] == 0
+    whole, whole_stats = generate(hybrid, prompts, 256)
+    assert whole_stats["num_preemptions"] == 0
+    assert ours == whole
+    assert ours == greedy(GEMMA2, prompts, MAX_TOKENS)

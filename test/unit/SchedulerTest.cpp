@@ -175,7 +175,7 @@ TEST_F(SchedulerTest, SwapsOutWhenThatCostsLessThanRecomputingAndBackInOnAdmissi
   for (int i = 0; i < 4; ++i) add(scheduler, 4);
   SchedulerOutput first = scheduler.schedule();
   sampleAll(first);
-  BlockId thirdBlock = sequences[2]->blocks.table[0], fourthBlock = sequences[3]->blocks.table[0];
+  BlockId thirdBlock = sequences[2]->blocks.groups[0].table[0], fourthBlock = sequences[3]->blocks.groups[0].table[0];
   SchedulerOutput second = scheduler.schedule();
   EXPECT_EQ(chunks(second), (Chunks{{0, 1}, {1, 1}}));
   ASSERT_EQ(second.swapOuts.size(), 2u);
@@ -197,7 +197,7 @@ TEST_F(SchedulerTest, SwapsOutWhenThatCostsLessThanRecomputingAndBackInOnAdmissi
   EXPECT_EQ(third.chunks[0].start, 4);
   ASSERT_EQ(third.swapIns.size(), 2u);
   EXPECT_EQ(third.swapIns[0].slot, second.swapOuts[1].slot);
-  EXPECT_EQ(third.swapIns[0].block, sequences[2]->blocks.table[0]);
+  EXPECT_EQ(third.swapIns[0].block, sequences[2]->blocks.groups[0].table[0]);
   EXPECT_EQ(third.swapIns[1].slot, second.swapOuts[0].slot);
   EXPECT_EQ(sequences[2]->numComputed(), 5);
   EXPECT_FALSE(sequences[2]->swapped.has_value());
@@ -255,7 +255,7 @@ TEST_F(SchedulerTest, AWindowedSequenceOutgrowsThePoolWithoutPreemption) {
       EXPECT_EQ(scheduler.numPreemptions(), 0);
       EXPECT_EQ(sequence->numComputed(), 6 + 39);
       EXPECT_EQ(mostHeld, 2);
-      EXPECT_EQ(sequence->blocks.numReleased, (6 + 39 - 5 + 1) / 4);
+      EXPECT_EQ(sequence->blocks.groups[0].numReleased, (6 + 39 - 5 + 1) / 4);
     } else {
       EXPECT_EQ(scheduler.numPreemptions(), 1);
       EXPECT_EQ(mostHeld, 4);
@@ -273,12 +273,12 @@ TEST_F(SchedulerTest, ASwappedSequenceComesBackWithoutItsGivenBackBlocks) {
   Sequence *newer = add(scheduler, 7);
   sampleAll(scheduler.schedule()); // 1 + 2 blocks
   sampleAll(scheduler.schedule()); // the newer one's first block falls out of its window
-  EXPECT_EQ(newer->blocks.numReleased, 1);
+  EXPECT_EQ(newer->blocks.groups[0].numReleased, 1);
   // Each wants a block for its next position: one is left, the newer one swaps out.
   SchedulerOutput third = scheduler.schedule();
   EXPECT_EQ(chunks(third), (Chunks{{0, 1}}));
   ASSERT_TRUE(newer->swapped.has_value());
-  EXPECT_EQ(newer->swapped->numReleased, 1);
+  EXPECT_EQ(newer->swapped->groups[0].numReleased, 1);
   ASSERT_EQ(third.swapOuts.size(), 1u);
   sampleAll(third);
 
@@ -287,9 +287,9 @@ TEST_F(SchedulerTest, ASwappedSequenceComesBackWithoutItsGivenBackBlocks) {
   EXPECT_EQ(chunks(fourth), (Chunks{{1, 1}}));
   EXPECT_EQ(fourth.chunks[0].start, 8);
   ASSERT_EQ(fourth.swapIns.size(), 1u);
-  EXPECT_EQ(newer->blocks.numReleased, 1);
-  EXPECT_EQ(newer->blocks.table[0], kReleasedBlock);
-  EXPECT_EQ(fourth.swapIns[0].block, newer->blocks.table[1]);
+  EXPECT_EQ(newer->blocks.groups[0].numReleased, 1);
+  EXPECT_EQ(newer->blocks.groups[0].table[0], kReleasedBlock);
+  EXPECT_EQ(fourth.swapIns[0].block, newer->blocks.groups[0].table[1]);
   EXPECT_EQ(fourth.swapIns[0].slot, third.swapOuts[0].slot);
   EXPECT_EQ(newer->blocks.numHeld(), 2);
 }

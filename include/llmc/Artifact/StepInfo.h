@@ -45,6 +45,11 @@ inline constexpr llvm::StringLiteral kStepInfoAttr = "llmc.step_info";
 /// max_positions.
 inline constexpr llvm::StringLiteral kMaxPositionsAttr = "llmc.max_positions";
 
+/// The step function's (then the lowered module's) KV cache groups, set by
+/// llm-kv-cache-groups: an array of {window, layers} dictionaries, which the
+/// manifest records as step.kv_groups. Absent: one group of every layer.
+inline constexpr llvm::StringLiteral kKvGroupsAttr = "llmc.kv_groups";
+
 /// Bounds the positions `function` serves by `length`; the smaller bound wins.
 inline void boundServedPositions(mlir::Operation *function, int64_t length) {
   if (auto served = function->getAttrOfType<mlir::IntegerAttr>(kMaxPositionsAttr))

@@ -13,6 +13,13 @@
  *   are written (a negative slot skips the write). logits row n is computed
  *   from hidden row logits_indices[n].
  *
+ *   With G KV cache groups (manifest step.kv_groups; G = 1 without), each
+ *   group of layers has its own blocks: block_tables holds G runs of N rows
+ *   (group g's row for sequence n at g * N + n) and slot_mapping G runs of T
+ *   slots (group g's for token t at g * T + t), and a block holds the rows
+ *   of one group's layers (kv_pool's first extent is the most layers of a
+ *   group).
+ *
  * Every array argument is an MLIR memref descriptor (LlmcMemRef<R> below,
  * the layout of mlir/ExecutionEngine/CRunnerUtils.h's StridedMemRefType),
  * row-major with unit innermost stride. Bump LLMC_STEP_ABI_VERSION whenever
@@ -28,7 +35,7 @@
 extern "C" {
 #endif
 
-#define LLMC_STEP_ABI_VERSION 1
+#define LLMC_STEP_ABI_VERSION 2
 #define LLMC_STEP_SYMBOL "_mlir_ciface_llmc_step"
 
 /* Services the runtime lends the generated code. Field order is ABI. */
@@ -64,8 +71,8 @@ LLMC_DEFINE_MEMREF(6)
 /*   api             the host services above
  *   tokens          [T] i32            positions      [T] i32
  *   cu_seqlens_q    [N+1] i32          context_lens   [N] i32
- *   block_tables    [N, max_blocks] i32
- *   slot_mapping    [T] i32            logits_indices [N] i32
+ *   block_tables    [G * N, max_blocks] i32
+ *   slot_mapping    [G * T] i32        logits_indices [N] i32
  *   kv_pool         [layers, num_blocks, kv_rows, kv_heads, block_size, head_dim]
  *                   f32; index 0 of the third axis is K, 1 is V; with
  *                   manifest step.kv_rows 1, K alone, whose first features

@@ -96,6 +96,31 @@ Value layerBlocks(StepLowering &step, Location loc, Value pool, int64_t layer) {
                                       pointerTo(b, loc, pool), ArrayRef<LLVM::GEPArg>{offset});
   return memrefAt(b, loc, layerType, address, {blocks});
 }
+
+/// The rows of KV cache group `group` in a step input that holds `rows` rows
+/// for each group (block_tables [groups * seqs, max_blocks], slot_mapping
+/// [groups * tokens]), as a memref of `rows` rows over the same memory; the
+/// input itself for an op of no group.
+Value groupRows(StepLowering &step, Location loc, Value input, std::optional<int64_t> group,
+                Value rows) {
+  if (!group) return input;
+  OpBuilder &b = step.b;
+  auto type = cast<MemRefType>(input.getType());
+  auto i64 = [&](Value index) { return arith::IndexCastOp::create(b, loc, b.getI64Type(), index); };
+  Value rowCount = i64(rows);
+  Value rowBytes = constantI64(b, loc, type.getElementTypeBitWidth() / 8);
+  if (type.getRank() == 2)
+    rowBytes = LLVM::MulOp::create(b, loc, rowBytes, i64(memref::DimOp::create(b, loc, input, 1)));
+  Value offset = LLVM::MulOp::create(
+      b, loc, LLVM::MulOp::create(b, loc, rowCount, rowBytes), constantI64(b, loc, *group));
+  Value address = LLVM::GEPOp::create(b, loc, llvmPointerType(b), b.getI8Type(),
+                                      pointerTo(b, loc, input), ArrayRef<LLVM::GEPArg>{offset});
+  SmallVector<Value> sizes;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    if (type.isDynamicDim(dim))
+      sizes.push_back(dim == 0 ? rowCount : i64(memref::DimOp::create(b, loc, input, dim)));
+  return memrefAt(b, loc, type, address, sizes);
+}
 } // namespace
 
 LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
@@ -103,7 +128,8 @@ LogicalResult lowerPagedKvWrite(StepLowering &step, llm::PagedKvWriteOp op,
   // pool, keys, values (unless the pool holds one row per token), slots.
   SmallVector<Value> args(operands);
   args[0] = layerBlocks(step, op.getLoc(), operands[0], op.getLayer());
-  step.callKernel(op.getLoc(), "paged_kv_write", kernelKey(op, args, {"layer"}), args,
+  args.back() = groupRows(step, op.getLoc(), args.back(), op.getKvGroup(), step.numTokens);
+  step.callKernel(op.getLoc(), "paged_kv_write", kernelKey(op, args, {"layer", "kv_group"}), args,
                   [&](KernelBuilder &kb, ValueRange params) {
     // A pool of one row per token takes no values: they are the keys'.
     bool withValues = params.size() == 4;
@@ -142,10 +168,11 @@ LogicalResult lowerRopePagedKvWrite(StepLowering &step, llm::RopePagedKvWriteOp 
   bool cached = static_cast<bool>(op.getCosCache());
   SmallVector<Value> args(operands);
   args[0] = layerBlocks(step, op.getLoc(), args[0], op.getLayer());
+  args[4] = groupRows(step, op.getLoc(), args[4], op.getKvGroup(), step.numTokens);
   args.push_back(rotatedQuery);
   bool interleaved = op.getInterleaved();
   int64_t halfRotary = cast<MemRefType>(args[6].getType()).getShape().back();
-  runOverRows(step, op.getLoc(), "rope_paged_kv_write", kernelKey(op, args, {"layer"}), args,
+  runOverRows(step, op.getLoc(), "rope_paged_kv_write", kernelKey(op, args, {"layer", "kv_group"}), args,
               args.size() - 1, [&](KernelBuilder &kb, ValueRange params, Value begin, Value end) {
     Value query = params[1], keys = params[2], values = params[3];
     Value slots = params[4], positions = params[5], out = params.back();
@@ -196,6 +223,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
   if (!op.getCuSeqlensQ()) return op.emitOpError("is not ragged: run llm-ragged-batching first");
   SmallVector<Value> args(operands);
   args[1] = layerBlocks(step, op.getLoc(), args[1], op.getLayer());
+  args[2] = groupRows(step, op.getLoc(), args[2], op.getKvGroup(), step.numSeqs);
   args.push_back(output);
   double scale = op.getScale().convertToFloat();
   std::optional<int64_t> window = op.getSlidingWindow();
@@ -621,7 +649,7 @@ LogicalResult lowerPagedAttention(StepLowering &step, llm::PagedAttentionOp op,
     body(kb, params, firstTask, lastTask);
   };
 
-  std::string key = kernelKey(op, args, {"layer"}) + (onTiles ? "/tiles" : "");
+  std::string key = kernelKey(op, args, {"layer", "kv_group"}) + (onTiles ? "/tiles" : "");
   OpBuilder &b = step.b;
   Location loc = op.getLoc();
   Value sequences = arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, args[4], 0),

@@ -670,6 +670,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
                                                         : bf16Activations ? "bf16"
                                                                           : "f32"));
     if (bf16Activations) module->setAttr("llmc.bf16_products", b.getStringAttr(bf16Products));
+    if (Attribute groups = model->getAttr(kKvGroupsAttr)) module->setAttr(kKvGroupsAttr, groups);
     model.erase();
     expandExp(module);
     return success();

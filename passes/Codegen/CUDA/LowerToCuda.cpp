@@ -365,6 +365,10 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
   }
 
   LogicalResult lower(ModuleOp module, func::FuncOp model) {
+    // The runtime's device inputs hold one block table a sequence.
+    if (model->hasAttr(kKvGroupsAttr))
+      return model.emitError("has KV cache groups (llm-kv-cache-groups); the CUDA target keeps "
+                             "one block table for every layer");
     MLIRContext *context = module.getContext();
     Builder b(context);
     Type storageType = dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());

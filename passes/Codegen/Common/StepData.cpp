@@ -77,6 +77,12 @@ FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
                            "head_dim] kv_pool input or [rows, vocab] logits result"),
            failure();
   info.numLayers = poolType.getDimSize(0);
+  // Grouped by window, the pool holds one group's layers a block.
+  if (auto groups = model->getAttrOfType<ArrayAttr>(kKvGroupsAttr)) {
+    info.numLayers = 0;
+    for (auto group : groups.getAsRange<DictionaryAttr>())
+      info.numLayers += group.getAs<DenseI64ArrayAttr>("layers").size();
+  }
   info.numKvHeads = poolType.getDimSize(3);
   info.blockSize = poolType.getDimSize(4);
   info.kvRows = poolType.getDimSize(2);

@@ -1,8 +1,10 @@
 """Drive a compiled model's ragged, paged step (llmc.runtime.Model.step) from Python, for tests.
 
 The runner plays the part of the C++ generator in a few lines a test can read: it keeps one
-block table per live sequence, hands out KV block ids from its own free list over the model's
-num_kv_blocks, and builds the step arrays of include/llmc/Runtime/StepABI.h.
+block table per live sequence and KV cache group (a model with layers of different windows has
+several, model.num_kv_groups; the runner gives nothing back out of a window), hands out KV block
+ids from its own free list over the model's num_kv_blocks, and builds the step arrays of
+include/llmc/Runtime/StepABI.h.
 
     runner = PagedRunner(model)
     first = runner.prefill([[1, 2, 3], [4, 5]])   # [2, vocab]: one ragged step, last rows
@@ -26,37 +28,45 @@ class PagedRunner:
     def __init__(self, model):
         self.model = model
         self.block_size = model.block_size
+        self.num_groups = model.num_kv_groups
         self.free_blocks = list(range(model.num_kv_blocks - 1, -1, -1))  # pop() gives 0 first
-        self.block_tables: list[list[int]] = []  # per sequence, its blocks in position order
+        # Per KV cache group, per sequence, its blocks in position order.
+        self.block_tables: list[list[list[int]]] = [[] for _ in range(self.num_groups)]
         self.lengths: list[int] = []  # per sequence, the positions in the cache
 
     def _reserve(self, seq: int, num_positions: int) -> None:
-        """Grow sequence `seq`'s block table to hold `num_positions` positions."""
-        while len(self.block_tables[seq]) * self.block_size < num_positions:
-            if not self.free_blocks:
-                raise RuntimeError("PagedRunner: out of KV blocks")
-            self.block_tables[seq].append(self.free_blocks.pop())
+        """Grow sequence `seq`'s block tables to hold `num_positions` positions."""
+        for tables in self.block_tables:
+            while len(tables[seq]) * self.block_size < num_positions:
+                if not self.free_blocks:
+                    raise RuntimeError("PagedRunner: out of KV blocks")
+                tables[seq].append(self.free_blocks.pop())
 
     def _step(self, new_tokens: list[list[int]]) -> np.ndarray:
         """One step appending new_tokens[n] to sequence n; the logits of each one's last row."""
         assert len(new_tokens) == len(self.lengths) and all(new_tokens)
-        tokens, positions, slots, cu_seqlens_q, context_lens = [], [], [], [0], []
+        tokens, positions, cu_seqlens_q, context_lens = [], [], [0], []
+        slots = [[] for _ in range(self.num_groups)]  # each group's run of slots
         for seq, chunk in enumerate(new_tokens):
             begin = self.lengths[seq]
             self._reserve(seq, begin + len(chunk))
-            table = self.block_tables[seq]
             for position in range(begin, begin + len(chunk)):
                 positions.append(position)
-                slots.append(table[position // self.block_size] * self.block_size
-                             + position % self.block_size)
+                for group, tables in enumerate(self.block_tables):
+                    slots[group].append(tables[seq][position // self.block_size]
+                                        * self.block_size + position % self.block_size)
             tokens.extend(chunk)
             cu_seqlens_q.append(len(tokens))
             context_lens.append(begin + len(chunk))
-        width = max(len(table) for table in self.block_tables)
-        # Padding entries point at block 0; the step never reads past context_lens[n].
-        block_tables = np.zeros((len(new_tokens), width), dtype=np.int32)
-        for seq, table in enumerate(self.block_tables):
-            block_tables[seq, :len(table)] = table
+        width = max(len(table) for tables in self.block_tables for table in tables)
+        # Padding entries point at block 0; the step never reads past context_lens[n]. Group g's
+        # rows follow group g - 1's.
+        num_seqs = len(new_tokens)
+        block_tables = np.zeros((self.num_groups * num_seqs, width), dtype=np.int32)
+        for group, tables in enumerate(self.block_tables):
+            for seq, table in enumerate(tables):
+                block_tables[group * num_seqs + seq, :len(table)] = table
+        slots = [slot for group_slots in slots for slot in group_slots]
         logits_indices = np.array(cu_seqlens_q[1:], dtype=np.int32) - 1
         logits = self.model.step(tokens, positions, cu_seqlens_q, context_lens, block_tables,
                                  slots, logits_indices)
@@ -67,7 +77,7 @@ class PagedRunner:
         """Start one sequence per prompt (dropping any earlier ones) with ONE ragged step over
         all the prompts; returns the [len(prompts), vocab] logits of each prompt's last token."""
         self.release()
-        self.block_tables = [[] for _ in prompts]
+        self.block_tables = [[[] for _ in prompts] for _ in range(self.num_groups)]
         self.lengths = [0 for _ in prompts]
         return self._step([[int(t) for t in prompt] for prompt in prompts])
 
@@ -77,9 +87,11 @@ class PagedRunner:
 
     def release(self) -> None:
         """Give every sequence's blocks back to the free list."""
-        for table in self.block_tables:
-            self.free_blocks.extend(reversed(table))
-        self.block_tables, self.lengths = [], []
+        for tables in self.block_tables:
+            for table in tables:
+                self.free_blocks.extend(reversed(table))
+        self.block_tables = [[] for _ in range(self.num_groups)]
+        self.lengths = []
 
     def greedy(self, prompts: list[list[int]], steps: int
                ) -> tuple[list[list[int]], list[np.ndarray]]:

@@ -35,3 +35,16 @@ module {
     return %1 : tensor<?x64xf32>
   }
 }
+
+// -----
+
+// The CUDA runtime's device inputs hold one block table a sequence: a step
+// whose layers own their blocks by window (llm-kv-cache-groups) is refused.
+module {
+  // expected-error @+1 {{has KV cache groups (llm-kv-cache-groups); the CUDA target keeps one block table for every layer}}
+  func.func @grouped(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.kv_groups = [{layers = array<i64: 1>, window = 0 : i64}, {layers = array<i64: 0>, window = 16 : i64}], llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 0 : i64} {
+    %0 = llm.constant dense<0.0> : tensor<2x64xf32>
+    %1 = tensor.cast %0 : tensor<2x64xf32> to tensor<?x64xf32>
+    return %1 : tensor<?x64xf32>
+  }
+}
