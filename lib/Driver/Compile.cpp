@@ -511,6 +511,7 @@ int runCompile(const CompileOptions &options) {
   step.blockSize = options.blockSize;
   step.kvCacheDtype = options.kvCacheDtype;
   step.latentKvCache = options.latentKvCache;
+  step.kvCacheGroups = options.kvCacheGroups;
   step.maxNumBatchedTokens = options.maxNumBatchedTokens;
   step.maxNumSeqs = options.maxNumSeqs;
   step.matmul = options.matmul;

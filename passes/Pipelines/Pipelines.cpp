@@ -108,7 +108,8 @@ LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &op
   buildFusionPipeline(pm.nest<func::FuncOp>(), options.optLevel, options.matmul != "blas");
   if (failed(addExtensionPasses(pm, options, "before-lowering", errors))) return failure();
   // The CUDA runtime's device inputs hold one block table a sequence.
-  if (options.target != "cuda") pm.nest<func::FuncOp>().addPass(createLlmKvCacheGroupsPass());
+  if (options.kvCacheGroups && options.target != "cuda")
+    pm.nest<func::FuncOp>().addPass(createLlmKvCacheGroupsPass());
   LlmPlanMemoryPassOptions planning;
   planning.maxNumBatchedTokens = options.maxNumBatchedTokens;
   planning.maxNumSeqs = options.maxNumSeqs;

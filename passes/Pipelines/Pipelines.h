@@ -51,6 +51,9 @@ struct StepPipelineOptions {
   /// Multi-head latent attention attends over (and caches) its latent:
   /// llm-absorb-latent-attention.
   bool latentKvCache = true;
+  /// CPU: layers of different attention windows own their KV blocks apart
+  /// (llm-kv-cache-groups).
+  bool kvCacheGroups = true;
   int64_t maxNumBatchedTokens = 2048;
   int64_t maxNumSeqs = 256;
   std::string matmul = "generated";

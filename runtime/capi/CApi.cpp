@@ -109,6 +109,9 @@ int64_t llmc_runtime_num_kv_blocks(const LlmcRuntimeModel *model) {
 int32_t llmc_runtime_num_threads(const LlmcRuntimeModel *model) {
   return static_cast<int32_t>(model->model->numThreads());
 }
+int64_t llmc_runtime_num_kv_groups(const LlmcRuntimeModel *model) {
+  return model->model->stepConfig().numKvGroups();
+}
 
 int llmc_runtime_step(LlmcRuntimeModel *model, int64_t num_tokens, int64_t num_seqs,
                       const int32_t *tokens, const int32_t *positions,

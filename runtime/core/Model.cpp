@@ -100,9 +100,15 @@ KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
       throw Error("a KV cache of " + mebibytes(budget) + " (" + source +
                   ") holds no block: one block takes " + mebibytes(bytesPerBlock));
   }
+  // With KV cache groups a block holds one group's layers: its tokens are
+  // not the whole model's.
+  size_t numGroups = artifact.step().kvGroups.size();
+  std::string holds =
+      numGroups ? std::to_string(shape.numLayers) + " layers a block, " +
+                      std::to_string(numGroups) + " groups of layers by attention window"
+                : std::to_string(shape.numBlocks * shape.blockSize) + " tokens";
   summary = "KV cache: " + std::to_string(shape.numBlocks) + " blocks of " +
-            std::to_string(shape.blockSize) + " tokens (" +
-            std::to_string(shape.numBlocks * shape.blockSize) + " tokens, " +
+            std::to_string(shape.blockSize) + " tokens (" + holds + ", " +
             mebibytes(shape.numBlocks * bytesPerBlock) + ", " + source + ")";
   return shape;
 }

@@ -29,7 +29,7 @@ from llmc.engine import Engine
 from llmc.runtime import Model
 from llmc.testing.ort_reference import greedy
 from test_exporters import EXPORTS_DIR
-from test_quantized_cpu import compile_model
+from test_quantized_cpu import compile_model, ragged_steps
 
 EXPORT = EXPORTS_DIR / "optimum/mistral-window/model.onnx"
 WINDOW = 20
@@ -135,3 +135,30 @@ def test_a_hybrid_models_greedy_tokens_match_onnxruntime(hybrid, prompts):
     assert whole_stats["num_preemptions"] == 0
     assert ours == whole
     assert ours == greedy(GEMMA2, prompts, MAX_TOKENS)
+
+
+def test_a_hybrid_models_cached_prefix_takes_only_the_local_window(hybrid):
+    # 70 tokens: four whole blocks before the last one can come from the cache; the query
+    # after them (position 64) sees keys 49 on, so the local layer's group takes block 3 alone.
+    prompt = np.random.default_rng(5).integers(3, 512, size=70).tolist()
+    with Model(hybrid, num_kv_blocks=64) as model, \
+            Engine(model, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS) as engine:
+        first = engine.generate([prompt], max_tokens=24, temperature=0)[0][0]
+        second = engine.generate([prompt], max_tokens=24, temperature=0)[0][0]
+        stats = engine.stats()
+    assert stats["cached_prompt_tokens"] == 64
+    assert stats["num_kv_blocks_held"] == 0
+    assert first == second == greedy(GEMMA2, [prompt], 24)[0]
+
+
+def test_groups_compute_what_one_table_computes(hybrid, tmp_path):
+    # The same kernels over the group's table rows and slots: bit-identical logits, on a
+    # ragged prefill past the window and decode steps (llmc.testing.paged gives each group
+    # its own blocks).
+    one_table = compile_model(GEMMA2, tmp_path / "one-table.llmc", "--no-kv-cache-groups")
+    assert "kv_groups" not in json.loads((one_table / "manifest.json").read_text())["step"]
+    with Model(one_table) as model:
+        assert model.num_kv_groups == 1
+    grouped, single = ragged_steps(hybrid, one_table)
+    for ours, theirs in zip(grouped, single):
+        np.testing.assert_array_equal(ours, theirs)

@@ -33,6 +33,7 @@ TEST(CApi, OpensStepsGeneratesAndCloses) {
   EXPECT_EQ(llmc_runtime_max_num_seqs(model), 4);
   EXPECT_EQ(llmc_runtime_num_kv_blocks(model), 16);
   EXPECT_EQ(llmc_runtime_num_threads(model), 2);
+  EXPECT_EQ(llmc_runtime_num_kv_groups(model), 1);
 
   std::vector<int32_t> tokens = {1, 2, 3}, positions = {0, 1, 2}, cuSeqlensQ = {0, 3},
                        contextLens = {3}, blockTables = {5}, slots = {20, 21, 22},

@@ -66,6 +66,12 @@ cl::opt<bool> noLatentKvCache(
              "key, one row a token (the default: 85x fewer bytes a token at DeepSeek-V3's sizes, "
              "while attention over them does more arithmetic a key)"),
     cl::cat(compileCategory));
+cl::opt<bool> noKvCacheGroups(
+    "no-kv-cache-groups",
+    cl::desc("CPU, a model whose layers have different attention windows (Gemma-2 and -3): "
+             "one block table for every layer, whose blocks the local layers' windows do not "
+             "give back, instead of a table per group of layers of one window (the default)"),
+    cl::cat(compileCategory));
 cl::opt<int64_t> maxNumBatchedTokens("max-num-batched-tokens",
                                      cl::desc("Most tokens one step carries (sizes the workspace)"),
                                      cl::init(2048), cl::cat(compileCategory));
@@ -173,6 +179,7 @@ int runCompileCommand() {
   options.blockSize = blockSize;
   options.kvCacheDtype = kvCacheDtype;
   options.latentKvCache = !noLatentKvCache;
+  options.kvCacheGroups = !noKvCacheGroups;
   options.maxNumBatchedTokens = maxNumBatchedTokens;
   options.maxNumSeqs = maxNumSeqs;
   options.maxModelLen = given<int64_t>(maxModelLen);

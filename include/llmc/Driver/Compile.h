@@ -37,6 +37,9 @@ struct CompileOptions {
   /// Multi-head latent attention caches its latent and rotary key (false:
   /// every head's keys and values, as the export computes them).
   bool latentKvCache = true;
+  /// CPU: a block table per group of layers of one attention window (false:
+  /// one table for every layer, whose blocks no window gives back).
+  bool kvCacheGroups = true;
   int64_t maxNumBatchedTokens = 2048;    ///< most tokens one step carries
   int64_t maxNumSeqs = 256;              ///< most sequences one step carries
   /// Longest sequence the artifact serves (nullopt: what the model holds).

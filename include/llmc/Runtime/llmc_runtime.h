@@ -39,9 +39,13 @@ LLMC_RUNTIME_API int64_t llmc_runtime_max_num_batched_tokens(const LlmcRuntimeMo
 LLMC_RUNTIME_API int64_t llmc_runtime_max_num_seqs(const LlmcRuntimeModel *model);
 LLMC_RUNTIME_API int64_t llmc_runtime_num_kv_blocks(const LlmcRuntimeModel *model);
 LLMC_RUNTIME_API int32_t llmc_runtime_num_threads(const LlmcRuntimeModel *model);
+/* The KV cache groups G of the model's layers (1 unless its layers have
+ * different attention windows). */
+LLMC_RUNTIME_API int64_t llmc_runtime_num_kv_groups(const LlmcRuntimeModel *model);
 
 /* One model step (StepABI.h describes the arrays): num_tokens T,
- * num_seqs N, block_tables [N, max_blocks_per_seq] row-major; writes
+ * num_seqs N, block_tables [G * N, max_blocks_per_seq] row-major and
+ * slot_mapping [G * T] for G KV cache groups; writes
  * logits_out [N, vocab_size]. The caller picks the KV blocks (ids below
  * llmc_runtime_num_kv_blocks). The KV memory is the one engines over this
  * model use: do not mix raw steps with a live engine. */
