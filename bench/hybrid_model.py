@@ -6,10 +6,11 @@ writes OUT_DIR/hf (the transformers model) and OUT_DIR/onnx (optimum's export) f
 bench/kv_cache_groups.py. Nothing is downloaded; run `bash scripts/setup.sh exporters` once
 for the venv.
 
-Gemma-3-1B's attention in miniature: 12 layers of hidden 256, 4 query heads and one KV head
-of 64, five local layers (a sliding window of 512 keys, Gemma-3-1B's) to every global one
-(layers 5 and 11), 8,192 positions: the layout whose local layers need only their window's
-KV blocks.
+Gemma-3-1B's shape at half its width and depth: 12 layers of hidden 512 (MLP 2,048), 4 query
+heads and one KV head of 128, five local layers (a sliding window of 512 keys, Gemma-3-1B's)
+to every global one (layers 5 and 11), 8,192 positions: 48M parameters, 191 MB of f32
+weights, so that decode steps read mostly weights and batching pays, and the layout whose
+local layers need only their window's KV blocks.
 """
 from __future__ import annotations
 
@@ -28,9 +29,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     config = transformers.Gemma3TextConfig(
-        vocab_size=4096, hidden_size=256, intermediate_size=1024, num_hidden_layers=12,
-        num_attention_heads=4, num_key_value_heads=1, head_dim=64, sliding_window=512,
-        query_pre_attn_scalar=64, max_position_embeddings=8192)
+        vocab_size=4096, hidden_size=512, intermediate_size=2048, num_hidden_layers=12,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=128, sliding_window=512,
+        query_pre_attn_scalar=128, max_position_embeddings=8192)
     model = transformers.Gemma3ForCausalLM(config).eval()
     hf = args.out / "hf"
     model.save_pretrained(hf)

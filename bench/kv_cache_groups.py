@@ -4,7 +4,8 @@ group of layers of one window against one table for every layer.
     .venv-optimum/bin/python bench/hybrid_model.py /tmp/hybrid     # once: Gemma-3 in miniature
     PYTHONPATH=python .venv/bin/python bench/kv_cache_groups.py --onnx /tmp/hybrid/onnx/model.onnx \\
         [--kv-cache-memory 24MiB] [--num-prompts 16] [--input-len-range 1024:2048] \\
-        [--output-len-range 128:256] [--rounds 2] [--threads N] [--json] [--record]
+        [--output-len-range 128:256] [--max-num-batched-tokens N] [--rounds 2] [--threads N] \
+        [--json] [--record]
 
 compiles the export twice, as `llmc compile` does by default (`step.kv_groups`: the local
 layers' groups give back the blocks out of their windows) and with `--no-kv-cache-groups`
@@ -48,6 +49,8 @@ def run(artifact: Path, workload: Path, args: argparse.Namespace) -> dict:
     command = [str(LLMC), "bench", "throughput", str(artifact), "--dataset", str(workload),
                "--max-concurrency", str(args.num_prompts), "--threads", str(args.threads),
                "--kv-cache-memory", args.kv_cache_memory, "--json"]
+    if args.max_num_batched_tokens:
+        command += ["--max-num-batched-tokens", str(args.max_num_batched_tokens)]
     result = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     if result.returncode != 0:
         raise SystemExit(f"kv_cache_groups: {' '.join(command)} failed (exit {result.returncode})")
@@ -64,8 +67,8 @@ with `--no-kv-cache-groups` (one table, each block all twelve layers'), the same
 every request submitted at once under the same `--kv-cache-memory`, the two alternating over
 the rounds. Greedy, no stop tokens.
 
-| date | machine | workload | KV memory | variant | KV blocks | preemptions | output tok/s | total tok/s |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| date | machine | workload | KV memory | step tokens | variant | KV blocks | preemptions | output tok/s | total tok/s |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 """
 
 
@@ -75,6 +78,8 @@ def main() -> None:
     parser.add_argument("--kv-cache-memory", default="24MiB")
     add_workload_arguments(parser)
     parser.set_defaults(num_prompts=16, input_len_range="1024:2048", output_len_range="128:256")
+    parser.add_argument("--max-num-batched-tokens", type=int, default=0,
+                        help="tokens a step carries (default: the artifact's 2,048)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--json", action="store_true")
@@ -105,6 +110,7 @@ def main() -> None:
 
     for name, runs in results.items():
         row = (f"| {date} | {machine()} | {workload_name(args)} | {args.kv_cache_memory} | "
+               f"{args.max_num_batched_tokens or 2048} | "
                f"{name} | {runs[0]['engine']['kv_blocks']} | "
                f"{per_round(runs, lambda run: str(run['engine']['preemptions']))} | "
                f"{per_round(runs, rate('output_tokens_per_s'))} | "

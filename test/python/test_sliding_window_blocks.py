@@ -54,10 +54,10 @@ def attention_window(artifact) -> int:
     return json.loads((artifact / "manifest.json").read_text())["model"]["attention_window"]
 
 
-def generate(artifact, prompts, num_kv_blocks):
+def generate(artifact, prompts, num_kv_blocks, **engine_config):
     """Greedy tokens of the prompts run together, and the engine's counters."""
     with Model(artifact, num_kv_blocks=num_kv_blocks) as model, \
-            Engine(model, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS) as engine:
+            Engine(model, max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS, **engine_config) as engine:
         tokens = engine.generate(prompts, max_tokens=MAX_TOKENS, temperature=0)
         return [samples[0] for samples in tokens], engine.stats()
 
@@ -127,9 +127,12 @@ def test_a_hybrid_model_gives_back_its_local_blocks(hybrid):
         assert held[-1] == 0
 
 
-def test_a_hybrid_models_greedy_tokens_match_onnxruntime(hybrid, prompts):
-    ours, stats = generate(hybrid, prompts, 20)
+@pytest.mark.parametrize("swap_space", [0, 1.0])
+def test_a_hybrid_models_greedy_tokens_match_onnxruntime(hybrid, prompts, swap_space):
+    # Preempted sequences are recomputed, or swapped out and back in group by group.
+    ours, stats = generate(hybrid, prompts, 20, swap_space=swap_space)
     assert stats["num_preemptions"] > 0  # three sequences' tables do not fit 20 blocks
+    assert (stats["num_swap_preemptions"] > 0) == (swap_space > 0), stats
     assert stats["num_kv_blocks_held"] == 0
     whole, whole_stats = generate(hybrid, prompts, 256)
     assert whole_stats["num_preemptions"] == 0

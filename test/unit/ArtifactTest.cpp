@@ -94,6 +94,43 @@ TEST(Artifact, RefusesATargetItDoesNotRun) {
   EXPECT_LOAD_ERROR(test, "targets 'tpu'; this runtime runs cpu and cuda artifacts only");
 }
 
+TEST(Artifact, ReadsKvCacheGroups) {
+  TestArtifact test;
+  auto artifact = Artifact::load(test.dir());
+  EXPECT_TRUE(artifact->step().kvGroups.empty());
+  EXPECT_EQ(artifact->step().numKvGroups(), 1);
+  test.manifest["step"]["kv_groups"] = nlohmann::json::parse(
+      R"([{"window": 0, "layers": [1]}, {"window": 16, "layers": [0]}])");
+  test.writeManifest();
+  artifact = Artifact::load(test.dir());
+  ASSERT_EQ(artifact->step().numKvGroups(), 2);
+  EXPECT_EQ(artifact->step().kvGroups[0].window, 0);
+  EXPECT_EQ(artifact->step().kvGroups[0].layers, std::vector<int64_t>{1});
+  EXPECT_EQ(artifact->step().kvGroups[1].window, 16);
+  EXPECT_EQ(artifact->step().kvGroups[1].layers, std::vector<int64_t>{0});
+}
+
+TEST(Artifact, RefusesKvCacheGroupsThatDoNotHoldEveryLayerOnce) {
+  TestArtifact test;
+  auto groups = [&](const char *text) {
+    test.manifest["step"]["kv_groups"] = nlohmann::json::parse(text);
+    test.writeManifest();
+  };
+  groups(R"([{"window": 0, "layers": [1]}, {"window": 16, "layers": [1]}])");
+  EXPECT_LOAD_ERROR(test, "step.kv_groups[1].layers must name each layer from 0 to 1 once over "
+                          "all groups");
+  groups(R"([{"window": 0, "layers": [2]}])");
+  EXPECT_LOAD_ERROR(test, "step.kv_groups[0].layers must name each layer from 0 to 1 once");
+  groups(R"([{"window": 0, "layers": [1]}])");
+  EXPECT_LOAD_ERROR(test, "step.kv_groups leaves out a layer of the model's 2");
+  groups(R"([{"window": -1, "layers": [0, 1]}])");
+  EXPECT_LOAD_ERROR(test, "step.kv_groups[0].window must be an integer >= 0");
+  groups(R"([{"window": 0, "layers": []}])");
+  EXPECT_LOAD_ERROR(test, "step.kv_groups[0].layers must be a non-empty array");
+  groups(R"([])");
+  EXPECT_LOAD_ERROR(test, "step.kv_groups must be a non-empty array");
+}
+
 TEST(Artifact, RefusesMissingOrInvalidFields) {
   TestArtifact test;
   test.manifest["step"].erase("block_size");

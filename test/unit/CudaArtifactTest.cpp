@@ -99,6 +99,12 @@ TEST(CudaArtifact, RefusesABadTarget) {
   test.manifest["step"]["kv_rows"] = 2;
   test.writeManifest();
   EXPECT_EQ(loadError(test), "");
+  test.manifest["step"]["kv_groups"] = json::parse(
+      R"([{"window": 0, "layers": [1]}, {"window": 16, "layers": [0]}])");
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "step.kv_groups is for the CPU runtime; the CUDA runtime keeps one "
+                          "block table for every layer");
+  test.manifest["step"].erase("kv_groups");
   test.manifest["target"]["kind"] = "tpu";
   test.writeManifest();
   EXPECT_LOAD_ERROR(test, "targets 'tpu'; this runtime runs cpu and cuda artifacts only");
