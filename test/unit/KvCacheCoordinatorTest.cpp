@@ -15,7 +15,7 @@ namespace {
 
 constexpr int64_t kGlobal = 0, kLocal = 1;
 
-std::vector<int32_t> range(int32_t first, int32_t count) {
+std::vector<int32_t> tokenIds(int32_t first, int32_t count) {
   std::vector<int32_t> tokens(count);
   for (int32_t i = 0; i < count; ++i) tokens[i] = first + i;
   return tokens;
@@ -33,7 +33,7 @@ SequenceKv computed(KvCacheCoordinator &kv, const std::vector<int32_t> &tokens) 
 TEST(KvCacheCoordinatorTest, TheLocalGroupGivesBackWhatFallsOutOfItsWindow) {
   BlockManager blocks(32, 4, /*enablePrefixCaching=*/false);
   KvCacheCoordinator kv(blocks, {0, 8});
-  SequenceKv seq = computed(kv, range(0, 21));
+  SequenceKv seq = computed(kv, tokenIds(0, 21));
   // The next query, at position 21, sees keys 14 to 21: blocks 3 to 5.
   EXPECT_EQ(seq.groups[kGlobal].numHeld(), 6);
   EXPECT_EQ(seq.groups[kLocal].numReleased, 3);
@@ -55,7 +55,7 @@ TEST(KvCacheCoordinatorTest, AppendingTakesBlocksForEveryGroupOrForNone) {
   KvCacheCoordinator kv(blocks, {0, 8});
   SequenceKv seq = kv.emptySequence();
   std::vector<BlockCopy> copies;
-  auto tokens = range(0, 12);
+  auto tokens = tokenIds(0, 12);
   EXPECT_EQ(kv.blocksNeeded(seq, 12), 6);
   EXPECT_FALSE(kv.appendSlots(seq, tokens, 12, copies)); // 6 blocks, 5 in the pool
   EXPECT_EQ(seq.numTokens(), 0);
@@ -69,7 +69,7 @@ TEST(KvCacheCoordinatorTest, AppendingTakesBlocksForEveryGroupOrForNone) {
 TEST(KvCacheCoordinatorTest, APrefixHitTakesTheLocalGroupsWindowOnly) {
   BlockManager blocks(32, 4, /*enablePrefixCaching=*/true);
   KvCacheCoordinator kv(blocks, {0, 8});
-  auto prompt = range(100, 30);
+  auto prompt = tokenIds(100, 30);
   SequenceKv first = computed(kv, prompt);
   kv.release(first);
 
@@ -93,7 +93,7 @@ TEST(KvCacheCoordinatorTest, APrefixHitTakesTheLocalGroupsWindowOnly) {
 TEST(KvCacheCoordinatorTest, APrefixHitNeedsNoLocalBlockBeforeTheWindow) {
   BlockManager blocks(20, 4, /*enablePrefixCaching=*/true);
   KvCacheCoordinator kv(blocks, {0, 8});
-  auto prompt = range(100, 30);
+  auto prompt = tokenIds(100, 30);
   // The local group gives its first five blocks back as the prompt goes by:
   // once released they are the cache's oldest entries.
   SequenceKv first = kv.emptySequence();
@@ -106,7 +106,7 @@ TEST(KvCacheCoordinatorTest, APrefixHitNeedsNoLocalBlockBeforeTheWindow) {
   kv.release(first);
   // Ten blocks: the 6 free ones and 4 evicted, the local group's blocks 0
   // to 3; it holds 7 of them once its local group has given 3 back.
-  SequenceKv other = computed(kv, range(900, 20));
+  SequenceKv other = computed(kv, tokenIds(900, 20));
   EXPECT_EQ(blocks.numAvailable(), 13);
   SequenceKv second = kv.emptySequence();
   EXPECT_EQ(kv.matchPrefix(second, prompt), 28);
@@ -114,7 +114,7 @@ TEST(KvCacheCoordinatorTest, APrefixHitNeedsNoLocalBlockBeforeTheWindow) {
   kv.release(second);
 
   // Evict every block of the prompt: nothing is taken, in any group.
-  SequenceKv filler = computed(kv, range(2000, 20));
+  SequenceKv filler = computed(kv, tokenIds(2000, 20));
   SequenceKv third = kv.emptySequence();
   EXPECT_EQ(kv.matchPrefix(third, prompt), 0);
   EXPECT_TRUE(third.groups[kGlobal].table.empty());
@@ -127,7 +127,7 @@ TEST(KvCacheCoordinatorTest, APrefixHitNeedsNoLocalBlockBeforeTheWindow) {
 TEST(KvCacheCoordinatorTest, ForkSharesAndSwapInAllocatesEveryGroup) {
   BlockManager blocks(32, 4, false);
   KvCacheCoordinator kv(blocks, {0, 8});
-  SequenceKv parent = computed(kv, range(0, 21));
+  SequenceKv parent = computed(kv, tokenIds(0, 21));
   SequenceKv child = kv.fork(parent);
   EXPECT_EQ(blocks.numHeld(), 9); // shared, not copied
   kv.release(child);
