@@ -7,9 +7,8 @@ accumulators stay f32. A decode row is a tile of one position, whose arithmetic 
 as in a prefill's tile, and its keys are cut into the vector kernel's ranges. Checked on real
 exports whose head_dim takes the tiles (optimum's Mistral, GQA with head_dim 32, and with a
 20-token sliding window; the default model, a GQA group of 3 and head_dim 64), at 250 tokens
-(the exports' longest: four key ranges of 4 blocks, passes of several tiles), with an f32,
-a bf16 and an int8 KV cache (its codes times their scales rounded to bf16 as the tiles take
-them):
+(the exports' longest: four key ranges of 4 blocks, passes of several tiles), with an f32
+and a bf16 KV cache:
 
   * logits within bf16's rounding of onnxruntime's fp32 on the same file, and differing from
     AVX512_BF16's products (whose attention stays f32) by more than f32's rounding, so the
@@ -46,9 +45,6 @@ CASES = {
     "optimum/mistral-window": (EXPORTS_DIR / "optimum/mistral-window/model.onnx", []),
     "optimum/mistral bf16 cache": (EXPORTS_DIR / "optimum/mistral/model.onnx",
                                    ["--kv-cache-dtype", "bf16"]),
-    # Codes times their row's scale, rounded to bf16 as a step's blocks are repacked.
-    "optimum/mistral int8 cache": (EXPORTS_DIR / "optimum/mistral/model.onnx",
-                                   ["--kv-cache-dtype", "int8"]),
     # A GQA group of 3 (a tile's 16th row unused), head_dim 64.
     "default-smollm2-135m bf16 cache": (DEFAULT_MODEL, ["--kv-cache-dtype", "bf16"]),
 }

@@ -304,43 +304,21 @@ private:
   void repack(int64_t sub, Value block, Value kvHead) {
     Value zero = kb.index(0), one = kb.index(1);
     Value firstKeyRow = kb.index(sub * rows.headDim / 2);
-    SmallVector<Value> tile{block, zero, kvHead};
-    // An int8 key's scale is its slot's: one per lane of a feature's keys.
-    Value keyScales = rows.keyScales(kb, tiles, tile, 0, kTileSlots);
-    auto keyBits = [&](Value feature) {
-      if (!rows.int8)
-        return bf16Bits(kb, rows.bf16, tiles,
-                        {block, zero, kvHead, kb.mulIndex(feature, kb.index(rows.blockSize))});
-      return dequantizedBits(rows.keyLanes(kb, tiles, tile, feature, 0, laneType()), keyScales);
-    };
     kb.forEach(zero, kb.index(rows.headDim / 2), [&](Value i) {
-      Value even = kb.mulIndex(i, kb.index(2));
-      storePairs(kb, keyBits(even), keyBits(kb.addIndex(even, one)), keyPairs,
+      Value even = kb.mulIndex(kb.mulIndex(i, kb.index(2)), kb.index(rows.blockSize));
+      Value odd = kb.addIndex(even, kb.index(rows.blockSize));
+      storePairs(kb, bf16Bits(kb, rows.bf16, tiles, {block, zero, kvHead, even}),
+                 bf16Bits(kb, rows.bf16, tiles, {block, zero, kvHead, odd}), keyPairs,
                  {kb.addIndex(firstKeyRow, i), zero});
     });
-    // An int8 value row's scale is the row's: one for all its lanes.
-    auto valueBits = [&](Value slot, int64_t d) {
-      if (!rows.int8)
-        return bf16Bits(kb, rows.bf16, rows.pool, {block, one, kvHead, slot, kb.index(d)});
-      SmallVector<Value> row = rows.valueRow(kb, block, kvHead, slot);
-      Value scale = vector::BroadcastOp::create(b, loc, laneType(), rows.scale(kb, row));
-      return dequantizedBits(rows.chunk(kb, row, d, laneType()), scale);
-    };
     kb.forEach(zero, kb.index(kTileSlots / 2), [&](Value j) {
       Value even = kb.mulIndex(j, kb.index(2)), odd = kb.addIndex(even, one);
       Value pairRow = kb.addIndex(kb.index(sub * kTileSlots / 2), j);
       for (int64_t d = 0; d < plan.valueDim; d += kLanes)
-        storePairs(kb, valueBits(even, d), valueBits(odd, d), valuePairs,
-                   {pairRow, kb.index(2 * d)});
+        storePairs(kb, bf16Bits(kb, rows.bf16, rows.pool, {block, one, kvHead, even, kb.index(d)}),
+                   bf16Bits(kb, rows.bf16, rows.pool, {block, one, kvHead, odd, kb.index(d)}),
+                   valuePairs, {pairRow, kb.index(2 * d)});
     });
-  }
-
-  VectorType laneType() const { return VectorType::get({kLanes}, b.getF32Type()); }
-
-  /// int8 codes (as f32 lanes) times their scales, as bf16 bits.
-  Value dequantizedBits(Value codes, Value scales) {
-    Value rounded = roundToBf16(b, loc, arith::MulFOp::create(b, loc, codes, scales));
-    return arith::BitcastOp::create(b, loc, VectorType::get({kLanes}, b.getI16Type()), rounded);
   }
 
   /// Zero values for block `sub` of the step, one the sequence does not
@@ -633,6 +611,7 @@ private:
 
 std::optional<std::string> whyNotTiles(llm::PagedAttentionOp op, const CachedRows &rows,
                                        int64_t group, int64_t valueDim) {
+  if (rows.int8) return "its KV cache is int8";
   if (rows.valuesInKeys) return "its cache holds one row a token";
   if (rows.blockSize != kTileSlots) return "its KV blocks are not 16 tokens";
   if (rows.headDim % kTileK) return "its head_dim is not a multiple of 32";

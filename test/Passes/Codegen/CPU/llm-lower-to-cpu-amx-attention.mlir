@@ -96,37 +96,3 @@ func.func @vectors(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi
   %15 = llm.logits %14, %4 : (tensor<?x32xf32>, tensor<32x64xf32>) -> tensor<?x64xf32>
   return %15 : tensor<?x64xf32>
 }
-
-// -----
-
-// An int8 cache takes the tiles too: a step's repack widens each block's
-// codes, multiplies them by their scales (a key's, its slot's: one per lane;
-// a value row's, the row's) and rounds them to bf16 before it interleaves
-// them.
-// CHECK-LABEL: func.func private @llmc_paged_attention_{{[0-9]+}}(
-//  CHECK-SAME:     memref<?x64xf32>, %{{.*}}: memref<?x2x1x16x36xi8>
-//       CHECK:   scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4
-//       CHECK:   arith.sitofp %{{.*}} : vector<16xi8> to vector<16xf32>
-//       CHECK:   arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
-//       CHECK:   vector.interleave %{{.*}}, %{{.*}} : vector<16xi16> -> vector<32xi16>
-//       CHECK:   amx.tile_mulf
-func.func @int8_cache(%arg0: tensor<?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "cu_seqlens_q"}, %arg3: tensor<?xi32> {llmc.abi = "context_lens"}, %arg4: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg5: tensor<?xi32> {llmc.abi = "slot_mapping"}, %arg6: tensor<?xi32> {llmc.abi = "logits_indices"}, %arg7: tensor<1x?x2x1x16x36xi8> {llmc.abi = "kv_pool"}) -> tensor<?x64xf32> attributes {llmc.max_num_batched_tokens = 8 : i64, llmc.max_num_seqs = 2 : i64, llmc.workspace_bytes = 9216 : i64} {
-  %1 = llm.constant dense<3.000000e-01> : tensor<64x64xf32>
-  %2 = llm.constant dense<1.000000e+00> : tensor<16xf32>
-  %3 = llm.constant dense<1.000000e-01> : tensor<64x64xf32>
-  %4 = llm.constant dense<2.000000e-01> : tensor<64x32xf32>
-  %5 = llm.embedding %1, %arg0 {llmc.workspace_offsets = array<i64: 0>} : (tensor<64x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
-  %6 = llm.linear %5, %3 {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
-  %7 = llm.linear %5, %4 {llmc.workspace_offsets = array<i64: 4096>} : (tensor<?x64xf32>, tensor<64x32xf32>) -> tensor<?x32xf32>
-  %8 = llm.split_heads %6 {num_heads = 2 : i64} : (tensor<?x64xf32>) -> tensor<?x2x32xf32>
-  %9 = llm.split_heads %7 {num_heads = 1 : i64} : (tensor<?x32xf32>) -> tensor<?x1x32xf32>
-  %10 = llm.rope %8, %arg1, %2 {llmc.workspace_offsets = array<i64: 6144>} : (tensor<?x2x32xf32>, tensor<?xi32>, tensor<16xf32>) -> tensor<?x2x32xf32>
-  %11 = llm.rope %9, %arg1, %2 {llmc.workspace_offsets = array<i64: 8192>} : (tensor<?x1x32xf32>, tensor<?xi32>, tensor<16xf32>) -> tensor<?x1x32xf32>
-  %12 = llm.paged_kv_write %arg7, %11, %9, %arg5 {layer = 0 : i64} : (tensor<1x?x2x1x16x36xi8>, tensor<?x1x32xf32>, tensor<?x1x32xf32>, tensor<?xi32>) -> tensor<1x?x2x1x16x36xi8>
-  %13 = llm.paged_attention %10, %12, %arg4, %arg3, %arg2 {layer = 0 : i64, llmc.workspace_offsets = array<i64: 0>, scale = 0.176776695 : f32} : (tensor<?x2x32xf32>, tensor<1x?x2x1x16x36xi8>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x2x32xf32>
-  %14 = llm.merge_heads %13 : (tensor<?x2x32xf32>) -> tensor<?x64xf32>
-  %15 = llm.gather_rows %14, %arg6 {llmc.workspace_offsets = array<i64: 2048>} : (tensor<?x64xf32>, tensor<?xi32>) -> tensor<?x64xf32>
-  %16 = llm.logits %15, %3 : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
-  return %16 : tensor<?x64xf32>
-}
-
