@@ -104,8 +104,9 @@ KvCacheShape kvCacheShape(const Artifact &artifact, const ModelOptions &options,
   // not the whole model's.
   size_t numGroups = artifact.step().kvGroups.size();
   std::string holds =
-      numGroups ? std::to_string(shape.numLayers) + " layers a block, " +
-                      std::to_string(numGroups) + " groups of layers by attention window"
+      numGroups ? std::to_string(shape.numLayers) + (shape.numLayers == 1 ? " layer" : " layers") +
+                      " a block, " + std::to_string(numGroups) +
+                      " groups of layers by attention window"
                 : std::to_string(shape.numBlocks * shape.blockSize) + " tokens";
   summary = "KV cache: " + std::to_string(shape.numBlocks) + " blocks of " +
             std::to_string(shape.blockSize) + " tokens (" + holds + ", " +
