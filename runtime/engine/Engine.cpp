@@ -56,8 +56,7 @@ int64_t resolveModelLen(const Model &model, const SchedulerLimits &step, int64_t
   if (requested < 0) throw Error("max_model_len must not be negative");
   int64_t numBlocks = model.kvPool().numBlocks(), blockSize = model.kvPool().blockSize();
   int64_t positions = model.config().maxPositions;
-  std::vector<int64_t> windows = step.kvGroupWindows;
-  if (windows.empty()) windows.push_back(step.attentionWindow);
+  std::vector<int64_t> windows = step.groupWindows();
   auto blocksHeldAt = [&](int64_t length) {
     int64_t held = 0;
     for (int64_t window : windows)

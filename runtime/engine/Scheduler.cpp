@@ -9,9 +9,8 @@ namespace llmc::runtime {
 
 Scheduler::Scheduler(BlockManager &blocks, const SchedulerLimits &limits, const SwapPolicy &swap,
                      SchedulingPolicy policy)
-    : blocks(blocks, limits.kvGroupWindows.empty() ? std::vector<int64_t>{limits.attentionWindow}
-                                                     : limits.kvGroupWindows),
-      stepLimits(limits), schedulingPolicy(policy), swap(swap) {
+    : blocks(blocks, limits.groupWindows()), stepLimits(limits), schedulingPolicy(policy),
+      swap(swap) {
   if (limits.maxNumSeqs < 1 || limits.maxNumBatchedTokens < limits.maxNumSeqs)
     throw Error("the scheduler needs 1 <= max_num_seqs <= max_num_batched_tokens, got " +
                 std::to_string(limits.maxNumSeqs) + " and " +

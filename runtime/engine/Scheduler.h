@@ -64,6 +64,11 @@ struct SchedulerLimits {
   /// Each KV cache group's window (0: none), when the model has several
   /// (step.kv_groups); empty: one group of every layer, with attentionWindow.
   std::vector<int64_t> kvGroupWindows;
+
+  /// Each KV cache group's window: kvGroupWindows, or attentionWindow's one group.
+  std::vector<int64_t> groupWindows() const {
+    return kvGroupWindows.empty() ? std::vector<int64_t>{attentionWindow} : kvGroupWindows;
+  }
 };
 
 /// Who runs first: first come, first served, or by priority, then arrival.
