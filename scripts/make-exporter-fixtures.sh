@@ -10,7 +10,8 @@
 # committed files: it needs neither torch nor transformers.
 #
 # Exporters: optimum (`optimum-cli export onnx --task text-generation-with-past`, defaults, and
-# `--dtype fp16` for the structurally distinct families),
+# `--dtype fp16` for the structurally distinct families; `--task text-generation`, without the
+# cache, for some),
 # onnxruntime-genai's model builder (`-p fp32|fp16|int4 -e cpu`; a family the builder does not
 # know is skipped, and said so; QMoE variants of a MXFP4 gpt-oss) and torch.onnx's dynamo exporter at opsets 18 and 23
 # (scripts/exporters/dynamo_export.py; the structurally distinct families only, to keep the
@@ -77,6 +78,24 @@ for model in "$work"/hf/*/; do
     [[ -f $work/optimum-fp16/$family/$file ]] && cp "$work/optimum-fp16/$family/$file" "$out/"
   done
 done
+# optimum-onnx without the cache (`--task text-generation`: the graph takes the token ids and
+# recomputes every token, as a plain export of forward() does), for the structurally distinct
+# families: llmc adds the cache.
+OPTIMUM_NO_CACHE_FAMILIES="llama-gqa qwen3 gemma2 mistral-window gpt2 mpt bloom opt falcon gpt-neox
+                           phi3 qwen3-moe deepseek-v3 gpt-oss"
+for family in $OPTIMUM_NO_CACHE_FAMILIES; do
+  model=$work/hf/$family
+  [[ -d $model ]] || continue
+  out=$ROOT/test/exporters/optimum-no-cache/$family
+  echo "make-exporter-fixtures: optimum without the cache $family"
+  .venv-optimum/bin/optimum-cli export onnx --model "$model" --task text-generation \
+    "$work/optimum-no-cache/$family" >"$work/optimum-no-cache-$family.log" 2>&1 \
+    || { cat "$work/optimum-no-cache-$family.log" >&2; exit 1; }
+  rm -rf "$out" && mkdir -p "$out"
+  for file in "${KEEP[@]}"; do
+    [[ -f $work/optimum-no-cache/$family/$file ]] && cp "$work/optimum-no-cache/$family/$file" "$out/"
+  done
+done
 # onnxruntime-genai's model builder, for the CPU at each precision. Its weights go to
 # model.onnx.data beside model.onnx, as users receive them.
 GENAI_KEEP=(model.onnx model.onnx.data genai_config.json tokenizer.json tokenizer_config.json
@@ -134,6 +153,16 @@ for opset in 18 23; do
     rm -rf "$out" && mkdir -p "$out"
     cp "$work/dynamo-$opset/$family"/{model.onnx,model.onnx.data,config.json} "$out/"
   done
+done
+# The same exporter on forward() without the cache (use_cache=False, no past inputs).
+for family in llama-gqa gpt2 gemma2 qwen3 mpt phi3; do
+  out=$ROOT/test/exporters/dynamo-opset18-no-cache/$family
+  log=$work/dynamo-no-cache-$family.log
+  echo "make-exporter-fixtures: dynamo opset 18 without the cache $family"
+  .venv-genai/bin/python scripts/exporters/dynamo_export.py "$work/hf-genai/$family" \
+    "$work/dynamo-no-cache/$family" --opset 18 --no-cache >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+  rm -rf "$out" && mkdir -p "$out"
+  cp "$work/dynamo-no-cache/$family"/{model.onnx,model.onnx.data,config.json} "$out/"
 done
 # onnxruntime's weight-only quantizer on optimum's exports: the MatMulNBits and
 # GatherBlockQuantized forms users make from an fp32 export, and its QDQ form (blocked

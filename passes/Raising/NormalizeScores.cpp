@@ -10,6 +10,8 @@
 //   [batch, heads, s, keys] for the mask and the softmax, and flattened again
 //   for the product with v. The products are viewed as 4-D again, each view
 //   pushed back to the heads it splits.
+// - Without a cache between them, TorchScript joins the keys' heads transpose
+//   and their K^T into one [0, 2, 3, 1]: it is split in two again.
 // - GPT-Neo selects its scores, torch.where(causal, scores, finfo.min), and
 //   MPT fills them, masked_fill(mask, finfo.min): with a fill that hides a
 //   key, the selection is an added mask of 0 and the fill.
@@ -187,6 +189,26 @@ struct GatherScoreTerms : OpRewritePattern<onnx::SoftmaxOp> {
   }
 };
 
+/// Transpose(Reshape(k -> [b, s, H, D]), [0, 2, 3, 1]) -> the heads' transpose
+/// [0, 2, 1, 3] then K^T's [0, 1, 3, 2]: TorchScript joins the two when no
+/// cache comes between them (GPT-2 and MPT exported without their cache).
+struct SplitKeyHeadsTranspose : OpRewritePattern<onnx::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(onnx::TransposeOp op, PatternRewriter &rewriter) const override {
+    if (!hasPerm(op, {0, 2, 3, 1})) return rewriter.notifyMatchFailure(op, "perm is not [0, 2, 3, 1]");
+    if (!definedBy<onnx::ReshapeOp>(op.getData()) || rankOf(op.getData()) != 4)
+      return rewriter.notifyMatchFailure(op, "input is not a 4-D Reshape of the heads");
+    auto type = cast<RankedTensorType>(op.getData().getType());
+    ArrayRef<int64_t> bshd = type.getShape();
+    auto heads = RankedTensorType::get({bshd[0], bshd[2], bshd[1], bshd[3]}, type.getElementType());
+    Value split = onnx::TransposeOp::create(rewriter, op.getLoc(), heads, op.getData(),
+                                            rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}));
+    rewriter.replaceOpWithNewOp<onnx::TransposeOp>(op, op.getType(), split,
+                                                   rewriter.getDenseI64ArrayAttr({0, 1, 3, 2}));
+    return success();
+  }
+};
+
 /// Whether `value` is a QK^T product, or one plus a few terms (MPT's linear
 /// biases); not followed further, so that a residual stream's chain of adds
 /// is not walked from every Where.
@@ -232,7 +254,8 @@ struct SelectedScoresAsMask : OpRewritePattern<onnx::WhereOp> {
 
 LogicalResult normalizeAttentionScores(func::FuncOp func) {
   RewritePatternSet patterns(func.getContext());
-  patterns.add<UnflattenHeadBatch, SelectedScoresAsMask, GatherScoreTerms>(func.getContext());
+  patterns.add<UnflattenHeadBatch, SplitKeyHeadsTranspose, SelectedScoresAsMask, GatherScoreTerms>(
+      func.getContext());
   // Nothing is folded yet: proving the masks reads the graph as exported.
   GreedyRewriteConfig config;
   config.enableFolding(false);

@@ -82,7 +82,10 @@ SmallVector<Probe> makeProbes(const FixedDims &fixed, int64_t longPast) {
   // longer than any window.
   SmallVector<Wanted> wanted = {{2, 0, 4}, {2, 3, 2}, {2, 5, 1}, {2, 0, 5}, {1, longPast, 1}};
   SmallVector<Probe> probes;
-  for (auto [index, w] : llvm::enumerate(wanted)) {
+  for (auto [index, asked] : llvm::enumerate(wanted)) {
+    // A model without a cache computes every token anew: a probe's past
+    // tokens become new ones, so that its length (a window's) still shows.
+    Wanted w = fixed.past == 0 ? Wanted{asked.batch, 0, asked.past + asked.fresh} : asked;
     Probe p{fixed.batch.value_or(w.batch), fixed.past.value_or(w.past),
             fixed.fresh.value_or(w.fresh), {}};
     if (fixed.total) {
@@ -386,6 +389,16 @@ FixedDims fixedDims(func::FuncOp func, ArrayRef<MaskSite> sites) {
     if (type.getRank() == 4 && !ShapedType::isDynamic(shape[0]) && shape[0] != 1)
       fixed.batch = shape[0];
   }
+  // Inputs that are all token ids, positions or masks leave no room for a
+  // cache: the model recomputes every token (optimum's `--task
+  // text-generation`, a plain torch.onnx.export of forward()).
+  bool cacheless = true;
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    auto dims = dimsByName(onnx::inputName(arg), type.getRank());
+    if (!dims || llvm::is_contained(*dims, Dim::Past)) cacheless = false;
+  }
+  if (cacheless) fixed.past = 0;
   for (BlockArgument arg : func.getArguments()) {
     auto type = cast<RankedTensorType>(arg.getType());
     auto dims = dimsByName(onnx::inputName(arg), type.getRank());

@@ -1,11 +1,13 @@
 """Exports a Hugging Face decoder directory with torch.onnx's dynamo exporter, KV cache included.
 
-    python scripts/exporters/dynamo_export.py HF_DIR OUT_DIR --opset N
+    python scripts/exporters/dynamo_export.py HF_DIR OUT_DIR --opset N [--no-cache]
 
 Uses transformers' OnnxExporter (transformers.exporters: torch.export, then
 torch.onnx.export(..., dynamo=True) with the patches transformers keeps for its models) on
 example inputs with a past, so that the graph takes and returns the cache; every dim is
-dynamic. Writes OUT_DIR/model.onnx (+ model.onnx.data) and config.json. Runs in .venv-genai
+dynamic. `--no-cache` exports forward() without the cache instead (`use_cache=False`, no
+past): the graph takes the token ids and the attention mask and returns the logits, as a
+plain export of the model does. Writes OUT_DIR/model.onnx (+ model.onnx.data) and config.json. Runs in .venv-genai
 (transformers 5, torch, onnxscript); see scripts/make-exporter-fixtures.sh.
 """
 from __future__ import annotations
@@ -37,14 +39,26 @@ def example_inputs(model) -> dict:
         past_key_values=cache, use_cache=True)
 
 
+def example_inputs_without_cache(model) -> dict:
+    """A batch of NEW tokens and no cache."""
+    generator = torch.Generator().manual_seed(0)
+    return dict(
+        input_ids=torch.randint(3, model.config.vocab_size, (BATCH, NEW), generator=generator),
+        attention_mask=torch.ones(BATCH, NEW, dtype=torch.int64),
+        position_ids=torch.arange(NEW).expand(BATCH, NEW), use_cache=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("out")
     parser.add_argument("--opset", type=int, required=True)
+    parser.add_argument("--no-cache", action="store_true",
+                        help="export forward() without the KV cache")
     args = parser.parse_args()
     model = AutoModelForCausalLM.from_pretrained(args.model).eval()
-    exported = OnnxExporter().export(model, example_inputs(model),
+    inputs = example_inputs_without_cache(model) if args.no_cache else example_inputs(model)
+    exported = OnnxExporter().export(model, inputs,
                                      config=OnnxConfig(dynamic=True, opset_version=args.opset))
     exported.save_pretrained(args.out)
 

@@ -73,11 +73,13 @@ def pad(prompts: list[list[int]], side: str) -> PaddedPrompts:
 
 @dataclass
 class Generation:
-    """A batch being generated: its padded prompts and the KV cache so far."""
+    """A batch being generated: its padded prompts, the tokens and the KV cache so far."""
 
     prompts: PaddedPrompts
     attention_mask: np.ndarray  # [batch, tokens so far]
     past: dict[str, np.ndarray]  # past input name -> [batch, kv_heads, tokens so far, head_dim]
+    # [batch, tokens so far]: what a model without a cache is fed again at every step.
+    input_ids: np.ndarray
 
 
 def sliding_window(model_path: str | os.PathLike) -> int:
@@ -140,8 +142,10 @@ class OrtDecoder:
                 decoder = genai_decoder_config(model_path)
                 dims = (decoder["num_key_value_heads"], decoder["head_size"])
             self.past_dims[name] = dims
-        past = inputs[self.past_names[0]]
-        self.past_dtype = np.float16 if past.type == "tensor(float16)" else np.float32
+        # A model exported without its cache (optimum's --task text-generation) recomputes
+        # every token at every step.
+        self.past_dtype = np.float16 if self.past_names and \
+            inputs[self.past_names[0]].type == "tensor(float16)" else np.float32
         self.takes_position_ids = signature.POSITION_IDS in inputs
         self.merged = signature.USE_CACHE_BRANCH in inputs
         nodes = onnx.load(str(model_path), load_external_data=False).graph.node
@@ -193,7 +197,7 @@ class OrtDecoder:
         if self.ring_lengths and len(set(padded.lengths)) > 1:
             return self.prefill_one_at_a_time(padded)
         logits, present = self.forward(padded.input_ids, padded.attention_mask)
-        return logits, Generation(padded, padded.attention_mask, present)
+        return logits, Generation(padded, padded.attention_mask, present, padded.input_ids)
 
     def prefill_one_at_a_time(self, padded: PaddedPrompts) -> tuple[np.ndarray, Generation]:
         """prefill() of right-padded prompts, each run alone: the logits and the present KV
@@ -212,14 +216,17 @@ class OrtDecoder:
             present[name] = np.concatenate(
                 [np.pad(cache, ((0, 0), (0, 0), (0, longest - cache.shape[2]), (0, 0)))
                  for cache in caches])
-        return logits, Generation(padded, padded.attention_mask, present)
+        return logits, Generation(padded, padded.attention_mask, present, padded.input_ids)
 
     def decode(self, generation: Generation, tokens) -> np.ndarray:
         """Feed one token per sequence; returns logits [batch, vocab] and advances `generation`."""
         tokens = np.asarray(tokens, dtype=np.int64).reshape(-1, 1)
         mask = np.concatenate([generation.attention_mask, np.ones_like(tokens)], axis=1)
-        logits, present = self.forward(tokens, mask, generation.past)
+        input_ids = np.concatenate([generation.input_ids, tokens], axis=1)
+        logits, present = self.forward(input_ids if not self.past_names else tokens, mask,
+                                       generation.past)
         generation.attention_mask, generation.past = mask, present
+        generation.input_ids = input_ids
         return logits[:, -1]
 
 

@@ -283,3 +283,61 @@ func.func @selected_by_a_buffer(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>
     }
   }
 #-}
+
+// -----
+
+// Without a cache between them, TorchScript joins the keys' heads transpose
+// and K^T into one Transpose [0, 2, 3, 1] of the heads' view (GPT-2 and MPT
+// exported without their cache): it is split again, and the attention raised.
+// CHECK-LABEL: func.func @joined_key_transposes
+//       CHECK:   %[[Q:.*]] = llm.split_heads %arg0 {num_heads = 4 : i64}
+//       CHECK:   %[[K:.*]] = llm.split_heads %arg0 {num_heads = 4 : i64}
+//       CHECK:   llm.attention %[[Q]], %[[K]], %[[Q]], %arg1 {causal, scale = 2.500000e-01 : f32}
+//   CHECK-NOT:   onnx.Softmax
+// ERROR-NOT: error: {{.*}}@joined_key_transposes
+func.func @joined_key_transposes(%x: tensor<?x?x64xf32> {onnx.name = "inputs_embeds"},
+                                 %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x4x?x16xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %heads = onnx.Constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %view = onnx.Reshape %x, %heads : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %q = onnx.Transpose %view {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %kt = onnx.Transpose %view {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %x_shape = onnx.Shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %fresh = onnx.Gather %x_shape, %c1 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %positions = onnx.Range %c0, %fresh, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q_col = onnx.Unsqueeze %positions, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k_row = onnx.Unsqueeze %positions, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = onnx.LessOrEqual %k_row, %q_col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %keep = onnx.Cast %am {to = 9 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %keep4 = onnx.Unsqueeze %keep, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %visible = onnx.And %causal, %keep4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %mask = onnx.Where %visible, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %scale = onnx.Constant dense<0.25> : tensor<f32>
+  %scaled = onnx.Mul %qk, %scale : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %masked = onnx.Add %scaled, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = onnx.MatMul %p, %q : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near miss: a Transpose [0, 2, 3, 1] of anything but the heads' view is left
+// as it is, and the scores are not a QK^T product.
+// CHECK-LABEL: func.func @joined_transpose_of_no_view
+//       CHECK:   onnx.Transpose %arg1 {perm = array<i64: 0, 2, 3, 1>}
+//       CHECK:   onnx.Softmax
+// ERROR: error: onnx ops not raised to llm: {{.*}}onnx.Transpose x1{{.*}}onnx.Softmax x1
+func.func @joined_transpose_of_no_view(%q: tensor<?x4x?x16xf32>, %k: tensor<?x?x4x16xf32>) -> tensor<?x4x?x?xf32> {
+  %kt = onnx.Transpose %k {perm = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = onnx.Softmax %qk {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  return %p : tensor<?x4x?x?xf32>
+}

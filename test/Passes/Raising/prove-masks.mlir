@@ -537,3 +537,87 @@ func.func @mpt_table_alibi(%q: tensor<?x2x?x4xf32>, %k: tensor<?x2x?x4xf32>, %v:
   return %o : tensor<?x2x?x4xf32>
 }
 
+
+// -----
+
+// A model exported without its cache (optimum's --task text-generation) takes
+// only token inputs: every probe is a prefill, a probe's past tokens becoming
+// new ones, so that the longest (9 tokens) still shows the window of 6.
+// CHECK-LABEL: func.func @cacheless_window_mask
+//  CHECK-SAME:   %[[M:[^:]*]]: tensor<?x?xi64> {onnx.name = "attention_mask"}
+//       CHECK:   llm.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {causal, scale = 2.500000e-01 : f32, sliding_window = 6 : i64}
+//   CHECK-NOT:   onnx.Softmax
+// ERROR-NOT: error: {{.*}}@cacheless_window_mask
+func.func @cacheless_window_mask(%x: tensor<?x?x64xf32> {onnx.name = "inputs_embeds"},
+                                 %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x4x?x16xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %window = onnx.Constant dense<6> : tensor<i64>
+  %heads = onnx.Constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %split = onnx.Reshape %x, %heads : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %q = onnx.Transpose %split {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %x_shape = onnx.Shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %fresh = onnx.Gather %x_shape, %c1 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %positions = onnx.Range %c0, %fresh, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q_col = onnx.Unsqueeze %positions, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k_row = onnx.Unsqueeze %positions, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = onnx.LessOrEqual %k_row, %q_col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %start = onnx.Sub %q_col, %window : (tensor<?x1xi64>, tensor<i64>) -> tensor<?x1xi64>
+  %recent = onnx.Greater %k_row, %start : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %in_window = onnx.And %causal, %recent : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %keep = onnx.Cast %am {to = 9 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %keep4 = onnx.Unsqueeze %keep, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %visible = onnx.And %in_window, %keep4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %mask = onnx.Where %visible, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kt = onnx.Transpose %q {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %scale = onnx.Constant dense<0.25> : tensor<f32>
+  %scaled = onnx.Mul %qk, %scale : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %masked = onnx.Add %scaled, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = onnx.MatMul %p, %q : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Near miss: the same model with an input llmc does not know (it could be a
+// cache) is probed after a past too, where its mask no longer fits the keys.
+// CHECK-LABEL: func.func @unknown_input_is_not_cacheless
+//       CHECK:   onnx.Softmax
+// ERROR: error: onnx ops not raised to llm: {{.*}}; attention mask: shape inference fails on a probe of 3 past and 2 new tokens
+func.func @unknown_input_is_not_cacheless(%x: tensor<?x?x64xf32> {onnx.name = "inputs_embeds"},
+                                          %am: tensor<?x?xi64> {onnx.name = "attention_mask"},
+                                          %extra: tensor<?x?xf32> {onnx.name = "extra"}) -> tensor<?x4x?x16xf32> {
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %heads = onnx.Constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %ax1 = onnx.Constant dense<[1]> : tensor<1xi64>
+  %ax12 = onnx.Constant dense<[1, 2]> : tensor<2xi64>
+  %zero = onnx.Constant dense<0.0> : tensor<f32>
+  %ninf = onnx.Constant dense<0xFF800000> : tensor<f32>
+  %split = onnx.Reshape %x, %heads : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %q = onnx.Transpose %split {perm = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %x_shape = onnx.Shape %x : (tensor<?x?x64xf32>) -> tensor<3xi64>
+  %fresh = onnx.Gather %x_shape, %c1 : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %positions = onnx.Range %c0, %fresh, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %q_col = onnx.Unsqueeze %positions, %ax1 : (tensor<?xi64>, tensor<1xi64>) -> tensor<?x1xi64>
+  %k_row = onnx.Unsqueeze %positions, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %causal = onnx.LessOrEqual %k_row, %q_col : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %keep = onnx.Cast %am {to = 9 : i64} : (tensor<?x?xi64>) -> tensor<?x?xi1>
+  %keep4 = onnx.Unsqueeze %keep, %ax12 : (tensor<?x?xi1>, tensor<2xi64>) -> tensor<?x1x1x?xi1>
+  %visible = onnx.And %causal, %keep4 : (tensor<?x?xi1>, tensor<?x1x1x?xi1>) -> tensor<?x1x?x?xi1>
+  %mask = onnx.Where %visible, %zero, %ninf : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<?x1x?x?xf32>
+  %kt = onnx.Transpose %q {perm = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %qk = onnx.MatMul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %masked = onnx.Add %qk, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = onnx.Softmax %masked {axis = -1 : i64} : (tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = onnx.MatMul %p, %q : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
