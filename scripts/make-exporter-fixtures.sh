@@ -96,6 +96,20 @@ for family in $OPTIMUM_NO_CACHE_FAMILIES; do
     [[ -f $work/optimum-no-cache/$family/$file ]] && cp "$work/optimum-no-cache/$family/$file" "$out/"
   done
 done
+# optimum-onnx's `--task feature-extraction`: the model without its LM head, returning
+# last_hidden_state, as embedding models (Qwen3-Embedding, gte-Qwen2, e5-mistral) are exported.
+for family in qwen3 qwen2 mistral; do
+  out=$ROOT/test/exporters/optimum-feature-extraction/$family
+  echo "make-exporter-fixtures: optimum feature-extraction $family"
+  .venv-optimum/bin/optimum-cli export onnx --model "$work/hf/$family" --task feature-extraction \
+    "$work/optimum-feature-extraction/$family" >"$work/optimum-fe-$family.log" 2>&1 \
+    || { cat "$work/optimum-fe-$family.log" >&2; exit 1; }
+  rm -rf "$out" && mkdir -p "$out"
+  for file in "${KEEP[@]}"; do
+    [[ -f $work/optimum-feature-extraction/$family/$file ]] \
+      && cp "$work/optimum-feature-extraction/$family/$file" "$out/"
+  done
+done
 # onnxruntime-genai's model builder, for the CPU at each precision. Its weights go to
 # model.onnx.data beside model.onnx, as users receive them.
 GENAI_KEEP=(model.onnx model.onnx.data genai_config.json tokenizer.json tokenizer_config.json

@@ -223,10 +223,11 @@ std::optional<llvm::json::Array> kvGroupsEntry(ModuleOp module) {
 }
 
 /// The manifest's "step" entry: its limits, workspace and KV blocks, how its
-/// matrix products run, and the exported symbol of a CPU step.
+/// matrix products run, what it returns rows of, and the exported symbol of a
+/// CPU step.
 llvm::json::Object stepEntry(const StepInfo &info, StringRef kvDtype, StringRef matmul,
-                             StringRef symbol = "") {
-  llvm::json::Object step{{"kv_dtype", kvDtype}, {"matmul", matmul}};
+                             StringRef output, StringRef symbol = "") {
+  llvm::json::Object step{{"kv_dtype", kvDtype}, {"matmul", matmul}, {"output", output}};
   for (const auto &[name, field] : kStepInfoStepFields) step[name] = info.*field;
   if (!symbol.empty()) step["symbol"] = symbol;
   return step;
@@ -298,9 +299,12 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   auto matmul = module->getAttrOfType<StringAttr>("llmc.matmul");
   auto kvDtype = module->getAttrOfType<StringAttr>("llmc.kv_dtype");
   auto activations = module->getAttrOfType<StringAttr>("llmc.activations");
+  auto output = module->getAttrOfType<StringAttr>(kStepOutputAttr);
   if (failed(config)) return failure();
-  if (!module.lookupSymbol<func::FuncOp>("llmc_step") || !matmul || !kvDtype || !activations)
+  if (!module.lookupSymbol<func::FuncOp>("llmc_step") || !matmul || !kvDtype || !activations ||
+      !output)
     return module.emitError("not a module that llm-lower-to-cpu produced");
+  std::string outputKind = output.getValue().str();
   auto pathOf = [&](StringRef file) { return joinPath(directory, file); };
   // A manifest left by an earlier compile would describe files being replaced.
   llvm::sys::fs::remove(pathOf("manifest.json"));
@@ -319,7 +323,8 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   for (StringRef name : {StringRef("llmc.weights"), StringRef("llmc.weights_bytes"),
                          StringRef("llmc.matmul"), StringRef("llmc.kv_dtype"),
                          StringRef("llmc.activations"), StringRef("llmc.bf16_products"),
-                         StringRef(kStepInfoAttr), StringRef(kKvGroupsAttr)})
+                         StringRef(kStepInfoAttr), StringRef(kKvGroupsAttr),
+                         StringRef(kStepOutputAttr)})
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);
@@ -339,7 +344,7 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
                                     {"cpu", target.cpu},
                                     {"features", target.features}}},
       {"model", modelEntry(*config, "f32")},
-      {"step", stepEntry(*config, kvKind, matmulKind, LLMC_STEP_SYMBOL)},
+      {"step", stepEntry(*config, kvKind, matmulKind, outputKind, LLMC_STEP_SYMBOL)},
       {"kernels", llvm::json::Array{llvm::json::Object{{"file", "kernels.so"},
                                                        {"size", kernels->first},
                                                        {"checksum", kernels->second}}}},
@@ -407,7 +412,7 @@ LogicalResult writeCudaArtifact(ModuleOp module, StringRef directory, const Cuda
       {"abi_version", LLMC_STEP_ABI_VERSION},
       {"target", llvm::json::Object{{"kind", "cuda"}, {"arch", target.arch}, {"dtype", target.dtype}}},
       {"model", modelEntry(*config, target.dtype)},
-      {"step", stepEntry(*config, target.dtype, "cublaslt")},
+      {"step", stepEntry(*config, target.dtype, "cublaslt", kLogitsOutput)},
       {"kernels", std::move(kernelFiles)},
       {"weights", weightsEntry(*weights, std::move(weightIndex))},
   };

@@ -11,6 +11,7 @@
 #include "passes/Serving/Passes.h"
 #include "passes/Serving/StepFunction.h"
 
+#include "llmc/Artifact/StepInfo.h"
 #include "llmc/Support/TensorShape.h"
 
 #include "mlir/IR/Builders.h"
@@ -234,24 +235,55 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     return nullptr;
   }
 
+  /// The hidden size: the width of the model's (first) llm.embedding; 0
+  /// without one.
+  static int64_t hiddenSize(func::FuncOp func) {
+    int64_t width = 0;
+    func.walk([&](llm::EmbeddingOp op) {
+      if (!width) width = cast<ShapedType>(op.getType()).getShape().back();
+    });
+    return width;
+  }
+
+  /// Whether result `index` of `func` is the final hidden states of an
+  /// export without its LM head (optimum's --task feature-extraction, an
+  /// embedding model): named `last_hidden_state`, [batch, seq, hidden].
+  static bool isLastHiddenState(func::FuncOp func, unsigned index, Value value) {
+    auto name = func.getResultAttrOfType<StringAttr>(index, "onnx.name");
+    return name && name.getValue() == "last_hidden_state" && rankOf(value) == 3 &&
+           dimOf(value, 2) == hiddenSize(func);
+  }
+
   /// Drops the present K/V from the results, and the inputs returned as they
   /// are (transformers 5's sliding-window cache passes its window size
-  /// through so), which the step computes nothing for; the logits must be
-  /// what is left.
+  /// through so), which the step computes nothing for; the logits, or the
+  /// final hidden states of a model exported without its head, must be what
+  /// is left (kStepOutputAttr says which).
   LogicalResult returnOnlyLogits(func::FuncOp func) {
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     SmallVector<Value> kept;
-    for (Value value : ret.getOperands())
-      if (!value.getDefiningOp<llm::KvConcatOp>() && !isa<BlockArgument>(value))
-        kept.push_back(value);
-    if (kept.size() == 1 && !kept.front().getDefiningOp<llm::LogitsOp>())
+    bool hiddenStates = false;
+    for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+      if (value.getDefiningOp<llm::KvConcatOp>() || isa<BlockArgument>(value)) continue;
+      kept.push_back(value);
+      hiddenStates = isLastHiddenState(func, index, value);
+    }
+    if (kept.size() == 1 && hiddenStates) {
+      func->setAttr(kStepOutputAttr, StringAttr::get(func.getContext(), kHiddenStatesOutput));
+    } else if (kept.size() == 1 && !kept.front().getDefiningOp<llm::LogitsOp>() &&
+               dimOf(kept.front(), -1) != hiddenSize(func)) {
+      // Logits as wide as the vocabulary, not hidden states under another name.
       if (Operation *after = opAfterLogitsHead(kept.front()))
         return after->emitOpError("transforms the logits after the LM head with more than "
                                   "per-logit arithmetic on constants, which the head's epilogue "
                                   "holds; such logits are not supported");
-    if (kept.size() != 1 || !kept.front().getDefiningOp<llm::LogitsOp>())
-      return ret.emitOpError("must return the logits (llm.logits) and the present K/V only; "
-                             "the step ABI has no place for other results");
+    }
+    if (kept.size() != 1 || (!hiddenStates && !kept.front().getDefiningOp<llm::LogitsOp>()))
+      return ret.emitOpError("must return the logits (llm.logits), or the final hidden states "
+                             "(last_hidden_state), and the present K/V only; the step ABI has no "
+                             "place for other results");
+    if (!hiddenStates)
+      func->setAttr(kStepOutputAttr, StringAttr::get(func.getContext(), kLogitsOutput));
     ret->setOperands(kept);
     func.removeResAttrsAttr();
     func.setFunctionType(

@@ -10,6 +10,7 @@
 #include "passes/Serving/Passes.h"
 #include "passes/Serving/StepFunction.h"
 
+#include "llmc/Artifact/StepInfo.h"
 #include "llmc/Support/TensorShape.h"
 
 #include "mlir/IR/Builders.h"
@@ -127,6 +128,17 @@ struct LlmRaggedBatchingPass : impl::LlmRaggedBatchingPassBase<LlmRaggedBatching
       return WalkResult::advance();
     });
     if (walk.wasInterrupted()) return failure();
+    auto output = func->getAttrOfType<StringAttr>(kStepOutputAttr);
+    if (!logits && output && output.getValue() == kHiddenStatesOutput) {
+      // A model without its head returns the final hidden states of the
+      // rows the step asks for.
+      auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+      Value hidden = ret.getOperand(0);
+      auto hiddenType = cast<RankedTensorType>(hidden.getType());
+      builder.setInsertionPoint(ret);
+      logits = llm::GatherRowsOp::create(builder, ret.getLoc(), hiddenType, hidden, logitsIndices);
+      ret->setOperand(0, logits);
+    }
     if (!logits) return func.emitError("has no llm.logits head to gather rows for");
 
     llvm::BitVector erase(func.getNumArguments());

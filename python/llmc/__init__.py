@@ -4,15 +4,16 @@
     llm = LLM("models/smollm2-135m/model.onnx")
     llm.generate(["Hello"], SamplingParams(temperature=0))[0].outputs[0].text
 
-Serving: LLM (offline batches), AsyncLLM (streaming, asyncio), SamplingParams,
-RequestOutput. Compiling: compile() (`llmc compile` as a function, llmc.compiler). Lower
+Serving: LLM (offline batches; embed() for an embedding model), AsyncLLM (streaming,
+asyncio), SamplingParams, RequestOutput, PoolingParams, EmbeddingRequestOutput. Compiling: compile() (`llmc compile` as a function, llmc.compiler). Lower
 layers: llmc.runtime.Model (model steps), llmc.engine.Engine (the engine stepped by hand),
 llmc.tokenizer, llmc.chat_template. Test-model builders: llmc.testing; converters:
 llmc.convert.
 """
 from .compiler import CompileError, compile
 from .errors import LlmcRequestError, LlmcRuntimeError
-from .outputs import CompletionOutput, Logprob, RequestOutput
+from .outputs import (CompletionOutput, EmbeddingOutput, EmbeddingRequestOutput, Logprob,
+                      PoolingParams, RequestOutput)
 from .sampling_params import SamplingParams, StructuredOutputsParams
 
 
@@ -27,5 +28,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'llmc' has no attribute {name!r}")
 
 
-__all__ = ["AsyncLLM", "CompileError", "CompletionOutput", "LLM", "LlmcRequestError",
-           "LlmcRuntimeError", "Logprob", "RequestOutput", "SamplingParams", "StructuredOutputsParams", "compile"]
+__all__ = ["AsyncLLM", "CompileError", "CompletionOutput", "EmbeddingOutput",
+           "EmbeddingRequestOutput", "LLM", "LlmcRequestError", "LlmcRuntimeError", "Logprob",
+           "PoolingParams", "RequestOutput", "SamplingParams", "StructuredOutputsParams",
+           "compile"]

@@ -6,6 +6,9 @@
     print(outputs[0].outputs[0].text)
     llm.chat([{"role": "user", "content": "Hi!"}], SamplingParams(max_tokens=64))
 
+An embedding model (exported without its LM head, e.g. optimum's --task feature-extraction)
+embeds instead: LLM("qwen3-embedding/model.onnx").embed(["a query"])[0].outputs.embedding.
+
 The engine runs on its own threads (continuous batching over the paged KV cache); generate()
 submits every prompt, waits for their tokens with the GIL released, and shows a progress
 bar over the requests unless use_tqdm=False.
@@ -22,7 +25,8 @@ from tqdm.auto import tqdm
 
 from llmc.engine_args import open_engine
 from llmc.errors import LlmcRuntimeError
-from llmc.outputs import RequestOutput, RequestState
+from llmc.outputs import (EmbeddingRequestOutput, PoolingParams, PoolingState, RequestOutput,
+                          RequestState)
 from llmc.prompts import Prompt, max_tokens, normalize, params_for, truncated
 from llmc.sampling_params import SamplingParams
 from llmc.tokenizer import Tokenizer
@@ -92,6 +96,25 @@ class LLM:
         return self._run(batch, params_for(sampling_params, len(batch)), use_tqdm,
                          priority or [0] * len(batch))
 
+    def embed(self, prompts, pooling_params: Optional[PoolingParams] = None, *,
+              use_tqdm: bool = True) -> list[EmbeddingRequestOutput]:
+        """Embeds each prompt (as generate() takes them) with an embedding model: its last
+        token's final hidden state, L2-normalised unless pooling_params says not to, as
+        vLLM's LLM.embed with LAST pooling. Returns them in the prompts' order."""
+        engine = self._live()
+        if not engine.outputs_hidden_states:
+            raise ValueError("embed() needs an embedding model (one exported without its LM "
+                             "head, whose output is last_hidden_state); this one generates")
+        batch = normalize(prompts, self._tokenizer)
+        options = (pooling_params or PoolingParams()).engine_options()
+
+        def submit(index: int) -> int:
+            return engine.submit(batch[index].token_ids, options, [], False, None)
+
+        return self._drive(len(batch), submit,
+                           lambda index: PoolingState(str(next(self._request_ids)),
+                                                      batch[index].token_ids), use_tqdm)
+
     def chat(self, messages, sampling_params: Union[None, SamplingParams,
                                                     list[SamplingParams]] = None,
              *, use_tqdm: bool = True, chat_template_kwargs: Optional[dict] = None,
@@ -130,21 +153,32 @@ class LLM:
     def _run(self, batch: list[Prompt], params: list[SamplingParams], use_tqdm: bool,
              priority: list[int]) -> list[RequestOutput]:
         engine = self._live()
+        if engine.outputs_hidden_states:
+            raise ValueError("this is an embedding model (exported without its LM head): it "
+                             "embeds prompts (embed()) and generates nothing")
         batch = [truncated(prompt, params[index], engine.max_model_len)
                  for index, prompt in enumerate(batch)]
-        results: list[Optional[RequestOutput]] = [None] * len(batch)
-        waiting = deque(range(len(batch)))
-        running: dict[int, tuple[int, RequestState]] = {}
-        bar = _Progress(len(batch), use_tqdm)
+        return self._drive(
+            len(batch),
+            lambda index: self._submit(engine, batch[index], params[index], priority[index]),
+            lambda index: RequestState(str(next(self._request_ids)), batch[index].text,
+                                       batch[index].token_ids, params[index],
+                                       self._decode_token), use_tqdm)
+
+    def _drive(self, count: int, submit, make_state, use_tqdm: bool) -> list:
+        """Submits requests 0 .. count - 1 (submit(index) -> the engine's id), at most
+        _MAX_IN_FLIGHT at once, feeds each its events (make_state(index): a RequestState or
+        PoolingState) and returns their outputs in order."""
+        engine = self._live()
+        results: list = [None] * count
+        waiting = deque(range(count))
+        running: dict[int, tuple[int, object]] = {}
+        bar = _Progress(count, use_tqdm)
         try:
             while waiting or running:
                 while waiting and len(running) < _MAX_IN_FLIGHT:
                     index = waiting.popleft()
-                    engine_id = self._submit(engine, batch[index], params[index],
-                                             priority[index])
-                    running[engine_id] = (index, RequestState(
-                        str(next(self._request_ids)), batch[index].text,
-                        batch[index].token_ids, params[index], self._decode_token))
+                    running[submit(index)] = (index, make_state(index))
                 for event in engine.poll(_POLL_SECONDS):
                     entry = running.get(event["request"])
                     if entry is None:
@@ -183,11 +217,12 @@ class _Progress:
         self.input_tokens = 0
         self.output_tokens = 0
 
-    def finished(self, output: RequestOutput) -> None:
+    def finished(self, output: RequestOutput | EmbeddingRequestOutput) -> None:
         if self.bar is None:
             return
         self.input_tokens += len(output.prompt_token_ids)
-        self.output_tokens += sum(len(sample.token_ids) for sample in output.outputs)
+        if isinstance(output, RequestOutput):
+            self.output_tokens += sum(len(sample.token_ids) for sample in output.outputs)
         elapsed = max(time.perf_counter() - self.start, 1e-9)
         self.bar.set_postfix_str(f"est. speed input: {self.input_tokens / elapsed:.2f} toks/s, "
                                  f"output: {self.output_tokens / elapsed:.2f} toks/s",

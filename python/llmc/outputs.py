@@ -1,5 +1,6 @@
 """What generation returns, in vLLM's shapes: RequestOutput holds a prompt and its
-CompletionOutputs (one per sample); RequestState builds them from the engine's events."""
+CompletionOutputs (one per sample); RequestState builds them from the engine's events. An
+embedding model's requests return EmbeddingRequestOutputs (PoolingState builds them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -122,3 +123,58 @@ class RequestState:
         prompt_logprobs = None if self.prompt_logprobs is None else list(self.prompt_logprobs)
         return RequestOutput(self.request_id, self.prompt, list(self.prompt_token_ids),
                              samples, self.finished, prompt_logprobs)
+
+
+@dataclass
+class PoolingParams:
+    """vLLM's PoolingParams for an embedding model's requests: normalize scales each
+    embedding to unit L2 norm (the default, as vLLM's embed task does)."""
+    normalize: bool = True
+
+    def engine_options(self) -> dict:
+        return {"pooling": {"normalize": bool(self.normalize)}}
+
+
+@dataclass
+class EmbeddingOutput:
+    """The prompt's embedding: its last token's final hidden state (hidden_size floats)."""
+    embedding: list[float]
+
+    @property
+    def hidden_size(self) -> int:
+        return len(self.embedding)
+
+
+@dataclass
+class EmbeddingRequestOutput:
+    request_id: str
+    outputs: EmbeddingOutput
+    prompt_token_ids: list[int]
+    finished: bool
+
+
+class PoolingState:
+    """An embedding request in flight: its one event carries the embedding."""
+
+    def __init__(self, request_id: str, prompt_token_ids: list[int]):
+        self.request_id = request_id
+        self.prompt_token_ids = prompt_token_ids
+        self.embedding: Optional[list[float]] = None
+        self.error: Optional[LlmcRuntimeError] = None
+
+    @property
+    def finished(self) -> bool:
+        return self.error is not None or self.embedding is not None
+
+    def apply(self, event: dict) -> None:
+        if event["error"]:
+            error_type = LlmcRequestError if event["rejected"] else LlmcRuntimeError
+            self.error = error_type(event["error"])
+        elif event["embedding"] is not None:
+            self.embedding = event["embedding"]
+        elif event["finish_reason"] == "abort":
+            self.error = LlmcRuntimeError(f"request {self.request_id} was aborted")
+
+    def output(self) -> EmbeddingRequestOutput:
+        return EmbeddingRequestOutput(self.request_id, EmbeddingOutput(list(self.embedding)),
+                                      list(self.prompt_token_ids), True)

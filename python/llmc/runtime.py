@@ -57,6 +57,12 @@ class Model:
         return self._model
 
     vocab_size = property(lambda self: self.native().vocab_size)
+    hidden_size = property(lambda self: self.native().hidden_size)
+    # An embedding model (exported without its LM head): step() returns the final hidden
+    # states of the rows it asks for, hidden_size wide, and the model generates nothing.
+    outputs_hidden_states = property(lambda self: self.native().outputs_hidden_states)
+    # The width of step()'s rows: vocab_size, or hidden_size.
+    output_size = property(lambda self: self.native().output_size)
     num_layers = property(lambda self: self.native().num_layers)
     block_size = property(lambda self: self.native().block_size)
     max_num_batched_tokens = property(lambda self: self.native().max_num_batched_tokens)
@@ -70,11 +76,12 @@ class Model:
     def step(self, tokens, positions, cu_seqlens_q, context_lens, block_tables, slot_mapping,
              logits_indices) -> np.ndarray:
         """One model step over a ragged, paged batch (see StepABI.h); returns
-        the [N, vocab] float32 logits. The caller picks the KV block ids."""
+        the [N, vocab] float32 logits (an embedding model's [N, hidden] final hidden
+        states). The caller picks the KV block ids."""
         arrays = self._step_arrays(tokens, positions, cu_seqlens_q, context_lens, block_tables,
                                    slot_mapping, logits_indices)
         model = self.native()
-        logits = np.empty((len(arrays[3]), model.vocab_size), dtype=np.float32)
+        logits = np.empty((len(arrays[3]), model.output_size), dtype=np.float32)
         model.step(*arrays, logits)
         return logits
 

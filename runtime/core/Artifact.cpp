@@ -214,6 +214,17 @@ StepConfig parseStepConfig(const json &manifest, const TargetConfig &target) {
                   "' is not one this runtime runs (avx512-bf16 or amx)");
     config.amxTiles = products == "amx";
   }
+  // Artifacts written before the field return logits.
+  if (step.contains("output")) {
+    std::string output = stringField(step, "step", "output");
+    if (output != "logits" && output != "hidden_states")
+      throw Error("manifest.json: step.output '" + output +
+                  "' is not one this runtime serves (logits or hidden_states)");
+    if (target.isCuda() && output != "logits")
+      throw Error("manifest.json: step.output is '" + output +
+                  "'; the CUDA runtime serves logits only");
+    config.outputsHiddenStates = output == "hidden_states";
+  }
   // The runtime allocates the KV pool, so it must know its element type.
   std::string kvDtype = stringField(step, "step", "kv_dtype");
   if (target.isCuda()) {

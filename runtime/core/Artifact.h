@@ -77,9 +77,19 @@ struct StepConfig {
   /// the step's block_tables has G rows a sequence and slot_mapping G slots
   /// a token (StepABI.h), and a block holds the rows of one group's layers.
   std::vector<KvGroupConfig> kvGroups;
+  /// step.output: the step's rows are logits (vocab_size wide), or the final
+  /// hidden states (hidden_size wide) of a model exported without its LM
+  /// head, which serves embeddings and generates nothing.
+  bool outputsHiddenStates = false;
 
   int64_t numKvGroups() const { return kvGroups.empty() ? 1 : int64_t(kvGroups.size()); }
 };
+
+/// The width of a step's output rows: the vocabulary's logits, or the hidden
+/// states of a model without its head.
+inline int64_t stepOutputSize(const ModelConfig &model, const StepConfig &step) {
+  return step.outputsHiddenStates ? model.hiddenSize : model.vocabSize;
+}
 
 /// A model.llmc directory, verified and loaded: load() checks the manifest's
 /// versions and target and every file's size and checksum before it maps the

@@ -77,14 +77,22 @@ public:
   /// ModelOptions::maxModelLen); 0 when there is none.
   int64_t maxSequenceLength() const { return executor->maxSequenceLength(); }
 
-  /// Runs the step function over `batch` and writes [numSeqs, vocabSize]
-  /// logits. Throws Error, before running anything, when the batch breaks the
-  /// step's limits or would index outside the KV cache or the vocabulary.
+  /// Whether the step returns final hidden states (an embedding model's)
+  /// instead of logits: the model then serves embeddings, not generation.
+  bool outputsHiddenStates() const { return stepConfig().outputsHiddenStates; }
+  /// The width of a step's output row: vocabSize, or hiddenSize.
+  int64_t outputSize() const { return stepOutputSize(config(), stepConfig()); }
+
+  /// Runs the step function over `batch` and writes [numSeqs, outputSize()]
+  /// rows: logits, or hidden states. Throws Error, before running anything,
+  /// when the batch breaks the step's limits or would index outside the KV
+  /// cache or the vocabulary.
   void step(const StepBatch &batch, float *logits);
   /// Runs the step as step() does and writes each sequence's greedy token
   /// (runtime/core/Argmax.h) to `tokens`: picked on the GPU where the
   /// executor can (greedyOnDevice()), so that [numSeqs] ids come back
   /// instead of [numSeqs, vocabSize] logits; from host logits elsewhere.
+  /// Throws Error for a model that outputs hidden states.
   void stepGreedy(const StepBatch &batch, int32_t *tokens);
   bool greedyOnDevice() const { return executor->greedyOnDevice(); }
 

@@ -57,7 +57,8 @@ void CpuExecutor::step(const StepBatch &batch, float *logits) {
                                 static_cast<int64_t>(artifact.weightsBytes()));
   LlmcMemRef1 scratch = memref1(static_cast<int8_t *>(workspace.data()),
                                 static_cast<int64_t>(workspace.bytes()));
-  LlmcMemRef2 logitsOut = memref2(logits, numSeqs, artifact.model().vocabSize);
+  LlmcMemRef2 logitsOut =
+      memref2(logits, numSeqs, stepOutputSize(artifact.model(), artifact.step()));
   artifact.stepFunction()(cpu.hostApi(), &tokens, &positions, &cuSeqlensQ, &contextLens,
                           &blockTables, &slotMapping, &logitsIndices, &kvPool, &weights, &scratch,
                           &logitsOut);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <string>
 
@@ -128,6 +129,8 @@ Engine::Engine(Model &model, const EngineConfig &config)
       defaultSeed(config.seed),
       speculative(config.speculative) {
   speculative.validate();
+  if (speculative.enabled() && model.outputsHiddenStates())
+    throw Error("speculative decoding needs a generative model; this one returns hidden states");
   // As vLLM and llama.cpp allocate theirs: the cache is all backed before the
   // first request, so no step waits on a page fault of a block it writes.
   model.kvPool().makeResident();
@@ -142,6 +145,24 @@ void Engine::validate(const std::vector<int32_t> &prompt, const RequestOptions &
     if (prompt[i] < 0 || prompt[i] >= vocabSize)
       throw RequestError("prompt token " + str(i) + " is " + str(prompt[i]) +
                          ", outside the vocabulary (0 to " + str(vocabSize - 1) + ")");
+  if (options.priority != 0 && scheduler.policy() != SchedulingPolicy::Priority)
+    throw RequestError("priority " + str(options.priority) +
+                       " needs the priority scheduling policy (vLLM's scheduling_policy "
+                       "\"priority\"); this engine serves first come, first served");
+  if (model.outputsHiddenStates() != options.pooling.has_value())
+    throw RequestError(options.pooling
+                           ? "the model generates text: it has no embeddings to pool"
+                           : "the model is an embedding model (exported without its LM head): "
+                             "it embeds prompts and generates nothing");
+  if (options.pooling) {
+    // The whole prompt is computed; nothing is generated after it.
+    if (static_cast<int64_t>(prompt.size()) > modelLen)
+      throw RequestError("the prompt has " + str(int64_t(prompt.size())) +
+                         " tokens; max_model_len is " + str(modelLen));
+    if (options.n != 1 || options.promptLogprobs || options.grammar)
+      throw RequestError("an embedding request takes no n, prompt_logprobs or grammar");
+    return;
+  }
   if (static_cast<int64_t>(prompt.size()) >= modelLen)
     throw RequestError("the prompt has " + str(int64_t(prompt.size())) +
                        " tokens; max_model_len is " + str(modelLen) +
@@ -158,10 +179,6 @@ void Engine::validate(const std::vector<int32_t> &prompt, const RequestOptions &
       (*options.promptLogprobs < 0 || *options.promptLogprobs > kMaxLogprobs))
     throw RequestError("prompt_logprobs must be in [0, " + str(kMaxLogprobs) + "], got " +
                        str(*options.promptLogprobs));
-  if (options.priority != 0 && scheduler.policy() != SchedulingPolicy::Priority)
-    throw RequestError("priority " + str(options.priority) +
-                       " needs the priority scheduling policy (vLLM's scheduling_policy "
-                       "\"priority\"); this engine serves first come, first served");
   if (options.sampling.minTokens > options.maxTokens)
     throw RequestError("min_tokens (" + str(options.sampling.minTokens) +
                        ") must not be more than max_tokens (" + str(options.maxTokens) + ")");
@@ -305,6 +322,7 @@ void Engine::forkSamples(Request &request, Sequence &parent) {
 }
 
 bool Engine::picksArgmaxOnly(const SchedulerOutput &plan) const {
+  if (model.outputsHiddenStates()) return false;
   for (const ScheduledChunk &chunk : plan.chunks) {
     const Sequence &sequence = *chunk.sequence;
     if (chunk.numDraft > 0 || chunk.rowPerToken) return false;
@@ -422,6 +440,21 @@ void Engine::verifyDraft(const ScheduledChunk &chunk, const float *rows,
     scheduler.kvCache().rollBack(sequence.blocks, sequence.tokens, keep);
 }
 
+StepOutput Engine::embed(const Request &request, Sequence &sequence, const float *row) {
+  std::vector<float> embedding(row, row + model.outputSize());
+  if (request.options.pooling->normalize) {
+    double squares = 0;
+    for (float value : embedding) squares += double(value) * value;
+    // As torch.nn.functional.normalize: a zero vector stays zero.
+    double norm = std::max(std::sqrt(squares), 1e-12);
+    for (float &value : embedding) value = static_cast<float>(value / norm);
+  }
+  finish(sequence);
+  StepOutput output{sequence.request, sequence.sampleIndex, std::nullopt, FinishReason::Stop};
+  output.embedding = std::move(embedding);
+  return output;
+}
+
 void Engine::finish(Sequence &sequence) {
   scheduler.remove(&sequence);
   sequence.status = SequenceStatus::Finished;
@@ -434,7 +467,8 @@ std::vector<StepOutput> Engine::step() {
   proposeDrafts();
   SchedulerOutput plan = scheduler.schedule();
   if (plan.empty()) return outputs;
-  int64_t vocabSize = model.config().vocabSize;
+  // A row of logits, or of an embedding model's hidden states.
+  int64_t vocabSize = model.outputSize();
   // A step of greedy sequences asks for their tokens, not the logits: a GPU
   // picks them there and brings back [seqs] ids.
   bool greedyStep = picksArgmaxOnly(plan);
@@ -478,6 +512,10 @@ std::vector<StepOutput> Engine::step() {
     carriesPrompt |= promptPart > 0;
     if (!chunk.samples()) continue;
     Request &request = requests.at(sequence.request);
+    if (request.options.pooling) {
+      outputs.push_back(embed(request, sequence, logits.data() + row * vocabSize));
+      continue;
+    }
     auto drawOf = [&](Sequence *sample) -> Draw {
       if (greedyStep)
         return {&request, sample, nullptr, sample->sampler.sampleArgmax(greedyTokens[row])};

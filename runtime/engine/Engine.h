@@ -31,6 +31,12 @@
 //   sequence's next token is computed on another thread while the next
 //   model step runs.
 // - When a request ends, its blocks are free (or cached and evictable).
+// - A model that returns hidden states (an embedding model, exported without
+//   its LM head) serves pooling requests only, and a generative model none:
+//   such a request's prompt is computed (chunked, prefix-cached, preempted
+//   like any other) and ends with one StepOutput carrying the embedding, the
+//   last prompt token's final hidden state (vLLM's LAST pooling), L2-normalised
+//   unless the request says not to.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_ENGINE_ENGINE_H
@@ -82,6 +88,12 @@ struct EngineConfig {
   SchedulingPolicy schedulingPolicy = SchedulingPolicy::Fcfs;
 };
 
+/// vLLM's PoolingParams: what an embedding model's request asks for.
+struct PoolingParams {
+  /// Scale the embedding to unit L2 norm (vLLM's default for embed).
+  bool normalize = true;
+};
+
 struct RequestOptions {
   SamplingParams sampling;
   /// Tokens to generate per sample at most (>= 1).
@@ -99,6 +111,9 @@ struct RequestOptions {
   std::optional<int32_t> promptLogprobs;
   /// vLLM's priority (lower runs first); only under the priority policy.
   int64_t priority = 0;
+  /// Set for every request to a model that returns hidden states (and for
+  /// none to a generative one): the request embeds its prompt.
+  std::optional<PoolingParams> pooling;
 };
 
 /// What one step produced for one sample: a new token, an end, or both; or,
@@ -114,6 +129,8 @@ struct StepOutput {
   /// prompt token 1's (token 0 has no logprob), and every later token's
   /// comes, before the first sampled token.
   std::vector<SampledToken> promptLogprobs;
+  /// A pooling request's embedding (hidden_size values), in its one output.
+  std::vector<float> embedding;
 };
 
 struct EngineStats {
@@ -236,6 +253,9 @@ private:
   /// draft, which is the last; keeps the accepted draft tokens' K/V.
   void verifyDraft(const ScheduledChunk &chunk, const float *rows,
                    std::vector<StepOutput> &outputs);
+  /// A pooling request's output: the final hidden state `row` of its last
+  /// prompt token, normalised as it asks; ends its sequence.
+  StepOutput embed(const Request &request, Sequence &sequence, const float *row);
   /// Ends a sample (its output carries the reason); the request goes when
   /// all its samples have.
   void finish(Sequence &sequence);

@@ -154,6 +154,12 @@ RequestOptions requestOptionsFromJson(const json &object) {
   fields.readLogitBias("logit_bias", sampling.logitBias);
   fields.read("min_tokens", sampling.minTokens);
   fields.readIds("allowed_token_ids", sampling.allowedTokenIds);
+  if (const json *pooling = fields.readObject("pooling")) {
+    Fields<RequestError> poolingFields(*pooling, "pooling");
+    options.pooling.emplace();
+    poolingFields.read("normalize", options.pooling->normalize);
+    poolingFields.finish();
+  }
   fields.finish();
   return options;
 }
@@ -205,6 +211,7 @@ json toJson(const StepOutput &output) {
                       {"rank", entry.rank},
                       {"top_logprobs", topLogprobsJson(entry)}});
   result["prompt_logprobs"] = std::move(prompt);
+  if (!output.embedding.empty()) result["embedding"] = output.embedding;
   return result;
 }
 

@@ -60,14 +60,15 @@ StepBatch stepBatch(int64_t numKvGroups, const IdArray &tokens, const IdArray &p
   return batch;
 }
 
-/// One step into `logits` ([N, vocab] float32).
+/// One step into `logits` ([N, vocab] float32, or [N, hidden] for a model
+/// that returns hidden states).
 void step(Model &model, IdArray tokens, IdArray positions, IdArray cuSeqlensQ,
           IdArray contextLens, TableArray blockTables, IdArray slotMapping,
           IdArray logitsIndices, LogitsArray logits) {
   StepBatch batch = stepBatch(model.stepConfig().numKvGroups(), tokens, positions, cuSeqlensQ,
                               contextLens, blockTables, slotMapping, logitsIndices);
   checkLength("logits", logits.shape(0), batch.numSeqs);
-  checkLength("the logits' rows", logits.shape(1), model.config().vocabSize);
+  checkLength("the logits' rows", logits.shape(1), model.outputSize());
   nb::gil_scoped_release release;
   model.step(batch, logits.data());
 }
@@ -131,6 +132,9 @@ void bindModel(nb::module_ &module) {
           nb::arg("kv_cache_bytes") = 0, nb::arg("memory_fraction") = 0.0,
           nb::arg("max_model_len") = 0)
       .def_prop_ro("vocab_size", [](const Model &m) { return m.config().vocabSize; })
+      .def_prop_ro("hidden_size", [](const Model &m) { return m.config().hiddenSize; })
+      .def_prop_ro("outputs_hidden_states", &Model::outputsHiddenStates)
+      .def_prop_ro("output_size", &Model::outputSize)
       .def_prop_ro("num_layers", [](const Model &m) { return m.config().numLayers; })
       .def_prop_ro("block_size", [](const Model &m) { return m.stepConfig().blockSize; })
       .def_prop_ro("max_num_batched_tokens",

@@ -135,6 +135,8 @@ nb::dict eventToPython(const StreamEvent &event) {
   result["stop_string"] =
       event.stopString ? nb::object(text(*event.stopString)) : nb::object(nb::none());
   result["num_prompt_tokens"] = event.numPromptTokens;
+  result["embedding"] = event.embedding.empty() ? nb::object(nb::none())
+                                                : nb::object(nb::cast(event.embedding));
   result["error"] = text(event.error);
   result["rejected"] = event.rejected;
   return result;
@@ -285,6 +287,8 @@ void bindServing(nb::module_ &module) {
       .def_prop_ro("max_model_len", [](const LLMEngine &self) { return self.engine->maxModelLen(); })
       .def_prop_ro("max_num_seqs", [](const LLMEngine &self) { return self.engine->maxNumSeqs(); })
       .def_prop_ro("vocab_size", [](const LLMEngine &self) { return self.model->config().vocabSize; })
+      .def_prop_ro("outputs_hidden_states",
+                   [](const LLMEngine &self) { return self.model->outputsHiddenStates(); })
       .def_prop_ro("kv_cache_summary",
                    [](const LLMEngine &self) { return self.model->kvCacheSummary(); });
 }

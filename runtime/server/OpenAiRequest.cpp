@@ -123,25 +123,34 @@ json readTemplateKwargs(const Fields &fields) {
   return *kwargs;
 }
 
-/// OpenAI's prompt: a string, a list of strings, a list of token ids or a
-/// list of such lists.
-std::vector<PromptInput> readPrompts(const Fields &fields) {
-  const json *prompt = fields.find("prompt");
-  if (!prompt) Fields::fail("prompt", "is required");
+/// OpenAI's prompt (or embeddings' input, `name`): a string, a list of
+/// strings, a list of token ids or a list of such lists.
+std::vector<PromptInput> readPrompts(const Fields &fields, const char *name = "prompt") {
+  const json *prompt = fields.find(name);
+  if (!prompt) Fields::fail(name, "is required");
   if (prompt->is_string()) return {PromptInput{prompt->get<std::string>(), {}}};
   if (!prompt->is_array() || prompt->empty())
-    Fields::fail("prompt", "must be a string, a list of strings, or a list of token id lists");
-  if ((*prompt)[0].is_number()) return {PromptInput{std::nullopt, tokenIds(*prompt, "prompt")}};
+    Fields::fail(name, "must be a string, a list of strings, or a list of token id lists");
+  if ((*prompt)[0].is_number()) return {PromptInput{std::nullopt, tokenIds(*prompt, name)}};
   std::vector<PromptInput> prompts;
   for (const json &item : *prompt) {
     if (item.is_string())
       prompts.push_back({item.get<std::string>(), {}});
     else if (item.is_array())
-      prompts.push_back({std::nullopt, tokenIds(item, "prompt")});
+      prompts.push_back({std::nullopt, tokenIds(item, name)});
     else
-      Fields::fail("prompt", "must be a string, a list of strings, or a list of token id lists");
+      Fields::fail(name, "must be a string, a list of strings, or a list of token id lists");
   }
   return prompts;
+}
+
+/// vLLM's truncate_prompt_tokens: -1 keeps max_model_len tokens; 0 (the
+/// default) keeps them all.
+int64_t readTruncatePromptTokens(const Fields &fields, int64_t maxModelLen) {
+  std::optional<int64_t> keep = fields.integer("truncate_prompt_tokens", -1, maxModelLen);
+  if (!keep) return 0;
+  if (*keep == 0) Fields::fail("truncate_prompt_tokens", "must be -1 or at least 1");
+  return *keep == -1 ? maxModelLen : *keep;
 }
 
 /// OpenAI's messages: role and content, the content a string or a list of
@@ -433,11 +442,7 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   request.stop = readStop(fields);
   request.includeStopStrInOutput = fields.flag("include_stop_str_in_output", false);
   request.skipSpecialTokens = fields.flag("skip_special_tokens", true);
-  // -1: as many as the model takes, as in vLLM.
-  if (std::optional<int64_t> keep = fields.integer("truncate_prompt_tokens", -1, maxModelLen)) {
-    if (*keep == 0) Fields::fail("truncate_prompt_tokens", "must be -1 or at least 1");
-    request.truncatePromptTokens = *keep == -1 ? maxModelLen : *keep;
-  }
+  request.truncatePromptTokens = readTruncatePromptTokens(fields, maxModelLen);
   if (const json *ids = fields.find("stop_token_ids")) {
     if (!ids->is_array()) Fields::fail("stop_token_ids", "must be a list of token ids");
     options.stopTokenIds = tokenIds(*ids, "stop_token_ids");
@@ -465,6 +470,24 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   }
   if (request.stream && request.promptLogprobs)
     Fields::fail("prompt_logprobs", "is not supported with 'stream': true");
+  return request;
+}
+
+EmbeddingRequest parseEmbeddingRequest(const json &body, int64_t maxModelLen) {
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  Fields fields(body);
+  EmbeddingRequest request;
+  request.model = fields.string("model");
+  request.inputs = readPrompts(fields, "input");
+  std::string format = fields.find("encoding_format") ? fields.string("encoding_format") : "float";
+  if (format != "float" && format != "base64")
+    Fields::fail("encoding_format", "must be 'float' or 'base64', not '" + format + "'");
+  request.base64 = format == "base64";
+  // Truncating a Matryoshka embedding is a property of the model; none here claims one.
+  fields.unsupported("dimensions", json());
+  request.pooling.normalize = fields.flag("normalize", true);
+  request.addSpecialTokens = fields.flag("add_special_tokens", true);
+  request.truncatePromptTokens = readTruncatePromptTokens(fields, maxModelLen);
   return request;
 }
 

@@ -1,6 +1,7 @@
 //===- OpenAiRequest.h - the request bodies of the OpenAI API ---*- C++ -*-===//
 //
-// Reads the JSON body of POST /v1/completions and /v1/chat/completions into
+// Reads the JSON body of POST /v1/completions, /v1/chat/completions and
+// /v1/embeddings into
 // what the engine runs, checking each field's type and range as OpenAI's API
 // does; any fault is an ApiError (400) naming the field. Also vLLM's
 // POST /tokenize and /detokenize. Fields of OpenAI's
@@ -107,6 +108,24 @@ struct GenerationRequest {
 /// Parses a request body; `maxModelLen` bounds max_tokens.
 GenerationRequest parseGenerationRequest(Endpoint endpoint, const nlohmann::ordered_json &body,
                                          int64_t maxModelLen);
+
+/// OpenAI's POST /v1/embeddings, for an embedding model.
+struct EmbeddingRequest {
+  /// Empty when the request names none.
+  std::string model;
+  /// input: one or more texts or token id lists, each embedded alone.
+  std::vector<PromptInput> inputs;
+  /// encoding_format "base64": each embedding the base64 of its
+  /// little-endian float32 bytes (what OpenAI's Python client asks for).
+  bool base64 = false;
+  /// vLLM's normalize (true by default).
+  PoolingParams pooling;
+  /// vLLM's add_special_tokens: the tokenizer's BOS template on text inputs.
+  bool addSpecialTokens = true;
+  /// vLLM's truncate_prompt_tokens, as in GenerationRequest.
+  int64_t truncatePromptTokens = 0;
+};
+EmbeddingRequest parseEmbeddingRequest(const nlohmann::ordered_json &body, int64_t maxModelLen);
 
 /// vLLM's POST /tokenize: a prompt, or chat messages that the chat template
 /// renders first.

@@ -2,10 +2,15 @@
 #include "runtime/server/OpenAiServer.h"
 
 #include "runtime/server/ApiError.h"
+#include "runtime/server/Base64.h"
 #include "runtime/server/Mailbox.h"
 #include "runtime/server/OpenAiResponse.h"
+#include "runtime/server/RandomId.h"
 #include "runtime/server/Reasoning.h"
 #include "runtime/tokenizer/Tokenizer.h"
+
+#include <bit>
+#include <chrono>
 
 namespace llmc::runtime::server {
 namespace {
@@ -240,6 +245,12 @@ Task<void> OpenAiServer::route(HttpExchange &exchange) {
     co_await exchange.respond(jsonResponse(modelList()));
     co_return;
   }
+  if (target == "/v1/embeddings") {
+    if (!post) throw ApiError(405, "use POST /v1/embeddings");
+    if (draining) throw ApiError(503, "the server is shutting down");
+    co_await embed(exchange);
+    co_return;
+  }
   std::optional<Endpoint> endpoint;
   if (target == "/v1/completions") endpoint = Endpoint::Completions;
   if (target == "/v1/chat/completions") endpoint = Endpoint::ChatCompletions;
@@ -400,6 +411,105 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
   last.push_back("[DONE]");
   co_await exchange.sendEvents(last);
   co_await exchange.endEvents();
+}
+
+json OpenAiServer::embeddingResponse(const EmbeddingRequest &request,
+                                    const std::vector<std::vector<float>> &embeddings,
+                                    int64_t promptTokens) const {
+  json data = json::array();
+  for (size_t i = 0; i < embeddings.size(); ++i) {
+    json entry = json::object();
+    entry["object"] = "embedding";
+    entry["index"] = i;
+    const std::vector<float> &values = embeddings[i];
+    // Little-endian float32, as numpy.frombuffer(..., dtype="float32") reads it.
+    static_assert(std::endian::native == std::endian::little);
+    entry["embedding"] = request.base64
+                             ? json(base64Encode(values.data(), values.size() * sizeof(float)))
+                             : json(values);
+    data.push_back(std::move(entry));
+  }
+  json response = json::object();
+  response["id"] = randomId("embd-");
+  response["object"] = "list";
+  response["created"] = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  response["model"] = served.name;
+  response["data"] = std::move(data);
+  json usage = json::object();
+  usage["prompt_tokens"] = promptTokens;
+  usage["total_tokens"] = promptTokens;
+  response["usage"] = std::move(usage);
+  return response;
+}
+
+Task<void> OpenAiServer::embed(HttpExchange &exchange) {
+  Clock::time_point arrival = Clock::now();
+  json body = parseBody(exchange.request);
+  EmbeddingRequest request = parseEmbeddingRequest(body, engine.maxModelLen());
+  checkModel(request.model);
+  const size_t numInputs = request.inputs.size();
+  for (const PromptInput &input : request.inputs)
+    if (input.text && !served.tokenizer)
+      throw ApiError(400, "this model has no tokenizer: give inputs as token ids", "input");
+  auto mailbox = std::make_shared<Mailbox<PromptEvent>>(exchange.executor());
+  std::vector<AsyncRequest> works;
+  for (size_t i = 0; i < numInputs; ++i) {
+    AsyncRequest &work = works.emplace_back();
+    work.text = std::move(request.inputs[i].text);
+    work.promptIds = std::move(request.inputs[i].ids);
+    work.addSpecialTokens = request.addSpecialTokens;
+    work.options.pooling = request.pooling;
+    work.truncatePromptTokens = request.truncatePromptTokens;
+    work.onEvent = [mailbox, i](const StreamEvent &event) { mailbox->put({i, event}); };
+  }
+  // The inputs go in one submission: all run, or the request is refused.
+  std::vector<RequestId> ids;
+  try {
+    ids = engine.submit(std::move(works));
+  } catch (const QueueFullError &error) {
+    throw ApiError(429, error.what(), {}, "rate_limit_exceeded");
+  } catch (const RequestError &error) {
+    throw ApiError(400, error.what());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    inFlight.insert(ids.begin(), ids.end());
+  }
+  exchange.watchDisconnect([this, ids] {
+    for (RequestId id : ids) engine.abort(id);
+  });
+
+  std::vector<std::vector<float>> embeddings(numInputs);
+  int64_t promptTokens = 0;
+  size_t unfinished = numInputs;
+  std::optional<ApiError> failure;
+  while (unfinished > 0) {
+    std::vector<PromptEvent> events = co_await mailbox->take();
+    for (const auto &[input, event] : events) {
+      if (!event.last()) continue;
+      --unfinished;
+      if (!event.error.empty()) {
+        // An input refused or a failed step: the whole response fails.
+        if (!failure) failure = ApiError(event.rejected ? 400 : 500, event.error);
+        for (RequestId id : ids) engine.abort(id);
+      } else if (event.embedding.empty()) {
+        if (!failure) failure = ApiError(500, "the request was aborted");
+      } else {
+        embeddings[input] = event.embedding;
+        promptTokens += event.numPromptTokens;
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (RequestId id : ids) inFlight.erase(id);
+  }
+  metrics.observeRequestEnd(failure ? "error" : "stop", promptTokens,
+                            secondsBetween(arrival, Clock::now()));
+  if (failure) throw *failure;
+  co_await exchange.respond(jsonResponse(embeddingResponse(request, embeddings, promptTokens)));
 }
 
 } // namespace llmc::runtime::server

@@ -2,6 +2,7 @@
 //
 // The routes of `llmc serve`:
 //   POST /v1/completions, POST /v1/chat/completions   (stream: true as SSE)
+//   POST /v1/embeddings                                 (an embedding model)
 //   GET /v1/models, GET /health, GET /metrics          (Prometheus text)
 // A generation request becomes one engine request per prompt; its events
 // come back through a Mailbox to the connection's coroutine, which streams
@@ -41,6 +42,13 @@ public:
 private:
   Task<void> route(HttpExchange &exchange);
   Task<void> generate(HttpExchange &exchange, Endpoint endpoint);
+  /// POST /v1/embeddings: one engine request per input, answered at once.
+  Task<void> embed(HttpExchange &exchange);
+  /// The body of an embeddings response (not built in the coroutine: see
+  /// tokenizerEndpoint).
+  nlohmann::ordered_json embeddingResponse(const EmbeddingRequest &request,
+                                           const std::vector<std::vector<float>> &embeddings,
+                                           int64_t promptTokens) const;
   HttpResponse jsonResponse(const nlohmann::ordered_json &body) const;
   /// The body of GET /v1/models.
   nlohmann::ordered_json modelList() const;

@@ -206,6 +206,8 @@ EXPORTS = ROOT / "test" / "exporters"
     "genai-int4/nemotron",
     # Learned positions at an offset, the feed-forward block unflattened.
     "optimum/opt",
+    # Exported without the cache: the keys' transposes joined, masks proven on prefills.
+    "optimum-no-cache/gpt2",
     # One key and one value head split off the fused projection.
     "optimum/falcon",
     "optimum/gpt-bigcode",  # c_attn unsqueezed and split: one key and one value head

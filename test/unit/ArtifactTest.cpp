@@ -110,6 +110,24 @@ TEST(Artifact, ReadsKvCacheGroups) {
   EXPECT_EQ(artifact->step().kvGroups[1].layers, std::vector<int64_t>{0});
 }
 
+TEST(Artifact, ReadsWhatTheStepReturnsRowsOf) {
+  TestArtifact test;
+  // Artifacts written before step.output return logits.
+  EXPECT_FALSE(Artifact::load(test.dir())->step().outputsHiddenStates);
+  test.manifest["step"]["output"] = "logits";
+  test.writeManifest();
+  EXPECT_FALSE(Artifact::load(test.dir())->step().outputsHiddenStates);
+  test.manifest["step"]["output"] = "hidden_states";
+  test.writeManifest();
+  auto artifact = Artifact::load(test.dir());
+  EXPECT_TRUE(artifact->step().outputsHiddenStates);
+  EXPECT_EQ(stepOutputSize(artifact->model(), artifact->step()), artifact->model().hiddenSize);
+  test.manifest["step"]["output"] = "pooled";
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "step.output 'pooled' is not one this runtime serves (logits or "
+                          "hidden_states)");
+}
+
 TEST(Artifact, RefusesKvCacheGroupsThatDoNotHoldEveryLayerOnce) {
   TestArtifact test;
   auto groups = [&](const char *text) {

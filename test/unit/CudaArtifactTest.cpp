@@ -105,6 +105,10 @@ TEST(CudaArtifact, RefusesABadTarget) {
   EXPECT_LOAD_ERROR(test, "step.kv_groups is for the CPU runtime; the CUDA runtime keeps one "
                           "block table for every layer");
   test.manifest["step"].erase("kv_groups");
+  test.manifest["step"]["output"] = "hidden_states";
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "step.output is 'hidden_states'; the CUDA runtime serves logits only");
+  test.manifest["step"].erase("output");
   test.manifest["target"]["kind"] = "tpu";
   test.writeManifest();
   EXPECT_LOAD_ERROR(test, "targets 'tpu'; this runtime runs cpu and cuda artifacts only");

@@ -757,3 +757,106 @@ TEST_F(EngineGrammarTest, APreemptedConstrainedSequenceKeepsItsTokens) {
   for (const auto &tokens : tight)
     EXPECT_NE(std::find(choices.begin(), choices.end(), text(tokens)), choices.end());
 }
+
+/// The toy step as an embedding model: its rows are hidden_size (8) wide,
+/// each the bias plus a peak at (the context's sum) % 8.
+class EmbeddingEngineTest : public EngineTest {
+protected:
+  std::unique_ptr<Model> openEmbedding(int64_t numKvBlocks) {
+    auto model = open(numKvBlocks);
+    artifact->manifest["step"]["output"] = "hidden_states";
+    artifact->writeManifest();
+    ModelOptions options;
+    options.numThreads = 2;
+    options.numKvBlocks = numKvBlocks;
+    return Model::open(artifact->dir(), options);
+  }
+
+  /// What the toy returns for `prompt`.
+  std::vector<float> toyRow(const std::vector<int32_t> &prompt) const {
+    std::vector<float> row(artifact->bias().begin(), artifact->bias().begin() + 8);
+    int64_t sum = 0;
+    for (int32_t token : prompt) sum += token;
+    row[sum % 8] += 1.0f;
+    return row;
+  }
+
+  static RequestOptions pooling(bool normalize) {
+    RequestOptions options;
+    options.pooling = PoolingParams{normalize};
+    return options;
+  }
+};
+
+TEST_F(EmbeddingEngineTest, EmbedsEachPromptOnceAndFreesItsBlocks) {
+  auto model = openEmbedding(8);
+  ASSERT_TRUE(model->outputsHiddenStates());
+  EXPECT_EQ(model->outputSize(), 8);
+  Engine engine(*model, {});
+  // Longer than a step's 16 tokens: computed in chunks.
+  std::vector<std::vector<int32_t>> prompts = {{1, 2, 3}, std::vector<int32_t>(23, 5), {7}};
+  for (size_t i = 0; i < prompts.size(); ++i)
+    engine.addRequest(i, prompts[i], pooling(/*normalize=*/i != 0));
+  std::vector<StepOutput> outputs;
+  while (engine.hasUnfinished())
+    for (StepOutput &output : engine.step()) outputs.push_back(std::move(output));
+  ASSERT_EQ(outputs.size(), prompts.size());
+  for (const StepOutput &output : outputs) {
+    EXPECT_EQ(output.finishReason, FinishReason::Stop);
+    EXPECT_FALSE(output.token);
+    std::vector<float> expected = toyRow(prompts[output.request]);
+    if (output.request != 0) {
+      double norm = 0;
+      for (float value : expected) norm += double(value) * value;
+      for (float &value : expected) value = float(value / std::sqrt(norm));
+    }
+    ASSERT_EQ(output.embedding.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_NEAR(output.embedding[i], expected[i], 1e-6) << "request " << output.request;
+  }
+  EXPECT_EQ(engine.stats().generatedTokens, 0);
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+}
+
+TEST_F(EmbeddingEngineTest, TakesAPromptOfMaxModelLenTokens) {
+  auto model = openEmbedding(8);
+  EngineConfig config;
+  config.maxModelLen = 12;
+  Engine engine(*model, config);
+  engine.addRequest(0, std::vector<int32_t>(12, 1), pooling(false));
+  std::vector<StepOutput> outputs;
+  while (engine.hasUnfinished())
+    for (StepOutput &output : engine.step()) outputs.push_back(std::move(output));
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].embedding, toyRow(std::vector<int32_t>(12, 1)));
+  EXPECT_THROW(engine.addRequest(1, std::vector<int32_t>(13, 1), pooling(false)), RequestError);
+}
+
+TEST_F(EmbeddingEngineTest, RefusesWhatAnEmbeddingModelCannotDo) {
+  auto model = openEmbedding(8);
+  Engine engine(*model, {});
+  auto refusal = [&](const std::vector<int32_t> &prompt, const RequestOptions &options) {
+    try {
+      engine.addRequest(0, prompt, options);
+    } catch (const RequestError &error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(refusal({1, 2}, greedy(4)).find("is an embedding model"), std::string::npos);
+  RequestOptions twoSamples = pooling(true);
+  twoSamples.n = 2;
+  EXPECT_NE(refusal({1, 2}, twoSamples).find("takes no n, prompt_logprobs or grammar"),
+            std::string::npos);
+  EXPECT_FALSE(engine.hasUnfinished());
+  EXPECT_THROW(Engine(*model, speculating(2)), Error);
+  // A generative model has nothing to pool.
+  auto generative = open(8);
+  Engine generating(*generative, {});
+  try {
+    generating.addRequest(0, {1, 2}, pooling(true));
+    ADD_FAILURE() << "a pooling request to a generative model was taken";
+  } catch (const RequestError &error) {
+    EXPECT_NE(std::string(error.what()).find("has no embeddings to pool"), std::string::npos);
+  }
+}

@@ -359,3 +359,53 @@ TEST(ServerMetrics, HistogramsAreCumulativeAndGaugesComeFromTheEngine) {
 }
 
 } // namespace
+
+namespace {
+EmbeddingRequest embedding(const std::string &body) {
+  return parseEmbeddingRequest(ordered_json::parse(body), kMaxModelLen);
+}
+
+/// The param of the ApiError an embeddings body gets (empty when accepted).
+std::string embeddingFault(const std::string &body) {
+  try {
+    embedding(body);
+  } catch (const ApiError &error) {
+    EXPECT_EQ(error.status, 400);
+    return error.param.empty() ? "<none>" : error.param;
+  }
+  return "";
+}
+} // namespace
+
+TEST(OpenAiRequest, EmbeddingsTakeEveryInputForm) {
+  EmbeddingRequest request = embedding(R"({"input": "hi", "model": "m"})");
+  ASSERT_EQ(request.inputs.size(), 1u);
+  EXPECT_EQ(request.inputs[0].text, "hi");
+  EXPECT_EQ(request.model, "m");
+  EXPECT_FALSE(request.base64);
+  EXPECT_TRUE(request.pooling.normalize);
+  EXPECT_TRUE(request.addSpecialTokens);
+  request = embedding(R"({"input": [[1, 2], "b"], "encoding_format": "base64",
+                          "normalize": false, "add_special_tokens": false,
+                          "truncate_prompt_tokens": -1})");
+  ASSERT_EQ(request.inputs.size(), 2u);
+  EXPECT_EQ(request.inputs[0].ids, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(request.inputs[1].text, "b");
+  EXPECT_TRUE(request.base64);
+  EXPECT_FALSE(request.pooling.normalize);
+  EXPECT_FALSE(request.addSpecialTokens);
+  EXPECT_EQ(request.truncatePromptTokens, kMaxModelLen);
+  EXPECT_EQ(embedding(R"({"input": [3, 4]})").inputs[0].ids, (std::vector<int32_t>{3, 4}));
+}
+
+TEST(OpenAiRequest, EmbeddingsRefuseWhatTheyCannotServe) {
+  EXPECT_EQ(embeddingFault(R"({})"), "input");
+  EXPECT_EQ(embeddingFault(R"({"input": []})"), "input");
+  EXPECT_EQ(embeddingFault(R"({"input": [1, -2]})"), "input");
+  EXPECT_EQ(embeddingFault(R"({"input": "a", "encoding_format": "int8"})"), "encoding_format");
+  EXPECT_EQ(embeddingFault(R"({"input": "a", "dimensions": 8})"), "dimensions");
+  EXPECT_EQ(embeddingFault(R"({"input": "a", "normalize": 1})"), "normalize");
+  EXPECT_EQ(embeddingFault(R"({"input": "a", "truncate_prompt_tokens": 0})"),
+            "truncate_prompt_tokens");
+  EXPECT_EQ(embeddingFault(R"({"input": "a", "dimensions": null})"), "");
+}

@@ -50,6 +50,16 @@ inline constexpr llvm::StringLiteral kMaxPositionsAttr = "llmc.max_positions";
 /// manifest records as step.kv_groups. Absent: one group of every layer.
 inline constexpr llvm::StringLiteral kKvGroupsAttr = "llmc.kv_groups";
 
+/// What a step returns a row of for each sequence it asks one of, set by
+/// llm-kv-cache-paging on the step function (and by the target lowerings on
+/// the lowered module), recorded as the manifest's step.output: "logits" (the
+/// LM head's, vocab_size wide) or "hidden_states" (the final hidden states,
+/// hidden_size wide: an export of the model without its head, an embedding
+/// model's `last_hidden_state`).
+inline constexpr llvm::StringLiteral kStepOutputAttr = "llmc.step_output";
+inline constexpr llvm::StringLiteral kLogitsOutput = "logits";
+inline constexpr llvm::StringLiteral kHiddenStatesOutput = "hidden_states";
+
 /// Bounds the positions `function` serves by `length`; the smaller bound wins.
 inline void boundServedPositions(mlir::Operation *function, int64_t length) {
   if (auto served = function->getAttrOfType<mlir::IntegerAttr>(kMaxPositionsAttr))

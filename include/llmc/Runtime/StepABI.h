@@ -80,7 +80,10 @@ LLMC_DEFINE_MEMREF(6)
  *   weights         [bytes] i8, weights.bin as mapped
  *   workspace       [bytes] i8, at least manifest step.workspace_bytes,
  *                   64-byte aligned; scratch for activations
- *   logits          [N, vocab] f32, written
+ *   logits          [N, vocab] f32, written; for an artifact whose
+ *                   manifest step.output is "hidden_states" (an embedding
+ *                   model, exported without its LM head) [N, hidden_size]:
+ *                   the final hidden state of row logits_indices[n]
  * T <= step.max_num_batched_tokens and N <= step.max_num_seqs. */
 /* The array inputs' roles, spelled once: the compiler tags the step
  * function's inputs with them (the `llmc.abi` argument attribute) and the

@@ -283,6 +283,18 @@ LogicalResult lowerGatherRows(StepLowering &step, llm::GatherRowsOp op, ArrayRef
   return success();
 }
 
+void lowerCopyRows(StepLowering &step, Location loc, Value input, Value output) {
+  SmallVector<Value> args{input, output};
+  step.callKernel(loc, "copy_rows", kernelKey("copy_rows", args), args,
+                  [&](KernelBuilder &kb, ValueRange params) {
+    Value in = params[0], out = params[1];
+    kb.forEach(kb.index(0), kb.dim(out, 0), [&](Value row) {
+      kb.forEach(kb.index(0), kb.index(staticDim(out, 1)),
+                 [&](Value col) { kb.store(kb.load(in, {row, col}), out, {row, col}); });
+    });
+  });
+}
+
 LogicalResult lowerPermuteFeatures(StepLowering &step, llm::PermuteFeaturesOp op,
                                    ArrayRef<Value> operands, Value output) {
   SmallVector<Value> args{operands[0], operands[1], output};

@@ -157,6 +157,9 @@ mlir::LogicalResult lowerRope(StepLowering &step, mlir::Operation *op,
                               llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
 mlir::LogicalResult lowerGatherRows(StepLowering &step, llm::GatherRowsOp op,
                                     llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
+/// out[r, c] = in[r, c]: the rows a step of hidden states returns, from the
+/// workspace to the step's output.
+void lowerCopyRows(StepLowering &step, mlir::Location loc, mlir::Value input, mlir::Value output);
 /// out[r, i] = in[r, indices[i]].
 mlir::LogicalResult lowerPermuteFeatures(StepLowering &step, llm::PermuteFeaturesOp op,
                                          llvm::ArrayRef<mlir::Value> operands, mlir::Value output);

@@ -659,6 +659,14 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
     for (auto [index, input] : llvm::enumerate(modelInputs))
       walker.setInput(input, body->getArgument(index + 1));
     if (failed(walker.walk(model))) return failure();
+    // The hidden states a step returns were computed into the workspace.
+    if (codegen::hiddenStatesStep(model)) {
+      Value returned = model.getBody().front().getTerminator()->getOperand(0);
+      std::optional<Value> computed = walker.placeOf(returned);
+      if (!computed)
+        return model.emitError("returns hidden states that were not computed into the workspace");
+      cpu::lowerCopyRows(step, loc, *computed, body->getArgument(types.size() - 1));
+    }
     func::ReturnOp::create(b, loc);
 
     if (step.scratchBytes) info->workspaceBytes = step.scratchOffset + step.scratchBytes;
@@ -671,6 +679,9 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
                                                                           : "f32"));
     if (bf16Activations) module->setAttr("llmc.bf16_products", b.getStringAttr(bf16Products));
     if (Attribute groups = model->getAttr(kKvGroupsAttr)) module->setAttr(kKvGroupsAttr, groups);
+    module->setAttr(kStepOutputAttr, b.getStringAttr(codegen::hiddenStatesStep(model)
+                                                         ? kHiddenStatesOutput
+                                                         : kLogitsOutput));
     model.erase();
     expandExp(module);
     return success();

@@ -369,6 +369,9 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     if (model->hasAttr(kKvGroupsAttr))
       return model.emitError("has KV cache groups (llm-kv-cache-groups); the CUDA target keeps "
                              "one block table for every layer");
+    if (codegen::hiddenStatesStep(model))
+      return model.emitError("returns hidden states (a model exported without its LM head); the "
+                             "CUDA target serves generation only");
     MLIRContext *context = module.getContext();
     Builder b(context);
     Type storageType = dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());

@@ -57,6 +57,11 @@ FailureOr<ElementsAttr> transposedWeightConstant(Value value, StringRef target) 
       HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(transposed))));
 }
 
+bool hiddenStatesStep(func::FuncOp model) {
+  auto output = model->getAttrOfType<StringAttr>(kStepOutputAttr);
+  return output && output.getValue() == kHiddenStatesOutput;
+}
+
 FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
   StepInfo info;
   std::pair<StringRef, int64_t *> planned[] = {
@@ -88,9 +93,18 @@ FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
   info.kvRows = poolType.getDimSize(2);
   info.headDim = llm::cachedHeadDim(poolType);
   info.vocabSize = logits.getDimSize(1);
+  BlockArgument tokens = abi::findInput(model, abi::kTokens);
   model.walk([&](llm::EmbeddingOp embedding) {
     info.hiddenSize = cast<ShapedType>(embedding.getType()).getShape().back();
+    // A step of hidden states has no head: the token table gives the vocabulary.
+    if (hiddenStatesStep(model) && embedding.getIds() == tokens)
+      info.vocabSize = cast<ShapedType>(embedding.getTable().getType())
+                           .getDimSize(embedding.getTransposeTable() ? 1 : 0);
   });
+  if (hiddenStatesStep(model) && logits.getDimSize(1) != info.hiddenSize)
+    return model.emitError("returns hidden states of ")
+           << logits.getDimSize(1) << " features, not the model's " << info.hiddenSize,
+           failure();
   // A block out of the widest window is out of every layer's: the runtime
   // gives it back. One layer without a window keeps every block.
   bool everyLayerWindowed = true;

@@ -41,6 +41,13 @@ public:
     return mlir::success();
   }
 
+  /// Where the walk put `value` (a step input or a result), if anywhere.
+  std::optional<Ref> placeOf(mlir::Value value) const {
+    auto it = refs.find(value);
+    if (it == refs.end()) return std::nullopt;
+    return it->second;
+  }
+
 protected:
   /// Places the weight `value` read as operand `operandNumber` of `user`.
   /// The target caches what it placed (a weight may be read by many ops).

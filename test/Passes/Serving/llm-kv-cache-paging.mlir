@@ -83,6 +83,40 @@ func.func @uncached(%ids: tensor<?x?xi64>, %mask: tensor<?x?xi64>) -> tensor<?x?
 
 // -----
 
+// A model exported without its LM head (optimum's --task feature-extraction,
+// an embedding model) returns its final hidden states, last_hidden_state: the
+// step returns them, and says so.
+// CHECK-LABEL: func.func @last_hidden_state
+//  CHECK-SAME:   -> tensor<?x?x32xf32> attributes {llmc.step_output = "hidden_states"}
+//       CHECK:   %[[NORMED:.*]] = llm.rms_norm
+//       CHECK:   return %[[NORMED]] : tensor<?x?x32xf32>
+func.func @last_hidden_state(%ids: tensor<?x?xi64>) -> (tensor<?x?x32xf32> {onnx.name = "last_hidden_state"}) {
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %scale = llm.constant dense<1.0> : tensor<32xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %h, %h, %h {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  %n = llm.rms_norm %m, %scale {epsilon = 1.0e-6 : f32} : (tensor<?x?x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %n : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Near miss: hidden states under another name are not the export's final
+// ones (they could be any layer's), and are refused.
+func.func @unnamed_hidden_states(%ids: tensor<?x?xi64>) -> (tensor<?x?x32xf32> {onnx.name = "hidden_states"}) {
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %h, %h, %h {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  // expected-error @+1 {{must return the logits (llm.logits), or the final hidden states (last_hidden_state), and the present K/V only}}
+  return %m : tensor<?x?x32xf32>
+}
+
+// -----
+
 // Attention sinks, ALiBi slopes, a sliding window and a softcap go with the
 // attention onto the pool.
 // CHECK-LABEL: func.func @sinks
@@ -234,7 +268,7 @@ func.func @extra_result(%ids: tensor<?x?xi64>) -> (tensor<?x?x64xf32>, tensor<?x
   %a = llm.attention %h, %h, %h {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
   %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
   %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
-  // expected-error @+1 {{must return the logits (llm.logits) and the present K/V only}}
+  // expected-error @+1 {{must return the logits (llm.logits), or the final hidden states (last_hidden_state), and the present K/V only}}
   return %l, %e : tensor<?x?x64xf32>, tensor<?x?x32xf32>
 }
 

@@ -34,6 +34,37 @@ func.func @paged(%arg0: tensor<?x?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?x?
 
 // -----
 
+// A step of hidden states (an embedding model's, llmc.step_output) returns the
+// rows at logits_indices of what the model returned.
+// CHECK-LABEL: func.func @hidden_states
+//  CHECK-SAME:   %[[IDX:[^:]*]]: tensor<?xi32> {llmc.abi = "logits_indices"}
+//  CHECK-SAME:   -> tensor<?x32xf32> attributes {llmc.step_output = "hidden_states"}
+//       CHECK:   %[[M:.*]] = llm.merge_heads
+//       CHECK:   %[[ROWS:.*]] = llm.gather_rows %[[M]], %[[IDX]] : (tensor<?x32xf32>, tensor<?xi32>) -> tensor<?x32xf32>
+//       CHECK:   return %[[ROWS]]
+func.func @hidden_states(%arg0: tensor<?x?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?x?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "context_lens"}, %arg3: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg4: tensor<?x?xi32> {llmc.abi = "slot_mapping"}, %arg5: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x?x32xf32> attributes {llmc.step_output = "hidden_states"} {
+  %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %5 = llm.embedding %1, %arg0 : (tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x32xf32>
+  %8 = llm.split_heads %5 {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %11 = llm.paged_kv_write %arg5, %8, %8, %arg4 {layer = 0 : i64} : (tensor<1x?x2x2x16x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x?xi32>) -> tensor<1x?x2x2x16x16xf32>
+  %12 = llm.paged_attention %8, %11, %arg3, %arg2 {layer = 0 : i64, scale = 2.500000e-01 : f32} : (tensor<?x2x?x16xf32>, tensor<1x?x2x2x16x16xf32>, tensor<?x?xi32>, tensor<?xi32>) -> tensor<?x2x?x16xf32>
+  %13 = llm.merge_heads %12 : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  return %13 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Near miss: without llm.logits or the attribute, the step has nothing to
+// return rows of.
+// expected-error @+1 {{has no llm.logits head to gather rows for}}
+func.func @no_head(%arg0: tensor<?x?xi32> {llmc.abi = "tokens"}, %arg1: tensor<?x?xi32> {llmc.abi = "positions"}, %arg2: tensor<?xi32> {llmc.abi = "context_lens"}, %arg3: tensor<?x?xi32> {llmc.abi = "block_tables"}, %arg4: tensor<?x?xi32> {llmc.abi = "slot_mapping"}, %arg5: tensor<1x?x2x2x16x16xf32> {llmc.abi = "kv_pool"}) -> tensor<?x?x32xf32> {
+  %1 = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
+  %5 = llm.embedding %1, %arg0 : (tensor<64x32xf32>, tensor<?x?xi32>) -> tensor<?x?x32xf32>
+  return %5 : tensor<?x?x32xf32>
+}
+
+// -----
+
 // expected-error @+1 {{expects the paged [batch, seq] step that llm-kv-cache-paging makes}}
 func.func @not_paged(%ids: tensor<?x?xi64>) -> tensor<?x?x32xf32> {
   %table = llm.constant dense<5.000000e-01> : tensor<64x32xf32>
