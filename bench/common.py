@@ -9,6 +9,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -34,6 +35,16 @@ def machine() -> str:
     except OSError:
         pass
     return f"{len(os.sched_getaffinity(0))}-CPU {model}{memory}"
+
+
+def best_of(repeats: int, run) -> tuple[float, object]:
+    """The shortest of `repeats` runs of run() and the last one's result."""
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = run()
+        best = min(best, time.perf_counter() - start)
+    return best, result
 
 
 def record_rows(results: Path, section: str, section_text: str, rows: list[str]) -> None:

@@ -20,26 +20,15 @@ import datetime
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-from common import machine, progress, record_rows
+from common import best_of, machine, progress, record_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Prompt logprobs: llmc against onnxruntime's logits of every position"
-
-
-def best_of(repeats: int, run) -> tuple[float, object]:
-    """The shortest of `repeats` runs of run() and the last one's result."""
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def llmc_runs(artifact: Path, prompts: list[list[int]], top: int, threads: int,

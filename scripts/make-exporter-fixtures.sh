@@ -78,38 +78,31 @@ for model in "$work"/hf/*/; do
     [[ -f $work/optimum-fp16/$family/$file ]] && cp "$work/optimum-fp16/$family/$file" "$out/"
   done
 done
-# optimum-onnx without the cache (`--task text-generation`: the graph takes the token ids and
-# recomputes every token, as a plain export of forward() does), for the structurally distinct
-# families: llmc adds the cache.
-OPTIMUM_NO_CACHE_FAMILIES="llama-gqa qwen3 gemma2 mistral-window gpt2 mpt bloom opt falcon gpt-neox
-                           phi3 qwen3-moe deepseek-v3 gpt-oss"
-for family in $OPTIMUM_NO_CACHE_FAMILIES; do
-  model=$work/hf/$family
-  [[ -d $model ]] || continue
-  out=$ROOT/test/exporters/optimum-no-cache/$family
-  echo "make-exporter-fixtures: optimum without the cache $family"
-  .venv-optimum/bin/optimum-cli export onnx --model "$model" --task text-generation \
-    "$work/optimum-no-cache/$family" >"$work/optimum-no-cache-$family.log" 2>&1 \
-    || { cat "$work/optimum-no-cache-$family.log" >&2; exit 1; }
-  rm -rf "$out" && mkdir -p "$out"
-  for file in "${KEEP[@]}"; do
-    [[ -f $work/optimum-no-cache/$family/$file ]] && cp "$work/optimum-no-cache/$family/$file" "$out/"
+# optimum-onnx at another task, into test/exporters/FOLDER/<family>:
+#   optimum_task TASK FOLDER FAMILY...
+optimum_task() {
+  local task=$1 folder=$2 family
+  shift 2
+  for family in "$@"; do
+    [[ -d $work/hf/$family ]] || continue
+    local out=$ROOT/test/exporters/$folder/$family log=$work/$folder-$family.log
+    echo "make-exporter-fixtures: optimum $task $family"
+    .venv-optimum/bin/optimum-cli export onnx --model "$work/hf/$family" --task "$task" \
+      "$work/$folder/$family" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+    rm -rf "$out" && mkdir -p "$out"
+    for file in "${KEEP[@]}"; do
+      [[ -f $work/$folder/$family/$file ]] && cp "$work/$folder/$family/$file" "$out/"
+    done
   done
-done
-# optimum-onnx's `--task feature-extraction`: the model without its LM head, returning
-# last_hidden_state, as embedding models (Qwen3-Embedding, gte-Qwen2, e5-mistral) are exported.
-for family in qwen3 qwen2 mistral; do
-  out=$ROOT/test/exporters/optimum-feature-extraction/$family
-  echo "make-exporter-fixtures: optimum feature-extraction $family"
-  .venv-optimum/bin/optimum-cli export onnx --model "$work/hf/$family" --task feature-extraction \
-    "$work/optimum-feature-extraction/$family" >"$work/optimum-fe-$family.log" 2>&1 \
-    || { cat "$work/optimum-fe-$family.log" >&2; exit 1; }
-  rm -rf "$out" && mkdir -p "$out"
-  for file in "${KEEP[@]}"; do
-    [[ -f $work/optimum-feature-extraction/$family/$file ]] \
-      && cp "$work/optimum-feature-extraction/$family/$file" "$out/"
-  done
-done
+}
+# Without the cache (`--task text-generation`: the graph takes the token ids and recomputes
+# every token, as a plain export of forward() does), for the structurally distinct families:
+# llmc adds the cache.
+optimum_task text-generation optimum-no-cache llama-gqa qwen3 gemma2 mistral-window gpt2 mpt \
+  bloom opt falcon gpt-neox phi3 qwen3-moe deepseek-v3 gpt-oss
+# Without the LM head (`--task feature-extraction`, returning last_hidden_state), as embedding
+# models (Qwen3-Embedding, gte-Qwen2, e5-mistral) are exported.
+optimum_task feature-extraction optimum-feature-extraction qwen3 qwen2 mistral
 # onnxruntime-genai's model builder, for the CPU at each precision. Its weights go to
 # model.onnx.data beside model.onnx, as users receive them.
 GENAI_KEEP=(model.onnx model.onnx.data genai_config.json tokenizer.json tokenizer_config.json

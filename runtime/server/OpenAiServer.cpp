@@ -330,22 +330,7 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
       mailbox->put({i, event});
     };
   }
-  // The prompts go in one submission: all run, or the request is refused.
-  std::vector<RequestId> ids;
-  try {
-    ids = engine.submit(std::move(works));
-  } catch (const QueueFullError &error) {
-    throw ApiError(429, error.what(), {}, "rate_limit_exceeded");
-  } catch (const RequestError &error) {
-    throw ApiError(400, error.what());
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    inFlight.insert(ids.begin(), ids.end());
-  }
-  exchange.watchDisconnect([this, ids] {
-    for (RequestId id : ids) engine.abort(id);
-  });
+  std::vector<RequestId> ids = submitAll(exchange, std::move(works));
 
   std::vector<size_t> openSamples(numPrompts, samples);
   std::vector<bool> promptCounted(numPrompts, false);
@@ -386,10 +371,7 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
     if (!co_await exchange.sendEvents(chunks))
       for (RequestId id : ids) engine.abort(id);
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (RequestId id : ids) inFlight.erase(id);
-  }
+  forget(ids);
   metrics.observeRequestEnd(failure ? "error" : finishReason ? finishReason : "abort",
                             builder.numPromptTokens(),
                             secondsBetween(arrival, Clock::now()));
@@ -411,6 +393,31 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
   last.push_back("[DONE]");
   co_await exchange.sendEvents(last);
   co_await exchange.endEvents();
+}
+
+std::vector<RequestId> OpenAiServer::submitAll(HttpExchange &exchange,
+                                               std::vector<AsyncRequest> works) {
+  std::vector<RequestId> ids;
+  try {
+    ids = engine.submit(std::move(works));
+  } catch (const QueueFullError &error) {
+    throw ApiError(429, error.what(), {}, "rate_limit_exceeded");
+  } catch (const RequestError &error) {
+    throw ApiError(400, error.what());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    inFlight.insert(ids.begin(), ids.end());
+  }
+  exchange.watchDisconnect([this, ids] {
+    for (RequestId id : ids) engine.abort(id);
+  });
+  return ids;
+}
+
+void OpenAiServer::forget(const std::vector<RequestId> &ids) {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (RequestId id : ids) inFlight.erase(id);
 }
 
 json OpenAiServer::embeddingResponse(const EmbeddingRequest &request,
@@ -464,22 +471,7 @@ Task<void> OpenAiServer::embed(HttpExchange &exchange) {
     work.truncatePromptTokens = request.truncatePromptTokens;
     work.onEvent = [mailbox, i](const StreamEvent &event) { mailbox->put({i, event}); };
   }
-  // The inputs go in one submission: all run, or the request is refused.
-  std::vector<RequestId> ids;
-  try {
-    ids = engine.submit(std::move(works));
-  } catch (const QueueFullError &error) {
-    throw ApiError(429, error.what(), {}, "rate_limit_exceeded");
-  } catch (const RequestError &error) {
-    throw ApiError(400, error.what());
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    inFlight.insert(ids.begin(), ids.end());
-  }
-  exchange.watchDisconnect([this, ids] {
-    for (RequestId id : ids) engine.abort(id);
-  });
+  std::vector<RequestId> ids = submitAll(exchange, std::move(works));
 
   std::vector<std::vector<float>> embeddings(numInputs);
   int64_t promptTokens = 0;
@@ -502,10 +494,7 @@ Task<void> OpenAiServer::embed(HttpExchange &exchange) {
       }
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (RequestId id : ids) inFlight.erase(id);
-  }
+  forget(ids);
   metrics.observeRequestEnd(failure ? "error" : "stop", promptTokens,
                             secondsBetween(arrival, Clock::now()));
   if (failure) throw *failure;

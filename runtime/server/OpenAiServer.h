@@ -42,6 +42,12 @@ public:
 private:
   Task<void> route(HttpExchange &exchange);
   Task<void> generate(HttpExchange &exchange, Endpoint endpoint);
+  /// Submits one request's engine requests together (all run, or the request
+  /// is refused: 429 when the queue is full, 400 when the engine refuses one),
+  /// tracks them as in flight and aborts them when the client goes away.
+  std::vector<RequestId> submitAll(HttpExchange &exchange, std::vector<AsyncRequest> works);
+  /// Forgets finished engine requests (no longer in flight).
+  void forget(const std::vector<RequestId> &ids);
   /// POST /v1/embeddings: one engine request per input, answered at once.
   Task<void> embed(HttpExchange &exchange);
   /// The body of an embeddings response (not built in the coroutine: see
