@@ -5,6 +5,7 @@ nothing but what that venv holds:
     .venv-vllm/bin/python bench/vllm_runner.py --model HF_DIR [--threads 2] \
         [--dtype float32|bfloat16] [--workload FILE] [--prompt-tokens 128] \
         [--decode-tokens 64] [--repeat 3] [--max-model-len 2048] [--json]
+        [--embed --workload FILE [--embeddings-out FILE.npy]]
 
 HF_DIR is a transformers directory of the model (bench/engine_throughput.py writes the default
 model's with scripts/exporters/default_model.py). The model runs in --dtype (float32) through
@@ -19,6 +20,10 @@ Without it, a prompt of --prompt-tokens ids (numpy default_rng(0) over the vocab
 bench/cpu_throughput.py and bench/llamacpp_runner.py draw it) runs alone: the prefill is the
 time of a one-token generation, the decode the time of the further --decode-tokens tokens of
 a (--decode-tokens + 1)-token generation; the median of --repeat runs.
+
+With --embed, the model runs as vLLM's pooling runner (`runner="pooling"`: its last token's
+final hidden state, L2-normalised) and `LLM.embed` embeds every workload prompt in one call;
+the best of --repeat runs. --embeddings-out saves the embeddings ([prompts, hidden] float32).
 
 Progress goes to stderr; --json prints the figures on stdout.
 """
@@ -64,6 +69,32 @@ def seconds(llm, prompts: list[list[int]], max_tokens: list[int]) -> float:
     return elapsed
 
 
+def embed(args: argparse.Namespace, requests: list[dict]) -> int:
+    """--embed: the workload's prompts through the pooling runner, best of --repeat."""
+    import numpy as np
+    import vllm
+    from vllm import TokensPrompt
+
+    progress(f"loading {args.model} into vLLM {vllm.__version__} (pooling runner)")
+    llm = vllm.LLM(model=str(args.model), runner="pooling", dtype=args.dtype, seed=0,
+                   max_num_seqs=len(requests), max_model_len=args.max_model_len,
+                   enable_prefix_caching=False)
+    prompts = [TokensPrompt(prompt_token_ids=r["prompt_ids"]) for r in requests]
+    llm.embed(prompts[:1], use_tqdm=False)  # warm-up
+    best, outputs = float("inf"), []
+    for index in range(args.repeat):
+        progress(f"run {index + 1}/{args.repeat}")
+        start = time.perf_counter()
+        outputs = llm.embed(prompts, use_tqdm=False)
+        best = min(best, time.perf_counter() - start)
+    if args.embeddings_out:
+        np.save(args.embeddings_out,
+                np.array([output.outputs.embedding for output in outputs], dtype=np.float32))
+    print(json.dumps({"vllm": vllm.__version__, "threads": args.threads, "dtype": args.dtype,
+                      "num_requests": len(requests), "embed_s": best}))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, required=True, help="transformers directory")
@@ -77,7 +108,12 @@ def main() -> int:
     parser.add_argument("--max-model-len", type=int, default=2048,
                         help="vLLM's longest sequence (raise it for prompts past 2047 tokens)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--embed", action="store_true",
+                        help="embed the --workload prompts with the pooling runner")
+    parser.add_argument("--embeddings-out", type=Path, help="with --embed: save them (.npy)")
     args = parser.parse_args()
+    if args.embed and not args.workload:
+        parser.error("--embed needs --workload")
     with_preloads()
 
     # vLLM reads these when its engine starts: its OpenMP threads, pinned to CPUs 0..N-1, and
@@ -90,6 +126,8 @@ def main() -> int:
 
     requests = ([json.loads(line) for line in args.workload.read_text().splitlines()]
                 if args.workload else [])
+    if args.embed:
+        return embed(args, requests)
     progress(f"loading {args.model} into vLLM {vllm.__version__}")
     llm = vllm.LLM(model=str(args.model), dtype=args.dtype, seed=0,
                    max_num_seqs=max(1, len(requests)), max_model_len=args.max_model_len,
