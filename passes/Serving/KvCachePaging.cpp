@@ -235,23 +235,13 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     return nullptr;
   }
 
-  /// The hidden size: the width of the model's (first) llm.embedding; 0
-  /// without one.
-  static int64_t hiddenSize(func::FuncOp func) {
-    int64_t width = 0;
-    func.walk([&](llm::EmbeddingOp op) {
-      if (!width) width = cast<ShapedType>(op.getType()).getShape().back();
-    });
-    return width;
-  }
-
   /// Whether result `index` of `func` is the final hidden states of an
   /// export without its LM head (optimum's --task feature-extraction, an
   /// embedding model): named `last_hidden_state`, [batch, seq, hidden].
   static bool isLastHiddenState(func::FuncOp func, unsigned index, Value value) {
     auto name = func.getResultAttrOfType<StringAttr>(index, "onnx.name");
     return name && name.getValue() == "last_hidden_state" && rankOf(value) == 3 &&
-           dimOf(value, 2) == hiddenSize(func);
+           dimOf(value, 2) == abi::hiddenSize(func);
   }
 
   /// Drops the present K/V from the results, and the inputs returned as they
@@ -271,7 +261,7 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
     if (kept.size() == 1 && hiddenStates) {
       func->setAttr(kStepOutputAttr, StringAttr::get(func.getContext(), kHiddenStatesOutput));
     } else if (kept.size() == 1 && !kept.front().getDefiningOp<llm::LogitsOp>() &&
-               dimOf(kept.front(), -1) != hiddenSize(func)) {
+               dimOf(kept.front(), -1) != abi::hiddenSize(func)) {
       // Logits as wide as the vocabulary, not hidden states under another name.
       if (Operation *after = opAfterLogitsHead(kept.front()))
         return after->emitOpError("transforms the logits after the LM head with more than "

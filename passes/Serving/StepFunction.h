@@ -91,6 +91,16 @@ inline llvm::DenseSet<mlir::Value> perSequenceValues(mlir::func::FuncOp func) {
   return rows;
 }
 
+/// The model's hidden size: the width of its first llm.embedding (the token
+/// table's; learned position tables are as wide); 0 without one.
+inline int64_t hiddenSize(mlir::func::FuncOp func) {
+  int64_t width = 0;
+  func.walk([&](llm::EmbeddingOp op) {
+    if (!width) width = mlir::cast<mlir::ShapedType>(op.getType()).getShape().back();
+  });
+  return width;
+}
+
 } // namespace llmc::abi
 
 #endif // LLMC_PASSES_SERVING_STEPFUNCTION_H

@@ -5,8 +5,8 @@
     llm.generate(["Hello"], SamplingParams(temperature=0))[0].outputs[0].text
 
 Serving: LLM (offline batches; embed() for an embedding model), AsyncLLM (streaming,
-asyncio), SamplingParams, RequestOutput, PoolingParams, EmbeddingRequestOutput. Compiling: compile() (`llmc compile` as a function, llmc.compiler). Lower
-layers: llmc.runtime.Model (model steps), llmc.engine.Engine (the engine stepped by hand),
+asyncio), SamplingParams, RequestOutput, PoolingParams, EmbeddingRequestOutput. Compiling:
+compile() (`llmc compile` as a function, llmc.compiler). Lower layers: llmc.runtime.Model (model steps), llmc.engine.Engine (the engine stepped by hand),
 llmc.tokenizer, llmc.chat_template. Test-model builders: llmc.testing; converters:
 llmc.convert.
 """

@@ -468,7 +468,7 @@ std::vector<StepOutput> Engine::step() {
   SchedulerOutput plan = scheduler.schedule();
   if (plan.empty()) return outputs;
   // A row of logits, or of an embedding model's hidden states.
-  int64_t vocabSize = model.outputSize();
+  int64_t rowSize = model.outputSize();
   // A step of greedy sequences asks for their tokens, not the logits: a GPU
   // picks them there and brings back [seqs] ids.
   bool greedyStep = picksArgmaxOnly(plan);
@@ -479,7 +479,7 @@ std::vector<StepOutput> Engine::step() {
       greedyTokens.resize(arrays.contextLens.size());
       model.stepGreedy(arrays.view(), greedyTokens.data());
     } else {
-      logits.resize(arrays.contextLens.size() * static_cast<size_t>(vocabSize));
+      logits.resize(arrays.contextLens.size() * static_cast<size_t>(rowSize));
       model.step(arrays.view(), logits.data());
     }
     waitForMasks();
@@ -502,7 +502,7 @@ std::vector<StepOutput> Engine::step() {
       continue;
     }
     if (chunk.rowPerToken) {
-      reportPromptLogprobs(chunk, logits.data() + row * vocabSize, outputs);
+      reportPromptLogprobs(chunk, logits.data() + row * rowSize, outputs);
       row += chunk.numTokens - 1; // the last row is the one sampled
     }
     int64_t promptPart =
@@ -513,13 +513,13 @@ std::vector<StepOutput> Engine::step() {
     if (!chunk.samples()) continue;
     Request &request = requests.at(sequence.request);
     if (request.options.pooling) {
-      outputs.push_back(embed(request, sequence, logits.data() + row * vocabSize));
+      outputs.push_back(embed(request, sequence, logits.data() + row * rowSize));
       continue;
     }
     auto drawOf = [&](Sequence *sample) -> Draw {
       if (greedyStep)
         return {&request, sample, nullptr, sample->sampler.sampleArgmax(greedyTokens[row])};
-      return {&request, sample, logits.data() + row * vocabSize, std::nullopt};
+      return {&request, sample, logits.data() + row * rowSize, std::nullopt};
     };
     // Forks first: the other samples draw their first token from the same row.
     size_t firstSample = request.samples.size();
@@ -531,7 +531,7 @@ std::vector<StepOutput> Engine::step() {
   drawTokens(draws);
   for (Draw &draw : draws) sampleNext(draw, outputs);
   for (const auto &[chunk, row] : speculated)
-    verifyDraft(*chunk, logits.data() + row * vocabSize, outputs);
+    verifyDraft(*chunk, logits.data() + row * rowSize, outputs);
   if (!nextMasks.empty()) startMasks(std::move(nextMasks));
   nextMasks.clear();
   // A request leaves when its last sample has finished.

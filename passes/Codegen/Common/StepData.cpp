@@ -93,15 +93,16 @@ FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
   info.kvRows = poolType.getDimSize(2);
   info.headDim = llm::cachedHeadDim(poolType);
   info.vocabSize = logits.getDimSize(1);
+  info.hiddenSize = abi::hiddenSize(model);
+  // A step of hidden states has no head: the token table gives the vocabulary.
+  bool hiddenStates = hiddenStatesStep(model);
   BlockArgument tokens = abi::findInput(model, abi::kTokens);
   model.walk([&](llm::EmbeddingOp embedding) {
-    info.hiddenSize = cast<ShapedType>(embedding.getType()).getShape().back();
-    // A step of hidden states has no head: the token table gives the vocabulary.
-    if (hiddenStatesStep(model) && embedding.getIds() == tokens)
+    if (hiddenStates && embedding.getIds() == tokens)
       info.vocabSize = cast<ShapedType>(embedding.getTable().getType())
                            .getDimSize(embedding.getTransposeTable() ? 1 : 0);
   });
-  if (hiddenStatesStep(model) && logits.getDimSize(1) != info.hiddenSize)
+  if (hiddenStates && logits.getDimSize(1) != info.hiddenSize)
     return model.emitError("returns hidden states of ")
            << logits.getDimSize(1) << " features, not the model's " << info.hiddenSize,
            failure();
