@@ -459,9 +459,11 @@ using ColumnsBody = llvm::function_ref<void(KernelBuilder &, mlir::ValueRange bu
 /// (the output) on the runtime's threads (runParallel), in tasks of
 /// `columnsPerTask` columns by 32 rows: each task's `begin` is a multiple of
 /// `columnsPerTask` and its `rowBegin` of 32, and a task's neighbours share
-/// its columns (its weight rows stay in cache). Many rows of few columns (a
-/// small model's prefill) still give every thread work. `key` names the
-/// kernel.
+/// its columns (its weight rows stay in cache). Tasks go in blocks of rows
+/// whose inputs (`buffers[0]`, [rows, k]) fill about 512 KiB, each block's
+/// column ranges in order, so a block's inputs stay in L2 while the weight
+/// passes over them. Many rows of few columns (a small model's prefill)
+/// still give every thread work. `key` names the kernel.
 void runOverColumns(StepLowering &step, mlir::Location loc, llvm::ArrayRef<mlir::Value> buffers,
                     int64_t columns, int64_t columnsPerTask, const std::string &key,
                     ColumnsBody body);

@@ -26,6 +26,19 @@ namespace {
 /// column range, as is reading the weights once needs; more rows split.
 constexpr int64_t kRowsPerTask = 32;
 
+/// Input bytes a block of rows keeps in a core's L2 (2 MB on the CPUs we
+/// measured) while a weight's panels pass over it, with room for the panels.
+constexpr int64_t kRowBlockBytes = 512 * 1024;
+
+/// Row chunks (kRowsPerTask rows) of one block of rows over `input` [rows,
+/// k]: as many as kRowBlockBytes holds, at least one.
+int64_t rowChunksPerBlock(MemRefType input) {
+  int64_t k = input.getRank() == 2 ? input.getDimSize(1) : ShapedType::kDynamic;
+  if (ShapedType::isDynamic(k)) return 8;
+  int64_t rowBytes = k * std::max<int64_t>(1, input.getElementTypeBitWidth() / 8);
+  return std::max<int64_t>(1, kRowBlockBytes / (rowBytes * kRowsPerTask));
+}
+
 /// api->sgemm(api->context, m, n, k, a, k, w, ldw, transposed, out, n).
 void callSgemm(StepLowering &step, Location loc, Value input, Value weight, bool transposed,
                Value output, int64_t n, int64_t k) {
@@ -335,17 +348,40 @@ void runOverColumns(StepLowering &step, Location loc, ArrayRef<Value> buffers, i
   auto rowChunks = [](KernelBuilder &kb, Value rows) {
     return kb.divIndex(kb.addIndex(rows, kb.index(kRowsPerTask - 1)), kb.index(kRowsPerTask));
   };
+  int64_t columnTasks = llvm::divideCeil(columns, columnsPerTask);
+  int64_t chunksPerBlock = rowChunksPerBlock(cast<MemRefType>(buffers[0].getType()));
   KernelBuilder stepBuilder(b, loc);
   Value tasks = stepBuilder.mulIndex(
-      stepBuilder.index(llvm::divideCeil(columns, columnsPerTask)),
+      stepBuilder.index(columnTasks),
       rowChunks(stepBuilder, memref::DimOp::create(b, loc, buffers[1], 0)));
   runParallel(step, loc, "matmul", key, buffers, tasks,
               [&](KernelBuilder &kb, ValueRange params, Value firstTask, Value lastTask) {
-                // Task t is column range t / chunks, row chunk t % chunks.
+                // Tasks go block of rows by block: within one, column range
+                // by column range, and within a column range its row chunks
+                // (32 rows), so the block's rows stay in cache while every
+                // weight panel passes over them once, and a panel while its
+                // chunks read it. The last block has the chunks left over.
                 Value rows = kb.dim(params[1], 0), chunks = rowChunks(kb, rows);
+                Value wholeBlocks = kb.divIndex(chunks, kb.index(chunksPerBlock));
+                Value lastBlockChunks = kb.remIndex(chunks, kb.index(chunksPerBlock));
+                Value wholeBlockTasks = kb.index(columnTasks * chunksPerBlock);
+                Value tasksInWholeBlocks = kb.mulIndex(wholeBlocks, wholeBlockTasks);
                 kb.forEach(firstTask, lastTask, [&](Value task) {
-                  Value columnTask = kb.divIndex(task, chunks);
-                  Value rowBegin = kb.mulIndex(kb.remIndex(task, chunks), kb.index(kRowsPerTask));
+                  OpBuilder &tb = kb.builder();
+                  Value inWholeBlock = arith::CmpIOp::create(
+                      tb, loc, arith::CmpIPredicate::ult, task, tasksInWholeBlocks);
+                  Value blockChunks = arith::SelectOp::create(
+                      tb, loc, inWholeBlock, kb.index(chunksPerBlock),
+                      kb.maxIndex(lastBlockChunks, kb.index(1)));
+                  Value rowBlock = arith::SelectOp::create(
+                      tb, loc, inWholeBlock, kb.divIndex(task, wholeBlockTasks), wholeBlocks);
+                  Value inBlock = arith::SelectOp::create(
+                      tb, loc, inWholeBlock, kb.remIndex(task, wholeBlockTasks),
+                      kb.subIndex(task, tasksInWholeBlocks));
+                  Value columnTask = kb.divIndex(inBlock, blockChunks);
+                  Value chunk = kb.addIndex(kb.mulIndex(rowBlock, kb.index(chunksPerBlock)),
+                                            kb.remIndex(inBlock, blockChunks));
+                  Value rowBegin = kb.mulIndex(chunk, kb.index(kRowsPerTask));
                   Value begin = kb.mulIndex(columnTask, kb.index(columnsPerTask));
                   OutputBlock block{
                       rowBegin, kb.minIndex(kb.addIndex(rowBegin, kb.index(kRowsPerTask)), rows),
