@@ -78,16 +78,17 @@ for model in "$work"/hf/*/; do
     [[ -f $work/optimum-fp16/$family/$file ]] && cp "$work/optimum-fp16/$family/$file" "$out/"
   done
 done
-# optimum-onnx at another task, into test/exporters/FOLDER/<family>:
+# optimum-onnx at another task, into test/exporters/FOLDER/<family>, from the models in
+# $OPTIMUM_SOURCE (default: the causal LMs in $work/hf):
 #   optimum_task TASK FOLDER FAMILY...
 optimum_task() {
-  local task=$1 folder=$2 family
+  local task=$1 folder=$2 family source=${OPTIMUM_SOURCE:-$work/hf}
   shift 2
   for family in "$@"; do
-    [[ -d $work/hf/$family ]] || continue
+    [[ -d $source/$family ]] || continue
     local out=$ROOT/test/exporters/$folder/$family log=$work/$folder-$family.log
     echo "make-exporter-fixtures: optimum $task $family"
-    .venv-optimum/bin/optimum-cli export onnx --model "$work/hf/$family" --task "$task" \
+    .venv-optimum/bin/optimum-cli export onnx --model "$source/$family" --task "$task" \
       "$work/$folder/$family" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
     rm -rf "$out" && mkdir -p "$out"
     for file in "${KEEP[@]}"; do
@@ -103,6 +104,22 @@ optimum_task text-generation optimum-no-cache llama-gqa qwen3 gemma2 mistral-win
 # Without the LM head (`--task feature-extraction`, returning last_hidden_state), as embedding
 # models (Qwen3-Embedding, gte-Qwen2, e5-mistral) are exported.
 optimum_task feature-extraction optimum-feature-extraction qwen3 qwen2 mistral
+# Sequence classifiers (`--task text-classification`: a *ForSequenceClassification model of
+# 3 labels, whose graph pools each row's last token that is not the pad token), as reward
+# models and rerankers are exported.
+CLASSIFIER_FAMILIES=(qwen3 llama-gqa gemma2 mistral)
+classifier_args=()
+for family in "${CLASSIFIER_FAMILIES[@]}"; do
+  if (( ${#families[@]} == 0 )) || [[ " ${families[*]} " == *" $family "* ]]; then
+    classifier_args+=(--family "$family")
+  fi
+done
+if (( ${#classifier_args[@]} )); then
+  .venv-optimum/bin/python scripts/exporters/tiny_models.py "$work/hf-classifier" --labels 3 \
+    "${classifier_args[@]}"
+  OPTIMUM_SOURCE=$work/hf-classifier optimum_task text-classification \
+    optimum-text-classification "${CLASSIFIER_FAMILIES[@]}"
+fi
 # onnxruntime-genai's model builder, for the CPU at each precision. Its weights go to
 # model.onnx.data beside model.onnx, as users receive them.
 GENAI_KEEP=(model.onnx model.onnx.data genai_config.json tokenizer.json tokenizer_config.json

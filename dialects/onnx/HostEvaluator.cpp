@@ -684,6 +684,30 @@ LogicalResult HostEvaluator::evaluateOp(Operation *op) {
               if (!reduced[d] || keepdims) out.shape.push_back(kept[d]);
             return success();
           })
+          .Case([&](ArgMaxOp argMax) -> LogicalResult {
+            // A classifier's pooling finds each row's last real token so.
+            const HostTensor &data = *in[0];
+            int64_t rank = data.shape.size();
+            FailureOr<int64_t> axis = axisOf(argMax.getAxis(), rank);
+            if (failed(axis)) return failure();
+            bool last = argMax.getSelectLastIndex() != 0;
+            SmallVector<int64_t> kept(data.shape);
+            kept[*axis] = 1;
+            std::vector<double> best(numElements(kept), -INFINITY);
+            out.data.assign(best.size(), 0.0);
+            forEachIndex(data.shape, [&](ArrayRef<int64_t> index, int64_t flat) {
+              int64_t to = 0;
+              for (int64_t d = 0; d < rank; ++d) to = to * kept[d] + (d == *axis ? 0 : index[d]);
+              double v = data.data[flat];
+              if (v > best[to] || (last && v == best[to])) {
+                best[to] = v;
+                out.data[to] = double(index[*axis]);
+              }
+            });
+            for (int64_t d = 0; d < rank; ++d)
+              if (d != *axis || argMax.getKeepdims()) out.shape.push_back(kept[d]);
+            return success();
+          })
           .Default([&](Operation *) { return fail(op, "is not an op the evaluator knows"); });
   if (failed(status)) return failure();
 

@@ -2,6 +2,7 @@
 #include "llmc/Artifact/ArtifactWriter.h"
 
 #include "llmc/Artifact/Checksum.h"
+#include "llmc/Artifact/ModelConfig.h"
 #include "llmc/Artifact/StepInfo.h"
 #include "llmc/Runtime/StepABI.h"
 #include "llmc/Runtime/StepPlanSchema.h"
@@ -200,9 +201,14 @@ llvm::json::Array takeTokenizerFiles(ModuleOp module) {
 }
 
 /// The manifest's "model" entry: the model's shape and how weights are stored.
-llvm::json::Object modelEntry(const StepInfo &info, StringRef dtype) {
+llvm::json::Object modelEntry(ModuleOp module, const StepInfo &info, StringRef dtype) {
   llvm::json::Object model{{"dtype", dtype}};
   for (const auto &[name, field] : kStepInfoModelFields) model[name] = info.*field;
+  if (auto names = module->getAttrOfType<ArrayAttr>(kLabelsAttr)) {
+    llvm::json::Array labels;
+    for (auto name : names.getAsRange<StringAttr>()) labels.push_back(name.str());
+    model["labels"] = std::move(labels);
+  }
   return model;
 }
 
@@ -320,11 +326,12 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   if (auto products = module->getAttrOfType<StringAttr>("llmc.bf16_products"))
     bf16Products = products.getValue().str();
   std::optional<llvm::json::Array> kvGroups = kvGroupsEntry(module);
+  llvm::json::Object model = modelEntry(module, *config, "f32");
   for (StringRef name : {StringRef("llmc.weights"), StringRef("llmc.weights_bytes"),
                          StringRef("llmc.matmul"), StringRef("llmc.kv_dtype"),
                          StringRef("llmc.activations"), StringRef("llmc.bf16_products"),
                          StringRef(kStepInfoAttr), StringRef(kKvGroupsAttr),
-                         StringRef(kStepOutputAttr)})
+                         StringRef(kStepOutputAttr), StringRef(kLabelsAttr)})
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);
@@ -343,7 +350,7 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
                                     {"triple", target.triple},
                                     {"cpu", target.cpu},
                                     {"features", target.features}}},
-      {"model", modelEntry(*config, "f32")},
+      {"model", std::move(model)},
       {"step", stepEntry(*config, kvKind, matmulKind, outputKind, LLMC_STEP_SYMBOL)},
       {"kernels", llvm::json::Array{llvm::json::Object{{"file", "kernels.so"},
                                                        {"size", kernels->first},
@@ -411,7 +418,7 @@ LogicalResult writeCudaArtifact(ModuleOp module, StringRef directory, const Cuda
       {"format_version", kFormatVersion},
       {"abi_version", LLMC_STEP_ABI_VERSION},
       {"target", llvm::json::Object{{"kind", "cuda"}, {"arch", target.arch}, {"dtype", target.dtype}}},
-      {"model", modelEntry(*config, target.dtype)},
+      {"model", modelEntry(module, *config, target.dtype)},
       {"step", stepEntry(*config, target.dtype, "cublaslt", kLogitsOutput)},
       {"kernels", std::move(kernelFiles)},
       {"weights", weightsEntry(*weights, std::move(weightIndex))},

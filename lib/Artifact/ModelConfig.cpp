@@ -153,6 +153,22 @@ longRopeFactors(const llvm::json::Object &config) {
   return found;
 }
 
+/// config.json's id2label ({"0": "name", ...}) as names by index; empty
+/// when it is absent or not one name for each index from 0.
+std::vector<std::string> labelNames(const llvm::json::Object &config) {
+  const llvm::json::Object *byId = config.getObject("id2label");
+  if (!byId) return {};
+  std::vector<std::string> names(byId->size());
+  for (const auto &[id, name] : *byId) {
+    unsigned index;
+    auto text = name.getAsString();
+    if (llvm::StringRef(id).getAsInteger(10, index) || index >= names.size() || !text)
+      return {};
+    names[index] = text->str();
+  }
+  return names;
+}
+
 } // namespace
 
 llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
@@ -171,6 +187,7 @@ llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
       found.longRopeShortFactors = std::move(factors->first);
       found.longRopeLongFactors = std::move(factors->second);
     }
+    found.labels = labelNames(*object);
     for (llvm::StringRef field : {"max_position_embeddings", "n_positions"})
       if (const llvm::json::Value *value = object->get(field)) {
         auto length = positiveLength(value, ("config.json's " + field).str());
@@ -192,9 +209,15 @@ llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
 }
 
 LogicalResult applyExporterConfig(ModuleOp module, const ExporterConfig &config) {
-  if (!config.maxPositionEmbeddings) return success();
   FailureOr<StepInfo> info = getStepInfo(module);
   if (failed(info)) return failure();
+  if (info->numLabels && int64_t(config.labels.size()) == info->numLabels) {
+    Builder b(module.getContext());
+    SmallVector<Attribute> names;
+    for (const std::string &name : config.labels) names.push_back(b.getStringAttr(name));
+    module->setAttr(kLabelsAttr, b.getArrayAttr(names));
+  }
+  if (!config.maxPositionEmbeddings) return success();
   int64_t length = *config.maxPositionEmbeddings;
   info->maxPositions = info->maxPositions ? std::min(info->maxPositions, length) : length;
   setStepInfo(module, *info);

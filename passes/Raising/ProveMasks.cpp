@@ -326,6 +326,10 @@ struct ProbeInputs {
   DenseMap<unsigned, onnx::HostTensor> values;
 };
 
+/// The probes' token ids start here: past every vocabulary, below 2^53
+/// (HostEvaluator's doubles hold them exactly).
+constexpr int64_t kProbeTokenBase = int64_t(1) << 40;
+
 FailureOr<ProbeInputs> probeInputs(func::FuncOp func, const Probe &p, std::string &why) {
   ProbeInputs inputs;
   for (BlockArgument arg : func.getArguments()) {
@@ -352,6 +356,11 @@ FailureOr<ProbeInputs> probeInputs(func::FuncOp func, const Probe &p, std::strin
     onnx::HostTensor value{shape, {}};
     if (name == "attention_mask") {
       for (const auto &row : p.keep) value.data.insert(value.data.end(), row.begin(), row.end());
+    } else if (name == "input_ids") {
+      // Ids no vocabulary has, so that no probe token is a pad token (a
+      // classifier pools each row's last token that is not one).
+      for (int64_t b = 0; b < p.batch; ++b)
+        for (int64_t j = 0; j < p.fresh; ++j) value.data.push_back(double(kProbeTokenBase + j));
     } else if (name == "position_ids" || name == "cache_position") {
       // A sequence's own token count before each token; padding at position 1, as
       // transformers' generate() writes it.
@@ -492,6 +501,37 @@ bool isFalseOnRealRows(const onnx::HostTensor &value, const Probe &probe) {
   return true;
 }
 
+/// Whether [batch] row indices into the new tokens flattened to [batch *
+/// new, ...] pick each row's last token: b * new + new - 1. A classifier's
+/// pooling (transformers' last token that is not the pad token) does so on
+/// every probe, whose tokens are never the pad token.
+bool isLastTokenOfEachRow(const onnx::HostTensor &value, const Probe &probe) {
+  if (value.shape.size() != 1 || value.shape[0] != probe.batch) return false;
+  for (int64_t b = 0; b < probe.batch; ++b)
+    if (value.data[b] != double(b * probe.fresh + probe.fresh - 1)) return false;
+  return true;
+}
+
+/// The rows a result gathers from [batch, new, features] flattened to
+/// [batch * new, features] (Flatten at axis 2, or a Reshape to rank 2 that
+/// keeps the features): its indices, or null.
+Value pooledRowIndices(Value result) {
+  auto gather = definedBy<onnx::GatherOp>(result);
+  if (!gather || gather.getAxis() != 0 || rankOf(gather.getIndices()) != 1 ||
+      rankOf(gather.getData()) != 2)
+    return nullptr;
+  Operation *flatten = gather.getData().getDefiningOp();
+  Value rows;
+  if (auto op = dyn_cast_or_null<onnx::FlattenOp>(flatten); op && op.getAxis() == 2)
+    rows = op.getInput();
+  else if (auto op = dyn_cast_or_null<onnx::ReshapeOp>(flatten))
+    rows = op.getData();
+  if (!rows || rankOf(rows) != 3 || dimOf(rows, 2) != dimOf(result, 1) ||
+      ShapedType::isDynamic(dimOf(rows, 2)))
+    return nullptr;
+  return gather.getIndices();
+}
+
 /// Evaluates every site's mask and every fact's value on every probe, in one
 /// clone of the function per probe.
 void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<ProbedFact> facts) {
@@ -614,8 +654,11 @@ void proveSites(func::FuncOp func, ArrayRef<MaskSite> sites, MutableArrayRef<Pro
   if (!probes.empty() && !longestAccepted)
     for (std::string &w : why)
       if (w.empty()) w = rejectedWhy;
-  for (const ProbedFact &fact : facts)
+  for (const ProbedFact &fact : facts) {
+    LLMC_DEBUG(llvm::dbgs() << fact.owner->getLoc() << (fact.proven ? " is " : " is not ")
+                            << fact.what << "\n");
     if (fact.proven) fact.owner->setAttr(fact.attr, UnitAttr::get(context));
+  }
 
   Builder builder(context);
   for (auto [index, site] : llvm::enumerate(sites)) {
@@ -670,6 +713,12 @@ void proveAttentionMasks(func::FuncOp func) {
                          "false on the rows of real tokens"});
     }
   });
+  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  for (Value result : ret.getOperands())
+    if (Value indices = pooledRowIndices(result))
+      if (!result.getDefiningOp()->hasAttr(kLastTokenRowsAttr))
+        facts.push_back({indices, isLastTokenOfEachRow, result.getDefiningOp(),
+                         kLastTokenRowsAttr, "each row's last token"});
   if (!sites.empty() || !facts.empty()) proveSites(func, sites, facts);
 }
 

@@ -40,6 +40,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
     func::FuncOp func = getOperation();
     if (failed(raising::normalizeAttentionScores(func))) return signalPassFailure();
     raising::proveAttentionMasks(func);
+    raising::unpoolLastTokenRows(func);
     raising::raiseMixturesOfExperts(func);
     raising::raiseDenseMixturesOfExperts(func);
     raising::raiseGroupedMixturesOfExperts(func);

@@ -378,12 +378,25 @@ inline constexpr llvm::StringLiteral kCachePositionsAttr = "llmc.cache_positions
 /// false on every row of a real token (so it never zeroes one).
 inline constexpr llvm::StringLiteral kInactiveGuardAttr = "llmc.inactive_guard";
 
+/// Marks a result's Gather of rows from [batch, new, features] flattened
+/// to rows, proven to pick each batch row's last token on every probe: a
+/// sequence classifier's pooling (transformers' `*ForSequenceClassification`:
+/// the last token that is not the pad token, which no probe token is).
+inline constexpr llvm::StringLiteral kLastTokenRowsAttr = "llmc.last_token_rows";
+
 /// Proves what the mask of every attention Softmax and onnx.Attention in
 /// `func` computes by evaluating it on probe inputs (ProveMasks.cpp), and
 /// writes kMaskAttr or kMaskUnprovenAttr on each; marks the integer Ranges
-/// that compute cache positions with kCachePositionsAttr, and the attention
-/// guards that never fire with kInactiveGuardAttr.
+/// that compute cache positions with kCachePositionsAttr, the attention
+/// guards that never fire with kInactiveGuardAttr, and the results pooled
+/// at each row's last token with kLastTokenRowsAttr.
 void proveAttentionMasks(mlir::func::FuncOp func);
+
+/// Returns the rows a result marked kLastTokenRowsAttr pools from, [batch,
+/// new, features], in its place: the step keeps each sequence's last row of
+/// a result as it does for logits. Marks the function
+/// kPooledAtLastTokenAttr (StepInfo.h) when it did (RaiseSequencePooling.cpp).
+void unpoolLastTokenRows(mlir::func::FuncOp func);
 
 /// A proven mask, as the llm.attention operands and attributes it becomes.
 struct MaskInfo {

@@ -272,8 +272,13 @@ struct LlmKvCachePagingPass : impl::LlmKvCachePagingPassBase<LlmKvCachePagingPas
       return ret.emitOpError("must return the logits (llm.logits), or the final hidden states "
                              "(last_hidden_state), and the present K/V only; the step ABI has no "
                              "place for other results");
+    // A classifier's logits (raising unpooled them): num_labels wide.
     if (!hiddenStates)
-      func->setAttr(kStepOutputAttr, StringAttr::get(func.getContext(), kLogitsOutput));
+      func->setAttr(kStepOutputAttr,
+                    StringAttr::get(func.getContext(), func->hasAttr(kPooledAtLastTokenAttr)
+                                                           ? kClassLogitsOutput
+                                                           : kLogitsOutput));
+    func->removeAttr(kPooledAtLastTokenAttr);
     ret->setOperands(kept);
     func.removeResAttrsAttr();
     func.setFunctionType(

@@ -4,16 +4,18 @@
     llm = LLM("models/smollm2-135m/model.onnx")
     llm.generate(["Hello"], SamplingParams(temperature=0))[0].outputs[0].text
 
-Serving: LLM (offline batches; embed() for an embedding model), AsyncLLM (streaming,
-asyncio), SamplingParams, RequestOutput, PoolingParams, EmbeddingRequestOutput. Compiling:
+Serving: LLM (offline batches; embed() for an embedding model, classify() for a sequence
+classifier), AsyncLLM (streaming, asyncio), SamplingParams, RequestOutput, PoolingParams,
+EmbeddingRequestOutput, ClassificationRequestOutput. Compiling:
 compile() (`llmc compile` as a function, llmc.compiler). Lower layers: llmc.runtime.Model (model steps), llmc.engine.Engine (the engine stepped by hand),
 llmc.tokenizer, llmc.chat_template. Test-model builders: llmc.testing; converters:
 llmc.convert.
 """
 from .compiler import CompileError, compile
 from .errors import LlmcRequestError, LlmcRuntimeError
-from .outputs import (CompletionOutput, EmbeddingOutput, EmbeddingRequestOutput, Logprob,
-                      PoolingParams, RequestOutput)
+from .outputs import (ClassificationOutput, ClassificationRequestOutput, CompletionOutput,
+                      EmbeddingOutput, EmbeddingRequestOutput, Logprob, PoolingParams,
+                      RequestOutput)
 from .sampling_params import SamplingParams, StructuredOutputsParams
 
 
@@ -28,7 +30,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'llmc' has no attribute {name!r}")
 
 
-__all__ = ["AsyncLLM", "CompileError", "CompletionOutput", "EmbeddingOutput",
+__all__ = ["AsyncLLM", "ClassificationOutput", "ClassificationRequestOutput", "CompileError",
+           "CompletionOutput", "EmbeddingOutput",
            "EmbeddingRequestOutput", "LLM", "LlmcRequestError", "LlmcRuntimeError", "Logprob",
            "PoolingParams", "RequestOutput", "SamplingParams", "StructuredOutputsParams",
            "compile"]

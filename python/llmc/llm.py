@@ -7,7 +7,9 @@
     llm.chat([{"role": "user", "content": "Hi!"}], SamplingParams(max_tokens=64))
 
 An embedding model (exported without its LM head, e.g. optimum's --task feature-extraction)
-embeds instead: LLM("qwen3-embedding/model.onnx").embed(["a query"])[0].outputs.embedding.
+embeds instead: LLM("qwen3-embedding/model.onnx").embed(["a query"])[0].outputs.embedding;
+a sequence classifier (optimum's --task text-classification: a reward model, a reranker)
+classifies: LLM("reward/model.onnx").classify(["a prompt"])[0].outputs.probs.
 
 The engine runs on its own threads (continuous batching over the paged KV cache); generate()
 submits every prompt, waits for their tokens with the GIL released, and shows a progress
@@ -25,8 +27,8 @@ from tqdm.auto import tqdm
 
 from llmc.engine_args import open_engine
 from llmc.errors import LlmcRuntimeError
-from llmc.outputs import (EmbeddingRequestOutput, PoolingParams, PoolingState, RequestOutput,
-                          RequestState)
+from llmc.outputs import (ClassificationRequestOutput, EmbeddingRequestOutput, PoolingParams,
+                          PoolingState, RequestOutput, RequestState)
 from llmc.prompts import Prompt, max_tokens, normalize, params_for, truncated
 from llmc.sampling_params import SamplingParams
 from llmc.tokenizer import Tokenizer
@@ -101,10 +103,40 @@ class LLM:
         """Embeds each prompt (as generate() takes them) with an embedding model: its last
         token's final hidden state, L2-normalised unless pooling_params says not to, as
         vLLM's LLM.embed with LAST pooling. Returns them in the prompts' order."""
-        engine = self._live()
-        if not engine.outputs_hidden_states:
+        if not self._live().outputs_hidden_states:
             raise ValueError("embed() needs an embedding model (one exported without its LM "
-                             "head, whose output is last_hidden_state); this one generates")
+                             "head, whose output is last_hidden_state); this is " + self._kind())
+        return self._pool(prompts, pooling_params, use_tqdm, classify=False)
+
+    def classify(self, prompts, pooling_params: Optional[PoolingParams] = None, *,
+                 use_tqdm: bool = True) -> list[ClassificationRequestOutput]:
+        """Classifies each prompt (as generate() takes them) with a sequence classifier (an
+        export of a *ForSequenceClassification model: a reward model, a reranker): the
+        softmax of its score head's logits at the prompt's last token (a sigmoid for one
+        label; the logits themselves with use_activation=False), as vLLM's LLM.classify.
+        Returns them in the prompts' order; the label names are `LLM.labels`."""
+        if not self._live().outputs_class_logits:
+            raise ValueError("classify() needs a sequence classifier (an export of a "
+                             "*ForSequenceClassification model); this is " + self._kind())
+        return self._pool(prompts, pooling_params, use_tqdm, classify=True)
+
+    @property
+    def labels(self) -> list[str]:
+        """A classifier's label names by index (config.json's id2label); empty otherwise."""
+        return list(self._live().labels)
+
+    def _kind(self) -> str:
+        engine = self._live()
+        if engine.outputs_hidden_states:
+            return ("an embedding model (exported without its LM head): it embeds prompts "
+                    "(embed())")
+        if engine.outputs_class_logits:
+            return "a sequence classifier: it classifies prompts (classify())"
+        return "a generative model: it generates text (generate())"
+
+    def _pool(self, prompts, pooling_params: Optional[PoolingParams], use_tqdm: bool,
+              classify: bool) -> list:
+        engine = self._live()
         batch = normalize(prompts, self._tokenizer)
         options = (pooling_params or PoolingParams()).engine_options()
 
@@ -113,7 +145,8 @@ class LLM:
 
         return self._drive(len(batch), submit,
                            lambda index: PoolingState(str(next(self._request_ids)),
-                                                      batch[index].token_ids), use_tqdm)
+                                                      batch[index].token_ids, classify),
+                           use_tqdm)
 
     def chat(self, messages, sampling_params: Union[None, SamplingParams,
                                                     list[SamplingParams]] = None,
@@ -153,9 +186,8 @@ class LLM:
     def _run(self, batch: list[Prompt], params: list[SamplingParams], use_tqdm: bool,
              priority: list[int]) -> list[RequestOutput]:
         engine = self._live()
-        if engine.outputs_hidden_states:
-            raise ValueError("this is an embedding model (exported without its LM head): it "
-                             "embeds prompts (embed()) and generates nothing")
+        if engine.outputs_hidden_states or engine.outputs_class_logits:
+            raise ValueError("this is " + self._kind() + ", and generates nothing")
         batch = [truncated(prompt, params[index], engine.max_model_len)
                  for index, prompt in enumerate(batch)]
         return self._drive(

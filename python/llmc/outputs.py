@@ -1,10 +1,11 @@
 """What generation returns, in vLLM's shapes: RequestOutput holds a prompt and its
 CompletionOutputs (one per sample); RequestState builds them from the engine's events. An
-embedding model's requests return EmbeddingRequestOutputs (PoolingState builds them)."""
+embedding model's requests return EmbeddingRequestOutputs, a classifier's
+ClassificationRequestOutputs (PoolingState builds both)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from llmc.errors import LlmcRequestError, LlmcRuntimeError
 from llmc.sampling_params import SamplingParams
@@ -127,12 +128,18 @@ class RequestState:
 
 @dataclass
 class PoolingParams:
-    """vLLM's PoolingParams for an embedding model's requests: normalize scales each
-    embedding to unit L2 norm (the default, as vLLM's embed task does)."""
+    """vLLM's PoolingParams for a pooling model's requests. use_activation (vLLM 0.11's
+    name): an embedding scaled to unit L2 norm, a classifier's logits turned into
+    probabilities (a softmax over the labels, a sigmoid of one); None takes the default,
+    True. normalize is the older vLLM's name of the embedding's switch, used where
+    use_activation is None."""
     normalize: bool = True
+    use_activation: Optional[bool] = None
 
     def engine_options(self) -> dict:
-        return {"pooling": {"normalize": bool(self.normalize)}}
+        activation = bool(self.normalize if self.use_activation is None
+                          else self.use_activation)
+        return {"pooling": {"normalize": activation, "activation": activation}}
 
 
 @dataclass
@@ -153,28 +160,53 @@ class EmbeddingRequestOutput:
     finished: bool
 
 
-class PoolingState:
-    """An embedding request in flight: its one event carries the embedding."""
+@dataclass
+class ClassificationOutput:
+    """The prompt's class probabilities, one per label (its last token's logits of the
+    classifier's score head, through the softmax unless use_activation was False)."""
+    probs: list[float]
 
-    def __init__(self, request_id: str, prompt_token_ids: list[int]):
+    @property
+    def num_classes(self) -> int:
+        return len(self.probs)
+
+
+@dataclass
+class ClassificationRequestOutput:
+    request_id: str
+    outputs: ClassificationOutput
+    prompt_token_ids: list[int]
+    finished: bool
+
+
+class PoolingState:
+    """A pooling request in flight: its one event carries the pooled row, which becomes an
+    EmbeddingRequestOutput or a ClassificationRequestOutput (`classify`)."""
+
+    def __init__(self, request_id: str, prompt_token_ids: list[int], classify: bool = False):
         self.request_id = request_id
         self.prompt_token_ids = prompt_token_ids
-        self.embedding: Optional[list[float]] = None
+        self.classify = classify
+        self.pooled: Optional[list[float]] = None
         self.error: Optional[LlmcRuntimeError] = None
 
     @property
     def finished(self) -> bool:
-        return self.error is not None or self.embedding is not None
+        return self.error is not None or self.pooled is not None
 
     def apply(self, event: dict) -> None:
         if event["error"]:
             error_type = LlmcRequestError if event["rejected"] else LlmcRuntimeError
             self.error = error_type(event["error"])
-        elif event["embedding"] is not None:
-            self.embedding = event["embedding"]
+        elif event["pooled"] is not None:
+            self.pooled = event["pooled"]
         elif event["finish_reason"] == "abort":
             self.error = LlmcRuntimeError(f"request {self.request_id} was aborted")
 
-    def output(self) -> EmbeddingRequestOutput:
-        return EmbeddingRequestOutput(self.request_id, EmbeddingOutput(list(self.embedding)),
+    def output(self) -> Union[EmbeddingRequestOutput, ClassificationRequestOutput]:
+        if self.classify:
+            return ClassificationRequestOutput(self.request_id,
+                                               ClassificationOutput(list(self.pooled)),
+                                               list(self.prompt_token_ids), True)
+        return EmbeddingRequestOutput(self.request_id, EmbeddingOutput(list(self.pooled)),
                                       list(self.prompt_token_ids), True)

@@ -61,7 +61,11 @@ class Model:
     # An embedding model (exported without its LM head): step() returns the final hidden
     # states of the rows it asks for, hidden_size wide, and the model generates nothing.
     outputs_hidden_states = property(lambda self: self.native().outputs_hidden_states)
-    # The width of step()'s rows: vocab_size, or hidden_size.
+    # A sequence classifier: step() returns its score head's logits, one per label (labels:
+    # their names), and the model generates nothing.
+    outputs_class_logits = property(lambda self: self.native().outputs_class_logits)
+    labels = property(lambda self: list(self.native().labels))
+    # The width of step()'s rows: vocab_size, hidden_size, or the labels' count.
     output_size = property(lambda self: self.native().output_size)
     num_layers = property(lambda self: self.native().num_layers)
     block_size = property(lambda self: self.native().block_size)

@@ -182,6 +182,18 @@ ModelConfig parseModelConfig(const json &manifest, const TargetConfig &target) {
     config.maxPositions = integerField(model, "model", "max_positions", 0);
   if (model.contains("attention_window"))
     config.attentionWindow = integerField(model, "model", "attention_window", 0);
+  if (model.contains("num_labels"))
+    config.numLabels = integerField(model, "model", "num_labels", 0);
+  if (model.contains("labels")) {
+    const json &labels = model.at("labels");
+    if (!labels.is_array() || int64_t(labels.size()) != config.numLabels ||
+        !std::all_of(labels.begin(), labels.end(), [](const json &l) { return l.is_string(); }))
+      throw Error("manifest.json: model.labels must be num_labels (" +
+                  std::to_string(config.numLabels) + ") strings");
+    for (const json &label : labels) config.labels.push_back(label.get<std::string>());
+  }
+  for (int64_t i = int64_t(config.labels.size()); i < config.numLabels; ++i)
+    config.labels.push_back("LABEL_" + std::to_string(i));
   return config;
 }
 
@@ -217,13 +229,15 @@ StepConfig parseStepConfig(const json &manifest, const TargetConfig &target) {
   // Artifacts written before the field return logits.
   if (step.contains("output")) {
     std::string output = stringField(step, "step", "output");
-    if (output != "logits" && output != "hidden_states")
+    if (output != "logits" && output != "hidden_states" && output != "class_logits")
       throw Error("manifest.json: step.output '" + output +
-                  "' is not one this runtime serves (logits or hidden_states)");
+                  "' is not one this runtime serves (logits, hidden_states or class_logits)");
     if (target.isCuda() && output != "logits")
       throw Error("manifest.json: step.output is '" + output +
                   "'; the CUDA runtime serves logits only");
-    config.outputsHiddenStates = output == "hidden_states";
+    config.output = output == "hidden_states"  ? StepOutputKind::HiddenStates
+                    : output == "class_logits" ? StepOutputKind::ClassLogits
+                                               : StepOutputKind::Logits;
   }
   // The runtime allocates the KV pool, so it must know its element type.
   std::string kvDtype = stringField(step, "step", "kv_dtype");

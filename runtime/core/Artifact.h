@@ -46,6 +46,11 @@ struct ModelConfig {
   /// The keys a query sees at most, when every layer has a sliding window;
   /// 0: some layer sees every key.
   int64_t attentionWindow = 0;
+  /// A sequence classifier's labels (step.output class_logits): their count
+  /// and names (model.labels; transformers' LABEL_i where the manifest has
+  /// none).
+  int64_t numLabels = 0;
+  std::vector<std::string> labels;
 };
 
 /// One of the step's KV cache groups (step.kv_groups): layers of one
@@ -56,6 +61,9 @@ struct KvGroupConfig {
   /// The model layers of the group in the order of their slots in a block.
   std::vector<int64_t> layers;
 };
+
+/// What a step returns a row of for each sequence it is asked one of.
+enum class StepOutputKind { Logits, HiddenStates, ClassLogits };
 
 /// manifest.json's "step": the limits and needs of the step function.
 struct StepConfig {
@@ -77,18 +85,24 @@ struct StepConfig {
   /// the step's block_tables has G rows a sequence and slot_mapping G slots
   /// a token (StepABI.h), and a block holds the rows of one group's layers.
   std::vector<KvGroupConfig> kvGroups;
-  /// step.output: the step's rows are logits (vocab_size wide), or the final
+  /// step.output: the step's rows are logits (vocab_size wide); the final
   /// hidden states (hidden_size wide) of a model exported without its LM
-  /// head, which serves embeddings and generates nothing.
-  bool outputsHiddenStates = false;
+  /// head, which serves embeddings; or a sequence classifier's logits
+  /// (num_labels wide). The last two generate nothing.
+  StepOutputKind output = StepOutputKind::Logits;
 
   int64_t numKvGroups() const { return kvGroups.empty() ? 1 : int64_t(kvGroups.size()); }
 };
 
-/// The width of a step's output rows: the vocabulary's logits, or the hidden
-/// states of a model without its head.
+/// The width of a step's output rows: the vocabulary's logits, the hidden
+/// states of a model without its head, or a classifier's labels.
 inline int64_t stepOutputSize(const ModelConfig &model, const StepConfig &step) {
-  return step.outputsHiddenStates ? model.hiddenSize : model.vocabSize;
+  switch (step.output) {
+  case StepOutputKind::HiddenStates: return model.hiddenSize;
+  case StepOutputKind::ClassLogits: return model.numLabels;
+  case StepOutputKind::Logits: break;
+  }
+  return model.vocabSize;
 }
 
 /// A model.llmc directory, verified and loaded: load() checks the manifest's

@@ -221,9 +221,12 @@ void Model::step(const StepBatch &batch, float *logits) {
 }
 
 void Model::stepGreedy(const StepBatch &batch, int32_t *tokens) {
-  if (outputsHiddenStates())
-    throw Error("the model returns hidden states (an embedding model), not logits to pick "
-                "tokens from");
+  if (pools())
+    throw Error(outputsHiddenStates()
+                    ? "the model returns hidden states (an embedding model), not logits to pick "
+                      "tokens from"
+                    : "the model returns a sequence classifier's logits, not logits to pick "
+                      "tokens from");
   validate(batch);
   executor->stepGreedy(batch, config().vocabSize, tokens);
 }

@@ -79,8 +79,15 @@ public:
 
   /// Whether the step returns final hidden states (an embedding model's)
   /// instead of logits: the model then serves embeddings, not generation.
-  bool outputsHiddenStates() const { return stepConfig().outputsHiddenStates; }
-  /// The width of a step's output row: vocabSize, or hiddenSize.
+  bool outputsHiddenStates() const {
+    return stepConfig().output == StepOutputKind::HiddenStates;
+  }
+  /// Whether the step returns a sequence classifier's logits: the model then
+  /// classifies prompts, and generates nothing.
+  bool outputsClassLogits() const { return stepConfig().output == StepOutputKind::ClassLogits; }
+  /// Whether the model serves pooling requests (embed, classify) only.
+  bool pools() const { return stepConfig().output != StepOutputKind::Logits; }
+  /// The width of a step's output row: vocabSize, hiddenSize or numLabels.
   int64_t outputSize() const { return stepOutputSize(config(), stepConfig()); }
 
   /// Runs the step function over `batch` and writes [numSeqs, outputSize()]

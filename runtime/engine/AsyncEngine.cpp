@@ -262,7 +262,7 @@ void AsyncEngine::deliver(const Output &output) {
     event.token = output.step->token;
     event.finishReason = output.step->finishReason;
     event.promptLogprobs = output.step->promptLogprobs;
-    event.embedding = output.step->embedding;
+    event.pooled = output.step->pooled;
   }
   // Prompt logprobs come before any text.
   if (sample && event.promptLogprobs.empty() && !addText(*sample, event)) return;

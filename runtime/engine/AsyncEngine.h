@@ -53,8 +53,8 @@ struct StreamEvent {
   /// Prompt logprobs (RequestOptions::promptLogprobs), on events of their
   /// own before the first token's: see StepOutput::promptLogprobs.
   std::vector<SampledToken> promptLogprobs;
-  /// A pooling request's embedding, on its one event (StepOutput::embedding).
-  std::vector<float> embedding;
+  /// A pooling request's result, on its one event (StepOutput::pooled).
+  std::vector<float> pooled;
   /// The text the token completes (incremental: never half a character),
   /// when the request asked for text; the rest of the text on the last event.
   std::string text;

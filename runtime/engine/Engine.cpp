@@ -129,8 +129,9 @@ Engine::Engine(Model &model, const EngineConfig &config)
       defaultSeed(config.seed),
       speculative(config.speculative) {
   speculative.validate();
-  if (speculative.enabled() && model.outputsHiddenStates())
-    throw Error("speculative decoding needs a generative model; this one returns hidden states");
+  if (speculative.enabled() && model.pools())
+    throw Error("speculative decoding needs a generative model; this one serves pooling "
+                "requests only");
   // As vLLM and llama.cpp allocate theirs: the cache is all backed before the
   // first request, so no step waits on a page fault of a block it writes.
   model.kvPool().makeResident();
@@ -149,18 +150,20 @@ void Engine::validate(const std::vector<int32_t> &prompt, const RequestOptions &
     throw RequestError("priority " + str(options.priority) +
                        " needs the priority scheduling policy (vLLM's scheduling_policy "
                        "\"priority\"); this engine serves first come, first served");
-  if (model.outputsHiddenStates() != options.pooling.has_value())
-    throw RequestError(options.pooling
-                           ? "the model generates text: it has no embeddings to pool"
-                           : "the model is an embedding model (exported without its LM head): "
-                             "it embeds prompts and generates nothing");
+  if (model.pools() != options.pooling.has_value())
+    throw RequestError(options.pooling ? "the model generates text: it has nothing to pool"
+                       : model.outputsHiddenStates()
+                           ? "the model is an embedding model (exported without its LM head): "
+                             "it embeds prompts and generates nothing"
+                           : "the model is a sequence classifier: it classifies prompts and "
+                             "generates nothing");
   if (options.pooling) {
     // The whole prompt is computed; nothing is generated after it.
     if (static_cast<int64_t>(prompt.size()) > modelLen)
       throw RequestError("the prompt has " + str(int64_t(prompt.size())) +
                          " tokens; max_model_len is " + str(modelLen));
     if (options.n != 1 || options.promptLogprobs || options.grammar)
-      throw RequestError("an embedding request takes no n, prompt_logprobs or grammar");
+      throw RequestError("a pooling request takes no n, prompt_logprobs or grammar");
     return;
   }
   if (static_cast<int64_t>(prompt.size()) >= modelLen)
@@ -322,7 +325,7 @@ void Engine::forkSamples(Request &request, Sequence &parent) {
 }
 
 bool Engine::picksArgmaxOnly(const SchedulerOutput &plan) const {
-  if (model.outputsHiddenStates()) return false;
+  if (model.pools()) return false;
   for (const ScheduledChunk &chunk : plan.chunks) {
     const Sequence &sequence = *chunk.sequence;
     if (chunk.numDraft > 0 || chunk.rowPerToken) return false;
@@ -440,18 +443,30 @@ void Engine::verifyDraft(const ScheduledChunk &chunk, const float *rows,
     scheduler.kvCache().rollBack(sequence.blocks, sequence.tokens, keep);
 }
 
-StepOutput Engine::embed(const Request &request, Sequence &sequence, const float *row) {
-  std::vector<float> embedding(row, row + model.outputSize());
-  if (request.options.pooling->normalize) {
+StepOutput Engine::pool(const Request &request, Sequence &sequence, const float *row) {
+  std::vector<float> pooled(row, row + model.outputSize());
+  const PoolingParams &params = *request.options.pooling;
+  if (model.outputsHiddenStates() && params.normalize) {
     double squares = 0;
-    for (float value : embedding) squares += double(value) * value;
+    for (float value : pooled) squares += double(value) * value;
     // As torch.nn.functional.normalize: a zero vector stays zero.
     double norm = std::max(std::sqrt(squares), 1e-12);
-    for (float &value : embedding) value = static_cast<float>(value / norm);
+    for (float &value : pooled) value = static_cast<float>(value / norm);
+  } else if (model.outputsClassLogits() && params.activation) {
+    // vLLM's classify: a softmax over the labels, a sigmoid for one label.
+    if (pooled.size() == 1) {
+      pooled[0] = static_cast<float>(1.0 / (1.0 + std::exp(-double(pooled[0]))));
+    } else {
+      float largest = *std::max_element(pooled.begin(), pooled.end());
+      double sum = 0;
+      for (float value : pooled) sum += std::exp(double(value) - largest);
+      for (float &value : pooled)
+        value = static_cast<float>(std::exp(double(value) - largest) / sum);
+    }
   }
   finish(sequence);
   StepOutput output{sequence.request, sequence.sampleIndex, std::nullopt, FinishReason::Stop};
-  output.embedding = std::move(embedding);
+  output.pooled = std::move(pooled);
   return output;
 }
 
@@ -513,7 +528,7 @@ std::vector<StepOutput> Engine::step() {
     if (!chunk.samples()) continue;
     Request &request = requests.at(sequence.request);
     if (request.options.pooling) {
-      outputs.push_back(embed(request, sequence, logits.data() + row * rowSize));
+      outputs.push_back(pool(request, sequence, logits.data() + row * rowSize));
       continue;
     }
     auto drawOf = [&](Sequence *sample) -> Draw {

@@ -32,11 +32,12 @@
 //   model step runs.
 // - When a request ends, its blocks are free (or cached and evictable).
 // - A model that returns hidden states (an embedding model, exported without
-//   its LM head) serves pooling requests only, and a generative model none:
-//   such a request's prompt is computed (chunked, prefix-cached, preempted
-//   like any other) and ends with one StepOutput carrying the embedding, the
-//   last prompt token's final hidden state (vLLM's LAST pooling), L2-normalised
-//   unless the request says not to.
+//   its LM head) or a classifier's logits serves pooling requests only, and a
+//   generative model none: such a request's prompt is computed (chunked,
+//   prefix-cached, preempted like any other) and ends with one StepOutput
+//   carrying its last prompt token's row (vLLM's LAST pooling): the final
+//   hidden state L2-normalised, or the class probabilities, unless the
+//   request says not to.
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_ENGINE_ENGINE_H
@@ -88,10 +89,14 @@ struct EngineConfig {
   SchedulingPolicy schedulingPolicy = SchedulingPolicy::Fcfs;
 };
 
-/// vLLM's PoolingParams: what an embedding model's request asks for.
+/// vLLM's PoolingParams: what a pooling request (an embedding model's, a
+/// classifier's) asks for.
 struct PoolingParams {
   /// Scale the embedding to unit L2 norm (vLLM's default for embed).
   bool normalize = true;
+  /// Turn a classifier's logits into probabilities: a softmax over the
+  /// labels, or a sigmoid of a single one (vLLM's default for classify).
+  bool activation = true;
 };
 
 struct RequestOptions {
@@ -111,8 +116,8 @@ struct RequestOptions {
   std::optional<int32_t> promptLogprobs;
   /// vLLM's priority (lower runs first); only under the priority policy.
   int64_t priority = 0;
-  /// Set for every request to a model that returns hidden states (and for
-  /// none to a generative one): the request embeds its prompt.
+  /// Set for every request to a model that pools (Model::pools(); for none
+  /// to a generative one): the request embeds or classifies its prompt.
   std::optional<PoolingParams> pooling;
 };
 
@@ -129,8 +134,10 @@ struct StepOutput {
   /// prompt token 1's (token 0 has no logprob), and every later token's
   /// comes, before the first sampled token.
   std::vector<SampledToken> promptLogprobs;
-  /// A pooling request's embedding (hidden_size values), in its one output.
-  std::vector<float> embedding;
+  /// A pooling request's result, in its one output: the embedding
+  /// (hidden_size values) or the class probabilities (num_labels; the
+  /// logits without PoolingParams::activation).
+  std::vector<float> pooled;
 };
 
 struct EngineStats {
@@ -253,9 +260,10 @@ private:
   /// draft, which is the last; keeps the accepted draft tokens' K/V.
   void verifyDraft(const ScheduledChunk &chunk, const float *rows,
                    std::vector<StepOutput> &outputs);
-  /// A pooling request's output: the final hidden state `row` of its last
-  /// prompt token, normalised as it asks; ends its sequence.
-  StepOutput embed(const Request &request, Sequence &sequence, const float *row);
+  /// A pooling request's output: the row of its last prompt token (a final
+  /// hidden state, normalised as it asks, or a classifier's logits, as
+  /// probabilities unless it asks not); ends its sequence.
+  StepOutput pool(const Request &request, Sequence &sequence, const float *row);
   /// Ends a sample (its output carries the reason); the request goes when
   /// all its samples have.
   void finish(Sequence &sequence);

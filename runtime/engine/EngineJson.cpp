@@ -158,6 +158,7 @@ RequestOptions requestOptionsFromJson(const json &object) {
     Fields<RequestError> poolingFields(*pooling, "pooling");
     options.pooling.emplace();
     poolingFields.read("normalize", options.pooling->normalize);
+    poolingFields.read("activation", options.pooling->activation);
     poolingFields.finish();
   }
   fields.finish();
@@ -211,7 +212,7 @@ json toJson(const StepOutput &output) {
                       {"rank", entry.rank},
                       {"top_logprobs", topLogprobsJson(entry)}});
   result["prompt_logprobs"] = std::move(prompt);
-  if (!output.embedding.empty()) result["embedding"] = output.embedding;
+  if (!output.pooled.empty()) result["pooled"] = output.pooled;
   return result;
 }
 

@@ -134,6 +134,8 @@ void bindModel(nb::module_ &module) {
       .def_prop_ro("vocab_size", [](const Model &m) { return m.config().vocabSize; })
       .def_prop_ro("hidden_size", [](const Model &m) { return m.config().hiddenSize; })
       .def_prop_ro("outputs_hidden_states", &Model::outputsHiddenStates)
+      .def_prop_ro("outputs_class_logits", &Model::outputsClassLogits)
+      .def_prop_ro("labels", [](const Model &m) { return m.config().labels; })
       .def_prop_ro("output_size", &Model::outputSize)
       .def_prop_ro("num_layers", [](const Model &m) { return m.config().numLayers; })
       .def_prop_ro("block_size", [](const Model &m) { return m.stepConfig().blockSize; })

@@ -135,8 +135,8 @@ nb::dict eventToPython(const StreamEvent &event) {
   result["stop_string"] =
       event.stopString ? nb::object(text(*event.stopString)) : nb::object(nb::none());
   result["num_prompt_tokens"] = event.numPromptTokens;
-  result["embedding"] = event.embedding.empty() ? nb::object(nb::none())
-                                                : nb::object(nb::cast(event.embedding));
+  result["pooled"] = event.pooled.empty() ? nb::object(nb::none())
+                                          : nb::object(nb::cast(event.pooled));
   result["error"] = text(event.error);
   result["rejected"] = event.rejected;
   return result;
@@ -289,6 +289,9 @@ void bindServing(nb::module_ &module) {
       .def_prop_ro("vocab_size", [](const LLMEngine &self) { return self.model->config().vocabSize; })
       .def_prop_ro("outputs_hidden_states",
                    [](const LLMEngine &self) { return self.model->outputsHiddenStates(); })
+      .def_prop_ro("outputs_class_logits",
+                   [](const LLMEngine &self) { return self.model->outputsClassLogits(); })
+      .def_prop_ro("labels", [](const LLMEngine &self) { return self.model->config().labels; })
       .def_prop_ro("kv_cache_summary",
                    [](const LLMEngine &self) { return self.model->kvCacheSummary(); });
 }

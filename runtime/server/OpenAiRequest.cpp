@@ -473,19 +473,25 @@ GenerationRequest parseGenerationRequest(Endpoint endpoint, const json &body,
   return request;
 }
 
-EmbeddingRequest parseEmbeddingRequest(const json &body, int64_t maxModelLen) {
+PoolingRequest parsePoolingRequest(PoolingEndpoint endpoint, const json &body,
+                                   int64_t maxModelLen) {
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
   Fields fields(body);
-  EmbeddingRequest request;
+  PoolingRequest request;
   request.model = fields.string("model");
   request.inputs = readPrompts(fields, "input");
-  std::string format = fields.find("encoding_format") ? fields.string("encoding_format") : "float";
-  if (format != "float" && format != "base64")
-    Fields::fail("encoding_format", "must be 'float' or 'base64', not '" + format + "'");
-  request.base64 = format == "base64";
-  // Truncating a Matryoshka embedding is a property of the model; none here claims one.
-  fields.unsupported("dimensions", json());
-  request.pooling.normalize = fields.flag("normalize", true);
+  bool activation = fields.flag("use_activation", true);
+  if (endpoint == PoolingEndpoint::Embeddings) {
+    std::string format =
+        fields.find("encoding_format") ? fields.string("encoding_format") : "float";
+    if (format != "float" && format != "base64")
+      Fields::fail("encoding_format", "must be 'float' or 'base64', not '" + format + "'");
+    request.base64 = format == "base64";
+    // Truncating a Matryoshka embedding is a property of the model; none here claims one.
+    fields.unsupported("dimensions", json());
+    request.pooling.normalize = fields.flag("normalize", activation);
+  }
+  request.pooling.activation = activation;
   request.addSpecialTokens = fields.flag("add_special_tokens", true);
   request.truncatePromptTokens = readTruncatePromptTokens(fields, maxModelLen);
   return request;

@@ -109,23 +109,29 @@ struct GenerationRequest {
 GenerationRequest parseGenerationRequest(Endpoint endpoint, const nlohmann::ordered_json &body,
                                          int64_t maxModelLen);
 
-/// OpenAI's POST /v1/embeddings, for an embedding model.
-struct EmbeddingRequest {
+/// The pooling endpoints: OpenAI's POST /v1/embeddings, for an embedding
+/// model, and vLLM's POST /classify, for a sequence classifier.
+enum class PoolingEndpoint { Embeddings, Classify };
+
+/// A pooling endpoint's request.
+struct PoolingRequest {
   /// Empty when the request names none.
   std::string model;
-  /// input: one or more texts or token id lists, each embedded alone.
+  /// input: one or more texts or token id lists, each pooled alone.
   std::vector<PromptInput> inputs;
-  /// encoding_format "base64": each embedding the base64 of its
+  /// Embeddings' encoding_format "base64": each embedding the base64 of its
   /// little-endian float32 bytes (what OpenAI's Python client asks for).
   bool base64 = false;
-  /// vLLM's normalize (true by default).
+  /// vLLM's normalize (embeddings) and use_activation (both; true by
+  /// default).
   PoolingParams pooling;
   /// vLLM's add_special_tokens: the tokenizer's BOS template on text inputs.
   bool addSpecialTokens = true;
   /// vLLM's truncate_prompt_tokens, as in GenerationRequest.
   int64_t truncatePromptTokens = 0;
 };
-EmbeddingRequest parseEmbeddingRequest(const nlohmann::ordered_json &body, int64_t maxModelLen);
+PoolingRequest parsePoolingRequest(PoolingEndpoint endpoint, const nlohmann::ordered_json &body,
+                                   int64_t maxModelLen);
 
 /// vLLM's POST /tokenize: a prompt, or chat messages that the chat template
 /// renders first.

@@ -245,10 +245,15 @@ Task<void> OpenAiServer::route(HttpExchange &exchange) {
     co_await exchange.respond(jsonResponse(modelList()));
     co_return;
   }
-  if (target == "/v1/embeddings") {
-    if (!post) throw ApiError(405, "use POST /v1/embeddings");
+  std::optional<PoolingEndpoint> pooling;
+  if (target == "/v1/embeddings") pooling = PoolingEndpoint::Embeddings;
+  // vLLM's path, and under /v1/ as its other endpoints.
+  if (target == "/classify" || target == "/v1/classify") pooling = PoolingEndpoint::Classify;
+  if (pooling) {
+    if (!post) throw ApiError(405, "use POST " + std::string(target));
+    if (target == "/classify") checkApiKey(request);
     if (draining) throw ApiError(503, "the server is shutting down");
-    co_await embed(exchange);
+    co_await pool(exchange, *pooling);
     co_return;
   }
   std::optional<Endpoint> endpoint;
@@ -420,15 +425,26 @@ void OpenAiServer::forget(const std::vector<RequestId> &ids) {
   for (RequestId id : ids) inFlight.erase(id);
 }
 
-json OpenAiServer::embeddingResponse(const EmbeddingRequest &request,
-                                    const std::vector<std::vector<float>> &embeddings,
-                                    int64_t promptTokens) const {
+json OpenAiServer::poolingResponse(PoolingEndpoint endpoint, const PoolingRequest &request,
+                                  const std::vector<std::vector<float>> &rows,
+                                  int64_t promptTokens) const {
   json data = json::array();
-  for (size_t i = 0; i < embeddings.size(); ++i) {
+  const std::vector<std::string> &labels = served.model.config().labels;
+  for (size_t i = 0; i < rows.size(); ++i) {
     json entry = json::object();
+    const std::vector<float> &values = rows[i];
+    if (endpoint == PoolingEndpoint::Classify) {
+      // vLLM's ClassificationData: the likeliest label, and every label's probability.
+      entry["index"] = i;
+      auto best = std::max_element(values.begin(), values.end()) - values.begin();
+      entry["label"] = labels.at(best);
+      entry["probs"] = values;
+      entry["num_classes"] = values.size();
+      data.push_back(std::move(entry));
+      continue;
+    }
     entry["object"] = "embedding";
     entry["index"] = i;
-    const std::vector<float> &values = embeddings[i];
     // Little-endian float32, as numpy.frombuffer(..., dtype="float32") reads it.
     static_assert(std::endian::native == std::endian::little);
     entry["embedding"] = request.base64
@@ -437,7 +453,7 @@ json OpenAiServer::embeddingResponse(const EmbeddingRequest &request,
     data.push_back(std::move(entry));
   }
   json response = json::object();
-  response["id"] = randomId("embd-");
+  response["id"] = randomId(endpoint == PoolingEndpoint::Classify ? "classify-" : "embd-");
   response["object"] = "list";
   response["created"] = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::system_clock::now().time_since_epoch())
@@ -451,11 +467,19 @@ json OpenAiServer::embeddingResponse(const EmbeddingRequest &request,
   return response;
 }
 
-Task<void> OpenAiServer::embed(HttpExchange &exchange) {
+Task<void> OpenAiServer::pool(HttpExchange &exchange, PoolingEndpoint endpoint) {
   Clock::time_point arrival = Clock::now();
   json body = parseBody(exchange.request);
-  EmbeddingRequest request = parseEmbeddingRequest(body, engine.maxModelLen());
+  PoolingRequest request = parsePoolingRequest(endpoint, body, engine.maxModelLen());
   checkModel(request.model);
+  bool embeddings = endpoint == PoolingEndpoint::Embeddings;
+  if (embeddings ? !served.model.outputsHiddenStates() : !served.model.outputsClassLogits())
+    throw ApiError(400, std::string(embeddings ? "/v1/embeddings needs an embedding model"
+                                               : "/classify needs a sequence classifier") +
+                            "; this model " +
+                            (served.model.outputsHiddenStates()  ? "embeds (/v1/embeddings)"
+                             : served.model.outputsClassLogits() ? "classifies (/classify)"
+                                                                 : "generates text"));
   const size_t numInputs = request.inputs.size();
   for (const PromptInput &input : request.inputs)
     if (input.text && !served.tokenizer)
@@ -473,7 +497,7 @@ Task<void> OpenAiServer::embed(HttpExchange &exchange) {
   }
   std::vector<RequestId> ids = submitAll(exchange, std::move(works));
 
-  std::vector<std::vector<float>> embeddings(numInputs);
+  std::vector<std::vector<float>> rows(numInputs);
   int64_t promptTokens = 0;
   size_t unfinished = numInputs;
   std::optional<ApiError> failure;
@@ -486,10 +510,10 @@ Task<void> OpenAiServer::embed(HttpExchange &exchange) {
         // An input refused or a failed step: the whole response fails.
         if (!failure) failure = ApiError(event.rejected ? 400 : 500, event.error);
         for (RequestId id : ids) engine.abort(id);
-      } else if (event.embedding.empty()) {
+      } else if (event.pooled.empty()) {
         if (!failure) failure = ApiError(500, "the request was aborted");
       } else {
-        embeddings[input] = event.embedding;
+        rows[input] = event.pooled;
         promptTokens += event.numPromptTokens;
       }
     }
@@ -498,7 +522,8 @@ Task<void> OpenAiServer::embed(HttpExchange &exchange) {
   metrics.observeRequestEnd(failure ? "error" : "stop", promptTokens,
                             secondsBetween(arrival, Clock::now()));
   if (failure) throw *failure;
-  co_await exchange.respond(jsonResponse(embeddingResponse(request, embeddings, promptTokens)));
+  co_await exchange.respond(
+      jsonResponse(poolingResponse(endpoint, request, rows, promptTokens)));
 }
 
 } // namespace llmc::runtime::server

@@ -48,13 +48,14 @@ private:
   std::vector<RequestId> submitAll(HttpExchange &exchange, std::vector<AsyncRequest> works);
   /// Forgets finished engine requests (no longer in flight).
   void forget(const std::vector<RequestId> &ids);
-  /// POST /v1/embeddings: one engine request per input, answered at once.
-  Task<void> embed(HttpExchange &exchange);
-  /// The body of an embeddings response (not built in the coroutine: see
-  /// tokenizerEndpoint).
-  nlohmann::ordered_json embeddingResponse(const EmbeddingRequest &request,
-                                           const std::vector<std::vector<float>> &embeddings,
-                                           int64_t promptTokens) const;
+  /// POST /v1/embeddings or /classify: one engine request per input,
+  /// answered at once.
+  Task<void> pool(HttpExchange &exchange, PoolingEndpoint endpoint);
+  /// The body of an embeddings or classification response (not built in the
+  /// coroutine: see tokenizerEndpoint).
+  nlohmann::ordered_json poolingResponse(PoolingEndpoint endpoint, const PoolingRequest &request,
+                                         const std::vector<std::vector<float>> &rows,
+                                         int64_t promptTokens) const;
   HttpResponse jsonResponse(const nlohmann::ordered_json &body) const;
   /// The body of GET /v1/models.
   nlohmann::ordered_json modelList() const;

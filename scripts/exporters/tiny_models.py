@@ -355,16 +355,23 @@ def round_experts_to_mxfp4(model: torch.nn.Module) -> None:
                 parameter.copy_(mxfp4_values(*mxfp4_blocks(out_major)).transpose(1, 2))
 
 
-def build(family: str, directory: Path) -> None:
+def build(family: str, directory: Path, labels: int = 0) -> None:
+    """Saves `family`'s tiny model to `directory`: a causal LM, or with `labels` a sequence
+    classifier of that many labels (a score head in place of the LM head: a reward model's,
+    a reranker's)."""
     config_class, settings = FAMILIES[family]
     common = dict(COMMON)
     if family == "gpt2":  # GPT-2's config names its sizes differently
         for key in ("hidden_size", "intermediate_size", "num_hidden_layers",
                     "num_attention_heads", "max_position_embeddings"):
             common.pop(key)
+    if labels:
+        common["id2label"] = {i: f"class_{i}" for i in range(labels)}
     config = getattr(transformers, config_class)(**{**common, **settings})
     torch.manual_seed(SEED)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    auto = (transformers.AutoModelForSequenceClassification if labels
+            else transformers.AutoModelForCausalLM)
+    model = auto.from_config(config, dtype=torch.float32)
     model.eval()
     draw_constant_parameters(model)
     if family.endswith("-mxfp4"):
@@ -372,7 +379,8 @@ def build(family: str, directory: Path) -> None:
     model.save_pretrained(directory)
     if family.endswith("-mxfp4"):
         save_mxfp4_experts(directory)
-    model.generation_config.save_pretrained(directory)
+    if not labels:
+        model.generation_config.save_pretrained(directory)
     train_tokenizer(directory)
 
 
@@ -381,9 +389,11 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--family", action="append", choices=sorted(FAMILIES),
                         help="only these families (repeatable; default all)")
+    parser.add_argument("--labels", type=int, default=0,
+                        help="sequence classifiers of this many labels, not causal LMs")
     args = parser.parse_args()
     for family in args.family or FAMILIES:
-        build(family, args.out / family)
+        build(family, args.out / family, args.labels)
         print(f"tiny_models: {family}", flush=True)
 
 

@@ -35,12 +35,13 @@ LLMC = Path(os.environ.get("LLMC_BUILD_DIR", ROOT / "build")) / "bin" / "llmc"
 EXPORTS_DIR = ROOT / "test" / "exporters"
 TABLE = ROOT / "docs" / "supported-models.md"
 
-# The generating models; the embedding models (optimum-feature-extraction/, no LM head)
-# have their own tests (test_embeddings.py).
-EMBEDDING_EXPORTS = "optimum-feature-extraction"
+# The generating models; the pooling models have their own tests: embedding models
+# (optimum-feature-extraction/, no LM head; test_embeddings.py) and sequence classifiers
+# (optimum-text-classification/; test_classification.py).
+POOLING_EXPORTS = ("optimum-feature-extraction", "optimum-text-classification")
 EXPORTS = sorted(path.parent.relative_to(EXPORTS_DIR)
                  for path in EXPORTS_DIR.glob("*/*/model.onnx")
-                 if path.parent.parent.name != EMBEDDING_EXPORTS)
+                 if path.parent.parent.name not in POOLING_EXPORTS)
 MAX_REL_ERROR = 1e-4
 DECODE_STEPS = 32
 GREEDY_STEPS = 32

@@ -113,19 +113,40 @@ TEST(Artifact, ReadsKvCacheGroups) {
 TEST(Artifact, ReadsWhatTheStepReturnsRowsOf) {
   TestArtifact test;
   // Artifacts written before step.output return logits.
-  EXPECT_FALSE(Artifact::load(test.dir())->step().outputsHiddenStates);
+  EXPECT_EQ(Artifact::load(test.dir())->step().output, StepOutputKind::Logits);
   test.manifest["step"]["output"] = "logits";
   test.writeManifest();
-  EXPECT_FALSE(Artifact::load(test.dir())->step().outputsHiddenStates);
+  EXPECT_EQ(Artifact::load(test.dir())->step().output, StepOutputKind::Logits);
   test.manifest["step"]["output"] = "hidden_states";
   test.writeManifest();
   auto artifact = Artifact::load(test.dir());
-  EXPECT_TRUE(artifact->step().outputsHiddenStates);
+  EXPECT_EQ(artifact->step().output, StepOutputKind::HiddenStates);
   EXPECT_EQ(stepOutputSize(artifact->model(), artifact->step()), artifact->model().hiddenSize);
   test.manifest["step"]["output"] = "pooled";
   test.writeManifest();
-  EXPECT_LOAD_ERROR(test, "step.output 'pooled' is not one this runtime serves (logits or "
-                          "hidden_states)");
+  EXPECT_LOAD_ERROR(test, "step.output 'pooled' is not one this runtime serves (logits, "
+                          "hidden_states or class_logits)");
+}
+
+TEST(Artifact, ReadsAClassifiersLabels) {
+  TestArtifact test;
+  test.manifest["step"]["output"] = "class_logits";
+  test.manifest["model"]["num_labels"] = 3;
+  test.manifest["model"]["labels"] = {"negative", "neutral", "positive"};
+  test.writeManifest();
+  auto artifact = Artifact::load(test.dir());
+  EXPECT_EQ(artifact->step().output, StepOutputKind::ClassLogits);
+  EXPECT_EQ(stepOutputSize(artifact->model(), artifact->step()), 3);
+  EXPECT_EQ(artifact->model().labels,
+            (std::vector<std::string>{"negative", "neutral", "positive"}));
+  // Without names, transformers' defaults.
+  test.manifest["model"].erase("labels");
+  test.writeManifest();
+  EXPECT_EQ(Artifact::load(test.dir())->model().labels,
+            (std::vector<std::string>{"LABEL_0", "LABEL_1", "LABEL_2"}));
+  test.manifest["model"]["labels"] = {"negative", "positive"};
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "model.labels must be num_labels (3) strings");
 }
 
 TEST(Artifact, RefusesKvCacheGroupsThatDoNotHoldEveryLayerOnce) {

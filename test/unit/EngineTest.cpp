@@ -810,9 +810,9 @@ TEST_F(EmbeddingEngineTest, EmbedsEachPromptOnceAndFreesItsBlocks) {
       for (float value : expected) norm += double(value) * value;
       for (float &value : expected) value = float(value / std::sqrt(norm));
     }
-    ASSERT_EQ(output.embedding.size(), expected.size());
+    ASSERT_EQ(output.pooled.size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i)
-      EXPECT_NEAR(output.embedding[i], expected[i], 1e-6) << "request " << output.request;
+      EXPECT_NEAR(output.pooled[i], expected[i], 1e-6) << "request " << output.request;
   }
   EXPECT_EQ(engine.stats().generatedTokens, 0);
   EXPECT_EQ(engine.blockManager().numHeld(), 0);
@@ -828,7 +828,7 @@ TEST_F(EmbeddingEngineTest, TakesAPromptOfMaxModelLenTokens) {
   while (engine.hasUnfinished())
     for (StepOutput &output : engine.step()) outputs.push_back(std::move(output));
   ASSERT_EQ(outputs.size(), 1u);
-  EXPECT_EQ(outputs[0].embedding, toyRow(std::vector<int32_t>(12, 1)));
+  EXPECT_EQ(outputs[0].pooled, toyRow(std::vector<int32_t>(12, 1)));
   EXPECT_THROW(engine.addRequest(1, std::vector<int32_t>(13, 1), pooling(false)), RequestError);
 }
 
@@ -857,6 +857,79 @@ TEST_F(EmbeddingEngineTest, RefusesWhatAnEmbeddingModelCannotDo) {
     generating.addRequest(0, {1, 2}, pooling(true));
     ADD_FAILURE() << "a pooling request to a generative model was taken";
   } catch (const RequestError &error) {
-    EXPECT_NE(std::string(error.what()).find("has no embeddings to pool"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("has nothing to pool"), std::string::npos);
   }
+}
+
+/// The toy step as a sequence classifier of 3 labels: its rows are the
+/// bias's first 3 values plus a peak at (the context's sum) % 3.
+class ClassifierEngineTest : public EngineTest {
+protected:
+  std::unique_ptr<Model> openClassifier(int64_t numKvBlocks) {
+    auto model = open(numKvBlocks);
+    artifact->manifest["step"]["output"] = "class_logits";
+    artifact->manifest["model"]["num_labels"] = 3;
+    artifact->writeManifest();
+    ModelOptions options;
+    options.numThreads = 2;
+    options.numKvBlocks = numKvBlocks;
+    return Model::open(artifact->dir(), options);
+  }
+
+  std::vector<float> toyLogits(const std::vector<int32_t> &prompt) const {
+    std::vector<float> row(artifact->bias().begin(), artifact->bias().begin() + 3);
+    int64_t sum = 0;
+    for (int32_t token : prompt) sum += token;
+    row[sum % 3] += 1.0f;
+    return row;
+  }
+
+  static RequestOptions classify(bool activation) {
+    RequestOptions options;
+    options.pooling = PoolingParams{/*normalize=*/true, activation};
+    return options;
+  }
+};
+
+TEST_F(ClassifierEngineTest, ClassifiesEachPromptAsSoftmaxOfItsLastTokensLogits) {
+  auto model = openClassifier(8);
+  ASSERT_TRUE(model->outputsClassLogits());
+  ASSERT_TRUE(model->pools());
+  EXPECT_EQ(model->outputSize(), 3);
+  Engine engine(*model, {});
+  // Longer than a step's 16 tokens: computed in chunks.
+  std::vector<std::vector<int32_t>> prompts = {{1, 2, 3}, std::vector<int32_t>(23, 5), {7}};
+  for (size_t i = 0; i < prompts.size(); ++i)
+    engine.addRequest(i, prompts[i], classify(/*activation=*/i != 0));
+  std::vector<StepOutput> outputs;
+  while (engine.hasUnfinished())
+    for (StepOutput &output : engine.step()) outputs.push_back(std::move(output));
+  ASSERT_EQ(outputs.size(), prompts.size());
+  for (const StepOutput &output : outputs) {
+    EXPECT_EQ(output.finishReason, FinishReason::Stop);
+    std::vector<float> expected = toyLogits(prompts[output.request]);
+    if (output.request != 0) {
+      double sum = 0;
+      for (float value : expected) sum += std::exp(double(value));
+      for (float &value : expected) value = float(std::exp(double(value)) / sum);
+    }
+    ASSERT_EQ(output.pooled.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_NEAR(output.pooled[i], expected[i], 1e-6) << "request " << output.request;
+  }
+  EXPECT_EQ(engine.stats().generatedTokens, 0);
+  EXPECT_EQ(engine.blockManager().numHeld(), 0);
+}
+
+TEST_F(ClassifierEngineTest, RefusesGeneration) {
+  auto model = openClassifier(8);
+  Engine engine(*model, {});
+  try {
+    engine.addRequest(0, {1, 2}, greedy(4));
+    ADD_FAILURE() << "a generation request to a classifier was taken";
+  } catch (const RequestError &error) {
+    EXPECT_NE(std::string(error.what()).find("is a sequence classifier"), std::string::npos);
+  }
+  EXPECT_FALSE(engine.hasUnfinished());
+  EXPECT_THROW(Engine(*model, speculating(2)), Error);
 }

@@ -361,8 +361,12 @@ TEST(ServerMetrics, HistogramsAreCumulativeAndGaugesComeFromTheEngine) {
 } // namespace
 
 namespace {
-EmbeddingRequest embedding(const std::string &body) {
-  return parseEmbeddingRequest(ordered_json::parse(body), kMaxModelLen);
+PoolingRequest embedding(const std::string &body) {
+  return parsePoolingRequest(PoolingEndpoint::Embeddings, ordered_json::parse(body), kMaxModelLen);
+}
+
+PoolingRequest classification(const std::string &body) {
+  return parsePoolingRequest(PoolingEndpoint::Classify, ordered_json::parse(body), kMaxModelLen);
 }
 
 /// The param of the ApiError an embeddings body gets (empty when accepted).
@@ -378,7 +382,7 @@ std::string embeddingFault(const std::string &body) {
 } // namespace
 
 TEST(OpenAiRequest, EmbeddingsTakeEveryInputForm) {
-  EmbeddingRequest request = embedding(R"({"input": "hi", "model": "m"})");
+  PoolingRequest request = embedding(R"({"input": "hi", "model": "m"})");
   ASSERT_EQ(request.inputs.size(), 1u);
   EXPECT_EQ(request.inputs[0].text, "hi");
   EXPECT_EQ(request.model, "m");
@@ -408,4 +412,14 @@ TEST(OpenAiRequest, EmbeddingsRefuseWhatTheyCannotServe) {
   EXPECT_EQ(embeddingFault(R"({"input": "a", "truncate_prompt_tokens": 0})"),
             "truncate_prompt_tokens");
   EXPECT_EQ(embeddingFault(R"({"input": "a", "dimensions": null})"), "");
+}
+
+TEST(OpenAiRequest, ClassificationTakesUseActivation) {
+  PoolingRequest request = classification(R"({"input": ["a", [1, 2]], "model": "m"})");
+  ASSERT_EQ(request.inputs.size(), 2u);
+  EXPECT_TRUE(request.pooling.activation);
+  EXPECT_FALSE(classification(R"({"input": "a", "use_activation": false})").pooling.activation);
+  // An embedding's use_activation is its normalize.
+  EXPECT_FALSE(embedding(R"({"input": "a", "use_activation": false})").pooling.normalize);
+  EXPECT_THROW(classification(R"({"input": "a", "use_activation": 1})"), ApiError);
 }

@@ -33,6 +33,8 @@ struct ExporterConfig {
   /// differently: an export that traced the short side then stays bounded by
   /// the switch (onnx-select-rope-tables' long-factors).
   std::vector<double> longRopeShortFactors, longRopeLongFactors;
+  /// A sequence classifier's label names by index: config.json's id2label.
+  std::vector<std::string> labels;
 };
 
 /// Reads the config beside `modelPath`, once, before compiling: an error when
@@ -44,9 +46,15 @@ struct ExporterConfig {
 /// max_position_embeddings already hold).
 llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath);
 
+/// The module attribute that names a classifier's labels for the manifest
+/// (model.labels): an array of strings, one per label.
+inline constexpr llvm::StringLiteral kLabelsAttr = "llmc.labels";
+
 /// Bounds the positions in `module`'s step info (the manifest's
 /// max_positions, which the engine takes as the default max_model_len) by
-/// the config's. Call before writing the artifact.
+/// the config's, and names a classifier's labels (kLabelsAttr) where the
+/// config names as many as the step returns. Call before writing the
+/// artifact.
 mlir::LogicalResult applyExporterConfig(mlir::ModuleOp module, const ExporterConfig &config);
 
 } // namespace llmc

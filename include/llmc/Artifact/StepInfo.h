@@ -30,6 +30,9 @@ struct StepInfo {
   /// The keys a query sees at most when every layer has a sliding window
   /// (the widest one); 0 when some layer sees every key.
   int64_t attentionWindow = 0;
+  /// A sequence classifier's labels, the width of its step's rows
+  /// (kClassLogitsOutput); 0 for any other model.
+  int64_t numLabels = 0;
   // manifest.json "step"
   int64_t maxNumBatchedTokens = 0, maxNumSeqs = 0, workspaceBytes = 0, blockSize = 0;
   /// Rows a token caches per layer and KV head: 2 (a key and a value), or 1
@@ -53,12 +56,21 @@ inline constexpr llvm::StringLiteral kKvGroupsAttr = "llmc.kv_groups";
 /// What a step returns a row of for each sequence it asks one of, set by
 /// llm-kv-cache-paging on the step function (and by the target lowerings on
 /// the lowered module), recorded as the manifest's step.output: "logits" (the
-/// LM head's, vocab_size wide) or "hidden_states" (the final hidden states,
+/// LM head's, vocab_size wide), "hidden_states" (the final hidden states,
 /// hidden_size wide: an export of the model without its head, an embedding
-/// model's `last_hidden_state`).
+/// model's `last_hidden_state`) or "class_logits" (below).
 inline constexpr llvm::StringLiteral kStepOutputAttr = "llmc.step_output";
 inline constexpr llvm::StringLiteral kLogitsOutput = "logits";
 inline constexpr llvm::StringLiteral kHiddenStatesOutput = "hidden_states";
+/// A sequence classifier's (a reward model's, a reranker's): its score
+/// head's logits, num_labels wide, at each prompt's last token.
+inline constexpr llvm::StringLiteral kClassLogitsOutput = "class_logits";
+
+/// Set by raising on a function whose `logits` result the export pooled at
+/// each sequence's last token (a sequence classifier: transformers'
+/// `*ForSequenceClassification`), now returned unpooled; llm-kv-cache-paging
+/// makes its step output kClassLogitsOutput.
+inline constexpr llvm::StringLiteral kPooledAtLastTokenAttr = "llmc.pooled_at_last_token";
 
 /// Bounds the positions `function` serves by `length`; the smaller bound wins.
 inline void boundServedPositions(mlir::Operation *function, int64_t length) {
@@ -79,6 +91,7 @@ inline constexpr StepInfoField kStepInfoModelFields[] = {
     {"num_kv_heads", &StepInfo::numKvHeads}, {"head_dim", &StepInfo::headDim},
     {"max_positions", &StepInfo::maxPositions},
     {"attention_window", &StepInfo::attentionWindow},
+    {"num_labels", &StepInfo::numLabels},
 };
 
 /// The fields of the manifest's "step" entry.

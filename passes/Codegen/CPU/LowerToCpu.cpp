@@ -679,9 +679,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
                                                                           : "f32"));
     if (bf16Activations) module->setAttr("llmc.bf16_products", b.getStringAttr(bf16Products));
     if (Attribute groups = model->getAttr(kKvGroupsAttr)) module->setAttr(kKvGroupsAttr, groups);
-    module->setAttr(kStepOutputAttr, b.getStringAttr(codegen::hiddenStatesStep(model)
-                                                         ? kHiddenStatesOutput
-                                                         : kLogitsOutput));
+    module->setAttr(kStepOutputAttr, b.getStringAttr(codegen::stepOutput(model)));
     model.erase();
     expandExp(module);
     return success();

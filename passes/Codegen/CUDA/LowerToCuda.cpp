@@ -372,6 +372,9 @@ struct LlmLowerToCudaPass : impl::LlmLowerToCudaPassBase<LlmLowerToCudaPass> {
     if (codegen::hiddenStatesStep(model))
       return model.emitError("returns hidden states (a model exported without its LM head); the "
                              "CUDA target serves generation only");
+    if (codegen::stepOutput(model) == kClassLogitsOutput)
+      return model.emitError("returns a sequence classifier's logits; the CUDA target serves "
+                             "generation only");
     MLIRContext *context = module.getContext();
     Builder b(context);
     Type storageType = dtype == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());

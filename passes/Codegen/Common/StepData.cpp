@@ -57,10 +57,12 @@ FailureOr<ElementsAttr> transposedWeightConstant(Value value, StringRef target) 
       HeapAsmResourceBlob::allocateAndCopyInferAlign(ArrayRef<float>(transposed))));
 }
 
-bool hiddenStatesStep(func::FuncOp model) {
+StringRef stepOutput(func::FuncOp model) {
   auto output = model->getAttrOfType<StringAttr>(kStepOutputAttr);
-  return output && output.getValue() == kHiddenStatesOutput;
+  return output ? output.getValue() : StringRef(kLogitsOutput);
 }
+
+bool hiddenStatesStep(func::FuncOp model) { return stepOutput(model) == kHiddenStatesOutput; }
 
 FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
   StepInfo info;
@@ -94,11 +96,14 @@ FailureOr<StepInfo> plannedStepInfo(func::FuncOp model) {
   info.headDim = llm::cachedHeadDim(poolType);
   info.vocabSize = logits.getDimSize(1);
   info.hiddenSize = abi::hiddenSize(model);
-  // A step of hidden states has no head: the token table gives the vocabulary.
+  // A step of hidden states has no LM head, nor a classifier's: the token
+  // table gives the vocabulary.
   bool hiddenStates = hiddenStatesStep(model);
+  bool classLogits = stepOutput(model) == kClassLogitsOutput;
+  if (classLogits) info.numLabels = logits.getDimSize(1);
   BlockArgument tokens = abi::findInput(model, abi::kTokens);
   model.walk([&](llm::EmbeddingOp embedding) {
-    if (hiddenStates && embedding.getIds() == tokens)
+    if ((hiddenStates || classLogits) && embedding.getIds() == tokens)
       info.vocabSize = cast<ShapedType>(embedding.getTable().getType())
                            .getDimSize(embedding.getTransposeTable() ? 1 : 0);
   });

@@ -34,8 +34,10 @@ mlir::FailureOr<mlir::ElementsAttr> transposedWeightConstant(mlir::Value value,
 /// hidden size (llm.embedding), the query heads (llm.paged_attention) and the
 /// positions cached rotary tables hold. An error naming what the step lacks.
 mlir::FailureOr<StepInfo> plannedStepInfo(mlir::func::FuncOp model);
-/// Whether the step `model` returns final hidden states rather than logits
-/// (kStepOutputAttr).
+/// What the step `model` returns a row of (kStepOutputAttr): kLogitsOutput
+/// when it does not say.
+llvm::StringRef stepOutput(mlir::func::FuncOp model);
+/// Whether the step `model` returns final hidden states rather than logits.
 bool hiddenStatesStep(mlir::func::FuncOp model);
 
 } // namespace llmc::codegen
