@@ -85,6 +85,16 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       [...]}` or `llmc.mask_unproven = "why"`; attention is raised with the
       causal attribute, the attention_mask operand and the slopes, and an
       unproven mask is named in the error;
+    - a sequence classifier's pooling (transformers'
+      `*ForSequenceClassification`, optimum's --task text-classification: the
+      score head on every token, then a Gather of the rows at each batch
+      row's last token that is not the pad token, over the head's result
+      flattened to [batch * seq, labels]), proven like the masks: on every
+      probe, whose token ids are never the pad token, the gather's indices
+      must be b * seq + seq - 1. Then the function returns the head's
+      [batch, seq, labels] under the same name, the head raises as the
+      logits head, and the function gets `llmc.pooled_at_last_token`; a
+      gather that picks other rows stays, and is named;
     - silu, gelu, swiglu and residual adds;
     - last, elementwise ops on [batch, seq, features] f32 activations that
       no pattern named (Sigmoid, Tanh, Relu, Mul by a constant, ...):

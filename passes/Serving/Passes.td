@@ -81,11 +81,16 @@ def LlmKvCachePagingPass : Pass<"llm-kv-cache-paging", "mlir::func::FuncOp"> {
 
     The function then takes (input_ids, positions, context_lens,
     block_tables, slot_mapping, kv_pool) as [batch, seq]-shaped tensors and
-    returns the logits; `llm-ragged-batching` makes it ragged. The pass
-    fails, naming the op, when attention is not causal, when an input it
-    removes is still read by something else, when the function returns
-    anything but the logits and the present K/V, or when a bf16 or int8
-    cache would store keys that are not f32.
+    returns one row a token; `llm-ragged-batching` makes it ragged. What the
+    rows are goes on the function as `llmc.step_output`: "logits" (the LM
+    head's), "hidden_states" (an export without its head returning
+    `last_hidden_state`: an embedding model) or "class_logits" (the score
+    head of a sequence classifier, whose pooling at each row's last token
+    raising removed: `llmc.pooled_at_last_token`). The pass fails, naming
+    the op, when attention is not causal, when an input it removes is still
+    read by something else, when the function returns anything but those
+    rows and the present K/V, or when a bf16 or int8 cache would store keys
+    that are not f32.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"16",

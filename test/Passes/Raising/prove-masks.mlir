@@ -621,3 +621,75 @@ func.func @unknown_input_is_not_cacheless(%x: tensor<?x?x64xf32> {onnx.name = "i
   %o = onnx.MatMul %p, %q : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %o : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// A sequence classifier (optimum's --task text-classification) applies its
+// score head to every token, then gathers each row's last token that is not
+// the pad token. No probe token is the pad token, so the gather proves to
+// pick each row's last token: the function returns the unpooled scores and
+// says so (llm-kv-cache-paging keeps each sequence's last row of them).
+// CHECK-LABEL: func.func @classifier_pooling
+//  CHECK-SAME:   -> (tensor<?x?x3xf32> {onnx.name = "logits"}) attributes {llmc.pooled_at_last_token}
+//   CHECK-NOT:   onnx.ArgMax
+//       CHECK:   %[[SCORES:.*]] = llm.embedding
+//       CHECK:   return %[[SCORES]] : tensor<?x?x3xf32>
+// ERROR-NOT: error: {{.*}}@classifier_pooling
+func.func @classifier_pooling(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                              %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> (tensor<?x3xf32> {onnx.name = "logits"}) {
+  %table = onnx.Constant dense<0.5> : tensor<64x3xf32>
+  %pad = onnx.Constant dense<0> : tensor<i64>
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %c1v = onnx.Constant dense<[1]> : tensor<1xi64>
+  %z32 = onnx.Constant dense<0> : tensor<i32>
+  %o32 = onnx.Constant dense<1> : tensor<i32>
+  %scores = onnx.Gather %table, %ids : (tensor<64x3xf32>, tensor<?x?xi64>) -> tensor<?x?x3xf32>
+  %scores_shape = onnx.Shape %scores : (tensor<?x?x3xf32>) -> tensor<3xi64>
+  %flat = onnx.Flatten %scores {axis = 2 : i64} : (tensor<?x?x3xf32>) -> tensor<?x3xf32>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %batch = onnx.Gather %ids_shape, %c0 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %is_pad = onnx.Equal %ids, %pad : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi1>
+  %real = onnx.Not %is_pad : (tensor<?x?xi1>) -> tensor<?x?xi1>
+  %real32 = onnx.Cast %real {to = 6 : i64} : (tensor<?x?xi1>) -> tensor<?x?xi32>
+  %seq = onnx.Gather %ids_shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %seq32 = onnx.Cast %seq {to = 6 : i64} : (tensor<i64>) -> tensor<i32>
+  %positions = onnx.Range %z32, %seq32, %o32 : (tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<?xi32>
+  %real_positions = onnx.Mul %positions, %real32 : (tensor<?xi32>, tensor<?x?xi32>) -> tensor<?x?xi32>
+  %last = onnx.ArgMax %real_positions {axis = -1 : i64, keepdims = 0 : i64} : (tensor<?x?xi32>) -> tensor<?xi64>
+  %rows = onnx.Range %c0, %batch, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %row_len = onnx.Gather %scores_shape, %c1v : (tensor<3xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %row_starts = onnx.Mul %rows, %row_len : (tensor<?xi64>, tensor<1xi64>) -> tensor<?xi64>
+  %picked = onnx.Add %last, %row_starts : (tensor<?xi64>, tensor<?xi64>) -> tensor<?xi64>
+  %pooled = onnx.Gather %flat, %picked : (tensor<?x3xf32>, tensor<?xi64>) -> tensor<?x3xf32>
+  return %pooled : tensor<?x3xf32>
+}
+
+// -----
+
+// Near miss: a gather of each row's first token (the ArgMax of zeros) is not
+// the last token's on a probe of more than one token, and stays, named.
+// CHECK-LABEL: func.func @first_token_pooling
+//  CHECK-SAME:   -> (tensor<?x3xf32> {onnx.name = "logits"}) {
+//       CHECK:   onnx.ArgMax
+// ERROR: error: onnx ops not raised to llm: {{.*}}onnx.ArgMax x1
+func.func @first_token_pooling(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                               %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> (tensor<?x3xf32> {onnx.name = "logits"}) {
+  %table = onnx.Constant dense<0.5> : tensor<64x3xf32>
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %c1v = onnx.Constant dense<[1]> : tensor<1xi64>
+  %scores = onnx.Gather %table, %ids : (tensor<64x3xf32>, tensor<?x?xi64>) -> tensor<?x?x3xf32>
+  %scores_shape = onnx.Shape %scores : (tensor<?x?x3xf32>) -> tensor<3xi64>
+  %flat = onnx.Flatten %scores {axis = 2 : i64} : (tensor<?x?x3xf32>) -> tensor<?x3xf32>
+  %ids_shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %batch = onnx.Gather %ids_shape, %c0 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %zeros = onnx.Mul %ids, %c0 : (tensor<?x?xi64>, tensor<i64>) -> tensor<?x?xi64>
+  %first = onnx.ArgMax %zeros {axis = -1 : i64, keepdims = 0 : i64} : (tensor<?x?xi64>) -> tensor<?xi64>
+  %rows = onnx.Range %c0, %batch, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %row_len = onnx.Gather %scores_shape, %c1v : (tensor<3xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %row_starts = onnx.Mul %rows, %row_len : (tensor<?xi64>, tensor<1xi64>) -> tensor<?xi64>
+  %picked = onnx.Add %first, %row_starts : (tensor<?xi64>, tensor<?xi64>) -> tensor<?xi64>
+  %pooled = onnx.Gather %flat, %picked : (tensor<?x3xf32>, tensor<?xi64>) -> tensor<?x3xf32>
+  return %pooled : tensor<?x3xf32>
+}

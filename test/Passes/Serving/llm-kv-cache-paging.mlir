@@ -103,6 +103,26 @@ func.func @last_hidden_state(%ids: tensor<?x?xi64>) -> (tensor<?x?x32xf32> {onnx
 
 // -----
 
+// A sequence classifier's logits, which raising unpooled from the export's
+// last-token gather (llmc.pooled_at_last_token): the score head is the
+// logits head, and the step says its rows are class logits.
+// CHECK-LABEL: func.func @class_logits
+//  CHECK-SAME:   -> tensor<?x?x3xf32> attributes {llmc.step_output = "class_logits"}
+//       CHECK:   %[[SCORES:.*]] = llm.logits
+//       CHECK:   return %[[SCORES]] : tensor<?x?x3xf32>
+func.func @class_logits(%ids: tensor<?x?xi64>) -> (tensor<?x?x3xf32> {onnx.name = "logits"}) attributes {llmc.pooled_at_last_token} {
+  %table = llm.constant dense<0.5> : tensor<64x32xf32>
+  %head = llm.constant dense<0.2> : tensor<32x3xf32>
+  %e = llm.embedding %table, %ids : (tensor<64x32xf32>, tensor<?x?xi64>) -> tensor<?x?x32xf32>
+  %h = llm.split_heads %e {num_heads = 2 : i64} : (tensor<?x?x32xf32>) -> tensor<?x2x?x16xf32>
+  %a = llm.attention %h, %h, %h {causal, scale = 0.25 : f32} : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x2x?x16xf32>
+  %m = llm.merge_heads %a : (tensor<?x2x?x16xf32>) -> tensor<?x?x32xf32>
+  %l = llm.logits %m, %head : (tensor<?x?x32xf32>, tensor<32x3xf32>) -> tensor<?x?x3xf32>
+  return %l : tensor<?x?x3xf32>
+}
+
+// -----
+
 // Near miss: hidden states under another name are not the export's final
 // ones (they could be any layer's), and are refused.
 func.func @unnamed_hidden_states(%ids: tensor<?x?xi64>) -> (tensor<?x?x32xf32> {onnx.name = "hidden_states"}) {

@@ -6,7 +6,7 @@
 // at the offsets listed in llmc.weights, ops calls of kernels; the logits
 // head writes the step's output.
 // The manifest's record of the model and the step (llmc/Artifact/StepInfo.h).
-// CHECK:       module attributes {llmc.activations = "f32", llmc.kv_dtype = "f32", llmc.matmul = "blas", llmc.step_info = {attention_window = 0 : i64, block_size = 16 : i64, head_dim = 16 : i64, hidden_size = 32 : i64, kv_rows = 2 : i64, max_num_batched_tokens = 8 : i64, max_num_seqs = 2 : i64, max_positions = 0 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, num_layers = 1 : i64, vocab_size = 64 : i64, workspace_bytes = 4224 : i64}
+// CHECK:       module attributes {llmc.activations = "f32", llmc.kv_dtype = "f32", llmc.matmul = "blas", llmc.step_info = {attention_window = 0 : i64, block_size = 16 : i64, head_dim = 16 : i64, hidden_size = 32 : i64, kv_rows = 2 : i64, max_num_batched_tokens = 8 : i64, max_num_seqs = 2 : i64, max_positions = 0 : i64, num_heads = 2 : i64, num_kv_heads = 2 : i64, num_labels = 0 : i64, num_layers = 1 : i64, vocab_size = 64 : i64, workspace_bytes = 4224 : i64}
 //  CHECK-SAME:   llmc.weights = [{name = "weight0", offset = 0 : i64, value = dense<5.000000e-01> : tensor<64x32xf32>}, {name = "weight1", offset = 8192 : i64
 // CHECK-LABEL: func.func @llmc_step
 //  CHECK-SAME:   (%[[API:.*]]: !llvm.ptr, %[[TOK:[^:]*]]: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?x?xi32>, %{{[^:]*}}: memref<?xi32>, %{{[^:]*}}: memref<?xi32>, %[[POOL:[^:]*]]: memref<1x?x2x2x16x16xf32>, %[[W:[^:]*]]: memref<?xi8>, %[[WS:[^:]*]]: memref<?xi8>, %[[LOGITS:[^:]*]]: memref<?x64xf32>)
