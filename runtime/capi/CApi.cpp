@@ -91,6 +91,9 @@ void llmc_runtime_close(LlmcRuntimeModel *model) { delete model; }
 int64_t llmc_runtime_vocab_size(const LlmcRuntimeModel *model) {
   return model->model->config().vocabSize;
 }
+int64_t llmc_runtime_output_size(const LlmcRuntimeModel *model) {
+  return model->model->outputSize();
+}
 int64_t llmc_runtime_num_layers(const LlmcRuntimeModel *model) {
   return model->model->config().numLayers;
 }

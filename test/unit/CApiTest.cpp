@@ -27,6 +27,7 @@ TEST(CApi, OpensStepsGeneratesAndCloses) {
   LlmcRuntimeModel *model = llmc_runtime_open(artifact.dir().c_str(), 2, 16, err, sizeof(err));
   ASSERT_NE(model, nullptr) << err;
   EXPECT_EQ(llmc_runtime_vocab_size(model), 64);
+  EXPECT_EQ(llmc_runtime_output_size(model), 64);
   EXPECT_EQ(llmc_runtime_num_layers(model), 2);
   EXPECT_EQ(llmc_runtime_block_size(model), 4);
   EXPECT_EQ(llmc_runtime_max_num_batched_tokens(model), 16);
@@ -117,6 +118,39 @@ TEST(CApi, EngineRunsRequestsAndReportsJson) {
   EXPECT_EQ(stats["num_steps"], 2);
   EXPECT_EQ(stats["generated_tokens"], 2);
   EXPECT_EQ(stats["num_kv_blocks_held"], 0);
+  llmc_engine_free(engine);
+  llmc_runtime_close(model);
+}
+
+TEST(CApi, AClassifierPoolsItsLogitsIntoProbabilities) {
+  TestArtifact artifact;
+  artifact.manifest["step"]["output"] = "class_logits";
+  artifact.manifest["model"]["num_labels"] = 3;
+  artifact.writeManifest();
+  char err[256] = "";
+  LlmcRuntimeModel *model = llmc_runtime_open(artifact.dir().c_str(), 1, 16, err, sizeof(err));
+  ASSERT_NE(model, nullptr) << err;
+  EXPECT_EQ(llmc_runtime_output_size(model), 3);
+  LlmcEngine *engine = llmc_engine_new(model, "{}", err, sizeof(err));
+  ASSERT_NE(engine, nullptr) << err;
+  std::vector<int32_t> prompt = {1, 2, 3};
+  EXPECT_NE(llmc_engine_add_request(engine, 1, prompt.data(), 3, "{\"max_tokens\": 2}", err,
+                                    sizeof(err)),
+            0);
+  EXPECT_NE(std::string(err).find("sequence classifier"), std::string::npos) << err;
+  ASSERT_EQ(llmc_engine_add_request(engine, 2, prompt.data(), 3, "{\"pooling\": {}}", err,
+                                    sizeof(err)),
+            0)
+      << err;
+  const char *outputs = nullptr;
+  ASSERT_EQ(llmc_engine_step(engine, &outputs, err, sizeof(err)), 0) << err;
+  auto step = nlohmann::json::parse(outputs);
+  ASSERT_EQ(step.size(), 1u);
+  EXPECT_EQ(step[0]["finish_reason"], "stop");
+  ASSERT_EQ(step[0]["pooled"].size(), 3u);
+  double sum = 0;
+  for (double probability : step[0]["pooled"]) sum += probability;
+  EXPECT_NEAR(sum, 1.0, 1e-6);
   llmc_engine_free(engine);
   llmc_runtime_close(model);
 }

@@ -83,7 +83,9 @@ LLMC_DEFINE_MEMREF(6)
  *   logits          [N, vocab] f32, written; for an artifact whose
  *                   manifest step.output is "hidden_states" (an embedding
  *                   model, exported without its LM head) [N, hidden_size]:
- *                   the final hidden state of row logits_indices[n]
+ *                   the final hidden state of row logits_indices[n]; for
+ *                   "class_logits" (a sequence classifier) [N, num_labels]:
+ *                   its score head's logits of that row
  * T <= step.max_num_batched_tokens and N <= step.max_num_seqs. */
 /* The array inputs' roles, spelled once: the compiler tags the step
  * function's inputs with them (the `llmc.abi` argument attribute) and the

@@ -33,6 +33,10 @@ LLMC_RUNTIME_API LlmcRuntimeModel *llmc_runtime_open(const char *artifact_dir,
 LLMC_RUNTIME_API void llmc_runtime_close(LlmcRuntimeModel *model);
 
 LLMC_RUNTIME_API int64_t llmc_runtime_vocab_size(const LlmcRuntimeModel *model);
+/* The width of a step's output rows: vocab_size for a generative model,
+ * hidden_size for an embedding model (an export without its LM head), the
+ * labels' count for a sequence classifier (StepABI.h, "logits"). */
+LLMC_RUNTIME_API int64_t llmc_runtime_output_size(const LlmcRuntimeModel *model);
 LLMC_RUNTIME_API int64_t llmc_runtime_num_layers(const LlmcRuntimeModel *model);
 LLMC_RUNTIME_API int64_t llmc_runtime_block_size(const LlmcRuntimeModel *model);
 LLMC_RUNTIME_API int64_t llmc_runtime_max_num_batched_tokens(const LlmcRuntimeModel *model);
@@ -46,7 +50,7 @@ LLMC_RUNTIME_API int64_t llmc_runtime_num_kv_groups(const LlmcRuntimeModel *mode
 /* One model step (StepABI.h describes the arrays): num_tokens T,
  * num_seqs N, block_tables [G * N, max_blocks_per_seq] row-major and
  * slot_mapping [G * T] for G KV cache groups; writes
- * logits_out [N, vocab_size]. The caller picks the KV blocks (ids below
+ * logits_out [N, llmc_runtime_output_size]. The caller picks the KV blocks (ids below
  * llmc_runtime_num_kv_blocks). The KV memory is the one engines over this
  * model use: do not mix raw steps with a live engine. */
 LLMC_RUNTIME_API int llmc_runtime_step(LlmcRuntimeModel *model, int64_t num_tokens,
