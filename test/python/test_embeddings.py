@@ -163,13 +163,19 @@ def test_generation_and_embeddings_are_refused_where_they_do_not_apply(artifacts
         assert llm.embed([[5] * llm.max_model_len], use_tqdm=False)[0].finished
 
 
-def test_compile_refuses_an_embedding_model_for_cuda(tmp_path):
-    result = subprocess.run([str(LLMC), "compile", str(EXPORTS / "qwen3" / "model.onnx"), "-o",
+def cuda_compile_error(onnx_path: Path, tmp_path: Path) -> str:
+    """The one line `llmc compile --target cuda` fails with on `onnx_path`."""
+    result = subprocess.run([str(LLMC), "compile", str(onnx_path), "-o",
                              str(tmp_path / "cuda.llmc"), "--target", "cuda:sm_90"],
                             capture_output=True, text=True)
     assert result.returncode == 1
-    assert "returns hidden states" in result.stderr and "generation only" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    return result.stderr
+
+
+def test_compile_refuses_an_embedding_model_for_cuda(tmp_path):
+    error = cuda_compile_error(EXPORTS / "qwen3" / "model.onnx", tmp_path)
+    assert "returns hidden states" in error and "generation only" in error
 
 
 @pytest.fixture(scope="module")

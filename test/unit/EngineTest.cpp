@@ -71,6 +71,38 @@ protected:
     return Model::open(artifact->dir(), options);
   }
 
+  /// The toy as a pooling model: its manifest's step.output `output`, with
+  /// `numLabels` labels for a classifier.
+  std::unique_ptr<Model> openPooling(int64_t numKvBlocks, const char *output,
+                                     int64_t numLabels = 0) {
+    open(numKvBlocks);
+    artifact->manifest["step"]["output"] = output;
+    if (numLabels) artifact->manifest["model"]["num_labels"] = numLabels;
+    artifact->writeManifest();
+    ModelOptions options;
+    options.numThreads = 2;
+    options.numKvBlocks = numKvBlocks;
+    return Model::open(artifact->dir(), options);
+  }
+
+  /// The toy's row of `width` values for `prompt`: the bias plus a peak at
+  /// (the context's sum) % width.
+  std::vector<float> toyRow(const std::vector<int32_t> &prompt, int64_t width) const {
+    std::vector<float> row(artifact->bias().begin(), artifact->bias().begin() + width);
+    int64_t sum = 0;
+    for (int32_t token : prompt) sum += token;
+    row[sum % width] += 1.0f;
+    return row;
+  }
+
+  /// Every output of the engine's steps until its requests are done.
+  static std::vector<StepOutput> stepToEnd(Engine &engine) {
+    std::vector<StepOutput> outputs;
+    while (engine.hasUnfinished())
+      for (StepOutput &output : engine.step()) outputs.push_back(std::move(output));
+    return outputs;
+  }
+
   /// Each request's sample-0 tokens.
   static std::vector<std::vector<int32_t>> firstSamples(std::vector<Completion> completions) {
     std::vector<std::vector<int32_t>> tokens;
@@ -763,22 +795,12 @@ TEST_F(EngineGrammarTest, APreemptedConstrainedSequenceKeepsItsTokens) {
 class EmbeddingEngineTest : public EngineTest {
 protected:
   std::unique_ptr<Model> openEmbedding(int64_t numKvBlocks) {
-    auto model = open(numKvBlocks);
-    artifact->manifest["step"]["output"] = "hidden_states";
-    artifact->writeManifest();
-    ModelOptions options;
-    options.numThreads = 2;
-    options.numKvBlocks = numKvBlocks;
-    return Model::open(artifact->dir(), options);
+    return openPooling(numKvBlocks, "hidden_states");
   }
 
   /// What the toy returns for `prompt`.
   std::vector<float> toyRow(const std::vector<int32_t> &prompt) const {
-    std::vector<float> row(artifact->bias().begin(), artifact->bias().begin() + 8);
-    int64_t sum = 0;
-    for (int32_t token : prompt) sum += token;
-    row[sum % 8] += 1.0f;
-    return row;
+    return EngineTest::toyRow(prompt, 8);
   }
 
   static RequestOptions pooling(bool normalize) {
@@ -797,9 +819,7 @@ TEST_F(EmbeddingEngineTest, EmbedsEachPromptOnceAndFreesItsBlocks) {
   std::vector<std::vector<int32_t>> prompts = {{1, 2, 3}, std::vector<int32_t>(23, 5), {7}};
   for (size_t i = 0; i < prompts.size(); ++i)
     engine.addRequest(i, prompts[i], pooling(/*normalize=*/i != 0));
-  std::vector<StepOutput> outputs;
-  while (engine.hasUnfinished())
-    for (StepOutput &output : engine.step()) outputs.push_back(std::move(output));
+  std::vector<StepOutput> outputs = stepToEnd(engine);
   ASSERT_EQ(outputs.size(), prompts.size());
   for (const StepOutput &output : outputs) {
     EXPECT_EQ(output.finishReason, FinishReason::Stop);
@@ -824,9 +844,7 @@ TEST_F(EmbeddingEngineTest, TakesAPromptOfMaxModelLenTokens) {
   config.maxModelLen = 12;
   Engine engine(*model, config);
   engine.addRequest(0, std::vector<int32_t>(12, 1), pooling(false));
-  std::vector<StepOutput> outputs;
-  while (engine.hasUnfinished())
-    for (StepOutput &output : engine.step()) outputs.push_back(std::move(output));
+  std::vector<StepOutput> outputs = stepToEnd(engine);
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].pooled, toyRow(std::vector<int32_t>(12, 1)));
   EXPECT_THROW(engine.addRequest(1, std::vector<int32_t>(13, 1), pooling(false)), RequestError);
@@ -866,22 +884,11 @@ TEST_F(EmbeddingEngineTest, RefusesWhatAnEmbeddingModelCannotDo) {
 class ClassifierEngineTest : public EngineTest {
 protected:
   std::unique_ptr<Model> openClassifier(int64_t numKvBlocks) {
-    auto model = open(numKvBlocks);
-    artifact->manifest["step"]["output"] = "class_logits";
-    artifact->manifest["model"]["num_labels"] = 3;
-    artifact->writeManifest();
-    ModelOptions options;
-    options.numThreads = 2;
-    options.numKvBlocks = numKvBlocks;
-    return Model::open(artifact->dir(), options);
+    return openPooling(numKvBlocks, "class_logits", 3);
   }
 
   std::vector<float> toyLogits(const std::vector<int32_t> &prompt) const {
-    std::vector<float> row(artifact->bias().begin(), artifact->bias().begin() + 3);
-    int64_t sum = 0;
-    for (int32_t token : prompt) sum += token;
-    row[sum % 3] += 1.0f;
-    return row;
+    return toyRow(prompt, 3);
   }
 
   static RequestOptions classify(bool activation) {
@@ -901,9 +908,7 @@ TEST_F(ClassifierEngineTest, ClassifiesEachPromptAsSoftmaxOfItsLastTokensLogits)
   std::vector<std::vector<int32_t>> prompts = {{1, 2, 3}, std::vector<int32_t>(23, 5), {7}};
   for (size_t i = 0; i < prompts.size(); ++i)
     engine.addRequest(i, prompts[i], classify(/*activation=*/i != 0));
-  std::vector<StepOutput> outputs;
-  while (engine.hasUnfinished())
-    for (StepOutput &output : engine.step()) outputs.push_back(std::move(output));
+  std::vector<StepOutput> outputs = stepToEnd(engine);
   ASSERT_EQ(outputs.size(), prompts.size());
   for (const StepOutput &output : outputs) {
     EXPECT_EQ(output.finishReason, FinishReason::Stop);
