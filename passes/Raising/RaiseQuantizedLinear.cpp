@@ -126,9 +126,9 @@ FailureOr<std::vector<int32_t>> groupOrder(Value gIdx, int64_t k, int64_t block)
 
 /// MatMulNBits' packed codes [N][blocks][block * bits / 8] with the columns
 /// of each row in `order` (column i takes column order[i]'s code).
-std::optional<std::vector<uint8_t>> reorderColumns(Value codes, int64_t n, int64_t k,
-                                                   int64_t blocks, int64_t block, int64_t bits,
-                                                   ArrayRef<int32_t> order) {
+std::optional<std::vector<uint8_t>> reorderCodeColumns(Value codes, int64_t n, int64_t k,
+                                                       int64_t blocks, int64_t block,
+                                                       int64_t bits, ArrayRef<int32_t> order) {
   auto constant = definedBy<onnx::ConstantOp>(codes);
   if (!constant) return std::nullopt;
   std::vector<char> storage;
@@ -177,7 +177,7 @@ struct RaiseMatMulNBits : OpRewritePattern<onnx::MatMulNBitsOp> {
     if (!isNone(op.getGIdx())) order = *groupOrder(op.getGIdx(), k, block);
     if (!order.empty()) {
       int64_t blocks = llvm::divideCeil(k, block);
-      auto packed = reorderColumns(codes, n, k, blocks, block, bits, order);
+      auto packed = reorderCodeColumns(codes, n, k, blocks, block, bits, order);
       if (!packed) return rewriter.notifyMatchFailure(op, "B is not a constant of packed codes");
       codes = createBytesConstant(rewriter, loc, {n, blocks, block * bits / 8}, *packed);
       auto indexType = RankedTensorType::get({k}, rewriter.getI32Type());
