@@ -7,6 +7,7 @@
     llm.shutdown()
 
 Each yielded RequestOutput holds everything generated so far (vLLM's cumulative outputs).
+A pooling model (an embedding model, a sequence classifier) answers encode() instead, once.
 Leaving the loop early, or cancelling its task, aborts the request and frees its KV blocks.
 One thread polls the engine for every request's events and hands them to the request's
 event loop.
@@ -21,7 +22,8 @@ from typing import AsyncIterator, Optional, Union
 
 from llmc.engine_args import open_engine
 from llmc.errors import LlmcRuntimeError
-from llmc.outputs import RequestOutput, RequestState
+from llmc.outputs import (ClassificationRequestOutput, EmbeddingRequestOutput, PoolingParams,
+                          PoolingState, RequestOutput, RequestState)
 from llmc.prompts import max_tokens, normalize, truncated
 from llmc.sampling_params import SamplingParams
 from llmc.tokenizer import Tokenizer
@@ -67,17 +69,52 @@ class AsyncLLM:
                                         self._engine.eos_token_ids)
         if priority:
             options["priority"] = priority
+        state = RequestState(request_id, one.text, one.token_ids, params, self._decode_token)
+        submit = lambda: self._engine.submit(  # noqa: E731
+            one.token_ids, options, params.stop_strings, self._tokenizer is not None,
+            params.grammar_spec(), skip_special_tokens=params.skip_special_tokens)
+        async for output in self._stream(request_id, submit, state, every_batch=True):
+            yield output
+
+    async def encode(self, prompt, pooling_params: Optional[PoolingParams] = None,
+                     request_id: Optional[str] = None,
+                     priority: int = 0) -> AsyncIterator[Union[EmbeddingRequestOutput,
+                                                               ClassificationRequestOutput]]:
+        """A pooling model's answer to one prompt, as vLLM's AsyncLLM.encode: yields once,
+        finished, an EmbeddingRequestOutput (an embedding model: LLM.embed's) or a
+        ClassificationRequestOutput (a sequence classifier: LLM.classify's). Raises
+        ValueError on a generative model and LlmcRequestError for a prompt the engine
+        refuses."""
+        if not self._running:
+            raise LlmcRuntimeError("the AsyncLLM is shut down")
+        if not (self._engine.outputs_hidden_states or self._engine.outputs_class_logits):
+            raise ValueError("encode() needs a pooling model (an embedding model or a sequence "
+                             "classifier); this one generates text (generate())")
+        batch = normalize(prompt, self._tokenizer)
+        if len(batch) != 1:
+            raise ValueError("AsyncLLM.encode takes one prompt; call it once per prompt")
+        request_id = request_id if request_id is not None else str(next(self._request_ids))
+        options = (pooling_params or PoolingParams()).engine_options()
+        if priority:
+            options["priority"] = priority
+        token_ids = batch[0].token_ids
+        state = PoolingState(request_id, token_ids, self._engine.outputs_class_logits)
+        submit = lambda: self._engine.submit(token_ids, options, [], False, None)  # noqa: E731
+        async for output in self._stream(request_id, submit, state, every_batch=False):
+            yield output
+
+    async def _stream(self, request_id: str, submit, state, every_batch: bool) -> AsyncIterator:
+        """Submits a request (submit() -> the engine's id) and feeds `state` its events until
+        state.finished, yielding state.output() after each batch of them (every_batch) or
+        once at the end; aborts the request when the caller leaves early."""
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
         with self._lock:
             if request_id in self._engine_ids:
                 raise ValueError(f"request {request_id!r} is already running")
-            engine_id = self._engine.submit(one.token_ids, options, params.stop_strings,
-                                            self._tokenizer is not None, params.grammar_spec(),
-                                            skip_special_tokens=params.skip_special_tokens)
+            engine_id = submit()
             self._streams[engine_id] = (loop, queue)
             self._engine_ids[request_id] = engine_id
-        state = RequestState(request_id, one.text, one.token_ids, params, self._decode_token)
         try:
             while not state.finished:
                 events = await queue.get()
@@ -87,7 +124,8 @@ class AsyncLLM:
                     state.apply(event)
                 if state.error is not None:
                     raise state.error
-                yield state.output()
+                if every_batch or state.finished:
+                    yield state.output()
         finally:
             with self._lock:
                 self._streams.pop(engine_id, None)

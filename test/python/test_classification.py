@@ -9,8 +9,9 @@ are the export's logits (ragged, chunked), LLM.classify and `llmc serve`'s /clas
 their softmax (or the logits, with use_activation false) and the likeliest label by the
 config's names, on prompts classified many at once through a small KV cache in chunks; the
 compiler proves the gather picks the last token before it drops it, and the manifest names
-the labels; generation, embeddings and CUDA are refused with one clear error, and the server
-goes on.
+the labels; AsyncLLM.encode answers a classifier's and an embedding model's prompts as
+LLM.classify and LLM.embed do; generation, embeddings and CUDA are refused with one clear
+error, and the server goes on.
 """
 from __future__ import annotations
 
@@ -194,3 +195,47 @@ def test_server_refusals_leave_it_serving(server):
         assert error.code == 405
     assert post(server, "/classify", {"input": "still here"})[0] == 200
     server.wait_for_idle()
+
+
+def test_async_llm_encode_classifies_and_embeds(artifacts, tmp_path):
+    """AsyncLLM.encode answers each prompt once, finished: a classifier's probabilities, an
+    embedding model's embedding (LLM.classify's and LLM.embed's), concurrently; a
+    generative model refuses it."""
+    import asyncio
+    from test_embeddings import EXPORTS as EMBEDDING_EXPORTS
+
+    async def encode_all(engine, prompts, params=None):
+        async def one(index, prompt):
+            outputs = [output async for output in engine.encode(prompt, params, f"r{index}")]
+            assert len(outputs) == 1 and outputs[0].finished
+            return outputs[0]
+        return await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
+
+    prompts = [{"prompt_token_ids": prompt} for prompt in seeded_prompts((12, 30, 3))]
+    engine = llmc.AsyncLLM(artifacts["mistral"], num_kv_blocks=8, quiet=True)
+    try:
+        outputs = asyncio.run(encode_all(engine, prompts))
+        for output, prompt in zip(outputs, prompts):
+            expected = softmax(ort_logits("mistral", prompt["prompt_token_ids"]))
+            np.testing.assert_allclose(output.outputs.probs, expected, atol=1e-5)
+    finally:
+        engine.shutdown()
+    embedding_model = compile_export(EMBEDDING_EXPORTS / "qwen2" / "model.onnx",
+                                     tmp_path / "embed.llmc")
+    with llmc.LLM(embedding_model, num_kv_blocks=8) as llm:
+        expected = llm.embed(prompts, use_tqdm=False)
+    engine = llmc.AsyncLLM(embedding_model, num_kv_blocks=8, quiet=True)
+    try:
+        outputs = asyncio.run(encode_all(engine, prompts))
+        for output, reference in zip(outputs, expected):
+            np.testing.assert_array_equal(output.outputs.embedding, reference.outputs.embedding)
+    finally:
+        engine.shutdown()
+    generative = compile_export(ROOT / "test" / "exporters" / "optimum" / "qwen3" / "model.onnx",
+                                tmp_path / "generative.llmc")
+    engine = llmc.AsyncLLM(generative, num_kv_blocks=8, quiet=True)
+    try:
+        with pytest.raises(ValueError, match="encode\\(\\) needs a pooling model"):
+            asyncio.run(encode_all(engine, prompts[:1]))
+    finally:
+        engine.shutdown()
