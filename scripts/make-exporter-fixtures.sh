@@ -107,7 +107,7 @@ optimum_task feature-extraction optimum-feature-extraction qwen3 qwen2 mistral
 # Sequence classifiers (`--task text-classification`: a *ForSequenceClassification model of
 # 3 labels, whose graph pools each row's last token that is not the pad token), as reward
 # models and rerankers are exported.
-CLASSIFIER_FAMILIES=(qwen3 llama-gqa gemma2 mistral)
+CLASSIFIER_FAMILIES=(qwen3 llama-gqa gemma2 mistral gpt2 opt)
 classifier_args=()
 for family in "${CLASSIFIER_FAMILIES[@]}"; do
   if (( ${#families[@]} == 0 )) || [[ " ${families[*]} " == *" $family "* ]]; then

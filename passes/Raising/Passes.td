@@ -95,6 +95,11 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       [batch, seq, labels] under the same name, the head raises as the
       logits head, and the function gets `llmc.pooled_at_last_token`; a
       gather that picks other rows stays, and is named;
+    - a learned position embedding (a Gather of a constant table added to
+      the token embedding) whose ids the export computes in the graph
+      (GPT-2's and OPT's classifiers take no position_ids), proven on the
+      probes' unpadded rows to be the new tokens' positions, up to the
+      offset the embedding peels: it reads `llm.position_ids` instead;
     - silu, gelu, swiglu and residual adds;
     - last, elementwise ops on [batch, seq, features] f32 activations that
       no pattern named (Sigmoid, Tanh, Relu, Mul by a constant, ...):

@@ -512,6 +512,43 @@ bool isLastTokenOfEachRow(const onnx::HostTensor &value, const Probe &probe) {
   return true;
 }
 
+/// Whether [batch or 1, new] ids hold the new tokens' positions, past, ...,
+/// past + new - 1, on every probe row without padding (the first row of
+/// each; a ragged step has no padding, so padded rows are not asked).
+bool isTokenPositions(const onnx::HostTensor &value, const Probe &probe) {
+  if (value.shape.size() != 2 || value.shape[1] != probe.fresh ||
+      (value.shape[0] != 1 && value.shape[0] != probe.batch))
+    return false;
+  for (int64_t b = 0; b < probe.batch; ++b) {
+    if (llvm::is_contained(probe.keep[b], 0)) continue;
+    for (int64_t i = 0; i < probe.fresh; ++i)
+      if (value.at({value.shape[0] == 1 ? 0 : b, i}) != double(probe.past + i)) return false;
+  }
+  return true;
+}
+
+/// The ids a learned position embedding computed in the graph reads: a
+/// Gather of a constant table at computed ids, added to the token embedding
+/// (a Gather by input_ids), less a constant offset (OPT's + 2, which the
+/// embedding's raising peels); null for any other Gather.
+Value computedPositionIds(onnx::GatherOp gather) {
+  Value ids = gather.getIndices();
+  if (gather.getAxis() != 0 || !isConstant(gather.getData()) || rankOf(gather.getData()) != 2 ||
+      isa<BlockArgument>(ids) || !gather->hasOneUse())
+    return nullptr;
+  auto add = dyn_cast<onnx::AddOp>(*gather->user_begin());
+  if (!add) return nullptr;
+  Value other = add.getA() == gather.getResult() ? add.getB() : add.getA();
+  auto tokens = definedBy<onnx::GatherOp>(other);
+  auto tokenIds = tokens ? dyn_cast<BlockArgument>(tokens.getIndices()) : nullptr;
+  if (!tokenIds || onnx::inputName(tokenIds) != "input_ids") return nullptr;
+  if (auto offset = definedBy<onnx::AddOp>(ids)) {
+    auto added = onnx::getConstantInts(offset.getB());
+    if (added && added->size() == 1 && (*added)[0] > 0) ids = offset.getA();
+  }
+  return isa<IntegerType>(getElementTypeOrSelf(ids)) ? ids : nullptr;
+}
+
 /// The rows a result gathers from [batch, new, features] flattened to
 /// [batch * new, features] (Flatten at axis 2, or a Reshape to rank 2 that
 /// keeps the features): its indices, or null.
@@ -711,6 +748,9 @@ void proveAttentionMasks(func::FuncOp func) {
       if (!where->hasAttr(kInactiveGuardAttr) && guardsAttention(where))
         facts.push_back({where.getCondition(), isFalseOnRealRows, op, kInactiveGuardAttr,
                          "false on the rows of real tokens"});
+    } else if (auto gather = dyn_cast<onnx::GatherOp>(op)) {
+      if (Value ids = computedPositionIds(gather); ids && !op->hasAttr(kTokenPositionsAttr))
+        facts.push_back({ids, isTokenPositions, op, kTokenPositionsAttr, "the tokens' positions"});
     }
   });
   auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());

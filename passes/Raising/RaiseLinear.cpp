@@ -37,8 +37,23 @@ struct RaiseEmbedding : OpRewritePattern<onnx::GatherOp> {
                                 ArrayRef<float>(*rows).drop_front(skipped * width));
       indices = offsetAdd.getA();
     }
-    auto embedding = llm::EmbeddingOp::create(rewriter, op.getLoc(), op.getType(), table,
-                                              indices);
+    Type type = op.getType();
+    if (op->hasAttr(kTokenPositionsAttr)) {
+      // Positions the export computes (proven): the tokens' positions, as
+      // llm.position_ids gives them, for every sequence of the batch.
+      BlockArgument mask = findArgumentByName(op, "attention_mask");
+      BlockArgument ids = findArgumentByName(op, "input_ids");
+      if (!mask || !ids)
+        return rewriter.notifyMatchFailure(op, "computed positions without attention_mask "
+                                               "and input_ids inputs");
+      indices = llm::PositionIdsOp::create(
+          rewriter, op.getLoc(),
+          RankedTensorType::get({dimOf(ids, 0), dimOf(ids, 1)}, rewriter.getI64Type()), mask,
+          ids);
+      type = RankedTensorType::get({dimOf(ids, 0), dimOf(ids, 1), dimOf(table, 1)},
+                                   getElementTypeOrSelf(op.getType()));
+    }
+    auto embedding = llm::EmbeddingOp::create(rewriter, op.getLoc(), type, table, indices);
     if (transposed) embedding.setTransposeTable(true);
     rewriter.replaceOp(op, embedding);
     return success();

@@ -384,12 +384,19 @@ inline constexpr llvm::StringLiteral kInactiveGuardAttr = "llmc.inactive_guard";
 /// the last token that is not the pad token, which no probe token is).
 inline constexpr llvm::StringLiteral kLastTokenRowsAttr = "llmc.last_token_rows";
 
+/// Marks a learned position embedding's Gather whose ids the export
+/// computes in the graph (GPT-2's and OPT's classifiers take no
+/// position_ids), proven to be the new tokens' positions (past + index, up
+/// to the constant offset the embedding peels) on every unpadded probe row.
+inline constexpr llvm::StringLiteral kTokenPositionsAttr = "llmc.token_positions";
+
 /// Proves what the mask of every attention Softmax and onnx.Attention in
 /// `func` computes by evaluating it on probe inputs (ProveMasks.cpp), and
 /// writes kMaskAttr or kMaskUnprovenAttr on each; marks the integer Ranges
 /// that compute cache positions with kCachePositionsAttr, the attention
-/// guards that never fire with kInactiveGuardAttr, and the results pooled
-/// at each row's last token with kLastTokenRowsAttr.
+/// guards that never fire with kInactiveGuardAttr, the results pooled at
+/// each row's last token with kLastTokenRowsAttr, and the learned position
+/// embeddings of computed positions with kTokenPositionsAttr.
 void proveAttentionMasks(mlir::func::FuncOp func);
 
 /// Returns the rows a result marked kLastTokenRowsAttr pools from, [batch,

@@ -693,3 +693,56 @@ func.func @first_token_pooling(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
   %pooled = onnx.Gather %flat, %picked : (tensor<?x3xf32>, tensor<?xi64>) -> tensor<?x3xf32>
   return %pooled : tensor<?x3xf32>
 }
+
+// -----
+
+// A learned position embedding whose ids the export computes (GPT-2's
+// classifier takes no position_ids: arange over the new tokens) is proven
+// to read the tokens' positions on the unpadded probe rows, and reads
+// llm.position_ids instead, for every sequence of the batch.
+// CHECK-LABEL: func.func @computed_learned_positions
+//       CHECK:   %[[TOKENS:.*]] = llm.embedding %{{.*}}, %arg0
+//       CHECK:   %[[POSITIONS:.*]] = llm.position_ids %arg1, %arg0 : (tensor<?x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>
+//       CHECK:   %[[LEARNED:.*]] = llm.embedding %{{.*}}, %[[POSITIONS]] : (tensor<32x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
+//       CHECK:   llm.add %[[TOKENS]], %[[LEARNED]]
+// ERROR-NOT: error: {{.*}}@computed_learned_positions
+func.func @computed_learned_positions(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                                      %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x?x8xf32> {
+  %tokens_table = onnx.Constant dense<0.5> : tensor<64x8xf32>
+  %positions_table = onnx.Constant dense<0.25> : tensor<32x8xf32>
+  %c0 = onnx.Constant dense<0> : tensor<i64>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %tokens = onnx.Gather %tokens_table, %ids : (tensor<64x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
+  %shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %fresh = onnx.Gather %shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %range = onnx.Range %c0, %fresh, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %positions = onnx.Unsqueeze %range, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %learned = onnx.Gather %positions_table, %positions : (tensor<32x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %sum = onnx.Add %tokens, %learned : (tensor<?x?x8xf32>, tensor<1x?x8xf32>) -> tensor<?x?x8xf32>
+  return %sum : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Near miss: ids one past the tokens' positions (and not as an offset the
+// embedding peels) are not proven, and stay, named.
+// CHECK-LABEL: func.func @shifted_learned_positions
+//       CHECK:   onnx.Range
+// ERROR: error: onnx ops not raised to llm: {{.*}}onnx.Range x1
+func.func @shifted_learned_positions(%ids: tensor<?x?xi64> {onnx.name = "input_ids"},
+                                     %am: tensor<?x?xi64> {onnx.name = "attention_mask"}) -> tensor<?x?x8xf32> {
+  %tokens_table = onnx.Constant dense<0.5> : tensor<64x8xf32>
+  %positions_table = onnx.Constant dense<0.25> : tensor<32x8xf32>
+  %c1 = onnx.Constant dense<1> : tensor<i64>
+  %ax0 = onnx.Constant dense<[0]> : tensor<1xi64>
+  %tokens = onnx.Gather %tokens_table, %ids : (tensor<64x8xf32>, tensor<?x?xi64>) -> tensor<?x?x8xf32>
+  %shape = onnx.Shape %ids : (tensor<?x?xi64>) -> tensor<2xi64>
+  %fresh = onnx.Gather %shape, %c1 : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+  %end = onnx.Add %fresh, %c1 : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %range = onnx.Range %c1, %end, %c1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %positions = onnx.Unsqueeze %range, %ax0 : (tensor<?xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %learned = onnx.Gather %positions_table, %positions : (tensor<32x8xf32>, tensor<1x?xi64>) -> tensor<1x?x8xf32>
+  %sum = onnx.Add %tokens, %learned : (tensor<?x?x8xf32>, tensor<1x?x8xf32>) -> tensor<?x?x8xf32>
+  return %sum : tensor<?x?x8xf32>
+}
