@@ -395,6 +395,10 @@ std::unique_ptr<Artifact> Artifact::load(const std::string &directory) {
   artifact->targetConfig = target;
   artifact->modelConfig = parseModelConfig(manifest, target);
   artifact->stepConfig = parseStepConfig(manifest, target);
+  if (artifact->stepConfig.output == StepOutputKind::ClassLogits &&
+      artifact->modelConfig.numLabels < 1)
+    throw Error("manifest.json: step.output is 'class_logits' but model.num_labels is not a "
+                "positive count of labels");
   artifact->stepConfig.kvGroups = parseKvGroups(manifest, artifact->modelConfig, target);
 
   const json &weights = field(manifest, "", "weights");

@@ -147,6 +147,11 @@ TEST(Artifact, ReadsAClassifiersLabels) {
   test.manifest["model"]["labels"] = {"negative", "positive"};
   test.writeManifest();
   EXPECT_LOAD_ERROR(test, "model.labels must be num_labels (3) strings");
+  test.manifest["model"].erase("labels");
+  test.manifest["model"].erase("num_labels");
+  test.writeManifest();
+  EXPECT_LOAD_ERROR(test, "step.output is 'class_logits' but model.num_labels is not a "
+                          "positive count of labels");
 }
 
 TEST(Artifact, RefusesKvCacheGroupsThatDoNotHoldEveryLayerOnce) {
