@@ -542,10 +542,7 @@ Value computedPositionIds(onnx::GatherOp gather) {
   auto tokens = definedBy<onnx::GatherOp>(other);
   auto tokenIds = tokens ? dyn_cast<BlockArgument>(tokens.getIndices()) : nullptr;
   if (!tokenIds || onnx::inputName(tokenIds) != "input_ids") return nullptr;
-  if (auto offset = definedBy<onnx::AddOp>(ids)) {
-    auto added = onnx::getConstantInts(offset.getB());
-    if (added && added->size() == 1 && (*added)[0] > 0) ids = offset.getA();
-  }
+  ids = peelRowOffset(ids, gather.getData()).first;
   return isa<IntegerType>(getElementTypeOrSelf(ids)) ? ids : nullptr;
 }
 

@@ -26,16 +26,14 @@ struct RaiseEmbedding : OpRewritePattern<onnx::GatherOp> {
     Value indices = op.getIndices();
     // Rows gathered at an offset (OPT's learned positions, position_ids + 2): the
     // table from that row on, gathered at the indices themselves.
-    auto offsetAdd = definedBy<onnx::AddOp>(indices);
-    auto offset = offsetAdd ? onnx::getConstantInts(offsetAdd.getB()) : std::nullopt;
-    if (offset && offset->size() == 1 && (*offset)[0] > 0 && !transposed &&
-        (*offset)[0] < dimOf(table, 0) && rankOf(offsetAdd.getB()) <= 1) {
+    auto [unshifted, skipped] = peelRowOffset(indices, table);
+    if (skipped && !transposed) {
       auto rows = readConstantFloats(table);
       if (!rows) return rewriter.notifyMatchFailure(op, "an offset table is not f32");
-      int64_t skipped = (*offset)[0], width = dimOf(table, 1);
+      int64_t width = dimOf(table, 1);
       table = createF32Constant(rewriter, op.getLoc(), {dimOf(table, 0) - skipped, width},
                                 ArrayRef<float>(*rows).drop_front(skipped * width));
-      indices = offsetAdd.getA();
+      indices = unshifted;
     }
     Type type = op.getType();
     if (op->hasAttr(kTokenPositionsAttr)) {

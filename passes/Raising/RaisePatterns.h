@@ -272,6 +272,11 @@ bool isSingleAxis(mlir::Value axes, int64_t axis, int64_t rank);
 /// The float32 contents of a constant (dense or dense_resource).
 std::optional<std::vector<float>> readConstantFloats(mlir::Value value);
 
+/// Rows of `table` gathered at `ids` plus a positive constant below the
+/// table's rows (OPT's learned positions, position_ids + 2): the ids before
+/// the add and the offset; `ids` and 0 for any other ids.
+std::pair<mlir::Value, int64_t> peelRowOffset(mlir::Value ids, mlir::Value table);
+
 /// The raw bytes of a constant (dense or dense_resource), copied.
 std::optional<std::vector<uint8_t>> readConstantBytes(mlir::Value value);
 

@@ -373,4 +373,13 @@ void populateGluePatterns(RewritePatternSet &patterns) {
   populateFlattenedTokenPatterns(patterns);
 }
 
+std::pair<Value, int64_t> peelRowOffset(Value ids, Value table) {
+  auto add = definedBy<onnx::AddOp>(ids);
+  auto offset = add ? onnx::getConstantInts(add.getB()) : std::nullopt;
+  if (!offset || offset->size() != 1 || (*offset)[0] <= 0 || rankOf(add.getB()) > 1 ||
+      (*offset)[0] >= dimOf(table, 0))
+    return {ids, 0};
+  return {add.getA(), (*offset)[0]};
+}
+
 } // namespace llmc::raising
