@@ -3,6 +3,7 @@
     from llmc.tokenizer import Tokenizer
     tokenizer = Tokenizer("models/smollm2-135m/tokenizer.json")
     ids = tokenizer.encode("Hello, world")               # add_special_tokens=True
+    pair = tokenizer.encode_pair("a query", "a document")  # a cross-encoder's input
     text = tokenizer.decode(ids)                         # skip_special_tokens=True
     stream = tokenizer.decode_stream()
     pieces = [stream.step(i) for i in ids] + [stream.finish()]   # "".join(pieces) == text
@@ -43,6 +44,15 @@ class Tokenizer:
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         return self._tokenizer.encode(text, add_special_tokens)
+
+    def encode_pair(self, text: str, pair: str, add_special_tokens: bool = True,
+                    max_length: int | None = None) -> list[int]:
+        """The ids of a (query, document) pair as a cross-encoder reads them: `tokenizers`'
+        encode(text, pair), with the pair template's special tokens; with max_length, cut
+        to that many ids as its truncation "longest_first" (on the right) does."""
+        if max_length is not None and (not isinstance(max_length, int) or max_length < 0):
+            raise ValueError(f"max_length must be a non-negative int, not {max_length!r}")
+        return self._tokenizer.encode_pair(text, pair, add_special_tokens, max_length)
 
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
         return self._tokenizer.decode([int(i) for i in ids], skip_special_tokens)

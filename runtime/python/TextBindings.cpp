@@ -45,6 +45,14 @@ void bindText(nb::module_ &module) {
           nb::arg("text"), nb::arg("add_special_tokens") = true,
           nb::call_guard<nb::gil_scoped_release>())
       .def(
+          "encode_pair",
+          [](const Tokenizer &tokenizer, const std::string &text, const std::string &pair,
+             bool addSpecialTokens, std::optional<size_t> maxLength) {
+            return tokenizer.encodePair(text, pair, addSpecialTokens, maxLength);
+          },
+          nb::arg("text"), nb::arg("pair"), nb::arg("add_special_tokens") = true,
+          nb::arg("max_length") = nb::none(), nb::call_guard<nb::gil_scoped_release>())
+      .def(
           "encode_bytes",
           [](const Tokenizer &tokenizer, nb::bytes text, bool addSpecialTokens) {
             std::string_view view(text.c_str(), text.size());

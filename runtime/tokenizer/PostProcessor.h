@@ -10,15 +10,22 @@
 
 namespace llmc::runtime::tokenizer {
 
-/// Adds the special tokens around one encoded sequence (BOS/EOS templates):
-/// TemplateProcessing, RobertaProcessing, BertProcessing, ByteLevel (which
-/// only trims offsets, so it changes no ids) and Sequences of them.
+/// The encoded sequences a post-processor works on: one, or a pair (A, then
+/// B) for a cross-encoder's (query, document).
+using EncodedSequences = std::vector<std::vector<int32_t>>;
+
+/// Adds the special tokens around an encoded sequence or pair (BOS/EOS
+/// templates, a cross-encoder's separators): TemplateProcessing,
+/// RobertaProcessing, BertProcessing, ByteLevel (which only trims offsets, so
+/// it changes no ids) and Sequences of them.
 class PostProcessor {
 public:
   virtual ~PostProcessor() = default;
-  /// Rewrites the ids of a sequence; `addSpecialTokens` false leaves them
-  /// as they are, as the reference's add_special_tokens=False does.
-  virtual void process(std::vector<int32_t> &ids, bool addSpecialTokens) const = 0;
+  /// Rewrites the sequences as the reference's process_encodings does: a
+  /// template joins them into one, ByteLevel leaves them apart, and the
+  /// caller concatenates what remains. `addSpecialTokens` false adds nothing,
+  /// as the reference's add_special_tokens=False.
+  virtual void process(EncodedSequences &sequences, bool addSpecialTokens) const = 0;
 };
 
 /// The post-processor `node` describes; throws Error for a type this runtime

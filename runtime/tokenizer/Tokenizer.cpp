@@ -65,7 +65,7 @@ std::unique_ptr<Tokenizer> Tokenizer::fromJson(std::string_view jsonText,
   return tokenizer;
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTokens) const {
+std::vector<int32_t> Tokenizer::encodeSequence(std::string_view text) const {
   size_t invalid = findInvalidUtf8(text);
   if (invalid != std::string_view::npos)
     throw Error("the text is not valid UTF-8 (at byte " + std::to_string(invalid) + ")");
@@ -99,8 +99,53 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTok
     if (preTokenizer) preTokenizer->preTokenize(words);
     for (const Word &word : words) model->tokenize(word.text, ids);
   }
-  if (postProcessor) postProcessor->process(ids, addSpecialTokens);
   return ids;
+}
+
+std::vector<int32_t> Tokenizer::postProcess(EncodedSequences sequences,
+                                            bool addSpecialTokens) const {
+  if (postProcessor) postProcessor->process(sequences, addSpecialTokens);
+  std::vector<int32_t> ids = std::move(sequences.front());
+  for (size_t i = 1; i < sequences.size(); ++i)
+    ids.insert(ids.end(), sequences[i].begin(), sequences[i].end());
+  return ids;
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTokens) const {
+  return postProcess({encodeSequence(text)}, addSpecialTokens);
+}
+
+size_t Tokenizer::numPairSpecialTokens() const { return postProcess({{}, {}}, true).size(); }
+
+std::vector<int32_t> Tokenizer::encodePair(std::string_view text, std::string_view pair,
+                                           bool addSpecialTokens,
+                                           std::optional<size_t> maxLength) const {
+  std::vector<int32_t> first = encodeSequence(text);
+  std::vector<int32_t> second = encodeSequence(pair);
+  if (maxLength) {
+    size_t added = addSpecialTokens ? numPairSpecialTokens() : 0;
+    if (*maxLength < added)
+      throw Error("cannot truncate the pair to " + std::to_string(*maxLength) +
+                  " tokens: its template alone adds " + std::to_string(added));
+    truncateLongestFirst(first, second, *maxLength - added);
+  }
+  return postProcess({std::move(first), std::move(second)}, addSpecialTokens);
+}
+
+void truncateLongestFirst(std::vector<int32_t> &first, std::vector<int32_t> &second,
+                          size_t maxLength) {
+  if (first.size() + second.size() <= maxLength) return;
+  // The reference's lengths: the shorter keeps what it has when the longer
+  // can make up the rest, else both get half (the second the odd token).
+  size_t shorter = std::min(first.size(), second.size());
+  size_t longer = shorter > maxLength ? shorter : std::max(shorter, maxLength - shorter);
+  if (shorter + longer > maxLength) {
+    shorter = maxLength / 2;
+    longer = shorter + maxLength % 2;
+  }
+  bool firstIsLonger = first.size() > second.size();
+  first.resize(std::min(first.size(), firstIsLonger ? longer : shorter));
+  second.resize(std::min(second.size(), firstIsLonger ? shorter : longer));
 }
 
 const std::string *Tokenizer::decodingToken(int32_t id, bool skipSpecialTokens) const {

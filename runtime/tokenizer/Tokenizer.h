@@ -50,6 +50,16 @@ public:
   /// `addSpecialTokens` applies the post-processor's template (BOS, ...).
   std::vector<int32_t> encode(std::string_view text, bool addSpecialTokens = true) const;
 
+  /// The ids of a pair of texts (a cross-encoder's query and document), as
+  /// the reference's encode(text, pair): each encoded alone, then joined by
+  /// the post-processor's pair template (or concatenated). With `maxLength`
+  /// the two are first cut to fit it with the template's tokens, as the
+  /// reference's truncation "longest_first" on the right does; a `maxLength`
+  /// below the template's own tokens is an Error.
+  std::vector<int32_t> encodePair(std::string_view text, std::string_view pair,
+                                  bool addSpecialTokens = true,
+                                  std::optional<size_t> maxLength = std::nullopt) const;
+
   /// The text of `ids`; ids the vocabulary lacks are left out, as are
   /// special tokens when `skipSpecialTokens`.
   std::string decode(const std::vector<int32_t> &ids, bool skipSpecialTokens = true) const;
@@ -68,6 +78,13 @@ public:
 
 private:
   Tokenizer();
+  /// The ids of one text before the post-processor.
+  std::vector<int32_t> encodeSequence(std::string_view text) const;
+  /// Runs the post-processor and concatenates what it leaves.
+  std::vector<int32_t> postProcess(std::vector<std::vector<int32_t>> sequences,
+                                   bool addSpecialTokens) const;
+  /// How many ids the pair template adds around a pair.
+  size_t numPairSpecialTokens() const;
 
   std::unique_ptr<BpeModel> model;
   std::unique_ptr<AddedVocabulary> addedVocabulary;
@@ -76,6 +93,11 @@ private:
   std::unique_ptr<PostProcessor> postProcessor;
   std::unique_ptr<Decoder> decoder;
 };
+
+/// Cuts a pair to `maxLength` ids in all, keeping each one's first ids, as
+/// the reference's truncation "longest_first" does.
+void truncateLongestFirst(std::vector<int32_t> &first, std::vector<int32_t> &second,
+                          size_t maxLength);
 
 } // namespace llmc::runtime::tokenizer
 

@@ -10,6 +10,8 @@ Metaspace tokenizers; with added tokens (special or not, lstrip, rstrip, single_
 normalized) and BOS/EOS templates. Checked:
 
   * encode: the same ids for every text of CORPUS, with and without special tokens;
+  * pairs (a cross-encoder's query and document): the same ids for pairs of CORPUS texts, by
+    the pair templates, cut by truncation "longest_first" to lengths around theirs;
   * decode: the same text for those ids and for random id sequences (byte tokens, special
     tokens and unknown ids among them), skipping special tokens or not;
   * round trip: decode(encode(x)) == x where the reference gives x back;
@@ -173,9 +175,9 @@ def with_whole_words(base: Tokenizer, words: list[str]) -> dict:
     return data
 
 
-def template(single: str, specials: list[str], tokenizer: Tokenizer):
+def template(single: str, specials: list[str], tokenizer: Tokenizer, pair: str | None = None):
     return processors.TemplateProcessing(
-        single=single, special_tokens=[(s, tokenizer.token_to_id(s)) for s in specials])
+        single=single, pair=pair, special_tokens=[(s, tokenizer.token_to_id(s)) for s in specials])
 
 
 def default_tokenizer() -> Tokenizer:
@@ -212,7 +214,8 @@ def build_variants() -> dict[str, Tokenizer]:
                 bl(add_prefix_space=False, use_regex=False)]),
             post_processor=processors.Sequence([
                 processors.ByteLevel(trim_offsets=False),
-                template("<|begin_of_text|> $A", ["<|begin_of_text|>"], byte_level)])),
+                template("<|begin_of_text|> $A", ["<|begin_of_text|>"], byte_level,
+                         pair="<|begin_of_text|> $A <|begin_of_text|>:1 $B:1")])),
         "qwen2-nfc": with_components(
             byte_level, normalizer=normalizers.NFC(),
             pre_tokenizer=pre_tokenizers.Sequence([
@@ -224,7 +227,8 @@ def build_variants() -> dict[str, Tokenizer]:
                 normalizers.NFKC(), normalizers.Replace(Regex(r"\s{2,}"), " "),
                 normalizers.Prepend("\u00bb")]),
             pre_tokenizer=split_all_behaviours,
-            post_processor=template("<s> $A </s>", ["<s>", "</s>"], byte_level),
+            post_processor=template("<s> $A </s>", ["<s>", "</s>"], byte_level,
+                                    pair="<s> $A </s> </s>:1 $B:1 </s>:1"),
             decoder=decoders.Sequence([decoders.ByteLevel(), decoders.Replace("\u00bb", "<<"),
                                        decoders.Strip(content=" ", left=1, right=0)])),
         "nfd-roberta": with_components(
@@ -312,6 +316,32 @@ def test_encode_and_decode_corpus(pairs, name):
         assert round_trip == reference.decode(expected, False)
         if lossless(name, text):
             assert round_trip == text
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_encode_pairs_with_truncation(pairs, name):
+    reference, ours = pairs[name]
+    rng = random.Random(zlib.crc32(name.encode()))
+    for _ in range(40):
+        text, pair = rng.choice(CORPUS), rng.choice(CORPUS)
+        for add_special in (True, False):
+            expected = reference.encode(text, pair, add_special_tokens=add_special).ids
+            assert ours.encode_pair(text, pair, add_special) == expected, (name, text, pair)
+        full = len(expected)
+        special = len(reference.encode("", "", add_special_tokens=True).ids)
+        for max_length in {special, special + 1, full // 2 + special, full - 1, full + 3}:
+            if max_length < special:
+                continue
+            reference.enable_truncation(max_length, strategy="longest_first")
+            try:
+                expected = reference.encode(text, pair).ids
+            finally:
+                reference.no_truncation()
+            assert ours.encode_pair(text, pair, True, max_length) == expected, \
+                (name, text, pair, max_length)
+    if special > 0:
+        with pytest.raises(LlmcRuntimeError, match="its template alone adds"):
+            ours.encode_pair("a", "b", True, special - 1)
 
 
 def random_ids(rng: random.Random, ours: CppTokenizer, count: int) -> list[int]:

@@ -222,6 +222,71 @@ TEST(TokenizerPostProcessor, TemplateAddsSpecialTokensOnRequest) {
   EXPECT_EQ(tokenizer->encode(""), (std::vector<int32_t>{0, 1}));
 }
 
+TEST(TokenizerPostProcessor, PairTemplatesJoinBothSequences) {
+  json vocab = {{"<s>", 0}, {"</s>", 1}, {"a", 2}, {"b", 3}};
+  auto special = [](const char *name) {
+    return json{{"SpecialToken", {{"id", name}, {"type_id", 0}}}};
+  };
+  auto sequence = [](const char *name) {
+    return json{{"Sequence", {{"id", name}, {"type_id", 0}}}};
+  };
+  // Llama-3's form: BOS before each sequence, inside a Sequence after ByteLevel.
+  json llama3 = {
+      {"type", "Sequence"},
+      {"processors",
+       {{{"type", "ByteLevel"}, {"trim_offsets", false}},
+        {{"type", "TemplateProcessing"},
+         {"single", {special("<s>"), sequence("A")}},
+         {"pair", {special("<s>"), sequence("A"), special("<s>"), sequence("B")}},
+         {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {0}}, {"tokens", {"<s>"}}}}}}}}}};
+  auto tokenizer = makeTokenizer(vocab, json::array(), {{"post_processor", llama3}});
+  EXPECT_EQ(tokenizer->encodePair("aa", "b"), (std::vector<int32_t>{0, 2, 2, 0, 3}));
+  EXPECT_EQ(tokenizer->encodePair("aa", "b", /*addSpecialTokens=*/false),
+            (std::vector<int32_t>{2, 2, 3}));
+  EXPECT_EQ(tokenizer->encode("aa"), (std::vector<int32_t>{0, 2, 2}));
+
+  json roberta = {{"type", "RobertaProcessing"}, {"sep", {"</s>", 1}}, {"cls", {"<s>", 0}}};
+  tokenizer = makeTokenizer(vocab, json::array(), {{"post_processor", roberta}});
+  EXPECT_EQ(tokenizer->encodePair("a", "b"), (std::vector<int32_t>{0, 2, 1, 1, 3, 1}));
+  json bert = {{"type", "BertProcessing"}, {"sep", {"</s>", 1}}, {"cls", {"<s>", 0}}};
+  tokenizer = makeTokenizer(vocab, json::array(), {{"post_processor", bert}});
+  EXPECT_EQ(tokenizer->encodePair("a", "b"), (std::vector<int32_t>{0, 2, 1, 3, 1}));
+  // Without a post-processor (Qwen2's) the pair is the two concatenated.
+  tokenizer = makeTokenizer(vocab, json::array());
+  EXPECT_EQ(tokenizer->encodePair("ab", "ba"), (std::vector<int32_t>{2, 3, 3, 2}));
+}
+
+TEST(TokenizerPostProcessor, PairTruncationCutsTheLongerFirst) {
+  // The reference's own cases (tokenizers' truncate_encodings_longest_first):
+  // lengths 0, 2, 4 and 8 cut to 7 ids in all.
+  const size_t lengths[] = {0, 2, 4, 8};
+  const size_t expected[4][4][2] = {
+      {{0, 0}, {0, 2}, {0, 4}, {0, 7}},
+      {{2, 0}, {2, 2}, {2, 4}, {2, 5}},
+      {{4, 0}, {4, 2}, {3, 4}, {3, 4}},
+      {{7, 0}, {5, 2}, {4, 3}, {3, 4}},
+  };
+  for (size_t i = 0; i < 4; ++i) {
+    for (size_t j = 0; j < 4; ++j) {
+      std::vector<int32_t> first(lengths[i], 1), second(lengths[j], 2);
+      truncateLongestFirst(first, second, 7);
+      EXPECT_EQ(first.size(), expected[i][j][0]) << lengths[i] << " " << lengths[j];
+      EXPECT_EQ(second.size(), expected[i][j][1]) << lengths[i] << " " << lengths[j];
+    }
+  }
+  std::vector<int32_t> first = {1, 2, 3, 4}, second = {5, 6, 7, 8};
+  truncateLongestFirst(first, second, 0);
+  EXPECT_TRUE(first.empty() && second.empty());
+
+  // The template's own tokens count against the length, and cannot be cut.
+  json vocab = {{"<s>", 0}, {"</s>", 1}, {"a", 2}, {"b", 3}};
+  json bert = {{"type", "BertProcessing"}, {"sep", {"</s>", 1}}, {"cls", {"<s>", 0}}};
+  auto tokenizer = makeTokenizer(vocab, json::array(), {{"post_processor", bert}});
+  EXPECT_EQ(tokenizer->encodePair("aaaa", "bb", true, 7), (std::vector<int32_t>{0, 2, 2, 1, 3, 3, 1}));
+  EXPECT_EQ(tokenizer->encodePair("aaaa", "bb", false, 3), (std::vector<int32_t>{2, 2, 3}));
+  EXPECT_THROW(tokenizer->encodePair("a", "b", true, 2), Error);
+}
+
 TEST(TokenizerDecoder, SentencePieceChainAndMetaspace) {
   json vocab = {{"<s>", 0},
                 {"\xE2\x96\x81"
