@@ -42,16 +42,19 @@ class Tokenizer:
         """The ids of UTF-8 text given as bytes (ill-formed UTF-8 raises LlmcRuntimeError)."""
         return self._tokenizer.encode_bytes(bytes(text), add_special_tokens)
 
-    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
-        return self._tokenizer.encode(text, add_special_tokens)
+    def encode(self, text: str, add_special_tokens: bool = True,
+               max_length: int | None = None) -> list[int]:
+        """The ids of `text`; with max_length, its ids cut on the right to fit that many
+        with the template's, as `tokenizers`' truncation does."""
+        _check_max_length(max_length)
+        return self._tokenizer.encode(text, add_special_tokens, max_length)
 
     def encode_pair(self, text: str, pair: str, add_special_tokens: bool = True,
                     max_length: int | None = None) -> list[int]:
         """The ids of a (query, document) pair as a cross-encoder reads them: `tokenizers`'
         encode(text, pair), with the pair template's special tokens; with max_length, cut
         to that many ids as its truncation "longest_first" (on the right) does."""
-        if max_length is not None and (not isinstance(max_length, int) or max_length < 0):
-            raise ValueError(f"max_length must be a non-negative int, not {max_length!r}")
+        _check_max_length(max_length)
         return self._tokenizer.encode_pair(text, pair, add_special_tokens, max_length)
 
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
@@ -59,6 +62,12 @@ class Tokenizer:
 
     def decode_stream(self, skip_special_tokens: bool = True) -> "DecodeStream":
         return DecodeStream(self, skip_special_tokens)
+
+
+def _check_max_length(max_length) -> None:
+    if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool)
+                                   or max_length < 0):
+        raise ValueError(f"max_length must be a non-negative int, not {max_length!r}")
 
 
 class DecodeStream:

@@ -39,11 +39,12 @@ void bindText(nb::module_ &module) {
           nb::arg("path"), nb::call_guard<nb::gil_scoped_release>())
       .def(
           "encode",
-          [](const Tokenizer &tokenizer, const std::string &text, bool addSpecialTokens) {
-            return tokenizer.encode(text, addSpecialTokens);
+          [](const Tokenizer &tokenizer, const std::string &text, bool addSpecialTokens,
+             std::optional<size_t> maxLength) {
+            return tokenizer.encode(text, addSpecialTokens, maxLength);
           },
           nb::arg("text"), nb::arg("add_special_tokens") = true,
-          nb::call_guard<nb::gil_scoped_release>())
+          nb::arg("max_length") = nb::none(), nb::call_guard<nb::gil_scoped_release>())
       .def(
           "encode_pair",
           [](const Tokenizer &tokenizer, const std::string &text, const std::string &pair,

@@ -111,24 +111,33 @@ std::vector<int32_t> Tokenizer::postProcess(EncodedSequences sequences,
   return ids;
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTokens) const {
-  return postProcess({encodeSequence(text)}, addSpecialTokens);
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTokens,
+                                       std::optional<size_t> maxLength) const {
+  std::vector<int32_t> ids = encodeSequence(text);
+  if (maxLength) ids.resize(std::min(ids.size(), roomForText(*maxLength, 1, addSpecialTokens)));
+  return postProcess({std::move(ids)}, addSpecialTokens);
 }
 
-size_t Tokenizer::numPairSpecialTokens() const { return postProcess({{}, {}}, true).size(); }
+size_t Tokenizer::numSpecialTokens(size_t numSequences) const {
+  return postProcess(EncodedSequences(numSequences), true).size();
+}
+
+size_t Tokenizer::roomForText(size_t maxLength, size_t numSequences,
+                              bool addSpecialTokens) const {
+  size_t added = addSpecialTokens ? numSpecialTokens(numSequences) : 0;
+  if (maxLength < added)
+    throw Error("cannot truncate to " + std::to_string(maxLength) +
+                " tokens: the tokenizer's template alone adds " + std::to_string(added));
+  return maxLength - added;
+}
 
 std::vector<int32_t> Tokenizer::encodePair(std::string_view text, std::string_view pair,
                                            bool addSpecialTokens,
                                            std::optional<size_t> maxLength) const {
   std::vector<int32_t> first = encodeSequence(text);
   std::vector<int32_t> second = encodeSequence(pair);
-  if (maxLength) {
-    size_t added = addSpecialTokens ? numPairSpecialTokens() : 0;
-    if (*maxLength < added)
-      throw Error("cannot truncate the pair to " + std::to_string(*maxLength) +
-                  " tokens: its template alone adds " + std::to_string(added));
-    truncateLongestFirst(first, second, *maxLength - added);
-  }
+  if (maxLength)
+    truncateLongestFirst(first, second, roomForText(*maxLength, 2, addSpecialTokens));
   return postProcess({std::move(first), std::move(second)}, addSpecialTokens);
 }
 

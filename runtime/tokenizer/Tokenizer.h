@@ -48,7 +48,11 @@ public:
 
   /// The ids of `text`, which must be well-formed UTF-8 (else Error);
   /// `addSpecialTokens` applies the post-processor's template (BOS, ...).
-  std::vector<int32_t> encode(std::string_view text, bool addSpecialTokens = true) const;
+  /// With `maxLength` the text's ids are cut on the right to fit it with the
+  /// template's, as the reference's truncation does; a `maxLength` below the
+  /// template's own tokens is an Error.
+  std::vector<int32_t> encode(std::string_view text, bool addSpecialTokens = true,
+                              std::optional<size_t> maxLength = std::nullopt) const;
 
   /// The ids of a pair of texts (a cross-encoder's query and document), as
   /// the reference's encode(text, pair): each encoded alone, then joined by
@@ -83,8 +87,11 @@ private:
   /// Runs the post-processor and concatenates what it leaves.
   std::vector<int32_t> postProcess(std::vector<std::vector<int32_t>> sequences,
                                    bool addSpecialTokens) const;
-  /// How many ids the pair template adds around a pair.
-  size_t numPairSpecialTokens() const;
+  /// How many ids the template adds around `numSequences` (1 or 2) texts.
+  size_t numSpecialTokens(size_t numSequences) const;
+  /// The room `maxLength` leaves for the texts' own ids (throws Error when
+  /// the template alone is longer).
+  size_t roomForText(size_t maxLength, size_t numSequences, bool addSpecialTokens) const;
 
   std::unique_ptr<BpeModel> model;
   std::unique_ptr<AddedVocabulary> addedVocabulary;

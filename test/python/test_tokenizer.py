@@ -340,8 +340,18 @@ def test_encode_pairs_with_truncation(pairs, name):
             assert ours.encode_pair(text, pair, True, max_length) == expected, \
                 (name, text, pair, max_length)
     if special > 0:
-        with pytest.raises(LlmcRuntimeError, match="its template alone adds"):
+        with pytest.raises(LlmcRuntimeError, match="template alone adds"):
             ours.encode_pair("a", "b", True, special - 1)
+    # One text is cut on the right as the reference's truncation does.
+    for text in CORPUS[::7]:
+        full = len(reference.encode(text).ids)
+        for max_length in {full // 2 + 2, full - 1}:
+            reference.enable_truncation(max_length)
+            try:
+                expected = reference.encode(text).ids
+            finally:
+                reference.no_truncation()
+            assert ours.encode(text, True, max_length) == expected, (name, text, max_length)
 
 
 def random_ids(rng: random.Random, ours: CppTokenizer, count: int) -> list[int]:

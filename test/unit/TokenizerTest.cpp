@@ -285,6 +285,10 @@ TEST(TokenizerPostProcessor, PairTruncationCutsTheLongerFirst) {
   EXPECT_EQ(tokenizer->encodePair("aaaa", "bb", true, 7), (std::vector<int32_t>{0, 2, 2, 1, 3, 3, 1}));
   EXPECT_EQ(tokenizer->encodePair("aaaa", "bb", false, 3), (std::vector<int32_t>{2, 2, 3}));
   EXPECT_THROW(tokenizer->encodePair("a", "b", true, 2), Error);
+  // One text is cut on the right to leave room for cls and sep.
+  EXPECT_EQ(tokenizer->encode("aaaa", true, 4), (std::vector<int32_t>{0, 2, 2, 1}));
+  EXPECT_EQ(tokenizer->encode("aaaa", false, 3), (std::vector<int32_t>{2, 2, 2}));
+  EXPECT_THROW(tokenizer->encode("a", true, 1), Error);
 }
 
 TEST(TokenizerDecoder, SentencePieceChainAndMetaspace) {
