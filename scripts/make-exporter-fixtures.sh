@@ -120,6 +120,21 @@ if (( ${#classifier_args[@]} )); then
   OPTIMUM_SOURCE=$work/hf-classifier optimum_task text-classification \
     optimum-text-classification "${CLASSIFIER_FAMILIES[@]}"
 fi
+# Cross-encoders (rerankers): the same export of a classifier of one label, whose score
+# /score and /rerank serve.
+RERANKER_FAMILIES=(qwen3 llama-gqa)
+reranker_args=()
+for family in "${RERANKER_FAMILIES[@]}"; do
+  if (( ${#families[@]} == 0 )) || [[ " ${families[*]} " == *" $family "* ]]; then
+    reranker_args+=(--family "$family")
+  fi
+done
+if (( ${#reranker_args[@]} )); then
+  .venv-optimum/bin/python scripts/exporters/tiny_models.py "$work/hf-reranker" --labels 1 \
+    "${reranker_args[@]}"
+  OPTIMUM_SOURCE=$work/hf-reranker optimum_task text-classification optimum-reranker \
+    "${RERANKER_FAMILIES[@]}"
+fi
 # onnxruntime-genai's model builder, for the CPU at each precision. Its weights go to
 # model.onnx.data beside model.onnx, as users receive them.
 GENAI_KEEP=(model.onnx model.onnx.data genai_config.json tokenizer.json tokenizer_config.json

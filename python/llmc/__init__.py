@@ -5,8 +5,9 @@
     llm.generate(["Hello"], SamplingParams(temperature=0))[0].outputs[0].text
 
 Serving: LLM (offline batches; embed() for an embedding model, classify() for a sequence
-classifier), AsyncLLM (streaming, asyncio), SamplingParams, RequestOutput, PoolingParams,
-EmbeddingRequestOutput, ClassificationRequestOutput. Compiling:
+classifier, score() for a cross-encoder or an embedding model), AsyncLLM (streaming, asyncio),
+SamplingParams, RequestOutput, PoolingParams, EmbeddingRequestOutput,
+ClassificationRequestOutput, ScoringRequestOutput. Compiling:
 compile() (`llmc compile` as a function, llmc.compiler). Lower layers: llmc.runtime.Model (model steps), llmc.engine.Engine (the engine stepped by hand),
 llmc.tokenizer, llmc.chat_template. Test-model builders: llmc.testing; converters:
 llmc.convert.
@@ -15,7 +16,7 @@ from .compiler import CompileError, compile
 from .errors import LlmcRequestError, LlmcRuntimeError
 from .outputs import (ClassificationOutput, ClassificationRequestOutput, CompletionOutput,
                       EmbeddingOutput, EmbeddingRequestOutput, Logprob, PoolingParams,
-                      RequestOutput)
+                      RequestOutput, ScoringOutput, ScoringRequestOutput)
 from .sampling_params import SamplingParams, StructuredOutputsParams
 
 
@@ -33,5 +34,5 @@ def __getattr__(name: str):
 __all__ = ["AsyncLLM", "ClassificationOutput", "ClassificationRequestOutput", "CompileError",
            "CompletionOutput", "EmbeddingOutput",
            "EmbeddingRequestOutput", "LLM", "LlmcRequestError", "LlmcRuntimeError", "Logprob",
-           "PoolingParams", "RequestOutput", "SamplingParams", "StructuredOutputsParams",
-           "compile"]
+           "PoolingParams", "RequestOutput", "SamplingParams", "ScoringOutput",
+           "ScoringRequestOutput", "StructuredOutputsParams", "compile"]

@@ -9,7 +9,9 @@
 An embedding model (exported without its LM head, e.g. optimum's --task feature-extraction)
 embeds instead: LLM("qwen3-embedding/model.onnx").embed(["a query"])[0].outputs.embedding;
 a sequence classifier (optimum's --task text-classification: a reward model, a reranker)
-classifies: LLM("reward/model.onnx").classify(["a prompt"])[0].outputs.probs.
+classifies: LLM("reward/model.onnx").classify(["a prompt"])[0].outputs.probs; a
+cross-encoder (a classifier of one label: a reranker) or an embedding model scores texts
+against texts: LLM("reranker/model.onnx").score("a query", ["doc 1", "doc 2"]).
 
 The engine runs on its own threads (continuous batching over the paged KV cache); generate()
 submits every prompt, waits for their tokens with the GIL released, and shows a progress
@@ -28,7 +30,8 @@ from tqdm.auto import tqdm
 from llmc.engine_args import open_engine
 from llmc.errors import LlmcRuntimeError
 from llmc.outputs import (ClassificationRequestOutput, EmbeddingRequestOutput, PoolingParams,
-                          PoolingState, RequestOutput, RequestState)
+                          PoolingState, RequestOutput, RequestState, ScoringOutput,
+                          ScoringRequestOutput)
 from llmc.prompts import Prompt, max_tokens, normalize, params_for, truncated
 from llmc.sampling_params import SamplingParams
 from llmc.tokenizer import Tokenizer
@@ -119,6 +122,34 @@ class LLM:
             raise ValueError("classify() needs a sequence classifier (an export of a "
                              "*ForSequenceClassification model); this is " + self._kind())
         return self._pool(prompts, pooling_params, use_tqdm, classify=True)
+
+    def score(self, data_1: Union[str, list[str]], data_2: Union[str, list[str]], /, *,
+              truncate_prompt_tokens: Optional[int] = None, use_tqdm: bool = True,
+              pooling_params: Optional[PoolingParams] = None) -> list[ScoringRequestOutput]:
+        """Scores data_1 against data_2, as vLLM's LLM.score: pairwise (1:1, N:N) or the one
+        text against each (1:N), one output per pair in order. A cross-encoder (a sequence
+        classifier of one label: a reranker) reads each pair as the tokenizer's
+        encode(text_1, text_2) and scores it by its label's sigmoid (the logit with
+        use_activation=False); an embedding model embeds every text and scores a pair by
+        the cosine of the two. truncate_prompt_tokens cuts each prompt on the right to that
+        many tokens (-1: max_model_len), as the tokenizer's truncation does."""
+        engine = self._live()
+        texts_1, texts_2 = _texts("data_1", data_1), _texts("data_2", data_2)
+        plan = engine.plan_scoring(texts_1, texts_2,
+                                   _truncation(truncate_prompt_tokens, engine.max_model_len))
+        activation = (pooling_params or PoolingParams()).engine_options()["pooling"]["activation"]
+        options = {"pooling": plan.pooling(activation)}
+        prompts = plan.prompts
+        rows = self._drive(
+            len(prompts), lambda index: engine.submit(prompts[index], options, [], False, None),
+            lambda index: PoolingState(str(next(self._request_ids)), prompts[index]), use_tqdm)
+        scores = plan.scores([row.outputs.embedding for row in rows])
+        outputs = []
+        for pair, (first, second) in enumerate(plan.pair_prompts):
+            token_ids = prompts[first] + (prompts[second] if second != first else [])
+            outputs.append(ScoringRequestOutput(str(next(self._request_ids)),
+                                                ScoringOutput(scores[pair]), token_ids, True))
+        return outputs
 
     @property
     def labels(self) -> list[str]:
@@ -237,6 +268,25 @@ class LLM:
         return engine.submit(prompt.token_ids, options, params.stop_strings,
                              self._tokenizer is not None, params.grammar_spec(),
                              skip_special_tokens=params.skip_special_tokens)
+
+
+def _texts(name: str, data) -> list[str]:
+    """score()'s data_1 or data_2: a text, or a list of texts."""
+    texts = [data] if isinstance(data, str) else data
+    if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
+        raise ValueError(f"{name} must be a str or a list of str")
+    return list(texts)
+
+
+def _truncation(truncate_prompt_tokens: Optional[int], max_model_len: int) -> Optional[int]:
+    """vLLM's truncate_prompt_tokens: None keeps every token, -1 max_model_len's worth."""
+    if truncate_prompt_tokens is None:
+        return None
+    if (not isinstance(truncate_prompt_tokens, int) or isinstance(truncate_prompt_tokens, bool)
+            or not (truncate_prompt_tokens == -1 or 1 <= truncate_prompt_tokens <= max_model_len)):
+        raise ValueError(f"truncate_prompt_tokens must be -1 or in [1, {max_model_len}], "
+                         f"not {truncate_prompt_tokens!r}")
+    return max_model_len if truncate_prompt_tokens == -1 else truncate_prompt_tokens
 
 
 class _Progress:

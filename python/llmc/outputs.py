@@ -179,6 +179,22 @@ class ClassificationRequestOutput:
     finished: bool
 
 
+@dataclass
+class ScoringOutput:
+    """A pair's score: a cross-encoder's probability that the second text answers the first
+    (its logit with use_activation=False), or the cosine of an embedding model's two
+    embeddings."""
+    score: float
+
+
+@dataclass
+class ScoringRequestOutput:
+    request_id: str
+    outputs: ScoringOutput
+    prompt_token_ids: list[int]
+    finished: bool
+
+
 class PoolingState:
     """A pooling request in flight: its one event carries the pooled row, which becomes an
     EmbeddingRequestOutput or a ClassificationRequestOutput (`classify`)."""

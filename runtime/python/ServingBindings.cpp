@@ -11,6 +11,7 @@
 #include "runtime/core/Artifact.h"
 #include "runtime/engine/AsyncEngine.h"
 #include "runtime/engine/EngineJson.h"
+#include "runtime/engine/Scoring.h"
 #include "runtime/python/Bindings.h"
 #include "runtime/python/ModelOptions.h"
 #include "runtime/python/PyJson.h"
@@ -19,6 +20,7 @@
 #include "runtime/tokenizer/TokenizerConfig.h"
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -218,6 +220,27 @@ public:
 } // namespace
 
 void bindServing(nb::module_ &module) {
+  nb::class_<ScoringPlan>(module, "ScoringPlan",
+                          "The prompts that score texts against texts (runtime/engine/Scoring.h)")
+      .def_ro("prompts", &ScoringPlan::prompts, "the prompts to pool, each alone")
+      .def_ro("pair_prompts", &ScoringPlan::pairPrompts,
+              "for each pair, the indices of the prompts whose rows make its score")
+      .def_prop_ro("cross_encoder",
+                   [](const ScoringPlan &plan) { return plan.method == ScoringMethod::CrossEncoder; })
+      .def(
+          "pooling",
+          [](const ScoringPlan &plan, bool activation) {
+            PoolingParams params = plan.pooling(activation);
+            nb::dict pooling;
+            pooling["normalize"] = params.normalize;
+            pooling["activation"] = params.activation;
+            return pooling;
+          },
+          nb::arg("activation"), "the engine's pooling options for every prompt")
+      .def("scores", &scorePairs, nb::arg("rows"),
+           "each pair's score from the pooled rows of `prompts` in order")
+      .def("pair_tokens", &ScoringPlan::pairTokens, nb::arg("pair"));
+
   nb::class_<LLMEngine>(module, "LLMEngine",
                         "An artifact served by the engine on its own threads: submit() requests "
                         "of token ids, poll() their events")
@@ -282,6 +305,20 @@ void bindServing(nb::module_ &module) {
            nb::arg("context"),
            "The prompt of a conversation: `context` (messages, add_generation_prompt, tools, "
            "...) through the model's chat template, with its bos_token and eos_token")
+      .def(
+          "plan_scoring",
+          [](const LLMEngine &self, const std::vector<std::string> &texts1,
+             const std::vector<std::string> &texts2, std::optional<size_t> maxTokens) {
+            ScoringMethod method = scoringMethodOf(*self.model);
+            if (!self.tokenizer)
+              throw RequestError("this model has no tokenizer, which scoring needs to read its "
+                                 "texts");
+            nb::gil_scoped_release release;
+            return planScoring(method, *self.tokenizer, texts1, texts2, maxTokens);
+          },
+          nb::arg("texts_1"), nb::arg("texts_2"), nb::arg("max_tokens").none() = nb::none(),
+          "The prompts that score texts_1 against texts_2 (1:1, 1:N or N:N); raises "
+          "LlmcRequestError for a model that cannot score or texts that do not pair")
       .def_prop_ro("tokenizer", [](const LLMEngine &self) { return self.tokenizer; })
       .def_prop_ro("eos_token_ids", [](const LLMEngine &self) { return self.eosTokenIds; })
       .def_prop_ro("max_model_len", [](const LLMEngine &self) { return self.engine->maxModelLen(); })

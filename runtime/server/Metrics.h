@@ -26,6 +26,10 @@ namespace llmc::runtime::server {
 
 using Clock = std::chrono::steady_clock;
 
+inline double secondsBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
 /// A Prometheus histogram of durations in seconds (cumulative buckets).
 class Histogram {
 public:

@@ -497,6 +497,49 @@ PoolingRequest parsePoolingRequest(PoolingEndpoint endpoint, const json &body,
   return request;
 }
 
+namespace {
+/// A scoring text field: one string, or a non-empty list of strings (or,
+/// with `objects`, of Cohere's {"text": ...} documents).
+std::vector<std::string> readTexts(const Fields &fields, const char *name, bool list,
+                                   bool objects = false) {
+  const json *value = fields.find(name);
+  if (!value) Fields::fail(name, "is required");
+  if (value->is_string() && !list) return {value->get<std::string>()};
+  std::string expected = list ? "a non-empty list of strings" : "a string or a list of strings";
+  if (!value->is_array() || value->empty()) Fields::fail(name, "must be " + expected);
+  std::vector<std::string> texts;
+  for (const json &item : *value) {
+    const json *text = &item;
+    if (objects && item.is_object() && item.contains("text")) text = &item["text"];
+    if (!text->is_string()) Fields::fail(name, "must be " + expected);
+    texts.push_back(text->get<std::string>());
+  }
+  return texts;
+}
+} // namespace
+
+ScoringRequest parseScoringRequest(ScoringEndpoint endpoint, const json &body,
+                                   int64_t maxModelLen) {
+  if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  Fields fields(body);
+  ScoringRequest request;
+  request.model = fields.string("model");
+  if (endpoint == ScoringEndpoint::Score) {
+    request.texts1 = readTexts(fields, "text_1", /*list=*/false);
+    request.texts2 = readTexts(fields, "text_2", /*list=*/false);
+  } else {
+    const json *query = fields.find("query");
+    if (!query || !query->is_string()) Fields::fail("query", "must be a string");
+    request.texts1 = {query->get<std::string>()};
+    request.texts2 = readTexts(fields, "documents", /*list=*/true, /*objects=*/true);
+    request.topN = fields.integer("top_n", 0, std::numeric_limits<int64_t>::max()).value_or(0);
+    request.returnDocuments = fields.flag("return_documents", true);
+  }
+  request.activation = fields.flag("use_activation", true);
+  request.truncatePromptTokens = readTruncatePromptTokens(fields, maxModelLen);
+  return request;
+}
+
 TokenizeRequest parseTokenizeRequest(const json &body) {
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
   Fields fields(body);

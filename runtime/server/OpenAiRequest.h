@@ -133,6 +133,30 @@ struct PoolingRequest {
 PoolingRequest parsePoolingRequest(PoolingEndpoint endpoint, const nlohmann::ordered_json &body,
                                    int64_t maxModelLen);
 
+/// vLLM's scoring endpoints: POST /score (text_1 against text_2) and POST
+/// /rerank (Jina's and Cohere's API: a query against documents, best first).
+enum class ScoringEndpoint { Score, Rerank };
+
+struct ScoringRequest {
+  /// Empty when the request names none.
+  std::string model;
+  /// text_1, or the query: one text, or (score) one per text of texts2.
+  std::vector<std::string> texts1;
+  /// text_2, or the documents (strings, or Cohere's {"text": ...}).
+  std::vector<std::string> texts2;
+  /// Rerank's top_n: answer with the best this many documents; 0: all.
+  int64_t topN = 0;
+  /// Rerank's return_documents: give each result its document's text.
+  bool returnDocuments = true;
+  /// use_activation: a cross-encoder's probability, not its logit.
+  bool activation = true;
+  /// truncate_prompt_tokens: cut each prompt on the right to this many
+  /// tokens, as the tokenizer's truncation does; 0 keeps them all.
+  int64_t truncatePromptTokens = 0;
+};
+ScoringRequest parseScoringRequest(ScoringEndpoint endpoint, const nlohmann::ordered_json &body,
+                                   int64_t maxModelLen);
+
 /// vLLM's POST /tokenize: a prompt, or chat messages that the chat template
 /// renders first.
 struct TokenizeRequest {

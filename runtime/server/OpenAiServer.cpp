@@ -2,30 +2,18 @@
 #include "runtime/server/OpenAiServer.h"
 
 #include "runtime/server/ApiError.h"
-#include "runtime/server/Base64.h"
 #include "runtime/server/Mailbox.h"
 #include "runtime/server/OpenAiResponse.h"
 #include "runtime/server/RandomId.h"
 #include "runtime/server/Reasoning.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
-#include <bit>
 #include <chrono>
 
 namespace llmc::runtime::server {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-/// An engine event of one of a generation request's prompts.
-struct PromptEvent {
-  size_t prompt;
-  StreamEvent event;
-};
-
-double secondsBetween(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
-}
 
 /// Times one engine request's tokens for the latency histograms. Called on
 /// the engine's output thread only.
@@ -63,14 +51,13 @@ std::string bearerToken(const HttpRequest &request) {
   return std::string(value.substr(prefix.size()));
 }
 
-/// A request's JSON body; 400 when it is not JSON.
-json parseBody(const HttpRequest &request) {
+} // namespace
+
+json OpenAiServer::parseBody(const HttpRequest &request) {
   json body = json::parse(request.body(), nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
   return body;
 }
-
-} // namespace
 
 OpenAiServer::OpenAiServer(AsyncEngine &engine, const ServedModel &served,
                            const ServerOptions &options)
@@ -256,6 +243,18 @@ Task<void> OpenAiServer::route(HttpExchange &exchange) {
     co_await pool(exchange, *pooling);
     co_return;
   }
+  // vLLM's scoring paths: /score and /rerank, also under /v1/ (and Cohere's /v2/rerank).
+  std::optional<ScoringEndpoint> scoring;
+  if (target == "/score" || target == "/v1/score") scoring = ScoringEndpoint::Score;
+  if (target == "/rerank" || target == "/v1/rerank" || target == "/v2/rerank")
+    scoring = ScoringEndpoint::Rerank;
+  if (scoring) {
+    if (!post) throw ApiError(405, "use POST " + std::string(target));
+    if (target.substr(0, 4) != "/v1/") checkApiKey(request);
+    if (draining) throw ApiError(503, "the server is shutting down");
+    co_await score(exchange, *scoring);
+    co_return;
+  }
   std::optional<Endpoint> endpoint;
   if (target == "/v1/completions") endpoint = Endpoint::Completions;
   if (target == "/v1/chat/completions") endpoint = Endpoint::ChatCompletions;
@@ -423,107 +422,6 @@ std::vector<RequestId> OpenAiServer::submitAll(HttpExchange &exchange,
 void OpenAiServer::forget(const std::vector<RequestId> &ids) {
   std::lock_guard<std::mutex> lock(mutex);
   for (RequestId id : ids) inFlight.erase(id);
-}
-
-json OpenAiServer::poolingResponse(PoolingEndpoint endpoint, const PoolingRequest &request,
-                                  const std::vector<std::vector<float>> &rows,
-                                  int64_t promptTokens) const {
-  json data = json::array();
-  const std::vector<std::string> &labels = served.model.config().labels;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    json entry = json::object();
-    const std::vector<float> &values = rows[i];
-    if (endpoint == PoolingEndpoint::Classify) {
-      // vLLM's ClassificationData: the likeliest label, and every label's probability.
-      entry["index"] = i;
-      auto best = std::max_element(values.begin(), values.end()) - values.begin();
-      entry["label"] = labels.at(best);
-      entry["probs"] = values;
-      entry["num_classes"] = values.size();
-      data.push_back(std::move(entry));
-      continue;
-    }
-    entry["object"] = "embedding";
-    entry["index"] = i;
-    // Little-endian float32, as numpy.frombuffer(..., dtype="float32") reads it.
-    static_assert(std::endian::native == std::endian::little);
-    entry["embedding"] = request.base64
-                             ? json(base64Encode(values.data(), values.size() * sizeof(float)))
-                             : json(values);
-    data.push_back(std::move(entry));
-  }
-  json response = json::object();
-  response["id"] = randomId(endpoint == PoolingEndpoint::Classify ? "classify-" : "embd-");
-  response["object"] = "list";
-  response["created"] = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-  response["model"] = served.name;
-  response["data"] = std::move(data);
-  json usage = json::object();
-  usage["prompt_tokens"] = promptTokens;
-  usage["total_tokens"] = promptTokens;
-  response["usage"] = std::move(usage);
-  return response;
-}
-
-Task<void> OpenAiServer::pool(HttpExchange &exchange, PoolingEndpoint endpoint) {
-  Clock::time_point arrival = Clock::now();
-  json body = parseBody(exchange.request);
-  PoolingRequest request = parsePoolingRequest(endpoint, body, engine.maxModelLen());
-  checkModel(request.model);
-  bool embeddings = endpoint == PoolingEndpoint::Embeddings;
-  if (embeddings ? !served.model.outputsHiddenStates() : !served.model.outputsClassLogits())
-    throw ApiError(400, std::string(embeddings ? "/v1/embeddings needs an embedding model"
-                                               : "/classify needs a sequence classifier") +
-                            "; this model " +
-                            (served.model.outputsHiddenStates()  ? "embeds (/v1/embeddings)"
-                             : served.model.outputsClassLogits() ? "classifies (/classify)"
-                                                                 : "generates text"));
-  const size_t numInputs = request.inputs.size();
-  for (const PromptInput &input : request.inputs)
-    if (input.text && !served.tokenizer)
-      throw ApiError(400, "this model has no tokenizer: give inputs as token ids", "input");
-  auto mailbox = std::make_shared<Mailbox<PromptEvent>>(exchange.executor());
-  std::vector<AsyncRequest> works;
-  for (size_t i = 0; i < numInputs; ++i) {
-    AsyncRequest &work = works.emplace_back();
-    work.text = std::move(request.inputs[i].text);
-    work.promptIds = std::move(request.inputs[i].ids);
-    work.addSpecialTokens = request.addSpecialTokens;
-    work.options.pooling = request.pooling;
-    work.truncatePromptTokens = request.truncatePromptTokens;
-    work.onEvent = [mailbox, i](const StreamEvent &event) { mailbox->put({i, event}); };
-  }
-  std::vector<RequestId> ids = submitAll(exchange, std::move(works));
-
-  std::vector<std::vector<float>> rows(numInputs);
-  int64_t promptTokens = 0;
-  size_t unfinished = numInputs;
-  std::optional<ApiError> failure;
-  while (unfinished > 0) {
-    std::vector<PromptEvent> events = co_await mailbox->take();
-    for (const auto &[input, event] : events) {
-      if (!event.last()) continue;
-      --unfinished;
-      if (!event.error.empty()) {
-        // An input refused or a failed step: the whole response fails.
-        if (!failure) failure = ApiError(event.rejected ? 400 : 500, event.error);
-        for (RequestId id : ids) engine.abort(id);
-      } else if (event.pooled.empty()) {
-        if (!failure) failure = ApiError(500, "the request was aborted");
-      } else {
-        rows[input] = event.pooled;
-        promptTokens += event.numPromptTokens;
-      }
-    }
-  }
-  forget(ids);
-  metrics.observeRequestEnd(failure ? "error" : "stop", promptTokens,
-                            secondsBetween(arrival, Clock::now()));
-  if (failure) throw *failure;
-  co_await exchange.respond(
-      jsonResponse(poolingResponse(endpoint, request, rows, promptTokens)));
 }
 
 } // namespace llmc::runtime::server

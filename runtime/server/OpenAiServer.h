@@ -3,6 +3,8 @@
 // The routes of `llmc serve`:
 //   POST /v1/completions, POST /v1/chat/completions   (stream: true as SSE)
 //   POST /v1/embeddings                                 (an embedding model)
+//   POST /classify                                      (a sequence classifier)
+//   POST /score, POST /rerank            (a cross-encoder or an embedding model)
 //   GET /v1/models, GET /health, GET /metrics          (Prometheus text)
 // A generation request becomes one engine request per prompt; its events
 // come back through a Mailbox to the connection's coroutine, which streams
@@ -13,6 +15,7 @@
 #ifndef LLMC_RUNTIME_SERVER_OPENAISERVER_H
 #define LLMC_RUNTIME_SERVER_OPENAISERVER_H
 
+#include "runtime/engine/Scoring.h"
 #include "runtime/server/HttpServer.h"
 #include "runtime/server/Metrics.h"
 #include "runtime/server/OpenAiRequest.h"
@@ -48,6 +51,23 @@ private:
   std::vector<RequestId> submitAll(HttpExchange &exchange, std::vector<AsyncRequest> works);
   /// Forgets finished engine requests (no longer in flight).
   void forget(const std::vector<RequestId> &ids);
+  /// An engine event of one of a request's prompts.
+  struct PromptEvent {
+    size_t prompt;
+    StreamEvent event;
+  };
+  /// The pooled rows of a request's prompts, in order.
+  struct PooledRows {
+    std::vector<std::vector<float>> rows;
+    int64_t promptTokens = 0;
+  };
+
+  /// A request's JSON body; 400 when it is not JSON.
+  static nlohmann::ordered_json parseBody(const HttpRequest &request);
+  /// Pools every prompt of `works` (one engine request each) and gathers
+  /// their rows; the whole request fails (ApiError) when one does.
+  Task<PooledRows> poolPrompts(HttpExchange &exchange, std::vector<AsyncRequest> works,
+                               Clock::time_point arrival);
   /// POST /v1/embeddings or /classify: one engine request per input,
   /// answered at once.
   Task<void> pool(HttpExchange &exchange, PoolingEndpoint endpoint);
@@ -56,6 +76,15 @@ private:
   nlohmann::ordered_json poolingResponse(PoolingEndpoint endpoint, const PoolingRequest &request,
                                          const std::vector<std::vector<float>> &rows,
                                          int64_t promptTokens) const;
+  /// POST /score or /rerank: the prompts of Scoring.h's plan, pooled at once.
+  Task<void> score(HttpExchange &exchange, ScoringEndpoint endpoint);
+  /// The plan of a scoring request (400 for what the model or the texts
+  /// cannot do).
+  ScoringPlan planScoringRequest(const ScoringRequest &request) const;
+  /// The body of a score or rerank response.
+  nlohmann::ordered_json scoringResponse(ScoringEndpoint endpoint, const ScoringRequest &request,
+                                         const ScoringPlan &plan,
+                                         const std::vector<std::vector<float>> &rows) const;
   HttpResponse jsonResponse(const nlohmann::ordered_json &body) const;
   /// The body of GET /v1/models.
   nlohmann::ordered_json modelList() const;

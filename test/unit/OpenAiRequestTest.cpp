@@ -423,3 +423,65 @@ TEST(OpenAiRequest, ClassificationTakesUseActivation) {
   EXPECT_FALSE(embedding(R"({"input": "a", "use_activation": false})").pooling.normalize);
   EXPECT_THROW(classification(R"({"input": "a", "use_activation": 1})"), ApiError);
 }
+
+namespace {
+ScoringRequest scoring(ScoringEndpoint endpoint, const std::string &body) {
+  return parseScoringRequest(endpoint, ordered_json::parse(body), kMaxModelLen);
+}
+
+/// The param of the ApiError a scoring body gets (empty when accepted).
+std::string scoringFault(ScoringEndpoint endpoint, const std::string &body) {
+  try {
+    scoring(endpoint, body);
+  } catch (const ApiError &error) {
+    EXPECT_EQ(error.status, 400);
+    return error.param.empty() ? "<none>" : error.param;
+  }
+  return "";
+}
+} // namespace
+
+TEST(OpenAiRequest, ScoreTakesTextsOrListsOfThem) {
+  ScoringRequest request = scoring(ScoringEndpoint::Score,
+                                   R"({"model": "m", "text_1": "q", "text_2": ["a", "b"]})");
+  EXPECT_EQ(request.model, "m");
+  EXPECT_EQ(request.texts1, (std::vector<std::string>{"q"}));
+  EXPECT_EQ(request.texts2, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(request.activation);
+  EXPECT_EQ(request.truncatePromptTokens, 0);
+  request = scoring(ScoringEndpoint::Score, R"({"text_1": ["x", "y"], "text_2": "z",
+                    "use_activation": false, "truncate_prompt_tokens": -1})");
+  EXPECT_EQ(request.texts1.size(), 2u);
+  EXPECT_FALSE(request.activation);
+  EXPECT_EQ(request.truncatePromptTokens, kMaxModelLen);
+
+  EXPECT_EQ(scoringFault(ScoringEndpoint::Score, R"({"text_2": "z"})"), "text_1");
+  EXPECT_EQ(scoringFault(ScoringEndpoint::Score, R"({"text_1": [], "text_2": "z"})"), "text_1");
+  EXPECT_EQ(scoringFault(ScoringEndpoint::Score, R"({"text_1": "a", "text_2": [1]})"), "text_2");
+  EXPECT_EQ(scoringFault(ScoringEndpoint::Score,
+                         R"({"text_1": "a", "text_2": "b", "truncate_prompt_tokens": 0})"),
+            "truncate_prompt_tokens");
+}
+
+TEST(OpenAiRequest, RerankTakesAQueryAndDocuments) {
+  ScoringRequest request = scoring(
+      ScoringEndpoint::Rerank,
+      R"({"query": "q", "documents": ["a", {"text": "b"}], "top_n": 1, "return_documents": false})");
+  EXPECT_EQ(request.texts1, (std::vector<std::string>{"q"}));
+  EXPECT_EQ(request.texts2, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(request.topN, 1);
+  EXPECT_FALSE(request.returnDocuments);
+  request = scoring(ScoringEndpoint::Rerank, R"({"query": "q", "documents": ["a"]})");
+  EXPECT_EQ(request.topN, 0);
+  EXPECT_TRUE(request.returnDocuments);
+
+  EXPECT_EQ(scoringFault(ScoringEndpoint::Rerank, R"({"query": ["q"], "documents": ["a"]})"),
+            "query");
+  EXPECT_EQ(scoringFault(ScoringEndpoint::Rerank, R"({"query": "q", "documents": "a"})"),
+            "documents");
+  EXPECT_EQ(scoringFault(ScoringEndpoint::Rerank, R"({"query": "q", "documents": []})"),
+            "documents");
+  EXPECT_EQ(scoringFault(ScoringEndpoint::Rerank,
+                         R"({"query": "q", "documents": ["a"], "top_n": -1})"),
+            "top_n");
+}
