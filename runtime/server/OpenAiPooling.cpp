@@ -18,8 +18,9 @@
 #include <numeric>
 
 namespace llmc::runtime::server {
-
+namespace {
 using json = nlohmann::ordered_json;
+} // namespace
 
 json OpenAiServer::poolingResponse(PoolingEndpoint endpoint, const PoolingRequest &request,
                                   const std::vector<std::vector<float>> &rows,
