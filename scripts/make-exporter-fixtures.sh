@@ -104,37 +104,27 @@ optimum_task text-generation optimum-no-cache llama-gqa qwen3 gemma2 mistral-win
 # Without the LM head (`--task feature-extraction`, returning last_hidden_state), as embedding
 # models (Qwen3-Embedding, gte-Qwen2, e5-mistral) are exported.
 optimum_task feature-extraction optimum-feature-extraction qwen3 qwen2 mistral
-# Sequence classifiers (`--task text-classification`: a *ForSequenceClassification model of
-# 3 labels, whose graph pools each row's last token that is not the pad token), as reward
-# models and rerankers are exported.
-CLASSIFIER_FAMILIES=(qwen3 llama-gqa gemma2 mistral gpt2 opt)
-classifier_args=()
-for family in "${CLASSIFIER_FAMILIES[@]}"; do
-  if (( ${#families[@]} == 0 )) || [[ " ${families[*]} " == *" $family "* ]]; then
-    classifier_args+=(--family "$family")
-  fi
-done
-if (( ${#classifier_args[@]} )); then
-  .venv-optimum/bin/python scripts/exporters/tiny_models.py "$work/hf-classifier" --labels 3 \
-    "${classifier_args[@]}"
-  OPTIMUM_SOURCE=$work/hf-classifier optimum_task text-classification \
-    optimum-text-classification "${CLASSIFIER_FAMILIES[@]}"
-fi
-# Cross-encoders (rerankers): the same export of a classifier of one label, whose score
-# /score and /rerank serve.
-RERANKER_FAMILIES=(qwen3 llama-gqa)
-reranker_args=()
-for family in "${RERANKER_FAMILIES[@]}"; do
-  if (( ${#families[@]} == 0 )) || [[ " ${families[*]} " == *" $family "* ]]; then
-    reranker_args+=(--family "$family")
-  fi
-done
-if (( ${#reranker_args[@]} )); then
-  .venv-optimum/bin/python scripts/exporters/tiny_models.py "$work/hf-reranker" --labels 1 \
-    "${reranker_args[@]}"
-  OPTIMUM_SOURCE=$work/hf-reranker optimum_task text-classification optimum-reranker \
-    "${RERANKER_FAMILIES[@]}"
-fi
+# optimum-onnx's `--task text-classification` export of the classifiers of LABELS labels
+# that tiny_models.py builds of the FAMILIES asked for, into test/exporters/FOLDER/<family>:
+#   classifier_exports LABELS FOLDER FAMILY...
+classifier_exports() {
+  local labels=$1 folder=$2 family args=()
+  shift 2
+  for family in "$@"; do
+    if (( ${#families[@]} == 0 )) || [[ " ${families[*]} " == *" $family "* ]]; then
+      args+=(--family "$family")
+    fi
+  done
+  (( ${#args[@]} )) || return 0
+  .venv-optimum/bin/python scripts/exporters/tiny_models.py "$work/hf-$folder" \
+    --labels "$labels" "${args[@]}"
+  OPTIMUM_SOURCE=$work/hf-$folder optimum_task text-classification "$folder" "$@"
+}
+# Sequence classifiers (a *ForSequenceClassification model of 3 labels, whose graph pools
+# each row's last token that is not the pad token), as reward models are exported.
+classifier_exports 3 optimum-text-classification qwen3 llama-gqa gemma2 mistral gpt2 opt
+# Cross-encoders (rerankers): classifiers of one label, whose score /score and /rerank serve.
+classifier_exports 1 optimum-reranker qwen3 llama-gqa
 # onnxruntime-genai's model builder, for the CPU at each precision. Its weights go to
 # model.onnx.data beside model.onnx, as users receive them.
 GENAI_KEEP=(model.onnx model.onnx.data genai_config.json tokenizer.json tokenizer_config.json
