@@ -4,6 +4,7 @@
 #include "llmc/Support/ElementsData.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
 using namespace mlir;
@@ -139,6 +140,33 @@ FailureOr<ElementsAttr> weightValues(Value value) {
     return ElementsAttr(dyn_cast<ElementsAttr>(constant.getValue()));
   if (auto dequantize = dyn_cast_or_null<DequantizeOp>(def)) return dequantizeConstant(dequantize);
   return ElementsAttr();
+}
+
+std::optional<ArrayRef<float>> weightFloats(Value value, std::vector<char> &storage) {
+  FailureOr<ElementsAttr> values;
+  {
+    // A weight this cannot read is the caller's to refuse, with its own words.
+    ScopedDiagnosticHandler quiet(value.getContext(), [](Diagnostic &) { return success(); });
+    values = weightValues(value);
+  }
+  ElementsAttr attr = succeeded(values) ? *values : nullptr;
+  if (!attr || !attr.getElementType().isF32()) return std::nullopt;
+  auto bytes = elementsBytes(attr, storage);
+  if (failed(bytes)) return std::nullopt;
+  return ArrayRef<float>(reinterpret_cast<const float *>(bytes->data()),
+                         bytes->size() / sizeof(float));
+}
+
+Value createWeightConstant(OpBuilder &builder, Location loc, ArrayRef<int64_t> shape,
+                           ArrayRef<float> data, StringRef blobName) {
+  auto type = RankedTensorType::get(shape, builder.getF32Type());
+  ElementsAttr attr;
+  if (data.size() <= 1024)
+    attr = DenseElementsAttr::get(type, data);
+  else
+    attr = DenseResourceElementsAttr::get(type, blobName,
+                                          HeapAsmResourceBlob::allocateAndCopyInferAlign(data));
+  return ConstantOp::create(builder, loc, type, attr);
 }
 
 } // namespace llmc::llm

@@ -20,6 +20,7 @@
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace llmc::llm {
@@ -74,6 +75,17 @@ mlir::FailureOr<mlir::ElementsAttr> dequantizeConstant(llm::DequantizeOp op);
 /// dequantizeConstant's error, when it cannot be read); null for any other
 /// value.
 mlir::FailureOr<mlir::ElementsAttr> weightValues(mlir::Value value);
+
+/// The f32 values of a weight known at compile time (weightValues), its bytes
+/// in `storage` where they had to be copied; nullopt, quietly, for any other
+/// value or element type.
+std::optional<llvm::ArrayRef<float>> weightFloats(mlir::Value value, std::vector<char> &storage);
+
+/// An llm.constant of f32 `data` in `shape`: dense when small, else a
+/// dense_resource blob named after `blobName`.
+mlir::Value createWeightConstant(mlir::OpBuilder &builder, mlir::Location loc,
+                                 llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<float> data,
+                                 llvm::StringRef blobName);
 
 } // namespace llmc::llm
 

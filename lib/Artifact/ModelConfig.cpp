@@ -208,6 +208,35 @@ llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
   return found;
 }
 
+llvm::Expected<std::vector<int64_t>> readTokenIds(llvm::StringRef modelPath,
+                                                  llvm::ArrayRef<std::string> tokens) {
+  auto document = readBeside(modelPath, "tokenizer.json");
+  if (!document) return document.takeError();
+  const llvm::json::Object *root = *document ? (*document)->getAsObject() : nullptr;
+  if (!root)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "no tokenizer.json beside the model to find tokens in");
+  const llvm::json::Object *model = root->getObject("model");
+  const llvm::json::Object *vocab = model ? model->getObject("vocab") : nullptr;
+  const llvm::json::Array *added = root->getArray("added_tokens");
+  std::vector<int64_t> ids;
+  for (const std::string &token : tokens) {
+    std::optional<int64_t> id;
+    if (added)
+      for (const llvm::json::Value &entry : *added) {
+        const llvm::json::Object *object = entry.getAsObject();
+        if (object && object->getString("content") == token) id = object->getInteger("id");
+      }
+    if (!id && vocab)
+      if (const llvm::json::Value *value = vocab->get(token)) id = value->getAsInteger();
+    if (!id)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "the tokenizer has no token '%s'", token.c_str());
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
 LogicalResult applyExporterConfig(ModuleOp module, const ExporterConfig &config) {
   FailureOr<StepInfo> info = getStepInfo(module);
   if (failed(info)) return failure();

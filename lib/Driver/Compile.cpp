@@ -532,6 +532,20 @@ int runCompile(const CompileOptions &options) {
     step.dtype = cudaTarget.dtype;
   }
   if (failed(parseInsertPasses(emit, insertPasses, step.extensions))) return 1;
+  if (!options.classifierFromTokens.empty()) {
+    if (options.classifierFromTokens.size() > 2) {
+      error() << "--classifier-from-token takes one token or two (no,yes), not "
+              << options.classifierFromTokens.size() << "\n";
+      return 1;
+    }
+    llvm::Expected<std::vector<int64_t>> ids =
+        readTokenIds(inputPath, options.classifierFromTokens);
+    if (!ids) {
+      error() << "--classifier-from-token: " << llvm::toString(ids.takeError()) << "\n";
+      return 1;
+    }
+    step.classifierTokenIds = std::move(*ids);
+  }
   // The exporter's config is read before compiling (a model the compiled step
   // would compute wrongly is refused first, once the module can say where):
   // its LongRoPE switch bounds an export that traced one side of it.

@@ -95,6 +95,11 @@ void buildFusionPipeline(OpPassManager &funcPm, unsigned optLevel, bool gatedEpi
 LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &options,
                                 bool lowerToTarget, raw_ostream &errors) {
   OpPassManager &serving = pm.nest<func::FuncOp>();
+  if (!options.classifierTokenIds.empty()) {
+    LlmClassifierFromTokensPassOptions scoring;
+    scoring.tokenIds.assign(options.classifierTokenIds.begin(), options.classifierTokenIds.end());
+    serving.addPass(createLlmClassifierFromTokensPass(scoring));
+  }
   if (options.latentKvCache) serving.addPass(createLlmAbsorbLatentAttentionPass());
   serving.addPass(createLlmGqaRewritePass());
   serving.addPass(createCanonicalizerPass());

@@ -56,6 +56,9 @@ struct StepPipelineOptions {
   bool kvCacheGroups = true;
   int64_t maxNumBatchedTokens = 2048;
   int64_t maxNumSeqs = 256;
+  /// The token ids a causal LM served as a cross-encoder scores by
+  /// (llm-classifier-from-tokens); empty: none.
+  std::vector<int64_t> classifierTokenIds;
   std::string matmul = "generated";
   /// CPU: multiply quantised weights by int8-quantised activations, with
   /// these instructions: avx512-vnni or avx2.

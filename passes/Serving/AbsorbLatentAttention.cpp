@@ -15,12 +15,9 @@
 #include "passes/Serving/Passes.h"
 
 #include "dialects/llm/BlockQuantized.h"
-#include "llmc/Support/ElementsData.h"
 #include "llmc/Support/MatchFailureListener.h"
 #include "llmc/Support/TensorShape.h"
 
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/PatternMatch.h"
 
 #define DEBUG_TYPE "llm-absorb-latent-attention"
@@ -56,23 +53,6 @@ FailureOr<ProjectedColumns> projectedColumns(Value value) {
   return ProjectedColumns{linear, offset, sizes[part]};
 }
 
-/// The f32 values of an llm.constant, or of an llm.dequantize of constants
-/// (a quantized kv_b_proj, widened once at compile time), or nullopt.
-std::optional<ArrayRef<float>> constantFloats(Value value, std::vector<char> &storage) {
-  FailureOr<ElementsAttr> values;
-  {
-    // A weight this cannot read stays expanded; the target's lowering says why.
-    ScopedDiagnosticHandler quiet(value.getContext(), [](Diagnostic &) { return success(); });
-    values = llm::weightValues(value);
-  }
-  ElementsAttr attr = succeeded(values) ? *values : nullptr;
-  if (!attr || !attr.getElementType().isF32()) return std::nullopt;
-  auto bytes = elementsBytes(attr, storage);
-  if (failed(bytes)) return std::nullopt;
-  return ArrayRef<float>(reinterpret_cast<const float *>(bytes->data()),
-                         bytes->size() / sizeof(float));
-}
-
 /// The llm.head_linear weight of `columns` of a linear from the latent,
 /// `heads` runs of `width` columns: [heads, latent, width] (each head's
 /// columns as they are: the value's up-projection) or, `transposed`,
@@ -82,7 +62,7 @@ std::optional<ArrayRef<float>> constantFloats(Value value, std::vector<char> &st
 FailureOr<std::vector<float>> upProjections(ProjectedColumns columns, int64_t heads,
                                             int64_t width, bool transposed) {
   std::vector<char> storage;
-  auto weight = constantFloats(columns.linear.getWeight(), storage);
+  auto weight = llm::weightFloats(columns.linear.getWeight(), storage);
   if (!weight) return failure();
   int64_t out = dimOf(columns.linear.getOutput(), -1);
   int64_t latent = int64_t(weight->size()) / out;
@@ -97,19 +77,6 @@ FailureOr<std::vector<float>> upProjections(ProjectedColumns columns, int64_t he
         result[at] = w;
       }
   return result;
-}
-
-/// An llm.constant of `shape` holding `data` (a resource blob when large).
-Value createConstant(PatternRewriter &rewriter, Location loc, ArrayRef<int64_t> shape,
-                     ArrayRef<float> data) {
-  auto type = RankedTensorType::get(shape, rewriter.getF32Type());
-  ElementsAttr attr;
-  if (data.size() <= 1024)
-    attr = DenseElementsAttr::get(type, data);
-  else
-    attr = DenseResourceElementsAttr::get(type, "absorbed",
-                                          HeapAsmResourceBlob::allocateAndCopyInferAlign(data));
-  return llm::ConstantOp::create(rewriter, loc, type, attr);
 }
 
 /// `type` ([batch, heads, seq, d]) with `heads` heads of `width` features.
@@ -211,7 +178,7 @@ struct AttendOverLatent : OpRewritePattern<llm::AttentionOp> {
     Value cachedKeys = cache(rewriter, keys->concat, newKeys);
     Value cachedValues = cache(rewriter, values->concat, latentHead);
 
-    Value keyWeight = createConstant(rewriter, loc, {heads, keyWidth, rank}, *keyUp);
+    Value keyWeight = llm::createWeightConstant(rewriter, loc, {heads, keyWidth, rank}, *keyUp, "absorbed");
     Value absorbed = llm::HeadLinearOp::create(
         rewriter, loc, withHeads(query.getLhs().getType(), heads, rank), query.getLhs(), keyWeight);
     Value latentQuery =
@@ -224,7 +191,7 @@ struct AttendOverLatent : OpRewritePattern<llm::AttentionOp> {
       latentAttention.getValueMutable().assign(cachedValues);
       latentAttention.getOutput().setType(withHeads(attention.getType(), heads, rank));
     });
-    Value valueWeight = createConstant(rewriter, loc, {heads, rank, valueWidth}, *valueUp);
+    Value valueWeight = llm::createWeightConstant(rewriter, loc, {heads, rank, valueWidth}, *valueUp, "absorbed");
     rewriter.replaceOpWithNewOp<llm::HeadLinearOp>(attention, attention.getType(),
                                                    latentAttention.getOutput(), valueWeight);
     for (llm::KvConcatOp old : {keys->concat, values->concat})

@@ -1,8 +1,9 @@
 //===- Passes.td - Serving passes --------------------------*- tablegen -*-===//
 //
-// Serving form (llm dialect): grouped-query attention over the KV heads,
-// a paged KV cache and ragged batches, as the step ABI of
-// include/llmc/Runtime/StepABI.h takes them (docs/architecture.md).
+// Serving form (llm dialect): grouped-query attention over the KV heads, a
+// causal LM served as a cross-encoder, a paged KV cache and ragged batches,
+// as the step ABI of include/llmc/Runtime/StepABI.h takes them
+// (docs/architecture.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,40 @@ def LlmGqaRewritePass : Pass<"llm-gqa-rewrite", "mlir::func::FuncOp"> {
     different head counts. Attention that reads only one of K and V through
     repeat_kv, or the two with different repeats, is left alone.
   }];
+  let dependentDialects = ["::llmc::llm::LlmDialect"];
+}
+
+def LlmClassifierFromTokensPass
+    : Pass<"llm-classifier-from-tokens", "mlir::func::FuncOp"> {
+  let summary = "Serve a causal LM as a cross-encoder scored by its LM head's logits of tokens";
+  let description = [{
+    LLM rerankers published as causal LMs score a (query, document) prompt
+    by the LM head's logit of one token at its last position
+    (bge-reranker-v2-gemma: "Yes"), or by the difference of two
+    (Qwen3-Reranker: "yes" minus "no", the log-odds of the softmax over the
+    two). vLLM serves them as classifiers of one label (`hf_overrides`'
+    `classifier_from_token`); this pass does the same to the raised
+    function: the `llm.logits` head's weight becomes that token's column
+    (or the second token's minus the first's), its bias likewise, the
+    function's result one label wide, and the function is marked
+    `llmc.pooled_at_last_token`, so that `llm-kv-cache-paging` makes the
+    step return class logits of one label, whose sigmoid the runtime gives
+    as the score.
+
+    A quantized head's weight (an `llm.dequantize` of constants) is widened
+    at compile time: the column is the dequantized weights'.
+
+    Refused with an error: a function without one `llm.logits` that it
+    returns as it is (an embedding model, a classifier already), a head's
+    weight not known at compile time, a token id outside the head,
+    and two tokens through a head's epilogue (a softcap does not commute
+    with the difference).
+  }];
+  let options = [
+    ListOption<"tokenIds", "token-ids", "int64_t",
+               "The token whose logit is the score, or two: the second's logit minus the "
+               "first's (vLLM's order: no, yes)">,
+  ];
   let dependentDialects = ["::llmc::llm::LlmDialect"];
 }
 

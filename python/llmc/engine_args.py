@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Optional, Union
 
-from llmc.model_cache import resolve_model
+from llmc.model_cache import is_artifact, resolve_model
 from llmc.native import native
 
 _UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
@@ -28,6 +28,39 @@ def parse_bytes(value: Union[int, str], name: str) -> int:
                      f"got {value!r}")
 
 
+def compile_args_of_overrides(model, hf_overrides: Optional[dict]) -> list[str]:
+    """The `llmc compile` arguments of vLLM's hf_overrides, of which llmc takes those that
+    make a causal LM a cross-encoder scored by tokens: {"classifier_from_token": ["no",
+    "yes"]} (with "architectures" and "is_original_qwen3_reranker", as vLLM's recipe gives
+    them); anything else is a ValueError."""
+    if hf_overrides is None:
+        return []
+    if not isinstance(hf_overrides, dict):
+        raise ValueError(f"hf_overrides must be a dict, got {hf_overrides!r}")
+    unknown = sorted(set(hf_overrides) - {"classifier_from_token", "architectures",
+                                          "is_original_qwen3_reranker"})
+    if unknown:
+        raise ValueError(f"hf_overrides: llmc takes classifier_from_token (with architectures "
+                         f"and is_original_qwen3_reranker), not {', '.join(unknown)}")
+    tokens = hf_overrides.get("classifier_from_token")
+    if (not isinstance(tokens, list) or not 1 <= len(tokens) <= 2
+            or not all(isinstance(t, str) and t and "," not in t for t in tokens)):
+        raise ValueError("hf_overrides' classifier_from_token must be a list of one or two "
+                         f"tokens (no, yes), got {tokens!r}")
+    architectures = hf_overrides.get("architectures", [])
+    if not isinstance(architectures, list) or not all(
+            isinstance(a, str) and a.endswith("ForSequenceClassification") for a in architectures):
+        raise ValueError("hf_overrides' architectures must name a *ForSequenceClassification, "
+                         f"got {architectures!r}")
+    if hf_overrides.get("is_original_qwen3_reranker", True) is not True and len(tokens) == 2:
+        raise ValueError("hf_overrides: two classifier tokens score as Qwen3-Reranker does "
+                         "(yes minus no); is_original_qwen3_reranker cannot be false")
+    if is_artifact(Path(model)):
+        raise ValueError(f"{model} is compiled already: hf_overrides apply when compiling an "
+                         "ONNX model (or `llmc compile --classifier-from-token`)")
+    return ["--classifier-from-token", ",".join(tokens)]
+
+
 def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] = None,
                 max_num_batched_tokens: Optional[int] = None,
                 max_model_len: Optional[int] = None,
@@ -36,7 +69,7 @@ def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] =
                 num_kv_blocks: Optional[int] = None, enable_prefix_caching: bool = True,
                 swap_space: float = 0, seed: int = 0,
                 speculative_config: Optional[dict] = None, scheduling_policy: str = "fcfs",
-                num_threads: Optional[int] = None,
+                num_threads: Optional[int] = None, hf_overrides: Optional[dict] = None,
                 opt_level: int = 2, quiet: bool = False) -> tuple[Path, "native.LLMEngine"]:
     """The artifact (compiled from ONNX when needed) and the engine serving it. LLM and
     AsyncLLM pass their engine arguments here; llmc.llm's LLM documents them."""
@@ -63,7 +96,8 @@ def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] =
     if scheduling_policy not in ("fcfs", "priority"):
         raise ValueError(f"scheduling_policy must be 'fcfs' or 'priority', got "
                          f"{scheduling_policy!r}")
-    artifact = resolve_model(model, opt_level=opt_level, quiet=quiet)
+    artifact = resolve_model(model, opt_level=opt_level, quiet=quiet,
+                             extra_args=compile_args_of_overrides(model, hf_overrides))
     engine_args = {"enable_prefix_caching": bool(enable_prefix_caching),
                    "swap_space": float(swap_space), "seed": int(seed),
                    "scheduling_policy": scheduling_policy}

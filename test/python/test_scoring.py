@@ -5,16 +5,23 @@ A cross-encoder is optimum's `--task text-classification` export of a classifier
 label (test/exporters/optimum-reranker/, as rerankers are exported): it reads each (query,
 document) pair as one prompt, the `tokenizers` package's encode(query, document), and
 scores it by its logit's sigmoid. An embedding model (optimum-feature-extraction/) scores a
-pair by the cosine of the two texts' embeddings.
+pair by the cosine of the two texts' embeddings. A causal LM compiled with
+`--classifier-from-token` (optimum/, as LLM rerankers such as Qwen3-Reranker are published)
+is a cross-encoder whose score is its LM head's logit of a token, or of one token minus
+another, at the prompt's last position.
 
 Checked against onnxruntime on the same files, with the prompts' ids from `tokenizers`:
 scores 1:N, N:N and 1:1, without activation, and cut by truncate_prompt_tokens as the
-reference tokenizer's truncation cuts them (longest first, on the right); the server's
+reference tokenizer's truncation cuts them (longest first, on the right); the causal LMs'
+scores are onnxruntime's logits of those tokens (an untied, a tied and a biased head, and a
+softcapped one by one token); the server's
 /score and /rerank (best first, top_n, return_documents) give LLM.score's scores; what
 cannot be scored (a classifier of several labels, a generative model, counts that do not
 pair) is refused with one clear error, and the server goes on.
 """
 from __future__ import annotations
+
+import subprocess
 
 import numpy as np
 import onnxruntime as ort
@@ -126,6 +133,60 @@ def test_embedding_model_scores_by_cosine(artifacts):
                                            + tokenizer.encode(document).ids)
 
 
+GENERATIVE = ROOT / "test" / "exporters" / "optimum"
+# Family, and how many tokens score: the head untied, tied to the embedding, with a bias
+# (Phi-2's), softcapped (Gemma-2's: one token keeps the softcap).
+CAUSAL_SCORERS = [("qwen3", 2), ("llama-tied", 2), ("phi2", 2), ("gemma2", 1)]
+
+
+def scoring_tokens(family: str, count: int) -> list[str]:
+    """Two ordinary tokens of the family's vocabulary (ids 300 and 301), as the tokenizer
+    spells them: the first stands for "no", the second for "yes"."""
+    vocab = reference_tokenizer(GENERATIVE / family).get_vocab()
+    by_id = {token_id: token for token, token_id in vocab.items()}
+    return [by_id[300], by_id[301]][-count:]
+
+
+@pytest.mark.parametrize("family,count", CAUSAL_SCORERS)
+def test_causal_lm_scored_by_tokens_matches_onnxruntime(tmp_path, family, count):
+    """--classifier-from-token no,yes: each pair's score is the sigmoid of onnxruntime's
+    logit of "yes" minus that of "no" (or of "yes" alone) at the pair's last token."""
+    from llmc.testing.ort_reference import OrtDecoder
+    tokens = scoring_tokens(family, count)
+    export = GENERATIVE / family
+    artifact = compile_export(export / "model.onnx", tmp_path / "scorer",
+                              "--classifier-from-token", ",".join(tokens))
+    vocab = reference_tokenizer(export).get_vocab()
+    ids = [vocab[token] for token in tokens]
+    reference = OrtDecoder(export / "model.onnx")
+    tokenizer = reference_tokenizer(export)
+    with llmc.LLM(artifact, num_kv_blocks=16) as llm:
+        outputs = llm.score(QUERY, DOCUMENTS, use_tqdm=False)
+    for output, document in zip(outputs, DOCUMENTS):
+        prompt = tokenizer.encode(QUERY, document).ids
+        assert output.prompt_token_ids == prompt
+        logits, _ = reference.forward(np.array([prompt]), np.ones((1, len(prompt)), np.int64))
+        last = logits[0, -1]
+        logit = last[ids[-1]] - (last[ids[0]] if count == 2 else 0.0)
+        assert output.outputs.score == pytest.approx(sigmoid(float(logit)), abs=1e-5), document
+
+
+def test_scoring_by_tokens_refusals(tmp_path):
+    for export, tokens, fragment in [
+        (GENERATIVE / "qwen3", "no-such-token", "the tokenizer has no token 'no-such-token'"),
+        (GENERATIVE / "qwen3", "a,b,c", "takes one token or two"),
+        (GENERATIVE / "gemma2", ",".join(scoring_tokens("gemma2", 2)),
+         "does not commute with the difference of two tokens' logits"),
+        (EMBEDDING_EXPORTS / "qwen3", "Ġthe", "has 0 LM heads"),
+    ]:
+        result = subprocess.run([str(LLMC), "compile", str(export / "model.onnx"), "-o",
+                                 str(tmp_path / "refused"), "--quiet",
+                                 "--classifier-from-token", tokens],
+                                capture_output=True, text=True)
+        assert result.returncode == 1 and fragment in result.stderr, (export, result.stderr)
+        assert result.stderr.count("error") == 1, result.stderr
+
+
 def test_what_cannot_be_scored_is_refused(artifacts, tmp_path):
     from test_classification import EXPORTS as CLASSIFIER_EXPORTS
     classifier = compile_export(CLASSIFIER_EXPORTS / "qwen3" / "model.onnx", tmp_path / "c")
@@ -201,3 +262,30 @@ def test_server_scoring_refusals_leave_it_serving(server):
         assert fragment in body["error"]["message"], (path, request, body)
     assert post(server, "/score", {"text_1": "still", "text_2": "here"})[0] == 200
     server.wait_for_idle()
+
+
+def test_hf_overrides_compile_a_causal_lm_as_a_cross_encoder(tmp_path, monkeypatch):
+    """vLLM's Qwen3-Reranker recipe, hf_overrides, compiles the ONNX export with
+    --classifier-from-token; what llmc does not take is refused by name."""
+    monkeypatch.setenv("LLMC_CACHE_DIR", str(tmp_path / "cache"))
+    tokens = scoring_tokens("qwen3", 2)
+    artifact = compile_export(GENERATIVE / "qwen3" / "model.onnx", tmp_path / "scorer",
+                              "--classifier-from-token", ",".join(tokens))
+    overrides = {"architectures": ["Qwen3ForSequenceClassification"],
+                 "classifier_from_token": tokens, "is_original_qwen3_reranker": True}
+    with llmc.LLM(GENERATIVE / "qwen3" / "model.onnx", hf_overrides=overrides, quiet=True,
+                  num_kv_blocks=8) as llm:
+        through_overrides = [o.outputs.score for o in llm.score(QUERY, DOCUMENTS,
+                                                                  use_tqdm=False)]
+    with llmc.LLM(artifact, num_kv_blocks=8) as llm:
+        compiled = [o.outputs.score for o in llm.score(QUERY, DOCUMENTS, use_tqdm=False)]
+    assert through_overrides == compiled
+    for overrides, fragment in [({"num_labels": 1}, "not num_labels"),
+                                ({"classifier_from_token": "yes"}, "a list of one or two"),
+                                ({"classifier_from_token": ["a", "b", "c"]}, "one or two"),
+                                ({"classifier_from_token": ["yes"],
+                                  "architectures": ["Qwen3ForCausalLM"]}, "architectures")]:
+        with pytest.raises(ValueError, match=fragment):
+            llmc.LLM(GENERATIVE / "qwen3" / "model.onnx", hf_overrides=overrides)
+    with pytest.raises(ValueError, match="compiled already"):
+        llmc.LLM(artifact, hf_overrides={"classifier_from_token": tokens})

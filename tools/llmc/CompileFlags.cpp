@@ -84,6 +84,14 @@ cl::opt<int64_t> maxModelLen(
              "length when this is more than original_max_position_embeddings (optimum's "
              "from its config.json), with the short ones (exact) otherwise"),
     cl::cat(compileCategory));
+cl::list<std::string> classifierFromToken(
+    "classifier-from-token",
+    cl::desc("Serve a causal LM as a cross-encoder (a classifier of one label, for /score, "
+             "/rerank and LLM.score) whose score is its LM head's logit of this token at the "
+             "prompt's last position, or with two tokens (no,yes) the second's minus the "
+             "first's, as vLLM's classifier_from_token (Qwen3-Reranker: no,yes); tokens as "
+             "the tokenizer spells them"),
+    cl::CommaSeparated, cl::value_desc("token[,token]"), cl::cat(compileCategory));
 cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or generated"),
                             cl::init("generated"), cl::cat(compileCategory));
 cl::opt<bool> int8Activations(
@@ -183,6 +191,7 @@ int runCompileCommand() {
   options.maxNumBatchedTokens = maxNumBatchedTokens;
   options.maxNumSeqs = maxNumSeqs;
   options.maxModelLen = given<int64_t>(maxModelLen);
+  options.classifierFromTokens = classifierFromToken;
   options.matmul = matmul;
   options.int8Activations = given<bool>(int8Activations);
   options.int8Products = int8Products;

@@ -46,6 +46,14 @@ struct ExporterConfig {
 /// max_position_embeddings already hold).
 llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath);
 
+/// The ids of `tokens` in the tokenizer.json beside `modelPath`, as
+/// transformers' convert_tokens_to_ids finds them: an added token's content
+/// or a vocabulary entry (a byte-level BPE's "Ġyes" is " yes" spelt in its
+/// alphabet). An error when there is no tokenizer.json or a token is in
+/// neither.
+llvm::Expected<std::vector<int64_t>> readTokenIds(llvm::StringRef modelPath,
+                                                  llvm::ArrayRef<std::string> tokens);
+
 /// The module attribute that names a classifier's labels for the manifest
 /// (model.labels): an array of strings, one per label.
 inline constexpr llvm::StringLiteral kLabelsAttr = "llmc.labels";

@@ -44,6 +44,10 @@ struct CompileOptions {
   int64_t maxNumSeqs = 256;              ///< most sequences one step carries
   /// Longest sequence the artifact serves (nullopt: what the model holds).
   std::optional<int64_t> maxModelLen;
+  /// Serve a causal LM as a cross-encoder scored by its LM head's logit of
+  /// this token, or of the second minus the first (vLLM's
+  /// classifier_from_token); empty: as it is.
+  std::vector<std::string> classifierFromTokens;
   std::string matmul = "generated";      ///< CPU matrix products: generated or blas
   /// CPU: quantised weights times int8 activations; nullopt follows the
   /// file (int8 where every MatMulNBits asks for accuracy_level 4).
