@@ -209,6 +209,12 @@ llvm::json::Object modelEntry(ModuleOp module, const StepInfo &info, StringRef d
     for (auto name : names.getAsRange<StringAttr>()) labels.push_back(name.str());
     model["labels"] = std::move(labels);
   }
+  if (auto widths = module->getAttrOfType<ArrayAttr>(kMatryoshkaAttr)) {
+    model["is_matryoshka"] = true;
+    llvm::json::Array dimensions;
+    for (auto width : widths.getAsRange<IntegerAttr>()) dimensions.push_back(width.getInt());
+    if (!dimensions.empty()) model["matryoshka_dimensions"] = std::move(dimensions);
+  }
   return model;
 }
 
@@ -331,7 +337,8 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
                          StringRef("llmc.matmul"), StringRef("llmc.kv_dtype"),
                          StringRef("llmc.activations"), StringRef("llmc.bf16_products"),
                          StringRef(kStepInfoAttr), StringRef(kKvGroupsAttr),
-                         StringRef(kStepOutputAttr), StringRef(kLabelsAttr)})
+                         StringRef(kStepOutputAttr), StringRef(kLabelsAttr),
+                         StringRef(kMatryoshkaAttr)})
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);

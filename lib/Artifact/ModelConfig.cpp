@@ -188,6 +188,23 @@ llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
       found.longRopeLongFactors = std::move(factors->second);
     }
     found.labels = labelNames(*object);
+    if (const llvm::json::Value *widths = object->get("matryoshka_dimensions");
+        widths && widths->kind() != llvm::json::Value::Null) {
+      const llvm::json::Array *list = widths->getAsArray();
+      std::vector<int64_t> dimensions;
+      for (const llvm::json::Value &width : list ? *list : llvm::json::Array()) {
+        std::optional<int64_t> value = width.getAsInteger();
+        if (!value || *value <= 0) list = nullptr;
+        else dimensions.push_back(*value);
+      }
+      if (!list || dimensions.empty())
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "config.json's matryoshka_dimensions is not a list of "
+                                       "positive widths");
+      found.matryoshkaDimensions = std::move(dimensions);
+    } else if (object->getBoolean("is_matryoshka").value_or(false)) {
+      found.matryoshkaDimensions = std::vector<int64_t>();
+    }
     for (llvm::StringRef field : {"max_position_embeddings", "n_positions"})
       if (const llvm::json::Value *value = object->get(field)) {
         auto length = positiveLength(value, ("config.json's " + field).str());
@@ -206,6 +223,23 @@ llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
   if (!length) return length.takeError();
   found.maxPositionEmbeddings = *length;
   return found;
+}
+
+llvm::Expected<std::vector<int64_t>> parseMatryoshkaDimensions(llvm::StringRef text) {
+  std::vector<int64_t> widths;
+  if (text == "any") return widths;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    int64_t width;
+    if (part.trim().getAsInteger(10, width) || width <= 0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "'%s' is neither 'any' nor positive widths such as "
+                                     "64,128,256",
+                                     text.str().c_str());
+    widths.push_back(width);
+  }
+  return widths;
 }
 
 llvm::Expected<std::vector<int64_t>> readTokenIds(llvm::StringRef modelPath,
@@ -245,6 +279,16 @@ LogicalResult applyExporterConfig(ModuleOp module, const ExporterConfig &config)
     SmallVector<Attribute> names;
     for (const std::string &name : config.labels) names.push_back(b.getStringAttr(name));
     module->setAttr(kLabelsAttr, b.getArrayAttr(names));
+  }
+  if (config.matryoshkaDimensions && info->numLabels == 0 &&
+      module->getAttrOfType<StringAttr>(kStepOutputAttr) &&
+      module->getAttrOfType<StringAttr>(kStepOutputAttr).getValue() == kHiddenStatesOutput) {
+    for (int64_t width : *config.matryoshkaDimensions)
+      if (width > info->hiddenSize)
+        return module.emitError("a Matryoshka width of ")
+               << width << " is more than the embedding's " << info->hiddenSize << " features";
+    module->setAttr(kMatryoshkaAttr,
+                    Builder(module.getContext()).getI64ArrayAttr(*config.matryoshkaDimensions));
   }
   if (!config.maxPositionEmbeddings) return success();
   int64_t length = *config.maxPositionEmbeddings;

@@ -555,6 +555,15 @@ int runCompile(const CompileOptions &options) {
     exporterConfig = *read;
   else
     exporterConfigError = llvm::toString(read.takeError());
+  if (options.matryoshkaDimensions) {
+    llvm::Expected<std::vector<int64_t>> widths =
+        parseMatryoshkaDimensions(*options.matryoshkaDimensions);
+    if (!widths) {
+      error() << "--matryoshka-dimensions: " << llvm::toString(widths.takeError()) << "\n";
+      return 1;
+    }
+    exporterConfig.matryoshkaDimensions = std::move(*widths);
+  }
   RaisingPipelineOptions raising;
   raising.allowLeftovers = options.allowLeftovers;
   raising.maxPositions = options.maxModelLen.value_or(0);
@@ -695,6 +704,11 @@ int runCompile(const CompileOptions &options) {
           (options.maxModelLen && failed(boundPositions(*module, *options.maxModelLen))) ||
           failed(copyTokenizerFiles(*module, inputPath, outputPath)))
         return 1;
+      if (options.matryoshkaDimensions && !(*module)->hasAttr(kMatryoshkaAttr)) {
+        error() << "--matryoshka-dimensions applies to an embedding model (an export without "
+                   "its LM head), not to this one\n";
+        return 1;
+      }
       // The resident weights, what weights.bin maps (quantised weights stay
       // packed), read before the writer takes the layout off the module.
       if (auto bytes = (*module)->getAttrOfType<IntegerAttr>("llmc.weights_bytes"))

@@ -30,18 +30,31 @@ def parse_bytes(value: Union[int, str], name: str) -> int:
 
 def compile_args_of_overrides(model, hf_overrides: Optional[dict]) -> list[str]:
     """The `llmc compile` arguments of vLLM's hf_overrides, of which llmc takes those that
-    make a causal LM a cross-encoder scored by tokens: {"classifier_from_token": ["no",
-    "yes"]} (with "architectures" and "is_original_qwen3_reranker", as vLLM's recipe gives
-    them); anything else is a ValueError."""
+    change what a model serves: {"classifier_from_token": ["no", "yes"]} (with
+    "architectures" and "is_original_qwen3_reranker", as vLLM's Qwen3-Reranker recipe gives
+    them) makes a causal LM a cross-encoder scored by tokens; "is_matryoshka" and
+    "matryoshka_dimensions" let an embedding model's requests ask for fewer dimensions.
+    Anything else is a ValueError."""
     if hf_overrides is None:
         return []
     if not isinstance(hf_overrides, dict):
         raise ValueError(f"hf_overrides must be a dict, got {hf_overrides!r}")
-    unknown = sorted(set(hf_overrides) - {"classifier_from_token", "architectures",
-                                          "is_original_qwen3_reranker"})
+    known = {"classifier_from_token", "architectures", "is_original_qwen3_reranker",
+             "is_matryoshka", "matryoshka_dimensions"}
+    unknown = sorted(set(hf_overrides) - known)
     if unknown:
-        raise ValueError(f"hf_overrides: llmc takes classifier_from_token (with architectures "
-                         f"and is_original_qwen3_reranker), not {', '.join(unknown)}")
+        raise ValueError(f"hf_overrides: llmc takes {', '.join(sorted(known))}, not "
+                         f"{', '.join(unknown)}")
+    if is_artifact(Path(model)):
+        raise ValueError(f"{model} is compiled already: hf_overrides apply when compiling an "
+                         "ONNX model (or pass `llmc compile` its flags)")
+    return _scoring_args(hf_overrides) + _matryoshka_args(hf_overrides)
+
+
+def _scoring_args(hf_overrides: dict) -> list[str]:
+    if not {"classifier_from_token", "architectures",
+            "is_original_qwen3_reranker"} & set(hf_overrides):
+        return []
     tokens = hf_overrides.get("classifier_from_token")
     if (not isinstance(tokens, list) or not 1 <= len(tokens) <= 2
             or not all(isinstance(t, str) and t and "," not in t for t in tokens)):
@@ -55,10 +68,23 @@ def compile_args_of_overrides(model, hf_overrides: Optional[dict]) -> list[str]:
     if hf_overrides.get("is_original_qwen3_reranker", True) is not True and len(tokens) == 2:
         raise ValueError("hf_overrides: two classifier tokens score as Qwen3-Reranker does "
                          "(yes minus no); is_original_qwen3_reranker cannot be false")
-    if is_artifact(Path(model)):
-        raise ValueError(f"{model} is compiled already: hf_overrides apply when compiling an "
-                         "ONNX model (or `llmc compile --classifier-from-token`)")
     return ["--classifier-from-token", ",".join(tokens)]
+
+
+def _matryoshka_args(hf_overrides: dict) -> list[str]:
+    widths = hf_overrides.get("matryoshka_dimensions")
+    if widths is not None:
+        if (not isinstance(widths, list) or not widths or not all(
+                isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in widths)):
+            raise ValueError("hf_overrides' matryoshka_dimensions must be a list of positive "
+                             f"widths, got {widths!r}")
+        return ["--matryoshka-dimensions", ",".join(str(w) for w in widths)]
+    matryoshka = hf_overrides.get("is_matryoshka")
+    if matryoshka is None:
+        return []
+    if not isinstance(matryoshka, bool):
+        raise ValueError(f"hf_overrides' is_matryoshka must be a bool, got {matryoshka!r}")
+    return ["--matryoshka-dimensions", "any"] if matryoshka else []
 
 
 def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] = None,

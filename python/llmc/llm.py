@@ -55,10 +55,12 @@ class LLM:
     gpu_memory_utilization (a fraction of the memory left after the weights), kv_cache_memory
     (bytes, or text such as "2GiB") and num_kv_blocks; none: 1 GiB on the CPU, 0.9 of free
     memory on a GPU. num_threads: CPU threads (None: one per hardware thread). quiet: no
-    compile progress on stderr. hf_overrides: vLLM's recipe that serves an LLM reranker as a
-    cross-encoder, {"classifier_from_token": ["no", "yes"]} (with "architectures" and
-    "is_original_qwen3_reranker" as vLLM's Qwen3-Reranker example gives them): the model
-    compiles with `--classifier-from-token no,yes`.
+    compile progress on stderr. hf_overrides (vLLM's, for an ONNX model compiled here):
+    {"classifier_from_token": ["no", "yes"]} (with "architectures" and
+    "is_original_qwen3_reranker" as vLLM's Qwen3-Reranker recipe gives them) serves an LLM
+    reranker as a cross-encoder (`--classifier-from-token no,yes`); {"is_matryoshka": True}
+    or {"matryoshka_dimensions": [...]} lets an embedding model's requests ask for fewer
+    dimensions (`--matryoshka-dimensions`).
     """
 
     def __init__(self, model: Union[str, os.PathLike], **engine_args):

@@ -132,14 +132,21 @@ class PoolingParams:
     name): an embedding scaled to unit L2 norm, a classifier's logits turned into
     probabilities (a softmax over the labels, a sigmoid of one); None takes the default,
     True. normalize is the older vLLM's name of the embedding's switch, used where
-    use_activation is None."""
+    use_activation is None. dimensions: a Matryoshka embedding model's embedding cut to its
+    first this many features (then normalised), as vLLM's; other models refuse it."""
     normalize: bool = True
     use_activation: Optional[bool] = None
+    dimensions: Optional[int] = None
 
     def engine_options(self) -> dict:
         activation = bool(self.normalize if self.use_activation is None
                           else self.use_activation)
-        return {"pooling": {"normalize": activation, "activation": activation}}
+        pooling = {"normalize": activation, "activation": activation}
+        if self.dimensions is not None:
+            if not isinstance(self.dimensions, int) or isinstance(self.dimensions, bool):
+                raise ValueError(f"dimensions must be an int, got {self.dimensions!r}")
+            pooling["dimensions"] = self.dimensions
+        return {"pooling": pooling}
 
 
 @dataclass

@@ -194,6 +194,24 @@ ModelConfig parseModelConfig(const json &manifest, const TargetConfig &target) {
   }
   for (int64_t i = int64_t(config.labels.size()); i < config.numLabels; ++i)
     config.labels.push_back("LABEL_" + std::to_string(i));
+  if (model.contains("is_matryoshka")) {
+    if (!model.at("is_matryoshka").is_boolean())
+      throw Error("manifest.json: model.is_matryoshka must be a boolean");
+    config.isMatryoshka = model.at("is_matryoshka").get<bool>();
+  }
+  if (model.contains("matryoshka_dimensions")) {
+    const json &widths = model.at("matryoshka_dimensions");
+    if (!config.isMatryoshka || !widths.is_array())
+      throw Error("manifest.json: model.matryoshka_dimensions must be a list of widths, with "
+                  "is_matryoshka");
+    for (const json &width : widths) {
+      if (!width.is_number_integer() || width.get<int64_t>() < 1 ||
+          width.get<int64_t>() > config.hiddenSize)
+        throw Error("manifest.json: model.matryoshka_dimensions must be widths from 1 to "
+                    "hidden_size");
+      config.matryoshkaDimensions.push_back(width.get<int64_t>());
+    }
+  }
   return config;
 }
 

@@ -51,6 +51,12 @@ struct ModelConfig {
   /// none).
   int64_t numLabels = 0;
   std::vector<std::string> labels;
+  /// An embedding model trained with Matryoshka representation learning
+  /// (model.is_matryoshka): a request may ask for its embeddings' leading
+  /// features only, of these widths (model.matryoshka_dimensions; empty:
+  /// any).
+  bool isMatryoshka = false;
+  std::vector<int64_t> matryoshkaDimensions;
 };
 
 /// One of the step's KV cache groups (step.kv_groups): layers of one

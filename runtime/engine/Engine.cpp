@@ -164,6 +164,7 @@ void Engine::validate(const std::vector<int32_t> &prompt, const RequestOptions &
                          " tokens; max_model_len is " + str(modelLen));
     if (options.n != 1 || options.promptLogprobs || options.grammar)
       throw RequestError("a pooling request takes no n, prompt_logprobs or grammar");
+    if (options.pooling->dimensions) checkDimensions(*options.pooling->dimensions);
     return;
   }
   if (static_cast<int64_t>(prompt.size()) >= modelLen)
@@ -443,9 +444,31 @@ void Engine::verifyDraft(const ScheduledChunk &chunk, const float *rows,
     scheduler.kvCache().rollBack(sequence.blocks, sequence.tokens, keep);
 }
 
+void Engine::checkDimensions(int64_t dimensions) const {
+  const ModelConfig &config = model.config();
+  // vLLM's checks, and its reasons.
+  if (!model.outputsHiddenStates())
+    throw RequestError("dimensions applies to an embedding model's embeddings");
+  if (!config.isMatryoshka)
+    throw RequestError("the model does not support Matryoshka representation: changing its "
+                       "output dimensions would give poor embeddings (a model trained for "
+                       "them is compiled with --matryoshka-dimensions, or says is_matryoshka "
+                       "in its config.json)");
+  const std::vector<int64_t> &widths = config.matryoshkaDimensions;
+  if (!widths.empty() && std::find(widths.begin(), widths.end(), dimensions) == widths.end()) {
+    std::string list;
+    for (int64_t width : widths) list += (list.empty() ? "" : ", ") + str(width);
+    throw RequestError("the model supports Matryoshka dimensions " + list + " only, not " +
+                       str(dimensions));
+  }
+  if (dimensions < 1 || dimensions > model.outputSize())
+    throw RequestError("dimensions must be from 1 to the embedding's " +
+                       str(model.outputSize()) + " features, not " + str(dimensions));
+}
+
 StepOutput Engine::pool(const Request &request, Sequence &sequence, const float *row) {
-  std::vector<float> pooled(row, row + model.outputSize());
   const PoolingParams &params = *request.options.pooling;
+  std::vector<float> pooled(row, row + params.dimensions.value_or(model.outputSize()));
   if (model.outputsHiddenStates() && params.normalize) {
     double squares = 0;
     for (float value : pooled) squares += double(value) * value;

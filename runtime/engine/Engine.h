@@ -97,6 +97,9 @@ struct PoolingParams {
   /// Turn a classifier's logits into probabilities: a softmax over the
   /// labels, or a sigmoid of a single one (vLLM's default for classify).
   bool activation = true;
+  /// A Matryoshka embedding model's embedding cut to its first this many
+  /// features (before normalize); nullopt: all of them.
+  std::optional<int64_t> dimensions;
 };
 
 struct RequestOptions {
@@ -264,6 +267,8 @@ private:
   /// hidden state, normalised as it asks, or a classifier's logits, as
   /// probabilities unless it asks not); ends its sequence.
   StepOutput pool(const Request &request, Sequence &sequence, const float *row);
+  /// Refuses (RequestError) a Matryoshka width the model does not serve.
+  void checkDimensions(int64_t dimensions) const;
   /// Ends a sample (its output carries the reason); the request goes when
   /// all its samples have.
   void finish(Sequence &sequence);

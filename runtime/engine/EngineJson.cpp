@@ -159,6 +159,7 @@ RequestOptions requestOptionsFromJson(const json &object) {
     options.pooling.emplace();
     poolingFields.read("normalize", options.pooling->normalize);
     poolingFields.read("activation", options.pooling->activation);
+    poolingFields.readOptional("dimensions", options.pooling->dimensions);
     poolingFields.finish();
   }
   fields.finish();

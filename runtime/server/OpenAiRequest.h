@@ -123,7 +123,7 @@ struct PoolingRequest {
   /// little-endian float32 bytes (what OpenAI's Python client asks for).
   bool base64 = false;
   /// vLLM's normalize (embeddings) and use_activation (both; true by
-  /// default).
+  /// default), and OpenAI's dimensions (a Matryoshka model's embeddings).
   PoolingParams pooling;
   /// vLLM's add_special_tokens: the tokenizer's BOS template on text inputs.
   bool addSpecialTokens = true;

@@ -6,8 +6,10 @@ Checked against onnxruntime on the same file: the step's rows are the export's
 last_hidden_state at each sequence's last token (ragged, chunked, at every -O level);
 LLM.embed, `llmc serve`'s /v1/embeddings (through the official `openai` client, base64 and
 float) give that row L2-normalised (or not, when asked), on prompts embedded many at once
-through a small KV cache in chunks; generation on an embedding model and
-embeddings of a generative one are refused with one clear error, and the server goes on.
+through a small KV cache in chunks; a Matryoshka model's embeddings cut to `dimensions`
+(from `--matryoshka-dimensions`, config.json or hf_overrides) are onnxruntime's leading
+features normalised; generation on an embedding model and embeddings of a generative one
+are refused with one clear error, and the server goes on.
 """
 from __future__ import annotations
 
@@ -228,7 +230,7 @@ def test_server_raw_base64_and_refusals(server):
     expected = ort_hidden_states(EXPORTS / "qwen3" / "model.onnx", [5, 6, 7])[-1]
     assert relative_error(decoded, expected) < MAX_REL_ERROR
     for request, fragment in [
-        ({"input": "hi", "dimensions": 8}, "'dimensions' is not supported"),
+        ({"input": "hi", "dimensions": 8}, "does not support Matryoshka representation"),
         ({"input": "hi", "encoding_format": "int8"}, "encoding_format"),
         ({}, "'input' is required"),
         ({"input": [[5, 99999]]}, "outside the vocabulary"),
@@ -242,3 +244,62 @@ def test_server_raw_base64_and_refusals(server):
     # The server goes on, with no block held once the requests are done.
     assert post(server, "/v1/embeddings", {"input": "still here"})[0] == 200
     server.wait_for_idle()
+
+
+def test_matryoshka_dimensions_cut_the_embedding(tmp_path, monkeypatch):
+    """A model compiled as Matryoshka (any width, from the flag; or config.json's widths):
+    LLM.embed and /v1/embeddings (the openai client's dimensions) give onnxruntime's first
+    `dimensions` features, normalised; other widths, and models not trained for it, are
+    refused."""
+    onnx_path = EXPORTS / "qwen3" / "model.onnx"
+    any_width = compile_export(onnx_path, tmp_path / "any", "--matryoshka-dimensions", "any")
+    prompts = seeded_prompts((9, 30))
+    with llmc.LLM(any_width, num_kv_blocks=8) as llm:
+        outputs = llm.embed(prompts, llmc.PoolingParams(dimensions=16), use_tqdm=False)
+        raw = llm.embed(prompts, llmc.PoolingParams(dimensions=16, normalize=False),
+                        use_tqdm=False)
+        with pytest.raises(LlmcRequestError, match="from 1 to the embedding's 64 features"):
+            llm.embed(prompts, llmc.PoolingParams(dimensions=65), use_tqdm=False)
+    for output, plain, prompt in zip(outputs, raw, prompts):
+        full = ort_hidden_states(onnx_path, prompt)[-1]
+        assert output.outputs.hidden_size == 16
+        assert relative_error(np.array(output.outputs.embedding), unit(full[:16])) < MAX_REL_ERROR
+        assert relative_error(np.array(plain.outputs.embedding), full[:16]) < MAX_REL_ERROR
+
+    with Server(LLMC, any_width, "--kv-cache-memory", "4MiB") as running:
+        client = openai.OpenAI(base_url=running.base_url, api_key="unused")
+        response = client.embeddings.create(model=running.model, input=[prompts[0]],
+                                            dimensions=16)
+        np.testing.assert_allclose(response.data[0].embedding, outputs[0].outputs.embedding,
+                                   atol=1e-6)
+        status, body = post(running, "/v1/embeddings", {"input": "hi", "dimensions": 0})
+        assert status == 400 and body["error"]["param"] == "dimensions"
+
+    # config.json's widths, beside a copy of the export.
+    export = tmp_path / "export"
+    export.mkdir()
+    for file in (EXPORTS / "qwen3").iterdir():
+        (export / file.name).symlink_to(file)
+    config = json.loads((EXPORTS / "qwen3" / "config.json").read_text())
+    (export / "config.json").unlink()
+    (export / "config.json").write_text(json.dumps({**config, "matryoshka_dimensions": [16, 32]}))
+    widths = compile_export(export / "model.onnx", tmp_path / "widths")
+    manifest = json.loads((widths / "manifest.json").read_text())
+    assert manifest["model"]["is_matryoshka"] and manifest["model"]["matryoshka_dimensions"] == [16, 32]
+    with llmc.LLM(widths, num_kv_blocks=8) as llm:
+        assert len(llm.embed(prompts[:1], llmc.PoolingParams(dimensions=32),
+                             use_tqdm=False)[0].outputs.embedding) == 32
+        with pytest.raises(LlmcRequestError, match="dimensions 16, 32 only, not 24"):
+            llm.embed(prompts[:1], llmc.PoolingParams(dimensions=24), use_tqdm=False)
+    # vLLM's hf_overrides compile the same artifact as the flag.
+    monkeypatch.setenv("LLMC_CACHE_DIR", str(tmp_path / "cache"))
+    with llmc.LLM(onnx_path, hf_overrides={"is_matryoshka": True}, quiet=True,
+                  num_kv_blocks=8) as llm:
+        through_overrides = llm.embed(prompts, llmc.PoolingParams(dimensions=16),
+                                      use_tqdm=False)
+    assert [o.outputs.embedding for o in through_overrides] == [
+        o.outputs.embedding for o in outputs]
+    result = subprocess.run([str(LLMC), "compile", str(GENERATIVE), "-o", str(tmp_path / "g"),
+                             "--quiet", "--matryoshka-dimensions", "any"],
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and "applies to an embedding model" in result.stderr

@@ -281,6 +281,7 @@ def test_hf_overrides_compile_a_causal_lm_as_a_cross_encoder(tmp_path, monkeypat
         compiled = [o.outputs.score for o in llm.score(QUERY, DOCUMENTS, use_tqdm=False)]
     assert through_overrides == compiled
     for overrides, fragment in [({"num_labels": 1}, "not num_labels"),
+                                ({"is_matryoshka": 1}, "must be a bool"),
                                 ({"classifier_from_token": "yes"}, "a list of one or two"),
                                 ({"classifier_from_token": ["a", "b", "c"]}, "one or two"),
                                 ({"classifier_from_token": ["yes"],

@@ -808,6 +808,19 @@ protected:
     options.pooling = PoolingParams{normalize};
     return options;
   }
+
+  /// The toy as a Matryoshka embedding model of these widths (null: any).
+  std::unique_ptr<Model> openMatryoshka(const nlohmann::json &widths) {
+    artifact = std::make_unique<TestArtifact>();
+    artifact->manifest["step"]["output"] = "hidden_states";
+    artifact->manifest["model"]["is_matryoshka"] = true;
+    if (!widths.is_null()) artifact->manifest["model"]["matryoshka_dimensions"] = widths;
+    artifact->writeManifest();
+    ModelOptions options;
+    options.numThreads = 2;
+    options.numKvBlocks = 8;
+    return Model::open(artifact->dir(), options);
+  }
 };
 
 TEST_F(EmbeddingEngineTest, EmbedsEachPromptOnceAndFreesItsBlocks) {
@@ -848,6 +861,51 @@ TEST_F(EmbeddingEngineTest, TakesAPromptOfMaxModelLenTokens) {
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].pooled, toyRow(std::vector<int32_t>(12, 1)));
   EXPECT_THROW(engine.addRequest(1, std::vector<int32_t>(13, 1), pooling(false)), RequestError);
+}
+
+TEST_F(EmbeddingEngineTest, MatryoshkaDimensionsCutTheEmbeddingBeforeItIsNormalised) {
+  auto model = openMatryoshka({3, 5});
+  Engine engine(*model, {});
+  RequestOptions cut = pooling(true);
+  cut.pooling->dimensions = 3;
+  std::vector<int32_t> prompt = {1, 2, 3};
+  engine.addRequest(0, prompt, cut);
+  std::vector<StepOutput> outputs = stepToEnd(engine);
+  ASSERT_EQ(outputs.size(), 1u);
+  std::vector<float> expected = toyRow(prompt);
+  expected.resize(3);
+  double norm = 0;
+  for (float value : expected) norm += double(value) * value;
+  ASSERT_EQ(outputs[0].pooled.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NEAR(outputs[0].pooled[i], expected[i] / std::sqrt(norm), 1e-6);
+
+  RequestId nextId = 1;
+  auto refusal = [&](Engine &target, int64_t dimensions) {
+    RequestOptions options = pooling(true);
+    options.pooling->dimensions = dimensions;
+    try {
+      target.addRequest(nextId++, prompt, options);
+    } catch (const RequestError &error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(refusal(engine, 4).find("supports Matryoshka dimensions 3, 5 only, not 4"),
+            std::string::npos);
+  // Without matryoshka_dimensions any width up to hidden_size.
+  auto anyWidth = openMatryoshka(nlohmann::json());
+  Engine anyEngine(*anyWidth, {});
+  EXPECT_EQ(refusal(anyEngine, 8), "");
+  EXPECT_NE(refusal(anyEngine, 9).find("from 1 to the embedding's 8 features"), std::string::npos);
+  EXPECT_NE(refusal(anyEngine, 0).find("from 1 to"), std::string::npos);
+  // A model not trained for it.
+  auto plain = openEmbedding(8);
+  Engine plainEngine(*plain, {});
+  EXPECT_NE(refusal(plainEngine, 4).find("does not support Matryoshka representation"),
+            std::string::npos);
+  stepToEnd(anyEngine);
+  EXPECT_EQ(anyEngine.blockManager().numHeld(), 0);
 }
 
 TEST_F(EmbeddingEngineTest, RefusesWhatAnEmbeddingModelCannotDo) {

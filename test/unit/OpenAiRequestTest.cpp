@@ -407,11 +407,15 @@ TEST(OpenAiRequest, EmbeddingsRefuseWhatTheyCannotServe) {
   EXPECT_EQ(embeddingFault(R"({"input": []})"), "input");
   EXPECT_EQ(embeddingFault(R"({"input": [1, -2]})"), "input");
   EXPECT_EQ(embeddingFault(R"({"input": "a", "encoding_format": "int8"})"), "encoding_format");
-  EXPECT_EQ(embeddingFault(R"({"input": "a", "dimensions": 8})"), "dimensions");
+  EXPECT_EQ(embeddingFault(R"({"input": "a", "dimensions": 0})"), "dimensions");
+  EXPECT_EQ(embeddingFault(R"({"input": "a", "dimensions": "8"})"), "dimensions");
   EXPECT_EQ(embeddingFault(R"({"input": "a", "normalize": 1})"), "normalize");
   EXPECT_EQ(embeddingFault(R"({"input": "a", "truncate_prompt_tokens": 0})"),
             "truncate_prompt_tokens");
   EXPECT_EQ(embeddingFault(R"({"input": "a", "dimensions": null})"), "");
+  // A width the model may not serve is the engine's to refuse.
+  EXPECT_EQ(embedding(R"({"input": "a", "dimensions": 8})").pooling.dimensions, 8);
+  EXPECT_FALSE(embedding(R"({"input": "a"})").pooling.dimensions);
 }
 
 TEST(OpenAiRequest, ClassificationTakesUseActivation) {

@@ -92,6 +92,13 @@ cl::list<std::string> classifierFromToken(
              "first's, as vLLM's classifier_from_token (Qwen3-Reranker: no,yes); tokens as "
              "the tokenizer spells them"),
     cl::CommaSeparated, cl::value_desc("token[,token]"), cl::cat(compileCategory));
+cl::opt<std::string> matryoshkaDimensions(
+    "matryoshka-dimensions",
+    cl::desc("An embedding model trained with Matryoshka representation learning "
+             "(Qwen3-Embedding): requests may ask for its embeddings' leading features only "
+             "(`dimensions`): 'any' width, or these (64,128,256); in place of config.json's "
+             "is_matryoshka and matryoshka_dimensions"),
+    cl::value_desc("any|widths"), cl::cat(compileCategory));
 cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or generated"),
                             cl::init("generated"), cl::cat(compileCategory));
 cl::opt<bool> int8Activations(
@@ -192,6 +199,7 @@ int runCompileCommand() {
   options.maxNumSeqs = maxNumSeqs;
   options.maxModelLen = given<int64_t>(maxModelLen);
   options.classifierFromTokens = classifierFromToken;
+  options.matryoshkaDimensions = given<std::string>(matryoshkaDimensions);
   options.matmul = matmul;
   options.int8Activations = given<bool>(int8Activations);
   options.int8Products = int8Products;

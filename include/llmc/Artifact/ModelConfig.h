@@ -35,6 +35,11 @@ struct ExporterConfig {
   std::vector<double> longRopeShortFactors, longRopeLongFactors;
   /// A sequence classifier's label names by index: config.json's id2label.
   std::vector<std::string> labels;
+  /// An embedding model trained with Matryoshka representation learning,
+  /// whose embeddings' leading features are embeddings themselves:
+  /// config.json's matryoshka_dimensions (the widths it serves), or its
+  /// is_matryoshka (an empty list: any width); nullopt when neither.
+  std::optional<std::vector<int64_t>> matryoshkaDimensions;
 };
 
 /// Reads the config beside `modelPath`, once, before compiling: an error when
@@ -54,15 +59,25 @@ llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath);
 llvm::Expected<std::vector<int64_t>> readTokenIds(llvm::StringRef modelPath,
                                                   llvm::ArrayRef<std::string> tokens);
 
+/// Parses a Matryoshka width list as `--matryoshka-dimensions` gives it:
+/// "any", or positive widths separated by commas; an error names the text.
+llvm::Expected<std::vector<int64_t>> parseMatryoshkaDimensions(llvm::StringRef text);
+
+/// The module attribute of an embedding model's Matryoshka widths for the
+/// manifest (model.is_matryoshka, model.matryoshka_dimensions): an array of
+/// integers, empty for any width.
+inline constexpr llvm::StringLiteral kMatryoshkaAttr = "llmc.matryoshka_dimensions";
+
 /// The module attribute that names a classifier's labels for the manifest
 /// (model.labels): an array of strings, one per label.
 inline constexpr llvm::StringLiteral kLabelsAttr = "llmc.labels";
 
 /// Bounds the positions in `module`'s step info (the manifest's
 /// max_positions, which the engine takes as the default max_model_len) by
-/// the config's, and names a classifier's labels (kLabelsAttr) where the
-/// config names as many as the step returns. Call before writing the
-/// artifact.
+/// the config's, names a classifier's labels (kLabelsAttr) where the config
+/// names as many as the step returns, and an embedding model's Matryoshka
+/// widths (kMatryoshkaAttr; an error when one is wider than the model).
+/// Call before writing the artifact.
 mlir::LogicalResult applyExporterConfig(mlir::ModuleOp module, const ExporterConfig &config);
 
 } // namespace llmc

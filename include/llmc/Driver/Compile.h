@@ -48,6 +48,9 @@ struct CompileOptions {
   /// this token, or of the second minus the first (vLLM's
   /// classifier_from_token); empty: as it is.
   std::vector<std::string> classifierFromTokens;
+  /// An embedding model's Matryoshka widths ("any", or "64,128,..."), in
+  /// place of its config.json's; nullopt: the config's.
+  std::optional<std::string> matryoshkaDimensions;
   std::string matmul = "generated";      ///< CPU matrix products: generated or blas
   /// CPU: quantised weights times int8 activations; nullopt follows the
   /// file (int8 where every MatMulNBits asks for accuracy_level 4).
