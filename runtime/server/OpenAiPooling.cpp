@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace llmc::runtime::server {
@@ -168,11 +170,15 @@ json OpenAiServer::scoringResponse(ScoringEndpoint endpoint, const ScoringReques
                          {"completion_tokens", 0}};
     return response;
   }
-  // The documents best first (ties in their order), the best top_n of them.
+  // The documents best first (ties in their order; a NaN score last), the best top_n.
+  auto rank = [&](size_t document) {
+    return std::isnan(scores[document]) ? -std::numeric_limits<double>::infinity()
+                                        : scores[document];
+  };
   std::vector<size_t> order(scores.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+                   [&](size_t a, size_t b) { return rank(a) > rank(b); });
   if (request.topN > 0 && static_cast<size_t>(request.topN) < order.size())
     order.resize(static_cast<size_t>(request.topN));
   json results = json::array();
