@@ -134,6 +134,8 @@ def Onnx_ReduceSumOp : Onnx_ReduceOp<"ReduceSum">;
 def Onnx_ReduceMaxOp : Onnx_ReduceOp<"ReduceMax">;
 def Onnx_ReduceMinOp : Onnx_ReduceOp<"ReduceMin">;
 def Onnx_ReduceProdOp : Onnx_ReduceOp<"ReduceProd">;
+// The L2 norm along the axes (sentence-transformers' Normalize module).
+def Onnx_ReduceL2Op : Onnx_ReduceOp<"ReduceL2">;
 
 def Onnx_ArgMaxOp : Onnx_PureOp<"ArgMax"> {
   let summary = "indices of the maxima along an axis";

@@ -194,7 +194,7 @@ std::pair<Value, int64_t> walkToCanonicalDim(Value value, int64_t index) {
       return t && dim >= 0 && dim < t.getRank() && t.isDynamicDim(dim);
     };
     if (isa<CastOp, NegOp, SqrtOp, ReciprocalOp, ExpOp, SigmoidOp, TanhOp, ErfOp, ReluOp,
-            SoftmaxOp, IdentityOp, GeluOp, IsNaNOp, NotOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, PowOp,
+            SoftmaxOp, IdentityOp, GeluOp, IsNaNOp, NotOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceL2Op, PowOp,
             ClipOp,
             LayerNormalizationOp, RMSNormalizationOp, SimplifiedLayerNormalizationOp,
             RotaryEmbeddingOp>(op)) {

@@ -64,6 +64,8 @@ const OpSchema kSchemas[] = {
   {"", "ReduceMin", "onnx.ReduceMin", 18, 2, 1},
   {"", "ReduceProd", "onnx.ReduceProd", 1, 2, 1, OpsetRewrite::AxesAttributeToInput},
   {"", "ReduceProd", "onnx.ReduceProd", 18, 2, 1},
+  {"", "ReduceL2", "onnx.ReduceL2", 1, 2, 1, OpsetRewrite::AxesAttributeToInput},
+  {"", "ReduceL2", "onnx.ReduceL2", 18, 2, 1},
   {"", "ReduceSum", "onnx.ReduceSum", 13, 2, 1},
   {"", "ArgMax", "onnx.ArgMax", 1, 1, 1},
   {"", "CumSum", "onnx.CumSum", 11, 2, 1},

@@ -111,10 +111,11 @@ Value inverseRootOf(OpBuilder &b, Location loc, Value meanOfSquares, double epsi
 }
 
 //===----------------------------------------------------------------------===//
-// ReduceSum, ReduceMean, ReduceProd, ReduceMax, ReduceMin
+// ReduceSum, ReduceMean, ReduceProd, ReduceMax, ReduceMin, ReduceL2
 //===----------------------------------------------------------------------===//
 
-enum class ReduceKind { Sum, Mean, Prod, Max, Min };
+/// L2: the square root of the sum of squares.
+enum class ReduceKind { Sum, Mean, Prod, Max, Min, L2 };
 
 /// The value of an empty reduction of `kind` over the onnx `elementType`, in
 /// the signless `type`: 0 for sums, 1 for products, and for max/min the lowest
@@ -122,7 +123,8 @@ enum class ReduceKind { Sum, Mean, Prod, Max, Min };
 Value reductionIdentity(OpBuilder &b, Location loc, ReduceKind kind, Type elementType, Type type) {
   switch (kind) {
   case ReduceKind::Sum:
-  case ReduceKind::Mean: return scalarConstant(b, loc, type, 0);
+  case ReduceKind::Mean:
+  case ReduceKind::L2: return scalarConstant(b, loc, type, 0);
   case ReduceKind::Prod: return scalarConstant(b, loc, type, 1);
   case ReduceKind::Max:
   case ReduceKind::Min: break;
@@ -145,6 +147,9 @@ Value combineScalars(OpBuilder &b, Location loc, ReduceKind kind, bool isUnsigne
   switch (kind) {
   case ReduceKind::Sum:
   case ReduceKind::Mean: return addScalars(b, loc, element, acc);
+  case ReduceKind::L2:
+    if (isFloat) return arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, element, element), acc);
+    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, element, element), acc);
   case ReduceKind::Prod:
     if (isFloat) return arith::MulFOp::create(b, loc, element, acc);
     return arith::MulIOp::create(b, loc, element, acc);
@@ -158,6 +163,17 @@ Value combineScalars(OpBuilder &b, Location loc, ReduceKind kind, bool isUnsigne
     return arith::MinSIOp::create(b, loc, element, acc);
   }
   llvm_unreachable("unknown reduction kind");
+}
+
+/// The square root of a sum of squares `value` (of type `accumulator`) as
+/// `type`: in floating point, and an integer's truncated, as onnxruntime's
+/// ReduceL2 gives it.
+Value squareRoot(OpBuilder &b, Location loc, Value value, Type accumulator, Type type) {
+  if (isa<FloatType>(accumulator))
+    return castScalar(b, loc, math::SqrtOp::create(b, loc, value), accumulator, type);
+  Value real = arith::SIToFPOp::create(b, loc, b.getF64Type(), value);
+  Value rooted = math::SqrtOp::create(b, loc, real);
+  return arith::FPToSIOp::create(b, loc, type, rooted);
 }
 
 /// Lowers a Reduce* op whose axes are constant or omitted.
@@ -193,8 +209,8 @@ struct LowerReduce : OpConversionPattern<OpTy> {
     Type elementType = getElementTypeOrSelf(op.getData().getType());
     Type type = inputType.getElementType();
     bool isUnsigned = isUnsignedInteger(elementType) || isBool(elementType);
-    bool accumulates =
-        kind == ReduceKind::Sum || kind == ReduceKind::Mean || kind == ReduceKind::Prod;
+    bool accumulates = kind == ReduceKind::Sum || kind == ReduceKind::Mean ||
+                       kind == ReduceKind::Prod || kind == ReduceKind::L2;
     Type accumulator = accumulates ? accumulatorType(type) : type;
     Value init = reductionIdentity(rewriter, loc, kind, elementType, accumulator);
     Value reduced =
@@ -207,7 +223,8 @@ struct LowerReduce : OpConversionPattern<OpTy> {
     int64_t count = reducedCount(inputType.getShape(), *reducedDims);
     // An integer mean of nothing stays 0 rather than dividing by zero.
     bool divides = kind == ReduceKind::Mean && (isa<FloatType>(accumulator) || count != 0);
-    if (divides || accumulator != type) {
+    bool root = kind == ReduceKind::L2;
+    if (divides || root || accumulator != type) {
       auto reducedType = cast<RankedTensorType>(reduced.getType());
       reduced = buildElementwise(
           rewriter, loc, reducedType.clone(type), reduced,
@@ -216,6 +233,7 @@ struct LowerReduce : OpConversionPattern<OpTy> {
             if (divides)
               value = divideScalars(b, nl, value, scalarConstant(b, nl, accumulator, double(count)),
                                     isUnsigned);
+            if (root) return squareRoot(b, nl, value, accumulator, type);
             return castScalar(b, nl, value, accumulator, type);
           });
     }
@@ -570,6 +588,7 @@ void populateReductionPatterns(TypeConverter &converter, RewritePatternSet &patt
   patterns.add<LowerReduce<onnx::ReduceProdOp>>(converter, context, ReduceKind::Prod);
   patterns.add<LowerReduce<onnx::ReduceMaxOp>>(converter, context, ReduceKind::Max);
   patterns.add<LowerReduce<onnx::ReduceMinOp>>(converter, context, ReduceKind::Min);
+  patterns.add<LowerReduce<onnx::ReduceL2Op>>(converter, context, ReduceKind::L2);
   patterns
       .add<LowerArgMax, LowerCumSum, LowerSoftmax, LowerLayerNormalization, LowerRMSNormalization>(
           converter, context);

@@ -56,7 +56,8 @@ XDIST_SHARDS = 4
 CLAIMED_OPS = """
 Add Sub Mul Div Pow Neg Sqrt Reciprocal Exp Log Abs Floor Ceil Cos Sin Sigmoid Tanh Erf Relu
 Softplus Not IsNaN IsInf Identity Gelu Mod Equal Less LessOrEqual Greater GreaterOrEqual And Or
-Xor Max Min Sum Clip Where Cast CastLike ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ArgMax
+Xor Max Min Sum Clip Where Cast CastLike ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL2
+ArgMax
 CumSum Softmax LayerNormalization RMSNormalization Shape Size Reshape Flatten Transpose Unsqueeze
 Squeeze Expand Tile Concat Split Slice Gather GatherElements GatherND ScatterND TensorScatter
 ConstantOfShape Range Trilu MatMul Gemm DequantizeLinear Attention RotaryEmbedding If Constant
@@ -84,7 +85,7 @@ COMPILE_TIME_OPERANDS = {
     "Reshape": (1,), "Expand": (1,), "Tile": (1,), "Slice": (1, 2, 3, 4), "Unsqueeze": (1,),
     "Squeeze": (1,), "Split": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2),
     "ReduceMean": (1,), "ReduceSum": (1,), "ReduceMax": (1,), "ReduceMin": (1,),
-    "ReduceProd": (1,), "CumSum": (1,),
+    "ReduceProd": (1,), "ReduceL2": (1,), "CumSum": (1,),
 }
 
 
