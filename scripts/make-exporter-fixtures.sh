@@ -125,6 +125,22 @@ classifier_exports() {
 classifier_exports 3 optimum-text-classification qwen3 llama-gqa gemma2 mistral gpt2 opt
 # Cross-encoders (rerankers): classifiers of one label, whose score /score and /rerank serve.
 classifier_exports 1 optimum-reranker qwen3 llama-gqa
+# sentence-transformers embedding models (modules.json: the transformer, its pooling,
+# Normalize), as Qwen3-Embedding and e5-mistral are published: optimum exports them with the
+# pooling and the normalisation in the graph (`sentence_embedding`). Last-token pooling, and
+# mean pooling (which llmc refuses) into <family>-mean.
+for pooling in lasttoken mean; do
+  suffix=$([[ $pooling == mean ]] && echo "-mean" || true)
+  for family in qwen3 mistral; do
+    [[ $pooling == mean && $family != qwen3 ]] && continue
+    if (( ${#families[@]} )) && [[ " ${families[*]} " != *" $family "* ]]; then continue; fi
+    .venv-optimum/bin/python scripts/exporters/tiny_models.py "$work/hf-st-$pooling" \
+      --family "$family" --sentence-transformers "$pooling"
+    [[ -z $suffix ]] || mv "$work/hf-st-$pooling/$family" "$work/hf-st-$pooling/$family$suffix"
+    OPTIMUM_SOURCE=$work/hf-st-$pooling optimum_task feature-extraction \
+      optimum-sentence-transformers "$family$suffix"
+  done
+done
 # onnxruntime-genai's model builder, for the CPU at each precision. Its weights go to
 # model.onnx.data beside model.onnx, as users receive them.
 GENAI_KEEP=(model.onnx model.onnx.data genai_config.json tokenizer.json tokenizer_config.json

@@ -95,6 +95,16 @@ def RaiseOnnxToLlmPass : Pass<"raise-onnx-to-llm", "mlir::func::FuncOp"> {
       [batch, seq, labels] under the same name, the head raises as the
       logits head, and the function gets `llmc.pooled_at_last_token`; a
       gather that picks other rows stays, and is named;
+    - a sentence-transformers embedding's pooling (optimum's export of a
+      model with modules.json: the token embeddings times the expanded
+      attention mask, a GatherElements at indices computed from the mask,
+      then Normalize's division by the L2 norm: `sentence_embedding`),
+      proven on the probes' unpadded rows to gather each row's last token
+      (`llmc.last_token_rows`) through a mask of ones
+      (`llmc.ones_on_real_rows`). Then the function returns the token
+      embeddings once, as `last_hidden_state`: the runtime pools the last
+      token and normalises, as vLLM serves such a model. Other pooling
+      (mean, CLS) is refused by name;
     - a learned position embedding (a Gather of a constant table added to
       the token embedding) whose ids the export computes in the graph
       (GPT-2's and OPT's classifiers take no position_ids), proven on the

@@ -512,6 +512,35 @@ bool isLastTokenOfEachRow(const onnx::HostTensor &value, const Probe &probe) {
   return true;
 }
 
+/// Whether [batch, 1, width] indices along the new tokens pick each
+/// unpadded row's last token in every column: sentence-transformers'
+/// last-token pooling (a ragged step has no padding, so padded rows are not
+/// asked).
+bool isLastTokenOfEachRowColumns(const onnx::HostTensor &value, const Probe &probe) {
+  if (value.shape.size() != 3 || value.shape[0] != probe.batch || value.shape[1] != 1)
+    return false;
+  for (int64_t b = 0; b < probe.batch; ++b) {
+    if (llvm::is_contained(probe.keep[b], 0)) continue;
+    for (int64_t j = 0; j < value.shape[2]; ++j)
+      if (value.at({b, 0, j}) != double(probe.fresh - 1)) return false;
+  }
+  return true;
+}
+
+/// Whether a [batch or 1, new, width] factor is 1 on every unpadded row.
+bool isOneOnRealRows(const onnx::HostTensor &value, const Probe &probe) {
+  if (value.shape.size() != 3 || value.shape[1] != probe.fresh ||
+      (value.shape[0] != 1 && value.shape[0] != probe.batch))
+    return false;
+  for (int64_t b = 0; b < probe.batch; ++b) {
+    if (llvm::is_contained(probe.keep[b], 0)) continue;
+    for (int64_t i = 0; i < probe.fresh; ++i)
+      for (int64_t j = 0; j < value.shape[2]; ++j)
+        if (value.at({value.shape[0] == 1 ? 0 : b, i, j}) != 1.0) return false;
+  }
+  return true;
+}
+
 /// Whether [batch or 1, new] ids hold the new tokens' positions, past, ...,
 /// past + new - 1, on every probe row without padding (the first row of
 /// each; a ragged step has no padding, so padded rows are not asked).
@@ -756,6 +785,18 @@ void proveAttentionMasks(func::FuncOp func) {
       if (!result.getDefiningOp()->hasAttr(kLastTokenRowsAttr))
         facts.push_back({indices, isLastTokenOfEachRow, result.getDefiningOp(),
                          kLastTokenRowsAttr, "each row's last token"});
+  for (Value result : ret.getOperands()) {
+    std::optional<SentencePooling> pooling = sentencePooling(result);
+    if (!pooling) continue;
+    if (!pooling->gather->hasAttr(kLastTokenRowsAttr))
+      facts.push_back({pooling->gather.getIndices(), isLastTokenOfEachRowColumns, pooling->gather,
+                       kLastTokenRowsAttr, "each row's last token"});
+    if (onnx::MulOp mul = pooling->mask; mul && !mul->hasAttr(kOnesOnRealRowsAttr)) {
+      Value mask = mul.getA() == pooling->tokens ? mul.getB() : mul.getA();
+      facts.push_back({mask, isOneOnRealRows, mul, kOnesOnRealRowsAttr,
+                       "ones on the rows of real tokens"});
+    }
+  }
   if (!sites.empty() || !facts.empty()) proveSites(func, sites, facts);
 }
 

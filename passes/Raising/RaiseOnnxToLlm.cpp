@@ -41,6 +41,7 @@ struct RaiseOnnxToLlmPass : impl::RaiseOnnxToLlmPassBase<RaiseOnnxToLlmPass> {
     if (failed(raising::normalizeAttentionScores(func))) return signalPassFailure();
     raising::proveAttentionMasks(func);
     raising::unpoolLastTokenRows(func);
+    if (failed(raising::unpoolSentenceEmbeddings(func))) return signalPassFailure();
     raising::raiseMixturesOfExperts(func);
     raising::raiseDenseMixturesOfExperts(func);
     raising::raiseGroupedMixturesOfExperts(func);

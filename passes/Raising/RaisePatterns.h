@@ -389,6 +389,11 @@ inline constexpr llvm::StringLiteral kInactiveGuardAttr = "llmc.inactive_guard";
 /// the last token that is not the pad token, which no probe token is).
 inline constexpr llvm::StringLiteral kLastTokenRowsAttr = "llmc.last_token_rows";
 
+/// Marks a Mul by a tensor computed from attention_mask alone, proven to
+/// be ones on every unpadded probe row: sentence-transformers' pooling masks
+/// the token embeddings so, and a ragged step has no padding.
+inline constexpr llvm::StringLiteral kOnesOnRealRowsAttr = "llmc.ones_on_real_rows";
+
 /// Marks a learned position embedding's Gather whose ids the export
 /// computes in the graph (GPT-2's and OPT's classifiers take no
 /// position_ids), proven to be the new tokens' positions (past + index, up
@@ -404,11 +409,37 @@ inline constexpr llvm::StringLiteral kTokenPositionsAttr = "llmc.token_positions
 /// embeddings of computed positions with kTokenPositionsAttr.
 void proveAttentionMasks(mlir::func::FuncOp func);
 
+/// A sentence-transformers embedding's pooling at each row's last token, as
+/// optimum exports it (`--library sentence_transformers`, the default for a
+/// model with modules.json: Qwen3-Embedding, gte-Qwen2, e5-mistral): the
+/// token embeddings [batch, new, hidden], times the attention mask expanded
+/// (`mask`, a Mul; null without it), gathered (GatherElements on axis 1) at
+/// indices computed from the mask, squeezed, and with a Normalize module
+/// divided by their L2 norm (`normalize`, null without it).
+struct SentencePooling {
+  mlir::Value tokens;
+  onnx::MulOp mask;
+  onnx::GatherElementsOp gather;
+  onnx::DivOp normalize;
+};
+/// `result`'s sentence-transformers pooling, or nullopt.
+std::optional<SentencePooling> sentencePooling(mlir::Value result);
+
 /// Returns the rows a result marked kLastTokenRowsAttr pools from, [batch,
 /// new, features], in its place: the step keeps each sequence's last row of
 /// a result as it does for logits. Marks the function
 /// kPooledAtLastTokenAttr (StepInfo.h) when it did (RaiseSequencePooling.cpp).
 void unpoolLastTokenRows(mlir::func::FuncOp func);
+
+/// Returns a sentence-transformers embedding's token embeddings in place of
+/// its `sentence_embedding`, once proveAttentionMasks has proven its pooling
+/// picks each row's last token and its mask is ones, as the final hidden
+/// states (`last_hidden_state`, the embedding model's output: the runtime
+/// pools the last token and normalises, as vLLM serves such a model); the
+/// export's `token_embeddings` result, the same rows, goes. An error for a
+/// `sentence_embedding` pooled otherwise (mean, CLS), which the step does not
+/// compute (RaiseSequencePooling.cpp).
+mlir::LogicalResult unpoolSentenceEmbeddings(mlir::func::FuncOp func);
 
 /// A proven mask, as the llm.attention operands and attributes it becomes.
 struct MaskInfo {

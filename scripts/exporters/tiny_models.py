@@ -384,6 +384,17 @@ def build(family: str, directory: Path, labels: int = 0) -> None:
     train_tokenizer(directory)
 
 
+def wrap_in_sentence_transformers(directory: Path, pooling: str) -> None:
+    """Turns the causal LM saved in `directory` into a sentence-transformers embedding model
+    there (modules.json: the transformer, its pooling, Normalize), as Qwen3-Embedding,
+    gte-Qwen2 and e5-mistral are published (`pooling`: lasttoken, theirs, or mean)."""
+    from sentence_transformers import SentenceTransformer, models
+
+    transformer = models.Transformer(str(directory))
+    pooled = models.Pooling(transformer.get_word_embedding_dimension(), pooling_mode=pooling)
+    SentenceTransformer(modules=[transformer, pooled, models.Normalize()]).save(str(directory))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
@@ -391,9 +402,13 @@ def main() -> None:
                         help="only these families (repeatable; default all)")
     parser.add_argument("--labels", type=int, default=0,
                         help="sequence classifiers of this many labels, not causal LMs")
+    parser.add_argument("--sentence-transformers", choices=["lasttoken", "mean"],
+                        help="sentence-transformers embedding models pooling so")
     args = parser.parse_args()
     for family in args.family or FAMILIES:
         build(family, args.out / family, args.labels)
+        if args.sentence_transformers:
+            wrap_in_sentence_transformers(args.out / family, args.sentence_transformers)
         print(f"tiny_models: {family}", flush=True)
 
 

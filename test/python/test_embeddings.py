@@ -1,6 +1,8 @@
 """Embedding models: optimum's `--task feature-extraction` exports (the decoder without its
 LM head, returning last_hidden_state, as Qwen3-Embedding, gte-Qwen2 and e5-mistral are
-exported) compiled into artifacts whose step returns final hidden states.
+exported; and of sentence-transformers models, its default for them, whose graph pools the
+last token and normalises it into `sentence_embedding`) compiled into artifacts whose step
+returns final hidden states.
 
 Checked against onnxruntime on the same file: the step's rows are the export's
 last_hidden_state at each sequence's last token (ragged, chunked, at every -O level);
@@ -303,3 +305,35 @@ def test_matryoshka_dimensions_cut_the_embedding(tmp_path, monkeypatch):
                              "--quiet", "--matryoshka-dimensions", "any"],
                             capture_output=True, text=True)
     assert result.returncode == 1 and "applies to an embedding model" in result.stderr
+
+
+SENTENCE_TRANSFORMERS = ROOT / "test" / "exporters" / "optimum-sentence-transformers"
+
+
+@pytest.mark.parametrize("family", ["qwen3", "mistral"])
+def test_sentence_transformers_export_embeds_as_its_sentence_embedding(tmp_path, family):
+    """optimum's export of a sentence-transformers model (its default for a model with
+    modules.json: the last-token pooling and Normalize in the graph, `sentence_embedding`)
+    compiles to an embedding model whose LLM.embed is onnxruntime's sentence_embedding."""
+    export = SENTENCE_TRANSFORMERS / family
+    artifact = compile_export(export / "model.onnx", tmp_path / family)
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    assert manifest["step"]["output"] == "hidden_states"
+    session = ort.InferenceSession(str(export / "model.onnx"), providers=["CPUExecutionProvider"])
+    prompts = seeded_prompts((9, 30, 1))
+    with llmc.LLM(artifact, num_kv_blocks=8, max_num_batched_tokens=16) as llm:
+        outputs = llm.embed(prompts, use_tqdm=False)
+    for output, prompt in zip(outputs, prompts):
+        ids = np.array([prompt], dtype=np.int64)
+        expected = session.run(["sentence_embedding"],
+                               {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0][0]
+        assert relative_error(np.array(output.outputs.embedding), expected) < MAX_REL_ERROR
+
+
+def test_sentence_transformers_mean_pooling_is_refused_by_name(tmp_path):
+    result = subprocess.run([str(LLMC), "compile",
+                             str(SENTENCE_TRANSFORMERS / "qwen3-mean" / "model.onnx"), "-o",
+                             str(tmp_path / "mean"), "--quiet"], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "only sentence-transformers' last-token pooling is" in result.stderr

@@ -36,11 +36,11 @@ EXPORTS_DIR = ROOT / "test" / "exporters"
 TABLE = ROOT / "docs" / "supported-models.md"
 
 # The generating models; the pooling models have their own tests: embedding models
-# (optimum-feature-extraction/, no LM head; test_embeddings.py), sequence classifiers
-# (optimum-text-classification/; test_classification.py) and cross-encoders
-# (optimum-reranker/; test_scoring.py).
-POOLING_EXPORTS = ("optimum-feature-extraction", "optimum-text-classification",
-                   "optimum-reranker")
+# (optimum-feature-extraction/, no LM head, and optimum-sentence-transformers/, pooled in
+# the graph; test_embeddings.py), sequence classifiers (optimum-text-classification/;
+# test_classification.py) and cross-encoders (optimum-reranker/; test_scoring.py).
+POOLING_EXPORTS = ("optimum-feature-extraction", "optimum-sentence-transformers",
+                   "optimum-text-classification", "optimum-reranker")
 EXPORTS = sorted(path.parent.relative_to(EXPORTS_DIR)
                  for path in EXPORTS_DIR.glob("*/*/model.onnx")
                  if path.parent.parent.name not in POOLING_EXPORTS)
