@@ -117,8 +117,9 @@ LogicalResult unpoolSentenceEmbeddings(func::FuncOp func) {
     std::optional<SentencePooling> pooling = sentencePooling(ret->getOperand(index));
     if (!pooling)
       return func.emitError("pools its sentence_embedding in a way llmc does not serve: only "
-                            "sentence-transformers' last-token pooling is (mean and CLS "
-                            "pooling are not)");
+                            "sentence-transformers' last-token pooling is, optionally "
+                            "normalised (mean and CLS pooling, and modules after the pooling "
+                            "such as Dense, are not)");
     if (!pooling->gather->hasAttr(kLastTokenRowsAttr) ||
         (pooling->mask && !pooling->mask->hasAttr(kOnesOnRealRowsAttr)))
       return func.emitError("pools its sentence_embedding at rows not proven to be each "
