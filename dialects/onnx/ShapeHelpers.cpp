@@ -194,8 +194,8 @@ std::pair<Value, int64_t> walkToCanonicalDim(Value value, int64_t index) {
       return t && dim >= 0 && dim < t.getRank() && t.isDynamicDim(dim);
     };
     if (isa<CastOp, NegOp, SqrtOp, ReciprocalOp, ExpOp, SigmoidOp, TanhOp, ErfOp, ReluOp,
-            SoftmaxOp, IdentityOp, GeluOp, IsNaNOp, NotOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceL2Op, PowOp,
-            ClipOp,
+            SoftmaxOp, IdentityOp, GeluOp, IsNaNOp, NotOp, ReduceMeanOp, ReduceSumOp, ReduceMaxOp,
+            ReduceL2Op, PowOp, ClipOp,
             LayerNormalizationOp, RMSNormalizationOp, SimplifiedLayerNormalizationOp,
             RotaryEmbeddingOp>(op)) {
       if (dynamicIn(op->getOperand(0), index) && rankOf(op->getOperand(0)) == rank)

@@ -191,16 +191,16 @@ llvm::Expected<ExporterConfig> readExporterConfig(llvm::StringRef modelPath) {
     if (const llvm::json::Value *widths = object->get("matryoshka_dimensions");
         widths && widths->kind() != llvm::json::Value::Null) {
       const llvm::json::Array *list = widths->getAsArray();
-      std::vector<int64_t> dimensions;
-      for (const llvm::json::Value &width : list ? *list : llvm::json::Array()) {
-        std::optional<int64_t> value = width.getAsInteger();
-        if (!value || *value <= 0) list = nullptr;
-        else dimensions.push_back(*value);
-      }
-      if (!list || dimensions.empty())
+      if (!list || list->empty())
         return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                        "config.json's matryoshka_dimensions is not a list of "
                                        "positive widths");
+      std::vector<int64_t> dimensions;
+      for (const llvm::json::Value &width : *list) {
+        auto value = positiveLength(&width, "a width of config.json's matryoshka_dimensions");
+        if (!value) return value.takeError();
+        dimensions.push_back(**value);
+      }
       found.matryoshkaDimensions = std::move(dimensions);
     } else if (object->getBoolean("is_matryoshka").value_or(false)) {
       found.matryoshkaDimensions = std::vector<int64_t>();
@@ -280,9 +280,8 @@ LogicalResult applyExporterConfig(ModuleOp module, const ExporterConfig &config)
     for (const std::string &name : config.labels) names.push_back(b.getStringAttr(name));
     module->setAttr(kLabelsAttr, b.getArrayAttr(names));
   }
-  if (config.matryoshkaDimensions && info->numLabels == 0 &&
-      module->getAttrOfType<StringAttr>(kStepOutputAttr) &&
-      module->getAttrOfType<StringAttr>(kStepOutputAttr).getValue() == kHiddenStatesOutput) {
+  auto output = module->getAttrOfType<StringAttr>(kStepOutputAttr);
+  if (config.matryoshkaDimensions && output && output.getValue() == kHiddenStatesOutput) {
     for (int64_t width : *config.matryoshkaDimensions)
       if (width > info->hiddenSize)
         return module.emitError("a Matryoshka width of ")

@@ -147,9 +147,11 @@ Value combineScalars(OpBuilder &b, Location loc, ReduceKind kind, bool isUnsigne
   switch (kind) {
   case ReduceKind::Sum:
   case ReduceKind::Mean: return addScalars(b, loc, element, acc);
-  case ReduceKind::L2:
-    if (isFloat) return arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, element, element), acc);
-    return arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, element, element), acc);
+  case ReduceKind::L2: {
+    Value square = isFloat ? Value(arith::MulFOp::create(b, loc, element, element))
+                           : Value(arith::MulIOp::create(b, loc, element, element));
+    return addScalars(b, loc, square, acc);
+  }
   case ReduceKind::Prod:
     if (isFloat) return arith::MulFOp::create(b, loc, element, acc);
     return arith::MulIOp::create(b, loc, element, acc);

@@ -98,7 +98,8 @@ std::optional<SentencePooling> sentencePooling(Value result) {
   pooling.tokens = gather.getData();
   if (auto mul = definedBy<onnx::MulOp>(pooling.tokens)) {
     // The mask is the factor computed from attention_mask alone.
-    for (auto [mask, tokens] : {std::pair(mul.getB(), mul.getA()), std::pair(mul.getA(), mul.getB())})
+    for (auto [mask, tokens] :
+         {std::pair(mul.getB(), mul.getA()), std::pair(mul.getA(), mul.getB())})
       if (readsInput(mask, "attention_mask") && !readsInput(mask, "input_ids") &&
           rankOf(tokens) == 3) {
         pooling.mask = mul;
@@ -128,7 +129,8 @@ LogicalResult unpoolSentenceEmbeddings(func::FuncOp func) {
     Value tokens = pooling->tokens;
     ret->setOperand(index, tokens);
     // What optimum's transformers export names the final hidden states.
-    func.setResultAttr(index, "onnx.name", StringAttr::get(func.getContext(), "last_hidden_state"));
+    func.setResultAttr(index, "onnx.name",
+                       StringAttr::get(func.getContext(), "last_hidden_state"));
     // The export's token_embeddings: the same rows, no second output.
     for (unsigned other = ret->getNumOperands(); other-- > 0;)
       if (other != index && ret->getOperand(other) == tokens) {

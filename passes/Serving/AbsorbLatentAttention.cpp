@@ -178,7 +178,8 @@ struct AttendOverLatent : OpRewritePattern<llm::AttentionOp> {
     Value cachedKeys = cache(rewriter, keys->concat, newKeys);
     Value cachedValues = cache(rewriter, values->concat, latentHead);
 
-    Value keyWeight = llm::createWeightConstant(rewriter, loc, {heads, keyWidth, rank}, *keyUp, "absorbed");
+    Value keyWeight =
+        llm::createWeightConstant(rewriter, loc, {heads, keyWidth, rank}, *keyUp, "absorbed");
     Value absorbed = llm::HeadLinearOp::create(
         rewriter, loc, withHeads(query.getLhs().getType(), heads, rank), query.getLhs(), keyWeight);
     Value latentQuery =
@@ -191,7 +192,8 @@ struct AttendOverLatent : OpRewritePattern<llm::AttentionOp> {
       latentAttention.getValueMutable().assign(cachedValues);
       latentAttention.getOutput().setType(withHeads(attention.getType(), heads, rank));
     });
-    Value valueWeight = llm::createWeightConstant(rewriter, loc, {heads, rank, valueWidth}, *valueUp, "absorbed");
+    Value valueWeight =
+        llm::createWeightConstant(rewriter, loc, {heads, rank, valueWidth}, *valueUp, "absorbed");
     rewriter.replaceOpWithNewOp<llm::HeadLinearOp>(attention, attention.getType(),
                                                    latentAttention.getOutput(), valueWeight);
     for (llm::KvConcatOp old : {keys->concat, values->concat})

@@ -56,7 +56,8 @@ ScoringPlan planScoring(ScoringMethod method, const tokenizer::Tokenizer &tokeni
       return plan;
     }
     // Each text of texts1 is embedded once, however many texts it meets.
-    for (const std::string &text : texts1) plan.prompts.push_back(tokenizer.encode(text, true, maxTokens));
+    for (const std::string &text : texts1)
+      plan.prompts.push_back(tokenizer.encode(text, true, maxTokens));
     for (size_t pair = 0; pair < texts2.size(); ++pair) {
       plan.pairPrompts.emplace_back(texts1.size() == 1 ? 0 : pair, plan.prompts.size());
       plan.prompts.push_back(tokenizer.encode(texts2[pair], true, maxTokens));

@@ -226,7 +226,9 @@ void bindServing(nb::module_ &module) {
       .def_ro("pair_prompts", &ScoringPlan::pairPrompts,
               "for each pair, the indices of the prompts whose rows make its score")
       .def_prop_ro("cross_encoder",
-                   [](const ScoringPlan &plan) { return plan.method == ScoringMethod::CrossEncoder; })
+                   [](const ScoringPlan &plan) {
+                     return plan.method == ScoringMethod::CrossEncoder;
+                   })
       .def(
           "pooling",
           [](const ScoringPlan &plan, bool activation) {

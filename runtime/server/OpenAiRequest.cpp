@@ -488,7 +488,8 @@ PoolingRequest parsePoolingRequest(PoolingEndpoint endpoint, const json &body,
       Fields::fail("encoding_format", "must be 'float' or 'base64', not '" + format + "'");
     request.base64 = format == "base64";
     // A Matryoshka model's leading features (the engine refuses other models).
-    request.pooling.dimensions = fields.integer("dimensions", 1, std::numeric_limits<int32_t>::max());
+    request.pooling.dimensions =
+        fields.integer("dimensions", 1, std::numeric_limits<int32_t>::max());
     request.pooling.normalize = fields.flag("normalize", activation);
   }
   request.pooling.activation = activation;
