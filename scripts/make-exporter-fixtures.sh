@@ -141,6 +141,30 @@ for pooling in lasttoken mean; do
       optimum-sentence-transformers "$family$suffix"
   done
 done
+# LoRA adapters (PEFT, seeded at random: scripts/exporters/lora_adapters.py) of the causal LMs
+# of LORA_FAMILIES, each beside optimum's export of the model it merges into:
+# test/exporters/optimum-lora/<family>/<adapter>/ holds adapter_config.json,
+# adapter_model.safetensors and merged/model.onnx; the base model's export is
+# test/exporters/optimum/<family>, made above from the same model.
+LORA_FAMILIES="llama-gqa"
+for family in $LORA_FAMILIES; do
+  [[ -d $work/hf/$family ]] || continue
+  .venv-optimum/bin/python scripts/exporters/lora_adapters.py "$work/hf/$family" \
+    "$work/lora/$family"
+  out=$ROOT/test/exporters/optimum-lora/$family
+  rm -rf "$out"
+  for merged in "$work/lora/$family"/*-merged; do
+    adapter=$(basename "$merged" -merged)
+    mkdir -p "$out/$adapter/merged"
+    cp "$work/lora/$family/$adapter"/{adapter_config.json,adapter_model.safetensors} \
+      "$out/$adapter/"
+    log=$work/lora-$family-$adapter.log
+    .venv-optimum/bin/optimum-cli export onnx --model "$merged" \
+      --task text-generation-with-past "$work/lora-onnx/$family/$adapter" >"$log" 2>&1 \
+      || { cat "$log" >&2; exit 1; }
+    cp "$work/lora-onnx/$family/$adapter"/{model.onnx,config.json} "$out/$adapter/merged/"
+  done
+done
 # onnxruntime-genai's model builder, for the CPU at each precision. Its weights go to
 # model.onnx.data beside model.onnx, as users receive them.
 GENAI_KEEP=(model.onnx model.onnx.data genai_config.json tokenizer.json tokenizer_config.json

@@ -118,6 +118,15 @@ LogicalResult LinearOp::verify() {
                           getOutput());
 }
 
+LogicalResult LoraOp::verify() {
+  if (getBase().getType() != getOutput().getType())
+    return emitOpError("the output must have the base product's type");
+  if (!compatible(dimOf(getInput(), 0), dimOf(getBase(), 0)))
+    return emitOpError("the input and the base product must have the same rows");
+  if (getSiteAttr().getInt() < 0) return emitOpError("the site must not be negative");
+  return success();
+}
+
 LogicalResult MoeOp::verify() {
   for (auto [weight, what] : {std::pair(getGateWeight(), "the gate weight"),
                               std::pair(getUpWeight(), "the up weight"),

@@ -159,6 +159,26 @@ def Llm_LinearOp : Llm_Op<"linear", [Llm_RowWise, Llm_TokenWise]> {
   let hasVerifier = 1;
 }
 
+def Llm_LoraOp : Llm_Op<"lora", [Llm_RowWise, Llm_TokenWise]> {
+  let summary = "a linear layer's output plus the row's LoRA adapter's product";
+  let description = [{
+    `output[r] = base[r] + scaling * (input[r] * A^T) * B^T` where A [rank,
+    in] and B [out, rank] are the low-rank weights the serving runtime holds
+    for `site` in the adapter row r runs with, and `base` is the linear
+    layer's product of `input`; a row without an adapter (or whose adapter
+    leaves the site alone) is `base[r]`. `module` is the linear's module
+    path as the adapter names it (`model.layers.0.self_attn.q_proj`).
+    Adapters are loaded while the model serves, so their weights are not
+    constants of the program: `llm-lora-sites` inserts this op after each
+    linear layer an adapter may target, and the target lowering hands the
+    product to the runtime (docs/lora.md).
+  }];
+  let arguments = (ins Llm_Tensor:$input, Llm_Tensor:$base, I64Attr:$site, StrAttr:$module);
+  let results = (outs Llm_Tensor:$output);
+  let assemblyFormat = "$input `,` $base attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Llm_MoeOp : Llm_Op<"moe", [Llm_TokenWise, AttrSizedOperandSegments]> {
   let summary = "a sparse mixture of gated-MLP experts, top_k of them per token";
   let description = [{

@@ -234,6 +234,19 @@ std::optional<llvm::json::Array> kvGroupsEntry(ModuleOp module) {
   return entry;
 }
 
+/// The manifest's step.lora_sites: each LoRA site's module and features,
+/// from llm-lora-sites; none when the artifact serves no adapter.
+std::optional<llvm::json::Array> loraSitesEntry(ModuleOp module) {
+  auto sites = module->getAttrOfType<ArrayAttr>(kLoraSitesAttr);
+  if (!sites) return std::nullopt;
+  llvm::json::Array entry;
+  for (auto site : sites.getAsRange<DictionaryAttr>())
+    entry.push_back(llvm::json::Object{{"module", site.getAs<StringAttr>("module").getValue()},
+                                       {"in", site.getAs<IntegerAttr>("in").getInt()},
+                                       {"out", site.getAs<IntegerAttr>("out").getInt()}});
+  return entry;
+}
+
 /// The manifest's "step" entry: its limits, workspace and KV blocks, how its
 /// matrix products run, what it returns rows of, and the exported symbol of a
 /// CPU step.
@@ -332,13 +345,14 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   if (auto products = module->getAttrOfType<StringAttr>("llmc.bf16_products"))
     bf16Products = products.getValue().str();
   std::optional<llvm::json::Array> kvGroups = kvGroupsEntry(module);
+  std::optional<llvm::json::Array> loraSites = loraSitesEntry(module);
   llvm::json::Object model = modelEntry(module, *config, "f32");
   for (StringRef name : {StringRef("llmc.weights"), StringRef("llmc.weights_bytes"),
                          StringRef("llmc.matmul"), StringRef("llmc.kv_dtype"),
                          StringRef("llmc.activations"), StringRef("llmc.bf16_products"),
                          StringRef(kStepInfoAttr), StringRef(kKvGroupsAttr),
-                         StringRef(kStepOutputAttr), StringRef(kLabelsAttr),
-                         StringRef(kMatryoshkaAttr)})
+                         StringRef(kLoraSitesAttr), StringRef(kStepOutputAttr),
+                         StringRef(kLabelsAttr), StringRef(kMatryoshkaAttr)})
     module->removeAttr(name);
 
   stage("generating kernels.so for " + target.cpu);
@@ -368,6 +382,7 @@ FailureOr<CodeUnitCounts> writeCpuArtifact(ModuleOp module, StringRef directory,
   if (!bf16Products.empty())
     manifest.getObject("step")->try_emplace("bf16_products", bf16Products);
   if (kvGroups) manifest.getObject("step")->try_emplace("kv_groups", std::move(*kvGroups));
+  if (loraSites) manifest.getObject("step")->try_emplace("lora_sites", std::move(*loraSites));
   if (failed(writeManifest(module, directory, std::move(manifest), std::move(tokenizerFiles))))
     return failure();
   return *units;

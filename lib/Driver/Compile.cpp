@@ -526,6 +526,11 @@ int runCompile(const CompileOptions &options) {
   if (step.bf16Activations) step.bf16Products = bf16Products;
   step.cpuAvx512 = !cuda && hostHasFeature("+avx512f");
   step.optLevel = optLevel;
+  if (options.enableLora && cuda) {
+    error() << "--enable-lora: LoRA adapters are served on the CPU target only\n";
+    return 1;
+  }
+  step.loraSites = options.enableLora;
   if (cuda) {
     step.target = "cuda";
     step.cudaArch = cudaTarget.arch;

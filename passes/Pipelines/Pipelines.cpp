@@ -109,6 +109,7 @@ LogicalResult buildStepPipeline(OpPassManager &pm, const StepPipelineOptions &op
   serving.addPass(createLlmKvCachePagingPass(paging));
   serving.addPass(createLlmRaggedBatchingPass());
   serving.addPass(createCanonicalizerPass());
+  if (options.loraSites) serving.addPass(createLlmLoraSitesPass());
   if (failed(addExtensionPasses(pm, options, "before-fusion", errors))) return failure();
   buildFusionPipeline(pm.nest<func::FuncOp>(), options.optLevel, options.matmul != "blas");
   if (failed(addExtensionPasses(pm, options, "before-lowering", errors))) return failure();

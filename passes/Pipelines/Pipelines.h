@@ -59,6 +59,8 @@ struct StepPipelineOptions {
   /// The token ids a causal LM served as a cross-encoder scores by
   /// (llm-classifier-from-tokens); empty: none.
   std::vector<int64_t> classifierTokenIds;
+  /// A LoRA site after each linear of the decoder layers (llm-lora-sites).
+  bool loraSites = false;
   std::string matmul = "generated";
   /// CPU: multiply quantised weights by int8-quantised activations, with
   /// these instructions: avx512-vnni or avx2.

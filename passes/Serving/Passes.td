@@ -90,6 +90,40 @@ def LlmClassifierFromTokensPass
   let dependentDialects = ["::llmc::llm::LlmDialect"];
 }
 
+def LlmLoraSitesPass : Pass<"llm-lora-sites", "mlir::func::FuncOp"> {
+  let summary = "Give every linear layer of the decoder layers a LoRA site";
+  let description = [{
+    A LoRA adapter (PEFT's `adapter_model.safetensors`) adds to some linear
+    layers a low-rank product, `scaling * x A^T B^T`, and names each layer
+    by its module path (`model.layers.0.self_attn.q_proj`). Adapters are
+    chosen per request and loaded while the model serves (vLLM's multi-LoRA
+    serving), so the step cannot hold their weights: this pass puts an
+    `llm.lora` after each llm.linear of a decoder layer, which adds the
+    product of whichever adapter each row runs with, and records the sites
+    on the function as `llmc.lora_sites` (the manifest's step.lora_sites:
+    each site's module, in and out features), by which the runtime matches
+    an adapter's weights to sites.
+
+    A linear's module path comes from its location, the name the exporter
+    gave its MatMul node: optimum and torch.onnx's TorchScript exporter
+    write `/model/layers.0/self_attn/q_proj/MatMul`, the module path with
+    `/` for `.` and the op last. Linears outside the decoder layers (no
+    indexed block such as `layers.N` or GPT-2's `h.N`: the LM head, a score
+    head) get no site.
+
+    Runs on the ragged step (after llm-ragged-batching), before fusion:
+    the linears a site follows keep their product in memory, so fusion no
+    longer folds their epilogues (a residual add, SwiGLU) into them.
+
+    Refused with an error: a function with no linear layer named so (an
+    export whose nodes do not carry module paths, as the genai builder's
+    and the dynamo exporter's do not in this form), two linears named by
+    one module (a projection split at raising), and a linear whose input
+    is not [tokens, features].
+  }];
+  let dependentDialects = ["::llmc::llm::LlmDialect"];
+}
+
 def LlmKvCachePagingPass : Pass<"llm-kv-cache-paging", "mlir::func::FuncOp"> {
   let summary = "Replace the dense KV cache with writes to and attention over a paged pool";
   let description = [{

@@ -7,13 +7,15 @@
 Serving: LLM (offline batches; embed() for an embedding model, classify() for a sequence
 classifier, score() for a cross-encoder or an embedding model), AsyncLLM (streaming, asyncio),
 SamplingParams, RequestOutput, PoolingParams, EmbeddingRequestOutput,
-ClassificationRequestOutput, ScoringRequestOutput. Compiling:
+ClassificationRequestOutput, ScoringRequestOutput, LoRARequest (an adapter by request, with
+enable_lora). Compiling:
 compile() (`llmc compile` as a function, llmc.compiler). Lower layers: llmc.runtime.Model (model steps), llmc.engine.Engine (the engine stepped by hand),
 llmc.tokenizer, llmc.chat_template. Test-model builders: llmc.testing; converters:
 llmc.convert.
 """
 from .compiler import CompileError, compile
 from .errors import LlmcRequestError, LlmcRuntimeError
+from .lora import LoRARequest
 from .outputs import (ClassificationOutput, ClassificationRequestOutput, CompletionOutput,
                       EmbeddingOutput, EmbeddingRequestOutput, Logprob, PoolingParams,
                       RequestOutput, ScoringOutput, ScoringRequestOutput)
@@ -33,6 +35,7 @@ def __getattr__(name: str):
 
 __all__ = ["AsyncLLM", "ClassificationOutput", "ClassificationRequestOutput", "CompileError",
            "CompletionOutput", "EmbeddingOutput",
-           "EmbeddingRequestOutput", "LLM", "LlmcRequestError", "LlmcRuntimeError", "Logprob",
+           "EmbeddingRequestOutput", "LLM", "LlmcRequestError", "LlmcRuntimeError", "LoRARequest",
+           "Logprob",
            "PoolingParams", "RequestOutput", "SamplingParams", "ScoringOutput",
            "ScoringRequestOutput", "StructuredOutputsParams", "compile"]

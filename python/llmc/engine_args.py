@@ -96,7 +96,8 @@ def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] =
                 swap_space: float = 0, seed: int = 0,
                 speculative_config: Optional[dict] = None, scheduling_policy: str = "fcfs",
                 num_threads: Optional[int] = None, hf_overrides: Optional[dict] = None,
-                opt_level: int = 2, quiet: bool = False) -> tuple[Path, "native.LLMEngine"]:
+                enable_lora: bool = False, opt_level: int = 2,
+                quiet: bool = False) -> tuple[Path, "native.LLMEngine"]:
     """The artifact (compiled from ONNX when needed) and the engine serving it. LLM and
     AsyncLLM pass their engine arguments here; llmc.llm's LLM documents them."""
     sizes = [gpu_memory_utilization, kv_cache_memory, num_kv_blocks]
@@ -122,8 +123,10 @@ def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] =
     if scheduling_policy not in ("fcfs", "priority"):
         raise ValueError(f"scheduling_policy must be 'fcfs' or 'priority', got "
                          f"{scheduling_policy!r}")
-    artifact = resolve_model(model, opt_level=opt_level, quiet=quiet,
-                             extra_args=compile_args_of_overrides(model, hf_overrides))
+    extra_args = compile_args_of_overrides(model, hf_overrides)
+    if enable_lora and not is_artifact(Path(model)):
+        extra_args.append("--enable-lora")
+    artifact = resolve_model(model, opt_level=opt_level, quiet=quiet, extra_args=extra_args)
     engine_args = {"enable_prefix_caching": bool(enable_prefix_caching),
                    "swap_space": float(swap_space), "seed": int(seed),
                    "scheduling_policy": scheduling_policy}
@@ -140,4 +143,7 @@ def open_engine(model: Union[str, os.PathLike], *, max_num_seqs: Optional[int] =
         kv_cache_bytes=0 if kv_cache_memory is None else parse_bytes(kv_cache_memory,
                                                                      "kv_cache_memory"),
         memory_fraction=gpu_memory_utilization or 0.0)
+    if enable_lora and not engine.lora_sites:
+        raise ValueError(f"{model} was compiled without LoRA sites: compile it with "
+                         "--enable-lora to serve adapters")
     return artifact, engine

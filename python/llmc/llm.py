@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from llmc.engine_args import open_engine
 from llmc.errors import LlmcRuntimeError
+from llmc.lora import LoraAdapters, LoRARequest
 from llmc.outputs import (ClassificationRequestOutput, EmbeddingRequestOutput, PoolingParams,
                           PoolingState, RequestOutput, RequestState, ScoringOutput,
                           ScoringRequestOutput)
@@ -36,6 +37,8 @@ from llmc.prompts import Prompt, max_tokens, normalize, params_for, truncated
 from llmc.sampling_params import SamplingParams
 from llmc.tokenizer import Tokenizer
 
+# vLLM's default max_lora_rank.
+_DEFAULT_MAX_LORA_RANK = 16
 # Requests submitted at once; the rest wait in Python (the engine refuses more than 4096).
 _MAX_IN_FLIGHT = 1024
 _POLL_SECONDS = 0.2
@@ -60,11 +63,18 @@ class LLM:
     "is_original_qwen3_reranker" as vLLM's Qwen3-Reranker recipe gives them) serves an LLM
     reranker as a cross-encoder (`--classifier-from-token no,yes`); {"is_matryoshka": True}
     or {"matryoshka_dimensions": [...]} lets an embedding model's requests ask for fewer
-    dimensions (`--matryoshka-dimensions`).
+    dimensions (`--matryoshka-dimensions`). enable_lora (an ONNX model compiled here with
+    `--enable-lora`) serves LoRA adapters by request (generate()'s and chat()'s
+    lora_request), each layer's rank at most max_lora_rank (default 16).
     """
 
     def __init__(self, model: Union[str, os.PathLike], **engine_args):
+        max_lora_rank = engine_args.pop("max_lora_rank", _DEFAULT_MAX_LORA_RANK)
+        if not isinstance(max_lora_rank, int) or isinstance(max_lora_rank, bool) \
+                or max_lora_rank < 1:
+            raise ValueError(f"max_lora_rank must be an int >= 1, got {max_lora_rank!r}")
         self.artifact, self._engine = open_engine(model, **engine_args)
+        self._adapters = LoraAdapters(self._engine, max_lora_rank)
         native_tokenizer = self._engine.tokenizer
         self._tokenizer = Tokenizer.wrap(native_tokenizer) if native_tokenizer else None
         self._request_ids = itertools.count()
@@ -95,16 +105,19 @@ class LLM:
     def generate(self, prompts, sampling_params: Union[None, SamplingParams,
                                                        list[SamplingParams]] = None,
                  *, use_tqdm: bool = True,
+                 lora_request: Union[None, LoRARequest, list[Optional[LoRARequest]]] = None,
                  priority: Optional[list[int]] = None) -> list[RequestOutput]:
         """Completes each prompt (text, token ids, or a list of either; see llmc.prompts)
-        and returns their RequestOutputs in the prompts' order. priority: one per prompt,
-        lower first (the LLM's scheduling_policy must be "priority")."""
+        and returns their RequestOutputs in the prompts' order. lora_request: the LoRA
+        adapter every prompt runs with, or one (or None) per prompt (enable_lora).
+        priority: one per prompt, lower first (the LLM's scheduling_policy must be
+        "priority")."""
         batch = normalize(prompts, self._tokenizer)
         if priority is not None and (len(priority) != len(batch) or not all(
                 isinstance(p, int) and not isinstance(p, bool) for p in priority)):
             raise ValueError(f"priority must be a list of {len(batch)} ints, one per prompt")
         return self._run(batch, params_for(sampling_params, len(batch)), use_tqdm,
-                         priority or [0] * len(batch))
+                         priority or [0] * len(batch), self._loras(lora_request, len(batch)))
 
     def embed(self, prompts, pooling_params: Optional[PoolingParams] = None, *,
               use_tqdm: bool = True) -> list[EmbeddingRequestOutput]:
@@ -187,15 +200,28 @@ class LLM:
     def chat(self, messages, sampling_params: Union[None, SamplingParams,
                                                     list[SamplingParams]] = None,
              *, use_tqdm: bool = True, chat_template_kwargs: Optional[dict] = None,
-             add_generation_prompt: bool = True, tools: Optional[list[dict]] = None
+             add_generation_prompt: bool = True, tools: Optional[list[dict]] = None,
+             lora_request: Union[None, LoRARequest, list[Optional[LoRARequest]]] = None
              ) -> list[RequestOutput]:
         """Answers a conversation (a list of {"role", "content"} messages) or a list of them,
-        through the model's chat template as `llmc serve`'s /v1/chat/completions does."""
+        through the model's chat template as `llmc serve`'s /v1/chat/completions does;
+        lora_request as generate() takes it."""
         conversations = messages if messages and isinstance(messages[0], list) else [messages]
         batch = [self._chat_prompt(conversation, chat_template_kwargs, add_generation_prompt,
                                    tools) for conversation in conversations]
         return self._run(batch, params_for(sampling_params, len(batch)), use_tqdm,
-                         [0] * len(batch))
+                         [0] * len(batch), self._loras(lora_request, len(batch)))
+
+    def _loras(self, lora_request, count: int) -> list:
+        """The loaded adapter (or None) of each of `count` prompts."""
+        if lora_request is None:
+            return [None] * count
+        requests = lora_request if isinstance(lora_request, list) else [lora_request] * count
+        if len(requests) != count:
+            raise ValueError(f"lora_request must be one LoRARequest or a list of {count}, one "
+                             "per prompt")
+        return [None if request is None else self._adapters.adapter_of(request)
+                for request in requests]
 
     def _chat_prompt(self, conversation: list[dict], chat_template_kwargs: Optional[dict],
                      add_generation_prompt: bool, tools: Optional[list[dict]]) -> Prompt:
@@ -220,7 +246,7 @@ class LLM:
             if self._tokenizer else None
 
     def _run(self, batch: list[Prompt], params: list[SamplingParams], use_tqdm: bool,
-             priority: list[int]) -> list[RequestOutput]:
+             priority: list[int], loras: list) -> list[RequestOutput]:
         engine = self._live()
         if engine.outputs_hidden_states or engine.outputs_class_logits:
             raise ValueError("this is " + self._kind() + ", and generates nothing")
@@ -228,7 +254,8 @@ class LLM:
                  for index, prompt in enumerate(batch)]
         return self._drive(
             len(batch),
-            lambda index: self._submit(engine, batch[index], params[index], priority[index]),
+            lambda index: self._submit(engine, batch[index], params[index], priority[index],
+                                       loras[index]),
             lambda index: RequestState(str(next(self._request_ids)), batch[index].text,
                                        batch[index].token_ids, params[index],
                                        self._decode_token), use_tqdm)
@@ -265,14 +292,15 @@ class LLM:
                 engine.abort(engine_id)
         return results
 
-    def _submit(self, engine, prompt: Prompt, params: SamplingParams, priority: int) -> int:
+    def _submit(self, engine, prompt: Prompt, params: SamplingParams, priority: int,
+                lora) -> int:
         options = params.engine_options(max_tokens(params, prompt, engine.max_model_len),
                                         engine.eos_token_ids)
         if priority:
             options["priority"] = priority
         return engine.submit(prompt.token_ids, options, params.stop_strings,
                              self._tokenizer is not None, params.grammar_spec(),
-                             skip_special_tokens=params.skip_special_tokens)
+                             skip_special_tokens=params.skip_special_tokens, lora=lora)
 
 
 def _texts(name: str, data) -> list[str]:

@@ -78,16 +78,25 @@ class Model:
     num_threads = property(lambda self: self.native().num_threads)
 
     def step(self, tokens, positions, cu_seqlens_q, context_lens, block_tables, slot_mapping,
-             logits_indices) -> np.ndarray:
+             logits_indices, lora_indices=None, lora_adapters=()) -> np.ndarray:
         """One model step over a ragged, paged batch (see StepABI.h); returns
         the [N, vocab] float32 logits (an embedding model's [N, hidden] final hidden
-        states). The caller picks the KV block ids."""
+        states). The caller picks the KV block ids. With lora_indices ([T]), token t runs
+        with the LoRA adapter lora_adapters[lora_indices[t]] (from load_lora; -1: none)."""
         arrays = self._step_arrays(tokens, positions, cu_seqlens_q, context_lens, block_tables,
                                    slot_mapping, logits_indices)
         model = self.native()
         logits = np.empty((len(arrays[3]), model.output_size), dtype=np.float32)
-        model.step(*arrays, logits)
+        indices = None if lora_indices is None else _int32_array(lora_indices, "lora_indices", 1)
+        model.step(*arrays, logits, indices, list(lora_adapters))
         return logits
+
+    def load_lora(self, directory, max_rank: int = 16):
+        """The PEFT LoRA adapter in `directory`, for step()'s lora_adapters (the artifact must
+        be compiled with --enable-lora; each layer's rank at most max_rank)."""
+        return self.native().load_lora(os.fspath(directory), max_rank)
+
+    num_lora_sites = property(lambda self: self.native().num_lora_sites)
 
     @staticmethod
     def _step_arrays(tokens, positions, cu_seqlens_q, context_lens, block_tables, slot_mapping,

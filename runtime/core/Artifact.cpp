@@ -306,6 +306,30 @@ std::vector<KvGroupConfig> parseKvGroups(const json &manifest, const ModelConfig
   return groups;
 }
 
+/// step.lora_sites: each site's module path and features; none when the
+/// field is absent (no adapter served).
+std::vector<LoraSite> parseLoraSites(const json &manifest, const TargetConfig &target) {
+  const json &step = field(manifest, "", "step");
+  std::vector<LoraSite> sites;
+  if (!step.contains("lora_sites")) return sites;
+  const json &entries = step.at("lora_sites");
+  if (!entries.is_array() || entries.empty())
+    throw Error("manifest.json: step.lora_sites must be a non-empty array");
+  if (target.isCuda())
+    throw Error("manifest.json: step.lora_sites is for the CPU runtime; the CUDA runtime "
+                "serves no LoRA adapter");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::string where = "step.lora_sites[" + std::to_string(i) + "]";
+    const json &module = field(entries[i], where, "module");
+    if (!module.is_string() || module.get<std::string>().empty())
+      throw Error("manifest.json: " + where + ".module must be a module path");
+    LoraSite site{module.get<std::string>(), integerField(entries[i], where, "in", 1),
+                  integerField(entries[i], where, "out", 1)};
+    sites.push_back(std::move(site));
+  }
+  return sites;
+}
+
 std::string lowercase(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -418,6 +442,7 @@ std::unique_ptr<Artifact> Artifact::load(const std::string &directory) {
     throw Error("manifest.json: step.output is 'class_logits' but model.num_labels is not a "
                 "positive count of labels");
   artifact->stepConfig.kvGroups = parseKvGroups(manifest, artifact->modelConfig, target);
+  artifact->stepConfig.loraSites = parseLoraSites(manifest, target);
 
   const json &weights = field(manifest, "", "weights");
   auto weightsMapping = mapVerified(directory, weights, "weights");

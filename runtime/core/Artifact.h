@@ -68,6 +68,13 @@ struct KvGroupConfig {
   std::vector<int64_t> layers;
 };
 
+/// A linear layer of the step that a LoRA adapter may change
+/// (step.lora_sites): its module path, as adapters name it, and features.
+struct LoraSite {
+  std::string module;
+  int64_t in = 0, out = 0;
+};
+
 /// What a step returns a row of for each sequence it is asked one of.
 enum class StepOutputKind { Logits, HiddenStates, ClassLogits };
 
@@ -96,6 +103,9 @@ struct StepConfig {
   /// head, which serves embeddings; or a sequence classifier's logits
   /// (num_labels wide). The last two generate nothing.
   StepOutputKind output = StepOutputKind::Logits;
+  /// The LoRA sites, in the order the step numbers them; empty: the
+  /// artifact serves no adapter (compiled without --enable-lora).
+  std::vector<LoraSite> loraSites;
 
   int64_t numKvGroups() const { return kvGroups.empty() ? 1 : int64_t(kvGroups.size()); }
 };

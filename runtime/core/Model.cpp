@@ -3,6 +3,7 @@
 
 #include "runtime/core/Error.h"
 #include "runtime/cpu/CpuExecutor.h"
+#include "runtime/lora/LoraAdapter.h"
 #ifdef LLMC_HAVE_CUDA
 #include "runtime/cuda/CudaExecutor.h"
 #endif
@@ -213,6 +214,22 @@ void Model::validate(const StepBatch &batch) const {
     if (batch.slotMapping[t] >= numSlots)
       throw Error("step: slot_mapping[" + str(t) + "] = " + str(batch.slotMapping[t]) +
                   " is past the KV cache's " + str(numSlots) + " slots");
+  if (batch.loraIndices) validateLora(batch);
+}
+
+void Model::validateLora(const StepBatch &batch) const {
+  auto numSites = static_cast<int64_t>(stepConfig().loraSites.size());
+  if (!numSites)
+    throw Error("step: tokens run with LoRA adapters, but the model was compiled without LoRA "
+                "sites (llmc compile --enable-lora)");
+  for (int64_t i = 0; i < batch.numLoraAdapters; ++i)
+    if (!batch.loraAdapters[i] || batch.loraAdapters[i]->numSites() != numSites)
+      throw Error("step: LoRA adapter " + str(i) + " was not loaded for this model's " +
+                  str(numSites) + " sites");
+  for (int64_t t = 0; t < batch.numTokens; ++t)
+    if (batch.loraIndices[t] < -1 || batch.loraIndices[t] >= batch.numLoraAdapters)
+      throw Error("step: lora_indices[" + str(t) + "] = " + str(batch.loraIndices[t]) +
+                  " is not one of the step's " + str(batch.numLoraAdapters) + " adapters");
 }
 
 void Model::step(const StepBatch &batch, float *logits) {

@@ -105,6 +105,8 @@ public:
 
 private:
   void validate(const StepBatch &batch) const;
+  /// The batch's LoRA adapters and each token's index into them.
+  void validateLora(const StepBatch &batch) const;
 
   std::unique_ptr<Artifact> loaded;
   std::string kvSummary;

@@ -1,6 +1,8 @@
 //===- CpuDevice.cpp - the host API table over a thread pool and BLAS -----===//
 #include "runtime/cpu/CpuDevice.h"
 
+#include "runtime/lora/LoraProducts.h"
+
 #include <cblas.h>
 
 #include <cstring>
@@ -24,7 +26,15 @@ void sgemm(void *context, int64_t m, int64_t n, int64_t k, const float *a, int64
 
 void poolParallelFor(void *context, int64_t n,
                      void (*body)(void *closure, int64_t begin, int64_t end), void *closure) {
-  static_cast<ThreadPool *>(context)->parallelFor(n, body, closure);
+  static_cast<CpuDevice::HostContext *>(context)->pool->parallelFor(n, body, closure);
+}
+
+void loraProducts(void *context, int64_t site, int32_t perSequence, int64_t rows,
+                  const float *x, int64_t ldx, const float *base, int64_t ldbase, float *out,
+                  int64_t ldout) {
+  auto &host = *static_cast<CpuDevice::HostContext *>(context);
+  addLoraProducts(*host.pool, *host.batch, site, (*host.loraSites)[size_t(site)],
+                  perSequence != 0, rows, x, ldx, base, ldbase, out, ldout);
 }
 } // namespace
 
@@ -38,9 +48,11 @@ CpuDevice::CpuDevice(unsigned numThreads) : pool(numThreads) {
   openblas_set_num_threads(static_cast<int>(pool.numThreads()));
   api.abi_version = LLMC_STEP_ABI_VERSION;
   api.reserved = 0;
-  api.context = &pool;
+  context.pool = &pool;
+  api.context = &context;
   api.sgemm = sgemm;
   api.parallel_for = poolParallelFor;
+  api.lora = loraProducts;
 }
 
 } // namespace llmc::runtime

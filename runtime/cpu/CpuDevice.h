@@ -3,14 +3,17 @@
 #define LLMC_RUNTIME_CPU_CPUDEVICE_H
 
 #include "llmc/Runtime/StepABI.h"
+#include "runtime/core/Artifact.h"
+#include "runtime/core/StepBatch.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <functional>
 
 namespace llmc::runtime {
 
-/// The host CPU: a thread pool, and the LlmcCpuHostApi table that lends it
-/// and OpenBLAS's sgemm to the generated step function.
+/// The host CPU: a thread pool, and the LlmcCpuHostApi table that lends it,
+/// OpenBLAS's sgemm and the running step's LoRA products to the generated
+/// step function.
 class CpuDevice {
 public:
   /// numThreads = 0 means one per hardware thread. OpenBLAS's own thread
@@ -25,9 +28,23 @@ public:
   void parallelFor(int64_t n, const std::function<void(int64_t)> &body);
   /// The table to pass to the step function; valid while the device lives.
   const LlmcCpuHostApi *hostApi() const { return &api; }
+  /// The step the table's `lora` serves while the step function runs (an
+  /// artifact with LoRA sites `sites`); null between steps.
+  void setRunningStep(const StepBatch *batch, const std::vector<LoraSite> *sites) {
+    context.batch = batch;
+    context.loraSites = sites;
+  }
+
+  /// What the table's functions receive as their context.
+  struct HostContext {
+    ThreadPool *pool = nullptr;
+    const StepBatch *batch = nullptr;
+    const std::vector<LoraSite> *loraSites = nullptr;
+  };
 
 private:
   ThreadPool pool;
+  HostContext context;
   LlmcCpuHostApi api;
 };
 

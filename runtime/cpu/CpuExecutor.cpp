@@ -59,9 +59,11 @@ void CpuExecutor::step(const StepBatch &batch, float *logits) {
                                 static_cast<int64_t>(workspace.bytes()));
   LlmcMemRef2 logitsOut =
       memref2(logits, numSeqs, stepOutputSize(artifact.model(), artifact.step()));
+  cpu.setRunningStep(&batch, &artifact.step().loraSites);
   artifact.stepFunction()(cpu.hostApi(), &tokens, &positions, &cuSeqlensQ, &contextLens,
                           &blockTables, &slotMapping, &logitsIndices, &kvPool, &weights, &scratch,
                           &logitsOut);
+  cpu.setRunningStep(nullptr, nullptr);
 }
 
 } // namespace llmc::runtime

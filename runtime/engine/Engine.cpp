@@ -150,6 +150,11 @@ void Engine::validate(const std::vector<int32_t> &prompt, const RequestOptions &
     throw RequestError("priority " + str(options.priority) +
                        " needs the priority scheduling policy (vLLM's scheduling_policy "
                        "\"priority\"); this engine serves first come, first served");
+  if (options.lora && options.lora->numSites() != int64_t(model.stepConfig().loraSites.size()))
+    throw RequestError(model.stepConfig().loraSites.empty()
+                           ? "the request names a LoRA adapter, but the model was compiled "
+                             "without LoRA sites (llmc compile --enable-lora)"
+                           : "the request's LoRA adapter was loaded for another model");
   if (model.pools() != options.pooling.has_value())
     throw RequestError(options.pooling ? "the model generates text: it has nothing to pool"
                        : model.outputsHiddenStates()
@@ -208,6 +213,13 @@ void Engine::addRequest(RequestId id, std::vector<int32_t> prompt, const Request
   first->priority = options.priority;
   if (options.grammar)
     first->grammar = std::make_unique<structured::GrammarMatcher>(options.grammar);
+  if (options.lora) {
+    // An adapter changes every K/V after the first layer: its prefixes are
+    // cached under their own hashes.
+    first->blocks = scheduler.kvCache().emptySequence();
+    for (SequenceBlocks &group : first->blocks.groups)
+      group.hashSeed = mixSeed(group.hashSeed, options.lora->fingerprint());
+  }
   scheduler.addWaiting(first.get());
   request.samples.push_back(std::move(first));
   requests.emplace(id, std::move(request));
@@ -265,6 +277,15 @@ StepBatchArrays Engine::buildBatch(const SchedulerOutput &plan) const {
     arrays.logitsIndices.push_back(static_cast<int32_t>(arrays.tokens.size() - 1));
     rowSequences.push_back(&sequence);
   };
+  // Each token's LoRA adapter, an index into the step's distinct ones.
+  std::vector<int32_t> chunkAdapters;
+  for (const ScheduledChunk &chunk : plan.chunks) {
+    const LoraAdapter *adapter = requests.at(chunk.sequence->request).options.lora.get();
+    auto known = std::find(arrays.loraAdapters.begin(), arrays.loraAdapters.end(), adapter);
+    if (adapter && known == arrays.loraAdapters.end())
+      known = arrays.loraAdapters.insert(known, adapter);
+    chunkAdapters.push_back(adapter ? int32_t(known - arrays.loraAdapters.begin()) : -1);
+  }
   for (const ScheduledChunk &chunk : plan.chunks) {
     const Sequence &sequence = *chunk.sequence;
     int64_t end = chunk.start + chunk.numTokens - chunk.numDraft;
@@ -280,6 +301,10 @@ StepBatchArrays Engine::buildBatch(const SchedulerOutput &plan) const {
       endSequence(sequence, end + i + 1);
     }
   }
+  if (!arrays.loraAdapters.empty())
+    for (size_t chunk = 0; chunk < plan.chunks.size(); ++chunk)
+      arrays.loraIndices.insert(arrays.loraIndices.end(), plan.chunks[chunk].numTokens,
+                                chunkAdapters[chunk]);
   size_t numGroups = plan.chunks.empty() ? 1 : plan.chunks.front().sequence->blocks.groups.size();
   size_t width = 1;
   for (const Sequence *sequence : rowSequences)

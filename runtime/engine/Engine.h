@@ -51,6 +51,7 @@
 #include "runtime/engine/Sampler.h"
 #include "runtime/engine/Scheduler.h"
 #include "runtime/engine/Sequence.h"
+#include "runtime/lora/LoraAdapter.h"
 #include "runtime/structured/Grammar.h"
 
 #include <cstdint>
@@ -122,6 +123,10 @@ struct RequestOptions {
   /// Set for every request to a model that pools (Model::pools(); for none
   /// to a generative one): the request embeds or classifies its prompt.
   std::optional<PoolingParams> pooling;
+  /// The LoRA adapter every token of the request runs with (vLLM's
+  /// lora_request), loaded for this model's sites; null: the base model.
+  /// Its prefix cache entries are its own.
+  std::shared_ptr<const LoraAdapter> lora;
 };
 
 /// What one step produced for one sample: a new token, an end, or both; or,

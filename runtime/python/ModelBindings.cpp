@@ -2,11 +2,13 @@
 #include "runtime/core/Model.h"
 #include "runtime/engine/Engine.h"
 #include "runtime/engine/EngineJson.h"
+#include "runtime/lora/LoraAdapter.h"
 #include "runtime/python/Bindings.h"
 #include "runtime/python/ModelOptions.h"
 #include "runtime/python/PyJson.h"
 
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -61,12 +63,22 @@ StepBatch stepBatch(int64_t numKvGroups, const IdArray &tokens, const IdArray &p
 }
 
 /// One step into `logits` ([N, vocab] float32, or [N, hidden] for a model
-/// that returns hidden states).
+/// that returns hidden states); with `loraIndices` [T], token t runs with
+/// loraAdapters[loraIndices[t]] (-1: none).
 void step(Model &model, IdArray tokens, IdArray positions, IdArray cuSeqlensQ,
           IdArray contextLens, TableArray blockTables, IdArray slotMapping,
-          IdArray logitsIndices, LogitsArray logits) {
+          IdArray logitsIndices, LogitsArray logits, std::optional<IdArray> loraIndices,
+          const std::vector<std::shared_ptr<LoraAdapter>> &loraAdapters) {
   StepBatch batch = stepBatch(model.stepConfig().numKvGroups(), tokens, positions, cuSeqlensQ,
                               contextLens, blockTables, slotMapping, logitsIndices);
+  std::vector<const LoraAdapter *> adapters;
+  for (const auto &adapter : loraAdapters) adapters.push_back(adapter.get());
+  if (loraIndices) {
+    checkLength("lora_indices", loraIndices->shape(0), batch.numTokens);
+    batch.loraIndices = loraIndices->data();
+    batch.loraAdapters = adapters.data();
+    batch.numLoraAdapters = int64_t(adapters.size());
+  }
   checkLength("logits", logits.shape(0), batch.numSeqs);
   checkLength("the logits' rows", logits.shape(1), model.outputSize());
   nb::gil_scoped_release release;
@@ -118,6 +130,12 @@ struct SyncEngine {
 } // namespace
 
 void bindModel(nb::module_ &module) {
+  nb::class_<LoraAdapter>(module, "LoraAdapter",
+                          "A PEFT LoRA adapter loaded for one artifact's LoRA sites "
+                          "(runtime/lora/LoraAdapter.h)")
+      .def_prop_ro("directory", &LoraAdapter::directory)
+      .def_prop_ro("rank", &LoraAdapter::rank, "the largest rank of its layers");
+
   nb::class_<Model>(module, "Model", "A compiled model (model.llmc/) with its device and KV cache")
       .def_static(
           "open",
@@ -146,9 +164,26 @@ void bindModel(nb::module_ &module) {
       .def_prop_ro("num_kv_groups", [](const Model &m) { return m.stepConfig().numKvGroups(); })
       .def_prop_ro("num_threads", [](const Model &m) { return m.numThreads(); })
       .def_prop_ro("kv_cache_summary", &Model::kvCacheSummary)
+      .def(
+          "load_lora",
+          [](const Model &model, const std::string &directory, int64_t maxRank) {
+            // nanobind holds shared_ptrs to non-const classes; nothing changes it.
+            return std::const_pointer_cast<LoraAdapter>(
+                LoraAdapter::load(directory, model.stepConfig().loraSites, maxRank));
+          },
+          nb::arg("directory"), nb::arg("max_rank"), nb::call_guard<nb::gil_scoped_release>(),
+          "The PEFT adapter in `directory` (adapter_config.json, adapter_model.safetensors), "
+          "matched to the artifact's LoRA sites; refused when a layer's rank is above "
+          "`max_rank` or the artifact cannot serve it exactly")
+      .def_prop_ro("num_lora_sites",
+                   [](const Model &m) { return int64_t(m.stepConfig().loraSites.size()); },
+                   "how many linear layers a LoRA adapter may change (0: compiled without "
+                   "--enable-lora)")
       .def("step", &step, nb::arg("tokens"), nb::arg("positions"), nb::arg("cu_seqlens_q"),
            nb::arg("context_lens"), nb::arg("block_tables"), nb::arg("slot_mapping"),
-           nb::arg("logits_indices"), nb::arg("logits"))
+           nb::arg("logits_indices"), nb::arg("logits"),
+           nb::arg("lora_indices").none() = nb::none(),
+           nb::arg("lora_adapters") = std::vector<std::shared_ptr<LoraAdapter>>())
       .def("step_greedy", &stepGreedy, nb::arg("tokens"), nb::arg("positions"),
            nb::arg("cu_seqlens_q"), nb::arg("context_lens"), nb::arg("block_tables"),
            nb::arg("slot_mapping"), nb::arg("logits_indices"), nb::arg("next"))

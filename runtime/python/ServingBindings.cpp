@@ -12,6 +12,7 @@
 #include "runtime/engine/AsyncEngine.h"
 #include "runtime/engine/EngineJson.h"
 #include "runtime/engine/Scoring.h"
+#include "runtime/lora/LoraAdapter.h"
 #include "runtime/python/Bindings.h"
 #include "runtime/python/ModelOptions.h"
 #include "runtime/python/PyJson.h"
@@ -177,7 +178,8 @@ public:
 
   RequestId submit(std::vector<int32_t> prompt, const nlohmann::json &options,
                    std::vector<std::string> stop, bool detokenize,
-                   const std::optional<nlohmann::json> &grammar, bool skipSpecialTokens) {
+                   const std::optional<nlohmann::json> &grammar, bool skipSpecialTokens,
+                   std::shared_ptr<const LoraAdapter> lora) {
     if ((detokenize || !stop.empty() || grammar) && !tokenizer)
       throw RequestError("the model has no tokenizer: it takes no text, stop strings, "
                          "structured outputs or detokenized outputs");
@@ -186,6 +188,7 @@ public:
     request.options = requestOptionsFromJson(options);
     // Compiled here, on the caller's thread (the GIL released), and cached.
     if (grammar) request.options.grammar = grammars->compile(grammarSpec(*grammar));
+    request.options.lora = std::move(lora);
     request.detokenize = detokenize;
     request.skipSpecialTokens = skipSpecialTokens;
     request.stopStrings = std::move(stop);
@@ -265,18 +268,37 @@ void bindServing(nb::module_ &module) {
           "submit",
           [](LLMEngine &self, std::vector<int32_t> prompt, nb::dict options,
              std::vector<std::string> stop, bool detokenize, std::optional<nb::dict> grammar,
-             bool skipSpecialTokens) {
+             bool skipSpecialTokens, std::shared_ptr<LoraAdapter> lora) {
             nlohmann::json settings = toJson<nlohmann::json>(options);
             std::optional<nlohmann::json> spec;
             if (grammar) spec = toJson<nlohmann::json>(*grammar);
             nb::gil_scoped_release release;
             return self.submit(std::move(prompt), settings, std::move(stop), detokenize, spec,
-                               skipSpecialTokens);
+                               skipSpecialTokens, std::move(lora));
           },
           nb::arg("prompt_ids"), nb::arg("options"), nb::arg("stop"), nb::arg("detokenize"),
           nb::arg("grammar").none() = nb::none(), nb::arg("skip_special_tokens") = true,
+          nb::arg("lora").none() = nb::none(),
           "Queues a request; returns its id. `grammar` ({kind, source, choices}) constrains "
-          "its output. Raises LlmcRequestError for one the engine refuses.")
+          "its output; `lora` (from load_lora) is the adapter it runs with. Raises "
+          "LlmcRequestError for one the engine refuses.")
+      .def(
+          "load_lora",
+          [](const LLMEngine &self, const std::string &directory, int64_t maxRank) {
+            // nanobind holds shared_ptrs to non-const classes; nothing changes it.
+            return std::const_pointer_cast<LoraAdapter>(
+                LoraAdapter::load(directory, self.model->stepConfig().loraSites, maxRank));
+          },
+          nb::arg("directory"), nb::arg("max_rank"), nb::call_guard<nb::gil_scoped_release>(),
+          "The PEFT adapter in `directory` (adapter_config.json, adapter_model.safetensors), "
+          "matched to the artifact's LoRA sites; refused when a layer's rank is above "
+          "`max_rank` or the artifact cannot serve it exactly")
+      .def_prop_ro("lora_sites",
+                   [](const LLMEngine &self) {
+                     return int64_t(self.model->stepConfig().loraSites.size());
+                   },
+                   "how many linear layers a LoRA adapter may change (0: compiled without "
+                   "--enable-lora)")
       .def("poll", &LLMEngine::poll, nb::arg("timeout"),
            "The events since the last poll, after waiting up to `timeout` seconds for one: "
            "dicts of request, index, token, logprob, rank, top_logprobs, prompt_logprobs "

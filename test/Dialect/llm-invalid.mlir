@@ -481,3 +481,19 @@ func.func @layer_norm_bias_shape(%x: tensor<?x8xf32>, %w: tensor<2x4xf32>, %b: t
   %n = llm.layer_norm %x, %w, %b {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<2x4xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   return %n : tensor<?x8xf32>
 }
+
+// -----
+
+func.func @lora_output_type(%x: tensor<?x8xf32>, %y: tensor<?x4xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{the output must have the base product's type}}
+  %o = llm.lora %x, %y {module = "model.layers.0.mlp.up_proj", site = 0 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>) -> tensor<?x8xf32>
+  return %o : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @lora_rows(%x: tensor<3x8xf32>, %y: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{the input and the base product must have the same rows}}
+  %o = llm.lora %x, %y {module = "model.layers.0.mlp.up_proj", site = 0 : i64} : (tensor<3x8xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %o : tensor<2x4xf32>
+}

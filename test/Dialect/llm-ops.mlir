@@ -224,3 +224,11 @@ func.func @per_row_elementwise_input(%x: tensor<?x?x8xf32>, %gate: tensor<?x?x1x
   }
   return %y : tensor<?x?x8xf32>
 }
+
+// A LoRA site: the linear's input and product, the site and its module.
+// CHECK-LABEL: func.func @lora_site
+//       CHECK:   llm.lora %{{.*}}, %{{.*}} {module = "model.layers.0.mlp.up_proj", site = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+func.func @lora_site(%x: tensor<?x8xf32>, %y: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %o = llm.lora %x, %y {module = "model.layers.0.mlp.up_proj", site = 3 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %o : tensor<?x4xf32>
+}

@@ -99,6 +99,12 @@ cl::opt<std::string> matryoshkaDimensions(
              "(`dimensions`): 'any' width, or these (64,128,256); in place of config.json's "
              "is_matryoshka and matryoshka_dimensions"),
     cl::value_desc("any|widths"), cl::cat(compileCategory));
+cl::opt<bool> enableLora(
+    "enable-lora",
+    cl::desc("CPU: serve LoRA adapters (PEFT's) chosen per request, as vLLM's --enable-lora: "
+             "each linear layer of the decoder layers adds the product of its request's "
+             "adapter (an optimum or TorchScript export, whose nodes carry module paths)"),
+    cl::cat(compileCategory));
 cl::opt<std::string> matmul("matmul", cl::desc("CPU matrix products: blas or generated"),
                             cl::init("generated"), cl::cat(compileCategory));
 cl::opt<bool> int8Activations(
@@ -200,6 +206,7 @@ int runCompileCommand() {
   options.maxModelLen = given<int64_t>(maxModelLen);
   options.classifierFromTokens = classifierFromToken;
   options.matryoshkaDimensions = given<std::string>(matryoshkaDimensions);
+  options.enableLora = enableLora;
   options.matmul = matmul;
   options.int8Activations = given<bool>(int8Activations);
   options.int8Products = int8Products;

@@ -72,6 +72,12 @@ inline constexpr llvm::StringLiteral kClassLogitsOutput = "class_logits";
 /// makes its step output kClassLogitsOutput.
 inline constexpr llvm::StringLiteral kPooledAtLastTokenAttr = "llmc.pooled_at_last_token";
 
+/// The step function's (then the lowered module's) LoRA sites, set by
+/// llm-lora-sites: an array of {module, in, out} dictionaries in the order
+/// of their `site` numbers, which the manifest records as step.lora_sites.
+/// Absent: the artifact serves no adapter.
+inline constexpr llvm::StringLiteral kLoraSitesAttr = "llmc.lora_sites";
+
 /// Bounds the positions `function` serves by `length`; the smaller bound wins.
 inline void boundServedPositions(mlir::Operation *function, int64_t length) {
   if (auto served = function->getAttrOfType<mlir::IntegerAttr>(kMaxPositionsAttr))

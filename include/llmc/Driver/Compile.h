@@ -51,6 +51,9 @@ struct CompileOptions {
   /// An embedding model's Matryoshka widths ("any", or "64,128,..."), in
   /// place of its config.json's; nullopt: the config's.
   std::optional<std::string> matryoshkaDimensions;
+  /// CPU: a LoRA site after each linear layer of the decoder layers, so
+  /// that requests may run with LoRA adapters (llm-lora-sites).
+  bool enableLora = false;
   std::string matmul = "generated";      ///< CPU matrix products: generated or blas
   /// CPU: quantised weights times int8 activations; nullopt follows the
   /// file (int8 where every MatMulNBits asks for accuracy_level 4).

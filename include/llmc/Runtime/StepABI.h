@@ -35,7 +35,7 @@
 extern "C" {
 #endif
 
-#define LLMC_STEP_ABI_VERSION 2
+#define LLMC_STEP_ABI_VERSION 3
 #define LLMC_STEP_SYMBOL "_mlir_ciface_llmc_step"
 
 /* Services the runtime lends the generated code. Field order is ABI. */
@@ -53,6 +53,15 @@ typedef struct LlmcCpuHostApi {
   void (*parallel_for)(void *context, int64_t n,
                        void (*body)(void *closure, int64_t begin, int64_t end),
                        void *closure);
+  /* out[r] = base[r] + the LoRA product of x[r] at `site` (manifest
+   * step.lora_sites) under the adapter row r of the step runs with; out[r] =
+   * base[r] for a row without one. Rows are the step's tokens, or its
+   * sequences (the rows logits_indices picks) when `per_sequence`. Each
+   * array is `rows` rows of the site's in (x) or out (base, out) features,
+   * ld* floats apart. Called only by artifacts that list LoRA sites. */
+  void (*lora)(void *context, int64_t site, int32_t per_sequence, int64_t rows,
+               const float *x, int64_t ldx, const float *base, int64_t ldbase,
+               float *out, int64_t ldout);
 } LlmcCpuHostApi;
 
 #define LLMC_DEFINE_MEMREF(RANK)                                             \

@@ -160,6 +160,10 @@ mlir::LogicalResult lowerGatherRows(StepLowering &step, llm::GatherRowsOp op,
 /// out[r, c] = in[r, c]: the rows a step of hidden states returns, from the
 /// workspace to the step's output.
 void lowerCopyRows(StepLowering &step, mlir::Location loc, mlir::Value input, mlir::Value output);
+/// output = base + the runtime's LoRA product of input at the op's site
+/// (api->lora); rows are sequences when `perSequenceRows` (CpuLora.cpp).
+mlir::LogicalResult lowerLora(StepLowering &step, llm::LoraOp op, mlir::Value input,
+                              mlir::Value base, mlir::Value output, bool perSequenceRows);
 /// out[r, i] = in[r, indices[i]].
 mlir::LogicalResult lowerPermuteFeatures(StepLowering &step, llm::PermuteFeaturesOp op,
                                          llvm::ArrayRef<mlir::Value> operands, mlir::Value output);
@@ -403,6 +407,7 @@ mlir::ElementsAttr packedBlob(const std::vector<float> &values, llvm::ArrayRef<i
 constexpr int32_t kApiContext = 2;
 constexpr int32_t kApiSgemm = 3;
 constexpr int32_t kApiParallelFor = 4;
+constexpr int32_t kApiLora = 5;
 
 /// Host services and memrefs as the LLVM dialect sees them (CpuParallel.cpp).
 mlir::LLVM::LLVMPointerType llvmPointerType(mlir::OpBuilder &b);

@@ -26,7 +26,7 @@ Value hostApiField(StepLowering &step, Location loc, int32_t index) {
   OpBuilder &b = step.b;
   auto ptr = llvmPointerType(b);
   auto apiType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), {b.getI32Type(), b.getI32Type(), ptr, ptr, ptr});
+      b.getContext(), {b.getI32Type(), b.getI32Type(), ptr, ptr, ptr, ptr});
   Value address =
       LLVM::GEPOp::create(b, loc, ptr, apiType, step.api, ArrayRef<LLVM::GEPArg>{0, index});
   return LLVM::LoadOp::create(b, loc, ptr, address);

@@ -127,6 +127,10 @@ private:
           SmallVector<Value> widened{table->values, operands[1]};
           return cpu::lowerEmbedding(step, embedding, widened, outputs[0]);
         })
+        .Case([&](llm::LoraOp lora) {
+          return cpu::lowerLora(step, lora, operands[0], operands[1], outputs[0],
+                                perSequence.contains(lora.getOutput()));
+        })
         .Case([&](llm::GatherRowsOp gather) {
           return cpu::lowerGatherRows(step, gather, operands, outputs[0]);
         })
@@ -679,6 +683,7 @@ struct LlmLowerToCpuPass : impl::LlmLowerToCpuPassBase<LlmLowerToCpuPass> {
                                                                           : "f32"));
     if (bf16Activations) module->setAttr("llmc.bf16_products", b.getStringAttr(bf16Products));
     if (Attribute groups = model->getAttr(kKvGroupsAttr)) module->setAttr(kKvGroupsAttr, groups);
+    if (Attribute sites = model->getAttr(kLoraSitesAttr)) module->setAttr(kLoraSitesAttr, sites);
     module->setAttr(kStepOutputAttr, b.getStringAttr(codegen::stepOutput(model)));
     model.erase();
     expandExp(module);

@@ -33,6 +33,9 @@ class PagedRunner:
         # Per KV cache group, per sequence, its blocks in position order.
         self.block_tables: list[list[list[int]]] = [[] for _ in range(self.num_groups)]
         self.lengths: list[int] = []  # per sequence, the positions in the cache
+        # The step's LoRA adapters, and each sequence's index into them (-1: none).
+        self._lora_adapters: list = []
+        self._lora_index: list[int] = []
 
     def _reserve(self, seq: int, num_positions: int) -> None:
         """Grow sequence `seq`'s block tables to hold `num_positions` positions."""
@@ -46,6 +49,7 @@ class PagedRunner:
         """One step appending new_tokens[n] to sequence n; the logits of each one's last row."""
         assert len(new_tokens) == len(self.lengths) and all(new_tokens)
         tokens, positions, cu_seqlens_q, context_lens = [], [], [0], []
+        lora_indices = []
         slots = [[] for _ in range(self.num_groups)]  # each group's run of slots
         for seq, chunk in enumerate(new_tokens):
             begin = self.lengths[seq]
@@ -56,6 +60,7 @@ class PagedRunner:
                     slots[group].append(tables[seq][position // self.block_size]
                                         * self.block_size + position % self.block_size)
             tokens.extend(chunk)
+            lora_indices += [self._lora_index[seq]] * len(chunk)
             cu_seqlens_q.append(len(tokens))
             context_lens.append(begin + len(chunk))
         width = max(len(table) for tables in self.block_tables for table in tables)
@@ -68,15 +73,23 @@ class PagedRunner:
                 block_tables[group * num_seqs + seq, :len(table)] = table
         slots = [slot for group_slots in slots for slot in group_slots]
         logits_indices = np.array(cu_seqlens_q[1:], dtype=np.int32) - 1
+        lora = {} if not self._lora_adapters else {"lora_indices": lora_indices,
+                                                    "lora_adapters": self._lora_adapters}
         logits = self.model.step(tokens, positions, cu_seqlens_q, context_lens, block_tables,
-                                 slots, logits_indices)
+                                 slots, logits_indices, **lora)
         self.lengths = context_lens
         return logits
 
-    def prefill(self, prompts: list[list[int]]) -> np.ndarray:
+    def prefill(self, prompts: list[list[int]], loras: list | None = None) -> np.ndarray:
         """Start one sequence per prompt (dropping any earlier ones) with ONE ragged step over
-        all the prompts; returns the [len(prompts), vocab] logits of each prompt's last token."""
+        all the prompts; returns the [len(prompts), vocab] logits of each prompt's last token.
+        loras: each sequence's LoRA adapter (Model.load_lora) or None, for every step."""
         self.release()
+        loras = loras or [None] * len(prompts)
+        self._lora_adapters = list({id(a): a for a in loras if a is not None}.values())
+        self._lora_index = [-1 if a is None else
+                            next(i for i, b in enumerate(self._lora_adapters) if b is a)
+                            for a in loras]
         self.block_tables = [[[] for _ in prompts] for _ in range(self.num_groups)]
         self.lengths = [0 for _ in prompts]
         return self._step([[int(t) for t in prompt] for prompt in prompts])
