@@ -82,12 +82,13 @@ stage "every lit test under ASan + UBSan (build-asan/test: importer, bad input, 
 stage "runtime unit tests under ASan + UBSan"
 build-asan/bin/llmc-unit-tests --gtest_brief=1 || failed+=("unit (sanitizers)")
 
-stage "ONNX backend node tests, fixture raising, the server, structured outputs, tool calls, embeddings, classifiers, scoring and the kernel cache under ASan + UBSan"
+stage "ONNX backend node tests, fixture raising, the server, structured outputs, tool calls, embeddings, classifiers, scoring, LoRA adapters and the kernel cache under ASan + UBSan"
 LLMC_BUILD_DIR=build-asan PYTHONPATH=python .venv/bin/python -m pytest \
   test/python/test_onnx_node_tests.py test/python/test_raise.py test/python/test_server.py \
   test/python/test_structured_outputs.py test/python/test_tool_calls.py \
   test/python/test_embeddings.py test/python/test_classification.py \
-  test/python/test_scoring.py test/python/test_kernel_cache.py -q -p no:cacheprovider -n 2 --dist loadgroup \
+  test/python/test_scoring.py test/python/test_lora.py test/python/test_kernel_cache.py -q \
+  -p no:cacheprovider -n 2 --dist loadgroup \
   || failed+=("pytest (sanitizers)")
 
 echo

@@ -90,11 +90,15 @@ void OpenAiServer::checkApiKey(const HttpRequest &request) const {
   if (token != options.apiKey) throw ApiError(401, "incorrect API key", {}, "invalid_api_key");
 }
 
-void OpenAiServer::checkModel(const std::string &model) const {
-  if (!model.empty() && model != served.name)
-    throw ApiError(404, "the model '" + model + "' does not exist; this server has '" +
-                            served.name + "'",
-                   "model", "model_not_found");
+std::shared_ptr<const LoraAdapter> OpenAiServer::adapterOf(const std::string &model) const {
+  if (model.empty() || model == served.name) return nullptr;
+  std::string names = "'" + served.name + "'";
+  for (const ServedModel::LoraModule &module : served.loraModules) {
+    if (module.name == model) return module.adapter;
+    names += ", '" + module.name + "'";
+  }
+  throw ApiError(404, "the model '" + model + "' does not exist; this server has " + names,
+                 "model", "model_not_found");
 }
 
 std::string OpenAiServer::applyChatTemplate(const GenerationRequest &request) const {
@@ -132,7 +136,7 @@ json OpenAiServer::tokenizerEndpoint(std::string_view target, const HttpRequest 
 
 json OpenAiServer::tokenize(const json &body) const {
   TokenizeRequest request = parseTokenizeRequest(body);
-  checkModel(request.model);
+  adapterOf(request.model); // the tokenizer is the base model's
   const tokenizer::Tokenizer &tokenizer = requireTokenizer();
   std::string text = request.prompt ? *request.prompt
                                     : renderChat(request.messages, request.tools,
@@ -157,7 +161,7 @@ json OpenAiServer::tokenize(const json &body) const {
 
 json OpenAiServer::detokenize(const json &body) const {
   DetokenizeRequest request = parseDetokenizeRequest(body);
-  checkModel(request.model);
+  adapterOf(request.model); // the tokenizer is the base model's
   const tokenizer::Tokenizer &tokenizer = requireTokenizer();
   for (int32_t token : request.tokens)
     if (token >= tokenizer.idLimit())
@@ -171,10 +175,18 @@ json OpenAiServer::detokenize(const json &body) const {
 }
 
 json OpenAiServer::modelList() const {
-  json model = {{"id", served.name},    {"object", "model"},
-                {"created", startTime}, {"owned_by", "llmc"},
-                {"root", served.name},  {"max_model_len", engine.maxModelLen()}};
-  return {{"object", "list"}, {"data", json::array({std::move(model)})}};
+  json models = json::array();
+  models.push_back({{"id", served.name},    {"object", "model"},
+                    {"created", startTime}, {"owned_by", "llmc"},
+                    {"root", served.name},  {"parent", nullptr},
+                    {"max_model_len", engine.maxModelLen()}});
+  // As vLLM lists its LoRA modules: the adapter's path as root, the base as parent.
+  for (const ServedModel::LoraModule &module : served.loraModules)
+    models.push_back({{"id", module.name},   {"object", "model"},
+                      {"created", startTime}, {"owned_by", "llmc"},
+                      {"root", module.path},  {"parent", served.name},
+                      {"max_model_len", engine.maxModelLen()}});
+  return {{"object", "list"}, {"data", std::move(models)}};
 }
 
 void OpenAiServer::abortAll() {
@@ -268,7 +280,7 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
   Clock::time_point arrival = Clock::now();
   json body = parseBody(exchange.request);
   GenerationRequest request = parseGenerationRequest(endpoint, body, engine.maxModelLen());
-  checkModel(request.model);
+  request.options.lora = adapterOf(request.model);
   bool chat = endpoint == Endpoint::ChatCompletions;
   request.modelToolCallFormat = served.toolCallFormat;
   if (request.toolChoice == GenerationRequest::ToolChoice::Auto) {
@@ -314,7 +326,9 @@ Task<void> OpenAiServer::generate(HttpExchange &exchange, Endpoint endpoint) {
   request.returnTokensAsTokenIds =
       request.returnTokensAsTokenIds.value_or(options.returnTokensAsTokenIds);
   // Before the prompts move into the engine's requests: an echo takes their text.
-  ResponseBuilder builder(request, served.name, numPrompts, served.tokenizer);
+  // A response names the model the request asked for: the base, or an adapter.
+  ResponseBuilder builder(request, request.options.lora ? request.model : served.name,
+                          numPrompts, served.tokenizer);
   auto mailbox = std::make_shared<Mailbox<PromptEvent>>(exchange.executor());
   std::vector<AsyncRequest> works;
   for (size_t i = 0; i < numPrompts; ++i) {

@@ -89,7 +89,9 @@ private:
   /// The body of GET /v1/models.
   nlohmann::ordered_json modelList() const;
   void checkApiKey(const HttpRequest &request) const;
-  void checkModel(const std::string &model) const;
+  /// The LoRA adapter a request's `model` names: null for the base model (or
+  /// none named); 404 for a model the server does not have.
+  std::shared_ptr<const LoraAdapter> adapterOf(const std::string &model) const;
   /// The chat prompt: the messages, tools and chat_template_kwargs through the
   /// model's chat template.
   std::string applyChatTemplate(const GenerationRequest &request) const;

@@ -13,6 +13,7 @@
 
 #include "runtime/chat/ChatTemplate.h"
 #include "runtime/engine/AsyncEngine.h"
+#include "runtime/lora/LoraAdapter.h"
 #include "runtime/server/ToolCalls.h"
 
 #include <cstdint>
@@ -44,6 +45,13 @@ struct ServedModel {
   bool reasoning = false;
   /// The id /v1/models lists and requests name.
   std::string name;
+  /// A LoRA adapter served under its own model id (vLLM's --lora-modules):
+  /// a request naming it runs with it.
+  struct LoraModule {
+    std::string name, path;
+    std::shared_ptr<const LoraAdapter> adapter;
+  };
+  std::vector<LoraModule> loraModules;
 };
 
 struct ServerOptions {

@@ -14,18 +14,24 @@ Checked:
   * LLM.generate with lora_request (one for every prompt, one per prompt, None): the greedy
     tokens are onnxruntime's on the merged export; a prompt computed first without the
     adapter and then with it gets the adapter's tokens (its cached prefix is not shared);
+  * `llmc serve --lora-modules`: each adapter is a model of its own, whose completions are
+    the merged export's greedy tokens;
   * refusals: an adapter for an artifact compiled without --enable-lora, a rank above
-    max_lora_rank, a LoRARequest id reused for another directory.
+    max_lora_rank, a LoRARequest id reused for another directory, bad --lora-modules.
 """
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
+import openai
 import pytest
 
 from llmc import LLM, LlmcRuntimeError, LoRARequest, SamplingParams
 from llmc.runtime import Model
 from llmc.testing.paged import PagedRunner
-from test_exporters import EXPORTS_DIR, MAX_REL_ERROR, reference_steps, seeded_prompts
+from llmc.testing.server import Server
+from test_exporters import EXPORTS_DIR, LLMC, MAX_REL_ERROR, reference_steps, seeded_prompts
 from test_quantized_cpu import compile_model
 
 BASE = EXPORTS_DIR / "optimum/llama-gqa/model.onnx"
@@ -165,3 +171,38 @@ def test_an_artifact_without_sites_serves_no_adapter(tmp_path):
         with pytest.raises(ValueError, match="serves no LoRA adapter"):
             served.generate([[5, 6]], lora_request=LoRARequest("a", 1, str(ADAPTERS / "attention")),
                             use_tqdm=False)
+
+
+def test_the_server_serves_each_adapter_as_a_model(artifact, references):
+    """`llmc serve --lora-modules NAME=PATH ...`: /v1/models lists each adapter under its
+    name with the base model as parent, and a completion naming it runs with it."""
+    prompt = seeded_prompts(512)[0]
+    with Server(LLMC, artifact, "--lora-modules", f"attention={ADAPTERS / 'attention'}",
+                f"mlp={ADAPTERS / 'mlp-layer1'}") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="unused")
+        listed = [(model.id, model.parent) for model in client.models.list().data]
+        assert listed == [(server.model, None), ("attention", server.model),
+                          ("mlp", server.model)]
+        for model, name in ((server.model, None), ("attention", "attention"),
+                            ("mlp", "mlp-layer1")):
+            completion = client.completions.create(
+                model=model, prompt=prompt, max_tokens=DECODE_STEPS + 1, temperature=0,
+                logprobs=1, extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
+            assert completion.model == model
+            tokens = [int(token.split(":")[1]) for token in completion.choices[0].logprobs.tokens]
+            assert tokens == [int(step[0].argmax()) for step in references[name]], model
+        with pytest.raises(openai.NotFoundError, match="'nope' does not exist"):
+            client.completions.create(model="nope", prompt=[5, 6], max_tokens=1)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--lora-modules", "a"], "--lora-modules takes NAME=PATH, not 'a'"),
+    (["--lora-modules", "a=/nonexistent"], "LoRA adapter /nonexistent: no adapter_config.json"),
+    (["--lora-modules", f"a={ADAPTERS / 'attention'}", "--max-lora-rank", "4"],
+     "rank 8, above max_lora_rank 4"),
+])
+def test_the_server_refuses_bad_adapters_at_start(artifact, args, message):
+    result = subprocess.run([str(LLMC), "serve", str(artifact), "--port", "0", *args],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert message in result.stderr

@@ -15,11 +15,15 @@
 
 #include "runtime/core/Artifact.h"
 #include "runtime/core/Error.h"
+#include "runtime/lora/LoraAdapter.h"
 #include "runtime/server/Reasoning.h"
 #include "runtime/server/Server.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "runtime/tokenizer/TokenizerConfig.h"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -57,6 +61,11 @@ constexpr const char *kUsage =
     "                             before they are aborted (default 30)\n"
     "  --return-tokens-as-token-ids  logprobs name tokens \"token_id:N\" (a request's\n"
     "                             return_tokens_as_token_ids overrides it)\n"
+    "  --lora-modules NAME=PATH ...  serve PEFT LoRA adapters as models of their own: a\n"
+    "                             request whose \"model\" is NAME runs with the adapter in\n"
+    "                             directory PATH (the artifact must be compiled with\n"
+    "                             --enable-lora); also {\"name\": ..., \"path\": ...}\n"
+    "  --max-lora-rank N          the largest rank an adapter's layer may have (default 16)\n"
     "engine:\n"
     "%ENGINE%";
 
@@ -69,7 +78,25 @@ struct ServeCommand {
   std::string modelName;
   std::optional<runtime::server::ToolCallFormat> toolCallFormat;
   std::optional<bool> reasoning;
+  /// --lora-modules: each adapter's model id and directory.
+  std::vector<std::pair<std::string, std::string>> loraModules;
+  int64_t maxLoraRank = runtime::kDefaultMaxLoraRank;
 };
+
+/// One --lora-modules entry: NAME=PATH, or vLLM's JSON {"name": ..., "path": ...}.
+std::pair<std::string, std::string> parseLoraModule(const std::string &text) {
+  if (!text.empty() && text.front() == '{') {
+    nlohmann::json entry = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() ||
+        !entry.contains("path") || !entry["path"].is_string())
+      throw Error("--lora-modules: '" + text + "' is not {\"name\": ..., \"path\": ...}");
+    return {entry["name"].get<std::string>(), entry["path"].get<std::string>()};
+  }
+  size_t equals = text.find('=');
+  if (equals == 0 || equals == std::string::npos || equals + 1 == text.size())
+    throw Error("--lora-modules takes NAME=PATH, not '" + text + "'");
+  return {text.substr(0, equals), text.substr(equals + 1)};
+}
 
 /// The artifact's directory name without ".llmc" (and without a trailing slash).
 std::string defaultModelName(std::string directory) {
@@ -123,6 +150,14 @@ std::optional<ServeCommand> parseArguments(const std::vector<std::string> &args)
       command.server.httpThreads = static_cast<int>(parseInteger(value, name, 1, 256));
     } else if (name == "--return-tokens-as-token-ids") {
       command.server.returnTokensAsTokenIds = true;
+    } else if (name == "--lora-modules") {
+      command.loraModules.push_back(parseLoraModule(value));
+      // vLLM's form: several modules after one flag.
+      while (i + 1 < args.size() && !args[i + 1].empty() && args[i + 1][0] != '-' &&
+             (args[i + 1].find('=') != std::string::npos || args[i + 1][0] == '{'))
+        command.loraModules.push_back(parseLoraModule(args[++i]));
+    } else if (name == "--max-lora-rank") {
+      command.maxLoraRank = parseInteger(value, name, 1, 4096);
     } else if (name == "--shutdown-timeout") {
       command.server.shutdownTimeoutSeconds = parseNumber(value, name, 0, 86400);
     } else if (!command.engine.consume(name, value)) {
@@ -180,6 +215,16 @@ int runServe(const std::vector<std::string> &args) {
     served.eosTokenIds = runtime::tokenizer::endOfSequenceIds(text.config, text.tokenizer.get(),
                                                               model.config().vocabSize);
     served.name = command->modelName;
+    for (const auto &[name, path] : command->loraModules) {
+      if (name == served.name ||
+          std::any_of(served.loraModules.begin(), served.loraModules.end(),
+                      [&](const auto &module) { return module.name == name; }))
+        throw Error("--lora-modules: the model id '" + name + "' is taken");
+      served.loraModules.push_back(
+          {name, path,
+           runtime::LoraAdapter::load(path, model.stepConfig().loraSites, command->maxLoraRank)});
+      std::cerr << "llmc serve: LoRA adapter " << name << " from " << path << "\n";
+    }
     served.toolCallFormat = command->toolCallFormat;
     if (!served.toolCallFormat && text.config.chatTemplate)
       served.toolCallFormat = runtime::server::detectToolCallFormat(*text.config.chatTemplate);
