@@ -4,8 +4,8 @@
 // adapter_model.safetensors in one directory) changes some linear layers of
 // a model: y = x W + scaling * (x A^T) B^T, A [rank, in] and B [out, rank]
 // per layer, named by module path. Loading matches every changed layer to one
-// of the artifact's LoRA sites (step.lora_sites) and keeps, per site, A and
-// scaling * B^T, the layouts the row products read (LoraProducts.h).
+// of the artifact's LoRA sites (step.lora_sites) and keeps, per site, A^T and
+// scaling * B^T, the layouts the row products read (LoraProducts.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef LLMC_RUNTIME_LORA_LORAADAPTER_H
@@ -25,7 +25,7 @@ inline constexpr int64_t kDefaultMaxLoraRank = 16;
 
 class LoraAdapter {
 public:
-  /// One site's low-rank weights: `down` is A [rank, in], `up` is
+  /// One site's low-rank weights: `down` is A^T [in, rank], `up` is
   /// scaling * B^T [rank, out]; rank 0 where the adapter leaves the site be.
   struct SiteWeights {
     int64_t rank = 0;

@@ -158,7 +158,9 @@ TEST(LoraAdapter, KeepsADownAndAScaledTransposedUpPerSite) {
   EXPECT_EQ(adapter->rank(), 2);
   const LoraAdapter::SiteWeights &q = adapter->site(0);
   EXPECT_EQ(q.rank, 2);
-  EXPECT_FLOAT_EQ(q.down[5], 0.6f);
+  // down[i][k] = A[k][i]: A[1][1] = 0.6 at down[1 * 2 + 1].
+  EXPECT_FLOAT_EQ(q.down[3], 0.6f);
+  EXPECT_FLOAT_EQ(q.down[1], 0.5f);
   // up[k][o] = scaling * B[o][k], scaling = lora_alpha / r = 2.
   for (int64_t k = 0; k < 2; ++k)
     for (int64_t o = 0; o < 3; ++o)
@@ -282,7 +284,8 @@ TEST(LoraProducts, AddsEachRowsAdapterProductAndCopiesTheRest) {
     const LoraAdapter::SiteWeights &w = adapters[size_t(adapter)]->site(0);
     for (int64_t k = 0; k < w.rank; ++k) {
       float u = 0;
-      for (int64_t i = 0; i < 4; ++i) u += w.down[size_t(k * 4 + i)] * x[size_t(row * ldx + i)];
+      for (int64_t i = 0; i < 4; ++i)
+        u += w.down[size_t(i * w.rank + k)] * x[size_t(row * ldx + i)];
       for (int64_t o = 0; o < 3; ++o) result[size_t(o)] += u * w.up[size_t(k * 3 + o)];
     }
     return result;
@@ -310,4 +313,53 @@ TEST(LoraProducts, AddsEachRowsAdapterProductAndCopiesTheRest) {
   addLoraProducts(pool, plain, 0, sites[0], false, rows, x.data(), ldx, base.data(), ldout,
                   copied.data(), ldout);
   EXPECT_EQ(copied, base);
+}
+
+// Rows past one task and columns past one chunk: each element is the sum over
+// the rank of (A x)[k] * scaling * B[o][k], whatever thread computed it.
+TEST(LoraProducts, SpreadsWideSitesOverRowsAndColumns) {
+  TempDir temp;
+  const int64_t in = 40, out = 600, rank = 5, rows = 20;
+  std::vector<LoraSite> sites = {{"model.layers.0.mlp.up_proj", in, out}};
+  std::vector<float> a(size_t(rank * in)), b(size_t(out * rank));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(float(i)) * 0.3f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(float(i)) * 0.2f;
+  fs::create_directories(temp.path);
+  json config = baseConfig();
+  config["r"] = rank;
+  config["lora_alpha"] = 10; // scaling 2
+  std::ofstream(temp.path / "adapter_config.json") << config.dump();
+  writeSafetensors(temp.path / "adapter_model.safetensors",
+                   {{"base_model.model.model.layers.0.mlp.up_proj.lora_A.weight",
+                     f32Tensor({rank, in}, a)},
+                    {"base_model.model.model.layers.0.mlp.up_proj.lora_B.weight",
+                     f32Tensor({out, rank}, b)}});
+  auto adapter = LoraAdapter::load(temp.path.string(), sites, 16);
+
+  std::vector<float> x(size_t(rows * in)), base(size_t(rows * out)), result(base.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.7f * float(i));
+  for (size_t i = 0; i < base.size(); ++i) base[i] = 0.01f * float(i % 97);
+  std::vector<int32_t> indices(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) indices[size_t(r)] = r % 3 == 0 ? -1 : 0;
+  const LoraAdapter *adapters[] = {adapter.get()};
+  StepBatch batch;
+  batch.numTokens = rows;
+  batch.loraIndices = indices.data();
+  batch.loraAdapters = adapters;
+  batch.numLoraAdapters = 1;
+  ThreadPool pool(2);
+  addLoraProducts(pool, batch, 0, sites[0], false, rows, x.data(), in, base.data(), out,
+                  result.data(), out);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double want = base[size_t(r * out + o)];
+      if (indices[size_t(r)] >= 0)
+        for (int64_t k = 0; k < rank; ++k) {
+          double u = 0;
+          for (int64_t i = 0; i < in; ++i)
+            u += double(a[size_t(k * in + i)]) * x[size_t(r * in + i)];
+          want += 2.0 * u * b[size_t(o * rank + k)];
+        }
+      ASSERT_NEAR(result[size_t(r * out + o)], want, 1e-4) << r << "," << o;
+    }
 }
