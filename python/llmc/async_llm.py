@@ -22,6 +22,7 @@ from typing import AsyncIterator, Optional, Union
 
 from llmc.engine_args import open_engine
 from llmc.errors import LlmcRuntimeError
+from llmc.lora import LoraAdapters, LoRARequest, pop_max_lora_rank
 from llmc.outputs import (ClassificationRequestOutput, EmbeddingRequestOutput, PoolingParams,
                           PoolingState, RequestOutput, RequestState)
 from llmc.prompts import max_tokens, normalize, truncated
@@ -32,10 +33,12 @@ _POLL_SECONDS = 0.2
 
 
 class AsyncLLM:
-    """The engine arguments are LLM's (llmc.llm.LLM)."""
+    """The engine arguments are LLM's (llmc.llm.LLM), enable_lora and max_lora_rank too."""
 
     def __init__(self, model: Union[str, os.PathLike], **engine_args):
+        max_lora_rank = pop_max_lora_rank(engine_args)
         self.artifact, self._engine = open_engine(model, **engine_args)
+        self._adapters = LoraAdapters(self._engine, max_lora_rank)
         native_tokenizer = self._engine.tokenizer
         self._tokenizer = Tokenizer.wrap(native_tokenizer) if native_tokenizer else None
         self._request_ids = itertools.count()
@@ -53,10 +56,12 @@ class AsyncLLM:
 
     async def generate(self, prompt, sampling_params: Optional[SamplingParams] = None,
                        request_id: Optional[str] = None,
+                       lora_request: Optional[LoRARequest] = None,
                        priority: int = 0) -> AsyncIterator[RequestOutput]:
         """Yields the request's RequestOutput each time it has new tokens, the last one with
-        finished=True. priority: lower first, under scheduling_policy "priority". Raises
-        LlmcRequestError for a request the engine refuses."""
+        finished=True. lora_request: the LoRA adapter it runs with (enable_lora). priority:
+        lower first, under scheduling_policy "priority". Raises LlmcRequestError for a
+        request the engine refuses."""
         if not self._running:
             raise LlmcRuntimeError("the AsyncLLM is shut down")
         batch = normalize(prompt, self._tokenizer)
@@ -70,9 +75,10 @@ class AsyncLLM:
         if priority:
             options["priority"] = priority
         state = RequestState(request_id, one.text, one.token_ids, params, self._decode_token)
+        lora = None if lora_request is None else self._adapters.adapter_of(lora_request)
         submit = lambda: self._engine.submit(  # noqa: E731
             one.token_ids, options, params.stop_strings, self._tokenizer is not None,
-            params.grammar_spec(), skip_special_tokens=params.skip_special_tokens)
+            params.grammar_spec(), skip_special_tokens=params.skip_special_tokens, lora=lora)
         async for output in self._stream(request_id, submit, state, every_batch=True):
             yield output
 

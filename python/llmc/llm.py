@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from llmc.engine_args import open_engine
 from llmc.errors import LlmcRuntimeError
-from llmc.lora import LoraAdapters, LoRARequest
+from llmc.lora import LoraAdapters, LoRARequest, pop_max_lora_rank
 from llmc.outputs import (ClassificationRequestOutput, EmbeddingRequestOutput, PoolingParams,
                           PoolingState, RequestOutput, RequestState, ScoringOutput,
                           ScoringRequestOutput)
@@ -37,8 +37,6 @@ from llmc.prompts import Prompt, max_tokens, normalize, params_for, truncated
 from llmc.sampling_params import SamplingParams
 from llmc.tokenizer import Tokenizer
 
-# vLLM's default max_lora_rank.
-_DEFAULT_MAX_LORA_RANK = 16
 # Requests submitted at once; the rest wait in Python (the engine refuses more than 4096).
 _MAX_IN_FLIGHT = 1024
 _POLL_SECONDS = 0.2
@@ -69,10 +67,7 @@ class LLM:
     """
 
     def __init__(self, model: Union[str, os.PathLike], **engine_args):
-        max_lora_rank = engine_args.pop("max_lora_rank", _DEFAULT_MAX_LORA_RANK)
-        if not isinstance(max_lora_rank, int) or isinstance(max_lora_rank, bool) \
-                or max_lora_rank < 1:
-            raise ValueError(f"max_lora_rank must be an int >= 1, got {max_lora_rank!r}")
+        max_lora_rank = pop_max_lora_rank(engine_args)
         self.artifact, self._engine = open_engine(model, **engine_args)
         self._adapters = LoraAdapters(self._engine, max_lora_rank)
         native_tokenizer = self._engine.tokenizer

@@ -32,6 +32,16 @@ class LoRARequest:
             raise ValueError("a LoRARequest needs lora_path, the adapter's directory")
 
 
+def pop_max_lora_rank(engine_args: dict) -> int:
+    """The max_lora_rank of LLM's or AsyncLLM's engine arguments (vLLM's default 16), taken
+    out of them and checked."""
+    max_lora_rank = engine_args.pop("max_lora_rank", 16)
+    if not isinstance(max_lora_rank, int) or isinstance(max_lora_rank, bool) \
+            or max_lora_rank < 1:
+        raise ValueError(f"max_lora_rank must be an int >= 1, got {max_lora_rank!r}")
+    return max_lora_rank
+
+
 class LoraAdapters:
     """The adapters an engine has loaded, by lora_int_id."""
 

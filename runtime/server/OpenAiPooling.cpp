@@ -57,7 +57,7 @@ json OpenAiServer::poolingResponse(PoolingEndpoint endpoint, const PoolingReques
   response["created"] = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-  response["model"] = request.model.empty() ? served.name : request.model;
+  response["model"] = served.name;
   response["data"] = std::move(data);
   json usage = json::object();
   usage["prompt_tokens"] = promptTokens;
@@ -107,7 +107,7 @@ Task<void> OpenAiServer::pool(HttpExchange &exchange, PoolingEndpoint endpoint) 
   Clock::time_point arrival = Clock::now();
   json body = parseBody(exchange.request);
   PoolingRequest request = parsePoolingRequest(endpoint, body, engine.maxModelLen());
-  std::shared_ptr<const LoraAdapter> adapter = adapterOf(request.model);
+  checkBaseModel(request.model);
   bool embeddings = endpoint == PoolingEndpoint::Embeddings;
   if (embeddings ? !served.model.outputsHiddenStates() : !served.model.outputsClassLogits())
     throw ApiError(400, std::string(embeddings ? "/v1/embeddings needs an embedding model"
@@ -126,7 +126,6 @@ Task<void> OpenAiServer::pool(HttpExchange &exchange, PoolingEndpoint endpoint) 
     work.promptIds = std::move(input.ids);
     work.addSpecialTokens = request.addSpecialTokens;
     work.options.pooling = request.pooling;
-    work.options.lora = adapter;
     work.truncatePromptTokens = request.truncatePromptTokens;
   }
   PooledRows pooled = co_await poolPrompts(exchange, std::move(works), arrival);
@@ -164,7 +163,7 @@ json OpenAiServer::scoringResponse(ScoringEndpoint endpoint, const ScoringReques
     response["created"] = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
-    response["model"] = request.model.empty() ? served.name : request.model;
+    response["model"] = served.name;
     response["data"] = std::move(data);
     response["usage"] = {{"prompt_tokens", promptTokens},
                          {"total_tokens", promptTokens},
@@ -190,7 +189,7 @@ json OpenAiServer::scoringResponse(ScoringEndpoint endpoint, const ScoringReques
     results.push_back(std::move(result));
   }
   response["id"] = randomId("rerank-");
-  response["model"] = request.model.empty() ? served.name : request.model;
+  response["model"] = served.name;
   response["usage"] = {{"total_tokens", promptTokens}};
   response["results"] = std::move(results);
   return response;
@@ -200,7 +199,7 @@ Task<void> OpenAiServer::score(HttpExchange &exchange, ScoringEndpoint endpoint)
   Clock::time_point arrival = Clock::now();
   json body = parseBody(exchange.request);
   ScoringRequest request = parseScoringRequest(endpoint, body, engine.maxModelLen());
-  std::shared_ptr<const LoraAdapter> adapter = adapterOf(request.model);
+  checkBaseModel(request.model);
   ScoringPlan plan = planScoringRequest(request);
   PoolingParams pooling = plan.pooling(request.activation);
   std::vector<AsyncRequest> works;
@@ -208,7 +207,6 @@ Task<void> OpenAiServer::score(HttpExchange &exchange, ScoringEndpoint endpoint)
     AsyncRequest &work = works.emplace_back();
     work.promptIds = prompt;
     work.options.pooling = pooling;
-    work.options.lora = adapter;
   }
   PooledRows pooled = co_await poolPrompts(exchange, std::move(works), arrival);
   co_await exchange.respond(jsonResponse(scoringResponse(endpoint, request, plan, pooled.rows)));

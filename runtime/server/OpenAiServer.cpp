@@ -174,6 +174,12 @@ json OpenAiServer::detokenize(const json &body) const {
   return response;
 }
 
+void OpenAiServer::checkBaseModel(const std::string &model) const {
+  if (adapterOf(model))
+    throw ApiError(400, "'" + model + "' is a LoRA adapter, which serves completions and chat; "
+                   "this endpoint runs the base model '" + served.name + "'", "model");
+}
+
 json OpenAiServer::modelList() const {
   json models = json::array();
   models.push_back({{"id", served.name},    {"object", "model"},

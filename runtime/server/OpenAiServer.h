@@ -92,6 +92,9 @@ private:
   /// The LoRA adapter a request's `model` names: null for the base model (or
   /// none named); 404 for a model the server does not have.
   std::shared_ptr<const LoraAdapter> adapterOf(const std::string &model) const;
+  /// 404 for a model the server does not have, 400 for a LoRA adapter: the
+  /// pooling endpoints run the base model.
+  void checkBaseModel(const std::string &model) const;
   /// The chat prompt: the messages, tools and chat_template_kwargs through the
   /// model's chat template.
   std::string applyChatTemplate(const GenerationRequest &request) const;

@@ -11,8 +11,8 @@ Checked:
     the merged export's within 1e-4 relative;
   * one ragged step of sequences without an adapter and with each adapter: each row is its
     own reference's (the base rows the base export's);
-  * LLM.generate with lora_request (one for every prompt, one per prompt, None): the greedy
-    tokens are onnxruntime's on the merged export; a prompt computed first without the
+  * LLM.generate with lora_request (one for every prompt, one per prompt, None), and
+    AsyncLLM.generate: the greedy tokens are onnxruntime's on the merged export; a prompt computed first without the
     adapter and then with it gets the adapter's tokens (its cached prefix is not shared);
   * `llmc serve --lora-modules`: each adapter is a model of its own, whose completions are
     the merged export's greedy tokens;
@@ -21,13 +21,14 @@ Checked:
 """
 from __future__ import annotations
 
+import asyncio
 import subprocess
 
 import numpy as np
 import openai
 import pytest
 
-from llmc import LLM, LlmcRuntimeError, LoRARequest, SamplingParams
+from llmc import LLM, AsyncLLM, LlmcRuntimeError, LoRARequest, SamplingParams
 from llmc.runtime import Model
 from llmc.testing.paged import PagedRunner
 from llmc.testing.server import Server
@@ -130,6 +131,27 @@ def test_generate_runs_each_prompt_with_its_adapter(llm, references):
         [expected(name, i) for i, name in enumerate(names)]
 
 
+def test_async_generate_takes_a_lora_request(references):
+    prompt = seeded_prompts(512)[2]
+    params = SamplingParams(temperature=0, max_tokens=DECODE_STEPS + 1)
+
+    adapter = LoRARequest("a", 1, str(ADAPTERS / "attention"))
+
+    async def generate(llm):
+        final = None
+        async for output in llm.generate(prompt, params, "r0", lora_request=adapter):
+            final = output
+        return final.outputs[0].token_ids
+
+    llm = AsyncLLM(BASE, enable_lora=True, max_lora_rank=8, num_kv_blocks=NUM_KV_BLOCKS,
+                   quiet=True)
+    try:
+        tokens = asyncio.run(generate(llm))
+    finally:
+        llm.shutdown()
+    assert tokens == [int(step[2].argmax()) for step in references["attention"]]
+
+
 def test_a_prefix_cached_without_the_adapter_is_not_reused(llm, references):
     """The 27-token prompt fills a block: computed first without the adapter, its block is
     cached; with the adapter it is computed again, and the tokens are the adapter's."""
@@ -193,6 +215,8 @@ def test_the_server_serves_each_adapter_as_a_model(artifact, references):
             assert tokens == [int(step[0].argmax()) for step in references[name]], model
         with pytest.raises(openai.NotFoundError, match="'nope' does not exist"):
             client.completions.create(model="nope", prompt=[5, 6], max_tokens=1)
+        with pytest.raises(openai.BadRequestError, match="'mlp' is a LoRA adapter"):
+            client.embeddings.create(model="mlp", input=[5, 6])
 
 
 @pytest.mark.parametrize("args, message", [
