@@ -300,11 +300,20 @@ TEST(LoraProducts, AddsEachRowsAdapterProductAndCopiesTheRest) {
   }
   // Per sequence: row n is token logitsIndices[n]'s (token 3: a; token 0: none), x and base
   // holding the gathered rows.
-  std::vector<float> gatheredOut(2 * 3);
-  addLoraProducts(pool, batch, 0, sites[0], true, 2, x.data() + 3 * ldx, ldx,
-                  base.data() + 3 * ldout, ldout, gatheredOut.data(), 3);
-  std::vector<float> want = expected(3, 0);
-  for (int64_t o = 0; o < 3; ++o) EXPECT_FLOAT_EQ(gatheredOut[size_t(o)], want[size_t(o)]);
+  std::vector<float> gatheredX, gatheredBase, gatheredOut(2 * 3);
+  for (int32_t token : logitsIndices) {
+    gatheredX.insert(gatheredX.end(), x.begin() + token * ldx, x.begin() + (token + 1) * ldx);
+    gatheredBase.insert(gatheredBase.end(), base.begin() + token * ldout,
+                        base.begin() + (token + 1) * ldout);
+  }
+  addLoraProducts(pool, batch, 0, sites[0], true, 2, gatheredX.data(), ldx, gatheredBase.data(),
+                  ldout, gatheredOut.data(), 3);
+  for (int64_t seq = 0; seq < 2; ++seq) {
+    int32_t token = logitsIndices[size_t(seq)];
+    std::vector<float> want = expected(token, indices[size_t(token)]);
+    for (int64_t o = 0; o < 3; ++o)
+      EXPECT_FLOAT_EQ(gatheredOut[size_t(seq * 3 + o)], want[size_t(o)]) << seq << "," << o;
+  }
 
   // A site the adapters leave be, or a step without adapters: a copy.
   StepBatch plain;
