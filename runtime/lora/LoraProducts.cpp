@@ -26,14 +26,20 @@
 namespace llmc::runtime {
 namespace {
 
-/// u[k] = sum_i x[i] * downT[i][k]: A x with A transposed, [in, rank].
+/// u[r][k] = sum_i x[r][i] * downT[i][k] (A x, A kept transposed: [in, rank]) for `rows`
+/// rows of one adapter (u's rows `ldu` apart), each row of A^T read once for all of them.
+/// Every u[r][k] sums over i in order, however many rows come together.
 LLMC_LORA_VECTOR_CLONES
-void loraDownProduct(const float *downT, const float *x, int64_t in, int64_t rank, float *u) {
-  std::fill(u, u + rank, 0.0f);
+void loraDownProduct(const float *downT, const float *x, int64_t ldx, int64_t rows, int64_t in,
+                     int64_t rank, float *u, int64_t ldu) {
+  for (int64_t r = 0; r < rows; ++r) std::fill(u + r * ldu, u + r * ldu + rank, 0.0f);
   for (int64_t i = 0; i < in; ++i) {
     const float *row = downT + i * rank;
-    float value = x[i];
-    for (int64_t k = 0; k < rank; ++k) u[k] += value * row[k];
+    for (int64_t r = 0; r < rows; ++r) {
+      float value = x[r * ldx + i];
+      float *sums = u + r * ldu;
+      for (int64_t k = 0; k < rank; ++k) sums[k] += value * row[k];
+    }
   }
 }
 
@@ -53,6 +59,8 @@ void loraUpProduct(const float *up, const float *u, int64_t rank, int64_t outFea
 /// columns spread.
 constexpr int64_t kLoraRowsPerTask = 8;
 constexpr int64_t kLoraColumnsPerTask = 256;
+/// Rows whose sums one pass over A^T accumulates: their u rows stay in L1.
+constexpr int64_t kLoraRowsPerDownRun = 4;
 
 } // namespace
 
@@ -74,16 +82,22 @@ void addLoraProducts(ThreadPool &pool, const StepBatch &batch, int64_t site,
       maxRank = std::max(maxRank, weights.rank);
     }
 
-  // The base product, and each row's u = A x.
+  // The base product, and each row's u = A x, a run of rows of one adapter at a time.
   std::vector<float> u(size_t(rows * maxRank));
   auto down = [&](int64_t beginTask, int64_t endTask) {
-    for (int64_t r = beginTask * kLoraRowsPerTask;
-         r < std::min(rows, endTask * kLoraRowsPerTask); ++r) {
+    int64_t end = std::min(rows, endTask * kLoraRowsPerTask);
+    for (int64_t r = beginTask * kLoraRowsPerTask; r < end; ++r)
       if (out + r * ldout != base + r * ldbase)
         std::memcpy(out + r * ldout, base + r * ldbase, size_t(outFeatures) * sizeof(float));
-      if (const LoraAdapter::SiteWeights *weights = weightsOf[size_t(r)])
-        loraDownProduct(weights->down.data(), x + r * ldx, in, weights->rank,
-                        u.data() + r * maxRank);
+    for (int64_t r = beginTask * kLoraRowsPerTask, run; r < end; r += run) {
+      const LoraAdapter::SiteWeights *weights = weightsOf[size_t(r)];
+      for (run = 1; r + run < end && weightsOf[size_t(r + run)] == weights;) ++run;
+      if (weights)
+        for (int64_t first = r; first < r + run; first += kLoraRowsPerDownRun) {
+          int64_t count = std::min(kLoraRowsPerDownRun, r + run - first);
+          loraDownProduct(weights->down.data(), x + first * ldx, ldx, count, in, weights->rank,
+                          u.data() + first * maxRank, maxRank);
+        }
     }
   };
   int64_t rowTasks = (rows + kLoraRowsPerTask - 1) / kLoraRowsPerTask;

@@ -349,7 +349,8 @@ TEST(LoraProducts, SpreadsWideSitesOverRowsAndColumns) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.7f * float(i));
   for (size_t i = 0; i < base.size(); ++i) base[i] = 0.01f * float(i % 97);
   std::vector<int32_t> indices(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) indices[size_t(r)] = r % 3 == 0 ? -1 : 0;
+  // A run of 13 rows of the adapter across the tasks of 8 rows, between rows without one.
+  for (int64_t r = 0; r < rows; ++r) indices[size_t(r)] = r >= 2 && r < 15 ? 0 : -1;
   const LoraAdapter *adapters[] = {adapter.get()};
   StepBatch batch;
   batch.numTokens = rows;
