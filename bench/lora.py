@@ -180,7 +180,8 @@ that adapter merged into its weights, and how many of the greedy tokens agree. B
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--onnx", type=Path, default=ROOT / "models" / "smollm2-135m" / "model.onnx")
+    parser.add_argument("--onnx", type=Path,
+                        default=ROOT / "models" / "smollm2-135m" / "model.onnx")
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--adapters", type=int, default=4)
     parser.add_argument("--requests", type=int, default=16)

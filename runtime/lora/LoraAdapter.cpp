@@ -48,7 +48,9 @@ bool isSetInAdapterConfig(const json &config, const char *name) {
 std::shared_ptr<const LoraAdapter> LoraAdapter::load(const std::string &directory,
                                                      const std::vector<LoraSite> &sites,
                                                      int64_t maxRank) {
-  auto fail = [&](const std::string &why) { return Error("LoRA adapter " + directory + ": " + why); };
+  auto fail = [&](const std::string &why) {
+    return Error("LoRA adapter " + directory + ": " + why);
+  };
   if (sites.empty())
     throw fail("the model was compiled without LoRA sites (llmc compile --enable-lora)");
 
@@ -95,7 +97,8 @@ std::shared_ptr<const LoraAdapter> LoraAdapter::load(const std::string &director
   adapter->sites.resize(sites.size());
   adapter->contentHash = weights.checksum() ^ (std::hash<std::string>()(config.dump()) * 31);
   for (const auto &[key, tensor] : weights.tensors()) {
-    std::string name = key.rfind(kPeftPrefix, 0) == 0 ? key.substr(std::string(kPeftPrefix).size()) : key;
+    const std::string prefix = kPeftPrefix;
+    std::string name = key.rfind(prefix, 0) == 0 ? key.substr(prefix.size()) : key;
     const std::string downSuffix = ".lora_A.weight";
     if (name.size() <= downSuffix.size() ||
         name.compare(name.size() - downSuffix.size(), downSuffix.size(), downSuffix) != 0) {

@@ -60,7 +60,9 @@ SafetensorsFile SafetensorsFile::read(const std::string &path) {
   if (!stream) throw Error(path + ": cannot open the file");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(stream)),
                              std::istreambuf_iterator<char>());
-  auto fail = [&](const std::string &why) { return Error(path + ": not a safetensors file: " + why); };
+  auto fail = [&](const std::string &why) {
+    return Error(path + ": not a safetensors file: " + why);
+  };
   if (bytes.size() < 8) throw fail("shorter than its 8-byte header length");
   uint64_t headerBytes = 0;
   for (int i = 7; i >= 0; --i) headerBytes = headerBytes << 8 | bytes[size_t(i)];

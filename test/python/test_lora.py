@@ -12,8 +12,9 @@ Checked:
   * one ragged step of sequences without an adapter and with each adapter: each row is its
     own reference's (the base rows the base export's);
   * LLM.generate with lora_request (one for every prompt, one per prompt, None), and
-    AsyncLLM.generate: the greedy tokens are onnxruntime's on the merged export; a prompt computed first without the
-    adapter and then with it gets the adapter's tokens (its cached prefix is not shared);
+    AsyncLLM.generate: the greedy tokens are onnxruntime's on the merged export; a prompt
+    computed first without the adapter and then with it gets the adapter's tokens (its
+    cached prefix is not shared);
   * `llmc serve --lora-modules`: each adapter is a model of its own, whose completions are
     the merged export's greedy tokens;
   * refusals: an adapter for an artifact compiled without --enable-lora, a rank above
