@@ -8,6 +8,7 @@
 #include "runtime/server/Reasoning.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace llmc::runtime::server {
@@ -64,7 +65,8 @@ OpenAiServer::OpenAiServer(AsyncEngine &engine, const ServedModel &served,
     : engine(engine), served(served), options(options),
       startTime(std::chrono::duration_cast<std::chrono::seconds>(
                     std::chrono::system_clock::now().time_since_epoch())
-                    .count()) {}
+                    .count()),
+      loraModules(served.loraModules) {}
 
 HttpResponse OpenAiServer::jsonResponse(const json &body) const {
   HttpResponse response{http::status::ok, 11};
@@ -92,8 +94,9 @@ void OpenAiServer::checkApiKey(const HttpRequest &request) const {
 
 std::shared_ptr<const LoraAdapter> OpenAiServer::adapterOf(const std::string &model) const {
   if (model.empty() || model == served.name) return nullptr;
+  std::lock_guard<std::mutex> lock(loraMutex);
   std::string names = "'" + served.name + "'";
-  for (const ServedModel::LoraModule &module : served.loraModules) {
+  for (const ServedModel::LoraModule &module : loraModules) {
     if (module.name == model) return module.adapter;
     names += ", '" + module.name + "'";
   }
@@ -180,6 +183,43 @@ void OpenAiServer::checkBaseModel(const std::string &model) const {
                    "this endpoint runs the base model '" + served.name + "'", "model");
 }
 
+std::string OpenAiServer::updateLoraModules(std::string_view target,
+                                            const HttpRequest &request) {
+  if (!options.allowRuntimeLoraUpdating)
+    throw ApiError(404, "loading and unloading LoRA adapters while serving is off: start llmc "
+                        "serve with --allow-runtime-lora-updating");
+  json body = parseBody(request);
+  auto field = [&](const char *name) {
+    if (!body.contains(name) || !body[name].is_string() || body[name].get<std::string>().empty())
+      throw ApiError(400, std::string("'") + name + "' must be a non-empty string", name);
+    return body[name].get<std::string>();
+  };
+  std::string name = field("lora_name");
+  if (target == "/v1/unload_lora_adapter") {
+    std::lock_guard<std::mutex> lock(loraMutex);
+    auto found = std::find_if(loraModules.begin(), loraModules.end(),
+                              [&](const auto &module) { return module.name == name; });
+    if (found == loraModules.end())
+      throw ApiError(404, "the LoRA adapter '" + name + "' is not loaded", "lora_name");
+    loraModules.erase(found);
+    return "Success: LoRA adapter '" + name + "' removed successfully.";
+  }
+  std::string path = field("lora_path");
+  std::shared_ptr<const LoraAdapter> adapter;
+  try {
+    adapter = LoraAdapter::load(path, served.model.stepConfig().loraSites, options.maxLoraRank);
+  } catch (const Error &error) {
+    throw ApiError(400, error.what(), "lora_path");
+  }
+  std::lock_guard<std::mutex> lock(loraMutex);
+  if (name == served.name ||
+      std::any_of(loraModules.begin(), loraModules.end(),
+                  [&](const auto &module) { return module.name == name; }))
+    throw ApiError(400, "the model id '" + name + "' is taken", "lora_name");
+  loraModules.push_back({name, path, std::move(adapter)});
+  return "Success: LoRA adapter '" + name + "' added successfully.";
+}
+
 json OpenAiServer::modelList() const {
   json models = json::array();
   models.push_back({{"id", served.name},    {"object", "model"},
@@ -187,7 +227,8 @@ json OpenAiServer::modelList() const {
                     {"root", served.name},  {"parent", nullptr},
                     {"max_model_len", engine.maxModelLen()}});
   // As vLLM lists its LoRA modules: the adapter's path as root, the base as parent.
-  for (const ServedModel::LoraModule &module : served.loraModules)
+  std::lock_guard<std::mutex> lock(loraMutex);
+  for (const ServedModel::LoraModule &module : loraModules)
     models.push_back({{"id", module.name},   {"object", "model"},
                       {"created", startTime}, {"owned_by", "llmc"},
                       {"root", module.path},  {"parent", served.name},
@@ -248,6 +289,14 @@ Task<void> OpenAiServer::route(HttpExchange &exchange) {
   if (target == "/v1/models") {
     if (!get) throw ApiError(405, "use GET /v1/models");
     co_await exchange.respond(jsonResponse(modelList()));
+    co_return;
+  }
+  if (target == "/v1/load_lora_adapter" || target == "/v1/unload_lora_adapter") {
+    if (!post) throw ApiError(405, "use POST " + std::string(target));
+    HttpResponse response{http::status::ok, 11};
+    response.set(http::field::content_type, "text/plain; charset=utf-8");
+    response.body() = updateLoraModules(target, request);
+    co_await exchange.respond(std::move(response));
     co_return;
   }
   std::optional<PoolingEndpoint> pooling;

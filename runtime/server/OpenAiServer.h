@@ -6,6 +6,7 @@
 //   POST /classify                                      (a sequence classifier)
 //   POST /score, POST /rerank            (a cross-encoder or an embedding model)
 //   GET /v1/models, GET /health, GET /metrics          (Prometheus text)
+//   POST /v1/load_lora_adapter, /v1/unload_lora_adapter (when allowed)
 // A generation request becomes one engine request per prompt; its events
 // come back through a Mailbox to the connection's coroutine, which streams
 // them as chunks or gathers the whole response. A client that goes away
@@ -95,6 +96,9 @@ private:
   /// 404 for a model the server does not have, 400 for a LoRA adapter: the
   /// pooling endpoints run the base model.
   void checkBaseModel(const std::string &model) const;
+  /// vLLM's POST /v1/load_lora_adapter ({lora_name, lora_path}) or
+  /// /v1/unload_lora_adapter ({lora_name}): its plain-text answer.
+  std::string updateLoraModules(std::string_view target, const HttpRequest &request);
   /// The chat prompt: the messages, tools and chat_template_kwargs through the
   /// model's chat template.
   std::string applyChatTemplate(const GenerationRequest &request) const;
@@ -119,6 +123,11 @@ private:
 
   std::mutex mutex; // guards inFlight
   std::unordered_set<RequestId> inFlight;
+  /// The LoRA adapters served as models: --lora-modules', then what
+  /// /v1/load_lora_adapter adds. A request holds its adapter while it runs, so
+  /// unloading one takes it from new requests only.
+  mutable std::mutex loraMutex; // guards loraModules
+  std::vector<ServedModel::LoraModule> loraModules;
 };
 
 } // namespace llmc::runtime::server

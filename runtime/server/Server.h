@@ -68,6 +68,11 @@ struct ServerOptions {
   /// vLLM's --return-tokens-as-token-ids: logprobs name their tokens
   /// "token_id:N" unless a request says otherwise.
   bool returnTokensAsTokenIds = false;
+  /// The largest rank of an adapter's layer (vLLM's max_lora_rank).
+  int64_t maxLoraRank = kDefaultMaxLoraRank;
+  /// POST /v1/load_lora_adapter and /v1/unload_lora_adapter change the
+  /// adapters served (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING).
+  bool allowRuntimeLoraUpdating = false;
 };
 
 /// Serves until SIGTERM or SIGINT. `onListening` is called with the port

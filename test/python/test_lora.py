@@ -16,14 +16,18 @@ Checked:
     computed first without the adapter and then with it gets the adapter's tokens (its
     cached prefix is not shared);
   * `llmc serve --lora-modules`: each adapter is a model of its own, whose completions are
-    the merged export's greedy tokens;
+    the merged export's greedy tokens; /v1/load_lora_adapter and /v1/unload_lora_adapter
+    change them while serving (with --allow-runtime-lora-updating);
   * refusals: an adapter for an artifact compiled without --enable-lora, a rank above
     max_lora_rank, a LoRARequest id reused for another directory, bad --lora-modules.
 """
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
+import urllib.error
+import urllib.request
 
 import numpy as np
 import openai
@@ -231,3 +235,49 @@ def test_the_server_refuses_bad_adapters_at_start(artifact, args, message):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert message in result.stderr
+
+
+def test_adapters_load_and_unload_while_serving(artifact, references):
+    """vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter, with
+    --allow-runtime-lora-updating: a loaded adapter is a model at once; an unloaded one is
+    gone; without the flag both endpoints are refused."""
+    prompt = seeded_prompts(512)[0]
+    expected = [int(step[0].argmax()) for step in references["mlp-layer1"]]
+    with Server(LLMC, artifact, "--allow-runtime-lora-updating") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="unused")
+
+        def complete(model):
+            completion = client.completions.create(
+                model=model, prompt=prompt, max_tokens=DECODE_STEPS + 1, temperature=0,
+                logprobs=1, extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True})
+            return [int(token.split(":")[1]) for token in completion.choices[0].logprobs.tokens]
+
+        load = {"lora_name": "mlp", "lora_path": str(ADAPTERS / "mlp-layer1")}
+        status, text = post_text(server, "/v1/load_lora_adapter", load)
+        assert (status, text) == (200, "Success: LoRA adapter 'mlp' added successfully.")
+        assert [model.id for model in client.models.list().data] == [server.model, "mlp"]
+        assert complete("mlp") == expected
+        assert post_text(server, "/v1/load_lora_adapter", load)[0] == 400  # the id is taken
+        bad = {"lora_name": "bad", "lora_path": "/nonexistent"}
+        status, text = post_text(server, "/v1/load_lora_adapter", bad)
+        assert status == 400 and "no adapter_config.json" in text
+        status, text = post_text(server, "/v1/unload_lora_adapter", {"lora_name": "mlp"})
+        assert (status, text) == (200, "Success: LoRA adapter 'mlp' removed successfully.")
+        with pytest.raises(openai.NotFoundError):
+            complete("mlp")
+        assert post_text(server, "/v1/unload_lora_adapter", {"lora_name": "mlp"})[0] == 404
+    with Server(LLMC, artifact) as server:
+        status, text = post_text(server, "/v1/load_lora_adapter", load)
+        assert status == 404 and "--allow-runtime-lora-updating" in text
+
+
+def post_text(server: Server, path: str, body: dict) -> tuple[int, str]:
+    """POST a JSON body; the status and the response's text."""
+    request = urllib.request.Request(server.url + path,
+                                     data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()

@@ -66,6 +66,9 @@ constexpr const char *kUsage =
     "                             directory PATH (the artifact must be compiled with\n"
     "                             --enable-lora); also {\"name\": ..., \"path\": ...}\n"
     "  --max-lora-rank N          the largest rank an adapter's layer may have (default 16)\n"
+    "  --allow-runtime-lora-updating  POST /v1/load_lora_adapter {lora_name, lora_path} and\n"
+    "                             /v1/unload_lora_adapter {lora_name} change the adapters\n"
+    "                             (also VLLM_ALLOW_RUNTIME_LORA_UPDATING=True, as vLLM)\n"
     "engine:\n"
     "%ENGINE%";
 
@@ -80,7 +83,6 @@ struct ServeCommand {
   std::optional<bool> reasoning;
   /// --lora-modules: each adapter's model id and directory.
   std::vector<std::pair<std::string, std::string>> loraModules;
-  int64_t maxLoraRank = runtime::kDefaultMaxLoraRank;
 };
 
 /// One --lora-modules entry: NAME=PATH, or vLLM's JSON {"name": ..., "path": ...}.
@@ -111,8 +113,13 @@ std::string defaultModelName(std::string directory) {
 std::optional<ServeCommand> parseArguments(const std::vector<std::string> &args) {
   ServeCommand command;
   if (const char *key = std::getenv("LLMC_API_KEY")) command.server.apiKey = key;
+  if (const char *allow = std::getenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING"))
+    command.server.allowRuntimeLoraUpdating = std::string(allow) == "True" ||
+                                              std::string(allow) == "true" ||
+                                              std::string(allow) == "1";
   for (size_t i = 0; i < args.size(); ++i) {
-    Argument argument = readArgument(args, i, {"--help", "-h", "--return-tokens-as-token-ids"});
+    Argument argument = readArgument(
+        args, i, {"--help", "-h", "--return-tokens-as-token-ids", "--allow-runtime-lora-updating"});
     const std::string &name = argument.name, &value = argument.value;
     if (argument.positional) {
       if (!command.artifactDir.empty())
@@ -157,7 +164,9 @@ std::optional<ServeCommand> parseArguments(const std::vector<std::string> &args)
              (args[i + 1].find('=') != std::string::npos || args[i + 1][0] == '{'))
         command.loraModules.push_back(parseLoraModule(args[++i]));
     } else if (name == "--max-lora-rank") {
-      command.maxLoraRank = parseInteger(value, name, 1, 4096);
+      command.server.maxLoraRank = parseInteger(value, name, 1, 4096);
+    } else if (name == "--allow-runtime-lora-updating") {
+      command.server.allowRuntimeLoraUpdating = true;
     } else if (name == "--shutdown-timeout") {
       command.server.shutdownTimeoutSeconds = parseNumber(value, name, 0, 86400);
     } else if (!command.engine.consume(name, value)) {
@@ -222,7 +231,8 @@ int runServe(const std::vector<std::string> &args) {
         throw Error("--lora-modules: the model id '" + name + "' is taken");
       served.loraModules.push_back(
           {name, path,
-           runtime::LoraAdapter::load(path, model.stepConfig().loraSites, command->maxLoraRank)});
+           runtime::LoraAdapter::load(path, model.stepConfig().loraSites,
+                                      command->server.maxLoraRank)});
       std::cerr << "llmc serve: LoRA adapter " << name << " from " << path << "\n";
     }
     served.toolCallFormat = command->toolCallFormat;
