@@ -15,7 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #define DEBUG_TYPE "llm-lora-sites"
 
@@ -68,12 +68,11 @@ struct LlmLoraSitesPass : impl::LlmLoraSitesPassBase<LlmLoraSitesPass> {
 
   LogicalResult addSites(func::FuncOp func) {
     SmallVector<std::pair<llm::LinearOp, std::string>> linears;
-    llvm::StringMap<llm::LinearOp> byModule;
+    llvm::StringSet<> modules;
     WalkResult walk = func.walk([&](llm::LinearOp linear) {
       std::string module = modulePathOf(nodeNameOf(linear.getLoc()));
       if (module.empty()) return WalkResult::advance();
-      auto [it, inserted] = byModule.try_emplace(module, linear);
-      if (!inserted) {
+      if (!modules.insert(module).second) {
         linear.emitOpError("computes part of module '")
             << module << "', as another linear does (a projection split at raising); "
             << "a LoRA site needs the module's whole product";
