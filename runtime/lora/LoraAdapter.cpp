@@ -135,10 +135,11 @@ std::shared_ptr<const LoraAdapter> LoraAdapter::load(const std::string &director
     SiteWeights &weightsOfSite = adapter->sites[size_t(site->second)];
     weightsOfSite.rank = rank;
     std::vector<float> downValues = weights.floats(key); // [rank, in]
-    weightsOfSite.down.resize(downValues.size());
+    int64_t padded = weightsOfSite.paddedRank();
+    weightsOfSite.down.assign(size_t(target.in * padded), 0.0f);
     for (int64_t k = 0; k < rank; ++k)
       for (int64_t i = 0; i < target.in; ++i)
-        weightsOfSite.down[size_t(i * rank + k)] = downValues[size_t(k * target.in + i)];
+        weightsOfSite.down[size_t(i * padded + k)] = downValues[size_t(k * target.in + i)];
     std::vector<float> upValues = weights.floats(upKey); // [out, rank]
     weightsOfSite.up.assign(size_t(rank * target.out), 0.0f);
     for (int64_t o = 0; o < target.out; ++o)

@@ -25,11 +25,13 @@ inline constexpr int64_t kDefaultMaxLoraRank = 16;
 
 class LoraAdapter {
 public:
-  /// One site's low-rank weights: `down` is A^T [in, rank], `up` is
+  /// One site's low-rank weights: `down` is A^T [in, paddedRank()], `up` is
   /// scaling * B^T [rank, out]; rank 0 where the adapter leaves the site be.
   struct SiteWeights {
     int64_t rank = 0;
     std::vector<float> down, up;
+    /// The rank rounded up to 16: `down`'s row length, its extra columns zeros.
+    int64_t paddedRank() const { return (rank + 15) / 16 * 16; }
   };
 
   /// Loads the adapter in `directory` for an artifact with `sites`. Throws

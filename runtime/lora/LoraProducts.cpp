@@ -2,11 +2,11 @@
 //
 // Two passes over a site's rows: u = A x per row (rank values), then
 // out += u^T (scaling B^T) over chunks of output columns, so that one row (a
-// decode step of one sequence) still spreads over the threads. Both inner
-// loops run along contiguous memory (A is kept transposed, [in, rank]), and
-// are compiled for AVX-512, AVX2 and plain x86-64, picked at load: the
-// runtime is built for any x86-64, the adapters' products want the host's
-// vectors.
+// decode step of one sequence) still spreads over the threads. Both keep a
+// vector of sums in registers while they stream the weights along contiguous
+// memory (A is kept transposed, [in, rank]), and are compiled for AVX-512,
+// AVX2 and plain x86-64, picked at load: the runtime is built for any x86-64,
+// the adapters' products want the host's vectors.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/lora/LoraProducts.h"
@@ -26,32 +26,44 @@
 namespace llmc::runtime {
 namespace {
 
-/// u[r][k] = sum_i x[r][i] * downT[i][k] (A x, A kept transposed: [in, rank]) for `rows`
-/// rows of one adapter (u's rows `ldu` apart), each row of A^T read once for all of them.
-/// Every u[r][k] sums over i in order, however many rows come together.
+/// Floats of one vector register (AVX-512): the products keep a run of this
+/// many sums in registers while they stream the weights.
+constexpr int64_t kLoraLanes = 16;
+
+/// u[k] = sum_i x[i] * downT[i][k] (A x, A kept transposed and its rank padded with zeros
+/// to a multiple of kLoraLanes: [in, paddedRank]), each u[k] summed over i in order.
 LLMC_LORA_VECTOR_CLONES
-void loraDownProduct(const float *downT, const float *x, int64_t ldx, int64_t rows, int64_t in,
-                     int64_t rank, float *u, int64_t ldu) {
-  for (int64_t r = 0; r < rows; ++r) std::fill(u + r * ldu, u + r * ldu + rank, 0.0f);
-  for (int64_t i = 0; i < in; ++i) {
-    const float *row = downT + i * rank;
-    for (int64_t r = 0; r < rows; ++r) {
-      float value = x[r * ldx + i];
-      float *sums = u + r * ldu;
-      for (int64_t k = 0; k < rank; ++k) sums[k] += value * row[k];
+void loraDownProduct(const float *downT, const float *x, int64_t in, int64_t paddedRank,
+                     float *u) {
+  for (int64_t k0 = 0; k0 < paddedRank; k0 += kLoraLanes) {
+    float sums[kLoraLanes] = {};
+    for (int64_t i = 0; i < in; ++i) {
+      const float *row = downT + i * paddedRank + k0;
+      float value = x[i];
+      for (int64_t j = 0; j < kLoraLanes; ++j) sums[j] += value * row[j];
     }
+    std::copy_n(sums, kLoraLanes, u + k0);
   }
 }
 
-/// out[o] += sum_k u[k] * up[k][o] for o in [begin, end): up [rank, outFeatures].
+/// out[o] += sum_k u[k] * up[k][o] for o in [begin, end) (up [rank, outFeatures]), each
+/// out[o] adding over k in order: a run of kLoraLanes outputs stays in registers.
 LLMC_LORA_VECTOR_CLONES
 void loraUpProduct(const float *up, const float *u, int64_t rank, int64_t outFeatures,
                    int64_t begin, int64_t end, float *out) {
-  for (int64_t k = 0; k < rank; ++k) {
-    const float *row = up + k * outFeatures;
-    float factor = u[k];
-    for (int64_t o = begin; o < end; ++o) out[o] += factor * row[o];
+  int64_t o0 = begin;
+  for (; o0 + kLoraLanes <= end; o0 += kLoraLanes) {
+    float sums[kLoraLanes];
+    std::copy_n(out + o0, kLoraLanes, sums);
+    for (int64_t k = 0; k < rank; ++k) {
+      const float *row = up + k * outFeatures + o0;
+      float factor = u[k];
+      for (int64_t j = 0; j < kLoraLanes; ++j) sums[j] += factor * row[j];
+    }
+    std::copy_n(sums, kLoraLanes, out + o0);
   }
+  for (int64_t o = o0; o < end; ++o)
+    for (int64_t k = 0; k < rank; ++k) out[o] += u[k] * up[k * outFeatures + o];
 }
 
 /// Rows a task of the first pass takes, and output columns a task of the
@@ -59,8 +71,6 @@ void loraUpProduct(const float *up, const float *u, int64_t rank, int64_t outFea
 /// columns spread.
 constexpr int64_t kLoraRowsPerTask = 8;
 constexpr int64_t kLoraColumnsPerTask = 256;
-/// Rows whose sums one pass over A^T accumulates: their u rows stay in L1.
-constexpr int64_t kLoraRowsPerDownRun = 4;
 
 } // namespace
 
@@ -79,25 +89,19 @@ void addLoraProducts(ThreadPool &pool, const StepBatch &batch, int64_t site,
       const LoraAdapter::SiteWeights &weights = batch.loraAdapters[adapter]->site(site);
       if (!weights.rank) continue;
       weightsOf[size_t(r)] = &weights;
-      maxRank = std::max(maxRank, weights.rank);
+      maxRank = std::max(maxRank, weights.paddedRank());
     }
 
-  // The base product, and each row's u = A x, a run of rows of one adapter at a time.
+  // The base product, and each row's u = A x.
   std::vector<float> u(size_t(rows * maxRank));
   auto down = [&](int64_t beginTask, int64_t endTask) {
-    int64_t end = std::min(rows, endTask * kLoraRowsPerTask);
-    for (int64_t r = beginTask * kLoraRowsPerTask; r < end; ++r)
+    for (int64_t r = beginTask * kLoraRowsPerTask;
+         r < std::min(rows, endTask * kLoraRowsPerTask); ++r) {
       if (out + r * ldout != base + r * ldbase)
         std::memcpy(out + r * ldout, base + r * ldbase, size_t(outFeatures) * sizeof(float));
-    for (int64_t r = beginTask * kLoraRowsPerTask, run; r < end; r += run) {
-      const LoraAdapter::SiteWeights *weights = weightsOf[size_t(r)];
-      for (run = 1; r + run < end && weightsOf[size_t(r + run)] == weights;) ++run;
-      if (weights)
-        for (int64_t first = r; first < r + run; first += kLoraRowsPerDownRun) {
-          int64_t count = std::min(kLoraRowsPerDownRun, r + run - first);
-          loraDownProduct(weights->down.data(), x + first * ldx, ldx, count, in, weights->rank,
-                          u.data() + first * maxRank, maxRank);
-        }
+      if (const LoraAdapter::SiteWeights *weights = weightsOf[size_t(r)])
+        loraDownProduct(weights->down.data(), x + r * ldx, in, weights->paddedRank(),
+                        u.data() + r * maxRank);
     }
   };
   int64_t rowTasks = (rows + kLoraRowsPerTask - 1) / kLoraRowsPerTask;

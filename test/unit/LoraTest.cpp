@@ -158,9 +158,12 @@ TEST(LoraAdapter, KeepsADownAndAScaledTransposedUpPerSite) {
   EXPECT_EQ(adapter->rank(), 2);
   const LoraAdapter::SiteWeights &q = adapter->site(0);
   EXPECT_EQ(q.rank, 2);
-  // down[i][k] = A[k][i]: A[1][1] = 0.6 at down[1 * 2 + 1].
-  EXPECT_FLOAT_EQ(q.down[3], 0.6f);
+  // down[i][k] = A[k][i], rows padded to 16 with zeros: A[1][1] = 0.6 at down[1 * 16 + 1].
+  ASSERT_EQ(q.paddedRank(), 16);
+  ASSERT_EQ(q.down.size(), 4u * 16u);
+  EXPECT_FLOAT_EQ(q.down[17], 0.6f);
   EXPECT_FLOAT_EQ(q.down[1], 0.5f);
+  EXPECT_EQ(q.down[2], 0.0f);
   // up[k][o] = scaling * B[o][k], scaling = lora_alpha / r = 2.
   for (int64_t k = 0; k < 2; ++k)
     for (int64_t o = 0; o < 3; ++o)
@@ -285,7 +288,7 @@ TEST(LoraProducts, AddsEachRowsAdapterProductAndCopiesTheRest) {
     for (int64_t k = 0; k < w.rank; ++k) {
       float u = 0;
       for (int64_t i = 0; i < 4; ++i)
-        u += w.down[size_t(i * w.rank + k)] * x[size_t(row * ldx + i)];
+        u += w.down[size_t(i * w.paddedRank() + k)] * x[size_t(row * ldx + i)];
       for (int64_t o = 0; o < 3; ++o) result[size_t(o)] += u * w.up[size_t(k * 3 + o)];
     }
     return result;
