@@ -8,7 +8,6 @@
 #include "runtime/server/Reasoning.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
-#include <algorithm>
 #include <chrono>
 
 namespace llmc::runtime::server {
@@ -95,11 +94,10 @@ void OpenAiServer::checkApiKey(const HttpRequest &request) const {
 std::shared_ptr<const LoraAdapter> OpenAiServer::adapterOf(const std::string &model) const {
   if (model.empty() || model == served.name) return nullptr;
   std::lock_guard<std::mutex> lock(loraMutex);
+  auto found = ServedModel::findLoraModule(loraModules, model);
+  if (found != loraModules.end()) return found->adapter;
   std::string names = "'" + served.name + "'";
-  for (const ServedModel::LoraModule &module : loraModules) {
-    if (module.name == model) return module.adapter;
-    names += ", '" + module.name + "'";
-  }
+  for (const ServedModel::LoraModule &module : loraModules) names += ", '" + module.name + "'";
   throw ApiError(404, "the model '" + model + "' does not exist; this server has " + names,
                  "model", "model_not_found");
 }
@@ -197,8 +195,7 @@ std::string OpenAiServer::updateLoraModules(std::string_view target,
   std::string name = field("lora_name");
   if (target == "/v1/unload_lora_adapter") {
     std::lock_guard<std::mutex> lock(loraMutex);
-    auto found = std::find_if(loraModules.begin(), loraModules.end(),
-                              [&](const auto &module) { return module.name == name; });
+    auto found = ServedModel::findLoraModule(loraModules, name);
     if (found == loraModules.end())
       throw ApiError(404, "the LoRA adapter '" + name + "' is not loaded", "lora_name");
     loraModules.erase(found);
@@ -212,9 +209,7 @@ std::string OpenAiServer::updateLoraModules(std::string_view target,
     throw ApiError(400, error.what(), "lora_path");
   }
   std::lock_guard<std::mutex> lock(loraMutex);
-  if (name == served.name ||
-      std::any_of(loraModules.begin(), loraModules.end(),
-                  [&](const auto &module) { return module.name == name; }))
+  if (served.hasModelId(loraModules, name))
     throw ApiError(400, "the model id '" + name + "' is taken", "lora_name");
   loraModules.push_back({name, path, std::move(adapter)});
   return "Success: LoRA adapter '" + name + "' added successfully.";

@@ -16,6 +16,7 @@
 #include "runtime/lora/LoraAdapter.h"
 #include "runtime/server/ToolCalls.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -52,6 +53,18 @@ struct ServedModel {
     std::shared_ptr<const LoraAdapter> adapter;
   };
   std::vector<LoraModule> loraModules;
+
+  /// Whether `id` names the base model or one of `modules` (the adapters
+  /// served beside it).
+  bool hasModelId(const std::vector<LoraModule> &modules, const std::string &id) const {
+    return id == name || findLoraModule(modules, id) != modules.end();
+  }
+  /// The module of `modules` served as `id`, or end().
+  static std::vector<LoraModule>::const_iterator
+  findLoraModule(const std::vector<LoraModule> &modules, const std::string &id) {
+    return std::find_if(modules.begin(), modules.end(),
+                        [&](const LoraModule &module) { return module.name == id; });
+  }
 };
 
 struct ServerOptions {

@@ -23,7 +23,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -225,9 +224,7 @@ int runServe(const std::vector<std::string> &args) {
                                                               model.config().vocabSize);
     served.name = command->modelName;
     for (const auto &[name, path] : command->loraModules) {
-      if (name == served.name ||
-          std::any_of(served.loraModules.begin(), served.loraModules.end(),
-                      [&](const auto &module) { return module.name == name; }))
+      if (served.hasModelId(served.loraModules, name))
         throw Error("--lora-modules: the model id '" + name + "' is taken");
       served.loraModules.push_back(
           {name, path,
